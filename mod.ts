@@ -1,0 +1,30 @@
+/**
+ * stepflow — run LLM agents as declarative step flows.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ *
+ * const definition = await loadAgentDefinition("code-improver");
+ * const runner = new StepFlowRunner(definition);
+ * const result = await runner.run({ args: { topic: "Refactoring authentication module" }, cwd: Deno.cwd() });
+ * console.log(result.success, result.finalStepId, result.completionReason);
+ * ```
+ *
+ * @module
+ */
+
+export { errorMessage, StepflowError, UsageError } from "./src/errors.ts";
+export * from "./src/events/mod.ts";
+export * from "./src/llm/mod.ts";
+export * from "./src/store/mod.ts";
+export * from "./src/prompt/mod.ts";
+// -- definition exports (owned by the definition work) --
+export * from "./src/definition/schema.ts";
+export * from "./src/definition/types.ts";
+export * from "./src/definition/normalize.ts";
+export * from "./src/definition/jsonc.ts";
+export * from "./src/definition/output_schema.ts";
+// -- flow exports (owned by the runner work) --
+// -- backend exports (owned by the real-backends work) --
+// -- durable-run exports (owned by the durable-runs work) --

@@ -1,0 +1,86 @@
+/**
+ * Pure helpers that turn a registry step as written into a {@linkcode FlowStep}.
+ *
+ * @module
+ */
+import type { PromptReference } from "../prompt/c3l_path.ts";
+import type { StepDefinition } from "./schema.ts";
+import type { ErrorPolicy, FlowStep, StepKind } from "./types.ts";
+
+/** Step ids starting with this are template sections, not flow steps. */
+export const SECTION_PREFIX = "section.";
+/** Step ids starting with this are closing steps. */
+export const CLOSING_PREFIX = "complete.";
+
+/**
+ * Parses an `onError` value. Returns undefined for an unparseable value (the zod schema rejects
+ * those first; the validator reports them with the step id).
+ *
+ * @example
+ * ```ts
+ * import { parseErrorPolicy } from "./normalize.ts";
+ * parseErrorPolicy("retry=3"); // { kind: "retry", count: 3 }
+ * parseErrorPolicy('jump="cleanup"'); // { kind: "jump", target: "cleanup" }
+ * ```
+ */
+export function parseErrorPolicy(value: StepDefinition["onError"]): ErrorPolicy | undefined {
+  if (value === undefined || value === "fail") return { kind: "fail" };
+  if (value === "continue") return { kind: "continue" };
+  if (typeof value === "object") {
+    if ("retry" in value) return { kind: "retry", count: value.retry };
+    if ("jump" in value) return { kind: "jump", target: value.jump };
+    return undefined;
+  }
+  const retry = /^retry=(\d+)$/.exec(value);
+  if (retry) return { kind: "retry", count: Number(retry[1]) };
+  const jump = /^jump=(?:"([^"]+)"|'([^']+)'|([^"'\s]+))$/.exec(value);
+  if (jump) return { kind: "jump", target: jump[1] ?? jump[2] ?? jump[3] };
+  return undefined;
+}
+
+/** The kind of a step, from its id and routing fields. */
+export function stepKindOf(id: string, step: StepDefinition): StepKind {
+  if (id.startsWith(SECTION_PREFIX)) return "section";
+  if (id.startsWith(CLOSING_PREFIX)) return "closing";
+  if (step.check && !step.structuredGate) return "check";
+  return "gate";
+}
+
+/**
+ * The prompt reference of a step: `prompt` (seed 001) or top-level `c2`/`c3` with `c1 = "steps"`
+ * (seed 004). Undefined when the step names neither.
+ */
+export function promptRefOf(step: StepDefinition): PromptReference | undefined {
+  if (step.prompt) return step.prompt;
+  if (step.c2 !== undefined && step.c3 !== undefined) {
+    const ref: PromptReference = { c1: "steps", c2: step.c2, c3: step.c3 };
+    if (step.edition !== undefined) ref.edition = step.edition;
+    if (step.adaptation !== undefined) ref.adaptation = step.adaptation;
+    return ref;
+  }
+  return undefined;
+}
+
+/** Normalises one step (defaults applied). An invalid `onError` becomes `fail` here; validation reports it. */
+export function normalizeStep(id: string, step: StepDefinition): FlowStep {
+  const out: FlowStep = {
+    id,
+    name: step.name ?? id,
+    kind: stepKindOf(id, step),
+    iterations: { min: step.iterations?.min ?? 1, max: step.iterations?.max ?? 1 },
+    transitions: step.transitions ?? {},
+    onError: parseErrorPolicy(step.onError) ?? { kind: "fail" },
+    raw: step,
+  };
+  const prompt = promptRefOf(step);
+  if (prompt) out.prompt = prompt;
+  if (step.fallbackKey !== undefined) out.fallbackKey = step.fallbackKey;
+  if (step.check) out.check = step.check;
+  if (step.structuredGate) out.gate = step.structuredGate;
+  if (step.outputSchemaRef) out.outputSchemaRef = step.outputSchemaRef;
+  if (step.model !== undefined) out.model = step.model;
+  if (step.allowedTools !== undefined) out.allowedTools = step.allowedTools;
+  if (step.permissionMode !== undefined) out.permissionMode = step.permissionMode;
+  if (step.timeoutMs !== undefined) out.timeoutMs = step.timeoutMs;
+  return out;
+}

@@ -1,0 +1,156 @@
+/**
+ * Resolves an `outputSchemaRef` (`{ file, schema: "#/definitions/<stepId>" }`) to a self-contained
+ * JSON Schema. The runner calls this at every iteration (the two-strike rule); the loader calls it
+ * once per step at load time.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { realpath } from "node:fs/promises";
+import { StepflowError } from "../errors.ts";
+import { isWithin } from "../prompt/c3l_path.ts";
+import { parseJsonc } from "./jsonc.ts";
+import type { OutputSchemaRef } from "./schema.ts";
+
+/** The folder (relative to the agent folder) that holds output schema files. */
+export const SCHEMAS_DIR = "schemas";
+
+/** A resolved output schema. */
+export interface ResolvedOutputSchema {
+  /** Absolute schema file. */
+  file: string;
+  /** The JSON Pointer as written. */
+  pointer: string;
+  /** The schema at the pointer, with the document's `definitions`/`$defs` attached so local `$ref`s work. */
+  schema: Record<string, unknown>;
+  /** Modification time of the file when read (for stat-based caches). */
+  mtimeMs: number;
+}
+
+/** Thrown when an output schema cannot be resolved: missing file, bad JSON, or a pointer that misses. */
+export class SchemaResolutionError extends StepflowError {
+  /** @param message what failed @param details file, pointer, step */
+  constructor(message: string, details: Record<string, unknown>) {
+    super("SCHEMA_RESOLUTION_FAILED", message, { details });
+  }
+}
+
+/**
+ * Decodes a JSON Pointer fragment (`#/definitions/initial.issue`) into its tokens.
+ *
+ * @example
+ * ```ts
+ * import { parseJsonPointer } from "./output_schema.ts";
+ * parseJsonPointer("#/definitions/a~1b"); // ["definitions", "a/b"]
+ * ```
+ */
+export function parseJsonPointer(pointer: string): string[] {
+  const body = pointer.startsWith("#") ? pointer.slice(1) : pointer;
+  if (body === "") return [];
+  if (!body.startsWith("/")) {
+    throw new SyntaxError(`JSON Pointer ${JSON.stringify(pointer)} must start with "#/"`);
+  }
+  return body.slice(1).split("/").map((t) =>
+    decodeURIComponent(t).replaceAll("~1", "/").replaceAll("~0", "~")
+  );
+}
+
+/**
+ * Reads `<agentDir>/schemas/<ref.file>` and returns the schema at `ref.schema`.
+ *
+ * @throws SchemaResolutionError naming the file and pointer, with a hint on how to fix it
+ */
+export async function resolveOutputSchema(
+  agentDir: string,
+  ref: OutputSchemaRef,
+  stepId?: string,
+): Promise<ResolvedOutputSchema> {
+  const dir = resolve(agentDir, SCHEMAS_DIR);
+  const file = resolve(dir, ref.file);
+  const where = stepId ? ` (step "${stepId}")` : "";
+  const details = { file, pointer: ref.schema, stepId };
+  if (!isWithin(dir, file)) {
+    throw new SchemaResolutionError(
+      `outputSchemaRef.file ${JSON.stringify(ref.file)}${where} leaves the schemas folder ${dir}.`,
+      details,
+    );
+  }
+  let text: string;
+  let mtimeMs = 0;
+  try {
+    const real = await realpath(file);
+    if (!isWithin(await realpath(dir), real)) {
+      throw new SchemaResolutionError(
+        `Schema file ${file}${where} is a link to ${real}, outside the schemas folder.`,
+        details,
+      );
+    }
+    const info = await Deno.stat(real);
+    mtimeMs = info.mtime?.getTime() ?? 0;
+    text = await Deno.readTextFile(real);
+  } catch (error) {
+    if (error instanceof SchemaResolutionError) throw error;
+    throw new SchemaResolutionError(
+      `Schema file not found: ${file}${where}. Create it, or fix outputSchemaRef.file.`,
+      details,
+    );
+  }
+  let document: unknown;
+  try {
+    document = parseJsonc(text, file);
+  } catch (error) {
+    throw new SchemaResolutionError(
+      `Schema file ${file}${where} is not valid JSON: ${(error as Error).message}`,
+      details,
+    );
+  }
+  let tokens: string[];
+  try {
+    tokens = parseJsonPointer(ref.schema);
+  } catch (error) {
+    throw new SchemaResolutionError(`${(error as Error).message}${where}.`, details);
+  }
+  let node: unknown = document;
+  for (const token of tokens) {
+    if (node === null || typeof node !== "object" || !Object.hasOwn(node, token)) {
+      node = undefined;
+      break;
+    }
+    node = (node as Record<string, unknown>)[token];
+  }
+  if (node === null || typeof node !== "object" || Array.isArray(node)) {
+    const defs = listDefinitions(document);
+    throw new SchemaResolutionError(
+      `Schema pointer ${ref.schema} not found in ${file}${where}.${
+        defs.length ? ` Available: ${defs.join(", ")}.` : ""
+      } Fix outputSchemaRef.schema or add the definition.`,
+      details,
+    );
+  }
+  return { file, pointer: ref.schema, schema: selfContained(document, node), mtimeMs };
+}
+
+function listDefinitions(document: unknown): string[] {
+  if (document === null || typeof document !== "object") return [];
+  const out: string[] = [];
+  for (const key of ["definitions", "$defs"]) {
+    const defs = (document as Record<string, unknown>)[key];
+    if (defs && typeof defs === "object") {
+      for (const name of Object.keys(defs)) out.push(`#/${key}/${name}`);
+    }
+  }
+  return out;
+}
+
+function selfContained(document: unknown, node: object): Record<string, unknown> {
+  const root = document as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...(node as Record<string, unknown>) };
+  if (node === document) return out;
+  for (const key of ["definitions", "$defs"] as const) {
+    if (root[key] && typeof root[key] === "object") {
+      out[key] = { ...(root[key] as object), ...(out[key] as object | undefined) };
+    }
+  }
+  if (typeof root.$schema === "string" && out.$schema === undefined) out.$schema = root.$schema;
+  return out;
+}

@@ -1,0 +1,187 @@
+/**
+ * zod schemas of `agent.json` and `steps_registry.json` — the single source of truth for their types.
+ * The JSON Schemas in `agents/schemas/` are generated from these (`deno task schemas`).
+ *
+ * The schemas describe the file shapes only; cross-step rules (targets exist, prompts exist, …) are
+ * load-time validation in `validate.ts`, so that every problem is reported at once.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** Intents a structured gate routes on (seed 004 `GateIntent`). */
+export const GATE_INTENTS = ["next", "repeat", "jump", "complete", "abort"] as const;
+
+/** A gate intent. */
+export const GateIntentSchema = z.enum(GATE_INTENTS).describe("A gate intent");
+/** A gate intent. */
+export type GateIntent = z.infer<typeof GateIntentSchema>;
+
+const Segment = z.string().min(1).describe(
+  "A C3L path segment: letters, digits, '_' and '-', not starting with '_' or '-'",
+);
+
+/** A C3L prompt reference: `<c1>/<c2>/<c3>/f_<edition>[_<adaptation>].md`. */
+export const C3lPromptRefSchema = z.strictObject({
+  c1: Segment,
+  c2: Segment,
+  c3: Segment,
+  edition: Segment.optional(),
+  adaptation: Segment.optional(),
+}).describe("C3L prompt reference");
+
+/** A prompt given by a path relative to the registry's basePath. */
+export const PathPromptRefSchema = z.strictObject({
+  path: z.string().min(1).describe("Path relative to the prompts base path"),
+}).describe("Path prompt reference");
+
+/** Either form of prompt reference (seed 001 `PromptReference`). */
+export const PromptRefSchema = z.union([C3lPromptRefSchema, PathPromptRefSchema]);
+/** Either form of prompt reference. */
+export type PromptRef = z.infer<typeof PromptRefSchema>;
+
+/** `iterations: { min, max }` — how often a step runs before its check. */
+export const IterationsSchema = z.strictObject({
+  min: z.int().min(1).optional().describe("Minimum executions before the check runs (default 1)"),
+  max: z.int().min(1).optional().describe("Maximum executions of the step (default 1)"),
+});
+
+/** `onPass` of a check. */
+export const OnPassSchema = z.union([
+  z.strictObject({ next: z.string().min(1) }),
+  z.strictObject({ complete: z.literal(true) }),
+]);
+
+/** `onFail` of a check. */
+export const OnFailSchema = z.union([
+  z.strictObject({
+    retry: z.literal(true),
+    maxRetries: z.int().min(0).optional().describe("0 = unlimited (still bounded by maxTotalIterations)"),
+  }),
+  z.strictObject({ fallback: z.string().min(1) }),
+]);
+
+/** A seed 001 check: a separate prompt that judges the step's work. */
+export const CheckSchema = z.strictObject({
+  prompt: PromptRefSchema,
+  responseFormat: z.record(z.string(), z.unknown()).optional(),
+  onPass: OnPassSchema,
+  onFail: OnFailSchema,
+});
+/** A check definition. */
+export type CheckDefinition = z.infer<typeof CheckSchema>;
+
+/** A seed 004 structured gate. */
+export const StructuredGateSchema = z.strictObject({
+  allowedIntents: z.array(GateIntentSchema).min(1),
+  intentField: z.string().min(1).describe("Dot path of the intent in the output, e.g. next_action.action"),
+  targetField: z.string().min(1).optional().describe("Dot path of the jump target"),
+  fallbackIntent: GateIntentSchema.optional(),
+  handoffFields: z.array(z.string().min(1)).optional(),
+});
+/** A structured gate. */
+export type StructuredGate = z.infer<typeof StructuredGateSchema>;
+
+/** One transition: where an intent leads. */
+export const TransitionTargetSchema = z.strictObject({ target: z.string().min(1) });
+
+/** `outputSchemaRef`: a schema file under `schemas/` and a JSON Pointer into it. */
+export const OutputSchemaRefSchema = z.strictObject({
+  file: z.string().min(1).describe("File name under the agent's schemas/ folder"),
+  schema: z.string().startsWith("#").describe("JSON Pointer, e.g. #/definitions/initial.issue"),
+});
+/** An output schema reference. */
+export type OutputSchemaRef = z.infer<typeof OutputSchemaRefSchema>;
+
+/** `onError`: `fail`, `continue`, `retry=N`, `jump=<id>` or the object forms. */
+export const OnErrorSchema = z.union([
+  z.string().regex(
+    /^(fail|continue|retry=\d+|jump=("[^"]+"|'[^']+'|[^"'\s]+))$/,
+    'onError must be "fail", "continue", "retry=N" or "jump=<stepId>"',
+  ),
+  z.strictObject({ retry: z.int().min(0) }),
+  z.strictObject({ jump: z.string().min(1) }),
+]);
+
+/** One step of the registry (both shapes; the validator enforces exactly one routing form). */
+export const StepSchema = z.strictObject({
+  id: z.string().optional().describe("Must equal the step's key when present"),
+  stepId: z.string().optional().describe("Must equal the step's key when present"),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  prompt: PromptRefSchema.optional(),
+  c2: Segment.optional(),
+  c3: Segment.optional(),
+  edition: Segment.optional(),
+  adaptation: Segment.optional(),
+  fallbackKey: z.string().optional(),
+  iterations: IterationsSchema.optional(),
+  check: CheckSchema.optional(),
+  structuredGate: StructuredGateSchema.optional(),
+  transitions: z.record(z.string(), TransitionTargetSchema).optional(),
+  outputSchemaRef: OutputSchemaRefSchema.optional(),
+  onError: OnErrorSchema.optional(),
+  model: z.string().optional(),
+  allowedTools: z.array(z.string()).optional(),
+  permissionMode: z.string().optional(),
+  timeoutMs: z.int().positive().optional(),
+});
+/** One step as written in the registry. */
+export type StepDefinition = z.infer<typeof StepSchema>;
+
+/** `steps_registry.json`. */
+export const StepsRegistrySchema = z.strictObject({
+  $schema: z.string().optional(),
+  version: z.string().min(1),
+  basePath: z.string().min(1).optional().describe('Prompt root relative to the agent folder (default "prompts")'),
+  entryStep: z.string().min(1).optional(),
+  entryStepMapping: z.record(z.string(), z.string().min(1)).optional(),
+  steps: z.record(z.string(), StepSchema),
+}).describe("stepflow steps registry");
+/** The steps registry. */
+export type StepsRegistry = z.infer<typeof StepsRegistrySchema>;
+
+/** A declared CLI/run parameter of an agent. */
+export const ParameterSchema = z.strictObject({
+  type: z.enum(["string", "number", "boolean"]),
+  description: z.string().optional(),
+  required: z.boolean().optional(),
+  default: z.union([z.string(), z.number(), z.boolean()]).optional(),
+});
+/** A declared parameter. */
+export type ParameterDefinition = z.infer<typeof ParameterSchema>;
+
+/** `agent.json`. */
+export const AgentConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, "name: letters, digits, '_' and '-'"),
+  displayName: z.string().optional(),
+  description: z.string().optional(),
+  version: z.string().optional(),
+  behavior: z.strictObject({
+    systemPromptPath: z.string().min(1).optional(),
+    completionType: z.string().min(1),
+    completionConfig: z.record(z.string(), z.unknown()).optional(),
+    allowedTools: z.array(z.string()).optional(),
+    permissionMode: z.string().optional(),
+    backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
+    model: z.string().min(1).optional(),
+  }),
+  prompts: z.strictObject({
+    registry: z.string().min(1).optional().describe('Registry file (default "steps_registry.json")'),
+    fallbackDir: z.string().optional(),
+  }).optional(),
+  logging: z.strictObject({
+    directory: z.string().min(1).optional(),
+    format: z.literal("jsonl").optional(),
+    maxFiles: z.int().positive().optional(),
+  }).optional(),
+  parameters: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/), ParameterSchema).optional(),
+  limits: z.strictObject({
+    maxTotalIterations: z.int().positive().optional(),
+    stepTimeoutMs: z.int().positive().optional(),
+    runTimeoutMs: z.int().positive().optional(),
+  }).optional(),
+}).describe("stepflow agent definition");
+/** `agent.json` as written. */
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;

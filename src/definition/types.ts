@@ -1,0 +1,99 @@
+/**
+ * The loaded, normalised form of an agent: what `loadAgentDefinition` returns and the runner reads.
+ *
+ * @module
+ */
+import type { PromptReference } from "../prompt/c3l_path.ts";
+import type {
+  AgentConfig,
+  CheckDefinition,
+  OutputSchemaRef,
+  StepDefinition,
+  StepsRegistry,
+  StructuredGate,
+} from "./schema.ts";
+
+/** What happens when a step's execution fails (STEPFLOW.md §6). */
+export type ErrorPolicy =
+  | { kind: "fail" }
+  | { kind: "continue" }
+  | { kind: "retry"; count: number }
+  | { kind: "jump"; target: string };
+
+/**
+ * How a step routes: `check` (seed 001 check-gated), `gate` (seed 004 gate-routed), `closing`
+ * (`complete.*`: runs once, then the run ends) or `section` (`section.*`: a template, never run).
+ */
+export type StepKind = "check" | "gate" | "closing" | "section";
+
+/** A step with every default applied and its prompt reference normalised. */
+export interface FlowStep {
+  /** The step id (its key in the registry). */
+  id: string;
+  /** Display name: `name`, else the id. */
+  name: string;
+  /** How it routes. */
+  kind: StepKind;
+  /** Its prompt (C3L or path); sections may have none. */
+  prompt?: PromptReference;
+  /** Seed 004 `fallbackKey`, used only with `allowFallback`. */
+  fallbackKey?: string;
+  /** `iterations` with defaults `{ min: 1, max: 1 }`. */
+  iterations: { min: number; max: number };
+  /** Check definition of a check-gated step. */
+  check?: CheckDefinition;
+  /** Structured gate of a gate-routed (or closing) step. */
+  gate?: StructuredGate;
+  /** Transitions by intent (empty object when none). */
+  transitions: Readonly<Record<string, { target: string }>>;
+  /** Output schema reference. */
+  outputSchemaRef?: OutputSchemaRef;
+  /** Parsed `onError` (default `fail`). */
+  onError: ErrorPolicy;
+  /** Per-step model override. */
+  model?: string;
+  /** Per-step tool list (overrides the agent's). */
+  allowedTools?: string[];
+  /** Per-step permission mode (overrides the agent's). */
+  permissionMode?: string;
+  /** Per-step timeout of one backend call. */
+  timeoutMs?: number;
+  /** The step exactly as written. */
+  raw: StepDefinition;
+}
+
+/** Resolved run limits. */
+export interface AgentLimits {
+  /** Upper bound on iterations (default 100). */
+  maxTotalIterations: number;
+  /** Default timeout of one backend call, when set. */
+  stepTimeoutMs?: number;
+  /** Timeout of the whole run, when set. */
+  runTimeoutMs?: number;
+}
+
+/** A loaded agent (deeply frozen by `loadAgentDefinition`). */
+export interface AgentDefinition {
+  /** agent.json `name`. */
+  name: string;
+  /** Absolute agent folder. */
+  dir: string;
+  /** Absolute path of agent.json. */
+  agentFile: string;
+  /** agent.json as parsed. */
+  agent: AgentConfig;
+  /** Absolute path of the registry file. */
+  registryFile: string;
+  /** The registry as parsed. */
+  registry: StepsRegistry;
+  /** Prompt root relative to the agent folder (`basePath`, default `prompts`). */
+  basePath: string;
+  /** Every step, normalised, keyed by id. */
+  steps: Readonly<Record<string, FlowStep>>;
+  /** The entry step for the agent's completionType. */
+  entryStepId: string;
+  /** Resolved limits. */
+  limits: AgentLimits;
+  /** Load-time warnings (unreachable steps, no path to completion, …). */
+  warnings: readonly string[];
+}

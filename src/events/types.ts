@@ -1,0 +1,98 @@
+/**
+ * The one event vocabulary shared by every executor in stepflow (the step-flow runner, tool plans,
+ * PlanSpec runs and QPlan scripts). It follows seed 000 §8 and STEPFLOW.md §7.
+ *
+ * @module
+ */
+
+/** The lifecycle state of a run. `idle → running ⇄ paused → completed | failed | aborted | cancelled | timeout`. */
+export type RunState =
+  | "idle"
+  | "running"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "aborted"
+  | "cancelled"
+  | "timeout";
+
+/**
+ * What every step event says about the step it concerns. Executors may add fields of their own
+ * (QPlan adds `type`, `depth`, `parentStepId`, `errorPolicy`), so consumers must tolerate extras.
+ */
+export interface StepInfo {
+  /** The run this step belongs to. */
+  runId: string;
+  /** The step's id. */
+  stepId: string;
+  /** Human-readable description (the step's `name`, or its id when it has none). */
+  desc: string;
+  /** 1-based execution order within the run (monotonic: a repeated step gets a new order). */
+  order: number;
+  /** Hierarchical path of the step, root first (flat executors use `[desc]`). */
+  path: string[];
+  /** 1-based iteration number within the run, where the executor counts iterations. */
+  iteration?: number;
+  /** Parent step id, for hierarchical executors. */
+  parentStepId?: string;
+  /** Any executor-specific extras. */
+  [extra: string]: unknown;
+}
+
+/** Context passed to plan-level events. */
+export interface RunContext {
+  /** The run id. */
+  runId: string;
+  /** Anything else the executor wants to share (agent name, args, …). */
+  [extra: string]: unknown;
+}
+
+/**
+ * The handlers an executor calls. Every handler is optional and may be async; a throwing or
+ * rejecting handler never breaks the run (see {@linkcode createEventEmitter}).
+ */
+export interface ExecutorEvents {
+  /** A run starts. `plan` is the executor's plan object (definition, plan, script). */
+  onPlanStart?(plan: unknown, ctx: RunContext): void | Promise<void>;
+  /** A run ends, whatever the outcome. `ctx.status` tells how. */
+  onPlanEnd?(plan: unknown, ctx: RunContext): void | Promise<void>;
+  /** A step (or step iteration) begins. */
+  onStepStart?(info: StepInfo): void | Promise<void>;
+  /** A step (or step iteration) ended; `result` is executor-specific. */
+  onStepEnd?(info: StepInfo, result?: unknown): void | Promise<void>;
+  /** A step failed; the error policy decides what happens next. */
+  onStepError?(info: StepInfo, error: unknown): void | Promise<void>;
+  /** A step is about to be retried; `attempt` is the 1-based retry number. */
+  onStepRetry?(info: StepInfo, attempt: number, error: unknown): void | Promise<void>;
+  /** Control moves from this step to `targetStepId` by a jump. */
+  onStepJump?(info: StepInfo, targetStepId: string): void | Promise<void>;
+  /** The run was aborted (by `abort()`, a signal, or an abort intent). */
+  onAbort?(ctx: RunContext): void | Promise<void>;
+  /** The run was paused. */
+  onPause?(ctx: RunContext): void | Promise<void>;
+  /** The run was resumed after a pause. */
+  onResume?(ctx: RunContext): void | Promise<void>;
+  /** The run exceeded its time limit. */
+  onTimeout?(ctx: RunContext): void | Promise<void>;
+  /** The run state changed. */
+  onStateChange?(newState: RunState, oldState: RunState, ctx: RunContext): void | Promise<void>;
+}
+
+/** The names of the events in {@linkcode ExecutorEvents}. */
+export type EventName = keyof ExecutorEvents;
+
+/** Every event name, in the order seed 000 lists them. */
+export const EVENT_NAMES: readonly EventName[] = [
+  "onPlanStart",
+  "onPlanEnd",
+  "onStepStart",
+  "onStepEnd",
+  "onStepError",
+  "onStepRetry",
+  "onStepJump",
+  "onAbort",
+  "onPause",
+  "onResume",
+  "onTimeout",
+  "onStateChange",
+];

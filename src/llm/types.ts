@@ -1,0 +1,84 @@
+/**
+ * The small interface every LLM backend implements (STEPFLOW.md §8). The core only ever talks to
+ * this interface; real SDKs live in adapters that are imported lazily.
+ *
+ * @module
+ */
+
+/** Why the backend is being called. */
+export type LlmRequestKind = "step" | "check" | "reask";
+
+/** One call to a backend. */
+export interface LlmRequest {
+  /** `step` runs a step prompt, `check` runs a check prompt, `reask` repeats a call after invalid output. */
+  kind: LlmRequestKind;
+  /** The agent's name (or the executor's name for non-agent callers such as `plan`). */
+  agent: string;
+  /** The step being executed. */
+  stepId: string;
+  /** 1-based iteration of the run. */
+  iteration: number;
+  /** System prompt, when the agent has one. */
+  systemPrompt?: string;
+  /** The fully resolved user prompt. */
+  prompt: string;
+  /** JSON Schema the answer must match; backends that support it should request native structured output. */
+  outputSchema?: Record<string, unknown>;
+  /** Model override for this call. */
+  model?: string;
+  /** Tools the model may use (agentic backends). */
+  allowedTools?: string[];
+  /** Permission mode (agentic backends). */
+  permissionMode?: string;
+  /** Working directory of the run. */
+  cwd: string;
+  /** Conversation/session id to continue, when the backend returned one earlier in the run. */
+  sessionId?: string;
+}
+
+/** Token usage of one call. */
+export interface LlmUsage {
+  /** Prompt tokens. */
+  inputTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+}
+
+/** The answer of one call. */
+export interface LlmResponse {
+  /** The raw text of the answer. */
+  text: string;
+  /** Parsed structured output, when the backend produced (or extracted) one. */
+  structuredOutput?: unknown;
+  /** Session id to pass back on the next call to continue the conversation. */
+  sessionId?: string;
+  /** Token usage. */
+  usage?: LlmUsage;
+  /** Cost in US dollars, when the backend knows it. */
+  costUsd?: number;
+}
+
+/** Per-call options. */
+export interface LlmCallOptions {
+  /** Cancels the call. Backends must reject promptly with an `AbortError` when it fires. */
+  signal?: AbortSignal;
+}
+
+/**
+ * An LLM backend.
+ *
+ * @example
+ * ```ts
+ * import type { LlmBackend } from "./types.ts";
+ * const echo: LlmBackend = {
+ *   name: "echo",
+ *   complete: (req) => Promise.resolve({ text: req.prompt }),
+ * };
+ * ```
+ */
+export interface LlmBackend {
+  /** Short name used in logs and errors (`scripted`, `anthropic`, …). */
+  readonly name: string;
+  /** Runs one call. */
+  complete(req: LlmRequest, opts?: LlmCallOptions): Promise<LlmResponse>;
+}

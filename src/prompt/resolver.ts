@@ -1,0 +1,224 @@
+import { join, resolve } from "node:path";
+import { realpath } from "node:fs/promises";
+import { StepflowError } from "../errors.ts";
+import {
+  c3lRelativePath,
+  isPathRef,
+  isWithin,
+  PromptPathError,
+  type PromptReference,
+  promptRoot,
+  resolvePromptPath,
+  SEGMENT_PATTERN,
+} from "./c3l_path.ts";
+import { splitFrontmatter } from "./frontmatter.ts";
+import { type PromptVariables, substituteVariables } from "./variables.ts";
+
+/** Options of a {@linkcode PromptResolver}. */
+export interface PromptResolverOptions {
+  /** Absolute agent folder. */
+  agentDir: string;
+  /** Prompt root relative to the agent folder (registry `basePath`, default `prompts`). */
+  basePath?: string;
+  /** agent.json `prompts.fallbackDir`, used only when `allowFallback` is on. */
+  fallbackDir?: string;
+  /** Opt in to fallbacks (`--allow-fallback`). Off by default: a missing prompt is an error. */
+  allowFallback?: boolean;
+  /** Receives a warning for every fallback used. Defaults to `console.warn`. */
+  onWarning?: (message: string) => void;
+}
+
+/** A prompt file read and split, before variable substitution. */
+export interface PromptTemplate {
+  /** Absolute path of the file actually read. */
+  file: string;
+  /** Frontmatter attributes. */
+  attributes: Record<string, unknown>;
+  /** Body after the frontmatter. */
+  body: string;
+  /** True when the file came from a fallback. */
+  fromFallback: boolean;
+}
+
+/** A prompt ready to send. */
+export interface ResolvedPrompt extends PromptTemplate {
+  /** The body with variables substituted. */
+  text: string;
+}
+
+/** Thrown when a prompt file does not exist (and no fallback was allowed or found). */
+export class PromptNotFoundError extends StepflowError {
+  /** @param file the full path looked for @param stepId the step, when known */
+  constructor(file: string, stepId?: string, tried: string[] = []) {
+    super(
+      "PROMPT_NOT_FOUND",
+      `Prompt file not found: ${file}${stepId ? ` (step "${stepId}")` : ""}.${
+        tried.length ? ` Fallbacks tried: ${tried.join(", ")}.` : ""
+      } Create the file, or fix the step's prompt reference. There is no fallback unless --allow-fallback is given.`,
+      { details: { file, stepId, tried } },
+    );
+  }
+}
+
+const BUILTIN_FALLBACKS = new URL("../../prompts/fallback/", import.meta.url);
+
+/**
+ * Resolves prompt references to text: C3L path → file → frontmatter removed → variables substituted.
+ * No fallback unless `allowFallback`. File contents are cached per resolver, so create one per run
+ * (edits between runs are picked up; edits during a run are not).
+ *
+ * @example
+ * ```ts
+ * import { PromptResolver } from "./resolver.ts";
+ * const resolver = new PromptResolver({ agentDir: "/work/.agent/code-improver" });
+ * const prompt = await resolver.resolve(
+ *   { c1: "steps", c2: "phase", c3: "analyze" },
+ *   { uv: { topic: "auth" }, iteration: 1, stepId: "s_a8f3" },
+ * );
+ * console.log(prompt.text);
+ * ```
+ */
+export class PromptResolver {
+  readonly #agentDir: string;
+  readonly #basePath: string;
+  readonly #options: PromptResolverOptions;
+  readonly #cache = new Map<string, Promise<PromptTemplate>>();
+  #realRoot?: Promise<string>;
+
+  /** @param options where prompts live and whether fallbacks are allowed */
+  constructor(options: PromptResolverOptions) {
+    this.#options = options;
+    this.#agentDir = resolve(options.agentDir);
+    this.#basePath = options.basePath ?? "prompts";
+  }
+
+  /** The absolute file a reference points at (no I/O). */
+  pathOf(ref: PromptReference): string {
+    return resolvePromptPath(this.#agentDir, this.#basePath, ref);
+  }
+
+  /** Reads (once) and splits the prompt file of `ref`. */
+  template(
+    ref: PromptReference,
+    where: { stepId?: string; fallbackKey?: string } = {},
+  ): Promise<PromptTemplate> {
+    const file = this.pathOf(ref);
+    const key = `${file}\0${where.fallbackKey ?? ""}`;
+    let cached = this.#cache.get(key);
+    if (!cached) {
+      cached = this.#load(file, ref, where);
+      this.#cache.set(key, cached);
+      // A failed read is not cached: the caller may fix the file and try again.
+      cached.catch(() => this.#cache.delete(key));
+    }
+    return cached;
+  }
+
+  /** Resolves `ref` and substitutes `vars`. */
+  async resolve(
+    ref: PromptReference,
+    vars: PromptVariables,
+    where: { stepId?: string; fallbackKey?: string } = {},
+  ): Promise<ResolvedPrompt> {
+    const t = await this.template(ref, where);
+    const text = substituteVariables(t.body, vars, { file: t.file, stepId: where.stepId });
+    return { ...t, text };
+  }
+
+  async #load(
+    file: string,
+    ref: PromptReference,
+    where: { stepId?: string; fallbackKey?: string },
+  ): Promise<PromptTemplate> {
+    const text = await this.#readConfined(file, this.#root());
+    if (text !== undefined) return { file, ...splitFrontmatter(text, file), fromFallback: false };
+    if (!this.#options.allowFallback) throw new PromptNotFoundError(file, where.stepId);
+
+    const tried: string[] = [];
+    for (const candidate of this.#fallbackCandidates(ref, where.fallbackKey)) {
+      tried.push(candidate.label);
+      const body = await candidate.read();
+      if (body === undefined) continue;
+      (this.#options.onWarning ?? console.warn)(
+        `[stepflow] warning: prompt ${file}${
+          where.stepId ? ` (step "${where.stepId}")` : ""
+        } is missing; using fallback ${candidate.label}. Fallbacks are for development only.`,
+      );
+      return { file: candidate.label, ...splitFrontmatter(body, candidate.label), fromFallback: true };
+    }
+    throw new PromptNotFoundError(file, where.stepId, tried);
+  }
+
+  *#fallbackCandidates(
+    ref: PromptReference,
+    fallbackKey: string | undefined,
+  ): Generator<{ label: string; read: () => Promise<string | undefined> }> {
+    const keyOk = fallbackKey !== undefined && SEGMENT_PATTERN.test(fallbackKey);
+    if (this.#options.fallbackDir) {
+      const root = promptRoot(this.#agentDir, this.#options.fallbackDir);
+      const rel = keyOk ? `${fallbackKey}.md` : isPathRef(ref) ? ref.path : c3lRelativePath(ref);
+      const file = resolve(root, rel);
+      if (isWithin(root, file)) {
+        yield { label: file, read: () => this.#readConfined(file, realpathOr(root)) };
+      }
+    }
+    if (keyOk) {
+      const url = new URL(`${fallbackKey}.md`, BUILTIN_FALLBACKS);
+      yield { label: `builtin:${fallbackKey}`, read: () => readUrl(url) };
+    }
+  }
+
+  #root(): Promise<string> {
+    return this.#realRoot ??= realpathOr(promptRoot(this.#agentDir, this.#basePath));
+  }
+
+  /** Reads `file` when it exists and its real path stays inside `root`; undefined when missing. */
+  async #readConfined(file: string, realRoot: Promise<string>): Promise<string | undefined> {
+    let real: string;
+    try {
+      real = await realpath(file);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      throw error;
+    }
+    const root = await realRoot;
+    if (!isWithin(root, real)) {
+      throw new PromptPathError(
+        `Refused prompt file ${file}: it is a symbolic link to ${real}, outside the prompt folder ${root}.`,
+        { file, real },
+      );
+    }
+    const info = await Deno.stat(real);
+    if (!info.isFile) {
+      throw new PromptPathError(`Prompt path ${file} is not a file.`, { file });
+    }
+    return await Deno.readTextFile(real);
+  }
+}
+
+async function realpathOr(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return path;
+  }
+}
+
+async function readUrl(url: URL): Promise<string | undefined> {
+  try {
+    if (url.protocol === "file:") return await Deno.readTextFile(url);
+    const res = await fetch(url);
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    return await res.text();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Joins a built-in prompt path (under this package's `prompts/`) into a URL. */
+export function builtinPromptUrl(relativePath: string): URL {
+  return new URL(join("../../prompts/", relativePath), import.meta.url);
+}

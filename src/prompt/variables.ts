@@ -1,0 +1,111 @@
+/**
+ * Prompt variables (STEPFLOW.md §3). Only these single-brace forms are variables:
+ * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`.
+ * Every other brace text — JSON examples in prompts — is left exactly as written.
+ *
+ * @module
+ */
+import { StepflowError } from "../errors.ts";
+
+/** The values available to a prompt. */
+export interface PromptVariables {
+  /** `{uv-<name>}` values: the run's args. */
+  uv: Readonly<Record<string, unknown>>;
+  /** `{input_text}`: stdin or `args.input_text`. */
+  inputText?: string;
+  /** `{iteration}`. */
+  iteration?: number;
+  /** `{step_id}`. */
+  stepId?: string;
+  /** `{handoff.<key>}`: the latest handoff value of each key. */
+  handoff?: Readonly<Record<string, unknown>>;
+}
+
+const VARIABLE = /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*)\}/g;
+
+/** Thrown when a prompt uses variables that have no value; lists every one of them. */
+export class MissingVariablesError extends StepflowError {
+  /** The missing variable names, as written (`uv-topic`, `handoff.issue`, …). */
+  readonly missing: string[];
+  /** @param missing the names @param where file and step, for the message */
+  constructor(missing: string[], where: { file?: string; stepId?: string } = {}) {
+    const hints = missing.map((name) =>
+      name.startsWith("uv-")
+        ? `{${name}} ← pass --${name.slice(3)} <value> (or args.${name.slice(3)})`
+        : name === "input_text"
+        ? "{input_text} ← pipe text on stdin (or args.input_text)"
+        : name.startsWith("handoff.")
+        ? `{${name}} ← no earlier step handed off "${name.slice(8)}" (check handoffFields)`
+        : `{${name}}`
+    );
+    super(
+      "PROMPT_VARIABLES_MISSING",
+      `Prompt ${where.file ?? ""}${
+        where.stepId ? ` (step "${where.stepId}")` : ""
+      } uses ${missing.length} variable(s) with no value:\n  ${hints.join("\n  ")}`,
+      { details: { missing, ...where } },
+    );
+    this.missing = missing;
+  }
+}
+
+/**
+ * The variable names a template uses, in order of first use.
+ *
+ * @example
+ * ```ts
+ * import { listVariables } from "./variables.ts";
+ * listVariables('Fix {uv-topic} at {iteration}; keep {"json": 1}'); // ["uv-topic", "iteration"]
+ * ```
+ */
+export function listVariables(template: string): string[] {
+  const seen = new Set<string>();
+  for (const m of template.matchAll(VARIABLE)) seen.add(m[1]);
+  return [...seen];
+}
+
+/**
+ * Substitutes the variables of `template`. Throws {@linkcode MissingVariablesError} naming every
+ * variable that has no value.
+ *
+ * @example
+ * ```ts
+ * import { substituteVariables } from "./variables.ts";
+ * substituteVariables("Topic: {uv-topic} ({step_id})", { uv: { topic: "auth" }, stepId: "s_a8f3" });
+ * // "Topic: auth (s_a8f3)"
+ * ```
+ */
+export function substituteVariables(
+  template: string,
+  vars: PromptVariables,
+  where: { file?: string; stepId?: string } = {},
+): string {
+  const missing: string[] = [];
+  const out = template.replace(VARIABLE, (whole, name: string) => {
+    const value = lookup(name, vars);
+    if (value === undefined) {
+      if (!missing.includes(name)) missing.push(name);
+      return whole;
+    }
+    return value;
+  });
+  if (missing.length > 0) throw new MissingVariablesError(missing, where);
+  return out;
+}
+
+function lookup(name: string, vars: PromptVariables): string | undefined {
+  if (name === "input_text") {
+    const v = vars.inputText ?? vars.uv["input_text"];
+    return v === undefined || v === null ? undefined : stringify(v);
+  }
+  if (name === "iteration") return vars.iteration === undefined ? undefined : String(vars.iteration);
+  if (name === "step_id") return vars.stepId;
+  if (name.startsWith("uv-")) return stringify(vars.uv[name.slice(3)]);
+  if (name.startsWith("handoff.")) return stringify(vars.handoff?.[name.slice(8)]);
+  return undefined;
+}
+
+function stringify(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

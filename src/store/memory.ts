@@ -1,0 +1,81 @@
+import { StepflowError } from "../errors.ts";
+import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+
+/**
+ * A {@linkcode RunStore} kept in memory: for tests and for runs that need no durability.
+ * Checkpoints are deep-copied through JSON so a stored state can never alias live runner state.
+ *
+ * @example
+ * ```ts
+ * import { MemoryRunStore } from "./memory.ts";
+ * const store = new MemoryRunStore();
+ * const lock = await store.lock("r1");
+ * await lock.release();
+ * ```
+ */
+export class MemoryRunStore implements RunStore {
+  readonly #logs = new Map<string, RunLogEntry[]>();
+  readonly #checkpoints = new Map<string, string>();
+  readonly #locks = new Set<string>();
+
+  /** Appends one entry. */
+  append(runId: string, entry: RunLogEntry): Promise<void> {
+    let log = this.#logs.get(runId);
+    if (!log) this.#logs.set(runId, log = []);
+    log.push(structuredClone(entry));
+    return Promise.resolve();
+  }
+
+  /** Replaces the checkpoint. */
+  saveCheckpoint(checkpoint: RunCheckpoint): Promise<void> {
+    this.#checkpoints.set(checkpoint.runId, JSON.stringify(checkpoint));
+    return Promise.resolve();
+  }
+
+  /** Returns a copy of the checkpoint. */
+  loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
+    const raw = this.#checkpoints.get(runId);
+    return Promise.resolve(raw === undefined ? undefined : JSON.parse(raw));
+  }
+
+  /** Returns a copy of the log. */
+  readLog(runId: string): Promise<RunLogEntry[]> {
+    return Promise.resolve(structuredClone(this.#logs.get(runId) ?? []));
+  }
+
+  /** Takes the in-process lock of a run. */
+  lock(runId: string): Promise<RunLock> {
+    if (this.#locks.has(runId)) {
+      return Promise.reject(
+        new StepflowError("RUN_LOCKED", `Run ${runId} is already being driven in this process.`),
+      );
+    }
+    this.#locks.add(runId);
+    let released = false;
+    return Promise.resolve({
+      release: () => {
+        if (!released) {
+          released = true;
+          this.#locks.delete(runId);
+        }
+        return Promise.resolve();
+      },
+    });
+  }
+
+  /** Lists runs, newest first. */
+  list(): Promise<RunSummary[]> {
+    const out: RunSummary[] = [];
+    for (const raw of this.#checkpoints.values()) {
+      const c = JSON.parse(raw) as RunCheckpoint;
+      out.push({
+        runId: c.runId,
+        agent: c.agent,
+        status: c.status,
+        startedAt: c.startedAt,
+        updatedAt: c.updatedAt,
+      });
+    }
+    return Promise.resolve(out.sort((a, b) => b.startedAt.localeCompare(a.startedAt)));
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The run store contract: an append-only event log plus an atomically replaced checkpoint per run.
+ * The runner owns what a checkpoint's `state` holds; stores treat it as opaque JSON.
+ *
+ * @module
+ */
+
+/** One line of a run log. */
+export interface RunLogEntry {
+  /** ISO timestamp. */
+  ts: string;
+  /** The run. */
+  runId: string;
+  /** Event type, e.g. `run_start`, `step_start`, `step_end`, `step_error`, `run_end`. */
+  type: string;
+  /** Step concerned, when any. */
+  stepId?: string;
+  /** Iteration concerned, when any. */
+  iteration?: number;
+  /** Event-specific fields (intent, handoff, usage, error, …). */
+  [field: string]: unknown;
+}
+
+/** Status of a run as recorded in its checkpoint. */
+export type RunStatus =
+  | "running"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "aborted"
+  | "cancelled"
+  | "timeout";
+
+/** The durable snapshot of a run, replaced after every iteration. */
+export interface RunCheckpoint {
+  /** Checkpoint format version. */
+  version: 1;
+  /** The run. */
+  runId: string;
+  /** Agent (or executor) name. */
+  agent: string;
+  /** Run status at the time of writing. */
+  status: RunStatus;
+  /** When the run started (ISO). */
+  startedAt: string;
+  /** When this checkpoint was written (ISO). */
+  updatedAt: string;
+  /** Number of log entries written before this checkpoint (lets resume detect a torn log). */
+  logEntries: number;
+  /** The executor's own resumable state (plain JSON). */
+  state: Record<string, unknown>;
+}
+
+/** A held run lock. */
+export interface RunLock {
+  /** Releases the lock (idempotent). */
+  release(): Promise<void>;
+}
+
+/** A summary line of one run, for listings. */
+export interface RunSummary {
+  /** The run. */
+  runId: string;
+  /** Agent name. */
+  agent: string;
+  /** Status. */
+  status: RunStatus;
+  /** Start time (ISO). */
+  startedAt: string;
+  /** Last update (ISO). */
+  updatedAt: string;
+}
+
+/**
+ * Where runs are recorded. Implementations: `MemoryRunStore` (tests, default) and the file store.
+ *
+ * @example
+ * ```ts
+ * import { MemoryRunStore } from "./memory.ts";
+ * const store = new MemoryRunStore();
+ * await store.append("r1", { ts: new Date().toISOString(), runId: "r1", type: "run_start" });
+ * console.log((await store.readLog("r1")).length); // 1
+ * ```
+ */
+export interface RunStore {
+  /** Appends one entry to the run's log. */
+  append(runId: string, entry: RunLogEntry): Promise<void>;
+  /** Replaces the run's checkpoint atomically. */
+  saveCheckpoint(checkpoint: RunCheckpoint): Promise<void>;
+  /** The run's checkpoint, or undefined when the run is unknown. Corrupt data throws. */
+  loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined>;
+  /** The run's log entries in order. Corrupt data throws, naming the last good entry. */
+  readLog(runId: string): Promise<RunLogEntry[]>;
+  /** Takes the exclusive lock of a run; throws `RUN_LOCKED` when another live holder has it. */
+  lock(runId: string): Promise<RunLock>;
+  /** Lists known runs, newest first. */
+  list(): Promise<RunSummary[]>;
+}

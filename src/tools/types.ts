@@ -1,0 +1,50 @@
+/**
+ * The tool contract shared by tool plans (seed 002) and QPlan scripts (seed 000).
+ *
+ * @module
+ */
+import type { z } from "zod";
+
+/** What a tool receives besides its arguments. */
+export interface ToolContext {
+  /** Absolute workspace root: file tools must stay inside it. */
+  workspaceRoot: string;
+  /** Cancels the call. */
+  signal?: AbortSignal;
+  /** Id of the plan/script step invoking the tool, for logs. */
+  stepId?: string;
+  /** Free-form extras an executor passes to its tools (backend, run id, …). */
+  [extra: string]: unknown;
+}
+
+/**
+ * A tool: a named action with a zod input schema.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import type { Tool } from "./types.ts";
+ * const add: Tool<{ a: number; b: number }, number> = {
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   inputSchema: z.object({ a: z.number(), b: z.number() }),
+ *   execute: ({ a, b }) => a + b,
+ * };
+ * ```
+ */
+export interface Tool<Args = Record<string, unknown>, Result = unknown> {
+  /** Unique name, used in plans and scripts. */
+  name: string;
+  /** One-line description shown to LLMs and users. */
+  description: string;
+  /** Validates (and may coerce) the arguments. The JSON Schema for prompts is generated from it. */
+  inputSchema: z.ZodType<Args>;
+  /** Destructive or sensitive tools need an approval before they run. */
+  requiresApproval?: boolean;
+  /** Runs the tool with validated arguments. */
+  execute(args: Args, ctx: ToolContext): Result | Promise<Result>;
+}
+
+/** A tool with its argument and result types erased, as stored in a registry. */
+// deno-lint-ignore no-explicit-any
+export type AnyTool = Tool<any, unknown>;
