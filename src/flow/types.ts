@@ -1,0 +1,137 @@
+/**
+ * Public types of the step-flow runner (STEPFLOW.md §5).
+ *
+ * @module
+ */
+import type { ExecutorEvents } from "../events/types.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import type { RunStore } from "../store/types.ts";
+
+/** How a history entry left its step. */
+export type Transition =
+  | "next"
+  | "repeat"
+  | "jump"
+  | "retry"
+  | "fallback"
+  | "complete"
+  | "abort"
+  | "continue"
+  | "fail";
+
+/** Why a run ended. */
+export type CompletionReason =
+  | "completed"
+  | "aborted"
+  | "max_iterations"
+  | "retries_exhausted"
+  | "schema_resolution_failed"
+  | "step_routing_failed"
+  | "step_failed"
+  | "cancelled"
+  | "timeout";
+
+/** One executed iteration (or schema strike) of a step. */
+export interface HistoryEntry {
+  /** The step. */
+  stepId: string;
+  /** 1-based run iteration. */
+  iteration: number;
+  /** 1-based attempt of this step in a row (retries and repeats count up; moving on resets). */
+  attempt: number;
+  /** The gate intent after mapping, when the step is gate-routed and produced one. */
+  intent?: string;
+  /** How the step was left. */
+  transition: Transition;
+  /** Where the run went next (absent when the run ended). */
+  nextStepId?: string;
+  /** The check verdict of a check-gated step. */
+  checkResult?: { result: "ok" | "ng"; message: string };
+  /** The error message, when the iteration failed. */
+  error?: string;
+  /** ISO start time. */
+  startedAt: string;
+  /** Duration in milliseconds. */
+  durationMs: number;
+}
+
+/** Token usage and cost summed over a run. */
+export interface RunUsage {
+  /** Prompt tokens. */
+  inputTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+  /** Cost in US dollars, when backends report it. */
+  costUsd: number;
+  /** Number of backend calls. */
+  calls: number;
+}
+
+/** The result of {@linkcode StepFlowRunner.run}. */
+export interface StepFlowResult {
+  /** True when the run completed. */
+  success: boolean;
+  /** The run id (use it with `resume`). */
+  runId: string;
+  /** The last step that ran. */
+  finalStepId: string;
+  /** Why the run ended. */
+  completionReason: CompletionReason;
+  /** Iterations executed. */
+  iterations: number;
+  /** The closing step's structured output, if any. */
+  output?: unknown;
+  /** Set when the run did not succeed. */
+  error?: { code: string; message: string; stepId?: string };
+  /** History and handoff. */
+  state: {
+    history: HistoryEntry[];
+    handoff: Record<string, Record<string, unknown>>;
+  };
+  /** Summed token usage and cost. */
+  usage: RunUsage;
+}
+
+/** Options of a runner. */
+export interface StepFlowRunnerOptions {
+  /** The backend. When absent, the agent's `behavior.backend` is created (see `createBackend`). */
+  backend?: LlmBackend;
+  /** Event handlers (one set or several). */
+  events?: ExecutorEvents | ExecutorEvents[];
+  /** Where runs are recorded (run log + checkpoints). Default: in memory. */
+  store?: RunStore;
+  /** Honour `fallbackKey` / `prompts.fallbackDir` (development only; each use warns). */
+  allowFallback?: boolean;
+  /** Overrides `limits.maxTotalIterations` (default 100). */
+  maxTotalIterations?: number;
+  /** Re-asks after schema-invalid output (default 1). */
+  maxSchemaRetries?: number;
+  /** Overrides `limits.runTimeoutMs`. */
+  runTimeoutMs?: number;
+  /** Overrides `limits.stepTimeoutMs` (one backend call). */
+  stepTimeoutMs?: number;
+  /** Backoff of `onError: "retry=N"`: first delay, factor and cap (defaults 500 ms, 2, 30 s). */
+  retryBackoff?: { initialMs?: number; factor?: number; maxMs?: number };
+  /** Model override for every call (else step `model`, else agent `behavior.model`). */
+  model?: string;
+  /** Receives warnings (fallback prompts, …). Default `console.warn`. */
+  onWarning?: (message: string) => void;
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** `{uv-<name>}` values (CLI parameters). */
+  args?: Record<string, unknown>;
+  /** `{input_text}` (stdin). */
+  inputText?: string;
+  /** Working directory passed to the backend (default `Deno.cwd()`). */
+  cwd?: string;
+  /** Cancels the run between backend calls (and the call in flight). */
+  signal?: AbortSignal;
+  /** Continue the run with this id from its last checkpoint. */
+  resume?: string;
+  /** Restart the failed run with this id from its failed step. */
+  redrive?: string;
+  /** Use this id for a new run (default: generated). */
+  runId?: string;
+}
