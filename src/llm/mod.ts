@@ -6,3 +6,4 @@
 export * from "./types.ts";
 export * from "./scripted.ts";
 export * from "./structured_output.ts";
+export * from "./script_file.ts";
