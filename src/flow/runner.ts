@@ -19,7 +19,7 @@ import { extractJson } from "../llm/structured_output.ts";
 import { sleep } from "../llm/scripted.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
-import type { RunCheckpoint, RunLock, RunStatus, RunStore } from "../store/types.ts";
+import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
 import { backoffDelay } from "./backoff.ts";
 import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 import { interpretGate } from "./gate.ts";
@@ -700,8 +700,8 @@ export class StepFlowRunner {
   // Run state, control, persistence
   // ---------------------------------------------------------------------------------------------
 
-  async #backend(): Promise<LlmBackend> {
-    if (this.#options.backend) return this.#options.backend;
+  #backend(): Promise<LlmBackend> {
+    if (this.#options.backend) return Promise.resolve(this.#options.backend);
     throw new StepflowError(
       "NO_BACKEND",
       `No LLM backend for agent "${this.#def.name}": pass options.backend (e.g. new ScriptedBackend(...)).`,
