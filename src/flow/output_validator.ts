@@ -64,9 +64,10 @@ export class OutputSchemaCache {
     const file = resolve(this.#agentDir, SCHEMAS_DIR, ref.file);
     const cached = this.#entries.get(key);
     if (cached) {
+      // A sync stat is ~20x cheaper than an async one and this runs on every iteration.
       let info: Deno.FileInfo | undefined;
       try {
-        info = await Deno.stat(file);
+        info = Deno.statSync(file);
       } catch {
         info = undefined;
       }
