@@ -26,5 +26,6 @@ export * from "./src/definition/normalize.ts";
 export * from "./src/definition/jsonc.ts";
 export * from "./src/definition/output_schema.ts";
 // -- flow exports (owned by the runner work) --
+export * from "./src/flow/mod.ts";
 // -- backend exports (owned by the real-backends work) --
 // -- durable-run exports (owned by the durable-runs work) --
