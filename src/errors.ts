@@ -25,6 +25,8 @@ export class StepflowError extends Error {
   readonly details?: Record<string, unknown>;
 
   /**
+   * Creates an error with a stable code.
+   *
    * @param code stable error code
    * @param message human-readable message that says what, where and how to fix
    * @param options `cause` and structured `details`
@@ -47,6 +49,8 @@ export class StepflowError extends Error {
  */
 export class UsageError extends StepflowError {
   /**
+   * Creates a usage error.
+   *
    * @param message what was wrong and how to fix it
    * @param details structured context
    */

@@ -3,7 +3,14 @@ import { StepflowError } from "../errors.ts";
 
 /** Thrown when a JSON/JSONC file does not parse; the message names file, line and column. */
 export class JsonParseError extends StepflowError {
-  /** @param file the file @param line 1-based @param column 1-based @param what the parser's complaint */
+  /**
+   * Creates the error.
+   *
+   * @param file the file
+   * @param line 1-based line
+   * @param column 1-based column
+   * @param what the parser's complaint
+   */
   constructor(file: string, line: number, column: number, what: string) {
     super("JSON_INVALID", `${file}:${line}:${column}: invalid JSON: ${what}.`, {
       details: { file, line, column },

@@ -2,6 +2,10 @@
  * zod schemas of `agent.json` and `steps_registry.json` — the single source of truth for their types.
  * The JSON Schemas in `agents/schemas/` are generated from these (`deno task schemas`).
  *
+ * The exported types are plain interfaces so the public API (and JSR's no-slow-types rule) never
+ * mentions zod; each one is checked at compile time to be exactly `z.infer` of its schema, so the
+ * schemas stay the single source of truth and the two cannot drift.
+ *
  * The schemas describe the file shapes only; cross-step rules (targets exist, prompts exist, …) are
  * load-time validation in `validate.ts`, so that every problem is reported at once.
  *
@@ -10,12 +14,18 @@
 import { z } from "zod";
 
 /** Intents a structured gate routes on (seed 004 `GateIntent`). */
-export const GATE_INTENTS = ["next", "repeat", "jump", "complete", "abort"] as const;
+export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
+  "next",
+  "repeat",
+  "jump",
+  "complete",
+  "abort",
+] as const;
 
 /** A gate intent. */
 export const GateIntentSchema = z.enum(GATE_INTENTS).describe("A gate intent");
 /** A gate intent. */
-export type GateIntent = z.infer<typeof GateIntentSchema>;
+export type GateIntent = typeof GATE_INTENTS[number];
 
 const Segment = z.string().min(1).describe(
   "A C3L path segment: letters, digits, '_' and '-', not starting with '_' or '-'",
@@ -37,8 +47,26 @@ export const PathPromptRefSchema = z.strictObject({
 
 /** Either form of prompt reference (seed 001 `PromptReference`). */
 export const PromptRefSchema = z.union([C3lPromptRefSchema, PathPromptRefSchema]);
+/** A C3L prompt reference: `<c1>/<c2>/<c3>/f_<edition>[_<adaptation>].md`. */
+export interface C3lPromptRef {
+  /** Layer 1, e.g. `steps`. */
+  c1: string;
+  /** Layer 2, e.g. `phase`. */
+  c2: string;
+  /** Layer 3, e.g. `analyze`. */
+  c3: string;
+  /** Edition (default `default`). */
+  edition?: string;
+  /** Adaptation suffix. */
+  adaptation?: string;
+}
+/** A prompt given by a path relative to the prompt base path. */
+export interface PathPromptRef {
+  /** Relative path, e.g. `system.md`. */
+  path: string;
+}
 /** Either form of prompt reference. */
-export type PromptRef = z.infer<typeof PromptRefSchema>;
+export type PromptRef = C3lPromptRef | PathPromptRef;
 
 /** `iterations: { min, max }` — how often a step runs before its check. */
 export const IterationsSchema = z.strictObject({
@@ -56,7 +84,9 @@ export const OnPassSchema = z.union([
 export const OnFailSchema = z.union([
   z.strictObject({
     retry: z.literal(true),
-    maxRetries: z.int().min(0).optional().describe("0 = unlimited (still bounded by maxTotalIterations)"),
+    maxRetries: z.int().min(0).optional().describe(
+      "0 = unlimited (still bounded by maxTotalIterations)",
+    ),
   }),
   z.strictObject({ fallback: z.string().min(1) }),
 ]);
@@ -68,19 +98,45 @@ export const CheckSchema = z.strictObject({
   onPass: OnPassSchema,
   onFail: OnFailSchema,
 });
-/** A check definition. */
-export type CheckDefinition = z.infer<typeof CheckSchema>;
+/** `onPass` of a check: go to a step, or complete the run. */
+export type OnPass = { next: string } | { complete: true };
+/** `onFail` of a check: retry the step (0 = unlimited retries), or fall back to a step. */
+export type OnFail = { retry: true; maxRetries?: number } | { fallback: string };
+/** A check definition (seed 001 `CheckDefinition`). */
+export interface CheckDefinition {
+  /** The check prompt. */
+  prompt: PromptRef;
+  /** Documents the expected answer, e.g. `{ "result": "ok|ng", "message": "string" }`. */
+  responseFormat?: Record<string, unknown>;
+  /** Where an OK verdict leads. */
+  onPass: OnPass;
+  /** What an NG verdict does. */
+  onFail: OnFail;
+}
 
 /** A seed 004 structured gate. */
 export const StructuredGateSchema = z.strictObject({
   allowedIntents: z.array(GateIntentSchema).min(1),
-  intentField: z.string().min(1).describe("Dot path of the intent in the output, e.g. next_action.action"),
+  intentField: z.string().min(1).describe(
+    "Dot path of the intent in the output, e.g. next_action.action",
+  ),
   targetField: z.string().min(1).optional().describe("Dot path of the jump target"),
   fallbackIntent: GateIntentSchema.optional(),
   handoffFields: z.array(z.string().min(1)).optional(),
 });
-/** A structured gate. */
-export type StructuredGate = z.infer<typeof StructuredGateSchema>;
+/** A structured gate (seed 004). */
+export interface StructuredGate {
+  /** Intents the step may produce. */
+  allowedIntents: GateIntent[];
+  /** Dot path of the intent in the output, e.g. `next_action.action`. */
+  intentField: string;
+  /** Dot path of the jump target. */
+  targetField?: string;
+  /** Intent used when the produced one is not allowed. */
+  fallbackIntent?: GateIntent;
+  /** Output paths handed to later steps (stored under their last segment). */
+  handoffFields?: string[];
+}
 
 /** One transition: where an intent leads. */
 export const TransitionTargetSchema = z.strictObject({ target: z.string().min(1) });
@@ -91,7 +147,14 @@ export const OutputSchemaRefSchema = z.strictObject({
   schema: z.string().startsWith("#").describe("JSON Pointer, e.g. #/definitions/initial.issue"),
 });
 /** An output schema reference. */
-export type OutputSchemaRef = z.infer<typeof OutputSchemaRefSchema>;
+export interface OutputSchemaRef {
+  /** File name under the agent's `schemas/` folder. */
+  file: string;
+  /** JSON Pointer into it, e.g. `#/definitions/initial.issue`. */
+  schema: string;
+}
+/** `onError` as written: `fail`, `continue`, `retry=N`, `jump=<id>`, `{ retry: N }` or `{ jump: id }`. */
+export type OnErrorValue = string | { retry: number } | { jump: string };
 
 /** `onError`: `fail`, `continue`, `retry=N`, `jump=<id>` or the object forms. */
 export const OnErrorSchema = z.union([
@@ -127,19 +190,75 @@ export const StepSchema = z.strictObject({
   timeoutMs: z.int().positive().optional(),
 });
 /** One step as written in the registry. */
-export type StepDefinition = z.infer<typeof StepSchema>;
+export interface StepDefinition {
+  /** Must equal the step's key when present (seed 001). */
+  id?: string;
+  /** Must equal the step's key when present (seed 004). */
+  stepId?: string;
+  /** Display name. */
+  name?: string;
+  /** Free text. */
+  description?: string;
+  /** Seed 001 prompt reference. */
+  prompt?: PromptRef;
+  /** Seed 004 C3L layer 2 (with `c1 = "steps"`). */
+  c2?: string;
+  /** Seed 004 C3L layer 3. */
+  c3?: string;
+  /** Seed 004 edition. */
+  edition?: string;
+  /** Seed 004 adaptation. */
+  adaptation?: string;
+  /** Built-in fallback prompt key (used only with allowFallback). */
+  fallbackKey?: string;
+  /** `{ min, max }` runs before/around the check. */
+  iterations?: { min?: number; max?: number };
+  /** Seed 001 check. */
+  check?: CheckDefinition;
+  /** Seed 004 gate. */
+  structuredGate?: StructuredGate;
+  /** Intent → target step. */
+  transitions?: Record<string, { target: string }>;
+  /** Output schema. */
+  outputSchemaRef?: OutputSchemaRef;
+  /** Error policy. */
+  onError?: OnErrorValue;
+  /** Model override. */
+  model?: string;
+  /** Tools override. */
+  allowedTools?: string[];
+  /** Permission mode override. */
+  permissionMode?: string;
+  /** Timeout of one backend call. */
+  timeoutMs?: number;
+}
 
 /** `steps_registry.json`. */
 export const StepsRegistrySchema = z.strictObject({
   $schema: z.string().optional(),
   version: z.string().min(1),
-  basePath: z.string().min(1).optional().describe('Prompt root relative to the agent folder (default "prompts")'),
+  basePath: z.string().min(1).optional().describe(
+    'Prompt root relative to the agent folder (default "prompts")',
+  ),
   entryStep: z.string().min(1).optional(),
   entryStepMapping: z.record(z.string(), z.string().min(1)).optional(),
   steps: z.record(z.string(), StepSchema),
 }).describe("stepflow steps registry");
-/** The steps registry. */
-export type StepsRegistry = z.infer<typeof StepsRegistrySchema>;
+/** The steps registry (`steps_registry.json`). */
+export interface StepsRegistry {
+  /** JSON Schema reference for editors. */
+  $schema?: string;
+  /** Registry version. */
+  version: string;
+  /** Prompt root relative to the agent folder (default `prompts`). */
+  basePath?: string;
+  /** Entry step. */
+  entryStep?: string;
+  /** Entry step per completionType. */
+  entryStepMapping?: Record<string, string>;
+  /** Steps by id. */
+  steps: Record<string, StepDefinition>;
+}
 
 /** A declared CLI/run parameter of an agent. */
 export const ParameterSchema = z.strictObject({
@@ -148,8 +267,17 @@ export const ParameterSchema = z.strictObject({
   required: z.boolean().optional(),
   default: z.union([z.string(), z.number(), z.boolean()]).optional(),
 });
-/** A declared parameter. */
-export type ParameterDefinition = z.infer<typeof ParameterSchema>;
+/** A declared CLI/run parameter. */
+export interface ParameterDefinition {
+  /** Value type. */
+  type: "string" | "number" | "boolean";
+  /** Help text. */
+  description?: string;
+  /** Whether it must be given. */
+  required?: boolean;
+  /** Default value. */
+  default?: string | number | boolean;
+}
 
 /** `agent.json`. */
 export const AgentConfigSchema = z.strictObject({
@@ -168,7 +296,9 @@ export const AgentConfigSchema = z.strictObject({
     model: z.string().min(1).optional(),
   }),
   prompts: z.strictObject({
-    registry: z.string().min(1).optional().describe('Registry file (default "steps_registry.json")'),
+    registry: z.string().min(1).optional().describe(
+      'Registry file (default "steps_registry.json")',
+    ),
     fallbackDir: z.string().optional(),
   }).optional(),
   logging: z.strictObject({
@@ -184,4 +314,49 @@ export const AgentConfigSchema = z.strictObject({
   }).optional(),
 }).describe("stepflow agent definition");
 /** `agent.json` as written. */
-export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+export interface AgentConfig {
+  /** JSON Schema reference for editors. */
+  $schema?: string;
+  /** Agent name (letters, digits, `_`, `-`). */
+  name: string;
+  /** Display name. */
+  displayName?: string;
+  /** Description. */
+  description?: string;
+  /** Agent version. */
+  version?: string;
+  /** Behaviour. */
+  behavior: {
+    systemPromptPath?: string;
+    completionType: string;
+    completionConfig?: Record<string, unknown>;
+    allowedTools?: string[];
+    permissionMode?: string;
+    backend?: string;
+    model?: string;
+  };
+  /** Prompt settings. */
+  prompts?: { registry?: string; fallbackDir?: string };
+  /** Run log settings. */
+  logging?: { directory?: string; format?: "jsonl"; maxFiles?: number };
+  /** Declared parameters. */
+  parameters?: Record<string, ParameterDefinition>;
+  /** Run limits. */
+  limits?: { maxTotalIterations?: number; stepTimeoutMs?: number; runTimeoutMs?: number };
+}
+
+// Compile-time proof that every interface above is exactly what its zod schema parses to.
+type Exactly<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
+  : false;
+const _schemasMatchInterfaces: [
+  Exactly<z.infer<typeof GateIntentSchema>, GateIntent>,
+  Exactly<z.infer<typeof PromptRefSchema>, PromptRef>,
+  Exactly<z.infer<typeof CheckSchema>, CheckDefinition>,
+  Exactly<z.infer<typeof StructuredGateSchema>, StructuredGate>,
+  Exactly<z.infer<typeof OutputSchemaRefSchema>, OutputSchemaRef>,
+  Exactly<z.infer<typeof OnErrorSchema>, OnErrorValue>,
+  Exactly<z.infer<typeof StepSchema>, StepDefinition>,
+  Exactly<z.infer<typeof StepsRegistrySchema>, StepsRegistry>,
+  Exactly<z.infer<typeof ParameterSchema>, ParameterDefinition>,
+  Exactly<z.infer<typeof AgentConfigSchema>, AgentConfig>,
+] = [true, true, true, true, true, true, true, true, true, true];

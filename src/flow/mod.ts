@@ -10,8 +10,3 @@ export type { GateInterpretation } from "./gate.ts";
 export { type Route, routeTransition } from "./router.ts";
 export { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 export { backoffDelay, type BackoffOptions } from "./backoff.ts";
-export {
-  type CompiledOutputSchema,
-  formatValidationErrors,
-  OutputSchemaCache,
-} from "./output_validator.ts";

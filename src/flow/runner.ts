@@ -37,11 +37,17 @@ import type {
 
 /** Everything a run needs to continue after a crash; checkpointed after every iteration. */
 export interface RunnerState {
+  /** The run id. */
   runId: string;
+  /** Agent name. */
   agent: string;
+  /** `{uv-*}` values. */
   args: Record<string, unknown>;
+  /** `{input_text}`. */
   inputText?: string;
+  /** Working directory given to the backend. */
   cwd: string;
+  /** ISO start time. */
   startedAt: string;
   /** The step the next iteration runs. */
   currentStepId: string;
@@ -67,6 +73,7 @@ export interface RunnerState {
   historyLength: number;
   /** Backend session to continue. */
   sessionId?: string;
+  /** Summed usage. */
   usage: RunUsage;
   /** Set once the run ended. */
   end?: {
@@ -145,6 +152,8 @@ export class StepFlowRunner {
   #logEntries = 0;
 
   /**
+   * Creates a runner for one agent definition.
+   *
    * @param definition a loaded agent (see `loadAgentDefinition`)
    * @param options backend, events, store, limits
    */

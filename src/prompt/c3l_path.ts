@@ -35,7 +35,12 @@ export const SEGMENT_PATTERN: RegExp = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 
 /** Thrown for a prompt reference that is malformed or escapes its folder. */
 export class PromptPathError extends StepflowError {
-  /** @param message what is wrong @param details the reference */
+  /**
+   * Creates the error.
+   *
+   * @param message what is wrong
+   * @param details the reference
+   */
   constructor(message: string, details?: Record<string, unknown>) {
     super("PROMPT_PATH_INVALID", message, { details });
   }
@@ -68,7 +73,9 @@ export function c3lRelativePath(ref: C3lRef): string {
     if (value === undefined && name === "adaptation") continue;
     if (typeof value !== "string" || !SEGMENT_PATTERN.test(value)) {
       throw new PromptPathError(
-        `Invalid C3L segment ${name}=${JSON.stringify(value)}: segments must match ${SEGMENT_PATTERN.source} (no "..", "/" or absolute paths).`,
+        `Invalid C3L segment ${name}=${
+          JSON.stringify(value)
+        }: segments must match ${SEGMENT_PATTERN.source} (no "..", "/" or absolute paths).`,
         { segment: name, value },
       );
     }
@@ -119,7 +126,9 @@ export function promptRoot(agentDir: string, basePath: string): string {
   const root = resolve(dir, basePath);
   if (isAbsolute(basePath) || !isWithin(dir, root)) {
     throw new PromptPathError(
-      `Invalid basePath ${JSON.stringify(basePath)}: it must be a folder inside the agent folder ${dir}.`,
+      `Invalid basePath ${
+        JSON.stringify(basePath)
+      }: it must be a folder inside the agent folder ${dir}.`,
       { basePath },
     );
   }

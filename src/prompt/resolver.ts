@@ -48,7 +48,13 @@ export interface ResolvedPrompt extends PromptTemplate {
 
 /** Thrown when a prompt file does not exist (and no fallback was allowed or found). */
 export class PromptNotFoundError extends StepflowError {
-  /** @param file the full path looked for @param stepId the step, when known */
+  /**
+   * Creates the error.
+   *
+   * @param file the full path looked for
+   * @param stepId the step, when known
+   * @param tried fallbacks that were tried
+   */
   constructor(file: string, stepId?: string, tried: string[] = []) {
     super(
       "PROMPT_NOT_FOUND",
@@ -85,7 +91,11 @@ export class PromptResolver {
   readonly #cache = new Map<string, Promise<PromptTemplate>>();
   #realRoot?: Promise<string>;
 
-  /** @param options where prompts live and whether fallbacks are allowed */
+  /**
+   * Creates a resolver.
+   *
+   * @param options where prompts live and whether fallbacks are allowed
+   */
   constructor(options: PromptResolverOptions) {
     this.#options = options;
     this.#agentDir = resolve(options.agentDir);
@@ -144,7 +154,11 @@ export class PromptResolver {
           where.stepId ? ` (step "${where.stepId}")` : ""
         } is missing; using fallback ${candidate.label}. Fallbacks are for development only.`,
       );
-      return { file: candidate.label, ...splitFrontmatter(body, candidate.label), fromFallback: true };
+      return {
+        file: candidate.label,
+        ...splitFrontmatter(body, candidate.label),
+        fromFallback: true,
+      };
     }
     throw new PromptNotFoundError(file, where.stepId, tried);
   }

@@ -21,13 +21,19 @@ export interface PromptVariables {
   handoff?: Readonly<Record<string, unknown>>;
 }
 
-const VARIABLE = /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*)\}/g;
+const VARIABLE =
+  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*)\}/g;
 
 /** Thrown when a prompt uses variables that have no value; lists every one of them. */
 export class MissingVariablesError extends StepflowError {
   /** The missing variable names, as written (`uv-topic`, `handoff.issue`, …). */
   readonly missing: string[];
-  /** @param missing the names @param where file and step, for the message */
+  /**
+   * Creates the error.
+   *
+   * @param missing the names
+   * @param where file and step, for the message
+   */
   constructor(missing: string[], where: { file?: string; stepId?: string } = {}) {
     const hints = missing.map((name) =>
       name.startsWith("uv-")
@@ -98,7 +104,9 @@ function lookup(name: string, vars: PromptVariables): string | undefined {
     const v = vars.inputText ?? vars.uv["input_text"];
     return v === undefined || v === null ? undefined : stringify(v);
   }
-  if (name === "iteration") return vars.iteration === undefined ? undefined : String(vars.iteration);
+  if (name === "iteration") {
+    return vars.iteration === undefined ? undefined : String(vars.iteration);
+  }
   if (name === "step_id") return vars.stepId;
   if (name.startsWith("uv-")) return stringify(vars.uv[name.slice(3)]);
   if (name.startsWith("handoff.")) return stringify(vars.handoff?.[name.slice(8)]);
