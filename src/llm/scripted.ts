@@ -85,7 +85,11 @@ export class ScriptedBackend implements LlmBackend {
   #listIndex = 0;
   readonly #stepIndex = new Map<string, number>();
 
-  /** @param source a list of answers, a map from step id to answers, or a responder function */
+  /**
+   * Creates the backend from its script.
+   *
+   * @param source a list of answers, a map from step id to answers, or a responder function
+   */
   constructor(source: ScriptedEntry[] | ScriptedScript | ScriptedResponder) {
     if (typeof source === "function") this.#responder = source;
     else if (Array.isArray(source)) {

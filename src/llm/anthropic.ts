@@ -1,0 +1,170 @@
+/**
+ * The `anthropic` backend: the Anthropic Messages API through the official `@anthropic-ai/sdk`
+ * client, with native JSON-schema structured output (`output_config.format`).
+ *
+ * @module
+ */
+import type { FailureHints } from "./backend_error.ts";
+import {
+  badResponse,
+  ChatApiBackend,
+  type ChatBackendOptions,
+  type ChatExchangeRequest,
+  type ChatExchangeResult,
+} from "./chat_backend.ts";
+import { loadSdk } from "./sdk_loader.ts";
+
+/** Default answer-token limit of the `anthropic` backend (the API requires one). */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
+
+/** Options of {@linkcode AnthropicBackend}. */
+export interface AnthropicBackendOptions extends ChatBackendOptions {
+  /** API key (`ANTHROPIC_API_KEY`). Required unless `baseUrl` points at a gateway that needs none. */
+  apiKey?: string;
+  /** API base URL without `/v1` (default `https://api.anthropic.com`). */
+  baseUrl?: string;
+  /** Answer-token limit (`max_tokens`, default 8192). */
+  maxTokens?: number;
+}
+
+// The subset of the SDK this backend uses. Declared here rather than imported so that the SDK stays
+// out of the module graph; tests/llm/sdk_types_test.ts checks it against the real SDK types.
+/** @internal */
+export interface AnthropicMessagesClient {
+  messages: {
+    create(
+      body: Record<string, unknown>,
+      options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
+    ): PromiseLike<unknown>;
+  };
+}
+
+interface AnthropicMessage {
+  content?: { type: string; text?: string }[];
+  stop_reason?: string | null;
+  stop_details?: { explanation?: string } | null;
+  usage?: {
+    input_tokens?: number | null;
+    output_tokens?: number | null;
+    cache_creation_input_tokens?: number | null;
+    cache_read_input_tokens?: number | null;
+  };
+}
+
+type AnthropicModule = {
+  default: new (options: Record<string, unknown>) => AnthropicMessagesClient;
+};
+
+/**
+ * Calls Claude through the Anthropic Messages API (`POST /v1/messages`).
+ *
+ * - `outputSchema` is sent as `output_config: { format: { type: "json_schema", schema } }`; if the
+ *   server rejects it (older models, gateways), the backend falls back to asking through the
+ *   prompt (see {@linkcode StructuredOutputMode});
+ * - the system prompt goes in `system`; the conversation of each `sessionId` is kept in memory and
+ *   sent again on the next call of the run;
+ * - the SDK's own retries are off: the stepflow retry policy applies (408/409/429/5xx and network
+ *   errors, `Retry-After` honoured), each retry reported to `onRetry`;
+ * - `usage` is `input_tokens` (+ cache reads and writes) and `output_tokens`; `costUsd` is
+ *   reported when `pricing` has the model.
+ *
+ * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend; use
+ * `claude-code` for an agent that edits files and runs commands.
+ *
+ * @example
+ * ```ts ignore
+ * import { AnthropicBackend } from "@stepflow/core";
+ * const backend = new AnthropicBackend({
+ *   apiKey: Deno.env.get("ANTHROPIC_API_KEY"),
+ *   model: "claude-sonnet-4-5",
+ * });
+ * const res = await backend.complete({
+ *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: ".",
+ *   prompt: "Name a colour.",
+ *   outputSchema: { type: "object", properties: { colour: { type: "string" } }, required: ["colour"] },
+ * });
+ * console.log(res.structuredOutput, res.usage);
+ * ```
+ */
+export class AnthropicBackend extends ChatApiBackend {
+  /** Always `"anthropic"`. */
+  readonly name = "anthropic";
+  readonly #options: AnthropicBackendOptions;
+  #client?: Promise<AnthropicMessagesClient>;
+
+  /**
+   * Creates the backend; the SDK is loaded on the first call.
+   *
+   * @param options see {@linkcode AnthropicBackendOptions}
+   */
+  constructor(options: AnthropicBackendOptions = {}) {
+    super(options);
+    this.#options = options;
+  }
+
+  #getClient(): Promise<AnthropicMessagesClient> {
+    this.#client ??= loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name).then((sdk) =>
+      new sdk.default({
+        // A gateway behind baseUrl may need no key; the SDK still wants one to build its headers.
+        apiKey: this.#options.apiKey ?? "not-needed",
+        ...(this.#options.baseUrl ? { baseURL: this.#options.baseUrl } : {}),
+        maxRetries: 0,
+        ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
+      })
+    ).catch((error) => {
+      this.#client = undefined;
+      throw error;
+    });
+    return this.#client;
+  }
+
+  /** Sends one `POST /v1/messages`. */
+  protected async exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
+    const client = await this.#getClient();
+    const body: Record<string, unknown> = {
+      model: request.model,
+      max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+      messages: request.turns.map((t) => ({ role: t.role, content: t.content })),
+    };
+    if (request.system) body.system = request.system;
+    if (request.schema) {
+      body.output_config = { format: { type: "json_schema", schema: request.schema } };
+    }
+    const message = await client.messages.create(body, {
+      signal: request.signal,
+      maxRetries: 0,
+    }) as AnthropicMessage;
+    if (!message || typeof message !== "object" || !Array.isArray(message.content)) {
+      throw badResponse(this.name, "no content array", message);
+    }
+    const text = message.content
+      .filter((block) => block.type === "text" && typeof block.text === "string")
+      .map((block) => block.text)
+      .join("");
+    const result: ChatExchangeResult = { text };
+    const usage = message.usage;
+    if (usage && typeof usage.input_tokens === "number") {
+      result.usage = {
+        inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
+          (usage.cache_read_input_tokens ?? 0),
+        outputTokens: usage.output_tokens ?? 0,
+      };
+    }
+    if (message.stop_reason === "refusal") {
+      result.refusal = message.stop_details?.explanation ?? (text || "no explanation given");
+    }
+    if (message.stop_reason === "max_tokens") result.truncated = true;
+    return result;
+  }
+
+  /** Says which variable to check. */
+  protected failureHints(model: string): FailureHints {
+    const server = this.#options.baseUrl ?? "https://api.anthropic.com";
+    return {
+      auth: `Check ANTHROPIC_API_KEY (the key was refused by ${server}).`,
+      notFound:
+        `Check the model name "${model}" (--model or behavior.model) and the base URL ${server}.`,
+      network: `Could not reach ${server}; check the network or --base-url.`,
+    };
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * What the two chat-API backends (`anthropic`, `openai`) share: conversation history per session,
+ * the retry policy and per-call timeout, native structured output with a prompt-and-extract
+ * fallback, and usage/cost accounting. Each backend only says how to send one exchange.
+ *
+ * @module
+ */
+import { UsageError } from "../errors.ts";
+import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_error.ts";
+import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
+import {
+  classifyHttpFailure,
+  type FailureClass,
+  resolveRetryPolicy,
+  RetryExhausted,
+  type RetryListener,
+  type RetryPolicy,
+  withRetry,
+} from "./retry.ts";
+import { extractJson } from "./structured_output.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+
+/**
+ * How a chat backend asks for structured output when the request has an `outputSchema`:
+ * - `native` — the API's JSON-schema parameter (`output_config.format` / `response_format`);
+ * - `prompt` — the schema is written into the prompt and the JSON is extracted from the text
+ *   (whole text, then a fenced ```json block, then the first balanced object);
+ * - `auto` (default) — `native`, switching this backend to `prompt` for good when the server
+ *   rejects the schema parameter (HTTP 400/422 naming it), with one warning.
+ *
+ * In every mode the answer text is parsed with the same extraction, so a server that ignores the
+ * schema parameter but answers JSON in prose still yields `structuredOutput`.
+ */
+export type StructuredOutputMode = "auto" | "native" | "prompt";
+
+/** Price of a model per million tokens, in US dollars. */
+export interface ModelPricing {
+  /** Price of one million input (prompt) tokens. */
+  inputUsdPerMTok: number;
+  /** Price of one million output (completion) tokens. */
+  outputUsdPerMTok: number;
+}
+
+/** Options shared by {@linkcode AnthropicBackend} and {@linkcode OpenAiBackend}. */
+export interface ChatBackendOptions {
+  /** Default model (a request's `model` wins). */
+  model?: string;
+  /** API key. */
+  apiKey?: string;
+  /** Server base URL. */
+  baseUrl?: string;
+  /** Retry policy (defaults: 3 attempts, 500 ms initial, factor 2, 30 s cap). */
+  retry?: Partial<RetryPolicy>;
+  /** Per-attempt timeout in ms (default 600 000 = 10 min; 0 disables). */
+  timeoutMs?: number;
+  /** Called before every retry (see {@linkcode RetryInfo}). */
+  onRetry?: RetryListener;
+  /** Receives warnings (schema fallback, truncated answers). Default: `console.warn`. */
+  onWarning?: (message: string) => void;
+  /** Structured-output strategy (default `auto`). */
+  structuredOutput?: StructuredOutputMode;
+  /** Maximum answer tokens. */
+  maxTokens?: number;
+  /** Prices per model name, to report `costUsd`; without an entry for the model, no cost is reported. */
+  pricing?: Record<string, ModelPricing>;
+  /** Bounds of the in-memory conversation history. */
+  conversation?: ConversationLimits;
+}
+
+/** Per-call options of the real backends: the shared ones plus a per-call retry listener. */
+export interface BackendCallOptions extends LlmCallOptions {
+  /** Called before every retry of this call, after the backend's own `onRetry`. */
+  onRetry?: RetryListener;
+}
+
+/** One exchange as a chat backend sends it. */
+export interface ChatExchangeRequest {
+  /** The model. */
+  model: string;
+  /** System prompt. */
+  system?: string;
+  /** History plus the new user turn. */
+  turns: ChatTurn[];
+  /** JSON Schema to request natively, when native structured output is on for this call. */
+  schema?: Record<string, unknown>;
+  /** Step id (schema names). */
+  stepId: string;
+  /** Cancels the exchange (caller abort or per-attempt timeout). */
+  signal: AbortSignal;
+}
+
+/** What one exchange returned. */
+export interface ChatExchangeResult {
+  /** Answer text. */
+  text: string;
+  /** Token usage. */
+  usage?: LlmUsage;
+  /** Set when the model refused, with its explanation. */
+  refusal?: string;
+  /** Set when the answer was cut at the token limit. */
+  truncated?: boolean;
+}
+
+/** Default per-attempt timeout of the chat backends. */
+export const DEFAULT_CHAT_TIMEOUT_MS = 600_000;
+
+const SCHEMA_PARAMETER =
+  /response_format|json_schema|output_config|output_format|structured|schema/i;
+
+/** The instruction appended to the prompt when structured output is requested through the prompt. */
+export function schemaInstruction(schema: Record<string, unknown>): string {
+  return [
+    "Answer with a single JSON object that matches this JSON Schema, and nothing else",
+    "(no prose before or after it):",
+    "```json",
+    JSON.stringify(schema, null, 2),
+    "```",
+  ].join("\n");
+}
+
+/** The cost of `usage` at `pricing`, or `undefined` without pricing. */
+export function costOf(usage: LlmUsage | undefined, pricing: ModelPricing | undefined) {
+  if (!usage || !pricing) return undefined;
+  return (usage.inputTokens * pricing.inputUsdPerMTok +
+    usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
+}
+
+/**
+ * The base of the chat-API backends. Subclasses implement {@linkcode ChatApiBackend.exchange}
+ * (one request to the API) and describe their failures; everything else lives here.
+ */
+export abstract class ChatApiBackend implements LlmBackend {
+  /** The backend name. */
+  abstract readonly name: string;
+  /** The default model. */
+  readonly model?: string;
+  /** The retry policy in force. */
+  readonly retryPolicy: RetryPolicy;
+  /** The per-attempt timeout in ms (0: none). */
+  readonly timeoutMs: number;
+  /** Conversation history per session id. */
+  protected readonly conversations: ConversationStore;
+  /** Options as given. */
+  protected readonly options: ChatBackendOptions;
+  #schemaMode: StructuredOutputMode;
+
+  /**
+   * Checks the options; nothing is loaded or sent yet.
+   *
+   * @param options see {@linkcode ChatBackendOptions}
+   */
+  constructor(options: ChatBackendOptions) {
+    this.options = options;
+    this.model = options.model;
+    this.retryPolicy = resolveRetryPolicy(options.retry);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_CHAT_TIMEOUT_MS;
+    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 0) {
+      throw new UsageError(`timeoutMs must be a number ≥ 0, got ${options.timeoutMs}.`);
+    }
+    const mode = options.structuredOutput ?? "auto";
+    if (!["auto", "native", "prompt"].includes(mode)) {
+      throw new UsageError(
+        `structuredOutput must be "auto", "native" or "prompt", got ${JSON.stringify(mode)}.`,
+      );
+    }
+    this.#schemaMode = mode;
+    this.conversations = new ConversationStore(options.conversation);
+  }
+
+  /** The structured-output mode in force (`auto` turns into `prompt` after a schema rejection). */
+  get structuredOutputMode(): StructuredOutputMode {
+    return this.#schemaMode;
+  }
+
+  /** Sends one exchange to the API. Throw the SDK's errors as they are; they are classified. */
+  protected abstract exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult>;
+
+  /** Hints for failure messages (which variable to check, which server is down). */
+  protected abstract failureHints(model: string): FailureHints;
+
+  /** Classifies a failed exchange: the HTTP status rules of {@linkcode classifyHttpFailure}. */
+  protected classify(error: unknown): FailureClass {
+    return classifyHttpFailure(error);
+  }
+
+  /**
+   * Runs one call: continues the conversation of `req.sessionId` (a new one when absent), asks for
+   * `req.outputSchema` natively or through the prompt, retries transient failures, and returns
+   * the text, the parsed structured output, the session id, usage and cost.
+   */
+  async complete(req: LlmRequest, opts: BackendCallOptions = {}): Promise<LlmResponse> {
+    const model = req.model ?? this.model;
+    if (!model) {
+      throw new UsageError(
+        `The ${this.name} backend needs a model name for step "${req.stepId}": pass --model, set behavior.model in agent.json, or set the step's model.`,
+        { backend: this.name, stepId: req.stepId },
+      );
+    }
+    opts.signal?.throwIfAborted();
+    const sessionId = req.sessionId ?? crypto.randomUUID();
+    const history = this.conversations.get(sessionId);
+    const schema = req.outputSchema;
+
+    let result: ChatExchangeResult;
+    let userTurn: ChatTurn;
+    for (;;) {
+      const native = schema !== undefined && this.#schemaMode !== "prompt";
+      userTurn = {
+        role: "user",
+        content: schema && !native ? `${req.prompt}\n\n${schemaInstruction(schema)}` : req.prompt,
+      };
+      try {
+        result = await withRetry(
+          (signal) =>
+            this.exchange({
+              model,
+              ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+              turns: [...history, userTurn],
+              ...(native ? { schema } : {}),
+              stepId: req.stepId,
+              signal,
+            }),
+          {
+            backend: this.name,
+            policy: this.retryPolicy,
+            classify: (e) => this.classify(e),
+            signal: opts.signal,
+            timeoutMs: this.timeoutMs,
+            onRetry: [this.options.onRetry, opts.onRetry],
+            context: { stepId: req.stepId, iteration: req.iteration },
+          },
+        );
+        break;
+      } catch (error) {
+        if (!(error instanceof RetryExhausted)) throw error;
+        if (native && this.#schemaMode === "auto" && isSchemaRejection(error.failure)) {
+          this.#schemaMode = "prompt";
+          this.#warn(
+            `${this.name} backend: the server rejected the JSON-schema parameter (${error.failure.reason}); asking for JSON through the prompt from now on (structuredOutput: "prompt").`,
+          );
+          continue;
+        }
+        throw fromRetryExhausted(
+          this.name,
+          error,
+          { stepId: req.stepId, timeoutMs: this.timeoutMs },
+          this.failureHints(model),
+        );
+      }
+    }
+
+    if (result.refusal !== undefined) {
+      throw new BackendError(
+        "BACKEND_REFUSED",
+        `${this.name} backend in step "${req.stepId}": the model refused to answer: ${result.refusal}`,
+        { backend: this.name, stepId: req.stepId, attempts: 1 },
+      );
+    }
+    if (result.truncated) {
+      this.#warn(
+        `${this.name} backend in step "${req.stepId}": the answer was cut at the token limit${
+          this.options.maxTokens ? ` (maxTokens ${this.options.maxTokens})` : ""
+        }; raise maxTokens if the output is incomplete.`,
+      );
+    }
+    this.conversations.append(sessionId, [userTurn, { role: "assistant", content: result.text }]);
+
+    const response: LlmResponse = { text: result.text, sessionId };
+    if (schema !== undefined) {
+      const extracted = extractJson(result.text);
+      if (extracted.ok) response.structuredOutput = extracted.value;
+    }
+    if (result.usage) {
+      response.usage = result.usage;
+      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      if (cost !== undefined) response.costUsd = cost;
+    }
+    return response;
+  }
+
+  #warn(message: string): void {
+    (this.options.onWarning ?? console.warn)(message);
+  }
+}
+
+function isSchemaRejection(failure: FailureClass): boolean {
+  return (failure.status === 400 || failure.status === 422) &&
+    SCHEMA_PARAMETER.test(failure.reason);
+}
+
+/** The `BACKEND_BAD_RESPONSE` error for an answer that is not in the API's format. */
+export function badResponse(backend: string, what: string, body: unknown): BackendError {
+  const shown = typeof body === "string" ? body : JSON.stringify(body);
+  return new BackendError(
+    "BACKEND_BAD_RESPONSE",
+    `${backend} backend: the server's answer is not in the API's format (${what}); got ${
+      (shown ?? "nothing").slice(0, 200)
+    }. Check that the base URL points at the right API.`,
+    { backend },
+  );
+}

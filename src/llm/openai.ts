@@ -1,0 +1,183 @@
+/**
+ * The `openai` backend: chat completions through the official `openai` client, against OpenAI or
+ * any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp, LiteLLM, OpenRouter…), with
+ * `response_format: { type: "json_schema" }` structured output.
+ *
+ * @module
+ */
+import type { FailureHints } from "./backend_error.ts";
+import {
+  badResponse,
+  ChatApiBackend,
+  type ChatBackendOptions,
+  type ChatExchangeRequest,
+  type ChatExchangeResult,
+} from "./chat_backend.ts";
+import { loadSdk } from "./sdk_loader.ts";
+
+/** The official OpenAI endpoint. */
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/** Options of {@linkcode OpenAiBackend}. */
+export interface OpenAiBackendOptions extends ChatBackendOptions {
+  /** API key (`OPENAI_API_KEY`); local servers need none. */
+  apiKey?: string;
+  /** Server base URL including `/v1` (default `https://api.openai.com/v1`; Ollama: `http://127.0.0.1:11434/v1`). */
+  baseUrl?: string;
+  /** Answer-token limit (sent as `max_completion_tokens` to OpenAI, `max_tokens` to other servers). */
+  maxTokens?: number;
+  /** Send `strict: true` with the JSON schema (OpenAI's strict mode needs every property required and `additionalProperties: false`). Default false. */
+  strictSchema?: boolean;
+}
+
+// The subset of the SDK this backend uses (see anthropic.ts for why it is declared here).
+/** @internal */
+export interface OpenAiChatClient {
+  chat: {
+    completions: {
+      create(
+        body: Record<string, unknown>,
+        options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
+      ): PromiseLike<unknown>;
+    };
+  };
+}
+
+interface ChatCompletion {
+  choices?: {
+    message?: { content?: string | null; refusal?: string | null };
+    finish_reason?: string | null;
+  }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+type OpenAiModule = { default: new (options: Record<string, unknown>) => OpenAiChatClient };
+
+/**
+ * Calls a chat-completions endpoint (`POST {baseUrl}/chat/completions`).
+ *
+ * - `outputSchema` is sent as `response_format: { type: "json_schema", json_schema: { name,
+ *   schema, strict } }`; a server that rejects it switches the backend to asking through the
+ *   prompt, and JSON in prose or in a fenced block is still extracted;
+ * - the system prompt is the first `system` message; the conversation of each `sessionId` is kept
+ *   in memory and sent again on the next call of the run;
+ * - the SDK's own retries are off: the stepflow retry policy applies, each retry reported to
+ *   `onRetry`;
+ * - `usage` is `prompt_tokens` / `completion_tokens`; `costUsd` is reported when `pricing` has
+ *   the model.
+ *
+ * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend.
+ *
+ * @example Ollama on this machine (no key needed)
+ * ```ts ignore
+ * import { OpenAiBackend } from "@stepflow/core";
+ * const backend = new OpenAiBackend({ baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.2" });
+ * const res = await backend.complete({
+ *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: ".", prompt: "Say hi as JSON {\"greeting\": …}",
+ *   outputSchema: { type: "object", properties: { greeting: { type: "string" } } },
+ * });
+ * console.log(res.structuredOutput);
+ * ```
+ */
+export class OpenAiBackend extends ChatApiBackend {
+  /** Always `"openai"`. */
+  readonly name = "openai";
+  readonly #options: OpenAiBackendOptions;
+  #client?: Promise<OpenAiChatClient>;
+
+  /**
+   * Creates the backend; the SDK is loaded on the first call.
+   *
+   * @param options see {@linkcode OpenAiBackendOptions}
+   */
+  constructor(options: OpenAiBackendOptions = {}) {
+    super(options);
+    this.#options = options;
+  }
+
+  /** True when the base URL is not OpenAI's own endpoint. */
+  get isCompatibleServer(): boolean {
+    const base = this.#options.baseUrl;
+    return base !== undefined && !/^https:\/\/api\.openai\.com(\/|$)/.test(base);
+  }
+
+  #getClient(): Promise<OpenAiChatClient> {
+    this.#client ??= loadSdk<OpenAiModule>("openai", this.name).then((sdk) =>
+      new sdk.default({
+        // Local servers ignore the key, but the SDK refuses to start without one.
+        apiKey: this.#options.apiKey ?? "not-needed",
+        baseURL: this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL,
+        maxRetries: 0,
+        ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
+      })
+    ).catch((error) => {
+      this.#client = undefined;
+      throw error;
+    });
+    return this.#client;
+  }
+
+  /** Sends one `POST /chat/completions`. */
+  protected async exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
+    const client = await this.#getClient();
+    const messages: { role: string; content: string }[] = [];
+    if (request.system) messages.push({ role: "system", content: request.system });
+    for (const turn of request.turns) messages.push({ role: turn.role, content: turn.content });
+    const body: Record<string, unknown> = { model: request.model, messages };
+    if (request.schema) {
+      body.response_format = {
+        type: "json_schema",
+        json_schema: {
+          name: schemaName(request.stepId),
+          schema: request.schema,
+          strict: this.#options.strictSchema ?? false,
+        },
+      };
+    }
+    if (this.#options.maxTokens !== undefined) {
+      body[this.isCompatibleServer ? "max_tokens" : "max_completion_tokens"] =
+        this.#options.maxTokens;
+    }
+    const completion = await client.chat.completions.create(body, {
+      signal: request.signal,
+      maxRetries: 0,
+    }) as ChatCompletion;
+    const choice = completion && typeof completion === "object" && Array.isArray(completion.choices)
+      ? completion.choices[0]
+      : undefined;
+    if (!choice?.message) throw badResponse(this.name, "no choices[0].message", completion);
+    const result: ChatExchangeResult = { text: choice.message.content ?? "" };
+    const usage = completion.usage;
+    if (usage && typeof usage.prompt_tokens === "number") {
+      result.usage = {
+        inputTokens: usage.prompt_tokens,
+        outputTokens: usage.completion_tokens ?? 0,
+      };
+    }
+    if (choice.message.refusal) result.refusal = choice.message.refusal;
+    if (choice.finish_reason === "length") result.truncated = true;
+    return result;
+  }
+
+  /** Says which variable or server option to check. */
+  protected failureHints(model: string): FailureHints {
+    const server = this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL;
+    return {
+      auth: this.isCompatibleServer
+        ? `The server ${server} refused the key; set OPENAI_API_KEY to the key it expects.`
+        : "Check OPENAI_API_KEY (the key was refused by api.openai.com).",
+      notFound: this.isCompatibleServer
+        ? `The server ${server} does not know model "${model}" (or the base URL is wrong; it usually ends in /v1). For Ollama, run \`ollama pull ${model}\`.`
+        : `Check the model name "${model}" (--model or behavior.model).`,
+      network: this.isCompatibleServer
+        ? `Could not reach ${server}: is the server running (for Ollama: \`ollama serve\`)?`
+        : `Could not reach ${server}; check the network or --base-url.`,
+    };
+  }
+}
+
+/** A `json_schema.name` the API accepts (`^[a-zA-Z0-9_-]{1,64}$`), derived from the step id. */
+function schemaName(stepId: string): string {
+  const name = stepId.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+  return name === "" ? "output" : name;
+}

@@ -1,0 +1,388 @@
+/**
+ * The retry policy shared by the real backends: exponential backoff with full jitter, `Retry-After`
+ * honoured, a per-attempt timeout, cancellation, and one `onRetry` report per retry.
+ *
+ * Which failures are retried is decided by a classifier (see {@linkcode classifyHttpFailure}):
+ * HTTP 408, 409, 429 and 5xx and network errors are transient; any other 4xx is not.
+ *
+ * @module
+ */
+import { UsageError } from "../errors.ts";
+import { sleep } from "./scripted.ts";
+
+/** How often and how patiently a failed backend call is retried. */
+export interface RetryPolicy {
+  /** Total attempts including the first one (default 3; 1 disables retries). */
+  maxAttempts: number;
+  /** Upper bound of the first backoff delay in ms (default 500). */
+  initialDelayMs: number;
+  /** Growth factor of the backoff bound per attempt (default 2). */
+  factor: number;
+  /** Cap of the backoff bound in ms (default 30 000). */
+  maxDelayMs: number;
+  /**
+   * The longest `Retry-After` the policy waits for, in ms (default 120 000). A server asking for a
+   * longer wait ends the retries at once instead of blocking the run.
+   */
+  maxRetryAfterMs: number;
+}
+
+/** The defaults: 3 attempts, 500 ms initial, factor 2, 30 s cap, `Retry-After` up to 2 min. */
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  maxAttempts: 3,
+  initialDelayMs: 500,
+  factor: 2,
+  maxDelayMs: 30_000,
+  maxRetryAfterMs: 120_000,
+});
+
+/**
+ * Fills a partial policy with the defaults and checks every value.
+ *
+ * @throws {UsageError} when a value is not a finite number in range
+ *
+ * @example
+ * ```ts
+ * import { resolveRetryPolicy } from "./retry.ts";
+ * console.log(resolveRetryPolicy({ maxAttempts: 5 }).initialDelayMs); // 500
+ * ```
+ */
+export function resolveRetryPolicy(partial: Partial<RetryPolicy> = {}): RetryPolicy {
+  const policy = { ...DEFAULT_RETRY_POLICY };
+  for (const [key, value] of Object.entries(partial) as [keyof RetryPolicy, unknown][]) {
+    if (value === undefined) continue;
+    if (!(key in DEFAULT_RETRY_POLICY)) {
+      throw new UsageError(
+        `Unknown retry option "${key}"; allowed: ${Object.keys(DEFAULT_RETRY_POLICY).join(", ")}.`,
+      );
+    }
+    const min = key === "maxAttempts" || key === "factor" ? 1 : 0;
+    if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
+      throw new UsageError(
+        `Retry option ${key} must be a number ≥ ${min}, got ${JSON.stringify(value)}.`,
+      );
+    }
+    policy[key] = key === "maxAttempts" ? Math.floor(value) : value;
+  }
+  return policy;
+}
+
+/**
+ * The backoff before retry number `failedAttempt` (1 after the first failure), with full jitter:
+ * a uniform random value in `[0, min(maxDelayMs, initialDelayMs × factor^(failedAttempt−1)))`.
+ *
+ * @param random a source of uniform numbers in [0, 1) (injectable for tests)
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_RETRY_POLICY, jitteredBackoff } from "./retry.ts";
+ * jitteredBackoff(3, DEFAULT_RETRY_POLICY, () => 0.5); // 0.5 × min(30000, 500 × 2²) = 1000
+ * ```
+ */
+export function jitteredBackoff(
+  failedAttempt: number,
+  policy: Pick<RetryPolicy, "initialDelayMs" | "factor" | "maxDelayMs">,
+  random: () => number = Math.random,
+): number {
+  const bound = Math.min(
+    policy.maxDelayMs,
+    policy.initialDelayMs * policy.factor ** Math.max(0, failedAttempt - 1),
+  );
+  return Math.floor(random() * bound);
+}
+
+/** Headers as the SDKs expose them: a `Headers` object or a plain record. */
+export type HeadersLike = Headers | Record<string, string | string[] | null | undefined>;
+
+function header(headers: HeadersLike | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  if (typeof (headers as Headers).get === "function") {
+    return (headers as Headers).get(name) ?? undefined;
+  }
+  const record = headers as Record<string, string | string[] | null | undefined>;
+  const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
+  return Array.isArray(value) ? value[0] : value ?? undefined;
+}
+
+/**
+ * Reads how long the server asks the client to wait, in ms: `retry-after-ms` (milliseconds, sent
+ * by the OpenAI and Anthropic APIs), else `Retry-After` as seconds or as an HTTP date.
+ * Returns `undefined` when neither header is present or parseable.
+ *
+ * @example
+ * ```ts
+ * import { parseRetryAfter } from "./retry.ts";
+ * parseRetryAfter(new Headers({ "retry-after": "2" })); // 2000
+ * ```
+ */
+export function parseRetryAfter(
+  headers: HeadersLike | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  const ms = header(headers, "retry-after-ms");
+  if (ms !== undefined && ms.trim() !== "") {
+    const value = Number(ms);
+    if (Number.isFinite(value) && value >= 0) return value;
+  }
+  const raw = header(headers, "retry-after")?.trim();
+  if (raw === undefined || raw === "") return undefined;
+  if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw) * 1000;
+  const date = Date.parse(raw);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+/** True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/** What a classifier says about one failed attempt. */
+export interface FailureClass {
+  /** Whether another attempt may succeed. */
+  retryable: boolean;
+  /** `http` (the server answered with an error status), `network`, `timeout` or `other`. */
+  kind: "http" | "network" | "timeout" | "other";
+  /** The HTTP status, when the server answered. */
+  status?: number;
+  /** The server's `Retry-After`, in ms. */
+  retryAfterMs?: number;
+  /** A short human-readable reason (`HTTP 429 rate_limit_error: …`, `connection refused`, …). */
+  reason: string;
+}
+
+/**
+ * Classifies an error thrown by the official `@anthropic-ai/sdk` and `openai` clients (both raise
+ * `APIError` with `status` and `headers`, `APIConnectionError` and `APIConnectionTimeoutError`) or by
+ * `fetch`. The server's `x-should-retry` header, when present, overrides the status rule.
+ *
+ * @example
+ * ```ts
+ * import { classifyHttpFailure } from "./retry.ts";
+ * classifyHttpFailure({ status: 503, headers: new Headers(), message: "busy" }).retryable; // true
+ * ```
+ */
+export function classifyHttpFailure(error: unknown): FailureClass {
+  const e = error as {
+    status?: unknown;
+    headers?: HeadersLike;
+    name?: string;
+    message?: string;
+    error?: unknown;
+  };
+  if (e && typeof e === "object" && typeof e.status === "number") {
+    const status = e.status;
+    const shouldRetry = header(e.headers, "x-should-retry");
+    const retryable = shouldRetry === "true"
+      ? true
+      : shouldRetry === "false"
+      ? false
+      : isRetryableStatus(status);
+    return {
+      retryable,
+      kind: "http",
+      status,
+      retryAfterMs: parseRetryAfter(e.headers),
+      reason: `HTTP ${status}${apiErrorText(e)}`,
+    };
+  }
+  const name = e?.name ?? "";
+  if (name === "APIConnectionTimeoutError") {
+    return { retryable: true, kind: "timeout", reason: "the request timed out" };
+  }
+  if (name === "APIConnectionError" || error instanceof TypeError) {
+    const cause = (error as { cause?: unknown }).cause;
+    const detail = cause instanceof Error ? cause.message : e?.message ?? "";
+    return { retryable: true, kind: "network", reason: `network error: ${detail}`.trim() };
+  }
+  return {
+    retryable: false,
+    kind: "other",
+    reason: error instanceof Error ? error.message : String(error),
+  };
+}
+
+function apiErrorText(e: { error?: unknown; message?: string }): string {
+  const body = e.error as { error?: { type?: string; message?: string }; message?: string } | null;
+  const inner = body?.error ?? body;
+  const type = (inner as { type?: string } | undefined)?.type;
+  const message = (inner as { message?: string } | undefined)?.message;
+  if (type || message) return ` ${[type, message].filter(Boolean).join(": ")}`;
+  const text = e.message?.replace(/^\d{3}\s*/, "").trim();
+  return text ? ` ${text}` : "";
+}
+
+/** Reported once per retry, before the backoff wait. */
+export interface RetryInfo {
+  /** The backend name (`anthropic`, `openai`, `claude-code`). */
+  backend: string;
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  /** Total attempts allowed. */
+  maxAttempts: number;
+  /** The wait before the next attempt, in ms. */
+  delayMs: number;
+  /** HTTP status of the failure, when the server answered. */
+  status?: number;
+  /** Why the attempt failed, in words. */
+  reason: string;
+  /** The error of the failed attempt. */
+  error: unknown;
+  /** The step being executed (from the request), when known. */
+  stepId?: string;
+  /** The run iteration (from the request), when known. */
+  iteration?: number;
+}
+
+/** Receives every retry; see {@linkcode RetryInfo}. A throwing listener is ignored. */
+export type RetryListener = (info: RetryInfo) => void;
+
+/** Options of {@linkcode withRetry}. */
+export interface WithRetryOptions {
+  /** Backend name for reports. */
+  backend: string;
+  /** The policy (see {@linkcode resolveRetryPolicy}). */
+  policy: RetryPolicy;
+  /** Classifies a failure (default {@linkcode classifyHttpFailure}). */
+  classify?: (error: unknown) => FailureClass;
+  /** Cancels the call; never retried. */
+  signal?: AbortSignal;
+  /** Per-attempt timeout in ms (0 or absent: none). */
+  timeoutMs?: number;
+  /** Whether a timed-out attempt is retried (default true). */
+  retryTimeouts?: boolean;
+  /** Retry listeners (the backend's and the call's). */
+  onRetry?: (RetryListener | undefined)[];
+  /** Request context copied into {@linkcode RetryInfo}. */
+  context?: { stepId?: string; iteration?: number };
+  /** Uniform random source for the jitter (tests). */
+  random?: () => number;
+}
+
+/** The final failure of {@linkcode withRetry}: the last error and how it was classified. */
+export class RetryExhausted extends Error {
+  /** The last attempt's error. */
+  readonly lastError: unknown;
+  /** Its classification. */
+  readonly failure: FailureClass;
+  /** Attempts made. */
+  readonly attempts: number;
+  /** Why no further attempt was made. */
+  readonly stopReason: "not_retryable" | "attempts_exhausted" | "retry_after_too_long";
+
+  /**
+   * Creates the failure report.
+   *
+   * @param lastError the last attempt's error
+   * @param failure its classification
+   * @param attempts attempts made
+   * @param stopReason why the retries stopped
+   */
+  constructor(
+    lastError: unknown,
+    failure: FailureClass,
+    attempts: number,
+    stopReason: RetryExhausted["stopReason"],
+  ) {
+    super(failure.reason, { cause: lastError });
+    this.name = "RetryExhausted";
+    this.lastError = lastError;
+    this.failure = failure;
+    this.attempts = attempts;
+    this.stopReason = stopReason;
+  }
+}
+
+/** The rejection used when the caller's signal aborts: its reason, or a DOMException `AbortError`. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
+}
+
+/**
+ * Runs `attempt` until it succeeds, a failure is not retryable, or the attempts run out.
+ *
+ * Each attempt gets its own `AbortSignal` that fires on the caller's signal or on the per-attempt
+ * timeout. A caller abort rejects at once with the signal's reason (never retried, no report).
+ * Otherwise the final failure rejects with {@linkcode RetryExhausted}, for the backend to turn into
+ * a user-facing error.
+ *
+ * The wait before a retry is the server's `Retry-After` when it sent one, else the jittered
+ * backoff. Every retry is reported to the listeners first.
+ *
+ * @example
+ * ```ts
+ * import { resolveRetryPolicy, withRetry } from "./retry.ts";
+ * let calls = 0;
+ * const value = await withRetry(async () => {
+ *   if (++calls < 2) throw Object.assign(new Error("busy"), { status: 503 });
+ *   return "ok";
+ * }, { backend: "demo", policy: resolveRetryPolicy({ initialDelayMs: 1 }) });
+ * console.log(value, calls); // ok 2
+ * ```
+ */
+export async function withRetry<T>(
+  attempt: (signal: AbortSignal, attemptNumber: number) => Promise<T>,
+  options: WithRetryOptions,
+): Promise<T> {
+  const { policy, signal } = options;
+  const classify = options.classify ?? classifyHttpFailure;
+  for (let n = 1;; n++) {
+    if (signal?.aborted) throw abortReason(signal);
+    const controller = new AbortController();
+    let timedOut = false;
+    const onAbort = () => controller.abort(abortReason(signal!));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = options.timeoutMs && options.timeoutMs > 0
+      ? setTimeout(() => {
+        timedOut = true;
+        controller.abort(
+          new DOMException(`timed out after ${options.timeoutMs} ms`, "TimeoutError"),
+        );
+      }, options.timeoutMs)
+      : undefined;
+    let failure: FailureClass;
+    let error: unknown;
+    try {
+      return await attempt(controller.signal, n);
+    } catch (caught) {
+      if (signal?.aborted) throw abortReason(signal);
+      error = caught;
+      failure = timedOut
+        ? {
+          retryable: options.retryTimeouts ?? true,
+          kind: "timeout",
+          reason: `no answer within the per-call timeout of ${options.timeoutMs} ms`,
+        }
+        : classify(caught);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+    if (!failure.retryable) throw new RetryExhausted(error, failure, n, "not_retryable");
+    if (n >= policy.maxAttempts) throw new RetryExhausted(error, failure, n, "attempts_exhausted");
+    if (failure.retryAfterMs !== undefined && failure.retryAfterMs > policy.maxRetryAfterMs) {
+      throw new RetryExhausted(error, failure, n, "retry_after_too_long");
+    }
+    const delayMs = failure.retryAfterMs ?? jitteredBackoff(n, policy, options.random);
+    const info: RetryInfo = {
+      backend: options.backend,
+      attempt: n,
+      maxAttempts: policy.maxAttempts,
+      delayMs,
+      reason: failure.reason,
+      error,
+      ...(failure.status !== undefined ? { status: failure.status } : {}),
+      ...(options.context?.stepId !== undefined ? { stepId: options.context.stepId } : {}),
+      ...(options.context?.iteration !== undefined ? { iteration: options.context.iteration } : {}),
+    };
+    for (const listener of options.onRetry ?? []) {
+      try {
+        listener?.(info);
+      } catch {
+        // A listener must never change the outcome of the call.
+      }
+    }
+    await sleep(delayMs, signal);
+  }
+}
