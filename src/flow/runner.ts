@@ -17,6 +17,8 @@ import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import { sleep } from "../llm/scripted.ts";
+import { createBackend } from "../llm/factory.ts";
+import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
@@ -435,9 +437,25 @@ export class StepFlowRunner {
     const signal = timeoutMs
       ? AbortSignal.any([runSignal, AbortSignal.timeout(timeoutMs)])
       : runSignal;
+    const onRetry = (retry: RetryInfo) => {
+      const info = this.#stepInfo(state, step);
+      const error = new StepflowError(
+        "BACKEND_RETRY",
+        `${retry.backend} attempt ${retry.attempt}/${retry.maxAttempts} failed (${retry.reason}); retrying in ${retry.delayMs} ms`,
+        { cause: retry.error, details: { status: retry.status, delayMs: retry.delayMs } },
+      );
+      void this.#events.emit("onStepRetry", info, retry.attempt, error);
+      void this.#log(state, {
+        type: "backend_retry",
+        stepId: step.id,
+        attempt: retry.attempt,
+        delayMs: retry.delayMs,
+        reason: retry.reason,
+      });
+    };
     let response: LlmResponse;
     try {
-      response = await backend.complete(request, { signal });
+      response = await backend.complete(request, { signal, onRetry });
     } catch (error) {
       if (runSignal.aborted) throw runSignal.reason;
       if (signal.aborted) {
@@ -709,12 +727,15 @@ export class StepFlowRunner {
   // Run state, control, persistence
   // ---------------------------------------------------------------------------------------------
 
-  #backend(): Promise<LlmBackend> {
-    if (this.#options.backend) return Promise.resolve(this.#options.backend);
-    throw new StepflowError(
-      "NO_BACKEND",
-      `No LLM backend for agent "${this.#def.name}": pass options.backend (e.g. new ScriptedBackend(...)).`,
-    );
+  /** The given backend, else the agent's `behavior.backend` (default `claude-code`). */
+  async #backend(): Promise<LlmBackend> {
+    if (this.#options.backend) return this.#options.backend;
+    const behavior = this.#def.agent.behavior;
+    return await createBackend({
+      name: behavior.backend ?? "claude-code",
+      model: this.#options.model ?? behavior.model,
+      onWarning: (m) => this.#warn(m),
+    });
   }
 
   async #initialState(

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { RetryInfo } from "./retry.ts";
 
 /** Why the backend is being called. */
 export type LlmRequestKind = "step" | "check" | "reask";
@@ -62,6 +63,11 @@ export interface LlmResponse {
 export interface LlmCallOptions {
   /** Cancels the call. Backends must reject promptly with an `AbortError` when it fires. */
   signal?: AbortSignal;
+  /**
+   * Called before the backend retries a failed attempt of this call (HTTP 429/5xx, network errors).
+   * The runner forwards it as an `onStepRetry` event, so every retry is visible.
+   */
+  onRetry?: (info: RetryInfo) => void;
 }
 
 /**

@@ -182,3 +182,54 @@ Deno.test("runTimeoutMs ends the run timeout; stepTimeoutMs fails a slow call", 
   assert.equal(r2.error?.code, "STEP_TIMEOUT");
   assert.match(r2.error!.message, /timed out after 30 ms/);
 });
+
+Deno.test("backend retries surface as onStepRetry events and backend_retry log lines", async () => {
+  const def = await setup();
+  const retries: string[] = [];
+  let calls = 0;
+  const backend = {
+    name: "flaky",
+    complete(req: LlmRequest, opts: { onRetry?: (i: never) => void } = {}) {
+      calls++;
+      if (calls === 1) {
+        opts.onRetry?.({
+          backend: "flaky",
+          attempt: 1,
+          maxAttempts: 3,
+          delayMs: 5,
+          status: 429,
+          reason: "HTTP 429",
+          error: new Error("rate limited"),
+        } as never);
+      }
+      const action = req.stepId === "initial.issue" ? "complete" : undefined;
+      return Promise.resolve({
+        text: "",
+        structuredOutput: req.stepId === "complete.issue"
+          ? { stepId: "complete.issue", summary: "s" }
+          : { stepId: req.stepId, next_action: { action } },
+      });
+    },
+  };
+  const result = await new StepFlowRunner(def, {
+    backend,
+    events: {
+      onStepRetry: (info, attempt, error) =>
+        void retries.push(`${info.stepId} ${attempt} ${(error as Error).message}`),
+    },
+  }).run({ args: { topic: "t" } });
+  assert.equal(result.success, true);
+  assert.deepEqual(retries, [
+    "initial.issue 1 flaky attempt 1/3 failed (HTTP 429); retrying in 5 ms",
+  ]);
+});
+
+Deno.test("without options.backend the agent's behavior.backend is created (unknown → clear error)", async () => {
+  const def = await setup((_s, agent) => {
+    (agent.behavior as Record<string, unknown>).backend = "nonsense";
+  });
+  await assert.rejects(
+    new StepFlowRunner(def).run({ args: { topic: "t" } }),
+    (e: Error) => /nonsense/.test(e.message) && /claude-code|anthropic|openai/.test(e.message),
+  );
+});
