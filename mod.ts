@@ -20,27 +20,7 @@ export * from "./src/llm/mod.ts";
 export * from "./src/store/mod.ts";
 export * from "./src/prompt/mod.ts";
 // -- definition exports (owned by the definition work) --
-export {
-  type AgentConfig,
-  type C3lPromptRef,
-  type CheckDefinition,
-  GATE_INTENTS,
-  type GateIntent,
-  type OnErrorValue,
-  type OnFail,
-  type OnPass,
-  type OutputSchemaRef,
-  type ParameterDefinition,
-  type PathPromptRef,
-  type PromptRef,
-  type StepDefinition,
-  type StepsRegistry,
-  type StructuredGate,
-} from "./src/definition/schema.ts";
-export * from "./src/definition/types.ts";
-export * from "./src/definition/normalize.ts";
-export * from "./src/definition/jsonc.ts";
-export * from "./src/definition/output_schema.ts";
+export * from "./src/definition/mod.ts";
 // -- flow exports (owned by the runner work) --
 export * from "./src/flow/mod.ts";
 // -- backend exports (owned by the real-backends work) --

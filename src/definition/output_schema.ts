@@ -29,7 +29,12 @@ export interface ResolvedOutputSchema {
 
 /** Thrown when an output schema cannot be resolved: missing file, bad JSON, or a pointer that misses. */
 export class SchemaResolutionError extends StepflowError {
-  /** @param message what failed @param details file, pointer, step */
+  /**
+   * Creates the error.
+   *
+   * @param message what failed
+   * @param details file, pointer, step
+   */
   constructor(message: string, details: Record<string, unknown>) {
     super("SCHEMA_RESOLUTION_FAILED", message, { details });
   }
@@ -55,6 +60,16 @@ export function parseJsonPointer(pointer: string): string[] {
   );
 }
 
+/** A parsed schema file, before a pointer is applied (see {@linkcode loadSchemaDocument}). */
+export interface SchemaDocument {
+  /** Absolute schema file. */
+  file: string;
+  /** The parsed file. */
+  document: unknown;
+  /** Modification time of the file when read. */
+  mtimeMs: number;
+}
+
 /**
  * Reads `<agentDir>/schemas/<ref.file>` and returns the schema at `ref.schema`.
  *
@@ -65,6 +80,21 @@ export async function resolveOutputSchema(
   ref: OutputSchemaRef,
   stepId?: string,
 ): Promise<ResolvedOutputSchema> {
+  return schemaAtPointer(await loadSchemaDocument(agentDir, ref, stepId), ref, stepId);
+}
+
+/**
+ * Reads and parses the schema file of `ref` (`<agentDir>/schemas/<ref.file>`), refusing files that
+ * leave the schemas folder. Callers that resolve many pointers into one file (the loader) read it
+ * once with this and apply each pointer with {@linkcode schemaAtPointer}.
+ *
+ * @throws SchemaResolutionError when the file is missing, outside the folder, or not JSON
+ */
+export async function loadSchemaDocument(
+  agentDir: string,
+  ref: OutputSchemaRef,
+  stepId?: string,
+): Promise<SchemaDocument> {
   const dir = resolve(agentDir, SCHEMAS_DIR);
   const file = resolve(dir, ref.file);
   const where = stepId ? ` (step "${stepId}")` : "";
@@ -104,6 +134,39 @@ export async function resolveOutputSchema(
       details,
     );
   }
+  return { file, document, mtimeMs };
+}
+
+/**
+ * Applies the JSON Pointer of `ref` to a loaded schema document and returns a self-contained schema
+ * (the document's `definitions`/`$defs` attached so local `$ref`s work).
+ *
+ * @throws SchemaResolutionError when the pointer is malformed or does not lead to an object
+ */
+export function schemaAtPointer(
+  loaded: SchemaDocument,
+  ref: OutputSchemaRef,
+  stepId?: string,
+): ResolvedOutputSchema {
+  const node = findSchemaNode(loaded, ref, stepId);
+  const { file, document, mtimeMs } = loaded;
+  return { file, pointer: ref.schema, schema: selfContained(document, node), mtimeMs };
+}
+
+/**
+ * The object the JSON Pointer of `ref` names in a loaded schema document, as is (no copy) — what
+ * load-time validation needs to know that a pointer resolves.
+ *
+ * @throws SchemaResolutionError when the pointer is malformed or does not lead to an object
+ */
+export function findSchemaNode(
+  loaded: SchemaDocument,
+  ref: OutputSchemaRef,
+  stepId?: string,
+): Record<string, unknown> {
+  const { file, document } = loaded;
+  const where = stepId ? ` (step "${stepId}")` : "";
+  const details = { file, pointer: ref.schema, stepId };
   let tokens: string[];
   try {
     tokens = parseJsonPointer(ref.schema);
@@ -127,7 +190,7 @@ export async function resolveOutputSchema(
       details,
     );
   }
-  return { file, pointer: ref.schema, schema: selfContained(document, node), mtimeMs };
+  return node as Record<string, unknown>;
 }
 
 function listDefinitions(document: unknown): string[] {

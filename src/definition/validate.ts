@@ -1,0 +1,487 @@
+/**
+ * Load-time validation of a flow (STEPFLOW.md §4). Every rule is checked and every problem is
+ * collected — the loader turns them into one {@linkcode AgentDefinitionError}.
+ *
+ * @module
+ */
+import { type AgentConfig, GATE_INTENTS, type StepsRegistry } from "./schema.ts";
+import { CLOSING_PREFIX, normalizeStep, parseErrorPolicy, SECTION_PREFIX } from "./normalize.ts";
+import { isValidStepId, STEP_ID_RULE } from "./step_id.ts";
+import { closestMatch } from "./suggest.ts";
+import { type FlowEdge, stepEdges } from "./edges.ts";
+import { checkFlowFiles } from "./validate_files.ts";
+import type { FlowStep } from "./types.ts";
+
+/** Where the README documents the rules; named in the gate-rule message. */
+export const VALIDATION_DOCS = "README.md#load-time-validation";
+
+/** What {@linkcode validateFlow} checks. */
+export interface FlowValidationInput {
+  /** Absolute agent folder (prompt and schema files are resolved from it). */
+  dir: string;
+  /** The registry, as parsed by `StepsRegistrySchema`. */
+  registry: StepsRegistry;
+  /**
+   * agent.json, as parsed by `AgentConfigSchema`. When absent (it did not parse), the rules that
+   * need it — the entry step for `completionType`, the system prompt — are skipped.
+   */
+  agent?: AgentConfig;
+  /** The steps normalised (computed from the registry when absent). */
+  steps?: Readonly<Record<string, FlowStep>>;
+  /** File labels used in messages (defaults `agent.json`, `steps_registry.json`). */
+  files?: { agent?: string; registry?: string };
+  /**
+   * Ids of steps that exist in the file but failed its schema (already reported): they count as
+   * existing targets and are not checked again.
+   */
+  unparsedStepIds?: Iterable<string>;
+}
+
+/** Options of {@linkcode validateFlow}. */
+export interface FlowValidationOptions {
+  /** Check that prompt, schema and system prompt files exist (default true). */
+  checkFiles?: boolean;
+  /** A missing prompt that a fallback can stand in for is a warning, not an error. */
+  allowFallback?: boolean;
+  /** Files checked at once (default 32). */
+  concurrency?: number;
+}
+
+/** The outcome of {@linkcode validateFlow}. */
+export interface FlowValidationResult {
+  /** Every problem; the definition is unusable when this is not empty. */
+  errors: string[];
+  /** Things that work but are probably mistakes (unreachable steps, …). */
+  warnings: string[];
+  /** The entry step for the agent's completionType, when it resolves. */
+  entryStepId?: string;
+  /** The normalised steps. */
+  steps: Readonly<Record<string, FlowStep>>;
+}
+
+/**
+ * Checks a parsed agent against every load-time rule (README "Load-time validation"): entry step,
+ * gates and transitions, step ids, targets, intents, prompt files, output schemas, iterations,
+ * onError. Returns all errors and warnings rather than throwing.
+ *
+ * @example
+ * ```ts ignore
+ * import { validateFlow } from "./validate.ts";
+ * const { errors, warnings } = await validateFlow({ dir, agent, registry });
+ * if (errors.length > 0) console.error(errors.join("\n"));
+ * ```
+ */
+export async function validateFlow(
+  input: FlowValidationInput,
+  options: FlowValidationOptions = {},
+): Promise<FlowValidationResult> {
+  const F = input.files?.registry ?? "steps_registry.json";
+  const A = input.files?.agent ?? "agent.json";
+  const { registry, agent } = input;
+  const unparsed = new Set(input.unparsedStepIds ?? []);
+  const steps = input.steps ?? normalizeSteps(registry);
+  const allIds = new Set([...Object.keys(registry.steps), ...unparsed]);
+  const ordered = Object.keys(registry.steps).filter((id) => !unparsed.has(id) && steps[id])
+    .map((id) => steps[id]);
+
+  const registryErrors: string[] = [];
+  const stepErrors = new Map<string, string[]>();
+  const warnings: string[] = [];
+  const stepError = (id: string, message: string) => {
+    const full = `${F}: step "${id}": ${message}`;
+    const list = stepErrors.get(id);
+    if (list) list.push(full);
+    else stepErrors.set(id, [full]);
+  };
+
+  /** Why `target` cannot be routed to, or undefined when it can. */
+  const targetProblem = (field: string, target: string): string | undefined => {
+    if (!allIds.has(target)) {
+      const guess = closestMatch(target, allIds);
+      return `${field} "${target}" is not a step in ${F}.${
+        guess ? ` Did you mean "${guess}"?` : " Fix the id, or add the step."
+      }`;
+    }
+    if (target.startsWith(SECTION_PREFIX)) {
+      return `${field} "${target}" is a template section (${SECTION_PREFIX}*), not a flow step; route to a flow step instead.`;
+    }
+    return undefined;
+  };
+
+  const agentErrors: string[] = [];
+  for (const [key, parameter] of Object.entries(agent?.parameters ?? {})) {
+    const value = parameter.default;
+    if (value !== undefined && typeof value !== parameter.type) {
+      agentErrors.push(
+        `${A}: parameters.${key}.default ${
+          JSON.stringify(value)
+        } is a ${typeof value}, but the parameter's type is "${parameter.type}"; make them agree.`,
+      );
+    }
+  }
+
+  // Entry step.
+  let entryStepId: string | undefined;
+  if (agent) {
+    const type = agent.behavior.completionType;
+    entryStepId = registry.entryStepMapping?.[type] ?? registry.entryStep;
+    if (entryStepId === undefined) {
+      registryErrors.push(
+        `[StepFlow] No entry step configured for completionType "${type}".\n` +
+          `Define either "entryStepMapping.${type}" or "entryStep" in ${F}.`,
+      );
+    }
+  }
+  if (registry.entryStep !== undefined) {
+    const problem = targetProblem("entryStep", registry.entryStep);
+    if (problem) registryErrors.push(`${F}: ${problem}`);
+  }
+  for (const [type, target] of Object.entries(registry.entryStepMapping ?? {})) {
+    const problem = targetProblem(`entryStepMapping.${type}`, target);
+    if (problem) registryErrors.push(`${F}: ${problem}`);
+  }
+
+  // The seed's gate rule, reported as one message.
+  const missingGate: string[] = [];
+  const missingTransitions: string[] = [];
+
+  for (const step of ordered) {
+    const id = step.id;
+    const raw = step.raw;
+    const fail = (message: string) => stepError(id, message);
+
+    if (!isValidStepId(id)) fail(`invalid step id: ${STEP_ID_RULE}.`);
+    for (const field of ["id", "stepId"] as const) {
+      const own = raw[field];
+      if (own !== undefined && own !== id) {
+        fail(`${field} "${own}" does not match the step's key "${id}"; make them equal.`);
+      }
+    }
+    checkPromptForm(step, fail);
+    const { min, max } = step.iterations;
+    if (min > max) {
+      fail(
+        `iterations.min (${min}) is greater than iterations.max (${max}${
+          raw.iterations?.max === undefined ? ", the default" : ""
+        }); raise max or lower min.`,
+      );
+    }
+    if (raw.onError !== undefined) {
+      const policy = parseErrorPolicy(raw.onError);
+      if (!policy) {
+        fail(
+          `onError ${
+            JSON.stringify(raw.onError)
+          } is invalid: use "fail", "continue", "retry=N" or "jump=<stepId>".`,
+        );
+      } else if (policy.kind === "jump") {
+        const problem = targetProblem("onError jump target", policy.target);
+        if (problem) fail(problem);
+      }
+    }
+
+    if (step.kind === "section") {
+      const routing = routingFields(raw);
+      if (routing.length > 0) {
+        fail(
+          `is a template section (${SECTION_PREFIX}*), not a flow step: remove ${
+            routing.join(", ")
+          } (or rename the step).`,
+        );
+      }
+      continue;
+    }
+    if (step.kind === "closing") {
+      const routing = routingFields(raw).filter((f) => f !== "structuredGate");
+      if (routing.length > 0) {
+        fail(
+          `is a closing step (${CLOSING_PREFIX}*): it runs once and ends the run, so it takes no ${
+            routing.join(" or ")
+          }. Remove ${routing.length > 1 ? "them" : "it"}.`,
+        );
+      }
+      if (!step.outputSchemaRef) {
+        fail(
+          `closing step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${id}" } for its final report.`,
+        );
+      }
+      if (step.gate) checkGate(step, fail, warnings, F, allIds);
+      continue;
+    }
+
+    // Flow steps: check-gated or gate-routed.
+    if (step.check && step.gate) {
+      fail(
+        "defines both check (seed 001) and structuredGate (seed 004); a flow step routes one way: remove one of them.",
+      );
+    }
+    if (!step.check && !step.gate) missingGate.push(id);
+    if (!step.check && raw.transitions === undefined) missingTransitions.push(id);
+    if (step.check && !step.gate && raw.transitions !== undefined) {
+      fail(
+        "is check-gated but defines transitions; a check step routes with check.onPass / check.onFail. Remove transitions (or use structuredGate instead of check).",
+      );
+    }
+    if (!step.check && !step.outputSchemaRef) {
+      fail(
+        `gate-routed step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${id}" }.`,
+      );
+    }
+    if (step.check) {
+      const { onPass, onFail } = step.check;
+      if ("next" in onPass) {
+        const problem = targetProblem("check.onPass.next", onPass.next);
+        if (problem) fail(problem);
+      }
+      if ("fallback" in onFail) {
+        const problem = targetProblem("check.onFail.fallback", onFail.fallback);
+        if (problem) fail(problem);
+      }
+    }
+    if (step.gate) checkGate(step, fail, warnings, F, allIds);
+    if (!step.check || step.gate) {
+      for (const [intent, { target }] of Object.entries(step.transitions)) {
+        const problem = targetProblem(`transitions.${intent}.target`, target);
+        if (problem) fail(problem);
+      }
+    }
+    if (step.gate) {
+      if (step.onError.kind === "continue" && !step.transitions.next) {
+        fail(
+          'onError "continue" follows the step\'s next route, but it has no transitions.next: add one, or use another onError policy.',
+        );
+      }
+    }
+  }
+
+  const gateErrors: string[] = [];
+  if (missingGate.length > 0 || missingTransitions.length > 0) {
+    const lines = [
+      "[StepFlow] Flow validation failed. All Flow steps must define structuredGate and transitions.",
+    ];
+    if (missingGate.length > 0) {
+      lines.push(`Steps missing structuredGate: ${missingGate.join(", ")}`);
+    }
+    if (missingTransitions.length > 0) {
+      lines.push(`Steps missing transitions: ${missingTransitions.join(", ")}`);
+    }
+    lines.push(
+      `See ${VALIDATION_DOCS} for requirements. Fix them in ${F} (a check-gated step satisfies the rule with its "check").`,
+    );
+    gateErrors.push(lines.join("\n"));
+  }
+
+  // Files.
+  const generalErrors: string[] = [];
+  if (options.checkFiles !== false) {
+    const found = await checkFlowFiles({
+      dir: input.dir,
+      basePath: registry.basePath ?? "prompts",
+      agent,
+      steps: ordered,
+      files: { agent: A, registry: F },
+      allowFallback: options.allowFallback,
+      concurrency: options.concurrency,
+    });
+    generalErrors.push(...found.general);
+    for (const [id, messages] of found.byStep) {
+      const list = stepErrors.get(id);
+      if (list) list.push(...messages);
+      else stepErrors.set(id, [...messages]);
+    }
+    warnings.push(...found.warnings);
+  }
+
+  const errors = [...agentErrors, ...generalErrors, ...registryErrors, ...gateErrors];
+  for (const step of ordered) errors.push(...stepErrors.get(step.id) ?? []);
+
+  // Graph warnings only make sense once the graph itself is sound.
+  const structural = registryErrors.length + gateErrors.length + stepErrors.size;
+  if (structural === 0 && unparsed.size === 0 && entryStepId !== undefined) {
+    warnings.push(...graphWarnings(ordered, entryStepId, F));
+  }
+  const result: FlowValidationResult = { errors, warnings, steps };
+  if (entryStepId !== undefined) result.entryStepId = entryStepId;
+  return result;
+}
+
+/** Normalises every step of a registry. */
+export function normalizeSteps(registry: StepsRegistry): Record<string, FlowStep> {
+  const out: Record<string, FlowStep> = {};
+  for (const [id, step] of Object.entries(registry.steps)) out[id] = normalizeStep(id, step);
+  return out;
+}
+
+function routingFields(raw: FlowStep["raw"]): string[] {
+  const out: string[] = [];
+  if (raw.check !== undefined) out.push("check");
+  if (raw.structuredGate !== undefined) out.push("structuredGate");
+  if (raw.transitions !== undefined) out.push("transitions");
+  return out;
+}
+
+function checkPromptForm(step: FlowStep, fail: (message: string) => void): void {
+  const raw = step.raw;
+  const topLevel = (["c2", "c3", "edition", "adaptation"] as const).filter((k) =>
+    raw[k] !== undefined
+  );
+  if (raw.prompt !== undefined && topLevel.length > 0) {
+    fail(
+      `sets both "prompt" and top-level ${
+        topLevel.join("/")
+      }; name the prompt one way: "prompt": { c1, c2, c3 } (seed 001) or top-level c2/c3 (seed 004).`,
+    );
+    return;
+  }
+  if (raw.prompt === undefined && topLevel.length > 0 && !step.prompt) {
+    const missing = (["c2", "c3"] as const).filter((k) => raw[k] === undefined);
+    fail(
+      `names its prompt with top-level c2/c3 but has no ${
+        missing.join(" or ")
+      }; set both (the prompt is steps/<c2>/<c3>/f_<edition>.md).`,
+    );
+    return;
+  }
+  if (!step.prompt && step.kind !== "section") {
+    fail(
+      'has no prompt: set "prompt": { "c1", "c2", "c3" } (or { "path" }), or top-level "c2" and "c3".',
+    );
+  }
+}
+
+function checkGate(
+  step: FlowStep,
+  fail: (message: string) => void,
+  warnings: string[],
+  F: string,
+  allIds: ReadonlySet<string>,
+): void {
+  const gate = step.gate!;
+  const id = step.id;
+  const allowed = new Set<string>(gate.allowedIntents);
+  const allowedList = gate.allowedIntents.join(", ");
+  if (gate.fallbackIntent !== undefined && !allowed.has(gate.fallbackIntent)) {
+    fail(
+      `structuredGate.fallbackIntent "${gate.fallbackIntent}" is not one of allowedIntents (${allowedList}); add it there or change fallbackIntent.`,
+    );
+  }
+  if (allowed.has("jump") && gate.targetField === undefined) {
+    fail(
+      'structuredGate.allowedIntents includes "jump" but structuredGate.targetField is not set: name the output field that holds the target step id (e.g. "next_action.details.target").',
+    );
+  }
+  if (step.kind === "closing" || step.raw.transitions === undefined) return;
+  for (const [intent, { target }] of Object.entries(step.transitions)) {
+    if (!(GATE_INTENTS as readonly string[]).includes(intent)) {
+      fail(
+        `transitions.${intent}: "${intent}" is not a gate intent (${
+          GATE_INTENTS.join(", ")
+        }); rename or remove it.`,
+      );
+    } else if (!allowed.has(intent)) {
+      fail(
+        `transitions.${intent}: "${intent}" is not in structuredGate.allowedIntents (${allowedList}); add it there or remove the transition.`,
+      );
+    } else if (intent === "complete") {
+      if (target === id) {
+        fail(
+          `transitions.complete.target is the step itself; a complete transition must lead to a closing step (${CLOSING_PREFIX}*), never back to its own step.`,
+        );
+      } else if (
+        allIds.has(target) && !target.startsWith(CLOSING_PREFIX) &&
+        !target.startsWith(SECTION_PREFIX)
+      ) {
+        fail(
+          `transitions.complete.target "${target}" is not a closing step: the complete intent must lead to a "${CLOSING_PREFIX}*" step, or omit transitions.complete to end the run at this step.`,
+        );
+      }
+    } else if (intent === "repeat" && target !== id) {
+      warnings.push(
+        `${F}: step "${id}": transitions.repeat.target "${target}" is ignored: repeat always re-runs the step itself. Point it at "${id}" or remove it.`,
+      );
+    } else if (intent === "abort") {
+      warnings.push(
+        `${F}: step "${id}": transitions.abort.target "${target}" is ignored: abort ends the run. Remove it.`,
+      );
+    }
+  }
+  if (allowed.has("next") && !step.transitions.next) {
+    fail(
+      'structuredGate.allowedIntents includes "next" but transitions.next is missing: add "transitions": { "next": { "target": "<stepId>" } }, or remove "next" from allowedIntents.',
+    );
+  }
+}
+
+/** Unreachable steps and flow steps with no path to completion. */
+function graphWarnings(steps: readonly FlowStep[], entry: string, F: string): string[] {
+  const routable = steps.filter((s) => s.kind !== "section");
+  const edges = new Map<string, FlowEdge[]>();
+  for (const step of routable) edges.set(step.id, stepEdges(step));
+  const warnings: string[] = [];
+
+  // Forward: everything the entry can reach, error routes included.
+  const reached = new Set<string>([entry]);
+  const queue = [entry];
+  let jumpsFollowed = false;
+  while (queue.length > 0) {
+    const id = queue.pop()!;
+    for (const edge of edges.get(id) ?? []) {
+      if ("step" in edge.to) {
+        if (!reached.has(edge.to.step)) {
+          reached.add(edge.to.step);
+          queue.push(edge.to.step);
+        }
+      } else if ("anyStep" in edge.to && !jumpsFollowed) {
+        jumpsFollowed = true;
+        for (const s of routable) {
+          if (!reached.has(s.id)) {
+            reached.add(s.id);
+            queue.push(s.id);
+          }
+        }
+      }
+    }
+  }
+  for (const step of routable) {
+    if (!reached.has(step.id)) {
+      warnings.push(
+        `${F}: step "${step.id}" is unreachable from the entry step "${entry}": no next, fallback, transition or onError jump leads to it. Route to it, or remove it.`,
+      );
+    }
+  }
+
+  // Backward from completion, normal routes only (error routes are not a plan to finish).
+  const reverse = new Map<string, string[]>();
+  const canComplete = new Set<string>();
+  const jumpers: string[] = [];
+  for (const [from, list] of edges) {
+    for (const edge of list) {
+      if (edge.kind === "error") continue;
+      if ("end" in edge.to && edge.to.end === "complete") canComplete.add(from);
+      else if ("step" in edge.to) {
+        const back = reverse.get(edge.to.step);
+        if (back) back.push(from);
+        else reverse.set(edge.to.step, [from]);
+      } else if ("anyStep" in edge.to) jumpers.push(from);
+    }
+  }
+  const pending = [...canComplete];
+  const mark = (id: string) => {
+    if (!canComplete.has(id)) {
+      canComplete.add(id);
+      pending.push(id);
+    }
+  };
+  while (pending.length > 0) {
+    while (pending.length > 0) for (const from of reverse.get(pending.pop()!) ?? []) mark(from);
+    if (canComplete.size > 0) { for (const jumper of jumpers) mark(jumper); }
+  }
+  for (const step of routable) {
+    if ((step.kind === "check" || step.kind === "gate") && !canComplete.has(step.id)) {
+      warnings.push(
+        `${F}: step "${step.id}" has no path to completion: no route from it reaches check.onPass { complete: true }, a "complete" intent or a closing step, so a run that enters it can only end by max_iterations, abort or an error.`,
+      );
+    }
+  }
+  return warnings;
+}

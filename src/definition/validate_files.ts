@@ -1,0 +1,233 @@
+/**
+ * The file side of load-time validation: every prompt file exists inside its tree (symlinks
+ * included), every `outputSchemaRef` resolves, and agent.json's system prompt exists. Files are
+ * checked concurrently with a bounded pool; each prompt path and each schema file is read once,
+ * however many steps share it.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { realpath } from "node:fs/promises";
+import { errorMessage } from "../errors.ts";
+import {
+  isWithin,
+  type PromptReference,
+  promptRoot,
+  resolvePromptPath,
+} from "../prompt/c3l_path.ts";
+import { PromptResolver } from "../prompt/resolver.ts";
+import {
+  findSchemaNode,
+  loadSchemaDocument,
+  type SchemaDocument,
+  SCHEMAS_DIR,
+} from "./output_schema.ts";
+import type { AgentConfig } from "./schema.ts";
+import type { FlowStep } from "./types.ts";
+
+/** Input of {@linkcode checkFlowFiles}. */
+export interface FlowFilesInput {
+  /** Absolute agent folder. */
+  dir: string;
+  /** Prompt root relative to the agent folder. */
+  basePath: string;
+  /** agent.json, when it parsed. */
+  agent?: AgentConfig;
+  /** The steps to check, in registry order. */
+  steps: readonly FlowStep[];
+  /** File labels for messages. */
+  files: { agent: string; registry: string };
+  /** Missing prompts become warnings when a fallback can stand in. */
+  allowFallback?: boolean;
+  /** Files checked at once (default 32). */
+  concurrency?: number;
+}
+
+/** What {@linkcode checkFlowFiles} found. */
+export interface FlowFilesResult {
+  /** Problems not tied to a step (basePath, system prompt). */
+  general: string[];
+  /** Problems per step id. */
+  byStep: Map<string, string[]>;
+  /** Warnings (fallbacks that will be used). */
+  warnings: string[];
+}
+
+type PromptStatus =
+  | { ok: true }
+  | { ok: false; missing: true }
+  | { ok: false; missing: false; message: string };
+
+/** Checks every file the definition names. Never throws for a bad file; reports it. */
+export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesResult> {
+  const { dir, files } = input;
+  const result: FlowFilesResult = { general: [], byStep: new Map(), warnings: [] };
+  // Tasks finish in any order; problems are reported in task order so messages are stable.
+  const found: Array<{ order: number; stepId: string; message: string }> = [];
+  const stepProblem = (order: number, stepId: string, message: string) =>
+    found.push({ order, stepId, message });
+  const warnings: Array<{ order: number; message: string }> = [];
+
+  let root: string | undefined;
+  try {
+    root = promptRoot(dir, input.basePath);
+  } catch (error) {
+    result.general.push(`${files.registry}: basePath: ${errorMessage(error)}`);
+  }
+  const realRoot = root === undefined ? undefined : await realpathOr(root);
+  const promptCache = new Map<string, Promise<PromptStatus>>();
+  const schemaCache = new Map<string, Promise<SchemaDocument | Error>>();
+  const fallbackResolver = input.allowFallback && root !== undefined
+    ? new PromptResolver({
+      agentDir: dir,
+      basePath: input.basePath,
+      fallbackDir: input.agent?.prompts?.fallbackDir,
+      allowFallback: true,
+      onWarning: () => {},
+    })
+    : undefined;
+
+  const tasks: Array<() => Promise<void>> = [];
+
+  if (input.agent?.behavior.systemPromptPath !== undefined) {
+    const path = input.agent.behavior.systemPromptPath;
+    const label = `${files.agent}: behavior.systemPromptPath`;
+    tasks.push(async () => {
+      let file: string;
+      try {
+        file = resolvePromptPath(dir, ".", { path });
+      } catch (error) {
+        result.general.push(`${label}: ${errorMessage(error)}`);
+        return;
+      }
+      const status = await promptStatus(file, await realpathOr(dir), dir);
+      if (status.ok) return;
+      result.general.push(
+        status.missing
+          ? `${label}: file not found: ${file}. Create it, or fix the path (it is relative to the agent folder).`
+          : `${label}: ${status.message}`,
+      );
+    });
+  }
+
+  for (const step of input.steps) {
+    const prefix = `${files.registry}: step "${step.id}": `;
+    const prompts: Array<[string, PromptReference, string | undefined]> = [];
+    if (step.prompt) prompts.push(["prompt", step.prompt, step.fallbackKey]);
+    if (step.check) prompts.push(["check.prompt", step.check.prompt, undefined]);
+    for (const [field, ref, fallbackKey] of prompts) {
+      if (root === undefined || realRoot === undefined) break;
+      const order = tasks.length;
+      tasks.push(async () => {
+        let file: string;
+        try {
+          file = resolvePromptPath(dir, input.basePath, ref);
+        } catch (error) {
+          stepProblem(order, step.id, `${prefix}${field}: ${errorMessage(error)}`);
+          return;
+        }
+        let pending = promptCache.get(file);
+        if (!pending) {
+          pending = promptStatus(file, realRoot, root);
+          promptCache.set(file, pending);
+        }
+        const status = await pending;
+        if (status.ok) return;
+        if (!status.missing) {
+          stepProblem(order, step.id, `${prefix}${field}: ${status.message}`);
+          return;
+        }
+        if (fallbackResolver) {
+          try {
+            const used = await fallbackResolver.template(ref, { stepId: step.id, fallbackKey });
+            warnings.push({
+              order,
+              message:
+                `${prefix}${field} file not found: ${file}; the fallback ${used.file} will be used (allowFallback is on — fallbacks are for development only).`,
+            });
+            return;
+          } catch (error) {
+            stepProblem(order, step.id, `${prefix}${field}: ${errorMessage(error)}`);
+            return;
+          }
+        }
+        stepProblem(
+          order,
+          step.id,
+          `${prefix}${field} file not found: ${file}. Create it, or fix the step's ${field} reference (there is no fallback unless --allow-fallback is given).`,
+        );
+      });
+    }
+    const ref = step.outputSchemaRef;
+    if (ref) {
+      const order = tasks.length;
+      tasks.push(async () => {
+        const key = resolve(dir, SCHEMAS_DIR, ref.file);
+        let pending = schemaCache.get(key);
+        if (!pending) {
+          pending = loadSchemaDocument(dir, ref).catch((error: Error) => error);
+          schemaCache.set(key, pending);
+        }
+        const loaded = await pending;
+        try {
+          if (loaded instanceof Error) throw loaded;
+          findSchemaNode(loaded, ref);
+        } catch (error) {
+          stepProblem(order, step.id, `${prefix}outputSchemaRef: ${errorMessage(error)}`);
+        }
+      });
+    }
+  }
+
+  await runPool(tasks, input.concurrency ?? 32);
+  found.sort((a, b) => a.order - b.order);
+  warnings.sort((a, b) => a.order - b.order);
+  result.warnings.push(...warnings.map((w) => w.message));
+  for (const { stepId, message } of found) {
+    const list = result.byStep.get(stepId);
+    if (list) list.push(message);
+    else result.byStep.set(stepId, [message]);
+  }
+  return result;
+}
+
+/** Exists, is a file, and its real path stays inside `realRoot`. */
+async function promptStatus(file: string, realRoot: string, root: string): Promise<PromptStatus> {
+  let real: string;
+  try {
+    real = await realpath(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { ok: false, missing: true };
+    return { ok: false, missing: false, message: `cannot read ${file}: ${errorMessage(error)}` };
+  }
+  if (!isWithin(realRoot, real)) {
+    return {
+      ok: false,
+      missing: false,
+      message:
+        `Refused prompt file ${file}: it is a symbolic link to ${real}, outside the prompt folder ${root}.`,
+    };
+  }
+  const info = await Deno.stat(real);
+  if (!info.isFile) {
+    return { ok: false, missing: false, message: `${file} is not a file.` };
+  }
+  return { ok: true };
+}
+
+async function realpathOr(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return path;
+  }
+}
+
+/** Runs `tasks` with at most `limit` in flight. */
+async function runPool(tasks: ReadonlyArray<() => Promise<void>>, limit: number): Promise<void> {
+  let index = 0;
+  const worker = async () => {
+    while (index < tasks.length) await tasks[index++]();
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+}
