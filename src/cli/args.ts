@@ -1,0 +1,522 @@
+/**
+ * Command-line parsing of `run-agent` (STEPFLOW.md §9): the CLI's own flags plus the agent's declared
+ * `parameters` as `--<key> value` options, type-checked, with defaults applied.
+ *
+ * Parsing happens in two passes because the parameters an agent accepts are only known once the
+ * agent is loaded: {@linkcode scanCommandLine} reads the CLI's own flags leniently (to find `--agent`,
+ * `--help`, …), then {@linkcode parseCommandLine} parses strictly against the CLI flags plus the
+ * agent's parameters.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { ParameterDefinition } from "../definition/schema.ts";
+import { closestMatch } from "../definition/suggest.ts";
+import { UsageError } from "../errors.ts";
+
+/** One flag of the CLI, as shown by `--help`. */
+export interface FlagSpec {
+  /** Long name without dashes (`max-iterations`). */
+  name: string;
+  /** `string` flags take a value, `boolean` flags do not. */
+  type: "string" | "boolean";
+  /** Placeholder of the value in the help text (`NAME`, `FILE`, `N`). */
+  value?: string;
+  /** Single-letter alias. */
+  short?: string;
+  /** One-line description. */
+  description: string;
+}
+
+/**
+ * Every flag of `run-agent`, in `--help` order. Any other `--<key>` is one of the agent's declared
+ * parameters.
+ */
+export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
+  [
+    {
+      name: "agent",
+      type: "string",
+      value: "NAME",
+      description: "Agent to run: a name under .agent/ or a folder path",
+    },
+    {
+      name: "list",
+      type: "boolean",
+      description: "List the agents under .agent/ with their descriptions",
+    },
+    {
+      name: "validate",
+      type: "boolean",
+      description: "Check the agent's definition; print every problem and warning",
+    },
+    {
+      name: "init",
+      type: "string",
+      value: "NAME",
+      description: "Scaffold a working gate-routed agent in .agent/NAME",
+    },
+    {
+      name: "graph",
+      type: "boolean",
+      description: "Print the agent's flow as a Mermaid flowchart",
+    },
+    {
+      name: "backend",
+      type: "string",
+      value: "NAME",
+      description: "LLM backend: claude-code, anthropic, openai or scripted",
+    },
+    {
+      name: "model",
+      type: "string",
+      value: "MODEL",
+      description: "Model for every call (overrides the agent and its steps)",
+    },
+    {
+      name: "base-url",
+      type: "string",
+      value: "URL",
+      description: "Server URL of the backend (OpenAI-compatible servers)",
+    },
+    {
+      name: "script",
+      type: "string",
+      value: "FILE",
+      description: "Scripted answers (YAML/JSON); implies --backend scripted",
+    },
+    {
+      name: "max-iterations",
+      type: "string",
+      value: "N",
+      description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
+    },
+    {
+      name: "allow-fallback",
+      type: "boolean",
+      description: "Allow fallback prompts (development only; each use warns)",
+    },
+    // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
+    // The durable-runs work adds its entries here and its branch in run_agent.ts `dispatch()`.
+    // -- end of durable-run flags --
+    {
+      name: "json",
+      type: "boolean",
+      description: "Print exactly one JSON object (the result) on stdout",
+    },
+    {
+      name: "verbose",
+      type: "boolean",
+      description: "One progress line per event, even on a terminal",
+    },
+    {
+      name: "help",
+      type: "boolean",
+      short: "h",
+      description: "Show this help (with --agent: also its parameters)",
+    },
+  ] satisfies FlagSpec[],
+);
+
+/** The CLI's own flags, parsed. */
+export interface CliFlags {
+  /** `--agent NAME`. */
+  agent?: string;
+  /** `--list`. */
+  list: boolean;
+  /** `--validate`. */
+  validate: boolean;
+  /** `--init NAME`. */
+  init?: string;
+  /** `--graph`. */
+  graph: boolean;
+  /** `--backend NAME`. */
+  backend?: string;
+  /** `--model MODEL`. */
+  model?: string;
+  /** `--base-url URL`. */
+  baseUrl?: string;
+  /** `--script FILE`. */
+  script?: string;
+  /** `--max-iterations N`, checked to be a positive integer. */
+  maxIterations?: number;
+  /** `--allow-fallback`. */
+  allowFallback: boolean;
+  /** `--json`. */
+  json: boolean;
+  /** `--verbose`. */
+  verbose: boolean;
+  /** `--help` / `-h`. */
+  help: boolean;
+}
+
+/** A parameter value after type-checking. */
+export type ParameterValue = string | number | boolean;
+
+/** The result of {@linkcode parseCommandLine}. */
+export interface CommandLine {
+  /** The CLI's own flags. */
+  flags: CliFlags;
+  /** The agent's parameters (`{uv-<key>}` values), defaults applied. */
+  params: Record<string, ParameterValue>;
+}
+
+/** Declared parameters, keyed by name (agent.json `parameters`). */
+export type ParameterTable = Readonly<Record<string, ParameterDefinition>>;
+
+/** Options of {@linkcode parseCommandLine}. */
+export interface ParseOptions {
+  /** The agent's declared parameters; none when no agent is involved (`--list`, `--init`). */
+  parameters?: ParameterTable;
+  /** The agent's name, for messages. */
+  agentName?: string;
+}
+
+const FLAG_BY_NAME = new Map(CLI_FLAGS.map((f) => [f.name, f]));
+
+/**
+ * Reads the CLI's own flags without failing on anything else (unknown options are the agent's
+ * parameters, which are not known yet). Use {@linkcode parseCommandLine} for the real parse.
+ *
+ * @example
+ * ```ts
+ * import { scanCommandLine } from "./args.ts";
+ * scanCommandLine(["--agent", "issue-solver", "--topic", "x"]).agent; // "issue-solver"
+ * ```
+ */
+export function scanCommandLine(argv: readonly string[]): CliFlags {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: cliOptions(),
+    strict: false,
+    allowPositionals: true,
+  });
+  return flagsOf(values as Record<string, unknown>, { lenient: true });
+}
+
+/**
+ * Parses the command line strictly: the CLI's flags plus the agent's parameters as `--<key> value`.
+ * Values are type-checked (`number` must parse; `boolean` accepts `--key`, `--key true|false` and
+ * `--key=true|false`), required parameters must be present and defaults are applied. Every problem is a
+ * {@linkcode UsageError} that names the flag and lists the agent's parameters.
+ *
+ * @example
+ * ```ts
+ * import { parseCommandLine } from "./args.ts";
+ * const { flags, params } = parseCommandLine(["--agent", "a", "--count", "3", "--dry-run"], {
+ *   parameters: { count: { type: "number" }, "dry-run": { type: "boolean" } },
+ * });
+ * console.log(flags.agent, params); // "a" { count: 3, "dry-run": true }
+ * ```
+ */
+export function parseCommandLine(
+  argv: readonly string[],
+  options: ParseOptions = {},
+): CommandLine {
+  const parameters = options.parameters ?? {};
+  for (const key of Object.keys(parameters)) {
+    if (FLAG_BY_NAME.has(key) || key === "h") {
+      throw new UsageError(
+        `Agent ${
+          agentLabel(options)
+        }declares the parameter "${key}", which clashes with the CLI flag --${key}. Rename the parameter in agent.json.`,
+      );
+    }
+  }
+  const args = normalizeArgv(argv, parameters);
+  const known = cliOptions();
+  for (const [key, def] of Object.entries(parameters)) {
+    known[key] = { type: def.type === "boolean" ? "boolean" : "string" };
+  }
+  rejectUnknownOptions(args, known, options);
+
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: known,
+      strict: true,
+      allowPositionals: true,
+      tokens: true,
+    });
+  } catch (error) {
+    throw new UsageError(`${cleanParseMessage(error)}${parameterHelp(options)}`);
+  }
+  const repeated = new Set<string>();
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option") continue;
+    if (seen.has(token.name)) repeated.add(token.name);
+    seen.add(token.name);
+  }
+  if (repeated.size > 0) {
+    const names = [...repeated].map((n) => `--${n}`).join(", ");
+    throw new UsageError(`${names} given more than once; pass each flag once.`);
+  }
+
+  const values = parsed.values as Record<string, unknown>;
+  const params: Record<string, ParameterValue> = {};
+  // A boolean parameter may be followed by `true`/`false`; any other positional is an error.
+  const tokens = parsed.tokens;
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i];
+    if (token.kind === "option-terminator") continue;
+    if (token.kind === "positional") {
+      throw new UsageError(
+        `Unexpected argument "${token.value}". Every value belongs to a flag (--<name> value); quote values that contain spaces.${
+          parameterHelp(options)
+        }`,
+      );
+    }
+    const def = parameters[token.name];
+    if (!def || def.type !== "boolean") continue;
+    const next = tokens[i + 1];
+    if (next?.kind === "positional" && next.index === token.index + 1) {
+      params[token.name] = parseBoolean(token.name, next.value, options);
+      i++;
+    } else {
+      params[token.name] = true;
+    }
+  }
+
+  const missing: string[] = [];
+  for (const [key, def] of Object.entries(parameters)) {
+    if (def.type === "boolean") {
+      if (!(key in params) && def.default !== undefined) params[key] = Boolean(def.default);
+    } else if (typeof values[key] === "string") {
+      params[key] = def.type === "number"
+        ? parseNumber(key, values[key] as string, options)
+        : values[key] as string;
+    } else if (def.default !== undefined) {
+      params[key] = def.default;
+    } else if (def.required) {
+      missing.push(key);
+    }
+  }
+  const flags = flagsOf(values, { lenient: false });
+  if (missing.length > 0 && !flags.help) {
+    const list = missing.map((k) => `--${k}`).join(", ");
+    throw new UsageError(
+      `Missing required parameter${missing.length === 1 ? "" : "s"} ${list}${
+        options.agentName ? ` for agent "${options.agentName}"` : ""
+      }.${parameterHelp(options)}`,
+    );
+  }
+  return { flags, params };
+}
+
+/**
+ * The full `--help` text: synopsis, every CLI flag, exit codes, and — when given — the agent's
+ * parameters.
+ */
+export function usageText(options: ParseOptions = {}): string {
+  const width = Math.max(...CLI_FLAGS.map((f) => flagLabel(f).length)) + 2;
+  const lines = [
+    "Usage: deno task run-agent --agent NAME [--<parameter> value ...] [options]",
+    "       deno task run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
+    "",
+    "Runs an agent's step flow (.agent/NAME: agent.json + steps_registry.json + prompts/).",
+    "Relative paths (.agent, --script, --agent DIR) resolve against the directory you ran the task",
+    "from (INIT_CWD). Text piped on stdin becomes {input_text}.",
+    "",
+    "Options:",
+    ...CLI_FLAGS.map((f) => `  ${flagLabel(f).padEnd(width)}${f.description}`),
+    "  --<parameter> value     A parameter the agent declares in agent.json (see below)",
+    "",
+    "Exit codes: 0 success, 1 the flow ran and did not succeed, 2 usage, definition or backend",
+    "            setup error (e.g. missing API key), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
+  ];
+  if (options.parameters) {
+    lines.push("", parameterList(options.parameters, options.agentName));
+  } else {
+    lines.push("", "Run with --agent NAME --help to see the parameters an agent accepts.");
+  }
+  lines.push(
+    "",
+    "Examples:",
+    '  deno task run-agent --agent issue-solver --topic "Fix the flaky login test"',
+    "  deno task run-agent --agent issue-solver --script demo.script.yaml --topic x --json",
+    "  git diff | deno task run-agent --agent reviewer --backend anthropic",
+    "  deno task run-agent --init my-agent",
+  );
+  return lines.join("\n");
+}
+
+/** The "Parameters of agent …" block listing each declared parameter. */
+export function parameterList(parameters: ParameterTable, agentName?: string): string {
+  const entries = Object.entries(parameters);
+  const title = `Parameters of agent ${agentName ? `"${agentName}"` : ""}`.trimEnd();
+  if (entries.length === 0) return `${title}: none (the agent declares no parameters).`;
+  const labels = entries.map(([key, def]) =>
+    def.type === "boolean" ? `--${key} [true|false]` : `--${key} <${def.type}>`
+  );
+  const width = Math.max(...labels.map((l) => l.length)) + 2;
+  const lines = [`${title}:`];
+  entries.forEach(([, def], i) => {
+    const notes = [
+      def.required && def.default === undefined ? "required" : undefined,
+      def.default !== undefined ? `default ${JSON.stringify(def.default)}` : undefined,
+    ].filter(Boolean);
+    const description = [def.description, notes.length > 0 ? `(${notes.join(", ")})` : undefined]
+      .filter(Boolean).join(" ");
+    lines.push(`  ${labels[i].padEnd(width)}${description}`.trimEnd());
+  });
+  return lines.join("\n");
+}
+
+// -------------------------------------------------------------------------------------------------
+
+type OptionTable = Record<string, { type: "string" | "boolean"; short?: string }>;
+
+function cliOptions(): OptionTable {
+  const table: OptionTable = {};
+  for (const f of CLI_FLAGS) {
+    table[f.name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
+  }
+  return table;
+}
+
+function flagLabel(f: FlagSpec): string {
+  const long = `--${f.name}${f.value ? ` ${f.value}` : ""}`;
+  return f.short ? `-${f.short}, ${long}` : long;
+}
+
+function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolean }): CliFlags {
+  const str = (name: string): string | undefined => {
+    const v = values[name];
+    return typeof v === "string" ? v : undefined;
+  };
+  const bool = (name: string): boolean => values[name] === true;
+  const flags: CliFlags = {
+    list: bool("list"),
+    validate: bool("validate"),
+    graph: bool("graph"),
+    allowFallback: bool("allow-fallback"),
+    json: bool("json"),
+    verbose: bool("verbose"),
+    help: bool("help"),
+  };
+  const set = <K extends keyof CliFlags>(key: K, value: CliFlags[K] | undefined) => {
+    if (value !== undefined) flags[key] = value;
+  };
+  set("agent", str("agent"));
+  set("init", str("init"));
+  set("backend", str("backend"));
+  set("model", str("model"));
+  set("baseUrl", str("base-url"));
+  set("script", str("script"));
+  const max = str("max-iterations");
+  if (max !== undefined) {
+    const n = Number(max);
+    if (Number.isInteger(n) && n > 0) flags.maxIterations = n;
+    else if (!lenient) {
+      throw new UsageError(`--max-iterations expects a positive integer, got "${max}".`);
+    }
+  }
+  return flags;
+}
+
+/**
+ * Rewrites what node's parser cannot take as is: `--flag=false` for a boolean parameter becomes
+ * `--flag false`, and `--count -5` for a number parameter becomes `--count=-5` (node refuses a value
+ * that starts with a dash unless it is inline).
+ */
+function normalizeArgv(argv: readonly string[], parameters: ParameterTable): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const eq = /^--([^=]+)=(.*)$/s.exec(arg);
+    if (eq && parameters[eq[1]]?.type === "boolean") {
+      out.push(`--${eq[1]}`, eq[2]);
+      continue;
+    }
+    const name = arg.startsWith("--") ? arg.slice(2) : undefined;
+    const next = argv[i + 1];
+    if (
+      name && parameters[name]?.type === "number" && next !== undefined &&
+      /^-(\d|\.\d)/.test(next)
+    ) {
+      out.push(`${arg}=${next}`);
+      i++;
+      continue;
+    }
+    out.push(arg);
+  }
+  return out;
+}
+
+function rejectUnknownOptions(args: string[], known: OptionTable, options: ParseOptions): void {
+  const { tokens } = parseArgs({
+    args,
+    options: known,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    if (token.name in known || shorts.has(token.name)) continue;
+    const suggestion = closestMatch(token.name, Object.keys(known));
+    throw new UsageError(
+      `Unknown option ${token.rawName}.${suggestion ? ` Did you mean --${suggestion}?` : ""}${
+        parameterHelp(options, true)
+      }`,
+    );
+  }
+}
+
+function parseNumber(key: string, raw: string, options: ParseOptions): number {
+  const n = raw.trim() === "" ? NaN : Number(raw);
+  if (!Number.isFinite(n)) {
+    throw new UsageError(
+      `--${key} expects a number, got "${raw}".${parameterHelp(options)}`,
+    );
+  }
+  return n;
+}
+
+function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {
+  const v = raw.toLowerCase();
+  if (v === "true") return true;
+  if (v === "false") return false;
+  throw new UsageError(
+    `--${key} is a boolean: use --${key}, --${key} true or --${key} false (got "${raw}").${
+      parameterHelp(options)
+    }`,
+  );
+}
+
+function agentLabel(options: ParseOptions): string {
+  return options.agentName ? `"${options.agentName}" ` : "";
+}
+
+/** The parameter list appended to usage errors, so the fix is on screen. */
+function parameterHelp(options: ParseOptions, withFlagsHint = false): string {
+  const hint = withFlagsHint ? "\nRun with --help for every CLI flag." : "";
+  if (!options.parameters) return hint;
+  return `\n\n${parameterList(options.parameters, options.agentName)}${hint}`;
+}
+
+/** node's parse errors, reworded without its internal codes. */
+function cleanParseMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const missing = /^Option '(-[^ ']+)(?: <value>)?' argument missing/.exec(message);
+  if (missing) {
+    const flag = missing[1].replace(/^-h$/, "--help");
+    return `${flag} needs a value (${flag} VALUE).`;
+  }
+  const ambiguous = /^Option '(--?[^ ']+)' argument is ambiguous/.exec(message);
+  if (ambiguous) {
+    return `${ambiguous[1]} needs a value, but the next argument starts with "-". Write ${
+      ambiguous[1]
+    }=VALUE to pass a value that starts with a dash.`;
+  }
+  const noArg = /^Option '(--?[^ ']+)' does not take an argument/.exec(message);
+  if (noArg) return `${noArg[1]} is a flag and takes no value.`;
+  return message.split("\n")[0];
+}

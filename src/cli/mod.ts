@@ -1,0 +1,69 @@
+/**
+ * The `run-agent` command line of stepflow, as a library: run it in-process with {@linkcode main}
+ * (injectable stdio, environment and working directory), parse a command line against an agent's
+ * declared parameters, or scaffold a new agent with {@linkcode initAgent}.
+ *
+ * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. From JSR:
+ * `deno run -A jsr:@stepflow/core/cli --agent NAME …` (this module runs the CLI when executed).
+ *
+ * @example Run the CLI in-process and capture its output
+ * ```ts ignore
+ * import { main } from "jsr:@stepflow/core/cli";
+ *
+ * let stdout = "";
+ * const code = await main(
+ *   ["--agent", "issue-solver", "--script", "answers.yaml", "--topic", "Fix it", "--json"],
+ *   { stdout: { write: (text) => void (stdout += text) }, cwd: "/path/to/project" },
+ * );
+ * console.log(code, JSON.parse(stdout).completionReason); // 0 "completed"
+ * ```
+ *
+ * @example Parse a command line against an agent's parameters
+ * ```ts
+ * import { parseCommandLine } from "./mod.ts";
+ *
+ * const { flags, params } = parseCommandLine(["--agent", "a", "--count", "3", "--dry-run=false"], {
+ *   parameters: { count: { type: "number" }, "dry-run": { type: "boolean" } },
+ * });
+ * console.log(flags.agent, params); // "a" { count: 3, "dry-run": false }
+ * ```
+ *
+ * @module
+ */
+export {
+  type CliIo,
+  type CliWriter,
+  DEFAULT_BACKEND,
+  EXIT,
+  main,
+  processIo,
+  runCli,
+  STDIN_WAIT_MS,
+} from "./run_agent.ts";
+export {
+  CLI_FLAGS,
+  type CliFlags,
+  type CommandLine,
+  type FlagSpec,
+  parameterList,
+  type ParameterTable,
+  type ParameterValue,
+  parseCommandLine,
+  type ParseOptions,
+  scanCommandLine,
+  usageText,
+} from "./args.ts";
+export {
+  AGENT_NAME_PLACEHOLDER,
+  DEFAULT_TEMPLATE,
+  initAgent,
+  type InitAgentOptions,
+  type InitAgentResult,
+  TEMPLATES_URL,
+} from "./init.ts";
+/** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
+export type { ParameterDefinition } from "../definition/schema.ts";
+
+import { runCli } from "./run_agent.ts";
+
+if (import.meta.main) await runCli();

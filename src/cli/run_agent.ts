@@ -1,0 +1,536 @@
+/**
+ * `deno task run-agent`: runs an agent's step flow from the command line (STEPFLOW.md §9), and
+ * lists, validates, graphs and scaffolds agents.
+ *
+ * `deno task` runs commands in the folder of deno.json, so the user's own directory comes from
+ * `INIT_CWD` (set by `deno task`): `.agent/`, `--script` and relative `--agent` paths resolve there.
+ *
+ * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
+ * error; 130 cancelled with Ctrl-C; 70 an unexpected internal error (a bug).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { AgentDefinitionError } from "../definition/errors.ts";
+import { flowToMermaid } from "../definition/graph.ts";
+import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { StepFlowRunner } from "../flow/runner.ts";
+import type { StepFlowResult } from "../flow/types.ts";
+import { createBackend } from "../llm/factory.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import {
+  type CliFlags,
+  type CommandLine,
+  parseCommandLine,
+  scanCommandLine,
+  usageText,
+} from "./args.ts";
+import { displayPath, initAgent } from "./init.ts";
+import {
+  createLineProgress,
+  createLiveProgress,
+  observeBackend,
+  palette,
+  type ProgressRenderer,
+} from "./progress.ts";
+import { formatResult, formatValidation, type ValidationReport } from "./summary.ts";
+
+/** Exit codes of `run-agent`. */
+export const EXIT: Readonly<{
+  success: 0;
+  flowFailed: 1;
+  usage: 2;
+  internal: 70;
+  interrupted: 130;
+}> = Object.freeze({
+  /** The command did what was asked; for a run: the flow completed. */
+  success: 0,
+  /** The flow ran and did not succeed (failed, aborted, timed out, hit max iterations). */
+  flowFailed: 1,
+  /**
+   * Usage error (bad flag, missing parameter), an invalid or missing agent definition, or a backend
+   * that cannot be used at all (missing or refused credentials, SDK/executable not installed).
+   */
+  usage: 2,
+  /** An unexpected internal error: a bug in stepflow. */
+  internal: 70,
+  /** The run was cancelled with Ctrl-C (128 + SIGINT). */
+  interrupted: 130,
+});
+
+/** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
+export const DEFAULT_BACKEND = "claude-code";
+
+/** How long to wait for the first byte of piped stdin before running without `{input_text}`. */
+export const STDIN_WAIT_MS = 1000;
+
+/** Something text can be written to (stdout, stderr). */
+export interface CliWriter {
+  /** Writes `text` as is (no newline added). */
+  write(text: string): void;
+}
+
+/** Everything `main` touches outside itself, injectable for tests. */
+export interface CliIo {
+  /** Results go here. */
+  stdout: CliWriter;
+  /** Progress, warnings and errors go here. */
+  stderr: CliWriter;
+  /** Piped input (`{input_text}`); `null` for none. */
+  stdin: ReadableStream<Uint8Array> | null;
+  /** Environment (`INIT_CWD`, `NO_COLOR`, backend credentials). */
+  env: Record<string, string | undefined>;
+  /** The process's working directory (`INIT_CWD` wins when set). */
+  cwd: string;
+  /** Which streams are terminals. */
+  isTerminal: { stdin: boolean; stdout: boolean; stderr: boolean };
+  /** Width of the terminal, for the live progress line. */
+  columns?: number;
+  /** Cancels a run (Ctrl-C). */
+  signal?: AbortSignal;
+  /** How long to wait for piped stdin to start (default {@linkcode STDIN_WAIT_MS}). */
+  stdinWaitMs?: number;
+}
+
+/** The process's real stdio, environment and working directory. */
+export function processIo(): CliIo {
+  const size = (() => {
+    try {
+      return Deno.consoleSize().columns;
+    } catch {
+      return undefined;
+    }
+  })();
+  const io: CliIo = {
+    stdout: fileWriter(Deno.stdout),
+    stderr: fileWriter(Deno.stderr),
+    stdin: Deno.stdin.readable,
+    env: Deno.env.toObject(),
+    cwd: Deno.cwd(),
+    isTerminal: {
+      stdin: Deno.stdin.isTerminal(),
+      stdout: Deno.stdout.isTerminal(),
+      stderr: Deno.stderr.isTerminal(),
+    },
+  };
+  if (size) io.columns = size;
+  return io;
+}
+
+/**
+ * Runs the CLI with `argv` (without the program name) and returns the exit code. It never throws
+ * and never calls `Deno.exit`: errors are printed on `io.stderr`.
+ *
+ * @example
+ * ```ts ignore
+ * import { main } from "./run_agent.ts";
+ * const out: string[] = [];
+ * const code = await main(["--list"], { stdout: { write: (t) => void out.push(t) } });
+ * ```
+ */
+export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
+  const full: CliIo = { ...defaultIo(), ...io };
+  const noColor = full.env.NO_COLOR !== undefined && full.env.NO_COLOR !== "";
+  const ctx: Context = {
+    io: full,
+    userDir: resolve(full.cwd, full.env.INIT_CWD || "."),
+    stderrColor: full.isTerminal.stderr && !noColor && full.env.TERM !== "dumb",
+    stdoutColor: full.isTerminal.stdout && !noColor && full.env.TERM !== "dumb",
+    verbose: false,
+  };
+  try {
+    return await dispatch(argv, ctx);
+  } catch (error) {
+    return reportError(error, ctx);
+  }
+}
+
+/** Runs the CLI on the real process (signals, stdio) and exits with its code. */
+export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
+  const controller = new AbortController();
+  let interrupted = false;
+  const onInterrupt = () => {
+    if (interrupted) Deno.exit(EXIT.interrupted);
+    interrupted = true;
+    Deno.stderr.writeSync(
+      new TextEncoder().encode(
+        "\nStopping after the current call… (press Ctrl-C again to quit now)\n",
+      ),
+    );
+    controller.abort();
+  };
+  try {
+    Deno.addSignalListener("SIGINT", onInterrupt);
+  } catch {
+    // Signals are unavailable on some platforms; Ctrl-C then ends the process directly.
+  }
+  const code = await main(argv, { ...processIo(), signal: controller.signal });
+  Deno.exit(code);
+}
+
+// -------------------------------------------------------------------------------------------------
+
+interface Context {
+  io: CliIo;
+  /** The user's directory: `INIT_CWD`, else the process cwd. */
+  userDir: string;
+  stderrColor: boolean;
+  stdoutColor: boolean;
+  verbose: boolean;
+}
+
+async function dispatch(argv: readonly string[], ctx: Context): Promise<number> {
+  const scan = scanCommandLine(argv);
+  ctx.verbose = scan.verbose;
+  if (scan.help) return await help(scan, ctx);
+
+  const modes = (["list", "init", "validate", "graph"] as const).filter((m) =>
+    m === "init" ? scan.init !== undefined : scan[m]
+  );
+  // -- durable-run commands (issue 4): --runs, --show RUN_ID, --resume RUN_ID, --redrive RUN_ID --
+  // They go here, before the agent is required, once src/store/ has the file run store.
+  // -- end of durable-run commands --
+  if (modes.length > 1) {
+    throw new UsageError(
+      `${modes.map((m) => `--${m}`).join(" and ")} cannot be combined; run them one at a time.`,
+    );
+  }
+  if (scan.list) return await list(parseCommandLine(argv).flags, ctx);
+  if (scan.init !== undefined) return await init(parseCommandLine(argv).flags, ctx);
+
+  if (scan.agent === undefined) {
+    const agents = await listAgents({ cwd: ctx.userDir });
+    const known = agents.length > 0
+      ? `Agents in ${displayPath(resolve(ctx.userDir, ".agent"), ctx.userDir)}: ${
+        agents.map((a) => a.name).join(", ")
+      }.`
+      : `There are no agents in ${
+        resolve(ctx.userDir, ".agent")
+      } yet; create one with --init NAME.`;
+    throw new UsageError(
+      `Missing --agent NAME: say which agent to run. ${known}\nRun with --list to see them with descriptions, or --help for every flag.`,
+    );
+  }
+  if (scan.validate) return await validate(argv, scan, ctx);
+
+  const definition = await loadAgentDefinition(scan.agent, {
+    cwd: ctx.userDir,
+    allowFallback: scan.allowFallback,
+  });
+  if (scan.graph) {
+    parseAgentCommandLine(argv, definition, { requireParameters: false });
+    ctx.io.stdout.write(`${flowToMermaid(definition)}\n`);
+    return EXIT.success;
+  }
+  return await run(parseAgentCommandLine(argv, definition), definition, ctx);
+}
+
+async function help(scan: CliFlags, ctx: Context): Promise<number> {
+  let text = usageText();
+  if (scan.agent !== undefined) {
+    try {
+      const def = await loadAgentDefinition(scan.agent, { cwd: ctx.userDir });
+      text = usageText({ parameters: def.agent.parameters ?? {}, agentName: def.name });
+    } catch (error) {
+      text += `\n\n(Could not load agent "${scan.agent}" to list its parameters: ${
+        firstLine(errorMessage(error))
+      })`;
+    }
+  }
+  ctx.io.stdout.write(`${text}\n`);
+  return EXIT.success;
+}
+
+async function list(flags: CliFlags, ctx: Context): Promise<number> {
+  const agents = await listAgents({ cwd: ctx.userDir });
+  const root = resolve(ctx.userDir, ".agent");
+  if (flags.json) {
+    ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
+    return EXIT.success;
+  }
+  if (agents.length === 0) {
+    ctx.io.stdout.write(
+      `No agents in ${root}.\nCreate one with: deno task run-agent --init my-agent\n`,
+    );
+    return EXIT.success;
+  }
+  const width = Math.max(...agents.map((a) => a.name.length)) + 2;
+  const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
+  for (const a of agents) {
+    const about = [a.displayName, a.description].filter(Boolean).join(" — ");
+    lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
+  }
+  lines.push("", "Run one with: deno task run-agent --agent NAME [--<parameter> value …]");
+  ctx.io.stdout.write(`${lines.join("\n")}\n`);
+  return EXIT.success;
+}
+
+async function init(flags: CliFlags, ctx: Context): Promise<number> {
+  const name = flags.init!;
+  const created = await initAgent(name, { cwd: ctx.userDir });
+  const where = displayPath(created.dir, ctx.userDir);
+  // The scaffold must be runnable as is; loading it proves it (and names what to pass).
+  const def = await loadAgentDefinition(created.dir, { cwd: ctx.userDir });
+  const required = Object.entries(def.agent.parameters ?? {})
+    .filter(([, p]) => p.required && p.default === undefined)
+    .map(([key, p]) =>
+      ` --${key} ${p.type === "string" ? '"…"' : p.type === "number" ? "1" : "true"}`
+    )
+    .join("");
+  const lines = [
+    `Created agent "${name}" in ${where} from the ${created.template} template (${created.files.length} files):`,
+    ...created.files.map((f) => `  ${f}`),
+    "",
+  ];
+  if (created.files.includes("demo.script.yaml")) {
+    lines.push(
+      "Try it without a model (scripted answers):",
+      `  deno task run-agent --agent ${name} --script ${where}/demo.script.yaml${required}`,
+    );
+  }
+  lines.push(
+    "Run it with a model:",
+    `  deno task run-agent --agent ${name}${required}`,
+    "Check it after editing:",
+    `  deno task run-agent --agent ${name} --validate`,
+  );
+  ctx.io.stdout.write(`${lines.join("\n")}\n`);
+  return EXIT.success;
+}
+
+async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): Promise<number> {
+  const agent = scan.agent!;
+  const dir = displayPath(locateAgent(agent, { cwd: ctx.userDir }).dir, ctx.userDir);
+  let report: ValidationReport;
+  try {
+    const def = await loadAgentDefinition(agent, {
+      cwd: ctx.userDir,
+      allowFallback: scan.allowFallback,
+    });
+    parseAgentCommandLine(argv, def, { requireParameters: false });
+    report = {
+      agent: def.name,
+      dir,
+      problems: [],
+      warnings: def.warnings,
+      steps: Object.values(def.steps).filter((s) => s.kind !== "section").length,
+      entryStepId: def.entryStepId,
+    };
+  } catch (error) {
+    if (!(error instanceof AgentDefinitionError)) throw error;
+    report = { agent, dir, problems: error.problems, warnings: error.warnings };
+  }
+  if (scan.json) {
+    ctx.io.stdout.write(
+      `${JSON.stringify({ valid: report.problems.length === 0, ...report }, null, 2)}\n`,
+    );
+  } else {
+    ctx.io.stdout.write(`${formatValidation(report, ctx.stdoutColor)}\n`);
+  }
+  return report.problems.length === 0 ? EXIT.success : EXIT.usage;
+}
+
+async function run(
+  commandLine: CommandLine,
+  definition: AgentDefinition,
+  ctx: Context,
+): Promise<number> {
+  const { flags, params } = commandLine;
+  const inputText = await readStdinText(ctx);
+  const progress = createProgress(flags, ctx);
+  let result: StepFlowResult | undefined;
+  const started = performance.now();
+  try {
+    const backend = await selectBackend(flags, definition, ctx, progress);
+    const runner = new StepFlowRunner(definition, {
+      backend: observeBackend(backend, progress),
+      events: progress.events,
+      allowFallback: flags.allowFallback,
+      onWarning: (message) => progress.warn(message),
+      ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
+      ...(flags.model !== undefined ? { model: flags.model } : {}),
+    });
+    result = await runner.run({
+      args: params,
+      cwd: ctx.userDir,
+      ...(inputText !== undefined ? { inputText } : {}),
+      ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+    });
+  } finally {
+    progress.finish(result);
+  }
+  if (flags.json) {
+    ctx.io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  } else {
+    ctx.io.stdout.write(
+      `${
+        formatResult(result, {
+          agentName: definition.name,
+          color: ctx.stdoutColor,
+          elapsedMs: performance.now() - started,
+        })
+      }\n`,
+    );
+  }
+  if (result.success) return EXIT.success;
+  if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
+  // A backend that cannot be used at all (credentials refused, SDK or executable missing) is a
+  // setup problem like a missing key, not a flow that failed.
+  if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT.usage;
+  return EXIT.flowFailed;
+}
+
+/** Backend failures that mean "fix your setup" rather than "the flow failed" (exit 2). */
+const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
+
+/** Parses the command line against the agent's declared parameters. */
+function parseAgentCommandLine(
+  argv: readonly string[],
+  definition: AgentDefinition,
+  { requireParameters = true }: { requireParameters?: boolean } = {},
+): CommandLine {
+  const declared = definition.agent.parameters ?? {};
+  if (requireParameters) {
+    return parseCommandLine(argv, { parameters: declared, agentName: definition.name });
+  }
+  // --validate / --graph do not run the flow: required parameters may be left out.
+  const optional = Object.fromEntries(
+    Object.entries(declared).map(([k, p]) => [k, { ...p, required: false }]),
+  );
+  return parseCommandLine(argv, { parameters: optional, agentName: definition.name });
+}
+
+/**
+ * `--script` (or `--backend scripted`) → the scripted backend; otherwise `createBackend` with
+ * `--backend`/`--model`/`--base-url`, falling back to agent.json `behavior.backend`/`behavior.model`,
+ * then {@linkcode DEFAULT_BACKEND}.
+ */
+async function selectBackend(
+  flags: CliFlags,
+  definition: AgentDefinition,
+  ctx: Context,
+  progress: ProgressRenderer,
+): Promise<LlmBackend> {
+  const behavior = definition.agent.behavior;
+  const name = (flags.backend ?? (flags.script !== undefined ? "scripted" : undefined) ??
+    behavior.backend ?? DEFAULT_BACKEND).toLowerCase();
+  if (flags.script !== undefined && name !== "scripted") {
+    throw new UsageError(
+      `--script is for the scripted backend, but --backend is "${name}". Drop --script to use ${name}, or drop --backend to use the script.`,
+    );
+  }
+  const model = flags.model ?? behavior.model;
+  return await createBackend({
+    name,
+    ...(model !== undefined ? { model } : {}),
+    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+    ...(flags.script !== undefined ? { script: resolve(ctx.userDir, flags.script) } : {}),
+    env: ctx.io.env,
+    // Backend retries reach the progress display as the runner's onStepRetry events.
+    onWarning: (message) => progress.warn(message),
+  });
+}
+
+function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
+  const write = (text: string) => ctx.io.stderr.write(text);
+  const live = ctx.io.isTerminal.stderr && !flags.verbose && ctx.io.env.TERM !== "dumb";
+  return live
+    ? createLiveProgress({
+      write,
+      color: ctx.stderrColor,
+      ...(ctx.io.columns !== undefined ? { columns: ctx.io.columns } : {}),
+    })
+    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
+}
+
+/**
+ * Piped stdin becomes `{input_text}`. A terminal is never read; an empty or closed stdin gives
+ * nothing; a pipe that stays silent for `stdinWaitMs` is left alone (with a note) rather than
+ * blocking the run forever.
+ */
+async function readStdinText(ctx: Context): Promise<string | undefined> {
+  const stream = ctx.io.stdin;
+  if (!stream || ctx.io.isTerminal.stdin) return undefined;
+  const reader = stream.getReader();
+  const waitMs = ctx.io.stdinWaitMs ?? STDIN_WAIT_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), waitMs));
+  const first = await Promise.race([reader.read(), timeout]);
+  clearTimeout(timer);
+  if (first === "timeout") {
+    reader.cancel().catch(() => {});
+    if (ctx.verbose) {
+      ctx.io.stderr.write(
+        `note: stdin is a pipe but nothing arrived within ${waitMs} ms; running without {input_text}.\n`,
+      );
+    }
+    return undefined;
+  }
+  if (first.done) return undefined;
+  const chunks: Uint8Array[] = [first.value];
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) break;
+    chunks.push(next.value);
+  }
+  const decoder = new TextDecoder();
+  const text = chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
+  return text.trim() === "" ? undefined : text;
+}
+
+function reportError(error: unknown, ctx: Context): number {
+  const c = palette(ctx.stderrColor);
+  const write = (text: string) => ctx.io.stderr.write(`${text}\n`);
+  if (error instanceof AgentDefinitionError) {
+    write(`${c.red("error:")} ${error.message}`);
+    if (error.warnings.length > 0) {
+      write(`Warnings:\n${error.warnings.map((w) => `  - ${w}`).join("\n")}`);
+    }
+    write(`Fix the files above; \`--validate\` re-checks the agent without running it.`);
+    return EXIT.usage;
+  }
+  if (error instanceof StepflowError) {
+    write(`${c.red("error:")} ${error.message}`);
+    return EXIT.usage;
+  }
+  write(`${c.red("error:")} ${errorMessage(error)}`);
+  write("(this is a bug; please report it, with the command you ran and this output)");
+  if (ctx.verbose && error instanceof Error && error.stack) write(error.stack);
+  return EXIT.internal;
+}
+
+function defaultIo(): CliIo {
+  const discard: CliWriter = { write: () => {} };
+  return {
+    stdout: discard,
+    stderr: discard,
+    stdin: null,
+    env: {},
+    cwd: Deno.cwd(),
+    isTerminal: { stdin: false, stdout: false, stderr: false },
+  };
+}
+
+function fileWriter(file: { writeSync(p: Uint8Array): number }): CliWriter {
+  const encoder = new TextEncoder();
+  return {
+    write(text) {
+      const bytes = encoder.encode(text);
+      try {
+        let written = 0;
+        while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+      } catch (error) {
+        // A reader that went away (`| head`) is not our failure.
+        if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
+      }
+    },
+  };
+}
+
+function firstLine(text: string): string {
+  return text.split("\n")[0];
+}
+
+if (import.meta.main) await runCli();

@@ -1,0 +1,182 @@
+/**
+ * Helpers of the CLI tests: spawn the real `deno task run-agent` from a temp user folder, and write
+ * small agents there.
+ *
+ * @module
+ */
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root (where deno.json and its tasks live). */
+export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
+
+/** What a spawned command left behind. */
+export interface Spawned {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Options of {@linkcode runTask}. */
+export interface RunTaskOptions {
+  /** The user's folder (`INIT_CWD`). */
+  userDir: string;
+  /** Text piped on stdin; when absent stdin is closed (`null`). */
+  stdin?: string;
+  /** Extra environment. */
+  env?: Record<string, string>;
+  /** Task name (default `run-agent`). */
+  task?: string;
+}
+
+/** Runs `deno task --quiet <task> …args` in the repo with `INIT_CWD` set to the user folder. */
+export async function runTask(args: string[], options: RunTaskOptions): Promise<Spawned> {
+  const command = new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", options.task ?? "run-agent", ...args],
+    cwd: REPO_ROOT,
+    env: { INIT_CWD: options.userDir, NO_COLOR: "1", ...options.env },
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const child = command.spawn();
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.stdin));
+    await writer.close();
+  }
+  const out = await child.output();
+  const decoder = new TextDecoder();
+  return {
+    code: out.code,
+    stdout: decoder.decode(out.stdout),
+    stderr: decoder.decode(out.stderr),
+  };
+}
+
+/** Copies a folder recursively. */
+export async function copyDir(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory) await copyDir(source, target);
+    else if (entry.isFile) await Deno.copyFile(source, target);
+  }
+}
+
+/** Writes files (path → text, or JSON for objects) under `root`. */
+export async function writeFiles(root: string, files: Record<string, unknown>): Promise<void> {
+  for (const [rel, content] of Object.entries(files)) {
+    const path = join(root, rel);
+    await Deno.mkdir(dirname(path), { recursive: true });
+    await Deno.writeTextFile(
+      path,
+      typeof content === "string" ? content : JSON.stringify(content, null, 2),
+    );
+  }
+}
+
+/** A JSON Schema of a gate-routed step's output. */
+function gateSchema(stepId: string) {
+  return {
+    type: "object",
+    required: ["stepId", "next_action"],
+    properties: {
+      stepId: { const: stepId },
+      next_action: {
+        type: "object",
+        required: ["action"],
+        properties: { action: { type: "string" }, reason: { type: "string" } },
+      },
+    },
+  };
+}
+
+/** Options of {@linkcode writeTinyAgent}. */
+export interface TinyAgentOptions {
+  /** The work step's prompt (default uses `{uv-topic}`). */
+  prompt?: string;
+  /** Declared parameters (default: `topic` required, `count` number, `loud` boolean). */
+  parameters?: Record<string, unknown>;
+}
+
+/**
+ * Writes `.agent/<name>`: a gate-routed `work.task` step (next/repeat/complete/abort) and a closing
+ * `complete.task` step whose output is the run's output.
+ */
+export async function writeTinyAgent(
+  userDir: string,
+  name: string,
+  options: TinyAgentOptions = {},
+): Promise<string> {
+  const dir = join(userDir, ".agent", name);
+  await writeFiles(dir, {
+    "agent.json": {
+      name,
+      description: `Tiny test agent ${name}`,
+      behavior: { completionType: "task" },
+      parameters: options.parameters ?? {
+        topic: { type: "string", description: "What to do", required: true },
+        count: { type: "number", description: "How many", default: 1 },
+        loud: { type: "boolean", description: "Shout" },
+      },
+    },
+    "steps_registry.json": {
+      version: "1.0.0",
+      entryStep: "work.task",
+      steps: {
+        "work.task": {
+          name: "Work",
+          c2: "work",
+          c3: "task",
+          outputSchemaRef: { file: "task.schema.json", schema: "#/definitions/work.task" },
+          structuredGate: {
+            allowedIntents: ["next", "repeat", "complete", "abort"],
+            intentField: "next_action.action",
+          },
+          transitions: {
+            next: { target: "work.task" },
+            repeat: { target: "work.task" },
+            complete: { target: "complete.task" },
+          },
+        },
+        "complete.task": {
+          name: "Report",
+          c2: "complete",
+          c3: "task",
+          outputSchemaRef: { file: "task.schema.json", schema: "#/definitions/complete.task" },
+        },
+      },
+    },
+    "prompts/steps/work/task/f_default.md": options.prompt ?? "Work on {uv-topic}.",
+    "prompts/steps/complete/task/f_default.md": "Report on the work.",
+    "schemas/task.schema.json": {
+      $schema: "http://json-schema.org/draft-07/schema#",
+      definitions: {
+        "work.task": gateSchema("work.task"),
+        "complete.task": {
+          type: "object",
+          required: ["stepId", "summary"],
+          properties: { stepId: { const: "complete.task" }, summary: { type: "string" } },
+        },
+      },
+    },
+  });
+  return dir;
+}
+
+/** A scripted answer of the tiny agent's work step. */
+export function work(action: string) {
+  return { output: { stepId: "work.task", next_action: { action, reason: `chose ${action}` } } };
+}
+
+/** The scripted answer of the tiny agent's closing step. */
+export function report(summary: string) {
+  return { output: { stepId: "complete.task", summary } };
+}
+
+/** True when `text` holds a JavaScript stack frame (`    at fn (file:1:2)`). */
+export function hasStackTrace(text: string): boolean {
+  return /^\s+at .+:\d+:\d+\)?$/m.test(text);
+}

@@ -1,0 +1,354 @@
+/**
+ * End-to-end tests of `deno task run-agent`: each spawns the real task from a temp user folder
+ * (INIT_CWD) and checks stdout, stderr and the exit code.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { CLI_FLAGS } from "../../src/cli/args.ts";
+import {
+  copyDir,
+  hasStackTrace,
+  REPO_ROOT,
+  report,
+  runTask,
+  type Spawned,
+  work,
+  writeFiles,
+  writeTinyAgent,
+} from "./helpers.ts";
+
+const LINE = /^\[\d{2}:\d{2}\.\d{3}\] /;
+
+async function withUserDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-cli-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function assertUsageError(result: Spawned, ...expected: (string | RegExp)[]): void {
+  const where = `stderr was:\n${result.stderr}`;
+  assert.equal(result.code, 2, where);
+  assert.equal(result.stdout, "", "usage errors print nothing on stdout");
+  assert.match(result.stderr, /^error: /, where);
+  assert.ok(!hasStackTrace(result.stderr), `no stack trace expected; ${where}`);
+  for (const e of expected) {
+    if (typeof e === "string") assert.ok(result.stderr.includes(e), `missing "${e}"; ${where}`);
+    else assert.match(result.stderr, e, where);
+  }
+}
+
+Deno.test("run-agent: a successful run prints the summary, progress lines and --json result", async () => {
+  await withUserDir(async (user) => {
+    await copyDir(join(REPO_ROOT, ".agent/issue-solver"), join(user, ".agent/issue-solver"));
+    // A relative --script resolves against the user's folder (INIT_CWD), not the repo.
+    await Deno.copyFile(
+      join(REPO_ROOT, ".agent/issue-solver/demo.script.yaml"),
+      join(user, "answers.yaml"),
+    );
+    const args = ["--agent", "issue-solver", "--script", "answers.yaml", "--topic", "Fix it"];
+    const [human, json] = await Promise.all([
+      runTask(args, { userDir: user }),
+      runTask([...args, "--json"], { userDir: user }),
+    ]);
+
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(
+      human.stdout,
+      /^✓ issue-solver succeeded: completed at complete\.issue after 4 iterations\n/,
+    );
+    assert.match(human.stdout, /^History:$/m);
+    assert.match(
+      human.stdout,
+      /^ {2}1 +initial\.issue +1 +next +next +continuation\.issue +\d+ms$/m,
+    );
+    assert.match(human.stdout, /^ {2}4 +complete\.issue +1 +- +complete +- +\d+ms$/m);
+    assert.match(human.stdout, /^Output:\n {2}\{\n {4}"stepId": "complete\.issue",/m);
+    assert.ok(!human.stdout.includes("\x1b["), "NO_COLOR: no escape codes on stdout");
+
+    // Progress: one plain timestamped line per event on stderr, nothing else.
+    const lines = human.stderr.trimEnd().split("\n");
+    for (const line of lines) assert.match(line, LINE, `not a progress line: ${line}`);
+    assert.match(
+      human.stderr,
+      /^\[\d\d:\d\d\.\d{3}\] run \S+ started: agent issue-solver, entry initial\.issue$/m,
+    );
+    assert.match(
+      human.stderr,
+      /^\[\d\d:\d\d\.\d{3}\] step initial\.issue #1 → next \(continuation\.issue\)$/m,
+    );
+    assert.match(
+      human.stderr,
+      /^\[\d\d:\d\d\.\d{3}\] step continuation\.issue #3 started \(attempt 2, "Issue Continuation Prompt"\)$/m,
+    );
+    assert.match(
+      human.stderr,
+      /^\[\d\d:\d\d\.\d{3}\] run succeeded: completed at complete\.issue after 4 iterations \(4 calls\)$/m,
+    );
+    assert.ok(!human.stderr.includes("\x1b["), "no colour on a non-terminal stderr");
+
+    // --json: exactly one JSON object, the StepFlowResult.
+    assert.equal(json.code, 0, json.stderr);
+    const result = JSON.parse(json.stdout);
+    assert.equal(typeof result, "object");
+    assert.equal(result.success, true);
+    assert.equal(result.completionReason, "completed");
+    assert.equal(result.finalStepId, "complete.issue");
+    assert.equal(result.iterations, 4);
+    assert.match(result.runId, /^\d{8}T\d{6}Z-[0-9a-f]{6}$/);
+    assert.deepEqual(
+      result.state.history.map((h: { stepId: string; transition: string }) =>
+        `${h.stepId}:${h.transition}`
+      ),
+      [
+        "initial.issue:next",
+        "continuation.issue:repeat",
+        "continuation.issue:complete",
+        "complete.issue:complete",
+      ],
+    );
+    assert.equal(result.output.stepId, "complete.issue");
+    assert.deepEqual(result.usage, { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 4 });
+    assert.match(json.stderr, /run succeeded/, "progress still goes to stderr with --json");
+  });
+});
+
+Deno.test("run-agent: a flow that does not succeed exits 1 with the reason", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    await writeFiles(user, {
+      "abort.json": { "work.task": [work("abort")] },
+      "broken.json": { "work.task": [{ error: "model overloaded" }] },
+      "loop.json": { "work.task": [work("repeat"), work("repeat"), work("repeat")] },
+    });
+    const base = ["--agent", "tiny", "--topic", "x"];
+    const [aborted, failed, looped] = await Promise.all([
+      runTask([...base, "--script", "abort.json"], { userDir: user }),
+      runTask([...base, "--script", "broken.json", "--json"], { userDir: user }),
+      runTask([...base, "--script", "loop.json", "--max-iterations", "2"], { userDir: user }),
+    ]);
+
+    assert.equal(aborted.code, 1, aborted.stderr);
+    assert.match(aborted.stdout, /^✗ tiny failed: aborted at work\.task after 1 iteration\n/);
+    assert.match(aborted.stdout, /^Error ABORT_INTENT at step work\.task:$/m);
+    assert.match(aborted.stderr, /^\[\d\d:\d\d\.\d{3}\] step work\.task #1 → abort$/m);
+    assert.match(aborted.stderr, /run failed: aborted at work\.task after 1 iteration/);
+    assert.ok(!hasStackTrace(aborted.stderr));
+
+    assert.equal(failed.code, 1, failed.stderr);
+    const result = JSON.parse(failed.stdout);
+    assert.equal(result.success, false);
+    assert.equal(result.completionReason, "step_failed");
+    assert.equal(result.error.stepId, "work.task");
+    assert.match(result.error.message, /model overloaded/);
+    assert.match(failed.stderr, /step work\.task #1 error .*model overloaded/);
+
+    assert.equal(looped.code, 1, looped.stderr);
+    assert.match(looped.stdout, /^✗ tiny failed: max_iterations at work\.task after 2 iterations/);
+    assert.match(looped.stdout, /--max-iterations/, "the error says how to raise the limit");
+  });
+});
+
+Deno.test("run-agent: usage errors exit 2 with a clear message and no stack trace", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    const run = (...args: string[]) =>
+      runTask(args, { userDir: user, env: { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" } });
+    const [unknown, noAgent, missing, badNumber, noSuchAgent, badBackend, noScript, noKey, badMax] =
+      await Promise.all([
+        run("--agent", "tiny", "--topik", "x"),
+        run("--topic", "x"),
+        run("--agent", "tiny"),
+        run("--agent", "tiny", "--topic", "x", "--count", "abc"),
+        run("--agent", "nope"),
+        run("--agent", "tiny", "--topic", "x", "--backend", "nonesuch"),
+        run("--agent", "tiny", "--topic", "x", "--script", "missing.yaml"),
+        run("--agent", "tiny", "--topic", "x", "--backend", "openai"),
+        run("--agent", "tiny", "--topic", "x", "--max-iterations", "many"),
+      ]);
+    assertUsageError(
+      unknown,
+      "Unknown option --topik. Did you mean --topic?",
+      'Parameters of agent "tiny":',
+      /--count <number> +How many \(default 1\)/,
+      /--topic <string> +What to do \(required\)/,
+      /--loud \[true\|false\] +Shout/,
+    );
+    assertUsageError(noAgent, "Missing --agent NAME", "Agents in .agent: tiny.");
+    assertUsageError(
+      missing,
+      'Missing required parameter --topic for agent "tiny".',
+      "--topic <string>",
+    );
+    assertUsageError(badNumber, '--count expects a number, got "abc".');
+    assertUsageError(noSuchAgent, 'Agent "nope" not found', "tiny", "--init NAME");
+    assertUsageError(
+      badBackend,
+      'Unknown backend "nonesuch"',
+      "claude-code, anthropic, openai, scripted",
+    );
+    assertUsageError(noScript, "Cannot read script file", join(user, "missing.yaml"));
+    assertUsageError(noKey, "OPENAI_API_KEY", "--base-url");
+    assertUsageError(badMax, '--max-iterations expects a positive integer, got "many".');
+  });
+});
+
+Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    // Broken on purpose: a misspelt key, a missing target, a step without transitions, no prompt.
+    await writeFiles(join(user, ".agent/broken"), {
+      "agent.json": {
+        name: "broken",
+        description: "Has several problems",
+        behaviour: {},
+        behavior: { completionType: "task" },
+      },
+      "steps_registry.json": {
+        version: "1",
+        entryStep: "initial.task",
+        steps: {
+          "initial.task": {
+            c2: "initial",
+            c3: "task",
+            outputSchemaRef: { file: "none.schema.json", schema: "#/definitions/initial.task" },
+            structuredGate: { allowedIntents: ["next"], intentField: "next_action.action" },
+            transitions: { next: { target: "nowhere.task" } },
+          },
+          "other.task": {
+            c2: "other",
+            c3: "task",
+            structuredGate: { allowedIntents: ["next"], intentField: "a" },
+          },
+        },
+      },
+    });
+    const [helpAll, helpAgent, list, listJson, valid, broken, graph] = await Promise.all([
+      runTask(["--help"], { userDir: user }),
+      runTask(["--agent", "tiny", "--help"], { userDir: user }),
+      runTask(["--list"], { userDir: user }),
+      runTask(["--list", "--json"], { userDir: user }),
+      runTask(["--agent", "tiny", "--validate"], { userDir: user }),
+      runTask(["--agent", "broken", "--validate"], { userDir: user }),
+      runTask(["--agent", "tiny", "--graph"], { userDir: user }),
+    ]);
+
+    assert.equal(helpAll.code, 0);
+    for (const flag of CLI_FLAGS) assert.ok(helpAll.stdout.includes(`--${flag.name}`), flag.name);
+    assert.match(helpAll.stdout, /Exit codes: 0 success, 1 /);
+    assert.equal(helpAgent.code, 0);
+    assert.match(helpAgent.stdout, /Parameters of agent "tiny":\n {2}--topic <string> +What to do/);
+
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^Agents in \.agent \(2\):$/m);
+    assert.match(list.stdout, /^ {2}broken +Has several problems$/m);
+    assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny$/m);
+    assert.deepEqual(JSON.parse(listJson.stdout).map((a: { name: string }) => a.name), [
+      "broken",
+      "tiny",
+    ]);
+
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.match(valid.stdout, /^OK: agent "tiny" is valid \(2 steps, entry work\.task\)/);
+
+    assert.equal(broken.code, 2, broken.stdout + broken.stderr);
+    assert.match(broken.stdout, /^Agent "broken" is invalid: \d+ problems in \.agent\/broken$/m);
+    assert.match(broken.stdout, /behaviour/);
+    assert.match(broken.stdout, /nowhere\.task/);
+    assert.match(broken.stdout, /missing transitions: .*other\.task/i);
+    assert.match(broken.stdout, /^ {2}3\. /m, "several problems are listed, numbered");
+    assert.ok(!hasStackTrace(broken.stdout + broken.stderr));
+
+    assert.equal(graph.code, 0, graph.stderr);
+    assert.match(graph.stdout, /^flowchart TD\n/);
+    assert.match(graph.stdout, /work_task/);
+    assert.match(graph.stdout, /complete_task/);
+  });
+});
+
+Deno.test("run-agent: --validate prints warnings and still exits 0", async () => {
+  await withUserDir(async (user) => {
+    const dir = await writeTinyAgent(user, "tiny");
+    // An extra step nothing routes to: unreachable (a warning, not an error).
+    const registryFile = join(dir, "steps_registry.json");
+    const registry = JSON.parse(await Deno.readTextFile(registryFile));
+    registry.steps["spare.task"] = {
+      ...registry.steps["work.task"],
+      name: "Spare",
+      structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
+      transitions: { complete: { target: "complete.task" } },
+    };
+    await Deno.writeTextFile(registryFile, JSON.stringify(registry));
+    const result = await runTask(["--agent", "tiny", "--validate"], { userDir: user });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /^OK: agent "tiny" is valid/);
+    assert.match(result.stdout, /^1 warning:\n {2}1\. .*spare\.task/m);
+  });
+});
+
+Deno.test("run-agent: --init scaffolds an agent that loads and runs with its demo script", async () => {
+  await withUserDir(async (user) => {
+    const init = await runTask(["--init", "my-agent"], { userDir: user });
+    assert.equal(init.code, 0, init.stderr);
+    assert.match(
+      init.stdout,
+      /^Created agent "my-agent" in \.agent\/my-agent from the gate-routed template/,
+    );
+    const agent = JSON.parse(await Deno.readTextFile(join(user, ".agent/my-agent/agent.json")));
+    assert.equal(agent.name, "my-agent");
+    const command = /deno task run-agent (--agent my-agent --script \S+ .*)$/m.exec(init.stdout);
+    assert.ok(command, `the output shows how to run it:\n${init.stdout}`);
+
+    const args = command[1].match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ""));
+    const [run, again, badName, validate] = await Promise.all([
+      runTask(args, { userDir: user }),
+      runTask(["--init", "my-agent"], { userDir: user }),
+      runTask(["--init", "../escape"], { userDir: user }),
+      runTask(["--agent", "my-agent", "--validate"], { userDir: user }),
+    ]);
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^✓ my-agent succeeded: completed at /);
+    assertUsageError(again, "already exists", "never overwrites");
+    assertUsageError(badName, 'Invalid agent name "../escape"');
+    assert.equal(validate.code, 0, validate.stdout);
+    assert.deepEqual(
+      [...Deno.readDirSync(join(user, ".agent"))].map((e) => e.name),
+      ["my-agent"],
+      "no staging folder is left behind",
+    );
+  });
+});
+
+Deno.test("deno task demo runs the example agent end to end from any folder", async () => {
+  await withUserDir(async (user) => {
+    const demo = await runTask([], { userDir: user, task: "demo" });
+    assert.equal(demo.code, 0, demo.stderr);
+    assert.match(demo.stdout, /^✓ issue-solver succeeded: completed at complete\.issue/);
+    assert.match(demo.stdout, /"summary": /);
+    assert.match(demo.stderr, /step initial\.issue #1 → next \(continuation\.issue\)/);
+  });
+});
+
+Deno.test("run-agent: piped stdin becomes {input_text}", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "reader", {
+      prompt: "Review this text:\n{input_text}",
+      parameters: {},
+    });
+    await writeFiles(user, {
+      "ok.json": { "work.task": [work("complete")], "complete.task": [report("ok")] },
+    });
+    const args = ["--agent", "reader", "--script", "ok.json"];
+    const [piped, none] = await Promise.all([
+      runTask(args, { userDir: user, stdin: "diff --git a/x b/x\n+hello\n" }),
+      runTask(args, { userDir: user }),
+    ]);
+    assert.equal(piped.code, 0, piped.stdout + piped.stderr);
+    assert.match(piped.stdout, /^✓ reader succeeded/);
+    // Without stdin the prompt's variable has no value: the run fails and says how to fix it.
+    assert.equal(none.code, 1, none.stdout + none.stderr);
+    assert.match(none.stdout, /\{input_text\} ← pipe text on stdin/);
+  });
+});
