@@ -82,7 +82,10 @@ export class ToolRegistry {
     const d: ToolDescriptor = {
       name: tool.name,
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, { unrepresentable: "any", io: "input" }) as Record<
+      inputSchema: z.toJSONSchema(tool.inputSchema, {
+        unrepresentable: "any",
+        io: "input",
+      }) as Record<
         string,
         unknown
       >,
@@ -104,6 +107,40 @@ export class ToolRegistry {
       : { ok: false, issues: parsed.error.issues };
   }
 
+  /**
+   * Whether calling `name` with `args` needs an approval: the tool's `requiresApproval` flag, or else
+   * its `needsApproval(args, ctx)` check on the validated arguments (invalid arguments fall back to
+   * the flag; `invoke` reports them).
+   */
+  async needsApproval(name: string, args: unknown, ctx: ToolContext): Promise<boolean> {
+    return (await this.approvalReason(name, args, ctx)) !== undefined;
+  }
+
+  /**
+   * Why calling `name` with `args` needs an approval, or `undefined` when it does not (see
+   * {@linkcode ToolRegistry.needsApproval}).
+   *
+   * @example
+   * ```ts
+   * import { createToolRegistry } from "./builtin.ts";
+   * const registry = createToolRegistry({ enableCommands: true });
+   * await registry.approvalReason("run_command", { command: "ls" }, { workspaceRoot: "." });
+   * // "run_command always needs approval"
+   * ```
+   */
+  async approvalReason(name: string, args: unknown, ctx: ToolContext): Promise<string | undefined> {
+    const tool = this.#requireTool(name);
+    if (tool.requiresApproval === true) return `${name} always needs approval`;
+    if (!tool.needsApproval) return undefined;
+    const parsed = tool.inputSchema.safeParse(args);
+    if (!parsed.success) return undefined;
+    const answer = await tool.needsApproval(parsed.data, ctx);
+    if (typeof answer === "string") {
+      return answer || `${name} asks for approval for these arguments`;
+    }
+    return answer === true ? `${name} asks for approval for these arguments` : undefined;
+  }
+
   /** Validates and runs a tool. Invalid arguments throw `TOOL_ARGS_INVALID` naming each issue path. */
   async invoke(name: string, args: unknown, ctx: ToolContext): Promise<unknown> {
     const tool = this.#requireTool(name);
@@ -123,9 +160,13 @@ export class ToolRegistry {
     const tool = this.#tools.get(name);
     if (!tool) {
       const known = [...this.#tools.keys()].join(", ") || "(none)";
-      throw new StepflowError("TOOL_UNKNOWN", `Unknown tool "${name}". Registered tools: ${known}.`, {
-        details: { tool: name },
-      });
+      throw new StepflowError(
+        "TOOL_UNKNOWN",
+        `Unknown tool "${name}". Registered tools: ${known}.`,
+        {
+          details: { tool: name },
+        },
+      );
     }
     return tool;
   }

@@ -13,6 +13,10 @@ export interface ToolContext {
   signal?: AbortSignal;
   /** Id of the plan/script step invoking the tool, for logs. */
   stepId?: string;
+  /** Reports progress of a long-running call (0–100), when the executor listens. */
+  reportProgress?: (percent: number, message?: string) => void;
+  /** Adds a log line to the step's progress, when the executor listens. */
+  log?: (message: string) => void;
   /** Free-form extras an executor passes to its tools (backend, run id, …). */
   [extra: string]: unknown;
 }
@@ -41,6 +45,12 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
   inputSchema: z.ZodType<Args>;
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
+  /**
+   * Decides per call whether an approval is needed, for tools that are only sometimes destructive
+   * (`write_file` asks when it would overwrite a file). Consulted only when `requiresApproval` is not
+   * `true`; receives the validated arguments. Return `true` or a short reason to ask, `false` not to.
+   */
+  needsApproval?(args: Args, ctx: ToolContext): boolean | string | Promise<boolean | string>;
   /** Runs the tool with validated arguments. */
   execute(args: Args, ctx: ToolContext): Result | Promise<Result>;
 }

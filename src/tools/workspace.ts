@@ -1,5 +1,4 @@
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { realpath } from "node:fs/promises";
 import { StepflowError } from "../errors.ts";
 
 /**
@@ -21,7 +20,7 @@ export async function resolveInWorkspace(workspaceRoot: string, userPath: string
   if (typeof userPath !== "string" || userPath === "" || userPath.includes("\0")) {
     throw escape(workspaceRoot, String(userPath), "the path is empty or contains a NUL byte");
   }
-  const root = await realpath(resolve(workspaceRoot));
+  const root = await Deno.realPath(resolve(workspaceRoot));
   const target = resolve(root, userPath);
   if (!isInside(root, target)) throw escape(workspaceRoot, userPath, "it leaves the workspace");
 
@@ -30,14 +29,14 @@ export async function resolveInWorkspace(workspaceRoot: string, userPath: string
   let rest = "";
   for (;;) {
     try {
-      const real = await realpath(existing);
+      const real = await Deno.realPath(existing);
       if (!isInside(root, real)) {
         throw escape(workspaceRoot, userPath, "a symbolic link leads outside the workspace");
       }
       return rest ? resolve(real, rest) : real;
     } catch (error) {
       if (error instanceof StepflowError) throw error;
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      if (!isMissing(error)) throw error;
       const parent = resolve(existing, "..");
       if (parent === existing) throw escape(workspaceRoot, userPath, "no ancestor exists");
       rest = rest ? `${relative(parent, existing)}${sep}${rest}` : relative(parent, existing);
@@ -50,6 +49,12 @@ export async function resolveInWorkspace(workspaceRoot: string, userPath: string
 export function isInside(root: string, target: string): boolean {
   const rel = relative(root, target);
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/** Missing entries (and paths through a file) are resolved against their nearest existing ancestor. */
+function isMissing(error: unknown): boolean {
+  return error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory ||
+    (error as { code?: string })?.code === "ENOENT";
 }
 
 function escape(root: string, path: string, why: string): StepflowError {

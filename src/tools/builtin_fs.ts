@@ -1,0 +1,341 @@
+/**
+ * The file-system tools: `read_file`, `write_file`, `list_dir`. Every path goes through
+ * {@linkcode resolveInWorkspace}, so nothing outside the workspace root is read, written or listed —
+ * not through `..`, not through absolute paths, not through symbolic links.
+ *
+ * @module
+ */
+import { dirname, relative, sep } from "node:path";
+
+import { z } from "zod";
+import { StepflowError } from "../errors.ts";
+import type { Tool, ToolContext } from "./types.ts";
+import { resolveInWorkspace } from "./workspace.ts";
+
+/** Options shared by the file-system tools. */
+export interface FsToolOptions {
+  /**
+   * A fixed workspace root. When unset, each call uses `ctx.workspaceRoot` from the executor, which
+   * is the usual case.
+   */
+  workspaceRoot?: string;
+}
+
+const DEFAULT_MAX_READ_BYTES = 10 * 1024 * 1024;
+const DEFAULT_MAX_ENTRIES = 1000;
+
+const ReadFileArgs = z.object({
+  path: z.string().min(1).describe("File path, relative to the workspace root"),
+  maxBytes: z.number().int().positive().optional().describe(
+    `Refuse files larger than this (default ${DEFAULT_MAX_READ_BYTES} bytes)`,
+  ),
+}).strict();
+
+const WriteFileArgs = z.object({
+  path: z.string().min(1).describe("File path, relative to the workspace root"),
+  content: z.unknown().refine((v) => v !== undefined, "content is required").describe(
+    "Text to write; any other JSON value is written as pretty-printed JSON",
+  ),
+  append: z.boolean().optional().describe("Append instead of replacing the file (default false)"),
+}).strict();
+
+const ListDirArgs = z.object({
+  path: z.string().min(1).optional().describe("Folder, relative to the workspace root (default .)"),
+  recursive: z.boolean().optional().describe("Descend into sub-folders (default false)"),
+  maxEntries: z.number().int().positive().optional().describe(
+    `Stop after this many entries (default ${DEFAULT_MAX_ENTRIES}); the result says truncated`,
+  ),
+}).strict();
+
+/** Arguments of `read_file`. */
+export type ReadFileArgs = z.infer<typeof ReadFileArgs>;
+/** Arguments of `write_file`. */
+export type WriteFileArgs = z.infer<typeof WriteFileArgs>;
+/** Arguments of `list_dir`. */
+export type ListDirArgs = z.infer<typeof ListDirArgs>;
+
+/** What `write_file` returns. */
+export interface WriteFileResult {
+  /** The path written, relative to the workspace root (`/`-separated). */
+  path: string;
+  /** Bytes written by this call. */
+  bytes: number;
+  /** True when the file did not exist before. */
+  created: boolean;
+}
+
+/** One entry of a `list_dir` result. */
+export interface DirEntry {
+  /** Path relative to the workspace root, `/`-separated. */
+  path: string;
+  /** Base name. */
+  name: string;
+  /** Entry type. Symbolic links are reported, never followed. */
+  type: "file" | "dir" | "symlink" | "other";
+  /** Size in bytes, for files. */
+  size?: number;
+}
+
+/** What `list_dir` returns. */
+export interface ListDirResult {
+  /** The folder listed, relative to the workspace root (`.` for the root). */
+  path: string;
+  /** Entries sorted by path. */
+  entries: DirEntry[];
+  /** True when `maxEntries` cut the listing short. */
+  truncated: boolean;
+}
+
+/**
+ * `read_file`: returns a text file's content.
+ *
+ * @example
+ * ```ts
+ * import { ToolRegistry } from "./registry.ts";
+ * import { createReadFileTool } from "./builtin_fs.ts";
+ * const registry = new ToolRegistry().register(createReadFileTool());
+ * const text = await registry.invoke("read_file", { path: "deno.json" }, { workspaceRoot: "." });
+ * ```
+ */
+export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileArgs, string> {
+  return {
+    name: "read_file",
+    description: "Read a UTF-8 text file inside the workspace and return its content",
+    inputSchema: ReadFileArgs,
+    async execute(args, ctx) {
+      const root = rootOf(options, ctx);
+      const file = await resolveInWorkspace(root, args.path);
+      const limit = args.maxBytes ?? DEFAULT_MAX_READ_BYTES;
+      const info = await statOrThrow(file, args.path, "read_file");
+      if (info.isDirectory) {
+        throw new StepflowError(
+          "FILE_IS_DIRECTORY",
+          `read_file: "${args.path}" is a folder, not a file. Use list_dir to see its entries.`,
+          { details: { path: args.path } },
+        );
+      }
+      if (info.size > limit) {
+        throw new StepflowError(
+          "FILE_TOO_LARGE",
+          `read_file: "${args.path}" is ${info.size} bytes, more than the limit of ${limit}. Pass a larger maxBytes to read it.`,
+          { details: { path: args.path, size: info.size, maxBytes: limit } },
+        );
+      }
+      ctx.signal?.throwIfAborted();
+      return await Deno.readTextFile(file, { signal: ctx.signal });
+    },
+  };
+}
+
+/**
+ * `write_file`: writes a file atomically (temporary file, then rename), creating missing folders.
+ * Replacing an existing file needs an approval (`needsApproval`); creating a new one does not.
+ *
+ * @example
+ * ```ts
+ * import { ToolRegistry } from "./registry.ts";
+ * import { createWriteFileTool } from "./builtin_fs.ts";
+ * const root = await Deno.makeTempDir();
+ * const registry = new ToolRegistry().register(createWriteFileTool());
+ * await registry.invoke("write_file", { path: "out/a.json", content: { a: 1 } }, { workspaceRoot: root });
+ * ```
+ */
+export function createWriteFileTool(
+  options: FsToolOptions = {},
+): Tool<WriteFileArgs, WriteFileResult> {
+  return {
+    name: "write_file",
+    description:
+      "Write a text file inside the workspace (creates folders; non-string content is written as JSON). Overwriting an existing file needs approval",
+    inputSchema: WriteFileArgs,
+    async needsApproval(args, ctx) {
+      const file = await resolveInWorkspace(rootOf(options, ctx), args.path);
+      return (await exists(file)) && !args.append
+        ? `write_file would overwrite the existing file "${args.path}"`
+        : false;
+    },
+    async execute(args, ctx) {
+      const root = await Deno.realPath(rootOf(options, ctx));
+      const file = await resolveInWorkspace(root, args.path);
+      if (file === root) {
+        throw new StepflowError(
+          "FILE_IS_DIRECTORY",
+          `write_file: "${args.path}" is the workspace root itself. Name a file inside it.`,
+          { details: { path: args.path } },
+        );
+      }
+      const text = typeof args.content === "string"
+        ? args.content
+        : `${JSON.stringify(args.content, null, 2)}\n`;
+      await refuseDanglingLink(file, args.path, root);
+      const existed = await exists(file);
+      if (existed && (await Deno.stat(file)).isDirectory) {
+        throw new StepflowError(
+          "FILE_IS_DIRECTORY",
+          `write_file: "${args.path}" is a folder. Name a file path instead.`,
+          { details: { path: args.path } },
+        );
+      }
+      ctx.signal?.throwIfAborted();
+      await Deno.mkdir(dirname(file), { recursive: true });
+      // The folder may have been created through a link that was swapped in meanwhile: check again.
+      const checked = await resolveInWorkspace(root, args.path);
+      await refuseDanglingLink(checked, args.path, root);
+      const bytes = new TextEncoder().encode(text);
+      if (args.append) {
+        await Deno.writeFile(checked, bytes, { append: true });
+      } else {
+        await writeAtomically(checked, bytes);
+      }
+      return { path: toRelative(root, checked), bytes: bytes.length, created: !existed };
+    },
+  };
+}
+
+/**
+ * `list_dir`: lists a folder (optionally recursively). Symbolic links are listed as `symlink` and
+ * never followed, so a recursive listing cannot leave the workspace.
+ *
+ * @example
+ * ```ts
+ * import { ToolRegistry } from "./registry.ts";
+ * import { createListDirTool } from "./builtin_fs.ts";
+ * const registry = new ToolRegistry().register(createListDirTool());
+ * const listing = await registry.invoke("list_dir", { path: "." }, { workspaceRoot: "." });
+ * ```
+ */
+export function createListDirTool(options: FsToolOptions = {}): Tool<ListDirArgs, ListDirResult> {
+  return {
+    name: "list_dir",
+    description:
+      "List the entries of a folder inside the workspace (path, name, type, size); recursive on request",
+    inputSchema: ListDirArgs,
+    async execute(args, ctx) {
+      const root = await Deno.realPath(rootOf(options, ctx));
+      const userPath = args.path ?? ".";
+      const dir = await resolveInWorkspace(root, userPath);
+      const info = await statOrThrow(dir, userPath, "list_dir");
+      if (!info.isDirectory) {
+        throw new StepflowError(
+          "NOT_A_DIRECTORY",
+          `list_dir: "${userPath}" is a file, not a folder. Use read_file to read it.`,
+          { details: { path: userPath } },
+        );
+      }
+      const limit = args.maxEntries ?? DEFAULT_MAX_ENTRIES;
+      const entries: DirEntry[] = [];
+      const queue = [dir];
+      let truncated = false;
+      outer: for (let head = 0; head < queue.length; head++) {
+        ctx.signal?.throwIfAborted();
+        const current = queue[head];
+        const children: Deno.DirEntry[] = [];
+        for await (const child of Deno.readDir(current)) children.push(child);
+        children.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        for (const child of children) {
+          if (entries.length >= limit) {
+            truncated = true;
+            break outer;
+          }
+          const abs = `${current}${sep}${child.name}`;
+          const type = child.isSymlink
+            ? "symlink"
+            : child.isDirectory
+            ? "dir"
+            : child.isFile
+            ? "file"
+            : "other";
+          const entry: DirEntry = { path: toRelative(root, abs), name: child.name, type };
+          if (type === "file") entry.size = (await Deno.lstat(abs)).size;
+          entries.push(entry);
+          if (args.recursive && type === "dir") queue.push(abs);
+        }
+      }
+      entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      return { path: toRelative(root, dir), entries, truncated };
+    },
+  };
+}
+
+/** The three file-system tools. */
+export function createFsTools(
+  options: FsToolOptions = {},
+): [
+  Tool<ReadFileArgs, string>,
+  Tool<WriteFileArgs, WriteFileResult>,
+  Tool<ListDirArgs, ListDirResult>,
+] {
+  return [createReadFileTool(options), createWriteFileTool(options), createListDirTool(options)];
+}
+
+/** Writes `bytes` to `file` through a temporary sibling and a rename, so readers never see half a file. */
+export async function writeAtomically(file: string, bytes: Uint8Array): Promise<void> {
+  const temp = `${file}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  try {
+    await Deno.writeFile(temp, bytes);
+    await Deno.rename(temp, file);
+  } catch (error) {
+    await Deno.remove(temp).catch(() => {});
+    throw error;
+  }
+}
+
+function rootOf(options: FsToolOptions, ctx: ToolContext): string {
+  const root = options.workspaceRoot ?? ctx.workspaceRoot;
+  if (typeof root !== "string" || root === "") {
+    throw new StepflowError(
+      "WORKSPACE_ROOT_MISSING",
+      "File tools need a workspace root: pass workspaceRoot in the tool context or the tool options.",
+    );
+  }
+  return root;
+}
+
+async function statOrThrow(file: string, userPath: string, tool: string): Promise<Deno.FileInfo> {
+  try {
+    return await Deno.stat(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new StepflowError(
+        "FILE_NOT_FOUND",
+        `${tool}: "${userPath}" does not exist in the workspace. Check the path (it is relative to the workspace root).`,
+        { details: { path: userPath } },
+      );
+    }
+    throw error;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await Deno.lstat(file);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** Only a dangling link survives resolveInWorkspace unresolved; writing would follow it. */
+async function refuseDanglingLink(file: string, userPath: string, root: string): Promise<void> {
+  if (!(await isSymlink(file))) return;
+  throw new StepflowError(
+    "PATH_ESCAPES_WORKSPACE",
+    `Refused path "${userPath}": it is a symbolic link whose target does not exist (workspace root: ${root}). Remove the link or write elsewhere.`,
+    { details: { path: userPath, workspaceRoot: root } },
+  );
+}
+
+async function isSymlink(file: string): Promise<boolean> {
+  try {
+    return (await Deno.lstat(file)).isSymlink;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+function toRelative(root: string, abs: string): string {
+  const rel = relative(root, abs);
+  return rel === "" ? "." : rel.split(sep).join("/");
+}
