@@ -30,11 +30,27 @@ export function registryJsonSchema(): JsonSchemaDocument {
   return registrySchema ??= build(StepsRegistrySchema, "stepflow steps_registry.json");
 }
 
+/** zod names its string checks as formats that no JSON Schema tool knows; each comes with a pattern. */
+const ZOD_ONLY_FORMATS = new Set(["starts_with", "ends_with", "includes"]);
+
 function build(schema: z.ZodType, title: string): JsonSchemaDocument {
   const generated = z.toJSONSchema(schema) as JsonSchemaDocument;
+  dropZodFormats(generated);
   const { $schema, ...rest } = generated;
   // $schema first, then a title so editors show what the file is.
   return deepFreeze({ $schema, title, ...rest });
+}
+
+function dropZodFormats(node: unknown): void {
+  if (node === null || typeof node !== "object") return;
+  const record = node as Record<string, unknown>;
+  if (
+    typeof record.format === "string" && ZOD_ONLY_FORMATS.has(record.format) &&
+    typeof record.pattern === "string"
+  ) {
+    delete record.format;
+  }
+  for (const value of Object.values(record)) dropZodFormats(value);
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   promptRoot,
   resolvePromptPath,
 } from "../prompt/c3l_path.ts";
-import { PromptResolver } from "../prompt/resolver.ts";
+import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
 import {
   findSchemaNode,
   loadSchemaDocument,
@@ -197,7 +197,7 @@ async function promptStatus(file: string, realRoot: string, root: string): Promi
   try {
     real = await realpath(file);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { ok: false, missing: true };
+    if (isMissingFileError(error)) return { ok: false, missing: true };
     return { ok: false, missing: false, message: `cannot read ${file}: ${errorMessage(error)}` };
   }
   if (!isWithin(realRoot, real)) {

@@ -47,9 +47,19 @@ export function formatZodIssues(
   data: unknown,
   schema?: JsonSchemaDocument,
 ): string[] {
-  const out: string[] = [];
+  const out: Entry[] = [];
   for (const issue of issues) collect(issue, [], file, data, schema, out);
-  return out;
+  // A misspelt key shows up twice — unknown "nxt" and missing "next"; keep only the first.
+  const suggested = new Set(out.flatMap((e) => e.suggests ? [e.suggests] : []));
+  return out.filter((e) => !e.missing || !suggested.has(e.missing)).map((e) => e.message);
+}
+
+interface Entry {
+  message: string;
+  /** JSON path of the required key this entry reports missing. */
+  missing?: string;
+  /** JSON path of the key an unknown-key entry suggests. */
+  suggests?: string;
 }
 
 function collect(
@@ -58,7 +68,7 @@ function collect(
   file: string,
   data: unknown,
   schema: JsonSchemaDocument | undefined,
-  out: string[],
+  out: Entry[],
 ): void {
   const path = [...base, ...issue.path];
   const at = (p: readonly PathKey[]) => {
@@ -67,10 +77,22 @@ function collect(
   };
   switch (issue.code) {
     case "invalid_union": {
+      const value = valueAt(data, path);
+      if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+        const keys = Object.keys(value);
+        const mixed = objectForms(schema, path).filter((form) =>
+          form.some((k) => keys.includes(k))
+        );
+        if (mixed.length >= 2) {
+          const forms = mixed.map((form) => `{ ${form.join(", ")} }`).join(" and ");
+          out.push({ message: `${at(path)}mixes the forms ${forms}; use exactly one of them.` });
+          return;
+        }
+      }
       const branch = bestBranch(issue.errors);
       if (branch) {
         for (const sub of branch) collect(sub, path, file, data, schema, out);
-      } else out.push(`${at(path)}${issue.message}`);
+      } else out.push({ message: `${at(path)}${issue.message}` });
       return;
     }
     case "unrecognized_keys": {
@@ -82,28 +104,36 @@ function collect(
           : allowed.length > 0
           ? ` (allowed: ${allowed.join(", ")})`
           : "";
-        out.push(`${at(path)}unknown key "${key}"${hint}.`);
+        out.push({
+          message: `${at(path)}unknown key "${key}"${hint}.`,
+          suggests: suggestion ? formatJsonPath([...path, suggestion]) : undefined,
+        });
       }
       return;
     }
     case "invalid_type": {
       const value = valueAt(data, path);
       if (value === undefined) {
-        out.push(`${at(path)}required ${issue.expected} is missing.`);
+        out.push({
+          message: `${at(path)}required ${issue.expected} is missing.`,
+          missing: formatJsonPath(path),
+        });
       } else {
-        out.push(`${at(path)}expected ${issue.expected}, got ${describe(value)}.`);
+        out.push({ message: `${at(path)}expected ${issue.expected}, got ${describe(value)}.` });
       }
       return;
     }
     case "invalid_value": {
       const value = valueAt(data, path);
       const options = issue.values.map((v) => JSON.stringify(v)).join(", ");
-      out.push(`${at(path)}${describe(value)} is not allowed; expected one of ${options}.`);
+      out.push({
+        message: `${at(path)}${describe(value)} is not allowed; expected one of ${options}.`,
+      });
       return;
     }
     default: {
       const message = issue.message.replace(/^Invalid input: /, "");
-      out.push(`${at(path)}${message}${/[.!?]$/.test(message) ? "" : "."}`);
+      out.push({ message: `${at(path)}${message}${/[.!?]$/.test(message) ? "" : "."}` });
     }
   }
 }
@@ -142,12 +172,11 @@ function describe(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }
 
-/** The property names the JSON Schema allows for the object at `path` (all union branches). */
-function allowedKeys(
+/** The JSON Schema nodes that describe the value at `path` (several where unions branch). */
+function schemaNodesAt(
   schema: JsonSchemaDocument | undefined,
   path: readonly PathKey[],
-  data: unknown,
-): string[] {
+): Record<string, unknown>[] {
   if (!schema) return [];
   let nodes: Record<string, unknown>[] = [schema];
   for (const key of path) {
@@ -161,9 +190,25 @@ function allowedKeys(
     }
     nodes = next;
   }
+  return nodes;
+}
+
+/** The key sets of the object forms a union at `path` accepts (`[["next"], ["complete"]]`). */
+function objectForms(schema: JsonSchemaDocument | undefined, path: readonly PathKey[]): string[][] {
+  return schemaNodesAt(schema, path).flatMap(branches).flatMap((node) =>
+    node.properties ? [Object.keys(node.properties as object)] : []
+  );
+}
+
+/** The property names the JSON Schema allows for the object at `path` (all union branches). */
+function allowedKeys(
+  schema: JsonSchemaDocument | undefined,
+  path: readonly PathKey[],
+  data: unknown,
+): string[] {
   const keys = new Set<string>();
   const present = valueAt(data, path);
-  for (const node of nodes.flatMap(branches)) {
+  for (const node of schemaNodesAt(schema, path).flatMap(branches)) {
     const props = node.properties as Record<string, unknown> | undefined;
     if (!props) continue;
     // Prefer the branch that shares a key with what was written (the prompt forms, onPass, …).

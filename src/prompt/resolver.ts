@@ -192,7 +192,9 @@ export class PromptResolver {
     try {
       real = await realpath(file);
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return undefined;
+      // node:fs reports a missing file as a plain error with code ENOENT (ENOTDIR when a parent is
+      // a file), not as Deno.errors.NotFound.
+      if (isMissingFileError(error)) return undefined;
       throw error;
     }
     const root = await realRoot;
@@ -208,6 +210,15 @@ export class PromptResolver {
     }
     return await Deno.readTextFile(real);
   }
+}
+
+/** True for the errors that mean "no such file" (Deno's and node:fs's forms). */
+export function isMissingFileError(error: unknown): boolean {
+  if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+    return true;
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOENT" || code === "ENOTDIR";
 }
 
 async function realpathOr(path: string): Promise<string> {
