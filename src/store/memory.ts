@@ -1,4 +1,5 @@
 import { StepflowError } from "../errors.ts";
+import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
 
 /**
@@ -66,16 +67,13 @@ export class MemoryRunStore implements RunStore {
   /** Lists runs, newest first. */
   list(): Promise<RunSummary[]> {
     const out: RunSummary[] = [];
-    for (const raw of this.#checkpoints.values()) {
-      const c = JSON.parse(raw) as RunCheckpoint;
-      out.push({
-        runId: c.runId,
-        agent: c.agent,
-        status: c.status,
-        startedAt: c.startedAt,
-        updatedAt: c.updatedAt,
-      });
+    for (const [runId, raw] of this.#checkpoints) {
+      const summary = summarizeCheckpoint(JSON.parse(raw) as RunCheckpoint);
+      if (summary.status === "running" || summary.status === "paused") {
+        summary.live = this.#locks.has(runId);
+      }
+      out.push(summary);
     }
-    return Promise.resolve(out.sort((a, b) => b.startedAt.localeCompare(a.startedAt)));
+    return Promise.resolve(sortNewestFirst(out));
   }
 }

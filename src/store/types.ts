@@ -69,6 +69,28 @@ export interface RunSummary {
   startedAt: string;
   /** Last update (ISO). */
   updatedAt: string;
+  /**
+   * Recorded iterations (history entries) so far. Read from the checkpoint state's `historyLength`
+   * when the executor records one.
+   */
+  steps?: number;
+  /** Iterations executed (the state's `iteration`), when recorded. */
+  iterations?: number;
+  /** Wall time from the start to the last checkpoint, in milliseconds. */
+  durationMs?: number;
+  /** Token usage so far (the state's `usage`), when recorded. */
+  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  /** The step the run is at (running, paused) or ended on. */
+  stepId?: string;
+  /** Why the run ended (the state's `end.reason`), once it ended. */
+  completionReason?: string;
+  /**
+   * For a `running` or `paused` run: true while a live process holds its lock, false when nobody
+   * drives it any more (an interrupted run, resumable with `--resume`). Absent when unknown.
+   */
+  live?: boolean;
+  /** Why the run's files could not be read completely (corrupt checkpoint, no checkpoint yet). */
+  problem?: string;
 }
 
 /**

@@ -1,0 +1,291 @@
+/**
+ * The lock file of a run: `<runId>.lock`, holding `{ runId, pid, hostname, started, token }`.
+ *
+ * Exclusion is an OS advisory lock on the open file (`flock`), so a process that dies — even by
+ * SIGKILL — loses its lock at once, and the next process takes it over. The JSON inside says who
+ * holds it (for the error message) and its modification time is a heartbeat, refreshed while the
+ * lock is held. A lock file whose OS lock is free is still honoured when it names a live process on
+ * this host, or a process on another host whose heartbeat is younger than the stale bound
+ * (file systems that do not share OS locks between hosts); otherwise it is stale and taken over
+ * with a warning.
+ *
+ * @module
+ */
+import process from "node:process";
+import { StepflowError } from "../errors.ts";
+
+/** What a lock file records. */
+export interface LockInfo {
+  /** The run. */
+  runId: string;
+  /** Process id of the holder. */
+  pid: number;
+  /** Host name of the holder. */
+  hostname: string;
+  /** When the holder took the lock (ISO). */
+  started: string;
+  /** Random token identifying this holding (detects a lost lock). */
+  token: string;
+}
+
+/** A lock held by this process. */
+export interface HeldFileLock {
+  /** The lock file. */
+  readonly path: string;
+  /** True once another process took the lock over (our heartbeat lapsed). */
+  readonly lost: boolean;
+  /** Releases the lock (idempotent): removes the file, then drops the OS lock. */
+  release(): void;
+}
+
+/** Options of {@linkcode acquireFileLock}. */
+export interface FileLockOptions {
+  /** A lock without a heartbeat for this long is stale (ms). */
+  staleAfterMs: number;
+  /** Receives warnings (stale lock taken over, lock lost). */
+  onWarning: (message: string) => void;
+}
+
+/** This host's name, or `"unknown-host"` without the `sys` permission. */
+export function hostName(): string {
+  try {
+    return Deno.hostname();
+  } catch {
+    return "unknown-host";
+  }
+}
+
+/** True when a process with this id exists on this host. */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as { code?: string }).code === "EPERM";
+  }
+}
+
+/** Whether a recorded lock still belongs to a live holder, and why (for messages). */
+export interface LockJudgement {
+  /** True when the holder is (or may be) alive. */
+  live: boolean;
+  /** The recorded holder, when the file could be read. */
+  info?: LockInfo;
+  /** Why the lock is stale or live, in words. */
+  reason: string;
+}
+
+/**
+ * Judges a lock file's content without taking the OS lock (listing, and a free OS lock).
+ *
+ * @param text the lock file's content
+ * @param mtimeMs its modification time (the heartbeat)
+ * @param staleAfterMs the stale bound
+ */
+export function judgeLock(
+  text: string,
+  mtimeMs: number,
+  staleAfterMs: number,
+  now: number = Date.now(),
+): LockJudgement {
+  const info = parseLockInfo(text);
+  if (!info) {
+    return { live: false, reason: "the lock file is unreadable (a crash while writing it)" };
+  }
+  const age = Math.max(0, now - mtimeMs);
+  const fresh = age < staleAfterMs;
+  const ageText = `${Math.round(age / 1000)} s`;
+  if (info.hostname === hostName()) {
+    if (!pidAlive(info.pid)) {
+      return { live: false, info, reason: `process ${info.pid} is no longer running` };
+    }
+    return fresh ? { live: true, info, reason: `process ${info.pid} is running` } : {
+      live: false,
+      info,
+      reason: `its heartbeat is ${ageText} old (pid ${info.pid} now belongs to another process)`,
+    };
+  }
+  return fresh
+    ? { live: true, info, reason: `its heartbeat is ${ageText} old` }
+    : { live: false, info, reason: `no heartbeat from host ${info.hostname} for ${ageText}` };
+}
+
+function parseLockInfo(text: string): LockInfo | undefined {
+  try {
+    const value = JSON.parse(text);
+    if (
+      value && typeof value === "object" && Number.isInteger(value.pid) &&
+      typeof value.hostname === "string" && typeof value.started === "string"
+    ) return value as LockInfo;
+  } catch {
+    // unreadable: treated as stale
+  }
+  return undefined;
+}
+
+/**
+ * Takes the lock of a run, or throws `RUN_LOCKED` naming the holder (pid, host, since when).
+ *
+ * @param path the lock file
+ * @param runId the run
+ * @param options stale bound and warnings
+ */
+export function acquireFileLock(
+  path: string,
+  runId: string,
+  options: FileLockOptions,
+): HeldFileLock {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const file = Deno.openSync(path, { read: true, write: true, create: true });
+    let keep = false;
+    try {
+      if (!file.tryLockSync(true)) {
+        throw lockedError(path, runId, readJudgement(path, options.staleAfterMs));
+      }
+      // The holder we waited on may have removed the file between our open and our lock: then we
+      // locked a deleted file, and must start over on the path's current file.
+      if (!sameFile(file, path)) continue;
+      const previous = new TextDecoder().decode(readAll(file));
+      if (previous.trim() !== "") {
+        const judgement = judgeLock(
+          previous,
+          file.statSync().mtime?.getTime() ?? 0,
+          options.staleAfterMs,
+        );
+        if (judgement.live) throw lockedError(path, runId, judgement);
+        options.onWarning(
+          `took over the stale lock of run ${runId} (${
+            holderText(judgement.info)
+          }): ${judgement.reason}.`,
+        );
+      }
+      const info: LockInfo = {
+        runId,
+        pid: Deno.pid,
+        hostname: hostName(),
+        started: new Date().toISOString(),
+        token: crypto.randomUUID(),
+      };
+      file.truncateSync(0);
+      file.seekSync(0, Deno.SeekMode.Start);
+      writeAll(file, new TextEncoder().encode(JSON.stringify(info) + "\n"));
+      keep = true;
+      return holdLock(file, path, runId, info, options);
+    } finally {
+      if (!keep) file.close();
+    }
+  }
+  throw new StepflowError(
+    "RUN_LOCKED",
+    `Run ${runId}: its lock file ${path} keeps changing hands; another process is starting or finishing it. Try again.`,
+    { details: { runId, file: path } },
+  );
+}
+
+function holdLock(
+  file: Deno.FsFile,
+  path: string,
+  runId: string,
+  info: LockInfo,
+  options: FileLockOptions,
+): HeldFileLock {
+  let lost = false;
+  let released = false;
+  const beat = () => {
+    try {
+      const now = new Date();
+      const current = parseLockInfo(Deno.readTextFileSync(path));
+      if (current?.token !== info.token) {
+        lost = true;
+        clearInterval(timer);
+        options.onWarning(
+          `lost the lock of run ${runId}: ${
+            current ? `${holderText(current)} took it over` : "the lock file was removed"
+          } (this process's heartbeat lapsed for ${options.staleAfterMs} ms).`,
+        );
+        return;
+      }
+      Deno.utimeSync(path, now, now);
+    } catch {
+      // A missed heartbeat is retried at the next tick.
+    }
+  };
+  const timer = setInterval(beat, Math.max(250, Math.floor(options.staleAfterMs / 4)));
+  Deno.unrefTimer(timer);
+  return {
+    path,
+    get lost() {
+      return lost;
+    },
+    release() {
+      if (released) return;
+      released = true;
+      clearInterval(timer);
+      try {
+        // Remove the file while still holding the OS lock, so nobody can lock it in between.
+        if (!lost) Deno.removeSync(path);
+      } catch {
+        // already gone
+      } finally {
+        file.close();
+      }
+    },
+  };
+}
+
+function readJudgement(path: string, staleAfterMs: number): LockJudgement {
+  try {
+    const text = Deno.readTextFileSync(path);
+    const judgement = judgeLock(text, Deno.statSync(path).mtime?.getTime() ?? 0, staleAfterMs);
+    // The OS lock is held, so the holder is alive whatever the file says.
+    return { ...judgement, live: true };
+  } catch {
+    return { live: true, reason: "another process holds it" };
+  }
+}
+
+function lockedError(path: string, runId: string, judgement: LockJudgement): StepflowError {
+  const since = judgement.info ? ` since ${judgement.info.started}` : "";
+  return new StepflowError(
+    "RUN_LOCKED",
+    `Run ${runId} is already being driven by ${
+      holderText(judgement.info)
+    }${since} (lock file ${path}). Only one process may drive a run: wait for it to finish or stop it. A lock left by a process that died is taken over automatically.`,
+    { details: { runId, file: path, holder: judgement.info } },
+  );
+}
+
+function holderText(info: LockInfo | undefined): string {
+  return info ? `pid ${info.pid} on host ${info.hostname}` : "another process";
+}
+
+function sameFile(file: Deno.FsFile, path: string): boolean {
+  try {
+    const a = file.statSync();
+    const b = Deno.statSync(path);
+    return a.ino === null || (a.ino === b.ino && a.dev === b.dev);
+  } catch {
+    return false;
+  }
+}
+
+function readAll(file: Deno.FsFile): Uint8Array {
+  const size = file.statSync().size;
+  const buf = new Uint8Array(size);
+  file.seekSync(0, Deno.SeekMode.Start);
+  let off = 0;
+  while (off < size) {
+    const n = file.readSync(buf.subarray(off));
+    if (n === null || n === 0) break;
+    off += n;
+  }
+  return buf.subarray(0, off);
+}
+
+/** Writes every byte (a single write may be partial). */
+export function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
+  let off = 0;
+  while (off < bytes.length) off += file.writeSync(bytes.subarray(off));
+}

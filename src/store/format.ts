@@ -1,0 +1,433 @@
+/**
+ * Terminal renderings of recorded runs: the run list (`--runs`) and one run's history (`--show`).
+ * Pure functions of what a store returns; the CLI only prints them.
+ *
+ * @module
+ */
+import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
+
+/** Options of the formatters. */
+export interface FormatOptions {
+  /** Use ANSI colours (default false). */
+  color?: boolean;
+}
+
+/** Token usage as the runner records it (cumulative in `step_end` lines). */
+export interface LoggedUsage {
+  /** Prompt tokens. */
+  inputTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+  /** Cost in US dollars. */
+  costUsd?: number;
+  /** Backend calls. */
+  calls?: number;
+}
+
+/** One history entry as recorded in a `step_end` line (the runner's `HistoryEntry`). */
+export interface LoggedHistoryEntry {
+  /** The step. */
+  stepId: string;
+  /** Run iteration. */
+  iteration: number;
+  /** Attempt of the step in a row. */
+  attempt: number;
+  /** Gate intent, when any. */
+  intent?: string;
+  /** How the step was left. */
+  transition: string;
+  /** Where the run went next. */
+  nextStepId?: string;
+  /** Check verdict. */
+  checkResult?: { result: string; message: string };
+  /** Error message. */
+  error?: string;
+  /** ISO start time. */
+  startedAt: string;
+  /** Duration in ms. */
+  durationMs: number;
+}
+
+/** One row of a run's timeline: a recorded iteration, or a resume/redrive marker. */
+export type TimelineRow =
+  | {
+    kind: "step";
+    /** The history entry. */
+    entry: LoggedHistoryEntry;
+    /** Tokens of this iteration (from the cumulative usage in the log), when recorded. */
+    tokens?: { input: number; output: number };
+    /** Handoff values the step produced, when recorded. */
+    handoff?: Record<string, unknown>;
+  }
+  | {
+    kind: "marker";
+    /** `run_resume` or `run_redrive`. */
+    type: string;
+    /** When it happened. */
+    ts: string;
+    /** History entries kept at that point. */
+    historyLength: number;
+    /** Recorded iterations dropped because their checkpoint was never written (they re-ran). */
+    dropped: number;
+  };
+
+/**
+ * Rebuilds a run's timeline from its log exactly as resume does: `step_end` lines are the history;
+ * each `run_resume`/`run_redrive` marker cuts the history back to the length its checkpoint had
+ * (an iteration whose checkpoint was never written ran again); `historyLength` (the checkpoint's)
+ * cuts the tail the same way.
+ *
+ * @example
+ * ```ts
+ * import { runTimeline } from "./format.ts";
+ * const ts = "2026-01-01T00:00:00.000Z";
+ * const end = (iteration: number) => ({
+ *   ts, runId: "r", type: "step_end", entry: {
+ *     stepId: "a", iteration, attempt: 1, transition: "next", startedAt: ts, durationMs: 1,
+ *   },
+ * });
+ * const rows = runTimeline([end(1), end(2), { ts, runId: "r", type: "run_resume", historyLength: 1 }, end(2)]);
+ * console.log(rows.map((r) => r.kind)); // ["step", "marker", "step"]
+ * ```
+ */
+export function runTimeline(log: readonly RunLogEntry[], historyLength?: number): TimelineRow[] {
+  const rows: TimelineRow[] = [];
+  const usages: (LoggedUsage | undefined)[] = [];
+  let steps = 0;
+  const cutTo = (n: number): number => {
+    let dropped = 0;
+    for (let i = rows.length - 1; i >= 0 && steps > n; i--) {
+      if (rows[i].kind !== "step") continue;
+      rows.splice(i, 1);
+      usages.pop();
+      steps--;
+      dropped++;
+    }
+    return dropped;
+  };
+  for (const line of log) {
+    if (line.type === "step_end" && line.entry && typeof line.entry === "object") {
+      const usage = isUsage(line.usage) ? line.usage : undefined;
+      const previous = usages[usages.length - 1];
+      const row: TimelineRow = { kind: "step", entry: line.entry as LoggedHistoryEntry };
+      if (usage) {
+        row.tokens = {
+          input: usage.inputTokens - (previous?.inputTokens ?? 0),
+          output: usage.outputTokens - (previous?.outputTokens ?? 0),
+        };
+      }
+      if (line.handoff && typeof line.handoff === "object") {
+        row.handoff = line.handoff as Record<string, unknown>;
+      }
+      rows.push(row);
+      usages.push(usage);
+      steps++;
+    } else if (line.type === "run_resume" || line.type === "run_redrive") {
+      const n = Number(line.historyLength ?? 0);
+      const dropped = cutTo(n);
+      rows.push({ kind: "marker", type: line.type, ts: line.ts, historyLength: n, dropped });
+    }
+  }
+  if (historyLength !== undefined) cutTo(historyLength);
+  return rows;
+}
+
+/**
+ * The history entries of a run, rebuilt from its log (see {@linkcode runTimeline}).
+ *
+ * @param log the run's log
+ * @param historyLength the checkpoint's `state.historyLength`, when known
+ */
+export function historyFromLog(
+  log: readonly RunLogEntry[],
+  historyLength?: number,
+): LoggedHistoryEntry[] {
+  const out: LoggedHistoryEntry[] = [];
+  for (const row of runTimeline(log, historyLength)) if (row.kind === "step") out.push(row.entry);
+  return out;
+}
+
+/**
+ * Renders the run list of `--runs`: run id, start, status, steps, duration, tokens and the step
+ * the run is at (or ended on). An interrupted run (status running, nobody holding its lock) shows
+ * as `interrupted`; a run whose files cannot be read shows its problem below the table.
+ *
+ * @example
+ * ```ts
+ * import { formatRunList } from "./format.ts";
+ * console.log(formatRunList([{
+ *   runId: "20260101T000000Z-0a1b2c", agent: "demo", status: "completed",
+ *   startedAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:04.200Z",
+ *   steps: 3, durationMs: 4200, usage: { inputTokens: 1200, outputTokens: 340 }, stepId: "complete.issue",
+ * }]));
+ * ```
+ */
+export function formatRunList(
+  summaries: readonly RunSummary[],
+  options: FormatOptions = {},
+): string {
+  if (summaries.length === 0) return "No runs recorded.";
+  const c = palette(options.color === true);
+  const rows = summaries.map((s) => [
+    s.runId,
+    time(s.startedAt),
+    c.status(statusText(s), statusTone(s)),
+    s.steps === undefined ? "" : String(s.steps),
+    s.durationMs === undefined ? "" : duration(s.durationMs),
+    s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens) : "",
+    s.stepId ?? "",
+  ]);
+  const lines = [
+    table(["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT", "STEP"], rows, {
+      right: new Set([3, 4, 5]),
+      header: c.dim,
+    }),
+  ];
+  for (const s of summaries) {
+    if (s.problem) lines.push(c.status(`! ${s.runId}: ${s.problem}`, "bad"));
+  }
+  return lines.join("\n");
+}
+
+/**
+ * Renders one run for `--show`: a header (status, times, iterations, tokens, error) and its
+ * history as a table — iteration, step, attempt, intent, transition, next step, duration, tokens
+ * and the check verdict or error — with a line where the run was resumed or redriven.
+ *
+ * @param checkpoint the run's checkpoint (undefined when it stopped before its first one)
+ * @param log the run's log
+ *
+ * @example
+ * ```ts ignore
+ * import { FileRunStore, formatRunHistory } from "jsr:@stepflow/core";
+ * const store = new FileRunStore("tmp/logs/agents/code-improver");
+ * const id = "20260101T000000Z-0a1b2c";
+ * console.log(formatRunHistory(await store.loadCheckpoint(id), await store.readLog(id)));
+ * ```
+ */
+export function formatRunHistory(
+  checkpoint: RunCheckpoint | undefined,
+  log: readonly RunLogEntry[],
+  options: FormatOptions = {},
+): string {
+  const c = palette(options.color === true);
+  const state = (checkpoint?.state ?? {}) as Record<string, unknown>;
+  const historyLength = typeof state.historyLength === "number" ? state.historyLength : undefined;
+  const timeline = runTimeline(log, historyLength);
+  const runId = checkpoint?.runId ?? log[0]?.runId ?? "?";
+  const end = state.end as
+    | { reason?: string; stepId?: string; error?: { code?: string; message?: string } }
+    | undefined;
+  const lines: string[] = [];
+
+  const status = checkpoint?.status ?? "no checkpoint";
+  const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
+  const tone = status === "completed"
+    ? "good"
+    : status === "running" || status === "paused"
+    ? "warn"
+    : "bad";
+  lines.push(
+    `${c.bold(`Run ${runId}`)} · agent ${checkpoint?.agent ?? "?"} · ${
+      c.status(status + reason, tone)
+    }`,
+  );
+  const facts: string[] = [];
+  if (checkpoint) {
+    facts.push(`started ${time(checkpoint.startedAt)}`);
+    facts.push(`updated ${time(checkpoint.updatedAt)}`);
+    const ms = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
+    if (Number.isFinite(ms) && ms >= 0) facts.push(duration(ms));
+  } else if (log[0]) {
+    facts.push(`started ${time(log[0].ts)}`);
+  }
+  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
+  const usage = state.usage;
+  if (isUsage(usage)) {
+    facts.push(`tokens ${tokens(usage.inputTokens, usage.outputTokens)}`);
+    if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
+  }
+  if (facts.length) lines.push(facts.join(" · "));
+  if (end?.error?.message) {
+    lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
+  }
+  if (!checkpoint) {
+    lines.push(
+      c.status(
+        "No checkpoint: the process stopped before the run's first checkpoint; it cannot be resumed.",
+        "bad",
+      ),
+    );
+  } else if (status === "running" || status === "paused") {
+    lines.push(c.status(`Not finished: continue it with --resume ${runId}.`, "warn"));
+  } else if (status !== "completed") {
+    lines.push(`Restart it from its failed step with --redrive ${runId}.`);
+  }
+  lines.push("");
+
+  const rows: string[][] = [];
+  const separators = new Map<number, string>();
+  let n = 0;
+  for (const row of timeline) {
+    if (row.kind === "marker") {
+      const verb = row.type === "run_redrive" ? "redriven" : "resumed";
+      const dropped = row.dropped
+        ? `; ${row.dropped} recorded iteration(s) after the last checkpoint ran again`
+        : "";
+      separators.set(rows.length, c.dim(`── ${verb} at ${time(row.ts)}${dropped} ──`));
+      continue;
+    }
+    const e = row.entry;
+    n++;
+    const note = e.error
+      ? c.status(`error: ${oneLine(e.error)}`, "bad")
+      : e.checkResult
+      ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
+      : "";
+    rows.push([
+      String(n),
+      String(e.iteration),
+      e.stepId,
+      String(e.attempt),
+      e.intent ?? "",
+      c.status(e.transition, transitionTone(e.transition)),
+      e.nextStepId ?? "",
+      duration(e.durationMs),
+      row.tokens ? tokens(row.tokens.input, row.tokens.output) : "",
+      note,
+    ]);
+  }
+  if (rows.length === 0 && separators.size === 0) {
+    lines.push("No iteration was recorded.");
+  } else {
+    lines.push(
+      table(
+        ["#", "ITER", "STEP", "TRY", "INTENT", "TRANSITION", "NEXT", "DURATION", "TOKENS", "NOTE"],
+        rows,
+        { right: new Set([0, 1, 3, 7, 8]), header: c.dim, separators },
+      ),
+    );
+  }
+  const lastStart = [...log].reverse().find((l) => l.type === "step_start");
+  const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
+  if (
+    (status === "running" || status === "paused") && lastStart &&
+    typeof lastStart.iteration === "number" && lastStart.iteration > lastKept
+  ) {
+    lines.push(
+      c.status(
+        `Iteration ${lastStart.iteration} (step "${lastStart.stepId}") was in flight when the run stopped; resume runs it again from its start.`,
+        "warn",
+      ),
+    );
+  }
+  return lines.join("\n");
+}
+
+// -------------------------------------------------------------------------------------------------
+
+function isUsage(value: unknown): value is LoggedUsage {
+  const u = value as LoggedUsage | undefined;
+  return !!u && typeof u.inputTokens === "number" && typeof u.outputTokens === "number";
+}
+
+function statusText(s: RunSummary): string {
+  if (s.problem) return s.problem.startsWith("no checkpoint") ? "no checkpoint" : "unreadable";
+  if ((s.status === "running" || s.status === "paused") && s.live === false) return "interrupted";
+  if (s.completionReason && s.completionReason !== s.status) {
+    return `${s.status} (${s.completionReason})`;
+  }
+  return s.status;
+}
+
+type Tone = "good" | "warn" | "bad" | "plain";
+
+function statusTone(s: RunSummary): Tone {
+  if (s.problem) return "bad";
+  if (s.status === "completed") return "good";
+  if (s.status === "running" || s.status === "paused") return "warn";
+  return "bad";
+}
+
+function transitionTone(transition: string): Tone {
+  if (transition === "complete") return "good";
+  if (transition === "fail" || transition === "abort") return "bad";
+  if (transition === "retry" || transition === "fallback") return "warn";
+  return "plain";
+}
+
+interface Palette {
+  status(text: string, tone: Tone): string;
+  dim(text: string): string;
+  bold(text: string): string;
+}
+
+function palette(color: boolean): Palette {
+  const wrap = (code: string) => (text: string) => color ? `\x1b[${code}m${text}\x1b[0m` : text;
+  const tones: Record<Tone, (t: string) => string> = {
+    good: wrap("32"),
+    warn: wrap("33"),
+    bad: wrap("31"),
+    plain: (t) => t,
+  };
+  return { status: (text, tone) => tones[tone](text), dim: wrap("2"), bold: wrap("1") };
+}
+
+/** `2026-01-01T00:00:04.200Z` → `2026-01-01 00:00:04Z`. */
+function time(iso: string): string {
+  if (!iso) return "";
+  return iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+/** Milliseconds for people: `850ms`, `12.3s`, `4m05s`, `1h02m`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+}
+
+function tokens(input: number, output: number): string {
+  return `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ");
+}
+
+// deno-lint-ignore no-control-regex
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+function width(text: string): number {
+  return text.replace(ANSI, "").length;
+}
+
+function table(
+  headers: string[],
+  rows: string[][],
+  opts: {
+    right?: Set<number>;
+    header?: (t: string) => string;
+    separators?: Map<number, string>;
+  } = {},
+): string {
+  const widths = headers.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ""))));
+  const last = headers.length - 1;
+  const render = (cells: string[]) =>
+    cells.map((cell, i) => {
+      const pad = " ".repeat(widths[i] - width(cell));
+      if (opts.right?.has(i)) return pad + cell;
+      return i === last ? cell : cell + pad;
+    }).join("  ").trimEnd();
+  const out = [(opts.header ?? ((t: string) => t))(render(headers))];
+  rows.forEach((row, i) => {
+    const sep = opts.separators?.get(i);
+    if (sep) out.push(sep);
+    out.push(render(row));
+  });
+  const trailing = opts.separators?.get(rows.length);
+  if (trailing) out.push(trailing);
+  return out.join("\n");
+}

@@ -1,0 +1,61 @@
+/**
+ * Run summaries from checkpoints, shared by every store's `list()`.
+ *
+ * @module
+ */
+import type { RunCheckpoint, RunSummary } from "./types.ts";
+
+/**
+ * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
+ * opaque, so the well-known fields of the step-flow runner's state are read only when present:
+ * `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
+ * `currentStepId`, and `end.{reason, stepId}`.
+ *
+ * @example
+ * ```ts
+ * import { summarizeCheckpoint } from "./summary.ts";
+ * const s = summarizeCheckpoint({
+ *   version: 1, runId: "r1", agent: "a", status: "completed", logEntries: 9,
+ *   startedAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:02.500Z",
+ *   state: { historyLength: 3, usage: { inputTokens: 10, outputTokens: 5 } },
+ * });
+ * console.log(s.steps, s.durationMs, s.usage?.inputTokens); // 3 2500 10
+ * ```
+ */
+export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
+  const summary: RunSummary = {
+    runId: checkpoint.runId,
+    agent: checkpoint.agent,
+    status: checkpoint.status,
+    startedAt: checkpoint.startedAt,
+    updatedAt: checkpoint.updatedAt,
+  };
+  const state = checkpoint.state;
+  if (isCount(state.historyLength)) summary.steps = state.historyLength;
+  if (isCount(state.iteration)) summary.iterations = state.iteration;
+  const duration = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
+  if (Number.isFinite(duration) && duration >= 0) summary.durationMs = duration;
+  const usage = state.usage as Record<string, unknown> | undefined;
+  if (usage && isCount(usage.inputTokens) && isCount(usage.outputTokens)) {
+    summary.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+    if (typeof usage.costUsd === "number" && usage.costUsd > 0) {
+      summary.usage.costUsd = usage.costUsd;
+    }
+  }
+  const end = state.end as Record<string, unknown> | undefined;
+  if (end && typeof end.reason === "string") summary.completionReason = end.reason;
+  const stepId = end?.stepId ?? state.currentStepId;
+  if (typeof stepId === "string") summary.stepId = stepId;
+  return summary;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+/** Sorts summaries newest first (by start time, then run id). */
+export function sortNewestFirst(summaries: RunSummary[]): RunSummary[] {
+  return summaries.sort((a, b) =>
+    b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId)
+  );
+}
