@@ -29,11 +29,20 @@ export interface AnthropicBackendOptions extends ChatBackendOptions {
 
 // The subset of the SDK this backend uses. Declared here rather than imported so that the SDK stays
 // out of the module graph; tests/llm/sdk_types_test.ts checks it against the real SDK types.
-/** @internal */
+/** The body of `POST /v1/messages` as this backend sends it. */
+export interface AnthropicMessagesBody {
+  model: string;
+  max_tokens: number;
+  messages: { role: "user" | "assistant"; content: string }[];
+  system?: string;
+  output_config?: { format: { type: "json_schema"; schema: Record<string, unknown> } };
+}
+
+/** The part of the Anthropic client this backend calls. */
 export interface AnthropicMessagesClient {
   messages: {
     create(
-      body: Record<string, unknown>,
+      body: AnthropicMessagesBody,
       options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
     ): PromiseLike<unknown>;
   };
@@ -76,7 +85,7 @@ type AnthropicModule = {
  * import { AnthropicBackend } from "@stepflow/core";
  * const backend = new AnthropicBackend({
  *   apiKey: Deno.env.get("ANTHROPIC_API_KEY"),
- *   model: "claude-sonnet-4-5",
+ *   model: "claude-sonnet-5-5",
  * });
  * const res = await backend.complete({
  *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: ".",
@@ -121,7 +130,7 @@ export class AnthropicBackend extends ChatApiBackend {
   /** Sends one `POST /v1/messages`. */
   protected async exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
     const client = await this.#getClient();
-    const body: Record<string, unknown> = {
+    const body: AnthropicMessagesBody = {
       model: request.model,
       max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
       messages: request.turns.map((t) => ({ role: t.role, content: t.content })),

@@ -67,12 +67,6 @@ export interface ChatBackendOptions {
   conversation?: ConversationLimits;
 }
 
-/** Per-call options of the real backends: the shared ones plus a per-call retry listener. */
-export interface BackendCallOptions extends LlmCallOptions {
-  /** Called before every retry of this call, after the backend's own `onRetry`. */
-  onRetry?: RetryListener;
-}
-
 /** One exchange as a chat backend sends it. */
 export interface ChatExchangeRequest {
   /** The model. */
@@ -188,7 +182,7 @@ export abstract class ChatApiBackend implements LlmBackend {
    * `req.outputSchema` natively or through the prompt, retries transient failures, and returns
    * the text, the parsed structured output, the session id, usage and cost.
    */
-  async complete(req: LlmRequest, opts: BackendCallOptions = {}): Promise<LlmResponse> {
+  async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
     const model = req.model ?? this.model;
     if (!model) {
       throw new UsageError(

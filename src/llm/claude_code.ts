@@ -7,7 +7,7 @@
  */
 import { errorMessage, UsageError } from "../errors.ts";
 import { BackendError, fromRetryExhausted } from "./backend_error.ts";
-import { type BackendCallOptions, DEFAULT_CHAT_TIMEOUT_MS } from "./chat_backend.ts";
+import { DEFAULT_CHAT_TIMEOUT_MS } from "./chat_backend.ts";
 import {
   type FailureClass,
   isRetryableStatus,
@@ -19,10 +19,19 @@ import {
 } from "./retry.ts";
 import { loadSdk } from "./sdk_loader.ts";
 import { extractJson } from "./structured_output.ts";
-import type { LlmBackend, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+
+/** A permission mode Claude Code accepts. */
+export type ClaudePermissionMode =
+  | "default"
+  | "acceptEdits"
+  | "bypassPermissions"
+  | "plan"
+  | "dontAsk"
+  | "auto";
 
 /** The permission modes Claude Code accepts. */
-export const CLAUDE_PERMISSION_MODES: readonly string[] = Object.freeze([
+export const CLAUDE_PERMISSION_MODES: readonly ClaudePermissionMode[] = Object.freeze([
   "default",
   "acceptEdits",
   "bypassPermissions",
@@ -87,9 +96,45 @@ interface SdkMessage {
   modelUsage?: Record<string, Record<string, number | undefined>>;
 }
 
-/** @internal The subset of the SDK this backend uses; checked against the SDK in tests. */
+/**
+ * The `query()` options this backend sets (declared here to keep the SDK out of the module graph;
+ * tests/llm/sdk_types_test.ts checks that they fit the SDK's `Options`).
+ */
+export interface ClaudeQueryOptions {
+  /** Cancels the query. */
+  abortController: AbortController;
+  /** Working directory. */
+  cwd: string;
+  /** The Claude Code preset, with the agent's system prompt appended. */
+  systemPrompt: { type: "preset"; preset: "claude_code"; append?: string };
+  /** Receives Claude Code's stderr. */
+  stderr: (data: string) => void;
+  /** Model. */
+  model?: string;
+  /** Tools allowed without asking. */
+  allowedTools?: string[];
+  /** Permission mode. */
+  permissionMode?: ClaudePermissionMode;
+  /** Required with `bypassPermissions`. */
+  allowDangerouslySkipPermissions?: boolean;
+  /** Structured output. */
+  outputFormat?: { type: "json_schema"; schema: Record<string, unknown> };
+  /** Session to resume. */
+  resume?: string;
+  /** Claude Code executable. */
+  pathToClaudeCodeExecutable?: string;
+  /** Process environment. */
+  env?: Record<string, string | undefined>;
+  /** Turn limit. */
+  maxTurns?: number;
+  /** Settings files to load. */
+  settingSources?: ("user" | "project" | "local")[];
+}
+
+/** The part of the Claude Agent SDK this backend calls (checked against the SDK in tests). */
 export interface ClaudeAgentSdkModule {
-  query(params: { prompt: string; options?: Record<string, unknown> }): AsyncIterable<unknown> & {
+  /** Starts one query. */
+  query(params: { prompt: string; options?: ClaudeQueryOptions }): AsyncIterable<unknown> & {
     close?(): void;
   };
 }
@@ -169,7 +214,7 @@ export class ClaudeCodeBackend implements LlmBackend {
   }
 
   /** Runs one Claude Code turn. */
-  async complete(req: LlmRequest, opts: BackendCallOptions = {}): Promise<LlmResponse> {
+  async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
     const permissionMode = req.permissionMode ?? this.#options.permissionMode;
     if (permissionMode !== undefined) checkPermissionMode(permissionMode, req.stepId);
     opts.signal?.throwIfAborted();
@@ -269,11 +314,11 @@ export class ClaudeCodeBackend implements LlmBackend {
     permissionMode: string | undefined,
     abortController: AbortController,
     onStderr: (data: string) => void,
-  ): Record<string, unknown> {
+  ): ClaudeQueryOptions {
     const o = this.#options;
     const model = req.model ?? o.model;
     const allowedTools = req.allowedTools ?? o.allowedTools;
-    const options: Record<string, unknown> = {
+    const options: ClaudeQueryOptions = {
       abortController,
       cwd: req.cwd,
       systemPrompt: {
@@ -285,7 +330,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     };
     if (model) options.model = model;
     if (allowedTools && allowedTools.length > 0) options.allowedTools = [...allowedTools];
-    if (permissionMode) options.permissionMode = permissionMode;
+    if (permissionMode) options.permissionMode = permissionMode as ClaudePermissionMode;
     if (permissionMode === "bypassPermissions") options.allowDangerouslySkipPermissions = true;
     if (req.outputSchema) options.outputFormat = { type: "json_schema", schema: req.outputSchema };
     if (req.sessionId) options.resume = req.sessionId;
@@ -348,7 +393,7 @@ export class ClaudeCodeBackend implements LlmBackend {
 }
 
 function checkPermissionMode(mode: string, stepId?: string): void {
-  if (CLAUDE_PERMISSION_MODES.includes(mode)) return;
+  if ((CLAUDE_PERMISSION_MODES as readonly string[]).includes(mode)) return;
   throw new UsageError(
     `Unknown permissionMode "${mode}"${
       stepId ? ` for step "${stepId}"` : ""

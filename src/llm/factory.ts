@@ -26,10 +26,10 @@ export const BACKEND_NAMES: readonly BackendName[] = Object.freeze([
 export type BackendName = "claude-code" | "anthropic" | "openai" | "scripted";
 
 /** The model of the `anthropic` backend when neither the spec nor the request names one. */
-export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5";
+export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5";
 
 /** The model of the `openai` backend on api.openai.com when neither the spec nor the request names one. */
-export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
+export const DEFAULT_OPENAI_MODEL = "gpt-5.4-mini";
 
 /** The address of a local Ollama server's OpenAI-compatible API, used in messages and docs. */
 export const OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1";

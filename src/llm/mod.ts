@@ -30,10 +30,10 @@ export {
   CLAUDE_PERMISSION_MODES,
   ClaudeCodeBackend,
   type ClaudeCodeBackendOptions,
+  type ClaudePermissionMode,
   DEFAULT_CLAUDE_CODE_TIMEOUT_MS,
 } from "./claude_code.ts";
 export {
-  type BackendCallOptions,
   ChatApiBackend,
   type ChatBackendOptions,
   type ChatExchangeRequest,

@@ -31,12 +31,24 @@ export interface OpenAiBackendOptions extends ChatBackendOptions {
 }
 
 // The subset of the SDK this backend uses (see anthropic.ts for why it is declared here).
-/** @internal */
+/** The body of `POST /chat/completions` as this backend sends it. */
+export interface OpenAiChatBody {
+  model: string;
+  messages: { role: "system" | "user" | "assistant"; content: string }[];
+  response_format?: {
+    type: "json_schema";
+    json_schema: { name: string; schema: Record<string, unknown>; strict: boolean };
+  };
+  max_tokens?: number;
+  max_completion_tokens?: number;
+}
+
+/** The part of the OpenAI client this backend calls. */
 export interface OpenAiChatClient {
   chat: {
     completions: {
       create(
-        body: Record<string, unknown>,
+        body: OpenAiChatBody,
         options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
       ): PromiseLike<unknown>;
     };
@@ -120,10 +132,10 @@ export class OpenAiBackend extends ChatApiBackend {
   /** Sends one `POST /chat/completions`. */
   protected async exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
     const client = await this.#getClient();
-    const messages: { role: string; content: string }[] = [];
+    const messages: OpenAiChatBody["messages"] = [];
     if (request.system) messages.push({ role: "system", content: request.system });
     for (const turn of request.turns) messages.push({ role: turn.role, content: turn.content });
-    const body: Record<string, unknown> = { model: request.model, messages };
+    const body: OpenAiChatBody = { model: request.model, messages };
     if (request.schema) {
       body.response_format = {
         type: "json_schema",
@@ -135,8 +147,8 @@ export class OpenAiBackend extends ChatApiBackend {
       };
     }
     if (this.#options.maxTokens !== undefined) {
-      body[this.isCompatibleServer ? "max_tokens" : "max_completion_tokens"] =
-        this.#options.maxTokens;
+      if (this.isCompatibleServer) body.max_tokens = this.#options.maxTokens;
+      else body.max_completion_tokens = this.#options.maxTokens;
     }
     const completion = await client.chat.completions.create(body, {
       signal: request.signal,

@@ -1,0 +1,51 @@
+/**
+ * The SDKs stay out of the static module graph (importing stepflow loads none of them), and the
+ * specifiers the backends load at run time match the deno.json aliases.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { SDK_SPECIFIERS } from "../../src/llm/sdk_loader.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SDK_PACKAGES = ["@anthropic-ai/sdk", "openai", "@anthropic-ai/claude-agent-sdk"];
+
+async function moduleGraph(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", entry],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string }[];
+    packages?: Record<string, string>;
+  };
+  return [...info.modules.map((m) => m.specifier), ...Object.keys(info.packages ?? {})];
+}
+
+for (const entry of ["mod.ts", "src/llm/mod.ts", "src/llm/factory.ts"]) {
+  Deno.test(`deno info ${entry} lists no SDK`, async () => {
+    const graph = await moduleGraph(entry);
+    assert.ok(graph.some((s) => s.includes("src/llm/claude_code.ts") || entry !== "mod.ts"));
+    for (const pkg of SDK_PACKAGES) {
+      const hits = graph.filter((s) =>
+        s.includes(`npm:/${pkg}@`) || s.includes(`npm:${pkg}@`) || s === pkg
+      );
+      assert.deepEqual(hits, [], `${entry} pulls in ${pkg}`);
+    }
+  });
+}
+
+Deno.test("the SDK specifiers loaded at run time equal the deno.json aliases", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    imports: Record<string, string>;
+  };
+  for (const pkg of SDK_PACKAGES) {
+    assert.equal(
+      SDK_SPECIFIERS[pkg as keyof typeof SDK_SPECIFIERS],
+      config.imports[pkg],
+      `src/llm/sdk_loader.ts and deno.json disagree on ${pkg}`,
+    );
+  }
+});
