@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import {
+  CLI_FLAGS,
+  parameterList,
+  parseCommandLine,
+  scanCommandLine,
+  usageText,
+} from "../../src/cli/args.ts";
+import { UsageError } from "../../src/errors.ts";
+
+const PARAMS = {
+  topic: { type: "string", description: "What to do", required: true },
+  count: { type: "number", default: 2 },
+  "dry-run": { type: "boolean" },
+  verbose_log: { type: "boolean", default: true },
+} as const;
+
+function usage(fn: () => unknown, pattern: RegExp): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof UsageError, `expected a UsageError, got ${error}`);
+    assert.match(error.message, pattern);
+    return true;
+  });
+}
+
+Deno.test("parseCommandLine: CLI flags", () => {
+  const { flags, params } = parseCommandLine([
+    "--agent",
+    "a",
+    "--backend",
+    "openai",
+    "--model",
+    "m",
+    "--base-url",
+    "http://x/v1",
+    "--script",
+    "s.yaml",
+    "--max-iterations",
+    "7",
+    "--allow-fallback",
+    "--json",
+    "--verbose",
+  ]);
+  assert.deepEqual(flags, {
+    agent: "a",
+    backend: "openai",
+    model: "m",
+    baseUrl: "http://x/v1",
+    script: "s.yaml",
+    maxIterations: 7,
+    allowFallback: true,
+    json: true,
+    verbose: true,
+    help: false,
+    list: false,
+    validate: false,
+    graph: false,
+  });
+  assert.deepEqual(params, {});
+  assert.equal(parseCommandLine(["-h"]).flags.help, true);
+  assert.equal(parseCommandLine(["--init=x"]).flags.init, "x");
+});
+
+Deno.test("parseCommandLine: parameters are type-checked, defaults applied", () => {
+  const parse = (...argv: string[]) =>
+    parseCommandLine(["--agent", "a", ...argv], { parameters: PARAMS, agentName: "a" }).params;
+  assert.deepEqual(parse("--topic", "x"), { topic: "x", count: 2, verbose_log: true });
+  assert.deepEqual(parse("--topic", "", "--count", "1.5"), {
+    topic: "",
+    count: 1.5,
+    verbose_log: true,
+  });
+  assert.equal(parse("--topic", "x", "--count", "-3").count, -3);
+  assert.equal(parse("--topic", "x", "--count=-3").count, -3);
+  assert.equal(parse("--topic=--x").topic, "--x");
+  usage(
+    () => parse("--topic", "--x"),
+    /^--topic needs a value, but the next argument starts with "-"\. Write --topic=VALUE/,
+  );
+  // Boolean: flag form, explicit value, inline value.
+  assert.equal(parse("--topic", "x", "--dry-run")["dry-run"], true);
+  assert.equal(parse("--topic", "x", "--dry-run", "false")["dry-run"], false);
+  assert.equal(parse("--topic", "x", "--dry-run", "TRUE")["dry-run"], true);
+  assert.equal(parse("--topic", "x", "--dry-run=false")["dry-run"], false);
+  assert.equal(parse("--dry-run", "--topic", "x")["dry-run"], true);
+  assert.equal(parse("--topic", "x", "--verbose_log=false").verbose_log, false);
+  // Values may hold spaces and '=' signs.
+  assert.equal(parse("--topic=a = b").topic, "a = b");
+});
+
+Deno.test("parseCommandLine: every mistake is a UsageError naming the flag", () => {
+  const parse = (...argv: string[]) =>
+    parseCommandLine(["--agent", "a", ...argv], { parameters: PARAMS, agentName: "a" });
+  usage(
+    () => parse("--topic", "x", "--cuont", "1"),
+    /^Unknown option --cuont\. Did you mean --count\?/,
+  );
+  usage(() => parse("--topic", "x", "--zzz"), /Unknown option --zzz\.\n\nParameters of agent "a":/);
+  usage(() => parse("--topic", "x", "-q"), /Unknown option -q\./);
+  usage(() => parse(), /^Missing required parameter --topic for agent "a"\./);
+  usage(() => parse("--topic", "x", "--count", "abc"), /^--count expects a number, got "abc"\./);
+  usage(() => parse("--topic", "x", "--count", ""), /^--count expects a number, got ""\./);
+  usage(() => parse("--topic", "x", "--count"), /^--count needs a value/);
+  usage(
+    () => parse("--topic", "x", "--dry-run", "maybe"),
+    /^--dry-run is a boolean: use --dry-run, --dry-run true or --dry-run false \(got "maybe"\)/,
+  );
+  usage(() => parse("--topic", "x", "stray"), /^Unexpected argument "stray"/);
+  usage(() => parse("--topic", "x", "--topic", "y"), /^--topic given more than once/);
+  usage(() => parse("--topic", "x", "--json=yes"), /^--json is a flag and takes no value\./);
+  usage(
+    () => parse("--topic", "x", "--max-iterations", "0"),
+    /--max-iterations expects a positive integer/,
+  );
+  usage(() => parseCommandLine(["--agent"]), /^--agent needs a value/);
+  usage(
+    () =>
+      parseCommandLine(["--agent", "a"], {
+        parameters: { model: { type: "string" } },
+        agentName: "a",
+      }),
+    /declares the parameter "model", which clashes with the CLI flag --model/,
+  );
+  // The parameter list is appended, so the fix is on screen.
+  usage(
+    () => parse("--count", "abc"),
+    /--topic <string> +What to do \(required\)\n {2}--count <number> +\(default 2\)/,
+  );
+});
+
+Deno.test("parseCommandLine: --help skips the required-parameter check", () => {
+  const { flags } = parseCommandLine(["--agent", "a", "--help"], { parameters: PARAMS });
+  assert.equal(flags.help, true);
+});
+
+Deno.test("scanCommandLine tolerates the agent's parameters and bad values", () => {
+  const flags = scanCommandLine([
+    "--topic",
+    "Fix it",
+    "--agent",
+    "x",
+    "--max-iterations",
+    "zero",
+    "--verbose",
+  ]);
+  assert.equal(flags.agent, "x");
+  assert.equal(flags.verbose, true);
+  assert.equal(flags.maxIterations, undefined);
+});
+
+Deno.test("usageText lists every flag, the exit codes and the agent's parameters", () => {
+  const text = usageText();
+  for (const flag of CLI_FLAGS) assert.match(text, new RegExp(`--${flag.name}\\b`));
+  assert.match(text, /Exit codes: 0 success/);
+  assert.match(text, /INIT_CWD/);
+  const withAgent = usageText({ parameters: PARAMS, agentName: "a" });
+  assert.match(withAgent, /Parameters of agent "a":/);
+  assert.match(withAgent, /--dry-run \[true\|false\]/);
+  assert.equal(
+    parameterList({}, "b"),
+    'Parameters of agent "b": none (the agent declares no parameters).',
+  );
+});

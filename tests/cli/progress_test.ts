@@ -1,0 +1,224 @@
+import assert from "node:assert/strict";
+import {
+  createLineProgress,
+  createLiveProgress,
+  formatClock,
+  formatCount,
+  observeBackend,
+} from "../../src/cli/progress.ts";
+import { StepflowError } from "../../src/errors.ts";
+import type { StepInfo } from "../../src/events/types.ts";
+import type { StepFlowResult } from "../../src/flow/types.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import type { LlmRequest } from "../../src/llm/types.ts";
+
+function clock(start = 1000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+function info(stepId: string, iteration: number, desc = stepId): StepInfo {
+  return { runId: "r1", stepId, desc, order: iteration, path: [desc], iteration };
+}
+
+function result(overrides: Partial<StepFlowResult> = {}): StepFlowResult {
+  return {
+    success: true,
+    runId: "r1",
+    finalStepId: "complete.task",
+    completionReason: "completed",
+    iterations: 3,
+    state: { history: [], handoff: {} },
+    usage: { inputTokens: 1200, outputTokens: 34, costUsd: 0, calls: 3 },
+    ...overrides,
+  };
+}
+
+const request = (kind: LlmRequest["kind"], stepId = "work.task"): LlmRequest => ({
+  kind,
+  agent: "a",
+  stepId,
+  iteration: 2,
+  prompt: "p",
+  cwd: ".",
+});
+
+Deno.test("formatClock and formatCount", () => {
+  assert.equal(formatClock(0), "00:00.000");
+  assert.equal(formatClock(1234), "00:01.234");
+  assert.equal(formatClock(61_005), "01:01.005");
+  assert.equal(formatClock(3_725_000), "62:05.000");
+  assert.equal(formatCount(1234567), "1,234,567");
+  assert.equal(formatCount(12), "12");
+});
+
+Deno.test("line progress: one timestamped line per event", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLineProgress({ write: (s) => void out.push(s), color: false, now: t.now });
+  const e = p.events;
+  await e.onPlanStart?.({ name: "demo", entryStepId: "work.task" }, { runId: "r1" });
+  t.advance(5);
+  await e.onStepStart?.(info("work.task", 1, "Work"));
+  t.advance(1229);
+  await e.onStepEnd?.(info("work.task", 1, "Work"), {
+    transition: "next",
+    intent: "next",
+    nextStepId: "check.task",
+  });
+  await e.onStepStart?.(info("check.task", 2));
+  await e.onStepEnd?.(info("check.task", 2), {
+    transition: "retry",
+    nextStepId: "check.task",
+    checkResult: { result: "ng", message: "2 tests fail" },
+  });
+  await e.onStepStart?.(info("check.task", 3));
+  await e.onStepError?.(
+    info("check.task", 3),
+    new StepflowError("OUTPUT_SCHEMA_INVALID", "bad output\nmore"),
+  );
+  await e.onStepRetry?.(
+    info("check.task", 3),
+    1,
+    new StepflowError("BACKEND_RETRY", "anthropic attempt 1/3 failed (429)"),
+  );
+  await e.onStepRetry?.(info("check.task", 3), 1, new Error("boom"));
+  await e.onStepJump?.(info("check.task", 3), "cleanup.task");
+  await e.onStepEnd?.(info("check.task", 3), {
+    transition: "jump",
+    intent: "jump",
+    nextStepId: "cleanup.task",
+    error: "x",
+  });
+  p.warn("fallback prompt used");
+  await e.onPlanEnd?.({}, { runId: "r1", status: "completed", result: result() });
+  await e.onPlanEnd?.({}, {
+    runId: "r1",
+    result: result({
+      success: false,
+      completionReason: "step_failed",
+      error: { code: "BACKEND_AUTH", message: "key refused\nsecond line" },
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 1 },
+    }),
+  });
+  p.finish(result());
+  assert.deepEqual(out.join("").split("\n"), [
+    "[00:00.000] run r1 started: agent demo, entry work.task",
+    '[00:00.005] step work.task #1 started ("Work")',
+    "[00:01.234] step work.task #1 → next (check.task)",
+    "[00:01.234] step check.task #2 started",
+    "[00:01.234] step check.task #2 → retry (check.task) check ng: 2 tests fail",
+    "[00:01.234] step check.task #3 started (attempt 2)",
+    "[00:01.234] step check.task #3 error [OUTPUT_SCHEMA_INVALID] bad output …",
+    "[00:01.234] step check.task #3 retry 1: anthropic attempt 1/3 failed (429)",
+    "[00:01.234] step check.task #3 retry 1: onError retry after boom",
+    "[00:01.234] step check.task #3 jump → cleanup.task",
+    "[00:01.234] step check.task #3 → jump (cleanup.task) (after error)",
+    "[00:01.234] warning: fallback prompt used",
+    "[00:01.234] run succeeded: completed at complete.task after 3 iterations (1,234 tokens (1,200 in, 34 out), 3 calls)",
+    "[00:01.234] run failed: step_failed at complete.task after 3 iterations (1 call)",
+    "[00:01.234]   BACKEND_AUTH: key refused …",
+    "",
+  ]);
+});
+
+Deno.test("line progress: --verbose adds backend calls and state changes; colour only when asked", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLineProgress({
+    write: (s) => void out.push(s),
+    color: true,
+    verbose: true,
+    now: t.now,
+  });
+  const req = request("check");
+  p.onCallStart?.(req);
+  t.advance(1500);
+  p.onCallEnd?.(req, { text: "", usage: { inputTokens: 10, outputTokens: 2 } });
+  p.onCallStart?.(request("step"));
+  p.onCallEnd?.(request("step"), undefined, new Error("down"));
+  await p.events.onStateChange?.("running", "idle", { runId: "r1" });
+  const text = out.join("");
+  assert.match(text, /call check of work\.task #2 started/);
+  assert.match(text, /call check of work\.task answered in 1\.5s \(10 in, 2 out tokens\)/);
+  assert.match(text, /call step of work\.task failed: down/);
+  assert.match(text, /state idle → running/);
+  assert.ok(text.includes("\x1b[2m["), "timestamps are dimmed with colour on");
+});
+
+Deno.test("live progress: redraws one line in place, then leaves only the summary", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now: t.now,
+    columns: 200,
+    intervalMs: 10_000,
+  });
+  const e = p.events;
+  await e.onStepStart?.(info("work.task", 1));
+  t.advance(2345);
+  p.onCallStart?.(request("step"));
+  assert.equal(out.at(-1), "\r\x1b[2K⠋ 00:02.3  work.task · iteration 1 · waiting for the model");
+  p.onCallEnd?.(request("step"), { text: "", usage: { inputTokens: 1000, outputTokens: 500 } });
+  await e.onStepEnd?.(info("work.task", 1), { transition: "repeat", nextStepId: "work.task" });
+  await e.onStepStart?.(info("work.task", 2));
+  p.onCallStart?.(request("check"));
+  assert.equal(
+    out.at(-1),
+    "\r\x1b[2K⠋ 00:02.3  work.task · iteration 2 · attempt 2 · check call · last work.task → repeat · 1,500 tokens",
+  );
+  // Errors and warnings become permanent lines above the status line.
+  await e.onStepError?.(info("work.task", 2), new StepflowError("STEP_TIMEOUT", "too slow"));
+  assert.deepEqual(out.slice(-3), [
+    "\r\x1b[2K",
+    "error work.task #2: [STEP_TIMEOUT] too slow\n",
+    "\r\x1b[2K⠋ 00:02.3  work.task · iteration 2 · attempt 2 · check call · last work.task → repeat · 1,500 tokens",
+  ]);
+  p.finish(result());
+  assert.deepEqual(out.slice(-2), [
+    "\r\x1b[2K",
+    "✓ succeeded: completed at complete.task after 3 iterations (1,234 tokens (1,200 in, 34 out), 3 calls) in 00:02.3\n",
+  ]);
+  const count = out.length;
+  await e.onStepStart?.(info("late", 9));
+  p.finish(result());
+  assert.equal(out.length, count, "nothing is drawn after finish");
+  assert.ok(!out.join("").includes("\x1b[3"), "no colour codes when colour is off");
+});
+
+Deno.test("live progress: the line is cut to the terminal width; the spinner turns", async () => {
+  const out: string[] = [];
+  const p = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: true,
+    columns: 30,
+    intervalMs: 5,
+  });
+  await p.events.onStepStart?.(info("a.very.long.step.identifier.indeed", 1));
+  await new Promise((r) => setTimeout(r, 40));
+  p.finish();
+  const frames = out.filter((s) => s.startsWith("\r\x1b[2K\x1b[36m"));
+  assert.ok(frames.length >= 2, "redrawn by the timer");
+  assert.ok(new Set(frames.map((f) => f.slice(10, 11))).size >= 2, "the spinner changes");
+  for (const frame of frames) {
+    const visible = frame.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "").replace("\r", "");
+    assert.ok(Array.from(visible).length <= 30, `fits in 30 columns: ${visible}`);
+    assert.ok(visible.endsWith("…"));
+  }
+  assert.equal(out.at(-1), "\r\x1b[2K", "finish without a result only clears");
+});
+
+Deno.test("observeBackend reports each call and passes errors through", async () => {
+  const seen: string[] = [];
+  const backend = observeBackend(new ScriptedBackend(["ok", { error: "nope" }]), {
+    onCallStart: (r) => void seen.push(`start ${r.kind}`),
+    onCallEnd: (r, res, err) =>
+      void seen.push(`end ${r.kind} ${res?.text ?? ""}${err ? "error" : ""}`),
+  });
+  assert.equal(backend.name, "scripted");
+  assert.equal((await backend.complete(request("step"))).text, "ok");
+  await assert.rejects(() => backend.complete(request("check")), /nope/);
+  assert.deepEqual(seen, ["start step", "end step ok", "start check", "end check error"]);
+});
