@@ -23,6 +23,11 @@ async function runMain(argv: string[], io: Partial<CliIo>): Promise<Captured> {
   return { code, stdout, stderr };
 }
 
+/** True when `text` holds an escape sequence other than the live line's "clear line". */
+function hasColour(text: string): boolean {
+  return text.replaceAll("\x1b[2K", "").includes("\x1b[");
+}
+
 /** A stream that never yields and never closes (an idle pipe or a terminal). */
 function silentStream(): ReadableStream<Uint8Array> {
   return new ReadableStream({ pull: () => new Promise(() => {}) });
@@ -62,17 +67,19 @@ Deno.test("main: on a terminal the progress is a live line, coloured unless NO_C
     assert.equal(colour.code, EXIT.success, colour.stderr);
     assert.ok(colour.stderr.startsWith("\r\x1b[2K"), "the status line redraws in place");
     assert.match(colour.stderr, /work\.task · iteration 1/);
-    assert.match(
+    assert.ok(
+      colour.stderr.includes(
+        "\x1b[32m✓ succeeded: completed at complete.task after 2 iterations (1,234 tokens",
+      ),
       colour.stderr,
-      /\x1b\[32m✓ succeeded: completed at complete\.task after 2 iterations \(1,234 tokens/,
     );
     assert.ok(colour.stderr.endsWith("\x1b[39m\n"), "the summary line is the last thing on stderr");
     assert.ok(!/^\[\d\d:/m.test(colour.stderr), "no plain event lines on a terminal");
-    assert.match(colour.stdout, /^\x1b\[32m✓ tiny succeeded/);
+    assert.ok(colour.stdout.startsWith("\x1b[32m✓ tiny succeeded"), colour.stdout);
 
     const plain = await runMain(argv, { cwd: dir, env: { NO_COLOR: "1" }, isTerminal: tty });
     assert.equal(plain.code, EXIT.success);
-    assert.ok(!/\x1b\[\d+m/.test(plain.stderr + plain.stdout), "NO_COLOR: no colour codes");
+    assert.ok(!hasColour(plain.stderr + plain.stdout), "NO_COLOR: no colour codes");
     assert.match(plain.stderr, /✓ succeeded/);
 
     // --verbose on a terminal: plain lines, with the backend calls.

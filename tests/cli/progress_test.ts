@@ -203,7 +203,10 @@ Deno.test("live progress: the line is cut to the terminal width; the spinner tur
   assert.ok(frames.length >= 2, "redrawn by the timer");
   assert.ok(new Set(frames.map((f) => f.slice(10, 11))).size >= 2, "the spinner changes");
   for (const frame of frames) {
-    const visible = frame.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "").replace("\r", "");
+    const visible = frame.replaceAll("\x1b", "").replace(/\[[0-9;]*[A-Za-z]/g, "").replace(
+      "\r",
+      "",
+    );
     assert.ok(Array.from(visible).length <= 30, `fits in 30 columns: ${visible}`);
     assert.ok(visible.endsWith("…"));
   }
