@@ -25,3 +25,4 @@ export * from "./src/definition/mod.ts";
 export * from "./src/flow/mod.ts";
 // -- backend exports (owned by the real-backends work) --
 // -- durable-run exports (owned by the durable-runs work) --
+export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./src/flow/telemetry.ts";

@@ -27,6 +27,7 @@ import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./chec
 import { interpretGate } from "./gate.ts";
 import { formatValidationErrors, OutputSchemaCache } from "./output_validator.ts";
 import { routeTransition } from "./router.ts";
+import { startFlowTelemetry } from "./telemetry.ts";
 import type {
   CompletionReason,
   HistoryEntry,
@@ -220,6 +221,12 @@ export class StepFlowRunner {
     this.#controller = new AbortController();
     this.#stopCause = undefined;
     const detach = this.#attachSignals(options.signal);
+    // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
+    const telemetry = startFlowTelemetry(
+      this.#def.name,
+      options.resume ? "resume" : options.redrive ? "redrive" : "start",
+      this.#events,
+    );
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, this.#ctx);
@@ -230,7 +237,19 @@ export class StepFlowRunner {
         historyLength: state.historyLength,
       });
       await this.#checkpoint(state, "running");
-      await this.#loop(state, history, backend);
+      await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
+      const end = state.end!;
+      await this.#log(state, {
+        type: "run_end",
+        stepId: end.stepId,
+        reason: end.reason,
+        ...(end.error ? { error: end.error } : {}),
+        usage: { ...state.usage },
+      });
+      await this.#checkpoint(state, TERMINAL_STATUS[end.reason]);
+    } catch (error) {
+      telemetry?.fail(error);
+      throw error;
     } finally {
       detach();
       await lock?.release();
@@ -413,7 +432,13 @@ export class StepFlowRunner {
       checkResult: entry.checkResult,
       error: entry.error,
     });
-    await this.#log(state, { type: "step_end", stepId: entry.stepId, entry });
+    await this.#log(state, {
+      type: "step_end",
+      stepId: entry.stepId,
+      entry,
+      usage: { ...state.usage },
+      ...(state.handoff[entry.stepId] ? { handoff: state.handoff[entry.stepId] } : {}),
+    });
     await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
   }
 

@@ -89,7 +89,7 @@ Deno.test("redrive restarts a failed run from its failed step", async () => {
   const log = await store.readLog("run-2");
   assert.deepEqual(
     log.filter((l) => l.type.startsWith("run_")).map((l) => l.type),
-    ["run_start", "run_redrive"],
+    ["run_start", "run_end", "run_redrive", "run_end"],
   );
 });
 
