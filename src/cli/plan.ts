@@ -1,0 +1,578 @@
+/**
+ * `deno task plan`: the PlanSpec command line (seed 003 "Command Line Tools").
+ *
+ * ```
+ * deno task plan new "<description>"   generate a plan with an LLM → planspec/<snake_name>.md
+ * deno task plan show <name|path>      the plan as a tree (/showplan)
+ * deno task plan list                  the plans in planspec/
+ * deno task plan archive <name>        planspec/<name>.md → planspec/archive/
+ * deno task plan validate <name|file>  check a plan (exit 1 on errors)
+ * deno task plan run <name|path>       execute a plan step by step with an LLM
+ * ```
+ *
+ * Names resolve as `planspec/<name>.md`, then `Tasks/<name>/plan.md`, then as a path. Relative
+ * paths and the `planspec/` folder are taken from `INIT_CWD` (set by `deno task` to the folder the
+ * task was started from), else the current directory.
+ *
+ * @module
+ */
+import { relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { StepflowError, UsageError } from "../errors.ts";
+import type { StepInfo } from "../events/types.ts";
+import { createBackend } from "../llm/factory.ts";
+import { loadScriptFile } from "../llm/script_file.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import {
+  archivePlan,
+  collapseStep,
+  expandStep,
+  freePlanFile,
+  generatePlan,
+  isPlanName,
+  listPlans,
+  parsePlan,
+  PlanParseError,
+  PlanRunner,
+  type PlanRunResult,
+  planspecDir,
+  readPlanFile,
+  renderPlan,
+  resolvePlanRef,
+  snakeName,
+  type StepOutput,
+  validatePlan,
+  writeFileAtomic,
+  writePlanFile,
+} from "../planspec/mod.ts";
+
+/** Where the CLI reads and writes; tests and embedders may replace any part. */
+export interface PlanCliIo {
+  /** Writes to stdout (no newline added). */
+  stdout(text: string): void;
+  /** Writes to stderr (no newline added). */
+  stderr(text: string): void;
+  /** The folder relative paths and `planspec/` resolve against. */
+  cwd: string;
+  /** Reads an environment variable. */
+  env(name: string): string | undefined;
+  /** Whether stdout is a terminal (colours). */
+  stdoutIsTerminal: boolean;
+  /** Whether stdin is a terminal (`--interactive`). */
+  stdinIsTerminal: boolean;
+  /** Asks the user a question on the terminal; null when there is no answer. */
+  ask(question: string): string | null;
+  /** Registers a Ctrl-C handler; returns a function that removes it. */
+  onInterrupt(handler: () => void): () => void;
+}
+
+const HELP = `Usage: deno task plan <command> [options]
+
+Commands:
+  new "<description>"      Generate a plan with an LLM and write planspec/<snake_name>.md
+  show <name|path>         Show a plan as a tree: status markers, type badges, folded bodies
+  list                     List the plans in planspec/ with their progress
+  archive <name>           Move a finished plan (and its run history) to planspec/archive/
+  validate <name|file>     Check a plan against the PlanSpec rules (exit 1 on errors)
+  run <name|path>          Execute a plan step by step with an LLM, rewriting the file as it goes
+
+Backend options (new, run):
+  --backend NAME           claude-code (default), anthropic, openai or scripted
+  --script FILE            Scripted answers (YAML/JSON map from step id to answers); implies scripted
+  --model NAME             Model for every call
+  --base-url URL           Server URL (OpenAI-compatible servers such as Ollama)
+
+new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan)
+show:      --full (no folding), --expand IDS, --collapse IDS (comma-separated), --color, --no-color
+list:      --archive (list planspec/archive/ instead)
+archive:   --force (archive a plan that is not complete)
+run:       --max-rounds N (3), --max-attempts N (3), --interactive (ask questions on the terminal),
+           --json (print one JSON result), --quiet (no progress lines)
+
+Names resolve as planspec/<name>.md, then Tasks/<name>/plan.md, then as a file path; relative paths
+resolve against the folder the task was started from. A killed 'plan run' continues where it
+stopped when run again.
+
+Scripted step ids: planspec.generate, planspec.step.<id>, planspec.reflect.<id>, planspec.replan,
+planspec.children.<id>, planspec.regenerate.
+
+Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
+2 usage error or missing plan, 130 interrupted.`;
+
+/**
+ * Runs the `plan` command line and returns the exit code.
+ *
+ * @example
+ * ```ts ignore
+ * import { planMain } from "./plan.ts";
+ * Deno.exit(await planMain(["list"]));
+ * ```
+ */
+export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Promise<number> {
+  const cli: PlanCliIo = { ...defaultIo(), ...io };
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        cli.stdout(HELP + "\n");
+        return command === undefined ? 2 : 0;
+      case "new":
+        return await cmdNew(rest, cli);
+      case "show":
+        return await cmdShow(rest, cli);
+      case "list":
+        return await cmdList(rest, cli);
+      case "archive":
+        return await cmdArchive(rest, cli);
+      case "validate":
+        return await cmdValidate(rest, cli);
+      case "run":
+        return await cmdRun(rest, cli);
+      default:
+        throw new UsageError(
+          `Unknown command "${command}": use new, show, list, archive, validate or run (see --help).`,
+        );
+    }
+  } catch (error) {
+    return report(error, cli);
+  }
+}
+
+function report(error: unknown, cli: PlanCliIo): number {
+  const message = error instanceof Error ? error.message : String(error);
+  cli.stderr(`error: ${message}\n`);
+  if (error instanceof StepflowError) {
+    return error.code === "USAGE" || error.code === "PLAN_NOT_FOUND" ? 2 : 1;
+  }
+  if (
+    error instanceof TypeError && (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+  ) {
+    return 2;
+  }
+  return 1;
+}
+
+type OptionSpec = Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
+
+const BACKEND_OPTIONS: OptionSpec = {
+  backend: { type: "string" },
+  script: { type: "string" },
+  model: { type: "string" },
+  "base-url": { type: "string" },
+};
+
+function parse(
+  command: string,
+  args: string[],
+  options: OptionSpec,
+): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({
+      args,
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return parsed as {
+      values: Record<string, string | boolean | string[] | undefined>;
+      positionals: string[];
+    };
+  } catch (error) {
+    throw new UsageError(`plan ${command}: ${(error as Error).message} (see plan --help)`);
+  }
+}
+
+function helpRequested(values: Record<string, unknown>, cli: PlanCliIo): boolean {
+  if (values.help) cli.stdout(HELP + "\n");
+  return values.help === true;
+}
+
+function onePositional(command: string, positionals: string[], what: string): string {
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      `plan ${command} takes exactly one ${what}, got ${positionals.length}: plan ${command} <${what}>`,
+    );
+  }
+  return positionals[0];
+}
+
+async function makeBackend(
+  values: Record<string, unknown>,
+  cli: PlanCliIo,
+): Promise<LlmBackend> {
+  const script = values.script as string | undefined;
+  const name = (values.backend as string | undefined) ?? (script ? "scripted" : "claude-code");
+  if (name === "scripted") {
+    if (!script) {
+      throw new UsageError(
+        "--backend scripted needs --script FILE (a YAML or JSON map from step id to answers).",
+      );
+    }
+    return await loadScriptFile(resolve(cli.cwd, script));
+  }
+  if (script) throw new UsageError(`--script only works with --backend scripted, not ${name}.`);
+  return await createBackend({
+    name,
+    model: values.model as string | undefined,
+    baseUrl: values["base-url"] as string | undefined,
+    onRetry: (r) =>
+      cli.stderr(
+        `  · backend retry ${r.attempt}/${r.maxAttempts} in ${r.delayMs} ms: ${r.reason}\n`,
+      ),
+    onWarning: (m) => cli.stderr(`  · ${m}\n`),
+  });
+}
+
+function shown(cli: PlanCliIo, file: string): string {
+  const rel = relative(cli.cwd, file);
+  return rel.startsWith("..") ? file : rel;
+}
+
+// ---------------------------------------------------------------------------------------------
+// new
+
+async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("new", args, {
+    ...BACKEND_OPTIONS,
+    name: { type: "string" },
+    print: { type: "boolean" },
+  });
+  if (helpRequested(values, cli)) return 0;
+  const description = positionals.join(" ").trim();
+  if (description === "") {
+    throw new UsageError('plan new needs a task description: plan new "Implement OAuth login"');
+  }
+  let name: string | undefined;
+  if (values.name !== undefined) {
+    name = (values.name as string).replace(/\.md$/i, "");
+    if (!isPlanName(name)) {
+      throw new UsageError(
+        `--name ${JSON.stringify(values.name)} is not a plain file name; use e.g. --name ${
+          snakeName(values.name as string)
+        }`,
+      );
+    }
+  }
+  const backend = await makeBackend(values, cli);
+  const dir = planspecDir(cli.cwd);
+  cli.stderr(`Generating a plan with ${backend.name}…\n`);
+  let generated;
+  try {
+    generated = await generatePlan(description, {
+      backend,
+      model: values.model as string | undefined,
+      cwd: cli.cwd,
+    });
+  } catch (error) {
+    if (error instanceof StepflowError && error.code === "PLAN_GENERATION_INVALID") {
+      const text = String(error.details?.text ?? "");
+      const saved = await freeFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
+      await writeFileAtomic(saved, text);
+      cli.stderr(`error: ${error.message}\nThe last answer is saved in ${shown(cli, saved)}.\n`);
+      return 1;
+    }
+    throw error;
+  }
+  const { plan, warnings, attempts } = generated;
+  const file = await freePlanFile(dir, name ?? snakeName(plan.title || description));
+  await writePlanFile(file, plan);
+  for (const w of warnings) cli.stderr(`${w}\n`);
+  if (attempts > 1) cli.stderr("(the first answer was invalid; the model was re-asked once)\n");
+  if (values.print) cli.stdout(renderPlan(plan, { color: useColor(values, cli) }));
+  const steps = countSteps(plan.steps);
+  cli.stdout(`Created ${shown(cli, file)} (${steps} steps)\n`);
+  return 0;
+}
+
+async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
+  for (let n = 1;; n++) {
+    const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
+    try {
+      await Deno.lstat(file);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return file;
+      throw error;
+    }
+  }
+}
+
+function countSteps(steps: { children: unknown[] }[]): number {
+  let n = 0;
+  for (const s of steps) n += 1 + countSteps(s.children as { children: unknown[] }[]);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// show
+
+async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("show", args, {
+    full: { type: "boolean" },
+    expand: { type: "string", multiple: true },
+    collapse: { type: "string", multiple: true },
+    color: { type: "boolean" },
+    "no-color": { type: "boolean" },
+  });
+  if (helpRequested(values, cli)) return 0;
+  const ref = onePositional("show", positionals, "name|path");
+  const { file } = await resolvePlanRef(ref, cli.cwd);
+  const plan = await readPlanFile(file);
+  for (const [flag, apply] of [["expand", expandStep], ["collapse", collapseStep]] as const) {
+    for (const list of (values[flag] as string[] | undefined) ?? []) {
+      for (const id of list.split(",").map((s) => s.trim()).filter(Boolean)) {
+        const error = apply(plan, id);
+        if (error) throw new UsageError(`--${flag} ${id}: ${error} in ${shown(cli, file)}`);
+      }
+    }
+  }
+  cli.stdout(renderPlan(plan, { color: useColor(values, cli), fold: values.full !== true }));
+  return 0;
+}
+
+function useColor(values: Record<string, unknown>, cli: PlanCliIo): boolean {
+  if (values["no-color"]) return false;
+  if (values.color) return true;
+  return cli.stdoutIsTerminal && !cli.env("NO_COLOR");
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+
+async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("list", args, { archive: { type: "boolean" } });
+  if (helpRequested(values, cli)) return 0;
+  if (positionals.length > 0) throw new UsageError("plan list takes no arguments.");
+  const base = planspecDir(cli.cwd);
+  const dir = values.archive ? resolve(base, "archive") : base;
+  const rows = await listPlans(dir);
+  if (rows.length === 0) {
+    cli.stdout(
+      `No plans in ${shown(cli, dir)}/. Create one with: deno task plan new "<description>"\n`,
+    );
+    return 0;
+  }
+  const width = Math.max(...rows.map((r) => r.name.length));
+  for (const row of rows) {
+    if (!row.plan || !row.progress) {
+      cli.stdout(`${row.name.padEnd(width)}  (invalid) ${row.error}\n`);
+      continue;
+    }
+    const p = row.progress;
+    const percent = p.total === 0 ? 0 : Math.floor((p.done * 100) / p.total);
+    const state = row.complete
+      ? "complete"
+      : p.blocked > 0
+      ? `${p.blocked} blocked`
+      : p.active > 0
+      ? "in progress"
+      : p.done > 0
+      ? "in progress"
+      : "not started";
+    const progress = `${p.done}/${p.total} (${percent}%)`.padEnd(14);
+    cli.stdout(
+      `${row.name.padEnd(width)}  ${progress}  ${state.padEnd(11)}  ${
+        row.plan.title || "(untitled)"
+      }\n`,
+    );
+    cli.stdout(`${" ".repeat(width)}  Goal: ${row.plan.goal}\n`);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// archive
+
+async function cmdArchive(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("archive", args, { force: { type: "boolean" } });
+  if (helpRequested(values, cli)) return 0;
+  const name = onePositional("archive", positionals, "name");
+  const target = await archivePlan(cli.cwd, name, { force: values.force === true });
+  cli.stdout(`Archived ${name} → ${shown(cli, target)}\n`);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// validate
+
+async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("validate", args, {});
+  if (helpRequested(values, cli)) return 0;
+  const ref = onePositional("validate", positionals, "file");
+  const { file } = await resolvePlanRef(ref, cli.cwd);
+  const name = shown(cli, file);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (error) {
+    throw new StepflowError("PLAN_NOT_FOUND", `Cannot read ${name}: ${(error as Error).message}`);
+  }
+  let plan;
+  try {
+    plan = parsePlan(text);
+  } catch (error) {
+    if (error instanceof PlanParseError) {
+      cli.stdout(`${name}:${error.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  const messages = validatePlan(plan);
+  const errors = messages.filter((m) => !m.startsWith("warn:"));
+  for (const m of messages) {
+    cli.stdout(
+      m.startsWith("warn:") ? `${name}: warning: ${m.slice(5).trim()}\n` : `${name}: error: ${m}\n`,
+    );
+  }
+  const steps = countSteps(plan.steps);
+  if (errors.length > 0) {
+    cli.stdout(
+      `${name}: ${errors.length} error(s), ${messages.length - errors.length} warning(s)\n`,
+    );
+    return 1;
+  }
+  cli.stdout(`${name}: ok (${steps} steps, ${messages.length} warning(s))\n`);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
+  const { values, positionals } = parse("run", args, {
+    ...BACKEND_OPTIONS,
+    "max-rounds": { type: "string" },
+    "max-attempts": { type: "string" },
+    interactive: { type: "boolean" },
+    json: { type: "boolean" },
+    quiet: { type: "boolean" },
+  });
+  if (helpRequested(values, cli)) return 0;
+  const ref = onePositional("run", positionals, "name|path");
+  const maxRounds = positiveInt(values["max-rounds"], "--max-rounds");
+  const maxAttempts = positiveInt(values["max-attempts"], "--max-attempts");
+  const { file } = await resolvePlanRef(ref, cli.cwd);
+  const backend = await makeBackend(values, cli);
+  let interactive = values.interactive === true;
+  if (interactive && !cli.stdinIsTerminal) {
+    cli.stderr(
+      "warning: --interactive needs a terminal on stdin; questions will block their steps instead\n",
+    );
+    interactive = false;
+  }
+  const quiet = values.quiet === true || values.json === true;
+  const line = (text: string) => {
+    if (!quiet) cli.stderr(text + "\n");
+  };
+  const controller = new AbortController();
+  const removeInterrupt = cli.onInterrupt(() => {
+    cli.stderr("\ninterrupted: stopping after the current call (the plan file is kept)\n");
+    controller.abort(new DOMException("interrupted", "AbortError"));
+  });
+  let result: PlanRunResult;
+  try {
+    const runner = await PlanRunner.fromFile(file, {
+      backend,
+      cwd: cli.cwd,
+      model: values.model as string | undefined,
+      maxRounds,
+      maxAttempts,
+      interactive,
+      ask: async (question) => await Promise.resolve(cli.ask(`? ${question}\n>`) ?? undefined),
+      signal: controller.signal,
+      onLog: (message) => line(`  · ${message}`),
+      events: {
+        onStepStart: (info: StepInfo) =>
+          line(
+            `▶ ${info.stepId} [${info.type}] ${clip(info.desc, 90)}${
+              (info.attempt as number) > 1 ? ` (attempt ${info.attempt})` : ""
+            }`,
+          ),
+        onStepEnd: (info: StepInfo, output?: unknown) => {
+          const o = output as StepOutput | undefined;
+          const ok = o?.status === "OK";
+          line(
+            `  ${ok ? "✓" : "✗"} ${info.stepId} ${o?.status ?? ""}: ${clip(o?.result ?? "", 110)}`,
+          );
+        },
+        onStepError: (info: StepInfo, error: unknown) =>
+          line(`  ✗ ${info.stepId}: ${error instanceof Error ? error.message : String(error)}`),
+      },
+    });
+    line(`Running ${shown(cli, file)} with ${backend.name}`);
+    result = await runner.run();
+  } finally {
+    removeInterrupt();
+  }
+  if (values.json) {
+    cli.stdout(
+      JSON.stringify({
+        file,
+        status: result.status,
+        rounds: result.rounds,
+        stepsExecuted: result.stepsExecuted,
+        progress: result.progress,
+        blocked: result.blocked,
+        ...(result.error ? { error: result.error } : {}),
+      }) + "\n",
+    );
+  } else {
+    cli.stdout(renderPlan(result.plan, { color: useColor(values, cli) }));
+    const p = result.progress;
+    cli.stdout(
+      `\nRun ${result.status}: ${p.done}/${p.total} done, ${p.skipped} skipped, ${p.blocked} blocked` +
+        ` after ${result.rounds} round(s), ${result.stepsExecuted} step execution(s)\n`,
+    );
+    for (const b of result.blocked) cli.stdout(`  [!] ${b.stepId}: ${b.result}\n`);
+    if (result.error) cli.stdout(`  error: ${result.error}\n`);
+    if (result.status !== "completed") {
+      cli.stdout(`The plan is saved in ${shown(cli, file)}; run the same command to continue.\n`);
+    }
+  }
+  return result.status === "completed" ? 0 : result.status === "aborted" ? 130 : 1;
+}
+
+function positiveInt(value: unknown, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new UsageError(`${flag} must be a whole number ≥ 1, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ");
+  return one.length <= max ? one : one.slice(0, max - 1) + "…";
+}
+
+function writeAll(target: { writeSync(p: Uint8Array): number }, text: string): void {
+  let bytes = new TextEncoder().encode(text);
+  while (bytes.length > 0) bytes = bytes.subarray(target.writeSync(bytes));
+}
+
+function defaultIo(): PlanCliIo {
+  return {
+    stdout: (text) => writeAll(Deno.stdout, text),
+    stderr: (text) => writeAll(Deno.stderr, text),
+    cwd: Deno.env.get("INIT_CWD") || Deno.cwd(),
+    env: (name) => Deno.env.get(name),
+    stdoutIsTerminal: Deno.stdout.isTerminal(),
+    stdinIsTerminal: Deno.stdin.isTerminal(),
+    ask: (question) => prompt(question),
+    onInterrupt: (handler) => {
+      try {
+        Deno.addSignalListener("SIGINT", handler);
+        return () => Deno.removeSignalListener("SIGINT", handler);
+      } catch {
+        return () => {};
+      }
+    },
+  };
+}
+
+if (import.meta.main) {
+  Deno.exit(await planMain(Deno.args));
+}

@@ -1,0 +1,239 @@
+import {
+  isContainerType,
+  type PlanProgress,
+  type PlanSpec,
+  PlanStatus,
+  type PlanStep,
+} from "./types.ts";
+
+/** Where a step sits: its sibling list, its index there, and its parent (undefined at the top). */
+export interface StepLocation {
+  /** The step. */
+  step: PlanStep;
+  /** The list that holds it (`plan.steps` or the parent's `children`). */
+  siblings: PlanStep[];
+  /** Its index in `siblings`. */
+  index: number;
+  /** Its parent step, undefined for a top-level step. */
+  parent?: PlanStep;
+}
+
+/**
+ * Finds a step by id. Ids are positional (`2.1` is the first child of the second step), so this is
+ * a walk down one path, not a search; when a plan's ids do not match their positions it falls back
+ * to a full search.
+ *
+ * @example
+ * ```ts
+ * import { findStep, parsePlan } from "./mod.ts";
+ * const plan = parsePlan("Goal: g\n1. [subtask] A\n  1.1. [act] B\n");
+ * console.log(findStep(plan, "1.1")?.step.description); // "B"
+ * ```
+ */
+export function findStep(plan: PlanSpec, stepId: string): StepLocation | undefined {
+  const parts = stepId.split(".");
+  let siblings = plan.steps;
+  let parent: PlanStep | undefined;
+  for (let depth = 0; depth < parts.length; depth++) {
+    const index = Number(parts[depth]) - 1;
+    const step = siblings[index];
+    if (!Number.isInteger(index) || step === undefined) break;
+    if (depth === parts.length - 1) {
+      if (step.stepId === stepId) return { step, siblings, index, parent };
+      break;
+    }
+    parent = step;
+    siblings = step.children;
+  }
+  return searchStep(plan.steps, stepId, undefined);
+}
+
+function searchStep(
+  siblings: PlanStep[],
+  stepId: string,
+  parent: PlanStep | undefined,
+): StepLocation | undefined {
+  for (let index = 0; index < siblings.length; index++) {
+    const step = siblings[index];
+    if (step.stepId === stepId) return { step, siblings, index, parent };
+    const found = searchStep(step.children, stepId, step);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Calls `visit` for every step in document order (parents before children).
+ *
+ * @example
+ * ```ts
+ * import { parsePlan, walkSteps } from "./mod.ts";
+ * const ids: string[] = [];
+ * walkSteps(parsePlan("Goal: g\n1. [subtask] A\n  1.1. [act] B\n").steps, (s) => void ids.push(s.stepId));
+ * console.log(ids); // ["1", "1.1"]
+ * ```
+ */
+export function walkSteps(
+  steps: PlanStep[],
+  visit: (step: PlanStep, parent: PlanStep | undefined, depth: number) => void,
+  parent?: PlanStep,
+  depth = 0,
+): void {
+  for (const step of steps) {
+    visit(step, parent, depth);
+    if (step.children.length > 0) walkSteps(step.children, visit, step, depth + 1);
+  }
+}
+
+/**
+ * Rewrites step ids from their positions (`P.1`, `P.2`, …), after steps were inserted, removed or
+ * moved. `prefix` is the id of the parent of `steps` (`""` for top-level steps).
+ */
+export function renumberSteps(steps: PlanStep[], prefix = "", from = 0): void {
+  for (let i = from; i < steps.length; i++) {
+    const id = prefix === "" ? String(i + 1) : `${prefix}.${i + 1}`;
+    const step = steps[i];
+    step.stepId = id;
+    if (step.children.length > 0) renumberSteps(step.children, id);
+  }
+}
+
+/** A deep copy of a step (the transient `expanded` flag is copied too). */
+export function cloneStep(step: PlanStep): PlanStep {
+  const copy: PlanStep = {
+    ...step,
+    inputs: [...step.inputs],
+    outputs: [...step.outputs],
+    detail: [...step.detail],
+    children: step.children.map(cloneStep),
+  };
+  return copy;
+}
+
+/** A deep copy of a plan. */
+export function clonePlan(plan: PlanSpec): PlanSpec {
+  return {
+    title: plan.title,
+    goal: plan.goal,
+    goalDetail: [...plan.goalDetail],
+    constraints: [...plan.constraints],
+    steps: plan.steps.map(cloneStep),
+  };
+}
+
+/** `step 1 (foo)` for a named step, `step 1` otherwise: how messages name a step. */
+export function stepLabel(step: PlanStep): string {
+  return step.stepName === "" ? `step ${step.stepId}` : `step ${step.stepId} (${step.stepName})`;
+}
+
+/**
+ * Forces a step's node body and children to show in folded output (`expanded = true`). A view
+ * operation: the plan's data is unchanged and the flag is never serialized.
+ *
+ * @returns `""` on success, otherwise an error message
+ *
+ * @example
+ * ```ts
+ * import { expandStep, parsePlan, serializePlan } from "./mod.ts";
+ * const plan = parsePlan("Goal: g\n1. [x] [act] A\n  > detail\n");
+ * expandStep(plan, "1");
+ * console.log(serializePlan(plan, { fold: true }).includes("> detail")); // true
+ * ```
+ */
+export function expandStep(plan: PlanSpec, stepId: string): string {
+  return setExpanded(plan, stepId, true);
+}
+
+/**
+ * Forces a step's node body and children to hide in folded output (`expanded = false`).
+ *
+ * @returns `""` on success, otherwise an error message
+ */
+export function collapseStep(plan: PlanSpec, stepId: string): string {
+  return setExpanded(plan, stepId, false);
+}
+
+function setExpanded(plan: PlanSpec, stepId: string, expanded: boolean): string {
+  const found = findStep(plan, stepId);
+  if (!found) return `step ${stepId} not found`;
+  found.step.expanded = expanded;
+  return "";
+}
+
+/**
+ * Replaces the children of a `subtask` or `decide` step (phase 2 of a subtree `REPLAN`). The new
+ * steps are copied (no shared references) and renumbered under the container, whose status becomes
+ * `active`.
+ *
+ * @returns `""` on success, otherwise an error message
+ *
+ * @example
+ * ```ts
+ * import { createPlanStep, parsePlan, replaceChildren } from "./mod.ts";
+ * const plan = parsePlan("Goal: g\n1. [subtask] A\n");
+ * replaceChildren(plan, "1", [createPlanStep({ stepId: "x", stepType: "act", description: "B" })]);
+ * console.log(plan.steps[0].children[0].stepId, plan.steps[0].status); // "1.1" "active"
+ * ```
+ */
+export function replaceChildren(
+  plan: PlanSpec,
+  stepId: string,
+  newChildren: PlanStep[],
+): string {
+  const found = findStep(plan, stepId);
+  if (!found) return `step ${stepId} not found`;
+  const step = found.step;
+  if (!isContainerType(step.stepType)) {
+    return `${stepLabel(step)}: type '${step.stepType}' cannot have children (only subtask/decide)`;
+  }
+  step.children = newChildren.map(cloneStep);
+  renumberSteps(step.children, step.stepId);
+  step.status = PlanStatus.ACTIVE;
+  return "";
+}
+
+/**
+ * Counts steps by status over the whole tree (children included).
+ *
+ * @example
+ * ```ts
+ * import { parsePlan, planProgress } from "./mod.ts";
+ * const p = planProgress(parsePlan("Goal: g\n1. [x] [act] A\n2. [act] B\n"));
+ * console.log(p); // { total: 2, done: 1, active: 0, blocked: 0, pending: 1, skipped: 0 }
+ * ```
+ */
+export function planProgress(plan: PlanSpec): PlanProgress {
+  const progress: PlanProgress = {
+    total: 0,
+    done: 0,
+    active: 0,
+    blocked: 0,
+    pending: 0,
+    skipped: 0,
+  };
+  count(plan.steps, progress);
+  return progress;
+}
+
+function count(steps: PlanStep[], progress: PlanProgress): void {
+  for (const step of steps) {
+    progress.total++;
+    progress[step.status]++;
+    if (step.children.length > 0) count(step.children, progress);
+  }
+}
+
+/**
+ * Status convergence: no step is `pending` or `active`. Blocked steps count as processed (re-planning
+ * was attempted but did not resolve them), so a plan with blocked steps can be converged.
+ */
+export function isConverged(plan: PlanSpec): boolean {
+  const p = planProgress(plan);
+  return p.pending === 0 && p.active === 0;
+}
+
+/** True when every step is `done` or `skipped`: nothing pending, active or blocked. */
+export function isComplete(plan: PlanSpec): boolean {
+  const p = planProgress(plan);
+  return p.pending === 0 && p.active === 0 && p.blocked === 0;
+}
