@@ -97,7 +97,29 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Allow fallback prompts (development only; each use warns)",
     },
     // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
-    // The durable-runs work adds its entries here and its branch in run_agent.ts `dispatch()`.
+    {
+      name: "resume",
+      type: "string",
+      value: "RUN_ID",
+      description: "Continue an interrupted run (the step in flight runs again from its start)",
+    },
+    {
+      name: "redrive",
+      type: "string",
+      value: "RUN_ID",
+      description: "Restart a failed run from its failed step",
+    },
+    {
+      name: "runs",
+      type: "boolean",
+      description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
+    },
+    {
+      name: "show",
+      type: "string",
+      value: "RUN_ID",
+      description: "Print one recorded run's history as a table",
+    },
     // -- end of durable-run flags --
     {
       name: "json",
@@ -148,6 +170,14 @@ export interface CliFlags {
   verbose: boolean;
   /** `--help` / `-h`. */
   help: boolean;
+  /** `--resume RUN_ID`. */
+  resume?: string;
+  /** `--redrive RUN_ID`. */
+  redrive?: string;
+  /** `--runs` (set only when given). */
+  runs?: boolean;
+  /** `--show RUN_ID`. */
+  show?: string;
 }
 
 /** A parameter value after type-checking. */
@@ -314,6 +344,7 @@ export function usageText(options: ParseOptions = {}): string {
   const lines = [
     "Usage: deno task run-agent --agent NAME [--<parameter> value ...] [options]",
     "       deno task run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
+    "       deno task run-agent --agent NAME --runs | --show RUN_ID | --resume RUN_ID | --redrive RUN_ID",
     "",
     "Runs an agent's step flow (.agent/NAME: agent.json + steps_registry.json + prompts/).",
     "Relative paths (.agent, --script, --agent DIR) resolve against the directory you ran the task",
@@ -405,6 +436,10 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("model", str("model"));
   set("baseUrl", str("base-url"));
   set("script", str("script"));
+  set("resume", str("resume"));
+  set("redrive", str("redrive"));
+  set("show", str("show"));
+  if (bool("runs")) flags.runs = true;
   const max = str("max-iterations");
   if (max !== undefined) {
     const n = Number(max);

@@ -36,6 +36,9 @@ import {
   type ProgressRenderer,
 } from "./progress.ts";
 import { formatResult, formatValidation, type ValidationReport } from "./summary.ts";
+import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
+import { runStoreFor } from "../store/location.ts";
+import type { RunCheckpoint } from "../store/types.ts";
 
 /** Exit codes of `run-agent`. */
 export const EXIT: Readonly<{
@@ -190,7 +193,20 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     m === "init" ? scan.init !== undefined : scan[m]
   );
   // -- durable-run commands (issue 4): --runs, --show RUN_ID, --resume RUN_ID, --redrive RUN_ID --
-  // They go here, before the agent is required, once src/store/ has the file run store.
+  const durable = [
+    scan.runs ? "--runs" : "",
+    scan.show !== undefined ? "--show" : "",
+    scan.resume !== undefined ? "--resume" : "",
+    scan.redrive !== undefined ? "--redrive" : "",
+  ].filter(Boolean);
+  if (durable.length > 1 || (durable.length === 1 && modes.length > 0)) {
+    throw new UsageError(
+      `${
+        [...durable, ...modes.map((m) => `--${m}`)].join(" and ")
+      } cannot be combined; run them one at a time.`,
+    );
+  }
+  if (scan.runs || scan.show !== undefined) return await recordedRuns(argv, scan, ctx);
   // -- end of durable-run commands --
   if (modes.length > 1) {
     throw new UsageError(
@@ -224,7 +240,95 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     ctx.io.stdout.write(`${flowToMermaid(definition)}\n`);
     return EXIT.success;
   }
-  return await run(parseAgentCommandLine(argv, definition), definition, ctx);
+  const continuing = scan.resume !== undefined || scan.redrive !== undefined;
+  if (continuing) rejectParametersOnContinue(argv, definition, scan);
+  return await run(
+    parseAgentCommandLine(argv, definition, { requireParameters: !continuing }),
+    definition,
+    ctx,
+  );
+}
+
+/** `--runs` and `--show RUN_ID`: the agent's recorded runs (agent.json `logging.directory`). */
+async function recordedRuns(
+  argv: readonly string[],
+  scan: CliFlags,
+  ctx: Context,
+): Promise<number> {
+  const flag = scan.runs ? "--runs" : "--show";
+  if (scan.agent === undefined) {
+    throw new UsageError(
+      `${flag} needs --agent NAME: runs are recorded per agent (agent.json logging.directory).`,
+    );
+  }
+  const definition = await loadAgentDefinition(scan.agent, {
+    cwd: ctx.userDir,
+    allowFallback: scan.allowFallback,
+  });
+  const { flags } = parseAgentCommandLine(argv, definition, { requireParameters: false });
+  const store = runStoreFor(definition, { cwd: ctx.userDir });
+  const where = displayPath(store.dir, ctx.userDir);
+  if (flags.runs) {
+    const runs = await store.list();
+    if (flags.json) {
+      ctx.io.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+    } else if (runs.length === 0) {
+      ctx.io.stdout.write(`No runs of agent "${definition.name}" recorded in ${where}.\n`);
+    } else {
+      ctx.io.stdout.write(
+        `Runs of agent "${definition.name}" in ${where} (${runs.length}, newest first):\n${
+          formatRunList(runs, { color: ctx.stdoutColor })
+        }\n`,
+      );
+    }
+    return EXIT.success;
+  }
+  const runId = flags.show!;
+  let checkpoint: RunCheckpoint | undefined;
+  try {
+    checkpoint = await store.loadCheckpoint(runId);
+  } catch (error) {
+    // A run that stopped before its first checkpoint still has a log worth showing.
+    if (!(error instanceof StepflowError && error.code === "RUN_CHECKPOINT_MISSING")) throw error;
+  }
+  const log = await store.readLog(runId);
+  if (!checkpoint && log.length === 0) {
+    throw new StepflowError(
+      "RUN_NOT_FOUND",
+      `No run ${runId} of agent "${definition.name}" is recorded in ${where}. List the runs with --runs.`,
+      { details: { runId } },
+    );
+  }
+  if (flags.json) {
+    const historyLength = checkpoint?.state.historyLength;
+    const history = historyFromLog(
+      log,
+      typeof historyLength === "number" ? historyLength : undefined,
+    );
+    ctx.io.stdout.write(`${JSON.stringify({ checkpoint, history }, null, 2)}\n`);
+  } else {
+    ctx.io.stdout.write(`${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor })}\n`);
+  }
+  return EXIT.success;
+}
+
+/** `--resume`/`--redrive` continue with the run's own parameters; passing others is a mistake. */
+function rejectParametersOnContinue(
+  argv: readonly string[],
+  definition: AgentDefinition,
+  scan: CliFlags,
+): void {
+  const declared = Object.keys(definition.agent.parameters ?? {});
+  const given = declared.filter((key) =>
+    argv.some((arg) => arg === `--${key}` || arg.startsWith(`--${key}=`))
+  );
+  if (given.length === 0) return;
+  const flag = scan.resume !== undefined ? `--resume ${scan.resume}` : `--redrive ${scan.redrive}`;
+  throw new UsageError(
+    `${flag} continues the run with the parameters it started with; remove ${
+      given.map((k) => `--${k}`).join(", ")
+    } (start a new run to use other values).`,
+  );
 }
 
 async function help(scan: CliFlags, ctx: Context): Promise<number> {
@@ -338,7 +442,9 @@ async function run(
   ctx: Context,
 ): Promise<number> {
   const { flags, params } = commandLine;
-  const inputText = await readStdinText(ctx);
+  const continuing = flags.resume !== undefined || flags.redrive !== undefined;
+  // A continued run keeps the {input_text} it started with.
+  const inputText = continuing ? undefined : await readStdinText(ctx);
   const progress = createProgress(flags, ctx);
   let result: StepFlowResult | undefined;
   const started = performance.now();
@@ -349,6 +455,11 @@ async function run(
       events: progress.events,
       allowFallback: flags.allowFallback,
       onWarning: (message) => progress.warn(message),
+      // Every CLI run is recorded on disk, so any run can be resumed from another process.
+      store: runStoreFor(definition, {
+        cwd: ctx.userDir,
+        onWarning: (message) => progress.warn(message),
+      }),
       ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
       ...(flags.model !== undefined ? { model: flags.model } : {}),
     });
@@ -357,6 +468,8 @@ async function run(
       cwd: ctx.userDir,
       ...(inputText !== undefined ? { inputText } : {}),
       ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+      ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
+      ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
     });
   } finally {
     progress.finish(result);
@@ -375,6 +488,11 @@ async function run(
     );
   }
   if (result.success) return EXIT.success;
+  if (!flags.json) {
+    ctx.io.stderr.write(
+      `Restart it from its failed step with: deno task run-agent --agent ${definition.name} --redrive ${result.runId}\n`,
+    );
+  }
   if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
   // A backend that cannot be used at all (credentials refused, SDK or executable missing) is a
   // setup problem like a missing key, not a flow that failed.
