@@ -488,7 +488,10 @@ function resultFailure(result: SdkMessage, assistantError: string | undefined): 
     error_max_budget_usd: "reached its budget",
     error_max_structured_output_retries:
       "could not produce output that matches the step's output schema",
-  }[result.subtype ?? ""] ?? `returned an error (${result.subtype ?? "unknown"})`;
+  }[result.subtype ?? ""] ??
+    (result.subtype === "success"
+      ? "reported an error"
+      : `failed (${result.subtype ?? "unknown"})`);
   return new ClaudeCodeFailure(
     `Claude Code ${why}${detail ? `: ${detail}` : ""}${
       assistantError ? ` [${assistantError}]` : ""

@@ -1,0 +1,121 @@
+/**
+ * The real backends through the real CLI (`deno task run-agent`): missing credentials are one clear
+ * line and exit code 2, and `--backend openai --base-url … --model …` runs the issue-solver agent
+ * against a fake OpenAI-compatible server.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+import { openAiCompletion, startFakeServer } from "./fake_server.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+async function runAgent(args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "run-agent", ...args],
+    cwd: ROOT,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "",
+      HOME: Deno.env.get("HOME") ?? "",
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+      INIT_CWD: ROOT,
+      NO_COLOR: "1",
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+function assertNoStackTrace(stderr: string) {
+  assert.doesNotMatch(stderr, /^\s+at .+:\d+:\d+\)?$/m, `a stack trace leaked:\n${stderr}`);
+}
+
+Deno.test("cli: --backend anthropic without ANTHROPIC_API_KEY exits 2 with what to set", async () => {
+  const { code, stderr, stdout } = await runAgent([
+    "--agent",
+    "issue-solver",
+    "--backend",
+    "anthropic",
+    "--topic",
+    "x",
+  ]);
+  assert.equal(code, 2, stderr);
+  assert.match(stderr, /set ANTHROPIC_API_KEY/);
+  assert.match(stderr, /--backend claude-code/);
+  assertNoStackTrace(stderr);
+  assert.equal(stdout, "");
+});
+
+Deno.test("cli: --backend openai without a key or a base URL exits 2 naming both", async () => {
+  const { code, stderr } = await runAgent([
+    "--agent",
+    "issue-solver",
+    "--backend",
+    "openai",
+    "--topic",
+    "x",
+  ]);
+  assert.equal(code, 2, stderr);
+  assert.match(stderr, /OPENAI_API_KEY/);
+  assert.match(stderr, /--base-url .*http:\/\/127\.0\.0\.1:11434\/v1/);
+  assertNoStackTrace(stderr);
+});
+
+Deno.test("cli: a local server without --model exits 2 asking for one", async () => {
+  const { code, stderr } = await runAgent([
+    "--agent",
+    "issue-solver",
+    "--backend",
+    "openai",
+    "--base-url",
+    "http://127.0.0.1:9/v1",
+    "--topic",
+    "x",
+  ]);
+  assert.equal(code, 2, stderr);
+  assert.match(stderr, /pass --model/);
+  assertNoStackTrace(stderr);
+});
+
+Deno.test("cli: --backend openai --base-url --model runs issue-solver on a local server", async () => {
+  const script = parseYaml(
+    await Deno.readTextFile(`${ROOT}.agent/issue-solver/demo.script.yaml`),
+  ) as Record<string, { output: unknown }[]>;
+  const answers = [
+    script["initial.issue"][0],
+    script["continuation.issue"][0],
+    script["continuation.issue"][1],
+    script["complete.issue"][0],
+  ].map((a) => openAiCompletion(JSON.stringify(a.output)));
+  const server = startFakeServer(answers);
+  try {
+    const { code, stdout, stderr } = await runAgent([
+      "--agent",
+      "issue-solver",
+      "--backend",
+      "openai",
+      "--base-url",
+      `${server.url}/v1`,
+      "--model",
+      "llama3.2",
+      "--json",
+      "--topic",
+      "Fix the flaky login test",
+    ]);
+    assert.equal(code, 0, stderr);
+    const result = JSON.parse(stdout);
+    assert.equal(result.success, true);
+    assert.equal(result.completionReason, "completed");
+    assert.equal(result.finalStepId, "complete.issue");
+    assert.equal(result.usage.calls, 4);
+    assert.equal(server.requests.length, 4);
+    assert.ok(server.requests.every((r) => r.body.model === "llama3.2"));
+    assert.equal(server.requests[0].headers.authorization, "Bearer not-needed", "no key needed");
+  } finally {
+    await server.close();
+  }
+});
