@@ -51,7 +51,7 @@ export interface AnthropicMessagesClient {
 interface AnthropicMessage {
   content?: { type: string; text?: string }[];
   stop_reason?: string | null;
-  stop_details?: { explanation?: string } | null;
+  stop_details?: { category?: string | null; explanation?: string | null } | null;
   usage?: {
     input_tokens?: number | null;
     output_tokens?: number | null;
@@ -160,7 +160,9 @@ export class AnthropicBackend extends ChatApiBackend {
       };
     }
     if (message.stop_reason === "refusal") {
-      result.refusal = message.stop_details?.explanation ?? (text || "no explanation given");
+      const category = message.stop_details?.category;
+      result.refusal = (message.stop_details?.explanation ?? (text || "no explanation given")) +
+        (category ? ` (category: ${category})` : "");
     }
     if (message.stop_reason === "max_tokens") result.truncated = true;
     return result;

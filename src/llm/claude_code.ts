@@ -458,7 +458,7 @@ function stderrTail(stderr: string[]): string {
 
 function spawnFailure(error: unknown, stderr: string[]): Error {
   const message = errorMessage(error);
-  if (/not found|ENOENT|failed to launch/i.test(message)) {
+  if (/executable not found|binary not found|failed to launch|ENOENT/i.test(message)) {
     return new BackendError(
       "BACKEND_NOT_INSTALLED",
       `claude-code backend: ${message}. Install Claude Code (https://code.claude.com) or point pathToClaudeCodeExecutable at it; or use --backend anthropic with ANTHROPIC_API_KEY.`,

@@ -271,6 +271,16 @@ Deno.test("anthropic: a refusal is a BACKEND_REFUSED error", async () => {
     assert.ok(error instanceof BackendError);
     assert.equal(error.code, "BACKEND_REFUSED");
     assert.match(error.message, /refused to answer: I can't help with that\./);
+
+    const detailed = anthropicMessage("", { stopReason: "refusal" });
+    (detailed.json as Record<string, unknown>).stop_details = {
+      type: "refusal",
+      category: "cyber",
+      explanation: "This looks like exploit development.",
+    };
+    server.push(detailed);
+    const explained = await backend().complete(stepRequest()).then(() => undefined, (e) => e);
+    assert.match(explained.message, /This looks like exploit development\. \(category: cyber\)/);
   });
 });
 
