@@ -156,6 +156,8 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
   const c = palette(options.color);
   const attempts = new AttemptCounter();
   const callStarted = new Map<LlmRequest, number>();
+  /** The `order` of the last step iteration whose error already has its own line. */
+  let errorReported = -1;
   const line = (text: string) =>
     options.write(`${c.dim(`[${formatClock(now() - start)}]`)} ${text}\n`);
   const step = (info: StepInfo) => `step ${c.bold(info.stepId)} #${info.iteration ?? info.order}`;
@@ -178,9 +180,11 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
       line(`${step(info)} started${extras.length > 0 ? ` (${extras.join(", ")})` : ""}`);
     },
     onStepEnd(info, result) {
-      line(`${step(info)} ${describeStepEnd(result, c)}`);
+      const reported = errorReported === info.order;
+      line(`${step(info)} ${describeStepEnd(result, c, reported)}`);
     },
     onStepError(info, error) {
+      errorReported = info.order;
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
@@ -191,7 +195,7 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
     },
     onPause: () => line("run paused"),
     onResume: () => line("run resumed"),
-    onAbort: () => line(c.yellow("run stopping (abort requested)")),
+    onAbort: () => line(c.yellow("run stopping: cancel or abort requested")),
     onTimeout: () => line(c.yellow("run stopping (time limit reached)")),
     onStateChange(next, previous) {
       if (options.verbose) line(`state ${previous} → ${next}`);
@@ -411,7 +415,7 @@ class AttemptCounter {
   }
 }
 
-function describeStepEnd(result: unknown, c: Palette): string {
+function describeStepEnd(result: unknown, c: Palette, errorReported: boolean): string {
   const r = (result ?? {}) as StepEndReport;
   const transition = r.transition ?? "?";
   let text = `→ ${transition}${r.nextStepId ? ` (${r.nextStepId})` : ""}`;
@@ -420,7 +424,8 @@ function describeStepEnd(result: unknown, c: Palette): string {
     const verdict = r.checkResult.result === "ok" ? c.green("check ok") : c.yellow("check ng");
     text += ` ${verdict}${r.checkResult.message ? `: ${firstLine(r.checkResult.message)}` : ""}`;
   }
-  if (r.error && transition !== "fail") text += ` (after error)`;
+  // An error reported by onStepError already has its own line; others (cancellation) show here.
+  if (r.error && !errorReported) text += ` — ${firstLine(r.error)}`;
   return text;
 }
 

@@ -159,7 +159,7 @@ export async function runCli(argv: readonly string[] = Deno.args): Promise<never
     interrupted = true;
     Deno.stderr.writeSync(
       new TextEncoder().encode(
-        "\nStopping after the current call… (press Ctrl-C again to quit now)\n",
+        "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
       ),
     );
     controller.abort();

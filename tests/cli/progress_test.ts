@@ -90,6 +90,9 @@ Deno.test("line progress: one timestamped line per event", async () => {
     nextStepId: "cleanup.task",
     error: "x",
   });
+  // An error without an onStepError line (a cancelled call) is shown on the step's end line.
+  await e.onStepStart?.(info("cleanup.task", 4));
+  await e.onStepEnd?.(info("cleanup.task", 4), { transition: "abort", error: "run cancelled" });
   p.warn("fallback prompt used");
   await e.onPlanEnd?.({}, { runId: "r1", status: "completed", result: result() });
   await e.onPlanEnd?.({}, {
@@ -113,7 +116,9 @@ Deno.test("line progress: one timestamped line per event", async () => {
     "[00:01.234] step check.task #3 retry 1: anthropic attempt 1/3 failed (429)",
     "[00:01.234] step check.task #3 retry 1: onError retry after boom",
     "[00:01.234] step check.task #3 jump → cleanup.task",
-    "[00:01.234] step check.task #3 → jump (cleanup.task) (after error)",
+    "[00:01.234] step check.task #3 → jump (cleanup.task)",
+    "[00:01.234] step cleanup.task #4 started",
+    "[00:01.234] step cleanup.task #4 → abort — run cancelled",
     "[00:01.234] warning: fallback prompt used",
     "[00:01.234] run succeeded: completed at complete.task after 3 iterations (1,234 tokens (1,200 in, 34 out), 3 calls)",
     "[00:01.234] run failed: step_failed at complete.task after 3 iterations (1 call)",

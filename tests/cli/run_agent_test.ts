@@ -352,3 +352,55 @@ Deno.test("run-agent: piped stdin becomes {input_text}", async () => {
     assert.match(none.stdout, /\{input_text\} ← pipe text on stdin/);
   });
 });
+
+Deno.test("run-agent: Ctrl-C cancels the call in flight, prints the result and exits 130", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    await writeFiles(user, {
+      "slow.json": { "work.task": [{ ...work("complete"), delayMs: 30_000 }] },
+    });
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "src/cli/run_agent.ts",
+        "--agent",
+        "tiny",
+        "--script",
+        "slow.json",
+        "--topic",
+        "x",
+      ],
+      cwd: REPO_ROOT,
+      env: { INIT_CWD: user, NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    // The run has started once its first step is announced; then interrupt it.
+    const decoder = new TextDecoder();
+    let stderr = "";
+    const reader = child.stderr.getReader();
+    while (!stderr.includes("step work.task #1 started")) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      stderr += decoder.decode(chunk.value, { stream: true });
+    }
+    const started = performance.now();
+    child.kill("SIGINT");
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      stderr += decoder.decode(chunk.value, { stream: true });
+    }
+    const [status, stdout] = await Promise.all([
+      child.status,
+      new Response(child.stdout).text(),
+    ]);
+    assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
+    assert.equal(status.code, 130, stderr);
+    assert.match(stderr, /Cancelling the run… \(press Ctrl-C again to quit at once\)/);
+    assert.match(stderr, /run failed: cancelled at work\.task/);
+    assert.match(stdout, /^✗ tiny failed: cancelled at work\.task after 1 iteration/);
+  });
+});

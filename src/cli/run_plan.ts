@@ -1,0 +1,599 @@
+/**
+ * `deno task run-plan`: reviews and runs an executable tool plan (seed 002), or generates one first.
+ *
+ * ```
+ * deno task run-plan plan.json [--yes | --approve write_file,…] [--workspace DIR] …
+ * deno task run-plan --generate "Bump the version to 2.0.0" [plan.json] --backend scripted --script answers.yaml
+ * ```
+ *
+ * It shows the seed's Plan Review table, asks to start (or `--yes`), streams progress on stderr and
+ * writes the plan — statuses and results included — back to its file atomically after every step,
+ * so a run that is killed continues where it stopped when started again.
+ *
+ * `deno task` runs commands in the folder of deno.json, so the user's directory comes from
+ * `INIT_CWD` (set by `deno task`): the plan file, `--workspace` and `--script` resolve there.
+ *
+ * Exit codes: 0 the plan completed (or nothing was asked to run); 1 the plan ran and did not
+ * complete; 2 usage error, unreadable or invalid plan, backend setup error; 130 cancelled (Ctrl-C);
+ * 70 an unexpected internal error (a bug).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { createBackend } from "../llm/factory.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import { startPlan } from "../plan/executor.ts";
+import { generatePlan } from "../plan/generate.ts";
+import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
+import { formatArgs, renderPlanReview } from "../plan/review.ts";
+import { parseOnError } from "../plan/on_error.ts";
+import type {
+  ApprovalRequest,
+  ExecutionSummary,
+  Plan,
+  ProgressEvent,
+  StepStatus,
+} from "../plan/types.ts";
+import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { createToolRegistry } from "../tools/builtin.ts";
+import type { ToolRegistry } from "../tools/registry.ts";
+
+/** Exit codes of `run-plan`. */
+export const RUN_PLAN_EXIT: Readonly<{
+  success: 0;
+  planFailed: 1;
+  usage: 2;
+  internal: 70;
+  interrupted: 130;
+}> = Object.freeze({
+  success: 0,
+  planFailed: 1,
+  usage: 2,
+  internal: 70,
+  interrupted: 130,
+});
+
+/** Something text can be written to. */
+export interface RunPlanWriter {
+  /** Writes `text` as is. */
+  write(text: string): void;
+}
+
+/** Everything `main` touches outside itself, injectable for tests. */
+export interface RunPlanIo {
+  /** Review and summary. */
+  stdout: RunPlanWriter;
+  /** Progress, questions, warnings and errors. */
+  stderr: RunPlanWriter;
+  /** Answers to questions (start? approve?), when stdin is a terminal. */
+  stdin: ReadableStream<Uint8Array> | null;
+  /** Environment (`INIT_CWD`, backend credentials). */
+  env: Record<string, string | undefined>;
+  /** The process's working directory (`INIT_CWD` wins when set). */
+  cwd: string;
+  /** Whether stdin is a terminal (questions are asked only then). */
+  interactive: boolean;
+  /** Cancels a run (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+const HELP = `Usage:
+  deno task run-plan <plan.json> [options]
+  deno task run-plan --generate "<task>" [<plan.json>] [options]
+
+Shows the plan for review, asks to start, runs it and saves statuses and results back to the plan
+file after every step. Running the same command again continues where the plan stopped.
+
+Options:
+  --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
+  --force             With --generate: replace an existing plan file
+  -y, --yes           Start without asking and approve every step that needs approval
+  --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
+                      without a terminal this also starts the run, and other approvals are denied
+  --dry-run           Validate and show the review, then stop (nothing runs)
+  --restart           Run every step again (statuses and results are reset; user skips are kept)
+  --workspace DIR     Folder the tools may use (default: the current directory)
+  --concurrency N     Steps that may run at the same time (default 4)
+  --enable-http       Allow the http_get tool
+  --enable-commands   Allow the run_command tool (it always asks for approval)
+  --backend NAME      LLM backend for --generate and onError "recover": scripted, claude-code,
+                      anthropic, openai (default: scripted when --script is given)
+  --script FILE       Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"
+  --model MODEL       Model for LLM calls
+  --base-url URL      Server URL of the backend (OpenAI-compatible servers)
+  --json              Print the execution summary as JSON on stdout (the review goes to stderr)
+  -h, --help          Show this help
+
+Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 130 cancelled.
+`;
+
+interface Flags {
+  planFile?: string;
+  generate?: string;
+  force: boolean;
+  yes: boolean;
+  approve: string[];
+  dryRun: boolean;
+  restart: boolean;
+  workspace?: string;
+  concurrency: number;
+  enableHttp: boolean;
+  enableCommands: boolean;
+  backend?: string;
+  script?: string;
+  model?: string;
+  baseUrl?: string;
+  json: boolean;
+  help: boolean;
+}
+
+const OPTIONS = {
+  generate: { type: "string" },
+  force: { type: "boolean" },
+  yes: { type: "boolean", short: "y" },
+  approve: { type: "string", multiple: true },
+  "dry-run": { type: "boolean" },
+  restart: { type: "boolean" },
+  workspace: { type: "string" },
+  concurrency: { type: "string" },
+  "enable-http": { type: "boolean" },
+  "enable-commands": { type: "boolean" },
+  backend: { type: "string" },
+  script: { type: "string" },
+  model: { type: "string" },
+  "base-url": { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Parses the command line of `run-plan`; bad input is a {@linkcode UsageError}. */
+export function parseRunPlanArgs(argv: readonly string[]): Flags {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    const message = errorMessage(error).replace(/\. To specify a positional.*$/s, "");
+    throw new UsageError(`${message}. Run with --help to see every option.`);
+  }
+  const v = parsed.values;
+  if (parsed.positionals.length > 1) {
+    throw new UsageError(
+      `Expected one plan file, got ${parsed.positionals.length}: ${
+        parsed.positionals.join(" ")
+      }. Quote a --generate task that has spaces.`,
+    );
+  }
+  const concurrency = v.concurrency === undefined ? 4 : Number(v.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
+  }
+  if (v.generate !== undefined && v.generate.trim() === "") {
+    throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
+  }
+  const flags: Flags = {
+    force: v.force ?? false,
+    yes: v.yes ?? false,
+    approve: (v.approve ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean),
+    dryRun: v["dry-run"] ?? false,
+    restart: v.restart ?? false,
+    concurrency,
+    enableHttp: v["enable-http"] ?? false,
+    enableCommands: v["enable-commands"] ?? false,
+    json: v.json ?? false,
+    help: v.help ?? false,
+  };
+  if (parsed.positionals[0] !== undefined) flags.planFile = parsed.positionals[0];
+  if (v.generate !== undefined) flags.generate = v.generate;
+  if (v.workspace !== undefined) flags.workspace = v.workspace;
+  if (v.backend !== undefined) flags.backend = v.backend;
+  if (v.script !== undefined) flags.script = v.script;
+  if (v.model !== undefined) flags.model = v.model;
+  if (v["base-url"] !== undefined) flags.baseUrl = v["base-url"];
+  return flags;
+}
+
+/**
+ * Runs `run-plan` with `argv` and returns the exit code. Never throws and never exits: errors are
+ * printed on `io.stderr` (no stack traces for user errors).
+ */
+export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {}): Promise<number> {
+  const full: RunPlanIo = { ...defaultIo(), ...io };
+  const userDir = resolve(full.cwd, full.env.INIT_CWD || ".");
+  try {
+    return await dispatch(argv, full, userDir);
+  } catch (error) {
+    return report(error, full);
+  }
+}
+
+async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string): Promise<number> {
+  const flags = parseRunPlanArgs(argv);
+  if (flags.help) {
+    io.stdout.write(HELP);
+    return RUN_PLAN_EXIT.success;
+  }
+  if (flags.planFile === undefined && flags.generate === undefined) {
+    throw new UsageError(
+      'Missing the plan file: run-plan <plan.json>, or --generate "<task>" to plan first. Run with --help for every option.',
+    );
+  }
+  const planFile = resolve(userDir, flags.planFile ?? "plan.json");
+  const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
+  await assertFolder(workspaceRoot);
+  const tools = createToolRegistry({
+    enableHttp: flags.enableHttp,
+    enableCommands: flags.enableCommands,
+  });
+  const out = flags.json ? io.stderr : io.stdout;
+
+  let backend: LlmBackend | undefined;
+  const getBackend = async () => (backend ??= await selectBackend(flags, io, userDir));
+
+  let plan: Plan;
+  if (flags.generate !== undefined) {
+    if (!flags.force && await exists(planFile)) {
+      throw new UsageError(
+        `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
+      );
+    }
+    io.stderr.write(`Planning: ${flags.generate}\n`);
+    plan = await generatePlan(flags.generate, {
+      backend: await getBackend(),
+      tools,
+      workspaceRoot,
+      ...(flags.model !== undefined ? { model: flags.model } : {}),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    await writePlanFile(planFile, plan);
+    io.stderr.write(`Plan written to ${planFile} (${plan.steps.length} steps)\n`);
+  } else {
+    plan = await readPlanFile(planFile);
+    const checked = validatePlan(plan, tools);
+    if (!checked.ok) throw new PlanValidationError(checked.problems, planFile);
+  }
+  if (flags.restart) plan = resetPlan(plan);
+
+  const needsRecovery = plan.steps.some((s) => parseOnError(s.onError)?.kind === "recover");
+  if (needsRecovery && !flags.dryRun) await getBackend();
+
+  const done = plan.steps.filter((s) => s.status === "completed").length;
+  if (done > 0 && !flags.restart) {
+    io.stderr.write(
+      `Continuing: ${done} of ${plan.steps.length} steps completed in an earlier run (--restart runs everything again).\n`,
+    );
+  }
+  out.write(
+    `${renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })}\n`,
+  );
+  if (flags.dryRun) return RUN_PLAN_EXIT.success;
+  if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
+    io.stderr.write(
+      "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
+    );
+    return RUN_PLAN_EXIT.success;
+  }
+
+  const lines = io.interactive && io.stdin ? lineReader(io.stdin) : undefined;
+  if (!flags.yes) {
+    if (lines) {
+      io.stderr.write("Start execution? [y/N] ");
+      const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+      if (answer !== "y" && answer !== "yes") {
+        io.stderr.write("Not started; nothing ran.\n");
+        return RUN_PLAN_EXIT.success;
+      }
+    } else if (flags.approve.length === 0) {
+      throw new UsageError(
+        "Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, or --approve TOOLS to start and approve only those tools.",
+      );
+    }
+  }
+
+  const alwaysApproved = new Set(flags.approve);
+  const summary = await runWithProgress(plan, {
+    planFile,
+    io,
+    tools,
+    workspaceRoot,
+    concurrency: flags.concurrency,
+    autoApprove: flags.yes ? true : [...alwaysApproved],
+    ...(backend ? { backend } : {}),
+    ...(flags.model !== undefined ? { model: flags.model } : {}),
+    ...(lines
+      ? {
+        approver: async (req: ApprovalRequest, signal: AbortSignal) => {
+          if (alwaysApproved.has(req.tool)) return true;
+          io.stderr.write(
+            `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
+              formatArgs(req.args)
+            }\n  Reason: ${req.reason}\n[y]es / [n]o / [a]lways for ${req.tool}: `,
+          );
+          const answer = (await lines.next(signal))?.trim().toLowerCase() ?? "";
+          if (answer === "a" || answer === "always") {
+            alwaysApproved.add(req.tool);
+            return true;
+          }
+          return answer === "y" || answer === "yes"
+            ? true
+            : { approved: false, reason: "denied at the prompt" };
+        },
+      }
+      : {}),
+  });
+
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify({ ...summary, planFile }, null, 2)}\n`);
+  } else {
+    io.stdout.write(`${summaryText(summary, planFile)}\n`);
+  }
+  if (summary.status === "completed") return RUN_PLAN_EXIT.success;
+  return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
+}
+
+interface RunSettings {
+  planFile: string;
+  io: RunPlanIo;
+  tools: ToolRegistry;
+  workspaceRoot: string;
+  concurrency: number;
+  autoApprove: boolean | string[];
+  backend?: LlmBackend;
+  model?: string;
+  approver?: (
+    req: ApprovalRequest,
+    signal: AbortSignal,
+  ) => Promise<boolean | { approved: boolean; reason?: string }>;
+}
+
+async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSummary> {
+  let livePlan = plan;
+  let finished = plan.steps.filter((st) => st.status === "completed" || st.status === "skipped")
+    .length;
+  const descriptions = new Map(plan.steps.map((st) => [st.id, st.description]));
+  const tools = new Map(plan.steps.map((st) => [st.id, st.tool]));
+  const write = (text: string) => s.io.stderr.write(`${text}\n`);
+  const onProgress = (event: ProgressEvent) => {
+    const id = event.stepId;
+    if (!descriptions.has(id)) {
+      // A step inserted by recovery.
+      const step = livePlan.steps.find((st) => st.id === id);
+      if (step) {
+        descriptions.set(id, step.description);
+        tools.set(id, step.tool);
+      }
+    }
+    for (const entry of event.logs ?? []) write(`      · ${id}: ${entry.message}`);
+    if (event.logs) return;
+    if (event.progress !== undefined) {
+      write(`      … ${id} ${event.progress}%`);
+      return;
+    }
+    const counter = () => `[${finished}/${livePlan.steps.length}]`;
+    const error = event.result?.error;
+    switch (event.status) {
+      case "running":
+        write(`${counter()} ▶ ${id} ${descriptions.get(id)} (${tools.get(id)})`);
+        break;
+      case "completed":
+        finished++;
+        write(`${counter()} ✔ ${id} completed in ${Math.round(event.result?.duration ?? 0)} ms`);
+        break;
+      case "failed":
+        write(`${counter()} ✖ ${id} failed: ${error}`);
+        break;
+      case "skipped":
+        finished++;
+        write(`${counter()} ⊘ ${id} skipped: ${error}`);
+        break;
+      case "blocked":
+        if (event.result) write(`${counter()} ⏸ ${id} blocked: ${error}`);
+        break;
+    }
+  };
+  const run = startPlan(plan, {
+    tools: s.tools,
+    workspaceRoot: s.workspaceRoot,
+    concurrency: s.concurrency,
+    autoApprove: s.autoApprove,
+    onProgress,
+    persist: (p) => writePlanFile(s.planFile, p),
+    ...(s.backend ? { backend: s.backend } : {}),
+    ...(s.model !== undefined ? { model: s.model } : {}),
+    ...(s.approver ? { approver: s.approver } : {}),
+    ...(s.io.signal ? { signal: s.io.signal } : {}),
+  });
+  livePlan = run.plan;
+  return await run.summary;
+}
+
+function summaryText(summary: ExecutionSummary, planFile: string): string {
+  const order: StepStatus[] = ["completed", "failed", "skipped", "blocked", "pending"];
+  const counts = order.map((status) => `${summary.steps[status].length} ${status}`).join(", ");
+  const head = summary.status === "completed"
+    ? "Plan completed"
+    : summary.status === "cancelled"
+    ? "Plan cancelled"
+    : summary.status === "aborted"
+    ? "Plan aborted"
+    : "Plan failed";
+  const lines = [
+    `${head}: ${counts} (${Math.round(summary.durationMs)} ms). Saved to ${planFile}.`,
+  ];
+  if (summary.error) lines.push(`  ${summary.error}`);
+  if (summary.status !== "completed") {
+    lines.push(
+      "  Run the same command again to continue: completed and skipped steps are kept, the rest runs.",
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Approval notes for the review: static reasons, and dynamic ones where the args are known. */
+async function approvalsFor(
+  plan: Plan,
+  tools: ToolRegistry,
+  workspaceRoot: string,
+): Promise<Map<string, string>> {
+  const notes = new Map<string, string>();
+  for (const step of plan.steps) {
+    if (step.status === "completed" || step.status === "skipped") continue;
+    if (step.requiresApproval) {
+      notes.set(step.id, "the step asks for approval");
+      continue;
+    }
+    if (!tools.has(step.tool)) continue;
+    const reason = await tools.approvalReason(step.tool, step.args, { workspaceRoot }).catch(
+      () => undefined,
+    );
+    if (reason) notes.set(step.id, reason);
+  }
+  return notes;
+}
+
+async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Promise<LlmBackend> {
+  const name = (flags.backend ?? (flags.script !== undefined ? "scripted" : undefined))
+    ?.toLowerCase();
+  if (name === undefined) {
+    throw new UsageError(
+      'This needs an LLM (--generate, or a step with onError "recover"): pass --backend NAME (claude-code, anthropic, openai), or --script FILE for scripted answers.',
+    );
+  }
+  if (flags.script !== undefined && name !== "scripted") {
+    throw new UsageError(
+      `--script is for the scripted backend, but --backend is "${name}". Drop --script to use ${name}, or drop --backend to use the script.`,
+    );
+  }
+  return await createBackend({
+    name,
+    ...(flags.model !== undefined ? { model: flags.model } : {}),
+    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+    ...(flags.script !== undefined ? { script: resolve(userDir, flags.script) } : {}),
+    env: io.env,
+    onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+  });
+}
+
+async function assertFolder(dir: string): Promise<void> {
+  try {
+    if ((await Deno.stat(dir)).isDirectory) return;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await Deno.lstat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads lines from a stream, one question at a time. */
+function lineReader(stream: ReadableStream<Uint8Array>) {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let ended = false;
+  return {
+    async next(signal?: AbortSignal): Promise<string | undefined> {
+      for (;;) {
+        const newline = buffer.indexOf("\n");
+        if (newline >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          return line;
+        }
+        if (ended) {
+          const rest = buffer;
+          buffer = "";
+          return rest === "" ? undefined : rest;
+        }
+        signal?.throwIfAborted();
+        const aborted = signal
+          ? new Promise<never>((_, reject) =>
+            signal.addEventListener("abort", () => reject(signal.reason), { once: true })
+          )
+          : undefined;
+        const { done, value } =
+          await (aborted ? Promise.race([reader.read(), aborted]) : reader.read());
+        if (done) ended = true;
+        else buffer += value;
+      }
+    },
+  };
+}
+
+const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
+
+function report(error: unknown, io: RunPlanIo): number {
+  if (error instanceof StepflowError) {
+    io.stderr.write(`run-plan: ${error.message}\n`);
+    // The LLM answered badly or the call failed: the command ran and did not succeed. Setup problems
+    // (credentials, missing SDK) and every input problem are usage errors.
+    const ranAndFailed = error.code === "PLAN_GENERATION_FAILED" ||
+      error.code === "SCRIPT_EXHAUSTED" ||
+      (error.code.startsWith("BACKEND_") && !SETUP_ERROR_CODES.has(error.code));
+    return ranAndFailed ? RUN_PLAN_EXIT.planFailed : RUN_PLAN_EXIT.usage;
+  }
+  if (io.signal?.aborted) {
+    io.stderr.write("run-plan: cancelled\n");
+    return RUN_PLAN_EXIT.interrupted;
+  }
+  io.stderr.write(
+    `run-plan: unexpected error (a bug in stepflow, please report it): ${
+      error instanceof Error ? error.stack ?? error.message : String(error)
+    }\n`,
+  );
+  return RUN_PLAN_EXIT.internal;
+}
+
+function defaultIo(): RunPlanIo {
+  return {
+    stdout: writerFor(Deno.stdout),
+    stderr: writerFor(Deno.stderr),
+    stdin: Deno.stdin.readable,
+    env: Deno.env.toObject(),
+    cwd: Deno.cwd(),
+    interactive: Deno.stdin.isTerminal(),
+  };
+}
+
+function writerFor(file: { writeSync(p: Uint8Array): number }): RunPlanWriter {
+  const encoder = new TextEncoder();
+  return {
+    write(text: string) {
+      const bytes = encoder.encode(text);
+      let offset = 0;
+      while (offset < bytes.length) offset += file.writeSync(bytes.subarray(offset));
+    },
+  };
+}
+
+/** Runs `run-plan` on the real process: Ctrl-C cancels the run (twice quits at once). */
+export async function runPlanCli(argv: readonly string[] = Deno.args): Promise<never> {
+  const controller = new AbortController();
+  let interrupted = false;
+  const onInterrupt = () => {
+    if (interrupted) Deno.exit(RUN_PLAN_EXIT.interrupted);
+    interrupted = true;
+    Deno.stderr.writeSync(
+      new TextEncoder().encode(
+        "\nCancelling: running steps are stopped and the plan is saved… (press Ctrl-C again to quit now)\n",
+      ),
+    );
+    controller.abort(new Error("interrupted (Ctrl-C)"));
+  };
+  try {
+    Deno.addSignalListener("SIGINT", onInterrupt);
+  } catch {
+    // Signals are unavailable on some platforms; Ctrl-C then ends the process directly.
+  }
+  const code = await main(argv, { signal: controller.signal });
+  Deno.exit(code);
+}
+
+if (import.meta.main) await runPlanCli();
