@@ -99,7 +99,6 @@ export class AnthropicBackend extends ChatApiBackend {
   /** Always `"anthropic"`. */
   readonly name = "anthropic";
   readonly #options: AnthropicBackendOptions;
-  #client?: Promise<AnthropicMessagesClient>;
 
   /**
    * Creates the backend; the SDK is loaded on the first call.
@@ -112,19 +111,10 @@ export class AnthropicBackend extends ChatApiBackend {
   }
 
   #getClient(): Promise<AnthropicMessagesClient> {
-    this.#client ??= loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name).then((sdk) =>
-      new sdk.default({
-        // A gateway behind baseUrl may need no key; the SDK still wants one to build its headers.
-        apiKey: this.#options.apiKey ?? "not-needed",
-        ...(this.#options.baseUrl ? { baseURL: this.#options.baseUrl } : {}),
-        maxRetries: 0,
-        ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
-      })
-    ).catch((error) => {
-      this.#client = undefined;
-      throw error;
+    return this.sdkClient(async () => {
+      const sdk = await loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name);
+      return new sdk.default(this.clientOptions(this.#options.baseUrl));
     });
-    return this.#client;
   }
 
   /** Sends one `POST /v1/messages`. */

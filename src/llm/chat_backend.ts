@@ -137,6 +137,7 @@ export abstract class ChatApiBackend implements LlmBackend {
   /** Options as given. */
   protected readonly options: ChatBackendOptions;
   #schemaMode: StructuredOutputMode;
+  #client?: Promise<unknown>;
 
   /**
    * Checks the options; nothing is loaded or sent yet.
@@ -159,6 +160,32 @@ export abstract class ChatApiBackend implements LlmBackend {
     }
     this.#schemaMode = mode;
     this.conversations = new ConversationStore(options.conversation);
+  }
+
+  /**
+   * The SDK client, created by `create` on first use and kept; a failed creation (an SDK that
+   * cannot be loaded) is tried again on the next call.
+   */
+  protected sdkClient<T>(create: () => Promise<T>): Promise<T> {
+    this.#client ??= create().catch((error) => {
+      this.#client = undefined;
+      throw error;
+    });
+    return this.#client as Promise<T>;
+  }
+
+  /**
+   * The options both official SDK clients take: the key (a placeholder when there is none, as a
+   * local server or a gateway needs none but the SDKs refuse to start without one), the base URL,
+   * no SDK retries (the stepflow policy applies), and a backstop timeout behind the per-call one.
+   */
+  protected clientOptions(baseURL: string | undefined): Record<string, unknown> {
+    return {
+      apiKey: this.options.apiKey ?? "not-needed",
+      ...(baseURL ? { baseURL } : {}),
+      maxRetries: 0,
+      ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
+    };
   }
 
   /** The structured-output mode in force (`auto` turns into `prompt` after a schema rejection). */

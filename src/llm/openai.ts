@@ -95,7 +95,6 @@ export class OpenAiBackend extends ChatApiBackend {
   /** Always `"openai"`. */
   readonly name = "openai";
   readonly #options: OpenAiBackendOptions;
-  #client?: Promise<OpenAiChatClient>;
 
   /**
    * Creates the backend; the SDK is loaded on the first call.
@@ -114,19 +113,10 @@ export class OpenAiBackend extends ChatApiBackend {
   }
 
   #getClient(): Promise<OpenAiChatClient> {
-    this.#client ??= loadSdk<OpenAiModule>("openai", this.name).then((sdk) =>
-      new sdk.default({
-        // Local servers ignore the key, but the SDK refuses to start without one.
-        apiKey: this.#options.apiKey ?? "not-needed",
-        baseURL: this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL,
-        maxRetries: 0,
-        ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
-      })
-    ).catch((error) => {
-      this.#client = undefined;
-      throw error;
+    return this.sdkClient(async () => {
+      const sdk = await loadSdk<OpenAiModule>("openai", this.name);
+      return new sdk.default(this.clientOptions(this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL));
     });
-    return this.#client;
   }
 
   /** Sends one `POST /chat/completions`. */
