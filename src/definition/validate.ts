@@ -43,7 +43,7 @@ export interface FlowValidationOptions {
   checkFiles?: boolean;
   /** A missing prompt that a fallback can stand in for is a warning, not an error. */
   allowFallback?: boolean;
-  /** Files checked at once (default 32). */
+  /** Files checked at once (default 16). */
   concurrency?: number;
 }
 

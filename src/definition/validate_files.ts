@@ -39,7 +39,7 @@ export interface FlowFilesInput {
   files: { agent: string; registry: string };
   /** Missing prompts become warnings when a fallback can stand in. */
   allowFallback?: boolean;
-  /** Files checked at once (default 32). */
+  /** Files checked at once (default 16). */
   concurrency?: number;
 }
 
@@ -179,7 +179,7 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     }
   }
 
-  await runPool(tasks, input.concurrency ?? 32);
+  await runPool(tasks, input.concurrency ?? 16);
   found.sort((a, b) => a.order - b.order);
   warnings.sort((a, b) => a.order - b.order);
   result.warnings.push(...warnings.map((w) => w.message));
