@@ -33,6 +33,11 @@ export interface LiveProgressOptions extends ProgressOptions {
   columns?: number;
   /** Redraw period of the spinner and clock in ms. Default 100. */
   intervalMs?: number;
+  /**
+   * Events closer together than this (ms) update the state without redrawing; the next event or
+   * tick draws it. Keeps fast flows from flooding the terminal. Default 40.
+   */
+  minRedrawMs?: number;
 }
 
 /** What the renderers learn from a backend call. */
@@ -297,10 +302,15 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     const spinner = SPINNER[frame % SPINNER.length];
     return `${c.cyan(spinner)} ${truncate(text, columns - 3)}`;
   };
-  const draw = () => {
+  const minRedrawMs = options.minRedrawMs ?? 40;
+  let lastDraw = -Infinity;
+  const draw = (force = false) => {
     if (finished) return;
+    const t = now();
+    if (!force && drawn && t - lastDraw < minRedrawMs) return;
     options.write(`\r\x1b[2K${render()}`);
     drawn = true;
+    lastDraw = t;
   };
   const clear = () => {
     if (drawn) options.write("\r\x1b[2K");
@@ -310,11 +320,11 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   const print = (text: string) => {
     clear();
     options.write(`${text}\n`);
-    draw();
+    draw(true);
   };
   const timer = setInterval(() => {
     frame++;
-    draw();
+    draw(true);
   }, options.intervalMs ?? 100);
   // The clock must never keep the process alive on its own.
   Deno.unrefTimer(timer);

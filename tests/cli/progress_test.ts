@@ -160,6 +160,7 @@ Deno.test("live progress: redraws one line in place, then leaves only the summar
     now: t.now,
     columns: 200,
     intervalMs: 10_000,
+    minRedrawMs: 0,
   });
   const e = p.events;
   await e.onStepStart?.(info("work.task", 1));
@@ -229,4 +230,22 @@ Deno.test("observeBackend reports each call and passes errors through", async ()
   assert.equal((await backend.complete(request("step"))).text, "ok");
   await assert.rejects(() => backend.complete(request("check")), /nope/);
   assert.deepEqual(seen, ["start step", "end step ok", "start check", "end check error"]);
+});
+
+Deno.test("live progress: bursts of events are drawn at most once per 40 ms", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now: t.now,
+    intervalMs: 10_000,
+  });
+  for (let i = 1; i <= 50; i++) await p.events.onStepStart?.(info("fast.step", i));
+  assert.equal(out.length, 1, "one draw for a burst");
+  t.advance(40);
+  await p.events.onStepStart?.(info("fast.step", 51));
+  assert.equal(out.length, 2);
+  assert.match(out[1], /iteration 51 · attempt 51$/, "the next draw shows the latest state");
+  p.finish();
 });
