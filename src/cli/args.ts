@@ -340,7 +340,8 @@ export function parseCommandLine(
  * parameters.
  */
 export function usageText(options: ParseOptions = {}): string {
-  const width = Math.max(...CLI_FLAGS.map((f) => flagLabel(f).length)) + 2;
+  const parameterLabel = "--<parameter> value";
+  const width = Math.max(parameterLabel.length, ...CLI_FLAGS.map((f) => flagLabel(f).length)) + 2;
   const lines = [
     "Usage: deno task run-agent --agent NAME [--<parameter> value ...] [options]",
     "       deno task run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
@@ -352,7 +353,9 @@ export function usageText(options: ParseOptions = {}): string {
     "",
     "Options:",
     ...CLI_FLAGS.map((f) => `  ${flagLabel(f).padEnd(width)}${f.description}`),
-    "  --<parameter> value     A parameter the agent declares in agent.json (see below)",
+    `  ${
+      "--<parameter> value".padEnd(width)
+    }A parameter the agent declares in agent.json (see below)`,
     "",
     "Exit codes: 0 success, 1 the flow ran and did not succeed, 2 usage, definition or backend",
     "            setup error (e.g. missing API key), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
