@@ -1,0 +1,996 @@
+/**
+ * The DAG executor of tool plans (seed 002 "Execution Engine", rebuilt):
+ *
+ * - scheduling by in-degree counting — each step is queued once, when its last dependency settles —
+ *   so a run is O(V+E), not the seed's repeated scan of every step;
+ * - ready steps run in parallel up to `concurrency` (default 4);
+ * - `$step` references resolved in the arguments of each step just before it runs;
+ * - approval gates (serialised), denial → `skipped`, and the step's dependents are skipped;
+ * - per-step `onError`: `fail`, `continue`, `retry=N` with exponential backoff, `recover` (LLM);
+ * - cancellation; progress as an `AsyncIterable<ProgressEvent>` plus the shared step events.
+ *
+ * @module
+ */
+import { StepflowError } from "../errors.ts";
+import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
+import type { ExecutorEvents, RunState, StepInfo } from "../events/types.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import { parseOnError } from "./on_error.ts";
+import { EventLog } from "./progress.ts";
+import { askRecovery } from "./recovery.ts";
+import { mayHaveRefs, type RefLookup, resolveRefs } from "./refs.ts";
+import { PlanSchema, STEP_STATUSES } from "./schema.ts";
+import { buildGraph } from "./graph.ts";
+import { checkSteps, PlanValidationError } from "./validate.ts";
+import type {
+  ApprovalRequest,
+  Approver,
+  ErrorStrategy,
+  ExecutionStatus,
+  ExecutionSummary,
+  LogEntry,
+  OnErrorSetting,
+  Plan,
+  PlanToolContext,
+  PlanToolRegistry,
+  ProgressEvent,
+  RecoveryDecision,
+  Step,
+  StepResult,
+  StepStatus,
+} from "./types.ts";
+
+/** Options of {@linkcode executePlan} and {@linkcode startPlan}. */
+export interface ExecutePlanOptions {
+  /** The tools steps may call (a `ToolRegistry`). */
+  tools: PlanToolRegistry;
+  /** Workspace root handed to tools (default: the current directory). */
+  workspaceRoot?: string;
+  /** How many steps may run at once (default 4). */
+  concurrency?: number;
+  /** Asked before a step that needs approval runs. Without it, such steps are denied (skipped). */
+  approver?: Approver;
+  /** `true` approves everything; a list approves those tools without asking. */
+  autoApprove?: boolean | readonly string[];
+  /** The LLM backend used by `onError: "recover"` (required when a step uses it). */
+  backend?: LlmBackend;
+  /** Model override for recovery calls. */
+  model?: string;
+  /** Recovery rounds per step when `onError` is plain `"recover"` (default 2). */
+  maxRecoveries?: number;
+  /** Base delay before the first retry in ms, doubled for each further retry (default 1000). */
+  retryBackoffMs?: number;
+  /** Upper bound of one retry delay in ms (default 30 000). */
+  maxBackoffMs?: number;
+  /** `onError` of steps that set none (default `"fail"`). */
+  defaultOnError?: OnErrorSetting;
+  /** Handlers of the shared step events (onPlanStart, onStepStart, onStepRetry, …). */
+  events?: ExecutorEvents | readonly ExecutorEvents[];
+  /** Cancels the run. */
+  signal?: AbortSignal;
+  /** Run id (default: a random UUID). */
+  runId?: string;
+  /** Called with every progress event, as it happens. */
+  onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Saves the plan. Called after every step settles (calls never overlap; changes made while a save
+   * runs are saved right after it) and once at the end.
+   */
+  persist?: (plan: Plan) => void | Promise<void>;
+  /** Extra fields for every tool context. */
+  toolContext?: Record<string, unknown>;
+  /** Validate the plan first (default true). Turn off only for plans validated already. */
+  validate?: boolean;
+}
+
+/** A run in progress (see {@linkcode startPlan}). */
+export interface PlanRun {
+  /** The run id. */
+  readonly runId: string;
+  /** The live plan: statuses and results change as the run goes. */
+  readonly plan: Plan;
+  /** Every progress event from the start of the run; ends when the run ends. */
+  readonly progress: AsyncIterable<ProgressEvent>;
+  /** Resolves when the run has ended (it never rejects for step failures). */
+  readonly summary: Promise<ExecutionSummary>;
+  /** Cancels the run: no new step starts, running tools get an aborted signal. */
+  cancel(reason?: string): void;
+}
+
+const WAITING = 0;
+const QUEUED = 1;
+const RUNNING = 2;
+const SETTLED = 3;
+
+const NO_POISON = 0;
+const SKIP = 1;
+const BLOCK = 2;
+
+type Outcome = "completed" | "failed" | "stop" | "skipped" | "waiting" | "interrupted" | "abort";
+
+/**
+ * Runs a plan to the end.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { ToolRegistry } from "../tools/registry.ts";
+ * import { executePlan } from "./executor.ts";
+ * import { parsePlan } from "./schema.ts";
+ *
+ * const tools = new ToolRegistry().register({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   inputSchema: z.object({ a: z.number(), b: z.number() }),
+ *   execute: ({ a, b }) => a + b,
+ * });
+ * const plan = parsePlan({
+ *   id: "p1", taskId: "t1", version: 1, createdAt: new Date().toISOString(),
+ *   steps: [
+ *     { id: "one", description: "1 + 2", tool: "add", args: { a: 1, b: 2 } },
+ *     { id: "two", description: "3 + 4", tool: "add", args: { a: "$one", b: 4 }, dependsOn: ["one"] },
+ *   ],
+ * });
+ * const summary = await executePlan(plan, { tools });
+ * console.log(summary.status, summary.plan.steps[1].result?.value); // "completed" 7
+ * ```
+ */
+export function executePlan(plan: Plan, options: ExecutePlanOptions): Promise<ExecutionSummary> {
+  try {
+    return startPlan(plan, options).summary;
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Starts a plan and returns a handle with the live plan, the progress stream, the summary and
+ * `cancel()`. The given plan is not modified: the run works on a copy (`run.plan`). Steps that are
+ * `completed` or `skipped` already are kept (that is how a stopped run continues); every other step
+ * runs.
+ *
+ * @throws PlanValidationError when the plan is invalid (before anything runs)
+ * @throws StepflowError `PLAN_RECOVER_NO_BACKEND` when a step uses `recover` without a backend
+ *
+ * @example
+ * ```ts ignore
+ * const run = startPlan(plan, { tools, concurrency: 8 });
+ * for await (const event of run.progress) console.log(event.stepId, event.status);
+ * const summary = await run.summary;
+ * ```
+ */
+export function startPlan(plan: Plan, options: ExecutePlanOptions): PlanRun {
+  return new Execution(plan, options).start();
+}
+
+class Execution {
+  readonly plan: Plan;
+  readonly runId: string;
+  readonly #o: ExecutePlanOptions;
+  readonly #tools: PlanToolRegistry;
+  readonly #root: string;
+  readonly #limit: number;
+  readonly #emitter: EventEmitter;
+  readonly #log = new EventLog<ProgressEvent>();
+  readonly #controller = new AbortController();
+  readonly #defaultStrategy: ErrorStrategy;
+
+  // Per node (append-only: recovery may add nodes).
+  readonly #nodes: Step[] = [];
+  readonly #byId = new Map<string, number>();
+  readonly #remaining: number[] = [];
+  readonly #dependents: number[][] = [];
+  readonly #phase: number[] = [];
+  readonly #poison: number[] = [];
+  readonly #culprit: (string | undefined)[] = [];
+  readonly #hasRefs: boolean[] = [];
+  readonly #attempts: number[] = [];
+  readonly #recoveries: number[] = [];
+  readonly #startedAt: number[] = [];
+
+  readonly #queue: number[] = [];
+  #head = 0;
+  #running = 0;
+  #maxParallel = 0;
+  #stopping = false;
+  #aborted = false;
+  #cancelled = false;
+  #firstError: string | undefined;
+  #order = 0;
+  #approvals: Promise<unknown> = Promise.resolve();
+  #persisting: Promise<void> | undefined;
+  #persistAgain = false;
+  #finished = false;
+  #startTime = 0;
+  #startIso = "";
+  #resolve!: (summary: ExecutionSummary) => void;
+  readonly #summary: Promise<ExecutionSummary>;
+  readonly #lookup: RefLookup;
+
+  constructor(plan: Plan, options: ExecutePlanOptions) {
+    this.#o = options;
+    this.#tools = options.tools;
+    this.runId = options.runId ?? crypto.randomUUID();
+    this.#root = options.workspaceRoot ?? Deno.cwd();
+    this.#limit = Math.max(1, Math.floor(options.concurrency ?? 4));
+    this.#emitter = createEventEmitter(
+      Array.isArray(options.events)
+        ? options.events
+        : [options.events as ExecutorEvents | undefined],
+    );
+    const strategy = parseOnError(options.defaultOnError);
+    if (!strategy) {
+      throw new StepflowError(
+        "USAGE",
+        `defaultOnError ${
+          JSON.stringify(options.defaultOnError)
+        } is not a failure strategy ("fail", "continue", "retry=N", "recover").`,
+      );
+    }
+    this.#defaultStrategy = strategy;
+
+    if (options.validate === false) {
+      this.plan = { ...plan, steps: plan.steps.map((s) => ({ ...s })) };
+    } else {
+      // Parsing copies the plan, so the caller's object is never modified.
+      const parsed = PlanSchema.safeParse(plan);
+      if (!parsed.success) {
+        throw new PlanValidationError(
+          parsed.error.issues.map((i) => ({
+            code: "PLAN_SCHEMA" as const,
+            message: `${i.path.join(".")}: ${i.message}`,
+          })),
+        );
+      }
+      this.plan = parsed.data;
+      const problems = checkSteps(this.plan.steps, this.#tools);
+      if (problems.length > 0) throw new PlanValidationError(problems);
+    }
+    if (!options.backend) {
+      const needs = this.plan.steps.find((s) =>
+        (s.onError === undefined ? this.#defaultStrategy : parseOnError(s.onError))?.kind ===
+          "recover"
+      );
+      if (needs) {
+        throw new StepflowError(
+          "PLAN_RECOVER_NO_BACKEND",
+          `Step "${needs.id}" uses onError "recover", which asks an LLM, but no backend was given. Pass a backend (CLI: --backend …), or change its onError.`,
+          { details: { stepId: needs.id } },
+        );
+      }
+    }
+    this.#lookup = (id) => {
+      const i = this.#byId.get(id);
+      if (i === undefined) return { found: false };
+      const step = this.#nodes[i];
+      if (step.status !== "completed" || !step.result?.ok) return { found: false };
+      return { found: true, value: step.result.value };
+    };
+    this.#summary = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  start(): PlanRun {
+    const signal = this.#o.signal;
+    if (signal) {
+      if (signal.aborted) this.#cancel(signal.reason);
+      else signal.addEventListener("abort", () => this.#cancel(signal.reason), { once: true });
+    }
+    this.#startTime = performance.now();
+    this.#startIso = new Date().toISOString();
+    void this.#run();
+    return {
+      runId: this.runId,
+      plan: this.plan,
+      progress: this.#log,
+      summary: this.#summary,
+      cancel: (reason?: string) => this.#cancel(reason ?? "cancelled"),
+    };
+  }
+
+  async #run(): Promise<void> {
+    const ctx = { runId: this.runId, planId: this.plan.id, taskId: this.plan.taskId };
+    await this.#emit("onStateChange", "running", "idle", ctx);
+    await this.#emit("onPlanStart", this.plan, ctx);
+    this.#init();
+    this.#pump();
+  }
+
+  #init(): void {
+    const steps = this.plan.steps;
+    const graph = buildGraph(steps);
+    const n = steps.length;
+    for (let i = 0; i < n; i++) {
+      const step = steps[i];
+      this.#nodes.push(step);
+      if (!this.#byId.has(step.id)) this.#byId.set(step.id, i);
+      this.#remaining.push(graph.deps[i].length);
+      this.#dependents.push(graph.dependents[i]);
+      const done = step.status === "completed" || step.status === "skipped";
+      this.#phase.push(done ? SETTLED : WAITING);
+      this.#poison.push(NO_POISON);
+      this.#culprit.push(undefined);
+      this.#hasRefs.push(mayHaveRefs(step.args));
+      this.#attempts.push(step.result?.attempts ?? 0);
+      this.#recoveries.push(0);
+      this.#startedAt.push(0);
+    }
+    for (let i = 0; i < n; i++) {
+      if (this.#phase[i] !== SETTLED) continue;
+      const kind = steps[i].status === "skipped" ? SKIP : NO_POISON;
+      for (const d of this.#dependents[i]) {
+        this.#remaining[d]--;
+        if (kind > this.#poison[d]) {
+          this.#poison[d] = kind;
+          this.#culprit[d] = steps[i].id;
+        }
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      if (this.#phase[i] !== WAITING) continue;
+      if (this.#remaining[i] === 0) this.#becomeReady(i);
+      else this.#setStatus(i, "blocked");
+    }
+  }
+
+  /** A node's last dependency settled: queue it, or pass a skip/block on (iteratively). */
+  #becomeReady(start: number): void {
+    const work = [start];
+    while (work.length > 0) {
+      const i = work.pop()!;
+      if (this.#phase[i] !== WAITING) continue;
+      const poison = this.#poison[i];
+      if (poison === NO_POISON) {
+        this.#phase[i] = QUEUED;
+        this.#setStatus(i, "ready");
+        this.#queue.push(i);
+        continue;
+      }
+      this.#phase[i] = SETTLED;
+      const culprit = this.#culprit[i];
+      if (poison === SKIP) {
+        this.#settleWith(i, "skipped", `Skipped because step "${culprit}" was skipped`);
+      } else {
+        this.#settleWith(i, "blocked", `Blocked because step "${culprit}" failed`);
+      }
+      this.#release(i, poison, work);
+    }
+  }
+
+  #release(i: number, poison: number, work: number[]): void {
+    const id = this.#nodes[i].id;
+    for (const d of this.#dependents[i]) {
+      if (poison > this.#poison[d]) {
+        this.#poison[d] = poison;
+        this.#culprit[d] = id;
+      }
+      if (--this.#remaining[d] === 0) work.push(d);
+    }
+  }
+
+  #pump(): void {
+    while (!this.#stopping && this.#running < this.#limit && this.#head < this.#queue.length) {
+      const i = this.#queue[this.#head++];
+      if (this.#phase[i] !== QUEUED) continue;
+      this.#phase[i] = RUNNING;
+      this.#running++;
+      if (this.#running > this.#maxParallel) this.#maxParallel = this.#running;
+      this.#runStep(i).then(
+        (outcome) => this.#settle(i, outcome),
+        (error) => {
+          // Only a bug in the executor itself ends up here; record it on the step.
+          this.#fail(i, error);
+          this.#settle(i, "stop");
+        },
+      );
+    }
+    if (this.#running === 0 && (this.#stopping || this.#head >= this.#queue.length)) {
+      void this.#finish();
+    }
+  }
+
+  #settle(i: number, outcome: Outcome): void {
+    this.#running--;
+    const work: number[] = [];
+    switch (outcome) {
+      case "completed":
+        this.#phase[i] = SETTLED;
+        this.#release(i, NO_POISON, work);
+        break;
+      case "skipped":
+        this.#phase[i] = SETTLED;
+        this.#release(i, SKIP, work);
+        break;
+      case "failed":
+        this.#phase[i] = SETTLED;
+        this.#release(i, BLOCK, work);
+        break;
+      case "stop":
+      case "abort":
+        this.#phase[i] = SETTLED;
+        this.#stopping = true;
+        if (outcome === "abort") this.#aborted = true;
+        this.#release(i, BLOCK, work);
+        break;
+      case "waiting":
+        // Recovery inserted steps before this one; it runs again when they are done.
+        break;
+      case "interrupted":
+        this.#phase[i] = WAITING;
+        this.#setStatus(i, "pending");
+        break;
+    }
+    for (const d of work) this.#becomeReady(d);
+    this.#schedulePersist();
+    this.#pump();
+  }
+
+  async #runStep(i: number): Promise<Outcome> {
+    const step = this.#nodes[i];
+    const signal = this.#controller.signal;
+    if (this.#startedAt[i] === 0) this.#startedAt[i] = performance.now();
+    this.#setStatus(i, "running");
+    let approvedArgs: unknown = undefined;
+    let retries = 0;
+    for (;;) {
+      this.#attempts[i]++;
+      const info = this.#info(i);
+      if (this.#emitter.has("onStepStart")) await this.#emitter.emit("onStepStart", info);
+      let args: Record<string, unknown> = step.args;
+      const ctx = this.#toolContext(i);
+      try {
+        if (this.#hasRefs[i]) args = resolveRefs(step.args, this.#lookup, step.id);
+        if (approvedArgs !== step.args) {
+          const reason = await this.#approvalReason(step, args, ctx);
+          if (reason !== undefined) {
+            const decision = await this.#approve(i, args, reason);
+            if (signal.aborted) return "interrupted";
+            if (!decision.approved) {
+              const why = decision.reason ? ` (${decision.reason})` : "";
+              this.#settleWith(i, "skipped", `User denied approval${why}`);
+              await this.#emit("onStepEnd", info, step.result);
+              return "skipped";
+            }
+          }
+          approvedArgs = step.args;
+        }
+        signal.throwIfAborted();
+        const value = await this.#tools.invoke(step.tool, args, ctx);
+        if (signal.aborted) return "interrupted";
+        this.#settleWith(i, "completed", undefined, value);
+        if (this.#emitter.has("onStepEnd")) {
+          await this.#emitter.emit("onStepEnd", info, step.result);
+        }
+        return "completed";
+      } catch (error) {
+        if (signal.aborted) return "interrupted";
+        const message = error instanceof Error ? error.message : String(error);
+        await this.#emit("onStepError", info, error);
+        const strategy = this.#strategy(step);
+        if (strategy.kind === "retry" && retries < strategy.count) {
+          retries++;
+          const base = strategy.backoffMs ?? this.#o.retryBackoffMs ?? 1000;
+          const delay = Math.min(base * 2 ** (retries - 1), this.#o.maxBackoffMs ?? 30_000);
+          this.#progress(i, {
+            logs: [
+              log(
+                "warn",
+                `attempt ${retries} failed: ${message}; retry ${retries}/${strategy.count} in ${delay} ms`,
+              ),
+            ],
+          });
+          await this.#emit("onStepRetry", info, retries, error);
+          try {
+            await sleep(delay, signal);
+          } catch {
+            return "interrupted";
+          }
+          continue;
+        }
+        if (strategy.kind === "recover") {
+          const max = strategy.maxAttempts ?? this.#o.maxRecoveries ?? 2;
+          if (this.#recoveries[i] < max) {
+            this.#recoveries[i]++;
+            const outcome = await this.#recover(i, message);
+            if (outcome === "retry") {
+              retries = 0;
+              continue;
+            }
+            if (outcome !== "failed") {
+              if (outcome !== "waiting") await this.#emit("onStepEnd", info, step.result);
+              return outcome;
+            }
+          } else {
+            this.#progress(i, {
+              logs: [log("error", `no recovery left (${max} used)`)],
+            });
+          }
+        }
+        this.#fail(i, error);
+        await this.#emit("onStepEnd", info, step.result);
+        return strategy.kind === "continue" ? "failed" : "stop";
+      }
+    }
+  }
+
+  async #approvalReason(
+    step: Step,
+    args: Record<string, unknown>,
+    ctx: PlanToolContext,
+  ): Promise<string | undefined> {
+    if (step.requiresApproval) return "the step asks for approval";
+    return await this.#tools.approvalReason(step.tool, args, ctx);
+  }
+
+  /** Serialised: an approver never sees two requests at once. */
+  #approve(
+    i: number,
+    args: Record<string, unknown>,
+    reason: string,
+  ): Promise<{ approved: boolean; reason?: string }> {
+    const step = this.#nodes[i];
+    const auto = this.#o.autoApprove;
+    if (auto === true || (Array.isArray(auto) && auto.includes(step.tool))) {
+      this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
+      return Promise.resolve({ approved: true });
+    }
+    const approver = this.#o.approver;
+    if (!approver) {
+      this.#progress(i, {
+        logs: [log("warn", `needs approval (${reason}) but no approver is configured`)],
+      });
+      return Promise.resolve({
+        approved: false,
+        reason:
+          `needs approval: ${reason}; no approver is configured (CLI: answer on a terminal, or pass --yes or --approve ${step.tool})`,
+      });
+    }
+    const request: ApprovalRequest = {
+      planId: this.plan.id,
+      stepId: step.id,
+      description: step.description,
+      tool: step.tool,
+      args,
+      reason,
+    };
+    const next = this.#approvals.then(async () => {
+      this.#controller.signal.throwIfAborted();
+      this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
+      try {
+        const answer = await approver(request, this.#controller.signal);
+        const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+        this.#progress(i, {
+          logs: [
+            log(
+              "info",
+              decision.approved
+                ? "approved"
+                : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
+            ),
+          ],
+        });
+        return decision;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        return { approved: false, reason: `the approver failed: ${message}` };
+      }
+    });
+    this.#approvals = next.catch(() => {});
+    return next.catch(() => ({ approved: false, reason: "cancelled" }));
+  }
+
+  async #recover(
+    i: number,
+    error: string,
+  ): Promise<"retry" | "skipped" | "waiting" | "abort" | "failed"> {
+    const step = this.#nodes[i];
+    const attempt = this.#recoveries[i];
+    this.#progress(i, {
+      logs: [log("warn", `failed: ${error}; asking for a recovery (round ${attempt})`)],
+    });
+    let decision: RecoveryDecision;
+    try {
+      decision = await askRecovery({
+        plan: this.plan,
+        step: { ...step, status: "failed", result: this.#result(i, false, undefined, error) },
+        error,
+        attempt,
+        backend: this.#o.backend!,
+        tools: this.#tools,
+        cwd: this.#root,
+        model: this.#o.model,
+        signal: this.#controller.signal,
+        check: (d) => {
+          const problems = this.#checkDecision(i, d);
+          return problems.length ? { ok: false, problems } : { ok: true };
+        },
+      });
+    } catch (failure) {
+      if (this.#controller.signal.aborted) return "failed";
+      const message = failure instanceof Error ? failure.message : String(failure);
+      this.#progress(i, { logs: [log("error", message)] });
+      return "failed";
+    }
+    const reason = decision.reason ? `: ${decision.reason}` : "";
+    switch (decision.action) {
+      case "retry":
+        if (decision.args) this.#changeArgs(i, decision.args);
+        this.#progress(i, {
+          logs: [log("info", `recovery: retry${decision.args ? " with new args" : ""}${reason}`)],
+        });
+        return "retry";
+      case "skip":
+        this.#settleWith(i, "skipped", `Skipped by recovery${reason}`);
+        return "skipped";
+      case "abort":
+        this.#settleWith(i, "failed", `${error} (recovery aborted the run${reason})`);
+        this.#firstError ??= `Step "${step.id}" failed and recovery aborted the run${reason}`;
+        return "abort";
+      case "insert": {
+        const added = this.#insertSteps(i, decision);
+        this.#progress(i, {
+          logs: [log("info", `recovery: inserted ${added.join(", ")} before ${step.id}${reason}`)],
+        });
+        return "waiting";
+      }
+    }
+  }
+
+  /** Validates a recovery decision against the plan as it would be after applying it. */
+  #checkDecision(i: number, decision: RecoveryDecision): string[] {
+    if (decision.action === "skip" || decision.action === "abort") return [];
+    const step = this.#nodes[i];
+    const candidate = this.plan.steps.map((s) =>
+      s === step ? { ...s, args: decision.args ?? s.args } : s
+    );
+    if (decision.action === "insert") {
+      const newSteps = (decision.steps ?? []).map((s, k) => toStep(s, k));
+      const at = candidate.findIndex((s) => s.id === step.id);
+      candidate[at] = {
+        ...candidate[at],
+        dependsOn: [...step.dependsOn, ...newSteps.map((s) => s.id)],
+      };
+      candidate.splice(at, 0, ...newSteps);
+    }
+    return checkSteps(candidate, this.#tools).map((p) => p.message);
+  }
+
+  #changeArgs(i: number, args: Record<string, unknown>): void {
+    this.#nodes[i].args = args;
+    this.#hasRefs[i] = mayHaveRefs(args);
+    this.#bumpVersion();
+  }
+
+  #insertSteps(i: number, decision: RecoveryDecision): string[] {
+    const step = this.#nodes[i];
+    if (decision.args) this.#changeArgs(i, decision.args);
+    const newSteps = (decision.steps ?? []).map((s, k) => toStep(s, k));
+    const at = this.plan.steps.indexOf(step);
+    this.plan.steps.splice(at, 0, ...newSteps);
+    this.plan.steps.forEach((s, k) => (s.order = k + 1));
+    step.dependsOn = [...step.dependsOn, ...newSteps.map((s) => s.id)];
+    this.#bumpVersion();
+    const first = this.#nodes.length;
+    for (const s of newSteps) {
+      const n = this.#nodes.length;
+      this.#nodes.push(s);
+      this.#byId.set(s.id, n);
+      this.#remaining.push(0);
+      this.#dependents.push([]);
+      this.#phase.push(WAITING);
+      this.#poison.push(NO_POISON);
+      this.#culprit.push(undefined);
+      this.#hasRefs.push(mayHaveRefs(s.args));
+      this.#attempts.push(0);
+      this.#recoveries.push(0);
+      this.#startedAt.push(0);
+    }
+    // Wire the new nodes, then make the failed step wait for them.
+    for (let n = first; n < this.#nodes.length; n++) this.#wire(n);
+    this.#phase[i] = WAITING;
+    this.#remaining[i] = 0;
+    for (let n = first; n < this.#nodes.length; n++) {
+      this.#dependents[n].push(i);
+      this.#remaining[i]++;
+    }
+    this.#setStatus(i, "blocked");
+    for (let n = first; n < this.#nodes.length; n++) {
+      if (this.#remaining[n] === 0) this.#becomeReady(n);
+      else this.#setStatus(n, "blocked");
+    }
+    return newSteps.map((s) => s.id);
+  }
+
+  #wire(n: number): void {
+    for (const id of new Set(this.#nodes[n].dependsOn)) {
+      const d = this.#byId.get(id)!;
+      if (this.#phase[d] === SETTLED) {
+        const status = this.#nodes[d].status;
+        if (status === "skipped" && this.#poison[n] < SKIP) {
+          this.#poison[n] = SKIP;
+          this.#culprit[n] = id;
+        } else if (status !== "completed" && status !== "skipped") {
+          this.#poison[n] = BLOCK;
+          this.#culprit[n] = id;
+        }
+        continue;
+      }
+      this.#dependents[d].push(n);
+      this.#remaining[n]++;
+    }
+  }
+
+  #bumpVersion(): void {
+    this.plan.version++;
+    this.plan.updatedAt = new Date().toISOString();
+  }
+
+  #strategy(step: Step): ErrorStrategy {
+    return step.onError === undefined
+      ? this.#defaultStrategy
+      : parseOnError(step.onError) ?? this.#defaultStrategy;
+  }
+
+  #fail(i: number, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.#firstError ??= `Step "${this.#nodes[i].id}" failed: ${message}`;
+    this.#settleWith(i, "failed", message);
+  }
+
+  #settleWith(i: number, status: StepStatus, error?: string, value?: unknown): void {
+    const step = this.#nodes[i];
+    step.result = this.#result(i, status === "completed", value, error);
+    this.#setStatus(i, status, true);
+  }
+
+  #result(i: number, ok: boolean, value: unknown, error: string | undefined): StepResult {
+    const started = this.#startedAt[i];
+    const result: StepResult = {
+      ok,
+      duration: started === 0 ? 0 : Math.round((performance.now() - started) * 1000) / 1000,
+      timestamp: new Date().toISOString(),
+    };
+    if (value !== undefined) result.value = value;
+    if (error !== undefined) result.error = error;
+    if (this.#attempts[i] > 0) result.attempts = this.#attempts[i];
+    return result;
+  }
+
+  #setStatus(i: number, status: StepStatus, withResult = false): void {
+    const step = this.#nodes[i];
+    if (step.status === status && !withResult) return;
+    step.status = status;
+    this.#progress(i, withResult ? { result: step.result } : undefined);
+  }
+
+  #progress(
+    i: number,
+    extra?: { result?: StepResult; logs?: LogEntry[]; progress?: number },
+  ): void {
+    const step = this.#nodes[i];
+    const event: ProgressEvent = {
+      taskId: this.plan.taskId,
+      planId: this.plan.id,
+      stepId: step.id,
+      status: step.status,
+    };
+    if (extra?.progress !== undefined) event.progress = extra.progress;
+    if (extra?.result !== undefined) event.result = extra.result;
+    if (extra?.logs !== undefined) event.logs = extra.logs;
+    this.#log.push(event);
+    if (this.#o.onProgress) {
+      try {
+        this.#o.onProgress(event);
+      } catch {
+        // A broken progress callback must not break the run.
+      }
+    }
+  }
+
+  #toolContext(i: number): PlanToolContext {
+    const step = this.#nodes[i];
+    return {
+      ...this.#o.toolContext,
+      workspaceRoot: this.#root,
+      signal: this.#controller.signal,
+      stepId: step.id,
+      planId: this.plan.id,
+      runId: this.runId,
+      reportProgress: (percent: number, message?: string) => {
+        if (step.status !== "running") return;
+        const p = Math.max(0, Math.min(100, percent));
+        this.#progress(
+          i,
+          message ? { progress: p, logs: [log("info", message)] } : { progress: p },
+        );
+      },
+      log: (message: string) => this.#progress(i, { logs: [log("info", message)] }),
+    };
+  }
+
+  #info(i: number): StepInfo {
+    const step = this.#nodes[i];
+    return {
+      runId: this.runId,
+      stepId: step.id,
+      desc: step.description,
+      order: ++this.#order,
+      path: [step.description],
+      iteration: this.#attempts[i],
+      tool: step.tool,
+      planId: this.plan.id,
+    };
+  }
+
+  #cancel(reason: unknown): void {
+    if (this.#cancelled || this.#finished) return;
+    this.#cancelled = true;
+    this.#stopping = true;
+    this.#firstError ??= `Cancelled${
+      reason === undefined ? "" : `: ${reason instanceof Error ? reason.message : String(reason)}`
+    }`;
+    this.#controller.abort(reason);
+    void this.#emit("onAbort", { runId: this.runId, planId: this.plan.id, reason: String(reason) });
+    // Nothing running: finish now (otherwise the last running step finishes the run).
+    if (this.#running === 0 && this.#nodes.length > 0) this.#pump();
+  }
+
+  #schedulePersist(): void {
+    const persist = this.#o.persist;
+    if (!persist) return;
+    if (this.#persisting) {
+      this.#persistAgain = true;
+      return;
+    }
+    this.#persisting = (async () => {
+      do {
+        this.#persistAgain = false;
+        try {
+          await persist(this.plan);
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          console.warn(`[stepflow] saving the plan failed: ${message}`);
+        }
+      } while (this.#persistAgain);
+      this.#persisting = undefined;
+    })();
+  }
+
+  async #finish(): Promise<void> {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#finalStatuses();
+    const steps = {} as Record<StepStatus, string[]>;
+    for (const s of STEP_STATUSES) steps[s] = [];
+    for (const step of this.plan.steps) steps[step.status].push(step.id);
+    let status: ExecutionStatus;
+    if (this.#cancelled) status = "cancelled";
+    else if (this.#aborted) status = "aborted";
+    else if (
+      steps.failed.length || steps.blocked.length || steps.pending.length || steps.ready.length ||
+      steps.running.length
+    ) {
+      status = "failed";
+    } else status = "completed";
+    const summary: ExecutionSummary = {
+      runId: this.runId,
+      planId: this.plan.id,
+      taskId: this.plan.taskId,
+      status,
+      ok: status === "completed",
+      steps,
+      durationMs: Math.round((performance.now() - this.#startTime) * 1000) / 1000,
+      startedAt: this.#startIso,
+      finishedAt: new Date().toISOString(),
+      maxParallel: this.#maxParallel,
+      plan: this.plan,
+    };
+    if (status !== "completed") {
+      summary.error = this.#firstError ??
+        (steps.pending.length
+          ? `${steps.pending.length} step(s) could not start (${
+            steps.pending.slice(0, 5).join(", ")
+          })`
+          : "the plan did not complete");
+    }
+    // Wait for a save in flight, then save the final state.
+    if (this.#o.persist) {
+      await this.#persisting;
+      this.#schedulePersist();
+      await this.#persisting;
+    }
+    const ctx = {
+      runId: this.runId,
+      planId: this.plan.id,
+      taskId: this.plan.taskId,
+      status,
+      summary,
+    };
+    await this.#emit("onStateChange", status as RunState, "running", ctx);
+    await this.#emit("onPlanEnd", this.plan, ctx);
+    this.#log.close();
+    this.#resolve(summary);
+  }
+
+  /**
+   * After a stop: steps whose dependencies failed become `blocked`; steps that simply did not get to
+   * run go back to `pending`, so a later run picks them up.
+   */
+  #finalStatuses(): void {
+    const n = this.#nodes.length;
+    const work: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const status = this.#nodes[i].status;
+      if (this.#phase[i] === SETTLED && (status === "failed" || status === "blocked")) work.push(i);
+    }
+    const blocked = new Uint8Array(n);
+    while (work.length > 0) {
+      const i = work.pop()!;
+      for (const d of this.#dependents[i]) {
+        if (this.#phase[d] === SETTLED || blocked[d]) continue;
+        blocked[d] = 1;
+        work.push(d);
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      if (this.#phase[i] === SETTLED) continue;
+      if (blocked[i]) {
+        const culprit = this.#culprit[i];
+        this.#nodes[i].result = this.#result(
+          i,
+          false,
+          undefined,
+          culprit
+            ? `Blocked because step "${culprit}" failed`
+            : "Blocked because a dependency failed",
+        );
+        this.#setStatus(i, "blocked", true);
+      } else {
+        this.#setStatus(i, "pending");
+      }
+    }
+  }
+
+  async #emit<E extends keyof ExecutorEvents>(
+    event: E,
+    ...args: Parameters<NonNullable<ExecutorEvents[E]>>
+  ): Promise<void> {
+    if (this.#emitter.has(event)) await this.#emitter.emit(event, ...args);
+  }
+}
+
+function toStep(
+  s: RecoveryDecision["steps"] extends (infer T)[] | undefined ? T : never,
+  k: number,
+): Step {
+  const step: Step = {
+    id: s.id,
+    order: k + 1,
+    description: s.description,
+    tool: s.tool,
+    args: s.args ?? {},
+    dependsOn: s.dependsOn ?? [],
+    status: "pending",
+  };
+  if (s.onError !== undefined) step.onError = s.onError;
+  if (s.requiresApproval !== undefined) step.requiresApproval = s.requiresApproval;
+  return step;
+}
+
+function log(level: LogEntry["level"], message: string): LogEntry {
+  return { level, message, timestamp: new Date().toISOString() };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

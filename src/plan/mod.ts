@@ -1,0 +1,98 @@
+/**
+ * Executable tool plans (seed 002): a plan is a DAG of tool calls. This module validates plans,
+ * runs them with parallelism, approvals, `$step` references and per-step error strategies
+ * (including LLM recovery), generates them with an LLM, and edits them.
+ *
+ * @example
+ * ```ts
+ * import { createToolRegistry } from "../tools/builtin.ts";
+ * import { executePlan, parsePlan, validatePlan } from "./mod.ts";
+ *
+ * const workspaceRoot = await Deno.makeTempDir();
+ * const tools = createToolRegistry();
+ * const plan = parsePlan({
+ *   id: "plan_1",
+ *   taskId: "task_1",
+ *   version: 1,
+ *   createdAt: new Date().toISOString(),
+ *   steps: [
+ *     { id: "step_1", description: "Write notes", tool: "write_file", args: { path: "notes.txt", content: "hi" } },
+ *     { id: "step_2", description: "Read them back", tool: "read_file", args: { path: "notes.txt" }, dependsOn: ["step_1"] },
+ *     { id: "step_3", description: "Copy", tool: "write_file", args: { path: "copy.txt", content: "$step_2" }, dependsOn: ["step_2"] },
+ *   ],
+ * });
+ * console.log(validatePlan(plan, tools).ok); // true
+ * const summary = await executePlan(plan, { tools, workspaceRoot });
+ * console.log(summary.status); // "completed"
+ * ```
+ *
+ * @module
+ */
+export type * from "./types.ts";
+export {
+  fillStepOrders,
+  formatIssue,
+  formatPath,
+  parsePlan,
+  planJsonSchema,
+  PlanParseError,
+  STEP_ID_PATTERN,
+  STEP_STATUSES,
+} from "./schema.ts";
+export { parseOnError } from "./on_error.ts";
+export {
+  collectRefs,
+  type FoundRef,
+  mayHaveRefs,
+  parseRef,
+  type RefLookup,
+  resolveRefs,
+  type StepRef,
+} from "./refs.ts";
+export { assertValidPlan, checkSteps, PlanValidationError, validatePlan } from "./validate.ts";
+export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
+export { EventLog } from "./progress.ts";
+export {
+  GENERATE_STEP_ID,
+  generatePlan,
+  type GeneratePlanOptions,
+  PlanGenerationError,
+  type PlanTask,
+  type SnapshotOptions,
+  snapshotWorkspace,
+} from "./generate.ts";
+export {
+  askRecovery,
+  formatPlanSteps,
+  RECOVER_STEP_ID,
+  type RecoveryCheck,
+  type RecoveryRequest,
+} from "./recovery.ts";
+export {
+  addStep,
+  type AddStepOptions,
+  type EditOptions,
+  editStep,
+  PlanEditError,
+  removeStep,
+  reorderStep,
+  skipStep,
+  type StepChanges,
+} from "./edit.ts";
+export { formatArgs, renderPlanReview, type ReviewOptions } from "./review.ts";
+export { readPlanFile, resetPlan, writePlanFile } from "./plan_file.ts";
+export { formatToolList, loadPlanPrompt, type PlanPromptName, renderTemplate } from "./prompts.ts";
+export type { GraphStep, PlanGraph } from "./graph.ts";
+export { buildGraph, findCycles } from "./graph.ts";
+// Types of the shared contracts that appear in this module's signatures.
+export type {
+  LlmBackend,
+  LlmCallOptions,
+  LlmRequest,
+  LlmRequestKind,
+  LlmResponse,
+  LlmUsage,
+} from "../llm/types.ts";
+export type { RetryInfo } from "../llm/retry.ts";
+export type { ExecutorEvents, RunContext, RunState, StepInfo } from "../events/types.ts";
+export { StepflowError } from "../errors.ts";

@@ -1,0 +1,89 @@
+/**
+ * Plan files: reading with precise errors, atomic writing, and resetting for a fresh run.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { StepflowError } from "../errors.ts";
+import { parsePlan } from "./schema.ts";
+import type { Plan } from "./types.ts";
+
+/**
+ * Reads and parses a plan file (JSON). Errors name the file and, for JSON syntax errors, the line
+ * and column; schema problems list every path.
+ *
+ * @throws StepflowError `PLAN_FILE_NOT_FOUND`, `PLAN_FILE_INVALID_JSON`; `PlanParseError` (`PLAN_INVALID`)
+ */
+export async function readPlanFile(file: string): Promise<Plan> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (error) {
+    throw new StepflowError(
+      "PLAN_FILE_NOT_FOUND",
+      `Cannot read plan file ${file}: ${
+        error instanceof Deno.errors.NotFound ? "no such file" : (error as Error).message
+      }.`,
+      { details: { file } },
+    );
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    const message = (error as Error).message;
+    const where = positionOf(text, message);
+    throw new StepflowError(
+      "PLAN_FILE_INVALID_JSON",
+      `${file}${where ? `:${where.line}:${where.column}` : ""}: not valid JSON: ${message}`,
+      { details: { file, ...where } },
+    );
+  }
+  return parsePlan(data, file);
+}
+
+/**
+ * Writes a plan file atomically: a temporary file next to it, then a rename, so a crash never
+ * leaves half a plan behind.
+ */
+export async function writePlanFile(file: string, plan: Plan): Promise<void> {
+  const text = `${JSON.stringify(plan, null, 2)}\n`;
+  const temp = `${file}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  await Deno.mkdir(dirname(file), { recursive: true });
+  try {
+    await Deno.writeTextFile(temp, text);
+    await Deno.rename(temp, file);
+  } catch (error) {
+    await Deno.remove(temp).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * A copy of the plan with every step back to `pending` and no results (`run-plan --restart`).
+ * User skips are kept unless `keepSkips` is false.
+ */
+export function resetPlan(plan: Plan, keepSkips = true): Plan {
+  const next = structuredClone(plan);
+  for (const step of next.steps) {
+    if (
+      keepSkips && step.status === "skipped" && step.result?.error?.startsWith("Skipped by user")
+    ) {
+      continue;
+    }
+    step.status = "pending";
+    delete step.result;
+  }
+  return next;
+}
+
+function positionOf(text: string, message: string): { line: number; column: number } | undefined {
+  const lc = /line (\d+) column (\d+)/.exec(message);
+  if (lc) return { line: Number(lc[1]), column: Number(lc[2]) };
+  const pos = /position (\d+)/.exec(message);
+  if (!pos) return undefined;
+  const offset = Number(pos[1]);
+  const before = text.slice(0, offset);
+  const line = before.split("\n").length;
+  return { line, column: offset - before.lastIndexOf("\n") };
+}

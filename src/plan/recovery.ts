@@ -1,0 +1,150 @@
+/**
+ * LLM recovery of a failed step (seed 002 "Strategy 3: Ask LLM"): the prompt, the call, and the
+ * parsing of the decision, with one re-ask when the answer is unusable.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { StepflowError } from "../errors.ts";
+import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import { extractJson } from "../llm/structured_output.ts";
+import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
+import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
+import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";
+
+/** The scripted-backend step id of recovery calls. */
+export const RECOVER_STEP_ID = "plan.recover";
+
+/** Checks a decision against the plan; `problems` are sent back to the LLM on the re-ask. */
+export type RecoveryCheck = (
+  decision: RecoveryDecision,
+) => { ok: true } | { ok: false; problems: string[] };
+
+/** Inputs of {@linkcode askRecovery}. */
+export interface RecoveryRequest {
+  /** The plan (for the step list in the prompt). */
+  plan: Plan;
+  /** The failed step. */
+  step: Step;
+  /** The error message. */
+  error: string;
+  /** 1-based recovery round for this step. */
+  attempt: number;
+  /** The backend to ask. */
+  backend: LlmBackend;
+  /** The tools (listed in the prompt). */
+  tools: PlanToolRegistry;
+  /** Working folder passed to the backend. */
+  cwd: string;
+  /** Model override. */
+  model?: string;
+  /** Cancels the call. */
+  signal?: AbortSignal;
+  /** Validates a decision before it is accepted. */
+  check?: RecoveryCheck;
+}
+
+let decisionSchema: Record<string, unknown> | undefined;
+
+/**
+ * Asks the backend how to recover; returns a valid decision or throws `RECOVERY_FAILED` after one
+ * re-ask. Calls use step id {@linkcode RECOVER_STEP_ID} (`kind: "step"`, then `"reask"`).
+ */
+export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDecision> {
+  const template = await loadPlanPrompt("recover");
+  const prompt = renderTemplate(template, {
+    task: request.plan.task ?? request.plan.taskId,
+    description: request.step.description,
+    error: request.error,
+    step_id: request.step.id,
+    tool: request.step.tool,
+    args: JSON.stringify(request.step.args),
+    attempt: String(request.attempt),
+    plan: formatPlanSteps({
+      ...request.plan,
+      steps: request.plan.steps.map((s) => (s.id === request.step.id ? request.step : s)),
+    }),
+    tools: formatToolList(request.tools.describe()),
+  });
+  decisionSchema ??= z.toJSONSchema(RecoveryDecisionSchema, { io: "input" }) as Record<
+    string,
+    unknown
+  >;
+  let problems: string[] = [];
+  for (let round = 1; round <= 2; round++) {
+    const req: LlmRequest = {
+      kind: round === 1 ? "step" : "reask",
+      agent: "plan",
+      stepId: RECOVER_STEP_ID,
+      iteration: request.attempt,
+      prompt: round === 1 ? prompt : `${prompt}\n\n${reaskText(problems)}`,
+      outputSchema: decisionSchema,
+      cwd: request.cwd,
+    };
+    if (request.model) req.model = request.model;
+    let raw: unknown;
+    try {
+      const res = await request.backend.complete(req, { signal: request.signal });
+      raw = res.structuredOutput;
+      if (raw === undefined) {
+        const extracted = extractJson(res.text);
+        if (!extracted.ok) {
+          problems = [`the answer holds no JSON object (${extracted.reason})`];
+          continue;
+        }
+        raw = extracted.value;
+      }
+    } catch (error) {
+      request.signal?.throwIfAborted();
+      throw new StepflowError(
+        "RECOVERY_FAILED",
+        `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error, details: { stepId: request.step.id } },
+      );
+    }
+    const parsed = RecoveryDecisionSchema.safeParse(raw);
+    if (!parsed.success) {
+      problems = parsed.error.issues.map(formatIssue);
+      continue;
+    }
+    const decision = parsed.data;
+    problems = shapeProblems(decision);
+    if (problems.length > 0) continue;
+    const checked = request.check?.(decision) ?? { ok: true };
+    if (checked.ok) return decision;
+    problems = checked.problems;
+  }
+  throw new StepflowError(
+    "RECOVERY_FAILED",
+    `Recovery of step "${request.step.id}" failed: the answer was unusable twice:\n  ${
+      problems.join("\n  ")
+    }`,
+    { details: { stepId: request.step.id, problems } },
+  );
+}
+
+function shapeProblems(decision: RecoveryDecision): string[] {
+  if (decision.action === "insert" && (!decision.steps || decision.steps.length === 0)) {
+    return ['action "insert" needs a non-empty "steps" list'];
+  }
+  return [];
+}
+
+function reaskText(problems: readonly string[]): string {
+  return `Your previous answer could not be used:\n- ${
+    problems.join("\n- ")
+  }\nAnswer again with one corrected JSON object.`;
+}
+
+/** One line per step: `- id [status] tool — description (after: deps)`, at most 200 lines. */
+export function formatPlanSteps(plan: Plan, limit = 200): string {
+  const lines = plan.steps.slice(0, limit).map((s) =>
+    `- ${s.id} [${s.status}] ${s.tool} — ${s.description}${
+      s.dependsOn.length ? ` (after: ${s.dependsOn.join(", ")})` : ""
+    }${s.status === "failed" && s.result?.error ? ` error: ${s.result.error.slice(0, 200)}` : ""}`
+  );
+  if (plan.steps.length > limit) lines.push(`… and ${plan.steps.length - limit} more steps`);
+  return lines.join("\n");
+}
