@@ -491,6 +491,7 @@ class Execution {
           if (this.#recoveries[i] < max) {
             this.#recoveries[i]++;
             const outcome = await this.#recover(i, message);
+            if (signal.aborted) return "interrupted";
             if (outcome === "retry") {
               retries = 0;
               continue;
