@@ -1,0 +1,68 @@
+/**
+ * The `file` module: read and write text files inside the workspace root.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { z } from "zod";
+import type { Tool } from "../../tools/types.ts";
+import { resolveInWorkspace } from "../../tools/workspace.ts";
+import { ModuleArgumentError } from "./values.ts";
+
+/** The arguments of `file`. */
+export interface FileArgs {
+  /** `read` or `write`. */
+  op: "read" | "write";
+  /** Path relative to the workspace root. */
+  path: string;
+  /** What `write` stores: text as is, other values as indented JSON. */
+  data?: unknown;
+}
+
+/**
+ * `file read path="./a.txt" -> text`, `file write path="out/b.json" data=obj`.
+ * Paths are confined to the workspace root (`..`, absolute paths elsewhere and symlinks out are
+ * refused). `write` creates missing folders, JSON-encodes non-text data and replaces the file
+ * atomically; it returns `"ok"`.
+ */
+export const fileTool: Tool<FileArgs, string> = {
+  name: "file",
+  description:
+    'Reads or writes a text file inside the workspace: file read path="notes.txt" -> text; file write path="out/result.json" data=report (objects are written as JSON, folders are created).',
+  inputSchema: z.strictObject({
+    op: z.enum(["read", "write"]).describe("read or write."),
+    path: z.string().min(1).describe("Path relative to the workspace root."),
+    data: z.unknown().optional().describe("write: the content (text, or any value as JSON)."),
+  }),
+  async execute({ op, path, data }, ctx) {
+    const target = await resolveInWorkspace(ctx.workspaceRoot, path);
+    if (op === "read") {
+      try {
+        return await readFile(target, { encoding: "utf8", signal: ctx.signal });
+      } catch (error) {
+        if ((error as { code?: string }).code === "ENOENT") {
+          throw new ModuleArgumentError("file read", `no such file "${path}" in the workspace`);
+        }
+        if ((error as { code?: string }).code === "EISDIR") {
+          throw new ModuleArgumentError("file read", `"${path}" is a folder, not a file`);
+        }
+        throw error;
+      }
+    }
+    if (data === undefined) {
+      throw new ModuleArgumentError("file write", "data= is required (the content to write)");
+    }
+    const text = typeof data === "string" ? data : JSON.stringify(data, null, 2) ?? String(data);
+    await mkdir(dirname(target), { recursive: true });
+    const temp = `${target}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+    try {
+      await writeFile(temp, text, { encoding: "utf8", signal: ctx.signal });
+      await rename(temp, target);
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => {});
+      throw error;
+    }
+    return "ok";
+  },
+};
