@@ -186,10 +186,16 @@ Deno.test("a backend failure during recovery fails the step with the reason", as
 
 Deno.test("cancelling while the LLM is asked leaves the step pending for the next run", async () => {
   const { tools } = testTools();
-  const backend = new ScriptedBackend({ "plan.recover": [{ delayMs: 2000, output: { action: "skip" } }] });
+  const backend = new ScriptedBackend({
+    "plan.recover": [{ delayMs: 2000, output: { action: "skip" } }],
+  });
   const controller = new AbortController();
   setTimeout(() => controller.abort(new Error("stop")), 30);
-  const summary = await executePlan(makePlan([failing()]), { tools, backend, signal: controller.signal });
+  const summary = await executePlan(makePlan([failing()]), {
+    tools,
+    backend,
+    signal: controller.signal,
+  });
   assert.equal(summary.status, "cancelled");
   assert.equal(summary.plan.steps[0].status, "pending");
 });
