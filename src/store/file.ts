@@ -365,12 +365,13 @@ export class FileRunStore implements RunStore {
     const removed: string[] = [];
     let kept = except !== undefined ? 1 : 0;
     for (const run of runs) {
-      if (run.runId === except) continue;
+      // Unreadable runs are never deleted, and their dates cannot be trusted to rank them.
+      if (run.runId === except || run.problem) continue;
       if (kept < keep) {
         kept++;
         continue;
       }
-      if (run.problem || run.status === "running" || run.status === "paused") continue;
+      if (run.status === "running" || run.status === "paused") continue;
       const files = this.files(run.runId);
       let held: HeldFileLock;
       try {

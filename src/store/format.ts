@@ -244,7 +244,11 @@ export function formatRunHistory(
   if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
   const usage = state.usage;
   if (isUsage(usage)) {
-    facts.push(`tokens ${tokens(usage.inputTokens, usage.outputTokens)}`);
+    facts.push(
+      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
+        usage.outputTokens.toLocaleString("en-US")
+      } out`,
+    );
     if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
   }
   if (facts.length) lines.push(facts.join(" · "));

@@ -1,0 +1,227 @@
+/**
+ * Crash tests of durable runs through the real CLI: a `deno task run-agent` run is killed with
+ * SIGKILL at several points — while a backend call is in flight (before its checkpoint), between a
+ * checkpoint's temp file and its rename (during the write), right after a rename, in the middle of
+ * a log append — then `--resume` completes it. The final history must equal an uninterrupted run's,
+ * and no iteration whose checkpoint was written may run again.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { FileRunStore } from "../../src/store/file.ts";
+import { historyFromLog, type LoggedHistoryEntry } from "../../src/store/format.ts";
+import type { RunLogEntry } from "../../src/store/types.ts";
+import {
+  finish,
+  onlyRunId,
+  PIPELINE_STEPS,
+  pipelineWorkspace,
+  runAgent,
+  spawnRunAgent,
+  waitFor,
+} from "./helpers.ts";
+
+const TOPIC = ["--topic", "crash test"];
+
+/** What must match between runs: everything but times. */
+function shape(history: LoggedHistoryEntry[]): string[] {
+  return history.map((h) =>
+    [h.iteration, h.stepId, h.attempt, h.intent ?? "-", h.transition, h.nextStepId ?? "-"].join(" ")
+  );
+}
+
+async function recorded(runDir: string, runId: string) {
+  const store = new FileRunStore(runDir);
+  const checkpoint = (await store.loadCheckpoint(runId))!;
+  const log = await store.readLog(runId);
+  const state = checkpoint.state as { historyLength: number; usage: unknown; handoff: unknown };
+  return { checkpoint, log, state, history: historyFromLog(log, state.historyLength) };
+}
+
+/** The reference: the same agent and script, never interrupted. */
+const reference = (async () => {
+  const ws = await pipelineWorkspace();
+  const res = await runAgent(ws.root, ["--agent", "pipeline", "--script", ws.script, ...TOPIC]);
+  assert.equal(res.code, 0, res.stderr);
+  const run = await recorded(ws.runDir, await onlyRunId(ws.runDir));
+  assert.equal(run.history.length, PIPELINE_STEPS.length + 1);
+  return run;
+})();
+
+/**
+ * Resumes the interrupted run in `ws` and checks it against the reference: same history, usage and
+ * handoff; iterations whose checkpoint was written before the crash never started again.
+ */
+async function resumeAndCheck(ws: { root: string; script: string; runDir: string }) {
+  const runId = await onlyRunId(ws.runDir);
+  const before = await recorded(ws.runDir, runId);
+  assert.equal(before.checkpoint.status, "running", "the crash left a resumable run");
+  const committed = before.state.historyLength;
+
+  const listed = await runAgent(ws.root, ["--agent", "pipeline", "--runs"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stdout, new RegExp(`${runId} .* interrupted `));
+
+  const resumed = await runAgent(ws.root, [
+    "--agent",
+    "pipeline",
+    "--script",
+    ws.script,
+    "--resume",
+    runId,
+  ]);
+  assert.equal(resumed.code, 0, resumed.stderr);
+
+  const after = await recorded(ws.runDir, runId);
+  const ref = await reference;
+  assert.equal(after.checkpoint.status, "completed");
+  assert.deepEqual(shape(after.history), shape(ref.history));
+  assert.deepEqual(after.state.usage, ref.state.usage);
+  assert.deepEqual(after.state.handoff, ref.state.handoff);
+
+  // Nothing that finished ran twice: iterations covered by the crash-time checkpoint have exactly
+  // one step_start in the whole log, and the resumed process started at the next one.
+  const starts = (log: RunLogEntry[]) => log.filter((l) => l.type === "step_start");
+  const marker = after.log.findIndex((l) => l.type === "run_resume");
+  assert.ok(marker > 0);
+  const resumedStarts = starts(after.log.slice(marker)).map((l) => l.iteration as number);
+  assert.equal(resumedStarts[0], committed + 1, "resume starts at the first unfinished iteration");
+  for (let it = 1; it <= committed; it++) {
+    assert.equal(
+      starts(after.log).filter((l) => l.iteration === it).length,
+      1,
+      `iteration ${it} finished before the crash and must not run again`,
+    );
+  }
+  return { runId, committed, resumed };
+}
+
+Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that step", async () => {
+  const ws = await pipelineWorkspace(300);
+  const child = spawnRunAgent(ws.root, ["--agent", "pipeline", "--script", ws.script, ...TOPIC]);
+  const runId = await waitFor("the run to start", async () => {
+    try {
+      return await onlyRunId(ws.runDir);
+    } catch {
+      return undefined;
+    }
+  });
+  const store = new FileRunStore(ws.runDir);
+  // Wait until iteration 3 is in flight, then kill the process that holds the run's lock.
+  await waitFor("iteration 3 to start", async () => {
+    const log = await store.readLog(runId);
+    return log.some((l) => l.type === "step_start" && l.iteration === 3) ? true : undefined;
+  });
+  const lock = JSON.parse(await Deno.readTextFile(join(ws.runDir, `${runId}.lock`)));
+  Deno.kill(lock.pid, "SIGKILL");
+  const killed = await finish(child);
+  assert.notEqual(killed.code, 0);
+  await Deno.stat(join(ws.runDir, `${runId}.lock`)); // a dead process leaves its lock file behind
+
+  const { committed } = await resumeAndCheck(ws);
+  assert.equal(committed, 2);
+});
+
+Deno.test("SIGKILL between a checkpoint's temp file and its rename: the old checkpoint wins", async () => {
+  const ws = await pipelineWorkspace();
+  // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:3" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  await Deno.stat(join(ws.runDir, `${runId}.checkpoint.json.tmp`)); // the torn write is visible
+  const before = await recorded(ws.runDir, runId);
+  // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
+  assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
+  const { committed } = await resumeAndCheck(ws);
+  assert.equal(committed, 1);
+});
+
+Deno.test("SIGKILL right after a checkpoint's rename: resume continues with the next step", async () => {
+  const ws = await pipelineWorkspace();
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-renamed:4" },
+  );
+  assert.notEqual(killed.code, 0);
+  const { committed } = await resumeAndCheck(ws);
+  assert.equal(committed, 3);
+});
+
+Deno.test("SIGKILL in the middle of a log append: the torn line is cut off on resume", async () => {
+  const ws = await pipelineWorkspace();
+  // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "append-torn:6" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+  assert.ok(!text.endsWith("\n"), "the log ends in a torn line");
+  const { committed, resumed } = await resumeAndCheck(ws);
+  assert.equal(committed, 2);
+  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+});
+
+Deno.test("a crash before the first checkpoint is a clear error, never a silent restart", async () => {
+  const ws = await pipelineWorkspace();
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:1" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  const res = await runAgent(ws.root, [
+    "--agent",
+    "pipeline",
+    "--script",
+    ws.script,
+    "--resume",
+    runId,
+  ]);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, new RegExp(`Run ${runId} has a run log \\(.*${runId}\\.jsonl\\)`));
+  assert.match(res.stderr, /no checkpoint .* Start the run again/);
+  const show = await runAgent(ws.root, ["--agent", "pipeline", "--show", runId]);
+  assert.equal(show.code, 0, show.stderr);
+  assert.match(show.stdout, /No checkpoint: the process stopped before the run's first checkpoint/);
+});
+
+Deno.test("two concurrent resumes of one run: exactly one proceeds", async () => {
+  const ws = await pipelineWorkspace(250);
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-renamed:2" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  const args = ["--agent", "pipeline", "--script", ws.script, "--resume", runId];
+  const [a, b] = await Promise.all([
+    finish(spawnRunAgent(ws.root, args)),
+    finish(spawnRunAgent(ws.root, args)),
+  ]);
+  const winners = [a, b].filter((r) => r.code === 0);
+  const losers = [a, b].filter((r) => r.code !== 0);
+  assert.equal(winners.length, 1, `one resume must win:\n${a.stderr}\n---\n${b.stderr}`);
+  assert.equal(losers[0].code, 2);
+  assert.match(
+    losers[0].stderr,
+    new RegExp(
+      `Run ${runId} (is already being driven by pid \\d+ on host .* since|changed while this process was preparing)`,
+    ),
+  );
+  const after = await recorded(ws.runDir, runId);
+  assert.deepEqual(shape(after.history), shape((await reference).history));
+  assert.equal(after.log.filter((l) => l.type === "run_resume").length, 1);
+  for (const it of after.history.map((h) => h.iteration)) {
+    const runsOf = after.log.filter((l) => l.type === "step_start" && l.iteration === it);
+    assert.equal(runsOf.length, 1, `iteration ${it} ran once`);
+  }
+});

@@ -1,0 +1,172 @@
+/**
+ * OpenTelemetry spans of a run, checked with the SDK's in-memory exporter.
+ */
+import assert from "node:assert/strict";
+import { trace } from "@opentelemetry/api";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { SPAN_ATTRIBUTES as A, TRACER_NAME, tracingEnabled } from "../../src/flow/telemetry.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { MemoryRunStore } from "../../src/store/memory.ts";
+import { writeAgent } from "../flow/fixtures.ts";
+import { pipelineFiles, pipelineScript } from "../store/helpers.ts";
+
+async function pipeline() {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-otel-" });
+  await writeAgent(root, "pipeline", pipelineFiles());
+  return await loadAgentDefinition("pipeline", { cwd: root });
+}
+
+/** Registers an in-memory exporter for the duration of `fn`. */
+async function withExporter(fn: (exporter: InMemorySpanExporter) => Promise<void>) {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  assert.equal(trace.setGlobalTracerProvider(provider), true);
+  try {
+    await fn(exporter);
+  } finally {
+    trace.disable();
+    await provider.shutdown();
+  }
+}
+
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+
+Deno.test("spans of a run: run → step iteration → backend call, with agent, step, intent and tokens", async () => {
+  const def = await pipeline();
+  await withExporter(async (exporter) => {
+    assert.equal(tracingEnabled(), true);
+    const result = await new StepFlowRunner(def, {
+      backend: new ScriptedBackend(pipelineScript() as never),
+    }).run({ args: { topic: "t" }, runId: "otel-1" });
+    assert.equal(result.success, true);
+
+    const spans = exporter.getFinishedSpans();
+    assert.ok(spans.every((s) => s.instrumentationScope.name === TRACER_NAME));
+    const runs = spans.filter((s) => s.name === "stepflow.run pipeline");
+    const steps = spans.filter((s) => s.name.startsWith("stepflow.step "));
+    const calls = spans.filter((s) => s.name === "stepflow.backend step");
+    assert.equal(runs.length, 1);
+    assert.equal(steps.length, 6);
+    assert.equal(calls.length, 6);
+    const run = runs[0];
+    assert.equal(parentOf(run), undefined);
+    assert.deepEqual(run.attributes, {
+      [A.agent]: "pipeline",
+      [A.runId]: "otel-1",
+      [A.runMode]: "start",
+      [A.completionReason]: "completed",
+      [A.iterations]: 6,
+      [A.inputTokens]: 1507,
+      [A.outputTokens]: 153,
+      [A.costUsd]: 0,
+    });
+
+    const build = steps.find((s) => s.name === "stepflow.step work.build")!;
+    assert.equal(parentOf(build), run.spanContext().spanId);
+    assert.equal(build.spanContext().traceId, run.spanContext().traceId);
+    assert.deepEqual(build.attributes, {
+      [A.agent]: "pipeline",
+      [A.runId]: "otel-1",
+      [A.stepId]: "work.build",
+      [A.iteration]: 2,
+      [A.intent]: "next",
+      [A.transition]: "next",
+      [A.nextStepId]: "work.test",
+      [A.inputTokens]: 200,
+      [A.outputTokens]: 20,
+    });
+    const buildCall = calls.find((s) => parentOf(s) === build.spanContext().spanId)!;
+    assert.deepEqual(buildCall.attributes, {
+      [A.agent]: "pipeline",
+      [A.runId]: "otel-1",
+      [A.stepId]: "work.build",
+      [A.iteration]: 2,
+      [A.callKind]: "step",
+      [A.backend]: "scripted",
+      [A.inputTokens]: 200,
+      [A.outputTokens]: 20,
+    });
+    const review = steps.find((s) => s.name === "stepflow.step work.review")!;
+    assert.equal(review.attributes[A.intent], "complete");
+    assert.equal(review.attributes[A.transition], "complete");
+  });
+});
+
+Deno.test("a failed step and run carry error status, the error code and the exception", async () => {
+  const def = await pipeline();
+  await withExporter(async (exporter) => {
+    const script = { ...pipelineScript(), "work.build": [{ error: "quota exceeded" }] };
+    const store = new MemoryRunStore();
+    const result = await new StepFlowRunner(def, {
+      backend: new ScriptedBackend(script as never),
+      store,
+    }).run({ args: { topic: "t" }, runId: "otel-2" });
+    assert.equal(result.completionReason, "step_failed");
+    const spans = exporter.getFinishedSpans();
+    const run = spans.find((s) => s.name === "stepflow.run pipeline")!;
+    assert.equal(run.status.code, 2); // ERROR
+    assert.match(run.status.message!, /Step "work\.build" failed: scripted backend error: quota/);
+    assert.equal(run.attributes[A.errorCode], "BACKEND_ERROR");
+    const step = spans.find((s) => s.name === "stepflow.step work.build")!;
+    assert.equal(step.status.code, 2);
+    assert.equal(step.attributes[A.transition], "fail");
+    assert.ok(step.events.some((e) => e.name === "exception"));
+    const call = spans.find((s) =>
+      s.name === "stepflow.backend step" && s.attributes[A.stepId] === "work.build"
+    )!;
+    assert.equal(call.status.code, 2);
+
+    // The redrive is its own run span, marked as such.
+    exporter.reset();
+    await new StepFlowRunner(def, {
+      backend: new ScriptedBackend(pipelineScript() as never),
+      store,
+    }).run({ redrive: "otel-2" });
+    const redrive = exporter.getFinishedSpans().find((s) => s.name === "stepflow.run pipeline")!;
+    assert.equal(redrive.attributes[A.runMode], "redrive");
+    assert.equal(redrive.attributes[A.completionReason], "completed");
+  });
+});
+
+Deno.test("no tracer provider: tracing is off and a run does no tracing work at all", async () => {
+  trace.disable();
+  assert.equal(tracingEnabled(), false);
+  const def = await pipeline();
+  const original = trace.getTracer;
+  let tracers = 0;
+  trace.getTracer = (...args: Parameters<typeof original>) => {
+    tracers++;
+    return original.apply(trace, args);
+  };
+  try {
+    const result = await new StepFlowRunner(def, {
+      backend: new ScriptedBackend(pipelineScript() as never),
+    }).run({ args: { topic: "t" } });
+    assert.equal(result.success, true);
+    assert.equal(tracers, 0, "no tracer is even requested without a provider");
+  } finally {
+    trace.getTracer = original;
+  }
+  // With a provider registered, the same run asks for its tracer once.
+  await withExporter(async () => {
+    trace.getTracer = (...args: Parameters<typeof original>) => {
+      tracers++;
+      return original.apply(trace, args);
+    };
+    try {
+      await new StepFlowRunner(def, {
+        backend: new ScriptedBackend(pipelineScript() as never),
+      }).run({ args: { topic: "t" } });
+    } finally {
+      trace.getTracer = original;
+    }
+    assert.equal(tracers, 1);
+  });
+});
