@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 
@@ -84,7 +84,8 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const files: string[] = [];
   try {
     await Deno.mkdir(staging);
-    await copyTree(source, staging, name, files);
+    const schemasDir = resolve(templatesDir, "..", "schemas");
+    await copyTree(source, staging, { name, finalDir: target, schemasDir }, files);
     if (await exists(target)) {
       throw new UsageError(`Cannot create agent "${name}": ${target} appeared while copying.`);
     }
@@ -101,7 +102,12 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   return { dir: target, files: files.sort(), template };
 }
 
-async function copyTree(from: string, to: string, name: string, files: string[]): Promise<void> {
+async function copyTree(
+  from: string,
+  to: string,
+  { name, finalDir, schemasDir }: { name: string; finalDir: string; schemasDir: string },
+  files: string[],
+): Promise<void> {
   const walk = async (dir: string, rel: string) => {
     for await (const entry of Deno.readDir(dir)) {
       const targetName = entry.name.replaceAll(AGENT_NAME_PLACEHOLDER, name);
@@ -118,12 +124,49 @@ async function copyTree(from: string, to: string, name: string, files: string[])
       await Deno.mkdir(dirname(targetPath), { recursive: true });
       const bytes = await Deno.readFile(sourcePath);
       const text = decodeText(bytes);
-      if (text === undefined) await Deno.writeFile(targetPath, bytes);
-      else await Deno.writeTextFile(targetPath, text.replaceAll(AGENT_NAME_PLACEHOLDER, name));
+      if (text === undefined) {
+        await Deno.writeFile(targetPath, bytes);
+      } else {
+        let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name);
+        if (/\.jsonc?$/.test(targetName)) {
+          content = await repointSchema(
+            content,
+            dirname(sourcePath),
+            dirname(join(finalDir, relPath)),
+            schemasDir,
+          );
+        }
+        await Deno.writeTextFile(targetPath, content);
+      }
       files.push(relPath);
     }
   };
   await walk(from, "");
+}
+
+/**
+ * A template's relative `"$schema"` (`../../agents/schemas/agent.schema.json`) is right only for an
+ * agent in this repository's `.agent/`. Re-point it from the new agent's folder to the same file —
+ * relative to the template, else by name in the package's `agents/schemas/` — so editors keep
+ * finding it wherever the agent is created. Anything that cannot be found is left as written.
+ */
+async function repointSchema(
+  json: string,
+  sourceDir: string,
+  targetDir: string,
+  schemasDir: string,
+): Promise<string> {
+  const match = /("\$schema"\s*:\s*")([^"]+)(")/.exec(json);
+  if (!match || /^[a-z][a-z0-9+.-]*:/i.test(match[2]) || isAbsolute(match[2])) return json;
+  const isFile = (path: string) => Deno.stat(path).then((i) => i.isFile, () => false);
+  let schemaFile = resolve(sourceDir, match[2]);
+  if (!(await isFile(schemaFile))) {
+    schemaFile = join(schemasDir, basename(match[2]));
+    if (!(await isFile(schemaFile))) return json;
+  }
+  const rel = relative(targetDir, schemaFile).split(sep).join("/");
+  return json.slice(0, match.index) + match[1] + rel + match[3] +
+    json.slice(match.index + match[0].length);
 }
 
 function decodeText(bytes: Uint8Array): string | undefined {

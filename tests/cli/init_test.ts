@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { initAgent } from "../../src/cli/init.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepflowError, UsageError } from "../../src/errors.ts";
@@ -28,6 +28,11 @@ Deno.test("initAgent: the gate-routed template becomes a valid agent named after
     }
     const def = await loadAgentDefinition("release-notes", { cwd });
     assert.equal(def.name, "release-notes");
+    // The "$schema" references still find the package's JSON Schemas from the new folder.
+    for (const file of ["agent.json", "steps_registry.json"]) {
+      const ref = JSON.parse(await Deno.readTextFile(join(created.dir, file))).$schema;
+      assert.ok((await Deno.stat(resolve(created.dir, ref))).isFile, `${file}: ${ref}`);
+    }
   });
 });
 
