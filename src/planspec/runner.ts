@@ -118,6 +118,7 @@ interface StepCounters {
 }
 
 const DONE_LIKE = new Set<string>([PlanStatus.DONE, PlanStatus.SKIPPED]);
+const MISSING_INPUT = "missing input";
 
 /**
  * Executes a PlanSpec plan with an LLM, in the seed's four stages:
@@ -323,6 +324,7 @@ export class PlanRunner {
         return "blocked";
       }
       const changed = await this.#replanRound();
+      this.#unblockInputWaits();
       settle(this.#plan.steps);
       await this.#save();
       if (!changed && findNext(this.#plan.steps) === undefined) {
@@ -352,6 +354,23 @@ export class PlanRunner {
     }
   }
 
+  /**
+   * Steps the engine blocked for a missing input get another chance after re-planning, when a
+   * step that produces that input can run again.
+   */
+  #unblockInputWaits(): void {
+    walkSteps(this.#plan.steps, (s) => {
+      if (
+        s.status === PlanStatus.BLOCKED && s.result.startsWith(MISSING_INPUT) &&
+        this.#unavailableInputs(s).length === 0
+      ) {
+        s.status = PlanStatus.PENDING;
+        s.result = "";
+        this.#counters.delete(s);
+      }
+    });
+  }
+
   /** Executes one leaf (or an undecided decide step), then handles its outcome. */
   async #runStep(step: PlanStep): Promise<void> {
     const counters = this.#countersOf(step);
@@ -361,7 +380,7 @@ export class PlanRunner {
     const info = this.#info(step, counters.attempts);
     if (unavailable.length > 0) {
       await this.#emitter.emit("onStepStart", info);
-      const result = `missing input ${unavailable.join("; ")}`;
+      const result = `${MISSING_INPUT} ${unavailable.join(", ")}`;
       this.#mark(step, "BLOCKED", result);
       await this.#emitter.emit("onStepEnd", info, { status: "BLOCKED", result });
       return;
@@ -844,7 +863,7 @@ export class PlanRunner {
         list.every((p) => p.status === PlanStatus.BLOCKED || p.status === PlanStatus.SKIPPED)
       ) {
         missing.push(
-          `${name} (from step ${list.map((p) => p.stepId).join(", ")}, ${list[0].status})`,
+          `${name} (${list.map((p) => `step ${p.stepId} is ${p.status}`).join(", ")})`,
         );
       }
     }
