@@ -5,11 +5,10 @@
  *
  * @example
  * ```ts
- * import { createToolRegistry } from "../tools/builtin.ts";
- * import { executePlan, parsePlan, validatePlan } from "./mod.ts";
+ * import { createPlanTools, executePlan, parsePlan, validatePlan } from "./mod.ts";
  *
  * const workspaceRoot = await Deno.makeTempDir();
- * const tools = createToolRegistry();
+ * const tools = createPlanTools();
  * const plan = parsePlan({
  *   id: "plan_1",
  *   taskId: "task_1",
@@ -82,6 +81,10 @@ export {
 export { formatArgs, renderPlanReview, type ReviewOptions } from "./review.ts";
 export { readPlanFile, resetPlan, writePlanFile } from "./plan_file.ts";
 export { formatToolList, loadPlanPrompt, type PlanPromptName, renderTemplate } from "./prompts.ts";
+export { createPlanTools, type PlanArgSchema, type PlanTool, type PlanToolbox } from "./tools.ts";
+export type { BuiltinToolOptions } from "../tools/builtin.ts";
+export type { HttpToolOptions } from "../tools/builtin_http.ts";
+export type { CommandToolOptions } from "../tools/builtin_command.ts";
 export type { GraphStep, PlanGraph } from "./graph.ts";
 export { buildGraph, findCycles } from "./graph.ts";
 // Types of the shared contracts that appear in this module's signatures.
