@@ -421,7 +421,12 @@ function summaryText(summary: ExecutionSummary, planFile: string): string {
   const lines = [
     `${head}: ${counts} (${Math.round(summary.durationMs)} ms). Saved to ${planFile}.`,
   ];
-  if (summary.error) lines.push(`  ${summary.error}`);
+  const problems = summary.plan.steps.filter((st) => st.status === "failed");
+  for (const st of problems.slice(0, 5)) {
+    lines.push(`  ✖ ${st.id}: ${st.result?.error ?? "failed"}`);
+  }
+  if (problems.length > 5) lines.push(`  … and ${problems.length - 5} more failed steps`);
+  if (problems.length === 0 && summary.error) lines.push(`  ${summary.error}`);
   if (summary.status !== "completed") {
     lines.push(
       "  Run the same command again to continue: completed and skipped steps are kept, the rest runs.",

@@ -474,7 +474,7 @@ class Execution {
             logs: [
               log(
                 "warn",
-                `attempt ${retries} failed: ${message}; retry ${retries}/${strategy.count} in ${delay} ms`,
+                `attempt ${retries} failed (retry ${retries}/${strategy.count} in ${delay} ms): ${message}`,
               ),
             ],
           });
