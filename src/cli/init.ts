@@ -6,6 +6,7 @@
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { TEMPLATE_FILES } from "./template_files.ts";
 
 /** The placeholder replaced by the agent's name in template file contents and file names. */
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
@@ -62,16 +63,8 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
     );
   }
   const template = options.template ?? DEFAULT_TEMPLATE;
-  const templatesDir = toPath(options.templatesDir ?? TEMPLATES_URL);
-  const source = join(templatesDir, template);
-  const sourceInfo = await Deno.stat(source).catch(() => undefined);
-  if (!sourceInfo?.isDirectory) {
-    throw new StepflowError(
-      "TEMPLATE_NOT_FOUND",
-      `Agent template "${template}" not found at ${source}. Reinstall @stepflow/core or run from a checkout that has agents/templates/${template}/.`,
-      { details: { template, path: source } },
-    );
-  }
+  const templates = options.templatesDir ?? TEMPLATES_URL;
+  const source = await readTemplate(templates, template);
   const root = resolve(options.cwd, options.agentRoot ?? ".agent");
   const target = join(root, name);
   if (await exists(target)) {
@@ -84,8 +77,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const files: string[] = [];
   try {
     await Deno.mkdir(staging);
-    const schemasDir = resolve(templatesDir, "..", "schemas");
-    await copyTree(source, staging, { name, finalDir: target, schemasDir }, files);
+    await writeTemplate(source, staging, { name, finalDir: target }, files);
     if (await exists(target)) {
       throw new UsageError(`Cannot create agent "${name}": ${target} appeared while copying.`);
     }
@@ -102,70 +94,123 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   return { dir: target, files: files.sort(), template };
 }
 
-async function copyTree(
-  from: string,
+/** A template read into memory: its files, and how to re-point a relative `$schema`. */
+interface TemplateSource {
+  /** Files by path relative to the template, in walk order. */
+  files: Array<{ path: string; bytes: Uint8Array }>;
+  /** Maps a template file's `$schema` value to the schema's absolute path or URL, if it exists. */
+  locateSchema(fromFile: string, ref: string): Promise<string | undefined>;
+}
+
+/**
+ * Reads a template from a folder on disk (walked, symlinks skipped) or, when the package runs from a
+ * URL such as JSR, by fetching the files listed in {@linkcode TEMPLATE_FILES}.
+ */
+async function readTemplate(templates: string | URL, template: string): Promise<TemplateSource> {
+  const notFound = (where: string) =>
+    new StepflowError(
+      "TEMPLATE_NOT_FOUND",
+      `Agent template "${template}" not found at ${where}. Known templates: ${
+        Object.keys(TEMPLATE_FILES).join(", ")
+      }.`,
+      { details: { template, path: where } },
+    );
+  if (typeof templates === "string" || templates.protocol === "file:") {
+    const dir = typeof templates === "string" ? templates : fileURLToPath(templates);
+    const source = join(dir, template);
+    if (!(await Deno.stat(source).catch(() => undefined))?.isDirectory) throw notFound(source);
+    const files: TemplateSource["files"] = [];
+    const walk = async (folder: string, rel: string) => {
+      for await (const entry of Deno.readDir(folder)) {
+        const path = rel ? `${rel}/${entry.name}` : entry.name;
+        // Templates are plain files and folders; a symlink could point anywhere, so it is not copied.
+        if (entry.isSymlink) continue;
+        if (entry.isDirectory) await walk(join(folder, entry.name), path);
+        else files.push({ path, bytes: await Deno.readFile(join(folder, entry.name)) });
+      }
+    };
+    await walk(source, "");
+    const schemasDir = resolve(dir, "..", "schemas");
+    const isFile = (p: string) => Deno.stat(p).then((i) => i.isFile, () => false);
+    return {
+      files,
+      async locateSchema(fromFile, ref) {
+        const direct = resolve(source, dirname(fromFile), ref);
+        if (await isFile(direct)) return direct;
+        const byName = join(schemasDir, basename(ref));
+        return (await isFile(byName)) ? byName : undefined;
+      },
+    };
+  }
+  const list = TEMPLATE_FILES[template];
+  if (!list) throw notFound(new URL(`${template}/`, templates).href);
+  const base = new URL(`${template}/`, templates);
+  const files = await Promise.all(list.map(async (path) => {
+    const url = new URL(path, base);
+    const res = await fetch(url);
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new StepflowError(
+        "TEMPLATE_NOT_FOUND",
+        `Could not fetch template file ${url.href}: HTTP ${res.status}.`,
+        { details: { template, url: url.href } },
+      );
+    }
+    return { path, bytes: new Uint8Array(await res.arrayBuffer()) };
+  }));
+  return {
+    files,
+    locateSchema: (_fromFile, ref) =>
+      Promise.resolve(new URL(`../schemas/${basename(ref)}`, templates).href),
+  };
+}
+
+/** Writes a template into `to`, replacing the name placeholder and re-pointing `$schema`. */
+async function writeTemplate(
+  source: TemplateSource,
   to: string,
-  { name, finalDir, schemasDir }: { name: string; finalDir: string; schemasDir: string },
+  { name, finalDir }: { name: string; finalDir: string },
   files: string[],
 ): Promise<void> {
-  const walk = async (dir: string, rel: string) => {
-    for await (const entry of Deno.readDir(dir)) {
-      const targetName = entry.name.replaceAll(AGENT_NAME_PLACEHOLDER, name);
-      const sourcePath = join(dir, entry.name);
-      const relPath = rel ? `${rel}/${targetName}` : targetName;
-      const targetPath = join(to, relPath);
-      // Templates are plain files and folders; a symlink could point anywhere, so it is not copied.
-      if (entry.isSymlink) continue;
-      if (entry.isDirectory) {
-        await Deno.mkdir(targetPath, { recursive: true });
-        await walk(sourcePath, relPath);
-        continue;
+  for (const file of source.files) {
+    const relPath = file.path.replaceAll(AGENT_NAME_PLACEHOLDER, name);
+    const targetPath = join(to, ...relPath.split("/"));
+    await Deno.mkdir(dirname(targetPath), { recursive: true });
+    const text = decodeText(file.bytes);
+    if (text === undefined) {
+      await Deno.writeFile(targetPath, file.bytes);
+    } else {
+      let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name);
+      if (/\.jsonc?$/.test(relPath)) {
+        content = await repointSchema(content, file.path, dirname(join(finalDir, relPath)), source);
       }
-      await Deno.mkdir(dirname(targetPath), { recursive: true });
-      const bytes = await Deno.readFile(sourcePath);
-      const text = decodeText(bytes);
-      if (text === undefined) {
-        await Deno.writeFile(targetPath, bytes);
-      } else {
-        let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name);
-        if (/\.jsonc?$/.test(targetName)) {
-          content = await repointSchema(
-            content,
-            dirname(sourcePath),
-            dirname(join(finalDir, relPath)),
-            schemasDir,
-          );
-        }
-        await Deno.writeTextFile(targetPath, content);
-      }
-      files.push(relPath);
+      await Deno.writeTextFile(targetPath, content);
     }
-  };
-  await walk(from, "");
+    files.push(relPath);
+  }
 }
 
 /**
  * A template's relative `"$schema"` (`../../agents/schemas/agent.schema.json`) is right only for an
  * agent in this repository's `.agent/`. Re-point it from the new agent's folder to the same file —
- * relative to the template, else by name in the package's `agents/schemas/` — so editors keep
- * finding it wherever the agent is created. Anything that cannot be found is left as written.
+ * relative to the template, else by name in the package's `agents/schemas/`; when the package runs
+ * from a URL, the schema's absolute URL — so editors keep finding it wherever the agent is created.
+ * Anything that cannot be found is left as written.
  */
 async function repointSchema(
   json: string,
-  sourceDir: string,
+  fromFile: string,
   targetDir: string,
-  schemasDir: string,
+  source: TemplateSource,
 ): Promise<string> {
   const match = /("\$schema"\s*:\s*")([^"]+)(")/.exec(json);
   if (!match || /^[a-z][a-z0-9+.-]*:/i.test(match[2]) || isAbsolute(match[2])) return json;
-  const isFile = (path: string) => Deno.stat(path).then((i) => i.isFile, () => false);
-  let schemaFile = resolve(sourceDir, match[2]);
-  if (!(await isFile(schemaFile))) {
-    schemaFile = join(schemasDir, basename(match[2]));
-    if (!(await isFile(schemaFile))) return json;
-  }
-  const rel = relative(targetDir, schemaFile).split(sep).join("/");
-  return json.slice(0, match.index) + match[1] + rel + match[3] +
+  const schema = await source.locateSchema(fromFile, match[2]);
+  if (schema === undefined) return json;
+  const ref = /^[a-z][a-z0-9+.-]*:/i.test(schema)
+    ? schema
+    : relative(targetDir, schema).split(sep).join("/");
+  return json.slice(0, match.index) + match[1] + ref + match[3] +
     json.slice(match.index + match[0].length);
 }
 
@@ -185,21 +230,4 @@ async function exists(path: string): Promise<boolean> {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
-}
-
-function toPath(dir: string | URL): string {
-  if (typeof dir === "string") return dir;
-  if (dir.protocol !== "file:") {
-    throw new StepflowError(
-      "TEMPLATE_NOT_FOUND",
-      `--init needs the agent templates on disk, but this copy of @stepflow/core was loaded from ${dir.origin}. Run --init from a local checkout (git clone, then deno task run-agent --init NAME), or copy agents/templates/${DEFAULT_TEMPLATE}/ by hand.`,
-    );
-  }
-  return fileURLToPath(dir);
-}
-
-/** `path` relative to `cwd` when it is inside it, else absolute (for messages). */
-export function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  return rel && !rel.startsWith("..") && !rel.startsWith("/") ? rel : path;
 }

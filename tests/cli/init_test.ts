@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
-import { initAgent } from "../../src/cli/init.ts";
+import { fileURLToPath } from "node:url";
+import { initAgent, TEMPLATES_URL } from "../../src/cli/init.ts";
+import { TEMPLATE_FILES } from "../../src/cli/template_files.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepflowError, UsageError } from "../../src/errors.ts";
 import { writeFiles } from "./helpers.ts";
@@ -79,4 +81,58 @@ Deno.test("initAgent: refuses bad names, existing folders and missing templates"
     );
     assert.deepEqual([...Deno.readDirSync(join(cwd, ".agent"))].map((e) => e.name), ["taken"]);
   });
+});
+
+Deno.test("TEMPLATE_FILES lists exactly the files of each template folder", () => {
+  const root = fileURLToPath(TEMPLATES_URL);
+  const folders = [...Deno.readDirSync(root)].filter((e) => e.isDirectory).map((e) => e.name);
+  assert.deepEqual(folders.sort(), Object.keys(TEMPLATE_FILES).sort());
+  for (const template of folders) {
+    const files: string[] = [];
+    const walk = (dir: string, rel: string) => {
+      for (const entry of Deno.readDirSync(dir)) {
+        const path = rel ? `${rel}/${entry.name}` : entry.name;
+        if (entry.isDirectory) walk(join(dir, entry.name), path);
+        else files.push(path);
+      }
+    };
+    walk(join(root, template), "");
+    assert.deepEqual(files.sort(), [...TEMPLATE_FILES[template]], template);
+  }
+});
+
+Deno.test("initAgent from a package served over HTTP (as from JSR) fetches the template", async () => {
+  const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
+  const requested: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = decodeURIComponent(new URL(req.url).pathname);
+    requested.push(path);
+    if (!path.startsWith("/agents/") || path.includes("..")) {
+      return new Response("no", { status: 404 });
+    }
+    try {
+      return new Response(await Deno.readFile(join(packageRoot, path)));
+    } catch {
+      return new Response("missing", { status: 404 });
+    }
+  });
+  try {
+    await withDir(async (cwd) => {
+      const templatesDir = new URL(`http://127.0.0.1:${server.addr.port}/agents/templates/`);
+      const created = await initAgent("remote-bot", { cwd, templatesDir });
+      assert.deepEqual(created.files, [...TEMPLATE_FILES["gate-routed"]]);
+      const agent = JSON.parse(await Deno.readTextFile(join(created.dir, "agent.json")));
+      assert.equal(agent.name, "remote-bot");
+      assert.equal(agent.$schema, new URL("../schemas/agent.schema.json", templatesDir).href);
+      const def = await loadAgentDefinition("remote-bot", { cwd });
+      assert.equal(def.name, "remote-bot");
+      assert.equal(requested.length, TEMPLATE_FILES["gate-routed"].length);
+      await assert.rejects(
+        () => initAgent("x", { cwd, templatesDir, template: "nope" }),
+        (e: unknown) => e instanceof StepflowError && e.code === "TEMPLATE_NOT_FOUND",
+      );
+    });
+  } finally {
+    await server.shutdown();
+  }
 });
