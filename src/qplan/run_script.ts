@@ -153,7 +153,9 @@ export async function runScript(
       return fail({
         message: `missing required param${missing.length > 1 ? "s" : ""} ${
           missing.map((n) => `'${n}'`).join(", ")
-        } (declared by @params at line ${paramsLine.line}); pass them in params`,
+        } (declared by @params at line ${paramsLine.line}); pass ${
+          missing.length > 1 ? "them" : "it"
+        } in params (CLI: --param ${missing[0]}=…)`,
         line: paramsLine.line,
         code: "QPLAN_PARAMS",
       }, issues);

@@ -24,8 +24,8 @@ export interface LiteralExpr extends SourcePosition {
 
 /** One step of a variable path after its root: `.name` or `[expr]`. */
 export type PathSegment =
-  | { kind: "prop"; name: string }
-  | { kind: "index"; index: Expr };
+  | ({ kind: "prop"; name: string } & SourcePosition)
+  | ({ kind: "index"; index: Expr } & SourcePosition);
 
 /** A variable path such as `total`, `read.data`, `items[0]` or `rows[i].name`. */
 export interface PathExpr extends SourcePosition {

@@ -894,9 +894,9 @@ class Parser implements StepParserHost {
     let text = root.value;
     for (;;) {
       if (this.#isOp(".") && this.peek(1).type === "ident") {
-        this.next();
+        const dot = this.next();
         const name = this.next();
-        segments.push({ kind: "prop", name: name.value });
+        segments.push({ kind: "prop", name: name.value, line: dot.line, column: dot.column });
         text += `.${name.value}`;
         continue;
       }
@@ -909,7 +909,7 @@ class Parser implements StepParserHost {
           "]",
           `"]" to close the "[" at line ${open.line}, column ${open.column}`,
         );
-        segments.push({ kind: "index", index });
+        segments.push({ kind: "index", index, line: open.line, column: open.column });
         text += this.#source.slice(open.offset, close.end);
         continue;
       }

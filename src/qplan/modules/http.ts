@@ -57,6 +57,10 @@ export const httpTool: Tool<HttpArgs, unknown> = {
         `only http and https URLs are allowed, got ${url.protocol}`,
       );
     }
+    const host = url.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "");
+    if (host === "" || (!host.includes(":") && host.split(".").some((label) => label === ""))) {
+      throw new ModuleArgumentError("http", `"${args.url}" has no valid host name`);
+    }
     const method = (args.method ?? args.op ?? "get").toUpperCase();
     let headers: Record<string, string> = {};
     if (args.headers !== undefined) {

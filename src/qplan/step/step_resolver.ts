@@ -118,11 +118,16 @@ export function entryIndexIn(target: ResolvedStep, block: Statement[]): number {
 
 /**
  * The first construct a jump would have to enter from hop `from` down to `target` that cannot be
- * entered part-way: a loop (`each`, `while`) or a `parallel` block. Undefined when the way only
- * crosses steps and `if` branches.
+ * entered part-way: a loop (`each`, `while`) or a `parallel` block (including resuming inside the
+ * body of a `parallel`). Undefined when the way only crosses steps and `if` branches.
  */
 export function blockingConstruct(target: ResolvedStep, from: number): Statement | undefined {
   const entry = target.entry;
+  // Resuming inside a parallel body would run its statements one after another: not allowed.
+  if (from > 0) {
+    const holder = entry[from - 1].block[entry[from - 1].index];
+    if (holder.kind === "parallel") return holder;
+  }
   for (let k = from; k < entry.length - 1; k++) {
     const stmt = entry[k].block[entry[k].index];
     if (stmt.kind === "each" || stmt.kind === "while" || stmt.kind === "parallel") return stmt;

@@ -1,0 +1,468 @@
+/**
+ * The `qplan` command line: run, validate and prompt for QPlan scripts.
+ *
+ * ```text
+ * deno task qplan run FILE [--param k=v …] [--json]     run a script (progress on stderr)
+ * deno task qplan validate FILE [--json]                check a script without running it
+ * deno task qplan prompt "<task>"                       print the prompt that asks an LLM for a script
+ * ```
+ *
+ * FILE, `--workspace`, `--params-file` and `--script` resolve against `INIT_CWD` (set by
+ * `deno task` to the folder it was started from), else the current directory.
+ * Exit codes: 0 done (completed or stopped), 1 the script ran and failed (or was aborted / timed
+ * out), 2 usage errors and scripts that cannot run (syntax, validation, missing params, backend
+ * configuration).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { isAbsolute, relative, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { createBackend } from "../llm/factory.ts";
+import { loadScriptFile } from "../llm/script_file.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import {
+  buildScriptPrompt,
+  createProgressPrinter,
+  createQPlanRegistry,
+  renderCaret,
+  renderIssues,
+  runScript,
+  validateScript,
+} from "../qplan/mod.ts";
+
+/** Where the CLI reads and writes (injectable for tests). */
+export interface QPlanCliIo {
+  /** Standard output. */
+  stdout: (text: string) => void;
+  /** Standard error. */
+  stderr: (text: string) => void;
+  /** The user's directory (INIT_CWD or the process cwd). */
+  cwd: string;
+  /** Aborts a running script (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+/** Exit codes of the `qplan` command. */
+export const QPLAN_EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+const HELP = `qplan — run, validate and write QPlan scripts
+
+Usage:
+  deno task qplan run FILE [options]        run a script; live step progress on stderr
+  deno task qplan validate FILE [options]   check a script without running it
+  deno task qplan prompt "<task>" [options] print the prompt that asks an LLM to write a script
+
+Options:
+  --param k=v          a param for the script (repeatable; v is parsed as JSON when it can be)
+  --params-file FILE   params from a JSON or YAML object
+  --json               run: print {status, error, results, vars} as JSON on stdout
+                       validate: print {ok, issues, steps} as JSON
+  --workspace DIR      root of the files the file module may touch (default: current folder)
+  --timeout MS         abort the run after MS milliseconds
+  --enable LIST        extra modules: http, html, ai (comma-separated)
+  --backend NAME       LLM backend for the ai module: scripted, claude-code, anthropic, openai
+  --script FILE        answers of the scripted backend (YAML/JSON keyed by step id)
+  --model NAME         model of the backend
+  --base-url URL       server of the backend (e.g. a local OpenAI-compatible server)
+  --run-id ID          run id (results are stored at ctx[runId])
+  --quiet              no progress lines
+  -h, --help           this help
+
+Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
+            2 usage error or a script that cannot run (syntax, validation, params, backend).`;
+
+/**
+ * Runs the `qplan` command line and returns the exit code. Never throws, never exits.
+ *
+ * @example
+ * ```ts ignore
+ * import { qplanMain } from "./qplan.ts";
+ * const code = await qplanMain(["validate", "plan.qplan"], {
+ *   stdout: (t) => console.log(t.trimEnd()),
+ *   stderr: (t) => console.error(t.trimEnd()),
+ *   cwd: Deno.cwd(),
+ * });
+ * ```
+ */
+export async function qplanMain(argv: string[], io: QPlanCliIo): Promise<number> {
+  try {
+    const [command, ...rest] = argv;
+    if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+      io.stdout(`${HELP}\n`);
+      return command === undefined ? QPLAN_EXIT.usage : QPLAN_EXIT.ok;
+    }
+    const options = parseOptions(rest);
+    if (options.help) {
+      io.stdout(`${HELP}\n`);
+      return QPLAN_EXIT.ok;
+    }
+    switch (command) {
+      case "run":
+        return await cmdRun(options, io);
+      case "validate":
+        return await cmdValidate(options, io);
+      case "prompt":
+        return await cmdPrompt(options, io);
+      default:
+        throw new UsageError(
+          `Unknown command "${command}": use run, validate or prompt (see --help).`,
+        );
+    }
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      io.stderr(`qplan: ${error.message}\n`);
+      return QPLAN_EXIT.usage;
+    }
+    io.stderr(`qplan: unexpected error: ${errorMessage(error)}\n`);
+    return QPLAN_EXIT.failed;
+  }
+}
+
+interface Options {
+  positionals: string[];
+  params: string[];
+  paramsFile?: string;
+  json: boolean;
+  workspace?: string;
+  timeout?: string;
+  enable: string[];
+  backend?: string;
+  script?: string;
+  model?: string;
+  baseUrl?: string;
+  runId?: string;
+  quiet: boolean;
+  help: boolean;
+}
+
+function parseOptions(args: string[]): Options {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        param: { type: "string", multiple: true },
+        "params-file": { type: "string" },
+        json: { type: "boolean" },
+        workspace: { type: "string" },
+        timeout: { type: "string" },
+        enable: { type: "string", multiple: true },
+        backend: { type: "string" },
+        script: { type: "string" },
+        model: { type: "string" },
+        "base-url": { type: "string" },
+        "run-id": { type: "string" },
+        quiet: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${errorMessage(error)} (see --help)`);
+  }
+  const v = parsed.values;
+  return {
+    positionals: parsed.positionals,
+    params: v.param ?? [],
+    paramsFile: v["params-file"],
+    json: v.json ?? false,
+    workspace: v.workspace,
+    timeout: v.timeout,
+    enable: (v.enable ?? []).flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
+      .filter(Boolean),
+    backend: v.backend,
+    script: v.script,
+    model: v.model,
+    baseUrl: v["base-url"],
+    runId: v["run-id"],
+    quiet: v.quiet ?? false,
+    help: v.help ?? false,
+  };
+}
+
+function oneFile(options: Options, command: string): string {
+  if (options.positionals.length !== 1) {
+    throw new UsageError(
+      options.positionals.length === 0
+        ? `qplan ${command} needs a script file: deno task qplan ${command} FILE`
+        : `qplan ${command} takes one script file, got ${options.positionals.length}: ${
+          options.positionals.join(" ")
+        }`,
+    );
+  }
+  return options.positionals[0];
+}
+
+async function readScript(file: string, io: QPlanCliIo): Promise<{ path: string; source: string }> {
+  const path = resolve(io.cwd, file);
+  try {
+    return { path, source: await Deno.readTextFile(path) };
+  } catch (error) {
+    const why = error instanceof Deno.errors.NotFound
+      ? "no such file"
+      : error instanceof Deno.errors.IsADirectory
+      ? "it is a folder"
+      : errorMessage(error);
+    throw new UsageError(`cannot read script ${file}: ${why}`);
+  }
+}
+
+async function readParams(options: Options, io: QPlanCliIo): Promise<Record<string, unknown>> {
+  const params: Record<string, unknown> = {};
+  if (options.paramsFile) {
+    const path = resolve(io.cwd, options.paramsFile);
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      throw new UsageError(
+        `cannot read --params-file ${options.paramsFile}: ${errorMessage(error)}`,
+      );
+    }
+    let data: unknown;
+    try {
+      data = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+    } catch (error) {
+      throw new UsageError(
+        `--params-file ${options.paramsFile} does not parse: ${errorMessage(error)}`,
+      );
+    }
+    if (data === null || typeof data !== "object" || Array.isArray(data)) {
+      throw new UsageError(
+        `--params-file ${options.paramsFile} must hold an object of name: value`,
+      );
+    }
+    Object.assign(params, data);
+  }
+  for (const entry of options.params) {
+    const eq = entry.indexOf("=");
+    if (eq <= 0) throw new UsageError(`--param needs name=value, got "${entry}"`);
+    const name = entry.slice(0, eq).trim();
+    const raw = entry.slice(eq + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // Not JSON: the text itself.
+    }
+    params[name] = value;
+  }
+  return params;
+}
+
+function knownModules(options: Options): { http: boolean; html: boolean; ai: boolean } {
+  const allowed = new Set(["http", "html", "ai"]);
+  for (const name of options.enable) {
+    if (!allowed.has(name)) {
+      throw new UsageError(`--enable knows http, html and ai, not "${name}"`);
+    }
+  }
+  return {
+    http: options.enable.includes("http"),
+    html: options.enable.includes("html"),
+    ai: options.enable.includes("ai") || options.backend !== undefined ||
+      options.script !== undefined,
+  };
+}
+
+async function backendOf(options: Options, io: QPlanCliIo): Promise<LlmBackend | undefined> {
+  const name = options.backend ?? (options.script ? "scripted" : undefined);
+  if (name === undefined) return undefined;
+  if (name === "scripted") {
+    if (!options.script) {
+      throw new UsageError(
+        "--backend scripted needs --script FILE (a YAML or JSON map from step id to answers).",
+      );
+    }
+    return await loadScriptFile(resolve(io.cwd, options.script));
+  }
+  if (options.script) {
+    throw new UsageError(`--script only works with --backend scripted, not ${name}.`);
+  }
+  return await createBackend({
+    name,
+    model: options.model,
+    baseUrl: options.baseUrl,
+    onRetry: (r) =>
+      io.stderr(
+        `  · backend retry ${r.attempt}/${r.maxAttempts} in ${r.delayMs} ms: ${r.reason}\n`,
+      ),
+    onWarning: (m) => io.stderr(`  · ${m}\n`),
+  });
+}
+
+function shown(io: QPlanCliIo, path: string): string {
+  const rel = relative(io.cwd, path);
+  return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
+}
+
+async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
+  const file = oneFile(options, "run");
+  const { path, source } = await readScript(file, io);
+  const params = await readParams(options, io);
+  let timeoutMs: number | undefined;
+  if (options.timeout !== undefined) {
+    timeoutMs = Number(options.timeout);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new UsageError(
+        `--timeout needs a positive number of milliseconds, got "${options.timeout}"`,
+      );
+    }
+  }
+  const workspaceRoot = resolve(io.cwd, options.workspace ?? ".");
+  try {
+    const info = await Deno.stat(workspaceRoot);
+    if (!info.isDirectory) throw new UsageError(`--workspace ${options.workspace} is not a folder`);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`--workspace ${options.workspace ?? "."} does not exist`);
+  }
+  const modules = knownModules(options);
+  const backend = await backendOf(options, io);
+  const registry = createQPlanRegistry({
+    ...modules,
+    ai: true,
+    backend,
+    print: (line) => (options.json ? io.stderr : io.stdout)(`${line}\n`),
+  });
+  const events = options.quiet ? [] : [createProgressPrinter((line) => io.stderr(`${line}\n`))];
+  const result = await runScript(source, {
+    registry,
+    params,
+    events,
+    timeoutMs,
+    signal: io.signal,
+    workspaceRoot,
+    runId: options.runId,
+  });
+
+  const code = result.error?.code;
+  const cannotRun = code === "QPLAN_SYNTAX" || code === "QPLAN_INVALID" || code === "QPLAN_PARAMS";
+  if (cannotRun) {
+    const errors = result.issues.length > 0
+      ? renderIssues(source, result.issues)
+      : `error: ${result.error!.message}`;
+    io.stderr(`qplan: ${shown(io, path)} cannot run:\n${errors}\n`);
+  } else if (result.error) {
+    const where = result.error.line !== undefined
+      ? `\n${renderCaret(source, result.error.line, result.error.column ?? 1)}`
+      : "";
+    io.stderr(`qplan: ${result.status}: ${result.error.message}${where}\n`);
+  }
+  if (options.json) {
+    io.stdout(`${JSON.stringify(jsonResult(result), jsonReplacer, 2)}\n`);
+  }
+  if (cannotRun) return QPLAN_EXIT.usage;
+  if (result.status === "aborted" && io.signal?.aborted) return QPLAN_EXIT.interrupted;
+  return result.status === "completed" || result.status === "stopped"
+    ? QPLAN_EXIT.ok
+    : QPLAN_EXIT.failed;
+}
+
+function jsonResult(result: Awaited<ReturnType<typeof runScript>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    status: result.status,
+    runId: result.runId,
+    results: result.results,
+    vars: result.vars,
+  };
+  if (result.error) out.error = result.error;
+  if (result.failures.length) out.failures = result.failures;
+  if (result.issues.length) out.issues = result.issues;
+  return out;
+}
+
+function jsonReplacer(_key: string, value: unknown): unknown {
+  if (value instanceof Promise) return "<future>";
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
+  return value;
+}
+
+async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
+  const file = oneFile(options, "validate");
+  const { path, source } = await readScript(file, io);
+  const params = await readParams(options, io);
+  const registry = createQPlanRegistry({ ...knownModules(options), ai: true });
+  const validation = validateScript(source, { params, registry });
+  const errors = validation.issues.filter((i) => i.severity === "error").length;
+  const warnings = validation.issues.length - errors;
+  if (options.json) {
+    io.stdout(`${
+      JSON.stringify(
+        {
+          ok: validation.ok,
+          issues: validation.issues,
+          steps: validation.resolution?.steps.map((s) => ({
+            id: s.node.id,
+            desc: s.node.desc,
+            order: s.node.order,
+            path: s.node.path,
+            errorPolicy: s.policy,
+          })) ?? [],
+        },
+        null,
+        2,
+      )
+    }\n`);
+  } else if (validation.issues.length > 0) {
+    io.stderr(`${renderIssues(source, validation.issues)}\n\n`);
+  }
+  if (!validation.ok) {
+    if (!options.json) {
+      io.stderr(
+        `✗ ${shown(io, path)}: ${errors} error${errors === 1 ? "" : "s"}${
+          warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
+        }\n`,
+      );
+    }
+    return QPLAN_EXIT.usage;
+  }
+  if (!options.json) {
+    const steps = validation.resolution?.steps.length ?? 0;
+    io.stdout(
+      `✓ ${shown(io, path)} is valid: ${steps} step${steps === 1 ? "" : "s"}${
+        warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
+      }\n`,
+    );
+    for (const s of validation.resolution?.steps ?? []) {
+      io.stdout(`${"  ".repeat(s.depth + 1)}${s.node.desc ?? s.node.id} [${s.node.id}]\n`);
+    }
+  }
+  return QPLAN_EXIT.ok;
+}
+
+async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
+  if (options.positionals.length === 0 || options.positionals.join(" ").trim() === "") {
+    throw new UsageError('qplan prompt needs a task: deno task qplan prompt "Summarize notes.txt"');
+  }
+  const modules = knownModules(options);
+  const registry = createQPlanRegistry({ ...modules });
+  const params = Object.keys(await readParams(options, io));
+  io.stdout(`${buildScriptPrompt(options.positionals.join(" "), registry, { params })}\n`);
+  return QPLAN_EXIT.ok;
+}
+
+if (import.meta.main) {
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort(new Error("interrupted (Ctrl-C)"));
+  try {
+    Deno.addSignalListener("SIGINT", onInterrupt);
+  } catch {
+    // Signals are not available everywhere (e.g. some Windows setups).
+  }
+  const encoder = new TextEncoder();
+  const writeAll = (out: typeof Deno.stdout, text: string) => {
+    const bytes = encoder.encode(text);
+    for (let done = 0; done < bytes.length;) done += out.writeSync(bytes.subarray(done));
+  };
+  const code = await qplanMain(Deno.args, {
+    stdout: (t) => writeAll(Deno.stdout, t),
+    stderr: (t) => writeAll(Deno.stderr, t),
+    cwd: Deno.env.get("INIT_CWD") || Deno.cwd(),
+    signal: controller.signal,
+  });
+  Deno.exit(code);
+}
