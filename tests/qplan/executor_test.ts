@@ -191,10 +191,10 @@ Deno.test("parallel: statements overlap up to concurrency; all outputs are kept"
   const { tool, stats } = concurrencyProbe();
   const r = await runScript(
     `parallel concurrency=2 {
-  work id="a" ms=20 -> a
-  work id="b" ms=5 -> b
-  work id="c" ms=5 -> c
-  work id="d" ms=5 -> d
+  work id="a" ms=60 -> a
+  work id="b" ms=1 -> b
+  work id="c" ms=1 -> c
+  work id="d" ms=1 -> d
 }`,
     { registry: registryWith(tool) },
   );

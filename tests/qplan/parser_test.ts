@@ -135,6 +135,9 @@ Deno.test("actions: options become op, AND chains, args of every value kind, out
     ["a", 1],
     ["b", 2],
   ]);
+  // Keywords may be options (json set, string join); AND still chains.
+  assert.deepEqual(only(`json set data=o path="a" value=1 -> y`, "action").options, ["set"]);
+  assert.deepEqual(only(`x in AND each`, "action").options, ["in", "each"]);
   // Options only on the module's own line; args may continue on the next lines.
   const script = parseScript(`time\nprint "x"\nmath add a=1\n  b=2 -> y`);
   assert.deepEqual(script.body.map((s) => s.kind === "action" ? s.module : s.kind), [

@@ -361,12 +361,16 @@ class Parser implements StepParserHost {
     let optionTokens: Token[] = [];
     for (;;) {
       const t = this.peek();
-      if (t.type !== "ident" || t.line !== moduleToken.line || t.kw || this.#isOp("=", 1)) break;
+      // Keywords may be options too (json set, string join …); AND and USING keep their meaning.
+      if (
+        t.type !== "ident" || t.line !== moduleToken.line || t.kw === "and" || t.kw === "using" ||
+        this.#isOp("=", 1)
+      ) break;
       optionTokens.push(this.next());
       if (this.#isKw("and") && this.peek().line === moduleToken.line) {
         const and = this.next();
         const o = this.peek();
-        if (o.type !== "ident" || o.kw || this.#isOp("=", 1)) {
+        if (o.type !== "ident" || o.kw === "and" || this.#isOp("=", 1)) {
           this.fail(
             `expected an option after ${and.value}`,
             o,
