@@ -1,87 +1,188 @@
 import { PlanParseError } from "./errors.ts";
-import {
-  bodyContent,
-  inputsDeclaration,
-  parentIdOf,
-  parseSummaryTail,
-  splitNames,
-  statusOfMarker,
-} from "./syntax.ts";
+import { isIdAt, isWhitespace, parseProgressSegment } from "./syntax.ts";
 import { createPlanSpec, type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
-/** The fields of a step summary line, before it is placed in the tree. */
-interface SummaryLine {
-  stepId: string;
-  status: PlanStatus;
-  stepName: string;
-  stepType: string;
-  rest: string;
+// The parser works on character positions in the whole text: one pass, one slice per field, no
+// intermediate line strings, so a plan of n steps parses in O(n) with few allocations.
+
+/** `text[start, end)` without surrounding whitespace (as `trim()` would), sliced once. */
+function trimmedSlice(text: string, start: number, end: number): string {
+  while (start < end && isWhitespace(text.charCodeAt(start))) start++;
+  while (end > start && isWhitespace(text.charCodeAt(end - 1))) end--;
+  return start === end ? "" : text.slice(start, end);
 }
 
-/**
- * Reads one step summary line (already trimmed at the start):
- * `N. [status] step_name [type] description → outputs | result | Progress: N/M`.
- * Returns an error reason instead of throwing so that callers can add the line number.
- */
-function readSummaryLine(line: string): SummaryLine | string {
-  let pos = 0;
-  const len = line.length;
-  // Step id: digits and dots, with an optional trailing dot.
-  while (pos < len) {
-    const c = line.charCodeAt(pos);
-    if ((c >= 48 && c <= 57) || c === 46) pos++;
-    else break;
-  }
-  let stepId = line.slice(0, pos);
-  if (stepId.endsWith(".")) stepId = stepId.slice(0, -1);
-  if (!/^\d+(?:\.\d+)*$/.test(stepId)) {
-    return "a step line must start with a step number like 1. or 2.1.";
-  }
-  const next = line.charCodeAt(pos);
-  if (pos < len && next !== 32 && next !== 9 && next !== 91) {
-    return `expected a space after the step number ${stepId}.`;
-  }
-  pos = skipSpaces(line, pos);
-  let status: PlanStatus = PlanStatus.PENDING;
-  if (line.charCodeAt(pos) === 91 && line.charCodeAt(pos + 2) === 93) {
-    const marked = statusOfMarker(line[pos + 1]);
-    if (marked !== undefined) {
-      status = marked;
-      pos = skipSpaces(line, pos + 3);
+/** Comma-separated names in `text[start, end)`, trimmed, empty ones dropped. */
+function namesIn(text: string, start: number, end: number, into: string[]): string[] {
+  let from = start;
+  for (let i = start; i <= end; i++) {
+    if (i === end || text.charCodeAt(i) === 44) {
+      const name = trimmedSlice(text, from, i);
+      if (name !== "") into.push(name);
+      from = i + 1;
     }
   }
-  let stepName = "";
-  if (pos < len && line.charCodeAt(pos) !== 91) {
-    const start = pos;
-    while (pos < len && line.charCodeAt(pos) !== 32 && line.charCodeAt(pos) !== 9) pos++;
-    stepName = line.slice(start, pos);
-    pos = skipSpaces(line, pos);
-  }
-  if (pos >= len || line.charCodeAt(pos) !== 91) {
-    return `step ${stepId} has no [type]; write it as "${stepId}. [reason|act|decide|subtask] description"`;
-  }
-  const close = line.indexOf("]", pos + 1);
-  if (close < 0) return `step ${stepId} has an unclosed [type] bracket`;
-  return {
-    stepId,
-    status,
-    stepName,
-    stepType: line.slice(pos + 1, close).trim(),
-    rest: line.slice(close + 1),
-  };
+  return into;
 }
 
-function skipSpaces(line: string, pos: number): number {
-  while (pos < line.length) {
-    const c = line.charCodeAt(pos);
+function skipBlanks(text: string, pos: number, end: number): number {
+  while (pos < end) {
+    const c = text.charCodeAt(pos);
     if (c === 32 || c === 9) pos++;
     else break;
   }
   return pos;
 }
 
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
+function statusOfCode(c: number): PlanStatus | undefined {
+  switch (c) {
+    case 32:
+      return PlanStatus.PENDING;
+    case 120: // x
+    case 88: // X
+      return PlanStatus.DONE;
+    case 62: // >
+      return PlanStatus.ACTIVE;
+    case 33: // !
+      return PlanStatus.BLOCKED;
+    case 126: // ~
+      return PlanStatus.SKIPPED;
+    default:
+      return undefined;
+  }
+}
+
+const BAD_NUMBER = "a step line must start with a step number like 1. or 2.1.";
+
+/**
+ * Reads the summary line `text[start, end)` (start is its first non-blank character, a digit):
+ * `N. [status] step_name [type] description → outputs | result | Progress: N/M`. Returns the step
+ * (without tree placement) or the reason it is malformed.
+ */
+function readStep(text: string, start: number, end: number): PlanStep | string {
+  let pos = start;
+  while (pos < end) {
+    const c = text.charCodeAt(pos);
+    if ((c >= 48 && c <= 57) || c === 46) pos++;
+    else break;
+  }
+  // Digit groups separated by single dots, optionally followed by one dot.
+  const idEnd = text.charCodeAt(pos - 1) === 46 ? pos - 1 : pos;
+  if (idEnd === start) return BAD_NUMBER;
+  for (let i = start; i < idEnd; i++) {
+    if (
+      text.charCodeAt(i) === 46 &&
+      (i === start || text.charCodeAt(i - 1) === 46 || i === idEnd - 1)
+    ) return BAD_NUMBER;
+  }
+  const stepId = text.slice(start, idEnd);
+  const after = text.charCodeAt(pos);
+  if (pos < end && after !== 32 && after !== 9 && after !== 91) {
+    return `expected a space after the step number ${stepId}.`;
+  }
+  pos = skipBlanks(text, pos, end);
+  let status: PlanStatus = PlanStatus.PENDING;
+  if (pos + 2 < end && text.charCodeAt(pos) === 91 && text.charCodeAt(pos + 2) === 93) {
+    const marked = statusOfCode(text.charCodeAt(pos + 1));
+    if (marked !== undefined) {
+      status = marked;
+      pos = skipBlanks(text, pos + 3, end);
+    }
+  }
+  let stepName = "";
+  if (pos < end && text.charCodeAt(pos) !== 91) {
+    const nameStart = pos;
+    while (pos < end) {
+      const c = text.charCodeAt(pos);
+      if (c === 32 || c === 9) break;
+      pos++;
+    }
+    stepName = text.slice(nameStart, pos);
+    pos = skipBlanks(text, pos, end);
+  }
+  if (pos >= end || text.charCodeAt(pos) !== 91) {
+    return `step ${stepId} has no [type]; write it as "${stepId}. [reason|act|decide|subtask] description"`;
+  }
+  let close = pos + 1;
+  while (close < end && text.charCodeAt(close) !== 93) close++;
+  if (close >= end) return `step ${stepId} has an unclosed [type] bracket`;
+  const stepType = typeName(text, pos + 1, close);
+  // One scan of the rest: the first `|` ends the description; the last arrow before it starts
+  // the outputs.
+  let pipe = -1;
+  let arrow = -1;
+  let arrowLength = 0;
+  for (let i = close + 1; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 124) {
+      pipe = i;
+      break;
+    }
+    if (c === 0x2192) {
+      arrow = i;
+      arrowLength = 1;
+    } else if (c === 62 && i > close + 1 && text.charCodeAt(i - 1) === 45) {
+      arrow = i - 1;
+      arrowLength = 2;
+    }
+  }
+  const headEnd = pipe < 0 ? end : pipe;
+  const step: PlanStep = {
+    stepId,
+    stepName,
+    stepType,
+    description: trimmedSlice(text, close + 1, arrow < 0 ? headEnd : arrow),
+    inputs: [],
+    outputs: arrow < 0 ? [] : namesIn(text, arrow + arrowLength, headEnd, []),
+    detail: [],
+    result: "",
+    status,
+    doneCount: 0,
+    totalCount: null,
+    children: [],
+  };
+  if (pipe >= 0) readResult(trimmedSlice(text, pipe + 1, end), step);
+  return step;
+}
+
+const TYPE_NAMES = ["reason", "act", "decide", "subtask"];
+
+/** The type inside `[ ]`; the four valid names are shared constants rather than new slices. */
+function typeName(text: string, start: number, end: number): string {
+  const length = end - start;
+  for (const name of TYPE_NAMES) {
+    if (name.length === length && text.startsWith(name, start)) return name;
+  }
+  return trimmedSlice(text, start, end);
+}
+
+/**
+ * The `|` segments after the description: the last `Progress: N/M` (or `Progress: N`) one is the
+ * progress; the others, joined back, are the result.
+ */
+function readResult(after: string, step: PlanStep): void {
+  if (after.indexOf("Progress:") < 0) {
+    step.result = after;
+    return;
+  }
+  const segments = after.split("|");
+  for (let i = segments.length - 1; i >= 0; i--) {
+    const progress = parseProgressSegment(segments[i]);
+    if (progress) {
+      step.doneCount = progress.done;
+      step.totalCount = progress.total;
+      segments.splice(i, 1);
+      break;
+    }
+  }
+  step.result = segments.join("|").trim();
+}
+
+/** True when `id` is a direct child id of `parent` (`2.1` of `2`; any top-level id of `""`). */
+function isChildId(id: string, parent: string): boolean {
+  if (parent === "") return id.indexOf(".") < 0;
+  return id.length > parent.length + 1 && id.charCodeAt(parent.length) === 46 &&
+    id.startsWith(parent) && id.indexOf(".", parent.length + 1) < 0;
 }
 
 /**
@@ -104,70 +205,94 @@ class TreeBuilder {
     return this.#last;
   }
 
-  addStepLine(line: string, lineNo: number, raw: string): void {
-    const summary = readSummaryLine(line);
-    if (typeof summary === "string") throw new PlanParseError(lineNo, raw, summary);
-    const parentId = parentIdOf(summary.stepId);
+  addStep(text: string, start: number, end: number, lineNo: number): void {
+    const step = readStep(text, start, end);
+    if (typeof step === "string") throw lineError(text, start, end, lineNo, step);
+    const id = step.stepId;
     const stack = this.#stack;
     let siblings: PlanStep[];
-    let expected: string;
-    if (parentId === this.#rootId) {
+    let parentId: string;
+    if (isChildId(id, this.#rootId)) {
       stack.length = 0;
       siblings = this.steps;
-      expected = this.#rootId === ""
-        ? String(siblings.length + 1)
-        : `${this.#rootId}.${siblings.length + 1}`;
+      parentId = this.#rootId;
     } else {
-      while (stack.length > 0 && stack[stack.length - 1].stepId !== parentId) stack.pop();
+      while (stack.length > 0 && !isChildId(id, stack[stack.length - 1].stepId)) stack.pop();
       if (stack.length === 0) {
-        const where = this.#rootId === "" ? "" : ` under step ${this.#rootId}`;
-        throw new PlanParseError(
+        const dot = id.lastIndexOf(".");
+        throw lineError(
+          text,
+          start,
+          end,
           lineNo,
-          raw,
-          `step ${summary.stepId} has no parent step ${parentId}${where} above it (a step's parent must come first, e.g. 2 before 2.1)`,
+          dot < 0
+            ? `step ${id} is not under step ${this.#rootId}: number these steps ${this.#rootId}.1, ${this.#rootId}.2, …`
+            : `step ${id} has no parent step ${
+              id.slice(0, dot)
+            } above it (a step's parent must come first, e.g. 2 before 2.1)`,
         );
       }
       const parent = stack[stack.length - 1];
       siblings = parent.children;
-      expected = `${parentId}.${siblings.length + 1}`;
+      parentId = parent.stepId;
     }
-    if (summary.stepId !== expected) {
-      throw new PlanParseError(
+    if (!isIdAt(id, parentId, siblings.length + 1)) {
+      const expected = parentId === ""
+        ? String(siblings.length + 1)
+        : `${parentId}.${siblings.length + 1}`;
+      throw lineError(
+        text,
+        start,
+        end,
         lineNo,
-        raw,
-        `step ${summary.stepId} is out of sequence: expected ${expected} (the k-th child of step P is numbered P.k)`,
+        `step ${id} is out of sequence: expected ${expected} (the k-th child of step P is numbered P.k)`,
       );
     }
-    const tail = parseSummaryTail(summary.rest);
-    const step: PlanStep = {
-      stepId: summary.stepId,
-      stepName: summary.stepName,
-      stepType: summary.stepType,
-      description: tail.description,
-      inputs: [],
-      outputs: tail.outputs,
-      detail: [],
-      result: tail.result,
-      status: summary.status,
-      doneCount: tail.doneCount,
-      totalCount: tail.totalCount,
-      children: [],
-    };
     siblings.push(step);
     stack.push(step);
     this.#last = step;
   }
 
-  /** Adds a `>` line to the last step; returns false when there is no step yet. */
-  addBodyLine(line: string): boolean {
+  /** Adds the `>` line `text[start, end)` to the last step; false when there is no step yet. */
+  addBody(text: string, start: number, end: number): boolean {
     const step = this.#last;
     if (!step) return false;
-    const content = bodyContent(line);
-    const inputs = inputsDeclaration(content);
-    if (inputs === undefined) step.detail.push(content);
-    else for (const name of splitNames(inputs)) step.inputs.push(name);
+    const content = contentStart(text, start, end);
+    const inputs = inputsStart(text, content, end);
+    if (inputs < 0) step.detail.push(text.slice(content, end));
+    else namesIn(text, inputs, end, step.inputs);
     return true;
   }
+}
+
+/** Where the content of a `>` line starts: after the `>` and one space. */
+function contentStart(text: string, start: number, end: number): number {
+  return start + 1 < end && text.charCodeAt(start + 1) === 32 ? start + 2 : start + 1;
+}
+
+/**
+ * When the body content at `pos` declares inputs (`← a, b` or `<- a, b`), where the names start;
+ * otherwise -1.
+ */
+function inputsStart(text: string, pos: number, end: number): number {
+  let arrowEnd: number;
+  if (pos < end && text.charCodeAt(pos) === 0x2190) arrowEnd = pos + 1;
+  else if (pos + 1 < end && text.charCodeAt(pos) === 60 && text.charCodeAt(pos + 1) === 45) {
+    arrowEnd = pos + 2;
+  } else return -1;
+  if (arrowEnd === end) return end;
+  const c = text.charCodeAt(arrowEnd);
+  return c === 32 || c === 9 ? arrowEnd : -1;
+}
+
+function lineError(
+  text: string,
+  start: number,
+  end: number,
+  lineNo: number,
+  reason: string,
+): PlanParseError {
+  return new PlanParseError(lineNo, text.slice(start, end), reason);
 }
 
 type Section = "header" | "goal" | "constraints" | "steps";
@@ -178,7 +303,35 @@ const CONSTRAINTS = /^(?:constraints\s*:|##\s*constraints\b)(.*)$/i;
 const STEPS = /^##\s*steps\b(.*)$/i;
 
 /**
- * Parses PlanSpec text into a {@linkcode PlanSpec}.
+ * Calls `visit(start, end, lineNo)` for every non-blank line of `text`: `start` is its first
+ * non-blank character, `end` excludes the line break (and a `\r` before it).
+ */
+function forEachLine(
+  text: string,
+  visit: (start: number, end: number, lineNo: number) => void,
+): void {
+  const len = text.length;
+  let pos = 0;
+  let lineNo = 0;
+  while (pos <= len) {
+    let end = text.indexOf("\n", pos);
+    if (end < 0) end = len;
+    lineNo++;
+    let stop = end;
+    if (stop > pos && text.charCodeAt(stop - 1) === 13) stop--;
+    let start = pos;
+    while (start < stop && isWhitespace(text.charCodeAt(start))) start++;
+    pos = end + 1;
+    if (start < stop) visit(start, stop, lineNo);
+  }
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+/**
+ * Parses PlanSpec text into a {@linkcode PlanSpec}, in one linear pass.
  *
  * - an empty (or blank) text gives an empty plan;
  * - step ids encode the tree (`2.1` is a child of `2`); indentation is ignored;
@@ -211,85 +364,77 @@ export function parsePlan(text: string): PlanSpec {
   let section: Section = "header";
   let titleSeen = false;
   let goalSeen = false;
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    let raw = lines[i];
-    if (raw.endsWith("\r")) raw = raw.slice(0, -1);
-    const line = raw.trimStart();
-    if (line === "") continue;
-    const first = line.charCodeAt(0);
+  forEachLine(text, (start, end, lineNo) => {
+    const first = text.charCodeAt(start);
     if (isDigit(first)) {
-      builder.addStepLine(line, i + 1, raw);
+      builder.addStep(text, start, end, lineNo);
       section = "steps";
-      continue;
+      return;
     }
     if (first === 62 /* > */) {
       if (section === "steps") {
-        if (!builder.addBodyLine(line)) {
-          throw new PlanParseError(i + 1, raw, "a '>' body line must follow a step line");
+        if (!builder.addBody(text, start, end)) {
+          throw lineError(text, start, end, lineNo, "a '>' body line must follow a step line");
         }
       } else if (section === "goal") {
-        plan.goalDetail.push(bodyContent(line));
+        plan.goalDetail.push(text.slice(contentStart(text, start, end), end));
       } else {
-        throw new PlanParseError(
-          i + 1,
-          raw,
+        throw lineError(
+          text,
+          start,
+          end,
+          lineNo,
           "a '>' line must follow 'Goal:' (goal explanation) or a step line (node body)",
         );
       }
-      continue;
+      return;
     }
+    const line = trimmedSlice(text, start, end);
+    const fail = (reason: string) => new PlanParseError(lineNo, line, reason);
     if (section === "steps") {
-      throw new PlanParseError(
-        i + 1,
-        raw,
+      throw fail(
         "unexpected text among the steps: expected a step line like '1. [act] description' or a '>' body line",
       );
     }
-    const trimmed = line.trimEnd();
     let m: RegExpExecArray | null;
-    if ((m = STEPS.exec(trimmed))) {
-      expectNoTrailer(m[1], i + 1, raw, "## Steps");
+    if ((m = STEPS.exec(line))) {
+      expectNoTrailer(m[1], fail, "## Steps");
       section = "steps";
-    } else if ((m = CONSTRAINTS.exec(trimmed))) {
-      expectNoTrailer(m[1], i + 1, raw, "Constraints:");
+    } else if ((m = CONSTRAINTS.exec(line))) {
+      expectNoTrailer(m[1], fail, "Constraints:");
       section = "constraints";
-    } else if ((m = GOAL.exec(trimmed))) {
-      if (goalSeen) throw new PlanParseError(i + 1, raw, "the plan has a second 'Goal:' line");
+    } else if ((m = GOAL.exec(line))) {
+      if (goalSeen) throw fail("the plan has a second 'Goal:' line");
       goalSeen = true;
       plan.goal = m[1].trim();
       section = "goal";
     } else if (first === 45 /* - */ && section === "constraints") {
-      plan.constraints.push(trimmed.slice(1).trim());
-    } else if ((m = TITLE.exec(trimmed))) {
+      plan.constraints.push(line.slice(1).trim());
+    } else if ((m = TITLE.exec(line))) {
       if (titleSeen || goalSeen || section !== "header") {
-        throw new PlanParseError(
-          i + 1,
-          raw,
-          "a '# Plan: <title>' line may only appear once, at the top",
-        );
+        throw fail("a '# Plan: <title>' line may only appear once, at the top");
       }
       titleSeen = true;
       plan.title = m[1].replace(/^plan\s*:/i, "").trim();
     } else if (first === 45) {
-      throw new PlanParseError(i + 1, raw, "a '- ' list item must follow 'Constraints:'");
+      throw fail("a '- ' list item must follow 'Constraints:'");
     } else {
-      throw new PlanParseError(
-        i + 1,
-        raw,
+      throw fail(
         "unexpected text: expected '# Plan: <title>', 'Goal: <goal>', 'Constraints:', '## Steps' or a step line",
       );
     }
-  }
+  });
   return plan;
 }
 
 /** Section headings may carry a trailing `# annotation` (as in the seed's template), nothing else. */
-function expectNoTrailer(trailer: string, lineNo: number, raw: string, heading: string): void {
+function expectNoTrailer(
+  trailer: string,
+  fail: (reason: string) => PlanParseError,
+  heading: string,
+): void {
   const t = trailer.trim();
-  if (t !== "" && !t.startsWith("#")) {
-    throw new PlanParseError(lineNo, raw, `unexpected text after '${heading}'`);
-  }
+  if (t !== "" && !t.startsWith("#")) throw fail(`unexpected text after '${heading}'`);
 }
 
 /**
@@ -298,19 +443,34 @@ function expectNoTrailer(trailer: string, lineNo: number, raw: string, heading: 
  * numbered `4.1`, `4.2`, …; lines that are neither step nor body lines are ignored (LLM prose).
  *
  * @throws {PlanParseError} for malformed or mis-numbered step lines
+ *
+ * @example
+ * ```ts
+ * import { parseStepLines } from "./parse.ts";
+ * const steps = parseStepLines("New steps:\n4.1. [act] Retry with backoff → data\n  > ← url\n", "4");
+ * console.log(steps[0].stepId, steps[0].inputs); // "4.1" ["url"]
+ * ```
  */
 export function parseStepLines(text: string, rootId = ""): PlanStep[] {
   const builder = new TreeBuilder(rootId);
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    let raw = lines[i];
-    if (raw.endsWith("\r")) raw = raw.slice(0, -1);
-    const line = raw.trimStart();
-    if (line === "") continue;
-    const first = line.charCodeAt(0);
-    if (isDigit(first) && /^\d+(?:\.\d+)*\.?[\s[]/.test(line)) {
-      builder.addStepLine(line, i + 1, raw);
-    } else if (first === 62 && builder.last) builder.addBodyLine(line);
-  }
+  forEachLine(text, (start, end, lineNo) => {
+    const first = text.charCodeAt(start);
+    if (isDigit(first) && looksLikeStepLine(text, start, end)) {
+      builder.addStep(text, start, end, lineNo);
+    } else if (first === 62 && builder.last) builder.addBody(text, start, end);
+  });
   return builder.steps;
+}
+
+/** `N.`/`N.N.` followed by a blank or `[`: a numbered line that is meant as a step. */
+function looksLikeStepLine(text: string, start: number, end: number): boolean {
+  let pos = start;
+  while (pos < end) {
+    const c = text.charCodeAt(pos);
+    if ((c >= 48 && c <= 57) || c === 46) pos++;
+    else break;
+  }
+  if (pos >= end) return false;
+  const c = text.charCodeAt(pos);
+  return c === 32 || c === 9 || c === 91;
 }

@@ -1,5 +1,5 @@
 import { PlanSerializeError } from "./errors.ts";
-import { hasArrow, hasProgressSegment, inputsDeclaration, STATUS_MARKERS } from "./syntax.ts";
+import { hasProgressSegment, inputsDeclaration, isIdAt, isWhitespace } from "./syntax.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
 /** Options of {@linkcode serializePlan}. */
@@ -37,25 +37,25 @@ function indent(depth: number): string {
  */
 export function serializePlan(plan: PlanSpec, options: SerializeOptions = {}): string {
   const fold = options.fold === true;
+  // Pieces are pushed flat and joined once: cheaper than concatenating lines first.
   const out: string[] = [];
-  if (plan.title !== "") out.push("# Plan: " + checkLine(plan.title, "the title"));
+  if (plan.title !== "") out.push("# Plan: ", checkLine(plan.title, "the title"), "\n");
   if (plan.goal !== "" || plan.goalDetail.length > 0) {
-    out.push(plan.goal === "" ? "Goal:" : "Goal: " + checkLine(plan.goal, "the goal"));
+    out.push(plan.goal === "" ? "Goal:\n" : "Goal: " + checkLine(plan.goal, "the goal") + "\n");
   }
   for (const line of plan.goalDetail) {
     if (hasBreak(line)) throw new PlanSerializeError("a goal detail line contains a line break");
-    out.push(line === "" ? ">" : "> " + line);
+    out.push(line === "" ? ">\n" : "> " + line + "\n");
   }
   if (plan.constraints.length > 0) {
-    out.push("Constraints:");
+    out.push("Constraints:\n");
     for (const c of plan.constraints) {
-      out.push(c === "" ? "-" : "- " + checkLine(c, "a constraint"));
+      out.push(c === "" ? "-\n" : "- " + checkLine(c, "a constraint") + "\n");
     }
   }
-  out.push("## Steps");
+  out.push("## Steps\n");
   writeSteps(out, plan.steps, "", 0, fold);
-  out.push("");
-  return out.join("\n");
+  return out.join("");
 }
 
 function writeSteps(
@@ -67,14 +67,14 @@ function writeSteps(
 ): void {
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
-    const expectedId = prefix === "" ? String(i + 1) : prefix + "." + (i + 1);
-    if (step.stepId !== expectedId) {
+    if (!isIdAt(step.stepId, prefix, i + 1)) {
+      const expectedId = prefix === "" ? String(i + 1) : prefix + "." + (i + 1);
       throw new PlanSerializeError(
         `step ${step.stepId} is at position ${expectedId}: step ids must match the tree position (call renumberSteps(plan) after moving steps)`,
         step.stepId,
       );
     }
-    out.push(summaryLine(step, depth));
+    summaryLine(out, step, depth);
     let showBody = true;
     let showChildren = true;
     if (fold) {
@@ -90,89 +90,135 @@ function writeSteps(
   }
 }
 
-function summaryLine(step: PlanStep, depth: number): string {
+function summaryLine(out: string[], step: PlanStep, depth: number): void {
   const id = step.stepId;
   const type = step.stepType;
-  let line = indent(depth) + id + ".";
+  out.push(indent(depth), id, ".");
   if (step.status !== PlanStatus.PENDING) {
-    const marker = STATUS_MARKERS[step.status];
-    if (marker === undefined) fail(id, `has an unknown status ${JSON.stringify(step.status)}`);
-    line += " " + marker;
+    out.push(" ", marker(step));
   } else if (type.length === 1 && " xX>!~".indexOf(type) >= 0 && step.stepName === "") {
     // `[x]` right after the number would read as a status marker, so spell out pending.
-    line += " [ ]";
+    out.push(" [ ]");
   }
-  if (step.stepName !== "") line += " " + checkName(step);
-  if (type.indexOf("]") >= 0 || hasBreak(type) || type !== type.trim()) {
+  const name = step.stepName;
+  if (name !== "") {
+    if (scanFlags(name) & BLANK || name.charCodeAt(0) === 91) {
+      fail(id, `name ${JSON.stringify(name)} must be one word not starting with '['`);
+    }
+    out.push(" ", name);
+  }
+  if (scanFlags(type) & (BRACKET | BREAK) || !isTrimmed(type)) {
     fail(id, `type ${JSON.stringify(type)} cannot be written inside [ ]`);
   }
-  line += " [" + type + "]";
+  out.push(" [", type, "]");
   const description = step.description;
+  let descriptionFlags = 0;
   if (description !== "") {
-    if (description.indexOf("|") >= 0) {
+    descriptionFlags = scanFlags(description, DESCRIPTION_SPECIAL);
+    if (descriptionFlags & PIPE) {
       fail(id, "description contains '|', which separates the result on a summary line");
     }
-    line += " " + checkField(description, id, "description");
+    if (descriptionFlags & BREAK) fail(id, "description contains a line break");
+    if (!isTrimmed(description)) fail(id, "description has leading or trailing whitespace");
+    out.push(" ", description);
   }
-  if (step.outputs.length > 0) {
-    line += " → " + checkNames(step.outputs, id, "outputs", true);
-  } else if (description !== "" && hasArrow(description)) {
+  const outputs = step.outputs;
+  if (outputs.length > 0) {
+    for (let i = 0; i < outputs.length; i++) {
+      checkName(outputs[i], id, "outputs", BREAK | PIPE | COMMA | ARROW);
+      out.push(i === 0 ? " → " : ", ", outputs[i]);
+    }
+  } else if (descriptionFlags & ARROW) {
     // An arrow inside the description would read as the outputs arrow: close it with an empty one.
-    line += " →";
+    out.push(" →");
   }
   const result = step.result;
-  const withProgress = step.doneCount !== 0 || step.totalCount !== null ||
-    hasProgressSegment(result);
-  if (result !== "") line += " | " + checkField(result, id, "result");
-  if (withProgress) {
-    line += step.totalCount === null
-      ? " | Progress: " + checkCount(step.doneCount, id)
-      : " | Progress: " + checkCount(step.doneCount, id) + "/" + checkCount(step.totalCount, id);
+  let withProgress = step.doneCount !== 0 || step.totalCount !== null;
+  if (result !== "") {
+    out.push(" | ", checkField(result, id, "result"));
+    if (!withProgress) withProgress = hasProgressSegment(result);
   }
-  return line;
+  if (withProgress) {
+    out.push(" | Progress: ", String(checkCount(step.doneCount, id)));
+    if (step.totalCount !== null) out.push("/", String(checkCount(step.totalCount, id)));
+  }
+  out.push("\n");
+}
+
+function marker(step: PlanStep): string {
+  switch (step.status) {
+    case "done":
+      return "[x]";
+    case "active":
+      return "[>]";
+    case "blocked":
+      return "[!]";
+    case "skipped":
+      return "[~]";
+    case "pending":
+      return "[ ]";
+    default:
+      return fail(step.stepId, `has an unknown status ${JSON.stringify(step.status)}`);
+  }
 }
 
 function writeBody(out: string[], step: PlanStep, depth: number): void {
   const pad = indent(depth);
-  if (step.inputs.length > 0) {
-    out.push(pad + "> ← " + checkNames(step.inputs, step.stepId, "inputs", false));
+  const inputs = step.inputs;
+  if (inputs.length > 0) {
+    out.push(pad, "> ←");
+    for (let i = 0; i < inputs.length; i++) {
+      checkName(inputs[i], step.stepId, "inputs", BREAK | PIPE | COMMA);
+      out.push(i === 0 ? " " : ", ", inputs[i]);
+    }
+    out.push("\n");
   }
   for (const line of step.detail) {
     if (line === "") {
-      out.push(pad + ">");
+      out.push(pad, ">\n");
       continue;
     }
     if (hasBreak(line)) fail(step.stepId, "has a detail line with a line break");
     if (inputsDeclaration(line) !== undefined) {
       fail(step.stepId, `has a detail line starting with an inputs arrow: ${JSON.stringify(line)}`);
     }
-    out.push(pad + "> " + line);
+    out.push(pad, "> ", line, "\n");
   }
 }
 
-function checkName(step: PlanStep): string {
-  const name = step.stepName;
-  if (/\s/.test(name) || name.startsWith("[")) {
-    fail(step.stepId, `name ${JSON.stringify(name)} must be one word not starting with '['`);
+function checkName(name: string, id: string, what: string, forbidden: number): void {
+  if (name === "" || !isTrimmed(name) || scanFlags(name) & forbidden) {
+    fail(id, `has ${what} name ${JSON.stringify(name)} that the comma-separated list cannot hold`);
   }
-  return name;
 }
 
-function checkNames(names: string[], id: string, what: string, isOutputs: boolean): string {
-  for (const n of names) {
-    if (
-      n === "" || n !== n.trim() || n.indexOf(",") >= 0 || n.indexOf("|") >= 0 || hasBreak(n) ||
-      (isOutputs && hasArrow(n))
-    ) {
-      fail(id, `has ${what} name ${JSON.stringify(n)} that the comma-separated list cannot hold`);
-    }
-  }
-  return names.join(", ");
+const BREAK = 1;
+const PIPE = 2;
+const ARROW = 4;
+const COMMA = 8;
+const BRACKET = 16;
+const BLANK = 32;
+
+// One native regex scan per field finds the rare values that need a closer look.
+const DESCRIPTION_SPECIAL = /[|\r\n→]|->/;
+const NAME_SPECIAL = /[\s,|\]→]|->/;
+
+/** Which meaningful characters `text` holds (BREAK, PIPE, ARROW, COMMA, BRACKET, BLANK). */
+function scanFlags(text: string, special: RegExp = NAME_SPECIAL): number {
+  if (!special.test(text)) return 0;
+  let flags = 0;
+  if (text.indexOf("|") >= 0) flags |= PIPE;
+  if (text.indexOf(",") >= 0) flags |= COMMA;
+  if (text.indexOf("]") >= 0) flags |= BRACKET;
+  if (text.indexOf("→") >= 0 || text.indexOf("->") >= 0) flags |= ARROW;
+  if (hasBreak(text)) flags |= BREAK | BLANK;
+  else if (/\s/.test(text)) flags |= BLANK;
+  return flags;
 }
 
 function checkField(text: string, id: string, what: string): string {
   if (hasBreak(text)) fail(id, `${what} contains a line break`);
-  if (text !== text.trim()) fail(id, `${what} has leading or trailing whitespace`);
+  if (!isTrimmed(text)) fail(id, `${what} has leading or trailing whitespace`);
   return text;
 }
 
@@ -183,10 +229,14 @@ function checkCount(n: number, id: string): number {
 
 function checkLine(text: string, what: string): string {
   if (hasBreak(text)) throw new PlanSerializeError(`${what} contains a line break`);
-  if (text !== text.trim()) {
-    throw new PlanSerializeError(`${what} has leading or trailing whitespace`);
-  }
+  if (!isTrimmed(text)) throw new PlanSerializeError(`${what} has leading or trailing whitespace`);
   return text;
+}
+
+/** True when `text.trim() === text`, without allocating. */
+function isTrimmed(text: string): boolean {
+  return text.length === 0 ||
+    (!isWhitespace(text.charCodeAt(0)) && !isWhitespace(text.charCodeAt(text.length - 1)));
 }
 
 function hasBreak(text: string): boolean {

@@ -162,3 +162,18 @@ export function parentIdOf(stepId: string): string {
   const dot = stepId.lastIndexOf(".");
   return dot < 0 ? "" : stepId.slice(0, dot);
 }
+
+/** The characters `String.prototype.trim` removes. */
+export function isWhitespace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || c === 160 || c === 5760 || (c >= 8192 && c <= 8202) ||
+    c === 8232 || c === 8233 || c === 8239 || c === 8287 || c === 12288 || c === 65279;
+}
+
+/** `stepId === parent + "." + position` (or `String(position)` at the top), without building it. */
+export function isIdAt(stepId: string, parent: string, position: number): boolean {
+  const number = String(position);
+  const head = parent === "" ? 0 : parent.length + 1;
+  return stepId.length === head + number.length &&
+    (head === 0 || (stepId.charCodeAt(parent.length) === 46 && stepId.startsWith(parent))) &&
+    stepId.endsWith(number);
+}

@@ -179,7 +179,7 @@ Goal: Produce the quarterly sales report
   );
   assert.match(
     reflect.prompt,
-    /2\. \[>\] \[reason\] Summarize the sales by region → summary\n  > ← sales/,
+    /2\. \[>\] \[reason\] Summarize the sales by region → summary\n {2}> ← sales/,
   );
   const decide = byId("planspec.step.4")[0];
   assert.match(decide.prompt, /- 4\.1: Growth\n- 4\.2: No growth/);
@@ -407,7 +407,7 @@ Deno.test("plan run: refuses an invalid plan, finishes a complete one without ca
   const backend = new ScriptedBackend({});
   await assert.rejects(
     () => new PlanRunner(parsePlan("## Steps\n1. [LLM] x\n"), { backend }).run(),
-    /has errors; fix them before running:\n  - step 1: invalid type 'LLM'\n  - plan has no goal/,
+    /has errors; fix them before running:\n {2}- step 1: invalid type 'LLM'\n {2}- plan has no goal/,
   );
   const done = await new PlanRunner(parsePlan("Goal: g\n1. [x] [act] a\n2. [~] [act] b\n"), {
     backend,
