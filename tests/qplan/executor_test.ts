@@ -421,6 +421,37 @@ Deno.test("tools that require approval: refused without approve, asked with it",
   assert.deepEqual(calls, ["x"]);
 });
 
+Deno.test("needsApproval(args) decides per call; its reason reaches approve", async () => {
+  const written: string[] = [];
+  const careful = {
+    name: "careful",
+    description: "asks only for some arguments",
+    inputSchema: z.strictObject({ path: z.string() }),
+    needsApproval: ({ path }: { path: string }) =>
+      path === "keep.txt" ? "it would overwrite keep.txt" : false,
+    execute: ({ path }: { path: string }) => void written.push(path),
+  };
+  const source = `careful path="new.txt"\ncareful path="keep.txt"`;
+  const refused = await runScript(source, { registry: registryWith(careful) });
+  assert.equal(refused.status, "error");
+  assert.match(
+    refused.error!.message,
+    /Module 'careful' requires approval \(it would overwrite keep.txt\)/,
+  );
+  assert.deepEqual(written, ["new.txt"]);
+  const reasons: (string | undefined)[] = [];
+  const ok = await runScript(source, {
+    registry: registryWith(careful),
+    approve: (req) => {
+      reasons.push(req.reason);
+      return true;
+    },
+  });
+  assert.equal(ok.status, "completed");
+  assert.deepEqual(reasons, ["it would overwrite keep.txt"]);
+  assert.deepEqual(written, ["new.txt", "new.txt", "keep.txt"]);
+});
+
 Deno.test("invalid arguments are reported with the zod issue and the line", async () => {
   const r = await run(`step id="s" {\n  math op="pow" a=1 b=2 -> x\n}`);
   assert.equal(r.status, "error");

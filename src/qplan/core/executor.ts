@@ -43,12 +43,16 @@ import {
   STOP,
 } from "../step/step_signals.ts";
 
-/** Asks whether a tool that `requiresApproval` may run with these arguments. */
+/**
+ * Asks whether a tool that needs approval (`requiresApproval`, or `needsApproval(args)` said so)
+ * may run with these arguments. `reason` is the tool's own reason when it gave one.
+ */
 export type ApproveTool = (request: {
   tool: string;
   args: Record<string, unknown>;
   stepId?: string;
   line: number;
+  reason?: string;
 }) => boolean | Promise<boolean>;
 
 /** What an {@linkcode Executor} works with. */
@@ -529,11 +533,30 @@ export class Executor {
         { line: node.line, column: node.column, stepId: frame.step?.id, module: node.module },
       );
     }
-    if (site.tool.requiresApproval) return this.#approved(site, checked.args, frame);
+    if (site.tool.requiresApproval === true) return this.#approved(site, checked.args, frame);
+    if (site.tool.needsApproval) return this.#maybeApproved(site, checked.args, frame);
     return this.#call(site, checked.args, frame);
   }
 
-  async #approved(site: CallSite, args: Record<string, unknown>, frame: Frame): Promise<void> {
+  async #maybeApproved(site: CallSite, args: Record<string, unknown>, frame: Frame): Promise<void> {
+    let needed: boolean | string;
+    try {
+      needed = await site.tool.needsApproval!(args, frame.tool);
+    } catch (error) {
+      throw this.#toolError(error, site.node, frame);
+    }
+    const r = needed === false
+      ? this.#call(site, args, frame)
+      : this.#approved(site, args, frame, typeof needed === "string" ? needed : undefined);
+    if (r !== undefined) await r;
+  }
+
+  async #approved(
+    site: CallSite,
+    args: Record<string, unknown>,
+    frame: Frame,
+    reason?: string,
+  ): Promise<void> {
     const node = site.node;
     const where = {
       line: node.line,
@@ -543,16 +566,20 @@ export class Executor {
     };
     if (!this.#approve) {
       throw new QPlanRuntimeError(
-        `Module '${node.module}' requires approval; pass an approve callback to runScript to allow it`,
+        `Module '${node.module}' requires approval${
+          reason ? ` (${reason})` : ""
+        }; pass an approve callback to runScript to allow it`,
         where,
       );
     }
-    const ok = await this.#approve({
+    const request: Parameters<ApproveTool>[0] = {
       tool: node.module,
       args,
       stepId: frame.step?.id,
       line: node.line,
-    });
+    };
+    if (reason !== undefined) request.reason = reason;
+    const ok = await this.#approve(request);
     if (!ok) throw new QPlanRuntimeError(`Module '${node.module}' was not approved`, where);
     const r = this.#call(site, args, frame);
     if (r !== undefined) await r;

@@ -36,6 +36,12 @@ export interface QPlanTool {
   inputSchema: ArgSchema;
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
+  /**
+   * Decides per call whether an approval is needed (consulted when `requiresApproval` is not
+   * `true`): `true` or a short reason to ask, `false` not to.
+   */
+  // deno-lint-ignore no-explicit-any
+  needsApproval?(args: any, ctx: ToolContext): boolean | string | Promise<boolean | string>;
   /** Runs the tool with validated arguments. */
   // deno-lint-ignore no-explicit-any
   execute(args: any, ctx: ToolContext): unknown;
