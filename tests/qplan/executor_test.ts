@@ -382,6 +382,22 @@ Deno.test("timeout: onTimeout, state timeout, status aborted with QPLAN_TIMEOUT"
   assert.deepEqual(rec.log.slice(-3), ["state:running->timeout", "timeout", "plan:end:aborted"]);
 });
 
+Deno.test("an abort or timeout is never retried, continued or jumped over by a policy", async () => {
+  for (const policy of ["retry=5", "continue", "jump=after"]) {
+    const rec = recorder({ results: false });
+    const r = await run(
+      `step id="s" onError="${policy}" { sleep ms=10000 }\nstep id="after" { var 1 -> x }`,
+      {
+        timeoutMs: 20,
+        events: rec.events,
+      },
+    );
+    assert.equal(r.status, "aborted", policy);
+    assert.deepEqual(stepLines(rec.log), ["start:s", "timeout"], policy);
+    assert.deepEqual(r.failures, []);
+  }
+});
+
 Deno.test("a busy synchronous loop still yields: the timeout ends it", async () => {
   const started = performance.now();
   const r = await run(`var 0 -> n\nwhile true {\n  set n = n + 1\n}`, { timeoutMs: 60 });

@@ -352,4 +352,11 @@ Deno.test("nesting deeper than the limit is a syntax error, not a stack overflow
   assert.match(syntaxError(deep).message, /nesting is too deep/);
   const blocks = `${"if true { ".repeat(300)}${"} ".repeat(300)}`;
   assert.match(syntaxError(blocks).message, /nesting is too deep/);
+  // Long operator chains are refused too (evaluating them would need a deep stack).
+  const chain = `var ${Array(20_000).fill("1").join(" + ")} -> x`;
+  assert.match(
+    syntaxError(chain).message,
+    /the statement is too long \(more than 1000 operators\)/,
+  );
+  assert.equal(parseScript(`var ${Array(1000).fill("1").join(" + ")} -> x`).body.length, 1);
 });

@@ -33,7 +33,7 @@ export class QPlanSyntaxError extends StepflowError {
   readonly source: string;
 
   /**
-   * Creates the instance.
+   * Creates the syntax error.
    *
    * @param problem short description, e.g. `expected "}" to close the step block opened at line 2`
    * @param at position of the offending token
@@ -78,7 +78,7 @@ export class QPlanRuntimeError extends StepflowError {
   readonly stepId?: string;
 
   /**
-   * Creates the instance.
+   * Creates the runtime error; the location is appended to the message.
    *
    * @param message what went wrong (without the location; it is appended)
    * @param where line, column, step id and module of the failing statement

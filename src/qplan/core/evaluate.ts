@@ -16,7 +16,7 @@ export class ExpressionError extends Error {
   /** 1-based column. */
   readonly column: number;
   /**
-   * Creates the instance.
+   * Creates the error for an expression at a position.
    *
    * @param message what is wrong
    * @param at the expression concerned

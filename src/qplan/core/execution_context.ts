@@ -30,7 +30,7 @@ export class ExecutionContext {
   readonly results: Record<string, unknown>;
 
   /**
-   * Creates the instance.
+   * Creates the memory of a run, with the params as its first variables.
    *
    * @param runId the run id
    * @param params initial variables

@@ -115,7 +115,7 @@ export class Executor {
 
   /**
 
-   * Creates the instance.
+   * Creates an executor for one run.
 
    * @param options what the executor works with
 

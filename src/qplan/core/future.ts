@@ -19,7 +19,7 @@ export class QPlanFuture {
   /** The pending value. */
   readonly promise: Promise<unknown>;
   /**
-   * Creates the instance.
+   * Wraps a pending value.
    * @param promise the pending value (a rejection is observed, so it never goes unhandled)
    */
   constructor(promise: Promise<unknown>) {

@@ -8,6 +8,7 @@
 import type {
   ActionArg,
   ActionStatement,
+  BinaryExpr,
   BinaryOperator,
   ControlStatement,
   EachStatement,
@@ -33,6 +34,9 @@ import { parseStepStatement, type StepParserHost } from "../step/step_parser.ts"
 
 /** Blocks and parentheses may nest this deep; deeper input is a syntax error, never a stack overflow. */
 export const MAX_NESTING = 200;
+
+/** One statement may hold this many binary operators (longer chains would overflow the stack when evaluated). */
+export const MAX_OPERATORS = 1000;
 
 const COMPARISON: ReadonlySet<string> = new Set(["==", "!=", "<", ">", "<=", ">="]);
 const LITERAL_WORDS: ReadonlySet<string> = new Set(["true", "false", "null"]);
@@ -68,6 +72,7 @@ export function parseExpression(source: string): Expr {
 class Parser implements StepParserHost {
   #pos = 0;
   #depth = 0;
+  #operators = 0;
   /** True while parsing a condition outside brackets: there "{" opens the block, not an object. */
   #braceOpensBlock = false;
   #sites = 0;
@@ -259,6 +264,7 @@ class Parser implements StepParserHost {
   // ---------------------------------------------------------------- statements
 
   #statement(): Statement {
+    this.#operators = 0;
     const t = this.peek();
     if (t.type === "ident") {
       switch (t.kw) {
@@ -766,6 +772,17 @@ class Parser implements StepParserHost {
 
   // ---------------------------------------------------------------- expressions
 
+  #binary(op: string, left: Expr, right: Expr, at: Token): Expr {
+    if (++this.#operators > MAX_OPERATORS) {
+      this.fail(
+        `the statement is too long (more than ${MAX_OPERATORS} operators)`,
+        at,
+        "a shorter expression (compute parts into variables with var … -> name)",
+      );
+    }
+    return binary(op, left, right, at);
+  }
+
   expression(): Expr {
     return this.#or();
   }
@@ -774,7 +791,7 @@ class Parser implements StepParserHost {
     let left = this.#and();
     while (this.#isKw("or")) {
       const op = this.next();
-      left = binary("or", left, this.#and(), op);
+      left = this.#binary("or", left, this.#and(), op);
     }
     return left;
   }
@@ -783,7 +800,7 @@ class Parser implements StepParserHost {
     let left = this.#not();
     while (this.#isKw("and")) {
       const op = this.next();
-      left = binary("and", left, this.#not(), op);
+      left = this.#binary("and", left, this.#not(), op);
     }
     return left;
   }
@@ -814,7 +831,7 @@ class Parser implements StepParserHost {
     }
     if (t.type === "op" && COMPARISON.has(t.value)) {
       this.next();
-      return binary(t.value as BinaryOperator, left, this.#additive(), t);
+      return this.#binary(t.value, left, this.#additive(), t);
     }
     if (t.type === "op" && t.value === "=") {
       this.fail('"=" assigns; compare with "=="', t, '"==" (or another comparison operator)');
@@ -828,7 +845,7 @@ class Parser implements StepParserHost {
       const t = this.peek();
       if (t.type !== "op" || (t.value !== "+" && t.value !== "-")) return left;
       this.next();
-      left = binary(t.value, left, this.#multiplicative(), t);
+      left = this.#binary(t.value, left, this.#multiplicative(), t);
     }
   }
 
@@ -838,7 +855,7 @@ class Parser implements StepParserHost {
       const t = this.peek();
       if (t.type !== "op" || (t.value !== "*" && t.value !== "/")) return left;
       this.next();
-      left = binary(t.value, left, this.#unary(), t);
+      left = this.#binary(t.value, left, this.#unary(), t);
     }
   }
 

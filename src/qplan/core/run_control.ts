@@ -105,7 +105,7 @@ export class RunSupervisor {
   #onSignal: (() => void) | undefined;
 
   /**
-   * Creates the instance.
+   * Creates the supervisor of one run.
    *
    * @param events where state and control events go
    * @param ctx the run context passed to those events

@@ -10,7 +10,7 @@ import { describeValue } from "../core/evaluate.ts";
 /** A module's own argument error (e.g. `math add: b must be a number, got "unknown"`). */
 export class ModuleArgumentError extends StepflowError {
   /**
-   * Creates the instance.
+   * Creates the error for a module's argument.
    *
    * @param module the module name
    * @param message what is wrong with which argument

@@ -50,7 +50,7 @@ export class StepController {
   readonly #aborted: () => AbortedSignal | undefined;
 
   /**
-   * Creates the instance.
+   * Creates the step layer of one run.
    *
    * @param resolution the script's step tables
    * @param events where step events go

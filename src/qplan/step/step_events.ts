@@ -95,7 +95,7 @@ export class StepEvents {
   readonly #runId: string;
 
   /**
-   * Creates the instance.
+   * Creates the dispatcher of one run's events.
    *
    * @param handlers one handler set or several
    * @param runId the run id put in every `stepInfo`

@@ -11,7 +11,7 @@ export class FlowSignal {
   /** Which signal. */
   readonly signal: "jump" | "return" | "skip" | "stop" | "break" | "continue" | "abort";
   /**
-   * Creates the instance.
+   * Creates a signal of the given kind.
    * @param signal which signal
    */
   constructor(signal: FlowSignal["signal"]) {
@@ -24,7 +24,7 @@ export class JumpSignal extends FlowSignal {
   /** The step to resume at. */
   readonly target: ResolvedStep;
   /**
-   * Creates the instance.
+   * Creates a jump to `target`.
    * @param target the step to resume at
    */
   constructor(target: ResolvedStep) {
@@ -38,7 +38,7 @@ export class ReturnSignal extends FlowSignal {
   /** The returned object. */
   readonly payload: Record<string, unknown>;
   /**
-   * Creates the instance.
+   * Creates a return with its payload.
    * @param payload the returned object
    */
   constructor(payload: Record<string, unknown>) {
@@ -54,7 +54,7 @@ export class AbortedSignal extends FlowSignal {
   /** Why. */
   readonly reason: string;
   /**
-   * Creates the instance.
+   * Creates the abort signal of a run.
    *
    * @param reason why the run stopped
    * @param timedOut true for a timeout
