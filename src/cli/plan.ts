@@ -82,7 +82,8 @@ Backend options (new, run):
   --model NAME             Model for every call
   --base-url URL           Server URL (OpenAI-compatible servers such as Ollama)
 
-new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan)
+new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan),
+           --yes (no confirmation question on a terminal)
 show:      --full (no folding), --expand IDS, --collapse IDS (comma-separated), --color, --no-color
 list:      --archive (list planspec/archive/ instead)
 archive:   --force (archive a plan that is not complete)
@@ -155,7 +156,10 @@ function report(error: unknown, cli: PlanCliIo): number {
   return 1;
 }
 
-type OptionSpec = Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
+type OptionSpec = Record<
+  string,
+  { type: "string" | "boolean"; multiple?: boolean; short?: string }
+>;
 
 const BACKEND_OPTIONS: OptionSpec = {
   backend: { type: "string" },
@@ -239,6 +243,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
     ...BACKEND_OPTIONS,
     name: { type: "string" },
     print: { type: "boolean" },
+    yes: { type: "boolean", short: "y" },
   });
   if (helpRequested(values, cli)) return 0;
   const description = positionals.join(" ").trim();
@@ -258,6 +263,16 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   }
   const backend = await makeBackend(values, cli);
   const dir = planspecDir(cli.cwd);
+  if (cli.stdinIsTerminal && values.yes !== true) {
+    // The seed's /planspec confirms before generating; --yes (or a non-terminal stdin) skips it.
+    const answer = cli.ask(
+      `Generate a plan for "${clip(description, 80)}" with ${backend.name}? [Y/n]`,
+    );
+    if (answer !== null && /^\s*n(o)?\s*$/i.test(answer)) {
+      cli.stderr("Cancelled: no plan was generated.\n");
+      return 1;
+    }
+  }
   cli.stderr(`Generating a plan with ${backend.name}…\n`);
   let generated;
   try {

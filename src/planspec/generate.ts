@@ -17,7 +17,7 @@ export const GENERATE_STEP_ID = "planspec.generate";
  * @example
  * ```ts
  * import { extractPlanText } from "./generate.ts";
- * console.log(extractPlanText("Here it is:\n```\nGoal: g\n1. [act] A\n```\nGood luck!"));
+ * console.log(extractPlanText("Here it is:\nGoal: g\n1. [act] A\nGood luck!"));
  * // "Goal: g\n1. [act] A\n"
  * ```
  */

@@ -347,13 +347,10 @@ function isDigit(c: number): boolean {
  * @example
  * ```ts
  * import { parsePlan } from "./parse.ts";
- * const plan = parsePlan(`Goal: Ship
- * ## Steps
- * 1. [x] [act] Build -> artifact | built in 2 min
- * 2. [subtask] Release → release
- *   2.1. [act] Tag the commit
- *     > ← artifact
- * `);
+ * const plan = parsePlan(
+ *   "Goal: Ship\n1. [x] [act] Build -> artifact | built in 2 min\n" +
+ *     "2. [subtask] Release → release\n  2.1. [act] Tag the commit\n    > ← artifact\n",
+ * );
  * console.log(plan.steps[1].children[0].inputs); // ["artifact"]
  * ```
  */

@@ -67,7 +67,10 @@ export interface PlanRunnerOptions {
   maxAttempts?: number;
   /** Iterations of an iterative (childless) subtask before it is blocked (default 20). */
   maxIterations?: number;
-  /** Step executions in one run before it stops as failed, a guard against loops (default 200). */
+  /**
+   * Step executions in one run before it stops as failed, a guard against plans that keep changing
+   * without converging (default: 10 per step of the plan, at least 200).
+   */
   maxStepExecutions?: number;
   /** Whether the user can be asked questions (`INTERACT`); needs {@linkcode ask}. */
   interactive?: boolean;
@@ -163,6 +166,8 @@ export class PlanRunner {
   readonly #variables = new Map<string, unknown>();
   #counters = new WeakMap<PlanStep, StepCounters>();
   #prompts?: PlanPrompts;
+  /** Re-read the file once the lock is held: another run may have finished in between. */
+  #reloadOnRun = false;
   #round = 1;
   #order = 0;
   #executed = 0;
@@ -194,7 +199,9 @@ export class PlanRunner {
     file: string,
     options: Omit<PlanRunnerOptions, "file">,
   ): Promise<PlanRunner> {
-    return new PlanRunner(await readPlanFile(file), { ...options, file });
+    const runner = new PlanRunner(await readPlanFile(file), { ...options, file });
+    runner.#reloadOnRun = true;
+    return runner;
   }
 
   /** The plan being run (changed in place). */
@@ -218,17 +225,18 @@ export class PlanRunner {
     if (this.#running) {
       throw new StepflowError("PLAN_RUNNING", "This PlanRunner is already running.");
     }
-    const errors = planErrors(validatePlan(this.#plan));
-    if (errors.length > 0) {
-      throw new StepflowError(
-        "PLANSPEC_INVALID",
-        `${this.#options.file ?? "The plan"} has errors; fix them before running:\n${
-          errors.map((e) => `  - ${e}`).join("\n")
-        }`,
-        { details: { errors, file: this.#options.file } },
-      );
+    this.#checkValid();
+    const file = this.#options.file;
+    const unlock = file ? await lockPlanFile(file) : undefined;
+    if (file && this.#reloadOnRun) {
+      try {
+        Object.assign(this.#plan, await readPlanFile(file));
+        this.#checkValid();
+      } catch (error) {
+        await unlock?.();
+        throw error;
+      }
     }
-    const unlock = this.#options.file ? await lockPlanFile(this.#options.file) : undefined;
     this.#running = true;
     let status: PlanRunStatus = "blocked";
     let error: string | undefined;
@@ -277,6 +285,19 @@ export class PlanRunner {
     if (error !== undefined) result.error = error;
     await this.#emitter.emit("onPlanEnd", this.#plan, { ...ctx, status, error });
     return result;
+  }
+
+  #checkValid(): void {
+    const errors = planErrors(validatePlan(this.#plan));
+    if (errors.length > 0) {
+      throw new StepflowError(
+        "PLANSPEC_INVALID",
+        `${this.#options.file ?? "The plan"} has errors; fix them before running:\n${
+          errors.map((e) => `  - ${e}`).join("\n")
+        }`,
+        { details: { errors, file: this.#options.file } },
+      );
+    }
   }
 
   /**
@@ -342,7 +363,9 @@ export class PlanRunner {
       settle(this.#plan.steps);
       const step = findNext(this.#plan.steps);
       if (!step) return;
-      if (this.#executed >= (this.#options.maxStepExecutions ?? 200)) {
+      const cap = this.#options.maxStepExecutions ??
+        Math.max(200, 10 * planProgress(this.#plan).total);
+      if (this.#executed >= cap) {
         throw new StepflowError(
           "PLAN_RUN_LIMIT",
           `stopped after ${this.#executed} step executions (maxStepExecutions); the plan keeps changing without converging`,

@@ -382,3 +382,51 @@ Goal: Produce the weekly numbers
   );
   await assert.rejects(() => Deno.stat(`${file}.lock`), Deno.errors.NotFound);
 });
+
+Deno.test("planMain on a terminal: plan new confirms first, plan run --interactive asks the user", async () => {
+  const { planMain } = await import("../../src/cli/plan.ts");
+  const dir = await Deno.makeTempDir();
+  let stdout = "";
+  let stderr = "";
+  const questions: string[] = [];
+  let answer = "n";
+  const io = {
+    cwd: dir,
+    stdout: (t: string) => void (stdout += t),
+    stderr: (t: string) => void (stderr += t),
+    env: () => undefined,
+    stdinIsTerminal: true,
+    stdoutIsTerminal: false,
+    ask: (q: string) => {
+      questions.push(q);
+      return answer;
+    },
+    onInterrupt: () => () => {},
+  };
+  await write(join(dir, "gen.yaml"), `planspec.generate:\n  - ${JSON.stringify(GENERATED)}\n`);
+  assert.equal(await planMain(["new", "Ship 1.2", "--script", "gen.yaml"], io), 1);
+  assert.match(questions[0], /^Generate a plan for "Ship 1\.2" with scripted\? \[Y\/n\]$/);
+  assert.match(stderr, /Cancelled: no plan was generated/);
+  answer = "";
+  assert.equal(await planMain(["new", "Ship 1.2", "--script", "gen.yaml"], io), 0);
+  assert.match(stdout, /Created planspec\/release_checklist\.md/);
+
+  await write(
+    join(dir, "planspec", "trip.md"),
+    "Goal: Book a trip\n## Steps\n1. [act] Book the flight → booking\n",
+  );
+  await write(
+    join(dir, "trip.yaml"),
+    `planspec.step.1:
+  - output: {status: LACK_OF_INFO, result: dates unknown}
+  - output: {status: OK, result: booked, outputs: {booking: XK12}}
+planspec.reflect.1:
+  - output: {decision: INTERACT, reason: only the user knows, question: Which dates?}
+`,
+  );
+  answer = "May 3 to 7";
+  questions.length = 0;
+  assert.equal(await planMain(["run", "trip", "--script", "trip.yaml", "--interactive"], io), 0);
+  assert.deepEqual(questions, ["? Which dates?\n>"]);
+  assert.match(stdout, /Run completed: 1\/1 done/);
+});
