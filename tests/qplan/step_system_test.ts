@@ -404,3 +404,66 @@ step id="p" type="group" desc="Parent" onError="continue" {
     },
   ]);
 });
+
+Deno.test("steps in loops: one start/end per iteration; ctx[runId] keeps the last result", async () => {
+  const { result, log } = await run(`
+var ["a", "b", "c"] -> names
+each (name, i) in names {
+  if name == "b" { continue }
+  step id="visit" desc="Visit" {
+    return name i
+  }
+}`);
+  assert.equal(result.status, "completed");
+  assert.deepEqual(log, [
+    "start:visit",
+    'end:visit {"name":"a","i":0}',
+    "start:visit",
+    'end:visit {"name":"c","i":2}',
+  ]);
+  assert.deepEqual(result.results, { visit: { name: "c", i: 2 } });
+});
+
+Deno.test("steps in parallel: they overlap; each result is stored", async () => {
+  const { result, log } = await run(`
+step id="both" {
+  parallel {
+    step id="slow" { sleep ms=30 -> s }
+    step id="fast" { sleep ms=1 -> f }
+  }
+}`);
+  assert.equal(result.status, "completed");
+  assert.deepEqual(log, [
+    "start:both",
+    "start:slow",
+    "start:fast",
+    'end:fast {"f":1}',
+    'end:slow {"s":30}',
+    'end:both {"s":30}',
+  ]);
+  assert.deepEqual(result.results, {
+    fast: { f: 1 },
+    slow: { s: 30 },
+    // No outputs of its own: the parent's result is the last value produced (slow finished last).
+    both: { s: 30 },
+  });
+});
+
+Deno.test("futures across steps: started in one step, joined in another", async () => {
+  const { result, log } = await run(`
+step id="start" {
+  future task="a" delay=5 value=1 -> fa
+  future task="b" delay=1 value=2 -> fb
+}
+step id="collect" {
+  join futures="fa,fb" -> values
+  math sum arr=values -> total
+  return values total
+}`);
+  assert.equal(result.status, "completed");
+  assert.equal(log[0], "start:start");
+  assert.match(log[1], /^end:start \{"fa":\{\},"fb":\{\}\}$/);
+  assert.deepEqual(log.slice(2), ["start:collect", 'end:collect {"values":[1,2],"total":3}']);
+  assert.deepEqual(result.results.collect, { values: [1, 2], total: 3 });
+  assert.ok((result.results.start as Record<string, unknown>).fa instanceof Promise);
+});
