@@ -293,6 +293,20 @@ async function backendOf(options: Options, io: QPlanCliIo): Promise<LlmBackend |
   });
 }
 
+/** A hint for modules that exist but are off unless enabled. */
+function enableHint(issues: readonly { code: string; message: string }[]): string {
+  const off = new Set<string>();
+  for (const i of issues) {
+    const m = /^unknown module '(http|html)'$/.exec(i.message);
+    if (i.code === "unknown-module" && m) off.add(m[1]);
+  }
+  return off.size
+    ? `\nnote: ${[...off].join(" and ")} ${
+      off.size > 1 ? "are" : "is"
+    } off by default; pass --enable ${[...off].join(",")}\n`
+    : "";
+}
+
 function shown(io: QPlanCliIo, path: string): string {
   const rel = relative(io.cwd, path);
   return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
@@ -344,7 +358,7 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
     const errors = result.issues.length > 0
       ? renderIssues(source, result.issues)
       : `error: ${result.error!.message}`;
-    io.stderr(`qplan: ${shown(io, path)} cannot run:\n${errors}\n`);
+    io.stderr(`qplan: ${shown(io, path)} cannot run:\n${errors}\n${enableHint(result.issues)}`);
   } else if (result.error) {
     const where = result.error.line !== undefined
       ? `\n${renderCaret(source, result.error.line, result.error.column ?? 1)}`
@@ -408,7 +422,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
       )
     }\n`);
   } else if (validation.issues.length > 0) {
-    io.stderr(`${renderIssues(source, validation.issues)}\n\n`);
+    io.stderr(`${renderIssues(source, validation.issues)}\n${enableHint(validation.issues)}\n`);
   }
   if (!validation.ok) {
     if (!options.json) {

@@ -110,6 +110,11 @@ Deno.test("qplan run: invalid scripts and missing params exit 2 with every probl
   );
   assert.match(invalid.stderr, /error at line 3, column 3: jump target 'nowhere' not found/);
   noStackTrace(invalid.stderr);
+  const web = await workspace({ "web.qplan": `http get url="https://example.com" -> page\n` });
+  const off = await qplan(["run", "web.qplan"], web);
+  assert.equal(off.code, 2);
+  assert.match(off.stderr, /unknown module 'http'/);
+  assert.match(off.stderr, /note: http is off by default; pass --enable http/);
   const params = await qplan(["run", "plan.qplan", "--quiet"], dir);
   assert.equal(params.code, 2);
   assert.match(
