@@ -4,6 +4,8 @@
  *
  * - `checkpoint-temp:N` — the N-th checkpoint of the process is written to its temp file, then the
  *   process kills itself (SIGKILL) before the rename: a crash *during* a checkpoint write.
+ * - `checkpoint-removed:N` — with durability `"process"`: SIGKILL after the old checkpoint was
+ *   removed, before the temp file is renamed into its place.
  * - `checkpoint-renamed:N` — SIGKILL right after the N-th checkpoint's rename.
  * - `append-torn:N` — the N-th log append writes only the first half of its line, then SIGKILL: a
  *   torn last line.
@@ -12,7 +14,11 @@
  */
 
 /** The crash points of {@linkcode CrashHook}. */
-export type CrashPoint = "checkpoint-temp" | "checkpoint-renamed" | "append-torn";
+export type CrashPoint =
+  | "checkpoint-temp"
+  | "checkpoint-removed"
+  | "checkpoint-renamed"
+  | "append-torn";
 
 /** Counts store operations and kills the process at the configured one. */
 export interface CrashHook {
@@ -32,7 +38,9 @@ export function crashHookFromEnv(): CrashHook | undefined {
   } catch {
     return;
   }
-  const match = spec?.match(/^(checkpoint-temp|checkpoint-renamed|append-torn):(\d+)$/);
+  const match = spec?.match(
+    /^(checkpoint-temp|checkpoint-removed|checkpoint-renamed|append-torn):(\d+)$/,
+  );
   if (!match) return;
   const point = match[1] as CrashPoint;
   const n = Number(match[2]);

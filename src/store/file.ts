@@ -25,12 +25,16 @@ import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "
  * How hard a checkpoint is pushed to disk:
  *
  * - `"fsync"` (default): before a checkpoint the log is flushed (`fdatasync`), the temp file is
- *   flushed before the rename and the directory after it. A finished iteration survives a crash of
- *   the process **and** of the machine (power loss).
- * - `"process"`: the same temp-file-and-rename, without the flushes. A finished iteration survives
- *   any crash of the process (kill -9, out of memory, panic) because the operating system already
- *   holds the data; a crash of the machine itself may lose the last iterations — resume then
- *   re-runs them, or reports a truncated log; it never restarts silently.
+ *   flushed before it is renamed over the checkpoint, and the directory after. A finished iteration
+ *   survives a crash of the process **and** of the machine (power loss).
+ * - `"process"`: no flushes, and the old checkpoint is removed just before the temp file is renamed
+ *   into its place (renaming over an existing file makes ext4 start writing the new data out at
+ *   once, which costs more than the rest of the iteration). A crash in that instant leaves the
+ *   complete temp file and no checkpoint; readers then use the temp file, and the next write
+ *   promotes it first. A finished iteration survives any crash of the process (kill -9, out of
+ *   memory, panic) because the operating system already holds the data; a crash of the machine
+ *   itself may lose the last iterations — resume then re-runs them, or reports a truncated log or
+ *   damaged checkpoint; it never restarts silently.
  */
 export type Durability = "fsync" | "process";
 
@@ -82,6 +86,8 @@ interface OpenRun {
   log?: Deno.FsFile;
   dir?: Deno.FsFile;
   lock?: HeldFileLock;
+  /** The first write checked for a temp file left as the only checkpoint. */
+  tempChecked?: boolean;
 }
 
 /**
@@ -195,6 +201,14 @@ export class FileRunStore implements RunStore {
       const fsync = this.#durability === "fsync";
       this.#ensureDir();
       ioStep(files.checkpoint, "write the checkpoint", () => {
+        // A crash between removing the checkpoint and the rename ("process") leaves the temp file
+        // as the only checkpoint: promote it before it is overwritten.
+        if (!run.tempChecked) {
+          run.tempChecked = true;
+          if (!existsSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
+            Deno.renameSync(files.checkpointTemp, files.checkpoint);
+          }
+        }
         // The log lines a checkpoint counts must be on disk before the checkpoint is.
         if (fsync) run.log?.syncDataSync();
         const temp = Deno.openSync(files.checkpointTemp, {
@@ -209,6 +223,14 @@ export class FileRunStore implements RunStore {
           temp.close();
         }
         if (this.#crash?.due("checkpoint-temp")) this.#crash.crash();
+        if (!fsync) {
+          try {
+            Deno.removeSync(files.checkpoint);
+          } catch (error) {
+            if (!(error instanceof Deno.errors.NotFound)) throw error;
+          }
+          if (this.#crash?.due("checkpoint-removed")) this.#crash.crash();
+        }
         Deno.renameSync(files.checkpointTemp, files.checkpoint);
         if (this.#crash?.due("checkpoint-renamed")) this.#crash.crash();
         if (fsync) (run.dir ??= Deno.openSync(this.dir, { read: true })).syncSync();
@@ -226,11 +248,8 @@ export class FileRunStore implements RunStore {
    */
   async loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
     const files = this.files(runId);
-    let text: string;
-    try {
-      text = await Deno.readTextFile(files.checkpoint);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw ioError(files.checkpoint, "read", error);
+    const found = await readCheckpointText(files);
+    if (found === undefined) {
       if (!(await exists(files.log))) return undefined;
       throw new StepflowError(
         "RUN_CHECKPOINT_MISSING",
@@ -241,7 +260,7 @@ export class FileRunStore implements RunStore {
     }
     let checkpoint: RunCheckpoint;
     try {
-      checkpoint = parseCheckpoint(text, files.checkpoint, runId);
+      checkpoint = parseCheckpoint(found.text, found.file, runId);
     } catch (error) {
       if (!(error instanceof StepflowError)) throw error;
       throw new StepflowError(error.code, `${error.message} ${await this.#logStanding(runId)}`, {
@@ -461,13 +480,12 @@ export class FileRunStore implements RunStore {
     if (seen === undefined) return;
     this.#loaded.delete(runId);
     const files = this.files(runId);
-    let now: string;
+    let now = "";
     try {
-      now = fingerprint(
-        parseCheckpoint(await Deno.readTextFile(files.checkpoint), files.checkpoint, runId),
-      );
+      const found = await readCheckpointText(files);
+      if (found) now = fingerprint(parseCheckpoint(found.text, found.file, runId));
     } catch {
-      now = "";
+      // unreadable now: it changed
     }
     if (now !== seen) {
       throw new StepflowError(
@@ -494,8 +512,9 @@ export class FileRunStore implements RunStore {
     const files = this.files(runId);
     let summary: RunSummary;
     try {
-      const text = await Deno.readTextFile(files.checkpoint);
-      summary = summarizeCheckpoint(parseCheckpoint(text, files.checkpoint, runId));
+      const found = await readCheckpointText(files);
+      if (!found) throw new Deno.errors.NotFound(files.checkpoint);
+      summary = summarizeCheckpoint(parseCheckpoint(found.text, found.file, runId));
     } catch (error) {
       summary = await this.#summaryFromLog(runId, error);
     }
@@ -581,6 +600,47 @@ function tornTailStart(file: Deno.FsFile): number | undefined {
     end = start;
   }
   return 0;
+}
+
+/**
+ * The checkpoint's text and the file it came from: the checkpoint, or — when it is missing — a
+ * temp file that parses (complete: it was written in full before the old checkpoint was removed),
+ * or undefined.
+ */
+async function readCheckpointText(
+  files: RunFiles,
+): Promise<{ text: string; file: string } | undefined> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return { text: await Deno.readTextFile(files.checkpoint), file: files.checkpoint };
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw ioError(files.checkpoint, "read", error);
+    }
+    const temp = readTempCheckpoint(files);
+    if (temp !== undefined) return { text: temp, file: files.checkpointTemp };
+    // The writer may have renamed the temp file between our two reads: look once more.
+  }
+  return undefined;
+}
+
+/** The temp file's text when it holds complete JSON (a torn write never parses), else undefined. */
+function readTempCheckpoint(files: RunFiles): string | undefined {
+  try {
+    const text = Deno.readTextFileSync(files.checkpointTemp);
+    JSON.parse(text);
+    return text;
+  } catch {
+    return undefined;
+  }
+}
+
+function existsSync(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function exists(path: string): Promise<boolean> {
