@@ -231,3 +231,9 @@ async function exists(path: string): Promise<boolean> {
     throw error;
   }
 }
+
+/** `path` relative to `cwd` when it is inside it, else absolute (for messages). */
+export function displayPath(path: string, cwd: string): string {
+  const rel = relative(cwd, path);
+  return rel && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : path;
+}
