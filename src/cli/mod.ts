@@ -1,7 +1,9 @@
 /**
- * The `run-agent` command line of stepflow, as a library: run it in-process with {@linkcode main}
+ * The command lines of stepflow, as a library: run `run-agent` in-process with {@linkcode main}
  * (injectable stdio, environment and working directory), parse a command line against an agent's
- * declared parameters, or scaffold a new agent with {@linkcode initAgent}.
+ * declared parameters, or scaffold a new agent with {@linkcode initAgent}. The other commands are
+ * here too: {@linkcode planMain} (`plan`, PlanSpec), {@linkcode runPlanMain} (`run-plan`, tool plans)
+ * and {@linkcode qplanMain} (`qplan`, QPlan scripts).
  *
  * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. From JSR:
  * `deno run -A jsr:@stepflow/core/cli --agent NAME …` (this module runs the CLI when executed).
@@ -61,6 +63,14 @@ export {
   type InitAgentResult,
   TEMPLATES_URL,
 } from "./init.ts";
+export { type PlanCliIo, planMain } from "./plan.ts";
+export { QPLAN_EXIT, type QPlanCliIo, qplanMain } from "./qplan.ts";
+export {
+  main as runPlanMain,
+  RUN_PLAN_EXIT,
+  type RunPlanIo,
+  type RunPlanWriter,
+} from "./run_plan.ts";
 /** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
 export type { ParameterDefinition } from "../definition/schema.ts";
 
