@@ -5,6 +5,7 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { generateSchemas } from "./json_schemas.ts";
 
 /** The folder the schemas are written to: `agents/schemas/` at the repository root. */
@@ -27,9 +28,7 @@ export async function writeSchemas(dir: string = SCHEMAS_OUTPUT_DIR): Promise<st
     const file = join(dir, name);
     const current = await Deno.readTextFile(file).catch(() => undefined);
     if (current === text) continue;
-    const temp = `${file}.${crypto.randomUUID()}.tmp`;
-    await Deno.writeTextFile(temp, text);
-    await Deno.rename(temp, file);
+    await writeFileAtomic(file, text);
     written.push(file);
   }
   return written;

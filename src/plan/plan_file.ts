@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import { parsePlan } from "./schema.ts";
 import type { Plan } from "./types.ts";
@@ -47,16 +47,7 @@ export async function readPlanFile(file: string): Promise<Plan> {
  * leaves half a plan behind.
  */
 export async function writePlanFile(file: string, plan: Plan): Promise<void> {
-  const text = `${JSON.stringify(plan, null, 2)}\n`;
-  const temp = `${file}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  await Deno.mkdir(dirname(file), { recursive: true });
-  try {
-    await Deno.writeTextFile(temp, text);
-    await Deno.rename(temp, file);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
-  }
+  await writeFileAtomic(file, `${JSON.stringify(plan, null, 2)}\n`);
 }
 
 /**

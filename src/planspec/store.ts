@@ -7,6 +7,7 @@
  * @module
  */
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
+import { writeFileAtomic as writeAtomically } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
@@ -114,14 +115,9 @@ export async function readPlanFile(file: string): Promise<PlanSpec> {
  * folder is created when missing.
  */
 export async function writeFileAtomic(file: string, text: string): Promise<void> {
-  const dir = dirname(file);
-  await Deno.mkdir(dir, { recursive: true });
-  const temp = join(dir, `.${basename(file)}.${crypto.randomUUID().slice(0, 8)}.tmp`);
   try {
-    await Deno.writeTextFile(temp, text);
-    await Deno.rename(temp, file);
+    await writeAtomically(file, text);
   } catch (error) {
-    await Deno.remove(temp).catch(() => {});
     throw new StepflowError(
       "PLAN_WRITE_FAILED",
       `Cannot write ${file}: ${(error as Error).message}`,

@@ -8,6 +8,7 @@
 import { dirname, relative, sep } from "node:path";
 
 import { z } from "zod";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Tool, ToolContext } from "./types.ts";
 import { resolveInWorkspace } from "./workspace.ts";
@@ -270,14 +271,7 @@ export function createFsTools(
 
 /** Writes `bytes` to `file` through a temporary sibling and a rename, so readers never see half a file. */
 export async function writeAtomically(file: string, bytes: Uint8Array): Promise<void> {
-  const temp = `${file}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await Deno.writeFile(temp, bytes);
-    await Deno.rename(temp, file);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
-  }
+  await writeFileAtomic(file, bytes);
 }
 
 function rootOf(options: FsToolOptions, ctx: ToolContext): string {

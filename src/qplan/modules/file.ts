@@ -3,11 +3,11 @@
  *
  * @module
  */
-import { dirname } from "node:path";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import type { Tool } from "../../tools/types.ts";
 import { resolveInWorkspace } from "../../tools/workspace.ts";
+import { writeFileAtomic } from "../../atomic_write.ts";
 import { ModuleArgumentError } from "./values.ts";
 
 /** The arguments of `file`. */
@@ -54,15 +54,7 @@ export const fileTool: Tool<FileArgs, string> = {
       throw new ModuleArgumentError("file write", "data= is required (the content to write)");
     }
     const text = typeof data === "string" ? data : JSON.stringify(data, null, 2) ?? String(data);
-    await mkdir(dirname(target), { recursive: true });
-    const temp = `${target}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-    try {
-      await writeFile(temp, text, { encoding: "utf8", signal: ctx.signal });
-      await rename(temp, target);
-    } catch (error) {
-      await rm(temp, { force: true }).catch(() => {});
-      throw error;
-    }
+    await writeFileAtomic(target, text, { signal: ctx.signal });
     return "ok";
   },
 };
