@@ -292,7 +292,8 @@ async function recordedRuns(
     if (!(error instanceof StepflowError && error.code === "RUN_CHECKPOINT_MISSING")) throw error;
   }
   const log = await store.readLog(runId);
-  if (!checkpoint && log.length === 0) {
+  const logExists = await Deno.lstat(store.files(runId).log).then(() => true, () => false);
+  if (!checkpoint && !logExists) {
     throw new StepflowError(
       "RUN_NOT_FOUND",
       `No run ${runId} of agent "${definition.name}" is recorded in ${where}. List the runs with --runs.`,
@@ -307,7 +308,9 @@ async function recordedRuns(
     );
     ctx.io.stdout.write(`${JSON.stringify({ checkpoint, history }, null, 2)}\n`);
   } else {
-    ctx.io.stdout.write(`${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor })}\n`);
+    ctx.io.stdout.write(
+      `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
+    );
   }
   return EXIT.success;
 }

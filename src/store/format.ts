@@ -12,6 +12,12 @@ export interface FormatOptions {
   color?: boolean;
 }
 
+/** Options of {@linkcode formatRunHistory}. */
+export interface HistoryFormatOptions extends FormatOptions {
+  /** The run's id, shown when neither the checkpoint nor the log can say it. */
+  runId?: string;
+}
+
 /** Token usage as the runner records it (cumulative in `step_end` lines). */
 export interface LoggedUsage {
   /** Prompt tokens. */
@@ -208,13 +214,13 @@ export function formatRunList(
 export function formatRunHistory(
   checkpoint: RunCheckpoint | undefined,
   log: readonly RunLogEntry[],
-  options: FormatOptions = {},
+  options: HistoryFormatOptions = {},
 ): string {
   const c = palette(options.color === true);
   const state = (checkpoint?.state ?? {}) as Record<string, unknown>;
   const historyLength = typeof state.historyLength === "number" ? state.historyLength : undefined;
   const timeline = runTimeline(log, historyLength);
-  const runId = checkpoint?.runId ?? log[0]?.runId ?? "?";
+  const runId = checkpoint?.runId ?? log[0]?.runId ?? options.runId ?? "?";
   const end = state.end as
     | { reason?: string; stepId?: string; error?: { code?: string; message?: string } }
     | undefined;

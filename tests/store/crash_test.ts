@@ -170,10 +170,11 @@ Deno.test("SIGKILL in the middle of a log append: the torn line is cut off on re
 
 Deno.test("a crash before the first checkpoint is a clear error, never a silent restart", async () => {
   const ws = await pipelineWorkspace();
+  // The very first append (run_start) is torn: there is no entry and no checkpoint.
   const killed = await runAgent(
     ws.root,
     ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:1" },
+    { STEPFLOW_TEST_CRASH_AT: "append-torn:1" },
   );
   assert.notEqual(killed.code, 0);
   const runId = await onlyRunId(ws.runDir);
@@ -191,6 +192,23 @@ Deno.test("a crash before the first checkpoint is a clear error, never a silent 
   const show = await runAgent(ws.root, ["--agent", "pipeline", "--show", runId]);
   assert.equal(show.code, 0, show.stderr);
   assert.match(show.stdout, /No checkpoint: the process stopped before the run's first checkpoint/);
+});
+
+Deno.test("SIGKILL before the first checkpoint's rename: its complete temp file is the checkpoint", async () => {
+  const ws = await pipelineWorkspace();
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:1" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  await assert.rejects(
+    Deno.stat(join(ws.runDir, `${runId}.checkpoint.json`)),
+    Deno.errors.NotFound,
+  );
+  const { committed } = await resumeAndCheck(ws);
+  assert.equal(committed, 0);
 });
 
 Deno.test("two concurrent resumes of one run: exactly one proceeds", async () => {
