@@ -8,7 +8,6 @@
 import type {
   ActionArg,
   ActionStatement,
-  BinaryExpr,
   BinaryOperator,
   ControlStatement,
   EachStatement,
