@@ -223,13 +223,23 @@ function holdLock(
       if (released) return;
       released = true;
       clearInterval(timer);
+      let removed = lost;
       try {
         // Remove the file while still holding the OS lock, so nobody can lock it in between.
         if (!lost) Deno.removeSync(path);
-      } catch {
-        // already gone
+        removed = true;
+      } catch (error) {
+        removed = error instanceof Deno.errors.NotFound;
       } finally {
         file.close();
+      }
+      if (!removed && Deno.build.os === "windows") {
+        // Windows refuses to remove a file that is open: try again now that it is closed.
+        try {
+          Deno.removeSync(path);
+        } catch {
+          // a leftover lock file is taken over as stale by the next process
+        }
       }
     },
   };
