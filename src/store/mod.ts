@@ -15,4 +15,10 @@ export { formatLogLine, parseRunLog } from "./log_format.ts";
 export type { ParsedRunLog, TornTail } from "./log_format.ts";
 export { parseCheckpoint } from "./checkpoint_format.ts";
 export { formatRunHistory, formatRunList, historyFromLog, runTimeline } from "./format.ts";
-export type { FormatOptions, LoggedHistoryEntry, LoggedUsage, TimelineRow } from "./format.ts";
+export type {
+  FormatOptions,
+  HistoryFormatOptions,
+  LoggedHistoryEntry,
+  LoggedUsage,
+  TimelineRow,
+} from "./format.ts";
