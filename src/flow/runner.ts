@@ -215,8 +215,18 @@ export class StepFlowRunner {
     const store = this.#options.store;
     const backend = await this.#backend();
     this.#logEntries = 0;
-    const { state, history } = await this.#initialState(options);
-    const lock: RunLock | undefined = await store?.lock(state.runId);
+    // Lock before reading a checkpoint: a second process resuming the same run must fail here, not
+    // continue from a checkpoint the first one is about to move past.
+    const runId = options.resume ?? options.redrive ?? options.runId ?? newRunId();
+    const lock: RunLock | undefined = await store?.lock(runId);
+    let restored: { state: RunnerState; history: HistoryEntry[] };
+    try {
+      restored = await this.#initialState(options, runId);
+    } catch (error) {
+      await lock?.release();
+      throw error;
+    }
+    const { state, history } = restored;
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
     this.#controller = new AbortController();
     this.#stopCause = undefined;
@@ -765,10 +775,9 @@ export class StepFlowRunner {
 
   async #initialState(
     options: RunOptions,
+    runId: string,
   ): Promise<{ state: RunnerState; history: HistoryEntry[] }> {
-    const continuing = options.resume ?? options.redrive;
-    if (continuing) return await this.#restore(continuing, options.redrive !== undefined);
-    const runId = options.runId ?? newRunId();
+    if (options.resume ?? options.redrive) return await this.#restore(runId, !options.resume);
     const args = { ...(options.args ?? {}) };
     const state: RunnerState = {
       runId,

@@ -105,3 +105,27 @@ Deno.test("resume of an unknown run, or without a store, is a clear error", asyn
     /the runner has no store/,
   );
 });
+
+Deno.test("a second resume of a run being driven fails on the lock before reading any state", async () => {
+  const def = await setup();
+  const store = new MemoryRunStore();
+  const first = new ScriptedBackend({
+    "initial.issue": [out("initial.issue", "next")],
+    "continuation.issue": [{ error: "quota" }],
+  });
+  await new StepFlowRunner(def, { backend: first, store }).run({
+    args: { topic: "t" },
+    runId: "run-3",
+  });
+  const slow = new ScriptedBackend({
+    "continuation.issue": [{ delayMs: 200, ...out("continuation.issue", "complete") }],
+    "complete.issue": [{ output: { stepId: "complete.issue", summary: "s" } }],
+  });
+  const driving = new StepFlowRunner(def, { backend: slow, store }).run({ redrive: "run-3" });
+  await new Promise((r) => setTimeout(r, 20));
+  await assert.rejects(
+    new StepFlowRunner(def, { backend: slow, store }).run({ redrive: "run-3" }),
+    (e: Error & { code?: string }) => e.code === "RUN_LOCKED",
+  );
+  assert.equal((await driving).success, true);
+});
