@@ -44,7 +44,8 @@ export function extractJson(text: string): JsonExtraction {
   }
   return {
     ok: false,
-    reason: "no JSON found: the response is not JSON, has no ```json block and no balanced {…} object",
+    reason:
+      "no JSON found: the response is not JSON, has no ```json block and no balanced {…} object",
   };
 }
 
