@@ -170,11 +170,17 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
   const events: ExecutorEvents = {
     onPlanStart(plan, ctx) {
       const def = plan as { name?: string; entryStepId?: string };
-      line(
-        `run ${ctx.runId} started: agent ${def.name ?? "?"}${
-          def.entryStepId ? `, entry ${def.entryStepId}` : ""
-        }`,
-      );
+      const verb = ctx.mode === "resume"
+        ? "resumed"
+        : ctx.mode === "redrive"
+        ? "redriven"
+        : "started";
+      const from = ctx.mode === "resume" || ctx.mode === "redrive"
+        ? ` after iteration ${ctx.iteration ?? 0}`
+        : def.entryStepId
+        ? `, entry ${def.entryStepId}`
+        : "";
+      line(`run ${ctx.runId} ${verb}: agent ${def.name ?? "?"}${from}`);
     },
     onStepStart(info) {
       const attempt = attempts.start(info.stepId);
@@ -330,6 +336,10 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   Deno.unrefTimer(timer);
 
   const events: ExecutorEvents = {
+    onPlanStart(_plan, ctx) {
+      const usage = ctx.usage as { inputTokens?: number; outputTokens?: number } | undefined;
+      status.tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
+    },
     onStepStart(info) {
       status.step = info;
       status.attempt = attempts.start(info.stepId);

@@ -227,21 +227,20 @@ export class StepFlowRunner {
       throw error;
     }
     const { state, history } = restored;
+    const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
+    // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
+    const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
     this.#controller = new AbortController();
     this.#stopCause = undefined;
     const detach = this.#attachSignals(options.signal);
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
-    const telemetry = startFlowTelemetry(
-      this.#def.name,
-      options.resume ? "resume" : options.redrive ? "redrive" : "start",
-      this.#events,
-    );
+    const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
     try {
       await this.#setState("running");
-      await this.#events.emit("onPlanStart", this.#def, this.#ctx);
+      await this.#events.emit("onPlanStart", this.#def, startCtx);
       await this.#log(state, {
-        type: options.resume ? "run_resume" : options.redrive ? "run_redrive" : "run_start",
+        type: `run_${mode}`,
         stepId: state.currentStepId,
         args: state.args,
         historyLength: state.historyLength,
@@ -258,7 +257,9 @@ export class StepFlowRunner {
       });
       await this.#checkpoint(state, TERMINAL_STATUS[end.reason]);
     } catch (error) {
+      // Only a store or handler-independent I/O failure gets here; the runner must stay reusable.
       telemetry?.fail(error);
+      await this.#setState("failed");
       throw error;
     } finally {
       detach();

@@ -249,3 +249,34 @@ Deno.test("live progress: bursts of events are drawn at most once per 40 ms", as
   assert.match(out[1], /iteration 51 · attempt 51$/, "the next draw shows the latest state");
   p.finish();
 });
+
+Deno.test("progress on a resumed run says so and keeps counting tokens from the checkpoint", async () => {
+  const t = clock();
+  const lines: string[] = [];
+  const line = createLineProgress({ write: (s) => void lines.push(s), color: false, now: t.now });
+  const ctx = {
+    runId: "r1",
+    mode: "resume",
+    iteration: 2,
+    usage: { inputTokens: 900, outputTokens: 100, costUsd: 0, calls: 2 },
+  };
+  await line.events.onPlanStart?.({ name: "demo", entryStepId: "work.task" }, ctx);
+  assert.equal(lines[0], "[00:00.000] run r1 resumed: agent demo after iteration 2\n");
+  await line.events.onPlanStart?.({ name: "demo" }, { ...ctx, mode: "redrive" });
+  assert.equal(lines[1], "[00:00.000] run r1 redriven: agent demo after iteration 2\n");
+
+  const out: string[] = [];
+  const live = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now: t.now,
+    columns: 200,
+    intervalMs: 10_000,
+    minRedrawMs: 0,
+  });
+  await live.events.onPlanStart?.({ name: "demo" }, ctx);
+  await live.events.onStepStart?.(info("work.task", 3));
+  live.onCallEnd?.(request("step"), { text: "", usage: { inputTokens: 200, outputTokens: 34 } });
+  assert.match(out.at(-1)!, /1,234 tokens$/);
+  live.finish();
+});
