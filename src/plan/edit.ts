@@ -8,6 +8,7 @@
 import { StepflowError } from "../errors.ts";
 import { collectRefs } from "./refs.ts";
 import { STEP_ID_PATTERN } from "./schema.ts";
+import { stepFromNew } from "./new_step.ts";
 import type {
   NewStep,
   OnErrorSetting,
@@ -182,17 +183,7 @@ export function addStep(plan: Plan, newStep: NewStep, options: AddStepOptions = 
       `Cannot add step "${id}": that id exists already.`,
     );
   }
-  const step: Step = {
-    id,
-    order: 0,
-    description: newStep.description,
-    tool: newStep.tool,
-    args: structuredClone(newStep.args ?? {}),
-    dependsOn: [...(newStep.dependsOn ?? [])],
-    status: "pending",
-  };
-  if (newStep.onError !== undefined) step.onError = newStep.onError;
-  if (newStep.requiresApproval !== undefined) step.requiresApproval = newStep.requiresApproval;
+  const step = stepFromNew({ ...newStep, id }, 0);
   let at = next.steps.length;
   if (options.after !== undefined) {
     at = next.steps.indexOf(find(next, options.after, "add after")) + 1;

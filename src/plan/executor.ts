@@ -15,6 +15,7 @@ import { StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
+import { stepFromNew } from "./new_step.ts";
 import { parseOnError } from "./on_error.ts";
 import { EventLog } from "./progress.ts";
 import { askRecovery } from "./recovery.ts";
@@ -644,7 +645,7 @@ class Execution {
       s === step ? { ...s, args: decision.args ?? s.args } : s
     );
     if (decision.action === "insert") {
-      const newSteps = (decision.steps ?? []).map((s, k) => toStep(s, k));
+      const newSteps = (decision.steps ?? []).map((s, k) => stepFromNew(s, k + 1));
       const at = candidate.findIndex((s) => s.id === step.id);
       candidate[at] = {
         ...candidate[at],
@@ -664,7 +665,7 @@ class Execution {
   #insertSteps(i: number, decision: RecoveryDecision): string[] {
     const step = this.#nodes[i];
     if (decision.args) this.#changeArgs(i, decision.args);
-    const newSteps = (decision.steps ?? []).map((s, k) => toStep(s, k));
+    const newSteps = (decision.steps ?? []).map((s, k) => stepFromNew(s, k + 1));
     const at = this.plan.steps.indexOf(step);
     this.plan.steps.splice(at, 0, ...newSteps);
     this.plan.steps.forEach((s, k) => (s.order = k + 1));
@@ -957,24 +958,6 @@ class Execution {
   ): Promise<void> {
     if (this.#emitter.has(event)) await this.#emitter.emit(event, ...args);
   }
-}
-
-function toStep(
-  s: RecoveryDecision["steps"] extends (infer T)[] | undefined ? T : never,
-  k: number,
-): Step {
-  const step: Step = {
-    id: s.id,
-    order: k + 1,
-    description: s.description,
-    tool: s.tool,
-    args: s.args ?? {},
-    dependsOn: s.dependsOn ?? [],
-    status: "pending",
-  };
-  if (s.onError !== undefined) step.onError = s.onError;
-  if (s.requiresApproval !== undefined) step.requiresApproval = s.requiresApproval;
-  return step;
 }
 
 function log(level: LogEntry["level"], message: string): LogEntry {

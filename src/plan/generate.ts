@@ -9,6 +9,7 @@ import { z } from "zod";
 import { StepflowError } from "../errors.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import { stepFromNew } from "./new_step.ts";
 import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
 import { formatIssue, GeneratedPlanSchema } from "./schema.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, Step } from "./types.ts";
@@ -121,20 +122,7 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
       continue;
     }
     const now = new Date().toISOString();
-    const steps: Step[] = parsed.data.steps.map((s, i) => {
-      const step: Step = {
-        id: s.id,
-        order: i + 1,
-        description: s.description,
-        tool: s.tool,
-        args: s.args ?? {},
-        dependsOn: s.dependsOn ?? [],
-        status: "pending",
-      };
-      if (s.onError !== undefined) step.onError = s.onError;
-      if (s.requiresApproval !== undefined) step.requiresApproval = s.requiresApproval;
-      return step;
-    });
+    const steps: Step[] = parsed.data.steps.map((s, i) => stepFromNew(s, i + 1));
     const found: PlanProblem[] = checkSteps(steps, options.tools);
     if (found.length > 0) {
       problems = found.map((p) => p.message);
