@@ -27,7 +27,11 @@ export interface StepInfo {
   stepId: string;
   /** Human-readable description (the step's `name`, or its id when it has none). */
   desc: string;
-  /** 1-based execution order within the run (monotonic: a repeated step gets a new order). */
+  /**
+   * 1-based order of the step. Flat executors (the step-flow runner, tool plans, PlanSpec) count
+   * executions, so a repeated step gets a new order; QPlan follows seed 000 and gives each step its
+   * fixed position in the script (pre-order), so a retried step keeps its order.
+   */
   order: number;
   /** Hierarchical path of the step, root first (flat executors use `[desc]`). */
   path: string[];
