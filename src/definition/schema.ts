@@ -12,6 +12,7 @@
  * @module
  */
 import { z } from "zod";
+import type { Exactly } from "../type_equality.ts";
 
 /** Intents a structured gate routes on (seed 004 `GateIntent`). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -346,8 +347,6 @@ export interface AgentConfig {
 }
 
 // Compile-time proof that every interface above is exactly what its zod schema parses to.
-type Exactly<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
-  : false;
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof GateIntentSchema>, GateIntent>,
   Exactly<z.infer<typeof PromptRefSchema>, PromptRef>,

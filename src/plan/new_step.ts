@@ -3,13 +3,13 @@
  *
  * @module
  */
-import type { NewStep, Step } from "./types.ts";
+import type { PlannedStep, Step } from "./types.ts";
 
 /**
- * A pending `Step` from a {@linkcode NewStep} with its id decided. Arguments and dependencies are
+ * A pending `Step` from a {@linkcode PlannedStep}. Arguments and dependencies are
  * copied, so the plan never shares objects with the LLM answer or the caller.
  */
-export function stepFromNew(newStep: NewStep & { id: string }, order: number): Step {
+export function stepFromNew(newStep: PlannedStep, order: number): Step {
   const step: Step = {
     id: newStep.id,
     order,

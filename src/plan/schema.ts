@@ -1,11 +1,12 @@
 /**
  * zod schemas of plans — the validators behind {@linkcode parsePlan} and the source of the JSON
  * Schemas handed to LLMs. The interfaces in `types.ts` must stay identical to what these schemas
- * produce; the `Same<…>` checks at the end of this file break the build when they drift.
+ * produce; the `Exactly<…>` checks at the end of this file break the build when they drift.
  *
  * @module
  */
 import { z } from "zod";
+import type { Exactly } from "../type_equality.ts";
 import { StepflowError } from "../errors.ts";
 import type {
   NewStep,
@@ -205,14 +206,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 // Compile-time: the hand-written interfaces equal the schemas' output types.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const typesMatch: [
-  Same<z.output<typeof StepStatusSchema>, StepStatus>,
-  Same<z.output<typeof StepResultSchema>, StepResult>,
-  Same<z.output<typeof OnErrorSchema>, OnErrorSetting>,
-  Same<z.output<typeof StepSchema>, Step>,
-  Same<z.output<typeof PlanSchema>, Plan>,
-  Same<z.output<typeof NewStepSchema>, NewStep>,
-  Same<z.output<typeof RecoveryDecisionSchema>, RecoveryDecision>,
+  Exactly<z.output<typeof StepStatusSchema>, StepStatus>,
+  Exactly<z.output<typeof StepResultSchema>, StepResult>,
+  Exactly<z.output<typeof OnErrorSchema>, OnErrorSetting>,
+  Exactly<z.output<typeof StepSchema>, Step>,
+  Exactly<z.output<typeof PlanSchema>, Plan>,
+  Exactly<z.output<typeof NewStepSchema>, NewStep>,
+  Exactly<z.output<typeof RecoveryDecisionSchema>, RecoveryDecision>,
 ] = [true, true, true, true, true, true, true];
 void typesMatch;

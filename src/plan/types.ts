@@ -296,9 +296,15 @@ export interface RecoveryDecision {
   /** New arguments for the failed step (`retry`, `insert`). */
   args?: Record<string, unknown>;
   /** Steps to run before the failed step is tried again (`insert`). */
-  steps?: (NewStep & { id: string })[];
+  steps?: PlannedStep[];
   /** Why. */
   reason: string;
+}
+
+/** A {@linkcode NewStep} whose id is decided (what planning and recovery answers contain). */
+export interface PlannedStep extends NewStep {
+  /** Step id. */
+  id: string;
 }
 
 /** A step as written by a planner or added by an edit: order and status are assigned. */

@@ -7,6 +7,7 @@
  * @module
  */
 import { z } from "zod";
+import type { Exactly } from "../type_equality.ts";
 import type { PlanStep } from "./types.ts";
 
 /** `OK`, `FAIL`, `UNCERTAIN` or `LACK_OF_INFO` (HopStatus). Anything but `OK` triggers reflection. */
@@ -106,8 +107,6 @@ const ReflectionZod = z.object({
 export const ReflectionSchema: z.ZodType<Reflection> = ReflectionZod;
 
 // Compile-time proof that the interfaces are exactly what the schemas parse to.
-type Exactly<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
-  : false;
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof StepStatusCodeSchema>, StepStatusCode>,
   Exactly<z.infer<typeof StepOutputSchema>, StepOutput>,
