@@ -199,7 +199,7 @@ export async function loadAgentDefinition(
     const found = await readRegistry(registryFile);
     if (!found) {
       problems.push(
-        `Registry file not found: ${registryFile}. Create it (see README "steps_registry.json"), or set prompts.registry in ${AGENT_FILE}.`,
+        `Registry file not found: ${registryFile}. Create it (see docs/agents.md "steps_registry.json"), or set prompts.registry in ${AGENT_FILE}.`,
       );
     } else {
       registryFile = found.file;

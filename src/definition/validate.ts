@@ -12,8 +12,8 @@ import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import type { FlowStep } from "./types.ts";
 
-/** Where the README documents the rules; named in the gate-rule message. */
-export const VALIDATION_DOCS = "README.md#load-time-validation";
+/** Where the docs document the rules; named in the gate-rule message. */
+export const VALIDATION_DOCS = "docs/agents.md#load-time-validation";
 
 /** What {@linkcode validateFlow} checks. */
 export interface FlowValidationInput {
@@ -60,7 +60,7 @@ export interface FlowValidationResult {
 }
 
 /**
- * Checks a parsed agent against every load-time rule (README "Load-time validation"): entry step,
+ * Checks a parsed agent against every load-time rule (docs/agents.md "Load-time validation"): entry step,
  * gates and transitions, step ids, targets, intents, prompt files, output schemas, iterations,
  * onError. Returns all errors and warnings rather than throwing.
  *

@@ -146,7 +146,7 @@ Deno.test("prompts.registry names the registry; missing or escaping registries a
   assertProblems(await loadFails(missing), [
     `Registry file not found: ${
       join(missing.dir, R)
-    }. Create it (see README "steps_registry.json"), or set prompts.registry in agent.json.`,
+    }. Create it (see docs/agents.md "steps_registry.json"), or set prompts.registry in agent.json.`,
   ]);
 
   const escaping = await copyExample("issue-solver", (_r, a) => {

@@ -42,7 +42,7 @@ Deno.test("gates: the seed's message lists steps missing structuredGate and tran
       "[StepFlow] Flow validation failed. All Flow steps must define structuredGate and transitions.",
       "Steps missing structuredGate: initial.issue, continuation.issue",
       "Steps missing transitions: initial.issue",
-      'See README.md#load-time-validation for requirements. Fix them in steps_registry.json (a check-gated step satisfies the rule with its "check").',
+      'See docs/agents.md#load-time-validation for requirements. Fix them in steps_registry.json (a check-gated step satisfies the rule with its "check").',
     ].join("\n"),
   ]);
 });
