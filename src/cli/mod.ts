@@ -3,7 +3,8 @@
  * (injectable stdio, environment and working directory), parse a command line against an agent's
  * declared parameters, or scaffold a new agent with {@linkcode initAgent}. The other commands are
  * here too: {@linkcode planMain} (`plan`, PlanSpec), {@linkcode runPlanMain} (`run-plan`, tool plans)
- * and {@linkcode qplanMain} (`qplan`, QPlan scripts).
+ * {@linkcode qplanMain} (`qplan`, QPlan scripts) and {@linkcode uiMain} (`ui`, the local web
+ * dashboard over recorded runs, with {@linkcode serveDashboard} to embed it).
  *
  * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. From JSR:
  * `deno run -A jsr:@stepflow/core/cli --agent NAME …` (this module runs the CLI when executed).
@@ -71,6 +72,8 @@ export {
   type RunPlanIo,
   type RunPlanWriter,
 } from "./run_plan.ts";
+export { type UiCliIo, uiMain } from "./ui.ts";
+export * from "../ui/mod.ts";
 /** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
 export type { ParameterDefinition } from "../definition/schema.ts";
 

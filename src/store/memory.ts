@@ -44,6 +44,11 @@ export class MemoryRunStore implements RunStore {
     return Promise.resolve(structuredClone(this.#logs.get(runId) ?? []));
   }
 
+  /** Returns copies of the log entries from index `from` on. */
+  readLogFrom(runId: string, from: number): Promise<RunLogEntry[]> {
+    return Promise.resolve(structuredClone((this.#logs.get(runId) ?? []).slice(Math.max(0, from))));
+  }
+
   /** Takes the in-process lock of a run. */
   lock(runId: string): Promise<RunLock> {
     if (this.#locks.has(runId)) {

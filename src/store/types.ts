@@ -117,4 +117,34 @@ export interface RunStore {
   lock(runId: string): Promise<RunLock>;
   /** Lists known runs, newest first. */
   list(): Promise<RunSummary[]>;
+  /**
+   * Optional: the run's log entries from index `from` on (0-based; `from` = the number of entries
+   * the caller already has). Lets a reader follow a live run (the dashboard's live view) without
+   * re-reading the whole log each time. A store without it is read through
+   * {@linkcode readLogFrom}, which falls back to `readLog(runId).slice(from)`.
+   */
+  readLogFrom?(runId: string, from: number): Promise<RunLogEntry[]>;
+}
+
+/**
+ * The log entries of a run from index `from` on: the store's own `readLogFrom` when it has one,
+ * else the whole log sliced (correct for every store, slower for long logs).
+ *
+ * @example
+ * ```ts
+ * import { MemoryRunStore, readLogFrom } from "./mod.ts";
+ * const store = new MemoryRunStore();
+ * for (const type of ["run_start", "step_start", "step_end"]) {
+ *   await store.append("r1", { ts: new Date().toISOString(), runId: "r1", type });
+ * }
+ * console.log((await readLogFrom(store, "r1", 1)).map((e) => e.type)); // ["step_start", "step_end"]
+ * ```
+ */
+export function readLogFrom(
+  store: RunStore,
+  runId: string,
+  from: number,
+): Promise<RunLogEntry[]> {
+  if (store.readLogFrom) return store.readLogFrom(runId, from);
+  return store.readLog(runId).then((log) => log.slice(Math.max(0, from)));
 }

@@ -1,0 +1,149 @@
+/**
+ * `deno task ui`: the local web dashboard over the recorded runs (see docs/dashboard.md).
+ *
+ * ```
+ * deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+ * ```
+ *
+ * Binds 127.0.0.1 unless `--host` names another interface; then it prints a warning and a token
+ * generated for this start, and every request must carry it. The dashboard is read-only.
+ *
+ * Exit codes: 0 stopped (Ctrl-C); 2 usage error or the store cannot be read.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { discoverStores } from "../ui/source.ts";
+import { isLoopback, serveDashboard } from "../ui/server.ts";
+
+/** Where `uiMain` writes and what it reads. */
+export interface UiCliIo {
+  /** Standard output. */
+  stdout?: { write(text: string): void };
+  /** Standard error. */
+  stderr?: { write(text: string): void };
+  /** The user's directory (default: `INIT_CWD`, else the process cwd). */
+  cwd?: string;
+  /** Stops the server (default: Ctrl-C). */
+  signal?: AbortSignal;
+  /** Called once the server listens, with its URL (tests). */
+  onListen?: (url: string) => void;
+}
+
+const USAGE = `Usage: deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+
+  --store DIR   run directory (or a folder of them) to show; default: every agent's runs
+                (agent.json logging.directory, tmp/logs/agents/*)
+  --port N      port (default 8420; 0 picks a free one)
+  --host H      interface to bind (default 127.0.0.1); any other prints a warning and requires
+                the token it prints
+  --open        open the dashboard in the default browser
+`;
+
+/**
+ * Runs `deno task ui`; resolves with the exit code once the server stops.
+ *
+ * @example
+ * ```ts ignore
+ * import { uiMain } from "jsr:@stepflow/core/cli";
+ * const stop = new AbortController();
+ * const code = uiMain(["--port", "0"], { signal: stop.signal, onListen: (url) => console.log(url) });
+ * stop.abort();
+ * console.log(await code); // 0
+ * ```
+ */
+export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> {
+  const out = io.stdout ??
+    { write: (t: string) => void Deno.stdout.writeSync(new TextEncoder().encode(t)) };
+  const err = io.stderr ??
+    { write: (t: string) => void Deno.stderr.writeSync(new TextEncoder().encode(t)) };
+  const cwd = io.cwd ?? resolve(Deno.cwd(), Deno.env.get("INIT_CWD") || ".");
+  try {
+    const { values } = parseUiArgs(args);
+    if (values.help) {
+      out.write(USAGE);
+      return 0;
+    }
+    const port = values.port === undefined ? 8420 : Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new UsageError(
+        `--port ${values.port}: give a port number 0-65535 (0 picks a free one).`,
+      );
+    }
+    const hostname = values.host ?? "127.0.0.1";
+    const stores = await discoverStores(cwd, values.store);
+    let token: string | undefined;
+    if (!isLoopback(hostname)) {
+      token = [...crypto.getRandomValues(new Uint8Array(24))]
+        .map((b) => b.toString(16).padStart(2, "0")).join("");
+      err.write(
+        `warning: the dashboard listens on ${hostname}, not only on this machine: anyone who can reach it and has the token can read every prompt and answer of these runs. Keep the token secret.\n`,
+      );
+    }
+    const stop = new AbortController();
+    const signal = io.signal ? AbortSignal.any([io.signal, stop.signal]) : stop.signal;
+    const onSigint = () => stop.abort();
+    if (!io.signal) Deno.addSignalListener("SIGINT", onSigint);
+    try {
+      const ui = serveDashboard({ source: { cwd, stores }, hostname, port, token, signal });
+      out.write(
+        `stepflow dashboard: ${ui.url}\n${stores.length} run director${
+          stores.length === 1 ? "y" : "ies"
+        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\nread-only · Ctrl-C stops\n`,
+      );
+      io.onListen?.(ui.url);
+      if (values.open) openBrowser(ui.url, err);
+      await ui.server.finished;
+    } finally {
+      if (!io.signal) Deno.removeSignalListener("SIGINT", onSigint);
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      err.write(`error [${error.code}]: ${error.message}\n`);
+      return 2;
+    }
+    err.write(`error: ${errorMessage(error)}\n`);
+    return error instanceof Deno.errors.AddrInUse ? 2 : 70;
+  }
+}
+
+function parseUiArgs(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      options: {
+        store: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        open: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (error) {
+    throw new UsageError(`${errorMessage(error)}\n\n${USAGE}`);
+  }
+}
+
+/** Opens the URL with the platform's opener; a failure is a warning, not an error. */
+function openBrowser(url: string, err: { write(text: string): void }): void {
+  const [cmd, ...args] = Deno.build.os === "darwin"
+    ? ["open", url]
+    : Deno.build.os === "windows"
+    ? ["cmd", "/c", "start", "", url]
+    : ["xdg-open", url];
+  try {
+    const child = new Deno.Command(cmd, { args, stdout: "null", stderr: "null" }).spawn();
+    child.status.then((s) => {
+      if (!s.success) err.write(`warning: ${cmd} could not open ${url}; open it yourself.\n`);
+    });
+  } catch {
+    err.write(`warning: cannot run ${cmd} to open the browser; open ${url} yourself.\n`);
+  }
+}
+
+if (import.meta.main) Deno.exit(await uiMain(Deno.args));

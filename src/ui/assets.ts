@@ -1,0 +1,114 @@
+/**
+ * The dashboard's static assets as string modules: they ship inside the package (a checkout and
+ * the published JSR package alike) and are served by the app itself — nothing is fetched at run
+ * time. The script only follows a live run (server-sent events); pages work without it.
+ *
+ * @module
+ */
+
+/** The stylesheet (`/assets/app.css`). */
+export const APP_CSS = `
+:root { --fg:#1d232b; --muted:#5e6a78; --line:#d8dee6; --bg:#f6f8fa; --card:#fff; --accent:#0b63ce;
+  --ok:#1a7f37; --bad:#c62828; --warn:#9a6700; --run:#0b63ce; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg);
+  background:var(--bg); }
+header.top { display:flex; gap:18px; align-items:center; padding:10px 20px; background:#14202e;
+  color:#fff; }
+header.top a { color:#cfe3ff; text-decoration:none; }
+header.top .brand { font-weight:700; color:#fff; }
+main { padding:18px 20px; max-width:1400px; }
+h1 { font-size:20px; margin:0 0 12px; } h2 { font-size:16px; margin:22px 0 8px; }
+a { color:var(--accent); }
+table { border-collapse:collapse; width:100%; background:var(--card); }
+th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
+th { font-weight:600; color:var(--muted); background:#eef2f6; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+.status { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px;
+  font-weight:600; background:#e8ecf0; }
+.status.completed { background:#dcf5e3; color:var(--ok); }
+.status.failed, .status.aborted, .status.timeout { background:#fde2e1; color:var(--bad); }
+.status.running { background:#dbeafe; color:var(--run); }
+.status.paused, .status.cancelled { background:#fff3cd; color:var(--warn); }
+form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
+.pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
+.meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;
+  background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px; }
+.meta div span { display:block; color:var(--muted); font-size:12px; }
+.graph-box { overflow:auto; background:var(--card); border:1px solid var(--line); border-radius:8px;
+  padding:8px; }
+svg.graph .node rect { fill:#fff; stroke:#8896a6; stroke-width:1.4; }
+svg.graph .node.closing rect { stroke-width:3; }
+svg.graph .node.terminal rect { fill:#eef2f6; rx:23; }
+svg.graph .node.missing rect { stroke:var(--bad); stroke-dasharray:4 4; }
+svg.graph .node.visited rect { fill:#e3efff; stroke:var(--accent); stroke-width:2.4; }
+svg.graph .node.current rect { fill:#fff3cd; stroke:var(--warn); }
+svg.graph .node.done rect { fill:#dcf5e3; stroke:var(--ok); }
+svg.graph .node.failed rect { fill:#fde2e1; stroke:var(--bad); }
+svg.graph .node.waiting rect { fill:#fff3cd; stroke:var(--warn); }
+svg.graph .node.running rect { fill:#dbeafe; stroke:var(--run); }
+svg.graph text { font:12px system-ui, sans-serif; text-anchor:middle; fill:var(--fg); }
+svg.graph text.sub { font-size:10px; fill:var(--muted); }
+svg.graph .badge circle { fill:var(--accent); }
+svg.graph .badge text { fill:#fff; font-size:11px; font-weight:700; }
+svg.graph .edge path { fill:none; stroke:#9aa7b5; stroke-width:1.3; }
+svg.graph .edge.retry path, svg.graph .edge.fallback path, svg.graph .edge.error path {
+  stroke-dasharray:5 4; }
+svg.graph .edge text { font-size:10px; fill:var(--muted); text-anchor:start; }
+svg.graph .edge.taken path { stroke:var(--accent); stroke-width:3; }
+svg.graph .edge.taken text { fill:var(--accent); font-weight:600; }
+svg.graph marker path { fill:#6b7886; }
+.timeline .row { background:var(--card); border:1px solid var(--line); border-radius:6px;
+  margin:6px 0; padding:6px 10px; }
+.timeline .row.event { background:#f0f3f7; font-size:13px; color:var(--muted); }
+.timeline .row.failed { border-left:4px solid var(--bad); }
+.timeline .line { display:flex; flex-wrap:wrap; gap:6px 16px; align-items:baseline; }
+.timeline .line b { min-width:3em; }
+.timeline .k { color:var(--muted); font-size:12px; }
+details { margin:4px 0; } summary { cursor:pointer; color:var(--accent); font-size:13px; }
+pre { white-space:pre-wrap; word-break:break-word; background:#f3f5f8; border:1px solid var(--line);
+  border-radius:4px; padding:8px; margin:4px 0; max-height:420px; overflow:auto;
+  font:12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
+.errors { color:var(--bad); }
+.note { color:var(--muted); font-size:12px; }
+.warn { color:var(--warn); } .wide { grid-column:1/-1; }
+.live { color:var(--run); font-weight:600; }
+ul.tree { list-style:none; padding-left:18px; } ul.tree li { margin:3px 0; }
+.progress { height:8px; background:#e3e8ee; border-radius:4px; overflow:hidden; max-width:320px; }
+.progress i { display:block; height:100%; background:var(--ok); }
+`;
+
+/**
+ * The page script (`/assets/app.js`): on a running run's page, follows the run over server-sent
+ * events and swaps in the rows, graph and header the server renders (already escaped there).
+ * No polling: the browser's EventSource keeps one connection open.
+ */
+export const APP_JS = `"use strict";
+(function () {
+  var body = document.body;
+  var url = body.getAttribute("data-live");
+  if (!url || !window.EventSource) return;
+  var source = new EventSource(url);
+  function swap(id, markup, parentId) {
+    var el = document.getElementById(id);
+    if (el) { el.outerHTML = markup; return; }
+    var parent = document.getElementById(parentId);
+    if (parent) parent.insertAdjacentHTML("beforeend", markup);
+  }
+  source.addEventListener("rows", function (e) {
+    var rows = JSON.parse(e.data);
+    for (var i = 0; i < rows.length; i++) swap("row-" + rows[i].index, rows[i].html, "timeline");
+    body.setAttribute("data-rows", String(document.querySelectorAll("#timeline .row").length));
+  });
+  source.addEventListener("graph", function (e) { swap("flow-graph", JSON.parse(e.data), "graph-host"); });
+  source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
+  source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
+  source.addEventListener("end", function () {
+    source.close();
+    body.removeAttribute("data-live");
+    body.setAttribute("data-ended", "true");
+    var badge = document.getElementById("live-badge");
+    if (badge) badge.remove();
+  });
+})();
+`;

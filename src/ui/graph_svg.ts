@@ -1,0 +1,245 @@
+/**
+ * A small layered layout of a directed graph, drawn as SVG on the server: the flow graph of an
+ * agent and the DAG of a tool plan. No mermaid, nothing fetched: the page gets finished markup.
+ *
+ * Layout: a depth-first search from the roots marks back edges (loops: retries, fallbacks);
+ * the rest is a DAG whose nodes are placed on layers by longest path, ordered within a layer by
+ * the mean position of their parents (one sweep). Back edges and self loops are drawn as arcs on
+ * the side. Linear in nodes + edges apart from the per-layer sort.
+ *
+ * @module
+ */
+import { type Html, html } from "./html.ts";
+
+/** A node to draw. */
+export interface GraphNode {
+  /** Unique id. */
+  id: string;
+  /** Text on the box (shortened when long; the full text is the tooltip). */
+  label: string;
+  /** Second, smaller line (e.g. the step id). */
+  sublabel?: string;
+  /** CSS classes (`start`, `end`, `closing`, `missing`, `visited`, a step state…). */
+  classes?: string[];
+  /** A badge in the corner (e.g. how many times the run executed the step). */
+  badge?: string;
+  /** A link target for the box. */
+  href?: string;
+}
+
+/** An edge to draw. */
+export interface GraphEdge {
+  /** Source node id. */
+  from: string;
+  /** Target node id. */
+  to: string;
+  /** Label at the edge's middle. */
+  label?: string;
+  /** CSS classes (`retry`, `fallback`, `error` draw dashed; `taken` highlights the run's path). */
+  classes?: string[];
+}
+
+const NODE_W = 180;
+const NODE_H = 46;
+const GAP_X = 40;
+const GAP_Y = 64;
+const MARGIN = 24;
+const MAX_LABEL = 24;
+
+interface Placed {
+  node: GraphNode;
+  layer: number;
+  order: number;
+  x: number;
+  y: number;
+}
+
+/**
+ * Lays out and draws a graph as an inline SVG element.
+ *
+ * @param nodes the nodes (the first ones are preferred as roots)
+ * @param edges edges between node ids (edges naming unknown nodes are skipped)
+ * @param title accessible title of the drawing
+ *
+ * @example
+ * ```ts
+ * import { graphSvg } from "./graph_svg.ts";
+ * const svg = graphSvg(
+ *   [{ id: "a", label: "A" }, { id: "b", label: "B" }],
+ *   [{ from: "a", to: "b", label: "next", classes: ["taken"] }],
+ *   "demo",
+ * );
+ * console.log(svg.text.startsWith("<svg")); // true
+ * ```
+ */
+export function graphSvg(
+  nodes: readonly GraphNode[],
+  edges: readonly GraphEdge[],
+  title: string,
+): Html {
+  const byId = new Map<string, number>();
+  nodes.forEach((n, i) => byId.set(n.id, i));
+  const usable = edges.filter((e) => byId.has(e.from) && byId.has(e.to));
+  const out: number[][] = nodes.map(() => []);
+  const indegree = nodes.map(() => 0);
+  for (const e of usable) {
+    out[byId.get(e.from)!].push(byId.get(e.to)!);
+    indegree[byId.get(e.to)!]++;
+  }
+
+  // Depth-first search (iterative: graphs from files can be deep) to find back edges.
+  const back = new Set<string>();
+  const state = nodes.map(() => 0); // 0 new, 1 on stack, 2 done
+  const postorder: number[] = [];
+  const roots = [...nodes.keys()].filter((i) => indegree[i] === 0);
+  const visitFrom = (root: number) => {
+    if (state[root] !== 0) return;
+    const stack: [number, number][] = [[root, 0]];
+    state[root] = 1;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      const [v, k] = top;
+      if (k < out[v].length) {
+        top[1]++;
+        const w = out[v][k];
+        if (state[w] === 0) {
+          state[w] = 1;
+          stack.push([w, 0]);
+        } else if (state[w] === 1) back.add(`${v}>${w}`);
+      } else {
+        state[v] = 2;
+        postorder.push(v);
+        stack.pop();
+      }
+    }
+  };
+  for (const r of roots) visitFrom(r);
+  for (let i = 0; i < nodes.length; i++) visitFrom(i);
+
+  // Longest-path layers over the DAG of forward edges, in topological order.
+  const layer = nodes.map(() => 0);
+  for (let p = postorder.length - 1; p >= 0; p--) {
+    const v = postorder[p];
+    for (const w of out[v]) {
+      if (w !== v && !back.has(`${v}>${w}`)) layer[w] = Math.max(layer[w], layer[v] + 1);
+    }
+  }
+  const layers: number[][] = [];
+  for (const v of postorder.toReversed()) (layers[layer[v]] ??= []).push(v);
+  const parents: number[][] = nodes.map(() => []);
+  for (let v = 0; v < nodes.length; v++) {
+    for (const w of out[v]) if (w !== v && !back.has(`${v}>${w}`)) parents[w].push(v);
+  }
+  const order = nodes.map(() => 0);
+  for (const row of layers) {
+    if (!row) continue;
+    const weight = (v: number) =>
+      parents[v].length === 0
+        ? order[v]
+        : parents[v].reduce((sum, p) => sum + order[p], 0) / parents[v].length;
+    row.forEach((v, i) => (order[v] = i));
+    row.sort((a, b) => weight(a) - weight(b) || a - b);
+    row.forEach((v, i) => (order[v] = i));
+  }
+  const widest = Math.max(1, ...layers.map((row) => row?.length ?? 0));
+  const width = MARGIN * 2 + widest * NODE_W + (widest - 1) * GAP_X + 200;
+  const height = MARGIN * 2 + layers.length * NODE_H + Math.max(0, layers.length - 1) * GAP_Y;
+  const placed: Placed[] = nodes.map((node, v) => {
+    const row = layers[layer[v]];
+    const rowWidth = row.length * NODE_W + (row.length - 1) * GAP_X;
+    const x0 = MARGIN + (widest * NODE_W + (widest - 1) * GAP_X - rowWidth) / 2;
+    return {
+      node,
+      layer: layer[v],
+      order: order[v],
+      x: x0 + order[v] * (NODE_W + GAP_X),
+      y: MARGIN + layer[v] * (NODE_H + GAP_Y),
+    };
+  });
+
+  const loops = new Map<string, number>();
+  const edgeMarkup = usable.map((e, i) => {
+    const a = placed[byId.get(e.from)!];
+    const b = placed[byId.get(e.to)!];
+    const isBack = back.has(`${byId.get(e.from)}>${byId.get(e.to)}`);
+    let d: string;
+    let lx: number;
+    let ly: number;
+    if (a === b) {
+      // Several loops on one step (repeat, onError retry) nest outwards, labels stacked.
+      const k = loops.get(e.from) ?? 0;
+      loops.set(e.from, k + 1);
+      const x = a.x + NODE_W;
+      const y = a.y + NODE_H / 2;
+      const r = 40 + k * 26;
+      d = `M${x},${y - 8} C${x + r},${y - 30 - k * 6} ${x + r},${y + 30 + k * 6} ${x},${y + 8}`;
+      lx = x + r * 0.78 + 4;
+      ly = y + 4 + k * 13;
+    } else if (isBack || b.layer <= a.layer) {
+      const x1 = a.x + NODE_W;
+      const y1 = a.y + NODE_H / 2;
+      const x2 = b.x + NODE_W;
+      const y2 = b.y + NODE_H / 2;
+      const bend = Math.max(x1, x2) + 50 + (i % 3) * 14;
+      d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
+      lx = bend - 8;
+      ly = (y1 + y2) / 2;
+    } else {
+      const x1 = a.x + NODE_W / 2;
+      const y1 = a.y + NODE_H;
+      const x2 = b.x + NODE_W / 2;
+      const y2 = b.y;
+      const mid = (y1 + y2) / 2;
+      d = `M${x1},${y1} C${x1},${mid} ${x2},${mid} ${x2},${y2}`;
+      lx = (x1 + x2) / 2 + 4;
+      ly = mid;
+    }
+    const cls = ["edge", ...(e.classes ?? [])].join(" ");
+    return html`
+      <g class="${cls}" data-from="${e.from}"
+        data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${e.label
+          ? html`<text x="${round(lx)}" y="${round(ly)}">${shorten(e.label, 28)}</text>`
+          : ""}</g>
+    `;
+  });
+  const nodeMarkup = placed.map(({ node, x, y }) => {
+    const cls = ["node", ...(node.classes ?? [])].join(" ");
+    const box = html`
+      <rect x="${x}" y="${y}" width="${NODE_W}" height="${NODE_H}" rx="8" />
+      <text x="${x + NODE_W / 2}" y="${y + (node.sublabel ? 19 : 28)}" class="label">${shorten(
+        node.label,
+        MAX_LABEL,
+      )}</text>${node.sublabel
+        ? html`<text x="${x + NODE_W / 2}" y="${y + 36}" class="sub">${
+          shorten(node.sublabel, MAX_LABEL + 4)
+        }</text>`
+        : ""}${node.badge !== undefined
+        ? html`
+          <g class="badge">
+            <circle cx="${x + NODE_W - 4}" cy="${y + 4}" r="12" />
+            <text x="${x + NODE_W - 4}" y="${y + 8}">${node.badge}</text>
+          </g>
+        `
+        : ""}
+    `;
+    const inner = html`<title>${node.label}${
+      node.sublabel ? ` (${node.sublabel})` : ""
+    }</title>${box}`;
+    return node.href
+      ? html`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
+      : html`<g class="${cls}" data-id="${node.id}">${inner}</g>`;
+  });
+  return html`
+    <svg class="graph" xmlns="http://www.w3.org/2000/svg" role="img" width="${width}"
+      height="${height}"
+      viewBox="0 0 ${width} ${height}"><title>${title}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>${edgeMarkup}${nodeMarkup}</svg>
+  `;
+}
+
+function shorten(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function round(n: number): number {
+  return Math.round(n);
+}

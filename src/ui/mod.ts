@@ -1,0 +1,26 @@
+/**
+ * The local web dashboard over the run stores (`deno task ui`, docs/dashboard.md): the server,
+ * the store discovery and the pieces a custom server can reuse.
+ *
+ * @module
+ */
+export {
+  CONTENT_SECURITY_POLICY,
+  dashboardHandler,
+  type DashboardHandlerOptions,
+  isLoopback,
+  type RunningDashboard,
+  serveDashboard,
+  type ServeDashboardOptions,
+} from "./server.ts";
+export {
+  type DashboardSource,
+  discoverStores,
+  type ListedRun,
+  type NamedStore,
+  type RunPage,
+  type RunQuery,
+} from "./source.ts";
+export { escapeHtml, Html, html, type HtmlValue, raw } from "./html.ts";
+export { type GraphEdge, type GraphNode, graphSvg } from "./graph_svg.ts";
+export type { RunStore, RunSummary } from "../store/types.ts";

@@ -1,0 +1,463 @@
+/**
+ * The dashboard's pages, rendered on the server from store data. Every value goes through
+ * {@linkcode html} (escaped); big texts are cut for display with a link to the full text.
+ *
+ * @module
+ */
+import type { AgentDefinition } from "../definition/types.ts";
+import type { RunCheckpoint, RunSummary } from "../store/types.ts";
+import { errorMessage } from "../errors.ts";
+import { flowGraph } from "./flow_graph.ts";
+import { graphSvg } from "./graph_svg.ts";
+import { type Html, html, raw } from "./html.ts";
+import type { RunPage, RunQuery } from "./source.ts";
+import type { LoggedText, Row, Timeline } from "./timeline.ts";
+
+/** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
+export const INLINE_TEXT_LIMIT = 20_000;
+
+const STATUSES = ["running", "paused", "completed", "failed", "aborted", "cancelled", "timeout"];
+
+/** A whole page. `live` is the event-stream URL of a running run. */
+export function layout(title: string, body: Html, live?: string): string {
+  return `<!doctype html>${html`
+    <html lang="en">
+      <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>${title} · stepflow</title>
+        <link rel="stylesheet" href="/assets/app.css">
+        <script src="/assets/app.js" defer></script>
+      </head>
+      <body${live
+        ? html`
+          data-live="${live}"
+        `
+        : ""}>
+        <header
+          class="top"><a class="brand" href="/">stepflow</a><a href="/">Runs</a><a href="/agents">Agents</a></header>
+        <main>${body}</main>
+        </body>
+        </html>
+  `}`;
+}
+
+/** The runs list: filters, one page of runs, the pager. */
+export function runsListPage(page: RunPage, query: RunQuery): string {
+  const link = (p: number) => {
+    const params = new URLSearchParams();
+    if (query.agent) params.set("agent", query.agent);
+    if (query.status) params.set("status", query.status);
+    if (page.size !== 50) params.set("size", String(page.size));
+    params.set("page", String(p));
+    return `/?${params}`;
+  };
+  const pages = Math.max(1, Math.ceil(page.total / page.size));
+  const rows = page.runs.map((run) =>
+    html`
+      <tr data-run="${run.runId}">
+        <td><a href="${runHref(run.runId)}">${run.runId}</a>${run.problem
+          ? html`<div class="note warn">${run.problem}</div>`
+          : ""}</td>
+        <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
+        <td>${statusBadge(run)}</td>
+        <td>${formatTime(run.startedAt)}</td>
+        <td class="num">${formatDuration(run.durationMs)}</td>
+        <td class="num">${run.iterations ?? run.steps ?? ""}</td>
+        <td class="num">${tokens(run)}</td>
+        <td class="num">${cost(run.usage?.costUsd)}</td>
+      </tr>
+    `
+  );
+  const body = html`
+    <h1>Runs</h1>
+    <form class="filters" method="get" action="/">
+    <label>Agent <select name="agent"><option value="">all</option>${page.agents.map((a) =>
+      html`<option${a === query.agent ? raw(" selected") : ""}>${a}</option>`
+    )}</select></label>
+    <label>Status <select name="status"><option value="">all</option>${STATUSES.map((s) =>
+      html`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`
+    )}</select></label><button type="submit">Filter</button></form>
+    <div class="pager"
+      id="pager"><span>${page.total} of ${page.all} runs</span>${page.page > 1
+        ? html`<a href="${link(page.page - 1)}" rel="prev">← newer</a>`
+        : ""}<span>page ${page.page} / ${pages}</span>${page.page < pages
+        ? html`<a href="${link(page.page + 1)}" rel="next">older →</a>`
+        : ""}</div>
+    <table id="runs">
+      <thead>
+        <tr>
+          <th>Run</th>
+          <th>Agent</th>
+          <th>Status</th>
+          <th>Started</th>
+          <th class="num">Duration</th>
+          <th class="num">Iterations</th>
+          <th class="num">Tokens in/out</th>
+          <th class="num">Cost</th>
+        </tr>
+      </thead>
+      <tbody>${rows}</tbody>
+    </table>${page.all === 0
+      ? html`
+        <p
+          class="note">No runs recorded yet. Run an agent (<code>deno task run-agent --agent NAME</code>) and reload.</p>
+      `
+      : ""}
+  `;
+  return layout("Runs", body);
+}
+
+/** Everything the run page shows. */
+export interface RunView {
+  /** The run. */
+  runId: string;
+  /** The checkpoint, when readable. */
+  checkpoint?: RunCheckpoint;
+  /** The listing line (status, duration, live…), when known. */
+  summary?: RunSummary;
+  /** Why the checkpoint could not be read. */
+  problem?: string;
+  /** The folded log. */
+  timeline: Timeline;
+  /** The agent's definition, when it loads. */
+  definition?: AgentDefinition;
+  /** Why the definition did not load. */
+  definitionError?: unknown;
+  /** The event-stream URL while the run is followed live. */
+  live?: string;
+}
+
+/** The run page. */
+export function runPage(view: RunView): string {
+  const agent = view.checkpoint?.agent ?? view.summary?.agent ?? "";
+  const body = html`
+    <h1>Run <code>${view.runId}</code> ${view.live
+      ? html`<span id="live-badge" class="live">● live</span>`
+      : ""}</h1>
+    <div id="meta-host">${runMeta(view)}</div>
+    <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
+    <div id="graph-host" class="graph-box">${runGraph(view)}</div>
+    <h2>Final output</h2>
+    <div id="output-host">${finalOutput(view)}</div>
+    <h2>Timeline</h2>
+    <div id="timeline" class="timeline">${view.timeline.rows.map((r) =>
+      timelineRow(view.runId, r)
+    )}</div>
+  `;
+  return layout(`Run ${view.runId}`, body, view.live);
+}
+
+/** The run's header block (status, times, usage). */
+export function runMeta(view: RunView): Html {
+  const cp = view.checkpoint;
+  const s = view.summary;
+  const usage = view.timeline.usage ?? s?.usage;
+  const status = cp?.status ?? s?.status ?? "unknown";
+  const end = view.timeline.runEnd;
+  return html`<div class="meta" id="run-meta" data-status="${status}">
+<div><span>Status</span>${statusBadge({ status, live: s?.live })}</div>
+<div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
+<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
+<div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
+<div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
+<div><span>Tokens in / out</span>${
+    usage ? `${usage.inputTokens} / ${usage.outputTokens}` : "–"
+  }</div>
+<div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
+<div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
+${view.problem ? html`<div class="warn wide">${view.problem}</div>` : ""}</div>`;
+}
+
+/** The flow graph with the run's path. */
+export function runGraph(view: RunView): Html {
+  if (!view.definition) {
+    return html`
+      <div id="flow-graph"
+        class="note">The agent's definition could not be loaded, so its graph is not shown${view
+            .definitionError
+          ? html`: ${errorMessage(view.definitionError)}`
+          : ""}.</div>
+    `;
+  }
+  const t = view.timeline;
+  const running = (view.checkpoint?.status ?? view.summary?.status) === "running";
+  const last = [...t.rows].reverse().find((r) => r.kind === "iteration");
+  const { nodes, edges } = flowGraph(view.definition, {
+    counts: t.counts,
+    taken: t.taken,
+    firstStep: t.firstStep,
+    current: running && last?.kind === "iteration" ? last.stepId : undefined,
+  });
+  return html`<div id="flow-graph">${
+    graphSvg(nodes, edges, `Flow of ${view.definition.name}`)
+  }</div>`;
+}
+
+/** The final output block. */
+export function finalOutput(view: RunView): Html {
+  const end = view.timeline.runEnd;
+  if (!end) return html`<div id="final-output" class="note">The run has not ended.</div>`;
+  const last = view.timeline.lastHandoff;
+  return html`
+    <div
+      id="final-output"><div>Ended <b>${String(end.reason ?? "")}</b> at ${formatTime(
+        end.ts,
+      )}${end.stepId
+        ? html`
+          on step <code>${String(end.stepId)}</code>
+        `
+        : ""}</div>${end.error ? html`<pre class="errors">${json(end.error)}</pre>` : ""}${last
+        ? html`<div class="note">Handoff of the last step (<code>${last.stepId}</code>):</div>${
+          textBlock(view.runId, { text: json(last.value), length: -1, entry: -1, field: "" })
+        }`
+        : ""}</div>
+  `;
+}
+
+/** One timeline row. */
+export function timelineRow(runId: string, row: Row): Html {
+  if (row.kind === "event") {
+    const e = row.entry;
+    const extra = e.type === "run_end"
+      ? `reason ${e.reason ?? ""}${e.error ? ` — ${json(e.error)}` : ""}`
+      : e.type === "run_resume" || e.type === "run_redrive"
+      ? `at step ${e.stepId ?? ""}, ${e.historyLength ?? 0} history entries kept`
+      : e.type === "run_start"
+      ? `at step ${e.stepId ?? ""}${e.args ? ` with ${json(e.args)}` : ""}`
+      : e.message !== undefined
+      ? String(e.message)
+      : "";
+    return html`
+      <div class="row event" id="row-${row.index}"
+        data-type="${row.type}"><span class="k">${formatTime(row.ts)}</span> <b>${row
+          .type}</b> ${extra}</div>
+    `;
+  }
+  const end = row.end ?? {};
+  const failed = row.errors.length > 0 || typeof end.error === "string";
+  return html`<div class="row iteration${failed ? " failed" : ""}${
+    row.end ? "" : " open"
+  }" id="row-${row.index}" data-step="${row.stepId}">
+<div class="line"><b>#${
+    row.iteration ?? ""
+  }</b><span><span class="k">step</span> <code>${row.stepId}</code>${
+    row.attempt && row.attempt > 1
+      ? html`
+        <span class="k">attempt ${row.attempt}</span>
+      `
+      : ""
+  }</span>${
+    end.intent !== undefined
+      ? html`<span><span class="k">intent</span> ${String(end.intent)}</span>`
+      : ""
+  }<span><span class="k">transition</span> ${row.end ? String(end.transition ?? "") : "running…"}${
+    typeof end.nextStepId === "string"
+      ? html`
+        → <code>${end.nextStepId}</code>
+      `
+      : ""
+  }</span><span><span class="k">duration</span> ${
+    formatDuration(typeof end.durationMs === "number" ? end.durationMs : undefined)
+  }</span>${
+    row.tokens
+      ? html`<span><span class="k">tokens</span> ${row.tokens.input} / ${row.tokens.output}${
+        row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
+      }</span>`
+      : ""
+  }<span class="k">${formatTime(row.ts)}</span></div>${
+    isCheck(end.checkResult)
+      ? html`<div><span class="k">check</span> ${end.checkResult.result}: ${end.checkResult.message}</div>`
+      : ""
+  }${
+    row.errors.length || typeof end.error === "string"
+      ? html`<div class="errors">${
+        [...row.errors, ...(typeof end.error === "string" && !row.errors.length ? [end.error] : [])]
+          .map((e) => html`<div>${e}</div>`)
+      }</div>`
+      : ""
+  }${row.retries.map((r) => html`<div class="warn">${r}</div>`)}${
+    row.prompt
+      ? html`<details class="prompt"><summary>Prompt sent (${row.prompt.length} chars)</summary>${
+        textBlock(runId, row.prompt)
+      }</details>`
+      : ""
+  }${
+    row.reasks.map((r, i) =>
+      html`
+        <details class="reask"
+          open><summary>Re-ask ${i + 1}: ${r.reason}</summary><ul class="errors">${r.errors.map((
+            e,
+          ) => html`<li>${e}</li>`)}</ul>${r.answer
+            ? html`<div class="note">Rejected answer:</div>${textBlock(runId, r.answer)}`
+            : ""}</details>
+      `
+    )
+  }${
+    row.answer
+      ? html`<details class="answer"><summary>Raw answer (${row.answer.length} chars)</summary>${
+        textBlock(runId, row.answer)
+      }</details>`
+      : ""
+  }${
+    row.handoff !== undefined
+      ? html`<details class="handoff"><summary>Handoff after this iteration</summary>${
+        textBlock(runId, { text: json(row.handoff), length: -1, entry: -1, field: "" })
+      }</details>`
+      : ""
+  }</div>`;
+}
+
+/** An agent: its graph, steps and validation warnings (or why it does not load). */
+export function agentPage(name: string, definition?: AgentDefinition, error?: unknown): string {
+  if (!definition) {
+    const problems = (error as { problems?: unknown })?.problems;
+    return layout(
+      `Agent ${name}`,
+      html`<h1>Agent ${name}</h1><p class="errors">The agent does not load: ${
+        errorMessage(error)
+      }</p>${
+        Array.isArray(problems)
+          ? html`<ul class="errors">${problems.map((p) => html`<li>${String(p)}</li>`)}</ul>`
+          : ""
+      }`,
+    );
+  }
+  const { nodes, edges } = flowGraph(definition);
+  const steps = Object.values(definition.steps);
+  const body = html`
+    <h1>Agent ${definition.name}</h1>
+    <p
+      class="note">${definition.dir} · entry step <code>${definition
+        .entryStepId}</code> · <a href="/?agent=${encodeURIComponent(definition.name)}">runs</a></p>
+    <h2>Validation warnings</h2>${definition.warnings.length
+      ? html`<ul class="warn" id="warnings">${
+        definition.warnings.map((w) => html`<li>${w}</li>`)
+      }</ul>`
+      : html`<p class="note" id="warnings">None.</p>`}
+    <h2>Graph</h2><div class="graph-box">${graphSvg(
+      nodes,
+      edges,
+      `Flow of ${definition.name}`,
+    )}</div>
+    <h2>Steps (${steps.length})</h2><table id="steps">
+      <thead>
+        <tr>
+          <th>Id</th>
+          <th>Name</th>
+          <th>Kind</th>
+          <th>Routes</th>
+        </tr>
+      </thead>
+      <tbody>${steps.map((s) =>
+        html`
+          <tr id="step-${s.id}">
+            <td><code>${s.id}</code></td>
+            <td>${s.name}</td>
+            <td>${s.kind}</td>
+            <td>${edges.filter((e) => e.from === s.id).map((e) =>
+              html`<div>${e.label ?? ""} → <code>${e.to.replace(/^#/, "")}</code></div>`
+            )}</td>
+          </tr>
+        `
+      )}</tbody>
+    </table>
+  `;
+  return layout(`Agent ${definition.name}`, body);
+}
+
+/** The agents index. */
+export function agentsPage(names: string[]): string {
+  return layout(
+    "Agents",
+    html`<h1>Agents</h1>${
+      names.length
+        ? html`<ul>${names.map((n) => html`<li><a href="${agentHref(n)}">${n}</a></li>`)}</ul>`
+        : html`<p class="note">No agents in .agent/.</p>`
+    }`,
+  );
+}
+
+/** An error page. */
+export function errorPage(title: string, message: string): string {
+  return layout(
+    title,
+    html`
+      <h1>${title}</h1>
+      <p class="errors">${message}</p>
+      <p><a href="/">All runs</a></p>
+    `,
+  );
+}
+
+/** A cut text: the first {@linkcode INLINE_TEXT_LIMIT} characters and a link to the whole. */
+function textBlock(runId: string, t: LoggedText): Html {
+  const cut = t.text.length > INLINE_TEXT_LIMIT;
+  const shown = cut ? t.text.slice(0, INLINE_TEXT_LIMIT) : t.text;
+  const total = t.length >= 0 ? t.length : t.text.length;
+  return html`<pre>${shown}</pre>${
+    cut || total > t.text.length
+      ? html`<div class="note">Showing ${shown.length} of ${total} characters${
+        total > t.text.length ? ` (the log recorded ${t.text.length})` : ""
+      }.${
+        cut && t.entry >= 0
+          ? html`
+            <a href="/runs/${encodeURIComponent(runId)}/text/${t.entry}/${t.field}">Full text</a>
+          `
+          : ""
+      }</div>`
+      : ""
+  }`;
+}
+
+/** Link of a run page. */
+export function runHref(runId: string): string {
+  return `/runs/${encodeURIComponent(runId)}`;
+}
+
+/** Link of an agent page. */
+export function agentHref(name: string): string {
+  return `/agents/${encodeURIComponent(name)}`;
+}
+
+function statusBadge(run: { status: string; live?: boolean }): Html {
+  const interrupted = (run.status === "running" || run.status === "paused") && run.live === false;
+  return html`<span class="status ${run.status}">${run.status}${
+    interrupted ? " (interrupted)" : ""
+  }</span>`;
+}
+
+function tokens(run: RunSummary): string {
+  return run.usage ? `${run.usage.inputTokens} / ${run.usage.outputTokens}` : "";
+}
+
+function cost(usd: number | undefined): string {
+  return usd ? `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}` : "";
+}
+
+/** `1.2 s`, `3 min 04 s`, `850 ms`. */
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+}
+
+function formatTime(iso: string): string {
+  return iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+}
+
+function json(value: unknown): string {
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function isCheck(value: unknown): value is { result: string; message: string } {
+  return typeof value === "object" && value !== null &&
+    typeof (value as Record<string, unknown>).result === "string";
+}

@@ -1,0 +1,433 @@
+/**
+ * The dashboard's HTTP server (`deno task ui`): read-only pages over the run stores, a live view
+ * of running runs by server-sent events, and the security model — loopback only by default (with
+ * a Host-header check against DNS rebinding), a token on every request when bound wider, a strict
+ * Content-Security-Policy, and no method but GET/HEAD.
+ *
+ * @module
+ */
+import { timingSafeEqual } from "node:crypto";
+import { errorMessage, StepflowError } from "../errors.ts";
+import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
+import { APP_CSS, APP_JS } from "./assets.ts";
+import type { Html } from "./html.ts";
+import {
+  agentPage,
+  agentsPage,
+  errorPage,
+  finalOutput,
+  runGraph,
+  runMeta,
+  runPage,
+  runsListPage,
+  type RunView,
+  timelineRow,
+} from "./pages.ts";
+import { DashboardData, type DashboardSource } from "./source.ts";
+import { foldLog, newTimeline } from "./timeline.ts";
+
+/** Options of {@linkcode dashboardHandler}. */
+export interface DashboardHandlerOptions {
+  /** What to show. */
+  source: DashboardSource;
+  /**
+   * When set, every request must carry it: `Authorization: Bearer TOKEN`, the `stepflow_token`
+   * cookie, or `?token=TOKEN` (which sets the cookie and redirects to the same URL without it).
+   */
+  token?: string;
+  /**
+   * Host names the Host header may name (default: `127.0.0.1`, `localhost`, `[::1]`). A request
+   * naming another host is refused: a web page elsewhere cannot reach the dashboard through DNS
+   * rebinding. Set to `"any"` when bound to a wider interface (the token protects it then).
+   */
+  allowedHosts?: readonly string[] | "any";
+  /** How often the live view reads a running run's new log entries (default 250 ms). */
+  liveIntervalMs?: number;
+}
+
+/** The Content-Security-Policy of every response: only the app's own script and styles. */
+export const CONTENT_SECURITY_POLICY: string = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
+const TOKEN_COOKIE = "stepflow_token";
+
+/**
+ * The request handler of the dashboard (used by {@linkcode serveDashboard}; usable with any
+ * `Deno.serve`).
+ *
+ * @example
+ * ```ts ignore
+ * import { dashboardHandler, discoverStores } from "jsr:@stepflow/core/cli";
+ * const cwd = Deno.cwd();
+ * const handler = dashboardHandler({ source: { cwd, stores: await discoverStores(cwd) } });
+ * Deno.serve({ hostname: "127.0.0.1", port: 8420 }, handler);
+ * ```
+ */
+export function dashboardHandler(
+  options: DashboardHandlerOptions,
+): (request: Request) => Promise<Response> {
+  const data = new DashboardData(options.source);
+  const hosts = options.allowedHosts ?? LOOPBACK_HOSTS;
+  return async (request) => {
+    try {
+      const url = new URL(request.url);
+      if (hosts !== "any" && !hosts.includes(hostOf(request.headers.get("host") ?? ""))) {
+        return text(
+          403,
+          "Forbidden: unexpected Host header (the dashboard answers loopback names only).",
+        );
+      }
+      if (options.token !== undefined) {
+        const denied = checkToken(request, url, options.token);
+        if (denied) return denied;
+      }
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return text(405, "The dashboard is read-only: only GET requests are served.", {
+          allow: "GET, HEAD",
+        });
+      }
+      return await route(url, data, request.signal, options.liveIntervalMs ?? 250);
+    } catch (error) {
+      return page(500, errorPage("Error", errorMessage(error)));
+    }
+  };
+}
+
+async function route(
+  url: URL,
+  data: DashboardData,
+  signal: AbortSignal,
+  liveIntervalMs: number,
+): Promise<Response> {
+  const path = url.pathname;
+  if (path === "/assets/app.css") return asset(APP_CSS, "text/css; charset=utf-8");
+  if (path === "/assets/app.js") return asset(APP_JS, "text/javascript; charset=utf-8");
+  if (path === "/favicon.ico") {
+    return new Response(null, { status: 204, headers: securityHeaders() });
+  }
+  if (path === "/" || path === "/api/runs") {
+    const query = {
+      agent: url.searchParams.get("agent") || undefined,
+      status: url.searchParams.get("status") || undefined,
+      page: intParam(url, "page"),
+      size: intParam(url, "size"),
+    };
+    const result = await data.runPage(query);
+    if (path === "/api/runs") return jsonResponse(result);
+    return page(200, runsListPage(result, query));
+  }
+  if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
+  let match = path.match(/^\/agents\/([^/]+)$/);
+  if (match) {
+    const name = decodeURIComponent(match[1]);
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) {
+      return page(404, errorPage("No such agent", `Agent names are letters, digits, "_" and "-".`));
+    }
+    const { definition, error } = await data.agent(name);
+    return page(definition ? 200 : 404, agentPage(name, definition, error));
+  }
+  match = path.match(/^\/runs\/([^/]+)(\/events|\/text\/(\d+)\/(prompt|answer))?$/);
+  if (match) {
+    const runId = decodeURIComponent(match[1]);
+    const store = await data.storeOf(runId);
+    if (!store) {
+      return page(
+        404,
+        errorPage("No such run", `No store shown by this dashboard holds a run "${runId}".`),
+      );
+    }
+    if (match[2] === "/events") {
+      return liveEvents(data, runId, intParam(url, "from") ?? 0, signal, liveIntervalMs);
+    }
+    if (match[3] !== undefined) {
+      const entry = (await store.readLog(runId))[Number(match[3])];
+      const value = entry?.[match[4]];
+      const full = typeof value === "string"
+        ? value
+        : typeof (value as { text?: unknown })?.text === "string"
+        ? (value as { text: string }).text
+        : undefined;
+      if (full === undefined) return text(404, "No such text in this run's log.");
+      return text(200, full, { "content-security-policy": "sandbox; default-src 'none'" });
+    }
+    const view = await loadRunView(data, runId);
+    return page(200, runPage(view));
+  }
+  return page(404, errorPage("Not found", `Nothing at ${path}.`));
+}
+
+/** Reads a run for its page: checkpoint, summary, whole log folded, the agent. */
+async function loadRunView(data: DashboardData, runId: string): Promise<RunView> {
+  const store = (await data.storeOf(runId))!;
+  const view: RunView = { runId, timeline: newTimeline() };
+  try {
+    view.checkpoint = await store.loadCheckpoint(runId);
+  } catch (error) {
+    view.problem = errorMessage(error);
+  }
+  view.summary = (await data.allRuns()).find((r) => r.runId === runId);
+  const log = await store.readLog(runId);
+  foldLog(view.timeline, log);
+  const agent = view.checkpoint?.agent ?? view.summary?.agent;
+  if (agent) {
+    const loaded = await data.agent(agent);
+    view.definition = loaded.definition;
+    view.definitionError = loaded.error;
+  }
+  if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
+    view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
+  }
+  return view;
+}
+
+function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
+  const status = checkpoint?.status ?? summary?.status;
+  return status === "running" || status === "paused";
+}
+
+/**
+ * Server-sent events of a running run: the rows, graph, header and output its new log entries
+ * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended.
+ * The server reads the new entries every `intervalMs` through the store's `readLogFrom`.
+ */
+async function liveEvents(
+  data: DashboardData,
+  runId: string,
+  from: number,
+  signal: AbortSignal,
+  intervalMs: number,
+): Promise<Response> {
+  const store = (await data.storeOf(runId))!;
+  const view = await loadRunView(data, runId);
+  // Rebuild the fold exactly as the page had it, then send what came after.
+  const timeline = newTimeline();
+  const log = await store.readLog(runId);
+  foldLog(timeline, log.slice(0, from));
+  view.timeline = timeline;
+  const encoder = new TextEncoder();
+  let closed = false;
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (event: string, value: unknown) =>
+        controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(value)}\n\n`));
+      const push = (entries: typeof log) => {
+        if (entries.length === 0) return;
+        const touched = foldLog(timeline, entries);
+        send(
+          "rows",
+          [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
+        );
+        send("graph", runGraph(view).text);
+        send("header", runMeta(view).text);
+        send("output", finalOutput(view).text);
+      };
+      let lastBeat = Date.now();
+      try {
+        push(log.slice(from));
+        while (!closed && !signal.aborted) {
+          if (timeline.runEnd) {
+            try {
+              view.checkpoint = await store.loadCheckpoint(runId);
+            } catch { /* shown on reload */ }
+            view.summary = undefined;
+            send("header", runMeta(view).text);
+            send("end", {});
+            break;
+          }
+          await delay(intervalMs, signal);
+          push(await readLogFrom(store, runId, timeline.entries));
+          if (Date.now() - lastBeat > 15_000) {
+            controller.enqueue(encoder.encode(": keep-alive\n\n"));
+            lastBeat = Date.now();
+          }
+        }
+      } catch (error) {
+        if (!signal.aborted && !closed) send("problem", errorMessage(error));
+      }
+      if (!closed) {
+        closed = true;
+        controller.close();
+      }
+    },
+    cancel() {
+      closed = true;
+    },
+  });
+  return new Response(body, {
+    headers: {
+      ...securityHeaders(),
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+    },
+  });
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Checks the token; returns the response to send instead when it is missing or wrong. */
+function checkToken(request: Request, url: URL, token: string): Response | undefined {
+  const inQuery = url.searchParams.get("token");
+  if (inQuery !== null) {
+    if (!same(inQuery, token)) return text(401, "Wrong token.");
+    url.searchParams.delete("token");
+    return new Response(null, {
+      status: 303,
+      headers: {
+        ...securityHeaders(),
+        location: url.pathname + url.search,
+        "set-cookie": `${TOKEN_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict`,
+      },
+    });
+  }
+  const auth = request.headers.get("authorization");
+  if (auth?.startsWith("Bearer ") && same(auth.slice(7), token)) return undefined;
+  const cookie = (request.headers.get("cookie") ?? "").split(/;\s*/).find((c) =>
+    c.startsWith(`${TOKEN_COOKIE}=`)
+  );
+  if (cookie && same(cookie.slice(TOKEN_COOKIE.length + 1), token)) return undefined;
+  return text(
+    401,
+    "This dashboard needs its token: open the URL with ?token=… that `deno task ui` printed.",
+  );
+}
+
+function same(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** `host:port` → `host` (IPv6 literals keep their brackets). */
+function hostOf(header: string): string {
+  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
+  const colon = header.lastIndexOf(":");
+  return (colon === -1 ? header : header.slice(0, colon)).toLowerCase();
+}
+
+function intParam(url: URL, name: string): number | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null || !/^\d{1,9}$/.test(value)) return undefined;
+  return Number(value);
+}
+
+function securityHeaders(): Record<string, string> {
+  return {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cross-origin-resource-policy": "same-origin",
+  };
+}
+
+function page(status: number, body: string | Html): Response {
+  return new Response(String(body), {
+    status,
+    headers: {
+      ...securityHeaders(),
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+    },
+  });
+}
+
+function asset(body: string, type: string): Response {
+  return new Response(body, {
+    headers: { ...securityHeaders(), "content-type": type, "cache-control": "no-cache" },
+  });
+}
+
+function jsonResponse(value: unknown): Response {
+  return new Response(JSON.stringify(value), {
+    headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
+  });
+}
+
+function text(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body, {
+    status,
+    headers: { ...securityHeaders(), "content-type": "text/plain; charset=utf-8", ...headers },
+  });
+}
+
+/** Options of {@linkcode serveDashboard}. */
+export interface ServeDashboardOptions extends DashboardHandlerOptions {
+  /** Interface to bind (default `127.0.0.1`). */
+  hostname?: string;
+  /** Port (default 8420; 0 picks a free one). */
+  port?: number;
+  /** Stops the server. */
+  signal?: AbortSignal;
+}
+
+/** A running dashboard. */
+export interface RunningDashboard {
+  /** The base URL (with the token when one is required). */
+  url: string;
+  /** The port bound. */
+  port: number;
+  /** The server. */
+  server: Deno.HttpServer<Deno.NetAddr>;
+}
+
+/**
+ * Starts the dashboard. Refuses (`UI_TOKEN_REQUIRED`) to bind a non-loopback interface without a
+ * token.
+ *
+ * @example
+ * ```ts ignore
+ * import { discoverStores, serveDashboard } from "jsr:@stepflow/core/cli";
+ * const cwd = Deno.cwd();
+ * const ui = serveDashboard({ source: { cwd, stores: await discoverStores(cwd) }, port: 0 });
+ * console.log(ui.url); // http://127.0.0.1:PORT/
+ * await ui.server.shutdown();
+ * ```
+ */
+export function serveDashboard(options: ServeDashboardOptions): RunningDashboard {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const loopback = isLoopback(hostname);
+  if (!loopback && !options.token) {
+    throw new StepflowError(
+      "UI_TOKEN_REQUIRED",
+      `The dashboard refuses to listen on ${hostname} without a token: anyone who can reach that interface could read every prompt and answer. Start it through \`deno task ui --host ${hostname}\` (which generates a token) or pass one.`,
+      { details: { hostname } },
+    );
+  }
+  const server = Deno.serve(
+    { hostname, port: options.port ?? 8420, signal: options.signal, onListen: () => {} },
+    dashboardHandler({
+      ...options,
+      allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
+    }),
+  );
+  const port = server.addr.port;
+  const shown = hostname.includes(":") ? `[${hostname}]` : hostname;
+  const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${port}/${
+    options.token ? `?token=${options.token}` : ""
+  }`;
+  return { url, port, server };
+}
+
+/** Whether a bind address is a loopback interface. */
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}

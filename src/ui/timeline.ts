@@ -1,0 +1,283 @@
+/**
+ * Folds a run log into the rows of the dashboard's timeline: one row per iteration (from its
+ * `step_start` to its `step_end`/`step_error`, with the re-asks and retries in between) and one
+ * row per run event (start, resume, redrive, end). The fold is incremental — the live view feeds
+ * it the new entries of a running run and re-renders only the rows they touched.
+ *
+ * @module
+ */
+import type { RunLogEntry } from "../store/types.ts";
+
+/** A model text as the log records it: the text (possibly truncated) and its full length. */
+export interface LoggedText {
+  /** The recorded text. */
+  text: string;
+  /** The full length before truncation. */
+  length: number;
+  /** Index of the log entry holding it (for the full-text link). */
+  entry: number;
+  /** The field of that entry (`prompt` or `answer`). */
+  field: string;
+}
+
+/** One re-ask of a step (its answer failed validation). */
+export interface Reask {
+  /** Why it was re-asked. */
+  reason: string;
+  /** The validation errors. */
+  errors: string[];
+  /** The rejected answer. */
+  answer?: LoggedText;
+}
+
+/** A row of the timeline. */
+export type Row =
+  | {
+    kind: "iteration";
+    /** Row index. */
+    index: number;
+    /** The step. */
+    stepId: string;
+    /** Run iteration. */
+    iteration?: number;
+    /** Attempt of the step in a row. */
+    attempt?: number;
+    /** When the step started (ISO). */
+    ts: string;
+    /** The prompt sent. */
+    prompt?: LoggedText;
+    /** The model's raw answer. */
+    answer?: LoggedText;
+    /** Re-asks before the accepted answer. */
+    reasks: Reask[];
+    /** Backend retries (transport) and step retries (onError retry). */
+    retries: string[];
+    /** Errors recorded for the iteration. */
+    errors: string[];
+    /** The history entry of `step_end`, once the step ended. */
+    end?: Record<string, unknown>;
+    /** Tokens of this iteration (difference of the cumulative usage). */
+    tokens?: { input: number; output: number; costUsd?: number };
+    /** The handoff the step produced. */
+    handoff?: unknown;
+  }
+  | {
+    kind: "event";
+    /** Row index. */
+    index: number;
+    /** `run_start`, `run_resume`, `run_redrive`, `run_end`, … */
+    type: string;
+    /** When. */
+    ts: string;
+    /** The entry. */
+    entry: RunLogEntry;
+  };
+
+/** The state of the fold over a log. */
+export interface Timeline {
+  /** Rows so far. */
+  rows: Row[];
+  /** Log entries folded. */
+  entries: number;
+  /** Executions per step (from `step_end` and failed iterations). */
+  counts: Map<string, number>;
+  /** Transitions taken: `from>to` (steps, or `done`/`aborted` at the end). */
+  taken: Set<string>;
+  /** The last cumulative usage seen. */
+  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  /** The `run_end` entry, once the run ended. */
+  runEnd?: RunLogEntry;
+  /** The last handoff recorded (the run's final output once it ended). */
+  lastHandoff?: { stepId: string; value: unknown };
+  /** The step entered first (for the start edge). */
+  firstStep?: string;
+}
+
+/** An empty timeline. */
+export function newTimeline(): Timeline {
+  return { rows: [], entries: 0, counts: new Map(), taken: new Set() };
+}
+
+/**
+ * Adds log entries to `timeline` and returns the indexes of the rows they created or changed.
+ *
+ * @example
+ * ```ts
+ * import { foldLog, newTimeline } from "./timeline.ts";
+ * const t = newTimeline();
+ * const ts = "2026-01-01T00:00:00.000Z";
+ * foldLog(t, [
+ *   { ts, runId: "r", type: "step_start", stepId: "a", iteration: 1 },
+ *   { ts, runId: "r", type: "step_end", stepId: "a", entry: { stepId: "a", nextStepId: "b" } },
+ * ]);
+ * console.log(t.rows.length, [...t.taken]); // 1 ["a>b"]
+ * ```
+ */
+export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Set<number> {
+  const touched = new Set<number>();
+  for (const entry of entries) {
+    const at = timeline.entries++;
+    const open = openRow(timeline);
+    switch (entry.type) {
+      case "step_start": {
+        const row: Row = {
+          kind: "iteration",
+          index: timeline.rows.length,
+          stepId: String(entry.stepId ?? ""),
+          iteration: count(entry.iteration),
+          attempt: count(entry.attempt),
+          ts: entry.ts,
+          reasks: [],
+          retries: [],
+          errors: [],
+        };
+        const prompt = loggedText(entry.prompt, at, "prompt");
+        if (prompt) row.prompt = prompt;
+        timeline.firstStep ??= row.stepId;
+        timeline.rows.push(row);
+        touched.add(row.index);
+        break;
+      }
+      case "step_reask": {
+        const row = open ?? startedRow(timeline, entry);
+        const answer = loggedText(entry.answer, at, "answer");
+        row.reasks.push({
+          reason: String(entry.reason ?? ""),
+          errors: Array.isArray(entry.errors) ? entry.errors.map(String) : [],
+          ...(answer ? { answer } : {}),
+        });
+        touched.add(row.index);
+        break;
+      }
+      case "backend_retry":
+      case "step_retry": {
+        const row = open ?? startedRow(timeline, entry);
+        row.retries.push(
+          entry.type === "backend_retry"
+            ? `backend retry ${entry.attempt ?? "?"}: ${entry.reason ?? ""} (waited ${
+              entry.delayMs ?? "?"
+            } ms)`
+            : `step retry ${entry.attempt ?? "?"} (onError retry)`,
+        );
+        touched.add(row.index);
+        break;
+      }
+      case "step_error": {
+        const row = open ?? startedRow(timeline, entry);
+        row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
+        const answer = loggedText(entry.answer, at, "answer");
+        if (answer) row.answer = answer;
+        touched.add(row.index);
+        break;
+      }
+      case "step_end": {
+        const row = open ?? startedRow(timeline, entry);
+        const end = isRecord(entry.entry) ? entry.entry : {};
+        row.end = end;
+        const answer = loggedText(entry.answer ?? end.answer, at, "answer");
+        if (answer) row.answer = answer;
+        const usage = usageOf(entry.usage);
+        if (usage) {
+          const before = timeline.usage;
+          row.tokens = {
+            input: usage.inputTokens - (before?.inputTokens ?? 0),
+            output: usage.outputTokens - (before?.outputTokens ?? 0),
+          };
+          if (usage.costUsd !== undefined) {
+            row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
+          }
+          timeline.usage = usage;
+        }
+        if (entry.handoff !== undefined) {
+          row.handoff = entry.handoff;
+          timeline.lastHandoff = { stepId: row.stepId, value: entry.handoff };
+        }
+        const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
+        timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
+        if (typeof end.nextStepId === "string") timeline.taken.add(`${stepId}>${end.nextStepId}`);
+        touched.add(row.index);
+        break;
+      }
+      default: {
+        if (entry.type === "run_end") {
+          timeline.runEnd = entry;
+          const last = lastIteration(timeline);
+          if (last) {
+            const target = entry.reason === "completed" ? "done" : "aborted";
+            timeline.taken.add(`${last.stepId}>${target}`);
+          }
+        }
+        const row: Row = {
+          kind: "event",
+          index: timeline.rows.length,
+          type: entry.type,
+          ts: entry.ts,
+          entry,
+        };
+        timeline.rows.push(row);
+        touched.add(row.index);
+      }
+    }
+  }
+  return touched;
+}
+
+function openRow(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
+  const last = timeline.rows[timeline.rows.length - 1];
+  return last?.kind === "iteration" && !last.end ? last : undefined;
+}
+
+function lastIteration(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
+  for (let i = timeline.rows.length - 1; i >= 0; i--) {
+    const row = timeline.rows[i];
+    if (row.kind === "iteration") return row;
+  }
+  return undefined;
+}
+
+/** A row for an entry that arrived without its `step_start` (older logs). */
+function startedRow(timeline: Timeline, entry: RunLogEntry): Extract<Row, { kind: "iteration" }> {
+  const row: Extract<Row, { kind: "iteration" }> = {
+    kind: "iteration",
+    index: timeline.rows.length,
+    stepId: String(entry.stepId ?? ""),
+    iteration: count(entry.iteration),
+    ts: entry.ts,
+    reasks: [],
+    retries: [],
+    errors: [],
+  };
+  timeline.firstStep ??= row.stepId;
+  timeline.rows.push(row);
+  return row;
+}
+
+/** `{text, length}` (the runner's form) or a plain string, else undefined. */
+function loggedText(value: unknown, entry: number, field: string): LoggedText | undefined {
+  if (typeof value === "string") return { text: value, length: value.length, entry, field };
+  if (isRecord(value) && typeof value.text === "string") {
+    const length = typeof value.length === "number" ? value.length : value.text.length;
+    return { text: value.text, length, entry, field };
+  }
+  return undefined;
+}
+
+function usageOf(value: unknown): Timeline["usage"] {
+  if (!isRecord(value)) return undefined;
+  const input = value.inputTokens;
+  const output = value.outputTokens;
+  if (typeof input !== "number" || typeof output !== "number") return undefined;
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
+  };
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
