@@ -58,7 +58,8 @@ svg.graph .edge text { font-size:10px; fill:var(--muted); text-anchor:start; }
 svg.graph .edge.taken path { stroke:var(--accent); stroke-width:3; }
 svg.graph .edge.taken text { fill:var(--accent); font-weight:600; }
 svg.graph marker path { fill:#6b7886; }
-.timeline .row { background:var(--card); border:1px solid var(--line); border-radius:6px;
+.timeline .row { content-visibility:auto; contain-intrinsic-size:auto 64px;
+  background:var(--card); border:1px solid var(--line); border-radius:6px;
   margin:6px 0; padding:6px 10px; }
 .timeline .row.event { background:#f0f3f7; font-size:13px; color:var(--muted); }
 .timeline .row.failed { border-left:4px solid var(--bad); }
@@ -86,6 +87,24 @@ ul.tree { list-style:none; padding-left:18px; } ul.tree li { margin:3px 0; }
 export const APP_JS = `"use strict";
 (function () {
   var body = document.body;
+  // Prompts, answers and handoffs load when their section is first opened.
+  document.addEventListener("toggle", function (e) {
+    var el = e.target;
+    if (!el || el.tagName !== "DETAILS" || !el.open || el.getAttribute("data-loaded")) return;
+    var src = el.getAttribute("data-src");
+    if (!src) return;
+    el.setAttribute("data-loaded", "loading");
+    fetch(src, { credentials: "same-origin" }).then(function (r) {
+      return r.text().then(function (t) { return { ok: r.ok, text: t }; });
+    }).then(function (res) {
+      var box = el.querySelector(".body");
+      if (res.ok) box.innerHTML = res.text; else box.textContent = res.text;
+      el.setAttribute("data-loaded", "true");
+    }, function (err) {
+      el.querySelector(".body").textContent = "Could not load: " + err;
+      el.removeAttribute("data-loaded");
+    });
+  }, true);
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);

@@ -11,8 +11,8 @@ import type { GraphEdge, GraphNode } from "./graph_svg.ts";
 export interface RunPath {
   /** Executions per step. */
   counts: ReadonlyMap<string, number>;
-  /** Transitions taken, as `from>to` (`done`/`aborted` for the end). */
-  taken: ReadonlySet<string>;
+  /** Transitions taken, as `from>to` (`#done`/`#aborted` ends) → how (intent or transition). */
+  taken: ReadonlyMap<string, ReadonlySet<string>>;
   /** The step entered first. */
   firstStep?: string;
   /** The step the run is at now (a running run). */
@@ -46,7 +46,6 @@ export function flowGraph(
     });
   }
   const edges: GraphEdge[] = [];
-  const taken = (from: string, to: string) => path?.taken.has(`${from}>${to}`) ?? false;
   edges.push({
     from: "#start",
     to: definition.entryStepId,
@@ -54,6 +53,7 @@ export function flowGraph(
   });
   const ends = new Set<string>();
   const missing = new Set<string>();
+  const declared: { edge: GraphEdge; label: string }[] = [];
   for (const step of steps) {
     for (const edge of stepEdges(step)) {
       let to: string;
@@ -64,24 +64,26 @@ export function flowGraph(
         to = edge.to.end === "complete" ? "#done" : "#aborted";
         ends.add(to);
       } else {
-        continue; // a gate `jump` may lead anywhere: drawn as the label of the taken edges only
+        continue; // a gate `jump` may lead anywhere: drawn only where the run jumped
       }
-      const key = to === "#done" ? "done" : to === "#aborted" ? "aborted" : to;
-      edges.push({
-        from: step.id,
-        to,
-        label: edge.label,
-        classes: [edge.kind, ...(taken(step.id, key) ? ["taken"] : [])],
-      });
+      const drawn: GraphEdge = { from: step.id, to, label: edge.label, classes: [edge.kind] };
+      declared.push({ edge: drawn, label: edge.label });
+      edges.push(drawn);
     }
   }
-  // Jumps and other moves the declared routes do not show (gate `jump`): drawn as taken edges.
-  for (const move of path?.taken ?? []) {
-    const [from, to] = move.split(">");
-    const target = to === "done" ? "#done" : to === "aborted" ? "#aborted" : to;
-    if (!edges.some((e) => e.from === from && e.to === target)) {
-      if (target.startsWith("#")) ends.add(target);
-      edges.push({ from, to: target, label: "jump", classes: ["taken", "jump"] });
+  // Highlight the taken moves. Where several routes join the same two steps (a gate's `next`
+  // and `repeat` both looping), the one named by the intent/transition is highlighted.
+  for (const [move, hows] of path?.taken ?? []) {
+    const [from, rawTo] = move.split(">");
+    const to = rawTo === "done" ? "#done" : rawTo === "aborted" ? "#aborted" : rawTo;
+    const parallel = declared.filter((d) => d.edge.from === from && d.edge.to === to);
+    const named = parallel.filter((d) => [...hows].some((how) => routeMatches(d.label, how)));
+    const lit = named.length > 0 ? named : parallel;
+    for (const d of lit) d.edge.classes!.push("taken");
+    if (lit.length === 0) {
+      // A move no declared route shows (a gate `jump`): drawn as a taken edge of its own.
+      if (to.startsWith("#")) ends.add(to);
+      edges.push({ from, to, label: [...hows].join(", ") || "jump", classes: ["taken", "jump"] });
     }
   }
   for (const id of missing) nodes.push({ id, label: `${id} (missing)`, classes: ["missing"] });
@@ -90,4 +92,12 @@ export function flowGraph(
     nodes.push({ id: "#aborted", label: "aborted", classes: ["terminal", "abort"] });
   }
   return { nodes, edges };
+}
+
+/** Whether a route's label is the one an intent or transition took. */
+function routeMatches(label: string, how: string): boolean {
+  if (!how) return false;
+  if (label === how) return true;
+  if (how === "next" && label === "onPass") return true;
+  return label.startsWith("on") && label.includes(how);
 }

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type Html, html } from "./html.ts";
+import { type Html, html as h } from "./html.ts";
 
 /** A node to draw. */
 export interface GraphNode {
@@ -195,41 +195,47 @@ export function graphSvg(
       ly = mid;
     }
     const cls = ["edge", ...(e.classes ?? [])].join(" ");
-    return html`
+    return h`
       <g class="${cls}" data-from="${e.from}"
-        data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${e.label
-          ? html`<text x="${round(lx)}" y="${round(ly)}">${shorten(e.label, 28)}</text>`
-          : ""}</g>
+        data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${
+      e.label ? h`<text x="${round(lx)}" y="${round(ly)}">${shorten(e.label, 28)}</text>` : ""
+    }</g>
     `;
   });
   const nodeMarkup = placed.map(({ node, x, y }) => {
     const cls = ["node", ...(node.classes ?? [])].join(" ");
-    const box = html`
+    const box = h`
       <rect x="${x}" y="${y}" width="${NODE_W}" height="${NODE_H}" rx="8" />
-      <text x="${x + NODE_W / 2}" y="${y + (node.sublabel ? 19 : 28)}" class="label">${shorten(
+      <text x="${x + NODE_W / 2}" y="${y + (node.sublabel ? 19 : 28)}" class="label">${
+      shorten(
         node.label,
         MAX_LABEL,
-      )}</text>${node.sublabel
-        ? html`<text x="${x + NODE_W / 2}" y="${y + 36}" class="sub">${
+      )
+    }</text>${
+      node.sublabel
+        ? h`<text x="${x + NODE_W / 2}" y="${y + 36}" class="sub">${
           shorten(node.sublabel, MAX_LABEL + 4)
         }</text>`
-        : ""}${node.badge !== undefined
-        ? html`
+        : ""
+    }${
+      node.badge !== undefined
+        ? h`
           <g class="badge">
             <circle cx="${x + NODE_W - 4}" cy="${y + 4}" r="12" />
             <text x="${x + NODE_W - 4}" y="${y + 8}">${node.badge}</text>
           </g>
         `
-        : ""}
+        : ""
+    }
     `;
-    const inner = html`<title>${node.label}${
+    const inner = h`<title>${node.label}${
       node.sublabel ? ` (${node.sublabel})` : ""
     }</title>${box}`;
     return node.href
-      ? html`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
-      : html`<g class="${cls}" data-id="${node.id}">${inner}</g>`;
+      ? h`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
+      : h`<g class="${cls}" data-id="${node.id}">${inner}</g>`;
   });
-  return html`
+  return h`
     <svg class="graph" xmlns="http://www.w3.org/2000/svg" role="img" width="${width}"
       height="${height}"
       viewBox="0 0 ${width} ${height}"><title>${title}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>${edgeMarkup}${nodeMarkup}</svg>

@@ -23,4 +23,11 @@ export {
 } from "./source.ts";
 export { escapeHtml, Html, html, type HtmlValue, raw } from "./html.ts";
 export { type GraphEdge, type GraphNode, graphSvg } from "./graph_svg.ts";
-export type { RunStore, RunSummary } from "../store/types.ts";
+export type {
+  RunCheckpoint,
+  RunLock,
+  RunLogEntry,
+  RunStatus,
+  RunStore,
+  RunSummary,
+} from "../store/types.ts";

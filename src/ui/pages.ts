@@ -9,7 +9,7 @@ import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
-import { type Html, html, raw } from "./html.ts";
+import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 
@@ -20,7 +20,7 @@ const STATUSES = ["running", "paused", "completed", "failed", "aborted", "cancel
 
 /** A whole page. `live` is the event-stream URL of a running run. */
 export function layout(title: string, body: Html, live?: string): string {
-  return `<!doctype html>${html`
+  return `<!doctype html>${h`
     <html lang="en">
       <head>
         <meta charset="utf-8">
@@ -29,11 +29,13 @@ export function layout(title: string, body: Html, live?: string): string {
         <link rel="stylesheet" href="/assets/app.css">
         <script src="/assets/app.js" defer></script>
       </head>
-      <body${live
-        ? html`
+      <body${
+    live
+      ? h`
           data-live="${live}"
         `
-        : ""}>
+      : ""
+  }>
         <header
           class="top"><a class="brand" href="/">stepflow</a><a href="/">Runs</a><a href="/agents">Agents</a></header>
         <main>${body}</main>
@@ -54,11 +56,11 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
   };
   const pages = Math.max(1, Math.ceil(page.total / page.size));
   const rows = page.runs.map((run) =>
-    html`
+    h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${run.problem
-          ? html`<div class="note warn">${run.problem}</div>`
-          : ""}</td>
+        <td><a href="${runHref(run.runId)}">${run.runId}</a>${
+      run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
+    }</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
         <td>${statusBadge(run)}</td>
         <td>${formatTime(run.startedAt)}</td>
@@ -69,21 +71,21 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
       </tr>
     `
   );
-  const body = html`
+  const body = h`
     <h1>Runs</h1>
     <form class="filters" method="get" action="/">
-    <label>Agent <select name="agent"><option value="">all</option>${page.agents.map((a) =>
-      html`<option${a === query.agent ? raw(" selected") : ""}>${a}</option>`
-    )}</select></label>
-    <label>Status <select name="status"><option value="">all</option>${STATUSES.map((s) =>
-      html`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`
-    )}</select></label><button type="submit">Filter</button></form>
+    <label>Agent <select name="agent"><option value="">all</option>${
+    page.agents.map((a) => h`<option${a === query.agent ? raw(" selected") : ""}>${a}</option>`)
+  }</select></label>
+    <label>Status <select name="status"><option value="">all</option>${
+    STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
+  }</select></label><button type="submit">Filter</button></form>
     <div class="pager"
-      id="pager"><span>${page.total} of ${page.all} runs</span>${page.page > 1
-        ? html`<a href="${link(page.page - 1)}" rel="prev">← newer</a>`
-        : ""}<span>page ${page.page} / ${pages}</span>${page.page < pages
-        ? html`<a href="${link(page.page + 1)}" rel="next">older →</a>`
-        : ""}</div>
+      id="pager"><span>${page.total} of ${page.all} runs</span>${
+    page.page > 1 ? h`<a href="${link(page.page - 1)}" rel="prev">← newer</a>` : ""
+  }<span>page ${page.page} / ${pages}</span>${
+    page.page < pages ? h`<a href="${link(page.page + 1)}" rel="next">older →</a>` : ""
+  }</div>
     <table id="runs">
       <thead>
         <tr>
@@ -98,12 +100,14 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
         </tr>
       </thead>
       <tbody>${rows}</tbody>
-    </table>${page.all === 0
-      ? html`
+    </table>${
+    page.all === 0
+      ? h`
         <p
           class="note">No runs recorded yet. Run an agent (<code>deno task run-agent --agent NAME</code>) and reload.</p>
       `
-      : ""}
+      : ""
+  }
   `;
   return layout("Runs", body);
 }
@@ -131,19 +135,19 @@ export interface RunView {
 /** The run page. */
 export function runPage(view: RunView): string {
   const agent = view.checkpoint?.agent ?? view.summary?.agent ?? "";
-  const body = html`
-    <h1>Run <code>${view.runId}</code> ${view.live
-      ? html`<span id="live-badge" class="live">● live</span>`
-      : ""}</h1>
+  const body = h`
+    <h1>Run <code>${view.runId}</code> ${
+    view.live ? h`<span id="live-badge" class="live">● live</span>` : ""
+  }</h1>
     <div id="meta-host">${runMeta(view)}</div>
     <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
     <h2>Timeline</h2>
-    <div id="timeline" class="timeline">${view.timeline.rows.map((r) =>
-      timelineRow(view.runId, r)
-    )}</div>
+    <div id="timeline" class="timeline">${
+    view.timeline.rows.map((r) => timelineRow(view.runId, r))
+  }</div>
   `;
   return layout(`Run ${view.runId}`, body, view.live);
 }
@@ -155,7 +159,7 @@ export function runMeta(view: RunView): Html {
   const usage = view.timeline.usage ?? s?.usage;
   const status = cp?.status ?? s?.status ?? "unknown";
   const end = view.timeline.runEnd;
-  return html`<div class="meta" id="run-meta" data-status="${status}">
+  return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${statusBadge({ status, live: s?.live })}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 <div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
@@ -166,18 +170,20 @@ export function runMeta(view: RunView): Html {
   }</div>
 <div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
-${view.problem ? html`<div class="warn wide">${view.problem}</div>` : ""}</div>`;
+${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}</div>`;
 }
 
 /** The flow graph with the run's path. */
 export function runGraph(view: RunView): Html {
   if (!view.definition) {
-    return html`
+    return h`
       <div id="flow-graph"
-        class="note">The agent's definition could not be loaded, so its graph is not shown${view
-            .definitionError
-          ? html`: ${errorMessage(view.definitionError)}`
-          : ""}.</div>
+        class="note">The agent's definition could not be loaded, so its graph is not shown${
+      view
+          .definitionError
+        ? h`: ${errorMessage(view.definitionError)}`
+        : ""
+    }.</div>
     `;
   }
   const t = view.timeline;
@@ -189,29 +195,33 @@ export function runGraph(view: RunView): Html {
     firstStep: t.firstStep,
     current: running && last?.kind === "iteration" ? last.stepId : undefined,
   });
-  return html`<div id="flow-graph">${
-    graphSvg(nodes, edges, `Flow of ${view.definition.name}`)
-  }</div>`;
+  return h`<div id="flow-graph">${graphSvg(nodes, edges, `Flow of ${view.definition.name}`)}</div>`;
 }
 
 /** The final output block. */
 export function finalOutput(view: RunView): Html {
   const end = view.timeline.runEnd;
-  if (!end) return html`<div id="final-output" class="note">The run has not ended.</div>`;
+  if (!end) return h`<div id="final-output" class="note">The run has not ended.</div>`;
   const last = view.timeline.lastHandoff;
-  return html`
+  return h`
     <div
-      id="final-output"><div>Ended <b>${String(end.reason ?? "")}</b> at ${formatTime(
-        end.ts,
-      )}${end.stepId
-        ? html`
+      id="final-output"><div>Ended <b>${String(end.reason ?? "")}</b> at ${
+    formatTime(
+      end.ts,
+    )
+  }${
+    end.stepId
+      ? h`
           on step <code>${String(end.stepId)}</code>
         `
-        : ""}</div>${end.error ? html`<pre class="errors">${json(end.error)}</pre>` : ""}${last
-        ? html`<div class="note">Handoff of the last step (<code>${last.stepId}</code>):</div>${
-          textBlock(view.runId, { text: json(last.value), length: -1, entry: -1, field: "" })
-        }`
-        : ""}</div>
+      : ""
+  }</div>${end.error ? h`<pre class="errors">${json(end.error)}</pre>` : ""}${
+    last
+      ? h`<div class="note">Handoff of the last step (<code>${last.stepId}</code>):</div>${
+        textBlock({ text: json(last.value), length: -1 })
+      }`
+      : ""
+  }</div>
   `;
 }
 
@@ -228,84 +238,92 @@ export function timelineRow(runId: string, row: Row): Html {
       : e.message !== undefined
       ? String(e.message)
       : "";
-    return html`
-      <div class="row event" id="row-${row.index}"
-        data-type="${row.type}"><span class="k">${formatTime(row.ts)}</span> <b>${row
-          .type}</b> ${extra}</div>
-    `;
+    return h`<div class="row event" id="row-${row.index}" data-type="${row.type}"><span class="k">${
+      formatTime(row.ts)
+    }</span> <b>${row.type}</b> ${extra}</div>`;
   }
   const end = row.end ?? {};
-  const failed = row.errors.length > 0 || typeof end.error === "string";
-  return html`<div class="row iteration${failed ? " failed" : ""}${
-    row.end ? "" : " open"
-  }" id="row-${row.index}" data-step="${row.stepId}">
-<div class="line"><b>#${
-    row.iteration ?? ""
-  }</b><span><span class="k">step</span> <code>${row.stepId}</code>${
-    row.attempt && row.attempt > 1
-      ? html`
-        <span class="k">attempt ${row.attempt}</span>
-      `
-      : ""
-  }</span>${
-    end.intent !== undefined
-      ? html`<span><span class="k">intent</span> ${String(end.intent)}</span>`
-      : ""
-  }<span><span class="k">transition</span> ${row.end ? String(end.transition ?? "") : "running…"}${
-    typeof end.nextStepId === "string"
-      ? html`
-        → <code>${end.nextStepId}</code>
-      `
-      : ""
-  }</span><span><span class="k">duration</span> ${
-    formatDuration(typeof end.durationMs === "number" ? end.durationMs : undefined)
-  }</span>${
+  const endError = typeof end.error === "string" && row.errors.length === 0 ? [end.error] : [];
+  const errors = [...row.errors, ...endError];
+  const classes = `row iteration${errors.length ? " failed" : ""}${row.end ? "" : " open"}`;
+  const field = (label: string, value: HtmlValue) =>
+    h`<span><span class="k">${label}</span> ${value}</span>`;
+  const line = [
+    h`<b>#${row.iteration ?? ""}</b>`,
+    field(
+      "step",
+      h`<code>${row.stepId}</code>${
+        row.attempt && row.attempt > 1 ? h` <span class="k">attempt ${row.attempt}</span>` : ""
+      }`,
+    ),
+    end.intent !== undefined ? field("intent", String(end.intent)) : "",
+    field(
+      "transition",
+      h`${row.end ? String(end.transition ?? "") : "running…"}${
+        typeof end.nextStepId === "string" ? h` → <code>${end.nextStepId}</code>` : ""
+      }`,
+    ),
+    field(
+      "duration",
+      formatDuration(typeof end.durationMs === "number" ? end.durationMs : undefined),
+    ),
     row.tokens
-      ? html`<span><span class="k">tokens</span> ${row.tokens.input} / ${row.tokens.output}${
-        row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
-      }</span>`
-      : ""
-  }<span class="k">${formatTime(row.ts)}</span></div>${
+      ? field(
+        "tokens",
+        `${row.tokens.input} / ${row.tokens.output}${
+          row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
+        }`,
+      )
+      : "",
+    h`<span class="k">${formatTime(row.ts)}</span>`,
+  ];
+  // Prompts, answers and handoffs are fetched when opened: a run of 1000 iterations would
+  // otherwise send every prompt and answer with the page.
+  const part = (name: string, summary: string) =>
+    h`<details class="${name.replace(/\d+$/, "")}" data-src="${
+      partHref(runId, row.index, name)
+    }"><summary>${summary}</summary><div class="body"></div></details>`;
+  return h`<div class="${classes}" id="row-${row.index}" data-step="${row.stepId}"><div class="line">${line}</div>${
     isCheck(end.checkResult)
-      ? html`<div><span class="k">check</span> ${end.checkResult.result}: ${end.checkResult.message}</div>`
+      ? h`<div><span class="k">check</span> ${end.checkResult.result}: ${end.checkResult.message}</div>`
       : ""
-  }${
-    row.errors.length || typeof end.error === "string"
-      ? html`<div class="errors">${
-        [...row.errors, ...(typeof end.error === "string" && !row.errors.length ? [end.error] : [])]
-          .map((e) => html`<div>${e}</div>`)
-      }</div>`
-      : ""
-  }${row.retries.map((r) => html`<div class="warn">${r}</div>`)}${
-    row.prompt
-      ? html`<details class="prompt"><summary>Prompt sent (${row.prompt.length} chars)</summary>${
-        textBlock(runId, row.prompt)
-      }</details>`
-      : ""
-  }${
+  }${errors.length ? h`<div class="errors">${errors.map((e) => h`<div>${e}</div>`)}</div>` : ""}${
+    row.retries.map((r) => h`<div class="warn">${r}</div>`)
+  }${row.prompt ? part("prompt", `Prompt sent (${row.prompt.length} chars)`) : ""}${
     row.reasks.map((r, i) =>
-      html`
-        <details class="reask"
-          open><summary>Re-ask ${i + 1}: ${r.reason}</summary><ul class="errors">${r.errors.map((
-            e,
-          ) => html`<li>${e}</li>`)}</ul>${r.answer
-            ? html`<div class="note">Rejected answer:</div>${textBlock(runId, r.answer)}`
-            : ""}</details>
-      `
+      h`<div class="reask"><div class="warn">Re-ask ${i + 1}: ${r.reason}</div><ul class="errors">${
+        r.errors.map((e) => h`<li>${e}</li>`)
+      }</ul>${
+        r.answer ? part(`reask${i}`, `Rejected answer (${r.answer.length} chars)`) : ""
+      }</div>`
     )
-  }${
-    row.answer
-      ? html`<details class="answer"><summary>Raw answer (${row.answer.length} chars)</summary>${
-        textBlock(runId, row.answer)
-      }</details>`
-      : ""
-  }${
-    row.handoff !== undefined
-      ? html`<details class="handoff"><summary>Handoff after this iteration</summary>${
-        textBlock(runId, { text: json(row.handoff), length: -1, entry: -1, field: "" })
-      }</details>`
-      : ""
+  }${row.answer ? part("answer", `Raw answer (${row.answer.length} chars)`) : ""}${
+    row.handoff !== undefined ? part("handoff", "Handoff after this iteration") : ""
   }</div>`;
+}
+
+/**
+ * The text of a row's part (`prompt`, `answer`, `handoff`, `reaskN`) as recorded, or undefined.
+ */
+export function rowPartText(row: Row | undefined, name: string): LoggedText | undefined {
+  if (row?.kind !== "iteration") return undefined;
+  if (name === "prompt") return row.prompt;
+  if (name === "answer") return row.answer;
+  if (name === "handoff" && row.handoff !== undefined) {
+    const text = json(row.handoff);
+    return { text, length: text.length, entry: -1, field: "handoff" };
+  }
+  const reask = /^reask(\d+)$/.exec(name);
+  return reask ? row.reasks[Number(reask[1])]?.answer : undefined;
+}
+
+/** The body of a row's part, cut for display, with a link to the full text. */
+export function rowPart(runId: string, row: Row, name: string, text: LoggedText): Html {
+  return textBlock(text, `${partHref(runId, row.index, name)}/full`);
+}
+
+function partHref(runId: string, index: number, name: string): string {
+  return `/runs/${encodeURIComponent(runId)}/rows/${index}/${name}`;
 }
 
 /** An agent: its graph, steps and validation warnings (or why it does not load). */
@@ -314,32 +332,35 @@ export function agentPage(name: string, definition?: AgentDefinition, error?: un
     const problems = (error as { problems?: unknown })?.problems;
     return layout(
       `Agent ${name}`,
-      html`<h1>Agent ${name}</h1><p class="errors">The agent does not load: ${
+      h`<h1>Agent ${name}</h1><p class="errors">The agent does not load: ${
         errorMessage(error)
       }</p>${
         Array.isArray(problems)
-          ? html`<ul class="errors">${problems.map((p) => html`<li>${String(p)}</li>`)}</ul>`
+          ? h`<ul class="errors">${problems.map((p) => h`<li>${String(p)}</li>`)}</ul>`
           : ""
       }`,
     );
   }
   const { nodes, edges } = flowGraph(definition);
   const steps = Object.values(definition.steps);
-  const body = html`
+  const body = h`
     <h1>Agent ${definition.name}</h1>
     <p
-      class="note">${definition.dir} · entry step <code>${definition
-        .entryStepId}</code> · <a href="/?agent=${encodeURIComponent(definition.name)}">runs</a></p>
-    <h2>Validation warnings</h2>${definition.warnings.length
-      ? html`<ul class="warn" id="warnings">${
-        definition.warnings.map((w) => html`<li>${w}</li>`)
-      }</ul>`
-      : html`<p class="note" id="warnings">None.</p>`}
-    <h2>Graph</h2><div class="graph-box">${graphSvg(
+      class="note">${definition.dir} · entry step <code>${definition.entryStepId}</code> · <a href="/?agent=${
+    encodeURIComponent(definition.name)
+  }">runs</a></p>
+    <h2>Validation warnings</h2>${
+    definition.warnings.length
+      ? h`<ul class="warn" id="warnings">${definition.warnings.map((w) => h`<li>${w}</li>`)}</ul>`
+      : h`<p class="note" id="warnings">None.</p>`
+  }
+    <h2>Graph</h2><div class="graph-box">${
+    graphSvg(
       nodes,
       edges,
       `Flow of ${definition.name}`,
-    )}</div>
+    )
+  }</div>
     <h2>Steps (${steps.length})</h2><table id="steps">
       <thead>
         <tr>
@@ -349,18 +370,22 @@ export function agentPage(name: string, definition?: AgentDefinition, error?: un
           <th>Routes</th>
         </tr>
       </thead>
-      <tbody>${steps.map((s) =>
-        html`
+      <tbody>${
+    steps.map((s) =>
+      h`
           <tr id="step-${s.id}">
             <td><code>${s.id}</code></td>
             <td>${s.name}</td>
             <td>${s.kind}</td>
-            <td>${edges.filter((e) => e.from === s.id).map((e) =>
-              html`<div>${e.label ?? ""} → <code>${e.to.replace(/^#/, "")}</code></div>`
-            )}</td>
+            <td>${
+        edges.filter((e) => e.from === s.id).map((e) =>
+          h`<div>${e.label ?? ""} → <code>${e.to.replace(/^#/, "")}</code></div>`
+        )
+      }</td>
           </tr>
         `
-      )}</tbody>
+    )
+  }</tbody>
     </table>
   `;
   return layout(`Agent ${definition.name}`, body);
@@ -370,10 +395,10 @@ export function agentPage(name: string, definition?: AgentDefinition, error?: un
 export function agentsPage(names: string[]): string {
   return layout(
     "Agents",
-    html`<h1>Agents</h1>${
+    h`<h1>Agents</h1>${
       names.length
-        ? html`<ul>${names.map((n) => html`<li><a href="${agentHref(n)}">${n}</a></li>`)}</ul>`
-        : html`<p class="note">No agents in .agent/.</p>`
+        ? h`<ul>${names.map((n) => h`<li><a href="${agentHref(n)}">${n}</a></li>`)}</ul>`
+        : h`<p class="note">No agents in .agent/.</p>`
     }`,
   );
 }
@@ -382,7 +407,7 @@ export function agentsPage(names: string[]): string {
 export function errorPage(title: string, message: string): string {
   return layout(
     title,
-    html`
+    h`
       <h1>${title}</h1>
       <p class="errors">${message}</p>
       <p><a href="/">All runs</a></p>
@@ -391,21 +416,15 @@ export function errorPage(title: string, message: string): string {
 }
 
 /** A cut text: the first {@linkcode INLINE_TEXT_LIMIT} characters and a link to the whole. */
-function textBlock(runId: string, t: LoggedText): Html {
-  const cut = t.text.length > INLINE_TEXT_LIMIT;
-  const shown = cut ? t.text.slice(0, INLINE_TEXT_LIMIT) : t.text;
-  const total = t.length >= 0 ? t.length : t.text.length;
-  return html`<pre>${shown}</pre>${
-    cut || total > t.text.length
-      ? html`<div class="note">Showing ${shown.length} of ${total} characters${
-        total > t.text.length ? ` (the log recorded ${t.text.length})` : ""
-      }.${
-        cut && t.entry >= 0
-          ? html`
-            <a href="/runs/${encodeURIComponent(runId)}/text/${t.entry}/${t.field}">Full text</a>
-          `
-          : ""
-      }</div>`
+function textBlock(text: { text: string; length: number }, fullHref?: string): Html {
+  const cut = text.text.length > INLINE_TEXT_LIMIT;
+  const shown = cut ? text.text.slice(0, INLINE_TEXT_LIMIT) : text.text;
+  const total = Math.max(text.length, text.text.length);
+  return h`<pre>${shown}</pre>${
+    cut || total > text.text.length
+      ? h`<div class="note">Showing ${shown.length} of ${total} characters${
+        total > text.text.length ? ` (the log recorded ${text.text.length})` : ""
+      }.${cut && fullHref ? h` <a href="${fullHref}">Full text</a>` : ""}</div>`
       : ""
   }`;
 }
@@ -422,7 +441,7 @@ export function agentHref(name: string): string {
 
 function statusBadge(run: { status: string; live?: boolean }): Html {
   const interrupted = (run.status === "running" || run.status === "paused") && run.live === false;
-  return html`<span class="status ${run.status}">${run.status}${
+  return h`<span class="status ${run.status}">${run.status}${
     interrupted ? " (interrupted)" : ""
   }</span>`;
 }

@@ -16,6 +16,8 @@ import {
   agentsPage,
   errorPage,
   finalOutput,
+  rowPart,
+  rowPartText,
   runGraph,
   runMeta,
   runPage,
@@ -95,19 +97,14 @@ export function dashboardHandler(
           allow: "GET, HEAD",
         });
       }
-      return await route(url, data, request.signal, options.liveIntervalMs ?? 250);
+      return await route(url, data, options.liveIntervalMs ?? 250);
     } catch (error) {
       return page(500, errorPage("Error", errorMessage(error)));
     }
   };
 }
 
-async function route(
-  url: URL,
-  data: DashboardData,
-  signal: AbortSignal,
-  liveIntervalMs: number,
-): Promise<Response> {
+async function route(url: URL, data: DashboardData, liveIntervalMs: number): Promise<Response> {
   const path = url.pathname;
   if (path === "/assets/app.css") return asset(APP_CSS, "text/css; charset=utf-8");
   if (path === "/assets/app.js") return asset(APP_JS, "text/javascript; charset=utf-8");
@@ -135,7 +132,7 @@ async function route(
     const { definition, error } = await data.agent(name);
     return page(definition ? 200 : 404, agentPage(name, definition, error));
   }
-  match = path.match(/^\/runs\/([^/]+)(\/events|\/text\/(\d+)\/(prompt|answer))?$/);
+  match = path.match(/^\/runs\/([^/]+)(?:(\/events)|\/rows\/(\d{1,9})\/([a-z]+\d*)(\/full)?)?$/);
   if (match) {
     const runId = decodeURIComponent(match[1]);
     const store = await data.storeOf(runId);
@@ -145,19 +142,19 @@ async function route(
         errorPage("No such run", `No store shown by this dashboard holds a run "${runId}".`),
       );
     }
-    if (match[2] === "/events") {
-      return liveEvents(data, runId, intParam(url, "from") ?? 0, signal, liveIntervalMs);
+    if (match[2]) {
+      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs);
     }
     if (match[3] !== undefined) {
-      const entry = (await store.readLog(runId))[Number(match[3])];
-      const value = entry?.[match[4]];
-      const full = typeof value === "string"
-        ? value
-        : typeof (value as { text?: unknown })?.text === "string"
-        ? (value as { text: string }).text
-        : undefined;
-      if (full === undefined) return text(404, "No such text in this run's log.");
-      return text(200, full, { "content-security-policy": "sandbox; default-src 'none'" });
+      const timeline = newTimeline();
+      foldLog(timeline, await store.readLog(runId));
+      const row = timeline.rows[Number(match[3])];
+      const part = rowPartText(row, match[4]);
+      if (!row || !part) return text(404, "This run has no such row part.");
+      if (match[5]) {
+        return text(200, part.text, { "content-security-policy": "sandbox; default-src 'none'" });
+      }
+      return page(200, rowPart(runId, row, match[4], part));
     }
     const view = await loadRunView(data, runId);
     return page(200, runPage(view));
@@ -203,9 +200,12 @@ async function liveEvents(
   data: DashboardData,
   runId: string,
   from: number,
-  signal: AbortSignal,
   intervalMs: number,
 ): Promise<Response> {
+  // Ends when the browser goes away (the stream is cancelled) — not on the request's signal,
+  // which Deno aborts as soon as a streaming response has started.
+  const gone = new AbortController();
+  const signal = gone.signal;
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
   // Rebuild the fold exactly as the page had it, then send what came after.
@@ -260,6 +260,7 @@ async function liveEvents(
     },
     cancel() {
       closed = true;
+      gone.abort();
     },
   });
   return new Response(body, {

@@ -81,8 +81,11 @@ export interface Timeline {
   entries: number;
   /** Executions per step (from `step_end` and failed iterations). */
   counts: Map<string, number>;
-  /** Transitions taken: `from>to` (steps, or `done`/`aborted` at the end). */
-  taken: Set<string>;
+  /**
+   * Transitions taken: `from>to` (steps, or `done`/`aborted` at the end) → how (the intent, else
+   * the transition: `next`, `retry`, `fallback`, …).
+   */
+  taken: Map<string, Set<string>>;
   /** The last cumulative usage seen. */
   usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
   /** The `run_end` entry, once the run ended. */
@@ -95,7 +98,7 @@ export interface Timeline {
 
 /** An empty timeline. */
 export function newTimeline(): Timeline {
-  return { rows: [], entries: 0, counts: new Map(), taken: new Set() };
+  return { rows: [], entries: 0, counts: new Map(), taken: new Map() };
 }
 
 /**
@@ -110,7 +113,7 @@ export function newTimeline(): Timeline {
  *   { ts, runId: "r", type: "step_start", stepId: "a", iteration: 1 },
  *   { ts, runId: "r", type: "step_end", stepId: "a", entry: { stepId: "a", nextStepId: "b" } },
  * ]);
- * console.log(t.rows.length, [...t.taken]); // 1 ["a>b"]
+ * console.log(t.rows.length, [...t.taken.keys()]); // 1 ["a>b"]
  * ```
  */
 export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Set<number> {
@@ -194,7 +197,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         }
         const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
         timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
-        if (typeof end.nextStepId === "string") timeline.taken.add(`${stepId}>${end.nextStepId}`);
+        if (typeof end.nextStepId === "string") {
+          const how = String(end.intent ?? end.transition ?? "");
+          addMove(timeline, `${stepId}>${end.nextStepId}`, how);
+        }
         touched.add(row.index);
         break;
       }
@@ -204,7 +210,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           const last = lastIteration(timeline);
           if (last) {
             const target = entry.reason === "completed" ? "done" : "aborted";
-            timeline.taken.add(`${last.stepId}>${target}`);
+            addMove(timeline, `${last.stepId}>${target}`, String(last.end?.transition ?? ""));
           }
         }
         const row: Row = {
@@ -220,6 +226,12 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+function addMove(timeline: Timeline, move: string, how: string): void {
+  let hows = timeline.taken.get(move);
+  if (!hows) timeline.taken.set(move, hows = new Set());
+  hows.add(how);
 }
 
 function openRow(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
