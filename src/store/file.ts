@@ -56,7 +56,22 @@ export interface FileRunStoreOptions {
   staleLockMs?: number;
   /** Receives warnings (stale lock taken over, torn log line dropped, pruning problems). */
   onWarning?: (message: string) => void;
+  /**
+   * For long-lived readers of many runs (the dashboard): `list()` returns the previous listing
+   * when nothing in the directory was added, removed or renamed since (one stat; liveness of
+   * running runs re-checked), and otherwise re-reads a finished run only when its lock file shows
+   * a process touching it, plus a full pass at most every {@linkcode FULL_LIST_EVERY_MS}. A
+   * checkpoint edited in place by hand may show late. Default false: every `list()` checks
+   * every checkpoint (re-parsing changed ones only).
+   */
+  listSettledFromCache?: boolean;
 }
+
+/**
+ * How often `list()` re-checks every run's checkpoint (in between, only runs that can have changed
+ * are re-read; see `FileRunStore.list`).
+ */
+export const FULL_LIST_EVERY_MS = 10_000;
 
 /** The default stale-lock bound: one minute without a heartbeat. */
 export const DEFAULT_STALE_LOCK_MS = 60_000;
@@ -126,6 +141,9 @@ export class FileRunStore implements RunStore {
   /** How far `readLogFrom` has read each log: entries and the byte offset after the last one. */
   readonly #tails = new Map<string, { entries: number; bytes: number }>();
   #dirReady = false;
+  #lastFullList = 0;
+  readonly #listSettledFromCache: boolean;
+  #snapshot?: { dirMtime: number; trusted: boolean; runs: RunSummary[] };
 
   /**
    * Creates a store over `dir`; nothing is touched on disk until the first write.
@@ -154,6 +172,7 @@ export class FileRunStore implements RunStore {
     }
     this.#maxRuns = options.maxRuns;
     this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS;
+    this.#listSettledFromCache = options.listSettledFromCache ?? false;
     this.#warn = options.onWarning ?? ((m) => console.warn(`[stepflow] ${m}`));
   }
 
@@ -390,25 +409,75 @@ export class FileRunStore implements RunStore {
    * Lists the runs in the directory, newest first, with steps, duration and tokens. A run whose
    * files cannot be read is listed with a `problem` rather than failing the listing.
    */
-  async list(): Promise<RunSummary[]> {
+  list(): Promise<RunSummary[]> {
+    const now = Date.now();
+    const full = !this.#listSettledFromCache || now - this.#lastFullList >= FULL_LIST_EVERY_MS;
+    if (full) this.#lastFullList = now;
+    return this.#list(full);
+  }
+
+  /**
+   * The listing. Outside a full pass (`full`: always, unless `listSettledFromCache`), a
+   * run is re-read only when it can have changed: it is new, has a lock file (being driven, or
+   * left by a crash), was running or paused, or had a problem. A finished run's checkpoint only
+   * changes when a process resumes or redrives it, which takes its lock first — so 10 000 finished
+   * runs cost one directory read, not 10 000 stats.
+   */
+  async #list(full: boolean): Promise<RunSummary[]> {
+    // Nothing was added, removed or renamed in the directory since the last listing (checkpoints
+    // are only ever replaced by a rename): the listing stands; only liveness can have changed.
+    // Trusted only when the directory's mtime was over a second old at that listing, so a
+    // change within the same clock tick cannot hide.
+    const dirMtime = this.#listSettledFromCache ? mtimeOf(this.dir) : undefined;
+    const snapshot = this.#snapshot;
+    if (dirMtime !== undefined && snapshot?.dirMtime === dirMtime && snapshot.trusted) {
+      const out: RunSummary[] = new Array(snapshot.runs.length);
+      for (let i = 0; i < snapshot.runs.length; i++) {
+        const run = { ...snapshot.runs[i] };
+        if (run.status === "running" || run.status === "paused") {
+          run.live = await this.#lockLive(this.files(run.runId).lock);
+        }
+        out[i] = run;
+      }
+      return out;
+    }
     const ids = new Set<string>();
+    const locked = new Set<string>();
     try {
-      for await (const entry of Deno.readDir(this.dir)) {
+      // Synchronous on purpose: one call per entry of a 20 000-file directory costs a thread
+      // hand-off each when asynchronous (twice the time of the whole synchronous read).
+      for (const entry of Deno.readDirSync(this.dir)) {
         if (!entry.isFile) continue;
-        const id = entry.name.endsWith(CHECKPOINT_SUFFIX)
-          ? entry.name.slice(0, -CHECKPOINT_SUFFIX.length)
-          : entry.name.endsWith(LOG_SUFFIX)
-          ? entry.name.slice(0, -LOG_SUFFIX.length)
+        const name = entry.name;
+        const id = name.endsWith(CHECKPOINT_SUFFIX)
+          ? name.slice(0, -CHECKPOINT_SUFFIX.length)
+          : name.endsWith(LOG_SUFFIX)
+          ? name.slice(0, -LOG_SUFFIX.length)
           : undefined;
         if (id !== undefined && RUN_ID.test(id)) ids.add(id);
+        else if (name.endsWith(LOCK_SUFFIX)) locked.add(name.slice(0, -LOCK_SUFFIX.length));
       }
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return [];
       throw ioError(this.dir, "list", error);
     }
     const out: RunSummary[] = [];
-    for (const id of ids) out.push(await this.#summarize(id));
-    return sortNewestFirst(out);
+    for (const id of ids) {
+      const cached = full || locked.has(id) ? undefined : this.#summaries.get(id)?.summary;
+      const settled = cached && !cached.problem && cached.status !== "running" &&
+        cached.status !== "paused";
+      out.push(settled ? { ...cached } : await this.#summarize(id));
+    }
+    for (const id of this.#summaries.keys()) if (!ids.has(id)) this.#summaries.delete(id);
+    sortNewestFirst(out);
+    if (dirMtime !== undefined) {
+      this.#snapshot = {
+        dirMtime,
+        trusted: Date.now() - dirMtime > 1000,
+        runs: out.map((run) => ({ ...run })),
+      };
+    }
+    return out;
   }
 
   /**
@@ -420,7 +489,7 @@ export class FileRunStore implements RunStore {
    * @param except a run never to delete (the one starting now); it counts as one of the kept
    */
   async prune(keep: number, except?: string): Promise<string[]> {
-    const runs = await this.list();
+    const runs = await this.#list(true);
     const removed: string[] = [];
     let kept = except !== undefined ? 1 : 0;
     for (const run of runs) {
@@ -621,11 +690,20 @@ export function assertRunId(runId: string): void {
   }
 }
 
-/** `mtime:size` of a file, or undefined when it cannot be stat'ed. */
+/** `inode:mtime:size` of a file, or undefined when it cannot be stat'ed. */
 function statKey(path: string): string | undefined {
   try {
     const info = Deno.statSync(path);
-    return `${info.mtime?.getTime() ?? 0}:${info.size}`;
+    return `${info.ino ?? 0}:${info.mtime?.getTime() ?? 0}:${info.size}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path's mtime in ms, or undefined. */
+function mtimeOf(path: string): number | undefined {
+  try {
+    return Deno.statSync(path).mtime?.getTime();
   } catch {
     return undefined;
   }

@@ -6,7 +6,12 @@
  */
 export * from "./types.ts";
 export * from "./memory.ts";
-export { DEFAULT_STALE_LOCK_MS, type Durability, FileRunStore } from "./file.ts";
+export {
+  DEFAULT_STALE_LOCK_MS,
+  type Durability,
+  FileRunStore,
+  FULL_LIST_EVERY_MS,
+} from "./file.ts";
 export type { FileRunStoreOptions, RunFiles } from "./file.ts";
 export { DEFAULT_RUN_DIRECTORY, runStoreDirFor, runStoreFor } from "./location.ts";
 export type { AgentLoggingSource } from "./location.ts";

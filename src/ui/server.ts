@@ -79,10 +79,12 @@ export function dashboardHandler(
 ): (request: Request) => Promise<Response> {
   const data = new DashboardData(options.source);
   const hosts = options.allowedHosts ?? LOOPBACK_HOSTS;
+  // Read every store once now, so the first page does not pay for parsing every checkpoint.
+  data.allRuns().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
     try {
       const url = new URL(request.url);
-      if (hosts !== "any" && !hosts.includes(hostOf(request.headers.get("host") ?? ""))) {
+      if (hosts !== "any" && !hosts.includes(hostOf(request.headers.get("host") ?? url.host))) {
         return text(
           403,
           "Forbidden: unexpected Host header (the dashboard answers loopback names only).",

@@ -11,6 +11,7 @@ import { listAgents, loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { FileRunStore } from "../store/file.ts";
 import { DEFAULT_RUN_DIRECTORY, runStoreFor } from "../store/location.ts";
+import { compareDesc } from "../store/summary.ts";
 import type { RunStore, RunSummary } from "../store/types.ts";
 
 /** A run store and a name for it (shown when runs of several stores are listed). */
@@ -103,7 +104,7 @@ export async function discoverStores(cwd: string, store?: string): Promise<Named
   }
   return [...dirs].sort().map((dir) => ({
     name: dir,
-    store: new FileRunStore(dir, { onWarning: () => {} }),
+    store: new FileRunStore(dir, { onWarning: () => {}, listSettledFromCache: true }),
   }));
 }
 
@@ -158,7 +159,7 @@ export class DashboardData {
       }
     });
     if (lists.length > 1) {
-      runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
+      runs.sort((a, b) => compareDesc(a.startedAt, b.startedAt) || compareDesc(a.runId, b.runId));
     }
     return runs;
   }

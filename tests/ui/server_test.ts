@@ -1,0 +1,254 @@
+/**
+ * The dashboard server over HTTP (no browser): security model, routes, escaping, pagination, and
+ * the `deno task ui` command line.
+ */
+import assert from "node:assert/strict";
+import { runTask } from "../cli/helpers.ts";
+import { uiMain } from "../../src/cli/ui.ts";
+import { StepflowError } from "../../src/errors.ts";
+import { serveDashboard } from "../../src/ui/server.ts";
+import { discoverStores } from "../../src/ui/source.ts";
+import { startDashboard } from "./browser.ts";
+import { demoProject, runFlow } from "./fixtures.ts";
+
+/** A run recorded through the store API in the run-log format with prompts, answers, re-asks. */
+async function recordAnsweredRun(project: Awaited<ReturnType<typeof demoProject>>) {
+  const store = project.store;
+  const runId = "r-answers";
+  const lock = await store.lock(runId);
+  const ts = "2026-11-20T10:00:00.000Z";
+  const entries = [
+    { type: "run_start", stepId: "initial.issue", args: { topic: "<b>x</b>" } },
+    {
+      type: "step_start",
+      stepId: "initial.issue",
+      iteration: 1,
+      prompt: { text: "Understand <b>the</b> issue", length: 26 },
+    },
+    {
+      type: "step_reask",
+      stepId: "initial.issue",
+      iteration: 1,
+      reason: "schema",
+      errors: ["/next_action: <must> be object"],
+      answer: { text: "<script>alert(1)</script>", length: 25 },
+    },
+    {
+      type: "step_end",
+      stepId: "initial.issue",
+      iteration: 1,
+      entry: {
+        stepId: "initial.issue",
+        iteration: 1,
+        attempt: 1,
+        intent: "next",
+        transition: "next",
+        nextStepId: "continuation.issue",
+        startedAt: ts,
+        durationMs: 1200,
+      },
+      answer: { text: '{"next_action":{"action":"next"}}', length: 90_000 },
+      usage: { inputTokens: 10, outputTokens: 4 },
+    },
+  ];
+  for (const e of entries) await store.append(runId, { ts, runId, ...e });
+  await store.saveCheckpoint({
+    version: 1,
+    runId,
+    agent: "issue-solver",
+    status: "failed",
+    startedAt: ts,
+    updatedAt: ts,
+    logEntries: entries.length,
+    state: { iteration: 1, historyLength: 1 },
+  });
+  await lock.release();
+  return runId;
+}
+
+/** The status line of a GET / sent with the given Host header. */
+async function rawGet(port: number, host: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(
+    new TextEncoder().encode(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+  );
+  const buf = new Uint8Array(64);
+  const n = await conn.read(buf);
+  conn.close();
+  return new TextDecoder().decode(buf.subarray(0, n ?? 0));
+}
+
+Deno.test("dashboard HTTP: security headers, Host check, read-only, 404s", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "r1" });
+  await using ui = await startDashboard(project.root);
+  const res = await fetch(ui.url);
+  assert.equal(res.status, 200);
+  assert.match(
+    res.headers.get("content-security-policy")!,
+    /default-src 'none'; script-src 'self'/,
+  );
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.match(await res.text(), /data-run="r1"/);
+  // DNS rebinding: a page on another name that resolves to 127.0.0.1 gets nothing.
+  // (fetch sets Host itself, so the request is written by hand.)
+  assert.match(await rawGet(ui.port, `evil.example:${ui.port}`), /^HTTP\/1\.1 403/);
+  assert.match(await rawGet(ui.port, `localhost:${ui.port}`), /^HTTP\/1\.1 200/);
+  const post = await fetch(ui.url, { method: "POST", body: "x" });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.get("allow"), "GET, HEAD");
+  await post.body?.cancel();
+  for (const path of ["runs/nope", "runs/..%2F..%2Fetc", "agents/..%2Fx", "agents/missing", "x"]) {
+    const r = await fetch(ui.url + path);
+    assert.equal(r.status, 404, path);
+    assert.ok(r.headers.get("content-security-policy"), path);
+    await r.body?.cancel();
+  }
+});
+
+Deno.test("dashboard HTTP: prompts, answers and re-asks are shown escaped; full text as text/plain", async () => {
+  const project = await demoProject();
+  const runId = await recordAnsweredRun(project);
+  await using ui = await startDashboard(project.root);
+  const body = await (await fetch(`${ui.url}runs/${runId}`)).text();
+  assert.ok(body.includes("/next_action: &lt;must&gt; be object"));
+  assert.ok(!body.includes("<must>"));
+  assert.match(body, /Prompt sent \(26 chars\)/);
+  assert.match(body, /Raw answer \(90000 chars\)/);
+  assert.match(body, /Rejected answer \(25 chars\)/);
+  assert.match(body, /intent<\/span> next/);
+  const prompt = await (await fetch(`${ui.url}runs/${runId}/rows/1/prompt`)).text();
+  assert.equal(prompt, "<pre>Understand &lt;b&gt;the&lt;/b&gt; issue</pre>");
+  const rejected = await (await fetch(`${ui.url}runs/${runId}/rows/1/reask0`)).text();
+  assert.equal(rejected, "<pre>&lt;script&gt;alert(1)&lt;/script&gt;</pre>");
+  const answer = await (await fetch(`${ui.url}runs/${runId}/rows/1/answer`)).text();
+  assert.match(answer, /Showing 33 of 90000 characters \(the log recorded 33\)/);
+  const full = await fetch(`${ui.url}runs/${runId}/rows/1/reask0/full`);
+  assert.equal(full.headers.get("content-type"), "text/plain; charset=utf-8");
+  assert.match(full.headers.get("content-security-policy")!, /sandbox/);
+  assert.equal(await full.text(), "<script>alert(1)</script>");
+  const missing = await fetch(`${ui.url}runs/${runId}/rows/1/handoff`);
+  assert.equal(missing.status, 404);
+  await missing.body?.cancel();
+});
+
+Deno.test("dashboard HTTP: the runs list filters and pages on the server", async () => {
+  const project = await demoProject();
+  for (let i = 0; i < 7; i++) await runFlow(project, { runId: `r${i}`, continuations: 1 });
+  await using ui = await startDashboard(project.root);
+  const page = async (query: string) => await (await fetch(`${ui.url}api/runs?${query}`)).json();
+  const first = await page("size=3");
+  assert.deepEqual(first.runs.map((r: { runId: string }) => r.runId), ["r6", "r5", "r4"]);
+  assert.equal(first.total, 7);
+  const last = await page("size=3&page=3");
+  assert.deepEqual(last.runs.map((r: { runId: string }) => r.runId), ["r0"]);
+  assert.equal((await page("status=failed")).total, 0);
+  assert.equal((await page("agent=issue-solver&status=completed")).total, 7);
+  assert.equal((await page("agent=other")).total, 0);
+  const html = await (await fetch(`${ui.url}?size=3&page=2`)).text();
+  assert.match(html, /page 2 \/ 3/);
+  assert.match(html, /href="\/\?size=3&amp;page=1" rel="prev"/);
+});
+
+Deno.test("dashboard token: required on every request when set; cookie after ?token=", async () => {
+  const project = await demoProject();
+  const stores = await discoverStores(project.root);
+  const token = "t0ken-for-test";
+  const ui = serveDashboard({ source: { cwd: project.root, stores }, port: 0, token });
+  try {
+    for (const path of ["", "assets/app.js", "runs/x"]) {
+      const r = await fetch(ui.url.replace(/\?.*$/, "") + path);
+      assert.equal(r.status, 401, path);
+      await r.body?.cancel();
+    }
+    const wrong = await fetch(`${ui.url.replace(/\?.*$/, "")}?token=nope`);
+    assert.equal(wrong.status, 401);
+    await wrong.body?.cancel();
+    const login = await fetch(ui.url, { redirect: "manual" });
+    assert.equal(login.status, 303);
+    assert.equal(login.headers.get("location"), "/");
+    const cookie = login.headers.get("set-cookie")!;
+    assert.match(cookie, /HttpOnly; SameSite=Strict/);
+    await login.body?.cancel();
+    const withCookie = await fetch(ui.url.replace(/\?.*$/, ""), {
+      headers: { cookie: cookie.split(";")[0] },
+    });
+    assert.equal(withCookie.status, 200);
+    await withCookie.body?.cancel();
+    const bearer = await fetch(ui.url.replace(/\?.*$/, ""), {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(bearer.status, 200);
+    await bearer.body?.cancel();
+  } finally {
+    await ui.server.shutdown();
+  }
+  assert.throws(
+    () => serveDashboard({ source: { cwd: project.root, stores }, hostname: "0.0.0.0", port: 0 }),
+    (e: unknown) => e instanceof StepflowError && e.code === "UI_TOKEN_REQUIRED",
+  );
+});
+
+Deno.test("deno task ui: prints the URL; --host widens with a warning and a token", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "r1" });
+  let out = "";
+  let err = "";
+  const io = (stop: AbortController) => ({
+    cwd: project.root,
+    signal: stop.signal,
+    stdout: { write: (t: string) => void (out += t) },
+    stderr: { write: (t: string) => void (err += t) },
+  });
+  const stop = new AbortController();
+  let url = "";
+  const code = uiMain(["--port", "0"], {
+    ...io(stop),
+    onListen: (u) => {
+      url = u;
+      stop.abort();
+    },
+  });
+  assert.equal(await code, 0);
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  assert.match(
+    out,
+    /stepflow dashboard: http:\/\/127\.0\.0\.1:\d+\/\n1 run directory: .*issue-solver/,
+  );
+  assert.equal(err, "");
+
+  out = "";
+  const wide = new AbortController();
+  const res = uiMain(["--port", "0", "--host", "0.0.0.0"], {
+    ...io(wide),
+    onListen: async (u) => {
+      const denied = await fetch(u.replace(/\?.*$/, ""));
+      assert.equal(denied.status, 401);
+      await denied.body?.cancel();
+      const ok = await fetch(u, { redirect: "manual" });
+      assert.equal(ok.status, 303);
+      await ok.body?.cancel();
+      wide.abort();
+    },
+  });
+  assert.equal(await res, 0);
+  assert.match(err, /^warning: the dashboard listens on 0\.0\.0\.0/);
+  assert.match(out, /\?token=[0-9a-f]{48}\n/);
+});
+
+Deno.test("deno task ui: usage errors and an unsupported store exit 2 with the fix", async () => {
+  const userDir = await Deno.makeTempDir();
+  const pg = await runTask(["--store", "postgres://u:secret@db/x"], { userDir, task: "ui" });
+  assert.equal(pg.code, 2);
+  assert.match(pg.stderr, /UI_STORE_UNSUPPORTED.*postgres:\/\/…@db\/x/);
+  assert.ok(!pg.stderr.includes("secret"));
+  const missing = await runTask(["--store", "nowhere"], { userDir, task: "ui" });
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /UI_STORE_NOT_FOUND/);
+  const bad = await runTask(["--port", "99999"], { userDir, task: "ui" });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--port 99999: give a port number/);
+  const unknown = await runTask(["--allow-everything"], { userDir, task: "ui" });
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /Unknown option '--allow-everything'[\s\S]*Usage: deno task ui/);
+});
