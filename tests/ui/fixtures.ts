@@ -45,6 +45,8 @@ export interface FlowScript {
   runId?: string;
   /** The topic. */
   topic?: string;
+  /** The n-th `continuation.issue` call fails (a backend error: the run ends failed). */
+  failAt?: number;
 }
 
 /** Runs the agent to completion through the real runner; the run is recorded in the store. */
@@ -70,6 +72,7 @@ export function runFlow(project: DemoProject, script: FlowScript = {}): Promise<
     }
     if (req.stepId === "continuation.issue") {
       seen++;
+      if (seen === script.failAt) return { error: "the model endpoint answered 529 overloaded" };
       const done = seen >= continuations;
       return {
         ...out("continuation.issue", done ? "complete" : "next", {
