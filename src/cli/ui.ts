@@ -32,10 +32,12 @@ export interface UiCliIo {
   onListen?: (url: string) => void;
 }
 
-const USAGE = `Usage: deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+const USAGE = `Usage: deno task ui [--store DIR] [--plans DIR] [--port 8420] [--open] [--host H]
 
   --store DIR   run directory (or a folder of them) to show; default: every agent's runs
                 (agent.json logging.directory, tmp/logs/agents/*)
+  --plans DIR   folder of tool plans (*.json) shown under Plans (default: plans); PlanSpec
+                plans are read from planspec/
   --port N      port (default 8420; 0 picks a free one)
   --host H      interface to bind (default 127.0.0.1); any other prints a warning and requires
                 the token it prints
@@ -87,7 +89,8 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     const onSigint = () => stop.abort();
     if (!io.signal) Deno.addSignalListener("SIGINT", onSigint);
     try {
-      const ui = serveDashboard({ source: { cwd, stores }, hostname, port, token, signal });
+      const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
+      const ui = serveDashboard({ source, hostname, port, token, signal });
       out.write(
         `stepflow dashboard: ${ui.url}\n${stores.length} run director${
           stores.length === 1 ? "y" : "ies"
@@ -116,6 +119,7 @@ function parseUiArgs(args: string[]) {
       args,
       options: {
         store: { type: "string" },
+        plans: { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
         open: { type: "boolean" },

@@ -75,6 +75,7 @@ pre { white-space:pre-wrap; word-break:break-word; background:#f3f5f8; border:1p
 .warn { color:var(--warn); } .wide { grid-column:1/-1; }
 .live { color:var(--run); font-weight:600; }
 ul.tree { list-style:none; padding-left:18px; } ul.tree li { margin:3px 0; }
+.progress-line progress { width:320px; vertical-align:middle; }
 .progress { height:8px; background:#e3e8ee; border-radius:4px; overflow:hidden; max-width:320px; }
 .progress i { display:block; height:100%; background:var(--ok); }
 `;

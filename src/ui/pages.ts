@@ -37,7 +37,7 @@ export function layout(title: string, body: Html, live?: string): string {
       : ""
   }>
         <header
-          class="top"><a class="brand" href="/">stepflow</a><a href="/">Runs</a><a href="/agents">Agents</a></header>
+          class="top"><a class="brand" href="/">stepflow</a><a href="/">Runs</a><a href="/agents">Agents</a><a href="/plans">Plans</a></header>
         <main>${body}</main>
         </body>
         </html>

@@ -7,6 +7,7 @@
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
+import { resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
@@ -25,6 +26,7 @@ import {
   type RunView,
   timelineRow,
 } from "./pages.ts";
+import { plansPage, planSpecPage, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 
@@ -125,6 +127,21 @@ async function route(url: URL, data: DashboardData, liveIntervalMs: number): Pro
     return page(200, runsListPage(result, query));
   }
   if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
+  const folders = {
+    cwd: data.source.cwd,
+    toolPlans: resolve(data.source.cwd, data.source.toolPlans ?? "plans"),
+  };
+  if (path === "/plans") return page(200, await plansPage(folders));
+  const plan = path.match(/^\/plans\/(spec|tool)\/([^/]+)$/);
+  if (plan) {
+    const name = decodeURIComponent(plan[2]);
+    const shown = plan[1] === "spec"
+      ? await planSpecPage(folders, name)
+      : await toolPlanPage(folders, name);
+    return shown === undefined
+      ? page(404, errorPage("No such plan", `No plan "${name}" in ${folders.cwd}.`))
+      : page(200, shown);
+  }
   let match = path.match(/^\/agents\/([^/]+)$/);
   if (match) {
     const name = decodeURIComponent(match[1]);

@@ -26,8 +26,10 @@ export interface NamedStore {
 export interface DashboardSource {
   /** The run stores to list. */
   stores: NamedStore[];
-  /** The user's directory: agents are looked up in `<cwd>/.agent/`. */
+  /** The user's directory: agents are looked up in `<cwd>/.agent/`, PlanSpec plans in `planspec/`. */
   cwd: string;
+  /** Folder of tool plans (`*.json`), relative to `cwd` (default `plans`). */
+  toolPlans?: string;
 }
 
 /** A run summary and the store holding it. */

@@ -252,3 +252,97 @@ Deno.test("deno task ui: usage errors and an unsupported store exit 2 with the f
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /Unknown option '--allow-everything'[\s\S]*Usage: deno task ui/);
 });
+
+Deno.test("dashboard plans: a PlanSpec tree with status icons and progress, a tool plan DAG", async () => {
+  const project = await demoProject();
+  await Deno.mkdir(`${project.root}/planspec`, { recursive: true });
+  await Deno.writeTextFile(
+    `${project.root}/planspec/release.md`,
+    [
+      "# Plan: Release <1.2>",
+      "Goal: Ship version 1.2",
+      "## Steps",
+      "1. [x] [reason] List the changes → changes | 14 changes",
+      "2. [>] [subtask] Prepare the release → notes | Progress: 1/2",
+      "  2.1. [x] [act] Write the notes → notes | done",
+      "  2.2. [act] Bump the version → tag",
+      "",
+    ].join("\n"),
+  );
+  await Deno.mkdir(`${project.root}/plans`, { recursive: true });
+  const step = (id: string, status: string, dependsOn: string[] = []) => ({
+    id,
+    description: `Step ${id}`,
+    tool: "read_file",
+    args: { path: "x" },
+    dependsOn,
+    status,
+    ...(status === "completed"
+      ? { result: { ok: true, duration: 12, timestamp: "2026-01-01T00:00:00Z" } }
+      : status === "failed"
+      ? { result: { ok: false, error: "<boom>", duration: 3, timestamp: "2026-01-01T00:00:00Z" } }
+      : {}),
+  });
+  await Deno.writeTextFile(
+    `${project.root}/plans/bump.json`,
+    JSON.stringify({
+      id: "plan_1",
+      taskId: "t1",
+      task: "Bump the version",
+      version: 2,
+      createdAt: "2026-01-01T00:00:00Z",
+      steps: [
+        step("step_1", "completed"),
+        step("step_2", "failed", ["step_1"]),
+        step("step_3", "blocked", ["step_2"]),
+      ],
+    }),
+  );
+  await using ui = await startDashboard(project.root);
+  const index = await (await fetch(`${ui.url}plans`)).text();
+  assert.match(index, /href="\/plans\/spec\/release">release<\/a><\/td><td>Release &lt;1\.2&gt;/);
+  assert.match(index, /href="\/plans\/tool\/bump">bump<\/a>/);
+  assert.match(index, /1 completed · 1 failed · 1 blocked/);
+  const spec = await (await fetch(`${ui.url}plans/spec/release`)).text();
+  assert.match(
+    spec,
+    /data-step="2\.1" data-status="done"><span class="status completed" title="done">● done/,
+  );
+  assert.match(spec, /data-step="2\.2" data-status="pending">/);
+  assert.match(spec, /<progress max="4" value="2"><\/progress> 2\/4 \(50%\) · 1 active/);
+  const tool = await (await fetch(`${ui.url}plans/tool/bump`)).text();
+  assert.match(tool, /<g class="node completed done" data-id="step_1">/);
+  assert.match(tool, /<g class="node failed" data-id="step_2">/);
+  assert.match(tool, /<g class="edge taken" data-from="step_1"\s+data-to="step_2">/);
+  assert.match(tool, /&lt;boom&gt;/);
+  for (
+    const path of [
+      "plans/spec/nope",
+      "plans/tool/..%2F..%2Fetc%2Fpasswd",
+      "plans/spec/..%2Frelease",
+    ]
+  ) {
+    const r = await fetch(ui.url + path);
+    assert.equal(r.status, 404, path);
+    await r.body?.cancel();
+  }
+});
+
+Deno.test("dashboard agent page: graph, steps, warnings; a broken agent shows its problems", async () => {
+  const project = await demoProject();
+  await Deno.mkdir(`${project.root}/.agent/broken`, { recursive: true });
+  await Deno.writeTextFile(`${project.root}/.agent/broken/agent.json`, '{"name": "broken"');
+  await using ui = await startDashboard(project.root);
+  const index = await (await fetch(`${ui.url}agents`)).text();
+  assert.match(index, /href="\/agents\/broken"/);
+  assert.match(index, /href="\/agents\/issue-solver"/);
+  const agent = await (await fetch(`${ui.url}agents/issue-solver`)).text();
+  assert.match(agent, /<svg class="graph"/);
+  for (const id of ["initial.issue", "continuation.issue", "complete.issue"]) {
+    assert.ok(agent.includes(`id="step-${id}"`), id);
+  }
+  assert.match(agent, /Validation warnings/);
+  const broken = await fetch(`${ui.url}agents/broken`);
+  assert.equal(broken.status, 404);
+  assert.match(await broken.text(), /The agent does not load/);
+});
