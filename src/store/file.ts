@@ -61,8 +61,9 @@ export interface FileRunStoreOptions {
    * when nothing in the directory was added, removed or renamed since (one stat; liveness of
    * running runs re-checked), and otherwise re-reads a finished run only when its lock file shows
    * a process touching it, plus a full pass at most every {@linkcode FULL_LIST_EVERY_MS}. A
-   * checkpoint edited in place by hand may show late. Default false: every `list()` checks
-   * every checkpoint (re-parsing changed ones only).
+   * checkpoint edited in place by hand may show late. The summaries of finished runs are then
+   * shared between listings and frozen: copy one before changing it. Default false: every
+   * `list()` checks every checkpoint (re-parsing changed ones only) and returns fresh objects.
    */
   listSettledFromCache?: boolean;
 }
@@ -144,6 +145,7 @@ export class FileRunStore implements RunStore {
   #lastFullList = 0;
   readonly #listSettledFromCache: boolean;
   #snapshot?: { dirMtime: number; trusted: boolean; runs: RunSummary[] };
+  #order?: string[];
 
   /**
    * Creates a store over `dir`; nothing is touched on disk until the first write.
@@ -433,11 +435,10 @@ export class FileRunStore implements RunStore {
     if (dirMtime !== undefined && snapshot?.dirMtime === dirMtime && snapshot.trusted) {
       const out: RunSummary[] = new Array(snapshot.runs.length);
       for (let i = 0; i < snapshot.runs.length; i++) {
-        const run = { ...snapshot.runs[i] };
-        if (run.status === "running" || run.status === "paused") {
-          run.live = await this.#lockLive(this.files(run.runId).lock);
-        }
-        out[i] = run;
+        const run = snapshot.runs[i];
+        out[i] = run.status === "running" || run.status === "paused"
+          ? { ...run, live: await this.#lockLive(this.files(run.runId).lock) }
+          : run;
       }
       return out;
     }
@@ -461,20 +462,31 @@ export class FileRunStore implements RunStore {
       if (error instanceof Deno.errors.NotFound) return [];
       throw ioError(this.dir, "list", error);
     }
-    const out: RunSummary[] = [];
+    // With listSettledFromCache the summaries of finished runs are shared, frozen objects: a
+    // listing of 10 000 runs then allocates next to nothing.
+    const shared = this.#listSettledFromCache;
+    let out: RunSummary[] = [];
     for (const id of ids) {
       const cached = full || locked.has(id) ? undefined : this.#summaries.get(id)?.summary;
       const settled = cached && !cached.problem && cached.status !== "running" &&
         cached.status !== "paused";
-      out.push(settled ? { ...cached } : await this.#summarize(id));
+      out.push(settled ? (shared ? cached : { ...cached }) : await this.#summarize(id));
     }
     for (const id of this.#summaries.keys()) if (!ids.has(id)) this.#summaries.delete(id);
-    sortNewestFirst(out);
+    // The same runs as last time are in the same order (a run's start time never changes).
+    const order = this.#order;
+    if (shared && order && order.length === out.length && order.every((id) => ids.has(id))) {
+      const byId = new Map(out.map((run) => [run.runId, run]));
+      out = order.map((id) => byId.get(id)!);
+    } else {
+      sortNewestFirst(out);
+      if (shared) this.#order = out.map((run) => run.runId);
+    }
     if (dirMtime !== undefined) {
       this.#snapshot = {
         dirMtime,
         trusted: Date.now() - dirMtime > 1000,
-        runs: out.map((run) => ({ ...run })),
+        runs: out.slice(),
       };
     }
     return out;
@@ -631,7 +643,11 @@ export class FileRunStore implements RunStore {
         const found = await readCheckpointText(files);
         if (!found) throw new Deno.errors.NotFound(files.checkpoint);
         summary = summarizeCheckpoint(parseCheckpoint(found.text, found.file, runId));
-        if (key !== undefined) this.#summaries.set(runId, { key, summary: { ...summary } });
+        if (key !== undefined) {
+          const copy = { ...summary };
+          if (this.#listSettledFromCache) Object.freeze(copy);
+          this.#summaries.set(runId, { key, summary: copy });
+        }
       } catch (error) {
         this.#summaries.delete(runId);
         summary = await this.#summaryFromLog(runId, error);
