@@ -7,7 +7,7 @@
  * @module
  */
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
-import { writeFileAtomic as writeAtomically } from "../atomic_write.ts";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
@@ -111,12 +111,22 @@ export async function readPlanFile(file: string): Promise<PlanSpec> {
 }
 
 /**
- * Writes `text` to `file` atomically: a temp file beside it, then a rename over the target. The
- * folder is created when missing.
+ * Serializes a plan and writes it atomically with the one atomic writer (`writeFileAtomic` of
+ * `src/atomic_write.ts`: a temp file beside it, then a rename over the target; the folder is
+ * created when missing).
+ *
+ * @throws {StepflowError} `PLAN_WRITE_FAILED` naming the file
  */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
+  await writeTextFile(file, serializePlan(plan));
+}
+
+/**
+ * Writes text atomically (the one atomic writer); a failure is `PLAN_WRITE_FAILED` naming the file.
+ */
+export async function writeTextFile(file: string, text: string): Promise<void> {
   try {
-    await writeAtomically(file, text);
+    await writeFileAtomic(file, text);
   } catch (error) {
     throw new StepflowError(
       "PLAN_WRITE_FAILED",
@@ -124,11 +134,6 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
       { cause: error, details: { file } },
     );
   }
-}
-
-/** Serializes a plan and writes it atomically (see {@linkcode writeFileAtomic}). */
-export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
-  await writeFileAtomic(file, serializePlan(plan));
 }
 
 /**
