@@ -23,7 +23,9 @@ export interface AtomicWriteOptions {
 /**
  * Writes `data` to `file` so that readers see either the old content or the new, never half of it:
  * a hidden temporary file in the same folder, written (and fsync'ed), then renamed over the target.
- * The folder is created when missing; the temporary file is removed when anything fails.
+ * The folder is created when missing; the temporary file is removed when anything fails. The first
+ * write of `file` in this process first removes temp files of it that crashed writers left
+ * ({@linkcode removeStaleTemps}).
  *
  * @example
  * ```ts
@@ -40,6 +42,7 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const dir = dirname(file);
   await Deno.mkdir(dir, { recursive: true });
+  if (!cleaned.has(file)) await removeStaleTemps(file);
   const temp = join(dir, `.${basename(file)}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
@@ -82,6 +85,9 @@ export const STALE_TEMP_MS = 60 * 60 * 1000;
  * ```
  */
 export async function removeStaleTemps(file: string, now: number = Date.now()): Promise<string[]> {
+  // Remembered so that only the first write of a target pays for the listing; bounded.
+  if (cleaned.size >= 4096) cleaned.clear();
+  cleaned.add(file);
   const dir = dirname(file);
   const prefix = `.${basename(file)}.`;
   const removed: string[] = [];
@@ -108,6 +114,9 @@ export async function removeStaleTemps(file: string, now: number = Date.now()): 
   }
   return removed;
 }
+
+/** Targets this process already cleaned up after. */
+const cleaned = new Set<string>();
 
 /** `<pid>-<8 hex>` (this convention) or `<8 hex>` (before it: owner unknown, age rule only). */
 const TEMP_ID = /^(?:(\d{1,10})-)?[0-9a-f]{8}$/;
