@@ -4,17 +4,23 @@
  */
 import { acquireFileLock, type HeldFileLock, planLockSubject } from "../../src/store/file_lock.ts";
 
+/** The worker's global scope (the default type checking sees a window). */
+const scope = self as unknown as {
+  onmessage: ((event: MessageEvent) => void) | null;
+  postMessage(message: unknown): void;
+};
+
 let held: HeldFileLock | undefined;
-self.onmessage = (event: MessageEvent) => {
+scope.onmessage = (event: MessageEvent) => {
   const message = event.data as { race?: { path: string; barrier: SharedArrayBuffer } };
   if (!message.race) {
     held?.release();
     held = undefined;
-    self.postMessage({ released: true });
+    scope.postMessage({ released: true });
     return;
   }
   const barrier = new Int32Array(message.race.barrier);
-  self.postMessage({ ready: true });
+  scope.postMessage({ ready: true });
   Atomics.wait(barrier, 0, 0);
   try {
     held = acquireFileLock(message.race.path, "racer", {
@@ -22,8 +28,8 @@ self.onmessage = (event: MessageEvent) => {
       onWarning: () => {},
       subject: planLockSubject(message.race.path.slice(0, -".lock".length)),
     });
-    self.postMessage({ won: true });
+    scope.postMessage({ won: true });
   } catch (error) {
-    self.postMessage({ won: false, code: (error as { code?: string }).code });
+    scope.postMessage({ won: false, code: (error as { code?: string }).code });
   }
 };
