@@ -16,16 +16,22 @@ import type { Plan } from "../../src/plan/types.ts";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
 
-/** A local server that counts requests per path and answers after `delayMs`. */
+/**
+ * A local server that counts requests per path and answers after `delayMs` — and not before
+ * `gate` opens, when one is set (so a run is still going when a rival starts, however slow the
+ * machine).
+ */
 function countingServer(delayMs: number) {
   const hits = new Map<string, number>();
+  const state: { gate?: Promise<void> } = {};
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     const id = new URL(req.url).pathname.slice(1);
     hits.set(id, (hits.get(id) ?? 0) + 1);
+    await state.gate;
     await new Promise((r) => setTimeout(r, delayMs));
     return Response.json({ id });
   });
-  return { hits, port: server.addr.port, close: () => server.shutdown() };
+  return { hits, state, port: server.addr.port, close: () => server.shutdown() };
 }
 
 /** `n` http_get steps: a chain of pairs (step i depends on step i-2), so two run at once. */
@@ -198,10 +204,15 @@ Deno.test("run-plan: steps skipped because approval was not given make the run i
 
 Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly one runs, the other exits 75", async () => {
   const dir = await Deno.makeTempDir();
-  const server = countingServer(200);
+  const server = countingServer(20);
   try {
     for (const kind of ["fresh", "stale", "fresh", "stale"]) {
       server.hits.clear();
+      // Requests wait until one of the two has exited (the loser, refused at once) — or 20 s, by
+      // which time two runners without a lock would both have sent every request.
+      let open = () => {};
+      server.state.gate = new Promise<void>((resolve) => (open = resolve));
+      const timer = setTimeout(open, 20_000);
       const file = join(dir, "plan.json");
       await Deno.writeTextFile(file, planJson(4, server.port));
       if (kind === "stale") {
@@ -215,10 +226,11 @@ Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly
           }),
         );
       }
-      const results = await Promise.all([
-        outcome(spawnRunPlan(dir)),
-        outcome(spawnRunPlan(dir)),
-      ]);
+      const results = await Promise.all(
+        [outcome(spawnRunPlan(dir)), outcome(spawnRunPlan(dir))].map((p) => p.finally(open)),
+      );
+      clearTimeout(timer);
+      server.state.gate = undefined;
       assert.deepEqual(results.map((r) => r.code).sort(), [0, 75], JSON.stringify(results));
       assert.match(
         results.find((r) => r.code === 75)!.stderr,

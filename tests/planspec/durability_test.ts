@@ -162,8 +162,12 @@ Deno.test("plan run: temp files a killed writer left beside the plan are removed
 Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly one runs, the other exits 75", async () => {
   const dir = await Deno.makeTempDir();
   const file = join(dir, "p.md");
-  await Deno.writeTextFile(join(dir, "s.yaml"), scriptYaml(3, 250));
-  for (const kind of ["fresh", "stale", "fresh", "stale"]) {
+  // The winner's first step takes 1.5 s, so the rival starts while it runs even on a busy machine.
+  await Deno.writeTextFile(
+    join(dir, "s.yaml"),
+    scriptYaml(3, 0).replace("delayMs: 0", "delayMs: 1500"),
+  );
+  for (const kind of ["fresh", "stale"]) {
     await Deno.writeTextFile(file, planText(3));
     await Deno.remove(join(dir, "p.history.jsonl")).catch(() => {});
     if (kind === "stale") writeLock(file, await deadPid(), 0);
