@@ -9,6 +9,7 @@
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { lockPlanFile } from "../store/file_lock.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
 import { serializePlan } from "./serialize.ts";
@@ -226,7 +227,8 @@ export async function listPlans(dir: string): Promise<PlanListing[]> {
  * refused unless `force` is set; an existing archived plan of that name is never overwritten.
  *
  * @returns the new path of the plan
- * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE` or `PLAN_EXISTS`
+ * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE`, `PLAN_EXISTS`, or `PLAN_LOCKED`
+ * while a run holds the plan
  */
 export async function archivePlan(
   base: string,
@@ -244,6 +246,9 @@ export async function archivePlan(
   }
   const dir = planspecDir(base);
   const file = join(dir, `${stem}.md`);
+  await readPlanFile(file); // PLAN_NOT_FOUND before anything is created beside it
+  // Never move a plan (and its history) away from under a run that is writing them.
+  using _lock = lockPlanFile(file, { runId: "archive", onWarning: () => {} });
   const plan = await readPlanFile(file);
   if (!options.force && !isComplete(plan)) {
     const p = planProgress(plan);

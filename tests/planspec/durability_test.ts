@@ -9,9 +9,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
-import { PlanRunner, readHistory, readPlanFile } from "../../src/planspec/mod.ts";
+import { StepflowError } from "../../src/errors.ts";
+import { archivePlan, PlanRunner, readHistory, readPlanFile } from "../../src/planspec/mod.ts";
 import type { PlanStep } from "../../src/planspec/types.ts";
-import { hostName } from "../../src/store/file_lock.ts";
+import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PLAN_CLI = join(ROOT, "src/cli/plan.ts");
@@ -248,4 +249,20 @@ Deno.test("plan run CLI: SIGKILL at 20 random points — the file always parses,
   const leftovers = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.endsWith(".tmp"));
   assert.deepEqual(leftovers, [], "temp files of killed writes were cleaned up");
   assert.ok(campaigns >= 1);
+});
+
+Deno.test("plan archive refuses a plan that a run holds (PLAN_LOCKED), and archives it afterwards", async () => {
+  const base = await Deno.makeTempDir();
+  const file = join(base, "planspec", "p.md");
+  await Deno.mkdir(join(base, "planspec"));
+  await Deno.writeTextFile(file, planText(1).replace("1. [act]", "1. [x] [act]"));
+  const held = lockPlanFile(file, { runId: "running", onWarning: () => {} });
+  await assert.rejects(
+    archivePlan(base, "p"),
+    (e: unknown) => e instanceof StepflowError && e.code === "PLAN_LOCKED",
+  );
+  await Deno.stat(file);
+  held.release();
+  assert.equal(await archivePlan(base, "p"), join(base, "planspec", "archive", "p.md"));
+  assert.deepEqual([...Deno.readDirSync(join(base, "planspec"))].map((e) => e.name), ["archive"]);
 });
