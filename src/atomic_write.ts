@@ -24,8 +24,8 @@ export interface AtomicWriteOptions {
  * Writes `data` to `file` so that readers see either the old content or the new, never half of it:
  * a hidden temporary file in the same folder, written (and fsync'ed), then renamed over the target.
  * The folder is created when missing; the temporary file is removed when anything fails. The first
- * write of `file` in this process first removes temp files of it that crashed writers left
- * ({@linkcode removeStaleTemps}).
+ * write into a folder in this process first removes the temp files there that crashed writers left
+ * (see {@linkcode removeStaleTemps}).
  *
  * @example
  * ```ts
@@ -42,7 +42,7 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const dir = dirname(file);
   await Deno.mkdir(dir, { recursive: true });
-  if (!cleaned.has(file)) await removeStaleTemps(file);
+  await sweepFolderOnce(dir);
   const temp = join(dir, `.${basename(file)}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
@@ -71,9 +71,10 @@ export const STALE_TEMP_MS = 60 * 60 * 1000;
 
 /**
  * Removes the temp files that crashed writes of `file` left beside it: those whose writer (the
- * process id in the name) no longer runs, and any older than {@linkcode STALE_TEMP_MS}. Temp files
- * of this process and of live writers are kept. Call it when a file is opened for a run (under its
- * lock). Problems (a folder that cannot be listed) are ignored: cleanup never fails a run.
+ * process id in the name) no longer runs, and any older than {@linkcode STALE_TEMP_MS} (also those
+ * named before the pid was part of the name). Temp files of this process and of live writers are
+ * kept. The plan engines call it when they open a plan under its lock. Problems (a folder that
+ * cannot be listed) are ignored: cleanup never fails a run.
  *
  * @returns the paths removed
  * @example
@@ -84,24 +85,46 @@ export const STALE_TEMP_MS = 60 * 60 * 1000;
  * console.log(await removeStaleTemps(`${dir}/plan.json`)); // [ ".../.plan.json.999999999-0a1b2c3d.tmp" ]
  * ```
  */
-export async function removeStaleTemps(file: string, now: number = Date.now()): Promise<string[]> {
-  // Remembered so that only the first write of a target pays for the listing; bounded.
-  if (cleaned.size >= 4096) cleaned.clear();
-  cleaned.add(file);
-  const dir = dirname(file);
+export function removeStaleTemps(file: string, now: number = Date.now()): Promise<string[]> {
   const prefix = `.${basename(file)}.`;
+  return sweep(dirname(file), now, (name) => {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) return undefined;
+    const owner = TARGET_TEMP_ID.exec(name.slice(prefix.length, -".tmp".length));
+    return owner ? { pid: owner[1] === undefined ? undefined : Number(owner[1]) } : undefined;
+  });
+}
+
+/**
+ * The cleanup a process does on its first write into a folder: stale temp files of any target
+ * there, in this convention only (`.<name>.<pid>-<8 hex>.tmp`). Once per folder, so writing many
+ * files into one folder stays linear.
+ */
+function sweepFolderOnce(dir: string): Promise<unknown> {
+  if (swept.has(dir)) return Promise.resolve();
+  if (swept.size >= 4096) swept.clear();
+  swept.add(dir);
+  return sweep(dir, Date.now(), (name) => {
+    const owner = FOLDER_TEMP.exec(name);
+    return owner ? { pid: Number(owner[1]) } : undefined;
+  });
+}
+
+/** Removes the temp files `ours` recognises (with their writer's pid) that are stale. */
+async function sweep(
+  dir: string,
+  now: number,
+  ours: (name: string) => { pid?: number } | undefined,
+): Promise<string[]> {
   const removed: string[] = [];
   try {
     for await (const entry of Deno.readDir(dir)) {
-      if (!entry.isFile || !entry.name.startsWith(prefix) || !entry.name.endsWith(".tmp")) continue;
-      const owner = TEMP_ID.exec(entry.name.slice(prefix.length, -".tmp".length));
-      if (!owner) continue; // not one of ours
-      const pid = owner[1] === undefined ? undefined : Number(owner[1]);
-      if (pid === Deno.pid) continue;
+      if (!entry.isFile) continue;
+      const owner = ours(entry.name);
+      if (!owner || owner.pid === Deno.pid) continue;
       const path = join(dir, entry.name);
       try {
         const age = now - ((await Deno.lstat(path)).mtime?.getTime() ?? now);
-        if ((pid !== undefined && !pidAlive(pid)) || age > STALE_TEMP_MS) {
+        if ((owner.pid !== undefined && !pidAlive(owner.pid)) || age > STALE_TEMP_MS) {
           await Deno.remove(path);
           removed.push(path);
         }
@@ -115,8 +138,11 @@ export async function removeStaleTemps(file: string, now: number = Date.now()): 
   return removed;
 }
 
-/** Targets this process already cleaned up after. */
-const cleaned = new Set<string>();
+/** Folders this process already swept. */
+const swept = new Set<string>();
 
 /** `<pid>-<8 hex>` (this convention) or `<8 hex>` (before it: owner unknown, age rule only). */
-const TEMP_ID = /^(?:(\d{1,10})-)?[0-9a-f]{8}$/;
+const TARGET_TEMP_ID = /^(?:(\d{1,10})-)?[0-9a-f]{8}$/;
+
+/** A temp file of this convention, of any target. */
+const FOLDER_TEMP = /^\..+\.(\d{1,10})-[0-9a-f]{8}\.tmp$/;

@@ -34,7 +34,7 @@ async function deadPid(): Promise<number> {
   return child.pid;
 }
 
-Deno.test("temp files carry the writer's pid; stale ones of the same target are removed, live ones kept", async () => {
+Deno.test("temp files carry the writer's pid; stale ones are removed, live ones kept", async () => {
   const dir = await Deno.makeTempDir();
   const file = join(dir, "plan.md");
   const dead = await deadPid();
@@ -44,31 +44,42 @@ Deno.test("temp files carry the writer's pid; stale ones of the same target are 
     reusedPid: `.plan.md.1-0a1b2c3e.tmp`, // pid 1 is alive, but two hours old: removed
     liveWriter: `.plan.md.1-0a1b2c3f.tmp`, // pid 1, fresh: a live writer's, kept
     mine: `.plan.md.${Deno.pid}-0a1b2c40.tmp`, // this process's own: kept
-    legacyOld: `.plan.md.0a1b2c41.tmp`, // the naming before pids, two hours old: removed
+    legacyOld: `.plan.md.0a1b2c41.tmp`, // the naming before pids, two hours old
     legacyFresh: `.plan.md.0a1b2c42.tmp`, // the naming before pids, fresh: kept
-    otherTarget: `.plan.md.bak.${dead}-0a1b2c43.tmp`, // another file's: kept
+    otherTarget: `.notes.md.${dead}-0a1b2c43.tmp`, // another file's, crashed writer
     notOurs: `.plan.md.notes.tmp`, // not our naming: kept
   };
   for (const name of Object.values(names)) await Deno.writeTextFile(join(dir, name), "{");
   for (const name of [names.reusedPid, names.legacyOld]) Deno.utimeSync(join(dir, name), old, old);
+  const left = () => [...Deno.readDirSync(dir)].map((e) => e.name).sort();
 
-  await writeFileAtomic(file, "# Plan: p\n"); // the first write of the target cleans up
-  const left = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  // The plan engines, opening plan.md under its lock: every stale temp of plan.md goes.
   assert.deepEqual(
-    left,
+    (await removeStaleTemps(file)).sort(),
+    [names.deadWriter, names.reusedPid, names.legacyOld].map((n) => join(dir, n)).sort(),
+  );
+  assert.deepEqual(
+    left(),
     [
       names.liveWriter,
       names.mine,
       names.legacyFresh,
       names.otherTarget,
       names.notOurs,
-      "plan.md",
     ].sort(),
   );
 
-  // removeStaleTemps on demand (the plan engines call it under the plan's lock).
+  // The first write into a folder sweeps it once: stale temps of this convention, any target.
   await Deno.writeTextFile(join(dir, names.deadWriter), "{");
-  assert.deepEqual(await removeStaleTemps(file), [join(dir, names.deadWriter)]);
+  await writeFileAtomic(join(dir, "other.txt"), "x");
+  assert.deepEqual(
+    left(),
+    [names.liveWriter, names.mine, names.legacyFresh, names.notOurs, "other.txt"].sort(),
+  );
+  // Later writes into the same folder do not list it again.
+  await Deno.writeTextFile(join(dir, names.deadWriter), "{");
+  await writeFileAtomic(file, "# Plan: p\n");
+  assert.ok(left().includes(names.deadWriter));
 });
 
 Deno.test("writeFileAtomic names its temp file .<name>.<pid>-<id>.tmp", async () => {
