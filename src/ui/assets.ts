@@ -55,6 +55,7 @@ svg.graph .edge path { fill:none; stroke:#9aa7b5; stroke-width:1.3; }
 svg.graph .edge.retry path, svg.graph .edge.fallback path, svg.graph .edge.error path {
   stroke-dasharray:5 4; }
 svg.graph .edge text { font-size:10px; fill:var(--muted); text-anchor:start; }
+svg.graph .edge.left text { text-anchor:end; }
 svg.graph .edge.taken path { stroke:var(--accent); stroke-width:3; }
 svg.graph .edge.taken text { fill:var(--accent); font-weight:600; }
 svg.graph marker path { fill:#6b7886; }

@@ -44,6 +44,8 @@ const NODE_H = 46;
 const GAP_X = 40;
 const GAP_Y = 64;
 const MARGIN = 24;
+/** Room on the left for edges that skip layers. */
+const LEFT_LANE = 90;
 const MAX_LABEL = 24;
 
 interface Placed {
@@ -142,12 +144,12 @@ export function graphSvg(
     row.forEach((v, i) => (order[v] = i));
   }
   const widest = Math.max(1, ...layers.map((row) => row?.length ?? 0));
-  const width = MARGIN * 2 + widest * NODE_W + (widest - 1) * GAP_X + 200;
+  const width = MARGIN * 2 + LEFT_LANE + widest * NODE_W + (widest - 1) * GAP_X + 200;
   const height = MARGIN * 2 + layers.length * NODE_H + Math.max(0, layers.length - 1) * GAP_Y;
   const placed: Placed[] = nodes.map((node, v) => {
     const row = layers[layer[v]];
     const rowWidth = row.length * NODE_W + (row.length - 1) * GAP_X;
-    const x0 = MARGIN + (widest * NODE_W + (widest - 1) * GAP_X - rowWidth) / 2;
+    const x0 = MARGIN + LEFT_LANE + (widest * NODE_W + (widest - 1) * GAP_X - rowWidth) / 2;
     return {
       node,
       layer: layer[v],
@@ -165,6 +167,7 @@ export function graphSvg(
     let d: string;
     let lx: number;
     let ly: number;
+    let side = "";
     if (a === b) {
       // Several loops on one step (repeat, onError retry) nest outwards, labels stacked.
       const k = loops.get(e.from) ?? 0;
@@ -184,6 +187,17 @@ export function graphSvg(
       d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
       lx = bend - 8;
       ly = (y1 + y2) / 2;
+    } else if (b.layer - a.layer > 1) {
+      // Skips a layer: around the left side, so it does not run under the boxes in between.
+      const x1 = a.x;
+      const y1 = a.y + NODE_H / 2;
+      const x2 = b.x;
+      const y2 = b.y + NODE_H / 2;
+      const bend = Math.min(x1, x2) - 40 - (i % 3) * 12;
+      d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
+      lx = bend + 8;
+      ly = (y1 + y2) / 2;
+      side = "left";
     } else {
       const x1 = a.x + NODE_W / 2;
       const y1 = a.y + NODE_H;
@@ -194,7 +208,7 @@ export function graphSvg(
       lx = (x1 + x2) / 2 + 4;
       ly = mid;
     }
-    const cls = ["edge", ...(e.classes ?? [])].join(" ");
+    const cls = ["edge", ...(side ? [side] : []), ...(e.classes ?? [])].join(" ");
     return h`
       <g class="${cls}" data-from="${e.from}"
         data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${
