@@ -124,6 +124,12 @@ export const APP_JS = `"use strict";
   source.addEventListener("graph", function (e) { swap("flow-graph", JSON.parse(e.data), "graph-host"); });
   source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
   source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
+  // The server could not read the log any more (damaged, removed): stop instead of reconnecting.
+  source.addEventListener("problem", function (e) {
+    source.close();
+    var badge = document.getElementById("live-badge");
+    if (badge) badge.textContent = "live view stopped: " + JSON.parse(e.data);
+  });
   source.addEventListener("end", function () {
     source.close();
     body.removeAttribute("data-live");
