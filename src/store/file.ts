@@ -361,7 +361,14 @@ export class FileRunStore implements RunStore {
     }
     const end = bytes.lastIndexOf(0x0a) + 1;
     const text = new TextDecoder().decode(bytes.subarray(0, end));
-    const entries = parseRunLog(text, files.log, runId).entries;
+    let entries: RunLogEntry[];
+    try {
+      entries = parseRunLog(text, files.log, runId).entries;
+    } catch (error) {
+      // Damage: read the whole log so the error names the right line and the last good entry.
+      if (start > 0) await this.readLog(runId);
+      throw error;
+    }
     this.#tails.set(runId, { entries: count + entries.length, bytes: start + end });
     return entries.slice(Math.max(0, from - count));
   }

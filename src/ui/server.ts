@@ -47,6 +47,8 @@ export interface DashboardHandlerOptions {
   allowedHosts?: readonly string[] | "any";
   /** How often the live view reads a running run's new log entries (default 250 ms). */
   liveIntervalMs?: number;
+  /** Ends every open live stream (so a server can shut down while pages follow runs). */
+  closing?: AbortSignal;
 }
 
 /** The Content-Security-Policy of every response: only the app's own script and styles. */
@@ -101,14 +103,19 @@ export function dashboardHandler(
           allow: "GET, HEAD",
         });
       }
-      return await route(url, data, options.liveIntervalMs ?? 250);
+      return await route(url, data, options.liveIntervalMs ?? 250, options.closing);
     } catch (error) {
       return page(500, errorPage("Error", errorMessage(error)));
     }
   };
 }
 
-async function route(url: URL, data: DashboardData, liveIntervalMs: number): Promise<Response> {
+async function route(
+  url: URL,
+  data: DashboardData,
+  liveIntervalMs: number,
+  closing?: AbortSignal,
+): Promise<Response> {
   const path = url.pathname;
   if (path === "/assets/app.css") return asset(APP_CSS, "text/css; charset=utf-8");
   if (path === "/assets/app.js") return asset(APP_JS, "text/javascript; charset=utf-8");
@@ -162,7 +169,7 @@ async function route(url: URL, data: DashboardData, liveIntervalMs: number): Pro
       );
     }
     if (match[2]) {
-      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs);
+      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs, closing);
     }
     if (match[3] !== undefined) {
       const timeline = newTimeline();
@@ -220,11 +227,12 @@ async function liveEvents(
   runId: string,
   from: number,
   intervalMs: number,
+  closing?: AbortSignal,
 ): Promise<Response> {
-  // Ends when the browser goes away (the stream is cancelled) — not on the request's signal,
-  // which Deno aborts as soon as a streaming response has started.
+  // Ends when the browser goes away (the stream is cancelled) or the server closes — not on the
+  // request's signal, which Deno aborts as soon as a streaming response has started.
   const gone = new AbortController();
-  const signal = gone.signal;
+  const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
   // Rebuild the fold exactly as the page had it, then send what came after.
@@ -250,6 +258,8 @@ async function liveEvents(
         send("output", finalOutput(view).text);
       };
       let lastBeat = Date.now();
+      // A first comment, so clients and proxies see the stream open before the run moves on.
+      controller.enqueue(encoder.encode(": following the run log\n\n"));
       try {
         push(log.slice(from));
         while (!closed && !signal.aborted) {
@@ -407,6 +417,8 @@ export interface RunningDashboard {
   port: number;
   /** The server. */
   server: Deno.HttpServer<Deno.NetAddr>;
+  /** Ends the live streams and stops the server (what the `signal` option does). */
+  close(): Promise<void>;
 }
 
 /**
@@ -432,10 +444,13 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
       { details: { hostname } },
     );
   }
+  const closing = new AbortController();
+  options.signal?.addEventListener("abort", () => closing.abort(), { once: true });
   const server = Deno.serve(
-    { hostname, port: options.port ?? 8420, signal: options.signal, onListen: () => {} },
+    { hostname, port: options.port ?? 8420, signal: closing.signal, onListen: () => {} },
     dashboardHandler({
       ...options,
+      closing: closing.signal,
       allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
     }),
   );
@@ -444,7 +459,11 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
   const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${port}/${
     options.token ? `?token=${options.token}` : ""
   }`;
-  return { url, port, server };
+  const close = async () => {
+    closing.abort();
+    await server.finished;
+  };
+  return { url, port, server, close };
 }
 
 /** Whether a bind address is a loopback interface. */

@@ -49,7 +49,7 @@ export async function startDashboard(
 ): Promise<RunningDashboard & AsyncDisposable> {
   const stores = await discoverStores(root);
   const ui = serveDashboard({ source: { cwd: root, stores }, port: 0, ...options });
-  return Object.assign(ui, { [Symbol.asyncDispose]: () => ui.server.shutdown() });
+  return Object.assign(ui, { [Symbol.asyncDispose]: () => ui.close() });
 }
 
 /** Whether the browser is installed (tests say how to install it when it is not). */

@@ -346,3 +346,56 @@ Deno.test("dashboard agent page: graph, steps, warnings; a broken agent shows it
   assert.equal(broken.status, 404);
   assert.match(await broken.text(), /The agent does not load/);
 });
+
+Deno.test("dashboard live stream: new log entries arrive as events; a damaged log stops it", async () => {
+  const project = await demoProject();
+  const store = project.store;
+  const runId = "r-stream";
+  const lock = await store.lock(runId);
+  const ts = new Date().toISOString();
+  await store.append(runId, { ts, runId, type: "run_start", stepId: "initial.issue" });
+  await store.saveCheckpoint({
+    version: 1,
+    runId,
+    agent: "issue-solver",
+    status: "running",
+    startedAt: ts,
+    updatedAt: ts,
+    logEntries: 1,
+    state: {},
+  });
+  await using ui = await startDashboard(project.root, { liveIntervalMs: 20 });
+  const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+  assert.match(page, /data-live="\/runs\/r-stream\/events\?from=1"/);
+  const res = await fetch(`${ui.url}runs/${runId}/events?from=1`);
+  assert.equal(res.headers.get("content-type"), "text/event-stream; charset=utf-8");
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let received = "";
+  const until = async (pattern: RegExp) => {
+    while (!pattern.test(received)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`stream ended before ${pattern}: ${received}`);
+      received += value;
+    }
+  };
+  await store.append(runId, {
+    ts,
+    runId,
+    type: "step_start",
+    stepId: "initial.issue",
+    iteration: 1,
+    prompt: { text: "<i>hi</i>", length: 9 },
+  });
+  await until(/event: rows\ndata: .*row-1/);
+  await until(/event: graph\n/);
+  // A second page following the same run: closing the dashboard must end its stream too.
+  const second = await fetch(`${ui.url}runs/${runId}/events?from=1`);
+  assert.ok(!received.includes("<i>hi</i>"), "prompt bodies are not pushed, and never raw");
+  await lock.release();
+  // Damage from outside: a line that is not JSON.
+  await Deno.writeTextFile(store.files(runId).log, "not json\n", { append: true });
+  await until(/event: problem\ndata: "Run log \S+ is corrupt at line 3/);
+  await reader.cancel();
+  await ui.close(); // returns although `second` is still open (it used to wait forever)
+  await second.body?.cancel().catch(() => {});
+});
