@@ -21,7 +21,10 @@ export interface ResolvedOutputSchema {
   file: string;
   /** The JSON Pointer as written. */
   pointer: string;
-  /** The schema at the pointer, with the document's `definitions`/`$defs` attached so local `$ref`s work. */
+  /**
+   * The schema at the pointer, with the document's `definitions`/`$defs` that it references
+   * (transitively) attached, so local `$ref`s work and nothing else is sent to the model.
+   */
   schema: Record<string, unknown>;
   /** Modification time of the file when read (for stat-based caches). */
   mtimeMs: number;
@@ -138,8 +141,9 @@ export async function loadSchemaDocument(
 }
 
 /**
- * Applies the JSON Pointer of `ref` to a loaded schema document and returns a self-contained schema
- * (the document's `definitions`/`$defs` attached so local `$ref`s work).
+ * Applies the JSON Pointer of `ref` to a loaded schema document and returns a self-contained schema:
+ * the document's `definitions`/`$defs` that the schema references (transitively) are attached, so
+ * local `$ref`s work; other steps' definitions are left out.
  *
  * @throws SchemaResolutionError when the pointer is malformed or does not lead to an object
  */
@@ -205,15 +209,90 @@ function listDefinitions(document: unknown): string[] {
   return out;
 }
 
+/**
+ * The schema at `node` made self-contained: the definitions of the document (and of the node
+ * itself) that the node references through local `$ref`s (`#/definitions/x`, `#/$defs/x`),
+ * transitively — not every step's definition of a shared file, since the schema is sent to the
+ * model with every call. A local `$ref` that is not a definitions pointer (an anchor such as
+ * `#node`) keeps every definition, as it cannot be followed here.
+ */
 function selfContained(document: unknown, node: object): Record<string, unknown> {
   const root = document as Record<string, unknown>;
   const out: Record<string, unknown> = { ...(node as Record<string, unknown>) };
-  if (node === document) return out;
-  for (const key of ["definitions", "$defs"] as const) {
-    if (root[key] && typeof root[key] === "object") {
-      out[key] = { ...(root[key] as object), ...(out[key] as object | undefined) };
+  const pools: Partial<Record<DefinitionsKey, Record<string, unknown>>> = {};
+  for (const key of DEFINITIONS_KEYS) {
+    const own = isRecord(out[key]) ? out[key] : undefined;
+    const shared = node !== document && isRecord(root[key]) ? root[key] : undefined;
+    if (own || shared) pools[key] = { ...shared, ...own };
+    delete out[key];
+  }
+  const used = referencedDefinitions(out, pools);
+  for (const key of DEFINITIONS_KEYS) {
+    const pool = pools[key];
+    if (!pool) continue;
+    const names = used === "all" ? Object.keys(pool) : [...(used.get(key) ?? [])];
+    if (names.length === 0) continue;
+    const kept: Record<string, unknown> = {};
+    for (const name of names) kept[name] = pool[name];
+    out[key] = kept;
+  }
+  if (node !== document && typeof root.$schema === "string" && out.$schema === undefined) {
+    out.$schema = root.$schema;
+  }
+  return out;
+}
+
+const DEFINITIONS_KEYS = ["definitions", "$defs"] as const;
+type DefinitionsKey = typeof DEFINITIONS_KEYS[number];
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * The definitions `schema` reaches through local `$ref`s, following each definition's own refs;
+ * `"all"` when a local `$ref` is not a definitions pointer. Walks with an explicit stack and
+ * visits each definition once, so cycles and deep schemas are safe.
+ */
+function referencedDefinitions(
+  schema: Record<string, unknown>,
+  pools: Partial<Record<DefinitionsKey, Record<string, unknown>>>,
+): Map<DefinitionsKey, Set<string>> | "all" {
+  const used = new Map<DefinitionsKey, Set<string>>();
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (value === null || typeof value !== "object") continue;
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+      continue;
+    }
+    for (const [key, child] of Object.entries(value)) {
+      if (key === "$ref" && typeof child === "string" && child.startsWith("#")) {
+        if (child === "#") continue;
+        // An anchor (`#node`) cannot be followed here: keep every definition.
+        if (!child.startsWith("#/")) return "all";
+        const [defsKey, name] = safePointer(child) ?? [];
+        // A pointer into the schema itself (`#/properties/a`) is walked with the schema.
+        if (!DEFINITIONS_KEYS.includes(defsKey as DefinitionsKey) || name === undefined) continue;
+        const pool = pools[defsKey as DefinitionsKey];
+        if (!pool || !Object.hasOwn(pool, name)) continue; // the schema compiler reports it
+        const names = used.get(defsKey as DefinitionsKey) ?? new Set<string>();
+        used.set(defsKey as DefinitionsKey, names);
+        if (!names.has(name)) {
+          names.add(name);
+          stack.push(pool[name]);
+        }
+      } else stack.push(child);
     }
   }
-  if (typeof root.$schema === "string" && out.$schema === undefined) out.$schema = root.$schema;
-  return out;
+  return used;
+}
+
+function safePointer(pointer: string): string[] | undefined {
+  try {
+    return parseJsonPointer(pointer);
+  } catch {
+    return undefined;
+  }
 }

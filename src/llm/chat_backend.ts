@@ -104,13 +104,16 @@ export const DEFAULT_CHAT_TIMEOUT_MS = 600_000;
 const SCHEMA_PARAMETER =
   /response_format|json_schema|output_config|output_format|structured|schema/i;
 
-/** The instruction appended to the prompt when structured output is requested through the prompt. */
+/**
+ * The instruction appended to the prompt when structured output is requested through the prompt.
+ * The schema is written compactly (no indentation): it is sent with every call of the step.
+ */
 export function schemaInstruction(schema: Record<string, unknown>): string {
   return [
     "Answer with a single JSON object that matches this JSON Schema, and nothing else",
     "(no prose before or after it):",
     "```json",
-    JSON.stringify(schema, null, 2),
+    JSON.stringify(schema),
     "```",
   ].join("\n");
 }
@@ -301,10 +304,9 @@ export abstract class ChatApiBackend implements LlmBackend {
     const schema = req.outputSchema;
 
     let result: ChatExchangeResult;
-    let userTurn: ChatTurn;
     for (;;) {
       const native = schema !== undefined && this.#schemaMode !== "prompt";
-      userTurn = {
+      const userTurn: ChatTurn = {
         role: "user",
         content: schema && !native ? `${req.prompt}\n\n${schemaInstruction(schema)}` : req.prompt,
       };
@@ -362,7 +364,12 @@ export abstract class ChatApiBackend implements LlmBackend {
         }; raise maxTokens if the output is incomplete.`,
       );
     }
-    this.conversations.append(sessionId, [userTurn, { role: "assistant", content: result.text }]);
+    // The history keeps the prompt without the schema instruction: only the current call needs
+    // it, and a schema repeated in every kept turn would fill a small model's context.
+    this.conversations.append(sessionId, [
+      { role: "user", content: req.prompt },
+      { role: "assistant", content: result.text },
+    ]);
 
     const response: LlmResponse = { text: result.text, sessionId };
     if (schema !== undefined) {
