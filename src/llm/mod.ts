@@ -48,7 +48,12 @@ export {
   type BackendErrorDetails,
   type FailureHints,
 } from "./backend_error.ts";
-export { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
+export {
+  type ChatTurn,
+  type ConversationLimits,
+  ConversationStore,
+  DEFAULT_CONVERSATION_MAX_CHARS,
+} from "./conversation.ts";
 export {
   DEFAULT_RETRY_POLICY,
   type FailureClass,
@@ -60,4 +65,5 @@ export {
   type RetryInfo,
   type RetryListener,
   type RetryPolicy,
+  type SdkErrorClasses,
 } from "./retry.ts";
