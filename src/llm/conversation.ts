@@ -82,23 +82,20 @@ export class ConversationStore {
   append(sessionId: string, turns: ChatTurn[]): void {
     const session = this.#sessions.get(sessionId) ?? { turns: [], chars: 0 };
     this.#sessions.delete(sessionId);
-    for (const turn of turns) {
-      session.turns.push(turn);
-      session.chars += turn.content.length;
-    }
-    // Drop the oldest turns, two at a time so that the history starts with a user turn.
-    let drop = 0;
-    let chars = session.chars;
-    while (
-      drop < session.turns.length &&
-      (session.turns.length - drop > this.#maxMessages || chars > this.#maxChars)
-    ) {
-      chars -= session.turns[drop].content.length;
-      drop++;
-      if (drop < session.turns.length) chars -= session.turns[drop++].content.length;
-    }
-    if (drop > 0) {
-      session.turns.splice(0, drop);
+    const kept = session.turns;
+    kept.push(...turns);
+    for (let i = 0; i < turns.length; i++) session.chars += turns[i].content.length;
+    if (kept.length > this.#maxMessages || session.chars > this.#maxChars) {
+      // Drop the oldest turns, two at a time so that the history starts with a user turn.
+      let drop = 0;
+      let chars = session.chars;
+      while (
+        drop < kept.length && (kept.length - drop > this.#maxMessages || chars > this.#maxChars)
+      ) {
+        chars -= kept[drop++].content.length;
+        if (drop < kept.length) chars -= kept[drop++].content.length;
+      }
+      kept.splice(0, drop);
       session.chars = chars;
     }
     this.#sessions.set(sessionId, session);
