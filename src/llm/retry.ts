@@ -289,8 +289,9 @@ export function describeErrorBody(text: string): string {
   }
   if (parsed !== undefined) return clip(describeJsonError(parsed), ERROR_BODY_MESSAGE_MAX);
   if (/^<(!doctype|html|head|body|\?xml)/i.test(trimmed) || /<\/[a-z]+>/i.test(trimmed)) {
-    const title = /<title[^>]*>([^<]*)<\/title>/i.exec(trimmed)?.[1];
-    const textOnly = (title && title.trim() !== "" ? title : trimmed).replace(/<[^>]*>/g, " ");
+    // `[^<>]*`, not `[^>]*`: a body of many `<` without `>` must not make these scans quadratic.
+    const title = /<title[^<>]*>([^<]*)<\/title>/i.exec(trimmed)?.[1];
+    const textOnly = (title && title.trim() !== "" ? title : trimmed).replace(/<[^<>]*>/g, " ");
     return clip(`${textOnly} (an HTML page)`, ERROR_BODY_MESSAGE_MAX);
   }
   return clip(trimmed, ERROR_BODY_MESSAGE_MAX);

@@ -104,6 +104,12 @@ Deno.test("describeErrorBody: the message of every body shape, bounded", () => {
     "Oops down (an HTML page)",
   );
   assert.equal(describeErrorBody(" \n "), "(empty body)");
+  // Linear on hostile bodies (the backend reads at most 64 KB of one).
+  const started = performance.now();
+  for (const body of ["<".repeat(65_536), "<title".repeat(10_000) + "</b>", "<a".repeat(30_000)]) {
+    assert.ok(describeErrorBody(body).length <= ERROR_BODY_MESSAGE_MAX);
+  }
+  assert.ok(performance.now() - started < 1_000, "hostile HTML bodies are read in linear time");
   const long = describeErrorBody("y".repeat(10_000));
   assert.equal(long.length, ERROR_BODY_MESSAGE_MAX);
   assert.ok(long.endsWith("…"));
