@@ -244,12 +244,18 @@ function causeChain(error: unknown): unknown[] {
   return chain;
 }
 
-/** The message of the innermost cause that has one (`tcp connect error: Connection refused …`). */
+/**
+ * The message of the innermost cause that has one. Deno's `fetch` says `error sending request for
+ * url (<url>): client error (Connect): tcp connect error: Connection refused (os error 111)`; that
+ * shape is shortened to `Connection refused (os error 111) (<url>)`.
+ */
 function innermost(error: unknown): string {
   const messages = causeChain(error)
     .map((c) => (c instanceof Error ? c.message : typeof c === "string" ? c : ""))
     .filter((m) => m.trim() !== "");
-  return clip(messages.at(-1) ?? "no details", 300);
+  const message = messages.at(-1) ?? "no details";
+  const fetchShape = /^error sending request for url \(([^()\s]+)\): .*: ([^:]+)$/s.exec(message);
+  return clip(fetchShape ? `${fetchShape[2]} (${fetchShape[1]})` : message, 300);
 }
 
 function apiErrorText(e: { error?: unknown; message?: string }): string {
