@@ -165,6 +165,25 @@ for (const { name, make } of BACKENDS) {
     }
   });
 
+  Deno.test(`${name}: the server's x-should-retry header overrides the status rule`, async () => {
+    const server = startFakeServer();
+    try {
+      const backend = make(server.url, { retry: { ...FAST_RETRY, maxAttempts: 2 } });
+      server.push(
+        { status: 400, json: { message: "try again" }, headers: { "x-should-retry": "true" } },
+        BACKENDS.find((b) => b.name === name)!.ok("fine"),
+      );
+      assert.equal((await backend.complete(stepRequest())).text, "fine", "a 400 retried");
+      server.push({ status: 503, json: { message: "no" }, headers: { "x-should-retry": "false" } });
+      const error = await backend.complete(stepRequest()).then(() => undefined, (e) => e);
+      assert.ok(error instanceof BackendError, String(error));
+      assert.equal(error.details.attempts, 1, "a 503 not retried");
+      assert.equal(server.requests.length, 3);
+    } finally {
+      await server.close();
+    }
+  });
+
   Deno.test(`${name}: a huge error body is read only in part, and cut in the message`, async () => {
     const server = startFakeServer();
     try {
