@@ -55,7 +55,8 @@ const NO_JSON =
  * @example
  * ```ts
  * import { extractJson } from "./structured_output.ts";
- * const r = extractJson('Sure!\n```json\n{"result":"ok"}\n```');
+ * const fence = "`".repeat(3); // a fenced block, written so that it does not end this example
+ * const r = extractJson(`Sure!\n${fence}json\n{"result":"ok"}\n${fence}`);
  * console.log(r.ok && r.value); // { result: "ok" }
  * ```
  */
