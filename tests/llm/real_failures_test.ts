@@ -105,6 +105,27 @@ for (const { name, make } of BACKENDS) {
     );
   });
 
+  Deno.test(`${name}: a server that drops the connection is BACKEND_NETWORK, retried`, async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const dropping = (async () => {
+      try {
+        for await (const conn of listener) conn.close();
+      } catch {
+        // closed
+      }
+    })();
+    try {
+      const root = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+      const error = await make(root).complete(stepRequest()).then(() => undefined, (e) => e);
+      assert.ok(error instanceof BackendError, String(error));
+      assert.equal(error.code, "BACKEND_NETWORK", error.message);
+      assert.equal(error.details.attempts, 3);
+    } finally {
+      listener.close();
+      await dropping;
+    }
+  });
+
   Deno.test(`${name}: a server that never answers is BACKEND_TIMEOUT after the retries`, async () => {
     const server = hangingServer();
     try {
