@@ -303,7 +303,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(lines
       ? {
-        approver: async (req: ApprovalRequest, signal: AbortSignal) => {
+        approver: oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
           io.stderr.write(
             `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
@@ -318,7 +318,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        },
+        }),
       }
       : {}),
   });
@@ -496,6 +496,21 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The executor asks for approvals concurrently; a terminal has one person, so the questions queue
+ * here (an "always" answer then approves the queued questions of that tool without asking).
+ */
+function oneQuestionAtATime<A extends unknown[], R>(
+  ask: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (...args: A) => {
+    const next = last.then(() => ask(...args));
+    last = next.catch(() => {});
+    return next;
+  };
 }
 
 /** Reads lines from a stream, one question at a time. */

@@ -5,7 +5,8 @@
  *   so a run is O(V+E), not the seed's repeated scan of every step;
  * - ready steps run in parallel up to `concurrency` (default 4);
  * - `$step` references resolved in the arguments of each step just before it runs;
- * - approval gates (serialised), denial → `skipped`, and the step's dependents are skipped;
+ * - approval gates: a step waiting for its approver gives its slot back (independent steps go on)
+ *   and approvals are asked concurrently; denial → `skipped`, and the step's dependents are skipped;
  * - per-step `onError`: `fail`, `continue`, `retry=N` with exponential backoff, `recover` (LLM);
  * - cancellation; progress as an `AsyncIterable<ProgressEvent>` plus the shared step events.
  *
@@ -192,13 +193,16 @@ class Execution {
   readonly #queue: number[] = [];
   #head = 0;
   #running = 0;
+  /** Steps waiting for their approver: they hold no slot. */
+  #awaitingApproval = 0;
+  /** Approved steps waiting for a slot, served before newly ready steps. */
+  readonly #slotWaiters: (() => void)[] = [];
   #maxParallel = 0;
   #stopping = false;
   #aborted = false;
   #cancelled = false;
   #firstError: string | undefined;
   #order = 0;
-  #approvals: Promise<unknown> = Promise.resolve();
   #persisting: Promise<void> | undefined;
   #persistAgain = false;
   #finished = false;
@@ -369,12 +373,19 @@ class Execution {
   }
 
   #pump(): void {
+    // Approved steps first (they were ready before the newly queued ones); after a stop every
+    // waiter gets through at once, to find out that it must not start.
+    while (
+      this.#slotWaiters.length > 0 && (this.#stopping || this.#running < this.#limit)
+    ) {
+      this.#takeSlot();
+      this.#slotWaiters.shift()!();
+    }
     while (!this.#stopping && this.#running < this.#limit && this.#head < this.#queue.length) {
       const i = this.#queue[this.#head++];
       if (this.#phase[i] !== QUEUED) continue;
       this.#phase[i] = RUNNING;
-      this.#running++;
-      if (this.#running > this.#maxParallel) this.#maxParallel = this.#running;
+      this.#takeSlot();
       this.#runStep(i).then(
         (outcome) => this.#settle(i, outcome),
         (error) => {
@@ -384,9 +395,43 @@ class Execution {
         },
       );
     }
-    if (this.#running === 0 && (this.#stopping || this.#head >= this.#queue.length)) {
+    if (
+      this.#running === 0 && this.#awaitingApproval === 0 && this.#slotWaiters.length === 0 &&
+      (this.#stopping || this.#head >= this.#queue.length)
+    ) {
       void this.#finish();
     }
+  }
+
+  #takeSlot(): void {
+    this.#running++;
+    if (this.#running > this.#maxParallel) this.#maxParallel = this.#running;
+  }
+
+  /**
+   * Waits for the approver without holding a slot: the slot goes back to the pool while a person
+   * decides, and the step queues for one again once the answer is in. Returns false when the run
+   * stopped meanwhile (the step must not start then).
+   */
+  async #approveWithoutSlot(
+    i: number,
+    args: Record<string, unknown>,
+    reason: string,
+  ): Promise<{ approved: boolean; reason?: string } | undefined> {
+    this.#running--;
+    this.#awaitingApproval++;
+    this.#pump();
+    let decision: { approved: boolean; reason?: string };
+    try {
+      decision = await this.#approve(i, args, reason);
+    } finally {
+      this.#awaitingApproval--;
+      await new Promise<void>((resolve) => {
+        this.#slotWaiters.push(resolve);
+        this.#pump();
+      });
+    }
+    return this.#stopping ? undefined : decision;
   }
 
   #settle(i: number, outcome: Outcome): void {
@@ -443,8 +488,9 @@ class Execution {
         if (approvedArgs !== step.args) {
           const reason = await this.#approvalReason(step, args, ctx);
           if (reason !== undefined) {
-            const decision = await this.#approve(i, args, reason);
-            if (signal.aborted) return "interrupted";
+            const decision = this.#autoApproved(i, step, reason) ??
+              await this.#approveWithoutSlot(i, args, reason);
+            if (signal.aborted || decision === undefined) return "interrupted";
             if (!decision.approved) {
               const why = decision.reason ? ` (${decision.reason})` : "";
               this.#settleWith(i, "skipped", `User denied approval${why}`);
@@ -523,28 +569,34 @@ class Execution {
     return await this.#tools.approvalReason(step.tool, args, ctx);
   }
 
-  /** Serialised: an approver never sees two requests at once. */
-  #approve(
+  /** `autoApprove` covers the step: approved without asking (and without giving the slot up). */
+  #autoApproved(i: number, step: Step, reason: string): { approved: true } | undefined {
+    const auto = this.#o.autoApprove;
+    if (auto !== true && !(Array.isArray(auto) && auto.includes(step.tool))) return undefined;
+    this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
+    return { approved: true };
+  }
+
+  /**
+   * Asks the approver. Requests are not serialised: several steps may wait for an answer at once
+   * (an interactive approver queues its own questions, as `run-plan` does).
+   */
+  async #approve(
     i: number,
     args: Record<string, unknown>,
     reason: string,
   ): Promise<{ approved: boolean; reason?: string }> {
     const step = this.#nodes[i];
-    const auto = this.#o.autoApprove;
-    if (auto === true || (Array.isArray(auto) && auto.includes(step.tool))) {
-      this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
-      return Promise.resolve({ approved: true });
-    }
     const approver = this.#o.approver;
     if (!approver) {
       this.#progress(i, {
         logs: [log("warn", `needs approval (${reason}) but no approver is configured`)],
       });
-      return Promise.resolve({
+      return {
         approved: false,
         reason:
           `needs approval: ${reason}; no approver is configured (CLI: answer on a terminal, or pass --yes or --approve ${step.tool})`,
-      });
+      };
     }
     const request: ApprovalRequest = {
       planId: this.plan.id,
@@ -554,30 +606,26 @@ class Execution {
       args,
       reason,
     };
-    const next = this.#approvals.then(async () => {
-      this.#controller.signal.throwIfAborted();
-      this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
-      try {
-        const answer = await approver(request, this.#controller.signal);
-        const decision = typeof answer === "boolean" ? { approved: answer } : answer;
-        this.#progress(i, {
-          logs: [
-            log(
-              "info",
-              decision.approved
-                ? "approved"
-                : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
-            ),
-          ],
-        });
-        return decision;
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        return { approved: false, reason: `the approver failed: ${message}` };
-      }
-    });
-    this.#approvals = next.catch(() => {});
-    return next.catch(() => ({ approved: false, reason: "cancelled" }));
+    if (this.#controller.signal.aborted) return { approved: false, reason: "cancelled" };
+    this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
+    try {
+      const answer = await approver(request, this.#controller.signal);
+      const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+      this.#progress(i, {
+        logs: [
+          log(
+            "info",
+            decision.approved
+              ? "approved"
+              : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
+          ),
+        ],
+      });
+      return decision;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { approved: false, reason: `the approver failed: ${message}` };
+    }
   }
 
   async #recover(
