@@ -1,3 +1,4 @@
+import { assertPlanDepth } from "./depth.ts";
 import { STATUS_MARKERS } from "./syntax.ts";
 import { planProgress } from "./tree.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
@@ -60,6 +61,7 @@ export function renderPlanTree(plan: PlanSpec, options: RenderOptions = {}): str
   const out: string[] = [];
   const paint = painter(options.color === true);
   const fold = options.fold !== false;
+  assertPlanDepth(plan.steps);
   for (const step of plan.steps) renderStep(out, step, "", "", "", fold, paint);
   return out.join("\n");
 }
@@ -138,6 +140,7 @@ function renderStep(
  * ```
  */
 export function renderPlan(plan: PlanSpec, options: RenderOptions = {}): string {
+  assertPlanDepth(plan.steps);
   const paint = painter(options.color === true);
   const progress = planProgress(plan);
   const progressLine = `Progress: ${progress.done}/${progress.total} (${
