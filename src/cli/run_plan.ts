@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { startPlan } from "../plan/executor.ts";
+import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { generatePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
@@ -89,7 +89,8 @@ file after every step. Running the same command again continues where the plan s
 Options:
   --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
   --force             With --generate: replace an existing plan file
-  -y, --yes           Start without asking and approve every step that needs approval
+  -y, --yes           Start without asking and approve every step that needs approval; also
+                      re-runs steps a killed run left running whose tools are not idempotent
   --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
                       without a terminal this also starts the run, and other approvals are denied
   --dry-run           Validate and show the review, then stop (nothing runs)
@@ -276,6 +277,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
 
   const lines = io.interactive && io.stdin ? lineReader(io.stdin) : undefined;
+  const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
       io.stderr.write("Start execution? [y/N] ");
@@ -299,6 +301,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     workspaceRoot,
     concurrency: flags.concurrency,
     autoApprove: flags.yes ? true : [...alwaysApproved],
+    rerunInterrupted,
     ...(backend ? { backend } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(lines
@@ -332,6 +335,45 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
 }
 
+/**
+ * Steps an earlier run left `running` whose tools are not idempotent: `--yes` re-runs them (the
+ * executor logs that it does), a terminal asks about each, otherwise the run stops before
+ * anything runs with `PLAN_STEP_INTERRUPTED` (exit 2). Idempotent ones are re-run by the executor.
+ */
+async function decideInterrupted(
+  plan: Plan,
+  tools: ToolRegistry,
+  yes: boolean,
+  lines: ReturnType<typeof lineReader> | undefined,
+  io: RunPlanIo,
+): Promise<boolean | string[]> {
+  const unsafe = interruptedSteps(plan).filter((s) =>
+    tools.descriptor(s.tool)?.idempotent !== true
+  );
+  if (unsafe.length === 0) return false;
+  if (yes) {
+    io.stderr.write(
+      `Re-running ${unsafe.map((s) => `"${s.id}" (${s.tool})`).join(", ")}: ${
+        unsafe.length === 1 ? "it was" : "they were"
+      } running when an earlier run stopped, and --yes re-runs steps whose tools are not idempotent (their effect may happen twice).\n`,
+    );
+    return true;
+  }
+  if (!lines) throw interruptedError(unsafe);
+  const allowed: string[] = [];
+  for (const step of unsafe) {
+    io.stderr.write(
+      `\nStep "${step.id}" (${step.tool}) was running when an earlier run stopped; its outcome was not saved, so ${step.tool} may have done its work already.\nRun it again? [y/N] `,
+    );
+    const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+    if (answer === "y" || answer === "yes") allowed.push(step.id);
+  }
+  if (allowed.length < unsafe.length) {
+    throw interruptedError(unsafe.filter((s) => !allowed.includes(s.id)));
+  }
+  return allowed;
+}
+
 interface RunSettings {
   planFile: string;
   io: RunPlanIo;
@@ -339,6 +381,7 @@ interface RunSettings {
   workspaceRoot: string;
   concurrency: number;
   autoApprove: boolean | string[];
+  rerunInterrupted: boolean | string[];
   backend?: LlmBackend;
   model?: string;
   approver?: (
@@ -397,6 +440,7 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
+    rerunInterrupted: s.rerunInterrupted,
     onProgress,
     persist: (p) => writePlanFile(s.planFile, p),
     ...(s.backend ? { backend: s.backend } : {}),

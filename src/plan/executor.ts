@@ -83,6 +83,13 @@ export interface ExecutePlanOptions {
   toolContext?: Record<string, unknown>;
   /** Validate the plan first (default true). Turn off only for plans validated already. */
   validate?: boolean;
+  /**
+   * Steps found `running` were started by an earlier run that stopped (killed, crashed) before
+   * their outcome was saved: the tool may have done its work. Such a step runs again on its own
+   * only when its tool is declared `idempotent`; others run again when this is `true` or lists
+   * their ids — otherwise {@linkcode startPlan} throws `PLAN_STEP_INTERRUPTED` before anything runs.
+   */
+  rerunInterrupted?: boolean | readonly string[];
 }
 
 /** A run in progress (see {@linkcode startPlan}). */
@@ -153,6 +160,8 @@ export function executePlan(plan: Plan, options: ExecutePlanOptions): Promise<Ex
  *
  * @throws PlanValidationError when the plan is invalid (before anything runs)
  * @throws StepflowError `PLAN_RECOVER_NO_BACKEND` when a step uses `recover` without a backend
+ * @throws StepflowError `PLAN_STEP_INTERRUPTED` when a step was left `running` by an earlier run
+ *   and its tool is not idempotent (see `rerunInterrupted`)
  *
  * @example
  * ```ts ignore
@@ -205,6 +214,12 @@ class Execution {
   #order = 0;
   #persisting: Promise<void> | undefined;
   #persistAgain = false;
+  /** Save generations: requested (state changed) and durably written. */
+  #saveRequested = 0;
+  #saveWritten = 0;
+  readonly #saveWaiters: { generation: number; resolve: () => void }[] = [];
+  /** Interrupted steps that run again, with the reason (logged when the run starts). */
+  readonly #reruns = new Map<string, string>();
   #finished = false;
   #startTime = 0;
   #startIso = "";
@@ -264,6 +279,7 @@ class Execution {
         );
       }
     }
+    this.#checkInterrupted(options.rerunInterrupted ?? false);
     this.#lookup = (id) => {
       const i = this.#byId.get(id);
       if (i === undefined) return { found: false };
@@ -331,10 +347,35 @@ class Execution {
       }
     }
     for (let i = 0; i < n; i++) {
+      const why = this.#reruns.get(steps[i].id);
+      if (why !== undefined) this.#progress(i, { logs: [log("warn", why)] });
+    }
+    for (let i = 0; i < n; i++) {
       if (this.#phase[i] !== WAITING) continue;
       if (this.#remaining[i] === 0) this.#becomeReady(i);
       else this.#setStatus(i, "blocked");
     }
+  }
+
+  /**
+   * A step saved as `running` was started by a run that stopped before saving its outcome. Re-run
+   * it only when that is safe (idempotent tool) or allowed; otherwise stop before anything runs.
+   */
+  #checkInterrupted(allowed: boolean | readonly string[]): void {
+    const refused: Step[] = [];
+    for (const step of interruptedSteps(this.plan)) {
+      const note =
+        `was running when an earlier run stopped (its outcome was not saved): running it again`;
+      if (this.#tools.descriptor(step.tool)?.idempotent === true) {
+        this.#reruns.set(step.id, `${note} (${step.tool} is idempotent)`);
+      } else if (allowed === true || (Array.isArray(allowed) && allowed.includes(step.id))) {
+        this.#reruns.set(
+          step.id,
+          `${note} although ${step.tool} is not idempotent: its effect may happen twice (re-run allowed)`,
+        );
+      } else refused.push(step);
+    }
+    if (refused.length > 0) throw interruptedError(refused);
   }
 
   /** A node's last dependency settled: queue it, or pass a skip/block on (iteratively). */
@@ -474,7 +515,6 @@ class Execution {
     const step = this.#nodes[i];
     const signal = this.#controller.signal;
     if (this.#startedAt[i] === 0) this.#startedAt[i] = performance.now();
-    this.#setStatus(i, "running");
     let approvedArgs: unknown = undefined;
     let retries = 0;
     for (;;) {
@@ -501,6 +541,13 @@ class Execution {
           approvedArgs = step.args;
         }
         signal.throwIfAborted();
+        if (step.status !== "running") {
+          // `running` in the plan file means "the tool may have started": saved (atomically)
+          // before the tool runs, so a crash from here on is seen by the next run.
+          this.#setStatus(i, "running");
+          await this.#saveNow();
+          signal.throwIfAborted();
+        }
         const value = await this.#tools.invoke(step.tool, args, ctx);
         if (signal.aborted) return "interrupted";
         this.#settleWith(i, "completed", undefined, value);
@@ -887,6 +934,7 @@ class Execution {
   #schedulePersist(): void {
     const persist = this.#o.persist;
     if (!persist) return;
+    this.#saveRequested++;
     if (this.#persisting) {
       this.#persistAgain = true;
       return;
@@ -894,15 +942,36 @@ class Execution {
     this.#persisting = (async () => {
       do {
         this.#persistAgain = false;
+        const generation = this.#saveRequested;
         try {
           await persist(this.plan);
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
           console.warn(`[stepflow] saving the plan failed: ${message}`);
         }
+        this.#saveWritten = generation;
+        this.#wakeSaveWaiters();
       } while (this.#persistAgain);
       this.#persisting = undefined;
     })();
+  }
+
+  /** Saves the current state and waits until a save that includes it has been written. */
+  #saveNow(): Promise<void> {
+    if (!this.#o.persist) return Promise.resolve();
+    this.#schedulePersist();
+    const generation = this.#saveRequested;
+    return new Promise((resolve) => {
+      this.#saveWaiters.push({ generation, resolve });
+      this.#wakeSaveWaiters();
+    });
+  }
+
+  #wakeSaveWaiters(): void {
+    const waiters = this.#saveWaiters;
+    for (let k = waiters.length - 1; k >= 0; k--) {
+      if (waiters[k].generation <= this.#saveWritten) waiters.splice(k, 1)[0].resolve();
+    }
   }
 
   async #finish(): Promise<void> {
@@ -1006,6 +1075,37 @@ class Execution {
   ): Promise<void> {
     if (this.#emitter.has(event)) await this.#emitter.emit(event, ...args);
   }
+}
+
+/**
+ * The steps an earlier run left `running`: started (the tool may have done its work) but no
+ * outcome saved, because the process was killed or crashed. Idempotent tools included.
+ *
+ * @example
+ * ```ts ignore
+ * const left = interruptedSteps(plan, tools).filter((s) => !tools.descriptor(s.tool)?.idempotent);
+ * ```
+ */
+export function interruptedSteps(plan: Plan): Step[] {
+  return plan.steps.filter((s) => s.status === "running");
+}
+
+/**
+ * The `PLAN_STEP_INTERRUPTED` error for interrupted steps whose tools are not idempotent: names
+ * each step and tool and says how to go on.
+ */
+export function interruptedError(steps: readonly Step[]): StepflowError {
+  const list = steps.map((s) => `"${s.id}" (${s.tool})`).join(", ");
+  const one = steps.length === 1;
+  return new StepflowError(
+    "PLAN_STEP_INTERRUPTED",
+    `Step ${list} ${
+      one ? "was" : "were"
+    } running when an earlier run stopped (killed or crashed) before the outcome was saved: the tool may have done its work already, and ${
+      one ? `${steps[0].tool} is` : "these tools are"
+    } not declared idempotent, so running again could repeat the effect. Check the effect, then re-run anyway (CLI: --yes; API: rerunInterrupted), or set the step's status in the plan file to "completed" (keep the effect) or "pending" (run it again).`,
+    { details: { steps: steps.map((s) => ({ id: s.id, tool: s.tool })) } },
+  );
 }
 
 function log(level: LogEntry["level"], message: string): LogEntry {

@@ -49,7 +49,14 @@ export {
   type StepRef,
 } from "./refs.ts";
 export { assertValidPlan, checkSteps, PlanValidationError, validatePlan } from "./validate.ts";
-export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
+export {
+  executePlan,
+  type ExecutePlanOptions,
+  interruptedError,
+  interruptedSteps,
+  type PlanRun,
+  startPlan,
+} from "./executor.ts";
 export { EventLog } from "./progress.ts";
 export {
   GENERATE_STEP_ID,

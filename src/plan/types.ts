@@ -261,6 +261,8 @@ export interface PlanToolDescriptor {
   inputSchema: Record<string, unknown>;
   /** Whether the tool always needs approval. */
   requiresApproval: boolean;
+  /** Whether the tool is safe to run again after a crash (absent: not declared, so not safe). */
+  idempotent?: boolean;
 }
 
 /** One argument problem, as a schema library reports it. */

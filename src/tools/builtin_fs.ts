@@ -103,6 +103,7 @@ export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileAr
     name: "read_file",
     description: "Read a UTF-8 text file inside the workspace and return its content",
     inputSchema: ReadFileArgs,
+    idempotent: true,
     async execute(args, ctx) {
       const root = rootOf(options, ctx);
       const file = await resolveInWorkspace(root, args.path);
@@ -189,6 +190,7 @@ export function createWriteFileTool(
 export function createListDirTool(options: FsToolOptions = {}): Tool<ListDirArgs, ListDirResult> {
   return {
     name: "list_dir",
+    idempotent: true,
     description:
       "List the entries of a folder inside the workspace (path, name, type, size); recursive on request",
     inputSchema: ListDirArgs,

@@ -512,3 +512,48 @@ Deno.test("tools can report progress and log lines", async () => {
   assert.equal(half.logs?.[0].message, "half way");
   assert.ok(events.some((e) => e.logs?.[0].message === "note"));
 });
+
+Deno.test("interrupted steps: saved as running before the tool starts; re-run only when idempotent or allowed", async () => {
+  const { tools, recorder } = testTools();
+  tools.register({
+    name: "peek",
+    description: "Reads (idempotent)",
+    inputSchema: tools.list().find((t) => t.name === "echo")!.inputSchema,
+    idempotent: true,
+    execute: (args: Record<string, unknown>) => args,
+  });
+  // What the file held when the tool started: `running`, written before the call.
+  const saved: string[] = [];
+  const seen = testTools(recorder);
+  await executePlan(makePlan([work("a", [], 1)]), {
+    tools: seen.tools,
+    persist: (p) => void saved.push(`${p.steps[0].status}:${recorder.started.length}`),
+  });
+  assert.equal(saved[0], "running:0", `saved before the tool ran: ${saved}`);
+
+  const left = makePlan([
+    { id: "w", description: "Work", tool: "work", args: { name: "w", ms: 1 } },
+    { id: "p", description: "Peek", tool: "peek", args: { v: 1 } },
+  ]);
+  left.steps[0].status = "running";
+  left.steps[1].status = "running";
+  assert.throws(
+    () => startPlan(left, { tools }),
+    (e: Error & { code?: string }) =>
+      e.code === "PLAN_STEP_INTERRUPTED" &&
+      /Step "w" \(work\) was running when an earlier run stopped/.test(e.message) &&
+      !/"p"/.test(e.message),
+  );
+  const logs: string[] = [];
+  const summary = await executePlan(left, {
+    tools,
+    rerunInterrupted: ["w"],
+    onProgress: (e) => e.logs?.forEach((l) => logs.push(`${e.stepId}: ${l.message}`)),
+  });
+  assert.equal(summary.status, "completed");
+  assert.ok(logs.some((l) => /^p: .*peek is idempotent/.test(l)), logs.join("\n"));
+  assert.ok(
+    logs.some((l) => /^w: .*work is not idempotent.*re-run allowed/.test(l)),
+    logs.join("\n"),
+  );
+});
