@@ -25,7 +25,7 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
-import { generatePlan } from "../plan/generate.ts";
+import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
@@ -89,6 +89,9 @@ file after every step. Running the same command again continues where the plan s
 Options:
   --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
   --force             With --generate: replace an existing plan file
+  --revise FEEDBACK   Ask the LLM to revise the plan with this feedback first (a new version is
+                      written to the plan file; completed steps it keeps unchanged stay completed).
+                      On a terminal, answer "r" at "Start execution?" to revise interactively
   -y, --yes           Start without asking and approve every step that needs approval; also
                       re-runs steps a killed run left running whose tools are not idempotent
   --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
@@ -113,6 +116,7 @@ Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 1
 interface Flags {
   planFile?: string;
   generate?: string;
+  revise?: string;
   force: boolean;
   yes: boolean;
   approve: string[];
@@ -132,6 +136,7 @@ interface Flags {
 
 const OPTIONS = {
   generate: { type: "string" },
+  revise: { type: "string" },
   force: { type: "boolean" },
   yes: { type: "boolean", short: "y" },
   approve: { type: "string", multiple: true },
@@ -170,6 +175,11 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
   }
+  if (v.revise !== undefined && v.revise.trim() === "") {
+    throw new UsageError(
+      '--revise needs feedback, e.g. --revise "Also back up config.json before writing it".',
+    );
+  }
   if (v.generate !== undefined && v.generate.trim() === "") {
     throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
   }
@@ -187,6 +197,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   };
   if (parsed.positionals[0] !== undefined) flags.planFile = parsed.positionals[0];
   if (v.generate !== undefined) flags.generate = v.generate;
+  if (v.revise !== undefined) flags.revise = v.revise;
   if (v.workspace !== undefined) flags.workspace = v.workspace;
   if (v.backend !== undefined) flags.backend = v.backend;
   if (v.script !== undefined) flags.script = v.script;
@@ -256,6 +267,22 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
   if (flags.restart) plan = resetPlan(plan);
 
+  const revise = async (feedback: string): Promise<void> => {
+    io.stderr.write(`Revising the plan: ${feedback}\n`);
+    plan = await revisePlan(plan, feedback, {
+      backend: await getBackend(),
+      tools,
+      workspaceRoot,
+      ...(flags.model !== undefined ? { model: flags.model } : {}),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    await writePlanFile(planFile, plan);
+    io.stderr.write(
+      `Plan revised: version ${plan.version}, ${plan.steps.length} steps, written to ${planFile}\n`,
+    );
+  };
+  if (flags.revise !== undefined) await revise(flags.revise);
+
   const needsRecovery = plan.steps.some((s) => parseOnError(s.onError)?.kind === "recover");
   if (needsRecovery && !flags.dryRun) await getBackend();
 
@@ -280,11 +307,29 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
-      io.stderr.write("Start execution? [y/N] ");
-      const answer = (await lines.next(io.signal))?.trim().toLowerCase();
-      if (answer !== "y" && answer !== "yes") {
-        io.stderr.write("Not started; nothing ran.\n");
-        return RUN_PLAN_EXIT.success;
+      for (;;) {
+        io.stderr.write("Start execution? [y]es / [N]o / [r]evise the plan with feedback: ");
+        const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+        if (answer === "r" || answer === "revise") {
+          io.stderr.write("What should change? ");
+          const feedback = (await lines.next(io.signal))?.trim() ?? "";
+          if (feedback === "") {
+            io.stderr.write("No feedback given; the plan is unchanged.\n");
+            continue;
+          }
+          await revise(feedback);
+          out.write(
+            `${
+              renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })
+            }\n`,
+          );
+          continue;
+        }
+        if (answer !== "y" && answer !== "yes") {
+          io.stderr.write("Not started; nothing ran.\n");
+          return RUN_PLAN_EXIT.success;
+        }
+        break;
       }
     } else if (flags.approve.length === 0) {
       throw new UsageError(

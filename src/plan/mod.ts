@@ -64,6 +64,9 @@ export {
   type GeneratePlanOptions,
   PlanGenerationError,
   type PlanTask,
+  REVISE_STEP_ID,
+  revisePlan,
+  type RevisePlanOptions,
   type SnapshotOptions,
   snapshotWorkspace,
 } from "./generate.ts";
