@@ -1,6 +1,6 @@
 import { assertPlanDepth } from "./depth.ts";
 import { STATUS_MARKERS } from "./syntax.ts";
-import { planProgress } from "./tree.ts";
+import { planProgress, walkSteps } from "./tree.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
 /** Options of {@linkcode renderPlan} and {@linkcode renderPlanTree}. */
@@ -178,8 +178,5 @@ export function renderPlan(plan: PlanSpec, options: RenderOptions = {}): string 
 }
 
 function countTypes(steps: PlanStep[], byType: Map<string, number>): void {
-  for (const step of steps) {
-    byType.set(step.stepType, (byType.get(step.stepType) ?? 0) + 1);
-    if (step.children.length > 0) countTypes(step.children, byType);
-  }
+  walkSteps(steps, (step) => void byType.set(step.stepType, (byType.get(step.stepType) ?? 0) + 1));
 }

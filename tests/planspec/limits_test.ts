@@ -7,20 +7,27 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  applyCommand,
+  clonePlan,
+  createPlanCommand,
   createPlanSpec,
+  findStep,
   isPlanName,
   MAX_PLAN_DEPTH,
   parsePlan,
   parseStepLines,
+  planProgress,
   PlanStatus,
   type PlanStep,
   PlanTooDeepError,
   renderPlan,
   renderPlanTree,
+  renumberSteps,
   serializePlan,
   snakeName,
   stepsToPlan,
   validatePlan,
+  walkSteps,
 } from "../../src/planspec/mod.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -138,4 +145,30 @@ Deno.test("names: a 6.5-million-letter plan name or title is checked in linear t
   assert.equal(isPlanName(`${huge}/x`), false);
   assert.equal(snakeName(`Build ${huge} now`), "build");
   assert.equal(snakeName(`${huge}`).length, 48);
+});
+
+Deno.test("tree helpers walk 5,000 levels without recursion; ADD refuses to go past the limit", () => {
+  const plan = createPlanSpec({ goal: "nest", steps: deepSteps(5_000) });
+  let visited = 0;
+  walkSteps(plan.steps, () => void visited++);
+  assert.equal(visited, 5_000);
+  assert.equal(planProgress(plan).total, 5_000);
+  const copy = clonePlan(plan);
+  assert.notEqual(copy.steps[0], plan.steps[0]);
+  renumberSteps(copy.steps);
+  const deepest = Array.from({ length: 5_000 }, () => "1").join(".");
+  assert.equal(findStep(copy, deepest)?.step.description, "level 4999");
+
+  const ok = parsePlan(deepText(MAX_PLAN_DEPTH));
+  const parentId = Array.from({ length: MAX_PLAN_DEPTH - 1 }, () => "1").join(".");
+  const error = applyCommand(
+    ok,
+    createPlanCommand({
+      op: "ADD",
+      stepId: `${parentId}.1.1`,
+      stepType: "act",
+      description: "too deep",
+    }),
+  );
+  assert.match(error, /would be nested more than 100 levels deep/);
 });
