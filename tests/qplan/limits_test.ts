@@ -22,6 +22,8 @@ Deno.test("a 6.5-million-letter variable name and step id validate without a sta
   const unknown = validateScript(`${HUGE_NAME} op=1\n`, { registry });
   assert.equal(unknown.ok, false);
   assert.match(unknown.issues[0].message, /unknown module/);
+  assert.ok(unknown.issues[0].message.length < 500, "the message quotes a clipped name");
+  assert.match(unknown.issues[0].message, /characters left out/);
 });
 
 Deno.test("qplan validate on a 6.5-million-letter token: a clean verdict and the documented exit code", async () => {
@@ -40,5 +42,6 @@ Deno.test("qplan validate on a 6.5-million-letter token: a clean verdict and the
     const stderr = new TextDecoder().decode(out.stderr);
     assert.equal(out.code, code, `${file}: ${stderr.slice(0, 300)}`);
     assert.doesNotMatch(stderr, /Maximum call stack|unexpected error/);
+    assert.ok(stderr.length < 5_000, `a short report, not the token: ${stderr.length} characters`);
   }
 });
