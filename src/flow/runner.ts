@@ -18,6 +18,7 @@ import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import {
   ANSWER_EXCERPT_CHARS,
   askStructured,
+  boundDepth,
   excerpt,
   PROMPT_EXCERPT_CHARS,
   type ReaskInfo,
@@ -896,7 +897,7 @@ export class StepFlowRunner {
         `Run ${runId} belongs to agent "${checkpoint.agent}", not "${this.#def.name}".`,
       );
     }
-    const state = copyState(checkpoint.state as unknown as RunnerState);
+    const state = copyState(checkpoint.state as unknown as RunnerState, (m) => this.#warn(m));
     if (redrive) {
       if (
         checkpoint.status === "completed" || checkpoint.status === "running" ||
@@ -1082,17 +1083,29 @@ export class StepFlowRunner {
   }
 }
 
+/** Nesting kept in a restored state's handoff; outputs are bounded far below it at validation. */
+const RESTORED_DEPTH = 1_000;
+
 /**
  * A copy of a checkpointed state that the loop can mutate without touching the store's object: the
- * containers the loop writes to are copied one level, nothing is traversed. (`structuredClone`
- * recursed, so a handoff value nested a few thousand levels deep made every resume crash.)
+ * containers the loop writes to are copied one level. `structuredClone` recursed, so a handoff value
+ * nested a few thousand levels deep (stored before output depth was bounded) made every resume
+ * crash; such values are cut at {@linkcode RESTORED_DEPTH} levels, with a warning, so the run can
+ * checkpoint and print them again.
  */
-function copyState(saved: RunnerState): RunnerState {
+function copyState(saved: RunnerState, warn: (message: string) => void): RunnerState {
+  const handoff = boundDepth(saved.handoff, RESTORED_DEPTH) as RunnerState["handoff"];
+  const latest = boundDepth(saved.latestHandoff, RESTORED_DEPTH) as RunnerState["latestHandoff"];
+  if (handoff !== saved.handoff || latest !== saved.latestHandoff) {
+    warn(
+      `run ${saved.runId}: its handoff holds data nested deeper than ${RESTORED_DEPTH} levels (stored by an older version); the deeper parts are omitted`,
+    );
+  }
   return {
     ...saved,
     schemaStrikes: { ...saved.schemaStrikes },
-    handoff: { ...saved.handoff },
-    latestHandoff: { ...saved.latestHandoff },
+    handoff: { ...handoff },
+    latestHandoff: { ...latest },
     usage: { ...saved.usage },
   };
 }
