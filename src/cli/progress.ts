@@ -489,7 +489,9 @@ function retryReason(error: unknown): string {
 /** A model's raw answer for `--verbose`: indented, cut to 8,192 characters with its length. */
 function rawAnswer(text: string): string {
   const shown = excerpt(text, ANSWER_EXCERPT_CHARS);
-  const cut = shown.length > shown.text.length ? ` (first ${shown.text.length} shown)` : "";
+  const cut = shown.length > shown.text.length
+    ? ` (first ${formatCount(shown.text.length)} shown)`
+    : "";
   const body = shown.text === "" ? "    (empty)" : shown.text.replace(/^/gm, "    ");
   return `    answer, ${formatCount(shown.length)} chars${cut}:\n${body}\n`;
 }
