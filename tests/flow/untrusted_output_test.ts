@@ -397,4 +397,23 @@ Deno.test("a jump transition's target is the default when the model names none",
   assert.equal(result.success, true, JSON.stringify(result.error));
   assert.deepEqual(jumps, ["initial.issue->complete.issue"]);
   assert.equal(result.state.history[0].nextStepId, "complete.issue");
+
+  // Without targetField, transitions.jump.target alone makes "jump" loadable (and routable).
+  const fixed = await setup((_f, steps) => {
+    const gate = steps["initial.issue"].structuredGate;
+    gate.allowedIntents = ["next", "repeat", "jump", "complete"];
+    delete gate.targetField;
+    (steps["initial.issue"].transitions as Record<string, unknown>).jump = {
+      target: "continuation.issue",
+    };
+  });
+  const routed = await new StepFlowRunner(fixed.def, {
+    backend: new ScriptedBackend({
+      "initial.issue": [out("initial.issue", "jump")],
+      "continuation.issue": [out("continuation.issue", "complete")],
+      "complete.issue": [closing],
+    }),
+  }).run({ args: { topic: "t" } });
+  assert.equal(routed.success, true, JSON.stringify(routed.error));
+  assert.equal(routed.state.history[0].nextStepId, "continuation.issue");
 });
