@@ -5,6 +5,7 @@
  * @module
  */
 import type { GateIntent, StructuredGate } from "../definition/schema.ts";
+import { setOwn } from "./own_record.ts";
 
 /** What a gate reads from one output. */
 export interface GateInterpretation {
@@ -110,7 +111,7 @@ export function interpretGate(output: unknown, gate: StructuredGate): GateInterp
   }
   for (const path of gate.handoffFields ?? []) {
     const value = readPath(output, path);
-    if (value !== undefined) result.handoff[handoffKey(path)] = value;
+    if (value !== undefined) setOwn(result.handoff, handoffKey(path), value);
   }
   return result;
 }

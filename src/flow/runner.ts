@@ -34,6 +34,7 @@ import { backoffDelay } from "./backoff.ts";
 import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 import { interpretGate } from "./gate.ts";
 import { OutputSchemaCache } from "./output_validator.ts";
+import { ownValue, setOwn } from "./own_record.ts";
 import { flowStep, routeTransition } from "./router.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import type {
@@ -385,7 +386,7 @@ export class StepFlowRunner {
           let schema;
           try {
             schema = await schemas.resolve(step.outputSchemaRef!, step.id);
-            state.schemaStrikes[step.id] = 0;
+            setOwn(state.schemaStrikes, step.id, 0);
           } catch (error) {
             outcome = await this.#schemaStrike(state, step, info, error, entry);
             entry.durationMs = Date.now() - startedAt.getTime();
@@ -498,7 +499,9 @@ export class StepFlowRunner {
       entry,
       ...(entry.answer ? { answer: entry.answer } : {}),
       usage: { ...state.usage },
-      ...(state.handoff[entry.stepId] ? { handoff: state.handoff[entry.stepId] } : {}),
+      ...(Object.hasOwn(state.handoff, entry.stepId)
+        ? { handoff: state.handoff[entry.stepId] }
+        : {}),
     });
     await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
   }
@@ -641,8 +644,11 @@ export class StepFlowRunner {
       ? interpretGate(output, gate)
       : { handoff: {} } as ReturnType<typeof interpretGate>;
     if (Object.keys(reading.handoff).length > 0) {
-      state.handoff[step.id] = { ...state.handoff[step.id], ...reading.handoff };
-      Object.assign(state.latestHandoff, reading.handoff);
+      // Spreads and setOwn keep every key as data ("__proto__" included); Object.assign would not.
+      setOwn(state.handoff, step.id, { ...ownValue(state.handoff, step.id), ...reading.handoff });
+      for (const key of Object.keys(reading.handoff)) {
+        setOwn(state.latestHandoff, key, reading.handoff[key]);
+      }
     }
     if (step.kind === "closing") {
       if (reading.intent) entry.intent = reading.intent;
@@ -715,8 +721,8 @@ export class StepFlowRunner {
     error: unknown,
     entry: HistoryEntry,
   ): Promise<Outcome> {
-    const strikes = (state.schemaStrikes[step.id] ?? 0) + 1;
-    state.schemaStrikes[step.id] = strikes;
+    const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
+    setOwn(state.schemaStrikes, step.id, strikes);
     const message = errorMessage(error);
     entry.error = message;
     await this.#events.emit(
@@ -923,7 +929,7 @@ export class StepFlowRunner {
       state.checkRetries = 0;
       state.checkFailures = 0;
       state.errorRetries = 0;
-      state.schemaStrikes[failedStep] = 0;
+      setOwn(state.schemaStrikes, failedStep, 0);
       delete state.end;
     } else {
       if (checkpoint.status !== "running" && checkpoint.status !== "paused") {

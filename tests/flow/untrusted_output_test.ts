@@ -147,6 +147,21 @@ Deno.test("handoff paths read own keys only: a missing 'constructor' is not Obje
   }).run({ args: { topic: "t" } });
   assert.equal(result.success, true, JSON.stringify(result.error));
   assert.deepEqual(result.state.handoff, { "initial.issue": { issue: "#1" } });
+
+  // A "__proto__" key handed off by the model is stored as data, not as a prototype.
+  const proto = await setup((_f, steps) => {
+    steps["initial.issue"].structuredGate.handoffFields = ["analysis.__proto__"];
+  });
+  const answer =
+    '{"stepId": "initial.issue", "next_action": {"action": "complete"}, "analysis": {"__proto__": "x"}}';
+  const stored = await new StepFlowRunner(proto.def, {
+    backend: new ScriptedBackend({ "initial.issue": [answer], "complete.issue": [closing] }),
+  }).run({ args: { topic: "t" } });
+  assert.equal(stored.success, true, JSON.stringify(stored.error));
+  const handoff = stored.state.handoff["initial.issue"];
+  assert.ok(Object.hasOwn(handoff, "__proto__"));
+  assert.equal(handoff["__proto__"], "x");
+  assert.equal(Object.getPrototypeOf(handoff), Object.prototype);
 });
 
 Deno.test("scripted maps and the tool registry treat prototype names as unknown keys", async () => {
