@@ -316,7 +316,16 @@ export class StepFlowRunner {
       }
 
       // One iteration of the current step.
-      const step = flowStep(def, state.currentStepId)!;
+      const step = flowStep(def, state.currentStepId);
+      if (!step) {
+        // Every route is checked before it is taken; this guards the invariant, never a crash.
+        this.#finish(state, "step_routing_failed", state.currentStepId, {
+          code: "STEP_ROUTING_FAILED",
+          message: `[StepFlow] "${state.currentStepId}" is not a flow step of agent "${def.name}".`,
+          stepId: state.currentStepId,
+        });
+        break;
+      }
       state.iteration++;
       state.order++;
       const info = this.#stepInfo(state, step);
