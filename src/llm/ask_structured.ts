@@ -59,22 +59,25 @@ export function excerpt(text: string, max: number): TextExcerpt {
  */
 export function exceedsDepth(value: unknown, limit: number): boolean {
   if (value === null || typeof value !== "object") return false;
-  const nodes: object[] = [value];
-  const depths: number[] = [1];
-  while (nodes.length > 0) {
-    const node = nodes.pop()!;
-    const depth = depths.pop()!;
-    if (depth > limit) return true;
+  if (limit < 1) return true;
+  // One interleaved stack (node, depth), allocated only when a node has object children: this runs
+  // on every answer, and most answers are a handful of small objects.
+  let stack: unknown[] | undefined;
+  let node = value as object;
+  let depth = 1;
+  for (;;) {
     const children: unknown[] = Array.isArray(node) ? node : Object.values(node);
     for (let i = 0; i < children.length; i++) {
       const child = children[i];
       if (child !== null && typeof child === "object") {
-        nodes.push(child);
-        depths.push(depth + 1);
+        if (depth >= limit) return true;
+        (stack ??= []).push(child, depth + 1);
       }
     }
+    if (stack === undefined || stack.length === 0) return false;
+    depth = stack.pop() as number;
+    node = stack.pop() as object;
   }
-  return false;
 }
 
 /**
