@@ -502,16 +502,19 @@ export class StepFlowRunner {
       checkResult: entry.checkResult,
       error: entry.error,
     });
-    await this.#log(state, {
-      type: "step_end",
-      stepId: entry.stepId,
-      entry,
-      ...(entry.answer ? { answer: entry.answer } : {}),
-      usage: { ...state.usage },
-      ...(Object.hasOwn(state.handoff, entry.stepId)
-        ? { handoff: state.handoff[entry.stepId] }
-        : {}),
-    });
+    // Built only when there is a store: this runs on every iteration.
+    if (this.#options.store) {
+      await this.#log(state, {
+        type: "step_end",
+        stepId: entry.stepId,
+        entry,
+        ...(entry.answer ? { answer: entry.answer } : {}),
+        usage: { ...state.usage },
+        ...(Object.hasOwn(state.handoff, entry.stepId)
+          ? { handoff: state.handoff[entry.stepId] }
+          : {}),
+      });
+    }
     await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
   }
 
