@@ -3,6 +3,7 @@
  * to the workspace, ai on a scripted backend, http against a local server, html extraction.
  */
 import assert from "node:assert/strict";
+import { createAiTool } from "../../src/qplan/modules/ai.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { ToolRegistry } from "../../src/tools/registry.ts";
 import { CORE_MODULES, createQPlanRegistry, runScript } from "../../src/qplan/mod.ts";
@@ -360,4 +361,16 @@ html body html=page -> body`);
 Deno.test("html: tag names are checked", async () => {
   const r = await vars(`html tag html="<p>x</p>" tag="p><script" -> x`);
   assert.match(r.result.error!.message, /html tag: tag= must be a tag name/);
+});
+
+Deno.test("ai: a re-ask is reported through the tool context's log", async () => {
+  const tool = createAiTool(new ScriptedBackend({ s: ["nope", '{"ok": true}'] }));
+  const logged: string[] = [];
+  const value = await tool.execute({ prompt: "Go", format: "json" }, {
+    workspaceRoot: ".",
+    stepId: "s",
+    log: (m) => void logged.push(m),
+  });
+  assert.deepEqual(value, { ok: true });
+  assert.deepEqual(logged, ["ai: re-asking (1) because your answer contained no JSON object"]);
 });

@@ -108,6 +108,13 @@ export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
         call,
         validate: (value) => validate ? validationProblems(validate, value) : [],
         maxReasks: 1,
+        // Visible wherever the executor listens to tool logs.
+        onReask: (r) =>
+          ctx.log?.(
+            `ai: re-asking (${r.attempt}) because ${r.reason}${
+              r.errors.length > 0 ? `: ${r.errors.join("; ")}` : ""
+            }`,
+          ),
       });
       if (asked.ok) return asked.value;
       const problems = [asked.reason, ...asked.errors];
