@@ -5,9 +5,7 @@
  *
  * @module
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020";
-import addFormats from "ajv-formats";
+import type { ValidateFunction } from "ajv";
 import { resolve } from "node:path";
 import type { OutputSchemaRef } from "../definition/schema.ts";
 import {
@@ -15,6 +13,7 @@ import {
   SchemaResolutionError,
   SCHEMAS_DIR,
 } from "../definition/output_schema.ts";
+import { createSchemaCompiler, formatValidationErrors } from "../llm/json_schema.ts";
 
 /** A resolved, compiled output schema. */
 export interface CompiledOutputSchema {
@@ -47,8 +46,7 @@ interface CacheEntry {
 export class OutputSchemaCache {
   readonly #agentDir: string;
   readonly #entries = new Map<string, CacheEntry>();
-  #draft07?: Ajv;
-  #draft2020?: Ajv2020;
+  readonly #compile = createSchemaCompiler();
 
   /** @param agentDir absolute agent folder */
   constructor(agentDir: string) {
@@ -102,44 +100,7 @@ export class OutputSchemaCache {
     });
     return compiled;
   }
-
-  #compile(schema: Record<string, unknown>): ValidateFunction {
-    // $id would clash when the same file is compiled again after an edit.
-    const { $id: _id, ...withoutId } = schema;
-    const is2020 = typeof schema.$schema === "string" && schema.$schema.includes("2020-12");
-    if (is2020) {
-      this.#draft2020 ??= withFormats(new Ajv2020({ allErrors: true, strict: false }));
-      return this.#draft2020.compile(withoutId);
-    }
-    this.#draft07 ??= withFormats(new Ajv({ allErrors: true, strict: false }));
-    const { $schema: _s, ...draft07 } = withoutId;
-    return this.#draft07.compile(draft07);
-  }
 }
 
-function withFormats<T extends Ajv>(ajv: T): T {
-  (addFormats as unknown as (a: Ajv) => void)(ajv);
-  return ajv;
-}
-
-/**
- * Formats ajv errors as one line each: `/next_action/action: must be equal to one of the allowed values (next, repeat)`.
- */
-export function formatValidationErrors(errors: ErrorObject[] | null | undefined): string[] {
-  if (!errors) return [];
-  return errors.map((e) => {
-    const where = e.instancePath === "" ? "(root)" : e.instancePath;
-    const extra = e.keyword === "enum"
-      ? ` (${
-        (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(
-          ", ",
-        )
-      })`
-      : e.keyword === "const"
-      ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})`
-      : e.keyword === "additionalProperties"
-      ? ` ("${(e.params as { additionalProperty: string }).additionalProperty}")`
-      : "";
-    return `${where}: ${e.message ?? e.keyword}${extra}`;
-  });
-}
+/** Formats ajv errors as one line each (see `src/llm/json_schema.ts`). */
+export { formatValidationErrors };

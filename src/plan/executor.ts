@@ -217,7 +217,11 @@ class Execution {
   /** Save generations: requested (state changed) and durably written. */
   #saveRequested = 0;
   #saveWritten = 0;
-  readonly #saveWaiters: { generation: number; resolve: () => void }[] = [];
+  readonly #saveWaiters: {
+    generation: number;
+    resolve: () => void;
+    reject: (error: unknown) => void;
+  }[] = [];
   /** Interrupted steps that run again, with the reason (logged when the run starts). */
   readonly #reruns = new Map<string, string>();
   #finished = false;
@@ -545,7 +549,15 @@ class Execution {
           // `running` in the plan file means "the tool may have started": saved (atomically)
           // before the tool runs, so a crash from here on is seen by the next run.
           this.#setStatus(i, "running");
-          await this.#saveNow();
+          try {
+            await this.#saveNow();
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            throw new Error(
+              `the step could not be recorded as started, so its tool was not run (saving the plan failed: ${message})`,
+              { cause: error },
+            );
+          }
           signal.throwIfAborted();
         }
         const value = await this.#tools.invoke(step.tool, args, ctx);
@@ -940,37 +952,46 @@ class Execution {
       return;
     }
     this.#persisting = (async () => {
+      // Yield first: whoever scheduled this save registers its waiter before it can complete.
+      await null;
       do {
         this.#persistAgain = false;
         const generation = this.#saveRequested;
+        let failure: unknown = undefined;
         try {
           await persist(this.plan);
         } catch (error) {
+          failure = error;
           const message = error instanceof Error ? error.message : String(error);
           console.warn(`[stepflow] saving the plan failed: ${message}`);
         }
         this.#saveWritten = generation;
-        this.#wakeSaveWaiters();
+        this.#wakeSaveWaiters(failure);
       } while (this.#persistAgain);
       this.#persisting = undefined;
     })();
   }
 
-  /** Saves the current state and waits until a save that includes it has been written. */
+  /**
+   * Saves the current state and waits until a save that includes it has been written; rejects
+   * when that save failed (the caller must not go on as if it were recorded).
+   */
   #saveNow(): Promise<void> {
     if (!this.#o.persist) return Promise.resolve();
     this.#schedulePersist();
     const generation = this.#saveRequested;
-    return new Promise((resolve) => {
-      this.#saveWaiters.push({ generation, resolve });
-      this.#wakeSaveWaiters();
+    return new Promise((resolve, reject) => {
+      this.#saveWaiters.push({ generation, resolve, reject });
     });
   }
 
-  #wakeSaveWaiters(): void {
+  #wakeSaveWaiters(failure: unknown): void {
     const waiters = this.#saveWaiters;
     for (let k = waiters.length - 1; k >= 0; k--) {
-      if (waiters[k].generation <= this.#saveWritten) waiters.splice(k, 1)[0].resolve();
+      if (waiters[k].generation > this.#saveWritten) continue;
+      const waiter = waiters.splice(k, 1)[0];
+      if (failure === undefined) waiter.resolve();
+      else waiter.reject(failure);
     }
   }
 

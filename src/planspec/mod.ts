@@ -92,8 +92,8 @@ export {
   type ResolvedPlan,
   resolvePlanRef,
   snakeName,
-  writeFileAtomic,
   writePlanFile,
+  writeTextFile,
 } from "./store.ts";
 export {
   checkPlanText,

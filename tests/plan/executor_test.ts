@@ -557,3 +557,19 @@ Deno.test("interrupted steps: saved as running before the tool starts; re-run on
     logs.join("\n"),
   );
 });
+
+Deno.test("a step whose start cannot be saved does not run its tool", async () => {
+  const { tools, recorder } = testTools();
+  const summary = await executePlan(makePlan([work("a", [], 1)]), {
+    tools,
+    persist: () => {
+      throw new Error("disk full");
+    },
+  });
+  assert.equal(summary.status, "failed");
+  assert.deepEqual(recorder.started, [], "the tool never ran");
+  assert.match(
+    summary.plan.steps[0].result!.error!,
+    /could not be recorded as started, so its tool was not run \(saving the plan failed: disk full\)/,
+  );
+});
