@@ -16,12 +16,8 @@ import {
   resolvePromptPath,
 } from "../prompt/c3l_path.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
-import {
-  findSchemaNode,
-  loadSchemaDocument,
-  type SchemaDocument,
-  SCHEMAS_DIR,
-} from "./output_schema.ts";
+import { createSchemaDocumentLoader, resolveOutputSchema } from "./output_schema.ts";
+import { compileErrorMessage, createSchemaCompiler } from "./schema_compiler.ts";
 import type { AgentConfig } from "./schema.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -76,7 +72,10 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
   }
   const realRoot = root === undefined ? undefined : await realpathOr(root);
   const promptCache = new Map<string, Promise<PromptStatus>>();
-  const schemaCache = new Map<string, Promise<SchemaDocument | Error>>();
+  // Each schema file is read once for all steps; each step's schema is compiled exactly as the
+  // runner will compile it, so a typo in a schema is a load-time error, not a run-time strike.
+  const loadSchema = createSchemaDocumentLoader(dir);
+  const compile = createSchemaCompiler();
   const fallbackResolver = input.allowFallback && root !== undefined
     ? new PromptResolver({
       agentDir: dir,
@@ -162,18 +161,25 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     if (ref) {
       const order = tasks.length;
       tasks.push(async () => {
-        const key = resolve(dir, SCHEMAS_DIR, ref.file);
-        let pending = schemaCache.get(key);
-        if (!pending) {
-          pending = loadSchemaDocument(dir, ref).catch((error: Error) => error);
-          schemaCache.set(key, pending);
-        }
-        const loaded = await pending;
+        let schema: Record<string, unknown>;
         try {
-          if (loaded instanceof Error) throw loaded;
-          findSchemaNode(loaded, ref);
+          schema = (await resolveOutputSchema(dir, ref, undefined, loadSchema)).schema;
         } catch (error) {
           stepProblem(order, step.id, `${prefix}outputSchemaRef: ${errorMessage(error)}`);
+          return;
+        }
+        try {
+          compile(schema);
+        } catch (error) {
+          stepProblem(
+            order,
+            step.id,
+            `${prefix}outputSchemaRef: schema ${ref.schema} in ${
+              resolve(dir, "schemas", ref.file)
+            } does not compile: ${compileErrorMessage(error)}. Fix the schema (ajv, JSON Schema ${
+              schema.$schema === undefined ? "draft-07" : String(schema.$schema)
+            }).`,
+          );
         }
       });
     }
