@@ -14,10 +14,10 @@ import { parseJsonc } from "./jsonc.ts";
 import {
   type AgentConfig,
   AgentConfigSchema,
-  StepSchema,
   type StepsRegistry,
   StepsRegistrySchema,
 } from "./schema.ts";
+import { salvageParse } from "./salvage.ts";
 import type { AgentDefinition } from "./types.ts";
 import { normalizeSteps, validateFlow } from "./validate.ts";
 import { formatZodIssues } from "./zod_issues.ts";
@@ -170,9 +170,13 @@ export async function loadAgentDefinition(
     agentRaw = parseJsonc(agentText, AGENT_FILE);
     const parsed = AgentConfigSchema.safeParse(agentRaw);
     if (parsed.success) agent = parsed.data;
-    else {problems.push(
+    else {
+      problems.push(
         ...formatZodIssues(parsed.error.issues, AGENT_FILE, agentRaw, agentJsonSchema()),
-      );}
+      );
+      // The rest of agent.json still drives the flow rules (entry step, parameters, files).
+      agent = salvageParse(AgentConfigSchema, agentRaw).data;
+    }
   } catch (error) {
     problems.push(errorMessage(error));
   }
@@ -262,8 +266,9 @@ interface ParsedRegistry {
 }
 
 /**
- * Parses the registry text. When only some steps are malformed, the rest is still returned (with
- * those ids in `unparsedStepIds`) so that the flow rules can be checked in the same pass.
+ * Parses the registry text. When parts of it are malformed — unknown keys anywhere, bad top-level
+ * values, malformed steps — the rest is still returned (malformed steps' ids in `unparsedStepIds`)
+ * so that the flow rules are checked in the same pass.
  */
 function parseRegistry(text: string, label: string): ParsedRegistry {
   let raw: unknown;
@@ -274,23 +279,14 @@ function parseRegistry(text: string, label: string): ParsedRegistry {
   }
   const parsed = StepsRegistrySchema.safeParse(raw);
   if (parsed.success) return { registry: parsed.data, problems: [], unparsedStepIds: [] };
-  const issues = parsed.error.issues;
-  const problems = formatZodIssues(issues, label, raw, registryJsonSchema());
-  const bad = new Set<string>();
-  for (const issue of issues) {
-    if (issue.path[0] !== "steps" || issue.path.length < 2) {
-      return { problems, unparsedStepIds: [] };
-    }
-    bad.add(String(issue.path[1]));
-  }
-  const rawSteps = (raw as { steps: Record<string, unknown> }).steps;
-  const goodSteps: Record<string, unknown> = {};
-  for (const [id, step] of Object.entries(rawSteps)) {
-    if (!bad.has(id) && StepSchema.safeParse(step).success) goodSteps[id] = step;
-  }
-  const partial = StepsRegistrySchema.safeParse({ ...(raw as object), steps: goodSteps });
-  if (!partial.success) return { problems, unparsedStepIds: [] };
-  return { registry: partial.data, problems, unparsedStepIds: [...bad] };
+  const problems = formatZodIssues(parsed.error.issues, label, raw, registryJsonSchema());
+  const salvaged = salvageParse(StepsRegistrySchema, raw, {
+    dropWhole: "steps",
+    // A missing or bad version is reported above; the steps can still be checked.
+    fill: { version: "0" },
+  });
+  if (!salvaged.data) return { problems, unparsedStepIds: [] };
+  return { registry: salvaged.data, problems, unparsedStepIds: salvaged.dropped };
 }
 
 function rawRegistryName(raw: unknown): string | undefined {
