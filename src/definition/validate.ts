@@ -10,6 +10,7 @@ import { isValidStepId, STEP_ID_RULE } from "./step_id.ts";
 import { closestMatch } from "./suggest.ts";
 import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
+import { handoffWarnings } from "./handoff_paths.ts";
 import type { FlowStep } from "./types.ts";
 
 /** Where the docs document the rules; named in the gate-rule message. */
@@ -273,6 +274,7 @@ export async function validateFlow(
 
   // Files.
   const generalErrors: string[] = [];
+  let handoffUses: ReadonlyMap<string, readonly string[]> = new Map();
   if (options.checkFiles !== false) {
     const found = await checkFlowFiles({
       dir: input.dir,
@@ -290,6 +292,7 @@ export async function validateFlow(
       else stepErrors.set(id, [...messages]);
     }
     warnings.push(...found.warnings);
+    handoffUses = found.handoffUses;
   }
 
   const errors = [...agentErrors, ...generalErrors, ...registryErrors, ...gateErrors];
@@ -299,6 +302,7 @@ export async function validateFlow(
   const structural = registryErrors.length + gateErrors.length + stepErrors.size;
   if (structural === 0 && unparsed.size === 0 && entryStepId !== undefined) {
     warnings.push(...graphWarnings(ordered, entryStepId, F));
+    warnings.push(...handoffWarnings(ordered, entryStepId, handoffUses, F));
   }
   const result: FlowValidationResult = { errors, warnings, steps };
   if (entryStepId !== undefined) result.entryStepId = entryStepId;

@@ -15,7 +15,9 @@ import {
   promptRoot,
   resolvePromptPath,
 } from "../prompt/c3l_path.ts";
+import { splitFrontmatter } from "../prompt/frontmatter.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
+import { listRequiredVariables } from "../prompt/variables.ts";
 import { createSchemaDocumentLoader, resolveOutputSchema } from "./output_schema.ts";
 import { compileErrorMessage, createSchemaCompiler } from "./schema_compiler.ts";
 import type { AgentConfig } from "./schema.ts";
@@ -47,17 +49,30 @@ export interface FlowFilesResult {
   byStep: Map<string, string[]>;
   /** Warnings (fallbacks that will be used). */
   warnings: string[];
+  /**
+   * Per step id, the `{handoff.<key>}` keys its prompts need (used without `?`), for the
+   * handoff-path warnings.
+   */
+  handoffUses: Map<string, string[]>;
 }
 
+/** Prompt files larger than this are not scanned for variables (a prompt is text for a model). */
+const MAX_SCANNED_PROMPT_BYTES = 4 * 1024 * 1024;
+
 type PromptStatus =
-  | { ok: true }
+  | { ok: true; handoffKeys: string[] }
   | { ok: false; missing: true }
   | { ok: false; missing: false; message: string };
 
 /** Checks every file the definition names. Never throws for a bad file; reports it. */
 export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesResult> {
   const { dir, files } = input;
-  const result: FlowFilesResult = { general: [], byStep: new Map(), warnings: [] };
+  const result: FlowFilesResult = {
+    general: [],
+    byStep: new Map(),
+    warnings: [],
+    handoffUses: new Map(),
+  };
   // Tasks finish in any order; problems are reported in task order so messages are stable.
   const found: Array<{ order: number; stepId: string; message: string }> = [];
   const stepProblem = (order: number, stepId: string, message: string) =>
@@ -131,7 +146,14 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
           promptCache.set(file, pending);
         }
         const status = await pending;
-        if (status.ok) return;
+        if (status.ok) {
+          if (status.handoffKeys.length > 0) {
+            const uses = result.handoffUses.get(step.id) ?? [];
+            for (const key of status.handoffKeys) if (!uses.includes(key)) uses.push(key);
+            result.handoffUses.set(step.id, uses);
+          }
+          return;
+        }
         if (!status.missing) {
           stepProblem(order, step.id, `${prefix}${field}: ${status.message}`);
           return;
@@ -218,7 +240,16 @@ async function promptStatus(file: string, realRoot: string, root: string): Promi
   if (!info.isFile) {
     return { ok: false, missing: false, message: `${file} is not a file.` };
   }
-  return { ok: true };
+  if (info.size > MAX_SCANNED_PROMPT_BYTES) return { ok: true, handoffKeys: [] };
+  let body: string;
+  try {
+    body = splitFrontmatter(await Deno.readTextFile(real), file).body;
+  } catch (error) {
+    return { ok: false, missing: false, message: errorMessage(error) };
+  }
+  const handoffKeys = listRequiredVariables(body).filter((v) => v.startsWith("handoff."))
+    .map((v) => v.slice("handoff.".length));
+  return { ok: true, handoffKeys };
 }
 
 async function realpathOr(path: string): Promise<string> {
