@@ -7,6 +7,7 @@
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { errorMessage } from "../errors.ts";
 import { isWithin } from "../prompt/c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { AgentDefinitionError, AgentNotFoundError } from "./errors.ts";
 import { agentJsonSchema, registryJsonSchema } from "./json_schemas.ts";
@@ -157,11 +158,19 @@ export async function loadAgentDefinition(
     );
   }
   const agentFile = join(dir, AGENT_FILE);
+  const realDir = await realpathOr(dir);
   const agentText = await readIfExists(agentFile);
   if (agentText === undefined) throw await notFound("No agent.json in the agent folder", agentFile);
 
   const problems: string[] = [];
   const warnings: string[] = [];
+  // The agent folder may be a link; its files may not link out of it.
+  const agentWhere = await realLocation(agentFile, realDir);
+  if (!agentWhere.inside) {
+    throw new AgentDefinitionError(dir, [
+      outsideLinkMessage(AGENT_FILE, agentFile, agentWhere.real, realDir),
+    ]);
+  }
 
   // agent.json
   let agent: AgentConfig | undefined;
@@ -201,7 +210,12 @@ export async function loadAgentDefinition(
     );
   } else {
     const found = await readRegistry(registryFile);
-    if (!found) {
+    const registryWhere = found ? await realLocation(found.file, realDir) : undefined;
+    if (registryWhere && !registryWhere.inside) {
+      problems.push(
+        outsideLinkMessage(relative(dir, found!.file), found!.file, registryWhere.real, realDir),
+      );
+    } else if (!found) {
       problems.push(
         `Registry file not found: ${registryFile}. Create it (see docs/agents.md "steps_registry.json"), or set prompts.registry in ${AGENT_FILE}.`,
       );

@@ -15,6 +15,7 @@ import {
   promptRoot,
   resolvePromptPath,
 } from "../prompt/c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.ts";
 import { splitFrontmatter } from "../prompt/frontmatter.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
 import { listRequiredVariables } from "../prompt/variables.ts";
@@ -85,7 +86,19 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
   } catch (error) {
     result.general.push(`${files.registry}: basePath: ${errorMessage(error)}`);
   }
-  const realRoot = root === undefined ? undefined : await realpathOr(root);
+  const realDir = await realpathOr(dir);
+  let realRoot: string | undefined;
+  if (root !== undefined) {
+    const where = await realLocation(root, realDir);
+    if (where.inside) realRoot = where.real;
+    else {
+      result.general.push(
+        `${files.registry}: basePath: ${
+          outsideLinkMessage("prompt folder", root, where.real, realDir)
+        }`,
+      );
+    }
+  }
   const promptCache = new Map<string, Promise<PromptStatus>>();
   // Each schema file is read once for all steps; each step's schema is compiled exactly as the
   // runner will compile it, so a typo in a schema is a load-time error, not a run-time strike.
@@ -114,7 +127,7 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
         result.general.push(`${label}: ${errorMessage(error)}`);
         return;
       }
-      const status = await promptStatus(file, await realpathOr(dir), dir);
+      const status = await promptStatus(file, realDir, dir);
       if (status.ok) return;
       result.general.push(
         status.missing
@@ -250,14 +263,6 @@ async function promptStatus(file: string, realRoot: string, root: string): Promi
   const handoffKeys = listRequiredVariables(body).filter((v) => v.startsWith("handoff."))
     .map((v) => v.slice("handoff.".length));
   return { ok: true, handoffKeys };
-}
-
-async function realpathOr(path: string): Promise<string> {
-  try {
-    return await realpath(path);
-  } catch {
-    return path;
-  }
 }
 
 /** Runs `tasks` with at most `limit` in flight. */
