@@ -11,6 +11,7 @@ import { closestMatch } from "./suggest.ts";
 import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import { handoffWarnings } from "./handoff_paths.ts";
+import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
 
 /** Where the docs document the rules; named in the gate-rule message. */
@@ -159,6 +160,9 @@ export async function validateFlow(
       }
     }
     checkPromptForm(step, fail);
+    if (step.fallbackKey !== undefined && !isValidFallbackKey(step.fallbackKey)) {
+      fail(`fallbackKey ${JSON.stringify(step.fallbackKey)} is invalid: ${FALLBACK_KEY_RULE}.`);
+    }
     const { min, max } = step.iterations;
     if (min > max) {
       fail(
