@@ -217,6 +217,8 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (scan.init !== undefined) return await init(parseCommandLine(argv).flags, ctx);
 
   if (scan.agent === undefined) {
+    // No agent, so no parameters: any other flag is unknown — name it before asking for --agent.
+    parseCommandLine(argv);
     const agents = await listAgents({ cwd: ctx.userDir });
     const known = agents.length > 0
       ? `Agents in ${displayPath(resolve(ctx.userDir, ".agent"), ctx.userDir)}: ${
@@ -257,6 +259,7 @@ async function recordedRuns(
 ): Promise<number> {
   const flag = scan.runs ? "--runs" : "--show";
   if (scan.agent === undefined) {
+    parseCommandLine(argv); // an unknown flag is named first
     throw new UsageError(
       `${flag} needs --agent NAME: runs are recorded per agent (agent.json logging.directory).`,
     );

@@ -148,6 +148,7 @@ export async function loadAgentDefinition(
       path,
       location.agentRoot,
       (await listAgents(options)).map((a) => a.name),
+      location.byName ? nameOrDir : undefined,
     );
 
   const info = await Deno.stat(dir).catch(() => undefined);
