@@ -126,7 +126,10 @@ export async function validateFlow(
   let entryStepId: string | undefined;
   if (agent) {
     const type = agent.behavior.completionType;
-    entryStepId = registry.entryStepMapping?.[type] ?? registry.entryStep;
+    // completionType comes from a file: only an own mapping counts ("constructor" is no step).
+    const mapping = registry.entryStepMapping;
+    entryStepId = (mapping && Object.hasOwn(mapping, type) ? mapping[type] : undefined) ??
+      registry.entryStep;
     if (entryStepId === undefined) {
       registryErrors.push(
         `[StepFlow] No entry step configured for completionType "${type}".\n` +
