@@ -150,20 +150,64 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
 }
 
+/**
+ * How long after the first Ctrl-C another SIGINT still counts as the same Ctrl-C. Under
+ * `deno task` one Ctrl-C can reach the process twice within a millisecond or two (from the terminal
+ * and forwarded by `deno task`); a person pressing Ctrl-C again takes far longer than this.
+ */
+export const INTERRUPT_GRACE_MS = 500;
+
+/** What {@linkcode createInterruptHandler} does on each Ctrl-C. */
+export interface InterruptActions {
+  /** The first Ctrl-C: cancel the run (it still prints its result). */
+  cancel(): void;
+  /** A second Ctrl-C, at least `graceMs` later: quit at once. */
+  quit(): void;
+  /** Clock in ms (default `performance.now`). */
+  now?: () => number;
+  /** The window in which a repeated SIGINT is the same Ctrl-C (default {@linkcode INTERRUPT_GRACE_MS}). */
+  graceMs?: number;
+}
+
+/**
+ * The SIGINT handler of the CLI: the first Ctrl-C cancels, a SIGINT within `graceMs` of it is the
+ * same key press delivered twice and is ignored, a later one quits.
+ *
+ * @example
+ * ```ts
+ * import { createInterruptHandler } from "./run_agent.ts";
+ * const onSigint = createInterruptHandler({ cancel: () => {}, quit: () => Deno.exit(130) });
+ * ```
+ */
+export function createInterruptHandler(actions: InterruptActions): () => void {
+  const now = actions.now ?? (() => performance.now());
+  const grace = actions.graceMs ?? INTERRUPT_GRACE_MS;
+  let firstAt: number | undefined;
+  return () => {
+    const at = now();
+    if (firstAt === undefined) {
+      firstAt = at;
+      actions.cancel();
+    } else if (at - firstAt >= grace) {
+      actions.quit();
+    }
+  };
+}
+
 /** Runs the CLI on the real process (signals, stdio) and exits with its code. */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
   const controller = new AbortController();
-  let interrupted = false;
-  const onInterrupt = () => {
-    if (interrupted) Deno.exit(EXIT.interrupted);
-    interrupted = true;
-    Deno.stderr.writeSync(
-      new TextEncoder().encode(
-        "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
-      ),
-    );
-    controller.abort();
-  };
+  const onInterrupt = createInterruptHandler({
+    cancel: () => {
+      Deno.stderr.writeSync(
+        new TextEncoder().encode(
+          "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
+        ),
+      );
+      controller.abort();
+    },
+    quit: () => Deno.exit(EXIT.interrupted),
+  });
   try {
     Deno.addSignalListener("SIGINT", onInterrupt);
   } catch {
