@@ -28,6 +28,7 @@ import {
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
+import { runAgentCommand } from "./invocation.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -433,6 +434,8 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
       ` --${key} ${p.type === "string" ? '"…"' : p.type === "number" ? "1" : "true"}`
     )
     .join("");
+  // Next steps that work where the user stands (deno task only works inside the checkout).
+  const command = runAgentCommand(ctx.userDir);
   const lines = [
     `Created agent "${name}" in ${where} from the ${created.template} template (${created.files.length} files):`,
     ...created.files.map((f) => `  ${f}`),
@@ -441,14 +444,14 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
   if (created.files.includes("demo.script.yaml")) {
     lines.push(
       "Try it without a model (scripted answers):",
-      `  deno task run-agent --agent ${name} --script ${where}/demo.script.yaml${required}`,
+      `  ${command} --agent ${name} --script ${where}/demo.script.yaml${required}`,
     );
   }
   lines.push(
     "Run it with a model:",
-    `  deno task run-agent --agent ${name}${required}`,
+    `  ${command} --agent ${name}${required}`,
     "Check it after editing:",
-    `  deno task run-agent --agent ${name} --validate`,
+    `  ${command} --agent ${name} --validate`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   return EXIT.success;
@@ -543,7 +546,9 @@ async function run(
     ctx.io.stderr.write(
       result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
         ? `This is a problem in the agent's files, not in the run: fix it, check with --validate, then start a new run.\n`
-        : `Restart it from its failed step with: deno task run-agent --agent ${definition.name} --redrive ${result.runId}\n`,
+        : `Restart it from its failed step with: ${
+          runAgentCommand(ctx.userDir)
+        } --agent ${definition.name} --redrive ${result.runId}\n`,
     );
   }
   if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
