@@ -465,6 +465,8 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
     const def = await loadAgentDefinition(agent, {
       cwd: ctx.userDir,
       allowFallback: scan.allowFallback,
+      // --validate is the explicit check: every output schema is compiled exactly as at run time.
+      compileSchemas: true,
     });
     parseAgentCommandLine(argv, def, { requireParameters: false });
     report = {

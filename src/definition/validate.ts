@@ -45,6 +45,8 @@ export interface FlowValidationOptions {
   checkFiles?: boolean;
   /** A missing prompt that a fallback can stand in for is a warning, not an error. */
   allowFallback?: boolean;
+  /** Compile every output schema in full (default: meta-schema and reference check). */
+  compileSchemas?: boolean;
   /** Files checked at once (default 16). */
   concurrency?: number;
 }
@@ -290,6 +292,7 @@ export async function validateFlow(
       steps: ordered,
       files: { agent: A, registry: F },
       allowFallback: options.allowFallback,
+      compileSchemas: options.compileSchemas,
       concurrency: options.concurrency,
     });
     generalErrors.push(...found.general);
