@@ -496,6 +496,31 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
   return out;
 }
 
+/**
+ * Throws the unknown-flag error for the first flag of `argv` that is not a CLI flag but looks like a
+ * typo of one (`--lst` → `--list`). Used when no agent is named: any other flag may be one of the
+ * agent's parameters, so it is not an error yet.
+ */
+export function rejectMistypedCliFlags(argv: readonly string[]): void {
+  const known = cliOptions();
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: known,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== "option" || Object.hasOwn(known, token.name)) continue;
+    const suggestion = closestMatch(token.name, Object.keys(known));
+    if (suggestion) {
+      throw new UsageError(
+        `Unknown option ${token.rawName}. Did you mean --${suggestion}?\nRun with --help for every CLI flag.`,
+      );
+    }
+  }
+}
+
 function rejectUnknownOptions(args: string[], known: OptionTable, options: ParseOptions): void {
   const { tokens } = parseArgs({
     args,

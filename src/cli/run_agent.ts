@@ -24,6 +24,7 @@ import {
   type CliFlags,
   type CommandLine,
   parseCommandLine,
+  rejectMistypedCliFlags,
   scanCommandLine,
   usageText,
 } from "./args.ts";
@@ -262,8 +263,9 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (scan.init !== undefined) return await init(parseCommandLine(argv).flags, ctx);
 
   if (scan.agent === undefined) {
-    // No agent, so no parameters: any other flag is unknown — name it before asking for --agent.
-    parseCommandLine(argv);
+    // A mistyped CLI flag (--lst) is named before asking for --agent; other flags may be the
+    // parameters of the agent that was left out.
+    rejectMistypedCliFlags(argv);
     const agents = await listAgents({ cwd: ctx.userDir });
     const known = agents.length > 0
       ? `Agents in ${displayPath(resolve(ctx.userDir, ".agent"), ctx.userDir)}: ${
@@ -304,7 +306,7 @@ async function recordedRuns(
 ): Promise<number> {
   const flag = scan.runs ? "--runs" : "--show";
   if (scan.agent === undefined) {
-    parseCommandLine(argv); // an unknown flag is named first
+    rejectMistypedCliFlags(argv); // a mistyped flag is named first
     throw new UsageError(
       `${flag} needs --agent NAME: runs are recorded per agent (agent.json logging.directory).`,
     );
