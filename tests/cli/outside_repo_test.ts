@@ -15,8 +15,9 @@ console.log("loaded", def.name, def.entryStepId);
 `;
 
 async function run(cmd: string[], cwd: string): Promise<{ code: number; out: string }> {
-  const result = await new Deno.Command(cmd[0], {
-    args: cmd.slice(1),
+  // As typed in a shell: no INIT_CWD from an enclosing `deno task` (the test runner's own).
+  const result = await new Deno.Command("env", {
+    args: ["-u", "INIT_CWD", ...cmd],
     cwd,
     env: { NO_COLOR: "1" },
     stdin: "null",
