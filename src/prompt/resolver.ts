@@ -226,6 +226,8 @@ export class PromptResolver {
 
   /** Reads `file` when it exists and its real path stays inside `root`; undefined when missing. */
   async #readConfined(file: string, realRoot: Promise<string>): Promise<string | undefined> {
+    // The root first: a prompt folder that links out is refused even when the file is missing.
+    const root = await realRoot;
     let real: string;
     try {
       real = await realpath(file);
@@ -235,7 +237,6 @@ export class PromptResolver {
       if (isMissingFileError(error)) return undefined;
       throw error;
     }
-    const root = await realRoot;
     if (!isWithin(root, real)) {
       throw new PromptPathError(
         `Refused prompt file ${file}: it is a symbolic link to ${real}, outside the prompt folder ${root}.`,
