@@ -18,6 +18,7 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
+import { boundDepth } from "../llm/ask_structured.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -356,13 +357,25 @@ async function recordedRuns(
       log,
       typeof historyLength === "number" ? historyLength : undefined,
     );
-    ctx.io.stdout.write(`${JSON.stringify({ checkpoint, history }, null, 2)}\n`);
+    ctx.io.stdout.write(`${jsonOutput({ checkpoint, history })}\n`);
   } else {
     ctx.io.stdout.write(
       `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
     );
   }
   return EXIT.success;
+}
+
+/** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
+const JSON_OUTPUT_DEPTH = 1_000;
+
+/**
+ * Indented JSON for `--json` and `--show --json`. Output is bounded at validation time, but a run
+ * recorded before that may hold data nested thousands of levels deep, on which an indented
+ * `JSON.stringify` overflows the stack: such values are cut at {@linkcode JSON_OUTPUT_DEPTH} levels.
+ */
+function jsonOutput(value: unknown): string {
+  return JSON.stringify(boundDepth(value, JSON_OUTPUT_DEPTH), null, 2);
 }
 
 /** `--resume`/`--redrive` continue with the run's own parameters; passing others is a mistake. */
@@ -532,7 +545,7 @@ async function run(
     progress.finish(result);
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
   } else {
     ctx.io.stdout.write(
       `${

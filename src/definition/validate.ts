@@ -379,9 +379,9 @@ function checkGate(
       `structuredGate.fallbackIntent "${gate.fallbackIntent}" is not one of allowedIntents (${allowedList}); add it there or change fallbackIntent.`,
     );
   }
-  if (allowed.has("jump") && gate.targetField === undefined) {
+  if (allowed.has("jump") && gate.targetField === undefined && !step.raw.transitions?.jump) {
     fail(
-      'structuredGate.allowedIntents includes "jump" but structuredGate.targetField is not set: name the output field that holds the target step id (e.g. "next_action.details.target").',
+      'structuredGate.allowedIntents includes "jump" but nothing can supply a target: set structuredGate.targetField to the output field that holds the target step id (e.g. "next_action.details.target"), or give transitions.jump a default "target".',
     );
   }
   if (step.kind === "closing" || step.raw.transitions === undefined) return;
