@@ -6,14 +6,14 @@
  * @module
  */
 import type { ValidateFunction } from "ajv";
-import { resolve } from "node:path";
 import type { OutputSchemaRef } from "../definition/schema.ts";
 import {
   resolveOutputSchema,
+  type SchemaFileStamp,
   SchemaResolutionError,
-  SCHEMAS_DIR,
 } from "../definition/output_schema.ts";
-import { createSchemaCompiler, formatValidationErrors } from "../llm/json_schema.ts";
+import { compileErrorMessage, createSchemaCompiler } from "../definition/schema_compiler.ts";
+import { formatValidationErrors } from "../llm/json_schema.ts";
 
 /** A resolved, compiled output schema. */
 export interface CompiledOutputSchema {
@@ -28,8 +28,8 @@ export interface CompiledOutputSchema {
 }
 
 interface CacheEntry {
-  mtimeMs: number;
-  size: number;
+  /** The step's schema file and every file it `$ref`s, as they were when compiled. */
+  files: readonly SchemaFileStamp[];
   compiled: CompiledOutputSchema;
 }
 
@@ -46,6 +46,7 @@ interface CacheEntry {
 export class OutputSchemaCache {
   readonly #agentDir: string;
   readonly #entries = new Map<string, CacheEntry>();
+  // The loader compiles with the same compiler, so a schema that loads is one that runs.
   readonly #compile = createSchemaCompiler();
 
   /** @param agentDir absolute agent folder */
@@ -59,19 +60,9 @@ export class OutputSchemaCache {
    */
   async resolve(ref: OutputSchemaRef, stepId?: string): Promise<CompiledOutputSchema> {
     const key = `${ref.file}\0${ref.schema}`;
-    const file = resolve(this.#agentDir, SCHEMAS_DIR, ref.file);
     const cached = this.#entries.get(key);
     if (cached) {
-      // A sync stat is ~20x cheaper than an async one and this runs on every iteration.
-      let info: Deno.FileInfo | undefined;
-      try {
-        info = Deno.statSync(file);
-      } catch {
-        info = undefined;
-      }
-      if (info && (info.mtime?.getTime() ?? 0) === cached.mtimeMs && info.size === cached.size) {
-        return cached.compiled;
-      }
+      if (cached.files.every(unchanged)) return cached.compiled;
       this.#entries.delete(key);
     }
     const resolved = await resolveOutputSchema(this.#agentDir, ref, stepId);
@@ -82,7 +73,7 @@ export class OutputSchemaCache {
       throw new SchemaResolutionError(
         `Schema ${ref.schema} in ${resolved.file}${
           stepId ? ` (step "${stepId}")` : ""
-        } does not compile: ${(error as Error).message}`,
+        } does not compile: ${compileErrorMessage(error)}`,
         { file: resolved.file, pointer: ref.schema, stepId },
       );
     }
@@ -92,13 +83,19 @@ export class OutputSchemaCache {
       pointer: ref.schema,
       validate,
     };
-    const info = await Deno.stat(resolved.file).catch(() => undefined);
-    this.#entries.set(key, {
-      mtimeMs: info?.mtime?.getTime() ?? resolved.mtimeMs,
-      size: info?.size ?? -1,
-      compiled,
-    });
+    this.#entries.set(key, { files: resolved.files, compiled });
     return compiled;
+  }
+}
+
+/** True when `stamp.file` still has the mtime and size it had when read. */
+function unchanged(stamp: SchemaFileStamp): boolean {
+  // A sync stat is ~20x cheaper than an async one and this runs on every iteration.
+  try {
+    const info = Deno.statSync(stamp.file);
+    return (info.mtime?.getTime() ?? 0) === stamp.mtimeMs && info.size === stamp.size;
+  } catch {
+    return false;
   }
 }
 

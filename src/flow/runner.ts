@@ -350,6 +350,7 @@ export class StepFlowRunner {
           iteration: state.iteration,
           stepId: step.id,
           handoff: state.latestHandoff,
+          parameters: def.agent.parameters ?? {},
         };
         const systemPrompt = def.agent.behavior.systemPromptPath
           ? (await systemPrompts.resolve({ path: def.agent.behavior.systemPromptPath }, vars, {
