@@ -14,18 +14,24 @@
  * `INIT_CWD` (set by `deno task`): the plan file, `--workspace` and `--script` resolve there.
  *
  * Exit codes: 0 the plan completed (or nothing was asked to run); 1 the plan ran and did not
- * complete; 2 usage error, unreadable or invalid plan, backend setup error; 130 cancelled (Ctrl-C);
- * 70 an unexpected internal error (a bug).
+ * complete; 2 usage error, unreadable or invalid plan, backend setup error; 3 incomplete: every step
+ * ended, but some were skipped because approval was not given (`--allow-skipped` makes that 0);
+ * 75 another process is running the plan file (its lock is held; try again later); 130 cancelled
+ * (Ctrl-C); 70 an unexpected internal error (a bug).
+ *
+ * One process at a time runs a plan file: it holds `<plan file>.lock` (the one lock of stepflow,
+ * `store/file_lock.ts`) from before it reads the plan until the last write.
  *
  * @module
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { removeStaleTemps } from "../atomic_write.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { startPlan } from "../plan/executor.ts";
-import { generatePlan } from "../plan/generate.ts";
+import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
+import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
@@ -37,6 +43,7 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
 
@@ -45,13 +52,17 @@ export const RUN_PLAN_EXIT: Readonly<{
   success: 0;
   planFailed: 1;
   usage: 2;
+  incomplete: 3;
   internal: 70;
+  locked: 75;
   interrupted: 130;
 }> = Object.freeze({
   success: 0,
   planFailed: 1,
   usage: 2,
+  incomplete: 3,
   internal: 70,
+  locked: 75,
   interrupted: 130,
 });
 
@@ -89,11 +100,16 @@ file after every step. Running the same command again continues where the plan s
 Options:
   --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
   --force             With --generate: replace an existing plan file
-  -y, --yes           Start without asking and approve every step that needs approval
+  --revise FEEDBACK   Ask the LLM to revise the plan with this feedback first (a new version is
+                      written to the plan file; completed steps it keeps unchanged stay completed).
+                      On a terminal, answer "r" at "Start execution?" to revise interactively
+  -y, --yes           Start without asking and approve every step that needs approval; also
+                      re-runs steps a killed run left running whose tools are not idempotent
   --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
                       without a terminal this also starts the run, and other approvals are denied
   --dry-run           Validate and show the review, then stop (nothing runs)
   --restart           Run every step again (statuses and results are reset; user skips are kept)
+  --allow-skipped     Exit 0 even when steps were skipped because approval was not given
   --workspace DIR     Folder the tools may use (default: the current directory)
   --concurrency N     Steps that may run at the same time (default 4)
   --enable-http       Allow the http_get tool
@@ -106,17 +122,21 @@ Options:
   --json              Print the execution summary as JSON on stdout (the review goes to stderr)
   -h, --help          Show this help
 
-Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 130 cancelled.
+Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
+skipped because approval was not given; see --allow-skipped), 75 another process is running this
+plan file, 130 cancelled.
 `;
 
 interface Flags {
   planFile?: string;
   generate?: string;
+  revise?: string;
   force: boolean;
   yes: boolean;
   approve: string[];
   dryRun: boolean;
   restart: boolean;
+  allowSkipped: boolean;
   workspace?: string;
   concurrency: number;
   enableHttp: boolean;
@@ -131,11 +151,13 @@ interface Flags {
 
 const OPTIONS = {
   generate: { type: "string" },
+  revise: { type: "string" },
   force: { type: "boolean" },
   yes: { type: "boolean", short: "y" },
   approve: { type: "string", multiple: true },
   "dry-run": { type: "boolean" },
   restart: { type: "boolean" },
+  "allow-skipped": { type: "boolean" },
   workspace: { type: "string" },
   concurrency: { type: "string" },
   "enable-http": { type: "boolean" },
@@ -169,6 +191,11 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
   }
+  if (v.revise !== undefined && v.revise.trim() === "") {
+    throw new UsageError(
+      '--revise needs feedback, e.g. --revise "Also back up config.json before writing it".',
+    );
+  }
   if (v.generate !== undefined && v.generate.trim() === "") {
     throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
   }
@@ -178,6 +205,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
     approve: (v.approve ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean),
     dryRun: v["dry-run"] ?? false,
     restart: v.restart ?? false,
+    allowSkipped: v["allow-skipped"] ?? false,
     concurrency,
     enableHttp: v["enable-http"] ?? false,
     enableCommands: v["enable-commands"] ?? false,
@@ -186,6 +214,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   };
   if (parsed.positionals[0] !== undefined) flags.planFile = parsed.positionals[0];
   if (v.generate !== undefined) flags.generate = v.generate;
+  if (v.revise !== undefined) flags.revise = v.revise;
   if (v.workspace !== undefined) flags.workspace = v.workspace;
   if (v.backend !== undefined) flags.backend = v.backend;
   if (v.script !== undefined) flags.script = v.script;
@@ -220,6 +249,17 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     );
   }
   const planFile = resolve(userDir, flags.planFile ?? "plan.json");
+  // One process at a time: the lock is taken before the plan is read, released after the last
+  // write. A dry run only reads (atomic writes never show it half a plan).
+  using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
+    runId: crypto.randomUUID(),
+    onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+  });
+  if (lock) {
+    for (const temp of await removeStaleTemps(planFile)) {
+      io.stderr.write(`Removed ${temp}, left by a run that was killed while saving the plan.\n`);
+    }
+  }
   const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
   await assertFolder(workspaceRoot);
   const tools = createToolRegistry({
@@ -255,6 +295,29 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
   if (flags.restart) plan = resetPlan(plan);
 
+  const revise = async (feedback: string): Promise<void> => {
+    io.stderr.write(`Revising the plan: ${feedback}\n`);
+    plan = await revisePlan(plan, feedback, {
+      backend: await getBackend(),
+      tools,
+      workspaceRoot,
+      ...(flags.model !== undefined ? { model: flags.model } : {}),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    if (flags.dryRun) {
+      // A dry run holds no lock, so it writes nothing: the revised plan is only shown.
+      io.stderr.write(
+        `Plan revised: version ${plan.version}, ${plan.steps.length} steps (--dry-run: not saved)\n`,
+      );
+      return;
+    }
+    await writePlanFile(planFile, plan);
+    io.stderr.write(
+      `Plan revised: version ${plan.version}, ${plan.steps.length} steps, written to ${planFile}\n`,
+    );
+  };
+  if (flags.revise !== undefined) await revise(flags.revise);
+
   const needsRecovery = plan.steps.some((s) => parseOnError(s.onError)?.kind === "recover");
   if (needsRecovery && !flags.dryRun) await getBackend();
 
@@ -269,6 +332,15 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   );
   if (flags.dryRun) return RUN_PLAN_EXIT.success;
   if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
+    const notRun = skippedUnintentionally(plan);
+    if (notRun.length > 0 && !flags.allowSkipped) {
+      io.stderr.write(
+        `Nothing to run, but the plan is incomplete: ${
+          notRunText(notRun)
+        }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
+      );
+      return RUN_PLAN_EXIT.incomplete;
+    }
     io.stderr.write(
       "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
     );
@@ -276,13 +348,32 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
 
   const lines = io.interactive && io.stdin ? lineReader(io.stdin) : undefined;
+  const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
-      io.stderr.write("Start execution? [y/N] ");
-      const answer = (await lines.next(io.signal))?.trim().toLowerCase();
-      if (answer !== "y" && answer !== "yes") {
-        io.stderr.write("Not started; nothing ran.\n");
-        return RUN_PLAN_EXIT.success;
+      for (;;) {
+        io.stderr.write("Start execution? [y]es / [N]o / [r]evise the plan with feedback: ");
+        const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+        if (answer === "r" || answer === "revise") {
+          io.stderr.write("What should change? ");
+          const feedback = (await lines.next(io.signal))?.trim() ?? "";
+          if (feedback === "") {
+            io.stderr.write("No feedback given; the plan is unchanged.\n");
+            continue;
+          }
+          await revise(feedback);
+          out.write(
+            `${
+              renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })
+            }\n`,
+          );
+          continue;
+        }
+        if (answer !== "y" && answer !== "yes") {
+          io.stderr.write("Not started; nothing ran.\n");
+          return RUN_PLAN_EXIT.success;
+        }
+        break;
       }
     } else if (flags.approve.length === 0) {
       throw new UsageError(
@@ -294,16 +385,18 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   const alwaysApproved = new Set(flags.approve);
   const summary = await runWithProgress(plan, {
     planFile,
+    ...(lock ? { assertLocked: () => assertLockHeld(lock, planLockSubject(planFile)) } : {}),
     io,
     tools,
     workspaceRoot,
     concurrency: flags.concurrency,
     autoApprove: flags.yes ? true : [...alwaysApproved],
+    rerunInterrupted,
     ...(backend ? { backend } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(lines
       ? {
-        approver: async (req: ApprovalRequest, signal: AbortSignal) => {
+        approver: oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
           io.stderr.write(
             `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
@@ -318,27 +411,75 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        },
+        }),
       }
       : {}),
   });
 
+  const notRun = summary.status === "completed" ? skippedUnintentionally(summary.plan) : [];
+  const incomplete = notRun.length > 0 && !flags.allowSkipped;
   if (flags.json) {
-    io.stdout.write(`${JSON.stringify({ ...summary, planFile }, null, 2)}\n`);
+    const notExecuted = notRun.map((st) => st.id);
+    io.stdout.write(
+      `${JSON.stringify({ ...summary, planFile, incomplete, notExecuted }, null, 2)}\n`,
+    );
   } else {
-    io.stdout.write(`${summaryText(summary, planFile)}\n`);
+    io.stdout.write(`${summaryText(summary, planFile, incomplete ? notRun : [])}\n`);
   }
+  if (incomplete) return RUN_PLAN_EXIT.incomplete;
   if (summary.status === "completed") return RUN_PLAN_EXIT.success;
   return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
 }
 
+/**
+ * Steps an earlier run left `running` whose tools are not idempotent: `--yes` re-runs them (the
+ * executor logs that it does), a terminal asks about each, otherwise the run stops before
+ * anything runs with `PLAN_STEP_INTERRUPTED` (exit 2). Idempotent ones are re-run by the executor.
+ */
+async function decideInterrupted(
+  plan: Plan,
+  tools: ToolRegistry,
+  yes: boolean,
+  lines: ReturnType<typeof lineReader> | undefined,
+  io: RunPlanIo,
+): Promise<boolean | string[]> {
+  const unsafe = interruptedSteps(plan).filter((s) =>
+    tools.descriptor(s.tool)?.idempotent !== true
+  );
+  if (unsafe.length === 0) return false;
+  if (yes) {
+    io.stderr.write(
+      `Re-running ${unsafe.map((s) => `"${s.id}" (${s.tool})`).join(", ")}: ${
+        unsafe.length === 1 ? "it was" : "they were"
+      } running when an earlier run stopped, and --yes re-runs steps whose tools are not idempotent (their effect may happen twice).\n`,
+    );
+    return true;
+  }
+  if (!lines) throw interruptedError(unsafe);
+  const allowed: string[] = [];
+  for (const step of unsafe) {
+    io.stderr.write(
+      `\nStep "${step.id}" (${step.tool}) was running when an earlier run stopped; its outcome was not saved, so ${step.tool} may have done its work already.\nRun it again? [y/N] `,
+    );
+    const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+    if (answer === "y" || answer === "yes") allowed.push(step.id);
+  }
+  if (allowed.length < unsafe.length) {
+    throw interruptedError(unsafe.filter((s) => !allowed.includes(s.id)));
+  }
+  return allowed;
+}
+
 interface RunSettings {
   planFile: string;
+  /** Throws once another process took the plan's lock over: nothing more may be written. */
+  assertLocked?: () => void;
   io: RunPlanIo;
   tools: ToolRegistry;
   workspaceRoot: string;
   concurrency: number;
   autoApprove: boolean | string[];
+  rerunInterrupted: boolean | string[];
   backend?: LlmBackend;
   model?: string;
   approver?: (
@@ -397,8 +538,12 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
+    rerunInterrupted: s.rerunInterrupted,
     onProgress,
-    persist: (p) => writePlanFile(s.planFile, p),
+    persist: (p) => {
+      s.assertLocked?.();
+      return writePlanFile(s.planFile, p);
+    },
     ...(s.backend ? { backend: s.backend } : {}),
     ...(s.model !== undefined ? { model: s.model } : {}),
     ...(s.approver ? { approver: s.approver } : {}),
@@ -408,10 +553,44 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
   return await run.summary;
 }
 
-function summaryText(summary: ExecutionSummary, planFile: string): string {
+/**
+ * Skipped steps that were not skipped on purpose: denied approval (and steps skipped because of
+ * them), or skipped by recovery. Steps skipped by the user (`skipStep`), and steps skipped only
+ * because one of those was, are intended and do not count.
+ */
+function skippedUnintentionally(plan: Plan): Plan["steps"] {
+  const byId = new Map(plan.steps.map((st) => [st.id, st]));
+  const intended = (id: string): boolean => {
+    // Follow "skipped because step X was skipped" back to its first cause (bounded by the plan).
+    let step = byId.get(id);
+    for (let hops = 0; step && hops <= plan.steps.length; hops++) {
+      const reason = step.result?.error ?? "";
+      if (reason.startsWith("Skipped by user")) return true;
+      const cause = /^Skipped because step "(.+)" was skipped$/.exec(reason);
+      if (!cause) return false;
+      step = byId.get(cause[1]);
+    }
+    return false;
+  };
+  return plan.steps.filter((st) => st.status === "skipped" && !intended(st.id));
+}
+
+function notRunText(steps: Plan["steps"]): string {
+  const ids = steps.slice(0, 5).map((st) => st.id).join(", ");
+  const more = steps.length > 5 ? ` and ${steps.length - 5} more` : "";
+  return `${steps.length} step(s) did not run because approval was not given (${ids}${more})`;
+}
+
+function summaryText(
+  summary: ExecutionSummary,
+  planFile: string,
+  notRun: Plan["steps"],
+): string {
   const order: StepStatus[] = ["completed", "failed", "skipped", "blocked", "pending"];
   const counts = order.map((status) => `${summary.steps[status].length} ${status}`).join(", ");
-  const head = summary.status === "completed"
+  const head = notRun.length > 0
+    ? "Plan incomplete"
+    : summary.status === "completed"
     ? "Plan completed"
     : summary.status === "cancelled"
     ? "Plan cancelled"
@@ -427,6 +606,14 @@ function summaryText(summary: ExecutionSummary, planFile: string): string {
   }
   if (problems.length > 5) lines.push(`  … and ${problems.length - 5} more failed steps`);
   if (problems.length === 0 && summary.error) lines.push(`  ${summary.error}`);
+  if (notRun.length > 0) {
+    lines.push(
+      `  ${notRunText(notRun)}: ${
+        notRun.slice(0, 5).map((st) => `${st.id}: ${st.result?.error ?? "skipped"}`).join("; ")
+      }.`,
+      "  Run again with --approve TOOLS or --yes and --restart to run them, or pass --allow-skipped to accept the plan as it is.",
+    );
+  }
   if (summary.status !== "completed") {
     lines.push(
       "  Run the same command again to continue: completed and skipped steps are kept, the rest runs.",
@@ -498,6 +685,21 @@ async function exists(file: string): Promise<boolean> {
   }
 }
 
+/**
+ * The executor asks for approvals concurrently; a terminal has one person, so the questions queue
+ * here (an "always" answer then approves the queued questions of that tool without asking).
+ */
+function oneQuestionAtATime<A extends unknown[], R>(
+  ask: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (...args: A) => {
+    const next = last.then(() => ask(...args));
+    last = next.catch(() => {});
+    return next;
+  };
+}
+
 /** Reads lines from a stream, one question at a time. */
 function lineReader(stream: ReadableStream<Uint8Array>) {
   const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
@@ -537,6 +739,7 @@ const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
 function report(error: unknown, io: RunPlanIo): number {
   if (error instanceof StepflowError) {
     io.stderr.write(`run-plan: ${error.message}\n`);
+    if (error.code === "PLAN_LOCKED") return RUN_PLAN_EXIT.locked;
     // The LLM answered badly or the call failed: the command ran and did not succeed. Setup problems
     // (credentials, missing SDK) and every input problem are usage errors.
     const ranAndFailed = error.code === "PLAN_GENERATION_FAILED" ||

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { exceedsDepth, MAX_OUTPUT_DEPTH } from "../llm/ask_structured.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmResponse } from "../llm/types.ts";
 
@@ -54,6 +55,13 @@ export function interpretCheck(response: LlmResponse): CheckVerdict {
     return {
       result: "ng",
       message: "Check response could not be parsed: it is not a JSON object.",
+    };
+  }
+  if (exceedsDepth(value, MAX_OUTPUT_DEPTH)) {
+    return {
+      result: "ng",
+      message:
+        `Check response could not be parsed: it is nested deeper than ${MAX_OUTPUT_DEPTH} levels.`,
     };
   }
   const { result, message } = value as { result?: unknown; message?: unknown };

@@ -8,6 +8,16 @@
 export * from "./types.ts";
 export * from "./scripted.ts";
 export * from "./structured_output.ts";
+export {
+  ANSWER_EXCERPT_CHARS,
+  type AnswerRejection,
+  askStructured,
+  type AskStructuredOptions,
+  type AskStructuredResult,
+  MAX_OUTPUT_DEPTH,
+  type ReaskInfo,
+  type TextExcerpt,
+} from "./ask_structured.ts";
 export * from "./script_file.ts";
 // -- real backends --
 export {

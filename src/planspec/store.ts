@@ -7,8 +7,10 @@
  * @module
  */
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
-import { writeFileAtomic as writeAtomically } from "../atomic_write.ts";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { lockPlanFile } from "../store/file_lock.ts";
+import { isSpanOf, spanEnd } from "../unicode_span.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
 import { serializePlan } from "./serialize.ts";
@@ -32,7 +34,7 @@ export interface ResolvedPlan {
 
 /** A bare plan name: letters, digits, `_`, `-`, `.`, no path separators and not `.`/`..`. */
 export function isPlanName(ref: string): boolean {
-  return /^[\p{L}\p{N}_.-]+$/u.test(ref) && ref !== "." && ref !== ".." &&
+  return isSpanOf(ref, "[\\p{L}\\p{N}_.-]") && ref !== "." && ref !== ".." &&
     !ref.includes("..");
 }
 
@@ -106,17 +108,33 @@ export async function readPlanFile(file: string): Promise<PlanSpec> {
         details: { file, line: error.line },
       });
     }
+    if (error instanceof StepflowError && error.code === "PLANSPEC_TOO_DEEP") {
+      throw new StepflowError(error.code, `${file}: ${error.message}`, {
+        cause: error,
+        details: { file, ...error.details },
+      });
+    }
     throw error;
   }
 }
 
 /**
- * Writes `text` to `file` atomically: a temp file beside it, then a rename over the target. The
- * folder is created when missing.
+ * Serializes a plan and writes it atomically with the one atomic writer (`writeFileAtomic` of
+ * `src/atomic_write.ts`: a temp file beside it, then a rename over the target; the folder is
+ * created when missing).
+ *
+ * @throws {StepflowError} `PLAN_WRITE_FAILED` naming the file
  */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
+  await writeTextFile(file, serializePlan(plan));
+}
+
+/**
+ * Writes text atomically (the one atomic writer); a failure is `PLAN_WRITE_FAILED` naming the file.
+ */
+export async function writeTextFile(file: string, text: string): Promise<void> {
   try {
-    await writeAtomically(file, text);
+    await writeFileAtomic(file, text);
   } catch (error) {
     throw new StepflowError(
       "PLAN_WRITE_FAILED",
@@ -124,11 +142,6 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
       { cause: error, details: { file } },
     );
   }
-}
-
-/** Serializes a plan and writes it atomically (see {@linkcode writeFileAtomic}). */
-export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
-  await writeFileAtomic(file, serializePlan(plan));
 }
 
 /**
@@ -143,7 +156,7 @@ export async function writePlanFile(file: string, plan: PlanSpec): Promise<void>
  * ```
  */
 export function snakeName(text: string, maxLength = 48): string {
-  const words = text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words = wordsOf(text.toLowerCase().normalize("NFKC"), maxLength);
   let name = "";
   for (const word of words) {
     const next = name === "" ? word : `${name}_${word}`;
@@ -221,7 +234,8 @@ export async function listPlans(dir: string): Promise<PlanListing[]> {
  * refused unless `force` is set; an existing archived plan of that name is never overwritten.
  *
  * @returns the new path of the plan
- * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE` or `PLAN_EXISTS`
+ * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE`, `PLAN_EXISTS`, or `PLAN_LOCKED`
+ * while a run holds the plan
  */
 export async function archivePlan(
   base: string,
@@ -239,6 +253,9 @@ export async function archivePlan(
   }
   const dir = planspecDir(base);
   const file = join(dir, `${stem}.md`);
+  await readPlanFile(file); // PLAN_NOT_FOUND before anything is created beside it
+  // Never move a plan (and its history) away from under a run that is writing them.
+  using _lock = lockPlanFile(file, { runId: "archive", onWarning: () => {} });
   const plan = await readPlanFile(file);
   if (!options.force && !isComplete(plan)) {
     const p = planProgress(plan);
@@ -272,4 +289,22 @@ async function exists(path: string): Promise<boolean> {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
+}
+
+/** The words (runs of letters and digits) of `text`, until they fill more than `maxLength`. */
+function wordsOf(text: string, maxLength: number): string[] {
+  const words: string[] = [];
+  let length = 0;
+  for (let i = 0; i < text.length && length <= maxLength;) {
+    const end = spanEnd(text, i, "[\\p{L}\\p{N}]");
+    if (end === i) {
+      i++;
+      continue;
+    }
+    const word = text.slice(i, end);
+    words.push(word);
+    length += word.length + 1;
+    i = end;
+  }
+  return words;
 }
