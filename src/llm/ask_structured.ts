@@ -228,7 +228,9 @@ export function judgeAnswer(
   if (value === undefined) {
     const extracted = extractJson(response.text);
     if (!extracted.ok) {
-      return { ok: false, rejection: { reason: noJsonReason(response.text), errors: [] } };
+      // Past a bound of the extraction, its reason says which; the text is not parsed again.
+      const reason = extracted.limit ? extracted.reason : noJsonReason(response.text);
+      return { ok: false, rejection: { reason, errors: [] } };
     }
     value = extracted.value;
   }

@@ -15,7 +15,12 @@
 /** The outcome of {@linkcode extractJson}. */
 export type JsonExtraction =
   | { ok: true; value: unknown; source: "whole" | "fenced" | "balanced" }
-  | { ok: false; reason: string };
+  | {
+    ok: false;
+    reason: string;
+    /** Set when a bound ended the search: the text's length or the JSON's nesting depth. */
+    limit?: "size" | "depth";
+  };
 
 /**
  * The longest text {@linkcode extractJson} scans, in UTF-16 code units (16 Mi, ~16 MB of ASCII).
@@ -37,6 +42,7 @@ const FENCE = /```[ \t]*([A-Za-z0-9_-]*)[ \t]*\r?\n?([\s\S]*?)```/g;
 
 const TOO_DEEP: JsonExtraction = {
   ok: false,
+  limit: "depth",
   reason: `the JSON is nested more than ${
     MAX_JSON_DEPTH.toLocaleString("en-US")
   } levels deep; answer with a flatter object`,
@@ -64,6 +70,7 @@ export function extractJson(text: string): JsonExtraction {
   if (text.length > MAX_JSON_TEXT_CHARS) {
     return {
       ok: false,
+      limit: "size",
       reason: `the response is ${count(text.length)} characters long, more than the ${
         count(MAX_JSON_TEXT_CHARS)
       } searched for JSON; answer with the JSON object alone`,

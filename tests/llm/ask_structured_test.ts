@@ -87,3 +87,17 @@ Deno.test("askStructured re-asks once with the reason, then gives up with the la
   const ok = await askStructured({ request, call: (r) => backend.complete(r), validate });
   assert.ok(ok.ok && ok.reasks === 0);
 });
+
+Deno.test("judgeAnswer: past the extraction's bounds the re-ask says which bound, without a re-parse", () => {
+  const deep = '{"a":'.repeat(200_000);
+  const started = performance.now();
+  const judged = judgeAnswer({ text: deep }, () => []);
+  assert.ok(performance.now() - started < 2_000, "the 1 MB deep text is not parsed again");
+  assert.equal(judged.ok, false);
+  assert.match(
+    !judged.ok ? judged.rejection.reason : "",
+    /^the JSON is nested more than 10,000 levels deep; answer with a flatter object$/,
+  );
+  const plain = judgeAnswer({ text: "no json here" }, () => []);
+  assert.equal(!plain.ok && plain.rejection.reason, "your answer contained no JSON object");
+});
