@@ -225,3 +225,39 @@ Deno.test("docs: every console example prints what the page says it prints", asy
   }
   assert.deepEqual(failures, [], failures.join("\n\n"));
 });
+
+/** Error codes in `src/`: the first argument of an error constructor, or a `code:` / `code =`. */
+async function codesInSource(): Promise<Map<string, string>> {
+  const patterns = [
+    /(?:Error|super)\(\s*"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"/g,
+    /\bcode\s*[:=]\s*"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"/g,
+  ];
+  const codes = new Map<string, string>();
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(join(ROOT, dir))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else if (path.endsWith(".ts")) {
+        const text = await Deno.readTextFile(join(ROOT, path));
+        for (const pattern of patterns) {
+          for (const match of text.matchAll(pattern)) {
+            if (!codes.has(match[1])) codes.set(match[1], path);
+          }
+        }
+      }
+    }
+  };
+  await walk("src");
+  return codes;
+}
+
+Deno.test("docs: every error code in src/ has an entry in docs/errors.md", async () => {
+  const page = await read("docs/errors.md");
+  const documented = new Set([...page.matchAll(/^- \*\*`([A-Z0-9_]+)`\*\*/gm)].map((m) => m[1]));
+  const codes = await codesInSource();
+  assert.ok(codes.size > 50, `found only ${codes.size} codes: the scan is broken`);
+  const missing = [...codes].filter(([code]) => !documented.has(code)).map(([code, file]) =>
+    `${code} (thrown in ${file})`
+  );
+  assert.deepEqual(missing, [], `add these to docs/errors.md:\n${missing.join("\n")}`);
+});
