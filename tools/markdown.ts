@@ -48,7 +48,8 @@ const FILE_MARKER = /^<!--\s*file:\s*(\S+)\s*-->$/;
  * @example
  * ```ts
  * import { parseMarkdown } from "./markdown.ts";
- * const page = parseMarkdown("# Title\n\n```ts\nconst x = 1;\n```\n");
+ * const fence = "`".repeat(3); // a fence inside this example would end it
+ * const page = parseMarkdown(`# Title\n\n${fence}ts\nconst x = 1;\n${fence}\n`);
  * console.log(page.headings[0].slug, page.blocks[0].info); // title ts
  * ```
  */
@@ -74,7 +75,9 @@ export function parseMarkdown(text: string): MarkdownPage {
     const fence = FENCE.exec(line);
     if (fence) {
       codeLines.add(i + 1);
-      const marker = i > 0 ? FILE_MARKER.exec(lines[i - 1].trim()) : null;
+      // The marker sits right above the fence, or above the blank line `deno fmt` puts between.
+      const above = i > 1 && lines[i - 1].trim() === "" ? lines[i - 2] : lines[i - 1] ?? "";
+      const marker = i > 0 ? FILE_MARKER.exec(above.trim()) : null;
       const block: FencedBlock = { info: fence[2].trim(), lines: [], line: i + 1 };
       if (marker) block.file = marker[1];
       open = { fence: fence[1], block };

@@ -38,7 +38,8 @@ const FAIL = new Set(["ng", "fail", "false"]);
  * @example
  * ```ts
  * import { interpretCheck } from "./check.ts";
- * interpretCheck({ text: '```json\n{"result":"ng","message":"2 tests fail"}\n```' });
+ * const fence = "`".repeat(3); // a fenced block inside this example would end it
+ * interpretCheck({ text: `${fence}json\n{"result":"ng","message":"2 tests fail"}\n${fence}` });
  * // { result: "ng", message: "2 tests fail" }
  * ```
  */
