@@ -47,7 +47,8 @@ export class MemoryRunStore implements RunStore {
 
   /** Returns copies of the log entries from index `from` on. */
   readLogFrom(runId: string, from: number): Promise<RunLogEntry[]> {
-    return Promise.resolve(structuredClone((this.#logs.get(runId) ?? []).slice(Math.max(0, from))));
+    const lines = (this.#logs.get(runId) ?? []).slice(Math.max(0, from));
+    return Promise.resolve(lines.map((line) => JSON.parse(line)));
   }
 
   /** Takes the in-process lock of a run. */
