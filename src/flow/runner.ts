@@ -232,6 +232,8 @@ export class StepFlowRunner {
     const lock: RunLock | undefined = await store?.lock(runId);
     let restored: { state: RunnerState; history: HistoryEntry[] };
     try {
+      // A cancel request nobody was driving the run to see must not cancel this (new) drive.
+      await store?.takeCancelRequest?.(runId);
       restored = await this.#initialState(options, runId);
     } catch (error) {
       await lock?.release();
@@ -244,7 +246,7 @@ export class StepFlowRunner {
     const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
     this.#controller = new AbortController();
     this.#stopCause = undefined;
-    const detach = this.#attachSignals(options.signal);
+    const detach = this.#attachSignals(options.signal, runId);
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
     const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
     try {
@@ -1053,16 +1055,42 @@ export class StepFlowRunner {
     else void this.#events.emit("onAbort", this.#ctx);
   }
 
-  #attachSignals(signal: AbortSignal | undefined): () => void {
+  #attachSignals(signal: AbortSignal | undefined, runId: string): () => void {
     const onAbort = () => this.#stop("cancelled");
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
     const timeoutMs = this.#runTimeout();
     const timer = timeoutMs ? setTimeout(() => this.#stop("timeout"), timeoutMs) : undefined;
+    const stopPolling = this.#pollCancelRequests(runId);
     return () => {
       signal?.removeEventListener("abort", onAbort);
       if (timer !== undefined) clearTimeout(timer);
+      stopPolling();
     };
+  }
+
+  /**
+   * A cancel request recorded in the store by another process (the dashboard's Cancel) ends the
+   * run as Ctrl-C does. Polled on a timer, not per iteration: the loop pays nothing, and a long
+   * backend call is cancelled too.
+   */
+  #pollCancelRequests(runId: string): () => void {
+    const store = this.#options.store;
+    if (!store?.takeCancelRequest) return () => {};
+    let polling = false;
+    const poll = async () => {
+      if (polling) return;
+      polling = true;
+      try {
+        if (await store.takeCancelRequest!(runId)) this.#stop("cancelled");
+      } catch (error) {
+        this.#warn(`cannot check for a cancel request of run ${runId}: ${errorMessage(error)}`);
+      } finally {
+        polling = false;
+      }
+    };
+    const interval = setInterval(poll, this.#options.cancelPollMs ?? 1000);
+    return () => clearInterval(interval);
   }
 
   #runTimeout(): number | undefined {

@@ -127,6 +127,11 @@ export interface StepFlowRunnerOptions {
   model?: string;
   /** Receives warnings (fallback prompts, …). Default `console.warn`. */
   onWarning?: (message: string) => void;
+  /**
+   * How often the runner asks the store for a cancel request from another process
+   * (`RunStore.takeCancelRequest`, e.g. the dashboard's Cancel); default 1000 ms.
+   */
+  cancelPollMs?: number;
 }
 
 /** Options of one run. */

@@ -4,7 +4,9 @@
  * - `<runId>.jsonl` — the append-only run log (one event per line, see `log_format.ts`);
  * - `<runId>.checkpoint.json` — the checkpoint, replaced atomically after every iteration
  *   (written to `<runId>.checkpoint.json.tmp`, flushed, renamed over the old one);
- * - `<runId>.lock` — present while a process drives the run (see `file_lock.ts`).
+ * - `<runId>.lock` — present while a process drives the run (see `file_lock.ts`);
+ * - `<runId>.cancel` — a pending cancel request (`requestCancel`), written atomically, removed by
+ *   the process driving the run when it takes the request.
  *
  * Writes use the synchronous file APIs on purpose: each asynchronous file operation costs tens of
  * microseconds of thread hand-off, ten times the write itself, and the runner awaits every write
@@ -13,6 +15,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { type CrashHook, crashHookFromEnv } from "./crash_hook.ts";
@@ -89,6 +92,7 @@ const LOG_SUFFIX = ".jsonl";
 const CHECKPOINT_SUFFIX = ".checkpoint.json";
 const TEMP_SUFFIX = ".tmp";
 const LOCK_SUFFIX = ".lock";
+const CANCEL_SUFFIX = ".cancel";
 
 /** The files of one run. */
 export interface RunFiles {
@@ -100,6 +104,8 @@ export interface RunFiles {
   checkpointTemp: string;
   /** The lock file. */
   lock: string;
+  /** A pending cancel request (see {@linkcode FileRunStore.requestCancel}). */
+  cancel: string;
 }
 
 /** Open handles of a run this process writes. */
@@ -192,7 +198,36 @@ export class FileRunStore implements RunStore {
       checkpoint: base + CHECKPOINT_SUFFIX,
       checkpointTemp: base + CHECKPOINT_SUFFIX + TEMP_SUFFIX,
       lock: base + LOCK_SUFFIX,
+      cancel: base + CANCEL_SUFFIX,
     };
+  }
+
+  /**
+   * Records a request to cancel the run: `<runId>.cancel` (who asked and when), written with the
+   * one atomic writer. The process driving the run removes it and ends the run `cancelled`.
+   */
+  async requestCancel(runId: string): Promise<void> {
+    const file = this.files(runId).cancel;
+    const request = { runId, requestedAt: new Date().toISOString(), pid: Deno.pid };
+    try {
+      await writeFileAtomic(file, `${JSON.stringify(request)}\n`);
+    } catch (error) {
+      throw ioError(file, "record the cancel request", error);
+    }
+  }
+
+  /**
+   * Whether a cancel request is pending: removes `<runId>.cancel` and says whether it was there —
+   * one system call, so it can be polled while a run is driven.
+   */
+  async takeCancelRequest(runId: string): Promise<boolean> {
+    try {
+      await Deno.remove(this.files(runId).cancel);
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw error;
+    }
   }
 
   /**

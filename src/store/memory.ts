@@ -18,6 +18,7 @@ export class MemoryRunStore implements RunStore {
   readonly #logs = new Map<string, string[]>();
   readonly #checkpoints = new Map<string, string>();
   readonly #locks = new Set<string>();
+  readonly #cancels = new Set<string>();
 
   /** Appends one entry. */
   append(runId: string, entry: RunLogEntry): Promise<void> {
@@ -69,6 +70,17 @@ export class MemoryRunStore implements RunStore {
         return Promise.resolve();
       },
     });
+  }
+
+  /** Records a request to cancel the run (taken by the runner driving it). */
+  requestCancel(runId: string): Promise<void> {
+    this.#cancels.add(runId);
+    return Promise.resolve();
+  }
+
+  /** Whether a cancel request is pending for the run; removes it. */
+  takeCancelRequest(runId: string): Promise<boolean> {
+    return Promise.resolve(this.#cancels.delete(runId));
   }
 
   /** Lists runs, newest first. */

@@ -124,6 +124,20 @@ export interface RunStore {
    * {@linkcode readLogFrom}, which falls back to `readLog(runId).slice(from)`.
    */
   readLogFrom?(runId: string, from: number): Promise<RunLogEntry[]>;
+  /**
+   * Optional: records a request to cancel the run, for whichever process drives it (the
+   * dashboard's Cancel). The runner driving the run takes the request with
+   * {@linkcode RunStore.takeCancelRequest} (about once a second) and ends the run `cancelled`, as
+   * Ctrl-C does; the run can be resumed. A store without these two methods cannot cancel a run
+   * from another process: stop the process that drives it (Ctrl-C) instead.
+   */
+  requestCancel?(runId: string): Promise<void>;
+  /**
+   * Optional: whether a cancel request is pending for the run, removing it (so a request is
+   * honoured once). The runner also calls it when it takes a run's lock, to drop a request no
+   * process was driving the run to see.
+   */
+  takeCancelRequest?(runId: string): Promise<boolean>;
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { FileRunStore } from "../../src/store/file.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { out, seed004Files, writeAgent } from "./fixtures.ts";
@@ -232,4 +233,55 @@ Deno.test("without options.backend the agent's behavior.backend is created (unkn
     new StepFlowRunner(def).run({ args: { topic: "t" } }),
     (e: Error) => /nonsense/.test(e.message) && /claude-code|anthropic|openai/.test(e.message),
   );
+});
+
+Deno.test("a cancel request recorded in the file store cancels the run; redrive continues it", async () => {
+  const def = await setup();
+  const dir = await Deno.makeTempDir();
+  const store = new FileRunStore(dir, { durability: "process", onWarning: () => {} });
+  let calls = 0;
+  const backend = new ScriptedBackend((req: LlmRequest) => ({
+    // The third call hangs until cancelled: the request must abort a call in flight.
+    delayMs: ++calls === 3 ? 60_000 : 0,
+    output: req.stepId === "initial.issue"
+      ? { stepId: "initial.issue", next_action: { action: "next" } }
+      : { stepId: "continuation.issue", next_action: { action: "repeat" } },
+  }));
+  const running = new StepFlowRunner(def, { backend, store, cancelPollMs: 20 }).run({
+    args: { topic: "t" },
+    runId: "cancel-me",
+  });
+  while (calls < 3) await new Promise((r) => setTimeout(r, 5));
+  // Another store instance over the same directory: what another process (the dashboard) does.
+  await new FileRunStore(dir).requestCancel("cancel-me");
+  const result = await running;
+  assert.equal(result.completionReason, "cancelled");
+  assert.equal(result.error?.code, "CANCELLED");
+  assert.equal((await store.loadCheckpoint("cancel-me"))?.status, "cancelled");
+  // The request was taken: nothing is left to cancel the next drive.
+  assert.equal(await store.takeCancelRequest("cancel-me"), false);
+
+  // A cancelled run is redriven from its step (resume is for interrupted runs).
+  const more = new ScriptedBackend({
+    "continuation.issue": [out("continuation.issue", "complete")],
+    "complete.issue": [{ output: { stepId: "complete.issue", summary: "s" } }],
+  });
+  const again = await new StepFlowRunner(def, { backend: more, store }).run({
+    redrive: "cancel-me",
+  });
+  assert.equal(again.completionReason, "completed");
+  assert.equal(again.state.history[0].stepId, "initial.issue");
+});
+
+Deno.test("a stale cancel request does not cancel the next drive of the run", async () => {
+  const def = await setup();
+  const store = new FileRunStore(await Deno.makeTempDir(), { durability: "process" });
+  await store.requestCancel("stale");
+  const result = await new StepFlowRunner(def, {
+    backend: looping(),
+    store,
+    maxTotalIterations: 3,
+    cancelPollMs: 1,
+  }).run({ args: { topic: "t" }, runId: "stale" });
+  assert.equal(result.completionReason, "max_iterations");
 });
