@@ -3,10 +3,13 @@
  *
  * ```
  * deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+ *              [--allow-actions [--backend NAME] [--model M] [--script FILE]]
  * ```
  *
  * Binds 127.0.0.1 unless `--host` names another interface; then it prints a warning and a token
- * generated for this start, and every request must carry it. The dashboard is read-only.
+ * generated for this start, and every request must carry it. The dashboard is read-only unless
+ * `--allow-actions`: then a run page can cancel, resume and redrive its run (resume and redrive
+ * start `run-agent` with the backend flags given here, else the agent's own backend).
  *
  * Exit codes: 0 stopped (Ctrl-C); 2 usage error or the store cannot be read.
  *
@@ -33,6 +36,7 @@ export interface UiCliIo {
 }
 
 const USAGE = `Usage: deno task ui [--store DIR] [--plans DIR] [--port 8420] [--open] [--host H]
+                   [--allow-actions [--backend NAME] [--model M] [--script FILE]]
 
   --store DIR   run directory (or a folder of them) to show; default: every agent's runs
                 (agent.json logging.directory, tmp/logs/agents/*)
@@ -42,6 +46,12 @@ const USAGE = `Usage: deno task ui [--store DIR] [--plans DIR] [--port 8420] [--
   --host H      interface to bind (default 127.0.0.1); any other prints a warning and requires
                 the token it prints
   --open        open the dashboard in the default browser
+  --allow-actions
+                let run pages cancel, resume and redrive runs (off by default; every action
+                carries this server's secret; with --host the token is still required)
+  --backend NAME, --model M, --script FILE
+                with --allow-actions: the backend of resumed and redriven runs, passed to
+                run-agent (default: the agent's agent.json backend)
 `;
 
 /**
@@ -75,6 +85,16 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
       );
     }
     const hostname = values.host ?? "127.0.0.1";
+    const runAgentArgs = [
+      ...(values.backend !== undefined ? ["--backend", values.backend] : []),
+      ...(values.model !== undefined ? ["--model", values.model] : []),
+      ...(values.script !== undefined ? ["--script", resolve(cwd, values.script)] : []),
+    ];
+    if (runAgentArgs.length > 0 && !values["allow-actions"]) {
+      throw new UsageError(
+        "--backend, --model and --script are the backend of runs resumed or redriven from the page: they need --allow-actions.",
+      );
+    }
     const stores = await discoverStores(cwd, values.store);
     let token: string | undefined;
     if (!isLoopback(hostname)) {
@@ -90,11 +110,14 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     if (!io.signal) Deno.addSignalListener("SIGINT", onSigint);
     try {
       const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
-      const ui = serveDashboard({ source, hostname, port, token, signal });
+      const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
+      const ui = serveDashboard({ source, hostname, port, token, signal, actions });
       out.write(
         `stepflow dashboard: ${ui.url}\n${stores.length} run director${
           stores.length === 1 ? "y" : "ies"
-        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\nread-only · Ctrl-C stops\n`,
+        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
+          actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
+        } · Ctrl-C stops\n`,
       );
       io.onListen?.(ui.url);
       if (values.open) openBrowser(ui.url, err);
@@ -123,6 +146,10 @@ function parseUiArgs(args: string[]) {
         port: { type: "string" },
         host: { type: "string" },
         open: { type: "boolean" },
+        "allow-actions": { type: "boolean" },
+        backend: { type: "string" },
+        model: { type: "string" },
+        script: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,

@@ -30,6 +30,7 @@ import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
+import { assertContinuable } from "./continue_check.ts";
 import { backoffDelay } from "./backoff.ts";
 import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 import { interpretGate } from "./gate.ts";
@@ -919,18 +920,8 @@ export class StepFlowRunner {
       );
     }
     const state = copyState(checkpoint.state as unknown as RunnerState, (m) => this.#warn(m));
+    assertContinuable(runId, checkpoint.status, verb);
     if (redrive) {
-      if (
-        checkpoint.status === "completed" || checkpoint.status === "running" ||
-        checkpoint.status === "paused"
-      ) {
-        throw new StepflowError(
-          "RUN_NOT_REDRIVABLE",
-          `Run ${runId} is ${checkpoint.status}; only a run that ended without success can be redriven${
-            checkpoint.status === "completed" ? "" : " (use resume for an interrupted run)"
-          }.`,
-        );
-      }
       const failedStep = state.end?.stepId ?? state.currentStepId;
       if (!flowStep(this.#def, failedStep)) {
         throw new StepflowError(
@@ -947,16 +938,6 @@ export class StepFlowRunner {
       setOwn(state.schemaStrikes, failedStep, 0);
       delete state.end;
     } else {
-      if (checkpoint.status !== "running" && checkpoint.status !== "paused") {
-        throw new StepflowError(
-          "RUN_NOT_RESUMABLE",
-          `Run ${runId} already ended (${checkpoint.status}); nothing to resume.${
-            checkpoint.status === "completed"
-              ? ""
-              : ` Use --redrive ${runId} to restart it from its failed step.`
-          }`,
-        );
-      }
       if (!flowStep(this.#def, state.currentStepId)) {
         throw new StepflowError(
           "RUN_STEP_UNKNOWN",

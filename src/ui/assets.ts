@@ -1,7 +1,8 @@
 /**
  * The dashboard's static assets as string modules: they ship inside the package (a checkout and
  * the published JSR package alike) and are served by the app itself — nothing is fetched at run
- * time. The script only follows a live run (server-sent events); pages work without it.
+ * time. The script follows a live run (server-sent events) and sends the actions when they are
+ * allowed; pages work without it.
  *
  * @module
  */
@@ -20,6 +21,10 @@ header.top .brand { font-weight:700; color:#fff; }
 main { padding:18px 20px; max-width:1400px; }
 h1 { font-size:20px; margin:0 0 12px; } h2 { font-size:16px; margin:22px 0 8px; }
 a { color:var(--accent); }
+.actions { display:flex; gap:10px; align-items:center; margin:10px 0; }
+.actions button { padding:4px 12px; border:1px solid var(--line); border-radius:6px;
+  background:var(--card); cursor:pointer; font:inherit; }
+.actions .ok { color:var(--ok); } .actions .bad { color:var(--bad); }
 table { border-collapse:collapse; width:100%; background:var(--card); }
 th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { font-weight:600; color:var(--muted); background:#eef2f6; }
@@ -107,6 +112,36 @@ export const APP_JS = `"use strict";
       el.removeAttribute("data-loaded");
     });
   }, true);
+  // Actions (--allow-actions): POST with the server's secret; the answer is shown, then the page
+  // reloads so a resumed run shows live and a cancelled one its end.
+  document.addEventListener("click", function (e) {
+    var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
+    var box = document.getElementById("run-actions");
+    if (!btn || !box) return;
+    var out = document.getElementById("action-result");
+    btn.disabled = true;
+    out.textContent = "…";
+    fetch(box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "x-stepflow-csrf": box.getAttribute("data-csrf") }
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var message = t;
+        try { message = JSON.parse(t).message; } catch (_) { /* plain text */ }
+        return { ok: r.ok, message: message };
+      });
+    }).then(function (res) {
+      out.textContent = res.message;
+      out.className = res.ok ? "ok" : "bad";
+      box.setAttribute("data-done", res.ok ? "ok" : "refused");
+      if (res.ok) setTimeout(function () { location.reload(); }, 1000);
+      else btn.disabled = false;
+    }, function (err) {
+      out.textContent = "Could not send: " + err;
+      btn.disabled = false;
+    });
+  });
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);

@@ -130,6 +130,8 @@ export interface RunView {
   definitionError?: unknown;
   /** The event-stream URL while the run is followed live. */
   live?: string;
+  /** Set when actions are allowed: the secret the page's buttons send. */
+  actions?: { csrf: string };
 }
 
 /** The run page. */
@@ -140,6 +142,7 @@ export function runPage(view: RunView): string {
     view.live ? h`<span id="live-badge" class="live">● live</span>` : ""
   }</h1>
     <div id="meta-host">${runMeta(view)}</div>
+    ${view.actions ? runActions(view, view.actions.csrf) : ""}
     <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
@@ -150,6 +153,25 @@ export function runPage(view: RunView): string {
   }</div>
   `;
   return layout(`Run ${view.runId}`, body, view.live);
+}
+
+/**
+ * The action buttons the run's state allows: Cancel while a process drives it, Resume when
+ * interrupted, Redrive once it ended without success (none otherwise: the block still carries the
+ * secret). The server checks again on every action.
+ */
+export function runActions(view: RunView, csrf: string): Html {
+  const status = view.checkpoint?.status ?? view.summary?.status;
+  const active = status === "running" || status === "paused";
+  const buttons: Html[] = [];
+  const button = (action: string, label: string) =>
+    h`<button type="button" data-action="${action}">${label}</button>`;
+  if (active && view.summary?.live !== false) buttons.push(button("cancel", "Cancel run"));
+  if (active && view.summary?.live === false) buttons.push(button("resume", "Resume"));
+  if (status && !active && status !== "completed") buttons.push(button("redrive", "Redrive"));
+  return h`<div id="run-actions" class="actions" data-csrf="${csrf}"
+    data-run="${`/runs/${encodeURIComponent(view.runId)}`}">${buttons}
+    <span id="action-result" role="status"></span></div>`;
 }
 
 /** The run's header block (status, times, usage). */

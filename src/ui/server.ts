@@ -10,6 +10,7 @@ import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
+import { type DashboardAction, type DashboardActionOptions, runAction } from "./actions.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
 import type { Html } from "./html.ts";
 import {
@@ -49,6 +50,11 @@ export interface DashboardHandlerOptions {
   liveIntervalMs?: number;
   /** Ends every open live stream (so a server can shut down while pages follow runs). */
   closing?: AbortSignal;
+  /**
+   * Allows the actions (cancel, resume, redrive a run) as POST requests; absent = read-only
+   * (every POST is 405).
+   */
+  actions?: DashboardActionOptions;
 }
 
 /** The Content-Security-Policy of every response: only the app's own script and styles. */
@@ -83,6 +89,9 @@ export function dashboardHandler(
 ): (request: Request) => Promise<Response> {
   const data = new DashboardData(options.source);
   const hosts = options.allowedHosts ?? LOOPBACK_HOSTS;
+  // The per-server secret every action must echo: a page elsewhere cannot read it (same-origin
+  // policy), so it cannot forge an action even with the user's token cookie.
+  const csrf = options.actions ? randomHex(24) : undefined;
   // Read every store once now, so the first page does not pay for parsing every checkpoint.
   data.allRuns().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
@@ -98,16 +107,56 @@ export function dashboardHandler(
         const denied = checkToken(request, url, options.token);
         if (denied) return denied;
       }
-      if (request.method !== "GET" && request.method !== "HEAD") {
-        return text(405, "The dashboard is read-only: only GET requests are served.", {
-          allow: "GET, HEAD",
-        });
+      if (request.method === "POST" && options.actions && csrf) {
+        return await action(request, url, data, csrf, options.actions);
       }
-      return await route(url, data, options.liveIntervalMs ?? 250, options.closing);
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return text(
+          405,
+          options.actions
+            ? "Only GET, HEAD and POST (actions) are served."
+            : "The dashboard is read-only: only GET requests are served (start it with --allow-actions for cancel, resume and redrive).",
+          { allow: options.actions ? "GET, HEAD, POST" : "GET, HEAD" },
+        );
+      }
+      return await route(url, data, options.liveIntervalMs ?? 250, options.closing, csrf);
     } catch (error) {
       return page(500, errorPage("Error", errorMessage(error)));
     }
   };
+}
+
+/** An action: POST /runs/ID/cancel|resume|redrive with the secret and a same-origin Origin. */
+async function action(
+  request: Request,
+  url: URL,
+  data: DashboardData,
+  csrf: string,
+  options: DashboardActionOptions,
+): Promise<Response> {
+  const origin = request.headers.get("origin");
+  const host = request.headers.get("host") ?? url.host;
+  if (origin !== null && origin !== `http://${host}`) {
+    return text(403, `Forbidden: an action from another origin (${origin}).`);
+  }
+  if (!same(request.headers.get("x-stepflow-csrf") ?? "", csrf)) {
+    return text(
+      403,
+      "Forbidden: an action needs this server's secret (x-stepflow-csrf), which the run page sends; reload the page (the secret changes when the dashboard restarts).",
+    );
+  }
+  const match = url.pathname.match(/^\/runs\/([^/]+)\/(cancel|resume|redrive)$/);
+  if (!match) return text(404, "No such action: POST /runs/ID/cancel, /resume or /redrive.");
+  const outcome = await runAction(
+    data,
+    match[2] as DashboardAction,
+    decodeURIComponent(match[1]),
+    options,
+  );
+  return new Response(JSON.stringify(outcome), {
+    status: outcome.status,
+    headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
+  });
 }
 
 async function route(
@@ -115,6 +164,7 @@ async function route(
   data: DashboardData,
   liveIntervalMs: number,
   closing?: AbortSignal,
+  csrf?: string,
 ): Promise<Response> {
   const path = url.pathname;
   if (path === "/assets/app.css") return asset(APP_CSS, "text/css; charset=utf-8");
@@ -183,6 +233,7 @@ async function route(
       return page(200, rowPart(runId, row, match[4], part));
     }
     const view = await loadRunView(data, runId);
+    if (csrf) view.actions = { csrf };
     return page(200, runPage(view));
   }
   return page(404, errorPage("Not found", `Nothing at ${path}.`));
@@ -338,6 +389,11 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
     401,
     "This dashboard needs its token: open the URL with ?token=… that `deno task ui` printed.",
   );
+}
+
+function randomHex(bytes: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(bytes))]
+    .map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function same(a: string, b: string): boolean {

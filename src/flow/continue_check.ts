@@ -1,0 +1,44 @@
+/**
+ * Whether a run's recorded status lets it be resumed or redriven — the one rule shared by the
+ * runner (`run({ resume | redrive })`) and the dashboard's Resume and Redrive buttons, so both
+ * refuse with the same words.
+ *
+ * @module
+ */
+import { StepflowError } from "../errors.ts";
+import type { RunStatus } from "../store/types.ts";
+
+/**
+ * Throws `RUN_NOT_RESUMABLE` (resume of a run that ended) or `RUN_NOT_REDRIVABLE` (redrive of a
+ * completed or still running run).
+ *
+ * @example
+ * ```ts
+ * import { assertContinuable } from "./continue_check.ts";
+ * assertContinuable("r1", "running", "resume"); // an interrupted run: fine
+ * assertContinuable("r1", "failed", "redrive"); // fine
+ * ```
+ */
+export function assertContinuable(
+  runId: string,
+  status: RunStatus,
+  mode: "resume" | "redrive",
+): void {
+  const active = status === "running" || status === "paused";
+  if (mode === "redrive" && (status === "completed" || active)) {
+    throw new StepflowError(
+      "RUN_NOT_REDRIVABLE",
+      `Run ${runId} is ${status}; only a run that ended without success can be redriven${
+        status === "completed" ? "" : " (use resume for an interrupted run)"
+      }.`,
+    );
+  }
+  if (mode === "resume" && !active) {
+    throw new StepflowError(
+      "RUN_NOT_RESUMABLE",
+      `Run ${runId} already ended (${status}); nothing to resume.${
+        status === "completed" ? "" : ` Use --redrive ${runId} to restart it from its failed step.`
+      }`,
+    );
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * The dashboard's actions (`deno task ui --allow-actions`): cancel a running run through the
+ * store's cancel request, and resume or redrive a run by starting the real CLI
+ * (`run-agent --agent NAME --resume|--redrive RUN_ID`) as a child process — the run then shows
+ * live like any running run. Each action refuses with the runner's own words when the run's state
+ * does not allow it.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { errorMessage, StepflowError } from "../errors.ts";
+import { assertContinuable } from "../flow/continue_check.ts";
+import { runStoreFor } from "../store/location.ts";
+import { readLogFrom } from "../store/types.ts";
+import type { DashboardData } from "./source.ts";
+
+/** Options of the dashboard's actions; present = actions allowed. */
+export interface DashboardActionOptions {
+  /**
+   * Backend options given to every resumed or redriven run, as `run-agent` flags (e.g.
+   * `["--backend", "scripted", "--script", "demo.script.yaml"]`). Default: none (the agent's own
+   * agent.json backend).
+   */
+  runAgentArgs?: readonly string[];
+  /**
+   * The command that starts `run-agent` (default: this Deno running the module's
+   * `src/cli/run_agent.ts` with `-A`, as `deno task run-agent` does).
+   */
+  runAgentCommand?: readonly string[];
+  /** Called with every child process started (tests await them). */
+  onSpawn?: (child: Deno.ChildProcess) => void;
+  /** How long a Resume/Redrive request waits for the child to start the run (default 20 s). */
+  startTimeoutMs?: number;
+}
+
+/** The dashboard's actions. */
+export type DashboardAction = "cancel" | "resume" | "redrive";
+
+/** What an action answers: an HTTP status and a sentence for the page. */
+export interface ActionOutcome {
+  /** 202 started/requested, 200 done, 404 unknown run, 409 refused, 500 failed. */
+  status: number;
+  /** Shown on the page. */
+  message: string;
+  /** The error code when refused or failed. */
+  code?: string;
+}
+
+/**
+ * Runs one action on a run.
+ *
+ * @example
+ * ```ts ignore
+ * const outcome = await runAction(data, "cancel", "run-1", {});
+ * console.log(outcome.status, outcome.message);
+ * ```
+ */
+export async function runAction(
+  data: DashboardData,
+  action: DashboardAction,
+  runId: string,
+  options: DashboardActionOptions,
+): Promise<ActionOutcome> {
+  const store = await data.storeOf(runId);
+  if (!store) {
+    return { status: 404, message: `No store shown by this dashboard holds a run "${runId}".` };
+  }
+  try {
+    const checkpoint = await store.loadCheckpoint(runId);
+    if (!checkpoint) {
+      throw refused(`Run ${runId} has no checkpoint yet: there is nothing to act on.`);
+    }
+    const summary = (await data.allRuns()).find((r) => r.runId === runId);
+    const active = checkpoint.status === "running" || checkpoint.status === "paused";
+    if (action === "cancel") {
+      if (!active) {
+        throw refused(`Run ${runId} already ended (${checkpoint.status}); nothing to cancel.`);
+      }
+      if (summary?.live === false) {
+        throw refused(
+          `Run ${runId} is not driven by any process (interrupted): nothing to cancel. Resume it, or leave it.`,
+        );
+      }
+      if (!store.requestCancel) {
+        throw new StepflowError(
+          "UI_ACTION_UNSUPPORTED",
+          `The store of run ${runId} cannot record cancel requests; stop the process that drives the run (Ctrl-C).`,
+        );
+      }
+      await store.requestCancel(runId);
+      return {
+        status: 202,
+        message:
+          `Cancel requested: the process driving run ${runId} ends it (cancelled) within about a second.`,
+      };
+    }
+    assertContinuable(runId, checkpoint.status, action);
+    if (summary?.live) {
+      throw refused(`Run ${runId} is being driven by a live process; wait for it or cancel it.`);
+    }
+    const agent = checkpoint.agent;
+    const loaded = await data.agent(agent);
+    if (!loaded.definition) {
+      throw refused(
+        `Agent "${agent}" of run ${runId} does not load, so the run cannot be continued: ${
+          errorMessage(loaded.error)
+        }`,
+      );
+    }
+    const agentDir = runStoreFor(loaded.definition, { cwd: data.source.cwd }).dir;
+    const storeDir = "dir" in store && typeof store.dir === "string" ? resolve(store.dir) : "";
+    if (storeDir !== agentDir) {
+      throw refused(
+        `run-agent records runs of agent "${agent}" in ${agentDir}, but run ${runId} is in ${
+          storeDir || "another store"
+        }; continue it with StepFlowRunner over that store.`,
+      );
+    }
+    return await spawnRunAgent(data, action, runId, agent, options);
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      return {
+        status: error.code === "RUN_STORE_IO" ? 500 : 409,
+        message: error.message,
+        code: error.code,
+      };
+    }
+    throw error;
+  }
+}
+
+function refused(message: string): StepflowError {
+  return new StepflowError("UI_ACTION_REFUSED", message);
+}
+
+/**
+ * Starts `run-agent --agent NAME --resume|--redrive RUN_ID` and answers once the run has started
+ * (its `run_resume`/`run_redrive` line is in the log), or with the child's error when it exits
+ * before that.
+ */
+async function spawnRunAgent(
+  data: DashboardData,
+  action: "resume" | "redrive",
+  runId: string,
+  agent: string,
+  options: DashboardActionOptions,
+): Promise<ActionOutcome> {
+  const store = (await data.storeOf(runId))!;
+  const before = (await store.readLog(runId)).length;
+  const [cmd, ...base] = options.runAgentCommand ?? defaultRunAgentCommand();
+  const child = new Deno.Command(cmd, {
+    args: [...base, "--agent", agent, `--${action}`, runId, ...(options.runAgentArgs ?? [])],
+    cwd: data.source.cwd,
+    env: { INIT_CWD: data.source.cwd, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  options.onSpawn?.(child);
+  let stderr = "";
+  const drained = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (chunk) => void (stderr = (stderr + chunk).slice(-4000)) }),
+  ).catch(() => {});
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => exited = s);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
+  while (Date.now() < deadline) {
+    const added = await readLogFrom(store, runId, before).catch(() => []);
+    if (added.some((e) => e.type === `run_${action}`)) {
+      return {
+        status: 202,
+        message: `Run ${runId}: ${action} started (run-agent, pid ${child.pid}).`,
+      };
+    }
+    if (exited) {
+      await drained;
+      const why = lastLines(stderr);
+      return exited.success ? { status: 200, message: `Run ${runId}: ${action} finished.` } : {
+        status: 409,
+        code: "UI_ACTION_FAILED",
+        message: `run-agent --${action} ${runId} exited with code ${exited.code}${
+          why ? `: ${why}` : ""
+        }`,
+      };
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    status: 202,
+    message:
+      `Run ${runId}: run-agent (pid ${child.pid}) started but has not written to the run yet.`,
+  };
+}
+
+function lastLines(text: string): string {
+  return text.trim().split("\n").slice(-3).join(" ").replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+/** This Deno running the module's own `run_agent.ts` with all permissions (as the task does). */
+function defaultRunAgentCommand(): string[] {
+  const url = new URL("../cli/run_agent.ts", import.meta.url);
+  return [Deno.execPath(), "run", "-A", url.protocol === "file:" ? fileURLToPath(url) : url.href];
+}

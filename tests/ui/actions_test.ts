@@ -1,0 +1,232 @@
+/**
+ * The dashboard's actions over HTTP (`--allow-actions`): the CSRF secret and Origin check, cancel
+ * of a run driven elsewhere through the store's cancel request, and resume/redrive by the real
+ * `run-agent` CLI started as a child process with a scripted backend.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { uiMain } from "../../src/cli/ui.ts";
+import { serveDashboard } from "../../src/ui/server.ts";
+import { discoverStores } from "../../src/ui/source.ts";
+import { runTask } from "../cli/helpers.ts";
+import { demoProject, runFlow } from "./fixtures.ts";
+
+/** The rest of the demo run, as a `--script` file: from the first step to the summary. */
+const FINISH = {
+  "initial.issue": [{
+    output: {
+      stepId: "initial.issue",
+      next_action: { action: "next" },
+      analysis: { understanding: "u", approach: "a" },
+      issue: "#42",
+    },
+  }],
+  "continuation.issue": [{
+    output: {
+      stepId: "continuation.issue",
+      next_action: { action: "complete" },
+      progress: { completed_files: ["src/last.ts"], pending_tasks: [] },
+    },
+  }],
+  "complete.issue": [{ output: { stepId: "complete.issue", summary: "Finished from the page." } }],
+};
+
+async function start(root: string, children: Deno.ChildProcess[]) {
+  await Deno.writeTextFile(join(root, "finish.json"), JSON.stringify(FINISH));
+  const ui = serveDashboard({
+    source: { cwd: root, stores: await discoverStores(root) },
+    port: 0,
+    actions: { runAgentArgs: ["--script", "finish.json"], onSpawn: (c) => void children.push(c) },
+  });
+  const csrf = async (runId: string) => {
+    const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+    return page.match(/data-csrf="([0-9a-f]+)"/)?.[1];
+  };
+  const post = async (runId: string, action: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${ui.url}runs/${runId}/${action}`, { method: "POST", headers });
+    const body = await res.text();
+    return { status: res.status, body, json: res.ok || res.status === 409 ? JSON.parse(body) : {} };
+  };
+  return { ui, csrf, post };
+}
+
+async function waitFor(what: string, test: () => Promise<boolean>, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+Deno.test("actions: the secret and a same-origin Origin are required; refusals use the runner's words", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "done" });
+  const children: Deno.ChildProcess[] = [];
+  const { ui, csrf, post } = await start(project.root, children);
+  try {
+    const page = await (await fetch(`${ui.url}runs/done`)).text();
+    // A completed run offers no action.
+    assert.doesNotMatch(page, /data-action=/);
+    const secret = await csrf("done");
+    assert.ok(secret && secret.length === 48, "the run page embeds the secret");
+    assert.equal((await post("done", "resume")).status, 403);
+    assert.match(
+      (await post("done", "resume", { "x-stepflow-csrf": "0".repeat(48) })).body,
+      /x-stepflow-csrf/,
+    );
+    const foreign = await post("done", "resume", {
+      "x-stepflow-csrf": secret,
+      origin: "http://evil.example",
+    });
+    assert.equal(foreign.status, 403);
+    const ok = { "x-stepflow-csrf": secret, origin: new URL(ui.url).origin };
+    const resume = await post("done", "resume", ok);
+    assert.equal(resume.status, 409);
+    assert.equal(resume.json.code, "RUN_NOT_RESUMABLE");
+    assert.match(resume.json.message, /Run done already ended \(completed\); nothing to resume\./);
+    const redrive = await post("done", "redrive", ok);
+    assert.equal(redrive.json.code, "RUN_NOT_REDRIVABLE");
+    const cancel = await post("done", "cancel", ok);
+    assert.match(cancel.json.message, /already ended \(completed\); nothing to cancel/);
+    assert.equal((await post("nope", "cancel", ok)).status, 404);
+    assert.equal((await post("done", "delete", ok)).status, 404);
+    assert.equal(children.length, 0);
+  } finally {
+    await ui.close();
+  }
+});
+
+Deno.test("actions: Cancel ends a run driven elsewhere (cancelled); Redrive finishes it via run-agent", async () => {
+  const project = await demoProject();
+  const children: Deno.ChildProcess[] = [];
+  const { ui, csrf, post } = await start(project.root, children);
+  try {
+    // The run is driven by the real runner over the agent's file store; its second call hangs.
+    const running = runFlow(project, { runId: "long", continuations: 3, delayMs: 30_000 });
+    await waitFor("the run to start", async () => {
+      const listed = (await project.store.list()).find((r) => r.runId === "long");
+      return listed?.live === true;
+    });
+    const page = await (await fetch(`${ui.url}runs/long`)).text();
+    assert.match(page, /data-action="cancel"/);
+    assert.doesNotMatch(page, /data-action="resume"/);
+    const ok = { "x-stepflow-csrf": (await csrf("long"))!, origin: new URL(ui.url).origin };
+    const cancel = await post("long", "cancel", ok);
+    assert.equal(cancel.status, 202, cancel.body);
+    const result = await running;
+    assert.equal(result.completionReason, "cancelled");
+    assert.equal((await project.store.loadCheckpoint("long"))?.status, "cancelled");
+
+    // Resume is refused with the runner's message; Redrive runs `run-agent --redrive`.
+    const resume = await post("long", "resume", ok);
+    assert.match(resume.json.message, /Use --redrive long to restart it from its failed step/);
+    assert.match(await (await fetch(`${ui.url}runs/long`)).text(), /data-action="redrive"/);
+    const redrive = await post("long", "redrive", ok);
+    assert.ok(redrive.status === 202 || redrive.status === 200, redrive.body);
+    assert.equal(children.length, 1);
+    const status = await children[0].status;
+    assert.equal(status.code, 0);
+    const checkpoint = await project.store.loadCheckpoint("long");
+    assert.equal(checkpoint?.status, "completed");
+    const log = await project.store.readLog("long");
+    assert.ok(log.some((e) => e.type === "run_redrive"));
+  } finally {
+    await ui.close();
+  }
+});
+
+Deno.test("actions: Resume continues an interrupted run through run-agent --resume", async () => {
+  const project = await demoProject();
+  const children: Deno.ChildProcess[] = [];
+  // A run that stopped mid-way with no process left: its checkpoint still says running.
+  const failed = await runFlow(project, { runId: "crashed", continuations: 3, failAt: 2 });
+  assert.equal(failed.completionReason, "step_failed");
+  const file = project.store.files("crashed").checkpoint;
+  const checkpoint = JSON.parse(await Deno.readTextFile(file));
+  checkpoint.status = "running";
+  delete checkpoint.state.end;
+  await Deno.writeTextFile(file, JSON.stringify(checkpoint));
+  const { ui, csrf, post } = await start(project.root, children);
+  try {
+    const page = await (await fetch(`${ui.url}runs/crashed`)).text();
+    assert.match(page, /data-action="resume"/);
+    assert.doesNotMatch(page, /data-action="cancel"/);
+    const ok = { "x-stepflow-csrf": (await csrf("crashed"))!, origin: new URL(ui.url).origin };
+    // Nothing drives it, so there is nothing to cancel.
+    assert.match((await post("crashed", "cancel", ok)).json.message, /not driven by any process/);
+    const resume = await post("crashed", "resume", ok);
+    assert.ok(resume.status === 202 || resume.status === 200, resume.body);
+    assert.equal((await children[0].status).code, 0);
+    assert.equal((await project.store.loadCheckpoint("crashed"))?.status, "completed");
+    assert.ok((await project.store.readLog("crashed")).some((e) => e.type === "run_resume"));
+  } finally {
+    await ui.close();
+  }
+});
+
+Deno.test("actions: a run-agent that fails to start reports its error", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "f", continuations: 3, failAt: 1 });
+  const children: Deno.ChildProcess[] = [];
+  const ui = serveDashboard({
+    source: { cwd: project.root, stores: await discoverStores(project.root) },
+    port: 0,
+    actions: { runAgentArgs: ["--script", "missing.json"], onSpawn: (c) => void children.push(c) },
+  });
+  try {
+    const page = await (await fetch(`${ui.url}runs/f`)).text();
+    const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
+    const res = await fetch(`${ui.url}runs/f/redrive`, {
+      method: "POST",
+      headers: { "x-stepflow-csrf": secret },
+    });
+    const body = await res.json();
+    assert.equal(res.status, 409);
+    assert.equal(body.code, "UI_ACTION_FAILED");
+    assert.match(body.message, /run-agent --redrive f exited with code 2: .*missing\.json/);
+    await children[0].status;
+  } finally {
+    await ui.close();
+  }
+});
+
+Deno.test("deno task ui --allow-actions: POST needs the token with --host; backend flags need the flag", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "r1" });
+  let out = "";
+  const stop = new AbortController();
+  const code = uiMain(["--port", "0", "--host", "0.0.0.0", "--allow-actions"], {
+    cwd: project.root,
+    signal: stop.signal,
+    stdout: { write: (t: string) => void (out += t) },
+    stderr: { write: () => {} },
+    onListen: async (u) => {
+      try {
+        const base = u.replace(/\?.*$/, "");
+        // Without the token even the page (and so the secret) is out of reach, and POST is 401.
+        const denied = await fetch(`${base}runs/r1/redrive`, { method: "POST" });
+        assert.equal(denied.status, 401);
+        await denied.body?.cancel();
+        const token = u.match(/token=([0-9a-f]+)/)![1];
+        const auth = { authorization: `Bearer ${token}` };
+        const page = await (await fetch(`${base}runs/r1`, { headers: auth })).text();
+        const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
+        const res = await fetch(`${base}runs/r1/redrive`, {
+          method: "POST",
+          headers: { ...auth, "x-stepflow-csrf": secret },
+        });
+        assert.equal(res.status, 409);
+        assert.equal((await res.json()).code, "RUN_NOT_REDRIVABLE");
+      } finally {
+        stop.abort();
+      }
+    },
+  });
+  assert.equal(await code, 0);
+  assert.match(out, /actions allowed \(cancel, resume, redrive\)/);
+
+  const userDir = await Deno.makeTempDir();
+  const lone = await runTask(["--script", "x.json"], { userDir, task: "ui" });
+  assert.equal(lone.code, 2);
+  assert.match(lone.stderr, /they need --allow-actions/);
+});
