@@ -194,7 +194,7 @@ async function spawnRunAgent(
 }
 
 function lastLines(text: string): string {
-  return text.trim().split("\n").slice(-3).join(" ").replace(/\x1b\[[0-9;]*m/g, "");
+  return text.trim().split("\n").slice(-3).join(" ");
 }
 
 /** This Deno running the module's own `run_agent.ts` with all permissions (as the task does). */
