@@ -94,6 +94,21 @@ Deno.test("actions: the secret and a same-origin Origin are required; refusals u
   } finally {
     await ui.close();
   }
+  // Without actions: no buttons, no secret, and POST stays 405.
+  const readOnly = serveDashboard({
+    source: { cwd: project.root, stores: await discoverStores(project.root) },
+    port: 0,
+  });
+  try {
+    await runFlow(project, { runId: "failed", continuations: 3, failAt: 1 });
+    const page = await (await fetch(`${readOnly.url}runs/failed`)).text();
+    assert.doesNotMatch(page, /data-csrf|data-action=/);
+    const res = await fetch(`${readOnly.url}runs/failed/redrive`, { method: "POST" });
+    assert.equal(res.status, 405);
+    assert.match(await res.text(), /--allow-actions/);
+  } finally {
+    await readOnly.close();
+  }
 });
 
 Deno.test("actions: Cancel ends a run driven elsewhere (cancelled); Redrive finishes it via run-agent", async () => {
