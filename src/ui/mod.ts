@@ -13,6 +13,7 @@ export {
   serveDashboard,
   type ServeDashboardOptions,
 } from "./server.ts";
+export type { ActionOutcome, DashboardAction, DashboardActionOptions } from "./actions.ts";
 export {
   type DashboardSource,
   discoverStores,
