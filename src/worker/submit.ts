@@ -9,7 +9,7 @@ import { newRunId } from "../flow/runner.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
-import { openRunQueue } from "./queue.ts";
+import { openRunQueue, type RunQueue } from "./queue.ts";
 import type { SubmittedRequest } from "./worker.ts";
 
 /** Options of {@linkcode submitRun}. */
@@ -20,6 +20,8 @@ export interface SubmitOptions {
   url: string;
   /** The store's schema (default `stepflow`). */
   schema?: string;
+  /** An open queue to use (submitting many runs); default: one opened and closed for this run. */
+  queue?: RunQueue;
 }
 
 /**
@@ -48,6 +50,10 @@ export async function submitRun(
     agentHash: await agentContentHash(definition.dir),
     request: request as Record<string, unknown>,
   });
+  if (options.queue) {
+    await options.queue.send(runId);
+    return runId;
+  }
   const queue = await openRunQueue(options.url, {
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
   });
