@@ -14,10 +14,10 @@
  *
  * @module
  */
-import { hostname } from "node:os";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./file.ts";
+import { hostName, pidAlive } from "./file_lock.ts";
 import {
   openPgConnection,
   type PgConnection,
@@ -133,7 +133,7 @@ export class PostgresRunStore implements RunStore {
         `PostgresRunStore maxRuns (logging.maxFiles) must be a positive integer, got ${options.maxRuns}.`,
       );
     }
-    this.owner = options.owner ?? `${hostname()}:${Deno.pid}`;
+    this.owner = options.owner ?? `${hostName()}:${Deno.pid}`;
     this.#warn = options.onWarning ?? ((m) => console.warn(`[stepflow] ${m}`));
   }
 
@@ -282,7 +282,9 @@ export class PostgresRunStore implements RunStore {
          FROM ${s}.runs WHERE run_id = $1 FOR UPDATE`,
         [runId],
       )).rows[0];
-      if (row.lease_owner !== null && row.live) return { row, token: undefined };
+      if (row.lease_owner !== null && row.live && !deadLocalHolder(row.lease_owner)) {
+        return { row, token: undefined };
+      }
       const token = (await q.query<{ token: string }>(
         `UPDATE ${s}.runs SET lease_owner = $2, lease_token = nextval('${s}.lease_tokens'),
            lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond'
@@ -303,9 +305,11 @@ export class PostgresRunStore implements RunStore {
     }
     if (row.lease_owner !== null) {
       this.#warn(
-        `run ${runId}: took over the lease of ${row.lease_owner}, which expired at ${
-          isoOf(row.lease_expires_at)
-        } without a heartbeat (that process is gone or stalled).`,
+        row.live
+          ? `run ${runId}: took over the lease of ${row.lease_owner}: that process is gone from this host.`
+          : `run ${runId}: took over the lease of ${row.lease_owner}, which expired at ${
+            isoOf(row.lease_expires_at)
+          } without a heartbeat (that process is gone or stalled).`,
       );
     }
     const held: HeldLease = { token, seq: row.seq, pending: [], lost: false };
@@ -367,9 +371,10 @@ export class PostgresRunStore implements RunStore {
           "no checkpoint: the process stopped before its first checkpoint",
         );
       }
+      const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
       const open = summary.status === "running" || summary.status === "paused";
-      if (open) summary.live = row.live === true;
-      if (row.live && row.lease_owner) summary.worker = row.lease_owner;
+      if (open) summary.live = live;
+      if (live && row.lease_owner) summary.worker = row.lease_owner;
       out.push(summary);
     }
     return sortNewestFirst(out);
@@ -630,6 +635,17 @@ interface ListRow {
   live: boolean | null;
   started_at: string | null;
   created_at: string;
+}
+
+/**
+ * True when a lease's owner is a default `host:pid` owner on this host whose process is gone: its
+ * lease need not run out (the file lock judges a local holder the same way).
+ */
+function deadLocalHolder(owner: string): boolean {
+  const host = hostName();
+  if (!owner.startsWith(`${host}:`)) return false;
+  const pid = Number(owner.slice(host.length + 1));
+  return Number.isInteger(pid) && pid !== Deno.pid && !pidAlive(pid);
 }
 
 function fingerprint(checkpoint: RunCheckpoint): string {

@@ -57,7 +57,8 @@ function timeless(history: readonly HistoryEntry[]): unknown[] {
 }
 
 Deno.test({
-  name: `workers: ${RUNS} runs, ${WORKERS} workers, ${KILLS} SIGKILLs → each run once, same history`,
+  name:
+    `workers: ${RUNS} runs, ${WORKERS} workers, ${KILLS} SIGKILLs → each run once, same history`,
   ignore: pg === undefined,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -109,8 +110,7 @@ Deno.test({
       }
       await queue.stop({ graceful: false });
 
-      const open = async () =>
-        (await store.list()).filter((s) => s.status !== "completed").length;
+      const open = async () => (await store.list()).filter((s) => s.status !== "completed").length;
       const deadline = Date.now() + 50_000;
       let kills = 0;
       while ((await open()) > 0) {
