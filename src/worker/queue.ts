@@ -30,7 +30,10 @@ export interface RunQueueOptions {
 export interface RunQueue {
   /** Queues a run to be driven by a worker. */
   send(runId: string): Promise<void>;
-  /** Starts taking jobs, at most `concurrency` at a time, each given to `handler`. */
+  /**
+   * Starts taking jobs, at most `concurrency` at a time, each given to `handler`: a job is
+   * completed when it resolves and failed (retried by pg-boss) when it rejects.
+   */
   work(concurrency: number, handler: RunJobHandler): Promise<void>;
   /** Stops taking jobs; with `graceful`, waits up to `timeoutMs` for handlers in flight. */
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
@@ -42,11 +45,12 @@ interface PgBossInstance {
   stop(options?: { graceful?: boolean; timeout?: number; close?: boolean }): Promise<void>;
   createQueue(name: string, options?: Record<string, unknown>): Promise<void>;
   send(name: string, data: object, options?: Record<string, unknown>): Promise<string | null>;
-  work(
+  fetch(
     name: string,
     options: Record<string, unknown>,
-    handler: (jobs: { id: string; data: { runId?: unknown } }[]) => Promise<unknown>,
-  ): Promise<string>;
+  ): Promise<{ id: string; data: { runId?: unknown } }[] | null>;
+  complete(name: string, id: string): Promise<unknown>;
+  fail(name: string, id: string, data: object): Promise<unknown>;
 }
 
 interface PgBossModule {
@@ -77,15 +81,13 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     connectionString: url,
     schema: `${options.schema ?? "stepflow"}_queue`,
     application_name: "stepflow-queue",
-    useListenNotify: true,
     schedule: false,
     max: 4,
   });
   boss.on("error", (error) => warn(`run queue: ${errorMessage(error)}`));
   boss.on("warning", (w) => {
     const message = (w as { message?: unknown })?.message;
-    // LISTEN/NOTIFY missing only means polling: not worth a line per worker.
-    if (typeof message === "string" && !/listen/i.test(message)) warn(`run queue: ${message}`);
+    if (typeof message === "string") warn(`run queue: ${message}`);
   });
   try {
     await boss.start();
@@ -97,7 +99,6 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
       // is harmless (the retry finds the run leased or ended).
       expireInSeconds: 86_400,
-      notify: true,
     });
   } catch (error) {
     await boss.stop({ graceful: false, close: true }).catch(() => {});
@@ -109,29 +110,74 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       { cause: error },
     );
   }
-  const pollingIntervalSeconds = Math.max(0.5, (options.pollMs ?? 2000) / 1000);
+  const pollMs = Math.max(100, options.pollMs ?? 2000);
+  const slots: Promise<void>[] = [];
+  const sleepers = new Set<() => void>();
+  let stopping = false;
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, pollMs);
+      sleepers.add(wake);
+    });
+  const slotLoop = async (handler: RunJobHandler): Promise<void> => {
+    while (!stopping) {
+      let jobs: { id: string; data: { runId?: unknown } }[];
+      try {
+        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1 }) ?? [];
+      } catch (error) {
+        warn(`run queue: fetching a job failed: ${errorMessage(error)}`);
+        await pause();
+        continue;
+      }
+      if (jobs.length === 0) {
+        await pause();
+        continue;
+      }
+      for (const job of jobs) {
+        const runId = job.data?.runId;
+        try {
+          if (typeof runId !== "string") {
+            warn(`run queue: job ${job.id} names no run; dropped.`);
+          } else {
+            await handler(runId);
+          }
+          await boss.complete(RUN_QUEUE, job.id);
+        } catch (error) {
+          // pg-boss retries the job (with backoff) up to JOB_RETRY_LIMIT times.
+          await boss.fail(RUN_QUEUE, job.id, { message: errorMessage(error) }).catch((e) =>
+            warn(`run queue: recording the failure of job ${job.id} failed: ${errorMessage(e)}`)
+          );
+        }
+      }
+    }
+  };
   return {
     async send(runId) {
       await boss.send(RUN_QUEUE, { runId });
     },
-    async work(concurrency, handler) {
-      await boss.work(
-        RUN_QUEUE,
-        { batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds },
-        async (jobs) => {
-          for (const job of jobs) {
-            const runId = job.data?.runId;
-            if (typeof runId !== "string") {
-              warn(`run queue: job ${job.id} names no run; dropped.`);
-              continue;
-            }
-            await handler(runId);
-          }
-        },
-      );
+    work(concurrency, handler) {
+      // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
+      // finishes a run takes the next job at once; an idle slot polls every `pollMs`.
+      for (let i = 0; i < concurrency; i++) slots.push(slotLoop(handler));
+      return Promise.resolve();
     },
     async stop({ graceful = true, timeoutMs = 30_000 } = {}) {
-      await boss.stop({ graceful, timeout: timeoutMs, close: true });
+      stopping = true;
+      for (const wake of [...sleepers]) wake();
+      if (graceful && slots.length > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          Promise.all(slots),
+          new Promise((r) => timer = setTimeout(r, timeoutMs)),
+        ]);
+        clearTimeout(timer);
+      }
+      await boss.stop({ graceful: false, close: true });
     },
   };
 }
