@@ -309,6 +309,13 @@ export function parseCommandLine(
   }
 
   const values = parsed.values as Record<string, unknown>;
+  // Parameter values from the tokens, in a Map: node's `values` object drops `--__proto__ x`.
+  const optionValues = new Map<string, string>();
+  for (const token of parsed.tokens) {
+    if (token.kind === "option" && typeof token.value === "string") {
+      optionValues.set(token.name, token.value);
+    }
+  }
   const params: Record<string, ParameterValue> = {};
   // A boolean parameter may be followed by `true`/`false`; any other positional is an error.
   const tokens = parsed.tokens;
@@ -322,27 +329,28 @@ export function parseCommandLine(
         }`,
       );
     }
-    const def = parameters[token.name];
+    const def = parameterOf(parameters, token.name);
     if (!def || def.type !== "boolean") continue;
     const next = tokens[i + 1];
     if (next?.kind === "positional" && next.index === token.index + 1) {
-      params[token.name] = parseBoolean(token.name, next.value, options);
+      setOwn(params, token.name, parseBoolean(token.name, next.value, options));
       i++;
     } else {
-      params[token.name] = true;
+      setOwn(params, token.name, true);
     }
   }
 
   const missing: string[] = [];
   for (const [key, def] of Object.entries(parameters)) {
+    const given = optionValues.get(key);
     if (def.type === "boolean") {
-      if (!(key in params) && def.default !== undefined) params[key] = Boolean(def.default);
-    } else if (typeof values[key] === "string") {
-      params[key] = def.type === "number"
-        ? parseNumber(key, values[key] as string, options)
-        : values[key] as string;
+      if (!Object.hasOwn(params, key) && def.default !== undefined) {
+        setOwn(params, key, Boolean(def.default));
+      }
+    } else if (typeof given === "string") {
+      setOwn(params, key, def.type === "number" ? parseNumber(key, given, options) : given);
     } else if (def.default !== undefined) {
-      params[key] = def.default;
+      setOwn(params, key, def.default);
     } else if (def.required) {
       missing.push(key);
     }
@@ -427,7 +435,8 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
 type OptionTable = Record<string, { type: "string" | "boolean"; short?: string }>;
 
 function cliOptions(): OptionTable {
-  const table: OptionTable = {};
+  // Null prototype: a flag named --constructor or --__proto__ must not find Object's members.
+  const table: OptionTable = Object.create(null);
   for (const f of CLI_FLAGS) {
     table[f.name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
   }
@@ -495,14 +504,14 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
       break;
     }
     const eq = /^--([^=]+)=(.*)$/s.exec(arg);
-    if (eq && parameters[eq[1]]?.type === "boolean") {
+    if (eq && parameterOf(parameters, eq[1])?.type === "boolean") {
       out.push(`--${eq[1]}`, eq[2]);
       continue;
     }
     const name = arg.startsWith("--") ? arg.slice(2) : undefined;
     const next = argv[i + 1];
     if (
-      name && parameters[name]?.type === "number" && next !== undefined &&
+      name && parameterOf(parameters, name)?.type === "number" && next !== undefined &&
       /^-(\d|\.\d)/.test(next)
     ) {
       out.push(`${arg}=${next}`);
@@ -512,6 +521,31 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
     out.push(arg);
   }
   return out;
+}
+
+/**
+ * Throws the unknown-flag error for the first flag of `argv` that is not a CLI flag but looks like a
+ * typo of one (`--lst` → `--list`). Used when no agent is named: any other flag may be one of the
+ * agent's parameters, so it is not an error yet.
+ */
+export function rejectMistypedCliFlags(argv: readonly string[]): void {
+  const known = cliOptions();
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: known,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== "option" || Object.hasOwn(known, token.name)) continue;
+    const suggestion = closestMatch(token.name, Object.keys(known));
+    if (suggestion) {
+      throw new UsageError(
+        `Unknown option ${token.rawName}. Did you mean --${suggestion}?\nRun with --help for every CLI flag.`,
+      );
+    }
+  }
 }
 
 function rejectUnknownOptions(args: string[], known: OptionTable, options: ParseOptions): void {
@@ -525,7 +559,7 @@ function rejectUnknownOptions(args: string[], known: OptionTable, options: Parse
   const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
   for (const token of tokens) {
     if (token.kind !== "option") continue;
-    if (token.name in known || shorts.has(token.name)) continue;
+    if (Object.hasOwn(known, token.name) || shorts.has(token.name)) continue;
     const suggestion = closestMatch(token.name, Object.keys(known));
     throw new UsageError(
       `Unknown option ${token.rawName}.${suggestion ? ` Did you mean --${suggestion}?` : ""}${
@@ -533,6 +567,21 @@ function rejectUnknownOptions(args: string[], known: OptionTable, options: Parse
       }`,
     );
   }
+}
+
+/** The declared parameter `name` (own keys only: `--constructor` is not Object's). */
+function parameterOf(parameters: ParameterTable, name: string): ParameterDefinition | undefined {
+  return Object.hasOwn(parameters, name) ? parameters[name] : undefined;
+}
+
+/** Sets an own property, even one named `__proto__`. */
+function setOwn(record: Record<string, ParameterValue>, key: string, value: ParameterValue): void {
+  Object.defineProperty(record, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
 }
 
 function parseNumber(key: string, raw: string, options: ParseOptions): number {

@@ -11,6 +11,7 @@ import {
   resolvePromptPath,
   SEGMENT_PATTERN,
 } from "./c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "./confine.ts";
 import { splitFrontmatter } from "./frontmatter.ts";
 import { type PromptVariables, substituteVariables } from "./variables.ts";
 
@@ -55,15 +56,35 @@ export class PromptNotFoundError extends StepflowError {
    * @param stepId the step, when known
    * @param tried fallbacks that were tried
    */
-  constructor(file: string, stepId?: string, tried: string[] = []) {
+  constructor(
+    file: string,
+    stepId?: string,
+    tried: string[] = [],
+    fallback: { allowed: boolean; invalidKey?: string } = { allowed: false },
+  ) {
+    const why = !fallback.allowed
+      ? "Create the file, or fix the step's prompt reference. There is no fallback unless --allow-fallback is given."
+      : fallback.invalidKey !== undefined
+      ? `The step's fallbackKey ${
+        JSON.stringify(fallback.invalidKey)
+      } is invalid (${FALLBACK_KEY_RULE}), so no built-in fallback applies: fix the fallbackKey, or create the file.`
+      : "No fallback has it either: create the file, or fix the step's prompt reference.";
     super(
       "PROMPT_NOT_FOUND",
       `Prompt file not found: ${file}${stepId ? ` (step "${stepId}")` : ""}.${
         tried.length ? ` Fallbacks tried: ${tried.join(", ")}.` : ""
-      } Create the file, or fix the step's prompt reference. There is no fallback unless --allow-fallback is given.`,
+      } ${why}`,
       { details: { file, stepId, tried } },
     );
   }
+}
+
+/** What a `fallbackKey` may be: one file name segment (letters, digits, `_`, `-`). */
+export const FALLBACK_KEY_RULE = 'use letters, digits, "_" and "-", e.g. "issue_initial_default"';
+
+/** True when `key` can name a fallback prompt (`<key>.md`): a single safe segment. */
+export function isValidFallbackKey(key: string): boolean {
+  return SEGMENT_PATTERN.test(key);
 }
 
 const BUILTIN_FALLBACKS = new URL("../../prompts/fallback/", import.meta.url);
@@ -160,20 +181,24 @@ export class PromptResolver {
         fromFallback: true,
       };
     }
-    throw new PromptNotFoundError(file, where.stepId, tried);
+    const key = where.fallbackKey;
+    throw new PromptNotFoundError(file, where.stepId, tried, {
+      allowed: true,
+      ...(key !== undefined && !isValidFallbackKey(key) ? { invalidKey: key } : {}),
+    });
   }
 
   *#fallbackCandidates(
     ref: PromptReference,
     fallbackKey: string | undefined,
   ): Generator<{ label: string; read: () => Promise<string | undefined> }> {
-    const keyOk = fallbackKey !== undefined && SEGMENT_PATTERN.test(fallbackKey);
+    const keyOk = fallbackKey !== undefined && isValidFallbackKey(fallbackKey);
     if (this.#options.fallbackDir) {
       const root = promptRoot(this.#agentDir, this.#options.fallbackDir);
       const rel = keyOk ? `${fallbackKey}.md` : isPathRef(ref) ? ref.path : c3lRelativePath(ref);
       const file = resolve(root, rel);
       if (isWithin(root, file)) {
-        yield { label: file, read: () => this.#readConfined(file, realpathOr(root)) };
+        yield { label: file, read: () => this.#readConfined(file, this.#confinedRoot(root)) };
       }
     }
     if (keyOk) {
@@ -183,11 +208,26 @@ export class PromptResolver {
   }
 
   #root(): Promise<string> {
-    return this.#realRoot ??= realpathOr(promptRoot(this.#agentDir, this.#basePath));
+    return this.#realRoot ??= this.#confinedRoot(promptRoot(this.#agentDir, this.#basePath));
+  }
+
+  /** The real path of a prompt root, refused when it is a link out of the agent folder. */
+  async #confinedRoot(root: string): Promise<string> {
+    const base = await realpathOr(this.#agentDir);
+    const where = await realLocation(root, base);
+    if (!where.inside) {
+      throw new PromptPathError(outsideLinkMessage("prompt folder", root, where.real, base), {
+        root,
+        real: where.real,
+      });
+    }
+    return where.real;
   }
 
   /** Reads `file` when it exists and its real path stays inside `root`; undefined when missing. */
   async #readConfined(file: string, realRoot: Promise<string>): Promise<string | undefined> {
+    // The root first: a prompt folder that links out is refused even when the file is missing.
+    const root = await realRoot;
     let real: string;
     try {
       real = await realpath(file);
@@ -197,7 +237,6 @@ export class PromptResolver {
       if (isMissingFileError(error)) return undefined;
       throw error;
     }
-    const root = await realRoot;
     if (!isWithin(root, real)) {
       throw new PromptPathError(
         `Refused prompt file ${file}: it is a symbolic link to ${real}, outside the prompt folder ${root}.`,
@@ -219,14 +258,6 @@ export function isMissingFileError(error: unknown): boolean {
   }
   const code = (error as { code?: unknown } | null)?.code;
   return code === "ENOENT" || code === "ENOTDIR";
-}
-
-async function realpathOr(path: string): Promise<string> {
-  try {
-    return await realpath(path);
-  } catch {
-    return path;
-  }
 }
 
 async function readUrl(url: URL): Promise<string | undefined> {

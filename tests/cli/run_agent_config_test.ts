@@ -1,0 +1,82 @@
+/**
+ * `deno task run-agent` and the agent's configuration (issue 10): load-time schema compilation in
+ * --validate, no --redrive hint for configuration failures, typos in flags and agent names.
+ * Each test spawns the real task from a temp user folder and checks stdout, stderr and exit code.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { hasStackTrace, runTask, work, writeFiles, writeTinyAgent } from "./helpers.ts";
+
+async function withUserDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-cli-cfg-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("run-agent --validate: an output schema that does not compile is a load error naming file, pointer and step", async () => {
+  await withUserDir(async (user) => {
+    const dir = await writeTinyAgent(user, "tiny");
+    const file = join(dir, "schemas", "task.schema.json");
+    const schema = JSON.parse(await Deno.readTextFile(file));
+    schema.definitions["complete.task"].type = "objcet";
+    await Deno.writeTextFile(file, JSON.stringify(schema));
+    const result = await runTask(["--agent", "tiny", "--validate"], { userDir: user });
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(
+      result.stdout,
+      /1\. steps_registry\.json: step "complete\.task": outputSchemaRef: schema #\/definitions\/complete\.task in .*task\.schema\.json does not compile: schema is invalid: \/type must be equal to one of the allowed values/,
+    );
+    assert.ok(!hasStackTrace(result.stderr), result.stderr);
+  });
+});
+
+Deno.test("run-agent: a run that fails on the agent's own files gets no --redrive hint", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny", {
+      prompt: "Work on {uv-topic}, verdict {handoff.verdict}.",
+    });
+    await writeFiles(user, { "s.json": { "work.task": [work("complete")] } });
+    const result = await runTask(["--agent", "tiny", "--topic", "x", "--script", "s.json"], {
+      userDir: user,
+    });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stdout, /PROMPT_VARIABLES_MISSING/);
+    assert.doesNotMatch(result.stderr, /--redrive/);
+    assert.match(
+      result.stderr,
+      /problem in the agent's files, not in the run: fix it, check with --validate/,
+    );
+  });
+});
+
+Deno.test("run-agent: unknown flags are named with a did-you-mean in every mode; agent typos too", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "my-agent");
+    await writeTinyAgent(user, "other");
+    const [noAgent, runs, listing, typo, objectKey] = await Promise.all([
+      runTask(["--lst"], { userDir: user }),
+      runTask(["--runs", "--verbse"], { userDir: user }),
+      runTask(["--list", "--jsn"], { userDir: user }),
+      runTask(["--agent", "my-agnet", "--topic", "x"], { userDir: user }),
+      runTask(["--agent", "my-agent", "--topic", "x", "--constructor", "y"], { userDir: user }),
+    ]);
+    const usage = (r: typeof noAgent, pattern: RegExp) => {
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stdout, "");
+      assert.match(r.stderr, pattern);
+      assert.ok(!hasStackTrace(r.stderr), r.stderr);
+    };
+    usage(noAgent, /^error: Unknown option --lst\. Did you mean --list\?/);
+    assert.doesNotMatch(noAgent.stderr, /Missing --agent/);
+    usage(runs, /^error: Unknown option --verbse\. Did you mean --verbose\?/);
+    usage(listing, /^error: Unknown option --jsn\. Did you mean --json\?/);
+    usage(
+      typo,
+      /^error: Agent "my-agnet" not found: .*my-agnet\. Did you mean my-agent\? Agents in .*: my-agent, other\./,
+    );
+    usage(objectKey, /^error: Unknown option --constructor\.\n/);
+  });
+});
