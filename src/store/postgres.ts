@@ -467,9 +467,25 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
+   * Marks a queued run as taken from the queue by a worker that has not leased it yet: an expiry
+   * without an owner. A worker that dies before it takes the lease (while it loads the agent)
+   * leaves that expiry to run out, and the run is re-queued like any orphan.
+   */
+  async markTaken(runId: string): Promise<void> {
+    assertRunId(runId);
+    const c = await this.#db();
+    await c.query(
+      `UPDATE ${c.schema}.runs SET lease_expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+       WHERE run_id = $1 AND lease_owner IS NULL AND status = 'queued'`,
+      [runId, this.leaseMs],
+    );
+  }
+
+  /**
    * Claims submitted runs that nobody drives any more (started, not ended, lease expired) so that
-   * exactly one caller re-queues each: every claim is recorded, and a run is claimed again only
-   * after a newer lease of it expired.
+   * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
+   * lease of it expired, or when it is still orphaned a lease period later (the worker that took
+   * the re-queued job may have died before it took the lease).
    */
   async claimOrphans(limit = 100): Promise<string[]> {
     const c = await this.#db();
@@ -480,10 +496,11 @@ export class PostgresRunStore implements RunStore {
          SELECT run_id FROM ${s}.runs
          WHERE request IS NOT NULL AND status IN ('queued', 'running', 'paused')
            AND lease_expires_at < clock_timestamp()
-           AND (requeued_at IS NULL OR requeued_at < lease_expires_at)
+           AND (requeued_at IS NULL OR requeued_at < lease_expires_at
+             OR requeued_at < clock_timestamp() - $2 * interval '1 millisecond')
          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
        ) RETURNING run_id`,
-      [limit],
+      [limit, this.leaseMs],
     )).rows;
     return rows.map((r) => r.run_id);
   }

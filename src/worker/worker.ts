@@ -132,6 +132,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       await queue.send(runId);
       return;
     }
+    await store.markTaken(runId);
     const submitted = await store.submission(runId);
     if (!submitted) {
       log(`run ${runId}: not a submitted run in this store; job dropped.`);
