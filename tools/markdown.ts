@@ -132,10 +132,16 @@ export const TOC_END = "<!-- /contents -->";
  */
 export function tableOfContents(page: MarkdownPage): string {
   const items: string[] = [];
+  let underSection = false;
   for (const heading of page.headings) {
     if (heading.text === "Contents") continue;
-    if (heading.level === 2) items.push(`- [${plain(heading.text)}](#${heading.slug})`);
-    if (heading.level === 3) items.push(`  - [${plain(heading.text)}](#${heading.slug})`);
+    const link = `[${plain(heading.text)}](#${heading.slug})`;
+    if (heading.level === 2) {
+      items.push(`- ${link}`);
+      underSection = true;
+    }
+    // A `###` before any `##` has no item to nest under (and deno fmt would un-indent it).
+    if (heading.level === 3) items.push(underSection ? `  - ${link}` : `- ${link}`);
   }
   return [TOC_START, "", ...items, "", TOC_END].join("\n");
 }
