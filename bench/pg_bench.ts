@@ -27,6 +27,8 @@ const url = Deno.env.get("STEPFLOW_BENCH_PG_URL") || Deno.env.get("STEPFLOW_TEST
 const ITERATIONS = 500;
 const RUNS = 200;
 const WORKER_FIXTURE = new URL("../tests/worker/fixtures/crash_worker.ts", import.meta.url);
+/** Worker processes still running (killed when the bench ends, however it ends). */
+const LIVE = new Set<Deno.ChildProcess>();
 
 if (!url) {
   console.log(
@@ -122,6 +124,7 @@ if (!url) {
         for (const child of children) {
           child.kill("SIGKILL");
           await child.status;
+          LIVE.delete(child);
         }
         await db.close();
         await runs.close();
@@ -130,6 +133,13 @@ if (!url) {
   }
 
   globalThis.addEventListener("unload", () => {
+    for (const child of LIVE) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // gone
+      }
+    }
     try {
       Deno.removeSync(root, { recursive: true });
     } catch {
@@ -159,6 +169,7 @@ async function spawnWorker(
     stdout: "piped",
     stderr: "null",
   }).spawn();
+  LIVE.add(child);
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";
   while (!out.includes("ready")) {
