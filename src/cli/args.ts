@@ -121,6 +121,24 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     // -- end of durable-run flags --
+    // -- scale-out flags (issue 13): --store URL, --submit, --wait --
+    {
+      name: "store",
+      type: "string",
+      value: "URL",
+      description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+    },
+    {
+      name: "submit",
+      type: "boolean",
+      description: "Queue the run for the workers (PostgreSQL store) and print its id",
+    },
+    {
+      name: "wait",
+      type: "boolean",
+      description: "With --submit: follow the queued run live until it ends",
+    },
+    // -- end of scale-out flags --
     {
       name: "json",
       type: "boolean",
@@ -178,6 +196,12 @@ export interface CliFlags {
   runs?: boolean;
   /** `--show RUN_ID`. */
   show?: string;
+  /** `--store URL` (issue 13). */
+  store?: string;
+  /** `--submit` (set only when given). */
+  submit?: boolean;
+  /** `--wait` (set only when given). */
+  wait?: boolean;
 }
 
 /** A parameter value after type-checking. */
@@ -452,6 +476,9 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("redrive", str("redrive"));
   set("show", str("show"));
   if (bool("runs")) flags.runs = true;
+  set("store", str("store"));
+  if (bool("submit")) flags.submit = true;
+  if (bool("wait")) flags.wait = true;
   const max = str("max-iterations");
   if (max !== undefined) {
     const n = Number(max);

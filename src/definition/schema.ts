@@ -312,6 +312,9 @@ export const AgentConfigSchema = z.strictObject({
     directory: z.string().min(1).optional(),
     format: z.literal("jsonl").optional(),
     maxFiles: z.int().positive().optional(),
+    store: z.string().min(1).optional().describe(
+      'Run store: "file" (default) or a postgres:// URL (prefer STEPFLOW_STORE for credentials)',
+    ),
   }).optional(),
   parameters: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/), ParameterSchema).optional(),
   limits: z.strictObject({
@@ -345,7 +348,7 @@ export interface AgentConfig {
   /** Prompt settings. */
   prompts?: { registry?: string; fallbackDir?: string };
   /** Run log settings. */
-  logging?: { directory?: string; format?: "jsonl"; maxFiles?: number };
+  logging?: { directory?: string; format?: "jsonl"; maxFiles?: number; store?: string };
   /** Declared parameters. */
   parameters?: Record<string, ParameterDefinition>;
   /** Run limits. */
