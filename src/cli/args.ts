@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util";
 import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
+import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
 
 /** One flag of the CLI, as shown by `--help`. */
@@ -96,6 +97,11 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Allow fallback prompts (development only; each use warns)",
     },
+    {
+      name: "allow-run",
+      type: "boolean",
+      description: "Let command steps and validators run the commands agent.json lists",
+    },
     // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
     {
       name: "resume",
@@ -164,6 +170,8 @@ export interface CliFlags {
   maxIterations?: number;
   /** `--allow-fallback`. */
   allowFallback: boolean;
+  /** `--allow-run`: command steps and validators may run agent.json `commands`. */
+  allowRun: boolean;
   /** `--json`. */
   json: boolean;
   /** `--verbose`. */
@@ -180,8 +188,8 @@ export interface CliFlags {
   show?: string;
 }
 
-/** A parameter value after type-checking. */
-export type ParameterValue = string | number | boolean;
+/** A parameter value after type-checking (`array` parameters give a list). */
+export type ParameterValue = string | number | boolean | (string | number)[];
 
 /** The result of {@linkcode parseCommandLine}. */
 export interface CommandLine {
@@ -243,20 +251,33 @@ export function parseCommandLine(
   argv: readonly string[],
   options: ParseOptions = {},
 ): CommandLine {
-  const parameters = options.parameters ?? {};
-  for (const key of Object.keys(parameters)) {
-    if (FLAG_BY_NAME.has(key) || key === "h") {
+  // Parameters are parsed by their flag (`flag`, else the key) and stored under their key. The
+  // loader rejects a flag that clashes with the CLI's own; this guard covers callers that pass
+  // parameters which never went through the loader.
+  const byKey = options.parameters ?? {};
+  const parameters: Record<string, ParameterDefinition> = {};
+  const keyOfFlag = new Map<string, string>();
+  for (const [key, def] of Object.entries(byKey)) {
+    const flag = parameterFlag(key, def);
+    if (FLAG_BY_NAME.has(flag) || flag === "h") {
       throw new UsageError(
         `Agent ${
           agentLabel(options)
-        }declares the parameter "${key}", which clashes with the CLI flag --${key}. Rename the parameter in agent.json.`,
+        }declares the parameter "${key}", which clashes with the CLI flag --${flag}. Set its "flag" to another name in agent.json.`,
       );
     }
+    parameters[flag] = def;
+    keyOfFlag.set(flag, key);
   }
   const args = normalizeArgv(argv, parameters);
-  const known = cliOptions();
-  for (const [key, def] of Object.entries(parameters)) {
-    known[key] = { type: def.type === "boolean" ? "boolean" : "string" };
+  const known: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }> =
+    cliOptions();
+  for (const [flag, def] of Object.entries(parameters)) {
+    known[flag] = def.type === "boolean"
+      ? { type: "boolean" }
+      : def.type === "array"
+      ? { type: "string", multiple: true }
+      : { type: "string" };
   }
   rejectUnknownOptions(args, known, options);
 
@@ -276,7 +297,7 @@ export function parseCommandLine(
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
     if (token.kind !== "option") continue;
-    if (seen.has(token.name)) repeated.add(token.name);
+    if (seen.has(token.name) && parameters[token.name]?.type !== "array") repeated.add(token.name);
     seen.add(token.name);
   }
   if (repeated.size > 0) {
@@ -285,7 +306,7 @@ export function parseCommandLine(
   }
 
   const values = parsed.values as Record<string, unknown>;
-  const params: Record<string, ParameterValue> = {};
+  const byFlag: Record<string, ParameterValue> = {};
   // A boolean parameter may be followed by `true`/`false`; any other positional is an error.
   const tokens = parsed.tokens;
   for (let i = 0; i < tokens.length; i++) {
@@ -302,27 +323,36 @@ export function parseCommandLine(
     if (!def || def.type !== "boolean") continue;
     const next = tokens[i + 1];
     if (next?.kind === "positional" && next.index === token.index + 1) {
-      params[token.name] = parseBoolean(token.name, next.value, options);
+      byFlag[token.name] = parseBoolean(token.name, next.value, options);
       i++;
     } else {
-      params[token.name] = true;
+      byFlag[token.name] = true;
     }
   }
 
   const missing: string[] = [];
-  for (const [key, def] of Object.entries(parameters)) {
+  for (const [flag, def] of Object.entries(parameters)) {
+    const given = values[flag];
     if (def.type === "boolean") {
-      if (!(key in params) && def.default !== undefined) params[key] = Boolean(def.default);
-    } else if (typeof values[key] === "string") {
-      params[key] = def.type === "number"
-        ? parseNumber(key, values[key] as string, options)
-        : values[key] as string;
+      if (!(flag in byFlag) && def.default !== undefined) byFlag[flag] = Boolean(def.default);
+    } else if (typeof given === "string" || Array.isArray(given)) {
+      const parsedValue = parseParameterText(
+        flag,
+        def,
+        typeof given === "string" ? [given] : given,
+      );
+      if (parsedValue.error !== undefined) {
+        throw new UsageError(`${parsedValue.error}${parameterHelp(options)}`);
+      }
+      byFlag[flag] = parsedValue.value;
     } else if (def.default !== undefined) {
-      params[key] = def.default;
+      byFlag[flag] = def.default;
     } else if (def.required) {
-      missing.push(key);
+      missing.push(flag);
     }
   }
+  const params: Record<string, ParameterValue> = {};
+  for (const [flag, value] of Object.entries(byFlag)) params[keyOfFlag.get(flag) ?? flag] = value;
   const flags = flagsOf(values, { lenient: false });
   if (missing.length > 0 && !flags.help) {
     const list = missing.map((k) => `--${k}`).join(", ");
@@ -381,15 +411,20 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
   const entries = Object.entries(parameters);
   const title = `Parameters of agent ${agentName ? `"${agentName}"` : ""}`.trimEnd();
   if (entries.length === 0) return `${title}: none (the agent declares no parameters).`;
-  const labels = entries.map(([key, def]) =>
-    def.type === "boolean" ? `--${key} [true|false]` : `--${key} <${def.type}>`
-  );
+  const labels = entries.map(([key, def]) => {
+    const flag = parameterFlag(key, def);
+    if (def.type === "boolean") return `--${flag} [true|false]`;
+    const element = def.type === "array" ? def.items ?? "string" : def.type;
+    const shown = def.enum ? def.enum.map(String).join("|") : element;
+    return def.type === "array" ? `--${flag} <${shown}>...` : `--${flag} <${shown}>`;
+  });
   const width = Math.max(...labels.map((l) => l.length)) + 2;
   const lines = [`${title}:`];
   entries.forEach(([, def], i) => {
     const notes = [
       def.required && def.default === undefined ? "required" : undefined,
       def.default !== undefined ? `default ${JSON.stringify(def.default)}` : undefined,
+      def.type === "array" ? "repeat the flag or give a comma list" : undefined,
     ].filter(Boolean);
     const description = [def.description, notes.length > 0 ? `(${notes.join(", ")})` : undefined]
       .filter(Boolean).join(" ");
@@ -426,6 +461,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
     validate: bool("validate"),
     graph: bool("graph"),
     allowFallback: bool("allow-fallback"),
+    allowRun: bool("allow-run"),
     json: bool("json"),
     verbose: bool("verbose"),
     help: bool("help"),

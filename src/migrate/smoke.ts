@@ -1,0 +1,159 @@
+/**
+ * The smoke script of a migrated agent: the main path of its flow (entry → `next` … → a step that
+ * may `complete` → its closing step) with one schema-valid answer per step, in the scripted
+ * backend's format (`run-agent --backend scripted --script smoke.script.yaml`).
+ *
+ * @module
+ */
+import type { StepsRegistry } from "../definition/schema.ts";
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function resolveRef(ref: string, root: Json): unknown {
+  if (!ref.startsWith("#/")) return undefined;
+  return ref.slice(2).split("/").reduce<unknown>(
+    (at, t) => isObject(at) ? at[t.replaceAll("~1", "/").replaceAll("~0", "~")] : undefined,
+    root,
+  );
+}
+
+/**
+ * A value that satisfies `schema` in the common cases: `const`, first `enum` value, required
+ * properties, `allOf` merged, first `anyOf`/`oneOf` branch, `$ref` within `root`, minimum
+ * lengths and counts. `if`/`then` is satisfied by the first enum choices not triggering it in
+ * practice; the converter validates every sample and reports those it could not make valid.
+ */
+export function sampleFor(schema: unknown, root: Json, depth = 0): unknown {
+  if (!isObject(schema) || depth > 30) return null;
+  if (typeof schema.$ref === "string") {
+    const target = resolveRef(schema.$ref, root);
+    const { $ref: _r, ...rest } = schema;
+    const base = sampleFor(target, root, depth + 1);
+    if (Object.keys(rest).length === 0) return base;
+    return merge(base, sampleFor(rest, root, depth + 1));
+  }
+  if ("const" in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  let value: unknown = undefined;
+  if (Array.isArray(schema.allOf)) {
+    for (const part of schema.allOf) value = merge(value, sampleFor(part, root, depth + 1));
+  }
+  const branch = Array.isArray(schema.anyOf)
+    ? schema.anyOf[0]
+    : Array.isArray(schema.oneOf)
+    ? schema.oneOf[0]
+    : undefined;
+  if (branch !== undefined) value = merge(value, sampleFor(branch, root, depth + 1));
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  const isObj = type === "object" || (type === undefined && (schema.properties || schema.required));
+  if (isObj) {
+    const out: Json = isObject(value) ? value : {};
+    const props = isObject(schema.properties) ? schema.properties : {};
+    const required = Array.isArray(schema.required) ? schema.required as string[] : [];
+    for (const key of required) {
+      if (Object.hasOwn(out, key) && out[key] !== null) {
+        if (Object.hasOwn(props, key)) {
+          out[key] = merge(out[key], sampleFor(props[key], root, depth + 1));
+        }
+        continue;
+      }
+      out[key] = Object.hasOwn(props, key) ? sampleFor(props[key], root, depth + 1) : "x";
+    }
+    return out;
+  }
+  if (value !== undefined) return value;
+  switch (type) {
+    case "string": {
+      const min = typeof schema.minLength === "number" ? schema.minLength : 1;
+      if (schema.format === "uri" || schema.format === "url") return "https://example.com/";
+      if (schema.format === "date-time") return "2026-01-01T00:00:00Z";
+      return "smoke".padEnd(min, "x");
+    }
+    case "integer":
+    case "number":
+      return typeof schema.minimum === "number" ? schema.minimum : 1;
+    case "boolean":
+      return true;
+    case "array": {
+      const min = typeof schema.minItems === "number" ? schema.minItems : 0;
+      return Array.from({ length: min }, () => sampleFor(schema.items, root, depth + 1));
+    }
+    case "null":
+      return null;
+    default:
+      return "smoke";
+  }
+}
+
+function merge(a: unknown, b: unknown): unknown {
+  if (isObject(a) && isObject(b)) {
+    const out: Json = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = Object.hasOwn(out, k) ? merge(out[k], v) : v;
+    return out;
+  }
+  return b === undefined || b === null ? a ?? b : b;
+}
+
+/** Sets `value` at the dot path `path`, creating objects on the way. */
+export function setPath(target: Json, path: string, value: unknown): void {
+  const parts = path.split(".");
+  let at = target;
+  for (const part of parts.slice(0, -1)) {
+    if (!isObject(at[part])) at[part] = {};
+    at = at[part] as Json;
+  }
+  at[parts[parts.length - 1]] = value;
+}
+
+/** One step of the main path and the intent it answers. */
+export interface SmokeStep {
+  /** Step id. */
+  stepId: string;
+  /** The intent answered (absent for closing and command steps). */
+  intent?: string;
+}
+
+/**
+ * The main path: from the entry, a step that allows `complete` completes; otherwise it follows
+ * `next` (never revisiting a step). Ends at a closing step, a `complete`, a command step or a dead end.
+ */
+export function mainPath(registry: StepsRegistry, entry: string): SmokeStep[] {
+  const path: SmokeStep[] = [];
+  const seen = new Set<string>();
+  let id: string | undefined = entry;
+  while (id && !seen.has(id) && Object.hasOwn(registry.steps, id)) {
+    seen.add(id);
+    const step: StepsRegistry["steps"][string] = registry.steps[id];
+    if (id.startsWith("complete.")) {
+      path.push({ stepId: id });
+      break;
+    }
+    const intents = step.structuredGate?.allowedIntents ?? [];
+    if (intents.includes("complete")) {
+      path.push({ stepId: id, intent: "complete" });
+      id = step.transitions?.complete?.target;
+      continue;
+    }
+    const nextTarget: string | undefined = step.transitions?.next?.target;
+    path.push({ stepId: id, intent: intents.includes("next") ? "next" : undefined });
+    id = nextTarget;
+  }
+  return path;
+}
+
+/** Steps reachable from `entries` over transitions (gate targets and validation retries aside). */
+export function reachableFrom(registry: StepsRegistry, entries: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const queue = [...entries];
+  while (queue.length > 0) {
+    const id = queue.pop()!;
+    if (seen.has(id) || !Object.hasOwn(registry.steps, id)) continue;
+    seen.add(id);
+    for (const t of Object.values(registry.steps[id].transitions ?? {})) queue.push(t.target);
+  }
+  return seen;
+}
