@@ -102,6 +102,11 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Let command steps and validators run the commands agent.json lists",
     },
+    {
+      name: "skip-validators",
+      type: "boolean",
+      description: "Do not run step validators (warns each time; for scripted dry runs)",
+    },
     // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
     {
       name: "resume",
@@ -172,6 +177,8 @@ export interface CliFlags {
   allowFallback: boolean;
   /** `--allow-run`: command steps and validators may run agent.json `commands`. */
   allowRun: boolean;
+  /** `--skip-validators`. */
+  skipValidators: boolean;
   /** `--json`. */
   json: boolean;
   /** `--verbose`. */
@@ -462,6 +469,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
     graph: bool("graph"),
     allowFallback: bool("allow-fallback"),
     allowRun: bool("allow-run"),
+    skipValidators: bool("skip-validators"),
     json: bool("json"),
     verbose: bool("verbose"),
     help: bool("help"),

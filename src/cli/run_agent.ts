@@ -457,6 +457,8 @@ async function run(
       backend: observeBackend(backend, progress),
       events: progress.events,
       allowFallback: flags.allowFallback,
+      allowRun: flags.allowRun,
+      skipValidators: flags.skipValidators,
       onWarning: (message) => progress.warn(message),
       // Every CLI run is recorded on disk, so any run can be resumed from another process.
       store: runStoreFor(definition, {

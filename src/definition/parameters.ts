@@ -24,6 +24,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "max-iterations",
   "allow-fallback",
   "allow-run",
+  "skip-validators",
   "resume",
   "redrive",
   "runs",

@@ -60,8 +60,10 @@ export interface ConvertedAgent {
   schemas: Map<string, Json>;
   /** Values for required parameters in the smoke command, `--flag value`. */
   smokeArgs: string[];
-  /** True when a command step needs `--allow-run`. */
+  /** True when a command step or validator needs `--allow-run`. */
   needsAllowRun: boolean;
+  /** True when a step has validators. */
+  hasValidators: boolean;
 }
 
 function isObject(value: unknown): value is Json {
@@ -997,7 +999,10 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
           );
           continue;
         }
-        const { argv, shell } = splitCommand(def.command);
+        const { argv: words, shell } = splitCommand(def.command);
+        // A command written for a shell keeps its meaning through an explicit `sh -c` (listed in
+        // agent.json like any other argv, and flagged for review below).
+        const argv = shell ? ["sh", "-c", def.command] : words;
         commands[vName] = { argv };
         needsAllowRun = true;
         const entry: Json = { command: vName };
@@ -1046,7 +1051,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
           notes.add(
             "person",
             `validators.${vName}.command`,
-            `"${def.command}" relied on a shell (globs, quotes or expansions); stepflow runs argv without a shell — check the argv`,
+            `"${def.command}" relies on a shell (globs, quotes or expansions); it now runs as sh -c "…" — review it, or replace it by a plain argv`,
             dWhere,
           );
         }
@@ -1272,6 +1277,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     schemas,
     smokeArgs,
     needsAllowRun,
+    hasValidators: Object.values(registry.steps).some((st) => st.validation !== undefined),
   };
 }
 

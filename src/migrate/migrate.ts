@@ -187,6 +187,7 @@ async function finishAgent(
     "--backend scripted",
     `--script ${join(rel, "smoke.script.yaml")}`,
     ...(agent.needsAllowRun ? ["--allow-run"] : []),
+    ...(agent.hasValidators ? ["--skip-validators"] : []),
     ...agent.smokeArgs,
   ].join(" ");
   const validateCommand = `deno task run-agent --agent ${
@@ -239,7 +240,11 @@ async function finishAgent(
     notes: agent.notes.notes,
     smokeCommand: `${validateCommand}\n${smokeCommand}`,
     smokeNote: agent.needsAllowRun
-      ? "The agent runs commands (command steps or validators): they run only with `--allow-run`, and only the argv listed in agent.json `commands`."
+      ? `The agent runs commands (command steps or validators): they run only with \`--allow-run\`, and only the argv listed in agent.json \`commands\`.${
+        agent.hasValidators
+          ? " The smoke run skips the step validators (\`--skip-validators\`): the scripted answers change no files; drop the flag in the project the agent works on."
+          : ""
+      }`
       : undefined,
   });
   agent.files.set("MIGRATION.md", report);

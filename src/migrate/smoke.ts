@@ -40,7 +40,10 @@ export function sampleFor(schema: unknown, root: Json, depth = 0): unknown {
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   let value: unknown = undefined;
   if (Array.isArray(schema.allOf)) {
-    for (const part of schema.allOf) value = merge(value, sampleFor(part, root, depth + 1));
+    for (const part of schema.allOf) {
+      if (isObject(part) && "if" in part) continue; // conditionals apply once the object exists
+      value = merge(value, sampleFor(part, root, depth + 1));
+    }
   }
   const branch = Array.isArray(schema.anyOf)
     ? schema.anyOf[0]
@@ -62,6 +65,14 @@ export function sampleFor(schema: unknown, root: Json, depth = 0): unknown {
         continue;
       }
       out[key] = Object.hasOwn(props, key) ? sampleFor(props[key], root, depth + 1) : "x";
+    }
+    const conditionals = [schema, ...(Array.isArray(schema.allOf) ? schema.allOf : [])];
+    for (const c of conditionals) {
+      if (!isObject(c) || !isObject(c.if) || !isObject(c.then)) continue;
+      if (matchesCondition(c.if, out)) {
+        const extra = sampleFor({ type: "object", ...c.then }, root, depth + 1);
+        if (isObject(extra)) Object.assign(out, extraOnly(extra, out));
+      }
     }
     return out;
   }
@@ -87,6 +98,26 @@ export function sampleFor(schema: unknown, root: Json, depth = 0): unknown {
     default:
       return "smoke";
   }
+}
+
+/** The keys of `extra` that `out` lacks. */
+function extraOnly(extra: Json, out: Json): Json {
+  const only: Json = {};
+  for (const [k, v] of Object.entries(extra)) if (!Object.hasOwn(out, k)) only[k] = v;
+  return only;
+}
+
+/** A simple reading of an `if` schema: required keys present and const/enum values equal. */
+function matchesCondition(condition: Json, value: Json): boolean {
+  const required = Array.isArray(condition.required) ? condition.required as string[] : [];
+  if (required.some((k) => !Object.hasOwn(value, k))) return false;
+  const props = isObject(condition.properties) ? condition.properties : {};
+  for (const [k, p] of Object.entries(props)) {
+    if (!isObject(p) || !Object.hasOwn(value, k)) continue;
+    if ("const" in p && p.const !== value[k]) return false;
+    if (Array.isArray(p.enum) && !p.enum.includes(value[k])) return false;
+  }
+  return true;
 }
 
 function merge(a: unknown, b: unknown): unknown {
@@ -118,8 +149,9 @@ export interface SmokeStep {
 }
 
 /**
- * The main path: from the entry, a step that allows `complete` completes; otherwise it follows
- * `next` (never revisiting a step). Ends at a closing step, a `complete`, a command step or a dead end.
+ * The main path: from the entry, follow `next` while it leads to a step not yet visited; where it
+ * does not, answer `complete` (into the closing step, or ending the run). Ends at a closing step,
+ * a command step without `next`, or a dead end.
  */
 export function mainPath(registry: StepsRegistry, entry: string): SmokeStep[] {
   const path: SmokeStep[] = [];
@@ -128,19 +160,26 @@ export function mainPath(registry: StepsRegistry, entry: string): SmokeStep[] {
   while (id && !seen.has(id) && Object.hasOwn(registry.steps, id)) {
     seen.add(id);
     const step: StepsRegistry["steps"][string] = registry.steps[id];
-    if (id.startsWith("complete.")) {
+    if (id.startsWith("complete.") && step.kind !== "command") {
       path.push({ stepId: id });
       break;
     }
     const intents = step.structuredGate?.allowedIntents ?? [];
+    const next: string | undefined = step.transitions?.next?.target;
+    if (
+      next !== undefined && !seen.has(next) && (intents.includes("next") || step.kind === "command")
+    ) {
+      path.push({ stepId: id, intent: step.kind === "command" ? undefined : "next" });
+      id = next;
+      continue;
+    }
     if (intents.includes("complete")) {
       path.push({ stepId: id, intent: "complete" });
       id = step.transitions?.complete?.target;
       continue;
     }
-    const nextTarget: string | undefined = step.transitions?.next?.target;
-    path.push({ stepId: id, intent: intents.includes("next") ? "next" : undefined });
-    id = nextTarget;
+    path.push({ stepId: id });
+    break;
   }
   return path;
 }

@@ -1,6 +1,7 @@
 /**
  * Prompt variables (STEPFLOW.md §3). Only these single-brace forms are variables:
- * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`.
+ * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`, and in a retry after a
+ * failed step validation `{validation.output}` / `{validation.pattern}` / `{validation.command}`.
  * Every other brace text — JSON examples in prompts — is left exactly as written.
  *
  * @module
@@ -19,10 +20,12 @@ export interface PromptVariables {
   stepId?: string;
   /** `{handoff.<key>}`: the latest handoff value of each key. */
   handoff?: Readonly<Record<string, unknown>>;
+  /** `{validation.*}`: the failed validation a retry prompt reports (absent otherwise). */
+  validation?: { output: string; pattern?: string; command: string };
 }
 
 const VARIABLE =
-  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*)\}/g;
+  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*|validation\.(?:output|pattern|command))\}/g;
 
 /** Thrown when a prompt uses variables that have no value; lists every one of them. */
 export class MissingVariablesError extends StepflowError {
@@ -40,6 +43,8 @@ export class MissingVariablesError extends StepflowError {
         ? `{${name}} ← pass --${name.slice(3)} <value> (or args.${name.slice(3)})`
         : name === "input_text"
         ? "{input_text} ← pipe text on stdin (or args.input_text)"
+        : name.startsWith("validation.")
+        ? `{${name}} ← only set in the retry prompt after a failed step validation`
         : name.startsWith("handoff.")
         ? `{${name}} ← no earlier step handed off "${name.slice(8)}" (check handoffFields)`
         : `{${name}}`
@@ -110,6 +115,11 @@ function lookup(name: string, vars: PromptVariables): string | undefined {
   if (name === "step_id") return vars.stepId;
   if (name.startsWith("uv-")) return stringify(vars.uv[name.slice(3)]);
   if (name.startsWith("handoff.")) return stringify(vars.handoff?.[name.slice(8)]);
+  if (name === "validation.output") return vars.validation?.output;
+  if (name === "validation.command") return vars.validation?.command;
+  if (name === "validation.pattern") {
+    return vars.validation ? vars.validation.pattern ?? "" : undefined;
+  }
   return undefined;
 }
 

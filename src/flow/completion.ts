@@ -1,0 +1,33 @@
+/**
+ * Completion conditions (agent.json `completion`), checked after every iteration that would go on:
+ * `count:iteration` ends the run completed after N iterations, `detect:keyword` when a step's
+ * answer contains the keyword.
+ *
+ * @module
+ */
+import type { CompletionCondition } from "../definition/schema.ts";
+
+/**
+ * The condition that ends the run now, described, or undefined.
+ *
+ * @example
+ * ```ts
+ * import { completionReached } from "./completion.ts";
+ * completionReached([{ type: "count:iteration", maxIterations: 2 }], { iteration: 2, text: "" });
+ * // 'count:iteration reached 2 iteration(s)'
+ * ```
+ */
+export function completionReached(
+  conditions: readonly CompletionCondition[] | undefined,
+  now: { iteration: number; text: string },
+): string | undefined {
+  for (const c of conditions ?? []) {
+    if (c.type === "count:iteration" && now.iteration >= c.maxIterations) {
+      return `count:iteration reached ${c.maxIterations} iteration(s)`;
+    }
+    if (c.type === "detect:keyword" && now.text.includes(c.keyword)) {
+      return `detect:keyword found "${c.keyword}"`;
+    }
+  }
+  return undefined;
+}
