@@ -184,6 +184,21 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     if (raw.required === true) out.required = true;
     if (raw.default !== undefined) out.default = raw.default;
     if (Array.isArray(raw.enum)) out.enum = raw.enum;
+    if (isObject(raw.validation)) {
+      for (const [rule, value] of Object.entries(raw.validation)) {
+        if (rule === "enum" && Array.isArray(value)) {
+          out.enum = out.type === "number" ? value.map(Number) : value;
+          notes.add("mapped", `parameters.${key}.validation.enum`, "→ `enum`", where);
+        } else {
+          notes.add(
+            "person",
+            `parameters.${key}.validation.${rule}`,
+            `${JSON.stringify(value)}: stepflow checks type and enum only; check it in the prompt or a validator`,
+            where,
+          );
+        }
+      }
+    }
     if (isObject(raw.items) && typeof raw.items.type === "string") out.items = raw.items.type;
     let flag = typeof raw.cli === "string" ? raw.cli.replace(/^--?/, "") : key;
     if (builtins.has(flag)) {
@@ -200,7 +215,10 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     }
     if (flag !== key) out.flag = flag;
     for (const extra of Object.keys(raw)) {
-      if (!["type", "description", "required", "default", "cli", "enum", "items"].includes(extra)) {
+      if (
+        !["type", "description", "required", "default", "cli", "enum", "items", "validation"]
+          .includes(extra)
+      ) {
         notes.add("dropped", `parameters.${key}.${extra}`, "no stepflow parameter field", where);
       }
     }
@@ -413,6 +431,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
 
   // ---------------------------------------------------------------- registry
   const stepsIn = isObject(regIn.steps) ? regIn.steps : {};
+  const stepsLine = R.line('"steps": {');
   const idMap = new Map<string, string>();
   for (const [id, step] of Object.entries(stepsIn)) {
     const next = stepflowStepId(id, isObject(step) ? step.stepKind : undefined);
@@ -421,7 +440,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
         "person",
         `steps.${id}`,
         `its stepflow id "${next}" is taken by another step; kept "${id}"`,
-        R.at(`"${id}"`),
+        R.at(`"${id}": {`, stepsLine),
       );
       idMap.set(id, id);
     } else {
@@ -436,7 +455,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
       `renamed: ${
         renamedIds.map(([a, b]) => `${a} → ${b}`).join(", ")
       } (climpt closure steps are stepflow closing steps, \`complete.*\`)`,
-      R.at('"steps"'),
+      R.at('"steps": {'),
     );
   }
   const newId = (id: string) => idMap.get(id) ?? id;
@@ -562,7 +581,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
   const declared = new Set(Object.keys(parameters));
   const runtimeVariables = new Set<string>();
 
-  const stepLine = (id: string) => R.line(`"${id}": {`);
+  const stepLine = (id: string) => R.line(`"${id}": {`, stepsLine);
   const promptPathOf = (
     ref: { c1: string; c2: string; c3: string; edition?: string; adaptation?: string },
   ) =>
@@ -618,7 +637,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     const where = (field: string) => R.at(`"${field}"`, base);
     const f = (field: string) => `steps.${id}.${field}`;
     if (!isObject(stepRaw)) {
-      notes.add("defect", `steps.${id}`, "not an object; skipped", R.at(`"${id}"`));
+      notes.add("defect", `steps.${id}`, "not an object; skipped", R.at(`"${id}": {`, stepsLine));
       continue;
     }
     const s = stepRaw;
@@ -772,7 +791,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
       checkVariables(id, path, s.uvVariables, where("uvVariables"));
       notes.add("mapped", f("c2/c3/edition/adaptation"), `prompt ${path}`, where("c2"));
     } else if (!isSection) {
-      notes.add("defect", `steps.${id}`, "names no prompt (c2/c3)", R.at(`"${id}"`));
+      notes.add("defect", `steps.${id}`, "names no prompt (c2/c3)", R.at(`"${id}": {`, stepsLine));
     }
     if (s.uvVariables !== undefined) {
       notes.add(
@@ -818,7 +837,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
         "person",
         `steps.${id}.outputSchemaRef`,
         `climpt ran this step without structured output; stepflow's closing and gate steps answer JSON — a permissive schema (any object with a "summary") was generated in schemas/${file}. Tighten it`,
-        R.at(`"${id}"`),
+        R.at(`"${id}": {`, stepsLine),
       );
     }
 
@@ -965,7 +984,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
         "defect",
         `steps.${id}`,
         "a work step without structuredGate cannot route",
-        R.at(`"${id}"`),
+        R.at(`"${id}": {`, stepsLine),
       );
     }
 

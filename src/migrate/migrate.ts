@@ -172,6 +172,11 @@ async function finishAgent(
     }
     script[stepId] = [{ output }];
   }
+  // A detect:keyword agent completes when an answer holds the keyword: the last answer says it.
+  const keyword = ((agent.agent.completion ?? []) as { type: string; keyword?: string }[])
+    .find((c) => c.type === "detect:keyword")?.keyword;
+  const last = path.length > 0 ? script[path[path.length - 1].stepId] : undefined;
+  if (keyword && last) (last[0] as Record<string, unknown>).text = keyword;
   for (const p of smokeProblems) agent.notes.add("person", "smoke.script.yaml", p);
   const header = [
     `# Smoke run of the migrated agent "${agent.name}": the main path with schema-valid answers.`,
