@@ -132,7 +132,9 @@ export function normalizeSchemaFile(
     if (typeof node.$ref !== "string" || !/^[^#]+#/.test(node.$ref)) return;
     const mapped = refMap.get(node.$ref);
     if (mapped) node.$ref = mapped;
-    else missing.push({ name: node.$ref, reason: "the pointer is not in the referenced file" });
+    else if (bundled.includes(node.$ref.slice(0, node.$ref.indexOf("#")))) {
+      missing.push({ name: node.$ref, reason: "the pointer is not in the referenced file" });
+    } // else: the file itself is missing, reported once above
   });
   if (bundled.length > 0) {
     changes.push(`bundled ${bundled.join(", ")} into $defs (stepflow resolves refs within a file)`);

@@ -70,7 +70,13 @@ export function sampleFor(schema: unknown, root: Json, depth = 0): unknown {
     for (const c of conditionals) {
       if (!isObject(c) || !isObject(c.if) || !isObject(c.then)) continue;
       if (matchesCondition(c.if, out)) {
-        const extra = sampleFor({ type: "object", ...c.then }, root, depth + 1);
+        // `then` usually only adds `required`; the property schemas are the parent's.
+        const thenProps = isObject(c.then.properties) ? c.then.properties : {};
+        const extra = sampleFor(
+          { type: "object", ...c.then, properties: { ...props, ...thenProps } },
+          root,
+          depth + 1,
+        );
         if (isObject(extra)) Object.assign(out, extraOnly(extra, out));
       }
     }
