@@ -97,7 +97,11 @@ Deno.test("migrate climpt: the full fixture agent keeps its flow, intents and pr
     assert.ok(!schemaText.includes("common.schema.json"), "no $ref into another file remains");
     const schema = JSON.parse(schemaText);
     assert.equal(schema.$id, undefined);
-    assert.deepEqual(schema.$defs.nextAction.properties.action.enum, ["next", "repeat", "complete"]);
+    assert.deepEqual(schema.$defs.nextAction.properties.action.enum, [
+      "next",
+      "repeat",
+      "complete",
+    ]);
     assert.deepEqual(schema.$defs.nextAction.properties.reason, { $ref: "#/$defs/reason" });
     assert.deepEqual(
       schema.definitions["complete.probe"].properties.next_action.properties.action.enum,
@@ -121,10 +125,15 @@ Deno.test("migrate climpt: the full fixture agent keeps its flow, intents and pr
     );
     assert.match(closePrompt, /return `complete` intent/);
     assert.match(closePrompt, /"action": "complete"/);
-    const retry = await Deno.readTextFile(join(dir, "prompts/steps/retry/probe/f_failed_git-dirty.md"));
+    const retry = await Deno.readTextFile(
+      join(dir, "prompts/steps/retry/probe/f_failed_git-dirty.md"),
+    );
     assert.match(retry, /\{validation\.output\}/);
     assert.ok(await Deno.stat(join(dir, "prompts/steps/retry/probe/f_failed.md")));
-    assert.equal(await Deno.readTextFile(join(dir, "README.md")), "# probe\n\nA fixture agent in climpt's format.\n");
+    assert.equal(
+      await Deno.readTextFile(join(dir, "README.md")),
+      "# probe\n\nA fixture agent in climpt's format.\n",
+    );
   });
 });
 
@@ -139,7 +148,11 @@ Deno.test("migrate climpt: MIGRATION.md names every field with its climpt file:l
       return report.slice(start, end < 0 ? undefined : end);
     };
     const defects = section("Defects in the source");
-    const missingPromptLine = await fixtureLine("probe/steps_registry.json", '"c3"', '"orphan.probe": {');
+    const missingPromptLine = await fixtureLine(
+      "probe/steps_registry.json",
+      '"c3"',
+      '"orphan.probe": {',
+    );
     assert.ok(
       defects.includes(
         `| \`steps.orphan.probe.c2/c3\` | prompt file prompts/steps/orphan/probe/f_default.md does not exist in the source | \`.agent/probe/steps_registry.json:${missingPromptLine}\` |`,
@@ -148,12 +161,14 @@ Deno.test("migrate climpt: MIGRATION.md names every field with its climpt file:l
     );
     assert.match(defects, /uses \{uv-target_label\}, which no parameter provides/);
     assert.match(defects, /step "orphan\.probe" is unreachable/);
-    assert.ok(!defects.includes("initial.count\" is unreachable"), "entered under count:iteration");
+    assert.ok(!defects.includes('initial.count" is unreachable'), "entered under count:iteration");
 
     const person = section("Needs a person");
     const cliLine = await fixtureLine("probe/agent.json", '"cli"', '"resume": {');
     assert.ok(person.includes(`\`.agent/probe/agent.json:${cliLine}\``), person);
-    for (const field of ["runner.integrations", "runner.execution", "runner.verdict (poll:state)"]) {
+    for (
+      const field of ["runner.integrations", "runner.execution", "runner.verdict (poll:state)"]
+    ) {
       assert.ok(person.includes(`\`${field}\``), field);
     }
     assert.match(person, /f_failed_git-dirty\.md.*\{\{…\}\} template parameters/);
@@ -230,7 +245,10 @@ Deno.test("migrate climpt: detect:keyword becomes a completion condition the smo
     assert.equal(agent.limits.maxTotalIterations, 10);
     const result = await smokeRun(dir, {});
     assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
-    assert.deepEqual(result.state.history.map((h) => h.stepId), ["initial.watch", "continuation.watch"]);
+    assert.deepEqual(result.state.history.map((h) => h.stepId), [
+      "initial.watch",
+      "continuation.watch",
+    ]);
   });
 });
 
@@ -251,7 +269,11 @@ Deno.test("migrate climpt: parameters keep their CLI flags, arrays and enums", a
     assert.match(report, /parameters\.limit\.validation\.min/);
     assert.match(report, /permissive schema/, "a closure without schema gets one, and says so");
     assert.deepEqual(scout.loadErrors, []);
-    const result = await smokeRun(join(out, "scout"), { labels: ["bug", "ui"], mode: "deep", limit: 3 });
+    const result = await smokeRun(join(out, "scout"), {
+      labels: ["bug", "ui"],
+      mode: "deep",
+      limit: 3,
+    });
     assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
   });
 });
@@ -265,7 +287,9 @@ Deno.test("migrate climpt: refuses to overwrite without force; dry run writes no
     await Deno.writeTextFile(join(out, "watcher/mine.txt"), "keep?");
     await assert.rejects(
       () => migrateClimpt(join(SOURCE, "watcher"), { out }),
-      (e: unknown) => e instanceof StepflowError && e.code === "MIGRATE_TARGET_EXISTS" && /--force/.test(e.message),
+      (e: unknown) =>
+        e instanceof StepflowError && e.code === "MIGRATE_TARGET_EXISTS" &&
+        /--force/.test(e.message),
     );
     assert.equal(await Deno.readTextFile(join(out, "watcher/mine.txt")), "keep?");
     await migrateClimpt(join(SOURCE, "watcher"), { out, force: true });
@@ -309,7 +333,10 @@ Deno.test("normalizeSchemaFile reports a $ref into a missing file and renames cl
   );
   const defs = result.document.$defs as Record<string, unknown>;
   assert.deepEqual(defs["common.item"], { type: "number" });
-  const step = (result.document.definitions as Record<string, Record<string, Record<string, unknown>>>)["a.step"];
+  const step =
+    (result.document.definitions as Record<string, Record<string, Record<string, unknown>>>)[
+      "a.step"
+    ];
   assert.deepEqual(step.properties.x, { $ref: "#/$defs/common.item" });
   assert.deepEqual(result.missing.map((m) => m.name), ["gone.schema.json"]);
 });
@@ -324,7 +351,9 @@ Deno.test("sampleFor satisfies if/then; mainPath follows next, then complete", (
   assert.deepEqual(sampleFor(schema, {}), { verdict: "go", why: "smoke" });
   const gate = (allowed: string[], transitions: Record<string, string>) => ({
     structuredGate: { allowedIntents: allowed as ("next" | "complete")[], intentField: "a" },
-    transitions: Object.fromEntries(Object.entries(transitions).map(([k, v]) => [k, { target: v }])),
+    transitions: Object.fromEntries(
+      Object.entries(transitions).map(([k, v]) => [k, { target: v }]),
+    ),
   });
   const path = mainPath({
     version: "1",
