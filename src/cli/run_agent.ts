@@ -494,8 +494,11 @@ async function run(
   }
   if (result.success) return EXIT.success;
   if (!flags.json) {
+    // A configuration problem fails again on every redrive until the agent's files are fixed.
     ctx.io.stderr.write(
-      `Restart it from its failed step with: deno task run-agent --agent ${definition.name} --redrive ${result.runId}\n`,
+      result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
+        ? `This is a problem in the agent's files, not in the run: fix it, check with --validate, then start a new run.\n`
+        : `Restart it from its failed step with: deno task run-agent --agent ${definition.name} --redrive ${result.runId}\n`,
     );
   }
   if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
@@ -504,6 +507,15 @@ async function run(
   if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT.usage;
   return EXIT.flowFailed;
 }
+
+/** Run failures caused by the agent's own files (prompts, schemas): no redrive can succeed. */
+const CONFIGURATION_FAILURE_CODES = new Set([
+  "FAILED_SCHEMA_RESOLUTION",
+  "PROMPT_NOT_FOUND",
+  "PROMPT_PATH_INVALID",
+  "PROMPT_VARIABLES_MISSING",
+  "PROMPT_FRONTMATTER_INVALID",
+]);
 
 /** Backend failures that mean "fix your setup" rather than "the flow failed" (exit 2). */
 const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);

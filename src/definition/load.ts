@@ -7,6 +7,7 @@
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { errorMessage } from "../errors.ts";
 import { isWithin } from "../prompt/c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { AgentDefinitionError, AgentNotFoundError } from "./errors.ts";
 import { agentJsonSchema, registryJsonSchema } from "./json_schemas.ts";
@@ -14,10 +15,10 @@ import { parseJsonc } from "./jsonc.ts";
 import {
   type AgentConfig,
   AgentConfigSchema,
-  StepSchema,
   type StepsRegistry,
   StepsRegistrySchema,
 } from "./schema.ts";
+import { salvageParse } from "./salvage.ts";
 import type { AgentDefinition } from "./types.ts";
 import { normalizeSteps, validateFlow } from "./validate.ts";
 import { formatZodIssues } from "./zod_issues.ts";
@@ -157,11 +158,19 @@ export async function loadAgentDefinition(
     );
   }
   const agentFile = join(dir, AGENT_FILE);
+  const realDir = await realpathOr(dir);
   const agentText = await readIfExists(agentFile);
   if (agentText === undefined) throw await notFound("No agent.json in the agent folder", agentFile);
 
   const problems: string[] = [];
   const warnings: string[] = [];
+  // The agent folder may be a link; its files may not link out of it.
+  const agentWhere = await realLocation(agentFile, realDir);
+  if (!agentWhere.inside) {
+    throw new AgentDefinitionError(dir, [
+      outsideLinkMessage(AGENT_FILE, agentFile, agentWhere.real, realDir),
+    ]);
+  }
 
   // agent.json
   let agent: AgentConfig | undefined;
@@ -170,9 +179,13 @@ export async function loadAgentDefinition(
     agentRaw = parseJsonc(agentText, AGENT_FILE);
     const parsed = AgentConfigSchema.safeParse(agentRaw);
     if (parsed.success) agent = parsed.data;
-    else {problems.push(
+    else {
+      problems.push(
         ...formatZodIssues(parsed.error.issues, AGENT_FILE, agentRaw, agentJsonSchema()),
-      );}
+      );
+      // The rest of agent.json still drives the flow rules (entry step, parameters, files).
+      agent = salvageParse(AgentConfigSchema, agentRaw).data;
+    }
   } catch (error) {
     problems.push(errorMessage(error));
   }
@@ -197,7 +210,12 @@ export async function loadAgentDefinition(
     );
   } else {
     const found = await readRegistry(registryFile);
-    if (!found) {
+    const registryWhere = found ? await realLocation(found.file, realDir) : undefined;
+    if (registryWhere && !registryWhere.inside) {
+      problems.push(
+        outsideLinkMessage(relative(dir, found!.file), found!.file, registryWhere.real, realDir),
+      );
+    } else if (!found) {
       problems.push(
         `Registry file not found: ${registryFile}. Create it (see docs/agents.md "steps_registry.json"), or set prompts.registry in ${AGENT_FILE}.`,
       );
@@ -262,8 +280,9 @@ interface ParsedRegistry {
 }
 
 /**
- * Parses the registry text. When only some steps are malformed, the rest is still returned (with
- * those ids in `unparsedStepIds`) so that the flow rules can be checked in the same pass.
+ * Parses the registry text. When parts of it are malformed — unknown keys anywhere, bad top-level
+ * values, malformed steps — the rest is still returned (malformed steps' ids in `unparsedStepIds`)
+ * so that the flow rules are checked in the same pass.
  */
 function parseRegistry(text: string, label: string): ParsedRegistry {
   let raw: unknown;
@@ -274,23 +293,14 @@ function parseRegistry(text: string, label: string): ParsedRegistry {
   }
   const parsed = StepsRegistrySchema.safeParse(raw);
   if (parsed.success) return { registry: parsed.data, problems: [], unparsedStepIds: [] };
-  const issues = parsed.error.issues;
-  const problems = formatZodIssues(issues, label, raw, registryJsonSchema());
-  const bad = new Set<string>();
-  for (const issue of issues) {
-    if (issue.path[0] !== "steps" || issue.path.length < 2) {
-      return { problems, unparsedStepIds: [] };
-    }
-    bad.add(String(issue.path[1]));
-  }
-  const rawSteps = (raw as { steps: Record<string, unknown> }).steps;
-  const goodSteps: Record<string, unknown> = {};
-  for (const [id, step] of Object.entries(rawSteps)) {
-    if (!bad.has(id) && StepSchema.safeParse(step).success) goodSteps[id] = step;
-  }
-  const partial = StepsRegistrySchema.safeParse({ ...(raw as object), steps: goodSteps });
-  if (!partial.success) return { problems, unparsedStepIds: [] };
-  return { registry: partial.data, problems, unparsedStepIds: [...bad] };
+  const problems = formatZodIssues(parsed.error.issues, label, raw, registryJsonSchema());
+  const salvaged = salvageParse(StepsRegistrySchema, raw, {
+    dropWhole: "steps",
+    // A missing or bad version is reported above; the steps can still be checked.
+    fill: { version: "0" },
+  });
+  if (!salvaged.data) return { problems, unparsedStepIds: [] };
+  return { registry: salvaged.data, problems, unparsedStepIds: salvaged.dropped };
 }
 
 function rawRegistryName(raw: unknown): string | undefined {

@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
+import { STEP_ID_PATTERN } from "./step_id.ts";
 
 /** Intents a structured gate routes on (seed 004 `GateIntent`). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -297,7 +298,12 @@ export const StepsRegistrySchema = z.strictObject({
   ),
   entryStep: z.string().min(1).optional(),
   entryStepMapping: z.record(z.string(), z.string().min(1)).optional(),
-  steps: z.record(z.string(), StepSchema),
+  // The id rule is checked by the flow validation (with a fix-it message); the pattern is only
+  // written into the JSON Schema so that editors flag a bad id as it is typed.
+  steps: z.record(
+    z.string().meta({ pattern: STEP_ID_PATTERN, description: "Step id (docs/agents.md)" }),
+    StepSchema,
+  ),
 }).describe("stepflow steps registry");
 /** The steps registry (`steps_registry.json`). */
 export interface StepsRegistry {

@@ -1,5 +1,6 @@
 /**
- * The step id rule (STEPFLOW.md §2): seed-001 hashes or seed-004 dotted names.
+ * The step id rule (STEPFLOW.md §2): any safe name — seed-001 hashes (`s_a8f3`), seed-004 dotted
+ * names (`initial.issue`) and single words (`consider`, `triage`) alike.
  *
  * @module
  */
@@ -9,29 +10,44 @@ export const HASH_STEP_ID: RegExp = /^s_[0-9a-fA-F]{4,8}$/;
 
 /**
  * Seed 004 step ids: two or more dot-separated segments (`initial.issue`,
- * `continuation.externalState`, `complete.issue`, `section.projectcontext`). The first segment
- * starts with a letter; every segment holds letters, digits, `_` and `-` and starts with a letter
- * or digit.
+ * `continuation.externalState`, `complete.issue`, `section.projectcontext`). Every one of them is
+ * also a {@linkcode STEP_ID}; kept to tell the seed forms apart.
  */
 export const DOTTED_STEP_ID: RegExp = /^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9][A-Za-z0-9_-]*)+$/;
 
+/** The longest step id accepted (ids appear in file names, log lines and scripted keys). */
+export const MAX_STEP_ID_LENGTH = 128;
+
 /**
- * True when `id` is a valid step id: a seed-001 hash ({@linkcode HASH_STEP_ID}) or a seed-004
- * dotted name ({@linkcode DOTTED_STEP_ID}). Neither form can hold `/`, `#`, spaces or `..`, so a
- * step id is always safe in a JSON Pointer, a scripted-backend key (`<id>#check`) and a file name.
+ * The source of the step id pattern: one or more `.`-separated segments, each of letters, digits,
+ * `_` and `-` and starting with a letter or digit — so no empty segment, no `..`, no leading or
+ * trailing dot. Written into the generated JSON Schema so editors flag bad ids as you type.
+ */
+export const STEP_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9][A-Za-z0-9_-]*)*$";
+
+/** The step id rule as a RegExp (see {@linkcode STEP_ID_PATTERN}). */
+export const STEP_ID: RegExp = new RegExp(STEP_ID_PATTERN);
+
+/**
+ * True when `id` is a valid step id: a safe name of at most {@linkcode MAX_STEP_ID_LENGTH}
+ * characters matching {@linkcode STEP_ID} — `s_a8f3`, `initial.issue`, `consider`, `triage-2`.
+ * No id can hold `/`, `#`, `~`, spaces or `..`, so a step id is always safe in a JSON Pointer, a
+ * scripted-backend key (`<id>#check`) and a file name. The `complete.*` (closing step) and
+ * `section.*` (template section) prefixes keep their meaning.
  *
  * @example
  * ```ts
  * import { isValidStepId } from "./step_id.ts";
  * isValidStepId("s_a8f3"); // true
  * isValidStepId("initial.issue"); // true
- * isValidStepId("analyze"); // false — neither form
+ * isValidStepId("consider"); // true
+ * isValidStepId("a..b"); // false
  * ```
  */
 export function isValidStepId(id: string): boolean {
-  return HASH_STEP_ID.test(id) || DOTTED_STEP_ID.test(id);
+  return id.length <= MAX_STEP_ID_LENGTH && STEP_ID.test(id);
 }
 
 /** The fix-it text shown with an invalid step id. */
 export const STEP_ID_RULE =
-  'use "s_" + 4–8 hex digits (seed 001, e.g. "s_a8f3") or a dotted name (seed 004, e.g. "initial.issue")';
+  `use letters, digits, "_" and "-", in segments joined by single dots, starting with a letter or digit, at most ${MAX_STEP_ID_LENGTH} characters (e.g. "triage", "initial.issue", "s_a8f3")`;

@@ -12,6 +12,7 @@ import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import { checkParameters } from "./parameters.ts";
 import { checkCommandStep, checkCompletion, checkStepValidation } from "./validate_features.ts";
+import { handoffWarnings } from "./handoff_paths.ts";
 import type { FlowStep } from "./types.ts";
 
 /** Where the docs document the rules; named in the gate-rule message. */
@@ -274,6 +275,7 @@ export async function validateFlow(
 
   // Files.
   const generalErrors: string[] = [];
+  let handoffUses: ReadonlyMap<string, readonly string[]> = new Map();
   if (options.checkFiles !== false) {
     const found = await checkFlowFiles({
       dir: input.dir,
@@ -291,6 +293,7 @@ export async function validateFlow(
       else stepErrors.set(id, [...messages]);
     }
     warnings.push(...found.warnings);
+    handoffUses = found.handoffUses;
   }
 
   const errors = [...agentErrors, ...generalErrors, ...registryErrors, ...gateErrors];
@@ -300,6 +303,7 @@ export async function validateFlow(
   const structural = registryErrors.length + gateErrors.length + stepErrors.size;
   if (structural === 0 && unparsed.size === 0 && entryStepId !== undefined) {
     warnings.push(...graphWarnings(ordered, entryStepId, F));
+    warnings.push(...handoffWarnings(ordered, entryStepId, handoffUses, F));
   }
   const result: FlowValidationResult = { errors, warnings, steps };
   if (entryStepId !== undefined) result.entryStepId = entryStepId;

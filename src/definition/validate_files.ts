@@ -16,13 +16,12 @@ import {
   promptRoot,
   resolvePromptPath,
 } from "../prompt/c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.ts";
+import { splitFrontmatter } from "../prompt/frontmatter.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
-import {
-  findSchemaNode,
-  loadSchemaDocument,
-  type SchemaDocument,
-  SCHEMAS_DIR,
-} from "./output_schema.ts";
+import { listRequiredVariables } from "../prompt/variables.ts";
+import { createSchemaDocumentLoader, resolveOutputSchema } from "./output_schema.ts";
+import { compileErrorMessage, createSchemaCompiler } from "./schema_compiler.ts";
 import type { AgentConfig } from "./schema.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -52,17 +51,30 @@ export interface FlowFilesResult {
   byStep: Map<string, string[]>;
   /** Warnings (fallbacks that will be used). */
   warnings: string[];
+  /**
+   * Per step id, the `{handoff.<key>}` keys its prompts need (used without `?`), for the
+   * handoff-path warnings.
+   */
+  handoffUses: Map<string, string[]>;
 }
 
+/** Prompt files larger than this are not scanned for variables (a prompt is text for a model). */
+const MAX_SCANNED_PROMPT_BYTES = 4 * 1024 * 1024;
+
 type PromptStatus =
-  | { ok: true }
+  | { ok: true; handoffKeys: string[] }
   | { ok: false; missing: true }
   | { ok: false; missing: false; message: string };
 
 /** Checks every file the definition names. Never throws for a bad file; reports it. */
 export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesResult> {
   const { dir, files } = input;
-  const result: FlowFilesResult = { general: [], byStep: new Map(), warnings: [] };
+  const result: FlowFilesResult = {
+    general: [],
+    byStep: new Map(),
+    warnings: [],
+    handoffUses: new Map(),
+  };
   // Tasks finish in any order; problems are reported in task order so messages are stable.
   const found: Array<{ order: number; stepId: string; message: string }> = [];
   const stepProblem = (order: number, stepId: string, message: string) =>
@@ -75,9 +87,24 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
   } catch (error) {
     result.general.push(`${files.registry}: basePath: ${errorMessage(error)}`);
   }
-  const realRoot = root === undefined ? undefined : await realpathOr(root);
+  const realDir = await realpathOr(dir);
+  let realRoot: string | undefined;
+  if (root !== undefined) {
+    const where = await realLocation(root, realDir);
+    if (where.inside) realRoot = where.real;
+    else {
+      result.general.push(
+        `${files.registry}: basePath: ${
+          outsideLinkMessage("prompt folder", root, where.real, realDir)
+        }`,
+      );
+    }
+  }
   const promptCache = new Map<string, Promise<PromptStatus>>();
-  const schemaCache = new Map<string, Promise<SchemaDocument | Error>>();
+  // Each schema file is read once for all steps; each step's schema is compiled exactly as the
+  // runner will compile it, so a typo in a schema is a load-time error, not a run-time strike.
+  const loadSchema = createSchemaDocumentLoader(dir);
+  const compile = createSchemaCompiler();
   const fallbackResolver = input.allowFallback && root !== undefined
     ? new PromptResolver({
       agentDir: dir,
@@ -101,7 +128,7 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
         result.general.push(`${label}: ${errorMessage(error)}`);
         return;
       }
-      const status = await promptStatus(file, await realpathOr(dir), dir);
+      const status = await promptStatus(file, realDir, dir);
       if (status.ok) return;
       result.general.push(
         status.missing
@@ -138,7 +165,14 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
           promptCache.set(file, pending);
         }
         const status = await pending;
-        if (status.ok) return;
+        if (status.ok) {
+          if (status.handoffKeys.length > 0) {
+            const uses = result.handoffUses.get(step.id) ?? [];
+            for (const key of status.handoffKeys) if (!uses.includes(key)) uses.push(key);
+            result.handoffUses.set(step.id, uses);
+          }
+          return;
+        }
         if (!status.missing) {
           stepProblem(order, step.id, `${prefix}${field}: ${status.message}`);
           return;
@@ -168,18 +202,25 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     if (ref) {
       const order = tasks.length;
       tasks.push(async () => {
-        const key = resolve(dir, SCHEMAS_DIR, ref.file);
-        let pending = schemaCache.get(key);
-        if (!pending) {
-          pending = loadSchemaDocument(dir, ref).catch((error: Error) => error);
-          schemaCache.set(key, pending);
-        }
-        const loaded = await pending;
+        let schema: Record<string, unknown>;
         try {
-          if (loaded instanceof Error) throw loaded;
-          findSchemaNode(loaded, ref);
+          schema = (await resolveOutputSchema(dir, ref, undefined, loadSchema)).schema;
         } catch (error) {
           stepProblem(order, step.id, `${prefix}outputSchemaRef: ${errorMessage(error)}`);
+          return;
+        }
+        try {
+          compile(schema);
+        } catch (error) {
+          stepProblem(
+            order,
+            step.id,
+            `${prefix}outputSchemaRef: schema ${ref.schema} in ${
+              resolve(dir, "schemas", ref.file)
+            } does not compile: ${compileErrorMessage(error)}. Fix the schema (ajv, JSON Schema ${
+              schema.$schema === undefined ? "draft-07" : String(schema.$schema)
+            }).`,
+          );
         }
       });
     }
@@ -218,15 +259,16 @@ async function promptStatus(file: string, realRoot: string, root: string): Promi
   if (!info.isFile) {
     return { ok: false, missing: false, message: `${file} is not a file.` };
   }
-  return { ok: true };
-}
-
-async function realpathOr(path: string): Promise<string> {
+  if (info.size > MAX_SCANNED_PROMPT_BYTES) return { ok: true, handoffKeys: [] };
+  let body: string;
   try {
-    return await realpath(path);
-  } catch {
-    return path;
+    body = splitFrontmatter(await Deno.readTextFile(real), file).body;
+  } catch (error) {
+    return { ok: false, missing: false, message: errorMessage(error) };
   }
+  const handoffKeys = listRequiredVariables(body).filter((v) => v.startsWith("handoff."))
+    .map((v) => v.slice("handoff.".length));
+  return { ok: true, handoffKeys };
 }
 
 /** Runs `tasks` with at most `limit` in flight. */

@@ -5,16 +5,14 @@
  *
  * @module
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020";
-import addFormats from "ajv-formats";
-import { resolve } from "node:path";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import type { OutputSchemaRef } from "../definition/schema.ts";
 import {
   resolveOutputSchema,
+  type SchemaFileStamp,
   SchemaResolutionError,
-  SCHEMAS_DIR,
 } from "../definition/output_schema.ts";
+import { compileErrorMessage, createSchemaCompiler } from "../definition/schema_compiler.ts";
 
 /** A resolved, compiled output schema. */
 export interface CompiledOutputSchema {
@@ -29,8 +27,8 @@ export interface CompiledOutputSchema {
 }
 
 interface CacheEntry {
-  mtimeMs: number;
-  size: number;
+  /** The step's schema file and every file it `$ref`s, as they were when compiled. */
+  files: readonly SchemaFileStamp[];
   compiled: CompiledOutputSchema;
 }
 
@@ -47,8 +45,8 @@ interface CacheEntry {
 export class OutputSchemaCache {
   readonly #agentDir: string;
   readonly #entries = new Map<string, CacheEntry>();
-  #draft07?: Ajv;
-  #draft2020?: Ajv2020;
+  // The loader compiles with the same compiler, so a schema that loads is one that runs.
+  readonly #compile = createSchemaCompiler();
 
   /** @param agentDir absolute agent folder */
   constructor(agentDir: string) {
@@ -61,19 +59,9 @@ export class OutputSchemaCache {
    */
   async resolve(ref: OutputSchemaRef, stepId?: string): Promise<CompiledOutputSchema> {
     const key = `${ref.file}\0${ref.schema}`;
-    const file = resolve(this.#agentDir, SCHEMAS_DIR, ref.file);
     const cached = this.#entries.get(key);
     if (cached) {
-      // A sync stat is ~20x cheaper than an async one and this runs on every iteration.
-      let info: Deno.FileInfo | undefined;
-      try {
-        info = Deno.statSync(file);
-      } catch {
-        info = undefined;
-      }
-      if (info && (info.mtime?.getTime() ?? 0) === cached.mtimeMs && info.size === cached.size) {
-        return cached.compiled;
-      }
+      if (cached.files.every(unchanged)) return cached.compiled;
       this.#entries.delete(key);
     }
     const resolved = await resolveOutputSchema(this.#agentDir, ref, stepId);
@@ -84,7 +72,7 @@ export class OutputSchemaCache {
       throw new SchemaResolutionError(
         `Schema ${ref.schema} in ${resolved.file}${
           stepId ? ` (step "${stepId}")` : ""
-        } does not compile: ${(error as Error).message}`,
+        } does not compile: ${compileErrorMessage(error)}`,
         { file: resolved.file, pointer: ref.schema, stepId },
       );
     }
@@ -94,32 +82,20 @@ export class OutputSchemaCache {
       pointer: ref.schema,
       validate,
     };
-    const info = await Deno.stat(resolved.file).catch(() => undefined);
-    this.#entries.set(key, {
-      mtimeMs: info?.mtime?.getTime() ?? resolved.mtimeMs,
-      size: info?.size ?? -1,
-      compiled,
-    });
+    this.#entries.set(key, { files: resolved.files, compiled });
     return compiled;
-  }
-
-  #compile(schema: Record<string, unknown>): ValidateFunction {
-    // $id would clash when the same file is compiled again after an edit.
-    const { $id: _id, ...withoutId } = schema;
-    const is2020 = typeof schema.$schema === "string" && schema.$schema.includes("2020-12");
-    if (is2020) {
-      this.#draft2020 ??= withFormats(new Ajv2020({ allErrors: true, strict: false }));
-      return this.#draft2020.compile(withoutId);
-    }
-    this.#draft07 ??= withFormats(new Ajv({ allErrors: true, strict: false }));
-    const { $schema: _s, ...draft07 } = withoutId;
-    return this.#draft07.compile(draft07);
   }
 }
 
-function withFormats<T extends Ajv>(ajv: T): T {
-  (addFormats as unknown as (a: Ajv) => void)(ajv);
-  return ajv;
+/** True when `stamp.file` still has the mtime and size it had when read. */
+function unchanged(stamp: SchemaFileStamp): boolean {
+  // A sync stat is ~20x cheaper than an async one and this runs on every iteration.
+  try {
+    const info = Deno.statSync(stamp.file);
+    return (info.mtime?.getTime() ?? 0) === stamp.mtimeMs && info.size === stamp.size;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -358,6 +358,7 @@ export class StepFlowRunner {
           iteration: state.iteration,
           stepId: step.id,
           handoff: state.latestHandoff,
+          parameters: def.agent.parameters ?? {},
         };
         // After a failed step validation the retry prompt reports it (src/flow/validators.ts).
         const retry = state.validationRetry?.stepId === step.id ? state.validationRetry : undefined;

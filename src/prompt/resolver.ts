@@ -11,6 +11,7 @@ import {
   resolvePromptPath,
   SEGMENT_PATTERN,
 } from "./c3l_path.ts";
+import { outsideLinkMessage, realLocation, realpathOr } from "./confine.ts";
 import { splitFrontmatter } from "./frontmatter.ts";
 import { type PromptVariables, substituteVariables } from "./variables.ts";
 
@@ -173,7 +174,7 @@ export class PromptResolver {
       const rel = keyOk ? `${fallbackKey}.md` : isPathRef(ref) ? ref.path : c3lRelativePath(ref);
       const file = resolve(root, rel);
       if (isWithin(root, file)) {
-        yield { label: file, read: () => this.#readConfined(file, realpathOr(root)) };
+        yield { label: file, read: () => this.#readConfined(file, this.#confinedRoot(root)) };
       }
     }
     if (keyOk) {
@@ -183,7 +184,20 @@ export class PromptResolver {
   }
 
   #root(): Promise<string> {
-    return this.#realRoot ??= realpathOr(promptRoot(this.#agentDir, this.#basePath));
+    return this.#realRoot ??= this.#confinedRoot(promptRoot(this.#agentDir, this.#basePath));
+  }
+
+  /** The real path of a prompt root, refused when it is a link out of the agent folder. */
+  async #confinedRoot(root: string): Promise<string> {
+    const base = await realpathOr(this.#agentDir);
+    const where = await realLocation(root, base);
+    if (!where.inside) {
+      throw new PromptPathError(outsideLinkMessage("prompt folder", root, where.real, base), {
+        root,
+        real: where.real,
+      });
+    }
+    return where.real;
   }
 
   /** Reads `file` when it exists and its real path stays inside `root`; undefined when missing. */
@@ -219,14 +233,6 @@ export function isMissingFileError(error: unknown): boolean {
   }
   const code = (error as { code?: unknown } | null)?.code;
   return code === "ENOENT" || code === "ENOTDIR";
-}
-
-async function realpathOr(path: string): Promise<string> {
-  try {
-    return await realpath(path);
-  } catch {
-    return path;
-  }
 }
 
 async function readUrl(url: URL): Promise<string | undefined> {

@@ -4,6 +4,10 @@
  * failed step validation `{validation.output}` / `{validation.pattern}` / `{validation.command}`.
  * Every other brace text — JSON examples in prompts — is left exactly as written.
  *
+ * A variable may be optional: `{handoff.verdict?}` becomes the empty string when it has no value,
+ * `{handoff.verdict?=none yet}` becomes `none yet`. Without `?`, a variable with no value is an
+ * error ({@linkcode MissingVariablesError}).
+ *
  * @module
  */
 import { StepflowError } from "../errors.ts";
@@ -22,10 +26,16 @@ export interface PromptVariables {
   handoff?: Readonly<Record<string, unknown>>;
   /** `{validation.*}`: the failed validation a retry prompt reports (absent otherwise). */
   validation?: { output: string; pattern?: string; command: string };
+  /**
+   * The agent's declared parameters (agent.json `parameters`), when known: only those can be set
+   * with a CLI flag, so a missing `{uv-<name>}` outside them is not told to "pass --<name>".
+   */
+  parameters?: Readonly<Record<string, unknown>>;
 }
 
+// Group 1: the name; group 2: "?" or "?=default" (the default holds no braces or line breaks).
 const VARIABLE =
-  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*|validation\.(?:output|pattern|command))\}/g;
+  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*|validation\.(?:output|pattern|command))(\?(?:=[^{}\n]*)?)?\}/g;
 
 /** Thrown when a prompt uses variables that have no value; lists every one of them. */
 export class MissingVariablesError extends StepflowError {
@@ -37,16 +47,31 @@ export class MissingVariablesError extends StepflowError {
    * @param missing the names
    * @param where file and step, for the message
    */
-  constructor(missing: string[], where: { file?: string; stepId?: string } = {}) {
+  constructor(
+    missing: string[],
+    where: { file?: string; stepId?: string } = {},
+    parameters?: Readonly<Record<string, unknown>>,
+  ) {
+    const settable = (key: string) => parameters === undefined || Object.hasOwn(parameters, key);
     const hints = missing.map((name) =>
-      name.startsWith("uv-")
+      name.startsWith("uv-") && settable(name.slice(3))
         ? `{${name}} ← pass --${name.slice(3)} <value> (or args.${name.slice(3)})`
+        : name.startsWith("uv-")
+        ? `{${name}} ← "${
+          name.slice(3)
+        }" is not a parameter of the agent, so no CLI flag sets it: declare it in agent.json "parameters" (then pass --${
+          name.slice(3)
+        } <value>), pass args.${
+          name.slice(3)
+        } through the API, or write {${name}?} to allow an empty value`
         : name === "input_text"
         ? "{input_text} ← pipe text on stdin (or args.input_text)"
         : name.startsWith("validation.")
         ? `{${name}} ← only set in the retry prompt after a failed step validation`
         : name.startsWith("handoff.")
-        ? `{${name}} ← no earlier step handed off "${name.slice(8)}" (check handoffFields)`
+        ? `{${name}} ← no earlier step handed off "${
+          name.slice(8)
+        }" (check handoffFields, or write {${name}?} to allow an empty value)`
         : `{${name}}`
     );
     super(
@@ -61,7 +86,7 @@ export class MissingVariablesError extends StepflowError {
 }
 
 /**
- * The variable names a template uses, in order of first use.
+ * The variable names a template uses, in order of first use (optional ones included).
  *
  * @example
  * ```ts
@@ -72,6 +97,21 @@ export class MissingVariablesError extends StepflowError {
 export function listVariables(template: string): string[] {
   const seen = new Set<string>();
   for (const m of template.matchAll(VARIABLE)) seen.add(m[1]);
+  return [...seen];
+}
+
+/**
+ * The variable names a template needs a value for: those used at least once without `?`.
+ *
+ * @example
+ * ```ts
+ * import { listRequiredVariables } from "./variables.ts";
+ * listRequiredVariables("{handoff.a} {handoff.b?} {handoff.c?=none}"); // ["handoff.a"]
+ * ```
+ */
+export function listRequiredVariables(template: string): string[] {
+  const seen = new Set<string>();
+  for (const m of template.matchAll(VARIABLE)) if (m[2] === undefined) seen.add(m[1]);
   return [...seen];
 }
 
@@ -92,15 +132,14 @@ export function substituteVariables(
   where: { file?: string; stepId?: string } = {},
 ): string {
   const missing: string[] = [];
-  const out = template.replace(VARIABLE, (whole, name: string) => {
+  const out = template.replace(VARIABLE, (whole, name: string, optional?: string) => {
     const value = lookup(name, vars);
-    if (value === undefined) {
-      if (!missing.includes(name)) missing.push(name);
-      return whole;
-    }
-    return value;
+    if (value !== undefined) return value;
+    if (optional !== undefined) return optional.slice(2); // "?" → "", "?=text" → "text"
+    if (!missing.includes(name)) missing.push(name);
+    return whole;
   });
-  if (missing.length > 0) throw new MissingVariablesError(missing, where);
+  if (missing.length > 0) throw new MissingVariablesError(missing, where, vars.parameters);
   return out;
 }
 
@@ -113,14 +152,19 @@ function lookup(name: string, vars: PromptVariables): string | undefined {
     return vars.iteration === undefined ? undefined : String(vars.iteration);
   }
   if (name === "step_id") return vars.stepId;
-  if (name.startsWith("uv-")) return stringify(vars.uv[name.slice(3)]);
-  if (name.startsWith("handoff.")) return stringify(vars.handoff?.[name.slice(8)]);
+  // Names come from prompt files: only own keys count (`{uv-constructor}` is not Object's).
+  if (name.startsWith("uv-")) return stringify(own(vars.uv, name.slice(3)));
+  if (name.startsWith("handoff.")) return stringify(own(vars.handoff, name.slice(8)));
   if (name === "validation.output") return vars.validation?.output;
   if (name === "validation.command") return vars.validation?.command;
   if (name === "validation.pattern") {
     return vars.validation ? vars.validation.pattern ?? "" : undefined;
   }
   return undefined;
+}
+
+function own(record: Readonly<Record<string, unknown>> | undefined, key: string): unknown {
+  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 function stringify(value: unknown): string | undefined {

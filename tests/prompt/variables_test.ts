@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  listRequiredVariables,
   listVariables,
   MissingVariablesError,
   substituteVariables,
@@ -65,7 +66,7 @@ Deno.test("a missing variable is an error listing every missing name, with how t
           'Prompt /a/prompts/steps/x/y/f_default.md (step "s_a8f3") uses 6 variable(s) with no value:',
           "  {uv-topic} ← pass --topic <value> (or args.topic)",
           "  {input_text} ← pipe text on stdin (or args.input_text)",
-          '  {handoff.approach} ← no earlier step handed off "approach" (check handoffFields)',
+          '  {handoff.approach} ← no earlier step handed off "approach" (check handoffFields, or write {handoff.approach?} to allow an empty value)',
           "  {uv-scope} ← pass --scope <value> (or args.scope)",
           "  {step_id}",
           "  {iteration}",
@@ -89,5 +90,57 @@ Deno.test("values are inserted literally ($ patterns are not special)", () => {
   assert.equal(
     substituteVariables("cost: {uv-price}", { uv: { price: "$& $1 $$" } }),
     "cost: $& $1 $$",
+  );
+});
+
+Deno.test("optional variables: {x?} is empty and {x?=text} is text when unset; set values win", () => {
+  const template =
+    "[{handoff.verdict?}] [{handoff.verdict?=none yet}] [{uv-scope?=all}] {uv-topic}";
+  assert.equal(
+    substituteVariables(template, { uv: { topic: "t" } }),
+    "[] [none yet] [all] t",
+  );
+  assert.equal(
+    substituteVariables(template, { uv: { topic: "t", scope: "src" }, handoff: { verdict: "ok" } }),
+    "[ok] [ok] [src] t",
+  );
+  assert.deepEqual(listRequiredVariables(template), ["uv-topic"]);
+  assert.deepEqual(listVariables(template), ["handoff.verdict", "uv-scope", "uv-topic"]);
+  // JSON examples stay as written.
+  assert.equal(substituteVariables('{"a?": 1} {handoff.x?=}', { uv: {} }), '{"a?": 1} ');
+});
+
+Deno.test("lookups are own keys only: {uv-constructor}, {handoff.__proto__} have no value", () => {
+  for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+    assert.throws(
+      () => substituteVariables(`{uv-${name}} {handoff.${name}}`, { uv: {}, handoff: {} }),
+      (error: unknown) => {
+        assert.ok(error instanceof MissingVariablesError);
+        assert.deepEqual(error.missing, [`uv-${name}`, `handoff.${name}`]);
+        return true;
+      },
+      name,
+    );
+    assert.equal(substituteVariables(`{handoff.${name}?=none}`, { uv: {}, handoff: {} }), "none");
+  }
+});
+
+Deno.test("a missing {uv-x} that no CLI flag can set says what can set it", () => {
+  assert.throws(
+    () =>
+      substituteVariables("{uv-iterations} {uv-topic}", {
+        uv: {},
+        parameters: { topic: { type: "string" } },
+      }),
+    (error: unknown) => {
+      assert.ok(error instanceof MissingVariablesError);
+      const lines = error.message.split("\n");
+      assert.equal(
+        lines[1],
+        '  {uv-iterations} ← "iterations" is not a parameter of the agent, so no CLI flag sets it: declare it in agent.json "parameters" (then pass --iterations <value>), pass args.iterations through the API, or write {uv-iterations?} to allow an empty value',
+      );
+      assert.equal(lines[2], "  {uv-topic} ← pass --topic <value> (or args.topic)");
+      return true;
+    },
   );
 });

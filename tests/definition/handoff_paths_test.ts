@@ -1,0 +1,82 @@
+/**
+ * Handoff variables some path does not set (issue 10, item 12): a load-time warning per step, and
+ * optional variables `{handoff.key?}` / `{handoff.key?=default}` that silence it and run.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { copyExample, load, writeText } from "./fixtures.ts";
+
+const COMPLETE_PROMPT = "prompts/steps/complete/issue/f_default.md";
+
+/** issue-solver where continuation.issue also hands off "verdict" and the report uses it. */
+async function agentUsing(reportPrompt: string) {
+  const agent = await copyExample("issue-solver", (r) => {
+    r.steps["continuation.issue"].structuredGate.handoffFields.push("review.verdict");
+  });
+  await writeText(join(agent.dir, COMPLETE_PROMPT), reportPrompt);
+  return agent;
+}
+
+Deno.test("handoff: a prompt key that one path does not hand off is a load warning naming step and providers", async () => {
+  // initial.issue may complete directly, skipping continuation.issue (the only "verdict" provider).
+  const def = await load(await agentUsing("Verdict: {handoff.verdict}. Plan: {handoff.approach}."));
+  assert.deepEqual(def.warnings, [
+    'steps_registry.json: step "complete.issue": its prompt uses {handoff.verdict}, but some path from the entry step "initial.issue" reaches it without passing a step that hands "verdict" off ("continuation.issue"), so a run can fail there with PROMPT_VARIABLES_MISSING. Hand it off on every path, or write {handoff.verdict?} (empty when unset) or {handoff.verdict?=<default>}.',
+  ]);
+});
+
+Deno.test("handoff: a key no step hands off says so; optional forms are not warned about", async () => {
+  const none = await load(await agentUsing("Mood: {handoff.mood}."));
+  assert.equal(none.warnings.length, 1);
+  assert.match(
+    none.warnings[0],
+    /no step hands "mood" off \(no handoffFields path ends in "mood"\)/,
+  );
+  const optional = await load(
+    await agentUsing("Verdict: {handoff.verdict?}. Mood: {handoff.mood?=calm}."),
+  );
+  assert.deepEqual(optional.warnings, []);
+});
+
+Deno.test("handoff: keys handed off on every path (loops and repeats included) are not warned about", async () => {
+  const agent = await copyExample("issue-solver", (r) => {
+    // Only via continuation.issue now: every path to the report passes it.
+    r.steps["initial.issue"].structuredGate.allowedIntents = ["next", "repeat"];
+    delete r.steps["initial.issue"].transitions.complete;
+    r.steps["continuation.issue"].structuredGate.handoffFields.push("review.verdict");
+  });
+  await writeText(join(agent.dir, COMPLETE_PROMPT), "Verdict: {handoff.verdict}.");
+  assert.deepEqual((await load(agent)).warnings, []);
+});
+
+Deno.test("handoff: {handoff.verdict?=none} runs on the path that sets nothing", async () => {
+  const agent = await agentUsing("Verdict: {handoff.verdict?=none}; empty: [{handoff.other?}].");
+  const def = await load(agent);
+  const backend = new ScriptedBackend({
+    "initial.issue": [{
+      output: {
+        stepId: "initial.issue",
+        issue: { title: "t", summary: "s" },
+        analysis: { understanding: "u", approach: "a" },
+        next_action: { action: "complete", reason: "trivial" },
+      },
+    }],
+    "complete.issue": [{
+      output: {
+        stepId: "complete.issue",
+        summary: "done",
+        changed_files: [],
+        verification: [],
+      },
+    }],
+  });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "t" },
+    cwd: agent.root,
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  const report = backend.calls.find((c) => c.stepId === "complete.issue")!;
+  assert.match(report.prompt, /Verdict: none; empty: \[\]\./);
+});
