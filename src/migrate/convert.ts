@@ -193,7 +193,9 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
           notes.add(
             "person",
             `parameters.${key}.validation.${rule}`,
-            `${JSON.stringify(value)}: stepflow checks type and enum only; check it in the prompt or a validator`,
+            `${
+              JSON.stringify(value)
+            }: stepflow checks type and enum only; check it in the prompt or a validator`,
             where,
           );
         }

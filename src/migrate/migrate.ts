@@ -235,6 +235,14 @@ async function finishAgent(
           via[0]
         }" (entry ${via[1]})`,
       );
+    } else if (unreachable && unreachable[1].startsWith("continuation.")) {
+      // climpt's verdict handlers address `continuation.*` prompts by name on later iterations;
+      // stepflow routes only through transitions.
+      agent.notes.add(
+        "person",
+        `steps.${unreachable[1]}`,
+        `no transition leads to it; climpt's verdict handler may have picked it by name on later iterations — add a transition to it if the agent relied on that (stepflow: ${w})`,
+      );
     } else agent.notes.add("defect", "stepflow --validate warning", w);
   }
   for (const e of loadErrors) agent.notes.add("person", "stepflow --validate error", e);
