@@ -552,16 +552,6 @@ function rejectUnknownOptions(args: string[], known: OptionTable, options: Parse
   }
 }
 
-function parseNumber(key: string, raw: string, options: ParseOptions): number {
-  const n = raw.trim() === "" ? NaN : Number(raw);
-  if (!Number.isFinite(n)) {
-    throw new UsageError(
-      `--${key} expects a number, got "${raw}".${parameterHelp(options)}`,
-    );
-  }
-  return n;
-}
-
 function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {
   const v = raw.toLowerCase();
   if (v === "true") return true;
