@@ -122,7 +122,11 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
   const regIn = parseSourceJson(R);
   const notes = new NoteSink();
   const files = new Map<string, string>();
-  const name = typeof agentIn.name === "string" ? agentIn.name : source.name;
+  // The name becomes a folder under --out: anything but a plain name falls back to the folder's.
+  const declaredName = typeof agentIn.name === "string" ? agentIn.name : undefined;
+  const name = declaredName !== undefined && /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(declaredName)
+    ? declaredName
+    : source.name;
 
   // ---------------------------------------------------------------- agent.json
   const agent: Json = { name };
@@ -135,6 +139,8 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
         notes.add("dropped", key, "editor hint pointing into climpt's tree", where);
         break;
       case "name":
+        notes.add("mapped", key, `kept as \`name\` ("${name}")`, where);
+        break;
       case "displayName":
       case "description":
       case "version":
@@ -148,7 +154,16 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
         notes.add("dropped", key, "not a climpt v1.13 agent.json field; ignored", where);
     }
   }
-  if (name !== source.name) {
+  if (declaredName !== undefined && declaredName !== name) {
+    notes.add(
+      "defect",
+      "name",
+      `${
+        JSON.stringify(declaredName)
+      } is not a plain name (letters, digits, "_", "-"); the folder name "${source.name}" is used`,
+      A.at('"name"'),
+    );
+  } else if (name !== source.name) {
     notes.add(
       "defect",
       "name",

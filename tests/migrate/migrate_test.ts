@@ -369,3 +369,24 @@ Deno.test("sampleFor satisfies if/then; mainPath follows next, then complete", (
     { stepId: "complete.a" },
   ]);
 });
+
+Deno.test("migrate climpt: an agent name that is not a plain name never leaves --out", async () => {
+  await withOut(async (out) => {
+    const source = join(out, "src", ".agent", "evil");
+    await Deno.mkdir(source, { recursive: true });
+    await Deno.writeTextFile(
+      join(source, "agent.json"),
+      JSON.stringify({ name: "../../escaped", runner: { verdict: { type: "count:iteration" } } }),
+    );
+    await Deno.writeTextFile(
+      join(source, "steps_registry.json"),
+      JSON.stringify({ version: "1", entryStepMapping: { "count:iteration": "run" }, steps: {} }),
+    );
+    const [result] = await migrateClimpt(join(out, "src"), { out: join(out, "agents") });
+    assert.equal(result.name, "evil");
+    assert.equal(result.dir, join(out, "agents", "evil"));
+    const report = await Deno.readTextFile(join(out, "agents/evil/MIGRATION.md"));
+    assert.match(report, /"\.\.\/\.\.\/escaped" is not a plain name/);
+    await assert.rejects(() => Deno.stat(join(out, "escaped")));
+  });
+});
