@@ -449,10 +449,16 @@ function describeStepEnd(result: unknown, c: Palette, errorReported: boolean): s
   return text;
 }
 
-/** Why a step is retried: a backend retry says so itself; otherwise it is the `onError` policy. */
+/**
+ * Why a step is retried: a backend retry and a failed step validation say so themselves;
+ * otherwise it is the `onError` policy.
+ */
 function retryReason(error: unknown): string {
   if (error instanceof StepflowError && error.code === "BACKEND_RETRY") {
     return firstLine(error.message);
+  }
+  if (error instanceof StepflowError && error.code === "VALIDATION_FAILED") {
+    return `validation failed, re-running with the retry prompt: ${firstLine(error.message)}`;
   }
   return `onError retry after ${errorLabel(error)}`;
 }

@@ -758,7 +758,7 @@ export class StepFlowRunner {
         validation: { command: run.command, exitCode: run.exitCode, ok: run.ok },
       };
       if (run.pattern !== undefined) entry.validation!.pattern = run.pattern;
-      if (!run.ok) entry.error = `validator "${run.command}" failed (exit ${run.exitCode})`;
+      if (!run.ok) entry.error = `validator "${run.command}" failed (${run.reason})`;
       this.#validatorEntries.push(entry);
     }
     if (!failure) {
@@ -768,7 +768,7 @@ export class StepFlowRunner {
     }
     const max = step.validation!.maxRetries ?? DEFAULT_VALIDATION_RETRIES;
     const used = state.validationRetries ?? 0;
-    const summary = `validator "${failure.command}" failed (exit ${failure.exitCode}${
+    const summary = `validator "${failure.command}" failed (${failure.reason}${
       failure.pattern ? `, pattern ${failure.pattern}` : ""
     })`;
     if (used >= max) {

@@ -22,6 +22,8 @@ export interface ValidatorRun {
   exitCode: number;
   /** Whether it passed (`successWhen`). */
   ok: boolean;
+  /** Why it failed, for messages: `exit 2`, or `exit 0 with output` under `successWhen: "empty"`. */
+  reason?: string;
   /** The failure pattern that applies (failed runs only). */
   pattern?: string;
   /** stdout + stderr (bounded). */
@@ -68,6 +70,11 @@ export async function runStepValidators(
       startedAt: started.toISOString(),
       durationMs: Date.now() - started.getTime(),
     };
+    if (!ok) {
+      run.reason = result.code !== 0
+        ? `exit ${result.code}`
+        : 'exit 0 with output (successWhen "empty")';
+    }
     if (!ok && validator.pattern !== undefined) {
       if (validator.match === undefined || new RegExp(validator.match).test(output)) {
         run.pattern = validator.pattern;
