@@ -13,6 +13,7 @@ import type { ExecutorEvents } from "../../src/events/types.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
+import { MemoryRunStore } from "../../src/store/memory.ts";
 import { type AgentFiles, writeAgent } from "./fixtures.ts";
 
 async function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
@@ -344,4 +345,41 @@ Deno.test("RESERVED_PARAMETER_FLAGS is run-agent's flag table (drift check)", ()
     ...CLI_FLAGS.flatMap((f) => f.short ? [f.short] : []),
   ]);
   assert.deepEqual([...RESERVED_PARAMETER_FLAGS].sort(), [...cli].sort());
+});
+
+Deno.test("validators: a resumed run continues with the pending retry prompt", async () => {
+  await withRoot(async (root) => {
+    const dir = await writeAgent(root, "fixer", validatedAgent(2));
+    const definition = await loadAgentDefinition(dir);
+    const store = new MemoryRunStore();
+    const first = new ScriptedBackend({
+      "work.fix": [{ output: { next_action: { action: "complete" } } }],
+      "complete.fix": [{ output: { summary: "one" } }, { error: "process died" }],
+    });
+    const crashed = await new StepFlowRunner(definition, { backend: first, store, allowRun: true })
+      .run({ cwd: root, runId: "run-v" });
+    assert.equal(crashed.completionReason, "step_failed");
+    // As if the process died during the retry call: the checkpoint after the failed validation.
+    const cp = (await store.loadCheckpoint("run-v"))!;
+    const state = cp.state as Record<string, unknown>;
+    delete state.end;
+    state.historyLength = 3;
+    state.iteration = 2;
+    state.currentStepId = "complete.fix";
+    await store.saveCheckpoint({ ...cp, status: "running" });
+    await Deno.writeTextFile(join(root, "done.txt"), "fixed");
+
+    const second = new ScriptedBackend({ "complete.fix": [{ output: { summary: "two" } }] });
+    const resumed = await new StepFlowRunner(definition, { backend: second, store, allowRun: true })
+      .run({ resume: "run-v" });
+    assert.equal(resumed.completionReason, "completed", JSON.stringify(resumed.error));
+    assert.match(second.calls[0].prompt, /^RETRY \(missing via marker\)/);
+    assert.deepEqual(resumed.state.history.map((h) => h.validation?.ok ?? null), [
+      null,
+      null,
+      false,
+      null,
+      true,
+    ]);
+  });
 });
