@@ -159,3 +159,76 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
     assert.equal(JSON.parse(ok.stdout).state.handoff["run.echo"].stdout, "resume=true\n");
   });
 });
+
+Deno.test("cli run-agent: step validators run with --allow-run and report each failure", async () => {
+  await withUserDir(async (dir) => {
+    const gate = (intents: string[]) => ({
+      type: "object",
+      required: ["next_action"],
+      properties: {
+        next_action: { type: "object", properties: { action: { enum: intents } } },
+      },
+    });
+    await writeFiles(join(dir, ".agent", "fixer"), {
+      "agent.json": {
+        name: "fixer",
+        behavior: { completionType: "fix" },
+        commands: { marker: { argv: ["ls", "done.txt"] } },
+      },
+      "steps_registry.json": {
+        version: "1",
+        entryStep: "work.fix",
+        steps: {
+          "work.fix": {
+            c2: "work",
+            c3: "fix",
+            outputSchemaRef: { file: "fix.json", schema: "#/definitions/work.fix" },
+            structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
+            transitions: { complete: { target: "complete.fix" } },
+          },
+          "complete.fix": {
+            c2: "complete",
+            c3: "fix",
+            outputSchemaRef: { file: "fix.json", schema: "#/definitions/complete.fix" },
+            validation: {
+              validators: [{ command: "marker", pattern: "missing" }],
+              retryPrompt: { c1: "steps", c2: "retry", c3: "fix" },
+              maxRetries: 1,
+            },
+          },
+        },
+      },
+      "prompts/steps/work/fix/f_default.md": "Fix it.",
+      "prompts/steps/complete/fix/f_default.md": "Report.",
+      "prompts/steps/retry/fix/f_failed_missing.md": "Still missing: {validation.output}",
+      "schemas/fix.json": {
+        definitions: { "work.fix": gate(["complete"]), "complete.fix": { type: "object" } },
+      },
+      "script.yaml": [
+        "work.fix:",
+        "  - output: { next_action: { action: complete } }",
+        "complete.fix:",
+        "  - output: { summary: one }",
+        "  - output: { summary: two }",
+      ].join("\n"),
+    });
+    const args = ["--agent", "fixer", "--script", ".agent/fixer/script.yaml"];
+    const refused = await runTask(args, { userDir: dir });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /COMMAND_NOT_ALLOWED/);
+
+    const failed = await runTask([...args, "--allow-run"], { userDir: dir });
+    assert.equal(failed.code, 1);
+    assert.match(
+      failed.stderr,
+      /validation failed, re-running with the retry prompt: Step "complete\.fix": validator "marker" failed \(exit 2, pattern missing\)/,
+    );
+    assert.match(failed.stdout, /VALIDATION_FAILED at step complete\.fix/);
+    assert.match(failed.stdout, /validator marker: exit 2 \(missing\)/);
+    assert.ok(!hasStackTrace(failed.stderr));
+
+    const skipped = await runTask([...args, "--skip-validators"], { userDir: dir });
+    assert.equal(skipped.code, 0, skipped.stderr);
+    assert.match(skipped.stderr, /validator\(s\) skipped/);
+  });
+});
