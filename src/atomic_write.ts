@@ -1,10 +1,16 @@
 /**
- * Atomic file writes, shared by every part of stepflow that rewrites a file a user cares about
- * (plan files, PlanSpec plans, tool and QPlan file writes, generated schemas).
+ * The one atomic file writer, shared by every part of stepflow that rewrites a file a user cares
+ * about (plan files, PlanSpec plans, tool and QPlan file writes, generated schemas).
+ *
+ * Temp files are named `.<target name>.<pid>-<random>.tmp` beside the target: the writer's process
+ * id in the name tells a temp file left by a crash (its process is gone) from one a live writer
+ * owns, so {@linkcode removeStaleTemps} can clean up after crashes without breaking a write in
+ * progress.
  *
  * @module
  */
 import { basename, dirname, join } from "node:path";
+import { pidAlive } from "./pid_alive.ts";
 
 /** Options of {@linkcode writeFileAtomic}. */
 export interface AtomicWriteOptions {
@@ -17,7 +23,9 @@ export interface AtomicWriteOptions {
 /**
  * Writes `data` to `file` so that readers see either the old content or the new, never half of it:
  * a hidden temporary file in the same folder, written (and fsync'ed), then renamed over the target.
- * The folder is created when missing; the temporary file is removed when anything fails.
+ * The folder is created when missing; the temporary file is removed when anything fails. The first
+ * write into a folder in this process first removes the temp files there that crashed writers left
+ * (see {@linkcode removeStaleTemps}).
  *
  * @example
  * ```ts
@@ -34,7 +42,8 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const dir = dirname(file);
   await Deno.mkdir(dir, { recursive: true });
-  const temp = join(dir, `.${basename(file)}.${crypto.randomUUID().slice(0, 8)}.tmp`);
+  await sweepFolderOnce(dir);
+  const temp = join(dir, `.${basename(file)}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
     options.signal?.throwIfAborted();
@@ -53,3 +62,87 @@ export async function writeFileAtomic(
     throw error;
   }
 }
+
+/**
+ * A temp file whose writer may still be alive is removed only after this long: its process id may
+ * have been reused by another process (a write takes milliseconds, not an hour).
+ */
+export const STALE_TEMP_MS = 60 * 60 * 1000;
+
+/**
+ * Removes the temp files that crashed writes of `file` left beside it: those whose writer (the
+ * process id in the name) no longer runs, and any older than {@linkcode STALE_TEMP_MS} (also those
+ * named before the pid was part of the name). Temp files of this process and of live writers are
+ * kept. The plan engines call it when they open a plan under its lock. Problems (a folder that
+ * cannot be listed) are ignored: cleanup never fails a run.
+ *
+ * @returns the paths removed
+ * @example
+ * ```ts
+ * import { removeStaleTemps } from "./atomic_write.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/.plan.json.999999999-0a1b2c3d.tmp`, "{"); // a dead writer's
+ * console.log(await removeStaleTemps(`${dir}/plan.json`)); // [ ".../.plan.json.999999999-0a1b2c3d.tmp" ]
+ * ```
+ */
+export function removeStaleTemps(file: string, now: number = Date.now()): Promise<string[]> {
+  const prefix = `.${basename(file)}.`;
+  return sweep(dirname(file), now, (name) => {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) return undefined;
+    const owner = TARGET_TEMP_ID.exec(name.slice(prefix.length, -".tmp".length));
+    return owner ? { pid: owner[1] === undefined ? undefined : Number(owner[1]) } : undefined;
+  });
+}
+
+/**
+ * The cleanup a process does on its first write into a folder: stale temp files of any target
+ * there, in this convention only (`.<name>.<pid>-<8 hex>.tmp`). Once per folder, so writing many
+ * files into one folder stays linear.
+ */
+function sweepFolderOnce(dir: string): Promise<unknown> {
+  if (swept.has(dir)) return Promise.resolve();
+  if (swept.size >= 4096) swept.clear();
+  swept.add(dir);
+  return sweep(dir, Date.now(), (name) => {
+    const owner = FOLDER_TEMP.exec(name);
+    return owner ? { pid: Number(owner[1]) } : undefined;
+  });
+}
+
+/** Removes the temp files `ours` recognises (with their writer's pid) that are stale. */
+async function sweep(
+  dir: string,
+  now: number,
+  ours: (name: string) => { pid?: number } | undefined,
+): Promise<string[]> {
+  const removed: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (!entry.isFile) continue;
+      const owner = ours(entry.name);
+      if (!owner || owner.pid === Deno.pid) continue;
+      const path = join(dir, entry.name);
+      try {
+        const age = now - ((await Deno.lstat(path)).mtime?.getTime() ?? now);
+        if ((owner.pid !== undefined && !pidAlive(owner.pid)) || age > STALE_TEMP_MS) {
+          await Deno.remove(path);
+          removed.push(path);
+        }
+      } catch {
+        // renamed or removed meanwhile: not ours to worry about
+      }
+    }
+  } catch {
+    // an unreadable folder: nothing to clean
+  }
+  return removed;
+}
+
+/** Folders this process already swept. */
+const swept = new Set<string>();
+
+/** `<pid>-<8 hex>` (this convention) or `<8 hex>` (before it: owner unknown, age rule only). */
+const TARGET_TEMP_ID = /^(?:(\d{1,10})-)?[0-9a-f]{8}$/;
+
+/** A temp file of this convention, of any target. */
+const FOLDER_TEMP = /^\..+\.(\d{1,10})-[0-9a-f]{8}\.tmp$/;

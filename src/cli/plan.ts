@@ -42,8 +42,8 @@ import {
   snakeName,
   type StepOutput,
   validatePlan,
-  writeFileAtomic,
   writePlanFile,
+  writeTextFile,
 } from "../planspec/mod.ts";
 
 /** Where the CLI reads and writes; tests and embedders may replace any part. */
@@ -98,7 +98,11 @@ Scripted step ids: planspec.generate, planspec.step.<id>, planspec.reflect.<id>,
 planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
-2 usage error or missing plan, 130 interrupted.`;
+2 usage error or missing plan, 75 another process is running the plan (try again later),
+130 interrupted.`;
+
+/** Exit code when another process holds the plan file's lock (EX_TEMPFAIL: try again later). */
+export const PLAN_LOCKED_EXIT = 75;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -146,6 +150,7 @@ function report(error: unknown, cli: PlanCliIo): number {
   const message = error instanceof Error ? error.message : String(error);
   cli.stderr(`error: ${message}\n`);
   if (error instanceof StepflowError) {
+    if (error.code === "PLAN_LOCKED") return PLAN_LOCKED_EXIT;
     return error.code === "USAGE" || error.code === "PLAN_NOT_FOUND" ? 2 : 1;
   }
   if (
@@ -285,7 +290,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
     if (error instanceof StepflowError && error.code === "PLAN_GENERATION_INVALID") {
       const text = String(error.details?.text ?? "");
       const saved = await freeFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
-      await writeFileAtomic(saved, text);
+      await writeTextFile(saved, text);
       cli.stderr(`error: ${error.message}\nThe last answer is saved in ${shown(cli, saved)}.\n`);
       return 1;
     }

@@ -14,13 +14,19 @@
  * `INIT_CWD` (set by `deno task`): the plan file, `--workspace` and `--script` resolve there.
  *
  * Exit codes: 0 the plan completed (or nothing was asked to run); 1 the plan ran and did not
- * complete; 2 usage error, unreadable or invalid plan, backend setup error; 130 cancelled (Ctrl-C);
- * 70 an unexpected internal error (a bug).
+ * complete; 2 usage error, unreadable or invalid plan, backend setup error; 3 incomplete: every step
+ * ended, but some were skipped because approval was not given (`--allow-skipped` makes that 0);
+ * 75 another process is running the plan file (its lock is held; try again later); 130 cancelled
+ * (Ctrl-C); 70 an unexpected internal error (a bug).
+ *
+ * One process at a time runs a plan file: it holds `<plan file>.lock` (the one lock of stepflow,
+ * `store/file_lock.ts`) from before it reads the plan until the last write.
  *
  * @module
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { removeStaleTemps } from "../atomic_write.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -37,6 +43,7 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
 
@@ -45,13 +52,17 @@ export const RUN_PLAN_EXIT: Readonly<{
   success: 0;
   planFailed: 1;
   usage: 2;
+  incomplete: 3;
   internal: 70;
+  locked: 75;
   interrupted: 130;
 }> = Object.freeze({
   success: 0,
   planFailed: 1,
   usage: 2,
+  incomplete: 3,
   internal: 70,
+  locked: 75,
   interrupted: 130,
 });
 
@@ -94,6 +105,7 @@ Options:
                       without a terminal this also starts the run, and other approvals are denied
   --dry-run           Validate and show the review, then stop (nothing runs)
   --restart           Run every step again (statuses and results are reset; user skips are kept)
+  --allow-skipped     Exit 0 even when steps were skipped because approval was not given
   --workspace DIR     Folder the tools may use (default: the current directory)
   --concurrency N     Steps that may run at the same time (default 4)
   --enable-http       Allow the http_get tool
@@ -106,7 +118,9 @@ Options:
   --json              Print the execution summary as JSON on stdout (the review goes to stderr)
   -h, --help          Show this help
 
-Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 130 cancelled.
+Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
+skipped because approval was not given; see --allow-skipped), 75 another process is running this
+plan file, 130 cancelled.
 `;
 
 interface Flags {
@@ -117,6 +131,7 @@ interface Flags {
   approve: string[];
   dryRun: boolean;
   restart: boolean;
+  allowSkipped: boolean;
   workspace?: string;
   concurrency: number;
   enableHttp: boolean;
@@ -136,6 +151,7 @@ const OPTIONS = {
   approve: { type: "string", multiple: true },
   "dry-run": { type: "boolean" },
   restart: { type: "boolean" },
+  "allow-skipped": { type: "boolean" },
   workspace: { type: "string" },
   concurrency: { type: "string" },
   "enable-http": { type: "boolean" },
@@ -178,6 +194,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
     approve: (v.approve ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean),
     dryRun: v["dry-run"] ?? false,
     restart: v.restart ?? false,
+    allowSkipped: v["allow-skipped"] ?? false,
     concurrency,
     enableHttp: v["enable-http"] ?? false,
     enableCommands: v["enable-commands"] ?? false,
@@ -220,6 +237,17 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     );
   }
   const planFile = resolve(userDir, flags.planFile ?? "plan.json");
+  // One process at a time: the lock is taken before the plan is read, released after the last
+  // write. A dry run only reads (atomic writes never show it half a plan).
+  using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
+    runId: crypto.randomUUID(),
+    onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+  });
+  if (lock) {
+    for (const temp of await removeStaleTemps(planFile)) {
+      io.stderr.write(`Removed ${temp}, left by a run that was killed while saving the plan.\n`);
+    }
+  }
   const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
   await assertFolder(workspaceRoot);
   const tools = createToolRegistry({
@@ -269,6 +297,15 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   );
   if (flags.dryRun) return RUN_PLAN_EXIT.success;
   if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
+    const notRun = skippedUnintentionally(plan);
+    if (notRun.length > 0 && !flags.allowSkipped) {
+      io.stderr.write(
+        `Nothing to run, but the plan is incomplete: ${
+          notRunText(notRun)
+        }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
+      );
+      return RUN_PLAN_EXIT.incomplete;
+    }
     io.stderr.write(
       "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
     );
@@ -294,6 +331,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   const alwaysApproved = new Set(flags.approve);
   const summary = await runWithProgress(plan, {
     planFile,
+    ...(lock ? { assertLocked: () => assertLockHeld(lock, planLockSubject(planFile)) } : {}),
     io,
     tools,
     workspaceRoot,
@@ -323,17 +361,25 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
       : {}),
   });
 
+  const notRun = summary.status === "completed" ? skippedUnintentionally(summary.plan) : [];
+  const incomplete = notRun.length > 0 && !flags.allowSkipped;
   if (flags.json) {
-    io.stdout.write(`${JSON.stringify({ ...summary, planFile }, null, 2)}\n`);
+    const notExecuted = notRun.map((st) => st.id);
+    io.stdout.write(
+      `${JSON.stringify({ ...summary, planFile, incomplete, notExecuted }, null, 2)}\n`,
+    );
   } else {
-    io.stdout.write(`${summaryText(summary, planFile)}\n`);
+    io.stdout.write(`${summaryText(summary, planFile, incomplete ? notRun : [])}\n`);
   }
+  if (incomplete) return RUN_PLAN_EXIT.incomplete;
   if (summary.status === "completed") return RUN_PLAN_EXIT.success;
   return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
 }
 
 interface RunSettings {
   planFile: string;
+  /** Throws once another process took the plan's lock over: nothing more may be written. */
+  assertLocked?: () => void;
   io: RunPlanIo;
   tools: ToolRegistry;
   workspaceRoot: string;
@@ -398,7 +444,10 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
     onProgress,
-    persist: (p) => writePlanFile(s.planFile, p),
+    persist: (p) => {
+      s.assertLocked?.();
+      return writePlanFile(s.planFile, p);
+    },
     ...(s.backend ? { backend: s.backend } : {}),
     ...(s.model !== undefined ? { model: s.model } : {}),
     ...(s.approver ? { approver: s.approver } : {}),
@@ -408,10 +457,44 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
   return await run.summary;
 }
 
-function summaryText(summary: ExecutionSummary, planFile: string): string {
+/**
+ * Skipped steps that were not skipped on purpose: denied approval (and steps skipped because of
+ * them), or skipped by recovery. Steps skipped by the user (`skipStep`), and steps skipped only
+ * because one of those was, are intended and do not count.
+ */
+function skippedUnintentionally(plan: Plan): Plan["steps"] {
+  const byId = new Map(plan.steps.map((st) => [st.id, st]));
+  const intended = (id: string): boolean => {
+    // Follow "skipped because step X was skipped" back to its first cause (bounded by the plan).
+    let step = byId.get(id);
+    for (let hops = 0; step && hops <= plan.steps.length; hops++) {
+      const reason = step.result?.error ?? "";
+      if (reason.startsWith("Skipped by user")) return true;
+      const cause = /^Skipped because step "(.+)" was skipped$/.exec(reason);
+      if (!cause) return false;
+      step = byId.get(cause[1]);
+    }
+    return false;
+  };
+  return plan.steps.filter((st) => st.status === "skipped" && !intended(st.id));
+}
+
+function notRunText(steps: Plan["steps"]): string {
+  const ids = steps.slice(0, 5).map((st) => st.id).join(", ");
+  const more = steps.length > 5 ? ` and ${steps.length - 5} more` : "";
+  return `${steps.length} step(s) did not run because approval was not given (${ids}${more})`;
+}
+
+function summaryText(
+  summary: ExecutionSummary,
+  planFile: string,
+  notRun: Plan["steps"],
+): string {
   const order: StepStatus[] = ["completed", "failed", "skipped", "blocked", "pending"];
   const counts = order.map((status) => `${summary.steps[status].length} ${status}`).join(", ");
-  const head = summary.status === "completed"
+  const head = notRun.length > 0
+    ? "Plan incomplete"
+    : summary.status === "completed"
     ? "Plan completed"
     : summary.status === "cancelled"
     ? "Plan cancelled"
@@ -427,6 +510,14 @@ function summaryText(summary: ExecutionSummary, planFile: string): string {
   }
   if (problems.length > 5) lines.push(`  … and ${problems.length - 5} more failed steps`);
   if (problems.length === 0 && summary.error) lines.push(`  ${summary.error}`);
+  if (notRun.length > 0) {
+    lines.push(
+      `  ${notRunText(notRun)}: ${
+        notRun.slice(0, 5).map((st) => `${st.id}: ${st.result?.error ?? "skipped"}`).join("; ")
+      }.`,
+      "  Run again with --approve TOOLS or --yes and --restart to run them, or pass --allow-skipped to accept the plan as it is.",
+    );
+  }
   if (summary.status !== "completed") {
     lines.push(
       "  Run the same command again to continue: completed and skipped steps are kept, the rest runs.",
@@ -537,6 +628,7 @@ const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
 function report(error: unknown, io: RunPlanIo): number {
   if (error instanceof StepflowError) {
     io.stderr.write(`run-plan: ${error.message}\n`);
+    if (error.code === "PLAN_LOCKED") return RUN_PLAN_EXIT.locked;
     // The LLM answered badly or the call failed: the command ran and did not succeed. Setup problems
     // (credentials, missing SDK) and every input problem are usage errors.
     const ranAndFailed = error.code === "PLAN_GENERATION_FAILED" ||

@@ -7,6 +7,7 @@
  * @module
  */
 import { StepflowError } from "../errors.ts";
+import { appendJsonLine } from "../store/append_log.ts";
 
 /** What an entry records. */
 export type PlanHistoryKind =
@@ -92,7 +93,25 @@ export async function readHistory(file: string): Promise<PlanHistoryEntry[]> {
   return entries;
 }
 
-/** Appends one entry as a JSON line. */
-export async function appendHistory(file: string, entry: PlanHistoryEntry): Promise<void> {
-  await Deno.writeTextFile(file, JSON.stringify(entry) + "\n", { append: true, create: true });
+/**
+ * Appends one entry as a JSON line through the one JSONL writer (`store/append_log.ts`): a last
+ * line torn by a kill is cut off first (`onWarning` is told), so the damage never moves into the
+ * middle of the file.
+ */
+export function appendHistory(
+  file: string,
+  entry: PlanHistoryEntry,
+  onWarning?: (message: string) => void,
+): Promise<void> {
+  try {
+    appendJsonLine(file, entry, {
+      onTornTail: (bytes) =>
+        onWarning?.(
+          `run history ${file} ended with a torn line (${bytes} bytes written by a crash in the middle of an append); it was cut off before appending.`,
+        ),
+    });
+    return Promise.resolve();
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -91,8 +91,8 @@ export {
   type ResolvedPlan,
   resolvePlanRef,
   snakeName,
-  writeFileAtomic,
   writePlanFile,
+  writeTextFile,
 } from "./store.ts";
 export {
   checkPlanText,

@@ -1,13 +1,19 @@
 import { z } from "zod";
+import { removeStaleTemps } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo as EventStepInfo } from "../events/types.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import {
+  assertLockHeld,
+  type HeldFileLock,
+  lockPlanFile,
+  planLockSubject,
+} from "../store/file_lock.ts";
 import { applyCommand, formatPlanCommand, parsePlanCommands } from "./commands.ts";
 import { requestPlan } from "./generate.ts";
 import { appendHistory, type PlanHistoryEntry, readHistory } from "./history.ts";
-import { lockPlanFile } from "./lock.ts";
 import { parseStepLines } from "./parse.ts";
 import { fillTemplate, loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
 import {
@@ -161,6 +167,8 @@ export class PlanRunner {
   readonly #backend: LlmBackend;
   readonly #emitter: EventEmitter;
   readonly #runId: string;
+  /** The plan file's lock while `run()` runs. */
+  #lock?: HeldFileLock;
   readonly #historyFile?: string;
   readonly #history: PlanHistoryEntry[] = [];
   readonly #variables = new Map<string, unknown>();
@@ -227,13 +235,22 @@ export class PlanRunner {
     }
     this.#checkValid();
     const file = this.#options.file;
-    const unlock = file ? await lockPlanFile(file) : undefined;
-    if (file && this.#reloadOnRun) {
+    const lock = file
+      ? lockPlanFile(file, { runId: this.#runId, onWarning: (m) => this.#log(`warning: ${m}`) })
+      : undefined;
+    this.#lock = lock;
+    if (file) {
       try {
-        Object.assign(this.#plan, await readPlanFile(file));
-        this.#checkValid();
+        // Under the lock: leftovers of a crashed writer go, and the file read is the latest.
+        for (const temp of await removeStaleTemps(file)) {
+          this.#log(`removed ${temp}, left by a run that was killed while writing the plan`);
+        }
+        if (this.#reloadOnRun) {
+          Object.assign(this.#plan, await readPlanFile(file));
+          this.#checkValid();
+        }
       } catch (error) {
-        await unlock?.();
+        lock?.release();
         throw error;
       }
     }
@@ -267,7 +284,8 @@ export class PlanRunner {
           error = `could not save the plan: ${(e as Error).message}`;
         }
       }
-      await unlock?.();
+      lock?.release();
+      this.#lock = undefined;
       this.#running = false;
     }
     await this.#setState(
@@ -964,11 +982,15 @@ export class PlanRunner {
   async #record(entry: Omit<PlanHistoryEntry, "round" | "at"> & Partial<PlanHistoryEntry>) {
     const full = { ...entry, round: this.#round, at: new Date().toISOString() } as PlanHistoryEntry;
     this.#history.push(full);
-    if (this.#historyFile) await appendHistory(this.#historyFile, full);
+    if (this.#historyFile) {
+      await appendHistory(this.#historyFile, full, (m) => this.#log(`warning: ${m}`));
+    }
   }
 
   async #save(): Promise<void> {
-    if (this.#options.file) await writePlanFile(this.#options.file, this.#plan);
+    if (!this.#options.file) return;
+    if (this.#lock) assertLockHeld(this.#lock, planLockSubject(this.#options.file));
+    await writePlanFile(this.#options.file, this.#plan);
   }
 
   async #setState(state: RunState): Promise<void> {

@@ -7,8 +7,9 @@
  * @module
  */
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
-import { writeFileAtomic as writeAtomically } from "../atomic_write.ts";
+import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { lockPlanFile } from "../store/file_lock.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
 import { serializePlan } from "./serialize.ts";
@@ -111,12 +112,22 @@ export async function readPlanFile(file: string): Promise<PlanSpec> {
 }
 
 /**
- * Writes `text` to `file` atomically: a temp file beside it, then a rename over the target. The
- * folder is created when missing.
+ * Serializes a plan and writes it atomically with the one atomic writer (`writeFileAtomic` of
+ * `src/atomic_write.ts`: a temp file beside it, then a rename over the target; the folder is
+ * created when missing).
+ *
+ * @throws {StepflowError} `PLAN_WRITE_FAILED` naming the file
  */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
+export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
+  await writeTextFile(file, serializePlan(plan));
+}
+
+/**
+ * Writes text atomically (the one atomic writer); a failure is `PLAN_WRITE_FAILED` naming the file.
+ */
+export async function writeTextFile(file: string, text: string): Promise<void> {
   try {
-    await writeAtomically(file, text);
+    await writeFileAtomic(file, text);
   } catch (error) {
     throw new StepflowError(
       "PLAN_WRITE_FAILED",
@@ -124,11 +135,6 @@ export async function writeFileAtomic(file: string, text: string): Promise<void>
       { cause: error, details: { file } },
     );
   }
-}
-
-/** Serializes a plan and writes it atomically (see {@linkcode writeFileAtomic}). */
-export async function writePlanFile(file: string, plan: PlanSpec): Promise<void> {
-  await writeFileAtomic(file, serializePlan(plan));
 }
 
 /**
@@ -221,7 +227,8 @@ export async function listPlans(dir: string): Promise<PlanListing[]> {
  * refused unless `force` is set; an existing archived plan of that name is never overwritten.
  *
  * @returns the new path of the plan
- * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE` or `PLAN_EXISTS`
+ * @throws {StepflowError} `PLAN_NOT_FOUND`, `PLAN_NOT_COMPLETE`, `PLAN_EXISTS`, or `PLAN_LOCKED`
+ * while a run holds the plan
  */
 export async function archivePlan(
   base: string,
@@ -239,6 +246,9 @@ export async function archivePlan(
   }
   const dir = planspecDir(base);
   const file = join(dir, `${stem}.md`);
+  await readPlanFile(file); // PLAN_NOT_FOUND before anything is created beside it
+  // Never move a plan (and its history) away from under a run that is writing them.
+  using _lock = lockPlanFile(file, { runId: "archive", onWarning: () => {} });
   const plan = await readPlanFile(file);
   if (!options.force && !isComplete(plan)) {
     const p = planProgress(plan);

@@ -16,7 +16,13 @@ import { join, resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { type CrashHook, crashHookFromEnv } from "./crash_hook.ts";
-import { acquireFileLock, type HeldFileLock, judgeLock, writeAll } from "./file_lock.ts";
+import { openAppendLog, writeAll } from "./append_log.ts";
+import {
+  acquireFileLock,
+  DEFAULT_STALE_LOCK_MS,
+  type HeldFileLock,
+  judgeLock,
+} from "./file_lock.ts";
 import { formatLogLine, lastGoodSentence, parseRunLog } from "./log_format.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
@@ -58,8 +64,7 @@ export interface FileRunStoreOptions {
   onWarning?: (message: string) => void;
 }
 
-/** The default stale-lock bound: one minute without a heartbeat. */
-export const DEFAULT_STALE_LOCK_MS = 60_000;
+export { DEFAULT_STALE_LOCK_MS };
 
 /** Allowed run ids: letters, digits, `_` and `-` (no dots or slashes: ids become file names). */
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -457,25 +462,13 @@ export class FileRunStore implements RunStore {
   /** Opens a log for appending; cuts off a torn last line first. */
   #openLog(path: string): Deno.FsFile {
     this.#ensureDir();
-    return ioStep(path, "open the run log", () => {
-      const file = Deno.openSync(path, { read: true, append: true, create: true });
-      try {
-        const cut = tornTailStart(file);
-        if (cut !== undefined) {
-          const size = file.statSync().size;
-          file.truncateSync(cut);
+    return ioStep(path, "open the run log", () =>
+      openAppendLog(path, {
+        onTornTail: (bytes) =>
           this.#warn(
-            `run log ${path} ended with a torn line (${
-              size - cut
-            } bytes written by a crash in the middle of an append); it was cut off before appending.`,
-          );
-        }
-        return file;
-      } catch (error) {
-        file.close();
-        throw error;
-      }
-    });
+            `run log ${path} ended with a torn line (${bytes} bytes written by a crash in the middle of an append); it was cut off before appending.`,
+          ),
+      }));
   }
 
   async #assertUnchanged(runId: string): Promise<void> {
@@ -577,32 +570,6 @@ export function assertRunId(runId: string): void {
 /** Identifies a checkpoint's progress (changes with every write). */
 function fingerprint(checkpoint: RunCheckpoint): string {
   return `${checkpoint.status}|${checkpoint.logEntries}|${checkpoint.updatedAt}`;
-}
-
-/** Where a torn last line starts (the byte after the last newline), or undefined when none. */
-function tornTailStart(file: Deno.FsFile): number | undefined {
-  const size = file.statSync().size;
-  if (size === 0) return undefined;
-  const chunk = new Uint8Array(Math.min(size, 64 * 1024));
-  let end = size;
-  let first = true;
-  while (end > 0) {
-    const start = Math.max(0, end - chunk.length);
-    const view = chunk.subarray(0, end - start);
-    file.seekSync(start, Deno.SeekMode.Start);
-    let off = 0;
-    while (off < view.length) {
-      const n = file.readSync(view.subarray(off));
-      if (n === null || n === 0) break;
-      off += n;
-    }
-    if (first && view[view.length - 1] === 0x0a) return undefined;
-    first = false;
-    const newline = view.lastIndexOf(0x0a);
-    if (newline !== -1) return start + newline + 1;
-    end = start;
-  }
-  return 0;
 }
 
 /**

@@ -1,5 +1,7 @@
 /**
- * The lock file of a run: `<runId>.lock`, holding `{ runId, pid, hostname, started, token }`.
+ * The one lock of stepflow: the run store's `<runId>.lock`, and the `<plan file>.lock` that `plan
+ * run` (PlanSpec) and `run-plan` (tool plans) hold while they run a plan file. A lock file holds
+ * `{ runId, pid, hostname, started, token }`.
  *
  * Exclusion is an OS advisory lock on the open file (`flock`), so a process that dies — even by
  * SIGKILL — loses its lock at once, and the next process takes it over. The JSON inside says who
@@ -11,12 +13,13 @@
  *
  * @module
  */
-import process from "node:process";
 import { StepflowError } from "../errors.ts";
+import { pidAlive } from "../pid_alive.ts";
+import { writeAll } from "./append_log.ts";
 
 /** What a lock file records. */
 export interface LockInfo {
-  /** The run. */
+  /** The run (for a plan file: the plan run's id). */
   runId: string;
   /** Process id of the holder. */
   pid: number;
@@ -28,8 +31,8 @@ export interface LockInfo {
   token: string;
 }
 
-/** A lock held by this process. */
-export interface HeldFileLock {
+/** A lock held by this process; `using lock = lockPlanFile(…)` releases it at the end of scope. */
+export interface HeldFileLock extends Disposable {
   /** The lock file. */
   readonly path: string;
   /** True once another process took the lock over (our heartbeat lapsed). */
@@ -38,12 +41,94 @@ export interface HeldFileLock {
   release(): void;
 }
 
+/** What a lock guards, in the words of its messages and error codes. */
+export interface LockSubject {
+  /** Code of the error thrown when a live process holds the lock (`RUN_LOCKED`, `PLAN_LOCKED`). */
+  code: string;
+  /** Code of the error {@linkcode assertLockHeld} throws once the lock was taken over. */
+  lostCode: string;
+  /** Starts a sentence: `Run r1`, `Plan file /w/plan.json`. */
+  title: string;
+  /** Inside a sentence: `run r1`, `plan file /w/plan.json`. */
+  noun: string;
+  /** What the holder does with it: `driven`, `run`. */
+  activity: string;
+  /** The rule, as a sentence without its full stop: `Only one process may drive a run`. */
+  rule: string;
+}
+
+/** The subject of a run store lock (the default). */
+export function runLockSubject(runId: string): LockSubject {
+  return {
+    code: "RUN_LOCKED",
+    lostCode: "RUN_LOCK_LOST",
+    title: `Run ${runId}`,
+    noun: `run ${runId}`,
+    activity: "driven",
+    rule: "Only one process may drive a run",
+  };
+}
+
+/**
+ * The subject of a plan file lock (`plan run`, `run-plan`): errors `PLAN_LOCKED` and
+ * `PLAN_LOCK_LOST`.
+ */
+export function planLockSubject(file: string): LockSubject {
+  return {
+    code: "PLAN_LOCKED",
+    lostCode: "PLAN_LOCK_LOST",
+    title: `Plan file ${file}`,
+    noun: `plan file ${file}`,
+    activity: "run",
+    rule: "Only one process may run a plan file at a time",
+  };
+}
+
+/** The default stale bound: one minute without a heartbeat (refreshed every 15 s). */
+export const DEFAULT_STALE_LOCK_MS = 60_000;
+
+/** Options of {@linkcode lockPlanFile}. */
+export interface PlanLockOptions {
+  /** Recorded as the holder's run id. */
+  runId: string;
+  /** Receives warnings (stale lock taken over, lock lost). */
+  onWarning: (message: string) => void;
+  /** The stale bound (default {@linkcode DEFAULT_STALE_LOCK_MS}). */
+  staleAfterMs?: number;
+}
+
+/**
+ * Takes the lock of a plan file for a run (`plan run`, `run-plan`): `<file>.lock`, the same lock as
+ * a run store's. Throws `PLAN_LOCKED` naming the holder when a live process runs the plan.
+ *
+ * @example
+ * ```ts
+ * import { lockPlanFile } from "./file_lock.ts";
+ * const file = `${await Deno.makeTempDir()}/plan.json`;
+ * const held = lockPlanFile(file, { runId: "r1", onWarning: console.warn });
+ * try {
+ *   // … read, run and write the plan …
+ * } finally {
+ *   held.release();
+ * }
+ * ```
+ */
+export function lockPlanFile(file: string, options: PlanLockOptions): HeldFileLock {
+  return acquireFileLock(`${file}.lock`, options.runId, {
+    staleAfterMs: options.staleAfterMs ?? DEFAULT_STALE_LOCK_MS,
+    onWarning: options.onWarning,
+    subject: planLockSubject(file),
+  });
+}
+
 /** Options of {@linkcode acquireFileLock}. */
 export interface FileLockOptions {
   /** A lock without a heartbeat for this long is stale (ms). */
   staleAfterMs: number;
   /** Receives warnings (stale lock taken over, lock lost). */
   onWarning: (message: string) => void;
+  /** What the lock guards (messages, error codes); default {@linkcode runLockSubject}. */
+  subject?: LockSubject;
 }
 
 /** This host's name, or `"unknown-host"` without the `sys` permission. */
@@ -55,17 +140,7 @@ export function hostName(): string {
   }
 }
 
-/** True when a process with this id exists on this host. */
-export function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as { code?: string }).code === "EPERM";
-  }
-}
+export { pidAlive };
 
 /** Whether a recorded lock still belongs to a live holder, and why (for messages). */
 export interface LockJudgement {
@@ -126,23 +201,38 @@ function parseLockInfo(text: string): LockInfo | undefined {
 }
 
 /**
- * Takes the lock of a run, or throws `RUN_LOCKED` naming the holder (pid, host, since when).
+ * Takes a lock, or throws `RUN_LOCKED` (the subject's code) naming the holder (pid, host, since
+ * when). Taking over a stale lock happens under the OS lock, so of two processes racing for one
+ * exactly one wins.
+ *
+ * @example
+ * ```ts
+ * import { acquireFileLock, planLockSubject } from "./file_lock.ts";
+ * const file = `${await Deno.makeTempDir()}/plan.json`;
+ * const held = acquireFileLock(`${file}.lock`, "run-1", {
+ *   staleAfterMs: 60_000,
+ *   onWarning: console.warn,
+ *   subject: planLockSubject(file),
+ * });
+ * held.release();
+ * ```
  *
  * @param path the lock file
- * @param runId the run
- * @param options stale bound and warnings
+ * @param runId recorded as the holder's run
+ * @param options stale bound, warnings, subject
  */
 export function acquireFileLock(
   path: string,
   runId: string,
   options: FileLockOptions,
 ): HeldFileLock {
+  const subject = options.subject ?? runLockSubject(runId);
   for (let attempt = 0; attempt < 5; attempt++) {
     const file = Deno.openSync(path, { read: true, write: true, create: true });
     let keep = false;
     try {
       if (!file.tryLockSync(true)) {
-        throw lockedError(path, runId, readJudgement(path, options.staleAfterMs));
+        throw lockedError(path, runId, subject, readJudgement(path, options.staleAfterMs));
       }
       // The holder we waited on may have removed the file between our open and our lock: then we
       // locked a deleted file, and must start over on the path's current file.
@@ -154,9 +244,9 @@ export function acquireFileLock(
           file.statSync().mtime?.getTime() ?? 0,
           options.staleAfterMs,
         );
-        if (judgement.live) throw lockedError(path, runId, judgement);
+        if (judgement.live) throw lockedError(path, runId, subject, judgement);
         options.onWarning(
-          `took over the stale lock of run ${runId} (${
+          `took over the stale lock of ${subject.noun} (${
             holderText(judgement.info)
           }): ${judgement.reason}.`,
         );
@@ -172,22 +262,35 @@ export function acquireFileLock(
       file.seekSync(0, Deno.SeekMode.Start);
       writeAll(file, new TextEncoder().encode(JSON.stringify(info) + "\n"));
       keep = true;
-      return holdLock(file, path, runId, info, options);
+      return holdLock(file, path, subject, info, options);
     } finally {
       if (!keep) file.close();
     }
   }
   throw new StepflowError(
-    "RUN_LOCKED",
-    `Run ${runId}: its lock file ${path} keeps changing hands; another process is starting or finishing it. Try again.`,
+    subject.code,
+    `${subject.title}: its lock file ${path} keeps changing hands; another process is starting or finishing it. Try again.`,
     { details: { runId, file: path } },
+  );
+}
+
+/**
+ * Throws the subject's "lock lost" error (`RUN_LOCK_LOST`, `PLAN_LOCK_LOST`) when another process
+ * took the lock over after this one stopped refreshing it: the caller must stop writing.
+ */
+export function assertLockHeld(lock: HeldFileLock, subject: LockSubject): void {
+  if (!lock.lost) return;
+  throw new StepflowError(
+    subject.lostCode,
+    `${subject.title}: another process took over its lock (${lock.path}) after this process stopped refreshing it; this process stops writing so the two cannot interleave.`,
+    { details: { file: lock.path } },
   );
 }
 
 function holdLock(
   file: Deno.FsFile,
   path: string,
-  runId: string,
+  subject: LockSubject,
   info: LockInfo,
   options: FileLockOptions,
 ): HeldFileLock {
@@ -201,7 +304,7 @@ function holdLock(
         lost = true;
         clearInterval(timer);
         options.onWarning(
-          `lost the lock of run ${runId}: ${
+          `lost the lock of ${subject.noun}: ${
             current ? `${holderText(current)} took it over` : "the lock file was removed"
           } (this process's heartbeat lapsed for ${options.staleAfterMs} ms).`,
         );
@@ -218,6 +321,9 @@ function holdLock(
     path,
     get lost() {
       return lost;
+    },
+    [Symbol.dispose]() {
+      this.release();
     },
     release() {
       if (released) return;
@@ -256,13 +362,18 @@ function readJudgement(path: string, staleAfterMs: number): LockJudgement {
   }
 }
 
-function lockedError(path: string, runId: string, judgement: LockJudgement): StepflowError {
+function lockedError(
+  path: string,
+  runId: string,
+  subject: LockSubject,
+  judgement: LockJudgement,
+): StepflowError {
   const since = judgement.info ? ` since ${judgement.info.started}` : "";
   return new StepflowError(
-    "RUN_LOCKED",
-    `Run ${runId} is already being driven by ${
+    subject.code,
+    `${subject.title} is already being ${subject.activity} by ${
       holderText(judgement.info)
-    }${since} (lock file ${path}). Only one process may drive a run: wait for it to finish or stop it. A lock left by a process that died is taken over automatically.`,
+    }${since} (lock file ${path}). ${subject.rule}: wait for it to finish or stop it. A lock left by a process that died is taken over automatically.`,
     { details: { runId, file: path, holder: judgement.info } },
   );
 }
@@ -292,10 +403,4 @@ function readAll(file: Deno.FsFile): Uint8Array {
     off += n;
   }
   return buf.subarray(0, off);
-}
-
-/** Writes every byte (a single write may be partial). */
-export function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
-  let off = 0;
-  while (off < bytes.length) off += file.writeSync(bytes.subarray(off));
 }

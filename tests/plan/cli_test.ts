@@ -150,7 +150,8 @@ Deno.test("run-plan without a terminal needs --yes or --approve; --approve appro
   assert.match(refused.stderr, /Not starting: stdin is not a terminal.*--yes.*--approve/);
 
   const r = await runPlan(["plan.json", "--enable-commands", "--approve", "write_file"], dir);
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 3, r.stderr); // incomplete: cmd was not approved
+  assert.match(r.stdout, /Plan incomplete: 1 completed, 0 failed, 2 skipped/);
   const saved = await readPlan(join(dir, "plan.json"));
   assert.deepEqual(saved.steps.map((s) => [s.id, s.status]), [["cmd", "skipped"], [
     "after_cmd",
@@ -309,8 +310,9 @@ Deno.test("run-plan: a killed run continues where it stopped", async () => {
         },
       ]),
     );
+    // The CLI itself, not `deno task`: killing the task runner would leave its child running.
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["task", "-q", "run-plan", "plan.json", "--yes", "--enable-http"],
+      args: ["run", "-A", join(REPO, "src/cli/run_plan.ts"), "plan.json", "--yes", "--enable-http"],
       cwd: REPO,
       env: { INIT_CWD: dir },
       stdin: "null",
@@ -388,7 +390,7 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
     stdout: { write: (t) => void (stdout += t) },
     stderr: { write: (t) => void (stderr += t) },
   });
-  assert.equal(code, 0, stderr);
+  assert.equal(code, 3, stderr); // incomplete: steps did not run for want of approval
   assert.match(stderr, /Start execution\? \[y\/N\]/);
   assert.match(
     stderr,
@@ -400,7 +402,8 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
   const saved = await readPlan(join(dir, "plan.json"));
   assert.deepEqual(saved.steps.map((s) => s.status), ["completed", "skipped", "skipped"]);
   assert.equal(saved.steps[1].result?.error, "User denied approval (denied at the prompt)");
-  assert.match(stdout, /Plan completed: 1 completed, 0 failed, 2 skipped/);
+  assert.match(stdout, /Plan incomplete: 1 completed, 0 failed, 2 skipped/);
+  assert.match(stdout, /2 step\(s\) did not run because approval was not given \(wb, after_b\)/);
 
   // Declining the start runs nothing.
   let err2 = "";

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
 import { join } from "node:path";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import {
@@ -450,18 +451,24 @@ Deno.test("plan run: a live lock refuses a second run of the same file", async (
   const dir = await Deno.makeTempDir();
   const file = join(dir, "p.md");
   await Deno.writeTextFile(file, "Goal: g\n## Steps\n1. [act] A\n");
-  await Deno.writeTextFile(
-    `${file}.lock`,
-    JSON.stringify({ pid: Deno.pid, host: Deno.hostname() }),
-  );
+  // The run store's lock: held (OS lock) by another holder in this process.
+  const held = lockPlanFile(file, { runId: "other", onWarning: () => {} });
   await assert.rejects(
     async () => await (await PlanRunner.fromFile(file, { backend: new ScriptedBackend({}) })).run(),
-    /is being run by process \d+ \(lock file .*p\.md\.lock\)/,
+    new RegExp(
+      `^StepflowError: Plan file .*p\\.md is already being run by pid ${Deno.pid} on host .* since .* \\(lock file .*p\\.md\\.lock\\)`,
+    ),
   );
+  held.release();
   // A lock of a dead process is taken over.
   await Deno.writeTextFile(
     `${file}.lock`,
-    JSON.stringify({ pid: 2 ** 22 + 12345, host: Deno.hostname() }),
+    JSON.stringify({
+      runId: "dead",
+      pid: 2 ** 22 + 12345,
+      hostname: hostName(),
+      started: "2026-01-01T00:00:00.000Z",
+    }),
   );
   const backend = new ScriptedBackend({ "planspec.step.1": [ok("a")] });
   assert.equal((await (await PlanRunner.fromFile(file, { backend })).run()).status, "completed");

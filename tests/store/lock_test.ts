@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { StepflowError } from "../../src/errors.ts";
 import { FileRunStore } from "../../src/store/file.ts";
-import { hostName } from "../../src/store/file_lock.ts";
+import {
+  assertLockHeld,
+  hostName,
+  lockPlanFile,
+  planLockSubject,
+} from "../../src/store/file_lock.ts";
 import type { RunCheckpoint } from "../../src/store/types.ts";
 
 async function setup(staleLockMs?: number) {
@@ -199,4 +204,82 @@ Deno.test("a run that moved on after this store loaded it cannot be locked (RUN_
   // Loading again gives the current state, and then the lock is granted.
   await a.loadCheckpoint("r1");
   await (await a.lock("r1")).release();
+});
+
+Deno.test("racers released at one instant on a fresh, a dead and a pid-reused lock: exactly one wins each time", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-lock-race-" });
+  const dead = await deadPid();
+  const racers = Array.from(
+    { length: 3 },
+    () =>
+      new Worker(new URL("./lock_race_worker.ts", import.meta.url).href, {
+        type: "module",
+      }),
+  );
+  const next = (worker: Worker) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      worker.onmessage = (event) => resolve(event.data);
+    });
+  try {
+    const kinds = ["fresh", "dead", "reused"] as const;
+    for (let trial = 0; trial < 30; trial++) {
+      const kind = kinds[trial % 3];
+      const plan = join(dir, `plan${trial}.json`);
+      if (kind === "dead") {
+        writeLockFile(dir, `plan${trial}.json`, { pid: dead, hostname: hostName() });
+      }
+      // A two-day-old lock whose pid now belongs to another live process (this one).
+      if (kind === "reused") {
+        writeLockFile(
+          dir,
+          `plan${trial}.json`,
+          { pid: Deno.pid, hostname: hostName() },
+          2 * 86_400_000,
+        );
+      }
+      const barrier = new SharedArrayBuffer(4);
+      const ready = racers.map(next);
+      for (const racer of racers) racer.postMessage({ race: { path: `${plan}.lock`, barrier } });
+      await Promise.all(ready);
+      const outcomes = racers.map(next);
+      Atomics.store(new Int32Array(barrier), 0, 1);
+      Atomics.notify(new Int32Array(barrier), 0);
+      const results = await Promise.all(outcomes);
+      const winners = results.filter((r) => r.won);
+      assert.equal(winners.length, 1, `trial ${trial} (${kind}): ${JSON.stringify(results)}`);
+      for (const loser of results.filter((r) => !r.won)) assert.equal(loser.code, "PLAN_LOCKED");
+      const released = racers.map(next);
+      for (const racer of racers) racer.postMessage({});
+      await Promise.all(released);
+    }
+  } finally {
+    for (const racer of racers) racer.terminate();
+  }
+});
+
+Deno.test("a plan file lock names the plan file and uses PLAN_LOCKED / PLAN_LOCK_LOST", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "plan.md");
+  const held = lockPlanFile(file, { runId: "a", onWarning: () => {} });
+  const error = (() => {
+    try {
+      lockPlanFile(file, { runId: "b", onWarning: () => {} });
+    } catch (e) {
+      return e as StepflowError;
+    }
+  })();
+  assert.equal(error?.code, "PLAN_LOCKED");
+  assert.match(
+    error!.message,
+    new RegExp(
+      `^Plan file .*plan\\.md is already being run by pid ${Deno.pid} on host .* since .* \\(lock file .*plan\\.md\\.lock\\)\\. Only one process may run a plan file at a time: wait for it to finish or stop it\\.`,
+    ),
+  );
+  assertLockHeld(held, planLockSubject(file)); // held: no error
+  held.release();
+  const lost = { path: `${file}.lock`, lost: true, release() {}, [Symbol.dispose]() {} };
+  assert.throws(
+    () => assertLockHeld(lost, planLockSubject(file)),
+    (e: unknown) => e instanceof StepflowError && e.code === "PLAN_LOCK_LOST",
+  );
 });

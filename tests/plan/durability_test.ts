@@ -1,0 +1,317 @@
+/**
+ * Durability of `run-plan` (tool plans): the plan file's lock (one runner per plan file, exit 75
+ * for the other), temp files left by a kill, the "incomplete" exit status (3) for steps skipped
+ * for want of approval, and SIGKILL at random points of the real CLI. Steps are `http_get` calls
+ * to a local server that counts them, so every execution — even one cut short by a kill — is seen.
+ * The guarantee under test (docs/tool-plans.md): a step saved as completed never runs again; only
+ * steps in flight at a kill may run again (at most `--concurrency` per kill).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { main } from "../../src/cli/run_plan.ts";
+import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
+import type { Plan } from "../../src/plan/types.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
+
+/**
+ * A local server that counts requests per path and answers after `delayMs` — and not before
+ * `gate` opens, when one is set (so a run is still going when a rival starts, however slow the
+ * machine).
+ */
+function countingServer(delayMs: number) {
+  const hits = new Map<string, number>();
+  const state: { gate?: Promise<void> } = {};
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const id = new URL(req.url).pathname.slice(1);
+    hits.set(id, (hits.get(id) ?? 0) + 1);
+    await state.gate;
+    await new Promise((r) => setTimeout(r, delayMs));
+    return Response.json({ id });
+  });
+  return { hits, state, port: server.addr.port, close: () => server.shutdown() };
+}
+
+/** `n` http_get steps: a chain of pairs (step i depends on step i-2), so two run at once. */
+function planJson(n: number, port: number): string {
+  const steps = Array.from({ length: n }, (_, i) => ({
+    id: `s${i + 1}`,
+    description: `Fetch ${i + 1}`,
+    tool: "http_get",
+    args: { url: `http://127.0.0.1:${port}/s${i + 1}` },
+    ...(i >= 2 ? { dependsOn: [`s${i - 1}`] } : {}),
+  }));
+  return JSON.stringify({
+    id: "durable",
+    taskId: "t",
+    version: 1,
+    createdAt: "2026-01-01T00:00:00Z",
+    steps,
+  });
+}
+
+function spawnRunPlan(dir: string, ...extra: string[]): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", RUN_PLAN_CLI, "plan.json", "--yes", "--enable-http", ...extra],
+    cwd: ROOT,
+    env: { INIT_CWD: dir, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+async function outcome(child: Deno.ChildProcess) {
+  const out = await child.output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+async function inProcess(dir: string, args: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, {
+    cwd: dir,
+    env: {},
+    interactive: false,
+    stdin: null,
+    stdout: { write: (t) => void (stdout += t) },
+    stderr: { write: (t) => void (stderr += t) },
+  });
+  return { code, stdout, stderr };
+}
+
+const readPlan = async (file: string): Promise<Plan> => JSON.parse(await Deno.readTextFile(file));
+const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+
+async function deadPid(): Promise<number> {
+  const child = new Deno.Command(Deno.execPath(), { args: ["eval", "0"] }).spawn();
+  await child.status;
+  return child.pid;
+}
+
+Deno.test("run-plan: a plan file another process runs is refused with exit 75; nothing runs or is written", async () => {
+  const dir = await Deno.makeTempDir();
+  const server = countingServer(0);
+  try {
+    const file = join(dir, "plan.json");
+    await Deno.writeTextFile(file, planJson(2, server.port));
+    const before = await Deno.readTextFile(file);
+    const held = lockPlanFile(file, { runId: "other", onWarning: () => {} });
+    const r = await inProcess(dir, ["plan.json", "--yes", "--enable-http"]);
+    held.release();
+    assert.equal(r.code, 75, r.stderr);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^run-plan: Plan file .*plan\\.json is already being run by pid ${Deno.pid} on host .* since .* \\(lock file .*plan\\.json\\.lock\\)\\. Only one process may run a plan file at a time`,
+      ),
+    );
+    assert.equal(server.hits.size, 0);
+    assert.equal(await Deno.readTextFile(file), before);
+    // --dry-run only reads: it does not need the lock.
+    const again = lockPlanFile(file, { runId: "other", onWarning: () => {} });
+    const dry = await inProcess(dir, ["plan.json", "--dry-run", "--enable-http"]);
+    again.release();
+    assert.equal(dry.code, 0, dry.stderr);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("run-plan: temp files a killed run left beside the plan are removed when it is opened", async () => {
+  const dir = await Deno.makeTempDir();
+  const server = countingServer(0);
+  try {
+    await Deno.writeTextFile(join(dir, "plan.json"), planJson(1, server.port));
+    const stale = join(dir, `.plan.json.${await deadPid()}-0a1b2c3d.tmp`);
+    await Deno.writeTextFile(stale, '{"id":');
+    const r = await inProcess(dir, ["plan.json", "--yes", "--enable-http"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`Removed ${stale.replaceAll(".", "\\.")}, left by a run`));
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["plan.json"]);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("run-plan: steps skipped because approval was not given make the run incomplete (exit 3) unless --allow-skipped", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(join(dir, "a.txt"), "old");
+  const plan = (skipByUser: boolean) =>
+    JSON.stringify({
+      id: "p",
+      taskId: "t",
+      version: 1,
+      createdAt: "2026-01-01T00:00:00Z",
+      steps: [
+        { id: "read", description: "Read", tool: "read_file", args: { path: "a.txt" } },
+        {
+          id: "over",
+          description: "Overwrite",
+          tool: "write_file",
+          args: { path: "a.txt", content: "new" },
+          ...(skipByUser ? { status: "skipped", result: skippedByUser } : {}),
+        },
+        {
+          id: "after",
+          description: "After",
+          tool: "read_file",
+          args: { path: "a.txt" },
+          dependsOn: ["over"],
+        },
+      ],
+    });
+  const skippedByUser = {
+    ok: false,
+    error: "Skipped by user",
+    duration: 0,
+    timestamp: "2026-01-01T00:00:00Z",
+  };
+  await Deno.writeTextFile(join(dir, "plan.json"), plan(false));
+  // --approve for another tool starts the run without a terminal; write_file is denied.
+  const r = await inProcess(dir, ["plan.json", "--approve", "read_file"]);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(
+    r.stdout,
+    /\nPlan incomplete: 1 completed, 0 failed, 2 skipped, 0 blocked, 0 pending/,
+  );
+  assert.match(
+    r.stdout,
+    /2 step\(s\) did not run because approval was not given \(over, after\): over: User denied approval/,
+  );
+  assert.match(r.stdout, /--allow-skipped/);
+  // Running again has nothing to run, and still says incomplete.
+  const again = await inProcess(dir, ["plan.json", "--approve", "read_file"]);
+  assert.equal(again.code, 3);
+  assert.match(again.stderr, /Nothing to run, but the plan is incomplete: 2 step\(s\) did not run/);
+  const accepted = await inProcess(dir, ["plan.json", "--approve", "read_file", "--allow-skipped"]);
+  assert.equal(accepted.code, 0, accepted.stderr);
+  // --json says so too.
+  const json = await inProcess(dir, ["plan.json", "--restart", "--approve", "read_file", "--json"]);
+  assert.equal(json.code, 3);
+  const summary = JSON.parse(json.stdout);
+  assert.equal(summary.incomplete, true);
+  assert.deepEqual(summary.notExecuted, ["over", "after"]);
+  // Steps the user skipped on purpose (and their dependents) do not make a run incomplete.
+  await Deno.writeTextFile(join(dir, "plan.json"), plan(true));
+  const skipped = await inProcess(dir, ["plan.json", "--approve", "read_file"]);
+  assert.equal(skipped.code, 0, skipped.stdout + skipped.stderr);
+  assert.match(skipped.stdout, /\nPlan completed: 1 completed, 0 failed, 2 skipped/);
+});
+
+Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly one runs, the other exits 75", async () => {
+  const dir = await Deno.makeTempDir();
+  const server = countingServer(20);
+  try {
+    for (const kind of ["fresh", "stale", "fresh", "stale"]) {
+      server.hits.clear();
+      // Requests wait until one of the two has exited (the loser, refused at once) — or 20 s, by
+      // which time two runners without a lock would both have sent every request.
+      let open = () => {};
+      server.state.gate = new Promise<void>((resolve) => (open = resolve));
+      const timer = setTimeout(open, 20_000);
+      const file = join(dir, "plan.json");
+      await Deno.writeTextFile(file, planJson(4, server.port));
+      if (kind === "stale") {
+        await Deno.writeTextFile(
+          `${file}.lock`,
+          JSON.stringify({
+            runId: "old",
+            pid: await deadPid(),
+            hostname: hostName(),
+            started: "2026-01-01T00:00:00Z",
+          }),
+        );
+      }
+      const results = await Promise.all(
+        [outcome(spawnRunPlan(dir)), outcome(spawnRunPlan(dir))].map((p) => p.finally(open)),
+      );
+      clearTimeout(timer);
+      server.state.gate = undefined;
+      assert.deepEqual(results.map((r) => r.code).sort(), [0, 75], JSON.stringify(results));
+      assert.match(
+        results.find((r) => r.code === 75)!.stderr,
+        /run-plan: Plan file .*plan\.json is already being run by pid \d+/,
+      );
+      assert.deepEqual(
+        [...server.hits.entries()].sort(),
+        [["s1", 1], ["s2", 1], ["s3", 1], ["s4", 1]],
+        `${kind}: every step ran exactly once`,
+      );
+      const saved = await readPlan(file);
+      assert.ok(saved.steps.every((s) => s.status === "completed"));
+      await assert.rejects(Deno.stat(`${file}.lock`), Deno.errors.NotFound);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("run-plan CLI: SIGKILL at 20 random points — the file always parses, completed steps never run again", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "plan.json");
+  const STEPS = 8;
+  const CONCURRENCY = 4;
+  const server = countingServer(40);
+  let kills = 0;
+  let campaignKills = 0;
+  let frozen = new Map<string, number>();
+  const fresh = async () => {
+    server.hits.clear();
+    await Deno.writeTextFile(file, planJson(STEPS, server.port));
+    frozen = new Map();
+    campaignKills = 0;
+  };
+  const check = () => {
+    for (const [id, count] of frozen) {
+      assert.equal(server.hits.get(id), count, `step ${id} was saved completed and ran again`);
+    }
+    assert.ok(
+      sum(server.hits) - STEPS <= campaignKills * CONCURRENCY,
+      `at most ${CONCURRENCY} re-runs per kill: ${
+        sum(server.hits)
+      } runs after ${campaignKills} kills`,
+    );
+  };
+  try {
+    await fresh();
+    while (kills < 20) {
+      const child = spawnRunPlan(dir, "--concurrency", String(CONCURRENCY));
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 600));
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // it already ended
+      }
+      await child.stdout.cancel();
+      await child.stderr.cancel();
+      const status = await child.status;
+      if (status.signal === "SIGKILL") {
+        kills++;
+        campaignKills++;
+      }
+      // Give requests the killed process had sent time to arrive, so none is counted late.
+      await new Promise((r) => setTimeout(r, 20));
+      const plan = await readPlan(file); // always whole JSON: writes are atomic
+      for (const step of plan.steps) {
+        if (step.status === "completed" && !frozen.has(step.id)) {
+          frozen.set(step.id, server.hits.get(step.id)!);
+        }
+      }
+      if (plan.steps.every((s) => s.status === "completed")) {
+        check();
+        await fresh();
+      }
+    }
+    const last = await outcome(spawnRunPlan(dir));
+    assert.equal(last.code, 0, last.stderr);
+    check();
+    const names = [...Deno.readDirSync(dir)].map((e) => e.name);
+    assert.deepEqual(names, ["plan.json"], "no lock or temp file is left behind");
+  } finally {
+    await server.close();
+  }
+});

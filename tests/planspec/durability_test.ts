@@ -1,0 +1,268 @@
+/**
+ * Durability of `plan run` (PlanSpec): the plan file's lock (the run store's lock: atomic stale
+ * takeover, pid-reuse protection), the run history's torn tail, temp files left by a kill, and
+ * SIGKILL at random points of the real CLI. The guarantee under test (docs/planspec.md): one
+ * process runs a plan file at a time; a step marked done in the file never runs again; only the
+ * step in flight at a kill may run again (at most one per kill: steps run one at a time).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { StepflowError } from "../../src/errors.ts";
+import { archivePlan, PlanRunner, readHistory, readPlanFile } from "../../src/planspec/mod.ts";
+import type { PlanStep } from "../../src/planspec/types.ts";
+import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const PLAN_CLI = join(ROOT, "src/cli/plan.ts");
+
+/** A plan of `n` act steps, each producing `o<i>`. */
+function planText(n: number): string {
+  const steps = Array.from({ length: n }, (_, i) => `${i + 1}. [act] Step ${i + 1} → o${i + 1}`);
+  return `# Plan: Durable\nGoal: survive kills\n## Steps\n${steps.join("\n")}\n`;
+}
+
+/** Scripted answers: every step OK after `delayMs`. */
+function scriptYaml(n: number, delayMs: number): string {
+  return Array.from(
+    { length: n },
+    (_, i) =>
+      `planspec.step.${i + 1}:\n  - {output: {status: OK, result: r${i + 1}, outputs: {o${i + 1}: ${
+        i + 1
+      }}}, delayMs: ${delayMs}}\n`,
+  ).join("");
+}
+
+const okAnswers = (n: number) =>
+  Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`planspec.step.${i + 1}`, [{
+      output: { status: "OK", result: `r${i + 1}`, outputs: { [`o${i + 1}`]: i + 1 } },
+    }]]),
+  );
+
+function spawnPlanRun(dir: string, script: string): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", PLAN_CLI, "run", "p.md", "--script", script, "--quiet"],
+    cwd: ROOT,
+    env: { INIT_CWD: dir, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
+async function outcome(child: Deno.ChildProcess) {
+  const out = await child.output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** History `step` entries per step id. */
+async function stepRuns(history: string): Promise<Map<string, number>> {
+  const runs = new Map<string, number>();
+  for (const entry of await readHistory(history)) {
+    if (entry.kind === "step") runs.set(entry.stepId!, (runs.get(entry.stepId!) ?? 0) + 1);
+  }
+  return runs;
+}
+
+const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const doneIds = (steps: PlanStep[]) =>
+  steps.filter((s) => s.status === "done").map((s) => s.stepId);
+
+async function deadPid(): Promise<number> {
+  const child = new Deno.Command(Deno.execPath(), { args: ["eval", "0"] }).spawn();
+  await child.status;
+  return child.pid;
+}
+
+function writeLock(file: string, pid: number, ageMs: number) {
+  Deno.writeTextFileSync(
+    `${file}.lock`,
+    JSON.stringify({ runId: "old", pid, hostname: hostName(), started: "2026-01-01T00:00:00Z" }) +
+      "\n",
+  );
+  const when = new Date(Date.now() - ageMs);
+  Deno.utimeSync(`${file}.lock`, when, when);
+}
+
+Deno.test("plan run: a two-day-old lock whose pid now belongs to a live process is taken over", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "p.md");
+  await Deno.writeTextFile(file, planText(2));
+  writeLock(file, Deno.pid, 2 * 86_400_000); // the pid is alive: it was reused
+  const logs: string[] = [];
+  const runner = await PlanRunner.fromFile(file, {
+    backend: new ScriptedBackend(okAnswers(2)),
+    onLog: (m) => void logs.push(m),
+  });
+  assert.equal((await runner.run()).status, "completed");
+  assert.match(
+    logs.join("\n"),
+    new RegExp(
+      `warning: took over the stale lock of plan file .*p\\.md \\(pid ${Deno.pid} on host .*\\): its heartbeat is 172800 s old \\(pid ${Deno.pid} now belongs to another process\\)`,
+    ),
+  );
+  await assert.rejects(Deno.stat(`${file}.lock`), Deno.errors.NotFound);
+});
+
+Deno.test("plan run: a torn last history line is cut before appending, so the next runs still read it", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "p.md");
+  const history = join(dir, "p.history.jsonl");
+  await Deno.writeTextFile(file, planText(2));
+  // A killed session: its start, then a kill in the middle of an append.
+  await Deno.writeTextFile(
+    history,
+    `{"kind":"start","round":1,"at":"2026-01-01T00:00:00.000Z"}\n{"kind":"round","round":1,"at":"2026-01-01T00:00:00.000Z"}\n{"kind":"step","round":1,"st`,
+  );
+  const logs: string[] = [];
+  const first = await PlanRunner.fromFile(file, {
+    backend: new ScriptedBackend(okAnswers(2)),
+    onLog: (m) => void logs.push(m),
+  });
+  assert.equal((await first.run()).status, "completed");
+  assert.match(
+    logs.join("\n"),
+    /warning: run history .*p\.history\.jsonl ended with a torn line \(28 bytes written by a crash in the middle of an append\); it was cut off before appending/,
+  );
+  const text = await Deno.readTextFile(history);
+  assert.ok(text.split("\n").slice(0, -1).every((line) => JSON.parse(line)), text);
+  // The run after next: reads the whole history without error and runs a new session.
+  await Deno.writeTextFile(file, planText(3));
+  const second = await PlanRunner.fromFile(file, {
+    backend: new ScriptedBackend(okAnswers(3)),
+  });
+  assert.equal((await second.run()).status, "completed");
+  assert.deepEqual([...(await stepRuns(history)).keys()], ["1", "2", "3"]);
+});
+
+Deno.test("plan run: temp files a killed writer left beside the plan are removed when it is opened", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "p.md");
+  await Deno.writeTextFile(file, planText(1));
+  const dead = await deadPid();
+  const stale = join(dir, `.p.md.${dead}-0a1b2c3d.tmp`);
+  const live = join(dir, `.p.md.1-0a1b2c3e.tmp`); // pid 1 is alive and the file is fresh
+  await Deno.writeTextFile(stale, "# Plan: half");
+  await Deno.writeTextFile(live, "# Plan: half");
+  const logs: string[] = [];
+  const runner = await PlanRunner.fromFile(file, {
+    backend: new ScriptedBackend(okAnswers(1)),
+    onLog: (m) => void logs.push(m),
+  });
+  assert.equal((await runner.run()).status, "completed");
+  await assert.rejects(Deno.stat(stale), Deno.errors.NotFound);
+  await Deno.stat(live);
+  assert.ok(
+    logs.includes(`removed ${stale}, left by a run that was killed while writing the plan`),
+  );
+});
+
+Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly one runs, the other exits 75", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "p.md");
+  // The winner's first step takes 1.5 s, so the rival starts while it runs even on a busy machine.
+  await Deno.writeTextFile(
+    join(dir, "s.yaml"),
+    scriptYaml(3, 0).replace("delayMs: 0", "delayMs: 1500"),
+  );
+  for (const kind of ["fresh", "stale"]) {
+    await Deno.writeTextFile(file, planText(3));
+    await Deno.remove(join(dir, "p.history.jsonl")).catch(() => {});
+    if (kind === "stale") writeLock(file, await deadPid(), 0);
+    const results = await Promise.all([
+      outcome(spawnPlanRun(dir, "s.yaml")),
+      outcome(spawnPlanRun(dir, "s.yaml")),
+    ]);
+    const codes = results.map((r) => r.code).sort();
+    assert.deepEqual(codes, [0, 75], `${kind}: ${JSON.stringify(results)}`);
+    const loser = results.find((r) => r.code === 75)!;
+    assert.match(
+      loser.stderr,
+      /error: Plan file .*p\.md is already being run by pid \d+ on host .* \(lock file .*p\.md\.lock\)/,
+    );
+    const runs = await stepRuns(join(dir, "p.history.jsonl"));
+    assert.deepEqual([...runs.entries()], [["1", 1], ["2", 1], ["3", 1]], kind);
+    await assert.rejects(Deno.stat(`${file}.lock`), Deno.errors.NotFound);
+  }
+});
+
+Deno.test("plan run CLI: SIGKILL at 20 random points — the file always parses, done steps never run again", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "p.md");
+  const history = join(dir, "p.history.jsonl");
+  const STEPS = 6;
+  await Deno.writeTextFile(join(dir, "s.yaml"), scriptYaml(STEPS, 60));
+  let kills = 0;
+  let campaigns = 0;
+  /** Per campaign (one plan from scratch to done): runs of steps seen done at a kill. */
+  let frozen = new Map<string, number>();
+  let campaignKills = 0;
+  const check = async () => {
+    const runs = await stepRuns(history);
+    for (const [id, count] of frozen) {
+      assert.equal(runs.get(id), count, `step ${id} was done at a kill and ran again`);
+    }
+    assert.ok(
+      sum(runs) - STEPS <= campaignKills,
+      `at most one re-run per kill: ${
+        sum(runs)
+      } runs of ${STEPS} steps after ${campaignKills} kills`,
+    );
+  };
+  const fresh = async () => {
+    await Deno.writeTextFile(file, planText(STEPS));
+    await Deno.remove(history).catch(() => {});
+    frozen = new Map();
+    campaignKills = 0;
+    campaigns++;
+  };
+  await fresh();
+  while (kills < 20) {
+    const child = spawnPlanRun(dir, "s.yaml");
+    await new Promise((r) => setTimeout(r, 100 + Math.random() * 700));
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // it already ended
+    }
+    const status = await child.status;
+    if (status.signal === "SIGKILL") {
+      kills++;
+      campaignKills++;
+    }
+    // Whatever the moment, the plan file is whole and the history readable.
+    const plan = await readPlanFile(file);
+    const runs = await stepRuns(history);
+    for (const id of doneIds(plan.steps)) if (!frozen.has(id)) frozen.set(id, runs.get(id)!);
+    if (doneIds(plan.steps).length === STEPS) {
+      await check();
+      await fresh();
+    }
+  }
+  const last = await outcome(spawnPlanRun(dir, "s.yaml"));
+  assert.equal(last.code, 0, last.stderr);
+  assert.equal(doneIds((await readPlanFile(file)).steps).length, STEPS);
+  await check();
+  const leftovers = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.endsWith(".tmp"));
+  assert.deepEqual(leftovers, [], "temp files of killed writes were cleaned up");
+  assert.ok(campaigns >= 1);
+});
+
+Deno.test("plan archive refuses a plan that a run holds (PLAN_LOCKED), and archives it afterwards", async () => {
+  const base = await Deno.makeTempDir();
+  const file = join(base, "planspec", "p.md");
+  await Deno.mkdir(join(base, "planspec"));
+  await Deno.writeTextFile(file, planText(1).replace("1. [act]", "1. [x] [act]"));
+  const held = lockPlanFile(file, { runId: "running", onWarning: () => {} });
+  await assert.rejects(
+    archivePlan(base, "p"),
+    (e: unknown) => e instanceof StepflowError && e.code === "PLAN_LOCKED",
+  );
+  await Deno.stat(file);
+  held.release();
+  assert.equal(await archivePlan(base, "p"), join(base, "planspec", "archive", "p.md"));
+  assert.deepEqual([...Deno.readDirSync(join(base, "planspec"))].map((e) => e.name), ["archive"]);
+});
