@@ -19,15 +19,18 @@ import type { CompletionCondition } from "../definition/schema.ts";
  */
 export function completionReached(
   conditions: readonly CompletionCondition[] | undefined,
-  now: { iteration: number; text: string },
+  now: { iteration: number; text: string | (() => string) },
 ): string | undefined {
+  let text: string | undefined; // built once, and only when a keyword is looked for
   for (const c of conditions ?? []) {
-    if (c.type === "count:iteration" && now.iteration >= c.maxIterations) {
-      return `count:iteration reached ${c.maxIterations} iteration(s)`;
+    if (c.type === "count:iteration") {
+      if (now.iteration >= c.maxIterations) {
+        return `count:iteration reached ${c.maxIterations} iteration(s)`;
+      }
+      continue;
     }
-    if (c.type === "detect:keyword" && now.text.includes(c.keyword)) {
-      return `detect:keyword found "${c.keyword}"`;
-    }
+    text ??= typeof now.text === "function" ? now.text() : now.text;
+    if (text.includes(c.keyword)) return `detect:keyword found "${c.keyword}"`;
   }
   return undefined;
 }

@@ -167,8 +167,8 @@ export class StepFlowRunner {
   #stopCause?: StopCause;
   #ctx: RunContext = { runId: "" };
   #logEntries = 0;
-  /** The latest answer's text (for `detect:keyword`). */
-  #lastAnswer = "";
+  /** The latest answer (for `detect:keyword`; turned into text only when a condition needs it). */
+  #lastAnswer: { text: string; structuredOutput?: unknown } = { text: "" };
   /** Validator runs of the current iteration, recorded after its own history entry. */
   #validatorEntries: HistoryEntry[] = [];
 
@@ -558,9 +558,7 @@ export class StepFlowRunner {
     }
     if (response.costUsd) state.usage.costUsd += response.costUsd;
     if (response.sessionId) state.sessionId = response.sessionId;
-    this.#lastAnswer = response.structuredOutput === undefined
-      ? response.text
-      : `${response.text}\n${JSON.stringify(response.structuredOutput)}`;
+    this.#lastAnswer = response;
     return response;
   }
 
@@ -721,7 +719,7 @@ export class StepFlowRunner {
     state.handoff[step.id] = { ...state.handoff[step.id], ...result.handoff };
     Object.assign(state.latestHandoff, result.handoff);
     entry.command = { name: step.command!, exitCode: result.handoff.exitCode };
-    this.#lastAnswer = `${result.handoff.stdout}\n${result.handoff.stderr}`;
+    this.#lastAnswer = { text: `${result.handoff.stdout}\n${result.handoff.stderr}` };
     if (result.error) throw result.error;
     return result.next !== undefined
       ? { kind: "goto", stepId: result.next, transition: "next" }
@@ -801,10 +799,10 @@ export class StepFlowRunner {
 
   /** Completion conditions (agent.json `completion`) end a run that would go on. */
   #completion(state: RunnerState, outcome: Outcome): Outcome {
-    if (outcome.kind !== "goto") return outcome;
+    if (outcome.kind !== "goto" || !this.#def.agent.completion) return outcome;
     const met = completionReached(this.#def.agent.completion, {
       iteration: state.iteration,
-      text: this.#lastAnswer,
+      text: () => answerText(this.#lastAnswer),
     });
     if (!met) return outcome;
     this.#warn(
@@ -1188,6 +1186,13 @@ function structuredOf(response: LlmResponse): unknown {
   if (response.structuredOutput !== undefined) return response.structuredOutput;
   const extracted = extractJson(response.text);
   return extracted.ok ? extracted.value : undefined;
+}
+
+/** An answer's text and structured output as one searchable text (`detect:keyword`). */
+function answerText(answer: { text: string; structuredOutput?: unknown }): string {
+  return answer.structuredOutput === undefined
+    ? answer.text
+    : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
 }
 
 /** The prompt of a re-ask: the original prompt plus the validation errors. */
