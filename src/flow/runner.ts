@@ -477,8 +477,11 @@ export class StepFlowRunner {
     }
     history.push(entry);
     // Each validator run is a history entry of its own, after the answer it checked.
-    const validatorEntries = this.#validatorEntries.splice(0);
-    history.push(...validatorEntries);
+    const validatorEntries = this.#validatorEntries;
+    if (validatorEntries.length > 0) {
+      this.#validatorEntries = [];
+      for (const v of validatorEntries) history.push(v);
+    }
     state.historyLength = history.length;
     await this.#events.emit("onStepEnd", info, {
       transition: entry.transition,
