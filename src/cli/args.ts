@@ -262,7 +262,7 @@ export function parseCommandLine(
   // loader rejects a flag that clashes with the CLI's own; this guard covers callers that pass
   // parameters which never went through the loader.
   const byKey = options.parameters ?? {};
-  const parameters: Record<string, ParameterDefinition> = {};
+  const parameters: Record<string, ParameterDefinition> = Object.create(null);
   const keyOfFlag = new Map<string, string>();
   for (const [key, def] of Object.entries(byKey)) {
     const flag = parameterFlag(key, def);
@@ -313,6 +313,16 @@ export function parseCommandLine(
   }
 
   const values = parsed.values as Record<string, unknown>;
+  // Parameter values from the tokens, in a Map: node's `values` object drops `--__proto__ x`.
+  // Every occurrence is kept (an array parameter takes its flag more than once).
+  const optionValues = new Map<string, string[]>();
+  for (const token of parsed.tokens) {
+    if (token.kind === "option" && typeof token.value === "string") {
+      const list = optionValues.get(token.name);
+      if (list) list.push(token.value);
+      else optionValues.set(token.name, [token.value]);
+    }
+  }
   const byFlag: Record<string, ParameterValue> = {};
   // A boolean parameter may be followed by `true`/`false`; any other positional is an error.
   const tokens = parsed.tokens;
@@ -326,40 +336,40 @@ export function parseCommandLine(
         }`,
       );
     }
-    const def = parameters[token.name];
+    const def = parameterOf(parameters, token.name);
     if (!def || def.type !== "boolean") continue;
     const next = tokens[i + 1];
     if (next?.kind === "positional" && next.index === token.index + 1) {
-      byFlag[token.name] = parseBoolean(token.name, next.value, options);
+      setOwn(byFlag, token.name, parseBoolean(token.name, next.value, options));
       i++;
     } else {
-      byFlag[token.name] = true;
+      setOwn(byFlag, token.name, true);
     }
   }
 
   const missing: string[] = [];
   for (const [flag, def] of Object.entries(parameters)) {
-    const given = values[flag];
+    const given = optionValues.get(flag);
     if (def.type === "boolean") {
-      if (!(flag in byFlag) && def.default !== undefined) byFlag[flag] = Boolean(def.default);
-    } else if (typeof given === "string" || Array.isArray(given)) {
-      const parsedValue = parseParameterText(
-        flag,
-        def,
-        typeof given === "string" ? [given] : given,
-      );
+      if (!Object.hasOwn(byFlag, flag) && def.default !== undefined) {
+        setOwn(byFlag, flag, Boolean(def.default));
+      }
+    } else if (given !== undefined) {
+      const parsedValue = parseParameterText(flag, def, given);
       if (parsedValue.error !== undefined) {
         throw new UsageError(`${parsedValue.error}${parameterHelp(options)}`);
       }
-      byFlag[flag] = parsedValue.value;
+      setOwn(byFlag, flag, parsedValue.value);
     } else if (def.default !== undefined) {
-      byFlag[flag] = def.default;
+      setOwn(byFlag, flag, def.default);
     } else if (def.required) {
       missing.push(flag);
     }
   }
   const params: Record<string, ParameterValue> = {};
-  for (const [flag, value] of Object.entries(byFlag)) params[keyOfFlag.get(flag) ?? flag] = value;
+  for (const [flag, value] of Object.entries(byFlag)) {
+    setOwn(params, keyOfFlag.get(flag) ?? flag, value);
+  }
   const flags = flagsOf(values, { lenient: false });
   if (missing.length > 0 && !flags.help) {
     const list = missing.map((k) => `--${k}`).join(", ");
@@ -445,7 +455,8 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
 type OptionTable = Record<string, { type: "string" | "boolean"; short?: string }>;
 
 function cliOptions(): OptionTable {
-  const table: OptionTable = {};
+  // Null prototype: a flag named --constructor or --__proto__ must not find Object's members.
+  const table: OptionTable = Object.create(null);
   for (const f of CLI_FLAGS) {
     table[f.name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
   }
@@ -512,14 +523,14 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
       break;
     }
     const eq = /^--([^=]+)=(.*)$/s.exec(arg);
-    if (eq && parameters[eq[1]]?.type === "boolean") {
+    if (eq && parameterOf(parameters, eq[1])?.type === "boolean") {
       out.push(`--${eq[1]}`, eq[2]);
       continue;
     }
     const name = arg.startsWith("--") ? arg.slice(2) : undefined;
     const next = argv[i + 1];
     if (
-      name && parameters[name]?.type === "number" && next !== undefined &&
+      name && parameterOf(parameters, name)?.type === "number" && next !== undefined &&
       /^-(\d|\.\d)/.test(next)
     ) {
       out.push(`${arg}=${next}`);
@@ -529,6 +540,31 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
     out.push(arg);
   }
   return out;
+}
+
+/**
+ * Throws the unknown-flag error for the first flag of `argv` that is not a CLI flag but looks like a
+ * typo of one (`--lst` → `--list`). Used when no agent is named: any other flag may be one of the
+ * agent's parameters, so it is not an error yet.
+ */
+export function rejectMistypedCliFlags(argv: readonly string[]): void {
+  const known = cliOptions();
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: known,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== "option" || Object.hasOwn(known, token.name)) continue;
+    const suggestion = closestMatch(token.name, Object.keys(known));
+    if (suggestion) {
+      throw new UsageError(
+        `Unknown option ${token.rawName}. Did you mean --${suggestion}?\nRun with --help for every CLI flag.`,
+      );
+    }
+  }
 }
 
 function rejectUnknownOptions(args: string[], known: OptionTable, options: ParseOptions): void {
@@ -542,7 +578,7 @@ function rejectUnknownOptions(args: string[], known: OptionTable, options: Parse
   const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
   for (const token of tokens) {
     if (token.kind !== "option") continue;
-    if (token.name in known || shorts.has(token.name)) continue;
+    if (Object.hasOwn(known, token.name) || shorts.has(token.name)) continue;
     const suggestion = closestMatch(token.name, Object.keys(known));
     throw new UsageError(
       `Unknown option ${token.rawName}.${suggestion ? ` Did you mean --${suggestion}?` : ""}${
@@ -550,6 +586,21 @@ function rejectUnknownOptions(args: string[], known: OptionTable, options: Parse
       }`,
     );
   }
+}
+
+/** The declared parameter `name` (own keys only: `--constructor` is not Object's). */
+function parameterOf(parameters: ParameterTable, name: string): ParameterDefinition | undefined {
+  return Object.hasOwn(parameters, name) ? parameters[name] : undefined;
+}
+
+/** Sets an own property, even one named `__proto__`. */
+function setOwn(record: Record<string, ParameterValue>, key: string, value: ParameterValue): void {
+  Object.defineProperty(record, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
 }
 
 function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {

@@ -36,6 +36,7 @@ import {
   PlanRunner,
   type PlanRunResult,
   planspecDir,
+  PlanTooDeepError,
   readPlanFile,
   renderPlan,
   resolvePlanRef,
@@ -98,8 +99,8 @@ Scripted step ids: planspec.generate, planspec.step.<id>, planspec.reflect.<id>,
 planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
-2 usage error or missing plan, 75 another process is running the plan (try again later),
-130 interrupted.`;
+2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
+75 another process is running the plan (try again later), 130 interrupted.`;
 
 /** Exit code when another process holds the plan file's lock (EX_TEMPFAIL: try again later). */
 export const PLAN_LOCKED_EXIT = 75;
@@ -151,7 +152,10 @@ function report(error: unknown, cli: PlanCliIo): number {
   cli.stderr(`error: ${message}\n`);
   if (error instanceof StepflowError) {
     if (error.code === "PLAN_LOCKED") return PLAN_LOCKED_EXIT;
-    return error.code === "USAGE" || error.code === "PLAN_NOT_FOUND" ? 2 : 1;
+    return error.code === "USAGE" || error.code === "PLAN_NOT_FOUND" ||
+        error.code === "PLANSPEC_TOO_DEEP"
+      ? 2
+      : 1;
   }
   if (
     error instanceof TypeError && (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
@@ -436,6 +440,13 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
     if (error instanceof PlanParseError) {
       cli.stdout(`${name}:${error.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`);
       return 1;
+    }
+    if (error instanceof PlanTooDeepError) {
+      // A documented limit, not a plan mistake the validator reports: a usage error (exit 2).
+      cli.stderr(
+        `${name}:${error.details?.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`,
+      );
+      return 2;
     }
     throw error;
   }

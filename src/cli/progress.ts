@@ -16,6 +16,7 @@ import type { ExecutorEvents, RunContext, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
+import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
 
 /** Where a renderer writes, and how. */
 export interface ProgressOptions {
@@ -114,7 +115,15 @@ export function resultLine(result: StepFlowResult): string {
   }: ${result.completionReason} at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
 }
 
-/** `1,234 tokens, 4 calls, $0.0123` (parts that are zero are left out). */
+/** `tokens unknown for 3 calls`: the backend reported no usage for them. */
+function unknownTokens(calls: number): string {
+  return `tokens unknown for ${calls} call${calls === 1 ? "" : "s"}`;
+}
+
+/**
+ * `1,234 tokens (1,200 in, 34 out), 4 calls, tokens unknown for 1 call, $0.0123` (parts that are
+ * zero are left out). Calls whose response carried no usage are counted apart, never as 0 tokens.
+ */
 export function formatUsage(usage: StepFlowResult["usage"] | undefined): string {
   if (!usage) return "";
   const parts: string[] = [];
@@ -127,6 +136,8 @@ export function formatUsage(usage: StepFlowResult["usage"] | undefined): string 
     );
   }
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
+  const unknown = usage.callsWithoutUsage ?? 0;
+  if (unknown > 0) parts.push(unknownTokens(unknown));
   if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
   return parts.join(", ");
 }
@@ -199,7 +210,7 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
-      line(`${step(info)} ${c.yellow(`retry ${attempt}`)}: ${retryReason(error)}`);
+      line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
     },
     onStepJump(info, target) {
       line(`${step(info)} jump → ${target}`);
@@ -247,9 +258,10 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
             ? ` (${formatCount(usage.inputTokens)} in, ${
               formatCount(usage.outputTokens)
             } out tokens)`
-            : ""
+            : " (tokens unknown)"
         }`,
       );
+      if (response) options.write(rawAnswer(response.text));
     },
     warn(message) {
       line(c.yellow(`warning: ${message}`));
@@ -282,6 +294,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     call: undefined as string | undefined,
     last: undefined as string | undefined,
     tokens: 0,
+    unknownCalls: 0,
     paused: false,
     stopping: undefined as string | undefined,
   };
@@ -303,6 +316,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     else if (status.call) parts.push(status.call);
     if (status.last) parts.push(`last ${status.last}`);
     if (status.tokens > 0) parts.push(`${formatCount(status.tokens)} tokens`);
+    if (status.unknownCalls > 0) parts.push(unknownTokens(status.unknownCalls));
     const clock = formatClock(now() - start).slice(0, -2); // tenths are enough on screen
     const text = `${clock}  ${parts.join(" · ")}`;
     const spinner = SPINNER[frame % SPINNER.length];
@@ -337,8 +351,9 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
 
   const events: ExecutorEvents = {
     onPlanStart(_plan, ctx) {
-      const usage = ctx.usage as { inputTokens?: number; outputTokens?: number } | undefined;
+      const usage = ctx.usage as Partial<StepFlowResult["usage"]> | undefined;
       status.tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
+      status.unknownCalls = usage?.callsWithoutUsage ?? 0;
     },
     onStepStart(info) {
       status.step = info;
@@ -365,8 +380,8 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       print(`${c.red("error")} ${info.stepId} #${info.iteration}: ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
-      status.call = `retry ${attempt}`;
-      print(`${c.yellow(`retry ${attempt}`)} ${info.stepId}: ${retryReason(error)}`);
+      status.call = `${retryLabel(error)} ${attempt}`;
+      print(`${c.yellow(status.call)} ${info.stepId}: ${retryReason(error)}`);
     },
     onPause() {
       status.paused = true;
@@ -394,6 +409,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     onCallEnd(_request, response) {
       const usage = response?.usage;
       if (usage) status.tokens += usage.inputTokens + usage.outputTokens;
+      else if (response) status.unknownCalls++;
       status.call = undefined;
       draw();
     },
@@ -449,9 +465,14 @@ function describeStepEnd(result: unknown, c: Palette, errorReported: boolean): s
   return text;
 }
 
+/** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */
+function retryLabel(error: unknown): string {
+  return error instanceof StepflowError && error.code === "OUTPUT_REASK" ? "re-ask" : "retry";
+}
+
 /**
- * Why a step is retried: a backend retry and a failed step validation say so themselves;
- * otherwise it is the `onError` policy.
+ * Why a step is retried: a backend retry says so itself; a re-ask gives what was wrong with the
+ * answer; a failed step validation says so; otherwise it is the `onError` policy.
  */
 function retryReason(error: unknown): string {
   if (error instanceof StepflowError && error.code === "BACKEND_RETRY") {
@@ -460,7 +481,22 @@ function retryReason(error: unknown): string {
   if (error instanceof StepflowError && error.code === "VALIDATION_FAILED") {
     return `validation failed, re-running with the retry prompt: ${firstLine(error.message)}`;
   }
+  if (error instanceof StepflowError && error.code === "OUTPUT_REASK") {
+    const { reason, errors } = (error.details ?? {}) as { reason?: string; errors?: string[] };
+    const found = errors && errors.length > 0 ? `: ${errors.join("; ")}` : "";
+    return firstLine(`${reason ?? error.message}${found}`);
+  }
   return `onError retry after ${errorLabel(error)}`;
+}
+
+/** A model's raw answer for `--verbose`: indented, cut to 8,192 characters with its length. */
+function rawAnswer(text: string): string {
+  const shown = excerpt(text, ANSWER_EXCERPT_CHARS);
+  const cut = shown.length > shown.text.length
+    ? ` (first ${formatCount(shown.text.length)} shown)`
+    : "";
+  const body = shown.text === "" ? "    (empty)" : shown.text.replace(/^/gm, "    ");
+  return `    answer, ${formatCount(shown.length)} chars${cut}:\n${body}\n`;
 }
 
 function errorLabel(error: unknown): string {

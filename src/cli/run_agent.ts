@@ -18,16 +18,19 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
+import { boundDepth } from "../llm/ask_structured.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   type CliFlags,
   type CommandLine,
   parseCommandLine,
+  rejectMistypedCliFlags,
   scanCommandLine,
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
+import { runAgentCommand } from "./invocation.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -150,20 +153,64 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
 }
 
+/**
+ * How long after the first Ctrl-C another SIGINT still counts as the same Ctrl-C. Under
+ * `deno task` one Ctrl-C can reach the process twice within a millisecond or two (from the terminal
+ * and forwarded by `deno task`); a person pressing Ctrl-C again takes far longer than this.
+ */
+export const INTERRUPT_GRACE_MS = 500;
+
+/** What {@linkcode createInterruptHandler} does on each Ctrl-C. */
+export interface InterruptActions {
+  /** The first Ctrl-C: cancel the run (it still prints its result). */
+  cancel(): void;
+  /** A second Ctrl-C, at least `graceMs` later: quit at once. */
+  quit(): void;
+  /** Clock in ms (default `performance.now`). */
+  now?: () => number;
+  /** The window in which a repeated SIGINT is the same Ctrl-C (default {@linkcode INTERRUPT_GRACE_MS}). */
+  graceMs?: number;
+}
+
+/**
+ * The SIGINT handler of the CLI: the first Ctrl-C cancels, a SIGINT within `graceMs` of it is the
+ * same key press delivered twice and is ignored, a later one quits.
+ *
+ * @example
+ * ```ts
+ * import { createInterruptHandler } from "./run_agent.ts";
+ * const onSigint = createInterruptHandler({ cancel: () => {}, quit: () => Deno.exit(130) });
+ * ```
+ */
+export function createInterruptHandler(actions: InterruptActions): () => void {
+  const now = actions.now ?? (() => performance.now());
+  const grace = actions.graceMs ?? INTERRUPT_GRACE_MS;
+  let firstAt: number | undefined;
+  return () => {
+    const at = now();
+    if (firstAt === undefined) {
+      firstAt = at;
+      actions.cancel();
+    } else if (at - firstAt >= grace) {
+      actions.quit();
+    }
+  };
+}
+
 /** Runs the CLI on the real process (signals, stdio) and exits with its code. */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
   const controller = new AbortController();
-  let interrupted = false;
-  const onInterrupt = () => {
-    if (interrupted) Deno.exit(EXIT.interrupted);
-    interrupted = true;
-    Deno.stderr.writeSync(
-      new TextEncoder().encode(
-        "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
-      ),
-    );
-    controller.abort();
-  };
+  const onInterrupt = createInterruptHandler({
+    cancel: () => {
+      Deno.stderr.writeSync(
+        new TextEncoder().encode(
+          "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
+        ),
+      );
+      controller.abort();
+    },
+    quit: () => Deno.exit(EXIT.interrupted),
+  });
   try {
     Deno.addSignalListener("SIGINT", onInterrupt);
   } catch {
@@ -217,6 +264,9 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (scan.init !== undefined) return await init(parseCommandLine(argv).flags, ctx);
 
   if (scan.agent === undefined) {
+    // A mistyped CLI flag (--lst) is named before asking for --agent; other flags may be the
+    // parameters of the agent that was left out.
+    rejectMistypedCliFlags(argv);
     const agents = await listAgents({ cwd: ctx.userDir });
     const known = agents.length > 0
       ? `Agents in ${displayPath(resolve(ctx.userDir, ".agent"), ctx.userDir)}: ${
@@ -257,6 +307,7 @@ async function recordedRuns(
 ): Promise<number> {
   const flag = scan.runs ? "--runs" : "--show";
   if (scan.agent === undefined) {
+    rejectMistypedCliFlags(argv); // a mistyped flag is named first
     throw new UsageError(
       `${flag} needs --agent NAME: runs are recorded per agent (agent.json logging.directory).`,
     );
@@ -306,13 +357,25 @@ async function recordedRuns(
       log,
       typeof historyLength === "number" ? historyLength : undefined,
     );
-    ctx.io.stdout.write(`${JSON.stringify({ checkpoint, history }, null, 2)}\n`);
+    ctx.io.stdout.write(`${jsonOutput({ checkpoint, history })}\n`);
   } else {
     ctx.io.stdout.write(
       `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
     );
   }
   return EXIT.success;
+}
+
+/** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
+const JSON_OUTPUT_DEPTH = 1_000;
+
+/**
+ * Indented JSON for `--json` and `--show --json`. Output is bounded at validation time, but a run
+ * recorded before that may hold data nested thousands of levels deep, on which an indented
+ * `JSON.stringify` overflows the stack: such values are cut at {@linkcode JSON_OUTPUT_DEPTH} levels.
+ */
+function jsonOutput(value: unknown): string {
+  return JSON.stringify(boundDepth(value, JSON_OUTPUT_DEPTH), null, 2);
 }
 
 /** `--resume`/`--redrive` continue with the run's own parameters; passing others is a mistake. */
@@ -386,6 +449,8 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
       ` --${key} ${p.type === "string" ? '"…"' : p.type === "number" ? "1" : "true"}`
     )
     .join("");
+  // Next steps that work where the user stands (deno task only works inside the checkout).
+  const command = runAgentCommand(ctx.userDir);
   const lines = [
     `Created agent "${name}" in ${where} from the ${created.template} template (${created.files.length} files):`,
     ...created.files.map((f) => `  ${f}`),
@@ -394,14 +459,14 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
   if (created.files.includes("demo.script.yaml")) {
     lines.push(
       "Try it without a model (scripted answers):",
-      `  deno task run-agent --agent ${name} --script ${where}/demo.script.yaml${required}`,
+      `  ${command} --agent ${name} --script ${where}/demo.script.yaml${required}`,
     );
   }
   lines.push(
     "Run it with a model:",
-    `  deno task run-agent --agent ${name}${required}`,
+    `  ${command} --agent ${name}${required}`,
     "Check it after editing:",
-    `  deno task run-agent --agent ${name} --validate`,
+    `  ${command} --agent ${name} --validate`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   return EXIT.success;
@@ -415,6 +480,8 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
     const def = await loadAgentDefinition(agent, {
       cwd: ctx.userDir,
       allowFallback: scan.allowFallback,
+      // --validate is the explicit check: every output schema is compiled exactly as at run time.
+      compileSchemas: true,
     });
     parseAgentCommandLine(argv, def, { requireParameters: false });
     report = {
@@ -480,7 +547,7 @@ async function run(
     progress.finish(result);
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -498,7 +565,9 @@ async function run(
     ctx.io.stderr.write(
       result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
         ? `This is a problem in the agent's files, not in the run: fix it, check with --validate, then start a new run.\n`
-        : `Restart it from its failed step with: deno task run-agent --agent ${definition.name} --redrive ${result.runId}\n`,
+        : `Restart it from its failed step with: ${
+          runAgentCommand(ctx.userDir)
+        } --agent ${definition.name} --redrive ${result.runId}\n`,
     );
   }
   if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;

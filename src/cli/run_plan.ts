@@ -30,8 +30,8 @@ import { removeStaleTemps } from "../atomic_write.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { startPlan } from "../plan/executor.ts";
-import { generatePlan } from "../plan/generate.ts";
+import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
+import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
@@ -100,7 +100,11 @@ file after every step. Running the same command again continues where the plan s
 Options:
   --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
   --force             With --generate: replace an existing plan file
-  -y, --yes           Start without asking and approve every step that needs approval
+  --revise FEEDBACK   Ask the LLM to revise the plan with this feedback first (a new version is
+                      written to the plan file; completed steps it keeps unchanged stay completed).
+                      On a terminal, answer "r" at "Start execution?" to revise interactively
+  -y, --yes           Start without asking and approve every step that needs approval; also
+                      re-runs steps a killed run left running whose tools are not idempotent
   --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
                       without a terminal this also starts the run, and other approvals are denied
   --dry-run           Validate and show the review, then stop (nothing runs)
@@ -126,6 +130,7 @@ plan file, 130 cancelled.
 interface Flags {
   planFile?: string;
   generate?: string;
+  revise?: string;
   force: boolean;
   yes: boolean;
   approve: string[];
@@ -146,6 +151,7 @@ interface Flags {
 
 const OPTIONS = {
   generate: { type: "string" },
+  revise: { type: "string" },
   force: { type: "boolean" },
   yes: { type: "boolean", short: "y" },
   approve: { type: "string", multiple: true },
@@ -185,6 +191,11 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
   }
+  if (v.revise !== undefined && v.revise.trim() === "") {
+    throw new UsageError(
+      '--revise needs feedback, e.g. --revise "Also back up config.json before writing it".',
+    );
+  }
   if (v.generate !== undefined && v.generate.trim() === "") {
     throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
   }
@@ -203,6 +214,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   };
   if (parsed.positionals[0] !== undefined) flags.planFile = parsed.positionals[0];
   if (v.generate !== undefined) flags.generate = v.generate;
+  if (v.revise !== undefined) flags.revise = v.revise;
   if (v.workspace !== undefined) flags.workspace = v.workspace;
   if (v.backend !== undefined) flags.backend = v.backend;
   if (v.script !== undefined) flags.script = v.script;
@@ -283,6 +295,29 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
   if (flags.restart) plan = resetPlan(plan);
 
+  const revise = async (feedback: string): Promise<void> => {
+    io.stderr.write(`Revising the plan: ${feedback}\n`);
+    plan = await revisePlan(plan, feedback, {
+      backend: await getBackend(),
+      tools,
+      workspaceRoot,
+      ...(flags.model !== undefined ? { model: flags.model } : {}),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    if (flags.dryRun) {
+      // A dry run holds no lock, so it writes nothing: the revised plan is only shown.
+      io.stderr.write(
+        `Plan revised: version ${plan.version}, ${plan.steps.length} steps (--dry-run: not saved)\n`,
+      );
+      return;
+    }
+    await writePlanFile(planFile, plan);
+    io.stderr.write(
+      `Plan revised: version ${plan.version}, ${plan.steps.length} steps, written to ${planFile}\n`,
+    );
+  };
+  if (flags.revise !== undefined) await revise(flags.revise);
+
   const needsRecovery = plan.steps.some((s) => parseOnError(s.onError)?.kind === "recover");
   if (needsRecovery && !flags.dryRun) await getBackend();
 
@@ -313,13 +348,32 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
 
   const lines = io.interactive && io.stdin ? lineReader(io.stdin) : undefined;
+  const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
-      io.stderr.write("Start execution? [y/N] ");
-      const answer = (await lines.next(io.signal))?.trim().toLowerCase();
-      if (answer !== "y" && answer !== "yes") {
-        io.stderr.write("Not started; nothing ran.\n");
-        return RUN_PLAN_EXIT.success;
+      for (;;) {
+        io.stderr.write("Start execution? [y]es / [N]o / [r]evise the plan with feedback: ");
+        const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+        if (answer === "r" || answer === "revise") {
+          io.stderr.write("What should change? ");
+          const feedback = (await lines.next(io.signal))?.trim() ?? "";
+          if (feedback === "") {
+            io.stderr.write("No feedback given; the plan is unchanged.\n");
+            continue;
+          }
+          await revise(feedback);
+          out.write(
+            `${
+              renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })
+            }\n`,
+          );
+          continue;
+        }
+        if (answer !== "y" && answer !== "yes") {
+          io.stderr.write("Not started; nothing ran.\n");
+          return RUN_PLAN_EXIT.success;
+        }
+        break;
       }
     } else if (flags.approve.length === 0) {
       throw new UsageError(
@@ -337,11 +391,12 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     workspaceRoot,
     concurrency: flags.concurrency,
     autoApprove: flags.yes ? true : [...alwaysApproved],
+    rerunInterrupted,
     ...(backend ? { backend } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(lines
       ? {
-        approver: async (req: ApprovalRequest, signal: AbortSignal) => {
+        approver: oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
           io.stderr.write(
             `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
@@ -356,7 +411,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        },
+        }),
       }
       : {}),
   });
@@ -376,6 +431,45 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
 }
 
+/**
+ * Steps an earlier run left `running` whose tools are not idempotent: `--yes` re-runs them (the
+ * executor logs that it does), a terminal asks about each, otherwise the run stops before
+ * anything runs with `PLAN_STEP_INTERRUPTED` (exit 2). Idempotent ones are re-run by the executor.
+ */
+async function decideInterrupted(
+  plan: Plan,
+  tools: ToolRegistry,
+  yes: boolean,
+  lines: ReturnType<typeof lineReader> | undefined,
+  io: RunPlanIo,
+): Promise<boolean | string[]> {
+  const unsafe = interruptedSteps(plan).filter((s) =>
+    tools.descriptor(s.tool)?.idempotent !== true
+  );
+  if (unsafe.length === 0) return false;
+  if (yes) {
+    io.stderr.write(
+      `Re-running ${unsafe.map((s) => `"${s.id}" (${s.tool})`).join(", ")}: ${
+        unsafe.length === 1 ? "it was" : "they were"
+      } running when an earlier run stopped, and --yes re-runs steps whose tools are not idempotent (their effect may happen twice).\n`,
+    );
+    return true;
+  }
+  if (!lines) throw interruptedError(unsafe);
+  const allowed: string[] = [];
+  for (const step of unsafe) {
+    io.stderr.write(
+      `\nStep "${step.id}" (${step.tool}) was running when an earlier run stopped; its outcome was not saved, so ${step.tool} may have done its work already.\nRun it again? [y/N] `,
+    );
+    const answer = (await lines.next(io.signal))?.trim().toLowerCase();
+    if (answer === "y" || answer === "yes") allowed.push(step.id);
+  }
+  if (allowed.length < unsafe.length) {
+    throw interruptedError(unsafe.filter((s) => !allowed.includes(s.id)));
+  }
+  return allowed;
+}
+
 interface RunSettings {
   planFile: string;
   /** Throws once another process took the plan's lock over: nothing more may be written. */
@@ -385,6 +479,7 @@ interface RunSettings {
   workspaceRoot: string;
   concurrency: number;
   autoApprove: boolean | string[];
+  rerunInterrupted: boolean | string[];
   backend?: LlmBackend;
   model?: string;
   approver?: (
@@ -443,6 +538,7 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
+    rerunInterrupted: s.rerunInterrupted,
     onProgress,
     persist: (p) => {
       s.assertLocked?.();
@@ -587,6 +683,21 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The executor asks for approvals concurrently; a terminal has one person, so the questions queue
+ * here (an "always" answer then approves the queued questions of that tool without asking).
+ */
+function oneQuestionAtATime<A extends unknown[], R>(
+  ask: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (...args: A) => {
+    const next = last.then(() => ask(...args));
+    last = next.catch(() => {});
+    return next;
+  };
 }
 
 /** Reads lines from a stream, one question at a time. */

@@ -76,7 +76,9 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
           add({ step: from }, "repeat", "retry");
           break;
         case "jump":
-          add({ anyStep: step.gate.targetField ?? "" }, "jump");
+          // The model's target (targetField), else the transition's default target.
+          if (step.gate.targetField !== undefined) add({ anyStep: step.gate.targetField }, "jump");
+          if (target !== undefined) add({ step: target }, "jump (default)");
           break;
         case "complete":
           add(target !== undefined ? { step: target } : { end: "complete" }, "complete");

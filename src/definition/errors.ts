@@ -4,6 +4,7 @@
  * @module
  */
 import { StepflowError } from "../errors.ts";
+import { closestMatch } from "./suggest.ts";
 
 /**
  * Every problem found while loading an agent (JSON syntax, file shapes, flow rules, missing prompt
@@ -57,15 +58,23 @@ export class AgentNotFoundError extends StepflowError {
    * @param path the path looked at
    * @param agentRoot the folder agents are looked up in
    * @param available agents found there
+   * @param requested the name asked for (`--agent my-agnet`), to suggest the closest agent
    */
-  constructor(what: string, path: string, agentRoot: string, available: readonly string[]) {
+  constructor(
+    what: string,
+    path: string,
+    agentRoot: string,
+    available: readonly string[],
+    requested?: string,
+  ) {
+    const guess = requested === undefined ? undefined : closestMatch(requested, available);
     const list = available.length > 0
-      ? `Agents in ${agentRoot}: ${available.join(", ")}.`
+      ? `${guess ? `Did you mean ${guess}? ` : ""}Agents in ${agentRoot}: ${available.join(", ")}.`
       : `There are no agents in ${agentRoot} (each agent is a folder holding an agent.json).`;
     super(
       "AGENT_NOT_FOUND",
       `${what}: ${path}. ${list} Create one with \`deno task run-agent --init NAME\`, or pass --agent with an existing name or folder.`,
-      { details: { path, agentRoot, available: [...available] } },
+      { details: { path, agentRoot, available: [...available], ...(guess ? { guess } : {}) } },
     );
     this.available = Object.freeze([...available]);
   }

@@ -1,4 +1,4 @@
-import { parse, type ParseError, printParseErrorCode } from "jsonc-parser";
+import { parse, type ParseError, printParseErrorCode, visit } from "jsonc-parser";
 import { StepflowError } from "../errors.ts";
 
 /** Thrown when a JSON/JSONC file does not parse; the message names file, line and column. */
@@ -36,7 +36,30 @@ export function parseJsonc(text: string, file: string): unknown {
     throw new JsonParseError(file, line, column, printParseErrorCode(first.error));
   }
   if (value === undefined) throw new JsonParseError(file, 1, 1, "the file is empty");
+  if (text.includes("__proto__")) rejectProtoKeys(text, file);
   return value;
+}
+
+/**
+ * A `"__proto__"` key would set the parsed object's prototype (and then vanish from every schema
+ * check), so it is refused with its position. Other keys named like Object's members
+ * (`constructor`, `toString`) are ordinary own keys.
+ */
+function rejectProtoKeys(text: string, file: string): void {
+  let found: number | undefined;
+  visit(text, {
+    onObjectProperty(property, offset) {
+      if (property === "__proto__" && found === undefined) found = offset;
+    },
+  }, { allowTrailingComma: true, disallowComments: false });
+  if (found === undefined) return;
+  const { line, column } = lineColumn(text, found);
+  throw new JsonParseError(
+    file,
+    line,
+    column,
+    'the key "__proto__" is not allowed (it would replace the object\'s prototype); rename it',
+  );
 }
 
 /** 1-based line and column of a character offset. */

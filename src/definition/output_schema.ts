@@ -301,7 +301,7 @@ function listDefinitions(document: unknown): string[] {
  * The schema at a pointer with the document's definitions it uses — the ones its local `$ref`s
  * (`#/definitions/x`, `#/$defs/x`) reach, transitively — attached, so it stands alone. Other
  * steps' definitions stay out: they are not sent to a backend, and a typo in one is blamed on the
- * step that uses it.
+ * step that uses it. A `$ref` to an anchor (`#node`) keeps every definition.
  */
 function selfContained(document: unknown, node: object): Record<string, unknown> {
   const root = document as Record<string, unknown>;
@@ -309,8 +309,11 @@ function selfContained(document: unknown, node: object): Record<string, unknown>
   if (node === document) return out;
   const attached = new Map<string, Record<string, unknown>>();
   const pending: unknown[] = [node];
+  let anchored = false;
   while (pending.length > 0) {
     forEachRef(pending.pop(), 0, (ref) => {
+      // An anchor (`#node`) names a definition by its `$anchor`/`$id`, which is not followed here.
+      if (ref.startsWith("#") && ref !== "#" && !ref.startsWith("#/")) anchored = true;
       if (!ref.startsWith("#/")) return;
       const [container, name] = parseJsonPointerSafe(ref);
       if ((container !== "definitions" && container !== "$defs") || name === undefined) return;
@@ -323,6 +326,13 @@ function selfContained(document: unknown, node: object): Record<string, unknown>
       into[name] = definition;
       pending.push(definition);
     });
+  }
+  if (anchored) {
+    // Keep every definition rather than drop the one the anchor names.
+    for (const container of ["definitions", "$defs"]) {
+      const defs = root[container];
+      if (defs !== null && typeof defs === "object") attached.set(container, { ...defs });
+    }
   }
   for (const [container, defs] of attached) {
     out[container] = { ...defs, ...(out[container] as object | undefined) };

@@ -13,6 +13,7 @@ import { checkFlowFiles } from "./validate_files.ts";
 import { checkParameters } from "./parameters.ts";
 import { checkCommandStep, checkCompletion, checkStepValidation } from "./validate_features.ts";
 import { handoffWarnings } from "./handoff_paths.ts";
+import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
 
 /** Where the docs document the rules; named in the gate-rule message. */
@@ -46,6 +47,8 @@ export interface FlowValidationOptions {
   checkFiles?: boolean;
   /** A missing prompt that a fallback can stand in for is a warning, not an error. */
   allowFallback?: boolean;
+  /** Compile every output schema in full (default: meta-schema and reference check). */
+  compileSchemas?: boolean;
   /** Files checked at once (default 16). */
   concurrency?: number;
 }
@@ -118,7 +121,10 @@ export async function validateFlow(
   let entryStepId: string | undefined;
   if (agent) {
     const type = agent.behavior.completionType;
-    entryStepId = registry.entryStepMapping?.[type] ?? registry.entryStep;
+    // completionType comes from a file: only an own mapping counts ("constructor" is no step).
+    const mapping = registry.entryStepMapping;
+    entryStepId = (mapping && Object.hasOwn(mapping, type) ? mapping[type] : undefined) ??
+      registry.entryStep;
     if (entryStepId === undefined) {
       registryErrors.push(
         `[StepFlow] No entry step configured for completionType "${type}".\n` +
@@ -152,6 +158,9 @@ export async function validateFlow(
       }
     }
     checkPromptForm(step, fail);
+    if (step.fallbackKey !== undefined && !isValidFallbackKey(step.fallbackKey)) {
+      fail(`fallbackKey ${JSON.stringify(step.fallbackKey)} is invalid: ${FALLBACK_KEY_RULE}.`);
+    }
     const { min, max } = step.iterations;
     if (min > max) {
       fail(
@@ -284,6 +293,7 @@ export async function validateFlow(
       steps: ordered,
       files: { agent: A, registry: F },
       allowFallback: options.allowFallback,
+      compileSchemas: options.compileSchemas,
       concurrency: options.concurrency,
     });
     generalErrors.push(...found.general);
@@ -370,9 +380,9 @@ function checkGate(
       `structuredGate.fallbackIntent "${gate.fallbackIntent}" is not one of allowedIntents (${allowedList}); add it there or change fallbackIntent.`,
     );
   }
-  if (allowed.has("jump") && gate.targetField === undefined) {
+  if (allowed.has("jump") && gate.targetField === undefined && !step.raw.transitions?.jump) {
     fail(
-      'structuredGate.allowedIntents includes "jump" but structuredGate.targetField is not set: name the output field that holds the target step id (e.g. "next_action.details.target").',
+      'structuredGate.allowedIntents includes "jump" but nothing can supply a target: set structuredGate.targetField to the output field that holds the target step id (e.g. "next_action.details.target"), or give transitions.jump a default "target".',
     );
   }
   if (step.kind === "closing" || step.raw.transitions === undefined) return;

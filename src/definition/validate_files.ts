@@ -21,7 +21,11 @@ import { splitFrontmatter } from "../prompt/frontmatter.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
 import { listRequiredVariables } from "../prompt/variables.ts";
 import { createSchemaDocumentLoader, resolveOutputSchema } from "./output_schema.ts";
-import { compileErrorMessage, createSchemaCompiler } from "./schema_compiler.ts";
+import {
+  compileErrorMessage,
+  createSchemaChecker,
+  createSchemaCompiler,
+} from "./schema_compiler.ts";
 import type { AgentConfig } from "./schema.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -39,6 +43,8 @@ export interface FlowFilesInput {
   files: { agent: string; registry: string };
   /** Missing prompts become warnings when a fallback can stand in. */
   allowFallback?: boolean;
+  /** Compile every output schema in full (default: meta-schema and reference check). */
+  compileSchemas?: boolean;
   /** Files checked at once (default 16). */
   concurrency?: number;
 }
@@ -104,7 +110,7 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
   // Each schema file is read once for all steps; each step's schema is compiled exactly as the
   // runner will compile it, so a typo in a schema is a load-time error, not a run-time strike.
   const loadSchema = createSchemaDocumentLoader(dir);
-  const compile = createSchemaCompiler();
+  const compile = input.compileSchemas ? createSchemaCompiler() : createSchemaChecker();
   const fallbackResolver = input.allowFallback && root !== undefined
     ? new PromptResolver({
       agentDir: dir,

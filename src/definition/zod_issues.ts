@@ -157,7 +157,7 @@ function bestBranch(branches: readonly (readonly Issue[])[]): readonly Issue[] |
 function valueAt(data: unknown, path: readonly PathKey[]): unknown {
   let node = data;
   for (const key of path) {
-    if (node === null || typeof node !== "object") return undefined;
+    if (node === null || typeof node !== "object" || !Object.hasOwn(node, key)) return undefined;
     node = (node as Record<PropertyKey, unknown>)[key as string];
   }
   return node;
@@ -182,9 +182,11 @@ function schemaNodesAt(
   for (const key of path) {
     const next: Record<string, unknown>[] = [];
     for (const node of nodes.flatMap(branches)) {
+      const properties = node.properties as Record<string, unknown> | undefined;
+      // Keys come from the file: a step named "constructor" is not Object's constructor.
       const child = typeof key === "number"
         ? node.items
-        : (node.properties as Record<string, unknown> | undefined)?.[key as string] ??
+        : (properties && Object.hasOwn(properties, key) ? properties[key as string] : undefined) ??
           (typeof node.additionalProperties === "object" ? node.additionalProperties : undefined);
       if (child && typeof child === "object") next.push(child as Record<string, unknown>);
     }
@@ -213,7 +215,10 @@ function allowedKeys(
     if (!props) continue;
     // Prefer the branch that shares a key with what was written (the prompt forms, onPass, …).
     for (const k of Object.keys(props)) keys.add(k);
-    if (present && typeof present === "object" && Object.keys(present).some((k) => k in props)) {
+    if (
+      present && typeof present === "object" &&
+      Object.keys(present).some((k) => Object.hasOwn(props, k))
+    ) {
       return Object.keys(props);
     }
   }

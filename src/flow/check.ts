@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { exceedsDepth, MAX_OUTPUT_DEPTH } from "../llm/ask_structured.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmResponse } from "../llm/types.ts";
 
@@ -37,7 +38,8 @@ const FAIL = new Set(["ng", "fail", "false"]);
  * @example
  * ```ts
  * import { interpretCheck } from "./check.ts";
- * interpretCheck({ text: '```json\n{"result":"ng","message":"2 tests fail"}\n```' });
+ * const fence = "`".repeat(3); // a fenced block inside this example would end it
+ * interpretCheck({ text: `${fence}json\n{"result":"ng","message":"2 tests fail"}\n${fence}` });
  * // { result: "ng", message: "2 tests fail" }
  * ```
  */
@@ -54,6 +56,13 @@ export function interpretCheck(response: LlmResponse): CheckVerdict {
     return {
       result: "ng",
       message: "Check response could not be parsed: it is not a JSON object.",
+    };
+  }
+  if (exceedsDepth(value, MAX_OUTPUT_DEPTH)) {
+    return {
+      result: "ng",
+      message:
+        `Check response could not be parsed: it is nested deeper than ${MAX_OUTPUT_DEPTH} levels.`,
     };
   }
   const { result, message } = value as { result?: unknown; message?: unknown };

@@ -5,6 +5,7 @@
  * @module
  */
 import type { GateIntent, StructuredGate } from "../definition/schema.ts";
+import { setOwn } from "./own_record.ts";
 
 /** What a gate reads from one output. */
 export interface GateInterpretation {
@@ -42,7 +43,9 @@ const INTENT_MAP: Readonly<Record<string, GateIntent>> = {
  * ```
  */
 export function mapIntent(value: string): GateIntent | undefined {
-  return INTENT_MAP[value.trim().toLowerCase()];
+  const key = value.trim().toLowerCase();
+  // The value comes from a model: "constructor" must be an unknown intent, not Object's constructor.
+  return Object.hasOwn(INTENT_MAP, key) ? INTENT_MAP[key] : undefined;
 }
 
 /**
@@ -57,7 +60,9 @@ export function mapIntent(value: string): GateIntent | undefined {
 export function readPath(value: unknown, path: string): unknown {
   let node = value;
   for (const segment of splitPath(path)) {
-    if (node === null || typeof node !== "object") return undefined;
+    if (node === null || typeof node !== "object" || !Object.hasOwn(node, segment)) {
+      return undefined;
+    }
     node = (node as Record<string, unknown>)[segment];
   }
   return node;
@@ -106,7 +111,7 @@ export function interpretGate(output: unknown, gate: StructuredGate): GateInterp
   }
   for (const path of gate.handoffFields ?? []) {
     const value = readPath(output, path);
-    if (value !== undefined) result.handoff[handoffKey(path)] = value;
+    if (value !== undefined) setOwn(result.handoff, handoffKey(path), value);
   }
   return result;
 }

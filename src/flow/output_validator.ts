@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ErrorObject, ValidateFunction } from "ajv";
+import type { ValidateFunction } from "ajv";
 import type { OutputSchemaRef } from "../definition/schema.ts";
 import {
   resolveOutputSchema,
@@ -13,6 +13,7 @@ import {
   SchemaResolutionError,
 } from "../definition/output_schema.ts";
 import { compileErrorMessage, createSchemaCompiler } from "../definition/schema_compiler.ts";
+import { formatValidationErrors } from "../llm/json_schema.ts";
 
 /** A resolved, compiled output schema. */
 export interface CompiledOutputSchema {
@@ -98,24 +99,5 @@ function unchanged(stamp: SchemaFileStamp): boolean {
   }
 }
 
-/**
- * Formats ajv errors as one line each: `/next_action/action: must be equal to one of the allowed values (next, repeat)`.
- */
-export function formatValidationErrors(errors: ErrorObject[] | null | undefined): string[] {
-  if (!errors) return [];
-  return errors.map((e) => {
-    const where = e.instancePath === "" ? "(root)" : e.instancePath;
-    const extra = e.keyword === "enum"
-      ? ` (${
-        (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(
-          ", ",
-        )
-      })`
-      : e.keyword === "const"
-      ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})`
-      : e.keyword === "additionalProperties"
-      ? ` ("${(e.params as { additionalProperty: string }).additionalProperty}")`
-      : "";
-    return `${where}: ${e.message ?? e.keyword}${extra}`;
-  });
-}
+/** Formats ajv errors as one line each (see `src/llm/json_schema.ts`). */
+export { formatValidationErrors };

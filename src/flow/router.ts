@@ -15,7 +15,23 @@ export type Route =
   | { kind: "error"; message: string };
 
 /**
- * Routes `intent` from `step` (STEPFLOW.md §5): `repeat` → same step; `jump` → `target` (a flow step);
+ * The flow step `id` names, or undefined: an own key of the registry that is not a `section.*`
+ * template. Ids come from models, checkpoints and flags, so `constructor` or `__proto__` must be an
+ * unknown step like any other name, never a prototype member.
+ */
+export function flowStep(definition: AgentDefinition, id: string): FlowStep | undefined {
+  if (typeof id !== "string" || !Object.hasOwn(definition.steps, id)) return undefined;
+  const step = definition.steps[id];
+  return step.kind === "section" ? undefined : step;
+}
+
+/** The `target` of the step's own transition `name`, never a prototype member. */
+function ownTarget(step: FlowStep, name: string): string | undefined {
+  return Object.hasOwn(step.transitions, name) ? step.transitions[name].target : undefined;
+}
+
+/**
+ * Routes `intent` from `step` (STEPFLOW.md §5): `repeat` → same step; `jump` → `target` (a flow step; default: `transitions.jump.target`);
  * `abort` → end aborted; `complete` → the `complete` transition's closing step, else end completed;
  * any other intent → `transitions[intent].target`.
  *
@@ -36,16 +52,17 @@ export function routeTransition(
     case "abort":
       return { kind: "abort" };
     case "jump": {
+      // The model's target wins; the transition's `target` is the default when it names none.
+      target ??= ownTarget(step, "jump");
       if (!target) {
         return {
           kind: "error",
           message: `[StepFlow] Step "${step.id}" produced intent "jump" but no target at "${
             step.gate?.targetField ?? "(no targetField)"
-          }". Return the target step id there.`,
+          }" and declares no transitions.jump.target. Return the target step id there, or add a default target to transitions.jump.`,
         };
       }
-      const dest = definition.steps[target];
-      if (!dest || dest.kind === "section") {
+      if (!flowStep(definition, target)) {
         return {
           kind: "error",
           message:
@@ -58,13 +75,13 @@ export function routeTransition(
       return { kind: "goto", stepId: target, transition: "jump" };
     }
     case "complete": {
-      const closing = step.transitions.complete?.target;
+      const closing = ownTarget(step, "complete");
       return closing
         ? { kind: "goto", stepId: closing, transition: "complete" }
         : { kind: "complete" };
     }
     default: {
-      const next = step.transitions[intent]?.target;
+      const next = ownTarget(step, intent);
       if (!next) {
         return {
           kind: "error",

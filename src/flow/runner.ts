@@ -15,7 +15,15 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
-import { extractJson } from "../llm/structured_output.ts";
+import {
+  ANSWER_EXCERPT_CHARS,
+  askStructured,
+  boundDepth,
+  excerpt,
+  PROMPT_EXCERPT_CHARS,
+  type ReaskInfo,
+} from "../llm/ask_structured.ts";
+import { validationProblems } from "../llm/json_schema.ts";
 import { sleep } from "../llm/scripted.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { RetryInfo } from "../llm/retry.ts";
@@ -35,8 +43,9 @@ import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
 import { backoffDelay } from "./backoff.ts";
 import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 import { interpretGate } from "./gate.ts";
-import { formatValidationErrors, OutputSchemaCache } from "./output_validator.ts";
-import { routeTransition } from "./router.ts";
+import { OutputSchemaCache } from "./output_validator.ts";
+import { ownValue, setOwn } from "./own_record.ts";
+import { flowStep, routeTransition } from "./router.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import type {
   CompletionReason,
@@ -74,6 +83,8 @@ export interface RunnerState {
   checkRuns: number;
   /** `onFail.retry` retries used in the current visit of the step. */
   checkRetries: number;
+  /** NG check verdicts in the current visit of the step (absent in older checkpoints). */
+  checkFailures?: number;
   /** `onError: retry=N` retries used for the current step. */
   errorRetries: number;
   /** Consecutive schema-resolution failures per step. */
@@ -323,13 +334,23 @@ export class StepFlowRunner {
       }
 
       // One iteration of the current step.
-      const step = def.steps[state.currentStepId];
+      const step = flowStep(def, state.currentStepId);
+      if (!step) {
+        // Every route is checked before it is taken; this guards the invariant, never a crash.
+        this.#finish(state, "step_routing_failed", state.currentStepId, {
+          code: "STEP_ROUTING_FAILED",
+          message: `[StepFlow] "${state.currentStepId}" is not a flow step of agent "${def.name}".`,
+          stepId: state.currentStepId,
+        });
+        break;
+      }
       state.iteration++;
       state.order++;
       const info = this.#stepInfo(state, step);
       const startedAt = new Date();
       await this.#events.emit("onStepStart", info);
-      await this.#log(state, { type: "step_start", stepId: step.id, attempt: state.attempt });
+      // step_start is logged once the prompt is known (it carries the prompt), else in the catch.
+      let started = false;
 
       let outcome: Outcome;
       const entry: HistoryEntry = {
@@ -342,6 +363,7 @@ export class StepFlowRunner {
       };
       if (step.kind === "command") {
         // A command step calls no model: the exit code routes (src/flow/command_step.ts).
+        await this.#logStepStart(state, step);
         try {
           outcome = this.#completion(state, await this.#commandStep(state, step, entry));
         } catch (error) {
@@ -374,6 +396,8 @@ export class StepFlowRunner {
           fallbackKey: step.fallbackKey,
         });
         if (retry && !retryRef) prompt.text = appendValidationReport(prompt.text, retry);
+        await this.#logStepStart(state, step, prompt.text);
+        started = true;
         const request: LlmRequest = {
           kind: "step",
           agent: def.name,
@@ -392,7 +416,8 @@ export class StepFlowRunner {
 
         if (step.kind === "check") {
           // Seed 001: run the step, then (after iterations.min runs) its check.
-          await this.#call(backend, request, state, step);
+          const response = await this.#call(backend, request, state, step);
+          entry.answer = excerpt(response.text, ANSWER_EXCERPT_CHARS);
           state.checkRuns++;
           if (state.checkRuns < step.iterations.min) {
             outcome = { kind: "goto", stepId: step.id, transition: "repeat" };
@@ -406,7 +431,7 @@ export class StepFlowRunner {
           let schema;
           try {
             schema = await schemas.resolve(step.outputSchemaRef!, step.id);
-            state.schemaStrikes[step.id] = 0;
+            setOwn(state.schemaStrikes, step.id, 0);
           } catch (error) {
             outcome = await this.#schemaStrike(state, step, info, error, entry);
             entry.durationMs = Date.now() - startedAt.getTime();
@@ -414,28 +439,25 @@ export class StepFlowRunner {
             continue;
           }
           request.outputSchema = schema.schema;
-          let response = await this.#call(backend, request, state, step);
-          let output = structuredOf(response);
-          for (let reask = 0; !schema.validate(output); reask++) {
-            const problems = formatValidationErrors(schema.validate.errors);
-            if (reask >= (this.#options.maxSchemaRetries ?? 1)) {
-              throw new StepflowError(
-                "OUTPUT_SCHEMA_INVALID",
-                `Step "${step.id}" output does not match ${schema.pointer} in ${schema.file} after ${reask} re-ask(s): ${
-                  problems.join("; ")
-                }`,
-                { details: { stepId: step.id, problems } },
-              );
-            }
-            await this.#waitIfPaused();
-            response = await this.#call(
-              backend,
-              { ...request, kind: "reask", prompt: reaskPrompt(prompt.text, problems) },
-              state,
-              step,
+          const asked = await askStructured({
+            request,
+            call: (req) => this.#call(backend, req, state, step),
+            validate: (value) => validationProblems(schema.validate, value),
+            maxReasks: this.#options.maxSchemaRetries ?? 1,
+            onReask: (reask) => this.#reask(state, step, reask),
+          });
+          entry.answer = asked.answer;
+          if (!asked.ok) {
+            const problems = [asked.reason, ...asked.errors];
+            throw new StepflowError(
+              "OUTPUT_SCHEMA_INVALID",
+              `Step "${step.id}" output does not match ${schema.pointer} in ${schema.file} after ${asked.reasks} re-ask(s): ${
+                problems.join("; ")
+              }`,
+              { details: { stepId: step.id, problems } },
             );
-            output = structuredOf(response);
           }
+          const output = asked.value;
           outcome = await this.#routeGate(state, step, output, entry, info);
           if (step.validation && (outcome.kind === "goto" || outcome.reason === "completed")) {
             outcome = await this.#validate(state, step, outcome, info);
@@ -443,11 +465,48 @@ export class StepFlowRunner {
         }
         outcome = this.#completion(state, outcome);
       } catch (error) {
+        if (!started) await this.#logStepStart(state, step);
         outcome = await this.#onStepFailure(state, step, info, error, entry);
       }
       entry.durationMs = Date.now() - startedAt.getTime();
       await this.#record(state, history, entry, outcome, info);
     }
+  }
+
+  /** The `step_start` log entry, with the prompt sent (cut to 16,384 characters) when known. */
+  async #logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void> {
+    if (!this.#options.store) return;
+    const fields: { type: string; [k: string]: unknown } = {
+      type: "step_start",
+      stepId: step.id,
+      attempt: state.attempt,
+    };
+    if (prompt !== undefined) fields.prompt = excerpt(prompt, PROMPT_EXCERPT_CHARS);
+    await this.#log(state, fields);
+  }
+
+  /**
+   * Makes a re-ask visible before it is sent: an `onStepRetry` event whose error has the code
+   * `OUTPUT_REASK` (backend retries use `BACKEND_RETRY`), and a `step_reask` log entry with the
+   * rejected answer.
+   */
+  async #reask(state: RunnerState, step: FlowStep, reask: ReaskInfo): Promise<void> {
+    const error = new StepflowError(
+      "OUTPUT_REASK",
+      `Step "${step.id}": re-asking (${reask.attempt}) because ${reask.reason}${
+        reask.errors.length > 0 ? `: ${reask.errors.join("; ")}` : ""
+      }`,
+      { details: { stepId: step.id, reason: reask.reason, errors: reask.errors } },
+    );
+    await this.#events.emit("onStepRetry", this.#stepInfo(state, step), reask.attempt, error);
+    await this.#log(state, {
+      type: "step_reask",
+      stepId: step.id,
+      attempt: reask.attempt,
+      reason: reask.reason,
+      errors: reask.errors,
+      answer: reask.answer,
+    });
   }
 
   /** Records an iteration: history, events, log, the move to the next step, the checkpoint. */
@@ -468,6 +527,7 @@ export class StepFlowRunner {
         state.attempt = 1;
         state.checkRuns = 0;
         state.checkRetries = 0;
+        state.checkFailures = 0;
         state.errorRetries = 0;
         state.validationRetries = 0;
         delete state.validationRetry;
@@ -490,15 +550,21 @@ export class StepFlowRunner {
       checkResult: entry.checkResult,
       error: entry.error,
     });
-    await this.#log(state, {
-      type: "step_end",
-      stepId: entry.stepId,
-      entry,
-      usage: { ...state.usage },
-      ...(state.handoff[entry.stepId] ? { handoff: state.handoff[entry.stepId] } : {}),
-    });
-    for (const v of validatorEntries) {
-      await this.#log(state, { type: "step_end", stepId: v.stepId, entry: v, validator: true });
+    // Built only when there is a store: this runs on every iteration.
+    if (this.#options.store) {
+      await this.#log(state, {
+        type: "step_end",
+        stepId: entry.stepId,
+        entry,
+        ...(entry.answer ? { answer: entry.answer } : {}),
+        usage: { ...state.usage },
+        ...(Object.hasOwn(state.handoff, entry.stepId)
+          ? { handoff: state.handoff[entry.stepId] }
+          : {}),
+      });
+      for (const v of validatorEntries) {
+        await this.#log(state, { type: "step_end", stepId: v.stepId, entry: v, validator: true });
+      }
     }
     await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
   }
@@ -558,6 +624,9 @@ export class StepFlowRunner {
     if (response.usage) {
       state.usage.inputTokens += response.usage.inputTokens;
       state.usage.outputTokens += response.usage.outputTokens;
+    } else {
+      // No usage is not zero tokens: count the call as unknown so totals are never silently low.
+      state.usage.callsWithoutUsage = (state.usage.callsWithoutUsage ?? 0) + 1;
     }
     if (response.costUsd) state.usage.costUsd += response.costUsd;
     if (response.sessionId) state.sessionId = response.sessionId;
@@ -592,6 +661,7 @@ export class StepFlowRunner {
   /** Seed 001 routing: OK → onPass; NG → repeat within iterations.max, then onFail. */
   #routeCheck(state: RunnerState, step: FlowStep, verdict: CheckVerdict): Outcome {
     const check = step.check!;
+    if (verdict.result === "ng") state.checkFailures = (state.checkFailures ?? 0) + 1;
     if (verdict.result === "ok") {
       return "next" in check.onPass
         ? { kind: "goto", stepId: check.onPass.next, transition: "next" }
@@ -615,9 +685,11 @@ export class StepFlowRunner {
       transition: "fail",
       error: {
         code: "RETRIES_EXHAUSTED",
-        message: `[StepFlow] Step "${step.id}" failed its check ${
-          maxRetries + 1
-        } time(s) (maxRetries ${maxRetries}): ${verdict.message}`,
+        message: `[StepFlow] Step "${step.id}" failed ${
+          plural(state.checkFailures ?? 1, "check")
+        } over ${
+          plural(maxRetries + 1, "attempt")
+        } (onFail.maxRetries ${maxRetries}, iterations.max ${step.iterations.max}). Last check: ${verdict.message}`,
         stepId: step.id,
       },
     };
@@ -636,8 +708,11 @@ export class StepFlowRunner {
       ? interpretGate(output, gate)
       : { handoff: {} } as ReturnType<typeof interpretGate>;
     if (Object.keys(reading.handoff).length > 0) {
-      state.handoff[step.id] = { ...state.handoff[step.id], ...reading.handoff };
-      Object.assign(state.latestHandoff, reading.handoff);
+      // Spreads and setOwn keep every key as data ("__proto__" included); Object.assign would not.
+      setOwn(state.handoff, step.id, { ...ownValue(state.handoff, step.id), ...reading.handoff });
+      for (const key of Object.keys(reading.handoff)) {
+        setOwn(state.latestHandoff, key, reading.handoff[key]);
+      }
     }
     if (step.kind === "closing") {
       if (reading.intent) entry.intent = reading.intent;
@@ -822,8 +897,8 @@ export class StepFlowRunner {
     error: unknown,
     entry: HistoryEntry,
   ): Promise<Outcome> {
-    const strikes = (state.schemaStrikes[step.id] ?? 0) + 1;
-    state.schemaStrikes[step.id] = strikes;
+    const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
+    setOwn(state.schemaStrikes, step.id, strikes);
     const message = errorMessage(error);
     entry.error = message;
     await this.#events.emit(
@@ -869,12 +944,18 @@ export class StepFlowRunner {
     const message = errorMessage(error);
     entry.error = message;
     await this.#events.emit("onStepError", info, error);
-    await this.#log(state, { type: "step_error", stepId: step.id, code, message });
+    await this.#log(state, {
+      type: "step_error",
+      stepId: step.id,
+      code,
+      message,
+      ...(entry.answer ? { answer: entry.answer } : {}),
+    });
     const failed: Outcome = {
       kind: "end",
       reason: "step_failed",
       transition: "fail",
-      error: { code, message: `Step "${step.id}" failed: ${message}`, stepId: step.id },
+      error: { code, message: stepFailureMessage(step.id, message), stepId: step.id },
     };
     if (CONFIGURATION_CODES.has(code)) return failed;
 
@@ -955,12 +1036,13 @@ export class StepFlowRunner {
       attempt: 1,
       checkRuns: 0,
       checkRetries: 0,
+      checkFailures: 0,
       errorRetries: 0,
       schemaStrikes: {},
       handoff: {},
       latestHandoff: {},
       historyLength: 0,
-      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 },
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 },
     };
     const inputText = options.inputText ??
       (typeof args.input_text === "string" ? args.input_text : undefined);
@@ -997,7 +1079,7 @@ export class StepFlowRunner {
         `Run ${runId} belongs to agent "${checkpoint.agent}", not "${this.#def.name}".`,
       );
     }
-    const state = structuredClone(checkpoint.state) as unknown as RunnerState;
+    const state = copyState(checkpoint.state as unknown as RunnerState, (m) => this.#warn(m));
     if (redrive) {
       if (
         checkpoint.status === "completed" || checkpoint.status === "running" ||
@@ -1011,7 +1093,7 @@ export class StepFlowRunner {
         );
       }
       const failedStep = state.end?.stepId ?? state.currentStepId;
-      if (!this.#def.steps[failedStep]) {
+      if (!flowStep(this.#def, failedStep)) {
         throw new StepflowError(
           "RUN_STEP_UNKNOWN",
           `Run ${runId} failed at step "${failedStep}", which the agent no longer defines.`,
@@ -1021,10 +1103,11 @@ export class StepFlowRunner {
       state.attempt = 1;
       state.checkRuns = 0;
       state.checkRetries = 0;
+      state.checkFailures = 0;
       state.errorRetries = 0;
       state.validationRetries = 0;
       delete state.validationRetry;
-      state.schemaStrikes[failedStep] = 0;
+      setOwn(state.schemaStrikes, failedStep, 0);
       delete state.end;
     } else {
       if (checkpoint.status !== "running" && checkpoint.status !== "paused") {
@@ -1037,7 +1120,7 @@ export class StepFlowRunner {
           }`,
         );
       }
-      if (!this.#def.steps[state.currentStepId]) {
+      if (!flowStep(this.#def, state.currentStepId)) {
         throw new StepflowError(
           "RUN_STEP_UNKNOWN",
           `Run ${runId} stopped at step "${state.currentStepId}", which the agent no longer defines.`,
@@ -1184,11 +1267,31 @@ export class StepFlowRunner {
   }
 }
 
-/** The structured output of a response, else JSON found in its text, else undefined. */
-function structuredOf(response: LlmResponse): unknown {
-  if (response.structuredOutput !== undefined) return response.structuredOutput;
-  const extracted = extractJson(response.text);
-  return extracted.ok ? extracted.value : undefined;
+/** Nesting kept in a restored state's handoff; outputs are bounded far below it at validation. */
+const RESTORED_DEPTH = 1_000;
+
+/**
+ * A copy of a checkpointed state that the loop can mutate without touching the store's object: the
+ * containers the loop writes to are copied one level. `structuredClone` recursed, so a handoff value
+ * nested a few thousand levels deep (stored before output depth was bounded) made every resume
+ * crash; such values are cut at {@linkcode RESTORED_DEPTH} levels, with a warning, so the run can
+ * checkpoint and print them again.
+ */
+function copyState(saved: RunnerState, warn: (message: string) => void): RunnerState {
+  const handoff = boundDepth(saved.handoff, RESTORED_DEPTH) as RunnerState["handoff"];
+  const latest = boundDepth(saved.latestHandoff, RESTORED_DEPTH) as RunnerState["latestHandoff"];
+  if (handoff !== saved.handoff || latest !== saved.latestHandoff) {
+    warn(
+      `run ${saved.runId}: its handoff holds data nested deeper than ${RESTORED_DEPTH} levels (stored by an older version); the deeper parts are omitted`,
+    );
+  }
+  return {
+    ...saved,
+    schemaStrikes: { ...saved.schemaStrikes },
+    handoff: { ...handoff },
+    latestHandoff: { ...latest },
+    usage: { ...saved.usage },
+  };
 }
 
 /** An answer's text and structured output as one searchable text (`detect:keyword`). */
@@ -1198,11 +1301,18 @@ function answerText(answer: { text: string; structuredOutput?: unknown }): strin
     : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
 }
 
-/** The prompt of a re-ask: the original prompt plus the validation errors. */
-function reaskPrompt(prompt: string, problems: string[]): string {
-  return `${prompt}\n\n---\nYour previous answer did not match the required JSON schema:\n${
-    problems.map((p) => `- ${p}`).join("\n")
-  }\nAnswer again with JSON that matches the schema exactly.`;
+/**
+ * The run error's message for a failed step: the error's own message when it already names the step
+ * (`Step "x" output does not match …`, `Backend call of step "x" timed out …`, `Prompt file not
+ * found: … (step "x")`), else `Step "x" failed: <message>` — so the step is named exactly once.
+ */
+function stepFailureMessage(stepId: string, message: string): string {
+  return message.includes(`"${stepId}"`) ? message : `Step "${stepId}" failed: ${message}`;
+}
+
+/** `1 check`, `9 checks`. */
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** A sortable, unique run id: `20261122T041500Z-1a2b3c`. */

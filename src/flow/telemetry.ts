@@ -51,6 +51,7 @@ export const SPAN_ATTRIBUTES: Readonly<{
   inputTokens: "gen_ai.usage.input_tokens";
   outputTokens: "gen_ai.usage.output_tokens";
   costUsd: "stepflow.cost_usd";
+  callsWithoutUsage: "stepflow.usage.calls_without_usage";
   backend: "gen_ai.system";
   model: "gen_ai.request.model";
 }> = Object.freeze({
@@ -70,6 +71,7 @@ export const SPAN_ATTRIBUTES: Readonly<{
   inputTokens: "gen_ai.usage.input_tokens",
   outputTokens: "gen_ai.usage.output_tokens",
   costUsd: "stepflow.cost_usd",
+  callsWithoutUsage: "stepflow.usage.calls_without_usage",
   backend: "gen_ai.system",
   model: "gen_ai.request.model",
 });
@@ -185,6 +187,8 @@ export function startFlowTelemetry(
           [A.inputTokens]: result.usage.inputTokens,
           [A.outputTokens]: result.usage.outputTokens,
           [A.costUsd]: result.usage.costUsd,
+          // The token counts are a lower bound when some calls reported no usage.
+          [A.callsWithoutUsage]: result.usage.callsWithoutUsage ?? 0,
         });
         if (!result.success) {
           run.setStatus({

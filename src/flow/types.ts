@@ -53,6 +53,11 @@ export interface HistoryEntry {
   command?: { name: string; exitCode: number };
   /** One validator run after the step's answer (its own history entry). */
   validation?: { command: string; exitCode: number; ok: boolean; pattern?: string };
+  /**
+   * What the model answered in this iteration (the step call's last answer, after any re-ask): the
+   * raw text cut to 8,192 characters, and its full length in characters.
+   */
+  answer?: { text: string; length: number };
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -69,6 +74,12 @@ export interface RunUsage {
   costUsd: number;
   /** Number of backend calls. */
   calls: number;
+  /**
+   * Backend calls whose response carried no token usage (a server that sends none, the scripted
+   * backend): the token counts above cover only the other calls, so they are a lower bound whenever
+   * this is above 0. Absent in checkpoints written before it existed.
+   */
+  callsWithoutUsage?: number;
 }
 
 /** The result of {@linkcode StepFlowRunner.run}. */

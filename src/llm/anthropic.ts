@@ -5,6 +5,7 @@
  * @module
  */
 import type { FailureHints } from "./backend_error.ts";
+import type { SdkErrorClasses } from "./retry.ts";
 import {
   badResponse,
   ChatApiBackend,
@@ -60,7 +61,7 @@ interface AnthropicMessage {
   };
 }
 
-type AnthropicModule = {
+type AnthropicModule = SdkErrorClasses & {
   default: new (options: Record<string, unknown>) => AnthropicMessagesClient;
 };
 
@@ -113,6 +114,10 @@ export class AnthropicBackend extends ChatApiBackend {
   #getClient(): Promise<AnthropicMessagesClient> {
     return this.sdkClient(async () => {
       const sdk = await loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name);
+      this.sdkErrorClasses = {
+        APIConnectionError: sdk.APIConnectionError,
+        APIConnectionTimeoutError: sdk.APIConnectionTimeoutError,
+      };
       return new sdk.default(this.clientOptions(this.#options.baseUrl));
     });
   }
@@ -142,11 +147,14 @@ export class AnthropicBackend extends ChatApiBackend {
       .join("");
     const result: ChatExchangeResult = { text };
     const usage = message.usage;
-    if (usage && typeof usage.input_tokens === "number") {
+    // Without both counts the usage is unknown, not zero.
+    if (
+      usage && typeof usage.input_tokens === "number" && typeof usage.output_tokens === "number"
+    ) {
       result.usage = {
         inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
           (usage.cache_read_input_tokens ?? 0),
-        outputTokens: usage.output_tokens ?? 0,
+        outputTokens: usage.output_tokens,
       };
     }
     if (message.stop_reason === "refusal") {
@@ -165,7 +173,8 @@ export class AnthropicBackend extends ChatApiBackend {
       auth: `Check ANTHROPIC_API_KEY (the key was refused by ${server}).`,
       notFound:
         `Check the model name "${model}" (--model or behavior.model) and the base URL ${server}.`,
-      network: `Could not reach ${server}; check the network or --base-url.`,
+      network:
+        `Could not connect to ${server}: is the server at ${server} running? Check the network and --base-url (ANTHROPIC_BASE_URL).`,
     };
   }
 }

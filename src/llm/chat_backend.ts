@@ -5,16 +5,19 @@
  *
  * @module
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { UsageError } from "../errors.ts";
 import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_error.ts";
 import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
 import {
   classifyHttpFailure,
+  describeErrorBody,
   type FailureClass,
   resolveRetryPolicy,
   RetryExhausted,
   type RetryListener,
   type RetryPolicy,
+  type SdkErrorClasses,
   withRetry,
 } from "./retry.ts";
 import { extractJson } from "./structured_output.ts";
@@ -101,13 +104,16 @@ export const DEFAULT_CHAT_TIMEOUT_MS = 600_000;
 const SCHEMA_PARAMETER =
   /response_format|json_schema|output_config|output_format|structured|schema/i;
 
-/** The instruction appended to the prompt when structured output is requested through the prompt. */
+/**
+ * The instruction appended to the prompt when structured output is requested through the prompt.
+ * The schema is written compactly (no indentation): it is sent with every call of the step.
+ */
 export function schemaInstruction(schema: Record<string, unknown>): string {
   return [
     "Answer with a single JSON object that matches this JSON Schema, and nothing else",
     "(no prose before or after it):",
     "```json",
-    JSON.stringify(schema, null, 2),
+    JSON.stringify(schema),
     "```",
   ].join("\n");
 }
@@ -117,6 +123,54 @@ export function costOf(usage: LlmUsage | undefined, pricing: ModelPricing | unde
   if (!usage || !pricing) return undefined;
   return (usage.inputTokens * pricing.inputUsdPerMTok +
     usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
+}
+
+/** The most of an HTTP error body read to find its message, in bytes. */
+export const ERROR_BODY_READ_MAX = 64 * 1024;
+
+/** Where the `fetch` of the SDK clients leaves the message of an error body, per exchange. */
+const errorBodies = new AsyncLocalStorage<{ message?: string }>();
+
+/**
+ * The `fetch` given to the SDK clients: a plain `fetch`, except that the body of an error
+ * response is read here (at most {@linkcode ERROR_BODY_READ_MAX} bytes) and its message kept for
+ * the failure report — the `openai` client keeps only `body.error` of a body that is not in its
+ * API's format, so `{"error":"SyntaxError","message":"…"}` would lose its message. The SDK gets
+ * the same status, headers and (bounded) text.
+ */
+async function fetchKeepingErrorBodies(
+  input: string | URL | Request,
+  init?: RequestInit,
+): Promise<Response> {
+  const response = await fetch(input, init);
+  const capture = errorBodies.getStore();
+  if (response.ok || capture === undefined || response.body === null) return response;
+  const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
+  capture.message = describeErrorBody(text);
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  headers.delete("content-encoding");
+  return new Response(text, { status: response.status, statusText: response.statusText, headers });
+}
+
+async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let read = 0;
+  try {
+    while (read < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) return text + decoder.decode();
+      const chunk = value.subarray(0, maxBytes - read);
+      read += chunk.length;
+      text += decoder.decode(chunk, { stream: true });
+    }
+    await reader.cancel().catch(() => {});
+    return text + decoder.decode();
+  } finally {
+    reader.releaseLock();
+  }
 }
 
 /**
@@ -136,8 +190,12 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected readonly conversations: ConversationStore;
   /** Options as given. */
   protected readonly options: ChatBackendOptions;
+  /** The loaded SDK's error classes, set by the subclass when it loads the SDK. */
+  protected sdkErrorClasses: SdkErrorClasses = {};
   #schemaMode: StructuredOutputMode;
   #client?: Promise<unknown>;
+  /** Error-body messages of failed exchanges, by the error the SDK threw. */
+  readonly #bodyMessages = new WeakMap<object, string>();
 
   /**
    * Checks the options; nothing is loaded or sent yet.
@@ -185,6 +243,7 @@ export abstract class ChatApiBackend implements LlmBackend {
       ...(baseURL ? { baseURL } : {}),
       maxRetries: 0,
       ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
+      fetch: fetchKeepingErrorBodies,
     };
   }
 
@@ -199,9 +258,31 @@ export abstract class ChatApiBackend implements LlmBackend {
   /** Hints for failure messages (which variable to check, which server is down). */
   protected abstract failureHints(model: string): FailureHints;
 
-  /** Classifies a failed exchange: the HTTP status rules of {@linkcode classifyHttpFailure}. */
+  /**
+   * Classifies a failed exchange by the SDK's error classes, the status and the cause (see
+   * {@linkcode classifyHttpFailure}), with the message read from the error body.
+   */
   protected classify(error: unknown): FailureClass {
-    return classifyHttpFailure(error);
+    const bodyMessage = error !== null && typeof error === "object"
+      ? this.#bodyMessages.get(error)
+      : undefined;
+    return classifyHttpFailure(error, {
+      classes: this.sdkErrorClasses,
+      ...(bodyMessage !== undefined ? { bodyMessage } : {}),
+    });
+  }
+
+  /** One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify}. */
+  async #exchangeKeepingErrorBody(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
+    const capture: { message?: string } = {};
+    try {
+      return await errorBodies.run(capture, () => this.exchange(request));
+    } catch (error) {
+      if (capture.message !== undefined && error !== null && typeof error === "object") {
+        this.#bodyMessages.set(error, capture.message);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -223,17 +304,16 @@ export abstract class ChatApiBackend implements LlmBackend {
     const schema = req.outputSchema;
 
     let result: ChatExchangeResult;
-    let userTurn: ChatTurn;
     for (;;) {
       const native = schema !== undefined && this.#schemaMode !== "prompt";
-      userTurn = {
+      const userTurn: ChatTurn = {
         role: "user",
         content: schema && !native ? `${req.prompt}\n\n${schemaInstruction(schema)}` : req.prompt,
       };
       try {
         result = await withRetry(
           (signal) =>
-            this.exchange({
+            this.#exchangeKeepingErrorBody({
               model,
               ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
               turns: [...history, userTurn],
@@ -284,7 +364,12 @@ export abstract class ChatApiBackend implements LlmBackend {
         }; raise maxTokens if the output is incomplete.`,
       );
     }
-    this.conversations.append(sessionId, [userTurn, { role: "assistant", content: result.text }]);
+    // The history keeps the prompt without the schema instruction: only the current call needs
+    // it, and a schema repeated in every kept turn would fill a small model's context.
+    this.conversations.append(sessionId, [
+      { role: "user", content: req.prompt },
+      { role: "assistant", content: result.text },
+    ]);
 
     const response: LlmResponse = { text: result.text, sessionId };
     if (schema !== undefined) {

@@ -386,7 +386,8 @@ export class ClaudeCodeBackend implements LlmBackend {
         outputTokens: delta(cumulative.outputTokens, previous?.outputTokens),
       };
     } else if (result.usage) {
-      response.usage = usageOf(result.usage);
+      const usage = usageOf(result.usage);
+      if (usage) response.usage = usage;
     }
     return response;
   }
@@ -402,13 +403,19 @@ function checkPermissionMode(mode: string, stepId?: string): void {
   );
 }
 
+/** The usage summed over models, or `undefined` (unknown, not zero) when no model reported both counts. */
 function sumModelUsage(
   modelUsage: SdkMessage["modelUsage"],
 ): { inputTokens: number; outputTokens: number } | undefined {
-  if (!modelUsage || Object.keys(modelUsage).length === 0) return undefined;
+  if (!modelUsage || typeof modelUsage !== "object") return undefined;
+  const counted = Object.values(modelUsage).filter((usage) =>
+    usage !== null && typeof usage === "object" && typeof usage.inputTokens === "number" &&
+    typeof usage.outputTokens === "number"
+  );
+  if (counted.length === 0) return undefined;
   let inputTokens = 0;
   let outputTokens = 0;
-  for (const usage of Object.values(modelUsage)) {
+  for (const usage of counted) {
     inputTokens += (usage.inputTokens ?? 0) + (usage.cacheReadInputTokens ?? 0) +
       (usage.cacheCreationInputTokens ?? 0);
     outputTokens += usage.outputTokens ?? 0;
@@ -416,11 +423,15 @@ function sumModelUsage(
   return { inputTokens, outputTokens };
 }
 
-function usageOf(usage: Record<string, number | null | undefined>): LlmUsage {
+/** The usage of a result's `usage` record, or `undefined` (unknown) without both counts. */
+function usageOf(usage: Record<string, number | null | undefined>): LlmUsage | undefined {
+  if (typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
+    return undefined;
+  }
   return {
-    inputTokens: (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) +
+    inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
       (usage.cache_read_input_tokens ?? 0),
-    outputTokens: usage.output_tokens ?? 0,
+    outputTokens: usage.output_tokens,
   };
 }
 

@@ -8,6 +8,16 @@
 export * from "./types.ts";
 export * from "./scripted.ts";
 export * from "./structured_output.ts";
+export {
+  ANSWER_EXCERPT_CHARS,
+  type AnswerRejection,
+  askStructured,
+  type AskStructuredOptions,
+  type AskStructuredResult,
+  MAX_OUTPUT_DEPTH,
+  type ReaskInfo,
+  type TextExcerpt,
+} from "./ask_structured.ts";
 export * from "./script_file.ts";
 // -- real backends --
 export {
@@ -48,7 +58,12 @@ export {
   type BackendErrorDetails,
   type FailureHints,
 } from "./backend_error.ts";
-export { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
+export {
+  type ChatTurn,
+  type ConversationLimits,
+  ConversationStore,
+  DEFAULT_CONVERSATION_MAX_CHARS,
+} from "./conversation.ts";
 export {
   DEFAULT_RETRY_POLICY,
   type FailureClass,
@@ -60,4 +75,5 @@ export {
   type RetryInfo,
   type RetryListener,
   type RetryPolicy,
+  type SdkErrorClasses,
 } from "./retry.ts";

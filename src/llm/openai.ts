@@ -6,6 +6,7 @@
  * @module
  */
 import type { FailureHints } from "./backend_error.ts";
+import type { SdkErrorClasses } from "./retry.ts";
 import {
   badResponse,
   ChatApiBackend,
@@ -63,7 +64,9 @@ interface ChatCompletion {
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
 }
 
-type OpenAiModule = { default: new (options: Record<string, unknown>) => OpenAiChatClient };
+type OpenAiModule = SdkErrorClasses & {
+  default: new (options: Record<string, unknown>) => OpenAiChatClient;
+};
 
 /**
  * Calls a chat-completions endpoint (`POST {baseUrl}/chat/completions`).
@@ -115,6 +118,10 @@ export class OpenAiBackend extends ChatApiBackend {
   #getClient(): Promise<OpenAiChatClient> {
     return this.sdkClient(async () => {
       const sdk = await loadSdk<OpenAiModule>("openai", this.name);
+      this.sdkErrorClasses = {
+        APIConnectionError: sdk.APIConnectionError,
+        APIConnectionTimeoutError: sdk.APIConnectionTimeoutError,
+      };
       return new sdk.default(this.clientOptions(this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL));
     });
   }
@@ -150,11 +157,12 @@ export class OpenAiBackend extends ChatApiBackend {
     if (!choice?.message) throw badResponse(this.name, "no choices[0].message", completion);
     const result: ChatExchangeResult = { text: choice.message.content ?? "" };
     const usage = completion.usage;
-    if (usage && typeof usage.prompt_tokens === "number") {
-      result.usage = {
-        inputTokens: usage.prompt_tokens,
-        outputTokens: usage.completion_tokens ?? 0,
-      };
+    // Without both counts the usage is unknown, not zero (many local servers send none).
+    if (
+      usage && typeof usage.prompt_tokens === "number" &&
+      typeof usage.completion_tokens === "number"
+    ) {
+      result.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
     }
     if (choice.message.refusal) result.refusal = choice.message.refusal;
     if (choice.finish_reason === "length") result.truncated = true;
@@ -172,8 +180,8 @@ export class OpenAiBackend extends ChatApiBackend {
         ? `The server ${server} does not know model "${model}" (or the base URL is wrong; it usually ends in /v1). For Ollama, run \`ollama pull ${model}\`.`
         : `Check the model name "${model}" (--model or behavior.model).`,
       network: this.isCompatibleServer
-        ? `Could not reach ${server}: is the server running (for Ollama: \`ollama serve\`)?`
-        : `Could not reach ${server}; check the network or --base-url.`,
+        ? `Could not connect to ${server}: is the server at ${server} running? (For Ollama: \`ollama serve\`.) Check --base-url (OPENAI_BASE_URL).`
+        : `Could not connect to ${server}: is the server at ${server} running? Check the network and --base-url (OPENAI_BASE_URL).`,
     };
   }
 }

@@ -153,9 +153,40 @@ export interface FailureClass {
 }
 
 /**
- * Classifies an error thrown by the official `@anthropic-ai/sdk` and `openai` clients (both raise
- * `APIError` with `status` and `headers`, `APIConnectionError` and `APIConnectionTimeoutError`) or by
- * `fetch`. The server's `x-should-retry` header, when present, overrides the status rule.
+ * The error classes of one official SDK (`openai` or `@anthropic-ai/sdk`), as loaded at run time.
+ * Classification goes by class, never by `name`: the `openai` client's `APIConnectionError`
+ * has the `name` `"Error"`.
+ */
+export interface SdkErrorClasses {
+  /** `APIConnectionError`: the request never got an HTTP answer. */
+  // deno-lint-ignore no-explicit-any
+  APIConnectionError?: abstract new (...args: any[]) => unknown;
+  /** `APIConnectionTimeoutError` (a subclass of `APIConnectionError`): the SDK's own timeout. */
+  // deno-lint-ignore no-explicit-any
+  APIConnectionTimeoutError?: abstract new (...args: any[]) => unknown;
+}
+
+/** What {@linkcode classifyHttpFailure} may know beyond the error itself. */
+export interface ClassifyContext {
+  /** The loaded SDK's error classes. */
+  classes?: SdkErrorClasses;
+  /**
+   * The message read from the raw error body (see {@linkcode describeErrorBody}); the SDKs keep
+   * only part of a body that is not in their API's error format.
+   */
+  bodyMessage?: string;
+}
+
+/**
+ * Classifies an error thrown by the official `@anthropic-ai/sdk` and `openai` clients or by
+ * `fetch`, by class, status and cause (never by `name`):
+ * - the SDK's `APIConnectionTimeoutError` is a retryable `timeout`;
+ * - an error with a numeric `status` is `http`, retryable for 408/409/429/5xx — the server's
+ *   `x-should-retry` header, when present, overrides the status rule;
+ * - the SDK's `APIConnectionError`, a `TypeError` (how `fetch` fails), or an error whose `cause`
+ *   chain holds one, is a retryable `network` failure, reported with the innermost cause
+ *   (`Connection refused (os error 111)`);
+ * - anything else is not retried.
  *
  * @example
  * ```ts
@@ -163,11 +194,14 @@ export interface FailureClass {
  * classifyHttpFailure({ status: 503, headers: new Headers(), message: "busy" }).retryable; // true
  * ```
  */
-export function classifyHttpFailure(error: unknown): FailureClass {
+export function classifyHttpFailure(error: unknown, context: ClassifyContext = {}): FailureClass {
+  const { classes = {} } = context;
+  if (classes.APIConnectionTimeoutError && error instanceof classes.APIConnectionTimeoutError) {
+    return { retryable: true, kind: "timeout", reason: "the request timed out" };
+  }
   const e = error as {
     status?: unknown;
     headers?: HeadersLike;
-    name?: string;
     message?: string;
     error?: unknown;
   };
@@ -179,28 +213,49 @@ export function classifyHttpFailure(error: unknown): FailureClass {
       : shouldRetry === "false"
       ? false
       : isRetryableStatus(status);
+    const text = context.bodyMessage !== undefined ? ` ${context.bodyMessage}` : apiErrorText(e);
     return {
       retryable,
       kind: "http",
       status,
       retryAfterMs: parseRetryAfter(e.headers),
-      reason: `HTTP ${status}${apiErrorText(e)}`,
+      reason: `HTTP ${status}${text}`,
     };
   }
-  const name = e?.name ?? "";
-  if (name === "APIConnectionTimeoutError") {
-    return { retryable: true, kind: "timeout", reason: "the request timed out" };
-  }
-  if (name === "APIConnectionError" || error instanceof TypeError) {
-    const cause = (error as { cause?: unknown }).cause;
-    const detail = cause instanceof Error ? cause.message : e?.message ?? "";
-    return { retryable: true, kind: "network", reason: `network error: ${detail}`.trim() };
+  const connection = classes.APIConnectionError !== undefined &&
+    error instanceof classes.APIConnectionError;
+  if (connection || causeChain(error).some((c) => c instanceof TypeError)) {
+    return { retryable: true, kind: "network", reason: `network error: ${innermost(error)}` };
   }
   return {
     retryable: false,
     kind: "other",
     reason: error instanceof Error ? error.message : String(error),
   };
+}
+
+/** The error and its `cause`s, outermost first (at most 8: a cycle must not hang us). */
+function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let e = error; e !== undefined && e !== null && chain.length < 8;) {
+    chain.push(e);
+    e = typeof e === "object" ? (e as { cause?: unknown }).cause : undefined;
+  }
+  return chain;
+}
+
+/**
+ * The message of the innermost cause that has one. Deno's `fetch` says `error sending request for
+ * url (<url>): client error (Connect): tcp connect error: Connection refused (os error 111)`; that
+ * shape is shortened to `Connection refused (os error 111) (<url>)`.
+ */
+function innermost(error: unknown): string {
+  const messages = causeChain(error)
+    .map((c) => (c instanceof Error ? c.message : typeof c === "string" ? c : ""))
+    .filter((m) => m.trim() !== "");
+  const message = messages.at(-1) ?? "no details";
+  const fetchShape = /^error sending request for url \(([^()\s]+)\): .*: ([^:]+)$/s.exec(message);
+  return clip(fetchShape ? `${fetchShape[2]} (${fetchShape[1]})` : message, 300);
 }
 
 function apiErrorText(e: { error?: unknown; message?: string }): string {
@@ -211,6 +266,70 @@ function apiErrorText(e: { error?: unknown; message?: string }): string {
   if (type || message) return ` ${[type, message].filter(Boolean).join(": ")}`;
   const text = e.message?.replace(/^\d{3}\s*/, "").trim();
   return text ? ` ${text}` : "";
+}
+
+/** The longest error message kept from an error body, in characters. */
+export const ERROR_BODY_MESSAGE_MAX = 300;
+
+/**
+ * The message of an HTTP error body, whatever its shape: the OpenAI and Anthropic formats
+ * (`{"error": {"type", "message"}}`), `{"message": …}`, `{"error": "text"}` (both kept when both are
+ * there), FastAPI's `{"detail": …}`, an HTML page (its `<title>`, else its text) or plain text;
+ * whitespace collapsed and cut at {@linkcode ERROR_BODY_MESSAGE_MAX} characters.
+ *
+ * @example
+ * ```ts
+ * import { describeErrorBody } from "./retry.ts";
+ * describeErrorBody('{"error":"SyntaxError","message":"Unexpected token }"}');
+ * // "SyntaxError: Unexpected token }"
+ * ```
+ */
+export function describeErrorBody(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === "") return "(empty body)";
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== undefined) return clip(describeJsonError(parsed), ERROR_BODY_MESSAGE_MAX);
+  if (/^<(!doctype|html|head|body|\?xml)/i.test(trimmed) || /<\/[a-z]+>/i.test(trimmed)) {
+    // `[^<>]*`, not `[^>]*`: a body of many `<` without `>` must not make these scans quadratic.
+    const title = /<title[^<>]*>([^<]*)<\/title>/i.exec(trimmed)?.[1];
+    const textOnly = (title && title.trim() !== "" ? title : trimmed).replace(/<[^<>]*>/g, " ");
+    return clip(`${textOnly} (an HTML page)`, ERROR_BODY_MESSAGE_MAX);
+  }
+  return clip(trimmed, ERROR_BODY_MESSAGE_MAX);
+}
+
+function describeJsonError(body: unknown): string {
+  if (typeof body === "string") return body;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    return JSON.stringify(body);
+  }
+  const record = body as Record<string, unknown>;
+  const parts: string[] = [];
+  const add = (value: unknown) => {
+    if (typeof value === "string" && value.trim() !== "" && !parts.includes(value)) {
+      parts.push(value);
+    }
+  };
+  const inner = record.error;
+  if (inner && typeof inner === "object" && !Array.isArray(inner)) {
+    const e = inner as Record<string, unknown>;
+    add(e.type ?? e.code);
+    add(e.message);
+  } else add(inner);
+  add(record.message);
+  if (typeof record.detail === "string") add(record.detail);
+  else if (record.detail !== undefined) add(JSON.stringify(record.detail));
+  return parts.length ? parts.join(": ") : JSON.stringify(body);
+}
+
+function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** Reported once per retry, before the backoff wait. */

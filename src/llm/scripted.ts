@@ -21,7 +21,7 @@ export interface ScriptedEntryObject {
   output?: unknown;
   /** Session id to report. */
   sessionId?: string;
-  /** Token usage to report. */
+  /** Token usage to report (without it the call's tokens are unknown, as with a server that sends none). */
   usage?: LlmUsage;
   /** Cost to report. */
   costUsd?: number;

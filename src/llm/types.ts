@@ -53,7 +53,10 @@ export interface LlmResponse {
   structuredOutput?: unknown;
   /** Session id to pass back on the next call to continue the conversation. */
   sessionId?: string;
-  /** Token usage. */
+  /**
+   * Token usage, when the backend (or its server) reported it. Leave it out rather than sending
+   * zeros: the runner counts a call without usage as unknown (`callsWithoutUsage`), never as 0 tokens.
+   */
   usage?: LlmUsage;
   /** Cost in US dollars, when the backend knows it. */
   costUsd?: number;

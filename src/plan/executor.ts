@@ -5,7 +5,8 @@
  *   so a run is O(V+E), not the seed's repeated scan of every step;
  * - ready steps run in parallel up to `concurrency` (default 4);
  * - `$step` references resolved in the arguments of each step just before it runs;
- * - approval gates (serialised), denial → `skipped`, and the step's dependents are skipped;
+ * - approval gates: a step waiting for its approver gives its slot back (independent steps go on)
+ *   and approvals are asked concurrently; denial → `skipped`, and the step's dependents are skipped;
  * - per-step `onError`: `fail`, `continue`, `retry=N` with exponential backoff, `recover` (LLM);
  * - cancellation; progress as an `AsyncIterable<ProgressEvent>` plus the shared step events.
  *
@@ -82,6 +83,13 @@ export interface ExecutePlanOptions {
   toolContext?: Record<string, unknown>;
   /** Validate the plan first (default true). Turn off only for plans validated already. */
   validate?: boolean;
+  /**
+   * Steps found `running` were started by an earlier run that stopped (killed, crashed) before
+   * their outcome was saved: the tool may have done its work. Such a step runs again on its own
+   * only when its tool is declared `idempotent`; others run again when this is `true` or lists
+   * their ids — otherwise {@linkcode startPlan} throws `PLAN_STEP_INTERRUPTED` before anything runs.
+   */
+  rerunInterrupted?: boolean | readonly string[];
 }
 
 /** A run in progress (see {@linkcode startPlan}). */
@@ -152,6 +160,8 @@ export function executePlan(plan: Plan, options: ExecutePlanOptions): Promise<Ex
  *
  * @throws PlanValidationError when the plan is invalid (before anything runs)
  * @throws StepflowError `PLAN_RECOVER_NO_BACKEND` when a step uses `recover` without a backend
+ * @throws StepflowError `PLAN_STEP_INTERRUPTED` when a step was left `running` by an earlier run
+ *   and its tool is not idempotent (see `rerunInterrupted`)
  *
  * @example
  * ```ts ignore
@@ -192,15 +202,28 @@ class Execution {
   readonly #queue: number[] = [];
   #head = 0;
   #running = 0;
+  /** Steps waiting for their approver: they hold no slot. */
+  #awaitingApproval = 0;
+  /** Approved steps waiting for a slot, served before newly ready steps. */
+  readonly #slotWaiters: (() => void)[] = [];
   #maxParallel = 0;
   #stopping = false;
   #aborted = false;
   #cancelled = false;
   #firstError: string | undefined;
   #order = 0;
-  #approvals: Promise<unknown> = Promise.resolve();
   #persisting: Promise<void> | undefined;
   #persistAgain = false;
+  /** Save generations: requested (state changed) and durably written. */
+  #saveRequested = 0;
+  #saveWritten = 0;
+  readonly #saveWaiters: {
+    generation: number;
+    resolve: () => void;
+    reject: (error: unknown) => void;
+  }[] = [];
+  /** Interrupted steps that run again, with the reason (logged when the run starts). */
+  readonly #reruns = new Map<string, string>();
   #finished = false;
   #startTime = 0;
   #startIso = "";
@@ -260,6 +283,7 @@ class Execution {
         );
       }
     }
+    this.#checkInterrupted(options.rerunInterrupted ?? false);
     this.#lookup = (id) => {
       const i = this.#byId.get(id);
       if (i === undefined) return { found: false };
@@ -327,10 +351,35 @@ class Execution {
       }
     }
     for (let i = 0; i < n; i++) {
+      const why = this.#reruns.get(steps[i].id);
+      if (why !== undefined) this.#progress(i, { logs: [log("warn", why)] });
+    }
+    for (let i = 0; i < n; i++) {
       if (this.#phase[i] !== WAITING) continue;
       if (this.#remaining[i] === 0) this.#becomeReady(i);
       else this.#setStatus(i, "blocked");
     }
+  }
+
+  /**
+   * A step saved as `running` was started by a run that stopped before saving its outcome. Re-run
+   * it only when that is safe (idempotent tool) or allowed; otherwise stop before anything runs.
+   */
+  #checkInterrupted(allowed: boolean | readonly string[]): void {
+    const refused: Step[] = [];
+    for (const step of interruptedSteps(this.plan)) {
+      const note =
+        `was running when an earlier run stopped (its outcome was not saved): running it again`;
+      if (this.#tools.descriptor(step.tool)?.idempotent === true) {
+        this.#reruns.set(step.id, `${note} (${step.tool} is idempotent)`);
+      } else if (allowed === true || (Array.isArray(allowed) && allowed.includes(step.id))) {
+        this.#reruns.set(
+          step.id,
+          `${note} although ${step.tool} is not idempotent: its effect may happen twice (re-run allowed)`,
+        );
+      } else refused.push(step);
+    }
+    if (refused.length > 0) throw interruptedError(refused);
   }
 
   /** A node's last dependency settled: queue it, or pass a skip/block on (iteratively). */
@@ -369,12 +418,19 @@ class Execution {
   }
 
   #pump(): void {
+    // Approved steps first (they were ready before the newly queued ones); after a stop every
+    // waiter gets through at once, to find out that it must not start.
+    while (
+      this.#slotWaiters.length > 0 && (this.#stopping || this.#running < this.#limit)
+    ) {
+      this.#takeSlot();
+      this.#slotWaiters.shift()!();
+    }
     while (!this.#stopping && this.#running < this.#limit && this.#head < this.#queue.length) {
       const i = this.#queue[this.#head++];
       if (this.#phase[i] !== QUEUED) continue;
       this.#phase[i] = RUNNING;
-      this.#running++;
-      if (this.#running > this.#maxParallel) this.#maxParallel = this.#running;
+      this.#takeSlot();
       this.#runStep(i).then(
         (outcome) => this.#settle(i, outcome),
         (error) => {
@@ -384,9 +440,43 @@ class Execution {
         },
       );
     }
-    if (this.#running === 0 && (this.#stopping || this.#head >= this.#queue.length)) {
+    if (
+      this.#running === 0 && this.#awaitingApproval === 0 && this.#slotWaiters.length === 0 &&
+      (this.#stopping || this.#head >= this.#queue.length)
+    ) {
       void this.#finish();
     }
+  }
+
+  #takeSlot(): void {
+    this.#running++;
+    if (this.#running > this.#maxParallel) this.#maxParallel = this.#running;
+  }
+
+  /**
+   * Waits for the approver without holding a slot: the slot goes back to the pool while a person
+   * decides, and the step queues for one again once the answer is in. Returns false when the run
+   * stopped meanwhile (the step must not start then).
+   */
+  async #approveWithoutSlot(
+    i: number,
+    args: Record<string, unknown>,
+    reason: string,
+  ): Promise<{ approved: boolean; reason?: string } | undefined> {
+    this.#running--;
+    this.#awaitingApproval++;
+    this.#pump();
+    let decision: { approved: boolean; reason?: string };
+    try {
+      decision = await this.#approve(i, args, reason);
+    } finally {
+      this.#awaitingApproval--;
+      await new Promise<void>((resolve) => {
+        this.#slotWaiters.push(resolve);
+        this.#pump();
+      });
+    }
+    return this.#stopping ? undefined : decision;
   }
 
   #settle(i: number, outcome: Outcome): void {
@@ -429,7 +519,6 @@ class Execution {
     const step = this.#nodes[i];
     const signal = this.#controller.signal;
     if (this.#startedAt[i] === 0) this.#startedAt[i] = performance.now();
-    this.#setStatus(i, "running");
     let approvedArgs: unknown = undefined;
     let retries = 0;
     for (;;) {
@@ -443,8 +532,9 @@ class Execution {
         if (approvedArgs !== step.args) {
           const reason = await this.#approvalReason(step, args, ctx);
           if (reason !== undefined) {
-            const decision = await this.#approve(i, args, reason);
-            if (signal.aborted) return "interrupted";
+            const decision = this.#autoApproved(i, step, reason) ??
+              await this.#approveWithoutSlot(i, args, reason);
+            if (signal.aborted || decision === undefined) return "interrupted";
             if (!decision.approved) {
               const why = decision.reason ? ` (${decision.reason})` : "";
               this.#settleWith(i, "skipped", `User denied approval${why}`);
@@ -455,6 +545,21 @@ class Execution {
           approvedArgs = step.args;
         }
         signal.throwIfAborted();
+        if (step.status !== "running") {
+          // `running` in the plan file means "the tool may have started": saved (atomically)
+          // before the tool runs, so a crash from here on is seen by the next run.
+          this.#setStatus(i, "running");
+          try {
+            await this.#saveNow();
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            throw new Error(
+              `the step could not be recorded as started, so its tool was not run (saving the plan failed: ${message})`,
+              { cause: error },
+            );
+          }
+          signal.throwIfAborted();
+        }
         const value = await this.#tools.invoke(step.tool, args, ctx);
         if (signal.aborted) return "interrupted";
         this.#settleWith(i, "completed", undefined, value);
@@ -523,28 +628,34 @@ class Execution {
     return await this.#tools.approvalReason(step.tool, args, ctx);
   }
 
-  /** Serialised: an approver never sees two requests at once. */
-  #approve(
+  /** `autoApprove` covers the step: approved without asking (and without giving the slot up). */
+  #autoApproved(i: number, step: Step, reason: string): { approved: true } | undefined {
+    const auto = this.#o.autoApprove;
+    if (auto !== true && !(Array.isArray(auto) && auto.includes(step.tool))) return undefined;
+    this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
+    return { approved: true };
+  }
+
+  /**
+   * Asks the approver. Requests are not serialised: several steps may wait for an answer at once
+   * (an interactive approver queues its own questions, as `run-plan` does).
+   */
+  async #approve(
     i: number,
     args: Record<string, unknown>,
     reason: string,
   ): Promise<{ approved: boolean; reason?: string }> {
     const step = this.#nodes[i];
-    const auto = this.#o.autoApprove;
-    if (auto === true || (Array.isArray(auto) && auto.includes(step.tool))) {
-      this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
-      return Promise.resolve({ approved: true });
-    }
     const approver = this.#o.approver;
     if (!approver) {
       this.#progress(i, {
         logs: [log("warn", `needs approval (${reason}) but no approver is configured`)],
       });
-      return Promise.resolve({
+      return {
         approved: false,
         reason:
           `needs approval: ${reason}; no approver is configured (CLI: answer on a terminal, or pass --yes or --approve ${step.tool})`,
-      });
+      };
     }
     const request: ApprovalRequest = {
       planId: this.plan.id,
@@ -554,30 +665,26 @@ class Execution {
       args,
       reason,
     };
-    const next = this.#approvals.then(async () => {
-      this.#controller.signal.throwIfAborted();
-      this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
-      try {
-        const answer = await approver(request, this.#controller.signal);
-        const decision = typeof answer === "boolean" ? { approved: answer } : answer;
-        this.#progress(i, {
-          logs: [
-            log(
-              "info",
-              decision.approved
-                ? "approved"
-                : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
-            ),
-          ],
-        });
-        return decision;
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        return { approved: false, reason: `the approver failed: ${message}` };
-      }
-    });
-    this.#approvals = next.catch(() => {});
-    return next.catch(() => ({ approved: false, reason: "cancelled" }));
+    if (this.#controller.signal.aborted) return { approved: false, reason: "cancelled" };
+    this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
+    try {
+      const answer = await approver(request, this.#controller.signal);
+      const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+      this.#progress(i, {
+        logs: [
+          log(
+            "info",
+            decision.approved
+              ? "approved"
+              : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
+          ),
+        ],
+      });
+      return decision;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { approved: false, reason: `the approver failed: ${message}` };
+    }
   }
 
   async #recover(
@@ -839,22 +946,53 @@ class Execution {
   #schedulePersist(): void {
     const persist = this.#o.persist;
     if (!persist) return;
+    this.#saveRequested++;
     if (this.#persisting) {
       this.#persistAgain = true;
       return;
     }
     this.#persisting = (async () => {
+      // Yield first: whoever scheduled this save registers its waiter before it can complete.
+      await null;
       do {
         this.#persistAgain = false;
+        const generation = this.#saveRequested;
+        let failure: unknown = undefined;
         try {
           await persist(this.plan);
         } catch (error) {
+          failure = error;
           const message = error instanceof Error ? error.message : String(error);
           console.warn(`[stepflow] saving the plan failed: ${message}`);
         }
+        this.#saveWritten = generation;
+        this.#wakeSaveWaiters(failure);
       } while (this.#persistAgain);
       this.#persisting = undefined;
     })();
+  }
+
+  /**
+   * Saves the current state and waits until a save that includes it has been written; rejects
+   * when that save failed (the caller must not go on as if it were recorded).
+   */
+  #saveNow(): Promise<void> {
+    if (!this.#o.persist) return Promise.resolve();
+    this.#schedulePersist();
+    const generation = this.#saveRequested;
+    return new Promise((resolve, reject) => {
+      this.#saveWaiters.push({ generation, resolve, reject });
+    });
+  }
+
+  #wakeSaveWaiters(failure: unknown): void {
+    const waiters = this.#saveWaiters;
+    for (let k = waiters.length - 1; k >= 0; k--) {
+      if (waiters[k].generation > this.#saveWritten) continue;
+      const waiter = waiters.splice(k, 1)[0];
+      if (failure === undefined) waiter.resolve();
+      else waiter.reject(failure);
+    }
   }
 
   async #finish(): Promise<void> {
@@ -958,6 +1096,37 @@ class Execution {
   ): Promise<void> {
     if (this.#emitter.has(event)) await this.#emitter.emit(event, ...args);
   }
+}
+
+/**
+ * The steps an earlier run left `running`: started (the tool may have done its work) but no
+ * outcome saved, because the process was killed or crashed. Idempotent tools included.
+ *
+ * @example
+ * ```ts ignore
+ * const left = interruptedSteps(plan, tools).filter((s) => !tools.descriptor(s.tool)?.idempotent);
+ * ```
+ */
+export function interruptedSteps(plan: Plan): Step[] {
+  return plan.steps.filter((s) => s.status === "running");
+}
+
+/**
+ * The `PLAN_STEP_INTERRUPTED` error for interrupted steps whose tools are not idempotent: names
+ * each step and tool and says how to go on.
+ */
+export function interruptedError(steps: readonly Step[]): StepflowError {
+  const list = steps.map((s) => `"${s.id}" (${s.tool})`).join(", ");
+  const one = steps.length === 1;
+  return new StepflowError(
+    "PLAN_STEP_INTERRUPTED",
+    `Step ${list} ${
+      one ? "was" : "were"
+    } running when an earlier run stopped (killed or crashed) before the outcome was saved: the tool may have done its work already, and ${
+      one ? `${steps[0].tool} is` : "these tools are"
+    } not declared idempotent, so running again could repeat the effect. Check the effect, then re-run anyway (CLI: --yes; API: rerunInterrupted), or set the step's status in the plan file to "completed" (keep the effect) or "pending" (run it again).`,
+    { details: { steps: steps.map((s) => ({ id: s.id, tool: s.tool })) } },
+  );
 }
 
 function log(level: LogEntry["level"], message: string): LogEntry {

@@ -18,6 +18,9 @@ import { checkSteps } from "./validate.ts";
 /** The scripted-backend step id of planning calls. */
 export const GENERATE_STEP_ID = "plan.generate";
 
+/** The scripted-backend step id of revision calls ({@linkcode revisePlan}). */
+export const REVISE_STEP_ID = "plan.revise";
+
 /** A task: its text, or the seed's `{ id, description }`. */
 export type PlanTask = string | { id?: string; description: string };
 
@@ -101,14 +104,147 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
     workspace: snapshot || "(empty)",
     tools: formatToolList(options.tools.describe()),
   });
-  outputSchema ??= z.toJSONSchema(GeneratedPlanSchema, { io: "input" }) as Record<string, unknown>;
+  const answer = await askForSteps(prompt, GENERATE_STEP_ID, root, options);
+  const plan: Plan = {
+    id: options.planId ?? crypto.randomUUID(),
+    taskId: options.taskId ??
+      (typeof task === "object" && task.id ? task.id : crypto.randomUUID()),
+    task: description,
+    version: 1,
+    steps: answer.steps,
+    createdAt: new Date().toISOString(),
+  };
+  if (answer.estimatedDuration !== undefined) plan.estimatedDuration = answer.estimatedDuration;
+  return plan;
+}
 
+/** Options of {@linkcode revisePlan}. */
+export type RevisePlanOptions = Omit<GeneratePlanOptions, "taskId" | "planId">;
+
+/**
+ * Seed 002 Plan Review, "Regenerate plan (ask LLM to revise)": sends the current plan (statuses and
+ * results included) and the user's feedback, validates the answer against the tools like
+ * {@linkcode generatePlan} (same code: one re-ask listing the problems) and returns the next
+ * version. The given plan is not modified.
+ *
+ * The new version keeps the plan's `id`, `taskId`, `task` and `createdAt`, gets `version + 1` and
+ * `updatedAt`. A step the answer keeps unchanged (same id, tool, args, dependencies) keeps its
+ * status and result when it was `completed`, `skipped` or `running` — so finished work does not run
+ * again, and a step a killed run left `running` stays `running` (the interrupted-step rule still
+ * applies to it). Every other step is `pending`. Calls use step id {@linkcode REVISE_STEP_ID}.
+ *
+ * @throws StepflowError `USAGE` when the feedback is empty
+ * @throws PlanGenerationError when the second answer is still invalid
+ *
+ * @example
+ * ```ts ignore
+ * const next = await revisePlan(plan, "Also back up config.json before writing it", {
+ *   backend, tools,
+ * });
+ * console.log(next.version === plan.version + 1); // true
+ * ```
+ */
+export async function revisePlan(
+  plan: Plan,
+  feedback: string,
+  options: RevisePlanOptions,
+): Promise<Plan> {
+  if (feedback.trim() === "") {
+    throw new StepflowError(
+      "USAGE",
+      "revisePlan: the feedback is empty. Say what should change in the plan.",
+    );
+  }
+  const root = options.workspaceRoot ?? Deno.cwd();
+  const snapshot = options.workspaceSnapshot ?? await snapshotWorkspace(root);
+  const prompt = renderTemplate(await loadPlanPrompt("revise"), {
+    task: plan.task ?? "(not recorded: infer it from the plan)",
+    workspace: snapshot || "(empty)",
+    tools: formatToolList(options.tools.describe()),
+    version: String(plan.version),
+    plan: JSON.stringify(planForPrompt(plan), null, 2),
+    feedback: feedback.trim(),
+  });
+  const answer = await askForSteps(prompt, REVISE_STEP_ID, root, options);
+  const before = new Map(plan.steps.map((s) => [s.id, s]));
+  for (const step of answer.steps) {
+    const old = before.get(step.id);
+    if (!old || !sameAction(old, step)) continue;
+    if (old.status === "completed" || old.status === "skipped" || old.status === "running") {
+      step.status = old.status;
+      if (old.result) step.result = structuredClone(old.result);
+    }
+  }
+  const next: Plan = {
+    ...structuredClone(plan),
+    version: plan.version + 1,
+    updatedAt: new Date().toISOString(),
+    steps: answer.steps,
+  };
+  if (answer.estimatedDuration !== undefined) next.estimatedDuration = answer.estimatedDuration;
+  else delete next.estimatedDuration;
+  return next;
+}
+
+/** What the revision prompt shows of a plan: the steps as planned, with status and outcome. */
+function planForPrompt(plan: Plan): unknown {
+  return {
+    steps: plan.steps.map((s) => {
+      const shown: Record<string, unknown> = {
+        id: s.id,
+        description: s.description,
+        tool: s.tool,
+        args: s.args,
+        dependsOn: s.dependsOn,
+        status: s.status,
+      };
+      if (s.requiresApproval !== undefined) shown.requiresApproval = s.requiresApproval;
+      if (s.onError !== undefined) shown.onError = s.onError;
+      if (s.result?.error !== undefined) shown.error = s.result.error;
+      else if (s.result?.value !== undefined) shown.result = clip(JSON.stringify(s.result.value));
+      return shown;
+    }),
+  };
+}
+
+function clip(text: string | undefined, max = 500): string | undefined {
+  return text === undefined || text.length <= max ? text : `${text.slice(0, max)}… (truncated)`;
+}
+
+function sameAction(a: Step, b: Step): boolean {
+  return a.tool === b.tool && stableJson(a.args) === stableJson(b.args) &&
+    stableJson([...a.dependsOn].sort()) === stableJson([...b.dependsOn].sort());
+}
+
+/** JSON with object keys sorted, so equal values compare equal whatever their key order. */
+function stableJson(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_key, v) =>
+      v !== null && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+        : v,
+  );
+}
+
+/**
+ * The one planning exchange, shared by {@linkcode generatePlan} and {@linkcode revisePlan}: asks,
+ * parses (structured output, JSON in the text, or a bare list), checks the steps against the tools,
+ * and re-asks once listing the problems.
+ */
+async function askForSteps(
+  prompt: string,
+  stepId: string,
+  root: string,
+  options: { backend: LlmBackend; tools: PlanToolRegistry; model?: string; signal?: AbortSignal },
+): Promise<{ steps: Step[]; estimatedDuration?: number }> {
+  outputSchema ??= z.toJSONSchema(GeneratedPlanSchema, { io: "input" }) as Record<string, unknown>;
   let problems: string[] = [];
   for (let round = 1; round <= 2; round++) {
     const req: LlmRequest = {
       kind: round === 1 ? "step" : "reask",
       agent: "plan",
-      stepId: GENERATE_STEP_ID,
+      stepId,
       iteration: round,
       prompt: round === 1 ? prompt : `${prompt}\n\n${reaskText(problems)}`,
       outputSchema,
@@ -121,26 +257,15 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
       problems = parsed.problems;
       continue;
     }
-    const now = new Date().toISOString();
     const steps: Step[] = parsed.data.steps.map((s, i) => stepFromNew(s, i + 1));
     const found: PlanProblem[] = checkSteps(steps, options.tools);
     if (found.length > 0) {
       problems = found.map((p) => p.message);
       continue;
     }
-    const plan: Plan = {
-      id: options.planId ?? crypto.randomUUID(),
-      taskId: options.taskId ??
-        (typeof task === "object" && task.id ? task.id : crypto.randomUUID()),
-      task: description,
-      version: 1,
-      steps,
-      createdAt: now,
-    };
-    if (parsed.data.estimatedDuration !== undefined) {
-      plan.estimatedDuration = parsed.data.estimatedDuration;
-    }
-    return plan;
+    return parsed.data.estimatedDuration === undefined
+      ? { steps }
+      : { steps, estimatedDuration: parsed.data.estimatedDuration };
   }
   throw new PlanGenerationError(problems);
 }

@@ -49,7 +49,14 @@ export {
   type StepRef,
 } from "./refs.ts";
 export { assertValidPlan, checkSteps, PlanValidationError, validatePlan } from "./validate.ts";
-export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
+export {
+  executePlan,
+  type ExecutePlanOptions,
+  interruptedError,
+  interruptedSteps,
+  type PlanRun,
+  startPlan,
+} from "./executor.ts";
 export { EventLog } from "./progress.ts";
 export {
   GENERATE_STEP_ID,
@@ -57,6 +64,9 @@ export {
   type GeneratePlanOptions,
   PlanGenerationError,
   type PlanTask,
+  REVISE_STEP_ID,
+  revisePlan,
+  type RevisePlanOptions,
   type SnapshotOptions,
   snapshotWorkspace,
 } from "./generate.ts";

@@ -7,7 +7,7 @@
 import { StepflowError } from "../errors.ts";
 
 /** The prompt templates of tool plans. */
-export type PlanPromptName = "generate" | "recover";
+export type PlanPromptName = "generate" | "recover" | "revise";
 
 const cache = new Map<PlanPromptName, Promise<string>>();
 

@@ -25,6 +25,8 @@ export interface PlanTool {
   inputSchema: PlanArgSchema;
   /** Always ask for approval before running. */
   requiresApproval?: boolean;
+  /** Safe to run again after a crash (see the `Tool` contract). */
+  idempotent?: boolean;
   /** Ask for approval for these arguments: `true` or a reason to ask, `false` not to. */
   // deno-lint-ignore no-explicit-any
   needsApproval?(args: any, ctx: PlanToolContext): boolean | string | Promise<boolean | string>;

@@ -225,7 +225,11 @@ export interface ApprovalRequest {
 /** An approver's answer: a boolean, or an object with a reason (shown when denied). */
 export type ApprovalDecision = boolean | { approved: boolean; reason?: string };
 
-/** Decides whether a step may run. Calls are serialised: an approver never sees two requests at once. */
+/**
+ * Decides whether a step may run. Calls may overlap: every step that needs approval asks as soon as
+ * it is ready, and holds no concurrency slot while it waits. An approver that talks to one person
+ * (a terminal prompt) queues its own questions.
+ */
 export type Approver = (
   request: ApprovalRequest,
   signal: AbortSignal,
@@ -257,6 +261,8 @@ export interface PlanToolDescriptor {
   inputSchema: Record<string, unknown>;
   /** Whether the tool always needs approval. */
   requiresApproval: boolean;
+  /** Whether the tool is safe to run again after a crash (absent: not declared, so not safe). */
+  idempotent?: boolean;
 }
 
 /** One argument problem, as a schema library reports it. */

@@ -1,3 +1,4 @@
+import { MAX_PLAN_DEPTH } from "./depth.ts";
 import {
   bodyContent,
   inputsDeclaration,
@@ -6,7 +7,7 @@ import {
   parseSummaryTail,
   splitNames,
 } from "./syntax.ts";
-import { collapseStep, expandStep, findStep, renumberSteps, stepLabel } from "./tree.ts";
+import { collapseStep, expandStep, findStep, renumberSteps, stepLabel, walkSteps } from "./tree.ts";
 import {
   createPlanCommand,
   isContainerType,
@@ -201,12 +202,11 @@ function setStatus(plan: PlanSpec, cmd: PlanCommand, status: PlanStatus): string
 
 /** Marks every pending, active or blocked step of a subtree as skipped. */
 export function skipUnfinished(steps: PlanStep[]): void {
-  for (const step of steps) {
+  walkSteps(steps, (step) => {
     if (step.status !== PlanStatus.DONE && step.status !== PlanStatus.SKIPPED) {
       step.status = PlanStatus.SKIPPED;
     }
-    if (step.children.length > 0) skipUnfinished(step.children);
-  }
+  });
 }
 
 function checkType(stepType: string): string {
@@ -218,6 +218,9 @@ function checkType(stepType: string): string {
 function add(plan: PlanSpec, cmd: PlanCommand): string {
   const typeError = checkType(cmd.stepType);
   if (typeError) return typeError;
+  if (cmd.stepId.split(".").length > MAX_PLAN_DEPTH) {
+    return `step ${cmd.stepId} would be nested more than ${MAX_PLAN_DEPTH} levels deep (the PlanSpec limit); add it higher up`;
+  }
   const parentId = parentIdOf(cmd.stepId);
   let siblings = plan.steps;
   let parent: PlanStep | undefined;

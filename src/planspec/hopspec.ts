@@ -1,3 +1,4 @@
+import { assertPlanDepth } from "./depth.ts";
 import { StepflowError } from "../errors.ts";
 import { renumberSteps } from "./tree.ts";
 import { createPlanSpec, type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
@@ -130,6 +131,7 @@ export interface StepsToPlanOptions {
  * ```
  */
 export function stepsToPlan(steps: StepInfo[], options: StepsToPlanOptions = {}): PlanSpec {
+  assertPlanDepth(steps, (hop) => hop.children, (hop) => String(hop.stepName ?? "?"));
   const plan = createPlanSpec({
     title: options.title ?? "",
     goal: options.goal ?? "",

@@ -47,6 +47,7 @@ export {
   type PlanStepType,
 } from "./types.ts";
 export { PlanParseError, PlanSerializeError } from "./errors.ts";
+export { assertPlanDepth, MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
 export { parsePlan, parseStepLines } from "./parse.ts";
 export { type SerializeOptions, serializePlan } from "./serialize.ts";
 export { planErrors, validatePlan } from "./validate.ts";

@@ -1,3 +1,4 @@
+import { MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
 import { PlanParseError } from "./errors.ts";
 import { isIdAt, isWhitespace, parseProgressSegment } from "./syntax.ts";
 import { createPlanSpec, type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
@@ -197,8 +198,12 @@ class TreeBuilder {
   readonly #stack: PlanStep[] = [];
   #last: PlanStep | undefined;
 
+  /** How deep `rootId` is itself (0 for the plan's top level). */
+  readonly #rootDepth: number;
+
   constructor(rootId = "") {
     this.#rootId = rootId;
+    this.#rootDepth = rootId === "" ? 0 : rootId.split(".").length;
   }
 
   get last(): PlanStep | undefined {
@@ -248,6 +253,7 @@ class TreeBuilder {
         `step ${id} is out of sequence: expected ${expected} (the k-th child of step P is numbered P.k)`,
       );
     }
+    if (this.#rootDepth + stack.length >= MAX_PLAN_DEPTH) throw new PlanTooDeepError(id, lineNo);
     siblings.push(step);
     stack.push(step);
     this.#last = step;

@@ -1,5 +1,6 @@
+import { assertPlanDepth } from "./depth.ts";
 import { STATUS_MARKERS } from "./syntax.ts";
-import { planProgress } from "./tree.ts";
+import { planProgress, walkSteps } from "./tree.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
 /** Options of {@linkcode renderPlan} and {@linkcode renderPlanTree}. */
@@ -60,6 +61,7 @@ export function renderPlanTree(plan: PlanSpec, options: RenderOptions = {}): str
   const out: string[] = [];
   const paint = painter(options.color === true);
   const fold = options.fold !== false;
+  assertPlanDepth(plan.steps);
   for (const step of plan.steps) renderStep(out, step, "", "", "", fold, paint);
   return out.join("\n");
 }
@@ -138,6 +140,7 @@ function renderStep(
  * ```
  */
 export function renderPlan(plan: PlanSpec, options: RenderOptions = {}): string {
+  assertPlanDepth(plan.steps);
   const paint = painter(options.color === true);
   const progress = planProgress(plan);
   const progressLine = `Progress: ${progress.done}/${progress.total} (${
@@ -175,8 +178,5 @@ export function renderPlan(plan: PlanSpec, options: RenderOptions = {}): string 
 }
 
 function countTypes(steps: PlanStep[], byType: Map<string, number>): void {
-  for (const step of steps) {
-    byType.set(step.stepType, (byType.get(step.stepType) ?? 0) + 1);
-    if (step.children.length > 0) countTypes(step.children, byType);
-  }
+  walkSteps(steps, (step) => void byType.set(step.stepType, (byType.get(step.stepType) ?? 0) + 1));
 }

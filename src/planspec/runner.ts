@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { isSpanOf } from "../unicode_span.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo as EventStepInfo } from "../events/types.ts";
 import { extractJson } from "../llm/structured_output.ts";
@@ -1201,7 +1202,7 @@ function historyLine(entry: PlanHistoryEntry, valueLimit: number): string | unde
  * write `→ <what to do>`, as in the seed's examples) describe a consequence, not a value.
  */
 function isVariableName(name: string): boolean {
-  return /^[\p{L}_][\p{L}\p{N}_.-]*$/u.test(name);
+  return isSpanOf(name, "[\\p{L}\\p{N}_.-]", "[\\p{L}_]");
 }
 
 function valueText(value: unknown): string {

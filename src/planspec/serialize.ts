@@ -1,3 +1,4 @@
+import { assertPlanDepth } from "./depth.ts";
 import { PlanSerializeError } from "./errors.ts";
 import { hasProgressSegment, inputsDeclaration, isIdAt, isWhitespace } from "./syntax.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
@@ -36,6 +37,7 @@ function indent(depth: number): string {
  * ```
  */
 export function serializePlan(plan: PlanSpec, options: SerializeOptions = {}): string {
+  assertPlanDepth(plan.steps);
   const fold = options.fold === true;
   // Pieces are pushed flat and joined once: cheaper than concatenating lines first.
   const out: string[] = [];

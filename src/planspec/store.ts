@@ -10,6 +10,7 @@ import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import { lockPlanFile } from "../store/file_lock.ts";
+import { isSpanOf, spanEnd } from "../unicode_span.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
 import { serializePlan } from "./serialize.ts";
@@ -33,7 +34,7 @@ export interface ResolvedPlan {
 
 /** A bare plan name: letters, digits, `_`, `-`, `.`, no path separators and not `.`/`..`. */
 export function isPlanName(ref: string): boolean {
-  return /^[\p{L}\p{N}_.-]+$/u.test(ref) && ref !== "." && ref !== ".." &&
+  return isSpanOf(ref, "[\\p{L}\\p{N}_.-]") && ref !== "." && ref !== ".." &&
     !ref.includes("..");
 }
 
@@ -107,6 +108,12 @@ export async function readPlanFile(file: string): Promise<PlanSpec> {
         details: { file, line: error.line },
       });
     }
+    if (error instanceof StepflowError && error.code === "PLANSPEC_TOO_DEEP") {
+      throw new StepflowError(error.code, `${file}: ${error.message}`, {
+        cause: error,
+        details: { file, ...error.details },
+      });
+    }
     throw error;
   }
 }
@@ -149,7 +156,7 @@ export async function writeTextFile(file: string, text: string): Promise<void> {
  * ```
  */
 export function snakeName(text: string, maxLength = 48): string {
-  const words = text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words = wordsOf(text.toLowerCase().normalize("NFKC"), maxLength);
   let name = "";
   for (const word of words) {
     const next = name === "" ? word : `${name}_${word}`;
@@ -282,4 +289,22 @@ async function exists(path: string): Promise<boolean> {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
+}
+
+/** The words (runs of letters and digits) of `text`, until they fill more than `maxLength`. */
+function wordsOf(text: string, maxLength: number): string[] {
+  const words: string[] = [];
+  let length = 0;
+  for (let i = 0; i < text.length && length <= maxLength;) {
+    const end = spanEnd(text, i, "[\\p{L}\\p{N}]");
+    if (end === i) {
+      i++;
+      continue;
+    }
+    const word = text.slice(i, end);
+    words.push(word);
+    length += word.length + 1;
+    i = end;
+  }
+  return words;
 }

@@ -48,16 +48,27 @@ export function findStep(plan: PlanSpec, stepId: string): StepLocation | undefin
   return searchStep(plan.steps, stepId, undefined);
 }
 
+/** Document-order search, iterative (trees built in code may nest at any depth). */
 function searchStep(
-  siblings: PlanStep[],
+  top: PlanStep[],
   stepId: string,
-  parent: PlanStep | undefined,
+  topParent: PlanStep | undefined,
 ): StepLocation | undefined {
-  for (let index = 0; index < siblings.length; index++) {
-    const step = siblings[index];
-    if (step.stepId === stepId) return { step, siblings, index, parent };
-    const found = searchStep(step.children, stepId, step);
-    if (found) return found;
+  const stack: { siblings: PlanStep[]; index: number; parent: PlanStep | undefined }[] = [
+    { siblings: top, index: 0, parent: topParent },
+  ];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    if (frame.index >= frame.siblings.length) {
+      stack.pop();
+      continue;
+    }
+    const index = frame.index++;
+    const step = frame.siblings[index];
+    if (step.stepId === stepId) {
+      return { step, siblings: frame.siblings, index, parent: frame.parent };
+    }
+    if (step.children.length > 0) stack.push({ siblings: step.children, index: 0, parent: step });
   }
   return undefined;
 }
@@ -79,9 +90,21 @@ export function walkSteps(
   parent?: PlanStep,
   depth = 0,
 ): void {
-  for (const step of steps) {
-    visit(step, parent, depth);
-    if (step.children.length > 0) walkSteps(step.children, visit, step, depth + 1);
+  // Iterative pre-order: no recursion, whatever the depth.
+  const stack: { list: PlanStep[]; i: number; parent: PlanStep | undefined; depth: number }[] = [
+    { list: steps, i: 0, parent, depth },
+  ];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    if (frame.i >= frame.list.length) {
+      stack.pop();
+      continue;
+    }
+    const step = frame.list[frame.i++];
+    visit(step, frame.parent, frame.depth);
+    if (step.children.length > 0) {
+      stack.push({ list: step.children, i: 0, parent: step, depth: frame.depth + 1 });
+    }
   }
 }
 
@@ -90,24 +113,43 @@ export function walkSteps(
  * moved. `prefix` is the id of the parent of `steps` (`""` for top-level steps).
  */
 export function renumberSteps(steps: PlanStep[], prefix = "", from = 0): void {
-  for (let i = from; i < steps.length; i++) {
-    const id = prefix === "" ? String(i + 1) : `${prefix}.${i + 1}`;
-    const step = steps[i];
-    step.stepId = id;
-    if (step.children.length > 0) renumberSteps(step.children, id);
+  const work: { list: PlanStep[]; prefix: string; from: number }[] = [{
+    list: steps,
+    prefix,
+    from,
+  }];
+  while (work.length > 0) {
+    const { list, prefix: at, from: start } = work.pop()!;
+    for (let i = start; i < list.length; i++) {
+      const id = at === "" ? String(i + 1) : `${at}.${i + 1}`;
+      const step = list[i];
+      step.stepId = id;
+      if (step.children.length > 0) work.push({ list: step.children, prefix: id, from: 0 });
+    }
   }
 }
 
 /** A deep copy of a step (the transient `expanded` flag is copied too). */
 export function cloneStep(step: PlanStep): PlanStep {
-  const copy: PlanStep = {
-    ...step,
-    inputs: [...step.inputs],
-    outputs: [...step.outputs],
-    detail: [...step.detail],
-    children: step.children.map(cloneStep),
-  };
-  return copy;
+  const copyOne = (s: PlanStep): PlanStep => ({
+    ...s,
+    inputs: [...s.inputs],
+    outputs: [...s.outputs],
+    detail: [...s.detail],
+    children: [],
+  });
+  const root = copyOne(step);
+  // Iterative: copies subtrees of any depth without recursion.
+  const work: [PlanStep, PlanStep][] = [[step, root]];
+  while (work.length > 0) {
+    const [from, to] = work.pop()!;
+    for (const child of from.children) {
+      const copy = copyOne(child);
+      to.children.push(copy);
+      if (child.children.length > 0) work.push([child, copy]);
+    }
+  }
+  return root;
 }
 
 /** A deep copy of a plan. */
@@ -216,11 +258,10 @@ export function planProgress(plan: PlanSpec): PlanProgress {
 }
 
 function count(steps: PlanStep[], progress: PlanProgress): void {
-  for (const step of steps) {
+  walkSteps(steps, (step) => {
     progress.total++;
     progress[step.status]++;
-    if (step.children.length > 0) count(step.children, progress);
-  }
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { assertPlanDepth, PlanTooDeepError } from "./depth.ts";
 import { stepLabel } from "./tree.ts";
 import { isContainerType, isValidStepType, type PlanSpec, type PlanStep } from "./types.ts";
 
@@ -26,6 +27,13 @@ export function validatePlan(plan: PlanSpec): string[] {
   const errors: string[] = [];
   const warnings: string[] = [];
   if (plan.steps.length === 0) errors.push("plan has no steps");
+  try {
+    assertPlanDepth(plan.steps);
+  } catch (error) {
+    if (!(error instanceof PlanTooDeepError)) throw error;
+    // Nothing below can be walked safely.
+    return [error.message];
+  }
   const names = new Map<string, string>();
   check(plan.steps, names, errors, warnings);
   if (plan.goal.trim() === "") errors.push("plan has no goal");

@@ -56,15 +56,35 @@ export class PromptNotFoundError extends StepflowError {
    * @param stepId the step, when known
    * @param tried fallbacks that were tried
    */
-  constructor(file: string, stepId?: string, tried: string[] = []) {
+  constructor(
+    file: string,
+    stepId?: string,
+    tried: string[] = [],
+    fallback: { allowed: boolean; invalidKey?: string } = { allowed: false },
+  ) {
+    const why = !fallback.allowed
+      ? "Create the file, or fix the step's prompt reference. There is no fallback unless --allow-fallback is given."
+      : fallback.invalidKey !== undefined
+      ? `The step's fallbackKey ${
+        JSON.stringify(fallback.invalidKey)
+      } is invalid (${FALLBACK_KEY_RULE}), so no built-in fallback applies: fix the fallbackKey, or create the file.`
+      : "No fallback has it either: create the file, or fix the step's prompt reference.";
     super(
       "PROMPT_NOT_FOUND",
       `Prompt file not found: ${file}${stepId ? ` (step "${stepId}")` : ""}.${
         tried.length ? ` Fallbacks tried: ${tried.join(", ")}.` : ""
-      } Create the file, or fix the step's prompt reference. There is no fallback unless --allow-fallback is given.`,
+      } ${why}`,
       { details: { file, stepId, tried } },
     );
   }
+}
+
+/** What a `fallbackKey` may be: one file name segment (letters, digits, `_`, `-`). */
+export const FALLBACK_KEY_RULE = 'use letters, digits, "_" and "-", e.g. "issue_initial_default"';
+
+/** True when `key` can name a fallback prompt (`<key>.md`): a single safe segment. */
+export function isValidFallbackKey(key: string): boolean {
+  return SEGMENT_PATTERN.test(key);
 }
 
 const BUILTIN_FALLBACKS = new URL("../../prompts/fallback/", import.meta.url);
@@ -161,14 +181,18 @@ export class PromptResolver {
         fromFallback: true,
       };
     }
-    throw new PromptNotFoundError(file, where.stepId, tried);
+    const key = where.fallbackKey;
+    throw new PromptNotFoundError(file, where.stepId, tried, {
+      allowed: true,
+      ...(key !== undefined && !isValidFallbackKey(key) ? { invalidKey: key } : {}),
+    });
   }
 
   *#fallbackCandidates(
     ref: PromptReference,
     fallbackKey: string | undefined,
   ): Generator<{ label: string; read: () => Promise<string | undefined> }> {
-    const keyOk = fallbackKey !== undefined && SEGMENT_PATTERN.test(fallbackKey);
+    const keyOk = fallbackKey !== undefined && isValidFallbackKey(fallbackKey);
     if (this.#options.fallbackDir) {
       const root = promptRoot(this.#agentDir, this.#options.fallbackDir);
       const rel = keyOk ? `${fallbackKey}.md` : isPathRef(ref) ? ref.path : c3lRelativePath(ref);
@@ -202,6 +226,8 @@ export class PromptResolver {
 
   /** Reads `file` when it exists and its real path stays inside `root`; undefined when missing. */
   async #readConfined(file: string, realRoot: Promise<string>): Promise<string | undefined> {
+    // The root first: a prompt folder that links out is refused even when the file is missing.
+    const root = await realRoot;
     let real: string;
     try {
       real = await realpath(file);
@@ -211,7 +237,6 @@ export class PromptResolver {
       if (isMissingFileError(error)) return undefined;
       throw error;
     }
-    const root = await realRoot;
     if (!isWithin(root, real)) {
       throw new PromptPathError(
         `Refused prompt file ${file}: it is a symbolic link to ${real}, outside the prompt folder ${root}.`,

@@ -51,7 +51,9 @@ export function validateScript(
     script = parseScript(source);
   } catch (error) {
     if (error instanceof QPlanSyntaxError) {
-      return { ok: false, issues: [syntaxIssue(error)] };
+      const issue = syntaxIssue(error);
+      issue.message = clipMessage(issue.message);
+      return { ok: false, issues: [issue] };
     }
     throw error;
   }
@@ -61,7 +63,19 @@ export function validateScript(
     ? [...options.params]
     : Object.keys(options.params);
   const { issues, resolution } = validateAst(script, { params, registry: options.registry });
+  for (const issue of issues) issue.message = clipMessage(issue.message);
   return { ok: !issues.some((i) => i.severity === "error"), issues, script, resolution };
+}
+
+/**
+ * Messages quote names; a multi-megabyte name must not make a multi-megabyte message. Long messages
+ * keep their start and end around a note of what was left out.
+ */
+function clipMessage(message: string, max = 400): string {
+  if (message.length <= max) return message;
+  const head = message.slice(0, 240);
+  const tail = message.slice(-120);
+  return `${head}… (${message.length - 360} characters left out) …${tail}`;
 }
 
 /** Turns a syntax error into a validation issue. */

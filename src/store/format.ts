@@ -28,6 +28,8 @@ export interface LoggedUsage {
   costUsd?: number;
   /** Backend calls. */
   calls?: number;
+  /** Backend calls whose response carried no usage (their tokens are unknown). */
+  callsWithoutUsage?: number;
 }
 
 /** One history entry as recorded in a `step_end` line (the runner's `HistoryEntry`). */
@@ -60,8 +62,11 @@ export type TimelineRow =
     kind: "step";
     /** The history entry. */
     entry: LoggedHistoryEntry;
-    /** Tokens of this iteration (from the cumulative usage in the log), when recorded. */
-    tokens?: { input: number; output: number };
+    /**
+     * Tokens of this iteration (from the cumulative usage in the log), when recorded; `unknownCalls`
+     * counts its calls that reported no usage (their tokens are not in `input`/`output`).
+     */
+    tokens?: { input: number; output: number; unknownCalls?: number };
     /** Handoff values the step produced, when recorded. */
     handoff?: Record<string, unknown>;
   }
@@ -121,6 +126,8 @@ export function runTimeline(log: readonly RunLogEntry[], historyLength?: number)
           input: usage.inputTokens - (previous?.inputTokens ?? 0),
           output: usage.outputTokens - (previous?.outputTokens ?? 0),
         };
+        const unknown = (usage.callsWithoutUsage ?? 0) - (previous?.callsWithoutUsage ?? 0);
+        if (unknown > 0) row.tokens.unknownCalls = unknown;
       }
       if (line.handoff && typeof line.handoff === "object") {
         row.handoff = line.handoff as Record<string, unknown>;
@@ -255,6 +262,8 @@ export function formatRunHistory(
         usage.outputTokens.toLocaleString("en-US")
       } out`,
     );
+    const unknown = usage.callsWithoutUsage ?? 0;
+    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
     if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
   }
   if (facts.length) lines.push(facts.join(" · "));
@@ -303,7 +312,7 @@ export function formatRunHistory(
       c.status(e.transition, transitionTone(e.transition)),
       e.nextStepId ?? "",
       duration(e.durationMs),
-      row.tokens ? tokens(row.tokens.input, row.tokens.output) : "",
+      row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
       note,
     ]);
   }
@@ -399,8 +408,11 @@ export function duration(ms: number): string {
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
 }
 
-function tokens(input: number, output: number): string {
-  return `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
+/** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
+function tokens(input: number, output: number, unknownCalls = 0): string {
+  const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
+  if (unknownCalls === 0) return known;
+  return input === 0 && output === 0 ? "?" : `${known}+?`;
 }
 
 function oneLine(text: string): string {

@@ -4,7 +4,7 @@ import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "
 
 /**
  * A {@linkcode RunStore} kept in memory: for tests and for runs that need no durability.
- * Checkpoints are deep-copied through JSON so a stored state can never alias live runner state.
+ * Checkpoints and log entries are deep-copied through JSON so a stored state can never alias live runner state.
  *
  * @example
  * ```ts
@@ -15,7 +15,7 @@ import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "
  * ```
  */
 export class MemoryRunStore implements RunStore {
-  readonly #logs = new Map<string, RunLogEntry[]>();
+  readonly #logs = new Map<string, string[]>();
   readonly #checkpoints = new Map<string, string>();
   readonly #locks = new Set<string>();
 
@@ -23,7 +23,8 @@ export class MemoryRunStore implements RunStore {
   append(runId: string, entry: RunLogEntry): Promise<void> {
     let log = this.#logs.get(runId);
     if (!log) this.#logs.set(runId, log = []);
-    log.push(structuredClone(entry));
+    // JSON, like the file store (structuredClone recursed and crashed on deeply nested data).
+    log.push(JSON.stringify(entry));
     return Promise.resolve();
   }
 
@@ -41,7 +42,7 @@ export class MemoryRunStore implements RunStore {
 
   /** Returns a copy of the log. */
   readLog(runId: string): Promise<RunLogEntry[]> {
-    return Promise.resolve(structuredClone(this.#logs.get(runId) ?? []));
+    return Promise.resolve((this.#logs.get(runId) ?? []).map((line) => JSON.parse(line)));
   }
 
   /** Takes the in-process lock of a run. */

@@ -5,13 +5,13 @@
  *
  * @module
  */
-import { dirname, relative, sep } from "node:path";
+import { relative, sep } from "node:path";
 
 import { z } from "zod";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Tool, ToolContext } from "./types.ts";
-import { resolveInWorkspace } from "./workspace.ts";
+import { prepareWriteInWorkspace, resolveInWorkspace } from "./workspace.ts";
 
 /** Options shared by the file-system tools. */
 export interface FsToolOptions {
@@ -103,6 +103,7 @@ export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileAr
     name: "read_file",
     description: "Read a UTF-8 text file inside the workspace and return its content",
     inputSchema: ReadFileArgs,
+    idempotent: true,
     async execute(args, ctx) {
       const root = rootOf(options, ctx);
       const file = await resolveInWorkspace(root, args.path);
@@ -157,31 +158,12 @@ export function createWriteFileTool(
     },
     async execute(args, ctx) {
       const root = await Deno.realPath(rootOf(options, ctx));
-      const file = await resolveInWorkspace(root, args.path);
-      if (file === root) {
-        throw new StepflowError(
-          "FILE_IS_DIRECTORY",
-          `write_file: "${args.path}" is the workspace root itself. Name a file inside it.`,
-          { details: { path: args.path } },
-        );
-      }
       const text = typeof args.content === "string"
         ? args.content
         : `${JSON.stringify(args.content, null, 2)}\n`;
-      await refuseDanglingLink(file, args.path, root);
-      const existed = await exists(file);
-      if (existed && (await Deno.stat(file)).isDirectory) {
-        throw new StepflowError(
-          "FILE_IS_DIRECTORY",
-          `write_file: "${args.path}" is a folder. Name a file path instead.`,
-          { details: { path: args.path } },
-        );
-      }
       ctx.signal?.throwIfAborted();
-      await Deno.mkdir(dirname(file), { recursive: true });
-      // The folder may have been created through a link that was swapped in meanwhile: check again.
-      const checked = await resolveInWorkspace(root, args.path);
-      await refuseDanglingLink(checked, args.path, root);
+      const checked = await prepareWriteInWorkspace(root, args.path, "write_file");
+      const existed = await exists(checked);
       const bytes = new TextEncoder().encode(text);
       if (args.append) {
         await Deno.writeFile(checked, bytes, { append: true });
@@ -208,6 +190,7 @@ export function createWriteFileTool(
 export function createListDirTool(options: FsToolOptions = {}): Tool<ListDirArgs, ListDirResult> {
   return {
     name: "list_dir",
+    idempotent: true,
     description:
       "List the entries of a folder inside the workspace (path, name, type, size); recursive on request",
     inputSchema: ListDirArgs,
@@ -304,25 +287,6 @@ async function exists(file: string): Promise<boolean> {
   try {
     await Deno.lstat(file);
     return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
-
-/** Only a dangling link survives resolveInWorkspace unresolved; writing would follow it. */
-async function refuseDanglingLink(file: string, userPath: string, root: string): Promise<void> {
-  if (!(await isSymlink(file))) return;
-  throw new StepflowError(
-    "PATH_ESCAPES_WORKSPACE",
-    `Refused path "${userPath}": it is a symbolic link whose target does not exist (workspace root: ${root}). Remove the link or write elsewhere.`,
-    { details: { path: userPath, workspaceRoot: root } },
-  );
-}
-
-async function isSymlink(file: string): Promise<boolean> {
-  try {
-    return (await Deno.lstat(file)).isSymlink;
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;

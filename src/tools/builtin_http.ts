@@ -68,6 +68,8 @@ export function createHttpGetTool(options: HttpToolOptions = {}): Tool<HttpGetAr
     description:
       "Fetch a URL with HTTP GET and return {status, ok, headers, body}; JSON bodies are parsed",
     inputSchema: HttpGetArgs,
+    // A GET: reading again changes nothing (HTTP semantics).
+    idempotent: true,
     async execute(args, ctx) {
       const url = new URL(args.url);
       if (url.protocol !== "http:" && url.protocol !== "https:") {

@@ -12,6 +12,8 @@ export interface ToolDescriptor {
   inputSchema: Record<string, unknown>;
   /** Whether the tool needs approval. */
   requiresApproval: boolean;
+  /** Whether running it twice has the effect of running it once (safe to re-run after a crash). */
+  idempotent: boolean;
 }
 
 /**
@@ -90,6 +92,7 @@ export class ToolRegistry {
         unknown
       >,
       requiresApproval: tool.requiresApproval ?? false,
+      idempotent: tool.idempotent ?? false,
     };
     this.#descriptors.set(name, d);
     return d;

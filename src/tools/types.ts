@@ -46,6 +46,12 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
   /**
+   * Running it twice with the same arguments has the same effect as running it once (reads, GETs,
+   * listings). A tool-plan step found started-but-unfinished after a crash is re-run on its own
+   * only when its tool says so; otherwise the run stops for the user. Default `false`.
+   */
+  idempotent?: boolean;
+  /**
    * Decides per call whether an approval is needed, for tools that are only sometimes destructive
    * (`write_file` asks when it would overwrite a file). Consulted only when `requiresApproval` is not
    * `true`; receives the validated arguments. Return `true` or a short reason to ask, `false` not to.

@@ -280,3 +280,53 @@ Deno.test("progress on a resumed run says so and keeps counting tokens from the 
   assert.match(out.at(-1)!, /1,234 tokens$/);
   live.finish();
 });
+
+Deno.test("re-asks get their own progress line; --verbose prints the raw answer", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLineProgress({ write: (s) => void out.push(s), color: false, now: t.now });
+  const reask = new StepflowError("OUTPUT_REASK", 'Step "work.task": re-asking (1) because …', {
+    details: {
+      reason: "your answer did not match the required JSON schema",
+      errors: ["/next_action/action: must be equal to one of the allowed values"],
+    },
+  });
+  await p.events.onStepRetry?.(info("work.task", 2), 1, reask);
+  assert.equal(
+    out.join(""),
+    "[00:00.000] step work.task #2 re-ask 1: your answer did not match the required JSON schema: /next_action/action: must be equal to one of the allowed values\n",
+  );
+
+  const verboseOut: string[] = [];
+  const v = createLineProgress({
+    write: (s) => void verboseOut.push(s),
+    color: false,
+    verbose: true,
+    now: t.now,
+  });
+  v.onCallStart?.(request("step"));
+  v.onCallEnd?.(request("step"), { text: "Sure!\nI will do it." });
+  v.onCallEnd?.(request("reask"), { text: "y".repeat(9_000) });
+  const text = verboseOut.join("");
+  assert.match(
+    text,
+    /answered \(tokens unknown\)\n {4}answer, 19 chars:\n {4}Sure!\n {4}I will do it\.\n/,
+  );
+  assert.match(text, /answer, 9,000 chars \(first 8,192 shown\):\n {4}y{8192}\n/);
+
+  const live: string[] = [];
+  const l = createLiveProgress({
+    write: (s) => void live.push(s),
+    color: false,
+    now: t.now,
+    columns: 200,
+    intervalMs: 10_000,
+    minRedrawMs: 0,
+  });
+  await l.events.onStepStart?.(info("work.task", 1));
+  l.onCallEnd?.(request("step"), { text: "{}" });
+  await l.events.onStepRetry?.(info("work.task", 1), 1, reask);
+  assert.match(live.join(""), /re-ask 1 work\.task: your answer did not match/);
+  assert.match(live.at(-1)!, /work\.task · iteration 1 · re-ask 1 · tokens unknown for 1 call$/);
+  l.finish();
+});

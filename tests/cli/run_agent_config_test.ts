@@ -51,3 +51,32 @@ Deno.test("run-agent: a run that fails on the agent's own files gets no --redriv
     );
   });
 });
+
+Deno.test("run-agent: unknown flags are named with a did-you-mean in every mode; agent typos too", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "my-agent");
+    await writeTinyAgent(user, "other");
+    const [noAgent, runs, listing, typo, objectKey] = await Promise.all([
+      runTask(["--lst"], { userDir: user }),
+      runTask(["--runs", "--verbse"], { userDir: user }),
+      runTask(["--list", "--jsn"], { userDir: user }),
+      runTask(["--agent", "my-agnet", "--topic", "x"], { userDir: user }),
+      runTask(["--agent", "my-agent", "--topic", "x", "--constructor", "y"], { userDir: user }),
+    ]);
+    const usage = (r: typeof noAgent, pattern: RegExp) => {
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stdout, "");
+      assert.match(r.stderr, pattern);
+      assert.ok(!hasStackTrace(r.stderr), r.stderr);
+    };
+    usage(noAgent, /^error: Unknown option --lst\. Did you mean --list\?/);
+    assert.doesNotMatch(noAgent.stderr, /Missing --agent/);
+    usage(runs, /^error: Unknown option --verbse\. Did you mean --verbose\?/);
+    usage(listing, /^error: Unknown option --jsn\. Did you mean --json\?/);
+    usage(
+      typo,
+      /^error: Agent "my-agnet" not found: .*my-agnet\. Did you mean my-agent\? Agents in .*: my-agent, other\./,
+    );
+    usage(objectKey, /^error: Unknown option --constructor\.\n/);
+  });
+});

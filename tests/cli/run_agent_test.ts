@@ -62,9 +62,10 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
     assert.match(human.stdout, /^History:$/m);
     assert.match(
       human.stdout,
-      /^ {2}1 +initial\.issue +1 +next +next +continuation\.issue +\d+ms$/m,
+      // The demo waits 500 ms per answer: on a loaded machine an iteration may pass 1 s ("1.1s").
+      /^ {2}1 +initial\.issue +1 +next +next +continuation\.issue +(\d+ms|\d+\.\ds)$/m,
     );
-    assert.match(human.stdout, /^ {2}4 +complete\.issue +1 +- +complete +- +\d+ms$/m);
+    assert.match(human.stdout, /^ {2}4 +complete\.issue +1 +- +complete +- +(\d+ms|\d+\.\ds)$/m);
     assert.match(human.stdout, /^Output:\n {2}\{\n {4}"stepId": "complete\.issue",/m);
     assert.ok(!human.stdout.includes("\x1b["), "NO_COLOR: no escape codes on stdout");
 
@@ -85,7 +86,7 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
     );
     assert.match(
       human.stderr,
-      /^\[\d\d:\d\d\.\d{3}\] run succeeded: completed at complete\.issue after 4 iterations \(4 calls\)$/m,
+      /^\[\d\d:\d\d\.\d{3}\] run succeeded: completed at complete\.issue after 4 iterations \(4 calls, tokens unknown for 4 calls\)$/m,
     );
     assert.ok(!human.stderr.includes("\x1b["), "no colour on a non-terminal stderr");
 
@@ -110,7 +111,14 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
       ],
     );
     assert.equal(result.output.stepId, "complete.issue");
-    assert.deepEqual(result.usage, { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 4 });
+    // The scripted backend reports no usage: the tokens are unknown, not 0.
+    assert.deepEqual(result.usage, {
+      inputTokens: 0,
+      outputTokens: 0,
+      costUsd: 0,
+      calls: 4,
+      callsWithoutUsage: 4,
+    });
     assert.match(json.stderr, /run succeeded/, "progress still goes to stderr with --json");
   });
 });
@@ -298,7 +306,8 @@ Deno.test("run-agent: --init scaffolds an agent that loads and runs with its dem
     );
     const agent = JSON.parse(await Deno.readTextFile(join(user, ".agent/my-agent/agent.json")));
     assert.equal(agent.name, "my-agent");
-    const command = /deno task run-agent (--agent my-agent --script \S+ .*)$/m.exec(init.stdout);
+    // From a folder outside the checkout the next steps use `deno run --config …` (issue 10).
+    const command = / (--agent my-agent --script \S+ .*)$/m.exec(init.stdout);
     assert.ok(command, `the output shows how to run it:\n${init.stdout}`);
 
     const args = command[1].match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ""));

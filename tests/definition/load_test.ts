@@ -92,7 +92,9 @@ Deno.test("a missing agent names the path and lists the agents that exist", asyn
       assert.deepEqual(error.available, ["code-helper", "issue-solver"]);
       assert.equal(
         error.message,
-        `Agent "issue-solve" not found: ${join(agent.root, ".agent", "issue-solve")}. Agents in ${
+        `Agent "issue-solve" not found: ${
+          join(agent.root, ".agent", "issue-solve")
+        }. Did you mean issue-solver? Agents in ${
           join(agent.root, ".agent")
         }: code-helper, issue-solver. Create one with \`deno task run-agent --init NAME\`, or pass --agent with an existing name or folder.`,
       );

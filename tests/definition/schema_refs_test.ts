@@ -196,3 +196,32 @@ Deno.test("load: an unresolvable local $ref is a load-time error", async () => {
     /step "complete\.issue": outputSchemaRef: schema #\/definitions\/complete\.issue in .*issue\.schema\.json does not compile: can't resolve reference #\/definitions\/summary/,
   );
 });
+
+Deno.test("the load-time schema check and the full compile agree", async () => {
+  const { createSchemaChecker } = await import("../../src/definition/schema_compiler.ts");
+  const check = createSchemaChecker();
+  const compile = createSchemaCompiler();
+  const draft2020 = "https://json-schema.org/draft/2020-12/schema";
+  const bad: Json[] = [
+    { type: "objcet" },
+    { type: "object", properties: { a: { $ref: "#/definitions/missing" } } },
+    { type: "string", pattern: "(" },
+    { type: "object", required: "a" },
+    { $schema: draft2020, $defs: { a: { type: "strng" } }, $ref: "#/$defs/a" },
+    { $ref: "#nope" },
+  ];
+  const good: Json[] = [
+    { type: "object", properties: { a: { $ref: "#/definitions/x" } }, definitions: { x: {} } },
+    { $schema: draft2020, $defs: { a: { $anchor: "foo", type: "string" } }, $ref: "#foo" },
+    { enum: [{ $ref: "#/not/a/reference" }] },
+    { type: "array", items: { $ref: "#" } },
+  ];
+  for (const schema of bad) {
+    assert.throws(() => compile(schema), JSON.stringify(schema));
+    assert.throws(() => check(schema), JSON.stringify(schema));
+  }
+  for (const schema of good) {
+    compile(schema);
+    check(schema);
+  }
+});

@@ -201,7 +201,7 @@ Deno.test("intents: transition keys and fallbackIntent within allowedIntents; ju
   });
   assertProblems(await loadFails(agent), [
     `${R}: step "initial.issue": structuredGate.fallbackIntent "abort" is not one of allowedIntents (next, repeat, jump); add it there or change fallbackIntent.`,
-    `${R}: step "initial.issue": structuredGate.allowedIntents includes "jump" but structuredGate.targetField is not set: name the output field that holds the target step id (e.g. "next_action.details.target").`,
+    `${R}: step "initial.issue": structuredGate.allowedIntents includes "jump" but nothing can supply a target: set structuredGate.targetField to the output field that holds the target step id (e.g. "next_action.details.target"), or give transitions.jump a default "target".`,
     `${R}: step "initial.issue": transitions.complete: "complete" is not in structuredGate.allowedIntents (next, repeat, jump); add it there or remove the transition.`,
     `${R}: step "initial.issue": transitions.finish: "finish" is not a gate intent (next, repeat, jump, complete, abort); rename or remove it.`,
     `${R}: step "continuation.issue": structuredGate.allowedIntents includes "next" but transitions.next is missing: add "transitions": { "next": { "target": "<stepId>" } }, or remove "next" from allowedIntents.`,

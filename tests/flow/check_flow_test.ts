@@ -67,7 +67,7 @@ Deno.test("seed 001 flow: a retry that runs out ends retries_exhausted", async (
   assert.equal(result.success, false);
   assert.equal(result.completionReason, "retries_exhausted");
   assert.equal(result.error?.code, "RETRIES_EXHAUSTED");
-  assert.match(result.error!.message, /s_a8f3.*3 time\(s\).*never/);
+  assert.match(result.error!.message, /s_a8f3" failed 3 checks over 3 attempts .*never/);
   assert.deepEqual(result.state.history.map((h) => h.transition), ["retry", "retry", "fail"]);
   assert.deepEqual(result.state.history.map((h) => h.attempt), [1, 2, 3]);
 });

@@ -101,6 +101,23 @@ Deno.test("claude-code: the session is resumed across iterations; usage is per c
   }
 });
 
+Deno.test("claude-code: a result without token counts has usage undefined, not zeros", async () => {
+  const fake = await fakeClaude([
+    { result: "no counts", result_usage: {} },
+    { result: "counts without numbers", result_usage: {}, model_usage: { "m": { costUSD: 0.01 } } },
+  ]);
+  try {
+    const backend = new ClaudeCodeBackend(fake.options);
+    const first = await backend.complete(stepRequest({ cwd: fake.dir }));
+    assert.equal(first.text, "no counts");
+    assert.equal(first.usage, undefined);
+    const second = await backend.complete(stepRequest({ cwd: fake.dir }));
+    assert.equal(second.usage, undefined);
+  } finally {
+    await fake.cleanup();
+  }
+});
+
 Deno.test("claude-code: bypassPermissions sets the explicit opt-in; bad modes are usage errors", async () => {
   const fake = await fakeClaude([{ result: "ok" }]);
   try {

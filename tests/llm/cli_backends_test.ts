@@ -119,3 +119,27 @@ Deno.test("cli: --backend openai --base-url --model runs issue-solver on a local
     await server.close();
   }
 });
+
+Deno.test("cli: a local server that is not running is BACKEND_NETWORK, retried, with a hint", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const base = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/v1`;
+  listener.close();
+  const { code, stdout, stderr } = await runAgent([
+    "--agent",
+    "issue-solver",
+    "--backend",
+    "openai",
+    "--base-url",
+    base,
+    "--model",
+    "llama3.2",
+    "--topic",
+    "Fix the flaky login test",
+  ]);
+  const output = stdout + stderr;
+  assert.equal(code, 1, output);
+  assertNoStackTrace(stderr);
+  assert.match(output, /Error BACKEND_NETWORK at step initial\.issue/);
+  assert.match(output, /retry 2: openai attempt 2\/3 failed \(network error: Connection refused/);
+  assert.ok(output.includes(`is the server at ${base} running?`), output);
+});

@@ -34,3 +34,21 @@ Deno.test("conversation: get returns a copy", () => {
   store.get("s").push({ role: "user", content: "injected" });
   assert.equal(store.get("s").length, 2);
 });
+
+Deno.test("conversation: maxChars drops the oldest pairs; an oversized pair is not kept", () => {
+  const store = new ConversationStore({ maxChars: 10 });
+  const sized = (q: string, a: string): ChatTurn[] => [
+    { role: "user", content: q },
+    { role: "assistant", content: a },
+  ];
+  store.append("s", sized("q1", "a1"));
+  store.append("s", sized("q2", "a2"));
+  store.append("s", sized("q3", "a3"));
+  assert.deepEqual(store.get("s").map((t) => t.content), ["q2", "a2", "q3", "a3"]);
+  assert.equal(store.chars("s"), 8);
+  store.append("s", sized("q4", "a".repeat(20)));
+  assert.deepEqual(store.get("s"), [], "a pair over the budget alone leaves nothing");
+  assert.equal(store.chars("s"), 0);
+  store.append("s", sized("q5", "a5"));
+  assert.deepEqual(store.get("s").map((t) => t.content), ["q5", "a5"]);
+});

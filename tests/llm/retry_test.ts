@@ -4,6 +4,8 @@ import { UsageError } from "../../src/errors.ts";
 import {
   classifyHttpFailure,
   DEFAULT_RETRY_POLICY,
+  describeErrorBody,
+  ERROR_BODY_MESSAGE_MAX,
   isRetryableStatus,
   jitteredBackoff,
   parseRetryAfter,
@@ -65,19 +67,49 @@ Deno.test("retry: Retry-After as seconds, HTTP date or retry-after-ms", () => {
 Deno.test("retry: 408, 409, 429 and 5xx are transient; other 4xx are not", () => {
   for (const s of [408, 409, 429, 500, 502, 503, 504, 529]) assert.ok(isRetryableStatus(s), `${s}`);
   for (const s of [400, 401, 403, 404, 413, 422]) assert.ok(!isRetryableStatus(s), `${s}`);
-  assert.equal(classifyHttpFailure(httpError(400)).retryable, false);
-  assert.equal(classifyHttpFailure(httpError(400, { "x-should-retry": "true" })).retryable, true);
-  assert.equal(classifyHttpFailure(httpError(503, { "x-should-retry": "false" })).retryable, false);
-  const network = classifyHttpFailure(new TypeError("error sending request: connection refused"));
-  assert.deepEqual([network.retryable, network.kind], [true, "network"]);
-  const conn = classifyHttpFailure(
-    Object.assign(new Error("Connection error."), {
-      name: "APIConnectionError",
-      cause: new Error("ECONNRESET"),
-    }),
+  // How SDK errors are classified is tested against real servers (real_failures_test.ts).
+});
+
+Deno.test("retry: a real refused fetch is a retryable network failure, by cause not name", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  const error = await fetch(`http://127.0.0.1:${port}/`).then(() => undefined, (e) => e);
+  const direct = classifyHttpFailure(error);
+  assert.deepEqual([direct.retryable, direct.kind], [true, "network"]);
+  assert.match(direct.reason, /Connection refused/i);
+  // Wrapped the way the SDKs wrap it (their connection error carries fetch's error as cause).
+  const wrapped = classifyHttpFailure(new Error("Connection error.", { cause: error }));
+  assert.deepEqual([wrapped.retryable, wrapped.kind], [true, "network"]);
+  assert.match(wrapped.reason, /Connection refused/i, "the innermost cause is reported");
+});
+
+Deno.test("describeErrorBody: the message of every body shape, bounded", () => {
+  assert.equal(describeErrorBody('{"message":"model not loaded"}'), "model not loaded");
+  assert.equal(
+    describeErrorBody('{"error":"SyntaxError","message":"Unexpected token"}'),
+    "SyntaxError: Unexpected token",
   );
-  assert.deepEqual([conn.retryable, conn.reason], [true, "network error: ECONNRESET"]);
-  assert.equal(classifyHttpFailure(new SyntaxError("bad json")).retryable, false);
+  assert.equal(
+    describeErrorBody('{"error":{"type":"invalid_request_error","message":"bad"}}'),
+    "invalid_request_error: bad",
+  );
+  assert.equal(describeErrorBody('{"detail":[{"loc":["body"]}]}'), '[{"loc":["body"]}]');
+  assert.equal(describeErrorBody('{"weird":1}'), '{"weird":1}');
+  assert.equal(
+    describeErrorBody("<html><body><h1>Oops</h1>\n<p>down</p></body></html>"),
+    "Oops down (an HTML page)",
+  );
+  assert.equal(describeErrorBody(" \n "), "(empty body)");
+  // Linear on hostile bodies (the backend reads at most 64 KB of one).
+  const started = performance.now();
+  for (const body of ["<".repeat(65_536), "<title".repeat(10_000) + "</b>", "<a".repeat(30_000)]) {
+    assert.ok(describeErrorBody(body).length <= ERROR_BODY_MESSAGE_MAX);
+  }
+  assert.ok(performance.now() - started < 1_000, "hostile HTML bodies are read in linear time");
+  const long = describeErrorBody("y".repeat(10_000));
+  assert.equal(long.length, ERROR_BODY_MESSAGE_MAX);
+  assert.ok(long.endsWith("…"));
 });
 
 Deno.test("withRetry: retries transient failures and reports each retry", async () => {

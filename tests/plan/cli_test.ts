@@ -391,7 +391,10 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
     stderr: { write: (t) => void (stderr += t) },
   });
   assert.equal(code, 3, stderr); // incomplete: steps did not run for want of approval
-  assert.match(stderr, /Start execution\? \[y\/N\]/);
+  assert.match(
+    stderr,
+    /Start execution\? \[y\]es \/ \[N\]o \/ \[r\]evise the plan with feedback: /,
+  );
   assert.match(
     stderr,
     /Approve step "wa" \(Overwrite a\)\?\n {2}write_file \{ path: "a\.txt", content: "new a" \}\n {2}Reason: write_file would overwrite the existing file "a\.txt"/,

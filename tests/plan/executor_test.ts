@@ -161,28 +161,82 @@ Deno.test("approval: the approver sees resolved args and the reason; allow runs,
   assert.equal(summary.status, "completed", "skipped steps are a deliberate outcome");
 });
 
-Deno.test("approval: requests are serialised, autoApprove lists tools, no approver denies with a hint", async () => {
-  let active = 0;
-  let maxActive = 0;
-  const { tools } = testTools();
+Deno.test("approval: waiting steps hold no slot and are asked together; the free step starts at once", async () => {
+  for (const concurrency of [4, 1]) {
+    // One timeline for everything: approver questions and answers, and tools starting.
+    const timeline: string[] = [];
+    const { tools, recorder } = testTools();
+    const started = recorder.started;
+    recorder.started = new Proxy(started, {
+      get(target, key) {
+        if (key === "push") {
+          return (name: string) => {
+            timeline.push(`start:${name}`);
+            return target.push(name);
+          };
+        }
+        return Reflect.get(target, key);
+      },
+    });
+    const plan = makePlan([
+      ...Array.from(
+        { length: 4 },
+        (_, i) => ({ id: `d${i}`, description: "D", tool: "danger", args: { what: `${i}` } }),
+      ),
+      work("free", [], 1),
+    ]);
+    const summary = await executePlan(plan, {
+      tools,
+      concurrency,
+      approver: async (req) => {
+        timeline.push(`ask:${req.stepId}`);
+        await new Promise((r) => setTimeout(r, 250));
+        timeline.push(`answer:${req.stepId}`);
+        return true;
+      },
+    });
+    assert.equal(summary.status, "completed", `concurrency ${concurrency}`);
+    const firstAnswer = timeline.findIndex((e) => e.startsWith("answer:"));
+    const before = timeline.slice(0, firstAnswer);
+    assert.ok(
+      before.includes("start:free"),
+      `concurrency ${concurrency}: the free step ran before any approval came back: ${timeline}`,
+    );
+    assert.deepEqual(
+      before.filter((e) => e.startsWith("ask:")).sort(),
+      ["ask:d0", "ask:d1", "ask:d2", "ask:d3"],
+      `concurrency ${concurrency}: all four approvals were asked at once: ${timeline}`,
+    );
+    assert.deepEqual(summary.steps.completed.sort(), ["d0", "d1", "d2", "d3", "free"]);
+    assert.ok(summary.maxParallel <= concurrency, "approved steps still respect the limit");
+  }
+});
+
+Deno.test("approval: a step approved after the run stopped does not start; autoApprove lists tools; no approver denies with a hint", async () => {
+  const { tools, recorder } = testTools();
+  const stopped = await executePlan(
+    makePlan([
+      { id: "d0", description: "D", tool: "danger", args: { what: "late" } },
+      { id: "boom", description: "Fails", tool: "fail", args: { message: "disk full" } },
+    ]),
+    {
+      tools,
+      approver: async () => {
+        await new Promise((r) => setTimeout(r, 30));
+        return true;
+      },
+    },
+  );
+  assert.equal(stopped.status, "failed");
+  assert.ok(!recorder.started.includes("danger:late"), `${recorder.started}`);
+  assert.equal(stopped.plan.steps[0].status, "pending", "it runs when the plan is continued");
+
   const plan = makePlan(
     Array.from(
       { length: 4 },
       (_, i) => ({ id: `d${i}`, description: "D", tool: "danger", args: { what: `${i}` } }),
     ),
   );
-  await executePlan(plan, {
-    tools,
-    approver: async () => {
-      active++;
-      maxActive = Math.max(maxActive, active);
-      await new Promise((r) => setTimeout(r, 5));
-      active--;
-      return true;
-    },
-  });
-  assert.equal(maxActive, 1);
-
   const auto = await executePlan(plan, { tools, autoApprove: ["danger"] });
   assert.deepEqual(auto.steps.completed.length, 4);
   const none = await executePlan(plan, { tools });
@@ -457,4 +511,65 @@ Deno.test("tools can report progress and log lines", async () => {
   assert.equal(half.status, "running");
   assert.equal(half.logs?.[0].message, "half way");
   assert.ok(events.some((e) => e.logs?.[0].message === "note"));
+});
+
+Deno.test("interrupted steps: saved as running before the tool starts; re-run only when idempotent or allowed", async () => {
+  const { tools, recorder } = testTools();
+  tools.register({
+    name: "peek",
+    description: "Reads (idempotent)",
+    inputSchema: tools.list().find((t) => t.name === "echo")!.inputSchema,
+    idempotent: true,
+    execute: (args: Record<string, unknown>) => args,
+  });
+  // What the file held when the tool started: `running`, written before the call.
+  const saved: string[] = [];
+  const seen = testTools(recorder);
+  await executePlan(makePlan([work("a", [], 1)]), {
+    tools: seen.tools,
+    persist: (p) => void saved.push(`${p.steps[0].status}:${recorder.started.length}`),
+  });
+  assert.equal(saved[0], "running:0", `saved before the tool ran: ${saved}`);
+
+  const left = makePlan([
+    { id: "w", description: "Work", tool: "work", args: { name: "w", ms: 1 } },
+    { id: "p", description: "Peek", tool: "peek", args: { v: 1 } },
+  ]);
+  left.steps[0].status = "running";
+  left.steps[1].status = "running";
+  assert.throws(
+    () => startPlan(left, { tools }),
+    (e: Error & { code?: string }) =>
+      e.code === "PLAN_STEP_INTERRUPTED" &&
+      /Step "w" \(work\) was running when an earlier run stopped/.test(e.message) &&
+      !/"p"/.test(e.message),
+  );
+  const logs: string[] = [];
+  const summary = await executePlan(left, {
+    tools,
+    rerunInterrupted: ["w"],
+    onProgress: (e) => e.logs?.forEach((l) => logs.push(`${e.stepId}: ${l.message}`)),
+  });
+  assert.equal(summary.status, "completed");
+  assert.ok(logs.some((l) => /^p: .*peek is idempotent/.test(l)), logs.join("\n"));
+  assert.ok(
+    logs.some((l) => /^w: .*work is not idempotent.*re-run allowed/.test(l)),
+    logs.join("\n"),
+  );
+});
+
+Deno.test("a step whose start cannot be saved does not run its tool", async () => {
+  const { tools, recorder } = testTools();
+  const summary = await executePlan(makePlan([work("a", [], 1)]), {
+    tools,
+    persist: () => {
+      throw new Error("disk full");
+    },
+  });
+  assert.equal(summary.status, "failed");
+  assert.deepEqual(recorder.started, [], "the tool never ran");
+  assert.match(
+    summary.plan.steps[0].result!.error!,
+    /could not be recorded as started, so its tool was not run \(saving the plan failed: disk full\)/,
+  );
 });

@@ -3,6 +3,7 @@
  * to the workspace, ai on a scripted backend, http against a local server, html extraction.
  */
 import assert from "node:assert/strict";
+import { createAiTool } from "../../src/qplan/modules/ai.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { ToolRegistry } from "../../src/tools/registry.ts";
 import { CORE_MODULES, createQPlanRegistry, runScript } from "../../src/qplan/mod.ts";
@@ -267,10 +268,58 @@ Deno.test("ai: backend failures and missing backends are clear errors", async ()
     registry: createQPlanRegistry({ ai: true }),
   });
   assert.match(none.error!.message, /ai: no LLM backend is configured/);
+  const noJson = new ScriptedBackend({ s: ["no json here", "{oops"] });
   const notJson = await runScript(`step id="s" { ai "x" format="json" -> y }`, {
-    registry: createQPlanRegistry({ backend: new ScriptedBackend({ s: ["no json here"] }) }),
+    registry: createQPlanRegistry({ backend: noJson }),
   });
-  assert.match(notJson.error!.message, /ai: the answer is not JSON/);
+  // One re-ask saying what was wrong, then the step fails with the last reason and the answer.
+  assert.equal(noJson.calls[1].kind, "reask");
+  assert.match(noJson.calls[1].prompt, /rejected: your answer contained no JSON object\./);
+  assert.match(notJson.error!.message, /ai \(step "s"\): the answer does not match format="json"/);
+  assert.match(notJson.error!.message, /your answer is not valid JSON: .*began: "\{oops"/);
+});
+
+Deno.test("ai schema=: the answer is validated, re-asked once with the errors, then fails", async () => {
+  const schema =
+    `{"type": "object", "required": ["greeting"], "properties": {"greeting": {"type": "string"}}}`;
+  const fixed = new ScriptedBackend({ s: ['{"greeting": 5}', '{"greeting": "hi"}'] });
+  const ok = await runScript(`step id="s" { ai "Greet" schema=${schema} -> g }`, {
+    registry: createQPlanRegistry({ backend: fixed }),
+  });
+  assert.equal(ok.status, "completed", ok.error?.message);
+  assert.deepEqual(ok.vars.g, { greeting: "hi" });
+  assert.deepEqual(fixed.calls.map((c) => c.kind), ["step", "reask"]);
+  assert.deepEqual(fixed.calls[0].outputSchema, JSON.parse(schema));
+  assert.match(
+    fixed.calls[1].prompt,
+    /^Greet\n[\s\S]*did not match[\s\S]*\/greeting: must be string/,
+  );
+
+  const wrong = new ScriptedBackend({ s: ['{"greeting": 5}', '{"greeting": 6}'] });
+  const bad = await runScript(`step id="s" { ai "Greet" schema=${schema} -> g }`, {
+    registry: createQPlanRegistry({ backend: wrong }),
+  });
+  assert.equal(bad.status, "error");
+  assert.match(bad.error!.message, /after 1 re-ask\(s\): .*\/greeting: must be string/);
+
+  const uncompilable = await runScript(
+    `step id="s" { ai "Greet" schema={"type": "objcet"} -> g }`,
+    {
+      registry: createQPlanRegistry({ backend: new ScriptedBackend({ s: ["{}"] }) }),
+    },
+  );
+  assert.match(uncompilable.error!.message, /ai: schema does not compile/);
+});
+
+Deno.test('ai format="json": sends an outputSchema (any JSON) and re-asks once', async () => {
+  const backend = new ScriptedBackend({ s: ["Here you go!", "[1, 2, 3]"] });
+  const r = await runScript(`step id="s" { ai "List" format="json" -> xs }`, {
+    registry: createQPlanRegistry({ backend }),
+  });
+  assert.equal(r.status, "completed", r.error?.message);
+  assert.deepEqual(r.vars.xs, [1, 2, 3]);
+  assert.deepEqual(backend.calls[0].outputSchema, {});
+  assert.equal(backend.calls[1].kind, "reask");
 });
 
 Deno.test("http: GET text, POST JSON, status errors, invalid URLs — against a local server", async () => {
@@ -312,4 +361,16 @@ html body html=page -> body`);
 Deno.test("html: tag names are checked", async () => {
   const r = await vars(`html tag html="<p>x</p>" tag="p><script" -> x`);
   assert.match(r.result.error!.message, /html tag: tag= must be a tag name/);
+});
+
+Deno.test("ai: a re-ask is reported through the tool context's log", async () => {
+  const tool = createAiTool(new ScriptedBackend({ s: ["nope", '{"ok": true}'] }));
+  const logged: string[] = [];
+  const value = await tool.execute({ prompt: "Go", format: "json" }, {
+    workspaceRoot: ".",
+    stepId: "s",
+    log: (m) => void logged.push(m),
+  });
+  assert.deepEqual(value, { ok: true });
+  assert.deepEqual(logged, ["ai: re-asking (1) because your answer contained no JSON object"]);
 });

@@ -186,7 +186,8 @@ Deno.test("seed 000 §4: sub-steps get paths from their descriptions; results re
     'end:step_2 {"raw":"4 6"}',
     "start:step_3",
     'end:step_3 {"avg":5}',
-    'end:step_1 {"avg":5}',
+    // Only nested steps: the last action's raw value (QPLAN.md "Execution").
+    "end:step_1 5",
   ]);
   assert.deepEqual(rec.infos.map((i) => [i.stepId, i.order, i.path, i.depth, i.parentStepId]), [
     ["step_1", 1, ["Full processing"], 0, undefined],
@@ -196,7 +197,7 @@ Deno.test("seed 000 §4: sub-steps get paths from their descriptions; results re
   assert.deepEqual(result.results, {
     step_2: { raw: "4 6" },
     step_3: { avg: 5 },
-    step_1: { avg: 5 },
+    step_1: 5,
   });
 });
 

@@ -216,7 +216,8 @@ step id="outer" {
     'end:deep {"reached":2}',
     "start:next",
     'end:next {"after":3}',
-    'end:outer {"after":3}',
+    // Only nested steps: the last action's raw value (QPLAN.md), not next's result object.
+    "end:outer 3",
   ]);
   assert.deepEqual(Object.keys(result.results), ["deep", "next", "outer"]);
 });
@@ -307,7 +308,29 @@ step id="parent" {
   assert.deepEqual(result.results.outer, { mine: 1 });
   assert.deepEqual(result.results.inner, { theirs: 2 });
   assert.equal(result.results.plain, "no outputs");
-  assert.deepEqual(result.results.parent, { v: 7 });
+  assert.deepEqual(result.results.child, { v: 7 });
+  // `return` is not an action: a parent whose nested step only returns has no result of its own.
+  assert.equal(Object.hasOwn(result.results, "parent"), false);
+});
+
+Deno.test("without return, only nested steps: the last action's raw value, not the nested result", async () => {
+  const { result, log } = await run(`
+step id="child2" {
+  step id="grand" { var 2 -> g }
+}
+step id="deep" {
+  step id="mid" {
+    var 1 -> a
+    step id="leaf" { math add a=a b=9 -> sum }
+  }
+}`);
+  assert.equal(result.status, "completed");
+  assert.deepEqual(result.results.grand, { g: 2 });
+  assert.equal(result.results.child2, 2);
+  // mid has an output of its own; deep takes the raw value of the last action run inside it.
+  assert.deepEqual(result.results.mid, { a: 1 });
+  assert.equal(result.results.deep, 10);
+  assert.ok(log.includes("end:child2 2"), log.join("\n"));
 });
 
 Deno.test("alias: the result is stored under the alias and mirrored under the step id", async () => {
@@ -439,13 +462,13 @@ step id="both" {
     "start:fast",
     'end:fast {"f":1}',
     'end:slow {"s":30}',
-    'end:both {"s":30}',
+    "end:both 30",
   ]);
   assert.deepEqual(result.results, {
     fast: { f: 1 },
     slow: { s: 30 },
-    // No outputs of its own: the parent's result is the last value produced (slow finished last).
-    both: { s: 30 },
+    // No outputs of its own: the raw value of the last action that finished (slow's sleep).
+    both: 30,
   });
 });
 

@@ -314,6 +314,7 @@ Deno.test("the runner resumes from a FileRunStore written by another store insta
     outputTokens: 153,
     costUsd: 0,
     calls: 6,
+    callsWithoutUsage: 0,
   });
   assert.deepEqual(ends[0].handoff, { note: "work.plan done" });
   assert.deepEqual(log.filter((l) => l.type.startsWith("run_")).map((l) => l.type), [

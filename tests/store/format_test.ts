@@ -186,3 +186,39 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
   assert.match(orphan, /cannot be resumed/);
   assert.match(orphan, /No iteration was recorded\./);
 });
+
+Deno.test("--show marks iterations whose calls reported no usage: ? and +?, never 0/0", () => {
+  const usage = (inputTokens: number, outputTokens: number, callsWithoutUsage: number) => ({
+    inputTokens,
+    outputTokens,
+    costUsd: 0,
+    calls: 3,
+    callsWithoutUsage,
+  });
+  const log = [
+    line("run_start", { historyLength: 0 }),
+    stepEnd(1, "work.a", { usage: usage(0, 0, 1) }),
+    stepEnd(2, "work.b", { usage: usage(100, 10, 2) }),
+    stepEnd(3, "work.c", { usage: usage(200, 20, 2) }),
+  ];
+  const rows = runTimeline(log);
+  assert.deepEqual(rows.map((r) => r.kind === "step" && r.tokens), [
+    { input: 0, output: 0, unknownCalls: 1 },
+    { input: 100, output: 10, unknownCalls: 1 },
+    { input: 100, output: 10 },
+  ]);
+  const text = formatRunHistory({
+    version: 1,
+    runId: "r1",
+    agent: "pipeline",
+    status: "completed",
+    startedAt: T0,
+    updatedAt: T0,
+    logEntries: 4,
+    state: { historyLength: 3, iteration: 3, usage: usage(200, 20, 2) },
+  }, log);
+  assert.match(text, /tokens 200 in \/ 20 out · tokens unknown for 2 calls/);
+  assert.match(text, /work\.a .* \?\n/);
+  assert.match(text, /work\.b .* 100\/10\+\?\n/);
+  assert.match(text, /work\.c .* 100\/10$/);
+});

@@ -66,6 +66,7 @@ Deno.test("spans of a run: run → step iteration → backend call, with agent, 
       [A.inputTokens]: 1507,
       [A.outputTokens]: 153,
       [A.costUsd]: 0,
+      [A.callsWithoutUsage]: 0,
     });
 
     const build = steps.find((s) => s.name === "stepflow.step work.build")!;

@@ -103,6 +103,9 @@ export class QPlanRuntimeError extends StepflowError {
   }
 }
 
+/** How many characters of a long source line an error shows around its column. */
+const CARET_WINDOW = 160;
+
 /**
  * Renders `line` of `source` with a gutter and a caret under `column`:
  *
@@ -116,7 +119,13 @@ export function renderCaret(source: string, line: number, column: number): strin
   const text = lines[line - 1] ?? "";
   const gutter = String(line);
   const pad = " ".repeat(gutter.length);
+  // A long line (a multi-megabyte token) shows a window of it around the column.
+  const at = Math.max(0, Math.min(column - 1, text.length));
+  const from = text.length > CARET_WINDOW ? Math.max(0, at - CARET_WINDOW / 2) : 0;
+  const to = Math.min(text.length, from + CARET_WINDOW);
+  const lead = from > 0 ? "…" : "";
+  const shown = `${lead}${text.slice(from, to)}${to < text.length ? "…" : ""}`;
   // Columns count UTF-16 units; tabs are kept so the caret lines up with the text above it.
-  const prefix = text.slice(0, Math.max(0, column - 1)).replace(/[^\t]/g, " ");
-  return `  ${gutter} | ${text}\n  ${pad} | ${prefix}^`;
+  const prefix = (lead ? " " : "") + text.slice(from, at).replace(/[^\t]/g, " ");
+  return `  ${gutter} | ${shown}\n  ${pad} | ${prefix}^`;
 }

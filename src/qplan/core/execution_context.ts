@@ -102,7 +102,7 @@ export interface Frame {
   step: StepNode | undefined;
   /** The enclosing frame. */
   parent: Frame | undefined;
-  /** True once an action, `var` or nested step produced a value in this frame. */
+  /** True once an action or `var` (here or in a nested step) produced a value in this frame. */
   hasValue: boolean;
   /** That value. */
   lastValue: unknown;

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { spanEnd } from "../../unicode_span.ts";
 import { QPlanSyntaxError } from "./errors.ts";
 
 /** The kinds of token. */
@@ -60,8 +61,23 @@ export const KEYWORDS: ReadonlySet<string> = new Set([
 /** The identifier rule of QPlan: a Unicode letter or `_`, then letters, digits or `_`. */
 export const IDENTIFIER_PATTERN: RegExp = /^[\p{L}_][\p{L}\p{N}_]*$/u;
 
-const IDENT_AT = /[\p{L}_][\p{L}\p{N}_]*/uy;
 const NUMBER_AT = /\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const IDENT_START_AT = /[\p{L}_]/uy;
+
+/**
+ * The end of the identifier starting at `start` in `text`, or `start` when none starts there.
+ * Scanned in bounded chunks (`spanEnd`): a 6.5 MB name must not overflow the regexp stack.
+ */
+export function identifierEnd(text: string, start: number): number {
+  IDENT_START_AT.lastIndex = start;
+  if (!IDENT_START_AT.test(text)) return start;
+  return spanEnd(text, IDENT_START_AT.lastIndex, "[\\p{L}\\p{N}_]");
+}
+
+/** True when `text` is a QPlan identifier ({@linkcode IDENTIFIER_PATTERN}), at any length. */
+export function isIdentifier(text: string): boolean {
+  return text.length > 0 && identifierEnd(text, 0) === text.length;
+}
 const TWO_CHAR_OPS = new Set(["->", "==", "!=", "<=", ">="]);
 const ONE_CHAR_OPS = new Set([
   "=",
@@ -182,10 +198,9 @@ export function tokenize(source: string): Token[] {
     const column = i - lineStart + 1;
     // `@key value` at the start of a line: an unquoted value runs to the end of the line.
     if (c === 64 && source.slice(lineStart, i).trim() === "") {
-      IDENT_AT.lastIndex = i + 1;
-      const key = IDENT_AT.exec(source);
-      if (key) {
-        const keyEnd = i + 1 + key[0].length;
+      const keyEnd = identifierEnd(source, i + 1);
+      if (keyEnd > i + 1) {
+        const key = [source.slice(i + 1, keyEnd)];
         tokens.push({ type: "op", value: "@", line, column, offset: i, end: i + 1 });
         tokens.push({
           type: "ident",
@@ -279,11 +294,9 @@ export function tokenize(source: string): Token[] {
     }
     // Identifiers and keywords
     if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c > 127) {
-      IDENT_AT.lastIndex = i;
-      const m = IDENT_AT.exec(source);
-      if (m) {
-        const end = i + m[0].length;
-        const word = m[0];
+      const end = identifierEnd(source, i);
+      if (end > i) {
+        const word = source.slice(i, end);
         const lower = word.toLowerCase();
         const token: Token = { type: "ident", value: word, line, column, offset: i, end };
         if (KEYWORDS.has(lower)) token.kw = lower;

@@ -7,7 +7,7 @@
 import type { QPlanToolRegistry } from "./tool_types.ts";
 import type { Expr, PlanMetaEntry, Script, Statement } from "./ast.ts";
 import { PLAN_META_KEYS } from "./ast.ts";
-import { IDENTIFIER_PATTERN, KEYWORDS } from "./tokenizer.ts";
+import { isIdentifier, KEYWORDS } from "./tokenizer.ts";
 import { blockingConstruct, resolveSteps, stepLabel } from "../step/step_resolver.ts";
 import { STEP_ATTRIBUTES } from "../step/step_parser.ts";
 import type { ResolvedStep, StepResolution } from "../step/step_types.ts";
@@ -70,7 +70,7 @@ export function parseParamsMeta(value: string, at?: PlanMetaEntry): ParsedParams
         hint: 'List names separated by single commas: @params "keyword, item".',
         ...where,
       });
-    } else if (!IDENTIFIER_PATTERN.test(name)) {
+    } else if (!isIdentifier(name)) {
       issues.push({
         severity: "error",
         code: "params-invalid",
@@ -158,7 +158,7 @@ export function validateAst(
 function checkStep(resolved: ResolvedStep, resolution: StepResolution, issues: ValidationIssue[]) {
   const node = resolved.node;
   const at = { line: node.line, column: node.column };
-  if (!node.autoId && (!IDENTIFIER_PATTERN.test(node.id) || KEYWORDS.has(node.id.toLowerCase()))) {
+  if (!node.autoId && (!isIdentifier(node.id) || KEYWORDS.has(node.id.toLowerCase()))) {
     issues.push({
       severity: "error",
       code: "step-id",

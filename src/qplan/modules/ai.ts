@@ -6,8 +6,14 @@
 import { z } from "zod";
 import type { Tool } from "../../tools/types.ts";
 import type { LlmBackend, LlmRequest } from "../../llm/types.ts";
-import { extractJson } from "../../llm/structured_output.ts";
+import type { ValidateFunction } from "ajv";
+import { StepflowError } from "../../errors.ts";
+import { askStructured } from "../../llm/ask_structured.ts";
+import { createSchemaCompiler, validationProblems } from "../../llm/json_schema.ts";
 import { ModuleArgumentError } from "./values.ts";
+
+/** The `outputSchema` sent for `format="json"` without `schema=`: any JSON value. */
+const ANY_JSON: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** The arguments of `ai`. */
 export interface AiArgs {
@@ -30,9 +36,33 @@ export interface AiArgs {
  * `ai prompt="List 3 risks" format="json" -> risks`. Requests go to `backend` with
  * `kind: "step"`, `agent: "qplan"` and the current step id (scripted backends key answers by it).
  *
+ * `format="json"` and `schema=` take the runner's structured-output path ({@linkcode askStructured}):
+ * the schema (or `{}` — any JSON — for a bare `format="json"`) is sent as the request's
+ * `outputSchema`, the answer is read, bounded and validated, and an invalid answer is re-asked once
+ * with what was wrong; a second invalid answer fails the step with `OUTPUT_SCHEMA_INVALID`.
+ *
  * @param backend the LLM backend; without one, calls fail with a message saying how to configure it
  */
 export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
+  const compile = createSchemaCompiler();
+  // Scripts run the same `ai` line many times; compile each distinct schema once.
+  const compiled = new Map<string, ValidateFunction>();
+  const validatorOf = (schema: Record<string, unknown>): ValidateFunction => {
+    const key = JSON.stringify(schema);
+    let validate = compiled.get(key);
+    if (!validate) {
+      try {
+        validate = compile(schema);
+      } catch (error) {
+        throw new ModuleArgumentError(
+          "ai",
+          `schema does not compile as a JSON Schema: ${(error as Error).message}`,
+        );
+      }
+      compiled.set(key, validate);
+    }
+    return validate;
+  };
   return {
     name: "ai",
     description:
@@ -69,18 +99,36 @@ export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
       };
       if (args.system !== undefined) request.systemPrompt = args.system;
       if (args.model !== undefined) request.model = args.model;
-      if (args.schema !== undefined) request.outputSchema = args.schema;
-      const response = await backend.complete(request, { signal: ctx.signal });
-      if (!wantsJson) return response.text;
-      if (response.structuredOutput !== undefined) return response.structuredOutput;
-      const extracted = extractJson(response.text);
-      if (!extracted.ok) {
-        throw new ModuleArgumentError(
-          "ai",
-          `the answer is not JSON (format="json" was asked): ${response.text.slice(0, 120)}`,
-        );
-      }
-      return extracted.value;
+      const call = (req: LlmRequest) => backend.complete(req, { signal: ctx.signal });
+      if (!wantsJson) return (await call(request)).text;
+      const validate = args.schema ? validatorOf(args.schema) : undefined;
+      request.outputSchema = args.schema ?? { ...ANY_JSON };
+      const asked = await askStructured({
+        request,
+        call,
+        validate: (value) => validate ? validationProblems(validate, value) : [],
+        maxReasks: 1,
+        // Visible wherever the executor listens to tool logs.
+        onReask: (r) =>
+          ctx.log?.(
+            `ai: re-asking (${r.attempt}) because ${r.reason}${
+              r.errors.length > 0 ? `: ${r.errors.join("; ")}` : ""
+            }`,
+          ),
+      });
+      if (asked.ok) return asked.value;
+      const problems = [asked.reason, ...asked.errors];
+      throw new StepflowError(
+        "OUTPUT_SCHEMA_INVALID",
+        `ai (step "${request.stepId}"): the answer does not match ${
+          args.schema ? "schema=" : 'format="json"'
+        } after ${asked.reasks} re-ask(s): ${
+          problems.join("; ")
+        }. The answer (${asked.answer.length} chars) began: ${
+          JSON.stringify(asked.answer.text.slice(0, 200))
+        }`,
+        { details: { stepId: request.stepId, problems, answer: asked.answer } },
+      );
     },
   };
 }

@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import type { Tool } from "../../tools/types.ts";
-import { resolveInWorkspace } from "../../tools/workspace.ts";
+import { prepareWriteInWorkspace, resolveInWorkspace } from "../../tools/workspace.ts";
 import { writeFileAtomic } from "../../atomic_write.ts";
 import { ModuleArgumentError } from "./values.ts";
 
@@ -23,7 +23,8 @@ export interface FileArgs {
 /**
  * `file read path="./a.txt" -> text`, `file write path="out/b.json" data=obj`.
  * Paths are confined to the workspace root (`..`, absolute paths elsewhere and symlinks out are
- * refused). `write` creates missing folders, JSON-encodes non-text data and replaces the file
+ * refused); `write` follows `write_file`'s rule (`prepareWriteInWorkspace`: a dangling symbolic link
+ * on the way or an existing folder is refused). `write` creates missing folders, JSON-encodes non-text data and replaces the file
  * atomically; it returns `"ok"`.
  */
 export const fileTool: Tool<FileArgs, string> = {
@@ -36,8 +37,8 @@ export const fileTool: Tool<FileArgs, string> = {
     data: z.unknown().optional().describe("write: the content (text, or any value as JSON)."),
   }),
   async execute({ op, path, data }, ctx) {
-    const target = await resolveInWorkspace(ctx.workspaceRoot, path);
     if (op === "read") {
+      const target = await resolveInWorkspace(ctx.workspaceRoot, path);
       try {
         return await readFile(target, { encoding: "utf8", signal: ctx.signal });
       } catch (error) {
@@ -54,6 +55,8 @@ export const fileTool: Tool<FileArgs, string> = {
       throw new ModuleArgumentError("file write", "data= is required (the content to write)");
     }
     const text = typeof data === "string" ? data : JSON.stringify(data, null, 2) ?? String(data);
+    // The same rule and messages as write_file (dangling links, folders, escapes).
+    const target = await prepareWriteInWorkspace(ctx.workspaceRoot, path, "file write");
     await writeFileAtomic(target, text, { signal: ctx.signal });
     return "ok";
   },

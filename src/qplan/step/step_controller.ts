@@ -99,7 +99,8 @@ export class StepController {
         const pending = body(frame);
         if (pending !== undefined) await pending;
         const result = this.#resultOf(step, frame);
-        if (result.has) this.#store(step, result.value, parent);
+        if (result.has) this.#store(step, result.value);
+        passLastValue(frame, parent);
         await this.#events.stepEnd(step, result.value);
         return;
       } catch (caught) {
@@ -108,11 +109,13 @@ export class StepController {
           switch (thrown.signal) {
             case "return": {
               const payload = (thrown as ReturnSignal).payload;
-              this.#store(step, payload, parent);
+              this.#store(step, payload);
+              passLastValue(frame, parent);
               await this.#events.stepEnd(step, payload);
               return;
             }
             case "skip":
+              passLastValue(frame, parent);
               await this.#events.stepEnd(step, undefined);
               return;
             case "jump":
@@ -146,6 +149,7 @@ export class StepController {
         this.failures.push(failure);
         switch (policy.kind) {
           case "continue":
+            passLastValue(frame, parent);
             await this.#events.stepEnd(step, undefined);
             return;
           case "retry":
@@ -191,10 +195,19 @@ export class StepController {
       : { has: false, value: undefined };
   }
 
-  #store(step: ResolvedStep, value: unknown, parent: Frame): void {
+  #store(step: ResolvedStep, value: unknown): void {
     const node = step.node;
     this.#ctx.setStepResult(node.alias ?? node.id, value, node.id);
-    parent.hasValue = true;
-    parent.lastValue = value;
   }
+}
+
+/**
+ * QPLAN.md: a step's fallback result is the last *action's* raw value. A nested step is not an
+ * action, so what reaches the enclosing step is the nested body's last action value, never the
+ * nested step's result object (`step id="a" { step id="b" { var 2 -> g } }` gives `a` → 2).
+ */
+function passLastValue(frame: Frame, parent: Frame): void {
+  if (!frame.hasValue) return;
+  parent.hasValue = true;
+  parent.lastValue = frame.lastValue;
 }

@@ -1,0 +1,133 @@
+/**
+ * Ctrl-C (issue 10, item 17): under `deno task` one Ctrl-C can reach the CLI twice within a
+ * millisecond; that must cancel cleanly and print the result, like one SIGINT does. Tested with real
+ * signals and with a real pseudo-terminal (util-linux `script`) driving `deno task run-agent`.
+ */
+import assert from "node:assert/strict";
+import { createInterruptHandler, INTERRUPT_GRACE_MS } from "../../src/cli/run_agent.ts";
+import { REPO_ROOT, work, writeFiles, writeTinyAgent } from "./helpers.ts";
+
+Deno.test("interrupt handler: first cancels, a repeat within the grace window is ignored, a later one quits", () => {
+  let clock = 0;
+  const calls: string[] = [];
+  const handler = createInterruptHandler({
+    cancel: () => calls.push(`cancel@${clock}`),
+    quit: () => calls.push(`quit@${clock}`),
+    now: () => clock,
+  });
+  handler();
+  clock = 2;
+  handler(); // the same Ctrl-C, forwarded by deno task
+  clock = INTERRUPT_GRACE_MS - 1;
+  handler();
+  clock = INTERRUPT_GRACE_MS + 10;
+  handler();
+  assert.deepEqual(calls, ["cancel@0", `quit@${INTERRUPT_GRACE_MS + 10}`]);
+});
+
+/** A user folder with the tiny agent whose only call takes 30 s. */
+async function slowAgent(): Promise<string> {
+  const user = await Deno.makeTempDir({ prefix: "stepflow-cli-int-" });
+  await writeTinyAgent(user, "tiny");
+  await writeFiles(user, {
+    "slow.json": { "work.task": [{ ...work("complete"), delayMs: 30_000 }] },
+  });
+  return user;
+}
+
+/** Reads `stream` into `sink.text` until `marker` appears (or the stream ends). */
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  sink: { text: string },
+  marker?: string,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  while (marker === undefined || !sink.text.includes(marker)) {
+    const chunk = await reader.read();
+    if (chunk.done) return;
+    sink.text += decoder.decode(chunk.value, { stream: true });
+  }
+}
+
+Deno.test("run-agent: the same Ctrl-C delivered twice (as deno task does) still cancels and prints the result", async () => {
+  const user = await slowAgent();
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "src/cli/run_agent.ts", "--agent", "tiny", "--script", "slow.json"]
+        .concat(["--topic", "x"]),
+      cwd: REPO_ROOT,
+      env: { INIT_CWD: user, NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stderr = { text: "" };
+    const reader = child.stderr.getReader();
+    await readUntil(reader, stderr, "step work.task #1 started");
+    const started = performance.now();
+    // Two signals sent back to back merge in the kernel; deno task's copy arrives just after the
+    // first was handled — so send the second once the first has been seen.
+    child.kill("SIGINT");
+    await readUntil(reader, stderr, "Cancelling the run");
+    child.kill("SIGINT");
+    const stdout = new Response(child.stdout).text();
+    await readUntil(reader, stderr);
+    const status = await child.status;
+    assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
+    assert.equal(status.code, 130, stderr.text);
+    assert.match(stderr.text, /run failed: cancelled at work\.task/);
+    assert.match(await stdout, /^✗ tiny failed: cancelled at work\.task after 1 iteration/);
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
+const HAS_SCRIPT = new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+})
+  .output().then((o) => o.success, () => false);
+
+Deno.test({
+  name: "run-agent: one Ctrl-C on a real terminal under deno task cancels and prints the result",
+  ignore: !(await HAS_SCRIPT),
+  fn: async () => {
+    const user = await slowAgent();
+    try {
+      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+      const command = [
+        `cd ${quote(REPO_ROOT)} &&`,
+        `INIT_CWD=${quote(user)} NO_COLOR=1`,
+        `${
+          quote(Deno.execPath())
+        } task --quiet run-agent --agent tiny --script slow.json --topic x`,
+      ].join(" ");
+      // `script` runs the command on a pseudo-terminal; a \x03 written to it is a real Ctrl-C:
+      // the terminal sends SIGINT to the whole foreground process group (deno task and the CLI).
+      const child = new Deno.Command("script", {
+        args: ["-qec", command, "/dev/null"],
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const out = { text: "" };
+      const reader = child.stdout.getReader();
+      await readUntil(reader, out, "work.task");
+      const writer = child.stdin.getWriter();
+      const started = performance.now();
+      await writer.write(new TextEncoder().encode("\x03"));
+      await readUntil(reader, out);
+      await writer.close().catch(() => {});
+      const status = await child.status;
+      await child.stderr.cancel();
+      assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
+      assert.equal(status.code, 130, out.text);
+      assert.match(out.text, /Cancelling the run… \(press Ctrl-C again to quit at once\)/);
+      assert.match(out.text, /✗ tiny failed: cancelled at work\.task after 1 iteration/);
+      assert.match(out.text, /History:/);
+    } finally {
+      await Deno.remove(user, { recursive: true });
+    }
+  },
+});
