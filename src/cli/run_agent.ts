@@ -567,6 +567,8 @@ async function run(
       backend: observeBackend(backend, progress),
       events: progress.events,
       allowFallback: flags.allowFallback,
+      allowRun: flags.allowRun,
+      skipValidators: flags.skipValidators,
       onWarning: (message) => progress.warn(message),
       store,
       ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
