@@ -81,14 +81,16 @@ async function startHolder(schema: string, runId: string, leaseMs: number) {
     nextLine,
     send: (line: string) => writer.write(new TextEncoder().encode(`${line}\n`)),
     async end() {
-      await writer.close().catch(() => {});
-      await lines.cancel().catch(() => {});
+      // Kill first: closing stdin first lets the holder see EOF and close the store cleanly
+      // (releasing the lease writes its buffered entries), which is not the crash under test.
       try {
         child.kill("SIGKILL");
       } catch {
         // already gone
       }
       await child.status;
+      await writer.close().catch(() => {});
+      await lines.cancel().catch(() => {});
     },
   };
 }
