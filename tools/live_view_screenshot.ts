@@ -1,14 +1,16 @@
 /**
- * `deno task screenshots:live`: renders docs/images/live-view.png, the picture of the live view on
- * the README. It runs the real CLI (`main` of run-agent, as `deno task demo` does) with a terminal
- * on stderr, replays what the CLI wrote through a tiny terminal model, and has headless Chromium
- * (`/usr/bin/chromium`, or `CHROMIUM`) take a picture of two moments: mid-run and the end.
+ * Part of `deno task screenshots`: renders docs/images/live-view.png, the picture of the live view
+ * on the README. It runs the real CLI (`main` of run-agent, as `deno task demo` does) with a
+ * terminal on stderr, replays what the CLI wrote through a tiny terminal model, and has headless
+ * Chromium (launched as the dashboard's browser tests launch it) take a picture of two moments:
+ * mid-run and the end.
  *
  * @module
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "../src/cli/run_agent.ts";
+import { launchBrowser } from "../tests/ui/browser.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const OUT = join(ROOT, "docs/images/live-view.png");
@@ -172,35 +174,13 @@ async function screenshot(): Promise<void> {
     { title: "while it runs", lines: during },
     { title: "when it ends", lines: cutOutput(after) },
   ]);
-  const htmlFile = await Deno.makeTempFile({ suffix: ".html" });
-  await Deno.writeTextFile(htmlFile, html);
   await Deno.mkdir(join(ROOT, "docs/images"), { recursive: true });
-  const chromium = Deno.env.get("CHROMIUM") ?? "/usr/bin/chromium";
-  const profile = await Deno.makeTempDir();
-  const shot = await new Deno.Command(chromium, {
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-component-update",
-      "--disable-sync",
-      "--hide-scrollbars",
-      `--user-data-dir=${profile}`,
-      `--screenshot=${OUT}`,
-      "--window-size=980,380",
-      `file://${htmlFile}`,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  await Deno.remove(profile, { recursive: true });
-  await Deno.remove(htmlFile);
-  if (!shot.success) {
-    throw new Error(`chromium failed: ${new TextDecoder().decode(shot.stderr).slice(-2000)}`);
-  }
+  // The same Chromium launch as the dashboard's browser tests and screenshots.
+  await using browser = await launchBrowser();
+  const tab = await browser.newPage();
+  await tab.setViewportSize({ width: 980, height: 380 });
+  await tab.setContent(html);
+  await tab.screenshot({ path: OUT });
   console.log(`wrote ${OUT}`);
 }
 

@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util";
 import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
+import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
 
 /** One flag of the CLI, as shown by `--help`. */
@@ -96,6 +97,16 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Allow fallback prompts (development only; each use warns)",
     },
+    {
+      name: "allow-run",
+      type: "boolean",
+      description: "Let command steps and validators run the commands agent.json lists",
+    },
+    {
+      name: "skip-validators",
+      type: "boolean",
+      description: "Do not run step validators (warns each time; for scripted dry runs)",
+    },
     // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
     {
       name: "resume",
@@ -121,6 +132,24 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     // -- end of durable-run flags --
+    // -- scale-out flags (issue 13): --store URL, --submit, --wait --
+    {
+      name: "store",
+      type: "string",
+      value: "URL",
+      description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+    },
+    {
+      name: "submit",
+      type: "boolean",
+      description: "Queue the run for the workers (PostgreSQL store) and print its id",
+    },
+    {
+      name: "wait",
+      type: "boolean",
+      description: "With --submit: follow the queued run live until it ends",
+    },
+    // -- end of scale-out flags --
     {
       name: "json",
       type: "boolean",
@@ -164,6 +193,10 @@ export interface CliFlags {
   maxIterations?: number;
   /** `--allow-fallback`. */
   allowFallback: boolean;
+  /** `--allow-run`: command steps and validators may run agent.json `commands`. */
+  allowRun: boolean;
+  /** `--skip-validators`. */
+  skipValidators: boolean;
   /** `--json`. */
   json: boolean;
   /** `--verbose`. */
@@ -178,10 +211,16 @@ export interface CliFlags {
   runs?: boolean;
   /** `--show RUN_ID`. */
   show?: string;
+  /** `--store URL` (issue 13). */
+  store?: string;
+  /** `--submit` (set only when given). */
+  submit?: boolean;
+  /** `--wait` (set only when given). */
+  wait?: boolean;
 }
 
-/** A parameter value after type-checking. */
-export type ParameterValue = string | number | boolean;
+/** A parameter value after type-checking (`array` parameters give a list). */
+export type ParameterValue = string | number | boolean | (string | number)[];
 
 /** The result of {@linkcode parseCommandLine}. */
 export interface CommandLine {
@@ -243,20 +282,33 @@ export function parseCommandLine(
   argv: readonly string[],
   options: ParseOptions = {},
 ): CommandLine {
-  const parameters = options.parameters ?? {};
-  for (const key of Object.keys(parameters)) {
-    if (FLAG_BY_NAME.has(key) || key === "h") {
+  // Parameters are parsed by their flag (`flag`, else the key) and stored under their key. The
+  // loader rejects a flag that clashes with the CLI's own; this guard covers callers that pass
+  // parameters which never went through the loader.
+  const byKey = options.parameters ?? {};
+  const parameters: Record<string, ParameterDefinition> = Object.create(null);
+  const keyOfFlag = new Map<string, string>();
+  for (const [key, def] of Object.entries(byKey)) {
+    const flag = parameterFlag(key, def);
+    if (FLAG_BY_NAME.has(flag) || flag === "h") {
       throw new UsageError(
         `Agent ${
           agentLabel(options)
-        }declares the parameter "${key}", which clashes with the CLI flag --${key}. Rename the parameter in agent.json.`,
+        }declares the parameter "${key}", which clashes with the CLI flag --${flag}. Set its "flag" to another name in agent.json.`,
       );
     }
+    parameters[flag] = def;
+    keyOfFlag.set(flag, key);
   }
   const args = normalizeArgv(argv, parameters);
-  const known = cliOptions();
-  for (const [key, def] of Object.entries(parameters)) {
-    known[key] = { type: def.type === "boolean" ? "boolean" : "string" };
+  const known: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }> =
+    cliOptions();
+  for (const [flag, def] of Object.entries(parameters)) {
+    known[flag] = def.type === "boolean"
+      ? { type: "boolean" }
+      : def.type === "array"
+      ? { type: "string", multiple: true }
+      : { type: "string" };
   }
   rejectUnknownOptions(args, known, options);
 
@@ -276,7 +328,7 @@ export function parseCommandLine(
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
     if (token.kind !== "option") continue;
-    if (seen.has(token.name)) repeated.add(token.name);
+    if (seen.has(token.name) && parameters[token.name]?.type !== "array") repeated.add(token.name);
     seen.add(token.name);
   }
   if (repeated.size > 0) {
@@ -286,13 +338,16 @@ export function parseCommandLine(
 
   const values = parsed.values as Record<string, unknown>;
   // Parameter values from the tokens, in a Map: node's `values` object drops `--__proto__ x`.
-  const optionValues = new Map<string, string>();
+  // Every occurrence is kept (an array parameter takes its flag more than once).
+  const optionValues = new Map<string, string[]>();
   for (const token of parsed.tokens) {
     if (token.kind === "option" && typeof token.value === "string") {
-      optionValues.set(token.name, token.value);
+      const list = optionValues.get(token.name);
+      if (list) list.push(token.value);
+      else optionValues.set(token.name, [token.value]);
     }
   }
-  const params: Record<string, ParameterValue> = {};
+  const byFlag: Record<string, ParameterValue> = {};
   // A boolean parameter may be followed by `true`/`false`; any other positional is an error.
   const tokens = parsed.tokens;
   for (let i = 0; i < tokens.length; i++) {
@@ -309,27 +364,35 @@ export function parseCommandLine(
     if (!def || def.type !== "boolean") continue;
     const next = tokens[i + 1];
     if (next?.kind === "positional" && next.index === token.index + 1) {
-      setOwn(params, token.name, parseBoolean(token.name, next.value, options));
+      setOwn(byFlag, token.name, parseBoolean(token.name, next.value, options));
       i++;
     } else {
-      setOwn(params, token.name, true);
+      setOwn(byFlag, token.name, true);
     }
   }
 
   const missing: string[] = [];
-  for (const [key, def] of Object.entries(parameters)) {
-    const given = optionValues.get(key);
+  for (const [flag, def] of Object.entries(parameters)) {
+    const given = optionValues.get(flag);
     if (def.type === "boolean") {
-      if (!Object.hasOwn(params, key) && def.default !== undefined) {
-        setOwn(params, key, Boolean(def.default));
+      if (!Object.hasOwn(byFlag, flag) && def.default !== undefined) {
+        setOwn(byFlag, flag, Boolean(def.default));
       }
-    } else if (typeof given === "string") {
-      setOwn(params, key, def.type === "number" ? parseNumber(key, given, options) : given);
+    } else if (given !== undefined) {
+      const parsedValue = parseParameterText(flag, def, given);
+      if (parsedValue.error !== undefined) {
+        throw new UsageError(`${parsedValue.error}${parameterHelp(options)}`);
+      }
+      setOwn(byFlag, flag, parsedValue.value);
     } else if (def.default !== undefined) {
-      setOwn(params, key, def.default);
+      setOwn(byFlag, flag, def.default);
     } else if (def.required) {
-      missing.push(key);
+      missing.push(flag);
     }
+  }
+  const params: Record<string, ParameterValue> = {};
+  for (const [flag, value] of Object.entries(byFlag)) {
+    setOwn(params, keyOfFlag.get(flag) ?? flag, value);
   }
   const flags = flagsOf(values, { lenient: false });
   if (missing.length > 0 && !flags.help) {
@@ -389,15 +452,20 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
   const entries = Object.entries(parameters);
   const title = `Parameters of agent ${agentName ? `"${agentName}"` : ""}`.trimEnd();
   if (entries.length === 0) return `${title}: none (the agent declares no parameters).`;
-  const labels = entries.map(([key, def]) =>
-    def.type === "boolean" ? `--${key} [true|false]` : `--${key} <${def.type}>`
-  );
+  const labels = entries.map(([key, def]) => {
+    const flag = parameterFlag(key, def);
+    if (def.type === "boolean") return `--${flag} [true|false]`;
+    const element = def.type === "array" ? def.items ?? "string" : def.type;
+    const shown = def.enum ? def.enum.map(String).join("|") : element;
+    return def.type === "array" ? `--${flag} <${shown}>...` : `--${flag} <${shown}>`;
+  });
   const width = Math.max(...labels.map((l) => l.length)) + 2;
   const lines = [`${title}:`];
   entries.forEach(([, def], i) => {
     const notes = [
       def.required && def.default === undefined ? "required" : undefined,
       def.default !== undefined ? `default ${JSON.stringify(def.default)}` : undefined,
+      def.type === "array" ? "repeat the flag or give a comma list" : undefined,
     ].filter(Boolean);
     const description = [def.description, notes.length > 0 ? `(${notes.join(", ")})` : undefined]
       .filter(Boolean).join(" ");
@@ -435,6 +503,8 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
     validate: bool("validate"),
     graph: bool("graph"),
     allowFallback: bool("allow-fallback"),
+    allowRun: bool("allow-run"),
+    skipValidators: bool("skip-validators"),
     json: bool("json"),
     verbose: bool("verbose"),
     help: bool("help"),
@@ -452,6 +522,9 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("redrive", str("redrive"));
   set("show", str("show"));
   if (bool("runs")) flags.runs = true;
+  set("store", str("store"));
+  if (bool("submit")) flags.submit = true;
+  if (bool("wait")) flags.wait = true;
   const max = str("max-iterations");
   if (max !== undefined) {
     const n = Number(max);
@@ -555,16 +628,6 @@ function setOwn(record: Record<string, ParameterValue>, key: string, value: Para
     writable: true,
     configurable: true,
   });
-}
-
-function parseNumber(key: string, raw: string, options: ParseOptions): number {
-  const n = raw.trim() === "" ? NaN : Number(raw);
-  if (!Number.isFinite(n)) {
-    throw new UsageError(
-      `--${key} expects a number, got "${raw}".${parameterHelp(options)}`,
-    );
-  }
-  return n;
 }
 
 function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {

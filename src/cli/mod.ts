@@ -64,6 +64,8 @@ export {
   type InitAgentResult,
   TEMPLATES_URL,
 } from "./init.ts";
+export { MIGRATE_USAGE, type MigrateCliResult, runMigrateCli } from "./migrate.ts";
+export { migrateClimpt, type MigratedAgent, type MigrateOptions } from "../migrate/mod.ts";
 export { type PlanCliIo, planMain } from "./plan.ts";
 export { QPLAN_EXIT, type QPlanCliIo, qplanMain } from "./qplan.ts";
 export {

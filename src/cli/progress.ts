@@ -472,11 +472,14 @@ function retryLabel(error: unknown): string {
 
 /**
  * Why a step is retried: a backend retry says so itself; a re-ask gives what was wrong with the
- * answer; otherwise it is the `onError` policy.
+ * answer; a failed step validation says so; otherwise it is the `onError` policy.
  */
 function retryReason(error: unknown): string {
   if (error instanceof StepflowError && error.code === "BACKEND_RETRY") {
     return firstLine(error.message);
+  }
+  if (error instanceof StepflowError && error.code === "VALIDATION_FAILED") {
+    return `validation failed, re-running with the retry prompt: ${firstLine(error.message)}`;
   }
   if (error instanceof StepflowError && error.code === "OUTPUT_REASK") {
     const { reason, errors } = (error.details ?? {}) as { reason?: string; errors?: string[] };

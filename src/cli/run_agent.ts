@@ -40,8 +40,11 @@ import {
 } from "./progress.ts";
 import { formatResult, formatValidation, type ValidationReport } from "./summary.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
-import { runStoreFor } from "../store/location.ts";
-import type { RunCheckpoint } from "../store/types.ts";
+import { FileRunStore } from "../store/file.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { selectRunStore } from "../store/select.ts";
+import type { RunCheckpoint, RunStore } from "../store/types.ts";
+import { submitAndFollow } from "./submit.ts";
 
 /** Exit codes of `run-agent`. */
 export const EXIT: Readonly<{
@@ -254,6 +257,9 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     );
   }
   if (scan.runs || scan.show !== undefined) return await recordedRuns(argv, scan, ctx);
+  if (scan.wait && !scan.submit) {
+    throw new UsageError("--wait follows a run queued with --submit; add --submit.");
+  }
   // -- end of durable-run commands --
   if (modes.length > 1) {
     throw new UsageError(
@@ -292,6 +298,13 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   }
   const continuing = scan.resume !== undefined || scan.redrive !== undefined;
   if (continuing) rejectParametersOnContinue(argv, definition, scan);
+  if (scan.submit) {
+    return await submitAndFollow(
+      parseAgentCommandLine(argv, definition, { requireParameters: true }),
+      definition,
+      { ...ctx, stdin: () => readStdinText(ctx) },
+    );
+  }
   return await run(
     parseAgentCommandLine(argv, definition, { requireParameters: !continuing }),
     definition,
@@ -317,8 +330,27 @@ async function recordedRuns(
     allowFallback: scan.allowFallback,
   });
   const { flags } = parseAgentCommandLine(argv, definition, { requireParameters: false });
-  const store = runStoreFor(definition, { cwd: ctx.userDir });
-  const where = displayPath(store.dir, ctx.userDir);
+  const store = selectRunStore(definition, {
+    cwd: ctx.userDir,
+    env: ctx.io.env,
+    ...(flags.store !== undefined ? { store: flags.store } : {}),
+  });
+  try {
+    return await showRuns(store, flags, definition, ctx);
+  } finally {
+    if (!(store instanceof FileRunStore)) await store.close();
+  }
+}
+
+async function showRuns(
+  store: FileRunStore | PostgresRunStore,
+  flags: CliFlags,
+  definition: AgentDefinition,
+  ctx: Context,
+): Promise<number> {
+  const where = store instanceof FileRunStore
+    ? displayPath(store.dir, ctx.userDir)
+    : store.displayUrl;
   if (flags.runs) {
     const runs = await store.list();
     if (flags.json) {
@@ -343,7 +375,9 @@ async function recordedRuns(
     if (!(error instanceof StepflowError && error.code === "RUN_CHECKPOINT_MISSING")) throw error;
   }
   const log = await store.readLog(runId);
-  const logExists = await Deno.lstat(store.files(runId).log).then(() => true, () => false);
+  const logExists = store instanceof FileRunStore
+    ? await Deno.lstat(store.files(runId).log).then(() => true, () => false)
+    : log.length > 0;
   if (!checkpoint && !logExists) {
     throw new StepflowError(
       "RUN_NOT_FOUND",
@@ -518,18 +552,25 @@ async function run(
   const progress = createProgress(flags, ctx);
   let result: StepFlowResult | undefined;
   const started = performance.now();
+  let store: RunStore | undefined;
   try {
+    // Every CLI run is recorded (file store by default), so any run can be resumed from another
+    // process.
+    store = selectRunStore(definition, {
+      cwd: ctx.userDir,
+      env: ctx.io.env,
+      onWarning: (message) => progress.warn(message),
+      ...(flags.store !== undefined ? { store: flags.store } : {}),
+    });
     const backend = await selectBackend(flags, definition, ctx, progress);
     const runner = new StepFlowRunner(definition, {
       backend: observeBackend(backend, progress),
       events: progress.events,
       allowFallback: flags.allowFallback,
+      allowRun: flags.allowRun,
+      skipValidators: flags.skipValidators,
       onWarning: (message) => progress.warn(message),
-      // Every CLI run is recorded on disk, so any run can be resumed from another process.
-      store: runStoreFor(definition, {
-        cwd: ctx.userDir,
-        onWarning: (message) => progress.warn(message),
-      }),
+      store,
       ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
       ...(flags.model !== undefined ? { model: flags.model } : {}),
     });
@@ -543,6 +584,7 @@ async function run(
     });
   } finally {
     progress.finish(result);
+    if (store instanceof PostgresRunStore) await store.close();
   }
   if (flags.json) {
     ctx.io.stdout.write(`${jsonOutput(result)}\n`);

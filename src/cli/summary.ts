@@ -73,7 +73,7 @@ export function historyTable(result: StepFlowResult): string {
     h.transition,
     h.nextStepId ?? "-",
     formatDuration(h.durationMs),
-    noteOf(h.checkResult, h.error),
+    noteOf(h.checkResult, h.error, featureNote(h)),
   ]);
   const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((r) => r[i].length)));
   const render = (cells: string[]) =>
@@ -146,11 +146,24 @@ function numbered(n: number, text: string): string {
   return prefix + text.split("\n").join(`\n${" ".repeat(prefix.length)}`);
 }
 
+/** Command steps and validator runs say what ran and how it exited. */
+function featureNote(h: StepFlowResult["state"]["history"][number]): string | undefined {
+  if (h.validation) {
+    const v = h.validation;
+    return `validator ${v.command}: ${v.ok ? "ok" : `exit ${v.exitCode}`}${
+      v.pattern ? ` (${v.pattern})` : ""
+    }`;
+  }
+  return h.command ? `command ${h.command.name}: exit ${h.command.exitCode}` : undefined;
+}
+
 function noteOf(
   check: { result: "ok" | "ng"; message: string } | undefined,
   error: string | undefined,
+  feature?: string,
 ): string {
   const parts: string[] = [];
+  if (feature) parts.push(feature);
   if (check) parts.push(`check ${check.result}${check.message ? `: ${check.message}` : ""}`);
   if (error) parts.push(`error: ${error}`);
   const text = parts.join("; ").replace(/\s+/g, " ");

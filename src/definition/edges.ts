@@ -51,7 +51,10 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
     edges.push({ from, to, label, kind });
   if (step.kind === "section") return edges;
 
-  if (step.kind === "closing") {
+  if (step.kind === "command") {
+    const next = step.transitions.next?.target;
+    add(next !== undefined ? { step: next } : { end: "complete" }, "exit 0");
+  } else if (step.kind === "closing") {
     add({ end: "complete" }, "end");
   } else if (step.check && !step.gate) {
     const { onPass, onFail } = step.check;
@@ -100,6 +103,10 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
 /** Where `onError: "continue"` leads: the step's `next` route (check `onPass`, gate `next`). */
 export function continueTarget(step: FlowStep): EdgeTarget | undefined {
   if (step.kind === "closing") return { end: "complete" };
+  if (step.kind === "command") {
+    const next = step.transitions.next?.target;
+    return next !== undefined ? { step: next } : { end: "complete" };
+  }
   if (step.check && !step.gate) {
     return "next" in step.check.onPass ? { step: step.check.onPass.next } : { end: "complete" };
   }

@@ -19,6 +19,8 @@ export {
   type AgentConfig,
   type C3lPromptRef,
   type CheckDefinition,
+  type CommandSpec,
+  type CompletionCondition,
   GATE_INTENTS,
   type GateIntent,
   type OnErrorValue,
@@ -30,8 +32,17 @@ export {
   type PromptRef,
   type StepDefinition,
   type StepsRegistry,
+  type StepValidation,
+  type StepValidator,
   type StructuredGate,
 } from "./schema.ts";
+export {
+  checkParameters,
+  parameterFlag,
+  type ParameterValue as ParsedParameterValue,
+  parseParameterText,
+  RESERVED_PARAMETER_FLAGS,
+} from "./parameters.ts";
 export * from "./types.ts";
 export * from "./normalize.ts";
 export * from "./jsonc.ts";

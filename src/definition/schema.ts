@@ -168,6 +168,49 @@ export const OnErrorSchema = z.union([
   z.strictObject({ jump: z.string().min(1) }),
 ]);
 
+/** One validator of a step: a command from agent.json `commands` and how to read its result. */
+export const StepValidatorSchema = z.strictObject({
+  command: z.string().min(1).describe("A name in agent.json commands"),
+  successWhen: z.enum(["exitCode:0", "empty"]).optional().describe(
+    'Success: exit code 0 (default), or "empty": exit code 0 and no output',
+  ),
+  pattern: Segment.optional().describe(
+    "Failure pattern: the retry prompt is f_failed_<pattern>.md",
+  ),
+  match: z.string().min(1).optional().describe(
+    "Regular expression on the command output; the pattern applies only when it matches",
+  ),
+});
+/** One validator of a step. */
+export interface StepValidator {
+  /** A name in agent.json `commands`. */
+  command: string;
+  /** `exitCode:0` (default) or `empty` (exit code 0 and no output). */
+  successWhen?: "exitCode:0" | "empty";
+  /** Failure pattern: the retry prompt is `f_failed_<pattern>.md`. */
+  pattern?: string;
+  /** Regular expression on the output; the pattern applies only when it matches. */
+  match?: string;
+}
+
+/** `validation` of a step: validators, the retry prompt folder and the retry bound. */
+export const StepValidationSchema = z.strictObject({
+  validators: z.array(StepValidatorSchema).min(1),
+  retryPrompt: C3lPromptRefSchema.optional().describe(
+    "Retry prompt folder; the file is f_failed_<pattern>.md, or f_failed.md when no pattern applies",
+  ),
+  maxRetries: z.int().min(0).optional().describe("Re-runs after a failed validation (default 3)"),
+});
+/** Validators of a step. */
+export interface StepValidation {
+  /** Commands run in order after the step's answer; the first failure counts. */
+  validators: StepValidator[];
+  /** Retry prompt folder (edition `failed`, adaptation = pattern); default: the step's own prompt. */
+  retryPrompt?: C3lPromptRef;
+  /** Re-runs after a failed validation (default 3). */
+  maxRetries?: number;
+}
+
 /** One step of the registry (both shapes; the validator enforces exactly one routing form). */
 export const StepSchema = z.strictObject({
   id: z.string().optional().describe("Must equal the step's key when present"),
@@ -190,6 +233,11 @@ export const StepSchema = z.strictObject({
   allowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
   timeoutMs: z.int().positive().optional(),
+  kind: z.literal("command").optional().describe(
+    '"command": run agent.json commands[command] instead of the model',
+  ),
+  command: z.string().min(1).optional().describe("Command step: a name in agent.json commands"),
+  validation: StepValidationSchema.optional(),
 });
 /** One step as written in the registry. */
 export interface StepDefinition {
@@ -233,6 +281,12 @@ export interface StepDefinition {
   permissionMode?: string;
   /** Timeout of one backend call. */
   timeoutMs?: number;
+  /** `"command"`: the step runs `agent.json` `commands[command]` instead of the model. */
+  kind?: "command";
+  /** Command step: the name of the command in agent.json `commands`. */
+  command?: string;
+  /** Validators run after the step's answer (retry with a pattern prompt on failure). */
+  validation?: StepValidation;
 }
 
 /** `steps_registry.json`. */
@@ -269,21 +323,69 @@ export interface StepsRegistry {
 
 /** A declared CLI/run parameter of an agent. */
 export const ParameterSchema = z.strictObject({
-  type: z.enum(["string", "number", "boolean"]),
+  type: z.enum(["string", "number", "boolean", "array"]),
   description: z.string().optional(),
   required: z.boolean().optional(),
-  default: z.union([z.string(), z.number(), z.boolean()]).optional(),
+  default: z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.array(z.union([z.string(), z.number()])),
+  ]).optional(),
+  flag: z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "flag: letters, digits, '_' and '-'")
+    .optional().describe('CLI flag name without dashes (default: the key), e.g. "iterate-max"'),
+  items: z.enum(["string", "number"]).optional().describe(
+    'Element type of an array (default "string")',
+  ),
+  enum: z.array(z.union([z.string(), z.number()])).min(1).optional().describe(
+    "Allowed values (of each element, for an array)",
+  ),
 });
 /** A declared CLI/run parameter. */
 export interface ParameterDefinition {
-  /** Value type. */
-  type: "string" | "number" | "boolean";
+  /** Value type; `array` is a repeatable flag or a comma list. */
+  type: "string" | "number" | "boolean" | "array";
   /** Help text. */
   description?: string;
   /** Whether it must be given. */
   required?: boolean;
   /** Default value. */
-  default?: string | number | boolean;
+  default?: string | number | boolean | (string | number)[];
+  /** CLI flag name without dashes (default: the key), e.g. `iterate-max`. */
+  flag?: string;
+  /** Element type of an `array` parameter (default `string`). */
+  items?: "string" | "number";
+  /** Allowed values (of each element, for an array). */
+  enum?: (string | number)[];
+}
+
+/** A completion condition (beyond the structured gate), checked after every iteration. */
+export const CompletionConditionSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("count:iteration"),
+    maxIterations: z.int().positive().describe("The run completes after this many iterations"),
+  }),
+  z.strictObject({
+    type: z.literal("detect:keyword"),
+    keyword: z.string().min(1).describe("The run completes when a step's answer contains it"),
+  }),
+]);
+/** A completion condition: after N iterations, or when an answer contains a keyword. */
+export type CompletionCondition =
+  | { type: "count:iteration"; maxIterations: number }
+  | { type: "detect:keyword"; keyword: string };
+
+/** An allowed command (argv, no shell) that command steps and validators may run. */
+export const CommandSpecSchema = z.strictObject({
+  argv: z.array(z.string()).min(1).describe("Program and arguments; {uv-<name>} is substituted"),
+  timeoutMs: z.int().positive().optional().describe("Kill it after this long (default 300000)"),
+});
+/** An allowed command. */
+export interface CommandSpec {
+  /** Program and arguments (no shell); `{uv-<name>}` in an argument is substituted. */
+  argv: string[];
+  /** Kill it after this long (default 300000 ms). */
+  timeoutMs?: number;
 }
 
 /** `agent.json`. */
@@ -312,6 +414,9 @@ export const AgentConfigSchema = z.strictObject({
     directory: z.string().min(1).optional(),
     format: z.literal("jsonl").optional(),
     maxFiles: z.int().positive().optional(),
+    store: z.string().min(1).optional().describe(
+      'Run store: "file" (default) or a postgres:// URL (prefer STEPFLOW_STORE for credentials)',
+    ),
   }).optional(),
   parameters: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/), ParameterSchema).optional(),
   limits: z.strictObject({
@@ -319,6 +424,11 @@ export const AgentConfigSchema = z.strictObject({
     stepTimeoutMs: z.int().positive().optional(),
     runTimeoutMs: z.int().positive().optional(),
   }).optional(),
+  completion: z.array(CompletionConditionSchema).optional().describe(
+    "Completion conditions checked after every iteration",
+  ),
+  commands: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), CommandSpecSchema)
+    .optional().describe("Commands that command steps and validators may run (with --allow-run)"),
 }).describe("stepflow agent definition");
 /** `agent.json` as written. */
 export interface AgentConfig {
@@ -345,11 +455,15 @@ export interface AgentConfig {
   /** Prompt settings. */
   prompts?: { registry?: string; fallbackDir?: string };
   /** Run log settings. */
-  logging?: { directory?: string; format?: "jsonl"; maxFiles?: number };
+  logging?: { directory?: string; format?: "jsonl"; maxFiles?: number; store?: string };
   /** Declared parameters. */
   parameters?: Record<string, ParameterDefinition>;
   /** Run limits. */
   limits?: { maxTotalIterations?: number; stepTimeoutMs?: number; runTimeoutMs?: number };
+  /** Completion conditions checked after every iteration. */
+  completion?: CompletionCondition[];
+  /** Commands that command steps and validators may run (only with `--allow-run`). */
+  commands?: Record<string, CommandSpec>;
 }
 
 // Compile-time proof that every interface above is exactly what its zod schema parses to.
@@ -364,4 +478,7 @@ const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof StepsRegistrySchema>, StepsRegistry>,
   Exactly<z.infer<typeof ParameterSchema>, ParameterDefinition>,
   Exactly<z.infer<typeof AgentConfigSchema>, AgentConfig>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  Exactly<z.infer<typeof StepValidationSchema>, StepValidation>,
+  Exactly<z.infer<typeof CompletionConditionSchema>, CompletionCondition>,
+  Exactly<z.infer<typeof CommandSpecSchema>, CommandSpec>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];

@@ -10,6 +10,7 @@ import type {
   OutputSchemaRef,
   StepDefinition,
   StepsRegistry,
+  StepValidation,
   StructuredGate,
 } from "./schema.ts";
 
@@ -22,9 +23,10 @@ export type ErrorPolicy =
 
 /**
  * How a step routes: `check` (seed 001 check-gated), `gate` (seed 004 gate-routed), `closing`
- * (`complete.*`: runs once, then the run ends) or `section` (`section.*`: a template, never run).
+ * (`complete.*`: runs once, then the run ends), `section` (`section.*`: a template, never run) or
+ * `command` (`"kind": "command"`: runs an allowed command instead of the model).
  */
-export type StepKind = "check" | "gate" | "closing" | "section";
+export type StepKind = "check" | "gate" | "closing" | "section" | "command";
 
 /** A step with every default applied and its prompt reference normalised. */
 export interface FlowStep {
@@ -58,6 +60,10 @@ export interface FlowStep {
   permissionMode?: string;
   /** Per-step timeout of one backend call. */
   timeoutMs?: number;
+  /** Command step: the name in agent.json `commands`. */
+  command?: string;
+  /** Validators run after the step's answer. */
+  validation?: StepValidation;
   /** The step exactly as written. */
   raw: StepDefinition;
 }

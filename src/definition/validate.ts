@@ -10,6 +10,8 @@ import { isValidStepId, STEP_ID_RULE } from "./step_id.ts";
 import { closestMatch } from "./suggest.ts";
 import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
+import { checkParameters } from "./parameters.ts";
+import { checkCommandStep, checkCompletion, checkStepValidation } from "./validate_features.ts";
 import { handoffWarnings } from "./handoff_paths.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
@@ -112,17 +114,8 @@ export async function validateFlow(
     return undefined;
   };
 
-  const agentErrors: string[] = [];
-  for (const [key, parameter] of Object.entries(agent?.parameters ?? {})) {
-    const value = parameter.default;
-    if (value !== undefined && typeof value !== parameter.type) {
-      agentErrors.push(
-        `${A}: parameters.${key}.default ${
-          JSON.stringify(value)
-        } is a ${typeof value}, but the parameter's type is "${parameter.type}"; make them agree.`,
-      );
-    }
-  }
+  const agentErrors: string[] = [...checkParameters(agent?.parameters ?? {}, A)];
+  if (agent) agentErrors.push(...checkCompletion(agent, A));
 
   // Entry step.
   let entryStepId: string | undefined;
@@ -190,6 +183,14 @@ export async function validateFlow(
       }
     }
 
+    if (step.validation) checkStepValidation(step, agent, fail);
+    if (step.kind !== "command" && raw.command !== undefined) {
+      fail('sets "command" but is not a command step: add "kind": "command", or remove "command".');
+    }
+    if (step.kind === "command") {
+      checkCommandStep(step, agent, fail, targetProblem);
+      continue;
+    }
     if (step.kind === "section") {
       const routing = routingFields(raw);
       if (routing.length > 0) {
@@ -356,7 +357,7 @@ function checkPromptForm(step: FlowStep, fail: (message: string) => void): void 
     );
     return;
   }
-  if (!step.prompt && step.kind !== "section") {
+  if (!step.prompt && step.kind !== "section" && step.kind !== "command") {
     fail(
       'has no prompt: set "prompt": { "c1", "c2", "c3" } (or { "path" }), or top-level "c2" and "c3".',
     );

@@ -9,6 +9,7 @@
 import { resolve } from "node:path";
 import { realpath } from "node:fs/promises";
 import { errorMessage } from "../errors.ts";
+import { retryPromptRefs } from "./validate_features.ts";
 import {
   isWithin,
   type PromptReference,
@@ -148,6 +149,11 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     const prompts: Array<[string, PromptReference, string | undefined]> = [];
     if (step.prompt) prompts.push(["prompt", step.prompt, step.fallbackKey]);
     if (step.check) prompts.push(["check.prompt", step.check.prompt, undefined]);
+    if (step.validation) {
+      for (const ref of retryPromptRefs(step.validation)) {
+        prompts.push(["validation.retryPrompt", ref, undefined]);
+      }
+    }
     for (const [field, ref, fallbackKey] of prompts) {
       if (root === undefined || realRoot === undefined) break;
       const order = tasks.length;

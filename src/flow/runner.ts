@@ -29,6 +29,16 @@ import { createBackend } from "../llm/factory.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
+import type { PromptVariables } from "../prompt/variables.ts";
+import type { AgentCommandContext } from "./agent_command.ts";
+import { runCommandStep } from "./command_step.ts";
+import { completionReached } from "./completion.ts";
+import {
+  appendValidationReport,
+  DEFAULT_VALIDATION_RETRIES,
+  runStepValidators,
+  validationRetryPrompt,
+} from "./validators.ts";
 import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
 import { backoffDelay } from "./backoff.ts";
@@ -88,6 +98,10 @@ export interface RunnerState {
   historyLength: number;
   /** Backend session to continue. */
   sessionId?: string;
+  /** Failed validations retried in the current visit of the step (`validation.maxRetries`). */
+  validationRetries?: number;
+  /** The failed validation the next iteration's retry prompt reports. */
+  validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
   /** Summed usage. */
   usage: RunUsage;
   /** Set once the run ended. */
@@ -165,6 +179,10 @@ export class StepFlowRunner {
   #stopCause?: StopCause;
   #ctx: RunContext = { runId: "" };
   #logEntries = 0;
+  /** The latest answer (for `detect:keyword`; turned into text only when a condition needs it). */
+  #lastAnswer: { text: string; structuredOutput?: unknown } = { text: "" };
+  /** Validator runs of the current iteration, recorded after its own history entry. */
+  #validatorEntries: HistoryEntry[] = [];
 
   /**
    * Creates a runner for one agent definition.
@@ -346,8 +364,20 @@ export class StepFlowRunner {
         startedAt: startedAt.toISOString(),
         durationMs: 0,
       };
+      if (step.kind === "command") {
+        // A command step calls no model: the exit code routes (src/flow/command_step.ts).
+        await this.#logStepStart(state, step);
+        try {
+          outcome = this.#completion(state, await this.#commandStep(state, step, entry));
+        } catch (error) {
+          outcome = await this.#onStepFailure(state, step, info, error, entry);
+        }
+        entry.durationMs = Date.now() - startedAt.getTime();
+        await this.#record(state, history, entry, outcome, info);
+        continue;
+      }
       try {
-        const vars = {
+        const vars: PromptVariables = {
           uv: state.args,
           inputText: state.inputText,
           iteration: state.iteration,
@@ -355,15 +385,20 @@ export class StepFlowRunner {
           handoff: state.latestHandoff,
           parameters: def.agent.parameters ?? {},
         };
+        // After a failed step validation the retry prompt reports it (src/flow/validators.ts).
+        const retry = state.validationRetry?.stepId === step.id ? state.validationRetry : undefined;
+        if (retry) vars.validation = retry;
         const systemPrompt = def.agent.behavior.systemPromptPath
           ? (await systemPrompts.resolve({ path: def.agent.behavior.systemPromptPath }, vars, {
             stepId: step.id,
           })).text
           : undefined;
-        const prompt = await prompts.resolve(step.prompt!, vars, {
+        const retryRef = retry ? validationRetryPrompt(step, retry) : undefined;
+        const prompt = await prompts.resolve(retryRef ?? step.prompt!, vars, {
           stepId: step.id,
           fallbackKey: step.fallbackKey,
         });
+        if (retry && !retryRef) prompt.text = appendValidationReport(prompt.text, retry);
         await this.#logStepStart(state, step, prompt.text);
         started = true;
         const request: LlmRequest = {
@@ -427,7 +462,11 @@ export class StepFlowRunner {
           }
           const output = asked.value;
           outcome = await this.#routeGate(state, step, output, entry, info);
+          if (step.validation && (outcome.kind === "goto" || outcome.reason === "completed")) {
+            outcome = await this.#validate(state, step, outcome, info);
+          }
         }
+        outcome = this.#completion(state, outcome);
       } catch (error) {
         if (!started) await this.#logStepStart(state, step);
         outcome = await this.#onStepFailure(state, step, info, error, entry);
@@ -493,11 +532,19 @@ export class StepFlowRunner {
         state.checkRetries = 0;
         state.checkFailures = 0;
         state.errorRetries = 0;
+        state.validationRetries = 0;
+        delete state.validationRetry;
       }
     } else {
       this.#finish(state, outcome.reason, entry.stepId, outcome.error, outcome.output);
     }
     history.push(entry);
+    // Each validator run is a history entry of its own, after the answer it checked.
+    const validatorEntries = this.#validatorEntries;
+    if (validatorEntries.length > 0) {
+      this.#validatorEntries = [];
+      for (const v of validatorEntries) history.push(v);
+    }
     state.historyLength = history.length;
     await this.#events.emit("onStepEnd", info, {
       transition: entry.transition,
@@ -518,6 +565,9 @@ export class StepFlowRunner {
           ? { handoff: state.handoff[entry.stepId] }
           : {}),
       });
+      for (const v of validatorEntries) {
+        await this.#log(state, { type: "step_end", stepId: v.stepId, entry: v, validator: true });
+      }
     }
     await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
   }
@@ -583,6 +633,7 @@ export class StepFlowRunner {
     }
     if (response.costUsd) state.usage.costUsd += response.costUsd;
     if (response.sessionId) state.sessionId = response.sessionId;
+    this.#lastAnswer = response;
     return response;
   }
 
@@ -727,6 +778,118 @@ export class StepFlowRunner {
       case "error":
         return routingFailed(route.message);
     }
+  }
+
+  /** Agent features: what a command step or validator needs to run an allowed command. */
+  #commandContext(state: RunnerState, step: FlowStep): AgentCommandContext {
+    return {
+      commands: this.#def.agent.commands,
+      allowRun: this.#options.allowRun,
+      args: state.args,
+      cwd: state.cwd,
+      signal: this.#controller!.signal,
+      agent: this.#def.name,
+      stepId: step.id,
+    };
+  }
+
+  /** A command step: run it, hand off its output, route on its exit code. */
+  async #commandStep(state: RunnerState, step: FlowStep, entry: HistoryEntry): Promise<Outcome> {
+    await this.#waitIfPaused();
+    const result = await runCommandStep(step, this.#commandContext(state, step));
+    state.handoff[step.id] = { ...state.handoff[step.id], ...result.handoff };
+    Object.assign(state.latestHandoff, result.handoff);
+    entry.command = { name: step.command!, exitCode: result.handoff.exitCode };
+    this.#lastAnswer = { text: `${result.handoff.stdout}\n${result.handoff.stderr}` };
+    if (result.error) throw result.error;
+    return result.next !== undefined
+      ? { kind: "goto", stepId: result.next, transition: "next" }
+      : { kind: "end", reason: "completed", transition: "complete", output: result.handoff };
+  }
+
+  /** Step validators: all pass → the outcome stands; a failure re-runs the step (bounded). */
+  async #validate(
+    state: RunnerState,
+    step: FlowStep,
+    outcome: Outcome,
+    info: StepInfo,
+  ): Promise<Outcome> {
+    if (this.#options.skipValidators) {
+      this.#warn(
+        `step "${step.id}": ${
+          step.validation!.validators.length
+        } validator(s) skipped (skipValidators / --skip-validators)`,
+      );
+      return outcome;
+    }
+    const { runs, failure } = await runStepValidators(
+      step.validation!,
+      this.#commandContext(state, step),
+    );
+    for (const run of runs) {
+      const entry: HistoryEntry = {
+        stepId: step.id,
+        iteration: state.iteration,
+        attempt: state.attempt,
+        transition: run.ok ? "next" : "retry",
+        startedAt: run.startedAt,
+        durationMs: run.durationMs,
+        validation: { command: run.command, exitCode: run.exitCode, ok: run.ok },
+      };
+      if (run.pattern !== undefined) entry.validation!.pattern = run.pattern;
+      if (!run.ok) entry.error = `validator "${run.command}" failed (${run.reason})`;
+      this.#validatorEntries.push(entry);
+    }
+    if (!failure) {
+      state.validationRetries = 0;
+      delete state.validationRetry;
+      return outcome;
+    }
+    const max = step.validation!.maxRetries ?? DEFAULT_VALIDATION_RETRIES;
+    const used = state.validationRetries ?? 0;
+    const summary = `validator "${failure.command}" failed (${failure.reason}${
+      failure.pattern ? `, pattern ${failure.pattern}` : ""
+    })`;
+    if (used >= max) {
+      throw new StepflowError(
+        "VALIDATION_FAILED",
+        `Step "${step.id}": ${summary} after ${used} retr${
+          used === 1 ? "y" : "ies"
+        } (validation.maxRetries ${max}). Last output:\n${failure.output.slice(-2000)}`,
+        { details: { stepId: step.id, command: failure.command, exitCode: failure.exitCode } },
+      );
+    }
+    state.validationRetries = used + 1;
+    state.validationRetry = {
+      stepId: step.id,
+      command: failure.command,
+      output: failure.output.slice(-20_000),
+      ...(failure.pattern !== undefined ? { pattern: failure.pattern } : {}),
+    };
+    const error = new StepflowError("VALIDATION_FAILED", `Step "${step.id}": ${summary}`);
+    await this.#events.emit("onStepRetry", info, used + 1, error);
+    await this.#log(state, {
+      type: "validation_failed",
+      stepId: step.id,
+      command: failure.command,
+      exitCode: failure.exitCode,
+      pattern: failure.pattern,
+    });
+    return { kind: "goto", stepId: step.id, transition: "retry" };
+  }
+
+  /** Completion conditions (agent.json `completion`) end a run that would go on. */
+  #completion(state: RunnerState, outcome: Outcome): Outcome {
+    if (outcome.kind !== "goto" || !this.#def.agent.completion) return outcome;
+    const met = completionReached(this.#def.agent.completion, {
+      iteration: state.iteration,
+      text: () => answerText(this.#lastAnswer),
+    });
+    if (!met) return outcome;
+    this.#warn(
+      `step "${state.currentStepId}": completion condition met (${met}); the run completes`,
+    );
+    return { kind: "end", reason: "completed", transition: "complete" };
   }
 
   /** Two-strike rule: the first strike retries the step; the second ends the run. */
@@ -935,6 +1098,8 @@ export class StepFlowRunner {
       state.checkRetries = 0;
       state.checkFailures = 0;
       state.errorRetries = 0;
+      state.validationRetries = 0;
+      delete state.validationRetry;
       setOwn(state.schemaStrikes, failedStep, 0);
       delete state.end;
     } else {
@@ -1136,6 +1301,13 @@ function copyState(saved: RunnerState, warn: (message: string) => void): RunnerS
     latestHandoff: { ...latest },
     usage: { ...saved.usage },
   };
+}
+
+/** An answer's text and structured output as one searchable text (`detect:keyword`). */
+function answerText(answer: { text: string; structuredOutput?: unknown }): string {
+  return answer.structuredOutput === undefined
+    ? answer.text
+    : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
 }
 
 /**

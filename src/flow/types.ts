@@ -49,6 +49,10 @@ export interface HistoryEntry {
   checkResult?: { result: "ok" | "ng"; message: string };
   /** The error message, when the iteration failed. */
   error?: string;
+  /** A command step's command and exit code. */
+  command?: { name: string; exitCode: number };
+  /** One validator run after the step's answer (its own history entry). */
+  validation?: { command: string; exitCode: number; ok: boolean; pattern?: string };
   /**
    * What the model answered in this iteration (the step call's last answer, after any re-ask): the
    * raw text cut to 8,192 characters, and its full length in characters.
@@ -113,6 +117,13 @@ export interface StepFlowRunnerOptions {
   store?: RunStore;
   /** Honour `fallbackKey` / `prompts.fallbackDir` (development only; each use warns). */
   allowFallback?: boolean;
+  /** Let command steps and validators run the commands agent.json `commands` lists (`--allow-run`). */
+  allowRun?: boolean;
+  /**
+   * Skip step validators (each skip warns): for scripted dry runs where the commands cannot pass.
+   * Command steps still run.
+   */
+  skipValidators?: boolean;
   /** Overrides `limits.maxTotalIterations` (default 100). */
   maxTotalIterations?: number;
   /** Re-asks after schema-invalid output (default 1). */

@@ -1,6 +1,7 @@
 /**
  * Prompt variables (STEPFLOW.md §3). Only these single-brace forms are variables:
- * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`.
+ * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`, and in a retry after a
+ * failed step validation `{validation.output}` / `{validation.pattern}` / `{validation.command}`.
  * Every other brace text — JSON examples in prompts — is left exactly as written.
  *
  * A variable may be optional: `{handoff.verdict?}` becomes the empty string when it has no value,
@@ -23,6 +24,8 @@ export interface PromptVariables {
   stepId?: string;
   /** `{handoff.<key>}`: the latest handoff value of each key. */
   handoff?: Readonly<Record<string, unknown>>;
+  /** `{validation.*}`: the failed validation a retry prompt reports (absent otherwise). */
+  validation?: { output: string; pattern?: string; command: string };
   /**
    * The agent's declared parameters (agent.json `parameters`), when known: only those can be set
    * with a CLI flag, so a missing `{uv-<name>}` outside them is not told to "pass --<name>".
@@ -32,7 +35,7 @@ export interface PromptVariables {
 
 // Group 1: the name; group 2: "?" or "?=default" (the default holds no braces or line breaks).
 const VARIABLE =
-  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*)(\?(?:=[^{}\n]*)?)?\}/g;
+  /\{(uv-[A-Za-z0-9_][A-Za-z0-9_.-]*|input_text|iteration|step_id|handoff\.[A-Za-z0-9_][A-Za-z0-9_.-]*|validation\.(?:output|pattern|command))(\?(?:=[^{}\n]*)?)?\}/g;
 
 /** Thrown when a prompt uses variables that have no value; lists every one of them. */
 export class MissingVariablesError extends StepflowError {
@@ -63,6 +66,8 @@ export class MissingVariablesError extends StepflowError {
         } through the API, or write {${name}?} to allow an empty value`
         : name === "input_text"
         ? "{input_text} ← pipe text on stdin (or args.input_text)"
+        : name.startsWith("validation.")
+        ? `{${name}} ← only set in the retry prompt after a failed step validation`
         : name.startsWith("handoff.")
         ? `{${name}} ← no earlier step handed off "${
           name.slice(8)
@@ -150,6 +155,11 @@ function lookup(name: string, vars: PromptVariables): string | undefined {
   // Names come from prompt files: only own keys count (`{uv-constructor}` is not Object's).
   if (name.startsWith("uv-")) return stringify(own(vars.uv, name.slice(3)));
   if (name.startsWith("handoff.")) return stringify(own(vars.handoff, name.slice(8)));
+  if (name === "validation.output") return vars.validation?.output;
+  if (name === "validation.command") return vars.validation?.command;
+  if (name === "validation.pattern") {
+    return vars.validation ? vars.validation.pattern ?? "" : undefined;
+  }
   return undefined;
 }
 

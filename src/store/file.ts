@@ -33,9 +33,12 @@ import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "
 /**
  * How hard a checkpoint is pushed to disk:
  *
- * - `"fsync"` (default): before a checkpoint the log is flushed (`fdatasync`), the temp file is
- *   flushed before it is renamed over the checkpoint, and the directory after. A finished iteration
- *   survives a crash of the process **and** of the machine (power loss).
+ * - `"fsync"` (default): one flush per iteration. The run log is the durable record: the
+ *   checkpoint is appended to it as a `store_checkpoint` line and the log is flushed
+ *   (`fdatasync`) once; the checkpoint file is then a cache, written like `"process"` does, and
+ *   rebuilt from the log when it is missing or older (the directory is flushed once per run, for
+ *   the log's own entry). A finished iteration survives a crash of the process **and** of the
+ *   machine (power loss).
  * - `"process"`: no flushes, and the old checkpoint is removed just before the temp file is renamed
  *   into its place (renaming over an existing file makes ext4 start writing the new data out at
  *   once, which costs more than the rest of the iteration). A crash in that instant leaves the
@@ -108,8 +111,13 @@ export interface RunFiles {
   cancel: string;
 }
 
+/** The log line type that carries a checkpoint in `"fsync"` mode (never returned by `readLog`). */
+const CHECKPOINT_ENTRY = "store_checkpoint";
+
 /** Open handles of a run this process writes. */
 interface OpenRun {
+  /** The directory was flushed since this process created or opened the run's log. */
+  dirSynced?: boolean;
   log?: Deno.FsFile;
   dir?: Deno.FsFile;
   lock?: HeldFileLock;
@@ -253,29 +261,28 @@ export class FileRunStore implements RunStore {
   }
 
   /**
-   * Replaces the run's checkpoint atomically: temp file, flush, rename, directory flush (the
-   * flushes per {@linkcode Durability}). A crash at any point leaves either the old or the new
-   * checkpoint, never a mix.
+   * Records the run's checkpoint. `"fsync"`: the checkpoint file (a cache) is replaced without a
+   * flush, then the checkpoint is appended to the run log and the log flushed once — the
+   * iteration is durable when that flush returns. `"process"`: the checkpoint file is replaced, no
+   * flushes. A crash at any point leaves the old or the new checkpoint, never a mix.
    */
   saveCheckpoint(checkpoint: RunCheckpoint): Promise<void> {
     try {
       const files = this.files(checkpoint.runId);
       const run = this.#run(checkpoint.runId);
       this.#assertLockHeld(checkpoint.runId, run);
-      const bytes = new TextEncoder().encode(JSON.stringify(checkpoint) + "\n");
-      const fsync = this.#durability === "fsync";
+      const json = JSON.stringify(checkpoint);
+      const bytes = new TextEncoder().encode(json + "\n");
       this.#ensureDir();
       ioStep(files.checkpoint, "write the checkpoint", () => {
-        // A crash between removing the checkpoint and the rename ("process") leaves the temp file
-        // as the only checkpoint: promote it before it is overwritten.
+        // A crash between removing the checkpoint and the rename leaves the temp file as the only
+        // checkpoint file: promote it before it is overwritten.
         if (!run.tempChecked) {
           run.tempChecked = true;
           if (!existsSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
             Deno.renameSync(files.checkpointTemp, files.checkpoint);
           }
         }
-        // The log lines a checkpoint counts must be on disk before the checkpoint is.
-        if (fsync) run.log?.syncDataSync();
         const temp = Deno.openSync(files.checkpointTemp, {
           write: true,
           create: true,
@@ -283,26 +290,40 @@ export class FileRunStore implements RunStore {
         });
         try {
           writeAll(temp, bytes);
-          if (fsync) temp.syncDataSync();
         } finally {
           temp.close();
         }
         if (this.#crash?.due("checkpoint-temp")) this.#crash.crash();
-        if (!fsync) {
-          try {
-            Deno.removeSync(files.checkpoint);
-          } catch (error) {
-            if (!(error instanceof Deno.errors.NotFound)) throw error;
-          }
-          if (this.#crash?.due("checkpoint-removed")) this.#crash.crash();
+        // Renaming over an existing file makes ext4 write the new data out at once (a flush in
+        // all but name): remove the old one first. Readers fall back to the complete temp file.
+        try {
+          Deno.removeSync(files.checkpoint);
+        } catch (error) {
+          if (!(error instanceof Deno.errors.NotFound)) throw error;
         }
+        if (this.#crash?.due("checkpoint-removed")) this.#crash.crash();
         Deno.renameSync(files.checkpointTemp, files.checkpoint);
         if (this.#crash?.due("checkpoint-renamed")) this.#crash.crash();
-        // Windows cannot open a directory to flush it; NTFS journals the rename itself.
-        if (fsync && Deno.build.os !== "windows") {
-          (run.dir ??= Deno.openSync(this.dir, { read: true })).syncSync();
-        }
       });
+      if (this.#durability === "fsync") {
+        // The one flush of the iteration: the log, ending in this checkpoint, is the record.
+        const log = run.log ?? (run.log = this.#openLog(files.log));
+        const line = new TextEncoder().encode(
+          `{"ts":${JSON.stringify(checkpoint.updatedAt)},"runId":${
+            JSON.stringify(checkpoint.runId)
+          },"type":"${CHECKPOINT_ENTRY}","checkpoint":${json}}\n`,
+        );
+        ioStep(files.log, "append the checkpoint to the run log", () => {
+          writeAll(log, line);
+          log.syncDataSync();
+          // Once per run: the log's directory entry (the checkpoint file is only a cache). Windows
+          // cannot open a directory to flush it; NTFS journals the entry itself.
+          if (!run.dirSynced && Deno.build.os !== "windows") {
+            (run.dir ??= Deno.openSync(this.dir, { read: true })).syncSync();
+          }
+          run.dirSynced = true;
+        });
+      }
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
@@ -310,14 +331,17 @@ export class FileRunStore implements RunStore {
   }
 
   /**
-   * The run's checkpoint, or undefined when the run is unknown. Throws, naming the file and the
-   * last good log entry, when the checkpoint is corrupt, missing beside an existing log, or counts
-   * more log entries than the log holds (a truncated log).
+   * The run's checkpoint, or undefined when the run is unknown: the newer of the checkpoint file
+   * and the last checkpoint recorded in the run log (`"fsync"` mode), so a cache that is missing
+   * or older than the log is rebuilt from it. Throws, naming the file and the last good log entry,
+   * when the checkpoint file is corrupt, when there is a log but no checkpoint at all, or when the
+   * checkpoint counts more log entries than the log holds (a truncated log).
    */
   async loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
     const files = this.files(runId);
     const found = await readCheckpointText(files);
-    if (found === undefined) {
+    const { entries: log, checkpoint: logged } = await this.#readLogFile(runId);
+    if (found === undefined && logged === undefined) {
       if (!(await exists(files.log))) return undefined;
       throw new StepflowError(
         "RUN_CHECKPOINT_MISSING",
@@ -326,16 +350,18 @@ export class FileRunStore implements RunStore {
         { details: { runId, file: files.checkpoint } },
       );
     }
-    let checkpoint: RunCheckpoint;
-    try {
-      checkpoint = parseCheckpoint(found.text, found.file, runId);
-    } catch (error) {
-      if (!(error instanceof StepflowError)) throw error;
-      throw new StepflowError(error.code, `${error.message} ${await this.#logStanding(runId)}`, {
-        details: error.details,
-      });
+    let cached: RunCheckpoint | undefined;
+    if (found !== undefined) {
+      try {
+        cached = parseCheckpoint(found.text, found.file, runId);
+      } catch (error) {
+        if (!(error instanceof StepflowError)) throw error;
+        throw new StepflowError(error.code, `${error.message} ${await this.#logStanding(runId)}`, {
+          details: error.details,
+        });
+      }
     }
-    const log = await this.readLog(runId);
+    const checkpoint = newer(cached, logged)!;
     if (log.length < checkpoint.logEntries) {
       throw new StepflowError(
         "RUN_LOG_TRUNCATED",
@@ -357,15 +383,35 @@ export class FileRunStore implements RunStore {
    * the last good entry.
    */
   async readLog(runId: string): Promise<RunLogEntry[]> {
+    return (await this.#readLogFile(runId)).entries;
+  }
+
+  /** The log's entries without the checkpoint lines, and the last checkpoint line's checkpoint. */
+  async #readLogFile(
+    runId: string,
+  ): Promise<{ entries: RunLogEntry[]; checkpoint?: RunCheckpoint }> {
     const files = this.files(runId);
     let text: string;
     try {
       text = await Deno.readTextFile(files.log);
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return [];
+      if (error instanceof Deno.errors.NotFound) return { entries: [] };
       throw ioError(files.log, "read", error);
     }
-    return parseRunLog(text, files.log, runId).entries;
+    const all = parseRunLog(text, files.log, runId).entries;
+    const entries: RunLogEntry[] = [];
+    let last: RunLogEntry | undefined;
+    for (const entry of all) {
+      if (entry.type === CHECKPOINT_ENTRY) last = entry;
+      else entries.push(entry);
+    }
+    if (!last) return { entries };
+    const checkpoint = parseCheckpoint(
+      JSON.stringify(last.checkpoint),
+      `${files.log} (its last ${CHECKPOINT_ENTRY} line)`,
+      runId,
+    );
+    return { entries, checkpoint };
   }
 
   /**
@@ -398,7 +444,10 @@ export class FileRunStore implements RunStore {
     const text = new TextDecoder().decode(bytes.subarray(0, end));
     let entries: RunLogEntry[];
     try {
-      entries = parseRunLog(text, files.log, runId).entries;
+      // The store's own checkpoint lines are not run events (readLog leaves them out too).
+      entries = parseRunLog(text, files.log, runId).entries.filter((entry) =>
+        entry.type !== CHECKPOINT_ENTRY
+      );
     } catch (error) {
       // Damage: read the whole log so the error names the right line and the last good entry.
       if (start > 0) await this.readLog(runId);
@@ -639,7 +688,9 @@ export class FileRunStore implements RunStore {
     let now = "";
     try {
       const found = await readCheckpointText(files);
-      if (found) now = fingerprint(parseCheckpoint(found.text, found.file, runId));
+      const cached = found ? parseCheckpoint(found.text, found.file, runId) : undefined;
+      const current = newer(cached, (await this.#readLogFile(runId)).checkpoint);
+      if (current) now = fingerprint(current);
     } catch {
       // unreadable now: it changed
     }
@@ -667,26 +718,41 @@ export class FileRunStore implements RunStore {
   async #summarize(runId: string): Promise<RunSummary> {
     const files = this.files(runId);
     let summary: RunSummary;
-    // A checkpoint is replaced (never edited in place), so mtime + size identify its content well
-    // enough for a listing; a listing of 10 000 runs then parses only the checkpoints that changed.
+    // A checkpoint is replaced (never edited in place), so inode + mtime + size identify its content
+    // well enough for a listing: a settled run whose checkpoint did not change is not parsed again.
     const key = statKey(files.checkpoint);
-    const cached = key === undefined ? undefined : this.#summaries.get(runId);
-    if (cached && cached.key === key) {
-      summary = { ...cached.summary };
-    } else {
-      try {
-        const found = await readCheckpointText(files);
-        if (!found) throw new Deno.errors.NotFound(files.checkpoint);
-        summary = summarizeCheckpoint(parseCheckpoint(found.text, found.file, runId));
-        if (key !== undefined) {
-          const copy = { ...summary };
-          if (this.#listSettledFromCache) Object.freeze(copy);
-          this.#summaries.set(runId, { key, summary: copy });
-        }
-      } catch (error) {
-        this.#summaries.delete(runId);
-        summary = await this.#summaryFromLog(runId, error);
+    const hit = key === undefined ? undefined : this.#summaries.get(runId);
+    if (hit && hit.key === key) return { ...hit.summary };
+    let cached: RunCheckpoint | undefined;
+    try {
+      const found = await readCheckpointText(files);
+      cached = found ? parseCheckpoint(found.text, found.file, runId) : undefined;
+      // The cache alone is read while it is fresh; a missing one, or one of a run that nobody
+      // drives any more (it may lag the log after a crash), is checked against the log.
+      const open = cached?.status === "running" || cached?.status === "paused";
+      const live = open ? await this.#lockLive(files.lock) : undefined;
+      const current = cached === undefined || live === false
+        ? newer(cached, (await this.#readLogFile(runId)).checkpoint)
+        : cached;
+      if (!current) throw new Deno.errors.NotFound(files.checkpoint);
+      summary = summarizeCheckpoint(current);
+      if (current !== cached) {
+        summary.live = summary.status === "running" || summary.status === "paused"
+          ? await this.#lockLive(files.lock)
+          : undefined;
+        if (summary.live === undefined) delete summary.live;
+        return summary;
       }
+      if (!open && key !== undefined) {
+        const copy = { ...summary };
+        if (this.#listSettledFromCache) Object.freeze(copy);
+        this.#summaries.set(runId, { key, summary: copy });
+      }
+      if (live !== undefined) summary.live = live;
+      return summary;
+    } catch (error) {
+      this.#summaries.delete(runId);
+      summary = await this.#summaryFromLog(runId, error);
     }
     if (summary.status === "running" || summary.status === "paused") {
       summary.live = await this.#lockLive(files.lock);
@@ -781,6 +847,16 @@ async function readBytesFrom(path: string, offset: number): Promise<Uint8Array> 
   } finally {
     file.close();
   }
+}
+
+/** The checkpoint further along (more log entries, then later), or the one that exists. */
+function newer(
+  a: RunCheckpoint | undefined,
+  b: RunCheckpoint | undefined,
+): RunCheckpoint | undefined {
+  if (!a || !b) return a ?? b;
+  if (a.logEntries !== b.logEntries) return a.logEntries > b.logEntries ? a : b;
+  return a.updatedAt >= b.updatedAt ? a : b;
 }
 
 /** Identifies a checkpoint's progress (changes with every write). */

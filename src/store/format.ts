@@ -181,6 +181,8 @@ export function formatRunList(
 ): string {
   if (summaries.length === 0) return "No runs recorded.";
   const c = palette(options.color === true);
+  // Stores with leases (PostgreSQL) name the worker driving each live run.
+  const workers = summaries.some((s) => s.worker !== undefined);
   const rows = summaries.map((s) => [
     s.runId,
     time(s.startedAt),
@@ -189,9 +191,12 @@ export function formatRunList(
     s.durationMs === undefined ? "" : duration(s.durationMs),
     s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens) : "",
     s.stepId ?? "",
+    ...(workers ? [s.worker ?? ""] : []),
   ]);
+  const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT", "STEP"];
+  if (workers) headers.push("WORKER");
   const lines = [
-    table(["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT", "STEP"], rows, {
+    table(headers, rows, {
       right: new Set([3, 4, 5]),
       header: c.dim,
     }),
@@ -364,7 +369,7 @@ type Tone = "good" | "warn" | "bad" | "plain";
 function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
-  if (s.status === "running" || s.status === "paused") return "warn";
+  if (s.status === "running" || s.status === "paused" || s.status === "queued") return "warn";
   return "bad";
 }
 

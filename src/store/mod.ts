@@ -1,5 +1,5 @@
 /**
- * Run stores: the contract, the in-memory store and the durable file store (run log, atomic
+ * Run stores: the contract, the in-memory store, the durable file store (run log, atomic
  * checkpoints, lock), plus the `--runs` / `--show` renderings.
  *
  * @module
@@ -27,3 +27,13 @@ export type {
   LoggedUsage,
   TimelineRow,
 } from "./format.ts";
+export { DEFAULT_LEASE_MS, PostgresRunStore } from "./postgres.ts";
+export type { PostgresRunStoreOptions, SubmittedRun } from "./postgres.ts";
+export type { PgConnectionOptions } from "./pg_connection.ts";
+export { resolveStoreSetting, selectRunStore, STORE_ENV } from "./select.ts";
+export type {
+  AgentStoreSource,
+  SelectRunStoreOptions,
+  StoreSetting,
+  StoreSource,
+} from "./select.ts";

@@ -63,8 +63,8 @@ export interface RunSummary {
   runId: string;
   /** Agent name. */
   agent: string;
-  /** Status. */
-  status: RunStatus;
+  /** Status; `queued` for a run submitted to the worker queue that no worker started yet. */
+  status: RunStatus | "queued";
   /** Start time (ISO). */
   startedAt: string;
   /** Last update (ISO). */
@@ -89,12 +89,15 @@ export interface RunSummary {
    * drives it any more (an interrupted run, resumable with `--resume`). Absent when unknown.
    */
   live?: boolean;
+  /** Who holds a live run's lease (`host:pid` of the worker), for stores with leases. */
+  worker?: string;
   /** Why the run's files could not be read completely (corrupt checkpoint, no checkpoint yet). */
   problem?: string;
 }
 
 /**
- * Where runs are recorded. Implementations: `MemoryRunStore` (tests, default) and the file store.
+ * Where runs are recorded. Implementations: `MemoryRunStore` (tests, default), the file store and
+ * the PostgreSQL store.
  *
  * @example
  * ```ts
@@ -105,7 +108,11 @@ export interface RunSummary {
  * ```
  */
 export interface RunStore {
-  /** Appends one entry to the run's log. */
+  /**
+   * Appends one entry to the run's log. An entry is durable once the next `saveCheckpoint` returns:
+   * stores may buffer it until then and write both together (one flush or one transaction per
+   * iteration).
+   */
   append(runId: string, entry: RunLogEntry): Promise<void>;
   /** Replaces the run's checkpoint atomically. */
   saveCheckpoint(checkpoint: RunCheckpoint): Promise<void>;

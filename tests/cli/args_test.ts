@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   CLI_FLAGS,
   parameterList,
+  type ParameterTable,
   parseCommandLine,
   scanCommandLine,
   usageText,
@@ -49,6 +50,8 @@ Deno.test("parseCommandLine: CLI flags", () => {
     script: "s.yaml",
     maxIterations: 7,
     allowFallback: true,
+    allowRun: false,
+    skipValidators: false,
     json: true,
     verbose: true,
     help: false,
@@ -121,6 +124,14 @@ Deno.test("parseCommandLine: every mistake is a UsageError naming the flag", () 
       }),
     /declares the parameter "model", which clashes with the CLI flag --model/,
   );
+  usage(
+    () =>
+      parseCommandLine(["--agent", "a"], {
+        parameters: { x: { type: "string", flag: "resume" } },
+        agentName: "a",
+      }),
+    /declares the parameter "x", which clashes with the CLI flag --resume/,
+  );
   // The parameter list is appended, so the fix is on screen.
   usage(
     () => parse("--count", "abc"),
@@ -160,4 +171,46 @@ Deno.test("usageText lists every flag, the exit codes and the agent's parameters
     parameterList({}, "b"),
     'Parameters of agent "b": none (the agent declares no parameters).',
   );
+});
+
+Deno.test("parseCommandLine: parameter flags, arrays and enums", () => {
+  const parameters: ParameterTable = {
+    iterateMax: { type: "number", flag: "iterate-max", default: 5 },
+    resume: { type: "boolean", flag: "resume-session" },
+    labels: { type: "array", flag: "label" },
+    ids: { type: "array", items: "number", enum: [1, 2, 3] },
+    mode: { type: "string", enum: ["quick", "deep"] },
+  };
+  const parse = (...argv: string[]) =>
+    parseCommandLine(["--agent", "a", ...argv], { parameters, agentName: "a" });
+  // Values are stored under the parameter's key, whatever its flag.
+  assert.deepEqual(
+    parse(
+      "--iterate-max",
+      "9",
+      "--resume-session",
+      "--label",
+      "a,b",
+      "--label",
+      "c",
+      "--mode",
+      "deep",
+    )
+      .params,
+    { iterateMax: 9, resume: true, labels: ["a", "b", "c"], mode: "deep" },
+  );
+  assert.deepEqual(parse("--ids", "1,3").params, { iterateMax: 5, ids: [1, 3] });
+  assert.equal(parse("--resume-session", "false").params.resume, false);
+  usage(() => parse("--mode", "slow"), /^--mode must be one of quick, deep \(got slow\)/);
+  usage(() => parse("--ids", "1,x"), /^--ids expects numbers, got "x"/);
+  usage(() => parse("--ids", "4"), /^--ids must be one of 1, 2, 3 \(got 4\)/);
+  usage(
+    () => parse("--iterateMax", "3"),
+    /^Unknown option --iterateMax\. Did you mean --iterate-max\?/,
+  );
+  usage(() => parse("--mode", "quick", "--mode", "deep"), /^--mode given more than once/);
+  const help = usageText({ parameters, agentName: "a" });
+  assert.match(help, /--iterate-max <number>/);
+  assert.match(help, /--label <string>\.\.\. +\(repeat the flag or give a comma list\)/);
+  assert.match(help, /--mode <quick\|deep>/);
 });

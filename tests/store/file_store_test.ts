@@ -64,7 +64,10 @@ Deno.test("log and checkpoint round-trip through the files <runId>.jsonl and <ru
     const { store, dir } = await tempStore({ durability });
     await writeRun(store, "r1", 3);
     const text = await Deno.readTextFile(join(dir, "r1.jsonl"));
-    assert.equal(text.split("\n").length, 4, "three lines, each ended by a newline");
+    // "fsync" also records the checkpoint in the log (one flush per iteration): one more line.
+    const lines = durability === "fsync" ? 4 : 3;
+    assert.equal(text.split("\n").length, lines + 1, `${lines} lines, each ended by a newline`);
+    assert.equal(text.includes('"type":"store_checkpoint"'), durability === "fsync");
     assert.deepEqual((await store.readLog("r1")).map((e) => e.type), [
       "run_start",
       "step_end",
@@ -101,7 +104,8 @@ Deno.test("a leftover checkpoint temp file (crash before the rename) never repla
 });
 
 Deno.test("a torn last log line is dropped on read and cut off, with a warning, before the next append", async () => {
-  const { store, dir, warnings } = await tempStore();
+  // "process": the log holds only the runner's entries (no checkpoint lines) — lines are counted.
+  const { store, dir, warnings } = await tempStore({ durability: "process" });
   await writeRun(store, "r1", 3);
   const file = join(dir, "r1.jsonl");
   await Deno.writeTextFile(file, '{"ts":"2026-01-01T00:00:00.000Z","runId":"r1","ty', {
@@ -140,7 +144,7 @@ Deno.test("damage inside the log names the file, the line and the last good entr
 });
 
 Deno.test("a complete last line that is not an entry is damage, not a torn append", async () => {
-  const { store, dir } = await tempStore();
+  const { store, dir } = await tempStore({ durability: "process" });
   await writeRun(store, "r1", 2);
   await Deno.writeTextFile(join(dir, "r1.jsonl"), '{"ts":"x","runId":"other","type":"t"}\n', {
     append: true,
@@ -322,5 +326,28 @@ Deno.test("the runner resumes from a FileRunStore written by another store insta
     "run_end",
     "run_redrive",
     "run_end",
+  ]);
+});
+
+Deno.test("fsync mode: the log is the record; a missing or older checkpoint file is rebuilt from it", async () => {
+  const { store, dir } = await tempStore();
+  await writeRun(store, "r1", 3);
+  const older = await Deno.readTextFile(join(dir, "r1.checkpoint.json"));
+  const lock = await store.lock("r1");
+  await store.append("r1", entry("r1", "step_end", { stepId: "a.b", iteration: 3 }));
+  await store.saveCheckpoint(checkpoint("r1", { logEntries: 4 }));
+  await lock.release();
+  // A crash between the log's flush and the cache write leaves the older cache: the log wins.
+  await Deno.writeTextFile(join(dir, "r1.checkpoint.json"), older);
+  assert.equal((await store.loadCheckpoint("r1"))?.logEntries, 4);
+  // No cache at all: rebuilt from the log as well; the log's checkpoint lines never show in it.
+  await Deno.remove(join(dir, "r1.checkpoint.json"));
+  assert.equal((await store.loadCheckpoint("r1"))?.logEntries, 4);
+  assert.equal((await store.list())[0].problem, undefined);
+  assert.deepEqual((await store.readLog("r1")).map((e) => e.type), [
+    "run_start",
+    "step_end",
+    "step_end",
+    "step_end",
   ]);
 });

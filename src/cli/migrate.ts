@@ -1,0 +1,139 @@
+/**
+ * `deno task migrate climpt <path> [--out DIR] [--dry-run] [--force] [--json]`: converts climpt
+ * agents into stepflow agents (see docs/migrate.md).
+ *
+ * Exit codes: 0 every agent converted and loads, 1 converted but some agent does not load,
+ * 2 usage error or unreadable source.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { relative, resolve } from "node:path";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { migrateClimpt, type MigratedAgent } from "../migrate/migrate.ts";
+
+/** The usage text of `deno task migrate`. */
+export const MIGRATE_USAGE =
+  `Usage: deno task migrate climpt <path> [--out DIR] [--dry-run] [--force] [--json]
+
+Converts climpt agents (github.com/tettuan/climpt, v1.13 format) into stepflow agents.
+<path> is a climpt repository (agents in .agent/), its .agent folder, or one agent folder.
+
+Options:
+  --out DIR   where the agents are written, one folder each (default .agent)
+  --dry-run   convert and check, print the summary, write nothing
+  --force     replace agent folders that already exist in --out
+  --json      print the result as one JSON array on stdout
+  -h, --help  show this help
+
+Each agent gets agent.json, steps_registry.json, prompts/, schemas/, smoke.script.yaml and
+MIGRATION.md (field by field: mapped, dropped, needs a person, source defects).
+Exit codes: 0 all agents load, 1 some converted agent does not load, 2 usage or source error.`;
+
+/** What {@linkcode runMigrateCli} returns: the exit code and the text written. */
+export interface MigrateCliResult {
+  /** 0, 1 or 2. */
+  code: number;
+  /** Text for stdout. */
+  stdout: string;
+  /** Text for stderr. */
+  stderr: string;
+}
+
+/**
+ * Runs `migrate` with `argv` (without the program name). Never throws for bad input.
+ *
+ * @example
+ * ```ts ignore
+ * import { runMigrateCli } from "jsr:@stepflow/core/cli";
+ * const { code, stdout } = await runMigrateCli(["climpt", "../climpt", "--out", "migrated"]);
+ * ```
+ */
+export async function runMigrateCli(
+  argv: readonly string[],
+  cwd: string = Deno.cwd(),
+): Promise<MigrateCliResult> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: {
+        out: { type: "string" },
+        "dry-run": { type: "boolean" },
+        force: { type: "boolean" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    return { code: 2, stdout: "", stderr: `${errorMessage(error)}\n\n${MIGRATE_USAGE}\n` };
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { code: 0, stdout: `${MIGRATE_USAGE}\n`, stderr: "" };
+  try {
+    if (positionals[0] !== "climpt") {
+      throw new UsageError(
+        positionals.length === 0
+          ? "Name the source format and path: migrate climpt <path>."
+          : `Unknown source format "${positionals[0]}": only "climpt" is supported.`,
+      );
+    }
+    if (positionals.length !== 2) {
+      throw new UsageError("Pass exactly one path: migrate climpt <path>.");
+    }
+    const results = await migrateClimpt(positionals[1], {
+      cwd,
+      out: values.out,
+      dryRun: values["dry-run"],
+      force: values.force,
+    });
+    const failed = results.some((r) => r.loadErrors.length > 0);
+    const stdout = values.json
+      ? `${JSON.stringify(results, null, 2)}\n`
+      : `${summary(results, cwd, values["dry-run"] === true)}\n`;
+    return { code: failed ? 1 : 0, stdout, stderr: "" };
+  } catch (error) {
+    const message = error instanceof StepflowError ? error.message : errorMessage(error);
+    return {
+      code: error instanceof StepflowError ? 2 : 70,
+      stdout: "",
+      stderr: `migrate: ${message}\n`,
+    };
+  }
+}
+
+function summary(results: MigratedAgent[], cwd: string, dryRun: boolean): string {
+  const lines = [
+    `${dryRun ? "Would convert" : "Converted"} ${results.length} climpt agent(s)${
+      dryRun ? " (dry run: nothing written)" : ""
+    }:`,
+  ];
+  for (const r of results) {
+    const state = r.loadErrors.length > 0
+      ? `does NOT load (${r.loadErrors.length} problem(s))`
+      : `loads${r.loadWarnings.length > 0 ? ` with ${r.loadWarnings.length} warning(s)` : ""}`;
+    lines.push(
+      `  ${
+        r.name.padEnd(14)
+      } ${state}; ${r.counts.mapped} mapped, ${r.counts.dropped} dropped, ${r.counts.person} need a person, ${r.counts.defect} source defect(s) → ${
+        relative(cwd, resolve(r.dir)) || "."
+      }`,
+    );
+    for (const e of r.loadErrors) lines.push(`      error: ${e.split("\n")[0]}`);
+  }
+  lines.push(
+    "",
+    "Read each agent's MIGRATION.md, then try it with the command it gives (smoke run).",
+  );
+  return lines.join("\n");
+}
+
+if (import.meta.main) {
+  const cwd = Deno.env.get("INIT_CWD") || Deno.cwd();
+  const { code, stdout, stderr } = await runMigrateCli(Deno.args, cwd);
+  if (stdout) await Deno.stdout.write(new TextEncoder().encode(stdout));
+  if (stderr) await Deno.stderr.write(new TextEncoder().encode(stderr));
+  Deno.exit(code);
+}

@@ -1,0 +1,116 @@
+/**
+ * `run-agent --agent NAME … --submit [--wait]`: queues a run for the workers instead of running it
+ * here, prints its id, and with `--wait` follows it live until it ends.
+ *
+ * @module
+ */
+import type { AgentDefinition } from "../definition/types.ts";
+import { UsageError } from "../errors.ts";
+import { formatRunHistory } from "../store/format.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { resolveStoreSetting } from "../store/select.ts";
+import type { RunLogEntry } from "../store/types.ts";
+import { followRun, submitRun } from "../worker/submit.ts";
+import type { SubmittedRequest } from "../worker/worker.ts";
+import type { CommandLine } from "./args.ts";
+import type { CliIo } from "./run_agent.ts";
+
+/** What `--submit` needs from the CLI. */
+export interface SubmitContext {
+  /** Streams, environment, cancellation. */
+  io: CliIo;
+  /** Color on stdout. */
+  stdoutColor: boolean;
+  /** Reads piped stdin (`{input_text}`). */
+  stdin: () => Promise<string | undefined>;
+}
+
+/**
+ * Queues the run (PostgreSQL store only), prints its id on stdout; with `--wait`, prints each
+ * committed step on stderr and the run's history on stdout at the end. Exit code: 0 queued (or,
+ * with `--wait`, completed), 1 the run ended without success, 2 usage.
+ */
+export async function submitAndFollow(
+  commandLine: CommandLine,
+  definition: AgentDefinition,
+  ctx: SubmitContext,
+): Promise<number> {
+  const { flags, params } = commandLine;
+  const conflicting = [
+    flags.resume !== undefined ? "--resume" : "",
+    flags.redrive !== undefined ? "--redrive" : "",
+    flags.backend !== undefined ? "--backend" : "",
+    flags.script !== undefined ? "--script" : "",
+    flags.baseUrl !== undefined ? "--base-url" : "",
+  ].filter(Boolean);
+  if (conflicting.length > 0) {
+    throw new UsageError(
+      `--submit queues a new run for the workers, which choose the backend and resume runs themselves; drop ${
+        conflicting.join(", ")
+      } (pass --backend/--script to \`deno task worker\`).`,
+    );
+  }
+  const setting = resolveStoreSetting(definition, {
+    env: ctx.io.env,
+    ...(flags.store !== undefined ? { store: flags.store } : {}),
+  });
+  if (setting.value === "file") {
+    throw new UsageError(
+      "--submit needs the PostgreSQL store, where the workers take runs from: pass --store postgres://… (or set STEPFLOW_STORE, or agent.json logging.store).",
+    );
+  }
+  const store = new PostgresRunStore(setting.value, { agent: definition.name });
+  try {
+    const request: SubmittedRequest = { args: params };
+    const inputText = await ctx.stdin();
+    if (inputText !== undefined) request.inputText = inputText;
+    if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
+    if (flags.model !== undefined) request.model = flags.model;
+    const runId = await submitRun(store, definition, request, { url: setting.value });
+    if (!flags.wait) {
+      ctx.io.stdout.write(
+        flags.json ? `${JSON.stringify({ runId, status: "queued" })}\n` : `${runId}\n`,
+      );
+      return 0;
+    }
+    ctx.io.stderr.write(`queued run ${runId} (agent ${definition.name}); waiting for a worker…\n`);
+    const checkpoint = await followRun(store, runId, {
+      onWorker: (worker) => {
+        if (worker) ctx.io.stderr.write(`  driven by ${worker}\n`);
+      },
+      onEntry: (entry) => {
+        const line = describe(entry);
+        if (line) ctx.io.stderr.write(`  ${line}\n`);
+      },
+    }, ctx.io.signal ? { signal: ctx.io.signal } : {});
+    if (flags.json) {
+      ctx.io.stdout.write(
+        `${JSON.stringify({ runId, status: checkpoint.status, checkpoint }, null, 2)}\n`,
+      );
+    } else {
+      const log = await store.readLog(runId);
+      ctx.io.stdout.write(
+        `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
+      );
+    }
+    return checkpoint.status === "completed" ? 0 : 1;
+  } finally {
+    await store.close();
+  }
+}
+
+/** One progress line per committed step (and the run's start, resume and end). */
+function describe(entry: RunLogEntry): string | undefined {
+  if (entry.type === "step_end") {
+    const e = entry.entry as
+      | { stepId?: string; transition?: string; nextStepId?: string }
+      | undefined;
+    const next = e?.nextStepId ? ` → ${e.nextStepId}` : "";
+    return `#${entry.iteration} ${e?.stepId ?? entry.stepId} ${e?.transition ?? ""}${next}`;
+  }
+  if (entry.type === "run_start" || entry.type === "run_resume") {
+    return `${entry.type === "run_start" ? "started" : "resumed"} at ${entry.stepId}`;
+  }
+  if (entry.type === "run_end") return `ended: ${entry.reason}`;
+  return undefined;
+}

@@ -1,0 +1,32 @@
+/**
+ * Scale-out: workers that take runs from a PostgreSQL queue (pg-boss) and drive them against the
+ * PostgreSQL run store, and the submission side (`--submit`, `--wait`). See docs/scaling.md.
+ *
+ * @example
+ * ```ts ignore
+ * import { startWorker } from "jsr:@stepflow/core/worker";
+ * const worker = await startWorker({
+ *   store: "postgres://stepflow@db.internal/stepflow",
+ *   agentRoot: ".agent",
+ *   concurrency: 4,
+ * });
+ * Deno.addSignalListener("SIGTERM", () => void worker.stop());
+ * ```
+ *
+ * @module
+ */
+export {
+  type RunWorker,
+  startWorker,
+  type SubmittedRequest,
+  type WorkerOptions,
+} from "./worker.ts";
+export { type FollowHandlers, followRun, type SubmitOptions, submitRun } from "./submit.ts";
+export {
+  openRunQueue,
+  RUN_QUEUE,
+  type RunJobHandler,
+  type RunQueue,
+  type RunQueueOptions,
+} from "./queue.ts";
+export { agentContentHash } from "./agent_hash.ts";

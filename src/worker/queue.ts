@@ -1,0 +1,183 @@
+/**
+ * The run queue: a thin layer over pg-boss (a job queue on PostgreSQL using `SKIP LOCKED`), loaded
+ * on first use. A job only says "drive run X"; the run itself (request, checkpoint, lease) lives in
+ * the run store, so a duplicate or stale job is harmless: the worker that takes it finds the run
+ * leased by another worker, or ended, and completes the job without doing anything.
+ *
+ * @module
+ */
+import { errorMessage, StepflowError } from "../errors.ts";
+import { redactUrl } from "../store/pg_connection.ts";
+import { loadPgPackage } from "../store/pg_loader.ts";
+
+/** The pg-boss queue that carries runs. */
+export const RUN_QUEUE = "stepflow-runs";
+
+/** What a worker does with a job's run. */
+export type RunJobHandler = (runId: string) => Promise<void>;
+
+/** Options of {@linkcode openRunQueue}. */
+export interface RunQueueOptions {
+  /** The run store's schema; the queue's tables live in `<schema>_queue` (default `stepflow`). */
+  schema?: string;
+  /** How often idle workers poll for jobs when no notification arrives (default 2000 ms). */
+  pollMs?: number;
+  /** Receives pg-boss errors and warnings. */
+  onWarning?: (message: string) => void;
+}
+
+/** A connection to the run queue. */
+export interface RunQueue {
+  /** Queues a run to be driven by a worker. */
+  send(runId: string): Promise<void>;
+  /**
+   * Starts taking jobs, at most `concurrency` at a time, each given to `handler`: a job is
+   * completed when it resolves and failed (retried by pg-boss) when it rejects.
+   */
+  work(concurrency: number, handler: RunJobHandler): Promise<void>;
+  /** Stops taking jobs; with `graceful`, waits up to `timeoutMs` for handlers in flight. */
+  stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
+}
+
+interface PgBossInstance {
+  on(event: "error" | "warning", listener: (value: unknown) => void): void;
+  start(): Promise<unknown>;
+  stop(options?: { graceful?: boolean; timeout?: number; close?: boolean }): Promise<void>;
+  createQueue(name: string, options?: Record<string, unknown>): Promise<void>;
+  send(name: string, data: object, options?: Record<string, unknown>): Promise<string | null>;
+  fetch(
+    name: string,
+    options: Record<string, unknown>,
+  ): Promise<{ id: string; data: { runId?: unknown } }[] | null>;
+  complete(name: string, id: string): Promise<unknown>;
+  fail(name: string, id: string, data: object): Promise<unknown>;
+}
+
+interface PgBossModule {
+  PgBoss?: new (options: Record<string, unknown>) => PgBossInstance;
+  default?: new (options: Record<string, unknown>) => PgBossInstance;
+}
+
+/** A job is retried this often (a store outage, a worker without the agent) before pg-boss gives up. */
+const JOB_RETRY_LIMIT = 20;
+
+/**
+ * Connects to the run queue in the database at `url` (creating pg-boss's schema and the queue on
+ * first use).
+ *
+ * @throws {StepflowError} `RUN_QUEUE_UNAVAILABLE` when pg-boss cannot start on that database
+ */
+export async function openRunQueue(url: string, options: RunQueueOptions = {}): Promise<RunQueue> {
+  const module = await loadPgPackage<PgBossModule>("pg-boss", "The run queue (workers, --submit)");
+  const PgBoss = module.PgBoss ?? module.default;
+  if (!PgBoss) {
+    throw new StepflowError(
+      "RUN_STORE_NOT_INSTALLED",
+      "The npm package pg-boss exports no PgBoss.",
+    );
+  }
+  const warn = options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`));
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: `${options.schema ?? "stepflow"}_queue`,
+    application_name: "stepflow-queue",
+    schedule: false,
+    max: 4,
+  });
+  boss.on("error", (error) => warn(`run queue: ${errorMessage(error)}`));
+  boss.on("warning", (w) => {
+    const message = (w as { message?: unknown })?.message;
+    if (typeof message === "string") warn(`run queue: ${message}`);
+  });
+  try {
+    await boss.start();
+    await boss.createQueue(RUN_QUEUE, {
+      retryLimit: JOB_RETRY_LIMIT,
+      retryDelay: 1,
+      retryBackoff: true,
+      retryDelayMax: 60,
+      // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
+      // is harmless (the retry finds the run leased or ended).
+      expireInSeconds: 86_400,
+    });
+  } catch (error) {
+    await boss.stop({ graceful: false, close: true }).catch(() => {});
+    throw new StepflowError(
+      "RUN_QUEUE_UNAVAILABLE",
+      `Cannot open the run queue (pg-boss) at ${redactUrl(url)}: ${
+        errorMessage(error)
+      }. Check the store URL and that this user may create schemas in the database.`,
+      { cause: error },
+    );
+  }
+  const pollMs = Math.max(100, options.pollMs ?? 2000);
+  const slots: Promise<void>[] = [];
+  const sleepers = new Set<() => void>();
+  let stopping = false;
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, pollMs);
+      sleepers.add(wake);
+    });
+  const slotLoop = async (handler: RunJobHandler): Promise<void> => {
+    while (!stopping) {
+      let jobs: { id: string; data: { runId?: unknown } }[];
+      try {
+        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1 }) ?? [];
+      } catch (error) {
+        warn(`run queue: fetching a job failed: ${errorMessage(error)}`);
+        await pause();
+        continue;
+      }
+      if (jobs.length === 0) {
+        await pause();
+        continue;
+      }
+      for (const job of jobs) {
+        const runId = job.data?.runId;
+        try {
+          if (typeof runId !== "string") {
+            warn(`run queue: job ${job.id} names no run; dropped.`);
+          } else {
+            await handler(runId);
+          }
+          await boss.complete(RUN_QUEUE, job.id);
+        } catch (error) {
+          // pg-boss retries the job (with backoff) up to JOB_RETRY_LIMIT times.
+          await boss.fail(RUN_QUEUE, job.id, { message: errorMessage(error) }).catch((e) =>
+            warn(`run queue: recording the failure of job ${job.id} failed: ${errorMessage(e)}`)
+          );
+        }
+      }
+    }
+  };
+  return {
+    async send(runId) {
+      await boss.send(RUN_QUEUE, { runId });
+    },
+    work(concurrency, handler) {
+      // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
+      // finishes a run takes the next job at once; an idle slot polls every `pollMs`.
+      for (let i = 0; i < concurrency; i++) slots.push(slotLoop(handler));
+      return Promise.resolve();
+    },
+    async stop({ graceful = true, timeoutMs = 30_000 } = {}) {
+      stopping = true;
+      for (const wake of [...sleepers]) wake();
+      if (graceful && slots.length > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          Promise.all(slots),
+          new Promise((r) => timer = setTimeout(r, timeoutMs)),
+        ]);
+        clearTimeout(timer);
+      }
+      await boss.stop({ graceful: false, close: true });
+    },
+  };
+}

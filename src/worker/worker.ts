@@ -1,0 +1,255 @@
+/**
+ * A worker: takes runs from the queue and drives them with the step-flow runner against the
+ * PostgreSQL store, on any machine that reaches the database.
+ *
+ * - The run's lease (see `PostgresRunStore`) makes one worker drive a run at a time; a job for a run
+ *   that another worker holds, or that ended, is completed without doing anything.
+ * - A worker that dies (SIGKILL, power loss) stops renewing its leases; once they expire, any
+ *   worker re-queues the run ({@linkcode PostgresRunStore.claimOrphans}) and the next one resumes it
+ *   from its last committed iteration. Only the iteration in flight is executed again.
+ * - `stop()` (SIGTERM) lets each run finish its iteration in flight, commits it, releases the lease
+ *   and puts the run back on the queue.
+ * - Agents come from the worker's own agent root; a run whose recorded content hash differs from
+ *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
+ *
+ * @module
+ */
+import { loadAgentDefinition } from "../definition/load.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
+import { StepFlowRunner } from "../flow/runner.ts";
+import { createBackend } from "../llm/factory.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { agentContentHash } from "./agent_hash.ts";
+import { openRunQueue, type RunQueue } from "./queue.ts";
+
+/** Options of {@linkcode startWorker}. */
+export interface WorkerOptions {
+  /** The PostgreSQL URL of the store and queue. */
+  store: string;
+  /** Where the agent folders are (each `<agentRoot>/<name>/agent.json`). */
+  agentRoot: string;
+  /** Runs driven at once (default 1). */
+  concurrency?: number;
+  /** The working directory given to backends (default the process's). */
+  cwd?: string;
+  /** Schema of the store (default `stepflow`; the queue uses `<schema>_queue`). */
+  schema?: string;
+  /** Lease of a run without heartbeat (default 30 000 ms). */
+  leaseMs?: number;
+  /** Heartbeat of held leases (default a third of the lease). */
+  heartbeatMs?: number;
+  /** Queue polling interval when no notification arrives (default 2000 ms, at least 500). */
+  pollMs?: number;
+  /** The lease owner shown by `--runs` (default `host:pid`). */
+  owner?: string;
+  /** The backend of a run (default: the agent's `behavior.backend`, `claude-code` when unset). */
+  backendFor?: (definition: AgentDefinition, request: SubmittedRequest) => Promise<LlmBackend>;
+  /** One line per run started, suspended or ended, and per problem. */
+  log?: (line: string) => void;
+}
+
+/** What `--submit` records for a run (plain JSON). */
+export interface SubmittedRequest {
+  /** The agent's parameters (`{uv-*}`). */
+  args?: Record<string, unknown>;
+  /** `{input_text}`. */
+  inputText?: string;
+  /** `--max-iterations`. */
+  maxIterations?: number;
+  /** `--model`. */
+  model?: string;
+}
+
+/** A running worker. */
+export interface RunWorker {
+  /** The lease owner name of this worker. */
+  readonly owner: string;
+  /**
+   * Graceful shutdown: takes no more runs, lets each run in flight commit its current iteration,
+   * releases its lease and re-queues it; resolves once every run is handed back.
+   */
+  stop(): Promise<void>;
+}
+
+const OPEN = new Set(["running", "paused", "queued"]);
+
+/**
+ * Starts a worker: connects the store and the queue, re-queues orphaned runs periodically, and
+ * drives runs from the queue, `concurrency` at a time.
+ *
+ * @example
+ * ```ts ignore
+ * import { startWorker } from "jsr:@stepflow/core/worker";
+ * const worker = await startWorker({
+ *   store: "postgres://stepflow@db.internal/stepflow",
+ *   agentRoot: ".agent",
+ *   concurrency: 4,
+ * });
+ * Deno.addSignalListener("SIGTERM", () => void worker.stop());
+ * ```
+ */
+export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
+  const concurrency = options.concurrency ?? 1;
+  if (!(Number.isInteger(concurrency) && concurrency > 0 && concurrency <= 1000)) {
+    throw new StepflowError(
+      "WORKER_OPTION_INVALID",
+      `Worker concurrency must be an integer from 1 to 1000, got ${concurrency}.`,
+    );
+  }
+  const log = options.log ?? ((line: string) => console.error(line));
+  const store = new PostgresRunStore(options.store, {
+    ...(options.schema !== undefined ? { schema: options.schema } : {}),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
+    ...(options.owner !== undefined ? { owner: options.owner } : {}),
+    maxConnections: concurrency + 4,
+    onWarning: (m) => log(`warning: ${m}`),
+  });
+  // Connect (and migrate) before taking jobs: a bad URL fails here, not in every job.
+  await store.list().catch(async (error) => {
+    await store.close();
+    throw error;
+  });
+  let queue: RunQueue;
+  try {
+    queue = await openRunQueue(options.store, {
+      ...(options.schema !== undefined ? { schema: options.schema } : {}),
+      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      onWarning: (m) => log(`warning: ${m}`),
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const cwd = options.cwd ?? Deno.cwd();
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+
+  const drive = async (runId: string): Promise<void> => {
+    if (stopping) {
+      await queue.send(runId);
+      return;
+    }
+    await store.markTaken(runId);
+    const submitted = await store.submission(runId);
+    if (!submitted) {
+      log(`run ${runId}: not a submitted run in this store; job dropped.`);
+      return;
+    }
+    if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
+    const definition = await loadAgentDefinition(submitted.agent, {
+      agentRoot: options.agentRoot,
+      cwd,
+    });
+    const hash = await agentContentHash(definition.dir);
+    if (hash !== submitted.agentHash) {
+      const error = new StepflowError(
+        "AGENT_DEFINITION_MISMATCH",
+        `Run ${runId} was submitted with agent "${submitted.agent}" at ${submitted.agentHash}, but this worker's copy (${definition.dir}) is ${hash}. Deploy the same agent folder to every worker (or submit the run again against the deployed one); the run stays queued for a worker whose copy matches.`,
+        { details: { runId, agent: submitted.agent, expected: submitted.agentHash, found: hash } },
+      );
+      log(`error: ${error.message}`);
+      throw error;
+    }
+    const checkpoint = await store.loadCheckpoint(runId);
+    if (checkpoint && checkpoint.status !== "running" && checkpoint.status !== "paused") return;
+    const request = submitted.request as SubmittedRequest;
+    const backend = options.backendFor
+      ? await options.backendFor(definition, request)
+      : await createBackend({
+        name: definition.agent.behavior.backend ?? "claude-code",
+        ...(request.model ?? definition.agent.behavior.model
+          ? { model: request.model ?? definition.agent.behavior.model }
+          : {}),
+        onWarning: (m) => log(`warning: run ${runId}: ${m}`),
+      });
+    const runner = new StepFlowRunner(definition, {
+      backend,
+      store,
+      onWarning: (m) => log(`warning: run ${runId}: ${m}`),
+      ...(request.maxIterations !== undefined ? { maxTotalIterations: request.maxIterations } : {}),
+      ...(request.model !== undefined ? { model: request.model } : {}),
+    });
+    log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
+    try {
+      const result = await runner.run(
+        checkpoint ? { resume: runId, cwd } : {
+          runId,
+          cwd,
+          args: request.args ?? {},
+          ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
+        },
+      );
+      log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+    } catch (error) {
+      const code = error instanceof StepflowError ? error.code : "";
+      if (code === "RUN_SUSPENDED") {
+        await queue.send(runId);
+        log(`run ${runId}: iteration committed, lease released, back on the queue`);
+        return;
+      }
+      if (code === "RUN_LOCKED" || code === "RUN_CHANGED" || code === "RUN_LOCK_LOST") {
+        log(`run ${runId}: ${errorMessage(error)}`);
+        return; // another worker drives it
+      }
+      log(`error: run ${runId}: ${errorMessage(error)}`);
+      throw error;
+    }
+    const keep = definition.agent.logging?.maxFiles;
+    if (keep !== undefined) {
+      await store.prune(keep, runId, definition.name).catch((error) =>
+        log(`warning: pruning runs of ${definition.name} failed: ${errorMessage(error)}`)
+      );
+    }
+  };
+
+  const track = (runId: string): Promise<void> => {
+    const work = drive(runId);
+    const settled = work.catch(() => {}).finally(() => inFlight.delete(settled));
+    inFlight.add(settled);
+    return work;
+  };
+
+  const reapEveryMs = Math.max(250, Math.floor(store.leaseMs / 2));
+  const reap = async () => {
+    try {
+      for (const runId of await store.claimOrphans()) {
+        log(`run ${runId}: its worker is gone (lease expired); re-queued`);
+        await queue.send(runId);
+      }
+    } catch (error) {
+      log(`warning: looking for orphaned runs failed: ${errorMessage(error)}`);
+    }
+  };
+  const reaper = setInterval(() => void reap(), reapEveryMs);
+  await reap();
+  await queue.work(concurrency, track);
+  log(
+    `worker ${store.owner}: taking runs (concurrency ${concurrency}, agents in ${options.agentRoot})`,
+  );
+
+  let stopped: Promise<void> | undefined;
+  return {
+    owner: store.owner,
+    stop() {
+      stopped ??= (async () => {
+        stopping = true;
+        clearInterval(reaper);
+        store.suspendAll();
+        const handing = [...inFlight];
+        if (handing.length > 0) {
+          log(
+            `worker ${store.owner}: stopping; committing ${handing.length} iteration(s) in flight`,
+          );
+        }
+        await Promise.all(handing);
+        await queue.stop({ graceful: true, timeoutMs: 5_000 });
+        await store.close();
+        log(`worker ${store.owner}: stopped`);
+      })();
+      return stopped;
+    },
+  };
+}
