@@ -245,3 +245,50 @@ Deno.test("deno task ui --allow-actions: POST needs the token with --host; backe
   assert.equal(lone.code, 2);
   assert.match(lone.stderr, /they need --allow-actions/);
 });
+
+Deno.test("actions: Cancel reaches a run-agent process driving the run in another process", async () => {
+  const project = await demoProject();
+  const slow = {
+    ...FINISH,
+    "initial.issue": [{ ...FINISH["initial.issue"][0], delayMs: 60_000 }],
+  };
+  await Deno.writeTextFile(join(project.root, "slow.json"), JSON.stringify(slow));
+  const runAgent = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../../src/cli/run_agent.ts", import.meta.url).pathname,
+      "--agent",
+      "issue-solver",
+      "--script",
+      "slow.json",
+      "--topic",
+      "t",
+    ],
+    cwd: project.root,
+    env: { INIT_CWD: project.root, NO_COLOR: "1" },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const children: Deno.ChildProcess[] = [];
+  const { ui, csrf, post } = await start(project.root, children);
+  try {
+    let runId = "";
+    await waitFor("run-agent to start its run", async () => {
+      const run = (await project.store.list()).find((r) => r.live);
+      runId = run?.runId ?? "";
+      return run !== undefined;
+    });
+    const ok = { "x-stepflow-csrf": (await csrf(runId))!, origin: new URL(ui.url).origin };
+    assert.equal((await post(runId, "cancel", ok)).status, 202);
+    const [status, stderr] = await Promise.all([
+      runAgent.status,
+      new Response(runAgent.stderr).text(),
+    ]);
+    assert.equal(status.code, 1, stderr);
+    assert.equal((await project.store.loadCheckpoint(runId))?.status, "cancelled");
+    assert.match(stderr, /cancelled/);
+  } finally {
+    await ui.close();
+  }
+});
