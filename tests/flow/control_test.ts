@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { FileRunStore } from "../../src/store/file.ts";
+import { MemoryRunStore } from "../../src/store/memory.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { out, seed004Files, writeAgent } from "./fixtures.ts";
@@ -284,4 +285,16 @@ Deno.test("a stale cancel request does not cancel the next drive of the run", as
     cancelPollMs: 1,
   }).run({ args: { topic: "t" }, runId: "stale" });
   assert.equal(result.completionReason, "max_iterations");
+});
+
+Deno.test("MemoryRunStore.requestCancel cancels a run driven in the same process", async () => {
+  const def = await setup();
+  const store = new MemoryRunStore();
+  const running = new StepFlowRunner(def, { backend: looping(60_000), store, cancelPollMs: 10 })
+    .run({ args: { topic: "t" }, runId: "m1" });
+  await new Promise((r) => setTimeout(r, 30));
+  await store.requestCancel("m1");
+  const result = await running;
+  assert.equal(result.completionReason, "cancelled");
+  assert.equal((await store.loadCheckpoint("m1"))?.status, "cancelled");
 });
