@@ -569,7 +569,10 @@ export class StepFlowRunner {
         await this.#log(state, { type: "step_end", stepId: v.stepId, entry: v, validator: true });
       }
     }
-    await this.#checkpoint(state, state.end ? TERMINAL_STATUS[state.end.reason] : "running");
+    // The iteration that ends the run is committed by run() together with run_end under the
+    // terminal status: a terminal checkpoint committed here, before run_end, and a crash in between
+    // left an ended run without run_end that nothing resumes.
+    if (!state.end) await this.#checkpoint(state, "running");
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -133,8 +133,8 @@ Deno.test({
         assert.equal(checkpoint?.status, "completed", runId);
         const log = await store.readLog(runId);
         const count = (type: string) => log.filter((e) => e.type === type).length;
-        assert.equal(count("run_start"), 1, `${runId} started more than once`);
-        assert.equal(count("run_end"), 1, `${runId} ended more than once`);
+        assert.equal(count("run_start"), 1, `${runId}: run_start entries in its committed log`);
+        assert.equal(count("run_end"), 1, `${runId}: run_end entries in its committed log`);
         resumed += count("run_resume") > 0 ? 1 : 0;
         const history = historyFromLog(log, checkpoint!.state.historyLength as number);
         assert.deepEqual(timeless(history as HistoryEntry[]), expected, runId);
