@@ -486,6 +486,12 @@ export class PostgresRunStore implements RunStore {
    * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
    * lease of it expired, or when it is still orphaned a lease period later (the worker that took
    * the re-queued job may have died before it took the lease).
+   *
+   * A run still queued and never marked taken a lease period after it was submitted is claimed
+   * too: the worker that fetched its job may have died between the fetch and {@linkcode markTaken},
+   * leaving the job active in the queue and the run with no expiry to run out. A run that is only
+   * waiting behind others gets a second job that way (once per lease period); the worker that takes
+   * the later of the two finds the run driven or ended and drops it.
    */
   async claimOrphans(limit = 100): Promise<string[]> {
     const c = await this.#db();
@@ -495,7 +501,9 @@ export class PostgresRunStore implements RunStore {
        WHERE run_id IN (
          SELECT run_id FROM ${s}.runs
          WHERE request IS NOT NULL AND status IN ('queued', 'running', 'paused')
-           AND lease_expires_at < clock_timestamp()
+           AND (lease_expires_at < clock_timestamp()
+             OR (status = 'queued' AND lease_expires_at IS NULL
+               AND created_at < clock_timestamp() - $2 * interval '1 millisecond'))
            AND (requeued_at IS NULL OR requeued_at < lease_expires_at
              OR requeued_at < clock_timestamp() - $2 * interval '1 millisecond')
          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED

@@ -319,3 +319,27 @@ Deno.test({
     await store.close();
   },
 });
+
+Deno.test({
+  name:
+    "postgres store: a queued run whose worker died between fetching its job and marking it taken is claimed again",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, { schema: freshSchema(), leaseMs: 300 });
+    try {
+      // A submitted run that a worker fetched and never marked taken: queued, no lease at all.
+      await store.recordSubmission({ runId: "r1", agent: "demo", agentHash: "h", request: {} });
+      assert.deepEqual(await store.claimOrphans(), [], "not before a lease period has passed");
+      await new Promise((r) => setTimeout(r, 400));
+      assert.deepEqual(await store.claimOrphans(), ["r1"]);
+      assert.deepEqual(await store.claimOrphans(), [], "claimed once per lease period");
+      // A run a worker marked taken waits for that expiry instead.
+      await store.recordSubmission({ runId: "r2", agent: "demo", agentHash: "h", request: {} });
+      await new Promise((r) => setTimeout(r, 400));
+      await store.markTaken("r2");
+      assert.ok(!(await store.claimOrphans()).includes("r2"));
+    } finally {
+      await store.close();
+    }
+  },
+});
