@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { hasStackTrace, runTask, writeFiles } from "./helpers.ts";
+import { validatedFixerFiles, writeAgent } from "../flow/fixtures.ts";
 
 const FIXTURES = fileURLToPath(new URL("../migrate/fixtures/climpt", import.meta.url));
 
@@ -162,48 +163,8 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
 
 Deno.test("cli run-agent: step validators run with --allow-run and report each failure", async () => {
   await withUserDir(async (dir) => {
-    const gate = (intents: string[]) => ({
-      type: "object",
-      required: ["next_action"],
-      properties: {
-        next_action: { type: "object", properties: { action: { enum: intents } } },
-      },
-    });
+    await writeAgent(dir, "fixer", validatedFixerFiles(1));
     await writeFiles(join(dir, ".agent", "fixer"), {
-      "agent.json": {
-        name: "fixer",
-        behavior: { completionType: "fix" },
-        commands: { marker: { argv: ["ls", "done.txt"] } },
-      },
-      "steps_registry.json": {
-        version: "1",
-        entryStep: "work.fix",
-        steps: {
-          "work.fix": {
-            c2: "work",
-            c3: "fix",
-            outputSchemaRef: { file: "fix.json", schema: "#/definitions/work.fix" },
-            structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
-            transitions: { complete: { target: "complete.fix" } },
-          },
-          "complete.fix": {
-            c2: "complete",
-            c3: "fix",
-            outputSchemaRef: { file: "fix.json", schema: "#/definitions/complete.fix" },
-            validation: {
-              validators: [{ command: "marker", pattern: "missing" }],
-              retryPrompt: { c1: "steps", c2: "retry", c3: "fix" },
-              maxRetries: 1,
-            },
-          },
-        },
-      },
-      "prompts/steps/work/fix/f_default.md": "Fix it.",
-      "prompts/steps/complete/fix/f_default.md": "Report.",
-      "prompts/steps/retry/fix/f_failed_missing.md": "Still missing: {validation.output}",
-      "schemas/fix.json": {
-        definitions: { "work.fix": gate(["complete"]), "complete.fix": { type: "object" } },
-      },
       "script.yaml": [
         "work.fix:",
         "  - output: { next_action: { action: complete } }",

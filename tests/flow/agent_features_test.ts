@@ -14,7 +14,7 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { type AgentFiles, writeAgent } from "./fixtures.ts";
+import { type AgentFiles, gateSchema, validatedFixerFiles, writeAgent } from "./fixtures.ts";
 
 async function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
   const root = await Deno.makeTempDir({ prefix: "stepflow-features-" });
@@ -25,72 +25,9 @@ async function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
   }
 }
 
-const gateSchema = (intents: string[]) => ({
-  type: "object",
-  required: ["next_action"],
-  properties: {
-    summary: { type: "string" },
-    next_action: {
-      type: "object",
-      required: ["action"],
-      properties: { action: { enum: intents } },
-    },
-  },
-});
-
-/** work.fix (answers complete) → complete.fix, whose answer a validator checks. */
-function validatedAgent(maxRetries: number, commands?: Record<string, unknown>): AgentFiles {
-  return {
-    agent: {
-      name: "fixer",
-      behavior: { completionType: "fix" },
-      commands: commands ?? { marker: { argv: ["ls", "done.txt"] } },
-    },
-    registry: {
-      version: "1",
-      entryStep: "work.fix",
-      steps: {
-        "work.fix": {
-          c2: "work",
-          c3: "fix",
-          outputSchemaRef: { file: "fix.json", schema: "#/definitions/work.fix" },
-          structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
-          transitions: { complete: { target: "complete.fix" } },
-        },
-        "complete.fix": {
-          c2: "complete",
-          c3: "fix",
-          outputSchemaRef: { file: "fix.json", schema: "#/definitions/complete.fix" },
-          validation: {
-            validators: [{ command: "marker", pattern: "missing" }],
-            retryPrompt: { c1: "steps", c2: "retry", c3: "fix" },
-            maxRetries,
-          },
-        },
-      },
-    },
-    prompts: {
-      "steps/work/fix/f_default.md": "Fix it.",
-      "steps/complete/fix/f_default.md": "Report the fix.",
-      "steps/retry/fix/f_failed_missing.md":
-        "RETRY ({validation.pattern} via {validation.command}): {validation.output}",
-      "steps/retry/fix/f_failed.md": "RETRY: {validation.output}",
-    },
-    schemas: {
-      "fix.json": {
-        $schema: "http://json-schema.org/draft-07/schema#",
-        definitions: {
-          "work.fix": gateSchema(["complete"]),
-          "complete.fix": { type: "object", required: ["summary"] },
-        },
-      },
-    },
-  };
-}
-
 Deno.test("validators: a failed check re-runs the step with its pattern's retry prompt, then passes", async () => {
   await withRoot(async (root) => {
-    const dir = await writeAgent(root, "fixer", validatedAgent(2));
+    const dir = await writeAgent(root, "fixer", validatedFixerFiles(2));
     const prompts: string[] = [];
     const backend = new ScriptedBackend(async (req: LlmRequest) => {
       if (req.stepId === "work.fix") return { output: { next_action: { action: "complete" } } };
@@ -134,7 +71,7 @@ Deno.test("validators: a failed check re-runs the step with its pattern's retry 
 
 Deno.test("validators: bounded by maxRetries, then onError applies", async () => {
   await withRoot(async (root) => {
-    const dir = await writeAgent(root, "fixer", validatedAgent(1));
+    const dir = await writeAgent(root, "fixer", validatedFixerFiles(1));
     const backend = new ScriptedBackend((req: LlmRequest) =>
       req.stepId === "work.fix"
         ? { output: { next_action: { action: "complete" } } }
@@ -153,7 +90,7 @@ Deno.test("validators: bounded by maxRetries, then onError applies", async () =>
 
 Deno.test("validators: refused without allowRun; skipValidators skips them with a warning", async () => {
   await withRoot(async (root) => {
-    const dir = await writeAgent(root, "fixer", validatedAgent(1));
+    const dir = await writeAgent(root, "fixer", validatedFixerFiles(1));
     const answer = (req: LlmRequest) =>
       req.stepId === "work.fix"
         ? { output: { next_action: { action: "complete" } } }
@@ -282,7 +219,7 @@ Deno.test("completion conditions: count:iteration and detect:keyword complete th
 
 Deno.test("load-time checks of parameters, commands, validators and completion", async () => {
   await withRoot(async (root) => {
-    const base = validatedAgent(1);
+    const base = validatedFixerFiles(1);
     const broken: AgentFiles = {
       ...base,
       agent: {
@@ -349,7 +286,7 @@ Deno.test("RESERVED_PARAMETER_FLAGS is run-agent's flag table (drift check)", ()
 
 Deno.test("validators: a resumed run continues with the pending retry prompt", async () => {
   await withRoot(async (root) => {
-    const dir = await writeAgent(root, "fixer", validatedAgent(2));
+    const dir = await writeAgent(root, "fixer", validatedFixerFiles(2));
     const definition = await loadAgentDefinition(dir);
     const store = new MemoryRunStore();
     const first = new ScriptedBackend({

@@ -212,3 +212,73 @@ export function out(stepId: string, action?: string, extra: Record<string, unkno
     output: { stepId, ...(action === undefined ? {} : { next_action: { action } }), ...extra },
   };
 }
+
+/** A gate-routed step's output schema whose `next_action.action` is one of `intents`. */
+export const gateSchema = (intents: string[]) => ({
+  type: "object",
+  required: ["next_action"],
+  properties: {
+    summary: { type: "string" },
+    next_action: {
+      type: "object",
+      required: ["action"],
+      properties: { action: { enum: intents } },
+    },
+  },
+});
+
+/**
+ * The "fixer" agent: work.fix (answers complete) → complete.fix, whose answer the validator
+ * `marker` (`ls done.txt`, pattern "missing") checks, retried with `f_failed_<pattern>.md`.
+ */
+export function validatedFixerFiles(
+  maxRetries: number,
+  commands?: Record<string, unknown>,
+): AgentFiles {
+  return {
+    agent: {
+      name: "fixer",
+      behavior: { completionType: "fix" },
+      commands: commands ?? { marker: { argv: ["ls", "done.txt"] } },
+    },
+    registry: {
+      version: "1",
+      entryStep: "work.fix",
+      steps: {
+        "work.fix": {
+          c2: "work",
+          c3: "fix",
+          outputSchemaRef: { file: "fix.json", schema: "#/definitions/work.fix" },
+          structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
+          transitions: { complete: { target: "complete.fix" } },
+        },
+        "complete.fix": {
+          c2: "complete",
+          c3: "fix",
+          outputSchemaRef: { file: "fix.json", schema: "#/definitions/complete.fix" },
+          validation: {
+            validators: [{ command: "marker", pattern: "missing" }],
+            retryPrompt: { c1: "steps", c2: "retry", c3: "fix" },
+            maxRetries,
+          },
+        },
+      },
+    },
+    prompts: {
+      "steps/work/fix/f_default.md": "Fix it.",
+      "steps/complete/fix/f_default.md": "Report the fix.",
+      "steps/retry/fix/f_failed_missing.md":
+        "RETRY ({validation.pattern} via {validation.command}): {validation.output}",
+      "steps/retry/fix/f_failed.md": "RETRY: {validation.output}",
+    },
+    schemas: {
+      "fix.json": {
+        $schema: "http://json-schema.org/draft-07/schema#",
+        definitions: {
+          "work.fix": gateSchema(["complete"]),
+          "complete.fix": { type: "object", required: ["summary"] },
+        },
+      },
+    },
+  };
+}

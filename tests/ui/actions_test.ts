@@ -9,27 +9,7 @@ import { uiMain } from "../../src/cli/ui.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { runTask } from "../cli/helpers.ts";
-import { demoProject, runFlow } from "./fixtures.ts";
-
-/** The rest of the demo run, as a `--script` file: from the first step to the summary. */
-const FINISH = {
-  "initial.issue": [{
-    output: {
-      stepId: "initial.issue",
-      next_action: { action: "next" },
-      analysis: { understanding: "u", approach: "a" },
-      issue: "#42",
-    },
-  }],
-  "continuation.issue": [{
-    output: {
-      stepId: "continuation.issue",
-      next_action: { action: "complete" },
-      progress: { completed_files: ["src/last.ts"], pending_tasks: [] },
-    },
-  }],
-  "complete.issue": [{ output: { stepId: "complete.issue", summary: "Finished from the page." } }],
-};
+import { demoProject, FINISH, runFlow } from "./fixtures.ts";
 
 async function start(root: string, children: Deno.ChildProcess[]) {
   await Deno.writeTextFile(join(root, "finish.json"), JSON.stringify(FINISH));

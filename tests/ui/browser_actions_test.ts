@@ -8,26 +8,7 @@ import { join } from "node:path";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { chromiumInstalled, launchBrowser } from "./browser.ts";
-import { demoProject, runFlow } from "./fixtures.ts";
-
-const FINISH = {
-  "initial.issue": [{
-    output: {
-      stepId: "initial.issue",
-      next_action: { action: "next" },
-      analysis: { understanding: "u", approach: "a" },
-      issue: "#42",
-    },
-  }],
-  "continuation.issue": [{
-    output: {
-      stepId: "continuation.issue",
-      next_action: { action: "complete" },
-      progress: { completed_files: ["src/last.ts"], pending_tasks: [] },
-    },
-  }],
-  "complete.issue": [{ output: { stepId: "complete.issue", summary: "Finished from the page." } }],
-};
+import { demoProject, FINISH, runFlow } from "./fixtures.ts";
 
 Deno.test({
   name: "dashboard in chromium: Cancel a running run, then Redrive it to completion",

@@ -99,3 +99,23 @@ export function runFlow(project: DemoProject, script: FlowScript = {}): Promise<
     ...(script.runId ? { runId: script.runId } : {}),
   });
 }
+
+/** The rest of the demo run, as a `--script` file: from the first step to the summary. */
+export const FINISH = {
+  "initial.issue": [{
+    output: {
+      stepId: "initial.issue",
+      next_action: { action: "next" },
+      analysis: { understanding: "u", approach: "a" },
+      issue: "#42",
+    },
+  }],
+  "continuation.issue": [{
+    output: {
+      stepId: "continuation.issue",
+      next_action: { action: "complete" },
+      progress: { completed_files: ["src/last.ts"], pending_tasks: [] },
+    },
+  }],
+  "complete.issue": [{ output: { stepId: "complete.issue", summary: "Finished from the page." } }],
+};
