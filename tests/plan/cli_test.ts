@@ -119,7 +119,7 @@ Deno.test("run-plan: an invalid plan lists every problem and exits 2 without a s
 
   const usage = await runPlan(["--frobnicate"], dir);
   assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /Unknown option '--frobnicate'.*--help/);
+  assert.match(usage.stderr, /Unknown option --frobnicate\..*--help/);
   noStack(usage);
 });
 
@@ -385,7 +385,7 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
   const code = await main(["plan.json"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: ReadableStream.from([new TextEncoder().encode(answers)]),
     stdout: { write: (t) => void (stdout += t) },
     stderr: { write: (t) => void (stderr += t) },
@@ -413,7 +413,7 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
   const declined = await main(["plan.json", "--restart"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: ReadableStream.from([new TextEncoder().encode("n\n")]),
     stdout: { write: () => {} },
     stderr: { write: (t) => void (err2 += t) },
