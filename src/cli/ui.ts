@@ -16,10 +16,11 @@
  * @module
  */
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { discoverStores } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
+import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
 
 /** Where `uiMain` writes and what it reads. */
 export interface UiCliIo {
@@ -136,28 +137,37 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
   }
 }
 
+/**
+ * Every flag of `ui`. Its help ({@linkcode USAGE}) groups the backend flags on one line, so it is
+ * written out rather than generated from this table.
+ */
+const FLAGS: readonly FlagSpec[] = [
+  { name: "store", type: "string", value: "DIR", description: "run directory to show" },
+  { name: "plans", type: "string", value: "DIR", description: "folder of tool plans" },
+  { name: "port", type: "string", value: "N", description: "port" },
+  { name: "host", type: "string", value: "H", description: "interface to bind" },
+  { name: "open", type: "boolean", description: "open the dashboard in the browser" },
+  { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
+  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url"),
+  { name: "help", type: "boolean", short: "h", description: "show this help" },
+];
+
 function parseUiArgs(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      options: {
-        store: { type: "string" },
-        plans: { type: "string" },
-        port: { type: "string" },
-        host: { type: "string" },
-        open: { type: "boolean" },
-        "allow-actions": { type: "boolean" },
-        backend: { type: "string" },
-        model: { type: "string" },
-        script: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (error) {
-    throw new UsageError(`${errorMessage(error)}\n\n${USAGE}`);
-  }
+  const { values } = parseFlags(args, FLAGS, { positionals: false, hint: `\n\n${USAGE}` });
+  return {
+    values: {
+      store: stringFlag(values, "store"),
+      plans: stringFlag(values, "plans"),
+      port: stringFlag(values, "port"),
+      host: stringFlag(values, "host"),
+      open: values.open === true,
+      "allow-actions": values["allow-actions"] === true,
+      backend: stringFlag(values, "backend"),
+      model: stringFlag(values, "model"),
+      script: stringFlag(values, "script"),
+      help: values.help === true,
+    },
+  };
 }
 
 /** Opens the URL with the platform's opener; a failure is a warning, not an error. */
