@@ -7,6 +7,8 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CliIo } from "../../src/cli/kit/io.ts";
+import { runMigrateCli } from "../../src/cli/migrate.ts";
+import { main as runAgentMain } from "../../src/cli/run_agent.ts";
 
 /** The repository root (where deno.json and its tasks live). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -81,6 +83,18 @@ export async function runMain(
     ...options.io,
   });
   return { code, stdout, stderr };
+}
+
+/**
+ * Runs `options.task` (default `run-agent`) like {@linkcode runTask} does, but in-process through
+ * its `main(argv, io)` — the fast path of the CLI tests. Each CLI keeps one {@linkcode runTask}
+ * smoke test of the real process.
+ */
+export async function runCli(args: string[], options: RunTaskOptions): Promise<Spawned> {
+  const task = options.task ?? "run-agent";
+  if (task === "run-agent") return await runMain(runAgentMain, args, options);
+  if (task === "migrate") return await runMigrateCli(args, options.userDir);
+  throw new Error(`runCli: no in-process entry for the task "${task}"; use runTask`);
 }
 
 /** Copies a folder recursively. */
