@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -45,6 +45,7 @@ import {
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
+import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -218,11 +219,6 @@ async function makeBackend(
   return backend!;
 }
 
-function shown(cli: PlanCliIo, file: string): string {
-  const rel = relative(cli.cwd, file);
-  return rel.startsWith("..") ? file : rel;
-}
-
 // ---------------------------------------------------------------------------------------------
 // new
 
@@ -277,7 +273,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
       const saved = await freeFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
       await writeTextFile(saved, text);
       cli.stderr.write(
-        `error: ${error.message}\nThe last answer is saved in ${shown(cli, saved)}.\n`,
+        `error: ${error.message}\nThe last answer is saved in ${displayPath(saved, cli.cwd)}.\n`,
       );
       return 1;
     }
@@ -292,7 +288,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   }
   if (values.print) cli.stdout.write(renderPlan(plan, { color: useColor(values, cli) }));
   const steps = countSteps(plan.steps);
-  cli.stdout.write(`Created ${shown(cli, file)} (${steps} steps)\n`);
+  cli.stdout.write(`Created ${displayPath(file, cli.cwd)} (${steps} steps)\n`);
   return 0;
 }
 
@@ -333,7 +329,9 @@ async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
     for (const list of (values[flag] as string[] | undefined) ?? []) {
       for (const id of list.split(",").map((s) => s.trim()).filter(Boolean)) {
         const error = apply(plan, id);
-        if (error) throw new UsageError(`--${flag} ${id}: ${error} in ${shown(cli, file)}`);
+        if (error) {
+          throw new UsageError(`--${flag} ${id}: ${error} in ${displayPath(file, cli.cwd)}`);
+        }
       }
     }
   }
@@ -359,7 +357,9 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
   const rows = await listPlans(dir);
   if (rows.length === 0) {
     cli.stdout.write(
-      `No plans in ${shown(cli, dir)}/. Create one with: deno task plan new "<description>"\n`,
+      `No plans in ${
+        displayPath(dir, cli.cwd)
+      }/. Create one with: deno task plan new "<description>"\n`,
     );
     return 0;
   }
@@ -399,7 +399,7 @@ async function cmdArchive(args: string[], cli: PlanCliIo): Promise<number> {
   if (helpRequested(values, cli)) return 0;
   const name = onePositional("archive", positionals, "name");
   const target = await archivePlan(cli.cwd, name, { force: values.force === true });
-  cli.stdout.write(`Archived ${name} → ${shown(cli, target)}\n`);
+  cli.stdout.write(`Archived ${name} → ${displayPath(target, cli.cwd)}\n`);
   return 0;
 }
 
@@ -411,7 +411,7 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
   if (helpRequested(values, cli)) return 0;
   const ref = onePositional("validate", positionals, "file");
   const { file } = await resolvePlanRef(ref, cli.cwd);
-  const name = shown(cli, file);
+  const name = displayPath(file, cli.cwd);
   let text: string;
   try {
     text = await Deno.readTextFile(file);
@@ -512,7 +512,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
         line(`  ✗ ${info.stepId}: ${error instanceof Error ? error.message : String(error)}`),
     },
   });
-  line(`Running ${shown(cli, file)} with ${backend.name}`);
+  line(`Running ${displayPath(file, cli.cwd)} with ${backend.name}`);
   const result = await runner.run();
   if (values.json) {
     cli.stdout.write(
@@ -537,7 +537,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
     if (result.error) cli.stdout.write(`  error: ${result.error}\n`);
     if (result.status !== "completed") {
       cli.stdout.write(
-        `The plan is saved in ${shown(cli, file)}; run the same command to continue.\n`,
+        `The plan is saved in ${displayPath(file, cli.cwd)}; run the same command to continue.\n`,
       );
     }
   }

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { isAbsolute, relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { errorMessage, UsageError } from "../errors.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -31,6 +31,7 @@ import {
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -327,11 +328,6 @@ function enableHint(issues: readonly { code: string; message: string }[]): strin
     : "";
 }
 
-function shown(io: QPlanCliIo, path: string): string {
-  const rel = relative(io.cwd, path);
-  return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
-}
-
 async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
   const file = oneFile(options, "run");
   const { path, source } = await readScript(file, io);
@@ -381,7 +377,7 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
       ? renderIssues(source, result.issues)
       : `error: ${result.error!.message}`;
     io.stderr.write(
-      `qplan: ${shown(io, path)} cannot run:\n${errors}\n${enableHint(result.issues)}`,
+      `qplan: ${displayPath(path, io.cwd)} cannot run:\n${errors}\n${enableHint(result.issues)}`,
     );
   } else if (result.error) {
     const where = result.error.line !== undefined
@@ -453,7 +449,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   if (!validation.ok) {
     if (!options.json) {
       io.stderr.write(
-        `✗ ${shown(io, path)}: ${errors} error${errors === 1 ? "" : "s"}${
+        `✗ ${displayPath(path, io.cwd)}: ${errors} error${errors === 1 ? "" : "s"}${
           warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
         }\n`,
       );
@@ -463,7 +459,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   if (!options.json) {
     const steps = validation.resolution?.steps.length ?? 0;
     io.stdout.write(
-      `✓ ${shown(io, path)} is valid: ${steps} step${steps === 1 ? "" : "s"}${
+      `✓ ${displayPath(path, io.cwd)} is valid: ${steps} step${steps === 1 ? "" : "s"}${
         warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
       }\n`,
     );
