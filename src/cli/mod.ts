@@ -56,6 +56,7 @@ export {
   scanCommandLine,
   usageText,
 } from "./args.ts";
+export { EXIT_CODES, type ExitCode } from "./kit/exit_codes.ts";
 export {
   AGENT_NAME_PLACEHOLDER,
   DEFAULT_TEMPLATE,
