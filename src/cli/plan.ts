@@ -509,7 +509,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
         );
       },
       onStepError: (info: StepInfo, error: unknown) =>
-        line(`  ✗ ${info.stepId}: ${error instanceof Error ? error.message : String(error)}`),
+        line(`  ✗ ${info.stepId}: ${errorMessage(error)}`),
     },
   });
   line(`Running ${displayPath(file, cli.cwd)} with ${backend.name}`);

@@ -21,6 +21,7 @@ import { discoverStores } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import { type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
 
 /** Where `uiMain` writes and what it reads. */
 export interface UiCliIo {
@@ -105,27 +106,22 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
         `warning: the dashboard listens on ${hostname}, not only on this machine: anyone who can reach it and has the token can read every prompt and answer of these runs. Keep the token secret.\n`,
       );
     }
-    const stop = new AbortController();
-    const signal = io.signal ? AbortSignal.any([io.signal, stop.signal]) : stop.signal;
-    const onSigint = () => stop.abort();
-    if (!io.signal) Deno.addSignalListener("SIGINT", onSigint);
-    try {
-      const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
-      const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
-      const ui = serveDashboard({ source, hostname, port, token, signal, actions });
-      out.write(
-        `stepflow dashboard: ${ui.url}\n${stores.length} run director${
-          stores.length === 1 ? "y" : "ies"
-        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
-          actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
-        } · Ctrl-C stops\n`,
-      );
-      io.onListen?.(ui.url);
-      if (values.open) openBrowser(ui.url, err);
-      await ui.server.finished;
-    } finally {
-      if (!io.signal) Deno.removeSignalListener("SIGINT", onSigint);
-    }
+    // Without a signal of the caller's, Ctrl-C stops the server (a second one quits at once).
+    using interrupt = io.signal ? undefined : listenForInterrupt({ message: "" });
+    const signal = io.signal ?? interrupt!.signal;
+    const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
+    const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
+    const ui = serveDashboard({ source, hostname, port, token, signal, actions });
+    out.write(
+      `stepflow dashboard: ${ui.url}\n${stores.length} run director${
+        stores.length === 1 ? "y" : "ies"
+      }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
+        actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
+      } · Ctrl-C stops\n`,
+    );
+    io.onListen?.(ui.url);
+    if (values.open) openBrowser(ui.url, err);
+    await ui.server.finished;
     return 0;
   } catch (error) {
     if (error instanceof StepflowError) {

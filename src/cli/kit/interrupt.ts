@@ -78,7 +78,7 @@ export function listenForInterrupt(options: InterruptOptions): InterruptListener
   const controller = new AbortController();
   const handler = createInterruptHandler({
     cancel: () => {
-      Deno.stderr.writeSync(new TextEncoder().encode(options.message));
+      if (options.message) Deno.stderr.writeSync(new TextEncoder().encode(options.message));
       controller.abort(options.reason);
     },
     quit: () => Deno.exit(options.quitCode ?? 130),
