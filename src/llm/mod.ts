@@ -77,3 +77,5 @@ export {
   type RetryPolicy,
   type SdkErrorClasses,
 } from "./retry.ts";
+// The base class of this module's errors.
+export { StepflowError } from "../errors.ts";

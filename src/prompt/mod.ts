@@ -7,3 +7,5 @@ export * from "./c3l_path.ts";
 export * from "./frontmatter.ts";
 export * from "./variables.ts";
 export * from "./resolver.ts";
+// The base class of this module's errors.
+export { StepflowError } from "../errors.ts";

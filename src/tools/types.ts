@@ -3,7 +3,25 @@
  *
  * @module
  */
-import type { z } from "zod";
+/** One argument problem, as the schema reports it. */
+export interface ArgIssue {
+  /** Path inside the arguments (empty for the arguments as a whole). */
+  readonly path: PropertyKey[];
+  /** What is wrong. */
+  readonly message: string;
+}
+
+/**
+ * Validates (and may coerce) a tool's arguments: a zod schema (`z.object({ … })`) in practice, as
+ * the registry also generates the JSON Schema shown to models from it. Declared structurally so
+ * that the public contract does not expose zod's own types.
+ */
+export interface ToolArgsSchema<Args> {
+  /** Validates `value`; never throws. */
+  safeParse(
+    value: unknown,
+  ): { success: true; data: Args } | { success: false; error: { issues: readonly ArgIssue[] } };
+}
 
 /** What a tool receives besides its arguments. */
 export interface ToolContext {
@@ -42,7 +60,7 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
   /** One-line description shown to LLMs and users. */
   description: string;
   /** Validates (and may coerce) the arguments. The JSON Schema for prompts is generated from it. */
-  inputSchema: z.ZodType<Args>;
+  inputSchema: ToolArgsSchema<Args>;
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
   /**
