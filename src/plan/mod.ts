@@ -58,11 +58,14 @@ export { parsePlan, planJsonSchema, PlanParseError, STEP_STATUSES } from "./sche
 export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.ts";
 export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";
+// The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.
 export {
+  GENERATE_STEP_ID,
   generatePlan,
   type GeneratePlanOptions,
   PlanGenerationError,
   type PlanTask,
+  REVISE_STEP_ID,
   revisePlan,
   type RevisePlanOptions,
   type SnapshotOptions,
@@ -79,6 +82,7 @@ export {
   skipStep,
   type StepChanges,
 } from "./edit.ts";
+export { RECOVER_STEP_ID } from "./recovery.ts";
 export { renderPlanReview, type ReviewOptions } from "./review.ts";
 export { readPlanFile, resetPlan, writePlanFile } from "./plan_file.ts";
 export { createPlanTools, type PlanArgSchema, type PlanTool, type PlanToolbox } from "./tools.ts";
