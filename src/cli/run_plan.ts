@@ -27,19 +27,14 @@
 import { resolve } from "node:path";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
+import { createProgressLines } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
-import type {
-  ApprovalRequest,
-  ExecutionSummary,
-  Plan,
-  ProgressEvent,
-  StepStatus,
-} from "../plan/types.ts";
+import type { ApprovalRequest, ExecutionSummary, Plan, StepStatus } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
@@ -48,7 +43,7 @@ import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
-import { type CliIo, type CliWriter, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Exit codes of `run-plan`: its subset of the one table, {@linkcode EXIT_CODES}. */
@@ -555,57 +550,17 @@ interface RunSettings {
 }
 
 async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSummary> {
-  let livePlan = plan;
-  let finished = plan.steps.filter((st) => st.status === "completed" || st.status === "skipped")
-    .length;
-  const descriptions = new Map(plan.steps.map((st) => [st.id, st.description]));
-  const tools = new Map(plan.steps.map((st) => [st.id, st.tool]));
-  const write = (text: string) => s.io.stderr.write(`${text}\n`);
-  const onProgress = (event: ProgressEvent) => {
-    const id = event.stepId;
-    if (!descriptions.has(id)) {
-      // A step inserted by recovery.
-      const step = livePlan.steps.find((st) => st.id === id);
-      if (step) {
-        descriptions.set(id, step.description);
-        tools.set(id, step.tool);
-      }
-    }
-    for (const entry of event.logs ?? []) write(`      · ${id}: ${entry.message}`);
-    if (event.logs) return;
-    if (event.progress !== undefined) {
-      write(`      … ${id} ${event.progress}%`);
-      return;
-    }
-    const counter = () => `[${finished}/${livePlan.steps.length}]`;
-    const error = event.result?.error;
-    switch (event.status) {
-      case "running":
-        write(`${counter()} ▶ ${id} ${descriptions.get(id)} (${tools.get(id)})`);
-        break;
-      case "completed":
-        finished++;
-        write(`${counter()} ✔ ${id} completed in ${Math.round(event.result?.duration ?? 0)} ms`);
-        break;
-      case "failed":
-        write(`${counter()} ✖ ${id} failed: ${error}`);
-        break;
-      case "skipped":
-        finished++;
-        write(`${counter()} ⊘ ${id} skipped: ${error}`);
-        break;
-      case "blocked":
-        if (event.result) write(`${counter()} ⏸ ${id} blocked: ${error}`);
-        break;
-    }
-  };
+  const progress = createProgressLines({
+    write: (text) => s.io.stderr.write(text),
+    color: colorOn(s.io, "stderr"),
+  });
   const run = startPlan(plan, {
     tools: s.tools,
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
     rerunInterrupted: s.rerunInterrupted,
-    onProgress,
+    events: progress.events,
     persist: (p) => {
       s.assertLocked?.();
       return writePlanFile(s.planFile, p);
@@ -615,7 +570,6 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     ...(s.approver ? { approver: s.approver } : {}),
     ...(s.io.signal ? { signal: s.io.signal } : {}),
   });
-  livePlan = run.plan;
   return await run.summary;
 }
 

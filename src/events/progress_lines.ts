@@ -150,8 +150,11 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
   const errorReported = new Set<number>();
   const line = (text: string) =>
     options.write(`${c.dim(`[${formatClock(now() - start)}]`)} ${text}\n`);
-  const step = (info: StepInfo) =>
-    `${indentOf(info)}step ${c.bold(info.stepId)} #${info.iteration || info.order}`;
+  const step = (info: StepInfo) => {
+    // A tool plan logs about a step before its first attempt (a re-run after a crash): no number.
+    const n = info.iteration || info.order;
+    return `${indentOf(info)}step ${c.bold(info.stepId)}${n > 0 ? ` #${n}` : ""}`;
+  };
 
   const events: ExecutorEvents = {
     onPlanStart(plan, ctx) {

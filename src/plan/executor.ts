@@ -402,6 +402,14 @@ class Execution {
       } else {
         this.#settleWith(i, "blocked", `Blocked because step "${culprit}" failed`);
       }
+      // Settled without running: an end without a start tells event consumers why.
+      if (this.#emitter.has("onStepEnd")) {
+        void this.#emit(
+          "onStepEnd",
+          { ...this.#info(i), status: this.#nodes[i].status },
+          this.#nodes[i].result,
+        );
+      }
       this.#release(i, poison, work);
     }
   }
@@ -538,7 +546,7 @@ class Execution {
             if (!decision.approved) {
               const why = decision.reason ? ` (${decision.reason})` : "";
               this.#settleWith(i, "skipped", `User denied approval${why}`);
-              await this.#emit("onStepEnd", info, step.result);
+              await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
               return "skipped";
             }
           }
@@ -564,7 +572,7 @@ class Execution {
         if (signal.aborted) return "interrupted";
         this.#settleWith(i, "completed", undefined, value);
         if (this.#emitter.has("onStepEnd")) {
-          await this.#emitter.emit("onStepEnd", info, step.result);
+          await this.#emitter.emit("onStepEnd", this.#endInfo(info, i), step.result);
         }
         return "completed";
       } catch (error) {
@@ -603,7 +611,9 @@ class Execution {
               continue;
             }
             if (outcome !== "failed") {
-              if (outcome !== "waiting") await this.#emit("onStepEnd", info, step.result);
+              if (outcome !== "waiting") {
+                await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
+              }
               return outcome;
             }
           } else {
@@ -613,7 +623,7 @@ class Execution {
           }
         }
         this.#fail(i, error);
-        await this.#emit("onStepEnd", info, step.result);
+        await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
         return strategy.kind === "continue" ? "failed" : "stop";
       }
     }
@@ -886,6 +896,7 @@ class Execution {
     if (extra?.result !== undefined) event.result = extra.result;
     if (extra?.logs !== undefined) event.logs = extra.logs;
     this.#log.push(event);
+    if (extra?.logs !== undefined || extra?.progress !== undefined) this.#emitLog(i, extra);
     if (this.#o.onProgress) {
       try {
         this.#o.onProgress(event);
@@ -893,6 +904,22 @@ class Execution {
         // A broken progress callback must not break the run.
       }
     }
+  }
+
+  /** The log lines (or else the percentage) of a progress report, as shared `onStepLog` events. */
+  #emitLog(i: number, extra: { logs?: LogEntry[]; progress?: number }): void {
+    if (!this.#emitter.has("onStepLog")) return;
+    const info = this.#info(i, this.#order);
+    if (extra.logs === undefined) {
+      void this.#emit("onStepLog", info, `${extra.progress}%`, "info");
+      return;
+    }
+    for (const entry of extra.logs) void this.#emit("onStepLog", info, entry.message, entry.level);
+  }
+
+  /** The info of a step's end: the start's, with the status the step settled in. */
+  #endInfo(info: StepInfo, i: number): StepInfo {
+    return { ...info, status: this.#nodes[i].status };
   }
 
   #toolContext(i: number): PlanToolContext {
@@ -916,13 +943,14 @@ class Execution {
     };
   }
 
-  #info(i: number): StepInfo {
+  /** A step's event info; log lines keep the order of the step iteration they belong to. */
+  #info(i: number, order = ++this.#order): StepInfo {
     const step = this.#nodes[i];
     return {
       runId: this.runId,
       stepId: step.id,
       desc: step.description,
-      order: ++this.#order,
+      order,
       path: [step.description],
       iteration: this.#attempts[i],
       tool: step.tool,
