@@ -370,7 +370,24 @@ export class StepFlowRunner {
               schema = await schemas.resolve(step.outputSchemaRef!, step.id);
               setOwn(state.schemaStrikes, step.id, 0);
             } catch (error) {
-              outcome = await this.#schemaStrike(state, step, info, error, entry);
+              const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
+              setOwn(state.schemaStrikes, step.id, strikes);
+              const unavailable = new StepflowError(
+                "STRUCTURED_OUTPUT_UNAVAILABLE",
+                errorMessage(error),
+                { cause: error },
+              );
+              const message = await this.#reportError(
+                state,
+                info,
+                entry,
+                unavailable,
+                unavailable.code,
+                {
+                  strike: strikes,
+                },
+              );
+              outcome = schemaStrikeOutcome(step, strikes, message);
               entry.durationMs = Date.now() - startedAt.getTime();
               await this.#record(state, history, entry, outcome, info);
               continue;
@@ -644,31 +661,30 @@ export class StepFlowRunner {
     return { kind: "goto", stepId: step.id, transition: "retry" };
   }
 
-  /** Two-strike rule: the strike is counted and reported; the decision says what follows. */
-  async #schemaStrike(
+  /**
+   * Reports a failed iteration: the history entry's error, `onStepError` with `error`, and a
+   * `step_error` log line with `code` (plus `fields`). Returns the message.
+   */
+  async #reportError(
     state: RunnerState,
-    step: FlowStep,
     info: StepInfo,
-    error: unknown,
     entry: HistoryEntry,
-  ): Promise<Outcome> {
-    const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
-    setOwn(state.schemaStrikes, step.id, strikes);
+    error: unknown,
+    code: string,
+    fields: Record<string, unknown> = {},
+  ): Promise<string> {
     const message = errorMessage(error);
     entry.error = message;
-    await this.#events.emit(
-      "onStepError",
-      info,
-      new StepflowError("STRUCTURED_OUTPUT_UNAVAILABLE", message, { cause: error }),
-    );
+    await this.#events.emit("onStepError", info, error);
     await this.#journal.log(state, {
       type: "step_error",
-      stepId: step.id,
-      code: "STRUCTURED_OUTPUT_UNAVAILABLE",
+      stepId: info.stepId,
+      code,
       message,
-      strike: strikes,
+      ...fields,
+      ...(entry.answer ? { answer: entry.answer } : {}),
     });
-    return schemaStrikeOutcome(step, strikes, message);
+    return message;
   }
 
   /**
@@ -687,16 +703,7 @@ export class StepFlowRunner {
       return { kind: "end", reason: this.#stopCause, transition: "abort" };
     }
     const code = error instanceof StepflowError ? error.code : "BACKEND_ERROR";
-    const message = errorMessage(error);
-    entry.error = message;
-    await this.#events.emit("onStepError", info, error);
-    await this.#journal.log(state, {
-      type: "step_error",
-      stepId: step.id,
-      code,
-      message,
-      ...(entry.answer ? { answer: entry.answer } : {}),
-    });
+    const message = await this.#reportError(state, info, entry, error, code);
     const outcome = failureOutcome(step, { code, message }, state.errorRetries);
     if (outcome.kind === "goto" && outcome.transition === "jump") {
       await this.#events.emit("onStepJump", info, outcome.stepId);
