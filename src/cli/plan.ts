@@ -20,6 +20,7 @@ import { relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { StepflowError, UsageError } from "../errors.ts";
 import type { StepInfo } from "../events/types.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { createBackend } from "../llm/factory.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -217,7 +218,7 @@ async function makeBackend(
   cli: PlanCliIo,
 ): Promise<LlmBackend> {
   const script = values.script as string | undefined;
-  const name = (values.backend as string | undefined) ?? (script ? "scripted" : "claude-code");
+  const name = (values.backend as string | undefined) ?? (script ? "scripted" : DEFAULT_BACKEND);
   if (name === "scripted") {
     if (!script) {
       throw new UsageError(

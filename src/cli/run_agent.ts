@@ -19,6 +19,7 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { boundDepth } from "../llm/ask_structured.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -70,7 +71,7 @@ export const EXIT: Readonly<{
 });
 
 /** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
-export const DEFAULT_BACKEND = "claude-code";
+export { DEFAULT_BACKEND };
 
 /** How long to wait for the first byte of piped stdin before running without `{input_text}`. */
 export const STDIN_WAIT_MS = 1000;

@@ -12,6 +12,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { createBackend } from "../llm/factory.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
@@ -104,7 +105,7 @@ export async function workerMain(
     if (backendName !== undefined || model !== undefined || baseUrl !== undefined) {
       options.backendFor = (definition, request) =>
         createBackend({
-          name: backendName ?? definition.agent.behavior.backend ?? "claude-code",
+          name: backendName ?? definition.agent.behavior.backend ?? DEFAULT_BACKEND,
           ...(model ?? request.model ?? definition.agent.behavior.model
             ? { model: model ?? request.model ?? definition.agent.behavior.model }
             : {}),

@@ -49,7 +49,7 @@ export async function agentBackend(
   const model = options.model ?? behavior.model;
   return await createBackend({
     name: behavior.backend ?? DEFAULT_BACKEND,
-    ...(model !== undefined ? { model } : {}),
+    ...(model ? { model } : {}),
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
   });
 }

@@ -21,6 +21,12 @@ export {
 export * from "./script_file.ts";
 // -- real backends --
 export {
+  agentBackend,
+  type AgentBackendOptions,
+  type AgentBehaviorBackend,
+  DEFAULT_BACKEND,
+} from "./agent_backend.ts";
+export {
   BACKEND_ENV_VARS,
   BACKEND_NAMES,
   type BackendName,
