@@ -51,8 +51,8 @@ export interface CheckCounters {
   checkRuns: number;
   /** `onFail.retry` retries used in this visit. */
   checkRetries: number;
-  /** NG verdicts in this visit. */
-  checkFailures: number;
+  /** NG verdicts in this visit (absent in checkpoints written before it was counted). */
+  checkFailures?: number;
 }
 
 /**
@@ -70,9 +70,13 @@ export function checkOutcome(
   step: FlowStep,
   counters: Readonly<CheckCounters>,
   verdict: CheckVerdict,
-): { outcome: Outcome; counters: CheckCounters } {
+): { outcome: Outcome; counters: Required<CheckCounters> } {
   const check = step.check!;
-  const next = { ...counters };
+  const next = {
+    checkRuns: counters.checkRuns,
+    checkRetries: counters.checkRetries,
+    checkFailures: counters.checkFailures ?? 0,
+  };
   if (verdict.result === "ng") next.checkFailures++;
   const decided = (outcome: Outcome) => ({ outcome, counters: next });
   if (verdict.result === "ok") {

@@ -352,14 +352,8 @@ export class StepFlowRunner {
                 await call(checkRequest(request, checkPrompt.text), step),
               );
               entry.checkResult = verdict;
-              const decided = checkOutcome(step, {
-                checkRuns: state.checkRuns,
-                checkRetries: state.checkRetries,
-                checkFailures: state.checkFailures ?? 0,
-              }, verdict);
-              state.checkRuns = decided.counters.checkRuns;
-              state.checkRetries = decided.counters.checkRetries;
-              state.checkFailures = decided.counters.checkFailures;
+              const decided = checkOutcome(step, state, verdict);
+              Object.assign(state, decided.counters);
               outcome = decided.outcome;
             }
           } else {
@@ -372,20 +366,16 @@ export class StepFlowRunner {
             } catch (error) {
               const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
               setOwn(state.schemaStrikes, step.id, strikes);
-              const unavailable = new StepflowError(
-                "STRUCTURED_OUTPUT_UNAVAILABLE",
-                errorMessage(error),
-                { cause: error },
-              );
+              const code = "STRUCTURED_OUTPUT_UNAVAILABLE";
+              const unavailable = new StepflowError(code, errorMessage(error), { cause: error });
+              const fields = { strike: strikes };
               const message = await this.#reportError(
                 state,
                 info,
                 entry,
                 unavailable,
-                unavailable.code,
-                {
-                  strike: strikes,
-                },
+                code,
+                fields,
               );
               outcome = schemaStrikeOutcome(step, strikes, message);
               entry.durationMs = Date.now() - startedAt.getTime();
