@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RunStatus } from "../store/types.ts";
-import type { Outcome, StepError, ValidationRetry } from "./decisions.ts";
+import type { Outcome, StepError } from "./decisions.ts";
 import { ownValue, setOwn } from "./own_record.ts";
 import type {
   CompletionReason,
@@ -62,7 +62,7 @@ export interface RunnerState {
   /** Failed validations retried in the current visit of the step (`validation.maxRetries`). */
   validationRetries?: number;
   /** The failed validation the next iteration's retry prompt reports. */
-  validationRetry?: ValidationRetry;
+  validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
   /** Summed usage. */
   usage: RunUsage;
   /** Set once the run ended. */
@@ -70,7 +70,7 @@ export interface RunnerState {
     reason: CompletionReason;
     stepId: string;
     output?: unknown;
-    error?: StepError;
+    error?: { code: string; message: string; stepId?: string };
   };
 }
 
