@@ -6,7 +6,7 @@
  * structured gate (seed 004) decide the outcome, record history, checkpoint. Failures go through
  * the step's `onError` policy. The parts the loop uses live beside it: the state and its checkpoints
  * (`run_state.ts`, `checkpoint.ts`), the pure decisions that turn a response into an outcome
- * (`decisions.ts`), and the backend call (`backend_call.ts`).
+ * (`decisions.ts`), pause and stop (`run_control.ts`), and the backend call (`backend_call.ts`).
  *
  * @module
  */
@@ -48,6 +48,7 @@ import {
 import { type CompiledOutputSchema, OutputSchemaCache } from "./output_validator.ts";
 import { ownValue, setOwn } from "./own_record.ts";
 import { flowStep } from "./router.ts";
+import { createRunControl, type RunControl, type StopCause, watchStops } from "./run_control.ts";
 import {
   advance,
   endRun,
@@ -75,9 +76,6 @@ import {
 
 export type { RunnerState } from "./run_state.ts";
 
-/** Why the run's internal signal fired. */
-type StopCause = "aborted" | "cancelled" | "timeout";
-
 /**
  * Runs an agent definition.
  *
@@ -99,9 +97,8 @@ export class StepFlowRunner {
   readonly #options: StepFlowRunnerOptions;
   #state: RunState = "idle";
   #events: EventEmitter;
-  #paused?: { promise: Promise<void>; resolve: () => void };
-  #controller?: AbortController;
-  #stopCause?: StopCause;
+  /** Pause and stop of the current (or last) run. */
+  #control?: RunControl;
   #ctx: RunContext = { runId: "" };
   #journal: RunJournal = createRunJournal(undefined);
   /** The latest answer (for `detect:keyword`; turned into text only when a condition needs it). */
@@ -132,22 +129,18 @@ export class StepFlowRunner {
 
   /** Pauses the run before its next backend call. */
   pause(): void {
-    if (this.#state !== "running" || this.#paused) return;
-    let release!: () => void;
-    const promise = new Promise<void>((r) => release = r);
-    this.#paused = { promise, resolve: release };
+    if (this.#state !== "running" || !this.#control?.pause()) return;
     void this.#setState("paused");
     void this.#events.emit("onPause", this.#ctx);
   }
 
   /** Resumes a paused run. */
   resume(): void {
-    const paused = this.#paused;
-    if (!paused) return;
-    this.#paused = undefined;
+    const release = this.#control?.resume();
+    if (!release) return;
     void this.#setState("running");
     void this.#events.emit("onResume", this.#ctx);
-    paused.resolve();
+    release();
   }
 
   /** Aborts the run: the call in flight is cancelled and the run ends `aborted`. */
@@ -194,9 +187,17 @@ export class StepFlowRunner {
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
     const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
-    this.#controller = new AbortController();
-    this.#stopCause = undefined;
-    const detach = this.#attachSignals(options.signal, runId);
+    this.#control = createRunControl();
+    const detach = watchStops((cause) => this.#stop(cause), {
+      signal: options.signal,
+      runTimeoutMs: this.#runTimeout(),
+      ...(store?.takeCancelRequest
+        ? { takeCancelRequest: () => store.takeCancelRequest!(runId) }
+        : {}),
+      cancelPollMs: this.#options.cancelPollMs ?? 1000,
+      onPollError: (error) =>
+        this.#warn(`cannot check for a cancel request of run ${runId}: ${errorMessage(error)}`),
+    });
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
     const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
     try {
@@ -251,12 +252,13 @@ export class StepFlowRunner {
     });
     const systemPrompts = new PromptResolver({ agentDir: def.dir, basePath: "." });
     const schemas = new OutputSchemaCache(def.dir);
+    const control = this.#control!;
     const call = (request: LlmRequest, step: FlowStep) => this.#call(backend, request, state, step);
 
     while (!state.end) {
       // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
-      if (this.#stopCause) {
-        this.#end(state, this.#stopCause, state.currentStepId);
+      if (control.stopCause) {
+        this.#end(state, control.stopCause, state.currentStepId);
         break;
       }
       if (state.iteration >= maxIterations) {
@@ -541,9 +543,9 @@ export class StepFlowRunner {
     step: FlowStep,
   ): Promise<LlmResponse> {
     const response = await callBackend(backend, request, state, step, {
-      signal: this.#controller!.signal,
+      signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
-      waitIfPaused: () => this.#waitIfPaused(),
+      waitIfPaused: () => this.#control!.waitIfPaused(),
       onRetry: (retry) => {
         void this.#events.emit(
           "onStepRetry",
@@ -571,7 +573,7 @@ export class StepFlowRunner {
       allowRun: this.#options.allowRun,
       args: state.args,
       cwd: state.cwd,
-      signal: this.#controller!.signal,
+      signal: this.#control!.signal,
       agent: this.#def.name,
       stepId: step.id,
     };
@@ -579,7 +581,7 @@ export class StepFlowRunner {
 
   /** A command step: run it, hand off its output, route on its exit code. */
   async #commandStep(state: RunnerState, step: FlowStep, entry: HistoryEntry): Promise<Outcome> {
-    await this.#waitIfPaused();
+    await this.#control!.waitIfPaused();
     const result = await runCommandStep(step, this.#commandContext(state, step));
     state.handoff[step.id] = { ...state.handoff[step.id], ...result.handoff };
     Object.assign(state.latestHandoff, result.handoff);
@@ -688,9 +690,10 @@ export class StepFlowRunner {
     error: unknown,
     entry: HistoryEntry,
   ): Promise<Outcome> {
-    if (this.#stopCause) {
-      entry.error = `run ${this.#stopCause}`;
-      return { kind: "end", reason: this.#stopCause, transition: "abort" };
+    const control = this.#control!;
+    if (control.stopCause) {
+      entry.error = `run ${control.stopCause}`;
+      return { kind: "end", reason: control.stopCause, transition: "abort" };
     }
     const code = error instanceof StepflowError ? error.code : "BACKEND_ERROR";
     const message = await this.#reportError(state, info, entry, error, code);
@@ -708,10 +711,10 @@ export class StepFlowRunner {
       try {
         await sleep(
           backoffDelay(state.errorRetries, this.#options.retryBackoff),
-          this.#controller!.signal,
+          control.signal,
         );
       } catch {
-        return { kind: "end", reason: this.#stopCause ?? "cancelled", transition: "abort" };
+        return { kind: "end", reason: control.stopCause ?? "cancelled", transition: "abort" };
       }
     }
     return outcome;
@@ -733,57 +736,11 @@ export class StepFlowRunner {
     await this.#events.emit("onStateChange", next, previous, this.#ctx);
   }
 
-  async #waitIfPaused(): Promise<void> {
-    while (this.#paused && !this.#stopCause) await this.#paused.promise;
-  }
-
+  /** Stops the run once (the first cause wins) and tells the handlers. */
   #stop(cause: StopCause): void {
-    if (!this.#controller || this.#stopCause) return;
-    this.#stopCause = cause;
-    this.#controller.abort(new StepflowError(cause.toUpperCase(), `run ${cause}`));
-    const paused = this.#paused;
-    this.#paused = undefined;
-    paused?.resolve();
+    if (!this.#control?.stop(cause)) return;
     if (cause === "timeout") void this.#events.emit("onTimeout", this.#ctx);
     else void this.#events.emit("onAbort", this.#ctx);
-  }
-
-  #attachSignals(signal: AbortSignal | undefined, runId: string): () => void {
-    const onAbort = () => this.#stop("cancelled");
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener("abort", onAbort, { once: true });
-    const timeoutMs = this.#runTimeout();
-    const timer = timeoutMs ? setTimeout(() => this.#stop("timeout"), timeoutMs) : undefined;
-    const stopPolling = this.#pollCancelRequests(runId);
-    return () => {
-      signal?.removeEventListener("abort", onAbort);
-      if (timer !== undefined) clearTimeout(timer);
-      stopPolling();
-    };
-  }
-
-  /**
-   * A cancel request recorded in the store by another process (the dashboard's Cancel) ends the
-   * run as Ctrl-C does. Polled on a timer, not per iteration: the loop pays nothing, and a long
-   * backend call is cancelled too.
-   */
-  #pollCancelRequests(runId: string): () => void {
-    const store = this.#options.store;
-    if (!store?.takeCancelRequest) return () => {};
-    let polling = false;
-    const poll = async () => {
-      if (polling) return;
-      polling = true;
-      try {
-        if (await store.takeCancelRequest!(runId)) this.#stop("cancelled");
-      } catch (error) {
-        this.#warn(`cannot check for a cancel request of run ${runId}: ${errorMessage(error)}`);
-      } finally {
-        polling = false;
-      }
-    };
-    const interval = setInterval(poll, this.#options.cancelPollMs ?? 1000);
-    return () => clearInterval(interval);
   }
 
   #runTimeout(): number | undefined {

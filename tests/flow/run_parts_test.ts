@@ -9,6 +9,7 @@ import { StepflowError } from "../../src/errors.ts";
 import { callBackend, type CallContext, stepRequest } from "../../src/flow/backend_call.ts";
 import { createRunJournal, restoreRun } from "../../src/flow/checkpoint.ts";
 import { flowStep } from "../../src/flow/router.ts";
+import { createRunControl, watchStops } from "../../src/flow/run_control.ts";
 import {
   advance,
   endRun,
@@ -178,4 +179,46 @@ Deno.test("callBackend waits while the run is paused before it sends", async () 
   assert.equal(backend.calls.length, 0);
   release();
   assert.equal((await sent).text, "ok");
+});
+
+Deno.test("run control: a pause holds waiters until resumed; a stop ends it and fires the signal", async () => {
+  const control = createRunControl();
+  assert.equal(control.pause(), true);
+  assert.equal(control.pause(), false, "already paused");
+  let passed = false;
+  const waiting = control.waitIfPaused().then(() => passed = true);
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal(passed, false);
+  control.resume()!();
+  await waiting;
+  assert.equal(control.resume(), undefined, "not paused any more");
+  control.pause();
+  assert.equal(control.stop("aborted"), true);
+  assert.equal(control.stop("timeout"), false, "the first cause wins");
+  await control.waitIfPaused(); // a stop ends the pause
+  assert.equal(control.stopCause, "aborted");
+  assert.equal((control.signal.reason as StepflowError).code, "ABORTED");
+});
+
+Deno.test("watchStops: the caller's signal, the time limit and a cancel request stop the run", async () => {
+  const causes: string[] = [];
+  const caller = new AbortController();
+  let requested = false;
+  const detach = watchStops((cause) => causes.push(cause), {
+    signal: caller.signal,
+    runTimeoutMs: 30,
+    takeCancelRequest: () => Promise.resolve(requested),
+    cancelPollMs: 5,
+    onPollError: () => {},
+  });
+  caller.abort();
+  requested = true;
+  await new Promise((r) => setTimeout(r, 60));
+  detach();
+  assert.equal(causes[0], "cancelled");
+  assert.ok(causes.includes("timeout"));
+  assert.ok(causes.filter((c) => c === "cancelled").length >= 2, "the cancel request was polled");
+  const after = causes.length;
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(causes.length, after, "nothing fires once detached");
 });
