@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { TEMPLATE_FILES } from "./template_files.ts";
 
+export { displayPath } from "./kit/display_path.ts";
+
 /** The placeholder replaced by the agent's name in template file contents and file names. */
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
 
@@ -230,10 +232,4 @@ async function exists(path: string): Promise<boolean> {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
-}
-
-/** `path` relative to `cwd` when it is inside it, else absolute (for messages). */
-export function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  return rel && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : path;
 }
