@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
-import { UsageError } from "../errors.ts";
+import { errorMessage, UsageError } from "../errors.ts";
 
 /** One flag of the CLI, as shown by `--help`. */
 export interface FlagSpec {
@@ -654,7 +654,7 @@ function parameterHelp(options: ParseOptions, withFlagsHint = false): string {
 
 /** node's parse errors, reworded without its internal codes. */
 function cleanParseMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const missing = /^Option '(-[^ ']+)(?: <value>)?' argument missing/.exec(message);
   if (missing) {
     const flag = missing[1].replace(/^-h$/, "--help");

@@ -18,7 +18,7 @@
  */
 import { relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { StepflowError, UsageError } from "../errors.ts";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import type { StepInfo } from "../events/types.ts";
 import { createBackend } from "../llm/factory.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
@@ -46,6 +46,7 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
+import { pathExists } from "../path_exists.ts";
 
 /** Where the CLI reads and writes; tests and embedders may replace any part. */
 export interface PlanCliIo {
@@ -148,7 +149,7 @@ export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Pro
 }
 
 function report(error: unknown, cli: PlanCliIo): number {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   cli.stderr(`error: ${message}\n`);
   if (error instanceof StepflowError) {
     if (error.code === "PLAN_LOCKED") return PLAN_LOCKED_EXIT;
@@ -314,12 +315,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
 async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
   for (let n = 1;; n++) {
     const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
-    try {
-      await Deno.lstat(file);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return file;
-      throw error;
-    }
+    if (!(await pathExists(file))) return file;
   }
 }
 
@@ -529,7 +525,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
           );
         },
         onStepError: (info: StepInfo, error: unknown) =>
-          line(`  ✗ ${info.stepId}: ${error instanceof Error ? error.message : String(error)}`),
+          line(`  ✗ ${info.stepId}: ${errorMessage(error)}`),
       },
     });
     line(`Running ${shown(cli, file)} with ${backend.name}`);

@@ -45,6 +45,7 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore } from "../store/types.ts";
 import { submitAndFollow } from "./submit.ts";
+import { pathVisible } from "../path_exists.ts";
 
 /** Exit codes of `run-agent`. */
 export const EXIT: Readonly<{
@@ -376,7 +377,7 @@ async function showRuns(
   }
   const log = await store.readLog(runId);
   const logExists = store instanceof FileRunStore
-    ? await Deno.lstat(store.files(runId).log).then(() => true, () => false)
+    ? await pathVisible(store.files(runId).log)
     : log.length > 0;
   if (!checkpoint && !logExists) {
     throw new StepflowError(

@@ -24,7 +24,6 @@ import {
   type ReaskInfo,
 } from "../llm/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
-import { sleep } from "../llm/scripted.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
@@ -41,7 +40,8 @@ import {
 } from "./validators.ts";
 import type { RunCheckpoint, RunLock, RunStatus } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
-import { backoffDelay } from "./backoff.ts";
+import { backoffDelay, sleep } from "../backoff.ts";
+import { newRunId } from "../store/run_id.ts";
 import { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
 import { interpretGate } from "./gate.ts";
 import { OutputSchemaCache } from "./output_validator.ts";
@@ -1325,11 +1325,4 @@ function stepFailureMessage(stepId: string, message: string): string {
 /** `1 check`, `9 checks`. */
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
-
-/** A sortable, unique run id: `20261122T041500Z-1a2b3c`. */
-export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-  const random = crypto.getRandomValues(new Uint8Array(3));
-  return `${stamp}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

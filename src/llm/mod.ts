@@ -7,6 +7,7 @@
  */
 export * from "./types.ts";
 export * from "./scripted.ts";
+export { sleep } from "../backoff.ts";
 export * from "./structured_output.ts";
 export {
   ANSWER_EXCERPT_CHARS,

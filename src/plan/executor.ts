@@ -12,7 +12,8 @@
  *
  * @module
  */
-import { StepflowError } from "../errors.ts";
+import { backoffDelay, sleep } from "../backoff.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -41,6 +42,7 @@ import type {
   StepResult,
   StepStatus,
 } from "./types.ts";
+import { newRunId } from "../store/run_id.ts";
 
 /** Options of {@linkcode executePlan} and {@linkcode startPlan}. */
 export interface ExecutePlanOptions {
@@ -234,7 +236,7 @@ class Execution {
   constructor(plan: Plan, options: ExecutePlanOptions) {
     this.#o = options;
     this.#tools = options.tools;
-    this.runId = options.runId ?? crypto.randomUUID();
+    this.runId = options.runId ?? newRunId();
     this.#root = options.workspaceRoot ?? Deno.cwd();
     this.#limit = Math.max(1, Math.floor(options.concurrency ?? 4));
     this.#emitter = createEventEmitter(
@@ -552,7 +554,7 @@ class Execution {
           try {
             await this.#saveNow();
           } catch (error) {
-            const message = error instanceof Error ? error.message : String(error);
+            const message = errorMessage(error);
             throw new Error(
               `the step could not be recorded as started, so its tool was not run (saving the plan failed: ${message})`,
               { cause: error },
@@ -569,13 +571,15 @@ class Execution {
         return "completed";
       } catch (error) {
         if (signal.aborted) return "interrupted";
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         await this.#emit("onStepError", info, error);
         const strategy = this.#strategy(step);
         if (strategy.kind === "retry" && retries < strategy.count) {
           retries++;
-          const base = strategy.backoffMs ?? this.#o.retryBackoffMs ?? 1000;
-          const delay = Math.min(base * 2 ** (retries - 1), this.#o.maxBackoffMs ?? 30_000);
+          const delay = backoffDelay(retries, {
+            initialMs: strategy.backoffMs ?? this.#o.retryBackoffMs ?? 1000,
+            maxMs: this.#o.maxBackoffMs,
+          });
           this.#progress(i, {
             logs: [
               log(
@@ -682,7 +686,7 @@ class Execution {
       });
       return decision;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return { approved: false, reason: `the approver failed: ${message}` };
     }
   }
@@ -715,7 +719,7 @@ class Execution {
       });
     } catch (failure) {
       if (this.#controller.signal.aborted) return "failed";
-      const message = failure instanceof Error ? failure.message : String(failure);
+      const message = errorMessage(failure);
       this.#progress(i, { logs: [log("error", message)] });
       return "failed";
     }
@@ -840,7 +844,7 @@ class Execution {
   }
 
   #fail(i: number, error: unknown): void {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     this.#firstError ??= `Step "${this.#nodes[i].id}" failed: ${message}`;
     this.#settleWith(i, "failed", message);
   }
@@ -934,9 +938,7 @@ class Execution {
     if (this.#cancelled || this.#finished) return;
     this.#cancelled = true;
     this.#stopping = true;
-    this.#firstError ??= `Cancelled${
-      reason === undefined ? "" : `: ${reason instanceof Error ? reason.message : String(reason)}`
-    }`;
+    this.#firstError ??= `Cancelled${reason === undefined ? "" : `: ${errorMessage(reason)}`}`;
     this.#controller.abort(reason);
     void this.#emit("onAbort", { runId: this.runId, planId: this.plan.id, reason: String(reason) });
     // Nothing running: finish now (otherwise the last running step finishes the run).
@@ -962,7 +964,7 @@ class Execution {
           await persist(this.plan);
         } catch (error) {
           failure = error;
-          const message = error instanceof Error ? error.message : String(error);
+          const message = errorMessage(error);
           console.warn(`[stepflow] saving the plan failed: ${message}`);
         }
         this.#saveWritten = generation;
@@ -1131,19 +1133,4 @@ export function interruptedError(steps: readonly Step[]): StepflowError {
 
 function log(level: LogEntry["level"], message: string): LogEntry {
   return { level, message, timestamp: new Date().toISOString() };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

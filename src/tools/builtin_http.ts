@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import type { Tool } from "./types.ts";
 
 /** Options of the `http_get` tool. */
@@ -199,7 +199,7 @@ function fetchError(url: string, error: unknown, timedOut: boolean, timeoutMs: n
   }
   return new StepflowError(
     "HTTP_FAILED",
-    `http_get: request to ${url} failed: ${error instanceof Error ? error.message : String(error)}`,
+    `http_get: request to ${url} failed: ${errorMessage(error)}`,
     { details: { url }, cause: error },
   );
 }

@@ -5,7 +5,7 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
-import { newRunId } from "../flow/runner.ts";
+import { newRunId } from "../store/run_id.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
