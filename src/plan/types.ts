@@ -4,6 +4,9 @@
  *
  * @module
  */
+import type { ArgIssue, ToolContext } from "../tools/types.ts";
+
+export type { ArgIssue } from "../tools/types.ts";
 
 /**
  * Where a step is in its life.
@@ -235,21 +238,8 @@ export type Approver = (
   signal: AbortSignal,
 ) => ApprovalDecision | Promise<ApprovalDecision>;
 
-/** The context a tool receives when a plan step calls it. */
-export interface PlanToolContext {
-  /** Absolute workspace root. */
-  workspaceRoot: string;
-  /** Cancels the call. */
-  signal?: AbortSignal;
-  /** The step invoking the tool. */
-  stepId?: string;
-  /** Reports progress (0–100). */
-  reportProgress?: (percent: number, message?: string) => void;
-  /** Adds a log line to the step's progress. */
-  log?: (message: string) => void;
-  /** Extras. */
-  [extra: string]: unknown;
-}
+/** The context a tool receives when a plan step calls it (the tool contract's `ToolContext`). */
+export type PlanToolContext = ToolContext;
 
 /** A tool's prompt-ready description. */
 export interface PlanToolDescriptor {
@@ -263,14 +253,6 @@ export interface PlanToolDescriptor {
   requiresApproval: boolean;
   /** Whether the tool is safe to run again after a crash (absent: not declared, so not safe). */
   idempotent?: boolean;
-}
-
-/** One argument problem, as a schema library reports it. */
-export interface ArgIssue {
-  /** Path inside the arguments. */
-  readonly path: PropertyKey[];
-  /** What is wrong. */
-  readonly message: string;
 }
 
 /**
