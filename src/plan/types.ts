@@ -4,8 +4,10 @@
  *
  * @module
  */
+import type { OnErrorPolicy } from "../on_error.ts";
 import type { ArgIssue, ToolContext } from "../tools/types.ts";
 
+export type { OnErrorPolicy } from "../on_error.ts";
 export type { ArgIssue } from "../tools/types.ts";
 
 /**
@@ -107,12 +109,11 @@ export interface Plan {
   updatedAt?: string;
 }
 
-/** A failure strategy, parsed. */
-export type ErrorStrategy =
-  | { kind: "fail" }
-  | { kind: "continue" }
-  | { kind: "retry"; count: number; backoffMs?: number }
-  | { kind: "recover"; maxAttempts?: number };
+/**
+ * A failure strategy, parsed: `fail`, `continue`, `retry` (`count`, `backoffMs?`) or `recover`
+ * (`maxAttempts?`) — the plans' part of the one `onError` grammar.
+ */
+export type ErrorStrategy = Exclude<OnErrorPolicy, { kind: "jump" }>;
 
 /** Kinds of plan problems reported by {@linkcode validatePlan}. */
 export type PlanProblemCode =
