@@ -9,8 +9,7 @@ function step(id: string, dependsOn: string[] = [], status: StepStatus = "pendin
 
 function recording() {
   const events: string[] = [];
-  let scheduler!: StepScheduler;
-  scheduler = new StepScheduler({
+  const scheduler: StepScheduler = new StepScheduler({
     ready: (i) => events.push(`ready ${scheduler.nodes[i].id}`),
     blocked: (i) => events.push(`blocked ${scheduler.nodes[i].id}`),
     passedOn: (i, status, culprit) =>
