@@ -5,14 +5,14 @@
  * @module
  */
 import { type BuiltinToolOptions, createToolRegistry } from "../tools/builtin.ts";
-import type { ArgSchema, StructuralTool } from "../tools/types.ts";
+import type { AnyTool, ToolArgsSchema } from "../tools/types.ts";
 import type { PlanToolRegistry } from "./types.ts";
 
 /** Validates a tool's arguments: a zod schema in practice (`z.object({ … })`). */
-export type PlanArgSchema = ArgSchema;
+export type PlanArgSchema = ToolArgsSchema<unknown>;
 
-/** A tool a plan step can call: the structural `Tool` contract of the project's tool registry. */
-export type PlanTool = StructuralTool;
+/** A tool a plan step can call: the `Tool` contract of the project's tool registry. */
+export type PlanTool = AnyTool;
 
 /** A tool registry that plans can run on and that accepts more tools. */
 export interface PlanToolbox extends PlanToolRegistry {

@@ -1,13 +1,8 @@
 /**
- * The tool contract shared by tool plans (seed 002) and QPlan scripts (seed 000): {@linkcode Tool}
- * as tools are written (with a zod schema), and {@linkcode StructuralTool}, the same contract
- * written structurally, as the engines' public types show it (so they do not expose zod's types;
- * every `Tool` fits).
+ * The tool contract shared by tool plans (seed 002) and QPlan scripts (seed 000).
  *
  * @module
  */
-import type { z } from "zod";
-
 /** What a tool receives besides its arguments. */
 export interface ToolContext {
   /** Absolute workspace root: file tools must stay inside it. */
@@ -45,7 +40,7 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
   /** One-line description shown to LLMs and users. */
   description: string;
   /** Validates (and may coerce) the arguments. The JSON Schema for prompts is generated from it. */
-  inputSchema: z.ZodType<Args>;
+  inputSchema: ToolArgsSchema<Args>;
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
   /**
@@ -76,48 +71,14 @@ export interface ArgIssue {
   readonly message: string;
 }
 
-/** The outcome of validating a tool's arguments. */
-export type ArgParseResult =
-  | { success: true; data: unknown }
-  | { success: false; error: { issues: readonly ArgIssue[] } };
-
-/** Validates (and may transform) a tool's arguments: a zod schema in practice (`z.object({ … })`). */
-export interface ArgSchema {
-  /** Validates (and may transform) `value`. */
-  safeParse(value: unknown): ArgParseResult;
-}
-
 /**
- * The {@linkcode Tool} contract written structurally: what tool plans and QPlan scripts accept
- * (`PlanTool`, `QPlanTool`). Any `Tool` fits.
- *
- * @example
- * ```ts
- * import { z } from "zod";
- * import type { StructuralTool } from "./types.ts";
- * const shout: StructuralTool = {
- *   name: "shout",
- *   description: "Upper-cases a text",
- *   inputSchema: z.object({ text: z.string() }),
- *   execute: ({ text }: { text: string }) => text.toUpperCase(),
- * };
- * ```
+ * Validates (and may coerce) a tool's arguments: a zod schema (`z.object({ … })`) in practice, as
+ * the registry also generates the JSON Schema shown to models from it. Declared structurally so
+ * that the public contract does not expose zod's own types.
  */
-export interface StructuralTool {
-  /** Unique name, used in plans and scripts (as the module name). */
-  name: string;
-  /** One-line description shown to LLMs and people. */
-  description: string;
-  /** Validates the arguments; the JSON Schema for prompts is generated from it. */
-  inputSchema: ArgSchema;
-  /** Always ask for approval before running. */
-  requiresApproval?: boolean;
-  /** Safe to run again after a crash (see {@linkcode Tool}). */
-  idempotent?: boolean;
-  /** Ask for approval for these arguments: `true` or a reason to ask, `false` not to. */
-  // deno-lint-ignore no-explicit-any
-  needsApproval?(args: any, ctx: ToolContext): boolean | string | Promise<boolean | string>;
-  /** Runs the tool with validated arguments. */
-  // deno-lint-ignore no-explicit-any
-  execute(args: any, ctx: ToolContext): unknown;
+export interface ToolArgsSchema<Args> {
+  /** Validates `value`; never throws. */
+  safeParse(
+    value: unknown,
+  ): { success: true; data: Args } | { success: false; error: { issues: readonly ArgIssue[] } };
 }

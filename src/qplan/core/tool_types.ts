@@ -4,13 +4,19 @@
  *
  * @module
  */
-import type { ArgIssue, StructuralTool } from "../../tools/types.ts";
+import type { AnyTool, ArgIssue, ToolArgsSchema } from "../../tools/types.ts";
 import type { ToolDescriptor } from "../../tools/registry.ts";
 
-export type { ArgIssue, ArgParseResult, ArgSchema } from "../../tools/types.ts";
+export type { ArgIssue } from "../../tools/types.ts";
 
-/** A tool as QPlan calls it: the structural `Tool` contract of `src/tools`. */
-export type QPlanTool = StructuralTool;
+/** Validates a tool's arguments (a zod schema in practice). */
+export type ArgSchema = ToolArgsSchema<unknown>;
+
+/** The outcome of validating arguments. */
+export type ArgParseResult = ReturnType<ArgSchema["safeParse"]>;
+
+/** A tool as QPlan calls it: the `Tool` contract of `src/tools`. */
+export type QPlanTool = AnyTool;
 
 /** The registry QPlan looks modules up in (`ToolRegistry` of `src/tools` fits). */
 export interface QPlanToolRegistry {
