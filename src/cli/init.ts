@@ -9,6 +9,8 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { TEMPLATE_FILES } from "./template_files.ts";
 import { pathExists } from "../path_exists.ts";
 
+export { displayPath } from "./kit/display_path.ts";
+
 /** The placeholder replaced by the agent's name in template file contents and file names. */
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
 
@@ -221,10 +223,4 @@ function decodeText(bytes: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** `path` relative to `cwd` when it is inside it, else absolute (for messages). */
-export function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  return rel && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : path;
 }
