@@ -50,6 +50,7 @@ import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
+import { pathExists } from "../path_exists.ts";
 
 /**
  * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
@@ -296,12 +297,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
 async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
   for (let n = 1;; n++) {
     const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
-    try {
-      await Deno.lstat(file);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return file;
-      throw error;
-    }
+    if (!(await pathExists(file))) return file;
   }
 }
 

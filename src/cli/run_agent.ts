@@ -49,6 +49,7 @@ import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
+import { pathVisible } from "../path_exists.ts";
 
 export { type CliIo, type CliWriter, processIo, STDIN_WAIT_MS } from "./kit/io.ts";
 export {
@@ -277,7 +278,7 @@ async function showRuns(
   }
   const log = await store.readLog(runId);
   const logExists = store instanceof FileRunStore
-    ? await Deno.lstat(store.files(runId).log).then(() => true, () => false)
+    ? await pathVisible(store.files(runId).log)
     : log.length > 0;
   if (!checkpoint && !logExists) {
     throw new StepflowError(

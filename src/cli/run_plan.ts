@@ -50,6 +50,8 @@ import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, type CliWriter, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
+import { pathVisible } from "../path_exists.ts";
+import { newRunId } from "../store/run_id.ts";
 
 /** Exit codes of `run-plan`: its subset of the one table, {@linkcode EXIT_CODES}. */
 export const RUN_PLAN_EXIT: Readonly<{
@@ -318,7 +320,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   // One process at a time: the lock is taken before the plan is read, released after the last
   // write. A dry run only reads (atomic writes never show it half a plan).
   using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
-    runId: crypto.randomUUID(),
+    runId: newRunId(),
     onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
   });
   if (lock) {
@@ -339,7 +341,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
 
   let plan: Plan;
   if (flags.generate !== undefined) {
-    if (!flags.force && await exists(planFile)) {
+    if (!flags.force && await pathVisible(planFile)) {
       throw new UsageError(
         `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
       );
@@ -731,15 +733,6 @@ async function assertFolder(dir: string): Promise<void> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await Deno.lstat(file);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

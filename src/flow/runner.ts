@@ -23,14 +23,12 @@ import {
   type ReaskInfo,
 } from "../llm/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
-import { sleep } from "../llm/scripted.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { PromptVariables } from "../prompt/variables.ts";
 import type { RunLock } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { backendRetryError, callBackend, checkRequest, stepRequest } from "./backend_call.ts";
-import { backoffDelay } from "./backoff.ts";
 import { interpretCheck } from "./check.ts";
 import { createRunJournal, type RestoredRun, restoreRun, type RunJournal } from "./checkpoint.ts";
 import { runCommandStep } from "./command_step.ts";
@@ -73,6 +71,8 @@ import {
   runStepValidators,
   validationRetryPrompt,
 } from "./validators.ts";
+import { backoffDelay, sleep } from "../backoff.ts";
+import { newRunId } from "../store/run_id.ts";
 
 export type { RunnerState } from "./run_state.ts";
 
@@ -757,11 +757,4 @@ function answerText(answer: { text: string; structuredOutput?: unknown }): strin
   return answer.structuredOutput === undefined
     ? answer.text
     : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
-}
-
-/** A sortable, unique run id: `20261122T041500Z-1a2b3c`. */
-export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-  const random = crypto.getRandomValues(new Uint8Array(3));
-  return `${stamp}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -63,7 +63,7 @@ Deno.test("qplan run: print on stdout, the step tree on stderr, files in INIT_CW
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "total: 6\nover 5\n");
   const lines = r.stderr.trim().split("\n");
-  assert.match(lines[0], /^▶ run run-\S+ "Numbers": 2 steps$/);
+  assert.match(lines[0], /^▶ run \d{8}T\d{6}Z-[0-9a-f]{6} "Numbers": 2 steps$/);
   assert.equal(lines[1], "  ● Read numbers [load]");
   assert.match(lines[2], /^ {2}✓ Read numbers \[load\] \d+ ms → \{"text":"1 2 3"\}$/);
   assert.equal(lines[3], "  ● Statistics [stats]");
