@@ -2,7 +2,7 @@
  * `deno task ui`: the local web dashboard over the recorded runs (see docs/dashboard.md).
  *
  * ```
- * deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+ * deno task ui [--store DIR|URL] [--port 8420] [--open] [--host H]
  *              [--allow-actions [--backend NAME] [--model M] [--script FILE]]
  * ```
  *
@@ -18,7 +18,8 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import { discoverStores } from "../ui/source.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
 
 /** Where `uiMain` writes and what it reads. */
@@ -31,15 +32,19 @@ export interface UiCliIo {
   cwd?: string;
   /** Stops the server (default: Ctrl-C). */
   signal?: AbortSignal;
+  /** Environment (`STEPFLOW_STORE`; default: the process's). */
+  env?: Record<string, string | undefined>;
   /** Called once the server listens, with its URL (tests). */
   onListen?: (url: string) => void;
 }
 
-const USAGE = `Usage: deno task ui [--store DIR] [--plans DIR] [--port 8420] [--open] [--host H]
+const USAGE = `Usage: deno task ui [--store DIR|URL] [--plans DIR] [--port 8420] [--open] [--host H]
                    [--allow-actions [--backend NAME] [--model M] [--script FILE]]
 
-  --store DIR   run directory (or a folder of them) to show; default: every agent's runs
-                (agent.json logging.directory, tmp/logs/agents/*)
+  --store DIR|URL
+                run directory (or a folder of them), or a PostgreSQL store (postgres://…), to
+                show; default: every agent's runs (agent.json logging.directory,
+                tmp/logs/agents/*, and the PostgreSQL store of STEPFLOW_STORE or logging.store)
   --plans DIR   folder of tool plans (*.json) shown under Plans (default: plans); PlanSpec
                 plans are read from planspec/
   --port N      port (default 8420; 0 picks a free one)
@@ -95,7 +100,10 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
         "--backend, --model and --script are the backend of runs resumed or redriven from the page: they need --allow-actions.",
       );
     }
-    const stores = await discoverStores(cwd, values.store);
+    const stores = await discoverStores(cwd, values.store, { env: io.env ?? Deno.env.toObject() });
+    // A database store is probed now: a wrong URL or a server that is down is exit 2 with the
+    // reason, not an error on every page.
+    for (const { store } of stores) if (isPagedStore(store)) await store.listPage({ limit: 0 });
     let token: string | undefined;
     if (!isLoopback(hostname)) {
       token = [...crypto.getRandomValues(new Uint8Array(24))]
@@ -113,8 +121,8 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
       const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
       const ui = serveDashboard({ source, hostname, port, token, signal, actions });
       out.write(
-        `stepflow dashboard: ${ui.url}\n${stores.length} run director${
-          stores.length === 1 ? "y" : "ies"
+        `stepflow dashboard: ${ui.url}\n${stores.length} run store${
+          stores.length === 1 ? "" : "s"
         }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
           actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
         } · Ctrl-C stops\n`,
@@ -124,6 +132,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
       await ui.server.finished;
     } finally {
       if (!io.signal) Deno.removeSignalListener("SIGINT", onSigint);
+      await closeStores(stores);
     }
     return 0;
   } catch (error) {
@@ -133,6 +142,13 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     }
     err.write(`error: ${errorMessage(error)}\n`);
     return error instanceof Deno.errors.AddrInUse ? 2 : 70;
+  }
+}
+
+/** Closes the stores that hold connections (database pools). */
+async function closeStores(stores: { store: unknown }[]): Promise<void> {
+  for (const { store } of stores) {
+    if (store instanceof PostgresRunStore) await store.close().catch(() => {});
   }
 }
 

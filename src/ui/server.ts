@@ -93,7 +93,7 @@ export function dashboardHandler(
   // policy), so it cannot forge an action even with the user's token cookie.
   const csrf = options.actions ? randomHex(24) : undefined;
   // Read every store once now, so the first page does not pay for parsing every checkpoint.
-  data.allRuns().catch(() => {/* the page that needs it reports the problem */});
+  data.warm().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
     try {
       const url = new URL(request.url);
@@ -248,7 +248,7 @@ async function loadRunView(data: DashboardData, runId: string): Promise<RunView>
   } catch (error) {
     view.problem = errorMessage(error);
   }
-  view.summary = (await data.allRuns()).find((r) => r.runId === runId);
+  view.summary = await data.summaryOf(runId);
   const log = await store.readLog(runId);
   foldLog(view.timeline, log);
   const agent = view.checkpoint?.agent ?? view.summary?.agent;

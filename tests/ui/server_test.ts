@@ -213,7 +213,7 @@ Deno.test("deno task ui: prints the URL; --host widens with a warning and a toke
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   assert.match(
     out,
-    /stepflow dashboard: http:\/\/127\.0\.0\.1:\d+\/\n1 run directory: .*issue-solver/,
+    /stepflow dashboard: http:\/\/127\.0\.0\.1:\d+\/\n1 run store: .*issue-solver/,
   );
   assert.equal(err, "");
 
@@ -238,10 +238,18 @@ Deno.test("deno task ui: prints the URL; --host widens with a warning and a toke
 
 Deno.test("deno task ui: usage errors and an unsupported store exit 2 with the fix", async () => {
   const userDir = await Deno.makeTempDir();
-  const pg = await runTask(["--store", "postgres://u:secret@db/x"], { userDir, task: "ui" });
-  assert.equal(pg.code, 2);
-  assert.match(pg.stderr, /UI_STORE_UNSUPPORTED.*postgres:\/\/…@db\/x/);
-  assert.ok(!pg.stderr.includes("secret"));
+  const other = await runTask(["--store", "mysql://u:secret@db/x"], { userDir, task: "ui" });
+  assert.equal(other.code, 2);
+  assert.match(other.stderr, /UI_STORE_UNSUPPORTED.*mysql:\/\/…@db\/x.*postgres:\/\//);
+  assert.ok(!other.stderr.includes("secret"));
+  // A PostgreSQL store that cannot be reached is exit 2 at start, not an error on every page.
+  const down = await runTask(["--store", "postgres://u:secret@127.0.0.1:1/x"], {
+    userDir,
+    task: "ui",
+  });
+  assert.equal(down.code, 2);
+  assert.match(down.stderr, /RUN_STORE_UNAVAILABLE/);
+  assert.ok(!down.stderr.includes("secret"));
   const missing = await runTask(["--store", "nowhere"], { userDir, task: "ui" });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /UI_STORE_NOT_FOUND/);
