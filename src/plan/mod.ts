@@ -59,6 +59,17 @@ export {
 } from "./executor.ts";
 export { EventLog } from "./progress.ts";
 export {
+  type ApprovalAnswer,
+  type ApprovalRecord,
+  approvalsDir,
+  type ApprovalState,
+  decideApproval,
+  fileApprover,
+  type FileApproverOptions,
+  firstApproval,
+  listApprovals,
+} from "./file_approver.ts";
+export {
   GENERATE_STEP_ID,
   generatePlan,
   type GeneratePlanOptions,
