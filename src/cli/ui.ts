@@ -124,7 +124,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
         `stepflow dashboard: ${ui.url}\n${stores.length} run store${
           stores.length === 1 ? "" : "s"
         }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
-          actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
+          actions ? "actions allowed (cancel, resume, redrive, tool-plan approvals)" : "read-only"
         } · Ctrl-C stops\n`,
       );
       io.onListen?.(ui.url);

@@ -14,6 +14,8 @@ import { assertContinuable } from "../flow/continue_check.ts";
 import { runStoreFor } from "../store/location.ts";
 import { STORE_ENV } from "../store/select.ts";
 import { readLogFrom } from "../store/types.ts";
+import { decideApproval } from "../plan/file_approver.ts";
+import { type PlanFolders, toolPlanFile } from "./plans.ts";
 import type { DashboardData } from "./source.ts";
 
 /** Options of the dashboard's actions; present = actions allowed. */
@@ -136,6 +138,35 @@ export async function runAction(
 
 function refused(message: string): StepflowError {
   return new StepflowError("UI_ACTION_REFUSED", message);
+}
+
+/**
+ * Answers a waiting tool-plan step: writes the decision file its `run-plan --approvals dashboard`
+ * waits for (the first answer wins; see `src/plan/file_approver.ts`).
+ */
+export async function answerApproval(
+  folders: PlanFolders,
+  plan: string,
+  stepId: string,
+  requestId: string,
+  approved: boolean,
+): Promise<ActionOutcome> {
+  const file = await toolPlanFile(folders, plan);
+  if (!file) return { status: 404, message: `No tool plan "${plan}" in ${folders.toolPlans}.` };
+  try {
+    await decideApproval(file, stepId, requestId, { approved, by: "dashboard" });
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      return { status: 409, message: error.message, code: error.code };
+    }
+    throw error;
+  }
+  return {
+    status: 200,
+    message: approved
+      ? `Step "${stepId}" approved: run-plan runs it now.`
+      : `Step "${stepId}" denied: run-plan skips it and the steps that depend on it.`,
+  };
 }
 
 /**

@@ -116,9 +116,9 @@ export const APP_JS = `"use strict";
   // reloads so a resumed run shows live and a cancelled one its end.
   document.addEventListener("click", function (e) {
     var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
-    var box = document.getElementById("run-actions");
+    var box = btn ? btn.closest(".actions[data-csrf]") : null;
     if (!btn || !box) return;
-    var out = document.getElementById("action-result");
+    var out = box.querySelector("[role=status]");
     btn.disabled = true;
     out.textContent = "…";
     fetch(box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"), {
@@ -135,6 +135,7 @@ export const APP_JS = `"use strict";
       out.textContent = res.message;
       out.className = res.ok ? "ok" : "bad";
       box.setAttribute("data-done", res.ok ? "ok" : "refused");
+      out.setAttribute("data-done", res.ok ? "ok" : "refused");
       if (res.ok) setTimeout(function () { location.reload(); }, 1000);
       else btn.disabled = false;
     }, function (err) {
