@@ -28,7 +28,12 @@ export type {
   TimelineRow,
 } from "./format.ts";
 export { DEFAULT_LEASE_MS, PostgresRunStore } from "./postgres.ts";
-export type { PostgresRunStoreOptions, SubmittedRun } from "./postgres.ts";
+export type {
+  PostgresRunStoreOptions,
+  RunPageQuery,
+  RunPageResult,
+  SubmittedRun,
+} from "./postgres.ts";
 export type { PgConnectionOptions } from "./pg_connection.ts";
 export { resolveStoreSetting, selectRunStore, STORE_ENV } from "./select.ts";
 export type {
