@@ -434,16 +434,21 @@ export class PostgresRunStore implements RunStore {
     if (query.status !== undefined) where.push(`status = $${params.push(query.status)}`);
     const limit = `$${params.push(Math.max(0, Math.floor(query.limit)))}`;
     const offset = `$${params.push(Math.max(0, Math.floor(query.offset ?? 0)))}`;
+    // Only the page's rows carry their checkpoints: the filter, count and order read narrow
+    // columns, and the page's ids are joined back to their rows.
+    const key = `coalesce(started_at, to_char(created_at AT TIME ZONE 'UTC',
+      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) COLLATE "C"`;
     const result = await c.query<ListRow & { total: number; all_runs: number; agents: string }>(
-      `WITH matching AS (SELECT * FROM ${s}.runs WHERE ${where.join(" AND ")})
-       SELECT p.*, t.total, (${all}) AS all_runs, (${agents}) AS agents
-       FROM (SELECT count(*)::integer AS total FROM matching) t
-       LEFT JOIN LATERAL (
-         SELECT ${LIST_COLUMNS} FROM matching
-         ORDER BY coalesce(started_at, to_char(created_at AT TIME ZONE 'UTC',
-           'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) COLLATE "C" DESC, run_id COLLATE "C" DESC
-         LIMIT ${limit} OFFSET ${offset}
-       ) p ON true`,
+      `WITH page AS (
+         SELECT run_id AS id, ${key} AS sort_key FROM ${s}.runs WHERE ${where.join(" AND ")}
+         ORDER BY sort_key DESC, run_id COLLATE "C" DESC LIMIT ${limit} OFFSET ${offset}
+       )
+       SELECT p.*, (SELECT count(*)::integer FROM ${s}.runs WHERE ${where.join(" AND ")}) AS total,
+         (${all}) AS all_runs, (${agents}) AS agents
+       FROM (SELECT 1) one LEFT JOIN LATERAL (
+         SELECT ${LIST_COLUMNS}, page.sort_key FROM page JOIN ${s}.runs ON run_id = page.id
+       ) p ON true
+       ORDER BY p.sort_key DESC, p.run_id COLLATE "C" DESC`,
       params,
     );
     const first = result.rows[0];
