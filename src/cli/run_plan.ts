@@ -31,7 +31,7 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
-import { fileApprover, firstApproval } from "../plan/file_approver.ts";
+import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
@@ -420,7 +420,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
             }\n  Reason: ${req.reason}\n[y]es / [n]o / [a]lways for ${req.tool}: `,
           );
           const answer = (await lines.next(signal).catch((error) => {
-            if (!io.signal?.aborted) io.stderr.write("(answered from the dashboard)\n");
+            if (isAnsweredElsewhere(signal)) io.stderr.write("(answered from the dashboard)\n");
             throw error;
           }))?.trim().toLowerCase() ?? "";
           if (answer === "a" || answer === "always") {

@@ -203,10 +203,26 @@ export function firstApproval(approvers: readonly Approver[]): Approver {
         return Promise.reject(error);
       }
     });
-    return Promise.any(asked).finally(() => race.abort()).catch((error) => {
+    return Promise.any(asked).finally(() => race.abort(answeredElsewhere())).catch((error) => {
       throw error instanceof AggregateError ? error.errors[0] : error;
     });
   };
+}
+
+/**
+ * Whether an approver's signal aborted because another approver of a {@linkcode firstApproval}
+ * answered first (not because the run stopped): a terminal prompt then says so.
+ */
+export function isAnsweredElsewhere(signal: AbortSignal): boolean {
+  return signal.aborted && (signal.reason as Error | undefined)?.name === ANSWERED_ELSEWHERE;
+}
+
+const ANSWERED_ELSEWHERE = "ApprovalAnsweredElsewhere";
+
+function answeredElsewhere(): Error {
+  const error = new Error("another approver answered first");
+  error.name = ANSWERED_ELSEWHERE;
+  return error;
 }
 
 /** The requests recorded for a plan, by step id (any state); unreadable files are reported. */

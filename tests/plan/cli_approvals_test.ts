@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { main } from "../../src/cli/run_plan.ts";
 import { decideApproval, listApprovals } from "../../src/plan/file_approver.ts";
 import type { Plan } from "../../src/plan/types.ts";
 
@@ -117,4 +118,57 @@ Deno.test("run-plan --approvals: a wrong mode is a usage error; without it no te
   const refused = await startRunPlan(["plan.json"], dir).result;
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /--approvals dashboard/);
+});
+
+Deno.test("run-plan --approvals dashboard on a terminal: the first answer wins (in-process)", async () => {
+  const dir = await planDir();
+  const planFile = join(dir, "plan.json");
+  // The terminal answers "y" to start, then nothing: the dashboard answers the step.
+  const stdin = new TransformStream<Uint8Array, Uint8Array>();
+  const typing = stdin.writable.getWriter();
+  void typing.write(new TextEncoder().encode("y\n"));
+  let stderr = "";
+  const running = main(["plan.json", "--approvals", "dashboard"], {
+    cwd: dir,
+    env: {},
+    interactive: true,
+    stdin: stdin.readable,
+    stdout: { write: () => {} },
+    stderr: { write: (t) => void (stderr += t) },
+  });
+  const requestId = await waitingRequestId(planFile, "write");
+  await decideApproval(planFile, "write", requestId, { approved: true, by: "dashboard" });
+  assert.equal(await running, 0, stderr);
+  assert.match(stderr, /Approve step "write" \(Write the release note\)\?/);
+  assert.match(stderr, /\(answered from the dashboard\)/);
+  assert.equal(await Deno.readTextFile(join(dir, "NOTE.md")), "released");
+
+  // Now the terminal answers first ("n"): the dashboard's request is withdrawn.
+  const again = new TransformStream<Uint8Array, Uint8Array>();
+  const keys = again.writable.getWriter();
+  void keys.write(new TextEncoder().encode("y\n"));
+  let err2 = "";
+  const second = main(["plan.json", "--approvals", "dashboard", "--restart"], {
+    cwd: dir,
+    env: {},
+    interactive: true,
+    stdin: again.readable,
+    stdout: { write: () => {} },
+    stderr: { write: (t) => void (err2 += t) },
+  });
+  const secondId = await waitingRequestId(planFile, "write");
+  assert.notEqual(secondId, requestId, "a new request for the new run");
+  void keys.write(new TextEncoder().encode("n\n"));
+  assert.equal(await second, 3, err2);
+  assert.doesNotMatch(err2, /answered from the dashboard/);
+  const record = (await listApprovals(planFile)).records.get("write");
+  assert.equal(record?.state, "withdrawn");
+  await assert.rejects(
+    decideApproval(planFile, "write", secondId, { approved: true, by: "dashboard" }),
+    /already withdrawn/,
+  );
+  const saved: Plan = JSON.parse(await Deno.readTextFile(planFile));
+  assert.equal(saved.steps[0].result?.error, "User denied approval (denied at the prompt)");
+  void typing.close();
+  void keys.close();
 });

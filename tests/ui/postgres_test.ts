@@ -125,6 +125,18 @@ Deno.test({
         assert.match(text, /event: rows/);
         assert.match(text, /event: end/);
         assert.equal((await live).success, true);
+
+        // A run submitted to the worker queue and not started yet is listed as queued.
+        await writer.recordSubmission({
+          runId: "pg-queued",
+          agent: "issue-solver",
+          agentHash: "h",
+          request: {},
+        });
+        const queued = await (await fetch(`${ui.url}api/runs?status=queued`)).json();
+        assert.deepEqual(queued.runs.map((r: { runId: string }) => r.runId), ["pg-queued"]);
+        assert.match(await (await fetch(`${ui.url}?status=queued`)).text(), /data-run="pg-queued"/);
+        assert.equal((await fetch(`${ui.url}runs/pg-queued`)).status, 200);
       } finally {
         await ui.close();
       }
