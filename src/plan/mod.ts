@@ -67,6 +67,7 @@ export {
   fileApprover,
   type FileApproverOptions,
   firstApproval,
+  isAnsweredElsewhere,
   listApprovals,
 } from "./file_approver.ts";
 export {
