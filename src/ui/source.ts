@@ -283,13 +283,22 @@ export class DashboardData {
     const known = this.#where.get(runId);
     const order = this.source.stores.map((_, i) => i);
     if (known !== undefined) order.unshift(known);
+    // A store that cannot be read (a database that went down) does not hide the runs of the
+    // others; when no store has the run, its error is the answer rather than "no such run".
+    let failure: unknown;
     for (const storeIndex of new Set(order)) {
       const { store } = this.source.stores[storeIndex];
-      const found = isPagedStore(store)
-        ? await store.summary(runId).catch(() => undefined)
-        : (await store.list()).find((r) => r.runId === runId);
-      if (found) return this.#listed(found, storeIndex);
+      try {
+        const found = isPagedStore(store)
+          ? await store.summary(runId)
+          : (await store.list()).find((r) => r.runId === runId);
+        if (found) return this.#listed(found, storeIndex);
+      } catch (error) {
+        // An id no store could hold is simply not there.
+        if (!(error instanceof StepflowError && error.code === "RUN_ID_INVALID")) failure ??= error;
+      }
     }
+    if (failure !== undefined) throw failure;
     return undefined;
   }
 

@@ -133,6 +133,7 @@ Deno.test({
           agentHash: "h",
           request: {},
         });
+        assert.equal((await fetch(`${ui.url}runs/%3Cscript%3E`)).status, 404);
         const queued = await (await fetch(`${ui.url}api/runs?status=queued`)).json();
         assert.deepEqual(queued.runs.map((r: { runId: string }) => r.runId), ["pg-queued"]);
         assert.match(await (await fetch(`${ui.url}?status=queued`)).text(), /data-run="pg-queued"/);

@@ -407,3 +407,27 @@ Deno.test("dashboard live stream: new log entries arrive as events; a damaged lo
   await ui.close(); // returns although `second` is still open (it used to wait forever)
   await second.body?.cancel().catch(() => {});
 });
+
+Deno.test("a PostgreSQL store that is down does not hide the file store's runs; its error is shown", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "r-file" });
+  const stores = await discoverStores(project.root, undefined, {
+    env: { STEPFLOW_STORE: "postgres://u:secret@127.0.0.1:1/x" },
+  });
+  assert.equal(stores.length, 2);
+  const ui = serveDashboard({ source: { cwd: project.root, stores }, port: 0 });
+  try {
+    // The file store's run is found first (its listing is read before the database is asked).
+    const run = await fetch(`${ui.url}runs/r-file`);
+    assert.equal(run.status, 200);
+    await run.body?.cancel();
+    const unknown = await fetch(`${ui.url}runs/r-elsewhere`);
+    assert.equal(unknown.status, 500);
+    const text = await unknown.text();
+    assert.match(text, /PostgreSQL|127\.0\.0\.1:1/);
+    assert.doesNotMatch(text, /secret/);
+  } finally {
+    await ui.close();
+    for (const s of stores) await (s.store as { close?: () => Promise<void> }).close?.();
+  }
+});
