@@ -143,6 +143,21 @@ export const APP_JS = `"use strict";
       btn.disabled = false;
     });
   });
+  // A tool plan's page reloads when its plan file or approval requests change.
+  var watch = document.getElementById("plan-watch");
+  if (watch && window.EventSource) {
+    var changes = new EventSource(watch.getAttribute("data-watch"));
+    // An answer that succeeded reloads the page itself a moment later; one in flight is awaited.
+    var reloadWhenIdle = function () {
+      if (document.querySelector('.actions[data-done="ok"]')) return;
+      if (document.querySelector(".actions button:disabled")) return setTimeout(reloadWhenIdle, 300);
+      location.reload();
+    };
+    changes.addEventListener("changed", function () {
+      changes.close();
+      reloadWhenIdle();
+    });
+  }
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);

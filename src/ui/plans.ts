@@ -9,7 +9,12 @@
  */
 import { basename, join } from "node:path";
 import { errorMessage } from "../errors.ts";
-import { type ApprovalRecord, listApprovals, waiterAlive } from "../plan/file_approver.ts";
+import {
+  type ApprovalRecord,
+  approvalsDir,
+  listApprovals,
+  waiterAlive,
+} from "../plan/file_approver.ts";
 import { readPlanFile as readToolPlan } from "../plan/plan_file.ts";
 import type { Plan } from "../plan/types.ts";
 import { listPlans, type PlanListing, planspecDir } from "../planspec/store.ts";
@@ -130,6 +135,33 @@ function progressBar(p: PlanProgress): Html {
   }" value="${settled}"></progress> ${settled}/${p.total} (${pct}%) · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
 }
 
+/**
+ * What a tool plan's page shows changes with: the plan file and its approval requests (modified
+ * time and size of each). The page's event stream compares it to tell the page to reload.
+ */
+export async function toolPlanKey(file: string): Promise<string> {
+  const parts: string[] = [];
+  const stamp = async (path: string) => {
+    const info = await Deno.stat(path).catch(() => undefined);
+    parts.push(`${info?.mtime?.getTime() ?? 0}:${info?.size ?? -1}`);
+  };
+  await stamp(file);
+  const dir = approvalsDir(file);
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      // Requests only: a decision file lives for a moment, until run-plan records it.
+      const request = entry.name.endsWith(".json") && !entry.name.endsWith(".decision.json");
+      if (entry.isFile && request) names.push(entry.name);
+    }
+  } catch { /* no requests yet */ }
+  for (const name of names.sort()) {
+    parts.push(name);
+    await stamp(join(dir, name));
+  }
+  return parts.join("|");
+}
+
 /** The file of the tool plan shown as `name`, or undefined when there is none. */
 export async function toolPlanFile(
   folders: PlanFolders,
@@ -174,8 +206,12 @@ export async function toolPlanPage(
       classes: plan.steps.find((x) => x.id === d)?.status === "completed" ? ["taken"] : [],
     }))
   );
+  // The page reloads when the plan or its requests change (a server-sent event, no polling here).
+  const watch = `/plans/tool/${encodeURIComponent(name)}/events?since=${
+    encodeURIComponent(await toolPlanKey(found.file))
+  }`;
   const body =
-    h`<h1>Tool plan ${name}</h1><p class="note">${found.file} · version ${plan.version}</p>${
+    h`<h1>Tool plan ${name}</h1><div id="plan-watch" hidden data-watch="${watch}"></div><p class="note">${found.file} · version ${plan.version}</p>${
       plan.task ? h`<p><b>Task:</b> ${plan.task}</p>` : ""
     }<p>${stateCounts(plan)}</p>
 <div class="graph-box">${graphSvg(nodes, edges, `Plan ${plan.id}`)}</div>

@@ -32,7 +32,7 @@ import {
   type RunView,
   timelineRow,
 } from "./pages.ts";
-import { plansPage, planSpecPage, toolPlanPage } from "./plans.ts";
+import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 
@@ -219,6 +219,12 @@ async function route(
   if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
+  const watched = path.match(/^\/plans\/tool\/([^/]+)\/events$/);
+  if (watched) {
+    const file = await toolPlanFile(folders, decodeURIComponent(watched[1]));
+    if (!file) return text(404, "No such tool plan.");
+    return planEvents(file, url.searchParams.get("since") ?? "", liveIntervalMs, closing);
+  }
   const plan = path.match(/^\/plans\/(spec|tool)\/([^/]+)$/);
   if (plan) {
     const name = decodeURIComponent(plan[2]);
@@ -367,6 +373,57 @@ async function liveEvents(
       } catch (error) {
         if (!signal.aborted && !closed) send("problem", errorMessage(error));
       }
+      if (!closed) {
+        closed = true;
+        controller.close();
+      }
+    },
+    cancel() {
+      closed = true;
+      gone.abort();
+    },
+  });
+  return new Response(body, {
+    headers: {
+      ...securityHeaders(),
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+    },
+  });
+}
+
+/**
+ * Server-sent events of a tool plan's page: `changed` once the plan file or its approval requests
+ * differ from `since` (the page then reloads). The server compares every `intervalMs` (at least
+ * 250 ms); the page never polls.
+ */
+function planEvents(
+  file: string,
+  since: string,
+  intervalMs: number,
+  closing?: AbortSignal,
+): Response {
+  const gone = new AbortController();
+  const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
+  const encoder = new TextEncoder();
+  let closed = false;
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(encoder.encode(": following the plan\n\n"));
+      let lastBeat = Date.now();
+      try {
+        while (!closed && !signal.aborted) {
+          if (await toolPlanKey(file) !== since) {
+            controller.enqueue(encoder.encode("event: changed\ndata: {}\n\n"));
+            break;
+          }
+          await delay(Math.max(250, intervalMs), signal);
+          if (Date.now() - lastBeat > 15_000) {
+            controller.enqueue(encoder.encode(": keep-alive\n\n"));
+            lastBeat = Date.now();
+          }
+        }
+      } catch { /* the stream ends; the page reloads on its own next visit */ }
       if (!closed) {
         closed = true;
         controller.close();

@@ -145,3 +145,41 @@ Deno.test("approvals over HTTP: a request whose run-plan is gone is abandoned, n
     await ui.close();
   }
 });
+
+Deno.test("the tool plan page's event stream says when the plan or its requests change", async () => {
+  const { root, planFile } = await planProject();
+  const ui = serveDashboard({ source: { cwd: root, stores: [] }, port: 0, liveIntervalMs: 20 });
+  const controller = new AbortController();
+  try {
+    const page = await (await fetch(`${ui.url}plans/tool/deploy`)).text();
+    const watch = page.match(/data-watch="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&");
+    assert.ok(watch);
+    const stream = await fetch(new URL(watch, ui.url));
+    assert.equal(stream.headers.get("content-type"), "text/event-stream; charset=utf-8");
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    assert.match((await reader.read()).value ?? "", /^: following the plan/);
+    // Nothing changed yet: no event. Then run-plan asks for approval: `changed`.
+    const answer = fileApprover(planFile, { pollMs: 10 })({
+      planId: "plan_deploy",
+      stepId: "push",
+      description: "Push the tag",
+      tool: "run_command",
+      args: {},
+      reason: "run_command always needs approval",
+    }, controller.signal);
+    let text = "";
+    while (!text.includes("event: changed")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    assert.match(text, /event: changed/);
+    await reader.cancel();
+    controller.abort();
+    await Promise.resolve(answer).catch(() => {});
+    assert.equal((await fetch(`${ui.url}plans/tool/nope/events`)).status, 404);
+  } finally {
+    controller.abort();
+    await ui.close();
+  }
+});

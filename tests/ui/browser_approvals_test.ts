@@ -63,11 +63,15 @@ Deno.test({
     const ui = serveDashboard({ source: { cwd: root, stores: [] }, port: 0, actions: {} });
     await using browser = await launchBrowser();
     try {
-      const deadline = Date.now() + 20_000;
-      while ((await listApprovals(planFile)).records.size < 2) {
-        assert.ok(Date.now() < deadline, "run-plan did not ask for both steps");
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      // The page is open before run-plan asks: the requests appear without a reload by hand
+      // (the server tells the page when the plan's files change).
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      await page.goto(`${ui.url}plans/tool/release`);
+      await page.locator('#approvals tr[data-state="waiting"]').nth(1).waitFor({
+        timeout: 20_000,
+      });
       // Without the secret an answer is refused.
       const requestId = (await listApprovals(planFile)).records.get("note")!.requestId;
       const forged = await fetch(
@@ -77,10 +81,6 @@ Deno.test({
       assert.equal(forged.status, 403);
       await forged.body?.cancel();
 
-      const page = await browser.newPage();
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      await page.goto(`${ui.url}plans/tool/release`);
       assert.equal(await page.locator('#approvals tr[data-state="waiting"]').count(), 2);
       const secret = (await page.locator("#approvals [data-csrf]").first().getAttribute(
         "data-csrf",
