@@ -1,5 +1,5 @@
 /**
- * The dashboard's runs list over 10,000 runs in the PostgreSQL store (issue 14: ≤ 300 ms server
+ * The dashboard's runs list over 10,000 runs in the PostgreSQL store (target ≤ 300 ms server
  * time), against the server in `STEPFLOW_BENCH_PG_URL` (or `STEPFLOW_TEST_PG_URL`); without one
  * this file skips with a note.
  *
