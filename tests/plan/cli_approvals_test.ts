@@ -131,7 +131,7 @@ Deno.test("run-plan --approvals dashboard on a terminal: the first answer wins (
   const running = main(["plan.json", "--approvals", "dashboard"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: stdin.readable,
     stdout: { write: () => {} },
     stderr: { write: (t) => void (stderr += t) },
@@ -151,7 +151,7 @@ Deno.test("run-plan --approvals dashboard on a terminal: the first answer wins (
   const second = main(["plan.json", "--approvals", "dashboard", "--restart"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: again.readable,
     stdout: { write: () => {} },
     stderr: { write: (t) => void (err2 += t) },
