@@ -7,6 +7,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "nod
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { TEMPLATE_FILES } from "./template_files.ts";
+import { pathExists } from "../path_exists.ts";
 
 export { displayPath } from "./kit/display_path.ts";
 
@@ -69,7 +70,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const source = await readTemplate(templates, template);
   const root = resolve(options.cwd, options.agentRoot ?? ".agent");
   const target = join(root, name);
-  if (await exists(target)) {
+  if (await pathExists(target)) {
     throw new UsageError(
       `Cannot create agent "${name}": ${target} already exists. --init never overwrites; choose another name or remove that folder first.`,
     );
@@ -80,7 +81,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   try {
     await Deno.mkdir(staging);
     await writeTemplate(source, staging, { name, finalDir: target }, files);
-    if (await exists(target)) {
+    if (await pathExists(target)) {
       throw new UsageError(`Cannot create agent "${name}": ${target} appeared while copying.`);
     }
     await Deno.rename(staging, target);
@@ -221,15 +222,5 @@ function decodeText(bytes: Uint8Array): string | undefined {
     return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     return undefined;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
   }
 }

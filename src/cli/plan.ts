@@ -19,6 +19,7 @@
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   archivePlan,
@@ -48,6 +49,7 @@ import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
+import { pathExists } from "../path_exists.ts";
 
 /**
  * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
@@ -207,7 +209,7 @@ async function makeBackend(
     ...(typeof values["base-url"] === "string" ? { baseUrl: values["base-url"] } : {}),
   }, {
     cwd: cli.cwd,
-    fallback: "claude-code",
+    fallback: DEFAULT_BACKEND,
     env: cli.env,
     onRetry: (r) =>
       cli.stderr.write(
@@ -294,12 +296,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
 async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
   for (let n = 1;; n++) {
     const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
-    try {
-      await Deno.lstat(file);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return file;
-      throw error;
-    }
+    if (!(await pathExists(file))) return file;
   }
 }
 

@@ -18,6 +18,7 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { boundDepth } from "../llm/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -48,6 +49,7 @@ import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
+import { pathVisible } from "../path_exists.ts";
 
 export { type CliIo, type CliWriter, processIo, STDIN_WAIT_MS } from "./kit/io.ts";
 export {
@@ -80,7 +82,7 @@ export const EXIT: Readonly<{
 });
 
 /** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
-export const DEFAULT_BACKEND = "claude-code";
+export { DEFAULT_BACKEND };
 
 /**
  * Runs the CLI with `argv` (without the program name) and returns the exit code. It never throws
@@ -276,7 +278,7 @@ async function showRuns(
   }
   const log = await store.readLog(runId);
   const logExists = store instanceof FileRunStore
-    ? await Deno.lstat(store.files(runId).log).then(() => true, () => false)
+    ? await pathVisible(store.files(runId).log)
     : log.length > 0;
   if (!checkpoint && !logExists) {
     throw new StepflowError(

@@ -11,6 +11,7 @@
  */
 import { resolve } from "node:path";
 import { errorMessage, UsageError } from "../errors.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
 import { startWorker, type WorkerOptions } from "../worker/worker.ts";
@@ -142,7 +143,7 @@ export async function workerMain(
           },
           {
             cwd: userDir,
-            fallback: definition.agent.behavior.backend ?? "claude-code",
+            fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
             ...(definition.agent.behavior.model !== undefined
               ? { fallbackModel: definition.agent.behavior.model }
               : {}),

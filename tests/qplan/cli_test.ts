@@ -64,7 +64,10 @@ Deno.test("qplan run: print on stdout, the step tree on stderr, files in INIT_CW
   assert.equal(r.stdout, "total: 6\nover 5\n");
   const lines = r.stderr.trim().split("\n");
   const at = String.raw`^\[\d\d:\d\d\.\d{3}\] `;
-  assert.match(lines[0], new RegExp(`${at}run run-\\S+ started: "Numbers", 2 steps$`));
+  assert.match(
+    lines[0],
+    new RegExp(`${at}run \\d{8}T\\d{6}Z-[0-9a-f]{6} started: "Numbers", 2 steps$`),
+  );
   assert.match(lines[1], new RegExp(`${at}step load #1 started \\("Read numbers"\\)$`));
   assert.match(
     lines[2],
