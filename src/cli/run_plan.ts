@@ -27,7 +27,7 @@
 import { resolve } from "node:path";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
-import { createProgressLines } from "../events/progress_lines.ts";
+import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
@@ -472,7 +472,12 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
 
   const alwaysApproved = new Set(flags.approve);
+  const progress = createProgressLines({
+    write: (text) => io.stderr.write(text),
+    color: colorOn(io, "stderr"),
+  });
   const summary = await runWithProgress(plan, {
+    progress,
     planFile,
     ...(lock ? { assertLocked: () => assertLockHeld(lock, planLockSubject(planFile)) } : {}),
     io,
@@ -510,8 +515,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
         ? fileApprover(planFile, {
           onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
           onWaiting: (record, file) =>
-            io.stderr.write(
-              `      · ${record.stepId}: waiting for approval from the dashboard (${file})\n`,
+            progress.line(
+              `step ${record.stepId} · waiting for approval from the dashboard (${file})`,
             ),
         })
         : undefined,
@@ -573,6 +578,8 @@ async function decideInterrupted(
 }
 
 interface RunSettings {
+  /** The one line renderer of the shared events, writing to stderr. */
+  progress: ProgressLines;
   planFile: string;
   /** Throws once another process took the plan's lock over: nothing more may be written. */
   assertLocked?: () => void;
@@ -588,17 +595,13 @@ interface RunSettings {
 }
 
 async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSummary> {
-  const progress = createProgressLines({
-    write: (text) => s.io.stderr.write(text),
-    color: colorOn(s.io, "stderr"),
-  });
   const run = startPlan(plan, {
     tools: s.tools,
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
     rerunInterrupted: s.rerunInterrupted,
-    events: progress.events,
+    events: s.progress.events,
     persist: (p) => {
       s.assertLocked?.();
       return writePlanFile(s.planFile, p);
