@@ -2,7 +2,8 @@
  * Progress output of `run-agent` on stderr, driven by the runner's events (STEPFLOW.md §7):
  *
  * - {@linkcode createLineProgress}: one plain, timestamped line per event — for logs, pipes, CI and
- *   `--verbose`;
+ *   `--verbose`. It is the one line renderer every command uses (`events/progress_lines.ts`),
+ *   plus the backend calls and the raw answers `--verbose` adds;
  * - {@linkcode createLiveProgress}: a single status line redrawn in place on a terminal (spinner,
  *   elapsed time, step, iteration, attempt, the call in flight, the last transition, tokens), cleared
  *   and replaced by a summary line when the run ends.
@@ -19,6 +20,7 @@ import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
 import { palette } from "../palette.ts";
 import {
+  AttemptCounter,
   createProgressLines,
   errorLabel,
   firstLine,
@@ -340,17 +342,6 @@ interface StepEndReport {
   transition?: string;
   nextStepId?: string;
   checkResult?: { result: "ok" | "ng"; message: string };
-}
-
-/** Counts consecutive starts of the same step (the history's `attempt`). */
-class AttemptCounter {
-  #stepId?: string;
-  #attempt = 0;
-  start(stepId: string): number {
-    this.#attempt = stepId === this.#stepId ? this.#attempt + 1 : 1;
-    this.#stepId = stepId;
-    return this.#attempt;
-  }
 }
 
 /** A model's raw answer for `--verbose`: indented, cut to 8,192 characters with its length. */

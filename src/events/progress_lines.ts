@@ -320,10 +320,11 @@ function describeOutcome(
   return { status: "completed", ok: true, detail: value };
 }
 
-/** Counts consecutive starts of the same step (the history's `attempt`). */
-class AttemptCounter {
+/** Counts consecutive starts of the same step (the history's `attempt`); the live view uses it too. */
+export class AttemptCounter {
   #stepId?: string;
   #attempt = 0;
+  /** A start of `stepId`: its attempt number, 1 unless the previous start was the same step. */
   start(stepId: string): number {
     this.#attempt = stepId === this.#stepId ? this.#attempt + 1 : 1;
     this.#stepId = stepId;
