@@ -42,6 +42,11 @@ export interface WorkerOptions {
   heartbeatMs?: number;
   /** Queue polling interval when no notification arrives (default 2000 ms, at least 500). */
   pollMs?: number;
+  /**
+   * Retries of a failed job before the queue gives it up (default 20, with backoff up to 60 s);
+   * applies when this worker creates the queue.
+   */
+  jobRetryLimit?: number;
   /** The lease owner shown by `--runs` (default `host:pid`). */
   owner?: string;
   /** The backend of a run (default: the agent's `behavior.backend`, `claude-code` when unset). */
@@ -117,6 +122,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     queue = await openRunQueue(options.store, {
       ...(options.schema !== undefined ? { schema: options.schema } : {}),
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      ...(options.jobRetryLimit !== undefined ? { retryLimit: options.jobRetryLimit } : {}),
+      onGiveUp: (runId, attempts, lastError) =>
+        log(
+          `error: run ${runId}: the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again: --runs still lists it as queued. Fix the cause, then submit the run again (run-agent --submit).`,
+        ),
       onWarning: (m) => log(`warning: ${m}`),
     });
   } catch (error) {
