@@ -3,7 +3,8 @@
  * `fdatasync` per iteration, measured in the same run on the same disk (target ≤ 1.3× of one
  * flush). Every bench does 200 rounds:
  *
- * - the bare loop (the baseline);
+ * - the bare loop (the baseline), and the same with as many bytes per round as an iteration
+ *   appends (a log that grows faster allocates blocks more often, which a flush must commit);
  * - the file store alone, called as the runner calls it per iteration (`step_start`, `step_end`,
  *   checkpoint), with entries of the sizes a real iteration writes — the store's own cost;
  * - the runner over the file store, and over the memory store: their difference is what the file
@@ -26,6 +27,8 @@ const ROUNDS = 200;
 const root = await Deno.makeTempDir({ prefix: "stepflow-flush-bench-" });
 await writeAgent(root, "issue-solver", seed004Files());
 const definition = await loadAgentDefinition("issue-solver", { cwd: root });
+/** As many bytes as one iteration appends (step_start, step_end, checkpoint line). */
+const ITERATION_BYTES = new TextEncoder().encode(`${JSON.stringify({ pad: "x".repeat(1450) })}\n`);
 /** A log line about the size of a step_end entry. */
 const LINE = new TextEncoder().encode(`${JSON.stringify({ pad: "x".repeat(400) })}\n`);
 
@@ -47,25 +50,38 @@ function backend() {
   });
 }
 
+/** 200 rounds of one `write` of `line` + `fdatasync` on a fresh file. */
+function bareRounds(b: Deno.BenchContext, line: Uint8Array) {
+  const path = join(root, `bare-${crypto.randomUUID()}.jsonl`);
+  const file = Deno.openSync(path, { append: true, create: true });
+  b.start();
+  for (let i = 0; i < ROUNDS; i++) {
+    let off = 0;
+    while (off < line.length) off += file.writeSync(line.subarray(off));
+    file.syncDataSync();
+  }
+  b.end();
+  file.close();
+  Deno.removeSync(path);
+}
+
 Deno.bench({
   name: `bare write + fdatasync, ${ROUNDS.toLocaleString("en")} rounds (one flush per round)`,
   group: "flush",
   baseline: true,
   n: 8,
   warmup: 1,
-  fn(b) {
-    const path = join(root, `bare-${crypto.randomUUID()}.jsonl`);
-    const file = Deno.openSync(path, { append: true, create: true });
-    b.start();
-    for (let i = 0; i < ROUNDS; i++) {
-      let off = 0;
-      while (off < LINE.length) off += file.writeSync(LINE.subarray(off));
-      file.syncDataSync();
-    }
-    b.end();
-    file.close();
-    Deno.removeSync(path);
-  },
+  fn: (b) => bareRounds(b, LINE),
+});
+
+Deno.bench({
+  name: `bare write of an iteration's bytes (1.5 kB) + fdatasync, ${
+    ROUNDS.toLocaleString("en")
+  } rounds`,
+  group: "flush",
+  n: 8,
+  warmup: 1,
+  fn: (b) => bareRounds(b, ITERATION_BYTES),
 });
 
 /** A step_start / step_end entry and a checkpoint of the sizes the runner writes (~0.25/0.5/0.65 kB). */
