@@ -137,6 +137,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
 
+  // Loading a definition (files, schemas compiled, prompts scanned) costs tens of milliseconds of
+  // CPU, more than a short run's own work: a loaded one is reused for as long as its folder's
+  // content hash, taken afresh for every run, is unchanged.
+  const agents = new Map<string, { definition: AgentDefinition; hash: string }>();
+  const agentFor = async (name: string) => {
+    const known = agents.get(name);
+    if (known && await agentContentHash(known.definition.dir) === known.hash) return known;
+    const definition = await loadAgentDefinition(name, { agentRoot: options.agentRoot, cwd });
+    const loaded = { definition, hash: await agentContentHash(definition.dir) };
+    agents.set(name, loaded);
+    return loaded;
+  };
+
   const drive = async (runId: string): Promise<void> => {
     if (stopping) {
       await queue.send(runId);
@@ -149,11 +162,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       return;
     }
     if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
-    const definition = await loadAgentDefinition(submitted.agent, {
-      agentRoot: options.agentRoot,
-      cwd,
-    });
-    const hash = await agentContentHash(definition.dir);
+    const { definition, hash } = await agentFor(submitted.agent);
     if (hash !== submitted.agentHash) {
       const error = new StepflowError(
         "AGENT_DEFINITION_MISMATCH",
