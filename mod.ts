@@ -90,6 +90,9 @@ export {
 
 // LLM backends: the contract, the scripted backend, the real backends and the factory.
 export {
+  agentBackend,
+  type AgentBackendOptions,
+  type AgentBehaviorBackend,
   AnthropicBackend,
   type AnthropicBackendOptions,
   BACKEND_NAMES,
@@ -109,6 +112,7 @@ export {
   type ConversationLimits,
   ConversationStore,
   createBackend,
+  DEFAULT_BACKEND,
   type FailureClass,
   type FailureHints,
   type LlmBackend,

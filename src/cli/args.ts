@@ -14,20 +14,18 @@ import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import {
+  cleanParseMessage,
+  flagHelpLines,
+  flagLabel,
+  type FlagSpec,
+  type OptionTable,
+  optionTable,
+  rejectUnknownFlags,
+  unknownFlagMessage,
+} from "./kit/flags.ts";
 
-/** One flag of the CLI, as shown by `--help`. */
-export interface FlagSpec {
-  /** Long name without dashes (`max-iterations`). */
-  name: string;
-  /** `string` flags take a value, `boolean` flags do not. */
-  type: "string" | "boolean";
-  /** Placeholder of the value in the help text (`NAME`, `FILE`, `N`). */
-  value?: string;
-  /** Single-letter alias. */
-  short?: string;
-  /** One-line description. */
-  description: string;
-}
+export type { FlagSpec } from "./kit/flags.ts";
 
 /**
  * Every flag of `run-agent`, in `--help` order. Any other `--<key>` is one of the agent's declared
@@ -301,8 +299,7 @@ export function parseCommandLine(
     keyOfFlag.set(flag, key);
   }
   const args = normalizeArgv(argv, parameters);
-  const known: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }> =
-    cliOptions();
+  const known: OptionTable = cliOptions();
   for (const [flag, def] of Object.entries(parameters)) {
     known[flag] = def.type === "boolean"
       ? { type: "boolean" }
@@ -310,7 +307,7 @@ export function parseCommandLine(
       ? { type: "string", multiple: true }
       : { type: "string" };
   }
-  rejectUnknownOptions(args, known, options);
+  rejectUnknownFlags(args, known, parameterHelp(options, true));
 
   let parsed;
   try {
@@ -423,7 +420,7 @@ export function usageText(options: ParseOptions = {}): string {
     "from (INIT_CWD). Text piped on stdin becomes {input_text}.",
     "",
     "Options:",
-    ...CLI_FLAGS.map((f) => `  ${flagLabel(f).padEnd(width)}${f.description}`),
+    ...flagHelpLines(CLI_FLAGS, { width }),
     `  ${
       "--<parameter> value".padEnd(width)
     }A parameter the agent declares in agent.json (see below)`,
@@ -476,20 +473,8 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
 
 // -------------------------------------------------------------------------------------------------
 
-type OptionTable = Record<string, { type: "string" | "boolean"; short?: string }>;
-
 function cliOptions(): OptionTable {
-  // Null prototype: a flag named --constructor or --__proto__ must not find Object's members.
-  const table: OptionTable = Object.create(null);
-  for (const f of CLI_FLAGS) {
-    table[f.name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
-  }
-  return table;
-}
-
-function flagLabel(f: FlagSpec): string {
-  const long = `--${f.name}${f.value ? ` ${f.value}` : ""}`;
-  return f.short ? `-${f.short}, ${long}` : long;
+  return optionTable(CLI_FLAGS);
 }
 
 function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolean }): CliFlags {
@@ -585,33 +570,13 @@ export function rejectMistypedCliFlags(argv: readonly string[]): void {
   });
   for (const token of tokens) {
     if (token.kind !== "option" || Object.hasOwn(known, token.name)) continue;
-    const suggestion = closestMatch(token.name, Object.keys(known));
-    if (suggestion) {
+    if (closestMatch(token.name, Object.keys(known))) {
       throw new UsageError(
-        `Unknown option ${token.rawName}. Did you mean --${suggestion}?\nRun with --help for every CLI flag.`,
+        `${
+          unknownFlagMessage(token.rawName, Object.keys(known))
+        }\nRun with --help for every CLI flag.`,
       );
     }
-  }
-}
-
-function rejectUnknownOptions(args: string[], known: OptionTable, options: ParseOptions): void {
-  const { tokens } = parseArgs({
-    args,
-    options: known,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
-  const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
-  for (const token of tokens) {
-    if (token.kind !== "option") continue;
-    if (Object.hasOwn(known, token.name) || shorts.has(token.name)) continue;
-    const suggestion = closestMatch(token.name, Object.keys(known));
-    throw new UsageError(
-      `Unknown option ${token.rawName}.${suggestion ? ` Did you mean --${suggestion}?` : ""}${
-        parameterHelp(options, true)
-      }`,
-    );
   }
 }
 
@@ -650,23 +615,4 @@ function parameterHelp(options: ParseOptions, withFlagsHint = false): string {
   const hint = withFlagsHint ? "\nRun with --help for every CLI flag." : "";
   if (!options.parameters) return hint;
   return `\n\n${parameterList(options.parameters, options.agentName)}${hint}`;
-}
-
-/** node's parse errors, reworded without its internal codes. */
-function cleanParseMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const missing = /^Option '(-[^ ']+)(?: <value>)?' argument missing/.exec(message);
-  if (missing) {
-    const flag = missing[1].replace(/^-h$/, "--help");
-    return `${flag} needs a value (${flag} VALUE).`;
-  }
-  const ambiguous = /^Option '(--?[^ ']+)' argument is ambiguous/.exec(message);
-  if (ambiguous) {
-    return `${ambiguous[1]} needs a value, but the next argument starts with "-". Write ${
-      ambiguous[1]
-    }=VALUE to pass a value that starts with a dash.`;
-  }
-  const noArg = /^Option '(--?[^ ']+)' does not take an argument/.exec(message);
-  if (noArg) return `${noArg[1]} is a flag and takes no value.`;
-  return message.split("\n")[0];
 }

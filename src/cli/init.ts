@@ -7,6 +7,9 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "nod
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { TEMPLATE_FILES } from "./template_files.ts";
+import { pathExists } from "../path_exists.ts";
+
+export { displayPath } from "./kit/display_path.ts";
 
 /** The placeholder replaced by the agent's name in template file contents and file names. */
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
@@ -67,7 +70,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const source = await readTemplate(templates, template);
   const root = resolve(options.cwd, options.agentRoot ?? ".agent");
   const target = join(root, name);
-  if (await exists(target)) {
+  if (await pathExists(target)) {
     throw new UsageError(
       `Cannot create agent "${name}": ${target} already exists. --init never overwrites; choose another name or remove that folder first.`,
     );
@@ -78,7 +81,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   try {
     await Deno.mkdir(staging);
     await writeTemplate(source, staging, { name, finalDir: target }, files);
-    if (await exists(target)) {
+    if (await pathExists(target)) {
       throw new UsageError(`Cannot create agent "${name}": ${target} appeared while copying.`);
     }
     await Deno.rename(staging, target);
@@ -220,20 +223,4 @@ function decodeText(bytes: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
-
-/** `path` relative to `cwd` when it is inside it, else absolute (for messages). */
-export function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  return rel && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : path;
 }

@@ -7,10 +7,33 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { relative, resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { migrateClimpt, type MigratedAgent } from "../migrate/migrate.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { flagHelpLines, type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
+
+/** Every flag of `migrate`, in `--help` order. */
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "out",
+    type: "string",
+    value: "DIR",
+    description: "where the agents are written, one folder each (default .agent)",
+  },
+  {
+    name: "dry-run",
+    type: "boolean",
+    description: "convert and check, print the summary, write nothing",
+  },
+  {
+    name: "force",
+    type: "boolean",
+    description: "replace agent folders that already exist in --out",
+  },
+  { name: "json", type: "boolean", description: "print the result as one JSON array on stdout" },
+  { name: "help", type: "boolean", short: "h", description: "show this help" },
+];
 
 /** The usage text of `deno task migrate`. */
 export const MIGRATE_USAGE =
@@ -20,11 +43,7 @@ Converts climpt agents (github.com/tettuan/climpt, v1.13 format) into stepflow a
 <path> is a climpt repository (agents in .agent/), its .agent folder, or one agent folder.
 
 Options:
-  --out DIR   where the agents are written, one folder each (default .agent)
-  --dry-run   convert and check, print the summary, write nothing
-  --force     replace agent folders that already exist in --out
-  --json      print the result as one JSON array on stdout
-  -h, --help  show this help
+${flagHelpLines(FLAGS, { width: 12 }).join("\n")}
 
 Each agent gets agent.json, steps_registry.json, prompts/, schemas/, smoke.script.yaml and
 MIGRATION.md (field by field: mapped, dropped, needs a person, source defects).
@@ -55,22 +74,22 @@ export async function runMigrateCli(
 ): Promise<MigrateCliResult> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: [...argv],
-      options: {
-        out: { type: "string" },
-        "dry-run": { type: "boolean" },
-        force: { type: "boolean" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-      allowPositionals: true,
-      strict: true,
-    });
+    parsed = parseFlags(argv, FLAGS);
   } catch (error) {
-    return { code: 2, stdout: "", stderr: `${errorMessage(error)}\n\n${MIGRATE_USAGE}\n` };
+    return {
+      code: EXIT_CODES.usage,
+      stdout: "",
+      stderr: `${errorMessage(error)}\n\n${MIGRATE_USAGE}\n`,
+    };
   }
-  const { values, positionals } = parsed;
+  const { positionals } = parsed;
+  const values = {
+    out: stringFlag(parsed.values, "out"),
+    "dry-run": parsed.values["dry-run"] === true,
+    force: parsed.values.force === true,
+    json: parsed.values.json === true,
+    help: parsed.values.help === true,
+  };
   if (values.help) return { code: 0, stdout: `${MIGRATE_USAGE}\n`, stderr: "" };
   try {
     if (positionals[0] !== "climpt") {

@@ -43,6 +43,7 @@ export {
   type ParseOptions,
   usageText,
 } from "./args.ts";
+export { EXIT_CODES, type ExitCode } from "./kit/exit_codes.ts";
 export { initAgent, type InitAgentOptions, type InitAgentResult } from "./init.ts";
 export { type MigrateCliResult, runMigrateCli } from "./migrate.ts";
 export { migrateClimpt, type MigratedAgent, type MigrateOptions } from "../migrate/mod.ts";

@@ -16,12 +16,10 @@
  *
  * @module
  */
-import { relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { StepflowError, UsageError } from "../errors.ts";
+import { resolve } from "node:path";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import type { StepInfo } from "../events/types.ts";
-import { createBackend } from "../llm/factory.ts";
-import { loadScriptFile } from "../llm/script_file.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   archivePlan,
@@ -34,7 +32,6 @@ import {
   parsePlan,
   PlanParseError,
   PlanRunner,
-  type PlanRunResult,
   planspecDir,
   PlanTooDeepError,
   readPlanFile,
@@ -46,26 +43,33 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
+import { displayPath } from "./kit/display_path.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { reportError } from "./kit/report_error.ts";
+import { pathExists } from "../path_exists.ts";
 
-/** Where the CLI reads and writes; tests and embedders may replace any part. */
-export interface PlanCliIo {
-  /** Writes to stdout (no newline added). */
-  stdout(text: string): void;
-  /** Writes to stderr (no newline added). */
-  stderr(text: string): void;
-  /** The folder relative paths and `planspec/` resolve against. */
-  cwd: string;
-  /** Reads an environment variable. */
-  env(name: string): string | undefined;
-  /** Whether stdout is a terminal (colours). */
-  stdoutIsTerminal: boolean;
-  /** Whether stdin is a terminal (`--interactive`). */
-  stdinIsTerminal: boolean;
-  /** Asks the user a question on the terminal; null when there is no answer. */
-  ask(question: string): string | null;
-  /** Registers a Ctrl-C handler; returns a function that removes it. */
-  onInterrupt(handler: () => void): () => void;
-}
+/**
+ * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
+ * confirmation, `plan run --interactive`) go through `ask` when `isTerminal.stdin` is set; `signal`
+ * cancels a run (Ctrl-C).
+ */
+export type PlanCliIo = CliIo;
+
+/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url). */
+const PLAN_BACKEND_FLAGS: readonly FlagSpec[] = [
+  ["backend", "claude-code (default), anthropic, openai or scripted"],
+  ["script", "Scripted answers (YAML/JSON map from step id to answers); implies scripted"],
+  ["model", "Model for every call"],
+  ["base-url", "Server URL (OpenAI-compatible servers such as Ollama)"],
+].map(([name, description]) => ({
+  ...BACKEND_FLAGS.find((f) => f.name === name)!,
+  ...(name === "model" ? { value: "NAME" } : {}),
+  description,
+}));
 
 const HELP = `Usage: deno task plan <command> [options]
 
@@ -78,10 +82,7 @@ Commands:
   run <name|path>          Execute a plan step by step with an LLM, rewriting the file as it goes
 
 Backend options (new, run):
-  --backend NAME           claude-code (default), anthropic, openai or scripted
-  --script FILE            Scripted answers (YAML/JSON map from step id to answers); implies scripted
-  --model NAME             Model for every call
-  --base-url URL           Server URL (OpenAI-compatible servers such as Ollama)
+${flagHelpLines(PLAN_BACKEND_FLAGS, { width: 25 }).join("\n")}
 
 new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan),
            --yes (no confirmation question on a terminal)
@@ -103,7 +104,7 @@ Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, bloc
 75 another process is running the plan (try again later), 130 interrupted.`;
 
 /** Exit code when another process holds the plan file's lock (EX_TEMPFAIL: try again later). */
-export const PLAN_LOCKED_EXIT = 75;
+export const PLAN_LOCKED_EXIT: 75 = EXIT_CODES.locked;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -115,7 +116,9 @@ export const PLAN_LOCKED_EXIT = 75;
  * ```
  */
 export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Promise<number> {
-  const cli: PlanCliIo = { ...defaultIo(), ...io };
+  const full = fullIo(io);
+  // Every path of the plan commands is the user's: `cwd` is the user directory from here on.
+  const cli: PlanCliIo = { ...full, cwd: userDirOf(full) };
   const [command, ...rest] = args;
   try {
     switch (command) {
@@ -123,7 +126,7 @@ export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Pro
       case "help":
       case "--help":
       case "-h":
-        cli.stdout(HELP + "\n");
+        cli.stdout.write(HELP + "\n");
         return command === undefined ? 2 : 0;
       case "new":
         return await cmdNew(rest, cli);
@@ -148,58 +151,42 @@ export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Pro
 }
 
 function report(error: unknown, cli: PlanCliIo): number {
-  const message = error instanceof Error ? error.message : String(error);
-  cli.stderr(`error: ${message}\n`);
-  if (error instanceof StepflowError) {
-    if (error.code === "PLAN_LOCKED") return PLAN_LOCKED_EXIT;
-    return error.code === "USAGE" || error.code === "PLAN_NOT_FOUND" ||
-        error.code === "PLANSPEC_TOO_DEEP"
-      ? 2
-      : 1;
-  }
-  if (
-    error instanceof TypeError && (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
-  ) {
-    return 2;
-  }
-  return 1;
+  return reportError(error, cli.stderr, {
+    prefix: "error:",
+    ...(cli.signal ? { signal: cli.signal } : {}),
+    exitCodeOf: (e) =>
+      e.code === "USAGE" || e.code === "PLAN_NOT_FOUND" || e.code === "PLANSPEC_TOO_DEEP"
+        ? EXIT_CODES.usage
+        : EXIT_CODES.failed,
+  });
 }
 
-type OptionSpec = Record<
-  string,
-  { type: "string" | "boolean"; multiple?: boolean; short?: string }
->;
-
-const BACKEND_OPTIONS: OptionSpec = {
-  backend: { type: "string" },
-  script: { type: "string" },
-  model: { type: "string" },
-  "base-url": { type: "string" },
+const HELP_FLAG: FlagSpec = {
+  name: "help",
+  type: "boolean",
+  short: "h",
+  description: "Show this help",
 };
+
+/** A flag of a `plan` command (its help is the command's line in {@linkcode HELP}). */
+function flag(name: string, type: "string" | "boolean", extra: Partial<FlagSpec> = {}): FlagSpec {
+  return { name, type, description: "", ...extra };
+}
 
 function parse(
   command: string,
   args: string[],
-  options: OptionSpec,
-): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+  table: readonly FlagSpec[],
+): { values: Record<string, FlagValue>; positionals: string[] } {
   try {
-    const parsed = parseArgs({
-      args,
-      options: { ...options, help: { type: "boolean", short: "h" } },
-      allowPositionals: true,
-      strict: true,
-    });
-    return parsed as {
-      values: Record<string, string | boolean | string[] | undefined>;
-      positionals: string[];
-    };
+    return parseFlags(args, [...table, HELP_FLAG], { hint: " (see plan --help)" });
   } catch (error) {
-    throw new UsageError(`plan ${command}: ${(error as Error).message} (see plan --help)`);
+    throw new UsageError(`plan ${command}: ${errorMessage(error)}`);
   }
 }
 
 function helpRequested(values: Record<string, unknown>, cli: PlanCliIo): boolean {
-  if (values.help) cli.stdout(HELP + "\n");
+  if (values.help) cli.stdout.write(HELP + "\n");
   return values.help === true;
 }
 
@@ -216,44 +203,34 @@ async function makeBackend(
   values: Record<string, unknown>,
   cli: PlanCliIo,
 ): Promise<LlmBackend> {
-  const script = values.script as string | undefined;
-  const name = (values.backend as string | undefined) ?? (script ? "scripted" : "claude-code");
-  if (name === "scripted") {
-    if (!script) {
-      throw new UsageError(
-        "--backend scripted needs --script FILE (a YAML or JSON map from step id to answers).",
-      );
-    }
-    return await loadScriptFile(resolve(cli.cwd, script));
-  }
-  if (script) throw new UsageError(`--script only works with --backend scripted, not ${name}.`);
-  return await createBackend({
-    name,
-    model: values.model as string | undefined,
-    baseUrl: values["base-url"] as string | undefined,
+  const backend = await backendFromFlags({
+    ...(typeof values.backend === "string" ? { backend: values.backend } : {}),
+    ...(typeof values.script === "string" ? { script: values.script } : {}),
+    ...(typeof values.model === "string" ? { model: values.model } : {}),
+    ...(typeof values["base-url"] === "string" ? { baseUrl: values["base-url"] } : {}),
+  }, {
+    cwd: cli.cwd,
+    fallback: DEFAULT_BACKEND,
+    env: cli.env,
     onRetry: (r) =>
-      cli.stderr(
+      cli.stderr.write(
         `  · backend retry ${r.attempt}/${r.maxAttempts} in ${r.delayMs} ms: ${r.reason}\n`,
       ),
-    onWarning: (m) => cli.stderr(`  · ${m}\n`),
+    onWarning: (m) => cli.stderr.write(`  · ${m}\n`),
   });
-}
-
-function shown(cli: PlanCliIo, file: string): string {
-  const rel = relative(cli.cwd, file);
-  return rel.startsWith("..") ? file : rel;
+  return backend!;
 }
 
 // ---------------------------------------------------------------------------------------------
 // new
 
 async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("new", args, {
-    ...BACKEND_OPTIONS,
-    name: { type: "string" },
-    print: { type: "boolean" },
-    yes: { type: "boolean", short: "y" },
-  });
+  const { values, positionals } = parse("new", args, [
+    ...PLAN_BACKEND_FLAGS,
+    flag("name", "string"),
+    flag("print", "boolean"),
+    flag("yes", "boolean", { short: "y" }),
+  ]);
   if (helpRequested(values, cli)) return 0;
   const description = positionals.join(" ").trim();
   if (description === "") {
@@ -272,30 +249,34 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   }
   const backend = await makeBackend(values, cli);
   const dir = planspecDir(cli.cwd);
-  if (cli.stdinIsTerminal && values.yes !== true) {
+  if (cli.isTerminal.stdin && values.yes !== true) {
     // The seed's /planspec confirms before generating; --yes (or a non-terminal stdin) skips it.
-    const answer = cli.ask(
+    const answer = ask(
+      cli,
       `Generate a plan for "${clip(description, 80)}" with ${backend.name}? [Y/n]`,
     );
     if (answer !== null && /^\s*n(o)?\s*$/i.test(answer)) {
-      cli.stderr("Cancelled: no plan was generated.\n");
+      cli.stderr.write("Cancelled: no plan was generated.\n");
       return 1;
     }
   }
-  cli.stderr(`Generating a plan with ${backend.name}…\n`);
+  cli.stderr.write(`Generating a plan with ${backend.name}…\n`);
   let generated;
   try {
     generated = await generatePlan(description, {
       backend,
       model: values.model as string | undefined,
       cwd: cli.cwd,
+      ...(cli.signal ? { signal: cli.signal } : {}),
     });
   } catch (error) {
     if (error instanceof StepflowError && error.code === "PLAN_GENERATION_INVALID") {
       const text = String(error.details?.text ?? "");
       const saved = await freeFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
       await writeTextFile(saved, text);
-      cli.stderr(`error: ${error.message}\nThe last answer is saved in ${shown(cli, saved)}.\n`);
+      cli.stderr.write(
+        `error: ${error.message}\nThe last answer is saved in ${displayPath(saved, cli.cwd)}.\n`,
+      );
       return 1;
     }
     throw error;
@@ -303,23 +284,20 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   const { plan, warnings, attempts } = generated;
   const file = await freePlanFile(dir, name ?? snakeName(plan.title || description));
   await writePlanFile(file, plan);
-  for (const w of warnings) cli.stderr(`${w}\n`);
-  if (attempts > 1) cli.stderr("(the first answer was invalid; the model was re-asked once)\n");
-  if (values.print) cli.stdout(renderPlan(plan, { color: useColor(values, cli) }));
+  for (const w of warnings) cli.stderr.write(`${w}\n`);
+  if (attempts > 1) {
+    cli.stderr.write("(the first answer was invalid; the model was re-asked once)\n");
+  }
+  if (values.print) cli.stdout.write(renderPlan(plan, { color: useColor(values, cli) }));
   const steps = countSteps(plan.steps);
-  cli.stdout(`Created ${shown(cli, file)} (${steps} steps)\n`);
+  cli.stdout.write(`Created ${displayPath(file, cli.cwd)} (${steps} steps)\n`);
   return 0;
 }
 
 async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
   for (let n = 1;; n++) {
     const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
-    try {
-      await Deno.lstat(file);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return file;
-      throw error;
-    }
+    if (!(await pathExists(file))) return file;
   }
 }
 
@@ -333,13 +311,13 @@ function countSteps(steps: { children: unknown[] }[]): number {
 // show
 
 async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("show", args, {
-    full: { type: "boolean" },
-    expand: { type: "string", multiple: true },
-    collapse: { type: "string", multiple: true },
-    color: { type: "boolean" },
-    "no-color": { type: "boolean" },
-  });
+  const { values, positionals } = parse("show", args, [
+    flag("full", "boolean"),
+    flag("expand", "string", { multiple: true }),
+    flag("collapse", "string", { multiple: true }),
+    flag("color", "boolean"),
+    flag("no-color", "boolean"),
+  ]);
   if (helpRequested(values, cli)) return 0;
   const ref = onePositional("show", positionals, "name|path");
   const { file } = await resolvePlanRef(ref, cli.cwd);
@@ -348,40 +326,44 @@ async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
     for (const list of (values[flag] as string[] | undefined) ?? []) {
       for (const id of list.split(",").map((s) => s.trim()).filter(Boolean)) {
         const error = apply(plan, id);
-        if (error) throw new UsageError(`--${flag} ${id}: ${error} in ${shown(cli, file)}`);
+        if (error) {
+          throw new UsageError(`--${flag} ${id}: ${error} in ${displayPath(file, cli.cwd)}`);
+        }
       }
     }
   }
-  cli.stdout(renderPlan(plan, { color: useColor(values, cli), fold: values.full !== true }));
+  cli.stdout.write(renderPlan(plan, { color: useColor(values, cli), fold: values.full !== true }));
   return 0;
 }
 
 function useColor(values: Record<string, unknown>, cli: PlanCliIo): boolean {
   if (values["no-color"]) return false;
   if (values.color) return true;
-  return cli.stdoutIsTerminal && !cli.env("NO_COLOR");
+  return cli.isTerminal.stdout && !cli.env.NO_COLOR;
 }
 
 // ---------------------------------------------------------------------------------------------
 // list
 
 async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("list", args, { archive: { type: "boolean" } });
+  const { values, positionals } = parse("list", args, [flag("archive", "boolean")]);
   if (helpRequested(values, cli)) return 0;
   if (positionals.length > 0) throw new UsageError("plan list takes no arguments.");
   const base = planspecDir(cli.cwd);
   const dir = values.archive ? resolve(base, "archive") : base;
   const rows = await listPlans(dir);
   if (rows.length === 0) {
-    cli.stdout(
-      `No plans in ${shown(cli, dir)}/. Create one with: deno task plan new "<description>"\n`,
+    cli.stdout.write(
+      `No plans in ${
+        displayPath(dir, cli.cwd)
+      }/. Create one with: deno task plan new "<description>"\n`,
     );
     return 0;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
   for (const row of rows) {
     if (!row.plan || !row.progress) {
-      cli.stdout(`${row.name.padEnd(width)}  (invalid) ${row.error}\n`);
+      cli.stdout.write(`${row.name.padEnd(width)}  (invalid) ${row.error}\n`);
       continue;
     }
     const p = row.progress;
@@ -396,12 +378,12 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
       ? "in progress"
       : "not started";
     const progress = `${p.done}/${p.total} (${percent}%)`.padEnd(14);
-    cli.stdout(
+    cli.stdout.write(
       `${row.name.padEnd(width)}  ${progress}  ${state.padEnd(11)}  ${
         row.plan.title || "(untitled)"
       }\n`,
     );
-    cli.stdout(`${" ".repeat(width)}  Goal: ${row.plan.goal}\n`);
+    cli.stdout.write(`${" ".repeat(width)}  Goal: ${row.plan.goal}\n`);
   }
   return 0;
 }
@@ -410,11 +392,11 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
 // archive
 
 async function cmdArchive(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("archive", args, { force: { type: "boolean" } });
+  const { values, positionals } = parse("archive", args, [flag("force", "boolean")]);
   if (helpRequested(values, cli)) return 0;
   const name = onePositional("archive", positionals, "name");
   const target = await archivePlan(cli.cwd, name, { force: values.force === true });
-  cli.stdout(`Archived ${name} → ${shown(cli, target)}\n`);
+  cli.stdout.write(`Archived ${name} → ${displayPath(target, cli.cwd)}\n`);
   return 0;
 }
 
@@ -422,11 +404,11 @@ async function cmdArchive(args: string[], cli: PlanCliIo): Promise<number> {
 // validate
 
 async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("validate", args, {});
+  const { values, positionals } = parse("validate", args, []);
   if (helpRequested(values, cli)) return 0;
   const ref = onePositional("validate", positionals, "file");
   const { file } = await resolvePlanRef(ref, cli.cwd);
-  const name = shown(cli, file);
+  const name = displayPath(file, cli.cwd);
   let text: string;
   try {
     text = await Deno.readTextFile(file);
@@ -438,12 +420,14 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
     plan = parsePlan(text);
   } catch (error) {
     if (error instanceof PlanParseError) {
-      cli.stdout(`${name}:${error.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`);
+      cli.stdout.write(
+        `${name}:${error.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`,
+      );
       return 1;
     }
     if (error instanceof PlanTooDeepError) {
       // A documented limit, not a plan mistake the validator reports: a usage error (exit 2).
-      cli.stderr(
+      cli.stderr.write(
         `${name}:${error.details?.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`,
       );
       return 2;
@@ -453,18 +437,18 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
   const messages = validatePlan(plan);
   const errors = messages.filter((m) => !m.startsWith("warn:"));
   for (const m of messages) {
-    cli.stdout(
+    cli.stdout.write(
       m.startsWith("warn:") ? `${name}: warning: ${m.slice(5).trim()}\n` : `${name}: error: ${m}\n`,
     );
   }
   const steps = countSteps(plan.steps);
   if (errors.length > 0) {
-    cli.stdout(
+    cli.stdout.write(
       `${name}: ${errors.length} error(s), ${messages.length - errors.length} warning(s)\n`,
     );
     return 1;
   }
-  cli.stdout(`${name}: ok (${steps} steps, ${messages.length} warning(s))\n`);
+  cli.stdout.write(`${name}: ok (${steps} steps, ${messages.length} warning(s))\n`);
   return 0;
 }
 
@@ -472,14 +456,14 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
 // run
 
 async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("run", args, {
-    ...BACKEND_OPTIONS,
-    "max-rounds": { type: "string" },
-    "max-attempts": { type: "string" },
-    interactive: { type: "boolean" },
-    json: { type: "boolean" },
-    quiet: { type: "boolean" },
-  });
+  const { values, positionals } = parse("run", args, [
+    ...PLAN_BACKEND_FLAGS,
+    flag("max-rounds", "string"),
+    flag("max-attempts", "string"),
+    flag("interactive", "boolean"),
+    flag("json", "boolean"),
+    flag("quiet", "boolean"),
+  ]);
   if (helpRequested(values, cli)) return 0;
   const ref = onePositional("run", positionals, "name|path");
   const maxRounds = positiveInt(values["max-rounds"], "--max-rounds");
@@ -487,58 +471,48 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
   const { file } = await resolvePlanRef(ref, cli.cwd);
   const backend = await makeBackend(values, cli);
   let interactive = values.interactive === true;
-  if (interactive && !cli.stdinIsTerminal) {
-    cli.stderr(
+  if (interactive && !cli.isTerminal.stdin) {
+    cli.stderr.write(
       "warning: --interactive needs a terminal on stdin; questions will block their steps instead\n",
     );
     interactive = false;
   }
   const quiet = values.quiet === true || values.json === true;
   const line = (text: string) => {
-    if (!quiet) cli.stderr(text + "\n");
+    if (!quiet) cli.stderr.write(text + "\n");
   };
-  const controller = new AbortController();
-  const removeInterrupt = cli.onInterrupt(() => {
-    cli.stderr("\ninterrupted: stopping after the current call (the plan file is kept)\n");
-    controller.abort(new DOMException("interrupted", "AbortError"));
-  });
-  let result: PlanRunResult;
-  try {
-    const runner = await PlanRunner.fromFile(file, {
-      backend,
-      cwd: cli.cwd,
-      model: values.model as string | undefined,
-      maxRounds,
-      maxAttempts,
-      interactive,
-      ask: async (question) => await Promise.resolve(cli.ask(`? ${question}\n>`) ?? undefined),
-      signal: controller.signal,
-      onLog: (message) => line(`  · ${message}`),
-      events: {
-        onStepStart: (info: StepInfo) =>
-          line(
-            `▶ ${info.stepId} [${info.type}] ${clip(info.desc, 90)}${
-              (info.attempt as number) > 1 ? ` (attempt ${info.attempt})` : ""
-            }`,
-          ),
-        onStepEnd: (info: StepInfo, output?: unknown) => {
-          const o = output as StepOutput | undefined;
-          const ok = o?.status === "OK";
-          line(
-            `  ${ok ? "✓" : "✗"} ${info.stepId} ${o?.status ?? ""}: ${clip(o?.result ?? "", 110)}`,
-          );
-        },
-        onStepError: (info: StepInfo, error: unknown) =>
-          line(`  ✗ ${info.stepId}: ${error instanceof Error ? error.message : String(error)}`),
+  const runner = await PlanRunner.fromFile(file, {
+    backend,
+    cwd: cli.cwd,
+    model: values.model as string | undefined,
+    maxRounds,
+    maxAttempts,
+    interactive,
+    ask: async (question) => await Promise.resolve(ask(cli, `? ${question}\n>`) ?? undefined),
+    ...(cli.signal ? { signal: cli.signal } : {}),
+    onLog: (message) => line(`  · ${message}`),
+    events: {
+      onStepStart: (info: StepInfo) =>
+        line(
+          `▶ ${info.stepId} [${info.type}] ${clip(info.desc, 90)}${
+            (info.attempt as number) > 1 ? ` (attempt ${info.attempt})` : ""
+          }`,
+        ),
+      onStepEnd: (info: StepInfo, output?: unknown) => {
+        const o = output as StepOutput | undefined;
+        const ok = o?.status === "OK";
+        line(
+          `  ${ok ? "✓" : "✗"} ${info.stepId} ${o?.status ?? ""}: ${clip(o?.result ?? "", 110)}`,
+        );
       },
-    });
-    line(`Running ${shown(cli, file)} with ${backend.name}`);
-    result = await runner.run();
-  } finally {
-    removeInterrupt();
-  }
+      onStepError: (info: StepInfo, error: unknown) =>
+        line(`  ✗ ${info.stepId}: ${errorMessage(error)}`),
+    },
+  });
+  line(`Running ${displayPath(file, cli.cwd)} with ${backend.name}`);
+  const result = await runner.run();
   if (values.json) {
-    cli.stdout(
+    cli.stdout.write(
       JSON.stringify({
         file,
         status: result.status,
@@ -550,16 +524,18 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
       }) + "\n",
     );
   } else {
-    cli.stdout(renderPlan(result.plan, { color: useColor(values, cli) }));
+    cli.stdout.write(renderPlan(result.plan, { color: useColor(values, cli) }));
     const p = result.progress;
-    cli.stdout(
+    cli.stdout.write(
       `\nRun ${result.status}: ${p.done}/${p.total} done, ${p.skipped} skipped, ${p.blocked} blocked` +
         ` after ${result.rounds} round(s), ${result.stepsExecuted} step execution(s)\n`,
     );
-    for (const b of result.blocked) cli.stdout(`  [!] ${b.stepId}: ${b.result}\n`);
-    if (result.error) cli.stdout(`  error: ${result.error}\n`);
+    for (const b of result.blocked) cli.stdout.write(`  [!] ${b.stepId}: ${b.result}\n`);
+    if (result.error) cli.stdout.write(`  error: ${result.error}\n`);
     if (result.status !== "completed") {
-      cli.stdout(`The plan is saved in ${shown(cli, file)}; run the same command to continue.\n`);
+      cli.stdout.write(
+        `The plan is saved in ${displayPath(file, cli.cwd)}; run the same command to continue.\n`,
+      );
     }
   }
   return result.status === "completed" ? 0 : result.status === "aborted" ? 130 : 1;
@@ -579,31 +555,19 @@ function clip(text: string, max: number): string {
   return one.length <= max ? one : one.slice(0, max - 1) + "…";
 }
 
-function writeAll(target: { writeSync(p: Uint8Array): number }, text: string): void {
-  let bytes = new TextEncoder().encode(text);
-  while (bytes.length > 0) bytes = bytes.subarray(target.writeSync(bytes));
+/** Asks on the terminal; no `ask` in the IO means no answer. */
+function ask(cli: PlanCliIo, question: string): string | null {
+  return cli.ask ? cli.ask(question) : null;
 }
 
-function defaultIo(): PlanCliIo {
-  return {
-    stdout: (text) => writeAll(Deno.stdout, text),
-    stderr: (text) => writeAll(Deno.stderr, text),
-    cwd: Deno.env.get("INIT_CWD") || Deno.cwd(),
-    env: (name) => Deno.env.get(name),
-    stdoutIsTerminal: Deno.stdout.isTerminal(),
-    stdinIsTerminal: Deno.stdin.isTerminal(),
-    ask: (question) => prompt(question),
-    onInterrupt: (handler) => {
-      try {
-        Deno.addSignalListener("SIGINT", handler);
-        return () => Deno.removeSignalListener("SIGINT", handler);
-      } catch {
-        return () => {};
-      }
-    },
-  };
+/** Runs `plan` on the real process: Ctrl-C cancels a run (the plan file is kept); twice quits. */
+export async function planCli(argv: readonly string[] = Deno.args): Promise<never> {
+  using interrupt = listenForInterrupt({
+    message: "\ninterrupted: stopping after the current call (the plan file is kept)\n",
+    reason: new DOMException("interrupted", "AbortError"),
+  });
+  const code = await planMain([...argv], { ...processIo(), signal: interrupt.signal });
+  Deno.exit(code);
 }
 
-if (import.meta.main) {
-  Deno.exit(await planMain(Deno.args));
-}
+if (import.meta.main) await planCli();

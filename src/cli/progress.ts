@@ -17,6 +17,9 @@ import type { StepFlowResult } from "../flow/types.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
+import { type Palette, palette } from "./kit/palette.ts";
+
+export { type Palette, palette } from "./kit/palette.ts";
 
 /** Where a renderer writes, and how. */
 export interface ProgressOptions {
@@ -517,34 +520,4 @@ function firstLine(text: string): string {
 function truncate(text: string, width: number): string {
   const chars = Array.from(text);
   return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`;
-}
-
-/** ANSI colour helpers; identity functions when colour is off. */
-export interface Palette {
-  /** Dim text. */
-  dim(text: string): string;
-  /** Bold text. */
-  bold(text: string): string;
-  /** Red text. */
-  red(text: string): string;
-  /** Green text. */
-  green(text: string): string;
-  /** Yellow text. */
-  yellow(text: string): string;
-  /** Cyan text. */
-  cyan(text: string): string;
-}
-
-/** A {@linkcode Palette}: ANSI codes when `color` is true, plain text otherwise. */
-export function palette(color: boolean): Palette {
-  const wrap = (open: number, close: number) => (text: string) =>
-    color ? `\x1b[${open}m${text}\x1b[${close}m` : text;
-  return {
-    dim: wrap(2, 22),
-    bold: wrap(1, 22),
-    red: wrap(31, 39),
-    green: wrap(32, 39),
-    yellow: wrap(33, 39),
-    cyan: wrap(36, 39),
-  };
 }

@@ -15,12 +15,9 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
-import { isAbsolute, relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import { createBackend } from "../llm/factory.ts";
-import { loadScriptFile } from "../llm/script_file.ts";
+import { errorMessage, UsageError } from "../errors.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   buildScriptPrompt,
@@ -31,21 +28,91 @@ import {
   runScript,
   validateScript,
 } from "../qplan/mod.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import { displayPath } from "./kit/display_path.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { reportError } from "./kit/report_error.ts";
 
-/** Where the CLI reads and writes (injectable for tests). */
-export interface QPlanCliIo {
-  /** Standard output. */
-  stdout: (text: string) => void;
-  /** Standard error. */
-  stderr: (text: string) => void;
-  /** The user's directory (INIT_CWD or the process cwd). */
-  cwd: string;
-  /** Aborts a running script (Ctrl-C). */
-  signal?: AbortSignal;
+/** Where the CLI reads and writes: the CLI kit's {@linkcode CliIo} (`signal` aborts a run). */
+export type QPlanCliIo = CliIo;
+
+/** Exit codes of the `qplan` command: its subset of the one table, {@linkcode EXIT_CODES}. */
+export const QPLAN_EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; interrupted: 130 }> = Object
+  .freeze({
+    ok: EXIT_CODES.success,
+    failed: EXIT_CODES.failed,
+    usage: EXIT_CODES.usage,
+    interrupted: EXIT_CODES.interrupted,
+  });
+
+/** The kit's backend flag `name` with `qplan`'s help text. */
+function backendFlag(name: string, description: string, value?: string): FlagSpec {
+  return {
+    ...BACKEND_FLAGS.find((f) => f.name === name)!,
+    ...(value ? { value } : {}),
+    description,
+  };
 }
 
-/** Exit codes of the `qplan` command. */
-export const QPLAN_EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+/** Every flag of `qplan`, in `--help` order. */
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "param",
+    type: "string",
+    value: "k=v",
+    multiple: true,
+    description: "a param for the script (repeatable; v is parsed as JSON when it can be)",
+  },
+  {
+    name: "params-file",
+    type: "string",
+    value: "FILE",
+    description: "params from a JSON or YAML object",
+  },
+  {
+    name: "json",
+    type: "boolean",
+    description: "run: print {status, error, results, vars} as JSON on stdout\n" +
+      "validate: print {ok, issues, steps} as JSON",
+  },
+  {
+    name: "workspace",
+    type: "string",
+    value: "DIR",
+    description: "root of the files the file module may touch (default: current folder)",
+  },
+  {
+    name: "timeout",
+    type: "string",
+    value: "MS",
+    description: "abort the run after MS milliseconds",
+  },
+  {
+    name: "enable",
+    type: "string",
+    value: "LIST",
+    multiple: true,
+    description: "extra modules: http, html, ai (comma-separated)",
+  },
+  backendFlag(
+    "backend",
+    "LLM backend for the ai module: scripted, claude-code, anthropic, openai",
+  ),
+  backendFlag("script", "answers of the scripted backend (YAML/JSON keyed by step id)"),
+  backendFlag("model", "model of the backend", "NAME"),
+  backendFlag("base-url", "server of the backend (e.g. a local OpenAI-compatible server)"),
+  {
+    name: "run-id",
+    type: "string",
+    value: "ID",
+    description: "run id (results are stored at ctx[runId])",
+  },
+  { name: "quiet", type: "boolean", description: "no progress lines" },
+  { name: "help", type: "boolean", short: "h", description: "this help" },
+];
 
 const HELP = `qplan — run, validate and write QPlan scripts
 
@@ -55,20 +122,7 @@ Usage:
   deno task qplan prompt "<task>" [options] print the prompt that asks an LLM to write a script
 
 Options:
-  --param k=v          a param for the script (repeatable; v is parsed as JSON when it can be)
-  --params-file FILE   params from a JSON or YAML object
-  --json               run: print {status, error, results, vars} as JSON on stdout
-                       validate: print {ok, issues, steps} as JSON
-  --workspace DIR      root of the files the file module may touch (default: current folder)
-  --timeout MS         abort the run after MS milliseconds
-  --enable LIST        extra modules: http, html, ai (comma-separated)
-  --backend NAME       LLM backend for the ai module: scripted, claude-code, anthropic, openai
-  --script FILE        answers of the scripted backend (YAML/JSON keyed by step id)
-  --model NAME         model of the backend
-  --base-url URL       server of the backend (e.g. a local OpenAI-compatible server)
-  --run-id ID          run id (results are stored at ctx[runId])
-  --quiet              no progress lines
-  -h, --help           this help
+${flagHelpLines(FLAGS, { width: 21 }).join("\n")}
 
 Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
             2 usage error or a script that cannot run (syntax, validation, params, backend).`;
@@ -80,22 +134,28 @@ Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed ou
  * ```ts ignore
  * import { qplanMain } from "./qplan.ts";
  * const code = await qplanMain(["validate", "plan.qplan"], {
- *   stdout: (t) => console.log(t.trimEnd()),
- *   stderr: (t) => console.error(t.trimEnd()),
+ *   stdout: { write: (t) => console.log(t.trimEnd()) },
+ *   stderr: { write: (t) => console.error(t.trimEnd()) },
  *   cwd: Deno.cwd(),
  * });
  * ```
  */
-export async function qplanMain(argv: string[], io: QPlanCliIo): Promise<number> {
+export async function qplanMain(
+  argv: string[],
+  partialIo: Partial<QPlanCliIo> = {},
+): Promise<number> {
+  const full = fullIo(partialIo);
+  // Every path of the qplan commands is the user's: `cwd` is the user directory from here on.
+  const io: QPlanCliIo = { ...full, cwd: userDirOf(full) };
   try {
     const [command, ...rest] = argv;
     if (command === undefined || command === "-h" || command === "--help" || command === "help") {
-      io.stdout(`${HELP}\n`);
+      io.stdout.write(`${HELP}\n`);
       return command === undefined ? QPLAN_EXIT.usage : QPLAN_EXIT.ok;
     }
     const options = parseOptions(rest);
     if (options.help) {
-      io.stdout(`${HELP}\n`);
+      io.stdout.write(`${HELP}\n`);
       return QPLAN_EXIT.ok;
     }
     switch (command) {
@@ -111,12 +171,10 @@ export async function qplanMain(argv: string[], io: QPlanCliIo): Promise<number>
         );
     }
   } catch (error) {
-    if (error instanceof StepflowError) {
-      io.stderr(`qplan: ${error.message}\n`);
-      return QPLAN_EXIT.usage;
-    }
-    io.stderr(`qplan: unexpected error: ${errorMessage(error)}\n`);
-    return QPLAN_EXIT.failed;
+    return reportError(error, full.stderr, {
+      prefix: "qplan:",
+      ...(full.signal ? { signal: full.signal } : {}),
+    });
   }
 }
 
@@ -138,47 +196,24 @@ interface Options {
 }
 
 function parseOptions(args: string[]): Options {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        param: { type: "string", multiple: true },
-        "params-file": { type: "string" },
-        json: { type: "boolean" },
-        workspace: { type: "string" },
-        timeout: { type: "string" },
-        enable: { type: "string", multiple: true },
-        backend: { type: "string" },
-        script: { type: "string" },
-        model: { type: "string" },
-        "base-url": { type: "string" },
-        "run-id": { type: "string" },
-        quiet: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${errorMessage(error)} (see --help)`);
-  }
-  const v = parsed.values;
+  const { values: v, positionals } = parseFlags(args, FLAGS, { hint: " (see --help)" });
+  const text = (name: string) => stringFlag(v, name);
   return {
-    positionals: parsed.positionals,
-    params: v.param ?? [],
-    paramsFile: v["params-file"],
-    json: v.json ?? false,
-    workspace: v.workspace,
-    timeout: v.timeout,
-    enable: (v.enable ?? []).flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
+    positionals,
+    params: listFlag(v, "param"),
+    paramsFile: text("params-file"),
+    json: v.json === true,
+    workspace: text("workspace"),
+    timeout: text("timeout"),
+    enable: listFlag(v, "enable").flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
       .filter(Boolean),
-    backend: v.backend,
-    script: v.script,
-    model: v.model,
-    baseUrl: v["base-url"],
-    runId: v["run-id"],
-    quiet: v.quiet ?? false,
-    help: v.help ?? false,
+    backend: text("backend"),
+    script: text("script"),
+    model: text("model"),
+    baseUrl: text("base-url"),
+    runId: text("run-id"),
+    quiet: v.quiet === true,
+    help: v.help === true,
   };
 }
 
@@ -268,28 +303,14 @@ function knownModules(options: Options): { http: boolean; html: boolean; ai: boo
 }
 
 async function backendOf(options: Options, io: QPlanCliIo): Promise<LlmBackend | undefined> {
-  const name = options.backend ?? (options.script ? "scripted" : undefined);
-  if (name === undefined) return undefined;
-  if (name === "scripted") {
-    if (!options.script) {
-      throw new UsageError(
-        "--backend scripted needs --script FILE (a YAML or JSON map from step id to answers).",
-      );
-    }
-    return await loadScriptFile(resolve(io.cwd, options.script));
-  }
-  if (options.script) {
-    throw new UsageError(`--script only works with --backend scripted, not ${name}.`);
-  }
-  return await createBackend({
-    name,
-    model: options.model,
-    baseUrl: options.baseUrl,
+  return await backendFromFlags(options, {
+    cwd: io.cwd,
+    env: io.env,
     onRetry: (r) =>
-      io.stderr(
+      io.stderr.write(
         `  · backend retry ${r.attempt}/${r.maxAttempts} in ${r.delayMs} ms: ${r.reason}\n`,
       ),
-    onWarning: (m) => io.stderr(`  · ${m}\n`),
+    onWarning: (m) => io.stderr.write(`  · ${m}\n`),
   });
 }
 
@@ -305,11 +326,6 @@ function enableHint(issues: readonly { code: string; message: string }[]): strin
       off.size > 1 ? "are" : "is"
     } off by default; pass --enable ${[...off].join(",")}\n`
     : "";
-}
-
-function shown(io: QPlanCliIo, path: string): string {
-  const rel = relative(io.cwd, path);
-  return rel.startsWith("..") || isAbsolute(rel) ? path : rel;
 }
 
 async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
@@ -339,9 +355,11 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
     ...modules,
     ai: true,
     backend,
-    print: (line) => (options.json ? io.stderr : io.stdout)(`${line}\n`),
+    print: (line) => (options.json ? io.stderr : io.stdout).write(`${line}\n`),
   });
-  const events = options.quiet ? [] : [createProgressPrinter((line) => io.stderr(`${line}\n`))];
+  const events = options.quiet
+    ? []
+    : [createProgressPrinter((line) => io.stderr.write(`${line}\n`))];
   const result = await runScript(source, {
     registry,
     params,
@@ -358,15 +376,17 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
     const errors = result.issues.length > 0
       ? renderIssues(source, result.issues)
       : `error: ${result.error!.message}`;
-    io.stderr(`qplan: ${shown(io, path)} cannot run:\n${errors}\n${enableHint(result.issues)}`);
+    io.stderr.write(
+      `qplan: ${displayPath(path, io.cwd)} cannot run:\n${errors}\n${enableHint(result.issues)}`,
+    );
   } else if (result.error) {
     const where = result.error.line !== undefined
       ? `\n${renderCaret(source, result.error.line, result.error.column ?? 1)}`
       : "";
-    io.stderr(`qplan: ${result.status}: ${result.error.message}${where}\n`);
+    io.stderr.write(`qplan: ${result.status}: ${result.error.message}${where}\n`);
   }
   if (options.json) {
-    io.stdout(`${JSON.stringify(jsonResult(result), jsonReplacer, 2)}\n`);
+    io.stdout.write(`${JSON.stringify(jsonResult(result), jsonReplacer, 2)}\n`);
   }
   if (cannotRun) return QPLAN_EXIT.usage;
   if (result.status === "aborted" && io.signal?.aborted) return QPLAN_EXIT.interrupted;
@@ -404,7 +424,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   const errors = validation.issues.filter((i) => i.severity === "error").length;
   const warnings = validation.issues.length - errors;
   if (options.json) {
-    io.stdout(`${
+    io.stdout.write(`${
       JSON.stringify(
         {
           ok: validation.ok,
@@ -422,12 +442,14 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
       )
     }\n`);
   } else if (validation.issues.length > 0) {
-    io.stderr(`${renderIssues(source, validation.issues)}\n${enableHint(validation.issues)}\n`);
+    io.stderr.write(
+      `${renderIssues(source, validation.issues)}\n${enableHint(validation.issues)}\n`,
+    );
   }
   if (!validation.ok) {
     if (!options.json) {
-      io.stderr(
-        `✗ ${shown(io, path)}: ${errors} error${errors === 1 ? "" : "s"}${
+      io.stderr.write(
+        `✗ ${displayPath(path, io.cwd)}: ${errors} error${errors === 1 ? "" : "s"}${
           warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
         }\n`,
       );
@@ -436,13 +458,13 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   }
   if (!options.json) {
     const steps = validation.resolution?.steps.length ?? 0;
-    io.stdout(
-      `✓ ${shown(io, path)} is valid: ${steps} step${steps === 1 ? "" : "s"}${
+    io.stdout.write(
+      `✓ ${displayPath(path, io.cwd)} is valid: ${steps} step${steps === 1 ? "" : "s"}${
         warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""
       }\n`,
     );
     for (const s of validation.resolution?.steps ?? []) {
-      io.stdout(`${"  ".repeat(s.depth + 1)}${s.node.desc ?? s.node.id} [${s.node.id}]\n`);
+      io.stdout.write(`${"  ".repeat(s.depth + 1)}${s.node.desc ?? s.node.id} [${s.node.id}]\n`);
     }
   }
   return QPLAN_EXIT.ok;
@@ -455,28 +477,18 @@ async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
   const modules = knownModules(options);
   const registry = createQPlanRegistry({ ...modules });
   const params = Object.keys(await readParams(options, io));
-  io.stdout(`${buildScriptPrompt(options.positionals.join(" "), registry, { params })}\n`);
+  io.stdout.write(`${buildScriptPrompt(options.positionals.join(" "), registry, { params })}\n`);
   return QPLAN_EXIT.ok;
 }
 
-if (import.meta.main) {
-  const controller = new AbortController();
-  const onInterrupt = () => controller.abort(new Error("interrupted (Ctrl-C)"));
-  try {
-    Deno.addSignalListener("SIGINT", onInterrupt);
-  } catch {
-    // Signals are not available everywhere (e.g. some Windows setups).
-  }
-  const encoder = new TextEncoder();
-  const writeAll = (out: typeof Deno.stdout, text: string) => {
-    const bytes = encoder.encode(text);
-    for (let done = 0; done < bytes.length;) done += out.writeSync(bytes.subarray(done));
-  };
-  const code = await qplanMain(Deno.args, {
-    stdout: (t) => writeAll(Deno.stdout, t),
-    stderr: (t) => writeAll(Deno.stderr, t),
-    cwd: Deno.env.get("INIT_CWD") || Deno.cwd(),
-    signal: controller.signal,
+/** Runs `qplan` on the real process: Ctrl-C aborts a run (twice quits at once). */
+export async function qplanCli(argv: readonly string[] = Deno.args): Promise<never> {
+  using interrupt = listenForInterrupt({
+    message: "\nAborting the script… (press Ctrl-C again to quit at once)\n",
+    reason: new Error("interrupted (Ctrl-C)"),
   });
+  const code = await qplanMain([...argv], { ...processIo(), signal: interrupt.signal });
   Deno.exit(code);
 }
+
+if (import.meta.main) await qplanCli();

@@ -18,8 +18,8 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { boundDepth } from "../llm/ask_structured.ts";
-import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   type CliFlags,
@@ -35,7 +35,6 @@ import {
   createLineProgress,
   createLiveProgress,
   observeBackend,
-  palette,
   type ProgressRenderer,
 } from "./progress.ts";
 import { formatResult, formatValidation, type ValidationReport } from "./summary.ts";
@@ -45,8 +44,21 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore } from "../store/types.ts";
 import { submitAndFollow } from "./submit.ts";
+import { backendFromFlags } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
+import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
+import { pathVisible } from "../path_exists.ts";
 
-/** Exit codes of `run-agent`. */
+export { type CliIo, type CliWriter, processIo, STDIN_WAIT_MS } from "./kit/io.ts";
+export {
+  createInterruptHandler,
+  INTERRUPT_GRACE_MS,
+  type InterruptActions,
+} from "./kit/interrupt.ts";
+
+/** Exit codes of `run-agent`: its subset of the one table, {@linkcode EXIT_CODES}. */
 export const EXIT: Readonly<{
   success: 0;
   flowFailed: 1;
@@ -55,78 +67,22 @@ export const EXIT: Readonly<{
   interrupted: 130;
 }> = Object.freeze({
   /** The command did what was asked; for a run: the flow completed. */
-  success: 0,
+  success: EXIT_CODES.success,
   /** The flow ran and did not succeed (failed, aborted, timed out, hit max iterations). */
-  flowFailed: 1,
+  flowFailed: EXIT_CODES.failed,
   /**
    * Usage error (bad flag, missing parameter), an invalid or missing agent definition, or a backend
    * that cannot be used at all (missing or refused credentials, SDK/executable not installed).
    */
-  usage: 2,
+  usage: EXIT_CODES.usage,
   /** An unexpected internal error: a bug in stepflow. */
-  internal: 70,
+  internal: EXIT_CODES.internal,
   /** The run was cancelled with Ctrl-C (128 + SIGINT). */
-  interrupted: 130,
+  interrupted: EXIT_CODES.interrupted,
 });
 
 /** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
-export const DEFAULT_BACKEND = "claude-code";
-
-/** How long to wait for the first byte of piped stdin before running without `{input_text}`. */
-export const STDIN_WAIT_MS = 1000;
-
-/** Something text can be written to (stdout, stderr). */
-export interface CliWriter {
-  /** Writes `text` as is (no newline added). */
-  write(text: string): void;
-}
-
-/** Everything `main` touches outside itself, injectable for tests. */
-export interface CliIo {
-  /** Results go here. */
-  stdout: CliWriter;
-  /** Progress, warnings and errors go here. */
-  stderr: CliWriter;
-  /** Piped input (`{input_text}`); `null` for none. */
-  stdin: ReadableStream<Uint8Array> | null;
-  /** Environment (`INIT_CWD`, `NO_COLOR`, backend credentials). */
-  env: Record<string, string | undefined>;
-  /** The process's working directory (`INIT_CWD` wins when set). */
-  cwd: string;
-  /** Which streams are terminals. */
-  isTerminal: { stdin: boolean; stdout: boolean; stderr: boolean };
-  /** Width of the terminal, for the live progress line. */
-  columns?: number;
-  /** Cancels a run (Ctrl-C). */
-  signal?: AbortSignal;
-  /** How long to wait for piped stdin to start (default {@linkcode STDIN_WAIT_MS}). */
-  stdinWaitMs?: number;
-}
-
-/** The process's real stdio, environment and working directory. */
-export function processIo(): CliIo {
-  const size = (() => {
-    try {
-      return Deno.consoleSize().columns;
-    } catch {
-      return undefined;
-    }
-  })();
-  const io: CliIo = {
-    stdout: fileWriter(Deno.stdout),
-    stderr: fileWriter(Deno.stderr),
-    stdin: Deno.stdin.readable,
-    env: Deno.env.toObject(),
-    cwd: Deno.cwd(),
-    isTerminal: {
-      stdin: Deno.stdin.isTerminal(),
-      stdout: Deno.stdout.isTerminal(),
-      stderr: Deno.stderr.isTerminal(),
-    },
-  };
-  if (size) io.columns = size;
-  return io;
-}
+export { DEFAULT_BACKEND };
 
 /**
  * Runs the CLI with `argv` (without the program name) and returns the exit code. It never throws
@@ -140,86 +96,31 @@ export function processIo(): CliIo {
  * ```
  */
 export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
-  const full: CliIo = { ...defaultIo(), ...io };
-  const noColor = full.env.NO_COLOR !== undefined && full.env.NO_COLOR !== "";
+  const full = fullIo(io);
   const ctx: Context = {
     io: full,
-    userDir: resolve(full.cwd, full.env.INIT_CWD || "."),
-    stderrColor: full.isTerminal.stderr && !noColor && full.env.TERM !== "dumb",
-    stdoutColor: full.isTerminal.stdout && !noColor && full.env.TERM !== "dumb",
+    userDir: userDirOf(full),
+    stderrColor: colorOn(full, "stderr"),
+    stdoutColor: colorOn(full, "stdout"),
     verbose: false,
   };
   try {
     return await dispatch(argv, ctx);
   } catch (error) {
-    return reportError(error, ctx);
+    return reportError(error, full.stderr, {
+      prefix: "error:",
+      color: ctx.stderrColor,
+      verbose: ctx.verbose,
+    });
   }
-}
-
-/**
- * How long after the first Ctrl-C another SIGINT still counts as the same Ctrl-C. Under
- * `deno task` one Ctrl-C can reach the process twice within a millisecond or two (from the terminal
- * and forwarded by `deno task`); a person pressing Ctrl-C again takes far longer than this.
- */
-export const INTERRUPT_GRACE_MS = 500;
-
-/** What {@linkcode createInterruptHandler} does on each Ctrl-C. */
-export interface InterruptActions {
-  /** The first Ctrl-C: cancel the run (it still prints its result). */
-  cancel(): void;
-  /** A second Ctrl-C, at least `graceMs` later: quit at once. */
-  quit(): void;
-  /** Clock in ms (default `performance.now`). */
-  now?: () => number;
-  /** The window in which a repeated SIGINT is the same Ctrl-C (default {@linkcode INTERRUPT_GRACE_MS}). */
-  graceMs?: number;
-}
-
-/**
- * The SIGINT handler of the CLI: the first Ctrl-C cancels, a SIGINT within `graceMs` of it is the
- * same key press delivered twice and is ignored, a later one quits.
- *
- * @example
- * ```ts
- * import { createInterruptHandler } from "./run_agent.ts";
- * const onSigint = createInterruptHandler({ cancel: () => {}, quit: () => Deno.exit(130) });
- * ```
- */
-export function createInterruptHandler(actions: InterruptActions): () => void {
-  const now = actions.now ?? (() => performance.now());
-  const grace = actions.graceMs ?? INTERRUPT_GRACE_MS;
-  let firstAt: number | undefined;
-  return () => {
-    const at = now();
-    if (firstAt === undefined) {
-      firstAt = at;
-      actions.cancel();
-    } else if (at - firstAt >= grace) {
-      actions.quit();
-    }
-  };
 }
 
 /** Runs the CLI on the real process (signals, stdio) and exits with its code. */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
-  const controller = new AbortController();
-  const onInterrupt = createInterruptHandler({
-    cancel: () => {
-      Deno.stderr.writeSync(
-        new TextEncoder().encode(
-          "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
-        ),
-      );
-      controller.abort();
-    },
-    quit: () => Deno.exit(EXIT.interrupted),
+  using interrupt = listenForInterrupt({
+    message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
-  try {
-    Deno.addSignalListener("SIGINT", onInterrupt);
-  } catch {
-    // Signals are unavailable on some platforms; Ctrl-C then ends the process directly.
-  }
-  const code = await main(argv, { ...processIo(), signal: controller.signal });
+  const code = await main(argv, { ...processIo(), signal: interrupt.signal });
   Deno.exit(code);
 }
 
@@ -377,7 +278,7 @@ async function showRuns(
   }
   const log = await store.readLog(runId);
   const logExists = store instanceof FileRunStore
-    ? await Deno.lstat(store.files(runId).log).then(() => true, () => false)
+    ? await pathVisible(store.files(runId).log)
     : log.length > 0;
   if (!checkpoint && !logExists) {
     throw new StepflowError(
@@ -627,9 +528,6 @@ const CONFIGURATION_FAILURE_CODES = new Set([
   "PROMPT_FRONTMATTER_INVALID",
 ]);
 
-/** Backend failures that mean "fix your setup" rather than "the flow failed" (exit 2). */
-const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
-
 /** Parses the command line against the agent's declared parameters. */
 function parseAgentCommandLine(
   argv: readonly string[],
@@ -659,23 +557,15 @@ async function selectBackend(
   progress: ProgressRenderer,
 ): Promise<LlmBackend> {
   const behavior = definition.agent.behavior;
-  const name = (flags.backend ?? (flags.script !== undefined ? "scripted" : undefined) ??
-    behavior.backend ?? DEFAULT_BACKEND).toLowerCase();
-  if (flags.script !== undefined && name !== "scripted") {
-    throw new UsageError(
-      `--script is for the scripted backend, but --backend is "${name}". Drop --script to use ${name}, or drop --backend to use the script.`,
-    );
-  }
-  const model = flags.model ?? behavior.model;
-  return await createBackend({
-    name,
-    ...(model !== undefined ? { model } : {}),
-    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
-    ...(flags.script !== undefined ? { script: resolve(ctx.userDir, flags.script) } : {}),
+  const backend = await backendFromFlags(flags, {
+    cwd: ctx.userDir,
+    fallback: behavior.backend ?? DEFAULT_BACKEND,
+    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),
   });
+  return backend!;
 }
 
 function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
@@ -723,55 +613,6 @@ async function readStdinText(ctx: Context): Promise<string | undefined> {
   const decoder = new TextDecoder();
   const text = chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
   return text.trim() === "" ? undefined : text;
-}
-
-function reportError(error: unknown, ctx: Context): number {
-  const c = palette(ctx.stderrColor);
-  const write = (text: string) => ctx.io.stderr.write(`${text}\n`);
-  if (error instanceof AgentDefinitionError) {
-    write(`${c.red("error:")} ${error.message}`);
-    if (error.warnings.length > 0) {
-      write(`Warnings:\n${error.warnings.map((w) => `  - ${w}`).join("\n")}`);
-    }
-    write(`Fix the files above; \`--validate\` re-checks the agent without running it.`);
-    return EXIT.usage;
-  }
-  if (error instanceof StepflowError) {
-    write(`${c.red("error:")} ${error.message}`);
-    return EXIT.usage;
-  }
-  write(`${c.red("error:")} ${errorMessage(error)}`);
-  write("(this is a bug; please report it, with the command you ran and this output)");
-  if (ctx.verbose && error instanceof Error && error.stack) write(error.stack);
-  return EXIT.internal;
-}
-
-function defaultIo(): CliIo {
-  const discard: CliWriter = { write: () => {} };
-  return {
-    stdout: discard,
-    stderr: discard,
-    stdin: null,
-    env: {},
-    cwd: Deno.cwd(),
-    isTerminal: { stdin: false, stdout: false, stderr: false },
-  };
-}
-
-function fileWriter(file: { writeSync(p: Uint8Array): number }): CliWriter {
-  const encoder = new TextEncoder();
-  return {
-    write(text) {
-      const bytes = encoder.encode(text);
-      try {
-        let written = 0;
-        while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
-      } catch (error) {
-        // A reader that went away (`| head`) is not our failure.
-        if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
-      }
-    },
-  };
 }
 
 function firstLine(text: string): string {

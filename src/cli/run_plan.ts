@@ -25,10 +25,8 @@
  * @module
  */
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { removeStaleTemps } from "../atomic_write.ts";
-import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import { createBackend } from "../llm/factory.ts";
+import { UsageError } from "../errors.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
@@ -46,8 +44,16 @@ import { PlanValidationError, validatePlan } from "../plan/validate.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { type CliIo, type CliWriter, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { reportError } from "./kit/report_error.ts";
+import { pathVisible } from "../path_exists.ts";
+import { newRunId } from "../store/run_id.ts";
 
-/** Exit codes of `run-plan`. */
+/** Exit codes of `run-plan`: its subset of the one table, {@linkcode EXIT_CODES}. */
 export const RUN_PLAN_EXIT: Readonly<{
   success: 0;
   planFailed: 1;
@@ -57,37 +63,119 @@ export const RUN_PLAN_EXIT: Readonly<{
   locked: 75;
   interrupted: 130;
 }> = Object.freeze({
-  success: 0,
-  planFailed: 1,
-  usage: 2,
-  incomplete: 3,
-  internal: 70,
-  locked: 75,
-  interrupted: 130,
+  success: EXIT_CODES.success,
+  planFailed: EXIT_CODES.failed,
+  usage: EXIT_CODES.usage,
+  incomplete: EXIT_CODES.incomplete,
+  internal: EXIT_CODES.internal,
+  locked: EXIT_CODES.locked,
+  interrupted: EXIT_CODES.interrupted,
 });
 
-/** Something text can be written to. */
-export interface RunPlanWriter {
-  /** Writes `text` as is. */
-  write(text: string): void;
-}
+/** Something text can be written to: the CLI kit's {@linkcode CliWriter}. */
+export type RunPlanWriter = CliWriter;
 
-/** Everything `main` touches outside itself, injectable for tests. */
-export interface RunPlanIo {
-  /** Review and summary. */
-  stdout: RunPlanWriter;
-  /** Progress, questions, warnings and errors. */
-  stderr: RunPlanWriter;
-  /** Answers to questions (start? approve?), when stdin is a terminal. */
-  stdin: ReadableStream<Uint8Array> | null;
-  /** Environment (`INIT_CWD`, backend credentials). */
-  env: Record<string, string | undefined>;
-  /** The process's working directory (`INIT_CWD` wins when set). */
-  cwd: string;
-  /** Whether stdin is a terminal (questions are asked only then). */
-  interactive: boolean;
-  /** Cancels a run (Ctrl-C). */
-  signal?: AbortSignal;
+/**
+ * Everything `main` touches outside itself: the CLI kit's {@linkcode CliIo}. Questions (start?
+ * approve?) are asked only when `isTerminal.stdin` is set, and read from `stdin`.
+ */
+export type RunPlanIo = CliIo;
+
+/** Every flag of `run-plan`, in `--help` order. */
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "generate",
+    type: "string",
+    value: "TASK",
+    description:
+      "Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)",
+  },
+  { name: "force", type: "boolean", description: "With --generate: replace an existing plan file" },
+  {
+    name: "revise",
+    type: "string",
+    value: "FEEDBACK",
+    description: [
+      "Ask the LLM to revise the plan with this feedback first (a new version is",
+      "written to the plan file; completed steps it keeps unchanged stay completed).",
+      'On a terminal, answer "r" at "Start execution?" to revise interactively',
+    ].join("\n"),
+  },
+  {
+    name: "yes",
+    type: "boolean",
+    short: "y",
+    description: [
+      "Start without asking and approve every step that needs approval; also",
+      "re-runs steps a killed run left running whose tools are not idempotent",
+    ].join("\n"),
+  },
+  {
+    name: "approve",
+    type: "string",
+    value: "TOOLS",
+    multiple: true,
+    description: [
+      "Approve these tools without asking (comma-separated, e.g. write_file,run_command);",
+      "without a terminal this also starts the run, and other approvals are denied",
+    ].join("\n"),
+  },
+  {
+    name: "dry-run",
+    type: "boolean",
+    description: "Validate and show the review, then stop (nothing runs)",
+  },
+  {
+    name: "restart",
+    type: "boolean",
+    description: "Run every step again (statuses and results are reset; user skips are kept)",
+  },
+  {
+    name: "allow-skipped",
+    type: "boolean",
+    description: "Exit 0 even when steps were skipped because approval was not given",
+  },
+  {
+    name: "workspace",
+    type: "string",
+    value: "DIR",
+    description: "Folder the tools may use (default: the current directory)",
+  },
+  {
+    name: "concurrency",
+    type: "string",
+    value: "N",
+    description: "Steps that may run at the same time (default 4)",
+  },
+  { name: "enable-http", type: "boolean", description: "Allow the http_get tool" },
+  {
+    name: "enable-commands",
+    type: "boolean",
+    description: "Allow the run_command tool (it always asks for approval)",
+  },
+  ...backendFlags({
+    backend: [
+      'LLM backend for --generate and onError "recover": scripted, claude-code,',
+      "anthropic, openai (default: scripted when --script is given)",
+    ].join("\n"),
+    script: 'Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"',
+    model: "Model for LLM calls",
+    "base-url": "Server URL of the backend (OpenAI-compatible servers)",
+  }),
+  {
+    name: "json",
+    type: "boolean",
+    description: "Print the execution summary as JSON on stdout (the review goes to stderr)",
+  },
+  { name: "help", type: "boolean", short: "h", description: "Show this help" },
+];
+
+/** The kit's backend flags in `run-plan`'s help order (backend, script, model, base-url). */
+function backendFlags(descriptions: Record<string, string>): FlagSpec[] {
+  return ["backend", "script", "model", "base-url"].map((name) => ({
+    ...BACKEND_FLAGS.find((f) => f.name === name)!,
+    description: descriptions[name],
+  }));
 }
 
 const HELP = `Usage:
@@ -98,29 +186,7 @@ Shows the plan for review, asks to start, runs it and saves statuses and results
 file after every step. Running the same command again continues where the plan stopped.
 
 Options:
-  --generate TASK     Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)
-  --force             With --generate: replace an existing plan file
-  --revise FEEDBACK   Ask the LLM to revise the plan with this feedback first (a new version is
-                      written to the plan file; completed steps it keeps unchanged stay completed).
-                      On a terminal, answer "r" at "Start execution?" to revise interactively
-  -y, --yes           Start without asking and approve every step that needs approval; also
-                      re-runs steps a killed run left running whose tools are not idempotent
-  --approve TOOLS     Approve these tools without asking (comma-separated, e.g. write_file,run_command);
-                      without a terminal this also starts the run, and other approvals are denied
-  --dry-run           Validate and show the review, then stop (nothing runs)
-  --restart           Run every step again (statuses and results are reset; user skips are kept)
-  --allow-skipped     Exit 0 even when steps were skipped because approval was not given
-  --workspace DIR     Folder the tools may use (default: the current directory)
-  --concurrency N     Steps that may run at the same time (default 4)
-  --enable-http       Allow the http_get tool
-  --enable-commands   Allow the run_command tool (it always asks for approval)
-  --backend NAME      LLM backend for --generate and onError "recover": scripted, claude-code,
-                      anthropic, openai (default: scripted when --script is given)
-  --script FILE       Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"
-  --model MODEL       Model for LLM calls
-  --base-url URL      Server URL of the backend (OpenAI-compatible servers)
-  --json              Print the execution summary as JSON on stdout (the review goes to stderr)
-  -h, --help          Show this help
+${flagHelpLines(FLAGS, { width: 20 }).join("\n")}
 
 Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
 skipped because approval was not given; see --allow-skipped), 75 another process is running this
@@ -149,37 +215,36 @@ interface Flags {
   help: boolean;
 }
 
-const OPTIONS = {
-  generate: { type: "string" },
-  revise: { type: "string" },
-  force: { type: "boolean" },
-  yes: { type: "boolean", short: "y" },
-  approve: { type: "string", multiple: true },
-  "dry-run": { type: "boolean" },
-  restart: { type: "boolean" },
-  "allow-skipped": { type: "boolean" },
-  workspace: { type: "string" },
-  concurrency: { type: "string" },
-  "enable-http": { type: "boolean" },
-  "enable-commands": { type: "boolean" },
-  backend: { type: "string" },
-  script: { type: "string" },
-  model: { type: "string" },
-  "base-url": { type: "string" },
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-} as const;
-
 /** Parses the command line of `run-plan`; bad input is a {@linkcode UsageError}. */
 export function parseRunPlanArgs(argv: readonly string[]): Flags {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    const message = errorMessage(error).replace(/\. To specify a positional.*$/s, "");
-    throw new UsageError(`${message}. Run with --help to see every option.`);
-  }
-  const v = parsed.values;
+  const parsed = parseFlags(argv, FLAGS, { hint: " Run with --help to see every option." });
+  const v = {
+    generate: stringFlag(parsed.values, "generate"),
+    revise: stringFlag(parsed.values, "revise"),
+    concurrency: stringFlag(parsed.values, "concurrency"),
+    workspace: stringFlag(parsed.values, "workspace"),
+    backend: stringFlag(parsed.values, "backend"),
+    script: stringFlag(parsed.values, "script"),
+    model: stringFlag(parsed.values, "model"),
+    "base-url": stringFlag(parsed.values, "base-url"),
+    approve: listFlag(parsed.values, "approve"),
+    ...Object.fromEntries(
+      FLAGS.filter((f) => f.type === "boolean").map((
+        f,
+      ) => [f.name, parsed.values[f.name] === true]),
+    ) as Record<
+      | "force"
+      | "yes"
+      | "dry-run"
+      | "restart"
+      | "allow-skipped"
+      | "enable-http"
+      | "enable-commands"
+      | "json"
+      | "help",
+      boolean
+    >,
+  };
   if (parsed.positionals.length > 1) {
     throw new UsageError(
       `Expected one plan file, got ${parsed.positionals.length}: ${
@@ -228,12 +293,15 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
  * printed on `io.stderr` (no stack traces for user errors).
  */
 export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {}): Promise<number> {
-  const full: RunPlanIo = { ...defaultIo(), ...io };
-  const userDir = resolve(full.cwd, full.env.INIT_CWD || ".");
+  const full = fullIo(io);
   try {
-    return await dispatch(argv, full, userDir);
+    return await dispatch(argv, full, userDirOf(full));
   } catch (error) {
-    return report(error, full);
+    return reportError(error, full.stderr, {
+      prefix: "run-plan:",
+      ...(full.signal ? { signal: full.signal } : {}),
+      exitCodeOf: (e) => RAN_AND_FAILED(e.code) ? RUN_PLAN_EXIT.planFailed : RUN_PLAN_EXIT.usage,
+    });
   }
 }
 
@@ -252,7 +320,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   // One process at a time: the lock is taken before the plan is read, released after the last
   // write. A dry run only reads (atomic writes never show it half a plan).
   using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
-    runId: crypto.randomUUID(),
+    runId: newRunId(),
     onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
   });
   if (lock) {
@@ -273,7 +341,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
 
   let plan: Plan;
   if (flags.generate !== undefined) {
-    if (!flags.force && await exists(planFile)) {
+    if (!flags.force && await pathVisible(planFile)) {
       throw new UsageError(
         `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
       );
@@ -347,7 +415,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     return RUN_PLAN_EXIT.success;
   }
 
-  const lines = io.interactive && io.stdin ? lineReader(io.stdin) : undefined;
+  const lines = io.isTerminal.stdin && io.stdin ? lineReader(io.stdin) : undefined;
   const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
@@ -645,26 +713,17 @@ async function approvalsFor(
 }
 
 async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Promise<LlmBackend> {
-  const name = (flags.backend ?? (flags.script !== undefined ? "scripted" : undefined))
-    ?.toLowerCase();
-  if (name === undefined) {
+  const backend = await backendFromFlags(flags, {
+    cwd: userDir,
+    env: io.env,
+    onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+  });
+  if (backend === undefined) {
     throw new UsageError(
       'This needs an LLM (--generate, or a step with onError "recover"): pass --backend NAME (claude-code, anthropic, openai), or --script FILE for scripted answers.',
     );
   }
-  if (flags.script !== undefined && name !== "scripted") {
-    throw new UsageError(
-      `--script is for the scripted backend, but --backend is "${name}". Drop --script to use ${name}, or drop --backend to use the script.`,
-    );
-  }
-  return await createBackend({
-    name,
-    ...(flags.model !== undefined ? { model: flags.model } : {}),
-    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
-    ...(flags.script !== undefined ? { script: resolve(userDir, flags.script) } : {}),
-    env: io.env,
-    onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
-  });
+  return backend;
 }
 
 async function assertFolder(dir: string): Promise<void> {
@@ -674,15 +733,6 @@ async function assertFolder(dir: string): Promise<void> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await Deno.lstat(file);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -734,73 +784,21 @@ function lineReader(stream: ReadableStream<Uint8Array>) {
   };
 }
 
-const SETUP_ERROR_CODES = new Set(["BACKEND_AUTH", "BACKEND_NOT_INSTALLED"]);
-
-function report(error: unknown, io: RunPlanIo): number {
-  if (error instanceof StepflowError) {
-    io.stderr.write(`run-plan: ${error.message}\n`);
-    if (error.code === "PLAN_LOCKED") return RUN_PLAN_EXIT.locked;
-    // The LLM answered badly or the call failed: the command ran and did not succeed. Setup problems
-    // (credentials, missing SDK) and every input problem are usage errors.
-    const ranAndFailed = error.code === "PLAN_GENERATION_FAILED" ||
-      error.code === "SCRIPT_EXHAUSTED" ||
-      (error.code.startsWith("BACKEND_") && !SETUP_ERROR_CODES.has(error.code));
-    return ranAndFailed ? RUN_PLAN_EXIT.planFailed : RUN_PLAN_EXIT.usage;
-  }
-  if (io.signal?.aborted) {
-    io.stderr.write("run-plan: cancelled\n");
-    return RUN_PLAN_EXIT.interrupted;
-  }
-  io.stderr.write(
-    `run-plan: unexpected error (a bug in stepflow, please report it): ${
-      error instanceof Error ? error.stack ?? error.message : String(error)
-    }\n`,
-  );
-  return RUN_PLAN_EXIT.internal;
-}
-
-function defaultIo(): RunPlanIo {
-  return {
-    stdout: writerFor(Deno.stdout),
-    stderr: writerFor(Deno.stderr),
-    stdin: Deno.stdin.readable,
-    env: Deno.env.toObject(),
-    cwd: Deno.cwd(),
-    interactive: Deno.stdin.isTerminal(),
-  };
-}
-
-function writerFor(file: { writeSync(p: Uint8Array): number }): RunPlanWriter {
-  const encoder = new TextEncoder();
-  return {
-    write(text: string) {
-      const bytes = encoder.encode(text);
-      let offset = 0;
-      while (offset < bytes.length) offset += file.writeSync(bytes.subarray(offset));
-    },
-  };
-}
+/**
+ * The LLM answered badly or the call failed: the command ran and did not succeed (exit 1). Setup
+ * problems (credentials, missing SDK) and every input problem are usage errors (exit 2).
+ */
+const RAN_AND_FAILED = (code: string): boolean =>
+  code === "PLAN_GENERATION_FAILED" || code === "SCRIPT_EXHAUSTED" || code.startsWith("BACKEND_");
 
 /** Runs `run-plan` on the real process: Ctrl-C cancels the run (twice quits at once). */
 export async function runPlanCli(argv: readonly string[] = Deno.args): Promise<never> {
-  const controller = new AbortController();
-  let interrupted = false;
-  const onInterrupt = () => {
-    if (interrupted) Deno.exit(RUN_PLAN_EXIT.interrupted);
-    interrupted = true;
-    Deno.stderr.writeSync(
-      new TextEncoder().encode(
-        "\nCancelling: running steps are stopped and the plan is saved… (press Ctrl-C again to quit now)\n",
-      ),
-    );
-    controller.abort(new Error("interrupted (Ctrl-C)"));
-  };
-  try {
-    Deno.addSignalListener("SIGINT", onInterrupt);
-  } catch {
-    // Signals are unavailable on some platforms; Ctrl-C then ends the process directly.
-  }
-  const code = await main(argv, { signal: controller.signal });
+  using interrupt = listenForInterrupt({
+    message:
+      "\nCancelling: running steps are stopped and the plan is saved… (press Ctrl-C again to quit now)\n",
+    reason: new Error("interrupted (Ctrl-C)"),
+  });
+  const code = await main(argv, { ...processIo(), signal: interrupt.signal });
   Deno.exit(code);
 }
 

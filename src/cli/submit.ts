@@ -13,7 +13,7 @@ import type { RunLogEntry } from "../store/types.ts";
 import { followRun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
-import type { CliIo } from "./run_agent.ts";
+import type { CliIo } from "./kit/io.ts";
 
 /** What `--submit` needs from the CLI. */
 export interface SubmitContext {

@@ -16,10 +16,12 @@
  * @module
  */
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { discoverStores } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
+import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
 
 /** Where `uiMain` writes and what it reads. */
 export interface UiCliIo {
@@ -104,27 +106,22 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
         `warning: the dashboard listens on ${hostname}, not only on this machine: anyone who can reach it and has the token can read every prompt and answer of these runs. Keep the token secret.\n`,
       );
     }
-    const stop = new AbortController();
-    const signal = io.signal ? AbortSignal.any([io.signal, stop.signal]) : stop.signal;
-    const onSigint = () => stop.abort();
-    if (!io.signal) Deno.addSignalListener("SIGINT", onSigint);
-    try {
-      const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
-      const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
-      const ui = serveDashboard({ source, hostname, port, token, signal, actions });
-      out.write(
-        `stepflow dashboard: ${ui.url}\n${stores.length} run director${
-          stores.length === 1 ? "y" : "ies"
-        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
-          actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
-        } · Ctrl-C stops\n`,
-      );
-      io.onListen?.(ui.url);
-      if (values.open) openBrowser(ui.url, err);
-      await ui.server.finished;
-    } finally {
-      if (!io.signal) Deno.removeSignalListener("SIGINT", onSigint);
-    }
+    // Without a signal of the caller's, Ctrl-C stops the server (a second one quits at once).
+    using interrupt = io.signal ? undefined : listenForInterrupt({ message: "" });
+    const signal = io.signal ?? interrupt!.signal;
+    const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
+    const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
+    const ui = serveDashboard({ source, hostname, port, token, signal, actions });
+    out.write(
+      `stepflow dashboard: ${ui.url}\n${stores.length} run director${
+        stores.length === 1 ? "y" : "ies"
+      }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
+        actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
+      } · Ctrl-C stops\n`,
+    );
+    io.onListen?.(ui.url);
+    if (values.open) openBrowser(ui.url, err);
+    await ui.server.finished;
     return 0;
   } catch (error) {
     if (error instanceof StepflowError) {
@@ -136,28 +133,37 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
   }
 }
 
+/**
+ * Every flag of `ui`. Its help ({@linkcode USAGE}) groups the backend flags on one line, so it is
+ * written out rather than generated from this table.
+ */
+const FLAGS: readonly FlagSpec[] = [
+  { name: "store", type: "string", value: "DIR", description: "run directory to show" },
+  { name: "plans", type: "string", value: "DIR", description: "folder of tool plans" },
+  { name: "port", type: "string", value: "N", description: "port" },
+  { name: "host", type: "string", value: "H", description: "interface to bind" },
+  { name: "open", type: "boolean", description: "open the dashboard in the browser" },
+  { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
+  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url"),
+  { name: "help", type: "boolean", short: "h", description: "show this help" },
+];
+
 function parseUiArgs(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      options: {
-        store: { type: "string" },
-        plans: { type: "string" },
-        port: { type: "string" },
-        host: { type: "string" },
-        open: { type: "boolean" },
-        "allow-actions": { type: "boolean" },
-        backend: { type: "string" },
-        model: { type: "string" },
-        script: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (error) {
-    throw new UsageError(`${errorMessage(error)}\n\n${USAGE}`);
-  }
+  const { values } = parseFlags(args, FLAGS, { positionals: false, hint: `\n\n${USAGE}` });
+  return {
+    values: {
+      store: stringFlag(values, "store"),
+      plans: stringFlag(values, "plans"),
+      port: stringFlag(values, "port"),
+      host: stringFlag(values, "host"),
+      open: values.open === true,
+      "allow-actions": values["allow-actions"] === true,
+      backend: stringFlag(values, "backend"),
+      model: stringFlag(values, "model"),
+      script: stringFlag(values, "script"),
+      help: values.help === true,
+    },
+  };
 }
 
 /** Opens the URL with the platform's opener; a failure is a warning, not an error. */

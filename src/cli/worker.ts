@@ -10,28 +10,74 @@
  * @module
  */
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import { createBackend } from "../llm/factory.ts";
+import { errorMessage, UsageError } from "../errors.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
 import { startWorker, type WorkerOptions } from "../worker/worker.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  type FlagValue,
+  parseFlags,
+  positiveIntFlag,
+  stringFlag,
+} from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { reportError } from "./kit/report_error.ts";
+
+/** The kit's backend flag `name` with the worker's help text. */
+function backendFlag(name: string, description: string): FlagSpec {
+  return { ...BACKEND_FLAGS.find((f) => f.name === name)!, description };
+}
+
+/** Every flag of `worker`, in `--help` order. */
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "store",
+    type: "string",
+    value: "URL",
+    description: "PostgreSQL store and queue (default: the STEPFLOW_STORE environment variable)",
+  },
+  {
+    name: "concurrency",
+    type: "string",
+    value: "N",
+    description: "Runs driven at once (default 1)",
+  },
+  {
+    name: "agents",
+    type: "string",
+    value: "DIR",
+    description: "Folder of the agent folders (default .agent in the current directory)",
+  },
+  backendFlag("backend", "Backend of every run (default: each agent's behavior.backend)"),
+  backendFlag("script", "Scripted answers (YAML/JSON); implies --backend scripted"),
+  backendFlag("model", "Model of every run (overrides the agent and the submission)"),
+  backendFlag("base-url", "Server URL of the backend (OpenAI-compatible servers)"),
+  {
+    name: "lease-ms",
+    type: "string",
+    value: "N",
+    description: "Lease of a run without heartbeat, in ms (default 30000)",
+  },
+  {
+    name: "poll-ms",
+    type: "string",
+    value: "N",
+    description: "Queue polling interval when idle, in ms (default 2000)",
+  },
+  { name: "help", type: "boolean", short: "h", description: "Show this help" },
+];
 
 const USAGE = `Usage: deno task worker --store postgres://… [options]
 
 Takes runs submitted with \`run-agent … --submit\` from the queue and drives them.
 
 Options:
-  --store URL          PostgreSQL store and queue (default: the STEPFLOW_STORE environment variable)
-  --concurrency N      Runs driven at once (default 1)
-  --agents DIR         Folder of the agent folders (default .agent in the current directory)
-  --backend NAME       Backend of every run (default: each agent's behavior.backend)
-  --script FILE        Scripted answers (YAML/JSON); implies --backend scripted
-  --model MODEL        Model of every run (overrides the agent and the submission)
-  --base-url URL       Server URL of the backend (OpenAI-compatible servers)
-  --lease-ms N         Lease of a run without heartbeat, in ms (default 30000)
-  --poll-ms N          Queue polling interval when idle, in ms (default 2000)
-  -h, --help           Show this help
+${flagHelpLines(FLAGS, { width: 21 }).join("\n")}
 
 SIGTERM / Ctrl-C: commit the iterations in flight, hand the runs back to the queue, exit 0.`;
 
@@ -48,36 +94,20 @@ export async function workerMain(
   signal: AbortSignal,
 ): Promise<number> {
   const write = (line: string) => console.error(line);
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, FlagValue>;
   try {
-    values = parseArgs({
-      args: [...argv],
-      options: {
-        store: { type: "string" },
-        concurrency: { type: "string" },
-        agents: { type: "string" },
-        backend: { type: "string" },
-        script: { type: "string" },
-        model: { type: "string" },
-        "base-url": { type: "string" },
-        "lease-ms": { type: "string" },
-        "poll-ms": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
+    values = parseFlags(argv, FLAGS, { positionals: false }).values;
   } catch (error) {
     write(`error: ${errorMessage(error)}\n\n${USAGE}`);
-    return 2;
+    return EXIT_CODES.usage;
   }
   if (values.help) {
     console.log(USAGE);
-    return 0;
+    return EXIT_CODES.success;
   }
   try {
     const userDir = resolve(Deno.cwd(), env.INIT_CWD || ".");
-    const store = (values.store as string | undefined) ?? env[STORE_ENV];
+    const store = stringFlag(values, "store") ?? env[STORE_ENV];
     if (!store || !isPostgresUrl(store)) {
       throw new UsageError(
         store
@@ -87,31 +117,39 @@ export async function workerMain(
           : `Missing --store URL: workers take runs from a PostgreSQL database (or set ${STORE_ENV}).`,
       );
     }
-    const script = values.script as string | undefined;
-    const backendName = (values.backend as string | undefined) ??
-      (script !== undefined ? "scripted" : undefined);
-    const model = values.model as string | undefined;
-    const baseUrl = values["base-url"] as string | undefined;
+    const flags = {
+      backend: stringFlag(values, "backend"),
+      script: stringFlag(values, "script"),
+      model: stringFlag(values, "model"),
+      baseUrl: stringFlag(values, "base-url"),
+    };
     const options: WorkerOptions = {
       store,
-      agentRoot: resolve(userDir, (values.agents as string | undefined) ?? ".agent"),
+      agentRoot: resolve(userDir, stringFlag(values, "agents") ?? ".agent"),
       cwd: userDir,
-      concurrency: positive("--concurrency", values.concurrency, 1),
-      leaseMs: positive("--lease-ms", values["lease-ms"], 30_000),
-      pollMs: positive("--poll-ms", values["poll-ms"], 2_000),
+      concurrency: positive(values, "concurrency", 1),
+      leaseMs: positive(values, "lease-ms", 30_000),
+      pollMs: positive(values, "poll-ms", 2_000),
       log: write,
     };
-    if (backendName !== undefined || model !== undefined || baseUrl !== undefined) {
-      options.backendFor = (definition, request) =>
-        createBackend({
-          name: backendName ?? definition.agent.behavior.backend ?? "claude-code",
-          ...(model ?? request.model ?? definition.agent.behavior.model
-            ? { model: model ?? request.model ?? definition.agent.behavior.model }
-            : {}),
-          ...(baseUrl !== undefined ? { baseUrl } : {}),
-          ...(script !== undefined ? { script: resolve(userDir, script) } : {}),
-          env,
-        });
+    if (flags.backend ?? flags.script ?? flags.model ?? flags.baseUrl) {
+      options.backendFor = async (definition, request) =>
+        (await backendFromFlags(
+          {
+            ...(flags.backend !== undefined ? { backend: flags.backend } : {}),
+            ...(flags.script !== undefined ? { script: flags.script } : {}),
+            ...(flags.model ?? request.model ? { model: flags.model ?? request.model } : {}),
+            ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+          },
+          {
+            cwd: userDir,
+            fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
+            ...(definition.agent.behavior.model !== undefined
+              ? { fallbackModel: definition.agent.behavior.model }
+              : {}),
+            env,
+          },
+        ))!;
     }
     const worker = await startWorker(options);
     await new Promise<void>((done) => {
@@ -119,36 +157,26 @@ export async function workerMain(
       else signal.addEventListener("abort", () => done(), { once: true });
     });
     await worker.stop();
-    return 0;
+    return EXIT_CODES.success;
   } catch (error) {
-    write(`error: ${errorMessage(error)}`);
-    return error instanceof StepflowError ? 2 : 70;
+    return reportError(error, { write: (text) => write(text.replace(/\n$/, "")) }, {
+      prefix: "error:",
+    });
   }
 }
 
-function positive(flag: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) {
-    throw new UsageError(`${flag} expects a positive integer, got ${JSON.stringify(value)}.`);
-  }
-  return n;
+function positive(values: Record<string, FlagValue>, name: string, fallback: number): number {
+  return positiveIntFlag(
+    values,
+    name,
+    (raw) => `--${name} expects a positive integer, got ${JSON.stringify(raw)}.`,
+  ) ?? fallback;
 }
 
 if (import.meta.main) {
-  const controller = new AbortController();
-  let signals = 0;
-  const onSignal = () => {
-    if (++signals > 1) Deno.exit(130);
-    console.error("stopping: committing the iterations in flight (signal again to quit at once)");
-    controller.abort();
-  };
-  for (const name of ["SIGTERM", "SIGINT"] as const) {
-    try {
-      Deno.addSignalListener(name, onSignal);
-    } catch {
-      // Not every platform delivers every signal.
-    }
-  }
-  Deno.exit(await workerMain(Deno.args, Deno.env.toObject(), controller.signal));
+  using interrupt = listenForInterrupt({
+    message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
+    alsoOn: ["SIGTERM"],
+  });
+  Deno.exit(await workerMain(Deno.args, Deno.env.toObject(), interrupt.signal));
 }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { FLOW_ON_ERROR, parseOnErrorPolicy } from "../on_error.ts";
 import type { PromptReference } from "../prompt/c3l_path.ts";
 import type { StepDefinition } from "./schema.ts";
 import type { ErrorPolicy, FlowStep, StepKind } from "./types.ts";
@@ -13,8 +14,9 @@ export const SECTION_PREFIX = "section.";
 export const CLOSING_PREFIX = "complete.";
 
 /**
- * Parses an `onError` value. Returns undefined for an unparseable value (the zod schema rejects
- * those first; the validator reports them with the step id).
+ * Parses an `onError` value of a step flow ({@linkcode FLOW_ON_ERROR} of the one grammar). Returns
+ * undefined for an unparseable value (the zod schema rejects those first; the validator reports
+ * them with the step id).
  *
  * @example
  * ```ts
@@ -24,18 +26,7 @@ export const CLOSING_PREFIX = "complete.";
  * ```
  */
 export function parseErrorPolicy(value: StepDefinition["onError"]): ErrorPolicy | undefined {
-  if (value === undefined || value === "fail") return { kind: "fail" };
-  if (value === "continue") return { kind: "continue" };
-  if (typeof value === "object") {
-    if ("retry" in value) return { kind: "retry", count: value.retry };
-    if ("jump" in value) return { kind: "jump", target: value.jump };
-    return undefined;
-  }
-  const retry = /^retry=(\d+)$/.exec(value);
-  if (retry) return { kind: "retry", count: Number(retry[1]) };
-  const jump = /^jump=(?:"([^"]+)"|'([^']+)'|([^"'\s]+))$/.exec(value);
-  if (jump) return { kind: "jump", target: jump[1] ?? jump[2] ?? jump[3] };
-  return undefined;
+  return parseOnErrorPolicy(value, FLOW_ON_ERROR) as ErrorPolicy | undefined;
 }
 
 /** The kind of a step, from its id and routing fields. */

@@ -14,6 +14,7 @@
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_PATTERN } from "./step_id.ts";
+import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
 
 /** Intents a structured gate routes on (seed 004 `GateIntent`). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -161,7 +162,7 @@ export type OnErrorValue = string | { retry: number } | { jump: string };
 /** `onError`: `fail`, `continue`, `retry=N`, `jump=<id>` or the object forms. */
 export const OnErrorSchema = z.union([
   z.string().regex(
-    /^(fail|continue|retry=\d+|jump=("[^"]+"|'[^']+'|[^"'\s]+))$/,
+    onErrorTextPattern(FLOW_ON_ERROR),
     'onError must be "fail", "continue", "retry=N" or "jump=<stepId>"',
   ),
   z.strictObject({ retry: z.int().min(0) }),

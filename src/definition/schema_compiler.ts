@@ -7,6 +7,7 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
+import { errorMessage } from "../errors.ts";
 
 /** Compiles one JSON Schema (draft-07 unless `$schema` names 2020-12); throws when it does not compile. */
 export type SchemaCompiler = (schema: Record<string, unknown>) => ValidateFunction;
@@ -146,7 +147,7 @@ function withFormats<T extends Ajv>(ajv: T): T {
  * reports each branch of its meta-schema's `anyOf`; the first says what is wrong).
  */
 export function compileErrorMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const prefix = "schema is invalid: ";
   if (!message.startsWith(prefix)) return message;
   const seen = new Set<string>();

@@ -1,4 +1,5 @@
 import type { EventName, ExecutorEvents } from "./types.ts";
+import { errorMessage } from "../errors.ts";
 
 /** Where a failing handler is reported. Defaults to `console.warn`. */
 export type HandlerErrorLogger = (event: EventName, error: unknown) => void;
@@ -67,6 +68,6 @@ export function createEventEmitter(
 }
 
 function defaultLogger(event: EventName, error: unknown): void {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   console.warn(`[stepflow] event handler ${event} threw: ${message}`);
 }

@@ -109,7 +109,11 @@ export interface StepFlowResult {
 
 /** Options of a runner. */
 export interface StepFlowRunnerOptions {
-  /** The backend. When absent, the agent's `behavior.backend` is created (see `createBackend`). */
+  /**
+   * The backend. When absent, the agent's own is created when `run()` starts:
+   * `agentBackend(definition.agent.behavior)` — `behavior.backend` (default `claude-code`) with
+   * `model`, else `behavior.model`.
+   */
   backend?: LlmBackend;
   /** Event handlers (one set or several). */
   events?: ExecutorEvents | ExecutorEvents[];

@@ -25,6 +25,12 @@ export {
 } from "./scripted.ts";
 export { loadScriptFile } from "./script_file.ts";
 export { BACKEND_NAMES, type BackendName, type BackendSpec, createBackend } from "./factory.ts";
+export {
+  agentBackend,
+  type AgentBackendOptions,
+  type AgentBehaviorBackend,
+  DEFAULT_BACKEND,
+} from "./agent_backend.ts";
 export { AnthropicBackend, type AnthropicBackendOptions } from "./anthropic.ts";
 export { OpenAiBackend, type OpenAiBackendOptions } from "./openai.ts";
 export {

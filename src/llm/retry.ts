@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { UsageError } from "../errors.ts";
-import { sleep } from "./scripted.ts";
+import { errorMessage, UsageError } from "../errors.ts";
+import { backoffDelay, sleep } from "../backoff.ts";
 
 /** How often and how patiently a failed backend call is retried. */
 export interface RetryPolicy {
@@ -84,10 +84,11 @@ export function jitteredBackoff(
   policy: Pick<RetryPolicy, "initialDelayMs" | "factor" | "maxDelayMs">,
   random: () => number = Math.random,
 ): number {
-  const bound = Math.min(
-    policy.maxDelayMs,
-    policy.initialDelayMs * policy.factor ** Math.max(0, failedAttempt - 1),
-  );
+  const bound = backoffDelay(failedAttempt, {
+    initialMs: policy.initialDelayMs,
+    factor: policy.factor,
+    maxMs: policy.maxDelayMs,
+  });
   return Math.floor(random() * bound);
 }
 
@@ -230,7 +231,7 @@ export function classifyHttpFailure(error: unknown, context: ClassifyContext = {
   return {
     retryable: false,
     kind: "other",
-    reason: error instanceof Error ? error.message : String(error),
+    reason: errorMessage(error),
   };
 }
 

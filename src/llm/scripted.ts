@@ -1,4 +1,5 @@
 import { StepflowError } from "../errors.ts";
+import { sleep } from "../backoff.ts";
 import { extractJson } from "./structured_output.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
@@ -208,20 +209,4 @@ function withExtraction(response: LlmResponse, req: LlmRequest): LlmResponse {
     if (extracted.ok) response.structuredOutput = extracted.value;
   }
   return response;
-}
-
-/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

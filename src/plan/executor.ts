@@ -1,18 +1,20 @@
 /**
  * The DAG executor of tool plans (seed 002 "Execution Engine", rebuilt):
  *
- * - scheduling by in-degree counting — each step is queued once, when its last dependency settles —
- *   so a run is O(V+E), not the seed's repeated scan of every step;
+ * - scheduling by in-degree counting (`scheduler.ts`) — each step is queued once, when its last
+ *   dependency settles — so a run is O(V+E), not the seed's repeated scan of every step;
  * - ready steps run in parallel up to `concurrency` (default 4);
  * - `$step` references resolved in the arguments of each step just before it runs;
- * - approval gates: a step waiting for its approver gives its slot back (independent steps go on)
- *   and approvals are asked concurrently; denial → `skipped`, and the step's dependents are skipped;
+ * - approval gates (`approvals.ts`): a step waiting for its approver gives its slot back
+ *   (independent steps go on) and approvals are asked concurrently; denial → `skipped`, and the
+ *   step's dependents are skipped;
  * - per-step `onError`: `fail`, `continue`, `retry=N` with exponential backoff, `recover` (LLM);
  * - cancellation; progress as an `AsyncIterable<ProgressEvent>` plus the shared step events.
  *
  * @module
  */
-import { StepflowError } from "../errors.ts";
+import { backoffDelay, sleep } from "../backoff.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -22,7 +24,8 @@ import { EventLog } from "./progress.ts";
 import { askRecovery } from "./recovery.ts";
 import { mayHaveRefs, type RefLookup, resolveRefs } from "./refs.ts";
 import { PlanSchema, STEP_STATUSES } from "./schema.ts";
-import { buildGraph } from "./graph.ts";
+import { BLOCK, NO_POISON, SKIP, StepScheduler } from "./scheduler.ts";
+import { type ApprovalOutcome, approvalReason, askApprover, autoApproves } from "./approvals.ts";
 import { checkSteps, PlanValidationError } from "./validate.ts";
 import type {
   ApprovalRequest,
@@ -41,6 +44,7 @@ import type {
   StepResult,
   StepStatus,
 } from "./types.ts";
+import { newRunId } from "../store/run_id.ts";
 
 /** Options of {@linkcode executePlan} and {@linkcode startPlan}. */
 export interface ExecutePlanOptions {
@@ -105,15 +109,6 @@ export interface PlanRun {
   /** Cancels the run: no new step starts, running tools get an aborted signal. */
   cancel(reason?: string): void;
 }
-
-const WAITING = 0;
-const QUEUED = 1;
-const RUNNING = 2;
-const SETTLED = 3;
-
-const NO_POISON = 0;
-const SKIP = 1;
-const BLOCK = 2;
 
 type Outcome = "completed" | "failed" | "stop" | "skipped" | "waiting" | "interrupted" | "abort";
 
@@ -186,21 +181,15 @@ class Execution {
   readonly #controller = new AbortController();
   readonly #defaultStrategy: ErrorStrategy;
 
+  readonly #scheduler: StepScheduler;
+  /** The scheduler's nodes: the steps by node number. */
+  readonly #nodes: Step[];
   // Per node (append-only: recovery may add nodes).
-  readonly #nodes: Step[] = [];
-  readonly #byId = new Map<string, number>();
-  readonly #remaining: number[] = [];
-  readonly #dependents: number[][] = [];
-  readonly #phase: number[] = [];
-  readonly #poison: number[] = [];
-  readonly #culprit: (string | undefined)[] = [];
   readonly #hasRefs: boolean[] = [];
   readonly #attempts: number[] = [];
   readonly #recoveries: number[] = [];
   readonly #startedAt: number[] = [];
 
-  readonly #queue: number[] = [];
-  #head = 0;
   #running = 0;
   /** Steps waiting for their approver: they hold no slot. */
   #awaitingApproval = 0;
@@ -234,7 +223,7 @@ class Execution {
   constructor(plan: Plan, options: ExecutePlanOptions) {
     this.#o = options;
     this.#tools = options.tools;
-    this.runId = options.runId ?? crypto.randomUUID();
+    this.runId = options.runId ?? newRunId();
     this.#root = options.workspaceRoot ?? Deno.cwd();
     this.#limit = Math.max(1, Math.floor(options.concurrency ?? 4));
     this.#emitter = createEventEmitter(
@@ -284,8 +273,21 @@ class Execution {
       }
     }
     this.#checkInterrupted(options.rerunInterrupted ?? false);
+    this.#scheduler = new StepScheduler({
+      ready: (i) => this.#setStatus(i, "ready"),
+      blocked: (i) => this.#setStatus(i, "blocked"),
+      passedOn: (i, status, culprit) =>
+        this.#settleWith(
+          i,
+          status,
+          status === "skipped"
+            ? `Skipped because step "${culprit}" was skipped`
+            : `Blocked because step "${culprit}" failed`,
+        ),
+    });
+    this.#nodes = this.#scheduler.nodes;
     this.#lookup = (id) => {
-      const i = this.#byId.get(id);
+      const i = this.#scheduler.byId.get(id);
       if (i === undefined) return { found: false };
       const step = this.#nodes[i];
       if (step.status !== "completed" || !step.result?.ok) return { found: false };
@@ -321,44 +323,23 @@ class Execution {
   }
 
   #init(): void {
-    const steps = this.plan.steps;
-    const graph = buildGraph(steps);
-    const n = steps.length;
-    for (let i = 0; i < n; i++) {
-      const step = steps[i];
-      this.#nodes.push(step);
-      if (!this.#byId.has(step.id)) this.#byId.set(step.id, i);
-      this.#remaining.push(graph.deps[i].length);
-      this.#dependents.push(graph.dependents[i]);
-      const done = step.status === "completed" || step.status === "skipped";
-      this.#phase.push(done ? SETTLED : WAITING);
-      this.#poison.push(NO_POISON);
-      this.#culprit.push(undefined);
+    const first = this.#addSteps(this.plan.steps);
+    for (let i = first; i < this.#nodes.length; i++) {
+      const why = this.#reruns.get(this.#nodes[i].id);
+      if (why !== undefined) this.#progress(i, { logs: [log("warn", why)] });
+    }
+    this.#scheduler.admit(first);
+  }
+
+  /** Adds steps to the scheduler and their per-node state: the start of a run and recovery's insertions. */
+  #addSteps(steps: readonly Step[]): number {
+    for (const step of steps) {
       this.#hasRefs.push(mayHaveRefs(step.args));
       this.#attempts.push(step.result?.attempts ?? 0);
       this.#recoveries.push(0);
       this.#startedAt.push(0);
     }
-    for (let i = 0; i < n; i++) {
-      if (this.#phase[i] !== SETTLED) continue;
-      const kind = steps[i].status === "skipped" ? SKIP : NO_POISON;
-      for (const d of this.#dependents[i]) {
-        this.#remaining[d]--;
-        if (kind > this.#poison[d]) {
-          this.#poison[d] = kind;
-          this.#culprit[d] = steps[i].id;
-        }
-      }
-    }
-    for (let i = 0; i < n; i++) {
-      const why = this.#reruns.get(steps[i].id);
-      if (why !== undefined) this.#progress(i, { logs: [log("warn", why)] });
-    }
-    for (let i = 0; i < n; i++) {
-      if (this.#phase[i] !== WAITING) continue;
-      if (this.#remaining[i] === 0) this.#becomeReady(i);
-      else this.#setStatus(i, "blocked");
-    }
+    return this.#scheduler.add(steps);
   }
 
   /**
@@ -382,41 +363,6 @@ class Execution {
     if (refused.length > 0) throw interruptedError(refused);
   }
 
-  /** A node's last dependency settled: queue it, or pass a skip/block on (iteratively). */
-  #becomeReady(start: number): void {
-    const work = [start];
-    while (work.length > 0) {
-      const i = work.pop()!;
-      if (this.#phase[i] !== WAITING) continue;
-      const poison = this.#poison[i];
-      if (poison === NO_POISON) {
-        this.#phase[i] = QUEUED;
-        this.#setStatus(i, "ready");
-        this.#queue.push(i);
-        continue;
-      }
-      this.#phase[i] = SETTLED;
-      const culprit = this.#culprit[i];
-      if (poison === SKIP) {
-        this.#settleWith(i, "skipped", `Skipped because step "${culprit}" was skipped`);
-      } else {
-        this.#settleWith(i, "blocked", `Blocked because step "${culprit}" failed`);
-      }
-      this.#release(i, poison, work);
-    }
-  }
-
-  #release(i: number, poison: number, work: number[]): void {
-    const id = this.#nodes[i].id;
-    for (const d of this.#dependents[i]) {
-      if (poison > this.#poison[d]) {
-        this.#poison[d] = poison;
-        this.#culprit[d] = id;
-      }
-      if (--this.#remaining[d] === 0) work.push(d);
-    }
-  }
-
   #pump(): void {
     // Approved steps first (they were ready before the newly queued ones); after a stop every
     // waiter gets through at once, to find out that it must not start.
@@ -426,10 +372,9 @@ class Execution {
       this.#takeSlot();
       this.#slotWaiters.shift()!();
     }
-    while (!this.#stopping && this.#running < this.#limit && this.#head < this.#queue.length) {
-      const i = this.#queue[this.#head++];
-      if (this.#phase[i] !== QUEUED) continue;
-      this.#phase[i] = RUNNING;
+    while (!this.#stopping && this.#running < this.#limit) {
+      const i = this.#scheduler.next();
+      if (i === undefined) break;
       this.#takeSlot();
       this.#runStep(i).then(
         (outcome) => this.#settle(i, outcome),
@@ -442,7 +387,7 @@ class Execution {
     }
     if (
       this.#running === 0 && this.#awaitingApproval === 0 && this.#slotWaiters.length === 0 &&
-      (this.#stopping || this.#head >= this.#queue.length)
+      (this.#stopping || !this.#scheduler.hasQueued)
     ) {
       void this.#finish();
     }
@@ -462,11 +407,11 @@ class Execution {
     i: number,
     args: Record<string, unknown>,
     reason: string,
-  ): Promise<{ approved: boolean; reason?: string } | undefined> {
+  ): Promise<ApprovalOutcome | undefined> {
     this.#running--;
     this.#awaitingApproval++;
     this.#pump();
-    let decision: { approved: boolean; reason?: string };
+    let decision: ApprovalOutcome;
     try {
       decision = await this.#approve(i, args, reason);
     } finally {
@@ -481,36 +426,30 @@ class Execution {
 
   #settle(i: number, outcome: Outcome): void {
     this.#running--;
-    const work: number[] = [];
     switch (outcome) {
       case "completed":
-        this.#phase[i] = SETTLED;
-        this.#release(i, NO_POISON, work);
+        this.#scheduler.settle(i, NO_POISON);
         break;
       case "skipped":
-        this.#phase[i] = SETTLED;
-        this.#release(i, SKIP, work);
+        this.#scheduler.settle(i, SKIP);
         break;
       case "failed":
-        this.#phase[i] = SETTLED;
-        this.#release(i, BLOCK, work);
+        this.#scheduler.settle(i, BLOCK);
         break;
       case "stop":
       case "abort":
-        this.#phase[i] = SETTLED;
         this.#stopping = true;
         if (outcome === "abort") this.#aborted = true;
-        this.#release(i, BLOCK, work);
+        this.#scheduler.settle(i, BLOCK);
         break;
       case "waiting":
         // Recovery inserted steps before this one; it runs again when they are done.
         break;
       case "interrupted":
-        this.#phase[i] = WAITING;
+        this.#scheduler.requeue(i);
         this.#setStatus(i, "pending");
         break;
     }
-    for (const d of work) this.#becomeReady(d);
     this.#schedulePersist();
     this.#pump();
   }
@@ -530,7 +469,7 @@ class Execution {
       try {
         if (this.#hasRefs[i]) args = resolveRefs(step.args, this.#lookup, step.id);
         if (approvedArgs !== step.args) {
-          const reason = await this.#approvalReason(step, args, ctx);
+          const reason = await approvalReason(step, args, this.#tools, ctx);
           if (reason !== undefined) {
             const decision = this.#autoApproved(i, step, reason) ??
               await this.#approveWithoutSlot(i, args, reason);
@@ -552,7 +491,7 @@ class Execution {
           try {
             await this.#saveNow();
           } catch (error) {
-            const message = error instanceof Error ? error.message : String(error);
+            const message = errorMessage(error);
             throw new Error(
               `the step could not be recorded as started, so its tool was not run (saving the plan failed: ${message})`,
               { cause: error },
@@ -569,13 +508,15 @@ class Execution {
         return "completed";
       } catch (error) {
         if (signal.aborted) return "interrupted";
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         await this.#emit("onStepError", info, error);
         const strategy = this.#strategy(step);
         if (strategy.kind === "retry" && retries < strategy.count) {
           retries++;
-          const base = strategy.backoffMs ?? this.#o.retryBackoffMs ?? 1000;
-          const delay = Math.min(base * 2 ** (retries - 1), this.#o.maxBackoffMs ?? 30_000);
+          const delay = backoffDelay(retries, {
+            initialMs: strategy.backoffMs ?? this.#o.retryBackoffMs ?? 1000,
+            maxMs: this.#o.maxBackoffMs,
+          });
           this.#progress(i, {
             logs: [
               log(
@@ -619,44 +560,16 @@ class Execution {
     }
   }
 
-  async #approvalReason(
-    step: Step,
-    args: Record<string, unknown>,
-    ctx: PlanToolContext,
-  ): Promise<string | undefined> {
-    if (step.requiresApproval) return "the step asks for approval";
-    return await this.#tools.approvalReason(step.tool, args, ctx);
-  }
-
   /** `autoApprove` covers the step: approved without asking (and without giving the slot up). */
   #autoApproved(i: number, step: Step, reason: string): { approved: true } | undefined {
-    const auto = this.#o.autoApprove;
-    if (auto !== true && !(Array.isArray(auto) && auto.includes(step.tool))) return undefined;
+    if (!autoApproves(this.#o.autoApprove, step.tool)) return undefined;
     this.#progress(i, { logs: [log("info", `approved automatically (${reason})`)] });
     return { approved: true };
   }
 
-  /**
-   * Asks the approver. Requests are not serialised: several steps may wait for an answer at once
-   * (an interactive approver queues its own questions, as `run-plan` does).
-   */
-  async #approve(
-    i: number,
-    args: Record<string, unknown>,
-    reason: string,
-  ): Promise<{ approved: boolean; reason?: string }> {
+  /** Asks the approver about node `i` (see {@linkcode askApprover}). */
+  #approve(i: number, args: Record<string, unknown>, reason: string): Promise<ApprovalOutcome> {
     const step = this.#nodes[i];
-    const approver = this.#o.approver;
-    if (!approver) {
-      this.#progress(i, {
-        logs: [log("warn", `needs approval (${reason}) but no approver is configured`)],
-      });
-      return {
-        approved: false,
-        reason:
-          `needs approval: ${reason}; no approver is configured (CLI: answer on a terminal, or pass --yes or --approve ${step.tool})`,
-      };
-    }
     const request: ApprovalRequest = {
       planId: this.plan.id,
       stepId: step.id,
@@ -665,26 +578,12 @@ class Execution {
       args,
       reason,
     };
-    if (this.#controller.signal.aborted) return { approved: false, reason: "cancelled" };
-    this.#progress(i, { logs: [log("info", `waiting for approval (${reason})`)] });
-    try {
-      const answer = await approver(request, this.#controller.signal);
-      const decision = typeof answer === "boolean" ? { approved: answer } : answer;
-      this.#progress(i, {
-        logs: [
-          log(
-            "info",
-            decision.approved
-              ? "approved"
-              : `denied${decision.reason ? `: ${decision.reason}` : ""}`,
-          ),
-        ],
-      });
-      return decision;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { approved: false, reason: `the approver failed: ${message}` };
-    }
+    return askApprover(
+      this.#o.approver,
+      request,
+      this.#controller.signal,
+      (level, message) => this.#progress(i, { logs: [log(level, message)] }),
+    );
   }
 
   async #recover(
@@ -715,7 +614,7 @@ class Execution {
       });
     } catch (failure) {
       if (this.#controller.signal.aborted) return "failed";
-      const message = failure instanceof Error ? failure.message : String(failure);
+      const message = errorMessage(failure);
       this.#progress(i, { logs: [log("error", message)] });
       return "failed";
     }
@@ -778,54 +677,12 @@ class Execution {
     this.plan.steps.forEach((s, k) => (s.order = k + 1));
     step.dependsOn = [...step.dependsOn, ...newSteps.map((s) => s.id)];
     this.#bumpVersion();
-    const first = this.#nodes.length;
-    for (const s of newSteps) {
-      const n = this.#nodes.length;
-      this.#nodes.push(s);
-      this.#byId.set(s.id, n);
-      this.#remaining.push(0);
-      this.#dependents.push([]);
-      this.#phase.push(WAITING);
-      this.#poison.push(NO_POISON);
-      this.#culprit.push(undefined);
-      this.#hasRefs.push(mayHaveRefs(s.args));
-      this.#attempts.push(0);
-      this.#recoveries.push(0);
-      this.#startedAt.push(0);
-    }
-    // Wire the new nodes, then make the failed step wait for them.
-    for (let n = first; n < this.#nodes.length; n++) this.#wire(n);
-    this.#phase[i] = WAITING;
-    this.#remaining[i] = 0;
-    for (let n = first; n < this.#nodes.length; n++) {
-      this.#dependents[n].push(i);
-      this.#remaining[i]++;
-    }
+    // Add the new nodes, make the failed step wait for them, then start them.
+    const first = this.#addSteps(newSteps);
+    this.#scheduler.waitFor(i, first);
     this.#setStatus(i, "blocked");
-    for (let n = first; n < this.#nodes.length; n++) {
-      if (this.#remaining[n] === 0) this.#becomeReady(n);
-      else this.#setStatus(n, "blocked");
-    }
+    this.#scheduler.admit(first);
     return newSteps.map((s) => s.id);
-  }
-
-  #wire(n: number): void {
-    for (const id of new Set(this.#nodes[n].dependsOn)) {
-      const d = this.#byId.get(id)!;
-      if (this.#phase[d] === SETTLED) {
-        const status = this.#nodes[d].status;
-        if (status === "skipped" && this.#poison[n] < SKIP) {
-          this.#poison[n] = SKIP;
-          this.#culprit[n] = id;
-        } else if (status !== "completed" && status !== "skipped") {
-          this.#poison[n] = BLOCK;
-          this.#culprit[n] = id;
-        }
-        continue;
-      }
-      this.#dependents[d].push(n);
-      this.#remaining[n]++;
-    }
   }
 
   #bumpVersion(): void {
@@ -840,7 +697,7 @@ class Execution {
   }
 
   #fail(i: number, error: unknown): void {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     this.#firstError ??= `Step "${this.#nodes[i].id}" failed: ${message}`;
     this.#settleWith(i, "failed", message);
   }
@@ -934,9 +791,7 @@ class Execution {
     if (this.#cancelled || this.#finished) return;
     this.#cancelled = true;
     this.#stopping = true;
-    this.#firstError ??= `Cancelled${
-      reason === undefined ? "" : `: ${reason instanceof Error ? reason.message : String(reason)}`
-    }`;
+    this.#firstError ??= `Cancelled${reason === undefined ? "" : `: ${errorMessage(reason)}`}`;
     this.#controller.abort(reason);
     void this.#emit("onAbort", { runId: this.runId, planId: this.plan.id, reason: String(reason) });
     // Nothing running: finish now (otherwise the last running step finishes the run).
@@ -962,7 +817,7 @@ class Execution {
           await persist(this.plan);
         } catch (error) {
           failure = error;
-          const message = error instanceof Error ? error.message : String(error);
+          const message = errorMessage(error);
           console.warn(`[stepflow] saving the plan failed: ${message}`);
         }
         this.#saveWritten = generation;
@@ -1057,24 +912,11 @@ class Execution {
    */
   #finalStatuses(): void {
     const n = this.#nodes.length;
-    const work: number[] = [];
+    const blocked = this.#scheduler.blockedAfterStop();
     for (let i = 0; i < n; i++) {
-      const status = this.#nodes[i].status;
-      if (this.#phase[i] === SETTLED && (status === "failed" || status === "blocked")) work.push(i);
-    }
-    const blocked = new Uint8Array(n);
-    while (work.length > 0) {
-      const i = work.pop()!;
-      for (const d of this.#dependents[i]) {
-        if (this.#phase[d] === SETTLED || blocked[d]) continue;
-        blocked[d] = 1;
-        work.push(d);
-      }
-    }
-    for (let i = 0; i < n; i++) {
-      if (this.#phase[i] === SETTLED) continue;
+      if (this.#scheduler.settled(i)) continue;
       if (blocked[i]) {
-        const culprit = this.#culprit[i];
+        const culprit = this.#scheduler.culprit(i);
         this.#nodes[i].result = this.#result(
           i,
           false,
@@ -1131,19 +973,4 @@ export function interruptedError(steps: readonly Step[]): StepflowError {
 
 function log(level: LogEntry["level"], message: string): LogEntry {
   return { level, message, timestamp: new Date().toISOString() };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

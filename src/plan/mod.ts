@@ -37,6 +37,7 @@ export type {
   ExecutionSummary,
   LogEntry,
   NewStep,
+  OnErrorPolicy,
   OnErrorSetting,
   Plan,
   PlannedStep,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 
 /** The prompt templates of tool plans. */
 export type PlanPromptName = "generate" | "recover" | "revise";
@@ -41,7 +41,7 @@ async function readTemplate(url: URL): Promise<string> {
     throw new StepflowError(
       "PROMPT_NOT_FOUND",
       `Cannot load the built-in prompt ${url.href}: ${
-        error instanceof Error ? error.message : String(error)
+        errorMessage(error)
       }. The package installation may be incomplete.`,
       { details: { url: url.href } },
     );

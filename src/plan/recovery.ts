@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
@@ -99,7 +99,7 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
       throw new StepflowError(
         "RECOVERY_FAILED",
         `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
-          error instanceof Error ? error.message : String(error)
+          errorMessage(error)
         }`,
         { cause: error, details: { stepId: request.step.id } },
       );

@@ -17,6 +17,7 @@ import type {
   StepResult,
   StepStatus,
 } from "./types.ts";
+import { onErrorTextPattern, PLAN_ON_ERROR } from "../on_error.ts";
 
 /** Step ids: a letter or `_`, then letters, digits, `_` or `-`. References use the same grammar. */
 export const STEP_ID_PATTERN: RegExp = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -55,7 +56,7 @@ const ON_ERROR_HELP =
   'onError must be "fail", "continue", "retry=N", "recover", { "retry": N, "backoffMs"?: ms } or { "recover": N }';
 
 export const OnErrorSchema = z.union([
-  z.string().regex(/^(fail|continue|recover|retry=\d+)$/, { error: ON_ERROR_HELP }),
+  z.string().regex(onErrorTextPattern(PLAN_ON_ERROR), { error: ON_ERROR_HELP }),
   z.strictObject({
     retry: z.int().min(0).max(100),
     backoffMs: z.int().min(0).optional(),

@@ -5,35 +5,14 @@
  * @module
  */
 import { type BuiltinToolOptions, createToolRegistry } from "../tools/builtin.ts";
-import type { ArgIssue, PlanToolContext, PlanToolRegistry } from "./types.ts";
+import type { AnyTool, ToolArgsSchema } from "../tools/types.ts";
+import type { PlanToolRegistry } from "./types.ts";
 
 /** Validates a tool's arguments: a zod schema in practice (`z.object({ … })`). */
-export interface PlanArgSchema {
-  /** Validates (and may transform) `value`. */
-  safeParse(
-    value: unknown,
-  ): { success: true; data: unknown } | { success: false; error: { issues: readonly ArgIssue[] } };
-}
+export type PlanArgSchema = ToolArgsSchema<unknown>;
 
-/** A tool a plan step can call (the `Tool` contract of the project's tool registry). */
-export interface PlanTool {
-  /** Unique name, used in plans. */
-  name: string;
-  /** One-line description shown to LLMs and people. */
-  description: string;
-  /** Validates the arguments; the JSON Schema for prompts is generated from it. */
-  inputSchema: PlanArgSchema;
-  /** Always ask for approval before running. */
-  requiresApproval?: boolean;
-  /** Safe to run again after a crash (see the `Tool` contract). */
-  idempotent?: boolean;
-  /** Ask for approval for these arguments: `true` or a reason to ask, `false` not to. */
-  // deno-lint-ignore no-explicit-any
-  needsApproval?(args: any, ctx: PlanToolContext): boolean | string | Promise<boolean | string>;
-  /** Runs the tool with validated arguments. */
-  // deno-lint-ignore no-explicit-any
-  execute(args: any, ctx: PlanToolContext): unknown;
-}
+/** A tool a plan step can call: the `Tool` contract of the project's tool registry. */
+export type PlanTool = AnyTool;
 
 /** A tool registry that plans can run on and that accepts more tools. */
 export interface PlanToolbox extends PlanToolRegistry {

@@ -4,8 +4,10 @@
  *
  * @module
  */
-import type { ArgIssue } from "../tools/types.ts";
+import type { OnErrorPolicy } from "../on_error.ts";
+import type { ArgIssue, ToolContext } from "../tools/types.ts";
 
+export type { OnErrorPolicy } from "../on_error.ts";
 export type { ArgIssue } from "../tools/types.ts";
 
 /**
@@ -107,12 +109,11 @@ export interface Plan {
   updatedAt?: string;
 }
 
-/** A failure strategy, parsed. */
-export type ErrorStrategy =
-  | { kind: "fail" }
-  | { kind: "continue" }
-  | { kind: "retry"; count: number; backoffMs?: number }
-  | { kind: "recover"; maxAttempts?: number };
+/**
+ * A failure strategy, parsed: `fail`, `continue`, `retry` (`count`, `backoffMs?`) or `recover`
+ * (`maxAttempts?`) — the plans' part of the one `onError` grammar.
+ */
+export type ErrorStrategy = Exclude<OnErrorPolicy, { kind: "jump" }>;
 
 /** Kinds of plan problems reported by {@linkcode validatePlan}. */
 export type PlanProblemCode =
@@ -238,21 +239,8 @@ export type Approver = (
   signal: AbortSignal,
 ) => ApprovalDecision | Promise<ApprovalDecision>;
 
-/** The context a tool receives when a plan step calls it. */
-export interface PlanToolContext {
-  /** Absolute workspace root. */
-  workspaceRoot: string;
-  /** Cancels the call. */
-  signal?: AbortSignal;
-  /** The step invoking the tool. */
-  stepId?: string;
-  /** Reports progress (0–100). */
-  reportProgress?: (percent: number, message?: string) => void;
-  /** Adds a log line to the step's progress. */
-  log?: (message: string) => void;
-  /** Extras. */
-  [extra: string]: unknown;
-}
+/** The context a tool receives when a plan step calls it (the tool contract's `ToolContext`). */
+export type PlanToolContext = ToolContext;
 
 /** A tool's prompt-ready description. */
 export interface PlanToolDescriptor {

@@ -36,6 +36,7 @@ import {
   type PlanStep,
 } from "./types.ts";
 import { planErrors, validatePlan } from "./validate.ts";
+import { newRunId } from "../store/run_id.ts";
 
 /** Step ids under which the runner calls the backend (the keys of a scripted backend's script). */
 export const PLAN_RUN_STEP_IDS = {
@@ -194,7 +195,7 @@ export class PlanRunner {
     this.#options = options;
     this.#backend = options.backend;
     this.#emitter = createEventEmitter([options.events]);
-    this.#runId = options.runId ?? crypto.randomUUID();
+    this.#runId = options.runId ?? newRunId();
     if (options.historyFile) this.#historyFile = options.historyFile;
     else if (options.file) this.#historyFile = historyFileFor(options.file);
   }

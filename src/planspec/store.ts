@@ -16,6 +16,7 @@ import { parsePlan } from "./parse.ts";
 import { serializePlan } from "./serialize.ts";
 import { isComplete, planProgress } from "./tree.ts";
 import type { PlanProgress, PlanSpec } from "./types.ts";
+import { pathExists } from "../path_exists.ts";
 
 /** The folder of the plans (`<base>/planspec`). */
 export function planspecDir(base: string): string {
@@ -173,12 +174,7 @@ export function snakeName(text: string, maxLength = 48): string {
 export async function freePlanFile(dir: string, name: string): Promise<string> {
   for (let n = 1;; n++) {
     const file = join(dir, n === 1 ? `${name}.md` : `${name}_${n}.md`);
-    try {
-      await Deno.lstat(file);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return file;
-      throw error;
-    }
+    if (!(await pathExists(file))) return file;
   }
 }
 
@@ -268,7 +264,7 @@ export async function archivePlan(
   const archiveDir = join(dir, "archive");
   await Deno.mkdir(archiveDir, { recursive: true });
   const target = join(archiveDir, `${stem}.md`);
-  if (await exists(target)) {
+  if (await pathExists(target)) {
     throw new StepflowError(
       "PLAN_EXISTS",
       `${target} already exists; rename or remove it first (an archived plan is never overwritten).`,
@@ -277,18 +273,8 @@ export async function archivePlan(
   }
   await Deno.rename(file, target);
   const history = historyFileFor(file);
-  if (await exists(history)) await Deno.rename(history, historyFileFor(target));
+  if (await pathExists(history)) await Deno.rename(history, historyFileFor(target));
   return target;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 /** The words (runs of letters and digits) of `text`, until they fill more than `maxLength`. */

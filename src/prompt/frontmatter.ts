@@ -1,5 +1,5 @@
 import { parse as parseYaml } from "yaml";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 
 /** A prompt split into its YAML frontmatter and body. */
 export interface FrontmatterSplit {
@@ -33,7 +33,7 @@ export function splitFrontmatter(text: string, file = "<prompt>"): FrontmatterSp
     throw new StepflowError(
       "PROMPT_FRONTMATTER_INVALID",
       `Invalid YAML frontmatter in ${file}: ${
-        error instanceof Error ? error.message : String(error)
+        errorMessage(error)
       }. Fix the block between the leading "---" lines.`,
       { details: { file } },
     );

@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import type { ExecutorEvents } from "../events/types.ts";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import type { QPlanToolRegistry } from "./core/tool_types.ts";
 import type { Script } from "./core/ast.ts";
 import { QPlanRuntimeError, QPlanSyntaxError } from "./core/errors.ts";
@@ -24,6 +24,7 @@ import {
 } from "./step/step_events.ts";
 import { AbortedSignal, STOP } from "./step/step_signals.ts";
 import { syntaxIssue } from "./validate_script.ts";
+import { newRunId } from "../store/run_id.ts";
 
 /** Options of {@linkcode runScript}. */
 export interface RunScriptOptions {
@@ -103,8 +104,7 @@ export async function runScript(
   options: RunScriptOptions = {},
 ): Promise<RunScriptResult> {
   const started = performance.now();
-  const runId = options.runId ??
-    `run-${Date.now().toString(36)}-${crypto.randomUUID().slice(0, 8)}`;
+  const runId = options.runId ?? newRunId();
   const params = options.params ?? {};
   const fail = (error: RunError, issues: ValidationIssue[] = []): RunScriptResult => ({
     status: "error",
@@ -127,7 +127,7 @@ export async function runScript(
         [syntaxIssue(error)],
       );
     }
-    return fail({ message: messageOf(error), code: codeOf(error, "QPLAN_INTERNAL") });
+    return fail({ message: errorMessage(error), code: codeOf(error, "QPLAN_INTERNAL") });
   }
 
   const registry = options.registry ?? createQPlanRegistry();
@@ -240,11 +240,7 @@ function runErrorOf(thrown: unknown): RunError {
       code: "QPLAN_RUNTIME",
     };
   }
-  return { message: messageOf(thrown), code: codeOf(thrown, "QPLAN_RUNTIME") };
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  return { message: errorMessage(thrown), code: codeOf(thrown, "QPLAN_RUNTIME") };
 }
 
 function codeOf(e: unknown, fallback: string): string {

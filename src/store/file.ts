@@ -31,6 +31,8 @@ import {
 import { formatLogLine, lastGoodSentence, parseRunLog } from "./log_format.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+import { pathVisible, pathVisibleSync } from "../path_exists.ts";
+import { assertRunId, isValidRunId } from "./run_id.ts";
 
 /**
  * How hard a checkpoint is pushed to disk. The checkpoint file is always written without a flush (temp file, old file removed, rename:
@@ -99,9 +101,6 @@ export interface FileRunStoreOptions {
 export const FULL_LIST_EVERY_MS = 10_000;
 
 export { DEFAULT_STALE_LOCK_MS };
-
-/** Allowed run ids: letters, digits, `_` and `-` (no dots or slashes: ids become file names). */
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 const LOG_SUFFIX = ".jsonl";
 const CHECKPOINT_SUFFIX = ".checkpoint.json";
@@ -387,7 +386,7 @@ export class FileRunStore implements RunStore {
       // checkpoint file: promote it before it is overwritten.
       if (!run.tempChecked) {
         run.tempChecked = true;
-        if (!existsSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
+        if (!pathVisibleSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
           Deno.renameSync(files.checkpointTemp, files.checkpoint);
         }
       }
@@ -426,7 +425,7 @@ export class FileRunStore implements RunStore {
     const files = this.files(runId);
     const { checkpoint: found, log } = await this.#checkpointOf(runId, this.#warn);
     if (found === undefined) {
-      if (!(await exists(files.log))) return undefined;
+      if (!(await pathVisible(files.log))) return undefined;
       throw new StepflowError(
         "RUN_CHECKPOINT_MISSING",
         `Run ${runId} has a run log (${files.log}) but no checkpoint (${files.checkpoint}): its process stopped before the run's first checkpoint, so there is no state to continue from. ${await this
@@ -659,7 +658,7 @@ export class FileRunStore implements RunStore {
           : name.endsWith(LOG_SUFFIX)
           ? name.slice(0, -LOG_SUFFIX.length)
           : undefined;
-        if (id !== undefined && RUN_ID.test(id)) ids.add(id);
+        if (id !== undefined && isValidRunId(id)) ids.add(id);
         else if (name.endsWith(LOCK_SUFFIX)) locked.add(name.slice(0, -LOCK_SUFFIX.length));
       }
     } catch (error) {
@@ -988,19 +987,6 @@ export class FileRunStore implements RunStore {
   }
 }
 
-/** Throws `RUN_ID_INVALID` unless `runId` can safely name files. */
-export function assertRunId(runId: string): void {
-  if (typeof runId !== "string" || !RUN_ID.test(runId)) {
-    throw new StepflowError(
-      "RUN_ID_INVALID",
-      `Invalid run id ${
-        JSON.stringify(runId)
-      }: run ids are 1-128 letters, digits, "_" or "-", starting with a letter or digit (they name files). Copy the id from --runs.`,
-      { details: { runId } },
-    );
-  }
-}
-
 /** `inode:mtime:size` of a file, or undefined when it cannot be stat'ed. */
 function statKey(path: string): string | undefined {
   try {
@@ -1105,24 +1091,6 @@ function readTempCheckpoint(files: RunFiles): string | undefined {
     return text;
   } catch {
     return undefined;
-  }
-}
-
-function existsSync(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 

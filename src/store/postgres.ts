@@ -16,7 +16,7 @@
  */
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
-import { assertRunId } from "./file.ts";
+import { assertRunId } from "./run_id.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
   openPgConnection,

@@ -13,6 +13,7 @@ import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import type { Tool, ToolContext } from "./types.ts";
 import { prepareWriteInWorkspace, resolveInWorkspace } from "./workspace.ts";
+import { pathExists } from "../path_exists.ts";
 
 /** Options shared by the file-system tools. */
 export interface FsToolOptions {
@@ -178,7 +179,7 @@ export function createWriteFileTool(
     inputSchema: WriteFileArgsSchema,
     async needsApproval(args, ctx) {
       const file = await resolveInWorkspace(rootOf(options, ctx), args.path);
-      return (await exists(file)) && !args.append
+      return (await pathExists(file)) && !args.append
         ? `write_file would overwrite the existing file "${args.path}"`
         : false;
     },
@@ -189,7 +190,7 @@ export function createWriteFileTool(
         : `${JSON.stringify(args.content, null, 2)}\n`;
       ctx.signal?.throwIfAborted();
       const checked = await prepareWriteInWorkspace(root, args.path, "write_file");
-      const existed = await exists(checked);
+      const existed = await pathExists(checked);
       const bytes = new TextEncoder().encode(text);
       if (args.append) {
         await Deno.writeFile(checked, bytes, { append: true });
@@ -305,16 +306,6 @@ async function statOrThrow(file: string, userPath: string, tool: string): Promis
         { details: { path: userPath } },
       );
     }
-    throw error;
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await Deno.lstat(file);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
 }

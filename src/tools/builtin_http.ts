@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import type { Tool } from "./types.ts";
 
@@ -215,7 +215,7 @@ function fetchError(url: string, error: unknown, timedOut: boolean, timeoutMs: n
   }
   return new StepflowError(
     "HTTP_FAILED",
-    `http_get: request to ${url} failed: ${error instanceof Error ? error.message : String(error)}`,
+    `http_get: request to ${url} failed: ${errorMessage(error)}`,
     { details: { url }, cause: error },
   );
 }

@@ -9,6 +9,7 @@
  */
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { assertContinuable } from "../flow/continue_check.ts";
 import { runStoreFor } from "../store/location.ts";
@@ -184,7 +185,7 @@ async function spawnRunAgent(
         }`,
       };
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return {
     status: 202,

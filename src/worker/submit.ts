@@ -3,9 +3,10 @@
  *
  * @module
  */
+import { sleep } from "../backoff.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
-import { newRunId } from "../flow/runner.ts";
+import { newRunId } from "../store/run_id.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
@@ -107,6 +108,6 @@ export async function followRun(
       for (; seen < rest.length; seen++) handlers.onEntry?.(rest[seen]);
       if (checkpoint) return checkpoint;
     }
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await sleep(intervalMs);
   }
 }

@@ -18,7 +18,7 @@ import { loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
-import { createBackend } from "../llm/factory.ts";
+import { agentBackend } from "../llm/agent_backend.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
@@ -177,11 +177,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     const request = submitted.request as SubmittedRequest;
     const backend = options.backendFor
       ? await options.backendFor(definition, request)
-      : await createBackend({
-        name: definition.agent.behavior.backend ?? "claude-code",
-        ...(request.model ?? definition.agent.behavior.model
-          ? { model: request.model ?? definition.agent.behavior.model }
-          : {}),
+      : await agentBackend(definition.agent.behavior, {
+        ...(request.model !== undefined ? { model: request.model } : {}),
         onWarning: (m) => log(`warning: run ${runId}: ${m}`),
       });
     const runner = new StepFlowRunner(definition, {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { runStoreFor } from "../../src/store/location.ts";
-import { copyDir, hasStackTrace, REPO_ROOT, runTask } from "./helpers.ts";
+import { copyDir, hasStackTrace, REPO_ROOT, runCli } from "./helpers.ts";
 
 Deno.test("--show --json and --resume --json print a run holding 10,000-deep data", async () => {
   const user = await Deno.makeTempDir({ prefix: "stepflow-cli-deep-" });
@@ -22,7 +22,7 @@ Deno.test("--show --json and --resume --json print a run holding 10,000-deep dat
     demo["complete.issue"].unshift({ error: "stop here" });
     await Deno.writeTextFile(join(user, "answers.json"), JSON.stringify(demo));
     const args = ["--agent", "issue-solver", "--script", "answers.json"];
-    const first = await runTask([...args, "--topic", "t", "--json"], { userDir: user });
+    const first = await runCli([...args, "--topic", "t", "--json"], { userDir: user });
     assert.equal(first.code, 1, first.stderr);
     const runId = JSON.parse(first.stdout).runId as string;
 
@@ -37,13 +37,13 @@ Deno.test("--show --json and --resume --json print a run holding 10,000-deep dat
     const deep = "[".repeat(10_000) + "]".repeat(10_000);
     await Deno.writeTextFile(file, JSON.stringify(checkpoint).replace('"DEEP"', deep));
 
-    const show = await runTask([...args, "--show", runId, "--json"], { userDir: user });
+    const show = await runCli([...args, "--show", runId, "--json"], { userDir: user });
     assert.equal(show.code, 0, show.stderr);
     assert.ok(!hasStackTrace(show.stderr), show.stderr);
     assert.match(show.stdout, /\[nested deeper than 1000 levels: omitted\]/);
     assert.equal(JSON.parse(show.stdout).checkpoint.status, "running");
 
-    const resumed = await runTask(
+    const resumed = await runCli(
       ["--agent", "issue-solver", "--script", "resume.json", "--resume", runId, "--json"],
       { userDir: user },
     );

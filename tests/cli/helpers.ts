@@ -1,11 +1,14 @@
 /**
- * Helpers of the CLI tests: spawn the real `deno task run-agent` from a temp user folder, and write
- * small agents there.
+ * Helpers of the CLI tests: run a CLI in-process through its `main(argv, io)` (fast) or spawn the
+ * real `deno task <cli>` (the smoke tests), from a temp user folder; write small agents there.
  *
  * @module
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { CliIo } from "../../src/cli/kit/io.ts";
+import { runMigrateCli } from "../../src/cli/migrate.ts";
+import { main as runAgentMain } from "../../src/cli/run_agent.ts";
 
 /** The repository root (where deno.json and its tasks live). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -52,6 +55,46 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
     stdout: decoder.decode(out.stdout),
     stderr: decoder.decode(out.stderr),
   };
+}
+
+/** A CLI's in-process entry: `main(argv, io)` resolving to the exit code. */
+export type CliMain = (argv: string[], io: Partial<CliIo>) => Promise<number>;
+
+/**
+ * Runs `cli` in-process the way {@linkcode runTask} runs it in a subprocess: `INIT_CWD` is the user
+ * folder, `NO_COLOR` is set, no stream is a terminal, stdin is `options.stdin` (else none), and the
+ * output is captured.
+ */
+export async function runMain(
+  cli: CliMain,
+  args: string[],
+  options: RunTaskOptions & { io?: Partial<CliIo> },
+): Promise<Spawned> {
+  let stdout = "";
+  let stderr = "";
+  const stdin = options.stdin === undefined ? null : new Blob([options.stdin]).stream();
+  const code = await cli(args, {
+    stdout: { write: (t) => void (stdout += t) },
+    stderr: { write: (t) => void (stderr += t) },
+    stdin,
+    env: { INIT_CWD: options.userDir, NO_COLOR: "1", ...options.env },
+    cwd: REPO_ROOT,
+    isTerminal: { stdin: false, stdout: false, stderr: false },
+    ...options.io,
+  });
+  return { code, stdout, stderr };
+}
+
+/**
+ * Runs `options.task` (default `run-agent`) like {@linkcode runTask} does, but in-process through
+ * its `main(argv, io)` — the fast path of the CLI tests. Each CLI keeps one {@linkcode runTask}
+ * smoke test of the real process.
+ */
+export async function runCli(args: string[], options: RunTaskOptions): Promise<Spawned> {
+  const task = options.task ?? "run-agent";
+  if (task === "run-agent") return await runMain(runAgentMain, args, options);
+  if (task === "migrate") return await runMigrateCli(args, options.userDir);
+  throw new Error(`runCli: no in-process entry for the task "${task}"; use runTask`);
 }
 
 /** Copies a folder recursively. */

@@ -131,3 +131,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test("run-plan: the same Ctrl-C delivered twice (as deno task does) still cancels and saves the plan", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-run-plan-int-" });
+  try {
+    await writeFiles(dir, {
+      "plan.json": {
+        id: "plan_int",
+        taskId: "task_int",
+        version: 1,
+        createdAt: "2025-01-01T00:00:00Z",
+        steps: [{
+          id: "wait",
+          description: "Work for a while",
+          tool: "run_command",
+          args: { command: "sleep", args: ["30"] },
+        }],
+      },
+    });
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "src/cli/run_plan.ts", "plan.json", "--yes", "--enable-commands"],
+      cwd: REPO_ROOT,
+      env: { INIT_CWD: dir, NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stderr = { text: "" };
+    const reader = child.stderr.getReader();
+    await readUntil(reader, stderr, "▶ wait");
+    const started = performance.now();
+    child.kill("SIGINT");
+    await readUntil(reader, stderr, "Cancelling");
+    child.kill("SIGINT"); // deno task's copy of the same key press: not a second Ctrl-C
+    const stdout = new Response(child.stdout).text();
+    await readUntil(reader, stderr);
+    const status = await child.status;
+    assert.ok(performance.now() - started < 10_000, "the 30 s step was stopped");
+    assert.equal(status.code, 130, stderr.text);
+    assert.match(await stdout, /^Plan cancelled: .*Saved to /m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { hasStackTrace, runTask, writeFiles } from "./helpers.ts";
+import { hasStackTrace, runCli, runTask, writeFiles } from "./helpers.ts";
 import { validatedFixerFiles, writeAgent } from "../flow/fixtures.ts";
 
 const FIXTURES = fileURLToPath(new URL("../migrate/fixtures/climpt", import.meta.url));
@@ -29,7 +29,7 @@ async function smokeArgs(dir: string, agent: string): Promise<string[]> {
 
 Deno.test("cli migrate: converts the fixtures; each result validates and runs its smoke script", async () => {
   await withUserDir(async (dir) => {
-    const migrated = await runTask(["climpt", FIXTURES, "--out", "agents"], {
+    const migrated = await runCli(["climpt", FIXTURES, "--out", "agents"], {
       task: "migrate",
       userDir: dir,
     });
@@ -38,19 +38,19 @@ Deno.test("cli migrate: converts the fixtures; each result validates and runs it
     assert.match(migrated.stdout, /probe +loads with 2 warning\(s\); \d+ mapped/);
     assert.match(migrated.stdout, /→ agents\/probe/);
 
-    const validate = await runTask(["--agent", "./agents/probe", "--validate"], { userDir: dir });
+    const validate = await runCli(["--agent", "./agents/probe", "--validate"], { userDir: dir });
     assert.equal(validate.code, 0, validate.stderr);
     assert.match(validate.stdout + validate.stderr, /orphan\.probe" is unreachable/);
 
     for (const agent of ["probe", "deployer", "watcher", "scout"]) {
-      const smoke = await runTask([...await smokeArgs(dir, agent), "--json"], { userDir: dir });
+      const smoke = await runCli([...await smokeArgs(dir, agent), "--json"], { userDir: dir });
       assert.equal(smoke.code, 0, `${agent}: ${smoke.stderr}`);
       const result = JSON.parse(smoke.stdout);
       assert.equal(result.completionReason, "completed", agent);
     }
 
     // The command step needs --allow-run; without it the run fails and says how to fix it.
-    const refused = await runTask(
+    const refused = await runCli(
       [
         "--agent",
         "./agents/deployer",
@@ -78,14 +78,14 @@ Deno.test("cli migrate: converts the fixtures; each result validates and runs it
       "agents/scout/smoke.script.yaml",
       "--json",
     ];
-    const arrays = await runTask([...scout, "--label", "a,b", "--label", "c"], { userDir: dir });
+    const arrays = await runCli([...scout, "--label", "a,b", "--label", "c"], { userDir: dir });
     assert.equal(arrays.code, 0, arrays.stderr);
-    const badEnum = await runTask([...scout, "--scan-mode", "slow"], { userDir: dir });
+    const badEnum = await runCli([...scout, "--scan-mode", "slow"], { userDir: dir });
     assert.equal(badEnum.code, 2);
     assert.match(badEnum.stderr, /--scan-mode must be one of quick, deep \(got slow\)/);
 
     // A second run refuses to overwrite; --force replaces.
-    const again = await runTask(["climpt", FIXTURES, "--out", "agents"], {
+    const again = await runCli(["climpt", FIXTURES, "--out", "agents"], {
       task: "migrate",
       userDir: dir,
     });
@@ -95,7 +95,7 @@ Deno.test("cli migrate: converts the fixtures; each result validates and runs it
       /Refusing to overwrite existing agent folder\(s\): agents\/deployer/,
     );
     assert.match(again.stderr, /--force/);
-    const forced = await runTask(["climpt", FIXTURES, "--out", "agents", "--force", "--json"], {
+    const forced = await runCli(["climpt", FIXTURES, "--out", "agents", "--force", "--json"], {
       task: "migrate",
       userDir: dir,
     });
@@ -109,13 +109,13 @@ Deno.test("cli migrate: usage errors and --dry-run", async () => {
     const none = await runTask([], { task: "migrate", userDir: dir });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /migrate climpt <path>/);
-    const other = await runTask(["crewai", "x"], { task: "migrate", userDir: dir });
+    const other = await runCli(["crewai", "x"], { task: "migrate", userDir: dir });
     assert.equal(other.code, 2);
     assert.match(other.stderr, /Unknown source format "crewai"/);
-    const missing = await runTask(["climpt", "nowhere"], { task: "migrate", userDir: dir });
+    const missing = await runCli(["climpt", "nowhere"], { task: "migrate", userDir: dir });
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /nowhere is not a folder/);
-    const dry = await runTask(["climpt", join(FIXTURES, ".agent", "watcher"), "--dry-run"], {
+    const dry = await runCli(["climpt", join(FIXTURES, ".agent", "watcher"), "--dry-run"], {
       task: "migrate",
       userDir: dir,
     });
@@ -138,7 +138,7 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
     await writeFiles(join(dir, ".agent", "p"), {
       ...agent({ resume: { type: "boolean" } }),
     });
-    const clash = await runTask(["--agent", "p", "--validate"], { userDir: dir });
+    const clash = await runCli(["--agent", "p", "--validate"], { userDir: dir });
     assert.equal(clash.code, 2);
     assert.match(
       clash.stdout,
@@ -153,7 +153,7 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
         commands: { echo: { argv: ["echo", "resume={uv-resume}"] } },
       },
     });
-    const ok = await runTask(["--agent", "p", "--resume-session", "--allow-run", "--json"], {
+    const ok = await runCli(["--agent", "p", "--resume-session", "--allow-run", "--json"], {
       userDir: dir,
     });
     assert.equal(ok.code, 0, ok.stderr);
@@ -174,11 +174,11 @@ Deno.test("cli run-agent: step validators run with --allow-run and report each f
       ].join("\n"),
     });
     const args = ["--agent", "fixer", "--script", ".agent/fixer/script.yaml"];
-    const refused = await runTask(args, { userDir: dir });
+    const refused = await runCli(args, { userDir: dir });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /COMMAND_NOT_ALLOWED/);
 
-    const failed = await runTask([...args, "--allow-run"], { userDir: dir });
+    const failed = await runCli([...args, "--allow-run"], { userDir: dir });
     assert.equal(failed.code, 1);
     assert.match(
       failed.stderr,
@@ -188,7 +188,7 @@ Deno.test("cli run-agent: step validators run with --allow-run and report each f
     assert.match(failed.stdout, /validator marker: exit 2 \(missing\)/);
     assert.ok(!hasStackTrace(failed.stderr));
 
-    const skipped = await runTask([...args, "--skip-validators"], { userDir: dir });
+    const skipped = await runCli([...args, "--skip-validators"], { userDir: dir });
     assert.equal(skipped.code, 0, skipped.stderr);
     assert.match(skipped.stderr, /validator\(s\) skipped/);
   });

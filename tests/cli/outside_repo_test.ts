@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { JSR_RUN_AGENT, runAgentCommand } from "../../src/cli/invocation.ts";
-import { REPO_ROOT, runTask } from "./helpers.ts";
+import { REPO_ROOT, runCli } from "./helpers.ts";
 
 const MAIN = (specifier: string) =>
   `import { loadAgentDefinition } from "${specifier}";
@@ -34,7 +34,7 @@ async function run(cmd: string[], cwd: string): Promise<{ code: number; out: str
 /** A project folder outside the checkout holding a freshly scaffolded agent. */
 async function project(): Promise<{ dir: string; init: string }> {
   const dir = await Deno.makeTempDir({ prefix: "stepflow-elsewhere-" });
-  const init = await runTask(["--init", "my-agent"], { userDir: dir });
+  const init = await runCli(["--init", "my-agent"], { userDir: dir });
   assert.equal(init.code, 0, init.stderr);
   return { dir, init: init.stdout };
 }

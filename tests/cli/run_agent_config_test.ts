@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { hasStackTrace, runTask, work, writeFiles, writeTinyAgent } from "./helpers.ts";
+import { hasStackTrace, runCli, work, writeFiles, writeTinyAgent } from "./helpers.ts";
 
 async function withUserDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "stepflow-cli-cfg-" });
@@ -23,7 +23,7 @@ Deno.test("run-agent --validate: an output schema that does not compile is a loa
     const schema = JSON.parse(await Deno.readTextFile(file));
     schema.definitions["complete.task"].type = "objcet";
     await Deno.writeTextFile(file, JSON.stringify(schema));
-    const result = await runTask(["--agent", "tiny", "--validate"], { userDir: user });
+    const result = await runCli(["--agent", "tiny", "--validate"], { userDir: user });
     assert.equal(result.code, 2, result.stderr);
     assert.match(
       result.stdout,
@@ -39,7 +39,7 @@ Deno.test("run-agent: a run that fails on the agent's own files gets no --redriv
       prompt: "Work on {uv-topic}, verdict {handoff.verdict}.",
     });
     await writeFiles(user, { "s.json": { "work.task": [work("complete")] } });
-    const result = await runTask(["--agent", "tiny", "--topic", "x", "--script", "s.json"], {
+    const result = await runCli(["--agent", "tiny", "--topic", "x", "--script", "s.json"], {
       userDir: user,
     });
     assert.equal(result.code, 1, result.stderr);
@@ -57,11 +57,11 @@ Deno.test("run-agent: unknown flags are named with a did-you-mean in every mode;
     await writeTinyAgent(user, "my-agent");
     await writeTinyAgent(user, "other");
     const [noAgent, runs, listing, typo, objectKey] = await Promise.all([
-      runTask(["--lst"], { userDir: user }),
-      runTask(["--runs", "--verbse"], { userDir: user }),
-      runTask(["--list", "--jsn"], { userDir: user }),
-      runTask(["--agent", "my-agnet", "--topic", "x"], { userDir: user }),
-      runTask(["--agent", "my-agent", "--topic", "x", "--constructor", "y"], { userDir: user }),
+      runCli(["--lst"], { userDir: user }),
+      runCli(["--runs", "--verbse"], { userDir: user }),
+      runCli(["--list", "--jsn"], { userDir: user }),
+      runCli(["--agent", "my-agnet", "--topic", "x"], { userDir: user }),
+      runCli(["--agent", "my-agent", "--topic", "x", "--constructor", "y"], { userDir: user }),
     ]);
     const usage = (r: typeof noAgent, pattern: RegExp) => {
       assert.equal(r.code, 2, r.stderr);

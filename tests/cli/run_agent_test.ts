@@ -10,6 +10,7 @@ import {
   hasStackTrace,
   REPO_ROOT,
   report,
+  runCli,
   runTask,
   type Spawned,
   work,
@@ -50,8 +51,8 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
     );
     const args = ["--agent", "issue-solver", "--script", "answers.yaml", "--topic", "Fix it"];
     const [human, json] = await Promise.all([
-      runTask(args, { userDir: user }),
-      runTask([...args, "--json"], { userDir: user }),
+      runCli(args, { userDir: user }),
+      runCli([...args, "--json"], { userDir: user }),
     ]);
 
     assert.equal(human.code, 0, human.stderr);
@@ -133,9 +134,9 @@ Deno.test("run-agent: a flow that does not succeed exits 1 with the reason", asy
     });
     const base = ["--agent", "tiny", "--topic", "x"];
     const [aborted, failed, looped] = await Promise.all([
-      runTask([...base, "--script", "abort.json"], { userDir: user }),
-      runTask([...base, "--script", "broken.json", "--json"], { userDir: user }),
-      runTask([...base, "--script", "loop.json", "--max-iterations", "2"], { userDir: user }),
+      runCli([...base, "--script", "abort.json"], { userDir: user }),
+      runCli([...base, "--script", "broken.json", "--json"], { userDir: user }),
+      runCli([...base, "--script", "loop.json", "--max-iterations", "2"], { userDir: user }),
     ]);
 
     assert.equal(aborted.code, 1, aborted.stderr);
@@ -163,7 +164,7 @@ Deno.test("run-agent: usage errors exit 2 with a clear message and no stack trac
   await withUserDir(async (user) => {
     await writeTinyAgent(user, "tiny");
     const run = (...args: string[]) =>
-      runTask(args, { userDir: user, env: { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" } });
+      runCli(args, { userDir: user, env: { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" } });
     const [unknown, noAgent, missing, badNumber, noSuchAgent, badBackend, noScript, noKey, badMax] =
       await Promise.all([
         run("--agent", "tiny", "--topik", "x"),
@@ -234,13 +235,13 @@ Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
       },
     });
     const [helpAll, helpAgent, list, listJson, valid, broken, graph] = await Promise.all([
-      runTask(["--help"], { userDir: user }),
-      runTask(["--agent", "tiny", "--help"], { userDir: user }),
-      runTask(["--list"], { userDir: user }),
-      runTask(["--list", "--json"], { userDir: user }),
-      runTask(["--agent", "tiny", "--validate"], { userDir: user }),
-      runTask(["--agent", "broken", "--validate"], { userDir: user }),
-      runTask(["--agent", "tiny", "--graph"], { userDir: user }),
+      runCli(["--help"], { userDir: user }),
+      runCli(["--agent", "tiny", "--help"], { userDir: user }),
+      runCli(["--list"], { userDir: user }),
+      runCli(["--list", "--json"], { userDir: user }),
+      runCli(["--agent", "tiny", "--validate"], { userDir: user }),
+      runCli(["--agent", "broken", "--validate"], { userDir: user }),
+      runCli(["--agent", "tiny", "--graph"], { userDir: user }),
     ]);
 
     assert.equal(helpAll.code, 0);
@@ -289,7 +290,7 @@ Deno.test("run-agent: --validate prints warnings and still exits 0", async () =>
       transitions: { complete: { target: "complete.task" } },
     };
     await Deno.writeTextFile(registryFile, JSON.stringify(registry));
-    const result = await runTask(["--agent", "tiny", "--validate"], { userDir: user });
+    const result = await runCli(["--agent", "tiny", "--validate"], { userDir: user });
     assert.equal(result.code, 0, result.stdout + result.stderr);
     assert.match(result.stdout, /^OK: agent "tiny" is valid/);
     assert.match(result.stdout, /^1 warning:\n {2}1\. .*spare\.task/m);
@@ -298,7 +299,7 @@ Deno.test("run-agent: --validate prints warnings and still exits 0", async () =>
 
 Deno.test("run-agent: --init scaffolds an agent that loads and runs with its demo script", async () => {
   await withUserDir(async (user) => {
-    const init = await runTask(["--init", "my-agent"], { userDir: user });
+    const init = await runCli(["--init", "my-agent"], { userDir: user });
     assert.equal(init.code, 0, init.stderr);
     assert.match(
       init.stdout,
@@ -313,10 +314,10 @@ Deno.test("run-agent: --init scaffolds an agent that loads and runs with its dem
 
     const args = command[1].match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ""));
     const [run, again, badName, validate] = await Promise.all([
-      runTask(args, { userDir: user }),
-      runTask(["--init", "my-agent"], { userDir: user }),
-      runTask(["--init", "../escape"], { userDir: user }),
-      runTask(["--agent", "my-agent", "--validate"], { userDir: user }),
+      runCli(args, { userDir: user }),
+      runCli(["--init", "my-agent"], { userDir: user }),
+      runCli(["--init", "../escape"], { userDir: user }),
+      runCli(["--agent", "my-agent", "--validate"], { userDir: user }),
     ]);
     assert.equal(run.code, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /^✓ my-agent succeeded: completed at /);
@@ -352,8 +353,8 @@ Deno.test("run-agent: piped stdin becomes {input_text}", async () => {
     });
     const args = ["--agent", "reader", "--script", "ok.json"];
     const [piped, none] = await Promise.all([
-      runTask(args, { userDir: user, stdin: "diff --git a/x b/x\n+hello\n" }),
-      runTask(args, { userDir: user }),
+      runCli(args, { userDir: user, stdin: "diff --git a/x b/x\n+hello\n" }),
+      runCli(args, { userDir: user }),
     ]);
     assert.equal(piped.code, 0, piped.stdout + piped.stderr);
     assert.match(piped.stdout, /^✓ reader succeeded/);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main } from "../../src/cli/run_plan.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { runMain } from "../cli/helpers.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 
@@ -11,7 +12,13 @@ interface Result {
   stderr: string;
 }
 
-async function runPlan(args: string[], cwd: string): Promise<Result> {
+/** `run-plan …` in-process, as `deno task run-plan` from `cwd` would run it (no terminal). */
+function runPlan(args: string[], cwd: string): Promise<Result> {
+  return runMain(main, args, { userDir: cwd });
+}
+
+/** The real `deno task run-plan` in a subprocess (the smoke test). */
+async function runPlanTask(args: string[], cwd: string): Promise<Result> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "run-plan", ...args],
     cwd: REPO,
@@ -119,8 +126,28 @@ Deno.test("run-plan: an invalid plan lists every problem and exits 2 without a s
 
   const usage = await runPlan(["--frobnicate"], dir);
   assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /Unknown option '--frobnicate'.*--help/);
+  assert.match(usage.stderr, /Unknown option --frobnicate\..*--help/);
   noStack(usage);
+});
+
+Deno.test("deno task run-plan (subprocess smoke test): stdout, stderr and exit codes of the real process", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    join(dir, "plan.json"),
+    planJson([{ id: "a", description: "Read", tool: "read_file", args: { path: "in.txt" } }]),
+  );
+  await Deno.writeTextFile(join(dir, "in.txt"), "hello");
+  const r = await runPlanTask(["plan.json", "--yes"], dir);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^│ Plan Review — plan_cli \(v1\)/m);
+  assert.match(r.stdout, /^Plan completed: 1 completed, 0 failed/m);
+  assert.match(r.stderr, /\[1\/1\] ✔ a completed in \d+ ms/);
+  const usage = await runPlanTask(["--frobnicate"], dir);
+  assert.deepEqual([usage.code, usage.stdout], [2, ""]);
+  assert.equal(
+    usage.stderr,
+    "run-plan: Unknown option --frobnicate. Run with --help to see every option.\n",
+  );
 });
 
 Deno.test("run-plan without a terminal needs --yes or --approve; --approve approves only those tools", async () => {
@@ -385,7 +412,7 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
   const code = await main(["plan.json"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: ReadableStream.from([new TextEncoder().encode(answers)]),
     stdout: { write: (t) => void (stdout += t) },
     stderr: { write: (t) => void (stderr += t) },
@@ -413,7 +440,7 @@ Deno.test("run-plan on a terminal asks to start and asks for each approval (in-p
   const declined = await main(["plan.json", "--restart"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: ReadableStream.from([new TextEncoder().encode("n\n")]),
     stdout: { write: () => {} },
     stderr: { write: (t) => void (err2 += t) },

@@ -75,7 +75,7 @@ async function inProcess(dir: string, args: string[]) {
   const code = await main(args, {
     cwd: dir,
     env: {},
-    interactive: false,
+    isTerminal: { stdin: false, stdout: false, stderr: false },
     stdin: null,
     stdout: { write: (t) => void (stdout += t) },
     stderr: { write: (t) => void (stderr += t) },

@@ -133,7 +133,7 @@ Deno.test('run-plan --revise "…": writes the revised version, reviews it, then
     {
       cwd: dir,
       env: {},
-      interactive: false,
+      isTerminal: { stdin: false, stdout: false, stderr: false },
       stdin: null,
       stdout: { write: (t) => void (stdout += t) },
       stderr: { write: (t) => void (stderr += t) },
@@ -162,7 +162,7 @@ Deno.test('run-plan on a terminal: "r" + feedback revises, shows the new review,
   const code = await main(["plan.json", "--script", "answers.json"], {
     cwd: dir,
     env: {},
-    interactive: true,
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     stdin: ReadableStream.from([new TextEncoder().encode(answers)]),
     stdout: { write: (t) => void (stdout += t) },
     stderr: { write: (t) => void (stderr += t) },

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { planMain } from "../../src/cli/plan.ts";
 import { readHistory } from "../../src/planspec/mod.ts";
+import { runMain } from "../cli/helpers.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -11,7 +13,13 @@ interface Run {
   stderr: string;
 }
 
-async function plan(cwd: string, ...args: string[]): Promise<Run> {
+/** `plan …` in-process, as `deno task plan` from `cwd` would run it. */
+function plan(cwd: string, ...args: string[]): Promise<Run> {
+  return runMain(planMain, args, { userDir: cwd });
+}
+
+/** The real `deno task plan` in a subprocess (the smoke test). */
+async function planTask(cwd: string, ...args: string[]): Promise<Run> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "plan", ...args],
     cwd: ROOT,
@@ -214,6 +222,17 @@ Deno.test("plan archive: refuses unfinished plans unless --force, moves the hist
   assert.equal(traversal.code, 2);
 });
 
+Deno.test("deno task plan (subprocess smoke test): stdout, stderr and exit codes of the real process", async () => {
+  const dir = await Deno.makeTempDir();
+  await write(join(dir, "bad.md"), "1. [LLM] Ask\n  1.1. [act] x\n");
+  const bad = await planTask(dir, "validate", "bad.md");
+  assert.deepEqual([bad.code, bad.stderr], [1, ""]);
+  assert.match(bad.stdout, /^bad\.md: error: step 1: invalid type 'LLM'\n/);
+  const usage = await planTask(dir, "list", "--bogus");
+  assert.deepEqual([usage.code, usage.stdout], [2, ""]);
+  assert.equal(usage.stderr, "error: plan list: Unknown option --bogus. (see plan --help)\n");
+});
+
 Deno.test("plan validate: ok, warnings, rule errors and parse errors with file:line", async () => {
   const dir = await Deno.makeTempDir();
   await write(join(dir, "good.md"), SHOWN);
@@ -384,7 +403,6 @@ Goal: Produce the weekly numbers
 });
 
 Deno.test("planMain on a terminal: plan new confirms first, plan run --interactive asks the user", async () => {
-  const { planMain } = await import("../../src/cli/plan.ts");
   const dir = await Deno.makeTempDir();
   let stdout = "";
   let stderr = "";
@@ -392,16 +410,13 @@ Deno.test("planMain on a terminal: plan new confirms first, plan run --interacti
   let answer = "n";
   const io = {
     cwd: dir,
-    stdout: (t: string) => void (stdout += t),
-    stderr: (t: string) => void (stderr += t),
-    env: () => undefined,
-    stdinIsTerminal: true,
-    stdoutIsTerminal: false,
+    stdout: { write: (t: string) => void (stdout += t) },
+    stderr: { write: (t: string) => void (stderr += t) },
+    isTerminal: { stdin: true, stdout: false, stderr: false },
     ask: (q: string) => {
       questions.push(q);
       return answer;
     },
-    onInterrupt: () => () => {},
   };
   await write(join(dir, "gen.yaml"), `planspec.generate:\n  - ${JSON.stringify(GENERATED)}\n`);
   assert.equal(await planMain(["new", "Ship 1.2", "--script", "gen.yaml"], io), 1);

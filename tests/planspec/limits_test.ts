@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { planMain } from "../../src/cli/plan.ts";
+import { runMain } from "../cli/helpers.ts";
 import {
   applyCommand,
   clonePlan,
@@ -29,8 +30,6 @@ import {
   validatePlan,
   walkSteps,
 } from "../../src/planspec/mod.ts";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** A plan text nested `levels` deep: 1, 1.1, 1.1.1, … */
 function deepText(levels: number): string {
@@ -122,14 +121,8 @@ Deno.test("plan validate / plan show on a 4,000-level plan: one clean message, e
   const file = join(dir, "deep.md");
   await Deno.writeTextFile(file, deepText(4_000));
   for (const command of ["validate", "show"]) {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["task", "-q", "plan", command, file],
-      cwd: ROOT,
-      env: { INIT_CWD: dir, NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(out.stderr);
+    const out = await runMain(planMain, [command, file], { userDir: dir });
+    const stderr = out.stderr;
     assert.equal(out.code, 2, `${command}: ${stderr}`);
     assert.match(
       stderr,

@@ -1,14 +1,22 @@
 /**
- * The `qplan` task, spawned for real (`deno task qplan …` in the repository, INIT_CWD set to a
- * temporary folder): stdout, stderr and exit codes.
+ * The `qplan` command line: stdout, stderr and exit codes, in-process through `qplanMain(argv, io)`
+ * with INIT_CWD set to a temporary folder, and once for real (`deno task qplan …` spawned).
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { qplanMain } from "../../src/cli/qplan.ts";
+import { runMain } from "../cli/helpers.ts";
 import { workspace } from "./helpers.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
-async function qplan(args: string[], cwd: string) {
+/** `qplan …` in-process, as `deno task qplan` from `cwd` would run it. */
+function qplan(args: string[], cwd: string) {
+  return runMain(qplanMain, args, { userDir: cwd });
+}
+
+/** The real `deno task qplan` in a subprocess (the smoke test). */
+async function qplanTask(args: string[], cwd: string) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "qplan", ...args],
     cwd: REPO,
@@ -40,13 +48,22 @@ function noStackTrace(stderr: string) {
   assert.doesNotMatch(stderr, /^\s+at .*:\d+:\d+/m, stderr);
 }
 
+Deno.test("deno task qplan (subprocess smoke test): stdout, stderr and exit codes of the real process", async () => {
+  const dir = await workspace({ "plan.qplan": GOOD, "nums.txt": "1 2 3" });
+  const r = await qplanTask(["run", "plan.qplan", "--param", "limit=5", "--quiet"], dir);
+  assert.deepEqual([r.code, r.stdout, r.stderr], [0, "total: 6\nover 5\n", ""]);
+  const usage = await qplanTask(["run", "plan.qplan", "--bogus"], dir);
+  assert.deepEqual([usage.code, usage.stdout], [2, ""]);
+  assert.equal(usage.stderr, "qplan: Unknown option --bogus. (see --help)\n");
+});
+
 Deno.test("qplan run: print on stdout, the step tree on stderr, files in INIT_CWD, exit 0", async () => {
   const dir = await workspace({ "plan.qplan": GOOD, "nums.txt": "1 2 3" });
   const r = await qplan(["run", "plan.qplan", "--param", "limit=5"], dir);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "total: 6\nover 5\n");
   const lines = r.stderr.trim().split("\n");
-  assert.match(lines[0], /^▶ run run-\S+ "Numbers": 2 steps$/);
+  assert.match(lines[0], /^▶ run \d{8}T\d{6}Z-[0-9a-f]{6} "Numbers": 2 steps$/);
   assert.equal(lines[1], "  ● Read numbers [load]");
   assert.match(lines[2], /^ {2}✓ Read numbers \[load\] \d+ ms → \{"text":"1 2 3"\}$/);
   assert.equal(lines[3], "  ● Statistics [stats]");
@@ -197,7 +214,7 @@ Deno.test("qplan prompt: the prompt on stdout; usage errors exit 2 without a sta
       [["frobnicate"], /Unknown command "frobnicate"/],
       [["run"], /qplan run needs a script file/],
       [["run", "missing.qplan"], /cannot read script missing.qplan: no such file/],
-      [["run", "x.qplan", "--bogus"], /Unknown option '--bogus'/],
+      [["run", "x.qplan", "--bogus"], /Unknown option --bogus\./],
       [["prompt"], /qplan prompt needs a task/],
       [["prompt", "x", "--enable", "ftp"], /--enable knows http, html and ai, not "ftp"/],
       [["prompt", "x", "--param", "novalue"], /--param needs name=value/],

@@ -4,8 +4,6 @@
  *
  * @module
  */
-import type { StepNode } from "../step/step_types.ts";
-
 /** Where a node starts in the script: 1-based line and column. */
 export interface SourcePosition {
   /** 1-based line. */
@@ -303,3 +301,58 @@ export interface Script extends SourcePosition {
 
 /** The plan-header keys QPlan knows. */
 export const PLAN_META_KEYS: readonly string[] = ["title", "summary", "version", "since", "params"];
+
+/**
+ * What a step does when one of its statements fails (seed 000 §7). Same shape as the step-flow
+ * `ErrorPolicy` of `src/definition`.
+ */
+export type StepErrorPolicy =
+  | { kind: "fail" }
+  | { kind: "continue" }
+  | { kind: "retry"; count: number }
+  | { kind: "jump"; target: string };
+
+/** One `name=value` attribute of a step header, as written. */
+export interface StepAttribute extends SourcePosition {
+  /** The attribute name (`id`, `desc`, `type`, `onError`, or an unknown one the validator reports). */
+  name: string;
+  /** The value. */
+  value: string;
+}
+
+/**
+ * A step block (seed 000 §3). The parser fills `id`, `desc`, `type`, `errorPolicy` and `children`;
+ * the resolver fills the auto-generated `order`, `path` and `parent` (non-enumerable, so the AST
+ * stays printable as JSON).
+ */
+export interface StepNode extends SourcePosition {
+  /** Node kind. */
+  kind: "step";
+  /**
+   * The step id. A description-only step (`step "Read file" { … }`, seed 000 §2 basic form) gets
+   * `step_<order>` from the resolver.
+   */
+  id: string;
+  /** True when the id was generated (basic form without `id=`). */
+  autoId: boolean;
+  /** The description (`step "desc"` or `desc="…"`). */
+  desc?: string;
+  /** Free-form tag such as task, group or loop. */
+  type?: string;
+  /** The parsed `onError` policy; undefined when absent (fail) or invalid (the validator says why). */
+  errorPolicy?: StepErrorPolicy;
+  /** `onError` as written. */
+  onError?: string;
+  /** `-> alias`: the namespace under which the result is also stored. */
+  alias?: string;
+  /** 1-based position of the step in the script (pre-order), filled by the resolver. */
+  order: number;
+  /** Each ancestor's desc (or id), then the step's own, filled by the resolver. */
+  path: string[];
+  /** The enclosing step, filled by the resolver. */
+  parent?: StepNode;
+  /** The statements of the step block. */
+  children: Statement[];
+  /** Every header attribute as written, for validation. */
+  attributes: StepAttribute[];
+}

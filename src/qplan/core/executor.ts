@@ -42,6 +42,7 @@ import {
   SKIP,
   STOP,
 } from "../step/step_signals.ts";
+import { errorMessage } from "../../errors.ts";
 
 /**
  * Asks whether a tool that needs approval (`requiresApproval`, or `needsApproval(args)` said so)
@@ -227,7 +228,7 @@ export class Executor {
         stepId,
       });
     }
-    const message = thrown instanceof Error ? thrown.message : String(thrown);
+    const message = errorMessage(thrown);
     return new QPlanRuntimeError(message, { line: stmt.line, column: stmt.column, stepId }, thrown);
   }
 
@@ -620,7 +621,7 @@ export class Executor {
 
   #toolError(error: unknown, node: ActionStatement, frame: Frame): unknown {
     if (error instanceof FlowSignal) return error;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return new QPlanRuntimeError(
       `Module '${node.module}' failed: ${message}`,
       { line: node.line, column: node.column, stepId: frame.step?.id, module: node.module },

@@ -4,48 +4,19 @@
  *
  * @module
  */
-import type { ToolContext } from "../../tools/types.ts";
+import type { AnyTool, ArgIssue, ToolArgsSchema } from "../../tools/types.ts";
 import type { ToolDescriptor } from "../../tools/registry.ts";
 
-/** One problem with a tool's arguments (a zod issue in practice). */
-export interface ArgIssue {
-  /** Where in the arguments. */
-  readonly path: readonly PropertyKey[];
-  /** What is wrong. */
-  readonly message: string;
-}
-
-/** The outcome of validating arguments. */
-export type ArgParseResult =
-  | { success: true; data: unknown }
-  | { success: false; error: { issues: readonly ArgIssue[] } };
+export type { ArgIssue } from "../../tools/types.ts";
 
 /** Validates a tool's arguments (a zod schema in practice). */
-export interface ArgSchema {
-  /** Validates (and may transform) `value`. */
-  safeParse(value: unknown): ArgParseResult;
-}
+export type ArgSchema = ToolArgsSchema<unknown>;
+
+/** The outcome of validating arguments. */
+export type ArgParseResult = ReturnType<ArgSchema["safeParse"]>;
 
 /** A tool as QPlan calls it: the `Tool` contract of `src/tools`. */
-export interface QPlanTool {
-  /** Unique name, used as the module name in scripts. */
-  name: string;
-  /** One-line description (shown in prompts). */
-  description: string;
-  /** Validates the arguments. */
-  inputSchema: ArgSchema;
-  /** Destructive or sensitive tools need an approval before they run. */
-  requiresApproval?: boolean;
-  /**
-   * Decides per call whether an approval is needed (consulted when `requiresApproval` is not
-   * `true`): `true` or a short reason to ask, `false` not to.
-   */
-  // deno-lint-ignore no-explicit-any
-  needsApproval?(args: any, ctx: ToolContext): boolean | string | Promise<boolean | string>;
-  /** Runs the tool with validated arguments. */
-  // deno-lint-ignore no-explicit-any
-  execute(args: any, ctx: ToolContext): unknown;
-}
+export type QPlanTool = AnyTool;
 
 /** The registry QPlan looks modules up in (`ToolRegistry` of `src/tools` fits). */
 export interface QPlanToolRegistry {

@@ -8,7 +8,8 @@ import type { Tool } from "../../tools/types.ts";
 import { describeValue } from "../core/evaluate.ts";
 import type { QPlanToolContext } from "../core/execution_context.ts";
 import { QPlanFuture } from "../core/future.ts";
-import { delay, ModuleArgumentError, toNumber } from "./values.ts";
+import { sleep } from "../../backoff.ts";
+import { ModuleArgumentError, toNumber } from "./values.ts";
 
 /** The arguments of `future`. */
 export interface FutureArgs {
@@ -38,7 +39,7 @@ export const futureTool: Tool<FutureArgs, QPlanFuture> = {
     const ms = wait === undefined ? 0 : toNumber(wait, "delay", "future");
     if (ms < 0) throw new ModuleArgumentError("future", `delay must not be negative, got ${ms}`);
     const result = value === undefined ? `done:${task ?? "future"}` : value;
-    return new QPlanFuture(delay(ms, ctx.signal).then(() => result));
+    return new QPlanFuture(sleep(ms, ctx.signal).then(() => result));
   },
 };
 

@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import type { Tool } from "../../tools/types.ts";
-import { delay, toNumber } from "./values.ts";
+import { sleep } from "../../backoff.ts";
+import { toNumber } from "./values.ts";
 
 /** `sleep ms=N`: waits N milliseconds (cancelled by abort/timeout); returns N. */
 export const sleepTool: Tool<{ ms: unknown }, number> = {
@@ -15,7 +16,7 @@ export const sleepTool: Tool<{ ms: unknown }, number> = {
   execute: async ({ ms }, ctx) => {
     const n = toNumber(ms, "ms", "sleep");
     if (n < 0) throw new Error(`sleep: ms must not be negative, got ${n}`);
-    await delay(n, ctx.signal);
+    await sleep(n, ctx.signal);
     return n;
   },
 };

@@ -10,6 +10,7 @@
  */
 import type { Statement } from "../core/ast.ts";
 import type { Token } from "../core/tokenizer.ts";
+import { parseOnErrorPolicy, QPLAN_ON_ERROR } from "../../on_error.ts";
 import type { StepAttribute, StepErrorPolicy, StepNode } from "./step_types.ts";
 
 /** What the step parser needs from the statement parser that hosts it. */
@@ -116,8 +117,9 @@ export function parseStepStatement(host: StepParserHost): StepNode {
 }
 
 /**
- * Parses an `onError` value: `fail`, `continue`, `retry=N`, `jump="id"` / `jump='id'` / `jump=id`
- * (case-insensitive, spaces around `=` allowed). Returns undefined for anything else.
+ * Parses an `onError` value ({@linkcode QPLAN_ON_ERROR} of the one grammar): `fail`, `continue`,
+ * `retry=N`, `jump="id"` / `jump='id'` / `jump=id` (case-insensitive, spaces around `=` allowed).
+ * Returns undefined for anything else.
  *
  * @example
  * ```ts
@@ -128,18 +130,7 @@ export function parseStepStatement(host: StepParserHost): StepNode {
  * ```
  */
 export function parseStepErrorPolicy(raw: string): StepErrorPolicy | undefined {
-  const value = raw.trim();
-  const lower = value.toLowerCase();
-  if (lower === "fail") return { kind: "fail" };
-  if (lower === "continue") return { kind: "continue" };
-  const retry = /^retry\s*=\s*["']?(\d+)["']?$/i.exec(value);
-  if (retry) return { kind: "retry", count: Number(retry[1]) };
-  const jump = /^jump\s*=\s*(?:"([^"]*)"|'([^']*)'|([^"'\s]+))$/i.exec(value);
-  if (jump) {
-    const target = (jump[1] ?? jump[2] ?? jump[3]).trim();
-    return target ? { kind: "jump", target } : undefined;
-  }
-  return undefined;
+  return parseOnErrorPolicy(raw, QPLAN_ON_ERROR) as StepErrorPolicy | undefined;
 }
 
 function isOp(t: Token, value: string): boolean {

@@ -1,0 +1,118 @@
+/**
+ * The backend of a command line from its flags `--backend`, `--script`, `--model`, `--base-url`:
+ * the same rules and messages in every CLI.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { UsageError } from "../../errors.ts";
+import { createBackend } from "../../llm/factory.ts";
+import type { RetryListener } from "../../llm/retry.ts";
+import type { LlmBackend } from "../../llm/types.ts";
+import type { FlagSpec } from "./flags.ts";
+
+/** The backend flags, parsed. */
+export interface BackendFlags {
+  /** `--backend NAME`. */
+  backend?: string;
+  /** `--script FILE` (relative to the user's directory). */
+  script?: string;
+  /** `--model MODEL`. */
+  model?: string;
+  /** `--base-url URL`. */
+  baseUrl?: string;
+}
+
+/** Options of {@linkcode backendName} and {@linkcode backendFromFlags}. */
+export interface BackendFromFlagsOptions {
+  /** The user's directory: `--script` resolves against it. */
+  cwd: string;
+  /** The backend when no flag names one (agent.json `behavior.backend`, a CLI default). */
+  fallback?: string;
+  /** The model when `--model` is not given (agent.json `behavior.model`). */
+  fallbackModel?: string;
+  /** Where credentials are read (default: the process environment). */
+  env?: Record<string, string | undefined>;
+  /** Backend warnings (schema fallback, truncated answers). */
+  onWarning?: (message: string) => void;
+  /** Called before every retry of a backend call. */
+  onRetry?: RetryListener;
+}
+
+/**
+ * The backend `flags` name: `--backend`, else `scripted` when `--script` is given, else
+ * `options.fallback`; `undefined` when none does. `--script` with another backend is a
+ * {@linkcode UsageError}.
+ */
+export function backendName(
+  flags: BackendFlags,
+  options: Pick<BackendFromFlagsOptions, "fallback"> = {},
+): string | undefined {
+  const name = (flags.backend ?? (flags.script !== undefined ? "scripted" : undefined) ??
+    options.fallback)?.toLowerCase();
+  if (flags.script !== undefined && name !== "scripted") {
+    throw new UsageError(
+      `--script is for the scripted backend, but --backend is "${name}". Drop --script to use ${name}, or drop --backend to use the script.`,
+    );
+  }
+  return name;
+}
+
+/**
+ * Builds the backend the flags name (see {@linkcode backendName}) with `createBackend`; resolves
+ * to `undefined` when no flag names one and there is no `fallback`. Every problem (unknown name,
+ * missing credentials, `scripted` without `--script`) is a {@linkcode UsageError}.
+ *
+ * @example
+ * ```ts ignore
+ * import { backendFromFlags } from "./backend.ts";
+ * const backend = await backendFromFlags({ script: "answers.yaml" }, { cwd: Deno.cwd() });
+ * ```
+ */
+export async function backendFromFlags(
+  flags: BackendFlags,
+  options: BackendFromFlagsOptions,
+): Promise<LlmBackend | undefined> {
+  const name = backendName(flags, options);
+  if (name === undefined) return undefined;
+  const model = flags.model ?? options.fallbackModel;
+  return await createBackend({
+    name,
+    ...(model !== undefined ? { model } : {}),
+    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+    ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+  });
+}
+
+/** The four backend flags, for a CLI's flag table (help order: backend, model, base-url, script). */
+export const BACKEND_FLAGS: readonly FlagSpec[] = Object.freeze(
+  [
+    {
+      name: "backend",
+      type: "string",
+      value: "NAME",
+      description: "LLM backend: claude-code, anthropic, openai or scripted",
+    },
+    {
+      name: "model",
+      type: "string",
+      value: "MODEL",
+      description: "Model for every call",
+    },
+    {
+      name: "base-url",
+      type: "string",
+      value: "URL",
+      description: "Server URL of the backend (OpenAI-compatible servers)",
+    },
+    {
+      name: "script",
+      type: "string",
+      value: "FILE",
+      description: "Scripted answers (YAML/JSON); implies --backend scripted",
+    },
+  ] satisfies FlagSpec[],
+);

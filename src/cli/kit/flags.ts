@@ -1,0 +1,218 @@
+/**
+ * The table-driven flag parser and help of every stepflow command line: a CLI lists its flags once
+ * as {@linkcode FlagSpec} rows; the parser, the typo suggestions and the `Options:` block of its
+ * `--help` all come from that table.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { closestMatch } from "../../definition/suggest.ts";
+import { errorMessage, UsageError } from "../../errors.ts";
+
+/** One flag of a CLI, as shown by `--help`. */
+export interface FlagSpec {
+  /** Long name without dashes (`max-iterations`). */
+  name: string;
+  /** `string` flags take a value, `boolean` flags do not. */
+  type: "string" | "boolean";
+  /** Placeholder of the value in the help text (`NAME`, `FILE`, `N`). */
+  value?: string;
+  /** Single-letter alias. */
+  short?: string;
+  /** The flag may be given more than once; its values are collected in a list. */
+  multiple?: boolean;
+  /** Description in the help; `\n` starts a continuation line. */
+  description: string;
+}
+
+/** The option table of node's `parseArgs`. */
+export type OptionTable = Record<
+  string,
+  { type: "string" | "boolean"; short?: string; multiple?: boolean }
+>;
+
+/** A parsed flag value: text, a switch, or the list of a `multiple` flag. */
+export type FlagValue = string | boolean | string[] | undefined;
+
+/** What {@linkcode parseFlags} returns. */
+export interface ParsedFlags {
+  /** Values by flag name (own keys only). */
+  values: Record<string, FlagValue>;
+  /** Arguments that are not flags, in order. */
+  positionals: string[];
+}
+
+/** Options of {@linkcode parseFlags}. */
+export interface ParseFlagsOptions {
+  /** Appended to every usage error: where to look next (`\nRun with --help …`, the usage text). */
+  hint?: string;
+  /** Whether arguments that are not flags are allowed (default true). */
+  positionals?: boolean;
+}
+
+/** `table` as node's option table (null prototype: `--constructor` is not Object's). */
+export function optionTable(table: readonly FlagSpec[]): OptionTable {
+  const options: OptionTable = Object.create(null);
+  for (const f of table) {
+    options[f.name] = {
+      type: f.type,
+      ...(f.short ? { short: f.short } : {}),
+      ...(f.multiple ? { multiple: true } : {}),
+    };
+  }
+  return options;
+}
+
+/** `-h, --help` / `--agent NAME`: a flag as its help line names it. */
+export function flagLabel(f: FlagSpec): string {
+  const long = `--${f.name}${f.value ? ` ${f.value}` : ""}`;
+  return f.short ? `-${f.short}, ${long}` : long;
+}
+
+/**
+ * The help lines of `table`: `  <label padded to width><description>`; continuation lines of a
+ * description align under it; a label too long for the column gets its description on the next
+ * line. `width` defaults to the longest label plus 2.
+ */
+export function flagHelpLines(
+  table: readonly FlagSpec[],
+  { width, indent = "  " }: { width?: number; indent?: string } = {},
+): string[] {
+  const column = width ?? Math.max(...table.map((f) => flagLabel(f).length)) + 2;
+  const lines: string[] = [];
+  for (const f of table) {
+    const [first, ...rest] = f.description.split("\n");
+    const label = flagLabel(f);
+    if (label.length >= column) {
+      lines.push(`${indent}${label}`, `${indent}${" ".repeat(column)}${first}`);
+    } else {
+      lines.push(`${indent}${label.padEnd(column)}${first}`);
+    }
+    for (const more of rest) lines.push(`${indent}${" ".repeat(column)}${more}`);
+  }
+  return lines;
+}
+
+/**
+ * Parses `argv` strictly against `table`. Every problem is a {@linkcode UsageError} ending with
+ * `options.hint`: an unknown flag (with the closest known one: `Unknown option --lst. Did you mean
+ * --list?`), a missing value, a value given to a switch, a flag given twice (only `multiple` flags
+ * may repeat), a positional argument where none is allowed.
+ *
+ * @example
+ * ```ts
+ * import { parseFlags } from "./flags.ts";
+ * const { values, positionals } = parseFlags(["plan.json", "--yes"], [
+ *   { name: "yes", type: "boolean", short: "y", description: "Start without asking" },
+ * ]);
+ * console.log(values.yes, positionals); // true ["plan.json"]
+ * ```
+ */
+export function parseFlags(
+  argv: readonly string[],
+  table: readonly FlagSpec[],
+  options: ParseFlagsOptions = {},
+): ParsedFlags {
+  const hint = options.hint ?? "";
+  const known = optionTable(table);
+  rejectUnknownFlags(argv, known, hint);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: known,
+      strict: true,
+      allowPositionals: options.positionals ?? true,
+      tokens: true,
+    });
+  } catch (error) {
+    throw new UsageError(`${cleanParseMessage(error)}${hint}`);
+  }
+  const seen = new Set<string>();
+  const repeated: string[] = [];
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option") continue;
+    if (seen.has(token.name) && !known[token.name]?.multiple) repeated.push(`--${token.name}`);
+    seen.add(token.name);
+  }
+  if (repeated.length > 0) {
+    throw new UsageError(
+      `${[...new Set(repeated)].join(", ")} given more than once; pass each flag once.${hint}`,
+    );
+  }
+  const values: Record<string, FlagValue> = Object.create(null);
+  for (const [name, value] of Object.entries(parsed.values)) values[name] = value as FlagValue;
+  return { values, positionals: parsed.positionals };
+}
+
+/**
+ * Throws the unknown-flag {@linkcode UsageError} for the first flag of `argv` that `known` lacks,
+ * naming the closest known flag when there is one.
+ */
+export function rejectUnknownFlags(argv: readonly string[], known: OptionTable, hint = ""): void {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: known,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    if (Object.hasOwn(known, token.name) || shorts.has(token.name)) continue;
+    throw new UsageError(`${unknownFlagMessage(token.rawName, Object.keys(known))}${hint}`);
+  }
+}
+
+/** `Unknown option --lst. Did you mean --list?` (the suggestion only when one is close). */
+export function unknownFlagMessage(rawName: string, known: readonly string[]): string {
+  const suggestion = closestMatch(rawName.replace(/^-+/, ""), [...known]);
+  return `Unknown option ${rawName}.${suggestion ? ` Did you mean --${suggestion}?` : ""}`;
+}
+
+/** node's parse errors, reworded without its internal codes. */
+export function cleanParseMessage(error: unknown): string {
+  const message = errorMessage(error);
+  const missing = /^Option '(-[^ ']+)(?: <value>)?' argument missing/.exec(message);
+  if (missing) {
+    const flag = missing[1].replace(/^-h$/, "--help");
+    return `${flag} needs a value (${flag} VALUE).`;
+  }
+  const ambiguous = /^Option '(--?[^ ']+)' argument is ambiguous/.exec(message);
+  if (ambiguous) {
+    return `${ambiguous[1]} needs a value, but the next argument starts with "-". Write ${
+      ambiguous[1]
+    }=VALUE to pass a value that starts with a dash.`;
+  }
+  const noArg = /^Option '(?:-\w, )?(--?[^ ']+)' does not take an argument/.exec(message);
+  if (noArg) return `${noArg[1]} is a flag and takes no value.`;
+  const positional = /^Unexpected argument '([^']*)'/.exec(message);
+  if (positional) return `Unexpected argument "${positional[1]}": this command takes only flags.`;
+  return message.split("\n")[0].replace(/\. To specify a positional.*$/s, ".");
+}
+
+/** The value of a string flag (`undefined` when absent or not text). */
+export function stringFlag(values: Record<string, FlagValue>, name: string): string | undefined {
+  const v = values[name];
+  return typeof v === "string" ? v : undefined;
+}
+
+/** The values of a `multiple` flag (empty when absent). */
+export function listFlag(values: Record<string, FlagValue>, name: string): string[] {
+  const v = values[name];
+  return Array.isArray(v) ? v : typeof v === "string" ? [v] : [];
+}
+
+/** A positive whole number flag: `undefined` when absent, a {@linkcode UsageError} when not one. */
+export function positiveIntFlag(
+  values: Record<string, FlagValue>,
+  name: string,
+  message: (raw: string) => string = (raw) => `--${name} expects a positive integer, got "${raw}".`,
+): number | undefined {
+  const raw = stringFlag(values, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(message(raw));
+  return n;
+}

@@ -1,0 +1,129 @@
+/**
+ * The runner's backend call: the request a step sends, and one call with the step timeout, pause,
+ * cancellation, the backend's retry notices, and the run's usage and session kept up to date.
+ *
+ * @module
+ */
+import type { AgentDefinition, FlowStep } from "../definition/types.ts";
+import { StepflowError } from "../errors.ts";
+import type { RetryInfo } from "../llm/retry.ts";
+import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
+import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
+import type { RunnerState } from "./run_state.ts";
+import type { RunUsage } from "./types.ts";
+
+/**
+ * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
+ * has one, and model, tools and permission mode (the run's `model` override, else the step's, else
+ * agent.json `behavior`).
+ */
+export function stepRequest(
+  definition: AgentDefinition,
+  step: FlowStep,
+  state: RunnerState,
+  prompt: string,
+  systemPrompt: string | undefined,
+  modelOverride: string | undefined,
+): LlmRequest {
+  const behavior = definition.agent.behavior;
+  const request: LlmRequest = {
+    kind: "step",
+    agent: definition.name,
+    stepId: step.id,
+    iteration: state.iteration,
+    prompt,
+    cwd: state.cwd,
+  };
+  if (systemPrompt !== undefined) request.systemPrompt = systemPrompt;
+  const model = modelOverride ?? step.model ?? behavior.model;
+  if (model) request.model = model;
+  const tools = step.allowedTools ?? behavior.allowedTools;
+  if (tools) request.allowedTools = tools;
+  const permissionMode = step.permissionMode ?? behavior.permissionMode;
+  if (permissionMode) request.permissionMode = permissionMode;
+  return request;
+}
+
+/** The `kind: "check"` request of a check-gated step: its check prompt, asking for a verdict. */
+export function checkRequest(stepRequest: LlmRequest, checkPrompt: string): LlmRequest {
+  return {
+    ...stepRequest,
+    kind: "check",
+    prompt: checkPrompt,
+    outputSchema: { ...CHECK_RESPONSE_SCHEMA },
+  };
+}
+
+/** What one call needs from the run. */
+export interface CallContext {
+  /** The run's signal: fires when the run is aborted, cancelled or timed out. */
+  signal: AbortSignal;
+  /** The step timeout of this call in ms (undefined or 0: none). */
+  timeoutMs: number | undefined;
+  /** Resolves when the run is not paused (called before the call is sent). */
+  waitIfPaused(): Promise<void>;
+  /** Told before the backend retries a failed call. */
+  onRetry(retry: RetryInfo): void;
+}
+
+/**
+ * Sends `request` for `step` once the run is not paused: the run's session is continued, the call is
+ * cancelled with the run and timed out after `timeoutMs` (`STEP_TIMEOUT`), and the response's usage,
+ * cost and session go into the state.
+ */
+export async function callBackend(
+  backend: LlmBackend,
+  request: LlmRequest,
+  state: RunnerState,
+  step: FlowStep,
+  context: CallContext,
+): Promise<LlmResponse> {
+  await context.waitIfPaused();
+  const runSignal = context.signal;
+  runSignal.throwIfAborted();
+  if (state.sessionId) request.sessionId = state.sessionId;
+  const timeoutMs = context.timeoutMs;
+  const signal = timeoutMs
+    ? AbortSignal.any([runSignal, AbortSignal.timeout(timeoutMs)])
+    : runSignal;
+  let response: LlmResponse;
+  try {
+    response = await backend.complete(request, { signal, onRetry: context.onRetry });
+  } catch (error) {
+    if (runSignal.aborted) throw runSignal.reason;
+    if (signal.aborted) {
+      throw new StepflowError(
+        "STEP_TIMEOUT",
+        `Backend call of step "${step.id}" timed out after ${timeoutMs} ms (${request.kind}). Raise the step's timeoutMs or limits.stepTimeoutMs.`,
+        { details: { stepId: step.id } },
+      );
+    }
+    throw error;
+  }
+  runSignal.throwIfAborted();
+  addUsage(state.usage, response);
+  if (response.sessionId) state.sessionId = response.sessionId;
+  return response;
+}
+
+/** Adds one response to the run's usage. */
+export function addUsage(usage: RunUsage, response: LlmResponse): void {
+  usage.calls++;
+  if (response.usage) {
+    usage.inputTokens += response.usage.inputTokens;
+    usage.outputTokens += response.usage.outputTokens;
+  } else {
+    // No usage is not zero tokens: count the call as unknown so totals are never silently low.
+    usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + 1;
+  }
+  if (response.costUsd) usage.costUsd += response.costUsd;
+}
+
+/** The `BACKEND_RETRY` error an `onStepRetry` event carries for a backend's retry notice. */
+export function backendRetryError(retry: RetryInfo): StepflowError {
+  return new StepflowError(
+    "BACKEND_RETRY",
+    `${retry.backend} attempt ${retry.attempt}/${retry.maxAttempts} failed (${retry.reason}); retrying in ${retry.delayMs} ms`,
+    { cause: retry.error, details: { status: retry.status, delayMs: retry.delayMs } },
+  );
+}

@@ -1,0 +1,227 @@
+/**
+ * The run state: everything a run needs to continue after a crash (checkpointed after every
+ * iteration), how it starts, how an iteration's outcome moves it on, and how it ends and becomes
+ * the {@linkcode StepFlowResult}.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import type { AgentDefinition, FlowStep } from "../definition/types.ts";
+import type { StepInfo } from "../events/types.ts";
+import type { RunStatus } from "../store/types.ts";
+import type { Outcome, StepError } from "./decisions.ts";
+import { ownValue, setOwn } from "./own_record.ts";
+import type {
+  CompletionReason,
+  HistoryEntry,
+  RunOptions,
+  RunUsage,
+  StepFlowResult,
+} from "./types.ts";
+
+/** Everything a run needs to continue after a crash; checkpointed after every iteration. */
+export interface RunnerState {
+  /** The run id. */
+  runId: string;
+  /** Agent name. */
+  agent: string;
+  /** `{uv-*}` values. */
+  args: Record<string, unknown>;
+  /** `{input_text}`. */
+  inputText?: string;
+  /** Working directory given to the backend. */
+  cwd: string;
+  /** ISO start time. */
+  startedAt: string;
+  /** The step the next iteration runs. */
+  currentStepId: string;
+  /** Iterations executed so far. */
+  iteration: number;
+  /** Events' `order` counter. */
+  order: number;
+  /** Consecutive attempts of `currentStepId` (history `attempt`). */
+  attempt: number;
+  /** Runs of the current step in its current check attempt (iterations.min/max). */
+  checkRuns: number;
+  /** `onFail.retry` retries used in the current visit of the step. */
+  checkRetries: number;
+  /** NG check verdicts in the current visit of the step (absent in older checkpoints). */
+  checkFailures?: number;
+  /** `onError: retry=N` retries used for the current step. */
+  errorRetries: number;
+  /** Consecutive schema-resolution failures per step. */
+  schemaStrikes: Record<string, number>;
+  /** Handoff by step id, then key. */
+  handoff: Record<string, Record<string, unknown>>;
+  /** Latest handoff value of each key (for `{handoff.<key>}`). */
+  latestHandoff: Record<string, unknown>;
+  /** Number of history entries (the entries themselves are in the run log). */
+  historyLength: number;
+  /** Backend session to continue. */
+  sessionId?: string;
+  /** Failed validations retried in the current visit of the step (`validation.maxRetries`). */
+  validationRetries?: number;
+  /** The failed validation the next iteration's retry prompt reports. */
+  validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
+  /** Summed usage. */
+  usage: RunUsage;
+  /** Set once the run ended. */
+  end?: {
+    reason: CompletionReason;
+    stepId: string;
+    output?: unknown;
+    error?: { code: string; message: string; stepId?: string };
+  };
+}
+
+/** The store status a run that ended for each reason is recorded with. */
+export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Object.freeze({
+  completed: "completed",
+  aborted: "aborted",
+  cancelled: "cancelled",
+  timeout: "timeout",
+  max_iterations: "failed",
+  retries_exhausted: "failed",
+  schema_resolution_failed: "failed",
+  step_routing_failed: "failed",
+  step_failed: "failed",
+});
+
+/** The state of a new run of `definition`, at its entry step. */
+export function newRunnerState(
+  definition: AgentDefinition,
+  options: RunOptions,
+  runId: string,
+): RunnerState {
+  const args = { ...(options.args ?? {}) };
+  const state: RunnerState = {
+    runId,
+    agent: definition.name,
+    args,
+    cwd: resolve(options.cwd ?? Deno.cwd()),
+    startedAt: new Date().toISOString(),
+    currentStepId: definition.entryStepId,
+    iteration: 0,
+    order: 0,
+    attempt: 1,
+    checkRuns: 0,
+    checkRetries: 0,
+    checkFailures: 0,
+    errorRetries: 0,
+    schemaStrikes: {},
+    handoff: {},
+    latestHandoff: {},
+    historyLength: 0,
+    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 },
+  };
+  const inputText = options.inputText ??
+    (typeof args.input_text === "string" ? args.input_text : undefined);
+  if (inputText !== undefined) state.inputText = inputText;
+  return state;
+}
+
+/**
+ * Makes `stepId` the current step at its first attempt: the counters of a visit (check runs,
+ * retries and failures, `onError` retries, validation retries) start again.
+ */
+export function enterStep(state: RunnerState, stepId: string): void {
+  state.currentStepId = stepId;
+  state.attempt = 1;
+  state.checkRuns = 0;
+  state.checkRetries = 0;
+  state.checkFailures = 0;
+  state.errorRetries = 0;
+  state.validationRetries = 0;
+  delete state.validationRetry;
+}
+
+/**
+ * Moves the run on by an iteration's outcome and completes its history entry: to the same step (one
+ * attempt more), to another step ({@linkcode enterStep}), or to the end of the run.
+ */
+export function advance(
+  state: RunnerState,
+  entry: HistoryEntry,
+  outcome: Outcome,
+  runTimeoutMs: number | undefined,
+): void {
+  entry.transition = outcome.transition;
+  if (outcome.kind === "goto") {
+    entry.nextStepId = outcome.stepId;
+    if (outcome.stepId === state.currentStepId) state.attempt++;
+    else enterStep(state, outcome.stepId);
+  } else {
+    endRun(state, outcome.reason, entry.stepId, runTimeoutMs, outcome.error, outcome.output);
+  }
+}
+
+/**
+ * Ends the run at `stepId`. A stop (aborted, cancelled, timeout) without an error of its own gets
+ * one that says so (`runTimeoutMs` is named in the timeout's message).
+ */
+export function endRun(
+  state: RunnerState,
+  reason: CompletionReason,
+  stepId: string,
+  runTimeoutMs: number | undefined,
+  error?: StepError,
+  output?: unknown,
+): void {
+  state.end = { reason, stepId };
+  if (output !== undefined) state.end.output = output;
+  if (error) state.end.error = error;
+  else if (reason === "aborted" || reason === "cancelled" || reason === "timeout") {
+    state.end.error = {
+      code: reason.toUpperCase(),
+      message: reason === "timeout"
+        ? `The run exceeded its time limit (${runTimeoutMs} ms) at step "${stepId}".`
+        : `The run was ${reason} at step "${stepId}".`,
+      stepId,
+    };
+  }
+}
+
+/**
+ * Stores a gate's handoff under `stepId` (merged with what the step handed off before) and as the
+ * latest value of each key (`{handoff.<key>}`). Keys are data: `__proto__` is a key like any other.
+ */
+export function storeHandoff(
+  state: RunnerState,
+  stepId: string,
+  handoff: Record<string, unknown>,
+): void {
+  const keys = Object.keys(handoff);
+  if (keys.length === 0) return;
+  // Spreads and setOwn keep every key as data ("__proto__" included); Object.assign would not.
+  setOwn(state.handoff, stepId, { ...ownValue(state.handoff, stepId), ...handoff });
+  for (const key of keys) setOwn(state.latestHandoff, key, handoff[key]);
+}
+
+/** The result of an ended run. */
+export function runResult(state: RunnerState, history: HistoryEntry[]): StepFlowResult {
+  const end = state.end!;
+  const result: StepFlowResult = {
+    success: end.reason === "completed",
+    runId: state.runId,
+    finalStepId: end.stepId,
+    completionReason: end.reason,
+    iterations: state.iteration,
+    state: { history, handoff: state.handoff },
+    usage: state.usage,
+  };
+  if (end.output !== undefined) result.output = end.output;
+  if (end.error && end.reason !== "completed") result.error = end.error;
+  return result;
+}
+
+/** The `stepInfo` of events about the current iteration of `step`. */
+export function stepInfo(state: RunnerState, step: FlowStep): StepInfo {
+  return {
+    runId: state.runId,
+    stepId: step.id,
+    desc: step.name,
+    order: state.order,
+    path: [step.name],
+    iteration: state.iteration,
+  };
+}
