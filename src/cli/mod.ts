@@ -64,6 +64,7 @@ export {
   type DashboardHandlerOptions,
   type DashboardSource,
   discoverStores,
+  type DiscoverStoresOptions,
   type ListedRun,
   type NamedStore,
   type RunCheckpoint,

@@ -29,12 +29,14 @@ import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
+import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
 import type {
   ApprovalRequest,
+  Approver,
   ExecutionSummary,
   Plan,
   ProgressEvent,
@@ -121,6 +123,17 @@ const FLAGS: readonly FlagSpec[] = [
     ].join("\n"),
   },
   {
+    name: "approvals",
+    type: "string",
+    value: "MODE",
+    description: [
+      '"dashboard": also let the dashboard (deno task ui --allow-actions) approve or deny',
+      "waiting steps: requests are written to <plan.json>.approvals/; the first answer",
+      "(dashboard or terminal) wins. Without a terminal this starts the run, and steps",
+      'wait for the dashboard instead of being denied (default: "terminal")',
+    ].join("\n"),
+  },
+  {
     name: "dry-run",
     type: "boolean",
     description: "Validate and show the review, then stop (nothing runs)",
@@ -200,6 +213,7 @@ interface Flags {
   force: boolean;
   yes: boolean;
   approve: string[];
+  approvals: "terminal" | "dashboard";
   dryRun: boolean;
   restart: boolean;
   allowSkipped: boolean;
@@ -228,6 +242,7 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
     model: stringFlag(parsed.values, "model"),
     "base-url": stringFlag(parsed.values, "base-url"),
     approve: listFlag(parsed.values, "approve"),
+    approvals: stringFlag(parsed.values, "approvals"),
     ...Object.fromEntries(
       FLAGS.filter((f) => f.type === "boolean").map((
         f,
@@ -264,8 +279,14 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (v.generate !== undefined && v.generate.trim() === "") {
     throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
   }
+  if (v.approvals !== undefined && v.approvals !== "terminal" && v.approvals !== "dashboard") {
+    throw new UsageError(
+      `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from deno task ui --allow-actions), got "${v.approvals}".`,
+    );
+  }
   const flags: Flags = {
     force: v.force ?? false,
+    approvals: v.approvals ?? "terminal",
     yes: v.yes ?? false,
     approve: (v.approve ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean),
     dryRun: v["dry-run"] ?? false,
@@ -443,9 +464,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
         }
         break;
       }
-    } else if (flags.approve.length === 0) {
+    } else if (flags.approve.length === 0 && flags.approvals !== "dashboard") {
       throw new UsageError(
-        "Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, or --approve TOOLS to start and approve only those tools.",
+        "Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from deno task ui --allow-actions.",
       );
     }
   }
@@ -462,16 +483,20 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     rerunInterrupted,
     ...(backend ? { backend } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
-    ...(lines
-      ? {
-        approver: oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
+    ...approverOf(
+      lines
+        ? oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
+          signal.throwIfAborted(); // answered from the dashboard while queued here
           io.stderr.write(
             `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
               formatArgs(req.args)
             }\n  Reason: ${req.reason}\n[y]es / [n]o / [a]lways for ${req.tool}: `,
           );
-          const answer = (await lines.next(signal))?.trim().toLowerCase() ?? "";
+          const answer = (await lines.next(signal).catch((error) => {
+            if (isAnsweredElsewhere(signal)) io.stderr.write("(answered from the dashboard)\n");
+            throw error;
+          }))?.trim().toLowerCase() ?? "";
           if (answer === "a" || answer === "always") {
             alwaysApproved.add(req.tool);
             return true;
@@ -479,9 +504,18 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        }),
-      }
-      : {}),
+        })
+        : undefined,
+      flags.approvals === "dashboard"
+        ? fileApprover(planFile, {
+          onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+          onWaiting: (record, file) =>
+            io.stderr.write(
+              `      · ${record.stepId}: waiting for approval from the dashboard (${file})\n`,
+            ),
+        })
+        : undefined,
+    ),
   });
 
   const notRun = summary.status === "completed" ? skippedUnintentionally(summary.plan) : [];
@@ -550,10 +584,7 @@ interface RunSettings {
   rerunInterrupted: boolean | string[];
   backend?: LlmBackend;
   model?: string;
-  approver?: (
-    req: ApprovalRequest,
-    signal: AbortSignal,
-  ) => Promise<boolean | { approved: boolean; reason?: string }>;
+  approver?: Approver;
 }
 
 async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSummary> {
@@ -750,11 +781,19 @@ function oneQuestionAtATime<A extends unknown[], R>(
   };
 }
 
+/** The approvers given (terminal, dashboard), the first answer winning; none when none is. */
+function approverOf(...approvers: (Approver | undefined)[]): { approver?: Approver } {
+  const given = approvers.filter((a): a is Approver => a !== undefined);
+  return given.length > 0 ? { approver: firstApproval(given) } : {};
+}
+
 /** Reads lines from a stream, one question at a time. */
 function lineReader(stream: ReadableStream<Uint8Array>) {
   const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let ended = false;
+  // A read a cancelled question left pending: the next question takes its line, not a new read.
+  let pending: Promise<ReadableStreamReadResult<string>> | undefined;
   return {
     async next(signal?: AbortSignal): Promise<string | undefined> {
       for (;;) {
@@ -775,8 +814,9 @@ function lineReader(stream: ReadableStream<Uint8Array>) {
             signal.addEventListener("abort", () => reject(signal.reason), { once: true })
           )
           : undefined;
-        const { done, value } =
-          await (aborted ? Promise.race([reader.read(), aborted]) : reader.read());
+        pending ??= reader.read();
+        const { done, value } = await (aborted ? Promise.race([pending, aborted]) : pending);
+        pending = undefined;
         if (done) ended = true;
         else buffer += value;
       }

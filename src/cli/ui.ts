@@ -2,7 +2,7 @@
  * `deno task ui`: the local web dashboard over the recorded runs (see docs/dashboard.md).
  *
  * ```
- * deno task ui [--store DIR] [--port 8420] [--open] [--host H]
+ * deno task ui [--store DIR|URL] [--port 8420] [--open] [--host H]
  *              [--allow-actions [--backend NAME] [--model M] [--script FILE]]
  * ```
  *
@@ -17,7 +17,8 @@
  */
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import { discoverStores } from "../ui/source.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import { type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
@@ -33,15 +34,19 @@ export interface UiCliIo {
   cwd?: string;
   /** Stops the server (default: Ctrl-C). */
   signal?: AbortSignal;
+  /** Environment (`STEPFLOW_STORE`; default: the process's). */
+  env?: Record<string, string | undefined>;
   /** Called once the server listens, with its URL (tests). */
   onListen?: (url: string) => void;
 }
 
-const USAGE = `Usage: deno task ui [--store DIR] [--plans DIR] [--port 8420] [--open] [--host H]
+const USAGE = `Usage: deno task ui [--store DIR|URL] [--plans DIR] [--port 8420] [--open] [--host H]
                    [--allow-actions [--backend NAME] [--model M] [--script FILE]]
 
-  --store DIR   run directory (or a folder of them) to show; default: every agent's runs
-                (agent.json logging.directory, tmp/logs/agents/*)
+  --store DIR|URL
+                run directory (or a folder of them), or a PostgreSQL store (postgres://…), to
+                show; default: every agent's runs (agent.json logging.directory,
+                tmp/logs/agents/*, and the PostgreSQL store of STEPFLOW_STORE or logging.store)
   --plans DIR   folder of tool plans (*.json) shown under Plans (default: plans); PlanSpec
                 plans are read from planspec/
   --port N      port (default 8420; 0 picks a free one)
@@ -97,7 +102,10 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
         "--backend, --model and --script are the backend of runs resumed or redriven from the page: they need --allow-actions.",
       );
     }
-    const stores = await discoverStores(cwd, values.store);
+    const stores = await discoverStores(cwd, values.store, { env: io.env ?? Deno.env.toObject() });
+    // A database store is probed now: a wrong URL or a server that is down is exit 2 with the
+    // reason, not an error on every page.
+    for (const { store } of stores) if (isPagedStore(store)) await store.listPage({ limit: 0 });
     let token: string | undefined;
     if (!isLoopback(hostname)) {
       token = [...crypto.getRandomValues(new Uint8Array(24))]
@@ -109,19 +117,23 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     // Without a signal of the caller's, Ctrl-C stops the server (a second one quits at once).
     using interrupt = io.signal ? undefined : listenForInterrupt({ message: "" });
     const signal = io.signal ?? interrupt!.signal;
-    const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
-    const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
-    const ui = serveDashboard({ source, hostname, port, token, signal, actions });
-    out.write(
-      `stepflow dashboard: ${ui.url}\n${stores.length} run director${
-        stores.length === 1 ? "y" : "ies"
-      }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
-        actions ? "actions allowed (cancel, resume, redrive)" : "read-only"
-      } · Ctrl-C stops\n`,
-    );
-    io.onListen?.(ui.url);
-    if (values.open) openBrowser(ui.url, err);
-    await ui.server.finished;
+    try {
+      const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
+      const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
+      const ui = serveDashboard({ source, hostname, port, token, signal, actions });
+      out.write(
+        `stepflow dashboard: ${ui.url}\n${stores.length} run store${
+          stores.length === 1 ? "" : "s"
+        }: ${stores.map((s) => s.name).join(", ") || "(none yet)"}\n${
+          actions ? "actions allowed (cancel, resume, redrive, tool-plan approvals)" : "read-only"
+        } · Ctrl-C stops\n`,
+      );
+      io.onListen?.(ui.url);
+      if (values.open) openBrowser(ui.url, err);
+      await ui.server.finished;
+    } finally {
+      await closeStores(stores);
+    }
     return 0;
   } catch (error) {
     if (error instanceof StepflowError) {
@@ -138,7 +150,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
  * written out rather than generated from this table.
  */
 const FLAGS: readonly FlagSpec[] = [
-  { name: "store", type: "string", value: "DIR", description: "run directory to show" },
+  { name: "store", type: "string", value: "STORE", description: "run store to show" },
   { name: "plans", type: "string", value: "DIR", description: "folder of tool plans" },
   { name: "port", type: "string", value: "N", description: "port" },
   { name: "host", type: "string", value: "H", description: "interface to bind" },
@@ -147,6 +159,13 @@ const FLAGS: readonly FlagSpec[] = [
   ...BACKEND_FLAGS.filter((f) => f.name !== "base-url"),
   { name: "help", type: "boolean", short: "h", description: "show this help" },
 ];
+
+/** Closes the stores that hold connections (database pools). */
+async function closeStores(stores: { store: unknown }[]): Promise<void> {
+  for (const { store } of stores) {
+    if (store instanceof PostgresRunStore) await store.close().catch(() => {});
+  }
+}
 
 function parseUiArgs(args: string[]) {
   const { values } = parseFlags(args, FLAGS, { positionals: false, hint: `\n\n${USAGE}` });

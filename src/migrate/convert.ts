@@ -7,7 +7,7 @@
  * @module
  */
 import { join, relative } from "node:path";
-import { CLI_FLAGS } from "../cli/args.ts";
+import { RESERVED_PARAMETER_FLAGS } from "../definition/parameters.ts";
 import { isValidStepId } from "../definition/step_id.ts";
 import type { StepDefinition, StepsRegistry } from "../definition/schema.ts";
 import {
@@ -172,7 +172,6 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     );
   }
 
-  const builtins = new Set(CLI_FLAGS.map((f) => f.name));
   const parameters: Json = {};
   const smokeArgs: string[] = [];
   const paramsIn = isObject(agentIn.parameters) ? agentIn.parameters : {};
@@ -218,14 +217,12 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     }
     if (isObject(raw.items) && typeof raw.items.type === "string") out.items = raw.items.type;
     let flag = typeof raw.cli === "string" ? raw.cli.replace(/^--?/, "") : key;
-    if (builtins.has(flag)) {
+    if (RESERVED_PARAMETER_FLAGS.has(flag)) {
       const renamed = `${flag}-param`;
       notes.add(
         "person",
         `parameters.${key}.cli`,
-        `--${flag} is a stepflow CLI flag (${
-          CLI_FLAGS.find((f) => f.name === flag)?.description ?? "built in"
-        }); the parameter's flag is now --${renamed}. Check scripts that pass --${flag}.`,
+        `--${flag} is one of run-agent's own flags, which a parameter may not take; the parameter's flag is now --${renamed}. Check scripts that pass --${flag}.`,
         A.at(`"cli"`, A.line(`"${key}"`)),
       );
       flag = renamed;

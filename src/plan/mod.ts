@@ -59,6 +59,18 @@ export { parsePlan, planJsonSchema, PlanParseError, STEP_STATUSES } from "./sche
 export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.ts";
 export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";
+export {
+  type ApprovalAnswer,
+  type ApprovalRecord,
+  approvalsDir,
+  type ApprovalState,
+  decideApproval,
+  fileApprover,
+  type FileApproverOptions,
+  firstApproval,
+  isAnsweredElsewhere,
+  listApprovals,
+} from "./file_approver.ts";
 // The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.
 export {
   GENERATE_STEP_ID,

@@ -17,7 +17,13 @@ export {
 } from "./types.ts";
 export { MemoryRunStore } from "./memory.ts";
 export { type Durability, FileRunStore, type FileRunStoreOptions, type RunFiles } from "./file.ts";
-export { PostgresRunStore, type PostgresRunStoreOptions, type SubmittedRun } from "./postgres.ts";
+export {
+  PostgresRunStore,
+  type PostgresRunStoreOptions,
+  type RunPageQuery,
+  type RunPageResult,
+  type SubmittedRun,
+} from "./postgres.ts";
 export type { PgConnectionOptions } from "./pg_connection.ts";
 export { type AgentLoggingSource, runStoreDirFor, runStoreFor } from "./location.ts";
 export { type AgentStoreSource, selectRunStore, type SelectRunStoreOptions } from "./select.ts";

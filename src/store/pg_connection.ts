@@ -111,6 +111,11 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE SEQUENCE ${s}.lease_tokens`,
     ],
   },
+  {
+    version: 2,
+    name: "cancel requests",
+    sql: (s) => [`ALTER TABLE ${s}.runs ADD COLUMN cancel_requested_at timestamptz`],
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -217,12 +217,21 @@ export class PostgresRunStore implements RunStore {
   }
 
   /** The run's committed log entries in order (empty when the run is unknown). */
-  async readLog(runId: string): Promise<RunLogEntry[]> {
+  readLog(runId: string): Promise<RunLogEntry[]> {
+    return this.readLogFrom(runId, 0);
+  }
+
+  /**
+   * The run's committed log entries from index `from` on (0-based): what a reader following a live
+   * run (the dashboard) has not seen yet, read in one indexed query.
+   */
+  async readLogFrom(runId: string, from: number): Promise<RunLogEntry[]> {
     assertRunId(runId);
     const c = await this.#db();
     const rows = (await c.query<{ seq: number; entry: string }>(
-      `SELECT seq, entry::text AS entry FROM ${c.schema}.run_log WHERE run_id = $1 ORDER BY seq`,
-      [runId],
+      `SELECT seq, entry::text AS entry FROM ${c.schema}.run_log WHERE run_id = $1
+       ORDER BY seq OFFSET $2`,
+      [runId, Math.max(0, Math.floor(from))],
     )).rows;
     const entries: RunLogEntry[] = [];
     for (const row of rows) {
@@ -243,7 +252,9 @@ export class PostgresRunStore implements RunStore {
             this.#where(runId)
           } is corrupt at entry ${row.seq}: not a log entry of this run. ${
             entries.length > 0
-              ? `The last good entry is #${entries.length} (${entries[entries.length - 1].type}).`
+              ? `The last good entry is #${from + entries.length} (${
+                entries[entries.length - 1].type
+              }).`
               : "No entry before it is readable."
           } The table was changed outside stepflow; restore it from a backup.`,
           { details: { runId, entry: row.seq } },
@@ -252,6 +263,42 @@ export class PostgresRunStore implements RunStore {
       entries.push(record as RunLogEntry);
     }
     return entries;
+  }
+
+  /**
+   * Records a request to cancel the run (the dashboard's Cancel) on its row; the process driving
+   * the run takes it with {@linkcode takeCancelRequest} and ends the run `cancelled`. Throws
+   * `RUN_NOT_FOUND` when the store has no such run.
+   */
+  async requestCancel(runId: string): Promise<void> {
+    assertRunId(runId);
+    const c = await this.#db();
+    const updated = (await c.query(
+      `UPDATE ${c.schema}.runs SET cancel_requested_at = clock_timestamp() WHERE run_id = $1
+       RETURNING run_id`,
+      [runId],
+    )).rows.length;
+    if (updated === 0) {
+      throw new StepflowError(
+        "RUN_NOT_FOUND",
+        `Cannot cancel run ${runId}: ${this.displayUrl} has no such run.`,
+        { details: { runId } },
+      );
+    }
+  }
+
+  /**
+   * Whether a cancel request is pending for the run, clearing it (one statement, so a request is
+   * honoured once even when several processes look).
+   */
+  async takeCancelRequest(runId: string): Promise<boolean> {
+    assertRunId(runId);
+    const c = await this.#db();
+    return (await c.query(
+      `UPDATE ${c.schema}.runs SET cancel_requested_at = NULL
+       WHERE run_id = $1 AND cancel_requested_at IS NOT NULL RETURNING run_id`,
+      [runId],
+    )).rows.length > 0;
   }
 
   /**
@@ -346,38 +393,71 @@ export class PostgresRunStore implements RunStore {
     const c = await this.#db();
     const agent = this.#options.agent;
     const rows = (await c.query<ListRow>(
-      `SELECT run_id, agent, status, checkpoint::text AS checkpoint, request IS NOT NULL AS submitted,
-         lease_owner, lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp() AS live, started_at,
-         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
-       FROM ${c.schema}.runs ${agent !== undefined ? "WHERE agent = $1" : "WHERE agent <> ''"}`,
+      `SELECT ${LIST_COLUMNS} FROM ${c.schema}.runs ${
+        agent !== undefined ? "WHERE agent = $1" : "WHERE agent <> ''"
+      }`,
       agent !== undefined ? [agent] : [],
     )).rows;
-    const out: RunSummary[] = [];
-    for (const row of rows) {
-      let summary: RunSummary;
-      if (row.checkpoint) {
-        try {
-          summary = summarizeCheckpoint(
-            parseCheckpoint(row.checkpoint, this.#where(row.run_id), row.run_id),
-          );
-        } catch (error) {
-          summary = this.#bareSummary(row, errorMessage(error));
-        }
-      } else if (row.submitted) {
-        summary = { ...this.#bareSummary(row), status: "queued" };
-      } else {
-        summary = this.#bareSummary(
-          row,
-          "no checkpoint: the process stopped before its first checkpoint",
-        );
-      }
-      const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
-      const open = summary.status === "running" || summary.status === "paused";
-      if (open) summary.live = live;
-      if (live && row.lease_owner) summary.worker = row.lease_owner;
-      out.push(summary);
-    }
-    return sortNewestFirst(out);
+    return sortNewestFirst(rows.map((row) => this.#summaryOf(row)));
+  }
+
+  /** The listing line of one run, or undefined when the store has no such run. */
+  async summary(runId: string): Promise<RunSummary | undefined> {
+    assertRunId(runId);
+    const c = await this.#db();
+    const agent = this.#options.agent;
+    const row = (await c.query<ListRow>(
+      `SELECT ${LIST_COLUMNS} FROM ${c.schema}.runs WHERE run_id = $1 AND ${
+        agent !== undefined ? "agent = $2" : "agent <> ''"
+      }`,
+      agent !== undefined ? [runId, agent] : [runId],
+    )).rows[0];
+    return row ? this.#summaryOf(row) : undefined;
+  }
+
+  /**
+   * One page of the listing, filtered, counted and paged by the server (the dashboard's runs list
+   * over many thousand runs): `limit` runs after the first `offset` matching ones, newest first
+   * (the order of {@linkcode list}), with the number of matching runs, of all runs, and the agent
+   * names seen.
+   */
+  async listPage(query: RunPageQuery): Promise<RunPageResult> {
+    const c = await this.#db();
+    const s = c.schema;
+    const scope = this.#options.agent;
+    const params: unknown[] = [];
+    const where = [scope !== undefined ? `agent = $${params.push(scope)}` : "agent <> ''"];
+    const all = `SELECT count(*)::integer FROM ${s}.runs WHERE ${where.join(" AND ")}`;
+    const agents = `SELECT coalesce(json_agg(a ORDER BY a COLLATE "C"), '[]'::json)::text FROM
+      (SELECT DISTINCT agent AS a FROM ${s}.runs WHERE ${where.join(" AND ")}) d`;
+    if (query.agent !== undefined) where.push(`agent = $${params.push(query.agent)}`);
+    if (query.status !== undefined) where.push(`status = $${params.push(query.status)}`);
+    const limit = `$${params.push(Math.max(0, Math.floor(query.limit)))}`;
+    const offset = `$${params.push(Math.max(0, Math.floor(query.offset ?? 0)))}`;
+    // Only the page's rows carry their checkpoints: the filter, count and order read narrow
+    // columns, and the page's ids are joined back to their rows.
+    const key = `coalesce(started_at, to_char(created_at AT TIME ZONE 'UTC',
+      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) COLLATE "C"`;
+    const result = await c.query<ListRow & { total: number; all_runs: number; agents: string }>(
+      `WITH page AS (
+         SELECT run_id AS id, ${key} AS sort_key FROM ${s}.runs WHERE ${where.join(" AND ")}
+         ORDER BY sort_key DESC, run_id COLLATE "C" DESC LIMIT ${limit} OFFSET ${offset}
+       )
+       SELECT p.*, (SELECT count(*)::integer FROM ${s}.runs WHERE ${where.join(" AND ")}) AS total,
+         (${all}) AS all_runs, (${agents}) AS agents
+       FROM (SELECT 1) one LEFT JOIN LATERAL (
+         SELECT ${LIST_COLUMNS}, page.sort_key FROM page JOIN ${s}.runs ON run_id = page.id
+       ) p ON true
+       ORDER BY p.sort_key DESC, p.run_id COLLATE "C" DESC`,
+      params,
+    );
+    const first = result.rows[0];
+    return {
+      runs: result.rows.filter((r) => r.run_id !== null).map((row) => this.#summaryOf(row)),
+      total: first?.total ?? 0,
+      all: first?.all_runs ?? 0,
+      agents: first ? JSON.parse(first.agents) : [],
+    };
   }
 
   /**
@@ -625,6 +705,31 @@ export class PostgresRunStore implements RunStore {
     }, table runs, run ${runId})`;
   }
 
+  #summaryOf(row: ListRow): RunSummary {
+    let summary: RunSummary;
+    if (row.checkpoint) {
+      try {
+        summary = summarizeCheckpoint(
+          parseCheckpoint(row.checkpoint, this.#where(row.run_id), row.run_id),
+        );
+      } catch (error) {
+        summary = this.#bareSummary(row, errorMessage(error));
+      }
+    } else if (row.submitted) {
+      summary = { ...this.#bareSummary(row), status: "queued" };
+    } else {
+      summary = this.#bareSummary(
+        row,
+        "no checkpoint: the process stopped before its first checkpoint",
+      );
+    }
+    const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
+    const open = summary.status === "running" || summary.status === "paused";
+    if (open) summary.live = live;
+    if (live && row.lease_owner) summary.worker = row.lease_owner;
+    return summary;
+  }
+
   #bareSummary(row: ListRow, problem?: string): RunSummary {
     const summary: RunSummary = {
       runId: row.run_id,
@@ -649,6 +754,35 @@ interface LeaseRow {
   agent: string;
   seq: number;
 }
+
+/** What {@linkcode PostgresRunStore.listPage} selects. */
+export interface RunPageQuery {
+  /** Only runs of this agent. */
+  agent?: string;
+  /** Only runs with this status (`queued` for submitted runs not started yet). */
+  status?: string;
+  /** Matching runs to skip (newest first). */
+  offset?: number;
+  /** At most this many runs. */
+  limit: number;
+}
+
+/** A page of the listing. */
+export interface RunPageResult {
+  /** The runs of the page, newest first. */
+  runs: RunSummary[];
+  /** Runs matching the filter. */
+  total: number;
+  /** Runs in the store (in the store's agent scope). */
+  all: number;
+  /** Agent names of all runs, sorted. */
+  agents: string[];
+}
+
+const LIST_COLUMNS =
+  `run_id, agent, status, checkpoint::text AS checkpoint, request IS NOT NULL AS submitted,
+   lease_owner, lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp() AS live,
+   started_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
 
 interface ListRow {
   run_id: string;

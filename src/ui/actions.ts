@@ -1,8 +1,8 @@
 /**
  * The dashboard's actions (`deno task ui --allow-actions`): cancel a running run through the
  * store's cancel request, and resume or redrive a run by starting the real CLI
- * (`run-agent --agent NAME --resume|--redrive RUN_ID`) as a child process — the run then shows
- * live like any running run. Each action refuses with the runner's own words when the run's state
+ * (`run-agent --agent NAME --resume|--redrive RUN_ID`, with `STEPFLOW_STORE` naming a PostgreSQL
+ * store) as a child process — the run then shows live like any running run. Each action refuses with the runner's own words when the run's state
  * does not allow it.
  *
  * @module
@@ -13,7 +13,10 @@ import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { assertContinuable } from "../flow/continue_check.ts";
 import { runStoreFor } from "../store/location.ts";
+import { STORE_ENV } from "../store/select.ts";
 import { readLogFrom } from "../store/types.ts";
+import { decideApproval } from "../plan/file_approver.ts";
+import { type PlanFolders, toolPlanFile } from "./plans.ts";
 import type { DashboardData } from "./source.ts";
 
 /** Options of the dashboard's actions; present = actions allowed. */
@@ -72,7 +75,7 @@ export async function runAction(
     if (!checkpoint) {
       throw refused(`Run ${runId} has no checkpoint yet: there is nothing to act on.`);
     }
-    const summary = (await data.allRuns()).find((r) => r.runId === runId);
+    const summary = await data.summaryOf(runId);
     const active = checkpoint.status === "running" || checkpoint.status === "paused";
     if (action === "cancel") {
       if (!active) {
@@ -109,16 +112,19 @@ export async function runAction(
         }`,
       );
     }
-    const agentDir = runStoreFor(loaded.definition, { cwd: data.source.cwd }).dir;
-    const storeDir = "dir" in store && typeof store.dir === "string" ? resolve(store.dir) : "";
-    if (storeDir !== agentDir) {
-      throw refused(
-        `run-agent records runs of agent "${agent}" in ${agentDir}, but run ${runId} is in ${
-          storeDir || "another store"
-        }; continue it with StepFlowRunner over that store.`,
-      );
+    const named = (await data.namedStoreOf(runId))!;
+    if (named.runAgentStore === undefined) {
+      const agentDir = runStoreFor(loaded.definition, { cwd: data.source.cwd }).dir;
+      const storeDir = "dir" in store && typeof store.dir === "string" ? resolve(store.dir) : "";
+      if (storeDir !== agentDir) {
+        throw refused(
+          `run-agent records runs of agent "${agent}" in ${agentDir}, but run ${runId} is in ${
+            storeDir || "another store"
+          }; continue it with StepFlowRunner over that store.`,
+        );
+      }
     }
-    return await spawnRunAgent(data, action, runId, agent, options);
+    return await spawnRunAgent(data, action, runId, agent, options, named.runAgentStore);
   } catch (error) {
     if (error instanceof StepflowError) {
       return {
@@ -136,6 +142,35 @@ function refused(message: string): StepflowError {
 }
 
 /**
+ * Answers a waiting tool-plan step: writes the decision file its `run-plan --approvals dashboard`
+ * waits for (the first answer wins; see `src/plan/file_approver.ts`).
+ */
+export async function answerApproval(
+  folders: PlanFolders,
+  plan: string,
+  stepId: string,
+  requestId: string,
+  approved: boolean,
+): Promise<ActionOutcome> {
+  const file = await toolPlanFile(folders, plan);
+  if (!file) return { status: 404, message: `No tool plan "${plan}" in ${folders.toolPlans}.` };
+  try {
+    await decideApproval(file, stepId, requestId, { approved, by: "dashboard" });
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      return { status: 409, message: error.message, code: error.code };
+    }
+    throw error;
+  }
+  return {
+    status: 200,
+    message: approved
+      ? `Step "${stepId}" approved: run-plan runs it now.`
+      : `Step "${stepId}" denied: run-plan skips it and the steps that depend on it.`,
+  };
+}
+
+/**
  * Starts `run-agent --agent NAME --resume|--redrive RUN_ID` and answers once the run has started
  * (its `run_resume`/`run_redrive` line is in the log), or with the child's error when it exits
  * before that.
@@ -146,6 +181,7 @@ async function spawnRunAgent(
   runId: string,
   agent: string,
   options: DashboardActionOptions,
+  runAgentStore: string | undefined,
 ): Promise<ActionOutcome> {
   const store = (await data.storeOf(runId))!;
   const before = (await store.readLog(runId)).length;
@@ -153,7 +189,12 @@ async function spawnRunAgent(
   const child = new Deno.Command(cmd, {
     args: [...base, "--agent", agent, `--${action}`, runId, ...(options.runAgentArgs ?? [])],
     cwd: data.source.cwd,
-    env: { INIT_CWD: data.source.cwd, NO_COLOR: "1" },
+    // The store goes by environment, not argv: a URL's password stays out of the process list.
+    env: {
+      INIT_CWD: data.source.cwd,
+      NO_COLOR: "1",
+      [STORE_ENV]: runAgentStore ?? "file",
+    },
     stdin: "null",
     stdout: "null",
     stderr: "piped",

@@ -116,9 +116,9 @@ export const APP_JS = `"use strict";
   // reloads so a resumed run shows live and a cancelled one its end.
   document.addEventListener("click", function (e) {
     var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
-    var box = document.getElementById("run-actions");
+    var box = btn ? btn.closest(".actions[data-csrf]") : null;
     if (!btn || !box) return;
-    var out = document.getElementById("action-result");
+    var out = box.querySelector("[role=status]");
     btn.disabled = true;
     out.textContent = "…";
     fetch(box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"), {
@@ -135,6 +135,7 @@ export const APP_JS = `"use strict";
       out.textContent = res.message;
       out.className = res.ok ? "ok" : "bad";
       box.setAttribute("data-done", res.ok ? "ok" : "refused");
+      out.setAttribute("data-done", res.ok ? "ok" : "refused");
       if (res.ok) setTimeout(function () { location.reload(); }, 1000);
       else btn.disabled = false;
     }, function (err) {
@@ -142,6 +143,21 @@ export const APP_JS = `"use strict";
       btn.disabled = false;
     });
   });
+  // A tool plan's page reloads when its plan file or approval requests change.
+  var watch = document.getElementById("plan-watch");
+  if (watch && window.EventSource) {
+    var changes = new EventSource(watch.getAttribute("data-watch"));
+    // An answer that succeeded reloads the page itself a moment later; one in flight is awaited.
+    var reloadWhenIdle = function () {
+      if (document.querySelector('.actions[data-done="ok"]')) return;
+      if (document.querySelector(".actions button:disabled")) return setTimeout(reloadWhenIdle, 300);
+      location.reload();
+    };
+    changes.addEventListener("changed", function () {
+      changes.close();
+      reloadWhenIdle();
+    });
+  }
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);

@@ -17,11 +17,15 @@ export type { ActionOutcome, DashboardAction, DashboardActionOptions } from "./a
 export {
   type DashboardSource,
   discoverStores,
+  type DiscoverStoresOptions,
+  isPagedStore,
   type ListedRun,
   type NamedStore,
+  type PagedRunStore,
   type RunPage,
   type RunQuery,
 } from "./source.ts";
+export type { RunPageQuery, RunPageResult } from "../store/postgres.ts";
 export { escapeHtml, Html, html, type HtmlValue, raw } from "./html.ts";
 export { type GraphEdge, type GraphNode, graphSvg } from "./graph_svg.ts";
 export type {

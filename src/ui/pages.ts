@@ -16,7 +16,16 @@ import type { LoggedText, Row, Timeline } from "./timeline.ts";
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
 
-const STATUSES = ["running", "paused", "completed", "failed", "aborted", "cancelled", "timeout"];
+const STATUSES = [
+  "queued",
+  "running",
+  "paused",
+  "completed",
+  "failed",
+  "aborted",
+  "cancelled",
+  "timeout",
+];
 
 /** A whole page. `live` is the event-stream URL of a running run. */
 export function layout(title: string, body: Html, live?: string): string {

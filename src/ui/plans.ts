@@ -1,12 +1,20 @@
 /**
  * The plan pages: PlanSpec plans (`planspec/*.md`, `planspec/archive/*.md`) as a tree with status
  * icons and progress, and tool plans (`*.json` in the tool-plan folder, `plans/` by default) as a
- * DAG with step states. Read from their files on every request; nothing is written.
+ * DAG with step states and the approval requests of its waiting steps (`<plan>.approvals/`, see
+ * `src/plan/file_approver.ts`), with Approve / Deny buttons when actions are allowed. Read from
+ * their files on every request; only an answer to an approval request is ever written.
  *
  * @module
  */
 import { basename, join } from "node:path";
 import { errorMessage } from "../errors.ts";
+import {
+  type ApprovalRecord,
+  approvalsDir,
+  listApprovals,
+  waiterAlive,
+} from "../plan/file_approver.ts";
 import { readPlanFile as readToolPlan } from "../plan/plan_file.ts";
 import type { Plan } from "../plan/types.ts";
 import { listPlans, type PlanListing, planspecDir } from "../planspec/store.ts";
@@ -127,10 +135,49 @@ function progressBar(p: PlanProgress): Html {
   }" value="${settled}"></progress> ${settled}/${p.total} (${pct}%) · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
 }
 
-/** One tool plan: its DAG with step states and a table of steps; undefined when unknown. */
+/**
+ * What a tool plan's page shows changes with: the plan file and its approval requests (modified
+ * time and size of each). The page's event stream compares it to tell the page to reload.
+ */
+export async function toolPlanKey(file: string): Promise<string> {
+  const parts: string[] = [];
+  const stamp = async (path: string) => {
+    const info = await Deno.stat(path).catch(() => undefined);
+    parts.push(`${info?.mtime?.getTime() ?? 0}:${info?.size ?? -1}`);
+  };
+  await stamp(file);
+  const dir = approvalsDir(file);
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      // Requests only: a decision file lives for a moment, until run-plan records it.
+      const request = entry.name.endsWith(".json") && !entry.name.endsWith(".decision.json");
+      if (entry.isFile && request) names.push(entry.name);
+    }
+  } catch { /* no requests yet */ }
+  for (const name of names.sort()) {
+    parts.push(name);
+    await stamp(join(dir, name));
+  }
+  return parts.join("|");
+}
+
+/** The file of the tool plan shown as `name`, or undefined when there is none. */
+export async function toolPlanFile(
+  folders: PlanFolders,
+  name: string,
+): Promise<string | undefined> {
+  return (await listToolPlans(folders.toolPlans)).find((t) => t.name === name)?.file;
+}
+
+/**
+ * One tool plan: its DAG with step states, its approval requests and a table of steps; undefined
+ * when unknown. With `csrf` (actions allowed) a waiting request has Approve and Deny buttons.
+ */
 export async function toolPlanPage(
   folders: PlanFolders,
   name: string,
+  csrf?: string,
 ): Promise<string | undefined> {
   const found = (await listToolPlans(folders.toolPlans)).find((t) => t.name === name);
   if (!found) return undefined;
@@ -141,11 +188,16 @@ export async function toolPlanPage(
     );
   }
   const plan = found.plan;
+  const approvals = await listApprovals(found.file);
+  const waiting = (id: string) => {
+    const record = approvals.records.get(id);
+    return record?.state === "waiting" && waiterAlive(record);
+  };
   const nodes = plan.steps.map((s) => ({
     id: s.id,
     label: `${s.tool}: ${s.description}`,
-    sublabel: `${s.id} · ${s.status}`,
-    classes: [toolClass(s.status)],
+    sublabel: `${s.id} · ${waiting(s.id) ? "waiting for approval" : s.status}`,
+    classes: [waiting(s.id) ? "paused waiting" : toolClass(s.status)],
   }));
   const edges = plan.steps.flatMap((s) =>
     s.dependsOn.map((d) => ({
@@ -154,18 +206,27 @@ export async function toolPlanPage(
       classes: plan.steps.find((x) => x.id === d)?.status === "completed" ? ["taken"] : [],
     }))
   );
+  // The page reloads when the plan or its requests change (a server-sent event, no polling here).
+  const watch = `/plans/tool/${encodeURIComponent(name)}/events?since=${
+    encodeURIComponent(await toolPlanKey(found.file))
+  }`;
   const body =
-    h`<h1>Tool plan ${name}</h1><p class="note">${found.file} · version ${plan.version}</p>${
+    h`<h1>Tool plan ${name}</h1><div id="plan-watch" hidden data-watch="${watch}"></div><p class="note">${found.file} · version ${plan.version}</p>${
       plan.task ? h`<p><b>Task:</b> ${plan.task}</p>` : ""
     }<p>${stateCounts(plan)}</p>
 <div class="graph-box">${graphSvg(nodes, edges, `Plan ${plan.id}`)}</div>
+${approvalsSection(name, approvals.records, approvals.problems, csrf)}
 <h2>Steps</h2><table id="tool-steps"><thead><tr><th>#</th><th>Id</th><th>Tool</th><th>Status</th>
 <th>Depends on</th><th>Result</th></tr></thead><tbody>${
       plan.steps.map((s) =>
         h`<tr data-step="${s.id}" data-status="${s.status}"><td>${s.order}</td><td><code>${s.id}</code></td><td>${s.tool}</td><td><span class="status ${
           toolClass(s.status)
         }">${s.status}</span>${
-          s.requiresApproval ? h` <span class="note">needs approval</span>` : ""
+          waiting(s.id)
+            ? h` <span class="status paused">waiting for approval</span>`
+            : s.requiresApproval
+            ? h` <span class="note">needs approval</span>`
+            : ""
         }</td><td>${s.dependsOn.join(", ")}</td><td>${
           s.result
             ? h`${
@@ -178,6 +239,79 @@ export async function toolPlanPage(
       )
     }</tbody></table>`;
   return layout(`Tool plan ${name}`, body);
+}
+
+/** Longest argument text shown in an approval row (the request file holds all of it). */
+const MAX_ARGS_SHOWN = 4000;
+
+/**
+ * The approval requests of a plan, waiting ones first: what the step would run and why it asks,
+ * and the buttons (actions allowed) or the answer once given.
+ */
+function approvalsSection(
+  plan: string,
+  records: Map<string, ApprovalRecord>,
+  problems: string[],
+  csrf: string | undefined,
+): Html | string {
+  if (records.size === 0 && problems.length === 0) return "";
+  const rank = (r: ApprovalRecord) => r.state === "waiting" && waiterAlive(r) ? 0 : 1;
+  const rows = [...records.values()].sort((a, b) =>
+    rank(a) - rank(b) ||
+    (a.requestedAt < b.requestedAt ? 1 : a.requestedAt > b.requestedAt ? -1 : 0)
+  );
+  return h`<h2>Approvals</h2>${
+    problems.map((p) => h`<p class="errors">${p}</p>`)
+  }<table id="approvals"><thead><tr><th>Step</th><th>Tool and arguments</th><th>Reason</th>
+<th>Asked</th><th>Answer</th></tr></thead><tbody>${
+    rows.map((r) => {
+      let args = JSON.stringify(r.args ?? {}, null, 2) ?? "";
+      if (args.length > MAX_ARGS_SHOWN) {
+        args = `${args.slice(0, MAX_ARGS_SHOWN)}
+… (${args.length} characters in all)`;
+      }
+      const alive = waiterAlive(r);
+      const state = r.state === "waiting" && !alive ? "abandoned" : r.state;
+      return h`<tr data-approval="${r.stepId}" data-state="${state}"><td><code>${r.stepId}</code><div class="note">${
+        r.description ?? ""
+      }</div></td><td><b>${r.tool}</b><pre>${args}</pre></td><td>${r.reason ?? ""}</td><td>${
+        String(r.requestedAt ?? "").replace("T", " ").slice(0, 19)
+      }</td><td>${answerCell(plan, r, state, csrf)}</td></tr>`;
+    })
+  }</tbody></table>`;
+}
+
+function answerCell(
+  plan: string,
+  r: ApprovalRecord,
+  state: string,
+  csrf: string | undefined,
+): Html | string {
+  const when = (r.decidedAt ?? "").replace("T", " ").slice(0, 19);
+  switch (state) {
+    case "waiting":
+      return csrf
+        ? h`<div class="actions" data-csrf="${csrf}" data-run="${`/plans/tool/${
+          encodeURIComponent(plan)
+        }/approvals/${encodeURIComponent(r.stepId)}/${
+          encodeURIComponent(r.requestId)
+        }`}"><span class="status paused">waiting</span>
+<button type="button" data-action="approve">Approve</button><button type="button" data-action="deny">Deny</button>
+<span class="action-result" role="status"></span></div>`
+        : h`<span class="status paused">waiting</span> <span class="note">start the dashboard with --allow-actions to answer here</span>`;
+    case "abandoned":
+      return h`<span class="status">abandoned</span> <span class="note">the run-plan process that asked (pid ${r.pid}) is gone; run the plan again</span>`;
+    case "approved":
+      return h`<span class="status completed">approved</span> <span class="note">by ${
+        r.decidedBy ?? "?"
+      } at ${when}</span>`;
+    case "denied":
+      return h`<span class="status failed">denied</span> <span class="note">by ${
+        r.decidedBy ?? "?"
+      } at ${when}${r.denyReason ? `: ${r.denyReason}` : ""}</span>`;
+    default:
+      return h`<span class="status">withdrawn</span> <span class="note">answered at the terminal, or the run stopped</span>`;
+  }
 }
 
 function toolClass(status: string): string {

@@ -10,7 +10,12 @@ import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
-import { type DashboardAction, type DashboardActionOptions, runAction } from "./actions.ts";
+import {
+  answerApproval,
+  type DashboardAction,
+  type DashboardActionOptions,
+  runAction,
+} from "./actions.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
 import type { Html } from "./html.ts";
 import {
@@ -27,7 +32,7 @@ import {
   type RunView,
   timelineRow,
 } from "./pages.ts";
-import { plansPage, planSpecPage, toolPlanPage } from "./plans.ts";
+import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 
@@ -51,7 +56,8 @@ export interface DashboardHandlerOptions {
   /** Ends every open live stream (so a server can shut down while pages follow runs). */
   closing?: AbortSignal;
   /**
-   * Allows the actions (cancel, resume, redrive a run) as POST requests; absent = read-only
+   * Allows the actions (cancel, resume, redrive a run; approve or deny a waiting tool-plan step)
+   * as POST requests; absent = read-only
    * (every POST is 405).
    */
   actions?: DashboardActionOptions;
@@ -93,7 +99,7 @@ export function dashboardHandler(
   // policy), so it cannot forge an action even with the user's token cookie.
   const csrf = options.actions ? randomHex(24) : undefined;
   // Read every store once now, so the first page does not pay for parsing every checkpoint.
-  data.allRuns().catch(() => {/* the page that needs it reports the problem */});
+  data.warm().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
     try {
       const url = new URL(request.url);
@@ -115,7 +121,7 @@ export function dashboardHandler(
           405,
           options.actions
             ? "Only GET, HEAD and POST (actions) are served."
-            : "The dashboard is read-only: only GET requests are served (start it with --allow-actions for cancel, resume and redrive).",
+            : "The dashboard is read-only: only GET requests are served (start it with --allow-actions for cancel, resume, redrive and tool-plan approvals).",
           { allow: options.actions ? "GET, HEAD, POST" : "GET, HEAD" },
         );
       }
@@ -126,7 +132,10 @@ export function dashboardHandler(
   };
 }
 
-/** An action: POST /runs/ID/cancel|resume|redrive with the secret and a same-origin Origin. */
+/**
+ * An action: POST /runs/ID/cancel|resume|redrive or /plans/tool/NAME/approvals/STEP/REQUEST/
+ * approve|deny, with the secret and a same-origin Origin.
+ */
 async function action(
   request: Request,
   url: URL,
@@ -145,14 +154,38 @@ async function action(
       "Forbidden: an action needs this server's secret (x-stepflow-csrf), which the run page sends; reload the page (the secret changes when the dashboard restarts).",
     );
   }
-  const match = url.pathname.match(/^\/runs\/([^/]+)\/(cancel|resume|redrive)$/);
-  if (!match) return text(404, "No such action: POST /runs/ID/cancel, /resume or /redrive.");
-  const outcome = await runAction(
-    data,
-    match[2] as DashboardAction,
-    decodeURIComponent(match[1]),
-    options,
+  const approval = url.pathname.match(
+    /^\/plans\/tool\/([^/]+)\/approvals\/([^/]+)\/([^/]+)\/(approve|deny)$/,
   );
+  const match = url.pathname.match(/^\/runs\/([^/]+)\/(cancel|resume|redrive)$/);
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+  };
+  let outcome;
+  if (approval) {
+    const [plan, stepId, requestId] = [approval[1], approval[2], approval[3]].map(decode);
+    if (plan === undefined || stepId === undefined || requestId === undefined) {
+      return text(400, "Malformed percent-encoding in the action's path.");
+    }
+    outcome = await answerApproval(
+      { cwd: data.source.cwd, toolPlans: toolPlansDir(data) },
+      plan,
+      stepId,
+      requestId,
+      approval[4] === "approve",
+    );
+  } else if (match && decode(match[1]) !== undefined) {
+    outcome = await runAction(data, match[2] as DashboardAction, decode(match[1])!, options);
+  } else {
+    return text(
+      404,
+      "No such action: POST /runs/ID/cancel, /resume or /redrive, or /plans/tool/NAME/approvals/STEP/REQUEST/approve or /deny.",
+    );
+  }
   return new Response(JSON.stringify(outcome), {
     status: outcome.status,
     headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
@@ -184,17 +217,20 @@ async function route(
     return page(200, runsListPage(result, query));
   }
   if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
-  const folders = {
-    cwd: data.source.cwd,
-    toolPlans: resolve(data.source.cwd, data.source.toolPlans ?? "plans"),
-  };
+  const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
+  const watched = path.match(/^\/plans\/tool\/([^/]+)\/events$/);
+  if (watched) {
+    const file = await toolPlanFile(folders, decodeURIComponent(watched[1]));
+    if (!file) return text(404, "No such tool plan.");
+    return planEvents(file, url.searchParams.get("since") ?? "", liveIntervalMs, closing);
+  }
   const plan = path.match(/^\/plans\/(spec|tool)\/([^/]+)$/);
   if (plan) {
     const name = decodeURIComponent(plan[2]);
     const shown = plan[1] === "spec"
       ? await planSpecPage(folders, name)
-      : await toolPlanPage(folders, name);
+      : await toolPlanPage(folders, name, csrf);
     return shown === undefined
       ? page(404, errorPage("No such plan", `No plan "${name}" in ${folders.cwd}.`))
       : page(200, shown);
@@ -239,6 +275,10 @@ async function route(
   return page(404, errorPage("Not found", `Nothing at ${path}.`));
 }
 
+function toolPlansDir(data: DashboardData): string {
+  return resolve(data.source.cwd, data.source.toolPlans ?? "plans");
+}
+
 /** Reads a run for its page: checkpoint, summary, whole log folded, the agent. */
 async function loadRunView(data: DashboardData, runId: string): Promise<RunView> {
   const store = (await data.storeOf(runId))!;
@@ -248,7 +288,7 @@ async function loadRunView(data: DashboardData, runId: string): Promise<RunView>
   } catch (error) {
     view.problem = errorMessage(error);
   }
-  view.summary = (await data.allRuns()).find((r) => r.runId === runId);
+  view.summary = await data.summaryOf(runId);
   const log = await store.readLog(runId);
   foldLog(view.timeline, log);
   const agent = view.checkpoint?.agent ?? view.summary?.agent;
@@ -333,6 +373,57 @@ async function liveEvents(
       } catch (error) {
         if (!signal.aborted && !closed) send("problem", errorMessage(error));
       }
+      if (!closed) {
+        closed = true;
+        controller.close();
+      }
+    },
+    cancel() {
+      closed = true;
+      gone.abort();
+    },
+  });
+  return new Response(body, {
+    headers: {
+      ...securityHeaders(),
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+    },
+  });
+}
+
+/**
+ * Server-sent events of a tool plan's page: `changed` once the plan file or its approval requests
+ * differ from `since` (the page then reloads). The server compares every `intervalMs` (at least
+ * 250 ms); the page never polls.
+ */
+function planEvents(
+  file: string,
+  since: string,
+  intervalMs: number,
+  closing?: AbortSignal,
+): Response {
+  const gone = new AbortController();
+  const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
+  const encoder = new TextEncoder();
+  let closed = false;
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(encoder.encode(": following the plan\n\n"));
+      let lastBeat = Date.now();
+      try {
+        while (!closed && !signal.aborted) {
+          if (await toolPlanKey(file) !== since) {
+            controller.enqueue(encoder.encode("event: changed\ndata: {}\n\n"));
+            break;
+          }
+          await delay(Math.max(250, intervalMs), signal);
+          if (Date.now() - lastBeat > 15_000) {
+            controller.enqueue(encoder.encode(": keep-alive\n\n"));
+            lastBeat = Date.now();
+          }
+        }
+      } catch { /* the stream ends; the page reloads on its own next visit */ }
       if (!closed) {
         closed = true;
         controller.close();

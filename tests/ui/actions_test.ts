@@ -218,7 +218,7 @@ Deno.test("deno task ui --allow-actions: POST needs the token with --host; backe
     },
   });
   assert.equal(await code, 0);
-  assert.match(out, /actions allowed \(cancel, resume, redrive\)/);
+  assert.match(out, /actions allowed \(cancel, resume, redrive, tool-plan approvals\)/);
 
   const userDir = await Deno.makeTempDir();
   const lone = await runTask(["--script", "x.json"], { userDir, task: "ui" });

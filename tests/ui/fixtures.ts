@@ -11,6 +11,7 @@ import type { StepFlowResult } from "../../src/flow/types.ts";
 import { ScriptedBackend, type ScriptedEntry } from "../../src/llm/scripted.ts";
 import type { FileRunStore } from "../../src/store/file.ts";
 import { runStoreFor } from "../../src/store/location.ts";
+import type { RunStore } from "../../src/store/types.ts";
 import { out, seed004Files, writeAgent } from "../flow/fixtures.ts";
 
 /** A temp project with the seed 004 `issue-solver` agent and its file store. */
@@ -50,7 +51,10 @@ export interface FlowScript {
 }
 
 /** Runs the agent to completion through the real runner; the run is recorded in the store. */
-export function runFlow(project: DemoProject, script: FlowScript = {}): Promise<StepFlowResult> {
+export function runFlow(
+  project: Pick<DemoProject, "root" | "def"> & { store: RunStore },
+  script: FlowScript = {},
+): Promise<StepFlowResult> {
   const continuations = script.continuations ?? 2;
   let seen = 0;
   const usage = { inputTokens: 1200, outputTokens: 310 };

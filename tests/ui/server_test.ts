@@ -213,7 +213,7 @@ Deno.test("deno task ui: prints the URL; --host widens with a warning and a toke
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   assert.match(
     out,
-    /stepflow dashboard: http:\/\/127\.0\.0\.1:\d+\/\n1 run directory: .*issue-solver/,
+    /stepflow dashboard: http:\/\/127\.0\.0\.1:\d+\/\n1 run store: .*issue-solver/,
   );
   assert.equal(err, "");
 
@@ -238,10 +238,18 @@ Deno.test("deno task ui: prints the URL; --host widens with a warning and a toke
 
 Deno.test("deno task ui: usage errors and an unsupported store exit 2 with the fix", async () => {
   const userDir = await Deno.makeTempDir();
-  const pg = await runTask(["--store", "postgres://u:secret@db/x"], { userDir, task: "ui" });
-  assert.equal(pg.code, 2);
-  assert.match(pg.stderr, /UI_STORE_UNSUPPORTED.*postgres:\/\/…@db\/x/);
-  assert.ok(!pg.stderr.includes("secret"));
+  const other = await runTask(["--store", "mysql://u:secret@db/x"], { userDir, task: "ui" });
+  assert.equal(other.code, 2);
+  assert.match(other.stderr, /UI_STORE_UNSUPPORTED.*mysql:\/\/…@db\/x.*postgres:\/\//);
+  assert.ok(!other.stderr.includes("secret"));
+  // A PostgreSQL store that cannot be reached is exit 2 at start, not an error on every page.
+  const down = await runTask(["--store", "postgres://u:secret@127.0.0.1:1/x"], {
+    userDir,
+    task: "ui",
+  });
+  assert.equal(down.code, 2);
+  assert.match(down.stderr, /RUN_STORE_UNAVAILABLE/);
+  assert.ok(!down.stderr.includes("secret"));
   const missing = await runTask(["--store", "nowhere"], { userDir, task: "ui" });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /UI_STORE_NOT_FOUND/);
@@ -398,4 +406,28 @@ Deno.test("dashboard live stream: new log entries arrive as events; a damaged lo
   await reader.cancel();
   await ui.close(); // returns although `second` is still open (it used to wait forever)
   await second.body?.cancel().catch(() => {});
+});
+
+Deno.test("a PostgreSQL store that is down does not hide the file store's runs; its error is shown", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "r-file" });
+  const stores = await discoverStores(project.root, undefined, {
+    env: { STEPFLOW_STORE: "postgres://u:secret@127.0.0.1:1/x" },
+  });
+  assert.equal(stores.length, 2);
+  const ui = serveDashboard({ source: { cwd: project.root, stores }, port: 0 });
+  try {
+    // The file store's run is found first (its listing is read before the database is asked).
+    const run = await fetch(`${ui.url}runs/r-file`);
+    assert.equal(run.status, 200);
+    await run.body?.cancel();
+    const unknown = await fetch(`${ui.url}runs/r-elsewhere`);
+    assert.equal(unknown.status, 500);
+    const text = await unknown.text();
+    assert.match(text, /PostgreSQL|127\.0\.0\.1:1/);
+    assert.doesNotMatch(text, /secret/);
+  } finally {
+    await ui.close();
+    for (const s of stores) await (s.store as { close?: () => Promise<void> }).close?.();
+  }
 });
