@@ -2,11 +2,16 @@
  * TEST-ONLY crash injection for the file store's crash tests. Nothing here runs unless the
  * environment variable `STEPFLOW_TEST_CRASH_AT` is set (and readable), as `<point>:<n>`:
  *
- * - `checkpoint-temp:N` — the N-th checkpoint of the process is written to its temp file, then the
- *   process kills itself (SIGKILL) before the rename: a crash *during* a checkpoint write.
- * - `checkpoint-removed:N` — with durability `"process"`: SIGKILL after the old checkpoint was
- *   removed, before the temp file is renamed into its place.
- * - `checkpoint-renamed:N` — SIGKILL right after the N-th checkpoint's rename.
+ * - `checkpoint-unlogged:N` — SIGKILL when the N-th checkpoint of the process is about to be
+ *   appended to the run log: the iteration's entries are there, its checkpoint is not.
+ * - `checkpoint-torn:N` — the N-th checkpoint's log line is written only half, then SIGKILL.
+ * - `checkpoint-logged:N` — SIGKILL right after the N-th checkpoint's log line was written (and
+ *   flushed, in `"fsync"` mode), before the checkpoint file (the cache) is touched.
+ * - `checkpoint-temp:N` — the N-th write of the checkpoint file (the cache) wrote its temp file,
+ *   then the process kills itself (SIGKILL) before the rename: a crash *during* a cache write.
+ * - `checkpoint-removed:N` — SIGKILL after the N-th cache write removed the old checkpoint file,
+ *   before the temp file is renamed into its place.
+ * - `checkpoint-renamed:N` — SIGKILL right after the N-th cache write's rename.
  * - `append-torn:N` — the N-th log append writes only the first half of its line, then SIGKILL: a
  *   torn last line.
  *
@@ -15,6 +20,9 @@
 
 /** The crash points of {@linkcode CrashHook}. */
 export type CrashPoint =
+  | "checkpoint-unlogged"
+  | "checkpoint-torn"
+  | "checkpoint-logged"
   | "checkpoint-temp"
   | "checkpoint-removed"
   | "checkpoint-renamed"
@@ -39,7 +47,7 @@ export function crashHookFromEnv(): CrashHook | undefined {
     return;
   }
   const match = spec?.match(
-    /^(checkpoint-temp|checkpoint-removed|checkpoint-renamed|append-torn):(\d+)$/,
+    /^(checkpoint-(?:unlogged|torn|logged|temp|removed|renamed)|append-torn):(\d+)$/,
   );
   if (!match) return;
   const point = match[1] as CrashPoint;

@@ -1,9 +1,11 @@
 /**
  * `FileRunStore`: the durable run store. Per run, in one directory:
  *
- * - `<runId>.jsonl` — the append-only run log (one event per line, see `log_format.ts`);
- * - `<runId>.checkpoint.json` — the checkpoint, replaced atomically after every iteration
- *   (written to `<runId>.checkpoint.json.tmp`, flushed, renamed over the old one);
+ * - `<runId>.jsonl` — the append-only run log (one event per line, see `log_format.ts`), the
+ *   durable record: every checkpoint is appended to it as a `store_checkpoint` line;
+ * - `<runId>.checkpoint.json` — a cache of the log's last checkpoint, replaced atomically (written
+ *   to `<runId>.checkpoint.json.tmp`, renamed into place) — in `"fsync"` mode only now and then,
+ *   and rebuilt from the log when it is missing, torn or older;
  * - `<runId>.lock` — present while a process drives the run (see `file_lock.ts`);
  * - `<runId>.cancel` — a pending cancel request (`requestCancel`), written atomically, removed by
  *   the process driving the run when it takes the request.
@@ -33,22 +35,24 @@ import { pathVisible, pathVisibleSync } from "../path_exists.ts";
 import { assertRunId, isValidRunId } from "./run_id.ts";
 
 /**
- * How hard a checkpoint is pushed to disk:
+ * How hard a checkpoint is pushed to disk. The checkpoint file is always written without a flush (temp file, old file removed, rename:
+ * renaming over an existing file makes ext4 start writing the new data out at once, which costs
+ * more than the rest of the iteration). A crash between the removal and the rename leaves the
+ * complete temp file; readers use it, and the next write promotes it first.
  *
- * - `"fsync"` (default): one flush per iteration. The run log is the durable record: the
- *   checkpoint is appended to it as a `store_checkpoint` line and the log is flushed
- *   (`fdatasync`) once; the checkpoint file is then a cache, written like `"process"` does, and
- *   rebuilt from the log when it is missing or older (the directory is flushed once per run, for
- *   the log's own entry). A finished iteration survives a crash of the process **and** of the
- *   machine (power loss).
- * - `"process"`: no flushes, and the old checkpoint is removed just before the temp file is renamed
- *   into its place (renaming over an existing file makes ext4 start writing the new data out at
- *   once, which costs more than the rest of the iteration). A crash in that instant leaves the
- *   complete temp file and no checkpoint; readers then use the temp file, and the next write
- *   promotes it first. A finished iteration survives any crash of the process (kill -9, out of
- *   memory, panic) because the operating system already holds the data; a crash of the machine
- *   itself may lose the last iterations — resume then re-runs them, or reports a truncated log or
- *   damaged checkpoint; it never restarts silently.
+ * - `"fsync"` (default): the run log is the durable record. Each checkpoint is appended to it as a
+ *   `store_checkpoint` line, then the log is flushed (`fdatasync`): exactly one append and one
+ *   flush per iteration (the directory is flushed once per run, for the log's own entry). The
+ *   checkpoint file is a cache of the log's last checkpoint, rewritten at a process's first
+ *   checkpoint, every {@linkcode FileRunStoreOptions.cacheEvery} checkpoints, when the status
+ *   leaves `running` and when the lock is released; readers catch up from the log and rebuild a
+ *   cache that is missing, torn or older. A finished iteration survives a crash of the process
+ *   **and** of the machine (power loss).
+ * - `"process"`: no flushes; the checkpoint file is the checkpoint, replaced after every one. A
+ *   finished iteration survives any crash of the process (kill -9, out of memory, panic) because
+ *   the operating system already holds the data; a crash of the machine itself may lose the last
+ *   iterations — resume then re-runs them, or reports a truncated log or damaged checkpoint; it
+ *   never restarts silently.
  */
 export type Durability = "fsync" | "process";
 
@@ -68,6 +72,14 @@ export interface FileRunStoreOptions {
    * stale as soon as its process is gone.
    */
   staleLockMs?: number;
+  /**
+   * `"fsync"` mode: rewrite the checkpoint file (a cache of the log's last checkpoint) every this
+   * many checkpoints, besides the first one a process writes, every one whose status is not
+   * `running`, and the last one when the lock is released (default
+   * {@linkcode DEFAULT_CACHE_EVERY}). Readers catch up from the log, so this bounds how much of
+   * the log a listing reads, not what it shows.
+   */
+  cacheEvery?: number;
   /** Receives warnings (stale lock taken over, torn log line dropped, pruning problems). */
   onWarning?: (message: string) => void;
   /**
@@ -122,7 +134,29 @@ interface OpenRun {
   lock?: HeldFileLock;
   /** The first write checked for a temp file left as the only checkpoint. */
   tempChecked?: boolean;
+  /** The log's length in bytes (set when it is opened, advanced by every write). */
+  logBytes?: number;
+  /** Checkpoints saved since the cache was last written (undefined: none yet this session). */
+  sinceCache?: number;
+  /** The latest checkpoint when the cache does not hold it yet (`"fsync"` mode). */
+  pendingCache?: PendingCache;
 }
+
+/** A checkpoint waiting to be written to the cache, and the log's length after its line. */
+interface PendingCache {
+  json: string;
+  logBytes: number;
+}
+
+/**
+ * The key a `"fsync"` cache adds to the checkpoint: the log's length in bytes right after the
+ * `store_checkpoint` line it copies. Readers parse the log from there on to catch up; it is never
+ * part of the checkpoint they return.
+ */
+const LOG_BYTES_KEY = "storeLogBytes";
+
+/** Default of {@linkcode FileRunStoreOptions.cacheEvery}. */
+export const DEFAULT_CACHE_EVERY = 100;
 
 /**
  * A {@linkcode RunStore} on disk: one append-only JSONL log, one atomically replaced checkpoint and
@@ -150,6 +184,7 @@ export class FileRunStore implements RunStore {
   readonly #durability: Durability;
   readonly #maxRuns?: number;
   readonly #staleLockMs: number;
+  readonly #cacheEvery: number;
   readonly #warn: (message: string) => void;
   readonly #open = new Map<string, OpenRun>();
   /** What `loadCheckpoint` returned, to detect a run that moved on before we locked it. */
@@ -191,6 +226,16 @@ export class FileRunStore implements RunStore {
       );
     }
     this.#maxRuns = options.maxRuns;
+    if (
+      options.cacheEvery !== undefined &&
+      !(Number.isInteger(options.cacheEvery) && options.cacheEvery > 0)
+    ) {
+      throw new StepflowError(
+        "STORE_OPTION_INVALID",
+        `FileRunStore cacheEvery must be a positive integer, got ${options.cacheEvery}.`,
+      );
+    }
+    this.#cacheEvery = options.cacheEvery ?? DEFAULT_CACHE_EVERY;
     this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS;
     this.#listSettledFromCache = options.listSettledFromCache ?? false;
     this.#warn = options.onWarning ?? ((m) => console.warn(`[stepflow] ${m}`));
@@ -247,12 +292,13 @@ export class FileRunStore implements RunStore {
       const bytes = new TextEncoder().encode(formatLogLine(entry));
       const run = this.#run(runId);
       this.#assertLockHeld(runId, run);
-      const log = run.log ?? (run.log = this.#openLog(files.log));
+      const log = this.#log(files, run);
       if (this.#crash?.due("append-torn")) {
         writeAll(log, bytes.subarray(0, bytes.length >> 1));
         this.#crash.crash();
       }
       ioStep(files.log, "append to the run log", () => writeAll(log, bytes));
+      run.logBytes! += bytes.length;
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
@@ -260,10 +306,13 @@ export class FileRunStore implements RunStore {
   }
 
   /**
-   * Records the run's checkpoint. `"fsync"`: the checkpoint file (a cache) is replaced without a
-   * flush, then the checkpoint is appended to the run log and the log flushed once — the
-   * iteration is durable when that flush returns. `"process"`: the checkpoint file is replaced, no
-   * flushes. A crash at any point leaves the old or the new checkpoint, never a mix.
+   * Records the run's checkpoint. `"fsync"`: appends it to the run log as a `store_checkpoint`
+   * line and flushes the log (`fdatasync`) — the iteration's one flush, after which it is durable;
+   * the checkpoint file is a cache of that line, rewritten without a flush at the first checkpoint
+   * of a session, every {@linkcode FileRunStoreOptions.cacheEvery} checkpoints, when the status
+   * leaves `running`, and when the lock is released. `"process"`: the checkpoint file is the
+   * checkpoint, replaced every time, no flushes. A crash at any point leaves the old or the new
+   * checkpoint, never a mix.
    */
   saveCheckpoint(checkpoint: RunCheckpoint): Promise<void> {
     try {
@@ -271,62 +320,98 @@ export class FileRunStore implements RunStore {
       const run = this.#run(checkpoint.runId);
       this.#assertLockHeld(checkpoint.runId, run);
       const json = JSON.stringify(checkpoint);
-      const bytes = new TextEncoder().encode(json + "\n");
-      this.#ensureDir();
-      ioStep(files.checkpoint, "write the checkpoint", () => {
-        // A crash between removing the checkpoint and the rename leaves the temp file as the only
-        // checkpoint file: promote it before it is overwritten.
-        if (!run.tempChecked) {
-          run.tempChecked = true;
-          if (!pathVisibleSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
-            Deno.renameSync(files.checkpointTemp, files.checkpoint);
-          }
-        }
-        const temp = Deno.openSync(files.checkpointTemp, {
-          write: true,
-          create: true,
-          truncate: true,
-        });
-        try {
-          writeAll(temp, bytes);
-        } finally {
-          temp.close();
-        }
-        if (this.#crash?.due("checkpoint-temp")) this.#crash.crash();
-        // Renaming over an existing file makes ext4 write the new data out at once (a flush in
-        // all but name): remove the old one first. Readers fall back to the complete temp file.
-        try {
-          Deno.removeSync(files.checkpoint);
-        } catch (error) {
-          if (!(error instanceof Deno.errors.NotFound)) throw error;
-        }
-        if (this.#crash?.due("checkpoint-removed")) this.#crash.crash();
-        Deno.renameSync(files.checkpointTemp, files.checkpoint);
-        if (this.#crash?.due("checkpoint-renamed")) this.#crash.crash();
-      });
-      if (this.#durability === "fsync") {
-        // The one flush of the iteration: the log, ending in this checkpoint, is the record.
-        const log = run.log ?? (run.log = this.#openLog(files.log));
-        const line = new TextEncoder().encode(
-          `{"ts":${JSON.stringify(checkpoint.updatedAt)},"runId":${
-            JSON.stringify(checkpoint.runId)
-          },"type":"${CHECKPOINT_ENTRY}","checkpoint":${json}}\n`,
-        );
-        ioStep(files.log, "append the checkpoint to the run log", () => {
-          writeAll(log, line);
-          log.syncDataSync();
-          // Once per run: the log's directory entry (the checkpoint file is only a cache). Windows
-          // cannot open a directory to flush it; NTFS journals the entry itself.
-          if (!run.dirSynced && Deno.build.os !== "windows") {
-            (run.dir ??= Deno.openSync(this.dir, { read: true })).syncSync();
-          }
-          run.dirSynced = true;
-        });
+      if (this.#durability === "fsync") this.#logCheckpoint(files, run, checkpoint, json);
+      if (this.#crash?.due("checkpoint-logged")) this.#crash.crash();
+      const pending = { json, logBytes: run.logBytes ?? 0 };
+      run.sinceCache = (run.sinceCache ?? this.#cacheEvery) + 1;
+      // Not every iteration: the cache's unlink and rename would ride in the journal commit of the
+      // next flush and double its cost (see docs/performance.md).
+      if (
+        this.#durability === "process" || checkpoint.status !== "running" ||
+        run.sinceCache >= this.#cacheEvery
+      ) {
+        this.#writeCache(files, run, pending);
+      } else {
+        run.pendingCache = pending;
       }
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Appends the checkpoint to the run log and flushes the log: the iteration's one flush, after
+   * which the log, ending in this checkpoint, is the durable record.
+   */
+  #logCheckpoint(files: RunFiles, run: OpenRun, checkpoint: RunCheckpoint, json: string): void {
+    const log = this.#log(files, run);
+    if (this.#crash?.due("checkpoint-unlogged")) this.#crash.crash();
+    const line = new TextEncoder().encode(
+      `{"ts":${JSON.stringify(checkpoint.updatedAt)},"runId":${
+        JSON.stringify(checkpoint.runId)
+      },"type":"${CHECKPOINT_ENTRY}","checkpoint":${json}}\n`,
+    );
+    if (this.#crash?.due("checkpoint-torn")) {
+      writeAll(log, line.subarray(0, line.length >> 1));
+      this.#crash.crash();
+    }
+    ioStep(files.log, "append the checkpoint to the run log", () => {
+      writeAll(log, line);
+      run.logBytes! += line.length;
+      log.syncDataSync();
+      // Once per run: the log's directory entry (the checkpoint file is only a cache). Windows
+      // cannot open a directory to flush it; NTFS journals the entry itself.
+      if (!run.dirSynced && Deno.build.os !== "windows") {
+        (run.dir ??= Deno.openSync(this.dir, { read: true })).syncSync();
+      }
+      run.dirSynced = true;
+    });
+  }
+
+  /**
+   * Replaces the checkpoint file (the cache) with `pending`, recording in `"fsync"` mode the log's
+   * length after that checkpoint's line so readers catch up from there. No flush: a cache lost or
+   * torn by a power cut is rebuilt from the log.
+   */
+  #writeCache(files: RunFiles, run: OpenRun, pending: PendingCache): void {
+    run.pendingCache = undefined;
+    run.sinceCache = 0;
+    const text = this.#durability === "fsync"
+      ? `${pending.json.slice(0, -1)},"${LOG_BYTES_KEY}":${pending.logBytes}}\n`
+      : `${pending.json}\n`;
+    const bytes = new TextEncoder().encode(text);
+    ioStep(files.checkpoint, "write the checkpoint", () => {
+      // A crash between removing the checkpoint and the rename leaves the temp file as the only
+      // checkpoint file: promote it before it is overwritten.
+      if (!run.tempChecked) {
+        run.tempChecked = true;
+        if (!pathVisibleSync(files.checkpoint) && readTempCheckpoint(files) !== undefined) {
+          Deno.renameSync(files.checkpointTemp, files.checkpoint);
+        }
+      }
+      const temp = Deno.openSync(files.checkpointTemp, {
+        write: true,
+        create: true,
+        truncate: true,
+      });
+      try {
+        writeAll(temp, bytes);
+      } finally {
+        temp.close();
+      }
+      if (this.#crash?.due("checkpoint-temp")) this.#crash.crash();
+      // Renaming over an existing file makes ext4 write the new data out at once (a flush in
+      // all but name): remove the old one first. Readers fall back to the complete temp file.
+      try {
+        Deno.removeSync(files.checkpoint);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+      if (this.#crash?.due("checkpoint-removed")) this.#crash.crash();
+      Deno.renameSync(files.checkpointTemp, files.checkpoint);
+      if (this.#crash?.due("checkpoint-renamed")) this.#crash.crash();
+    });
   }
 
   /**
@@ -338,9 +423,8 @@ export class FileRunStore implements RunStore {
    */
   async loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
     const files = this.files(runId);
-    const found = await readCheckpointText(files);
-    const { entries: log, checkpoint: logged } = await this.#readLogFile(runId);
-    if (found === undefined && logged === undefined) {
+    const { checkpoint: found, log } = await this.#checkpointOf(runId, this.#warn);
+    if (found === undefined) {
       if (!(await pathVisible(files.log))) return undefined;
       throw new StepflowError(
         "RUN_CHECKPOINT_MISSING",
@@ -349,18 +433,7 @@ export class FileRunStore implements RunStore {
         { details: { runId, file: files.checkpoint } },
       );
     }
-    let cached: RunCheckpoint | undefined;
-    if (found !== undefined) {
-      try {
-        cached = parseCheckpoint(found.text, found.file, runId);
-      } catch (error) {
-        if (!(error instanceof StepflowError)) throw error;
-        throw new StepflowError(error.code, `${error.message} ${await this.#logStanding(runId)}`, {
-          details: error.details,
-        });
-      }
-    }
-    const checkpoint = newer(cached, logged)!;
+    const checkpoint = found;
     if (log.length < checkpoint.logEntries) {
       throw new StepflowError(
         "RUN_LOG_TRUNCATED",
@@ -374,6 +447,39 @@ export class FileRunStore implements RunStore {
     }
     this.#loaded.set(runId, fingerprint(checkpoint));
     return checkpoint;
+  }
+
+  /**
+   * The newer of the checkpoint file (the cache) and the log's last `store_checkpoint` line, and
+   * the log's entries. A torn or invalid cache gives way to the log's checkpoint when the log has
+   * one (stepflow writes the cache only after the log line, so the log is never behind it), with
+   * a warning through `warn`; without one it is an error naming the file and the log's standing.
+   */
+  async #checkpointOf(
+    runId: string,
+    warn?: (message: string) => void,
+  ): Promise<{ checkpoint?: RunCheckpoint; log: RunLogEntry[] }> {
+    const found = await readCheckpointText(this.files(runId));
+    const { entries: log, checkpoint: logged } = await this.#readLogFile(runId);
+    let cached: RunCheckpoint | undefined;
+    if (found !== undefined) {
+      try {
+        cached = parseCache(found.text, found.file, runId).checkpoint;
+      } catch (error) {
+        if (!(error instanceof StepflowError)) throw error;
+        if (logged === undefined) {
+          throw new StepflowError(
+            error.code,
+            `${error.message} ${await this.#logStanding(runId)}`,
+            { details: error.details },
+          );
+        }
+        warn?.(
+          `${error.message} The file is only a cache of the run log's checkpoints: the run continues from the log's last one (${logged.logEntries} entries, ${logged.updatedAt}).`,
+        );
+      }
+    }
+    return { checkpoint: newer(cached, logged), log };
   }
 
   /**
@@ -480,6 +586,7 @@ export class FileRunStore implements RunStore {
     run.lock = held;
     const release = () => {
       if (run.lock !== held) return Promise.resolve();
+      this.#flushCache(runId, run);
       run.log?.close();
       run.dir?.close();
       this.#open.delete(runId);
@@ -531,8 +638,9 @@ export class FileRunStore implements RunStore {
       const out: RunSummary[] = new Array(snapshot.runs.length);
       for (let i = 0; i < snapshot.runs.length; i++) {
         const run = snapshot.runs[i];
+        // A driven run moves on without touching the directory (its log is appended to).
         out[i] = run.status === "running" || run.status === "paused"
-          ? { ...run, live: await this.#lockLive(this.files(run.runId).lock) }
+          ? await this.#summarize(run.runId)
           : run;
       }
       return out;
@@ -565,7 +673,9 @@ export class FileRunStore implements RunStore {
       const cached = full || locked.has(id) ? undefined : this.#summaries.get(id)?.summary;
       const settled = cached && !cached.problem && cached.status !== "running" &&
         cached.status !== "paused";
-      out.push(settled ? (shared ? cached : { ...cached }) : await this.#summarize(id));
+      out.push(
+        settled ? (shared ? cached : { ...cached }) : await this.#summarize(id, locked.has(id)),
+      );
     }
     for (const id of this.#summaries.keys()) if (!ids.has(id)) this.#summaries.delete(id);
     // The same runs as last time are in the same order (a run's start time never changes).
@@ -633,12 +743,27 @@ export class FileRunStore implements RunStore {
 
   /** Closes every file this store holds open (logs of runs written without a lock). */
   close(): void {
-    for (const run of this.#open.values()) {
+    for (const [runId, run] of this.#open) {
+      this.#flushCache(runId, run);
       run.log?.close();
       run.dir?.close();
       run.lock?.release();
     }
     this.#open.clear();
+  }
+
+  /**
+   * Writes the checkpoint the cache lags behind, if any (the lock is being released). A failure
+   * only costs readers a longer catch-up from the log: it is a warning.
+   */
+  #flushCache(runId: string, run: OpenRun): void {
+    const pending = run.pendingCache;
+    if (!pending || run.lock?.lost) return;
+    try {
+      this.#writeCache(this.files(runId), run, pending);
+    } catch (error) {
+      this.#warn(`run ${runId}: the checkpoint cache was not updated: ${errorMessage(error)}`);
+    }
   }
 
   #run(runId: string): OpenRun {
@@ -667,16 +792,20 @@ export class FileRunStore implements RunStore {
     this.#dirReady = true;
   }
 
-  /** Opens a log for appending; cuts off a torn last line first. */
-  #openLog(path: string): Deno.FsFile {
+  /** The run's open log; opened for appending (a torn last line cut off first) on first use. */
+  #log(files: RunFiles, run: OpenRun): Deno.FsFile {
+    if (run.log) return run.log;
+    const path = files.log;
     this.#ensureDir();
-    return ioStep(path, "open the run log", () =>
+    const log = ioStep(path, "open the run log", () =>
       openAppendLog(path, {
         onTornTail: (bytes) =>
           this.#warn(
             `run log ${path} ended with a torn line (${bytes} bytes written by a crash in the middle of an append); it was cut off before appending.`,
           ),
       }));
+    run.logBytes = ioStep(path, "open the run log", () => log.statSync().size);
+    return run.log = log;
   }
 
   async #assertUnchanged(runId: string): Promise<void> {
@@ -686,9 +815,7 @@ export class FileRunStore implements RunStore {
     const files = this.files(runId);
     let now = "";
     try {
-      const found = await readCheckpointText(files);
-      const cached = found ? parseCheckpoint(found.text, found.file, runId) : undefined;
-      const current = newer(cached, (await this.#readLogFile(runId)).checkpoint);
+      const current = (await this.#checkpointOf(runId)).checkpoint;
       if (current) now = fingerprint(current);
     } catch {
       // unreadable now: it changed
@@ -714,40 +841,29 @@ export class FileRunStore implements RunStore {
     }
   }
 
-  async #summarize(runId: string): Promise<RunSummary> {
+  /**
+   * A run's summary for a listing. `locked`: the run has a lock file, so a process may be moving
+   * it on (or died doing so) and a settled-looking cache is checked against the log too.
+   */
+  async #summarize(runId: string, locked = true): Promise<RunSummary> {
     const files = this.files(runId);
     let summary: RunSummary;
     // A checkpoint is replaced (never edited in place), so inode + mtime + size identify its content
     // well enough for a listing: a settled run whose checkpoint did not change is not parsed again.
     const key = statKey(files.checkpoint);
-    const hit = key === undefined ? undefined : this.#summaries.get(runId);
+    const hit = key === undefined || locked ? undefined : this.#summaries.get(runId);
     if (hit && hit.key === key) return { ...hit.summary };
-    let cached: RunCheckpoint | undefined;
     try {
-      const found = await readCheckpointText(files);
-      cached = found ? parseCheckpoint(found.text, found.file, runId) : undefined;
-      // The cache alone is read while it is fresh; a missing one, or one of a run that nobody
-      // drives any more (it may lag the log after a crash), is checked against the log.
-      const open = cached?.status === "running" || cached?.status === "paused";
-      const live = open ? await this.#lockLive(files.lock) : undefined;
-      const current = cached === undefined || live === false
-        ? newer(cached, (await this.#readLogFile(runId)).checkpoint)
-        : cached;
+      const { cached, current } = await this.#currentCheckpoint(runId, locked);
       if (!current) throw new Deno.errors.NotFound(files.checkpoint);
       summary = summarizeCheckpoint(current);
-      if (current !== cached) {
-        summary.live = summary.status === "running" || summary.status === "paused"
-          ? await this.#lockLive(files.lock)
-          : undefined;
-        if (summary.live === undefined) delete summary.live;
-        return summary;
-      }
-      if (!open && key !== undefined) {
+      if (summary.status === "running" || summary.status === "paused") {
+        summary.live = await this.#lockLive(files.lock);
+      } else if (current === cached && key !== undefined) {
         const copy = { ...summary };
         if (this.#listSettledFromCache) Object.freeze(copy);
         this.#summaries.set(runId, { key, summary: copy });
       }
-      if (live !== undefined) summary.live = live;
       return summary;
     } catch (error) {
       this.#summaries.delete(runId);
@@ -757,6 +873,84 @@ export class FileRunStore implements RunStore {
       summary.live = await this.#lockLive(files.lock);
     }
     return summary;
+  }
+
+  /**
+   * The run's current checkpoint for a listing, and the cache's when it was read: the cache,
+   * caught up with the log's later `store_checkpoint` lines. A `"fsync"` cache says where in the
+   * log it was taken, so only the bytes after it are read; a cache written every checkpoint
+   * (`"process"`) is trusted while its run is settled or driven, and checked against the whole log
+   * when its process is gone. A torn or invalid cache is replaced by the log's checkpoint when
+   * the log has one.
+   */
+  async #currentCheckpoint(
+    runId: string,
+    locked: boolean,
+  ): Promise<{ cached?: RunCheckpoint; current?: RunCheckpoint }> {
+    const files = this.files(runId);
+    const found = await readCheckpointText(files);
+    let cache: Cache | undefined;
+    try {
+      cache = found && parseCache(found.text, found.file, runId);
+    } catch (error) {
+      const logged = (await this.#readLogFile(runId)).checkpoint;
+      if (!logged) throw error;
+      return { current: logged };
+    }
+    if (!cache) return { current: (await this.#readLogFile(runId)).checkpoint };
+    const cached = cache.checkpoint;
+    const open = cached.status === "running" || cached.status === "paused";
+    if (cache.logBytes !== undefined) {
+      // A settled run's log grows only under its lock, whose release rewrites the cache.
+      if (!open && !locked) return { cached, current: cached };
+      const after = await this.#checkpointAfter(runId, cache.logBytes);
+      const logged = after ? after.checkpoint : (await this.#readLogFile(runId)).checkpoint;
+      return { cached, current: newer(cached, logged) };
+    }
+    if (open && !(await this.#lockLive(files.lock))) {
+      return { cached, current: newer(cached, (await this.#readLogFile(runId)).checkpoint) };
+    }
+    return { cached, current: cached };
+  }
+
+  /**
+   * The last checkpoint line among the log's complete lines after byte `logBytes` (where a
+   * `"fsync"` cache was taken): `{ checkpoint }` (undefined when there is none after it), or
+   * undefined when the log does not continue that cache (shorter, not at a line boundary, or
+   * damaged after it) and must be read whole.
+   */
+  async #checkpointAfter(
+    runId: string,
+    logBytes: number,
+  ): Promise<{ checkpoint?: RunCheckpoint } | undefined> {
+    const file = this.files(runId).log;
+    if (logBytes === 0) return undefined;
+    let bytes: Uint8Array;
+    try {
+      bytes = await readBytesFrom(file, logBytes - 1);
+    } catch {
+      return undefined;
+    }
+    if (bytes === SHRUNK || bytes[0] !== 0x0a) return undefined;
+    const end = bytes.lastIndexOf(0x0a) + 1;
+    if (end <= 1) return {};
+    let last: RunLogEntry | undefined;
+    try {
+      const text = new TextDecoder().decode(bytes.subarray(1, end));
+      for (const entry of parseRunLog(text, file, runId).entries) {
+        if (entry.type === CHECKPOINT_ENTRY) last = entry;
+      }
+      if (!last) return {};
+      return {
+        checkpoint: parseCheckpoint(
+          JSON.stringify(last.checkpoint),
+          `${file} (its last ${CHECKPOINT_ENTRY} line)`,
+          runId,
+        ),
+      };
+    } catch {
+      return undefined;
+    }
   }
 
   async #summaryFromLog(runId: string, checkpointError: unknown): Promise<RunSummary> {
@@ -848,6 +1042,24 @@ function newer(
 /** Identifies a checkpoint's progress (changes with every write). */
 function fingerprint(checkpoint: RunCheckpoint): string {
   return `${checkpoint.status}|${checkpoint.logEntries}|${checkpoint.updatedAt}`;
+}
+
+/** The checkpoint file, parsed: a checkpoint, and the log length a `"fsync"` cache was taken at. */
+interface Cache {
+  checkpoint: RunCheckpoint;
+  logBytes?: number;
+}
+
+/** Parses the checkpoint file; the `"fsync"` cache's log length is taken out of the checkpoint. */
+function parseCache(text: string, file: string, runId: string): Cache {
+  const checkpoint = parseCheckpoint(text, file, runId);
+  if (!Object.hasOwn(checkpoint, LOG_BYTES_KEY)) return { checkpoint };
+  const record = checkpoint as unknown as Record<string, unknown>;
+  const logBytes = record[LOG_BYTES_KEY];
+  delete record[LOG_BYTES_KEY];
+  return Number.isSafeInteger(logBytes) && (logBytes as number) > 0
+    ? { checkpoint, logBytes: logBytes as number }
+    : { checkpoint };
 }
 
 /**

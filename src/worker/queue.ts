@@ -22,8 +22,19 @@ export interface RunQueueOptions {
   schema?: string;
   /** How often idle workers poll for jobs when no notification arrives (default 2000 ms). */
   pollMs?: number;
+  /**
+   * How often a failed job is retried before pg-boss gives it up (default
+   * {@linkcode JOB_RETRY_LIMIT}). Applies when this call creates the queue; an existing queue keeps
+   * its own.
+   */
+  retryLimit?: number;
   /** Receives pg-boss errors and warnings. */
   onWarning?: (message: string) => void;
+  /**
+   * Told when a job failed its last attempt: pg-boss will not hand the run out again (default: a
+   * warning through `onWarning`).
+   */
+  onGiveUp?: (runId: string, attempts: number, lastError: string) => void;
 }
 
 /** A connection to the run queue. */
@@ -48,9 +59,17 @@ interface PgBossInstance {
   fetch(
     name: string,
     options: Record<string, unknown>,
-  ): Promise<{ id: string; data: { runId?: unknown } }[] | null>;
+  ): Promise<RunJob[] | null>;
   complete(name: string, id: string): Promise<unknown>;
   fail(name: string, id: string, data: object): Promise<unknown>;
+}
+
+/** A fetched job with pg-boss's metadata (`includeMetadata`). */
+interface RunJob {
+  id: string;
+  data: { runId?: unknown };
+  retryCount?: number;
+  retryLimit?: number;
 }
 
 interface PgBossModule {
@@ -58,8 +77,11 @@ interface PgBossModule {
   default?: new (options: Record<string, unknown>) => PgBossInstance;
 }
 
-/** A job is retried this often (a store outage, a worker without the agent) before pg-boss gives up. */
-const JOB_RETRY_LIMIT = 20;
+/**
+ * A job is retried this often (a store outage, a worker without the agent) before pg-boss gives
+ * up, with backoff from 1 s to at most 60 s between attempts (about 15 minutes in all).
+ */
+export const JOB_RETRY_LIMIT = 20;
 
 /**
  * Connects to the run queue in the database at `url` (creating pg-boss's schema and the queue on
@@ -92,7 +114,7 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
   try {
     await boss.start();
     await boss.createQueue(RUN_QUEUE, {
-      retryLimit: JOB_RETRY_LIMIT,
+      retryLimit: options.retryLimit ?? JOB_RETRY_LIMIT,
       retryDelay: 1,
       retryBackoff: true,
       retryDelayMax: 60,
@@ -110,6 +132,9 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       { cause: error },
     );
   }
+  const giveUp = options.onGiveUp ??
+    ((runId: string, attempts: number, lastError: string) =>
+      warn(`run queue: gave up run ${runId} after ${attempts} attempts: ${lastError}`));
   const pollMs = Math.max(100, options.pollMs ?? 2000);
   const slots: Promise<void>[] = [];
   const sleepers = new Set<() => void>();
@@ -126,9 +151,9 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     });
   const slotLoop = async (handler: RunJobHandler): Promise<void> => {
     while (!stopping) {
-      let jobs: { id: string; data: { runId?: unknown } }[];
+      let jobs: RunJob[];
       try {
-        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1 }) ?? [];
+        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1, includeMetadata: true }) ?? [];
       } catch (error) {
         warn(`run queue: fetching a job failed: ${errorMessage(error)}`);
         await pause();
@@ -148,10 +173,17 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
           }
           await boss.complete(RUN_QUEUE, job.id);
         } catch (error) {
-          // pg-boss retries the job (with backoff) up to JOB_RETRY_LIMIT times.
-          await boss.fail(RUN_QUEUE, job.id, { message: errorMessage(error) }).catch((e) =>
+          // pg-boss retries the job (with backoff) up to its retry limit, then gives it up.
+          const message = errorMessage(error);
+          await boss.fail(RUN_QUEUE, job.id, { message }).catch((e) =>
             warn(`run queue: recording the failure of job ${job.id} failed: ${errorMessage(e)}`)
           );
+          const attempts = (job.retryCount ?? 0) + 1;
+          if (
+            typeof runId === "string" && job.retryLimit !== undefined && attempts > job.retryLimit
+          ) {
+            giveUp(runId, attempts, message);
+          }
         }
       }
     }

@@ -42,6 +42,11 @@ export interface WorkerOptions {
   heartbeatMs?: number;
   /** Queue polling interval when no notification arrives (default 2000 ms, at least 500). */
   pollMs?: number;
+  /**
+   * Retries of a failed job before the queue gives it up (default 20, with backoff up to 60 s);
+   * applies when this worker creates the queue.
+   */
+  jobRetryLimit?: number;
   /** The lease owner shown by `--runs` (default `host:pid`). */
   owner?: string;
   /** The backend of a run (default: the agent's `behavior.backend`, `claude-code` when unset). */
@@ -117,6 +122,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     queue = await openRunQueue(options.store, {
       ...(options.schema !== undefined ? { schema: options.schema } : {}),
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      ...(options.jobRetryLimit !== undefined ? { retryLimit: options.jobRetryLimit } : {}),
+      onGiveUp: (runId, attempts, lastError) =>
+        log(
+          `error: run ${runId}: the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again: --runs still lists it as queued. Fix the cause, then submit the run again (run-agent --submit).`,
+        ),
       onWarning: (m) => log(`warning: ${m}`),
     });
   } catch (error) {
@@ -126,6 +136,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const cwd = options.cwd ?? Deno.cwd();
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
+
+  // Loading a definition (files, schemas compiled, prompts scanned) costs tens of milliseconds of
+  // CPU, more than a short run's own work: a loaded one is reused for as long as its folder's
+  // content hash, taken afresh for every run, is unchanged.
+  const agents = new Map<string, { definition: AgentDefinition; hash: string }>();
+  const agentFor = async (name: string) => {
+    const known = agents.get(name);
+    if (known && await agentContentHash(known.definition.dir) === known.hash) return known;
+    const definition = await loadAgentDefinition(name, { agentRoot: options.agentRoot, cwd });
+    const loaded = { definition, hash: await agentContentHash(definition.dir) };
+    agents.set(name, loaded);
+    return loaded;
+  };
 
   const drive = async (runId: string): Promise<void> => {
     if (stopping) {
@@ -139,11 +162,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       return;
     }
     if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
-    const definition = await loadAgentDefinition(submitted.agent, {
-      agentRoot: options.agentRoot,
-      cwd,
-    });
-    const hash = await agentContentHash(definition.dir);
+    const { definition, hash } = await agentFor(submitted.agent);
     if (hash !== submitted.agentHash) {
       const error = new StepflowError(
         "AGENT_DEFINITION_MISMATCH",

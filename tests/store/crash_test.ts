@@ -1,9 +1,11 @@
 /**
- * Crash tests of durable runs through the real CLI: a `deno task run-agent` run is killed with
- * SIGKILL at several points — while a backend call is in flight (before its checkpoint), between a
- * checkpoint's temp file and its rename (during the write), right after a rename, in the middle of
- * a log append — then `--resume` completes it. The final history must equal an uninterrupted run's,
- * and no iteration whose checkpoint was written may run again.
+ * Crash tests of durable runs through the real CLI (default durability `"fsync"`): a `deno task
+ * run-agent` run is killed with SIGKILL at several points — while a backend call is in flight
+ * (before its checkpoint), before an iteration's checkpoint reached the log, halfway through that
+ * line, right after it was flushed (the checkpoint file, a cache, then lags the log), between the
+ * cache's temp file and its rename, in the middle of a log append — then `--resume` completes it.
+ * The final history must equal an uninterrupted run's, and no iteration whose checkpoint was
+ * written may run again.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -121,17 +123,26 @@ Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that s
   assert.equal(committed, 2);
 });
 
-Deno.test("SIGKILL between a checkpoint's temp file and its rename: the old checkpoint wins", async () => {
+/** The checkpoint file's `logEntries` (the cache), or undefined when there is none. */
+async function cachedEntries(runDir: string, runId: string): Promise<number | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(join(runDir, `${runId}.checkpoint.json`))).logEntries;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+Deno.test("SIGKILL before an iteration's checkpoint reached the log: the old checkpoint wins", async () => {
   const ws = await pipelineWorkspace();
   // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
   const killed = await runAgent(
     ws.root,
     ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:3" },
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-unlogged:3" },
   );
   assert.notEqual(killed.code, 0);
   const runId = await onlyRunId(ws.runDir);
-  await Deno.stat(join(ws.runDir, `${runId}.checkpoint.json.tmp`)); // the torn write is visible
   const before = await recorded(ws.runDir, runId);
   // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
   assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
@@ -139,16 +150,52 @@ Deno.test("SIGKILL between a checkpoint's temp file and its rename: the old chec
   assert.equal(committed, 1);
 });
 
-Deno.test("SIGKILL right after a checkpoint's rename: resume continues with the next step", async () => {
+Deno.test("SIGKILL halfway through a checkpoint's log line: the torn line is cut off, the old checkpoint wins", async () => {
   const ws = await pipelineWorkspace();
   const killed = await runAgent(
     ws.root,
     ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-renamed:4" },
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-torn:3" },
   );
   assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+  assert.match(text.slice(text.lastIndexOf("\n") + 1), /^\{"ts":.*"type":"store_checkpoint"/);
+  const { committed, resumed } = await resumeAndCheck(ws);
+  assert.equal(committed, 1);
+  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+});
+
+Deno.test("SIGKILL right after a checkpoint's flush, with a stale cache: resume repeats no finished iteration", async () => {
+  const ws = await pipelineWorkspace();
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:4" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
+  // log holds three iterations more.
+  assert.equal(await cachedEntries(ws.runDir, runId), 1);
+  const before = await recorded(ws.runDir, runId);
+  assert.equal(before.checkpoint.logEntries, 7);
   const { committed } = await resumeAndCheck(ws);
   assert.equal(committed, 3);
+});
+
+Deno.test("SIGKILL with no checkpoint file at all: the run is rebuilt from the log", async () => {
+  const ws = await pipelineWorkspace();
+  const killed = await runAgent(
+    ws.root,
+    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:3" },
+  );
+  assert.notEqual(killed.code, 0);
+  const runId = await onlyRunId(ws.runDir);
+  await Deno.remove(join(ws.runDir, `${runId}.checkpoint.json`));
+  const { committed } = await resumeAndCheck(ws);
+  assert.equal(committed, 2);
 });
 
 Deno.test("SIGKILL in the middle of a log append: the torn line is cut off on resume", async () => {
@@ -194,7 +241,7 @@ Deno.test("a crash before the first checkpoint is a clear error, never a silent 
   assert.match(show.stdout, /No checkpoint: the process stopped before the run's first checkpoint/);
 });
 
-Deno.test("SIGKILL before the first checkpoint's rename: its complete temp file is the checkpoint", async () => {
+Deno.test("SIGKILL before the first cache write's rename: its complete temp file is read", async () => {
   const ws = await pipelineWorkspace();
   const killed = await runAgent(
     ws.root,
@@ -216,7 +263,7 @@ Deno.test("two concurrent resumes of one run: exactly one proceeds", async () =>
   const killed = await runAgent(
     ws.root,
     ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-renamed:2" },
+    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:2" },
   );
   assert.notEqual(killed.code, 0);
   const runId = await onlyRunId(ws.runDir);

@@ -32,7 +32,9 @@ Deno.test("maxRuns keeps the newest runs and never prunes a driven, interrupted 
   await record(plain, "d06-broken", "completed", 6);
   await record(plain, "d07-done", "completed", 7);
   await record(plain, "d08-done", "completed", 8);
+  // Unreadable: the checkpoint file alone would be rebuilt from the log's checkpoint line.
   await Deno.writeTextFile(join(dir, "d06-broken.checkpoint.json"), "{");
+  await Deno.writeTextFile(join(dir, "d06-broken.jsonl"), "{\n");
   // d05 is being driven by someone (its lock is held) when the new run starts.
   const other = new FileRunStore(dir);
   const driving = await other.lock("d05-driven");
@@ -48,9 +50,9 @@ Deno.test("maxRuns keeps the newest runs and never prunes a driven, interrupted 
     // the new run (no files yet, so not listed) counts as one of the three kept
     "d08-done",
     "d07-done",
-    "d06-broken", // unreadable: never deleted
     "d05-driven", // locked by another process
     "d03-interrupted", // resumable
+    "d06-broken", // unreadable: never deleted (no readable date: listed last)
   ]);
   for (const gone of ["d01-done", "d02-failed", "d04-done"]) {
     for (const suffix of [".jsonl", ".checkpoint.json", ".lock"]) {

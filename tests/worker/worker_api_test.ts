@@ -1,0 +1,110 @@
+/**
+ * Workers through the API against a real PostgreSQL: a run whose job fails every attempt (here:
+ * every worker's copy of the agent differs from the submitted one) is given up by pg-boss after its
+ * retry limit, and the worker says so, once, with the run id, the attempts, the last error and what
+ * to do; a worker reuses a loaded agent only while its folder's content is unchanged.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { submitRun } from "../../src/worker/submit.ts";
+import { startWorker } from "../../src/worker/worker.ts";
+import { writeAgent } from "../flow/fixtures.ts";
+import { pipelineFiles, pipelineScript, pipelineWorkspace, waitFor } from "../store/helpers.ts";
+import { freshDatabase, pg } from "../store/pg_server.ts";
+
+Deno.test({
+  name: "worker: a job that fails its last attempt is reported as given up",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const { root } = await pipelineWorkspace(0);
+    const other = await Deno.makeTempDir({ prefix: "stepflow-other-" });
+    const files = pipelineFiles();
+    files.prompts["steps/complete/report/f_default.md"] = "Report briefly on {uv-topic}.";
+    await writeAgent(other, "pipeline", files);
+    const lines: string[] = [];
+    // This worker creates the queue: two attempts (1 s apart) before pg-boss gives a job up.
+    const worker = await startWorker({
+      store: db,
+      agentRoot: join(other, ".agent"),
+      pollMs: 500,
+      jobRetryLimit: 1,
+      log: (line) => void lines.push(line),
+    });
+    const store = new PostgresRunStore(db, { agent: "pipeline" });
+    try {
+      const definition = await loadAgentDefinition("pipeline", { cwd: root });
+      const runId = await submitRun(store, definition, { args: { topic: "x" } }, { url: db });
+      const gaveUp = await waitFor(
+        "the queue to give the run up",
+        () => Promise.resolve(lines.find((l) => l.includes("the queue gave it up"))),
+        20_000,
+      );
+      assert.match(
+        gaveUp,
+        new RegExp(
+          `^error: run ${runId}: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again`,
+        ),
+      );
+      assert.equal(lines.filter((l) => /was submitted with agent/.test(l)).length, 3);
+      const [run] = await store.list();
+      assert.equal(run.status, "queued");
+    } finally {
+      await worker.stop();
+      await store.close();
+      await Deno.remove(root, { recursive: true });
+      await Deno.remove(other, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "worker: an agent edited between two runs is loaded again for the second",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const { root } = await pipelineWorkspace(0);
+    const script = pipelineScript() as Record<string, { output: unknown }[]>;
+    const lines: string[] = [];
+    const worker = await startWorker({
+      store: db,
+      agentRoot: join(root, ".agent"),
+      pollMs: 500,
+      log: (line) => void lines.push(line),
+      backendFor: () =>
+        Promise.resolve(new ScriptedBackend((req) => script[req.stepId][0] as { output: unknown })),
+    });
+    const store = new PostgresRunStore(db, { agent: "pipeline" });
+    const prompt = join(root, ".agent/pipeline/prompts/steps/complete/report/f_default.md");
+    const finished = (runId: string) => async () =>
+      (await store.loadCheckpoint(runId))?.status === "completed" || undefined;
+    const closingPrompt = async (runId: string) =>
+      ((await store.readLog(runId)).findLast((e) => e.type === "step_start")?.prompt as {
+        text: string;
+      }).text;
+    try {
+      const submit = async () =>
+        await submitRun(
+          store,
+          await loadAgentDefinition("pipeline", { cwd: root }),
+          { args: { topic: "x" } },
+          { url: db },
+        );
+      const first = await submit();
+      await waitFor("the first run", finished(first), 20_000);
+      await Deno.writeTextFile(prompt, "Edited: report on {uv-topic} in one line.");
+      const second = await submit();
+      await waitFor("the second run", finished(second), 20_000);
+      assert.doesNotMatch(await closingPrompt(first), /Edited/);
+      assert.match(await closingPrompt(second), /Edited: report on x in one line\./);
+      assert.deepEqual(lines.filter((l) => l.startsWith("error")), []);
+    } finally {
+      await worker.stop();
+      await store.close();
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
