@@ -100,11 +100,16 @@ Deno.test("pause holds the run between calls; resume continues it", async () => 
   const def = await setup();
   const states: string[] = [];
   const backend = looping(5);
+  let paused = () => {};
+  const pausedOnce = new Promise<void>((resolve) => (paused = resolve));
   const runner = new StepFlowRunner(def, {
     backend,
     maxTotalIterations: 6,
     events: {
-      onPause: () => void states.push("paused"),
+      onPause: () => {
+        states.push("paused");
+        paused();
+      },
       onResume: () => void states.push("resumed"),
       onStepStart: (info) => {
         if (info.iteration === 2) runner.pause();
@@ -112,7 +117,8 @@ Deno.test("pause holds the run between calls; resume continues it", async () => 
     },
   });
   const running = runner.run({ args: { topic: "t" } });
-  await new Promise((r) => setTimeout(r, 80));
+  // Wait for the pause itself, not for a fixed time: a loaded machine may take longer to get there.
+  await pausedOnce;
   assert.equal(runner.state, "paused");
   const callsWhilePaused = backend.calls.length;
   assert.equal(callsWhilePaused, 1); // iteration 2 waits before its call
