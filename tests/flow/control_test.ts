@@ -175,7 +175,9 @@ Deno.test("runTimeoutMs ends the run timeout; stepTimeoutMs fails a slow call", 
   let timedOut = 0;
   const result = await new StepFlowRunner(def, {
     backend: looping(20),
-    runTimeoutMs: 120,
+    maxTotalIterations: 10_000,
+    // Long enough for two 20 ms calls on a loaded machine, short enough to keep the test quick.
+    runTimeoutMs: 400,
     events: { onTimeout: () => void timedOut++ },
   }).run({ args: { topic: "t" } });
   assert.equal(result.completionReason, "timeout");
