@@ -17,6 +17,18 @@
 export { errorMessage, StepflowError, UsageError } from "./src/errors.ts";
 export * from "./src/events/mod.ts";
 export * from "./src/llm/mod.ts";
+export {
+  ANSWER_EXCERPT_CHARS,
+  type AnswerReading,
+  type AnswerRejection,
+  askStructured,
+  type AskStructuredBaseOptions,
+  type AskStructuredOptions,
+  type AskStructuredResult,
+  MAX_OUTPUT_DEPTH,
+  type ReaskInfo,
+  type TextExcerpt,
+} from "./src/engine/mod.ts";
 export * from "./src/store/mod.ts";
 export * from "./src/prompt/mod.ts";
 // -- definition exports (owned by the definition work) --

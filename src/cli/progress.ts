@@ -16,7 +16,7 @@ import type { ExecutorEvents, RunContext, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
-import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
+import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 
 /** Where a renderer writes, and how. */
 export interface ProgressOptions {

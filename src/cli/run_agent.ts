@@ -18,7 +18,7 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
-import { boundDepth } from "../llm/ask_structured.ts";
+import { boundDepth } from "../engine/ask_structured.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {

@@ -22,7 +22,7 @@ import {
   excerpt,
   PROMPT_EXCERPT_CHARS,
   type ReaskInfo,
-} from "../llm/ask_structured.ts";
+} from "../engine/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
 import { sleep } from "../llm/scripted.ts";
 import { createBackend } from "../llm/factory.ts";

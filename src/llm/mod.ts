@@ -1,23 +1,13 @@
 /**
  * LLM backends: the interface, the scripted backend, the real backends (`claude-code`,
  * `anthropic`, `openai`), the backend factory, the shared retry policy, and structured-output
- * extraction. No SDK is imported here: each real backend loads its SDK on its first call.
+ * extraction (the re-ask path that uses it is in the engine kit, `src/engine/`). No SDK is imported here: each real backend loads its SDK on its first call.
  *
  * @module
  */
 export * from "./types.ts";
 export * from "./scripted.ts";
 export * from "./structured_output.ts";
-export {
-  ANSWER_EXCERPT_CHARS,
-  type AnswerRejection,
-  askStructured,
-  type AskStructuredOptions,
-  type AskStructuredResult,
-  MAX_OUTPUT_DEPTH,
-  type ReaskInfo,
-  type TextExcerpt,
-} from "./ask_structured.ts";
 export * from "./script_file.ts";
 // -- real backends --
 export {

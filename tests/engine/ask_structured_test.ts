@@ -6,7 +6,7 @@ import {
   excerpt,
   judgeAnswer,
   MAX_OUTPUT_DEPTH,
-} from "../../src/llm/ask_structured.ts";
+} from "../../src/engine/ask_structured.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 
 /** `[[[…]]]` `depth` levels deep, built without recursion. */

@@ -1,0 +1,45 @@
+/**
+ * The engine kit: the parts the four engines (the step-flow runner, the PlanSpec runner, tool
+ * plans, QPlan) share and that call a model or drive a step — the one structured-output path with
+ * its one re-ask prompt, and the one renderer of the built-in prompt templates.
+ *
+ * @example
+ * ```ts
+ * import { askStructured } from "./mod.ts";
+ * import { ScriptedBackend } from "../llm/scripted.ts";
+ * const backend = new ScriptedBackend(['{"answer": 42}']);
+ * const asked = await askStructured({
+ *   request: { kind: "step", agent: "demo", stepId: "ask", iteration: 1, prompt: "Answer.", cwd: "." },
+ *   call: (request) => backend.complete(request),
+ *   validate: () => [],
+ * });
+ * console.log(asked.ok); // true
+ * ```
+ *
+ * @module
+ */
+export {
+  ANSWER_EXCERPT_CHARS,
+  type AnswerReading,
+  type AnswerRejection,
+  askStructured,
+  type AskStructuredBaseOptions,
+  type AskStructuredOptions,
+  type AskStructuredResult,
+  boundDepth,
+  exceedsDepth,
+  excerpt,
+  EXPECTED_JSON,
+  judgeAnswer,
+  MAX_ERRORS_SHOWN,
+  MAX_OUTPUT_DEPTH,
+  PROMPT_EXCERPT_CHARS,
+  readJsonAnswer,
+  type ReaskInfo,
+  reaskPrompt,
+  rejectAnswer,
+  SCHEMA_MISMATCH,
+  type TextExcerpt,
+} from "./ask_structured.ts";
+// The backend contract's types that appear in these signatures.
+export type { LlmRequest, LlmRequestKind, LlmResponse, LlmUsage } from "../llm/types.ts";
