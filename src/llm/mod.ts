@@ -1,7 +1,8 @@
 /**
  * LLM backends: the interface, the scripted backend, the real backends (`claude-code`,
  * `anthropic`, `openai`), the backend factory, the shared retry policy, and structured-output
- * extraction (the re-ask path that uses it is in the engine kit, `src/engine/`). No SDK is imported here: each real backend loads its SDK on its first call.
+ * extraction (the re-ask path that uses it is the engine kit's, `src/engine/`). No SDK is
+ * imported here: each real backend loads its SDK on its first call.
  *
  * @module
  */

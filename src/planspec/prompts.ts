@@ -21,8 +21,6 @@ export interface PlanPrompts {
   reflect: string;
   /** End-of-round re-planning. Variables: `goal`, `round`, `max_rounds`, `issues`, `plan_state`, `history`. */
   replan: string;
-  /** Re-ask after an invalid answer. Variables: `errors`, `previous`. */
-  reask: string;
 }
 
 /** The names of the built-in prompts. */
@@ -33,7 +31,6 @@ export const PLAN_PROMPT_NAMES: readonly (keyof PlanPrompts)[] = [
   "step",
   "reflect",
   "replan",
-  "reask",
 ];
 
 const cache = new Map<string, Promise<string>>();
@@ -68,8 +65,29 @@ async function readPrompt(url: URL): Promise<string> {
   }
 }
 
-/** Loads every built-in prompt, replacing those given in `overrides`. */
+/**
+ * Loads every built-in prompt, replacing those given in `overrides`.
+ *
+ * @throws {StepflowError} `USAGE` when `overrides` names a prompt that does not exist (`reask`
+ * included: every engine re-asks with the one prompt of the engine kit)
+ */
 export async function loadPlanPrompts(overrides: Partial<PlanPrompts> = {}): Promise<PlanPrompts> {
+  const unknown = Object.keys(overrides).filter((name) =>
+    !(PLAN_PROMPT_NAMES as readonly string[]).includes(name)
+  );
+  if (unknown.length > 0) {
+    throw new StepflowError(
+      "USAGE",
+      `prompts: no PlanSpec prompt is named ${unknown.map((n) => `"${n}"`).join(", ")} (known: ${
+        PLAN_PROMPT_NAMES.join(", ")
+      })${
+        unknown.includes("reask")
+          ? "; re-asks use the one re-ask prompt every engine shares, which is not a template"
+          : ""
+      }. Remove it from the prompt overrides.`,
+      { details: { unknown: [...unknown] } },
+    );
+  }
   const entries = await Promise.all(
     PLAN_PROMPT_NAMES.map(async (name) => [name, overrides[name] ?? await loadBuiltinPrompt(name)]),
   );

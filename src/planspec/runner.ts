@@ -4,8 +4,14 @@ import { StepflowError } from "../errors.ts";
 import { isSpanOf } from "../unicode_span.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunState, StepInfo as EventStepInfo } from "../events/types.ts";
-import { extractJson } from "../llm/structured_output.ts";
-import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import {
+  type AnswerReading,
+  askStructured,
+  readJsonAnswer,
+  rejectAnswer,
+  SCHEMA_MISMATCH,
+} from "../engine/ask_structured.ts";
+import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import {
   assertLockHeld,
   type HeldFileLock,
@@ -529,55 +535,37 @@ export class PlanRunner {
     };
   }
 
-  /** A structured call with one re-ask on invalid output. */
+  /**
+   * A structured call on the shared re-ask path: the JSON answer parsed by `schema`, then checked
+   * by `extraCheck`, re-asked once when either finds a problem.
+   */
   async #structured<T>(
     stepId: string,
     prompt: string,
     schema: z.ZodType<T>,
     extraCheck: (value: T) => string[] = () => [],
   ): Promise<{ ok: true; value: T } | { ok: false; errors: string[] }> {
-    const jsonSchema = z.toJSONSchema(schema) as Record<string, unknown>;
-    let errors: string[] = [];
-    let previous = "";
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const request = this.#request(
-        stepId,
-        attempt === 1 ? prompt : this.#reaskPrompt(prompt, errors, previous),
-        attempt === 1 ? "step" : "reask",
-      );
-      request.outputSchema = jsonSchema;
-      const response = await this.#backend.complete(request, { signal: this.#options.signal });
-      previous = response.text;
-      let value = response.structuredOutput;
-      if (value === undefined) {
-        const extracted = extractJson(response.text);
-        if (extracted.ok) value = extracted.value;
-      }
-      if (value === undefined) {
-        errors = ["the answer holds no JSON object"];
-        continue;
-      }
-      const parsed = schema.safeParse(value);
-      if (!parsed.success) {
-        errors = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-        continue;
-      }
-      errors = extraCheck(parsed.data);
-      if (errors.length === 0) return { ok: true, value: parsed.data };
-    }
-    return { ok: false, errors };
+    const request = this.#request(stepId, prompt);
+    request.outputSchema = z.toJSONSchema(schema) as Record<string, unknown>;
+    const asked = await askStructured({
+      request,
+      call: (req) => this.#backend.complete(req, { signal: this.#options.signal }),
+      read: (response) => readTyped(response, schema, extraCheck),
+    });
+    if (asked.ok) return { ok: true, value: asked.value };
+    return { ok: false, errors: asked.errors.length > 0 ? asked.errors : [asked.reason] };
   }
 
   async #text(stepId: string, prompt: string): Promise<string> {
-    const response = await this.#backend.complete(this.#request(stepId, prompt, "step"), {
+    const response = await this.#backend.complete(this.#request(stepId, prompt), {
       signal: this.#options.signal,
     });
     return response.text;
   }
 
-  #request(stepId: string, prompt: string, kind: "step" | "reask"): LlmRequest {
+  #request(stepId: string, prompt: string): LlmRequest {
     const request: LlmRequest = {
-      kind,
+      kind: "step",
       agent: "planspec",
       stepId,
       iteration: this.#round,
@@ -586,15 +574,6 @@ export class PlanRunner {
     };
     if (this.#options.model) request.model = this.#options.model;
     return request;
-  }
-
-  #reaskPrompt(prompt: string, errors: string[], previous: string): string {
-    return `${prompt}\n\n---\n\n${
-      fillTemplate(this.#prompts!.reask, {
-        errors: errors.map((e) => `- ${e}`).join("\n"),
-        previous: truncate(previous, 4000),
-      })
-    }`;
   }
 
   /** Step reflection: decide what to do about a non-OK step. */
@@ -780,33 +759,35 @@ export class PlanRunner {
       description: container.description,
       reason: reason || "(no reason given)",
     });
-    let errors: string[] = [];
-    let previous = "";
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const text = await this.#text(
-        PLAN_RUN_STEP_IDS.children(stepId),
-        attempt === 1 ? prompt : this.#reaskPrompt(prompt, errors, previous),
-      );
-      previous = text;
-      const parsed = parseChildren(text, stepId);
-      if (typeof parsed === "string") {
-        errors = [parsed];
-        continue;
-      }
-      const check = planErrors(validatePlan({ ...this.#plan, steps: parsed }));
-      if (check.length > 0) {
-        errors = check;
-        continue;
-      }
-      replaceChildren(this.#plan, stepId, parsed);
-      this.#log(`step ${stepId}: ${parsed.length} new sub-step(s) written`);
+    const asked = await askStructured({
+      request: this.#request(PLAN_RUN_STEP_IDS.children(stepId), prompt),
+      call: (req) => this.#backend.complete(req, { signal: this.#options.signal }),
+      read: (response) => this.#readChildren(response.text, stepId),
+      expected: `the corrected sub-steps of step ${stepId}, one step line each ` +
+        `("${stepId}.1. [act] description → outputs")`,
+    });
+    if (asked.ok) {
+      replaceChildren(this.#plan, stepId, asked.value);
+      this.#log(`step ${stepId}: ${asked.value.length} new sub-step(s) written`);
       await this.#save();
       return "";
     }
+    const errors = asked.errors.length > 0 ? asked.errors : [asked.reason];
     const message = `REPLAN ${stepId}: new children invalid after a re-ask: ${errors.join("; ")}`;
     this.#mark(container, "BLOCKED", oneLine(message));
     this.#log(message);
     return message;
+  }
+
+  /** The new children of container `stepId` in an answer, checked against the whole plan. */
+  #readChildren(text: string, stepId: string): AnswerReading<PlanStep[]> {
+    const parsed = parseChildren(text, stepId);
+    if (typeof parsed === "string") {
+      return { ok: false, rejection: rejectAnswer(CHILDREN_REJECTED, [parsed]) };
+    }
+    const check = planErrors(validatePlan({ ...this.#plan, steps: parsed }));
+    if (check.length > 0) return { ok: false, rejection: rejectAnswer(CHILDREN_REJECTED, check) };
+    return { ok: true, value: parsed };
   }
 
   /** `REPLAN ALL`: a new plan replaces the current one (in place). */
@@ -820,7 +801,6 @@ export class PlanRunner {
     try {
       const generated = await requestPlan(
         prompt,
-        this.#prompts!.reask,
         PLAN_RUN_STEP_IDS.regenerate,
         {
           backend: this.#backend,
@@ -1120,6 +1100,28 @@ function unresolved(plan: PlanSpec): string[] {
     }
   });
   return issues.length > 0 ? issues : ["- (no blocked or unfinished step is listed)"];
+}
+
+/** Why new children were rejected, as the re-ask says it. */
+const CHILDREN_REJECTED = "your sub-steps could not be used";
+
+/**
+ * Reads a JSON answer the shared way, then parses it with a zod schema (the parsed value, with
+ * unknown keys dropped, is what the run uses) and checks it with `extraCheck`.
+ */
+function readTyped<T>(
+  response: LlmResponse,
+  schema: z.ZodType<T>,
+  extraCheck: (value: T) => string[],
+): AnswerReading<T> {
+  const read = readJsonAnswer(response);
+  if (!read.ok) return read;
+  const parsed = schema.safeParse(read.value);
+  const errors = parsed.success
+    ? extraCheck(parsed.data)
+    : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+  if (errors.length > 0) return { ok: false, rejection: rejectAnswer(SCHEMA_MISMATCH, errors) };
+  return { ok: true, value: parsed.data! };
 }
 
 /** Parses the children an LLM wrote for container `stepId`, numbered `<id>.k` or from 1. */
