@@ -5,9 +5,15 @@
  * @module
  */
 import { z } from "zod";
+import {
+  type AnswerReading,
+  askStructured,
+  readJsonAnswer,
+  rejectAnswer,
+  SCHEMA_MISMATCH,
+} from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import type { LlmBackend, LlmRequest } from "../llm/types.ts";
-import { extractJson } from "../llm/structured_output.ts";
+import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
 import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";
@@ -70,52 +76,45 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
     string,
     unknown
   >;
+  const req: LlmRequest = {
+    kind: "step",
+    agent: "plan",
+    stepId: RECOVER_STEP_ID,
+    iteration: request.attempt,
+    prompt,
+    outputSchema: decisionSchema,
+    cwd: request.cwd,
+  };
+  if (request.model) req.model = request.model;
+  // The last answer's every problem, for the error (the re-ask quotes the first few).
   let problems: string[] = [];
-  for (let round = 1; round <= 2; round++) {
-    const req: LlmRequest = {
-      kind: round === 1 ? "step" : "reask",
-      agent: "plan",
-      stepId: RECOVER_STEP_ID,
-      iteration: request.attempt,
-      prompt: round === 1 ? prompt : `${prompt}\n\n${reaskText(problems)}`,
-      outputSchema: decisionSchema,
-      cwd: request.cwd,
-    };
-    if (request.model) req.model = request.model;
-    let raw: unknown;
-    try {
-      const res = await request.backend.complete(req, { signal: request.signal });
-      raw = res.structuredOutput;
-      if (raw === undefined) {
-        const extracted = extractJson(res.text);
-        if (!extracted.ok) {
-          problems = [`the answer holds no JSON object (${extracted.reason})`];
-          continue;
-        }
-        raw = extracted.value;
+  const asked = await askStructured({
+    request: req,
+    call: async (call) => {
+      try {
+        return await request.backend.complete(call, { signal: request.signal });
+      } catch (error) {
+        request.signal?.throwIfAborted();
+        throw new StepflowError(
+          "RECOVERY_FAILED",
+          `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { cause: error, details: { stepId: request.step.id } },
+        );
       }
-    } catch (error) {
-      request.signal?.throwIfAborted();
-      throw new StepflowError(
-        "RECOVERY_FAILED",
-        `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-        { cause: error, details: { stepId: request.step.id } },
-      );
-    }
-    const parsed = RecoveryDecisionSchema.safeParse(raw);
-    if (!parsed.success) {
-      problems = parsed.error.issues.map(formatIssue);
-      continue;
-    }
-    const decision = parsed.data;
-    problems = shapeProblems(decision);
-    if (problems.length > 0) continue;
-    const checked = request.check?.(decision) ?? { ok: true };
-    if (checked.ok) return decision;
-    problems = checked.problems;
-  }
+    },
+    read: (response) => {
+      const read = readDecision(response, request.check);
+      if (!read.ok) {
+        const { reason, errors } = read.rejection;
+        problems = errors.length > 0 ? errors : [reason];
+        return { ok: false, rejection: rejectAnswer(reason, errors) };
+      }
+      return read;
+    },
+  });
+  if (asked.ok) return asked.value;
   throw new StepflowError(
     "RECOVERY_FAILED",
     `Recovery of step "${request.step.id}" failed: the answer was unusable twice:\n  ${
@@ -125,17 +124,40 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
   );
 }
 
+/** Why a decision that parses but cannot be applied was rejected, as the re-ask says it. */
+const DECISION_REJECTED = "your decision could not be used";
+
+/** The decision in an answer, parsed and checked; a rejection lists every problem. */
+function readDecision(
+  response: LlmResponse,
+  check: RecoveryCheck | undefined,
+): AnswerReading<RecoveryDecision> {
+  const read = readJsonAnswer(response);
+  if (!read.ok) return read;
+  const parsed = RecoveryDecisionSchema.safeParse(read.value);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      rejection: { reason: SCHEMA_MISMATCH, errors: parsed.error.issues.map(formatIssue) },
+    };
+  }
+  const decision = parsed.data;
+  const shape = shapeProblems(decision);
+  if (shape.length > 0) {
+    return { ok: false, rejection: { reason: DECISION_REJECTED, errors: shape } };
+  }
+  const checked = check?.(decision) ?? { ok: true };
+  if (!checked.ok) {
+    return { ok: false, rejection: { reason: DECISION_REJECTED, errors: checked.problems } };
+  }
+  return { ok: true, value: decision };
+}
+
 function shapeProblems(decision: RecoveryDecision): string[] {
   if (decision.action === "insert" && (!decision.steps || decision.steps.length === 0)) {
     return ['action "insert" needs a non-empty "steps" list'];
   }
   return [];
-}
-
-function reaskText(problems: readonly string[]): string {
-  return `Your previous answer could not be used:\n- ${
-    problems.join("\n- ")
-  }\nAnswer again with one corrected JSON object.`;
 }
 
 /** One line per step: `- id [status] tool — description (after: deps)`, at most 200 lines. */
