@@ -41,5 +41,6 @@ export {
   SCHEMA_MISMATCH,
   type TextExcerpt,
 } from "./ask_structured.ts";
+export { readBuiltinPrompt, renderPromptTemplate } from "./prompt_template.ts";
 // The backend contract's types that appear in these signatures.
 export type { LlmRequest, LlmRequestKind, LlmResponse, LlmUsage } from "../llm/types.ts";

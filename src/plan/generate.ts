@@ -16,7 +16,8 @@ import {
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { stepFromNew } from "./new_step.ts";
-import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
+import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, GeneratedPlanSchema } from "./schema.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, Step } from "./types.ts";
 import { checkSteps } from "./validate.ts";
@@ -105,7 +106,7 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
   }
   const root = options.workspaceRoot ?? Deno.cwd();
   const snapshot = options.workspaceSnapshot ?? await snapshotWorkspace(root);
-  const prompt = renderTemplate(await loadPlanPrompt("generate"), {
+  const prompt = renderPromptTemplate(await loadPlanPrompt("generate"), {
     task: description,
     workspace: snapshot || "(empty)",
     tools: formatToolList(options.tools.describe()),
@@ -163,7 +164,7 @@ export async function revisePlan(
   }
   const root = options.workspaceRoot ?? Deno.cwd();
   const snapshot = options.workspaceSnapshot ?? await snapshotWorkspace(root);
-  const prompt = renderTemplate(await loadPlanPrompt("revise"), {
+  const prompt = renderPromptTemplate(await loadPlanPrompt("revise"), {
     task: plan.task ?? "(not recorded: infer it from the plan)",
     workspace: snapshot || "(empty)",
     tools: formatToolList(options.tools.describe()),

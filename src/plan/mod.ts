@@ -90,7 +90,9 @@ export {
 } from "./edit.ts";
 export { formatArgs, renderPlanReview, type ReviewOptions } from "./review.ts";
 export { readPlanFile, resetPlan, writePlanFile } from "./plan_file.ts";
-export { formatToolList, loadPlanPrompt, type PlanPromptName, renderTemplate } from "./prompts.ts";
+export { formatToolList, loadPlanPrompt, type PlanPromptName } from "./prompts.ts";
+// The one renderer of the built-in prompts (`{name}` placeholders), under its tool-plan name.
+export { renderPromptTemplate as renderTemplate } from "../engine/prompt_template.ts";
 export { createPlanTools, type PlanArgSchema, type PlanTool, type PlanToolbox } from "./tools.ts";
 export type { BuiltinToolOptions } from "../tools/builtin.ts";
 export type { HttpToolOptions } from "../tools/builtin_http.ts";

@@ -14,7 +14,8 @@ import {
 } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
-import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
+import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
 import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";
 
@@ -58,7 +59,7 @@ let decisionSchema: Record<string, unknown> | undefined;
  */
 export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDecision> {
   const template = await loadPlanPrompt("recover");
-  const prompt = renderTemplate(template, {
+  const prompt = renderPromptTemplate(template, {
     task: request.plan.task ?? request.plan.taskId,
     description: request.step.description,
     error: request.error,

@@ -3,7 +3,8 @@ import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
-import { fillTemplate, loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
+import { loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
 import type { PlanSpec } from "./types.ts";
 import { planErrors, validatePlan } from "./validate.ts";
 
@@ -90,7 +91,7 @@ export async function generatePlan(
   options: GeneratePlanOptions,
 ): Promise<GeneratedPlan> {
   const prompts = await loadPlanPrompts(options.prompts);
-  const prompt = fillTemplate(prompts.generate, { description: description.trim() });
+  const prompt = renderPromptTemplate(prompts.generate, { description: description.trim() });
   return await requestPlan(prompt, GENERATE_STEP_ID, options);
 }
 

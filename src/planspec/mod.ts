@@ -103,7 +103,9 @@ export {
   generatePlan,
   type GeneratePlanOptions,
 } from "./generate.ts";
-export { fillTemplate, loadPlanPrompts, PLAN_PROMPT_NAMES, type PlanPrompts } from "./prompts.ts";
+export { loadPlanPrompts, PLAN_PROMPT_NAMES, type PlanPrompts } from "./prompts.ts";
+// The one renderer of the built-in prompts (`{name}` placeholders), under its PlanSpec name.
+export { renderPromptTemplate as fillTemplate } from "../engine/prompt_template.ts";
 export { type PlanHistoryEntry, type PlanHistoryKind, readHistory } from "./history.ts";
 export {
   PLAN_RUN_STEP_IDS,

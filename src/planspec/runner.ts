@@ -22,7 +22,8 @@ import { applyCommand, formatPlanCommand, parsePlanCommands } from "./commands.t
 import { requestPlan } from "./generate.ts";
 import { appendHistory, type PlanHistoryEntry, readHistory } from "./history.ts";
 import { parseStepLines } from "./parse.ts";
-import { fillTemplate, loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
+import { loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
 import {
   type Reflection,
   ReflectionSchema,
@@ -517,7 +518,7 @@ export class PlanRunner {
 
   async #executeStep(step: PlanStep): Promise<StepOutput> {
     const schema = stepOutputSchema(step);
-    const prompt = fillTemplate(this.#prompts!.step, this.#stepVariables(step));
+    const prompt = renderPromptTemplate(this.#prompts!.step, this.#stepVariables(step));
     const needsBranch = step.stepType === "decide" && step.children.length > 0;
     const answer = await this.#structured(
       PLAN_RUN_STEP_IDS.step(step.stepId),
@@ -591,7 +592,7 @@ export class PlanRunner {
     }
     const answer = await this.#structured(
       PLAN_RUN_STEP_IDS.reflect(step.stepId),
-      fillTemplate(this.#prompts!.reflect, {
+      renderPromptTemplate(this.#prompts!.reflect, {
         goal: this.#goalText(),
         step_id: step.stepId,
         description: step.description,
@@ -751,7 +752,7 @@ export class PlanRunner {
   async #regenerateChildren(stepId: string, reason: string): Promise<string> {
     const container = findById(this.#plan, stepId);
     if (!container) return `REPLAN ${stepId}: step vanished`;
-    const prompt = fillTemplate(this.#prompts!.children, {
+    const prompt = renderPromptTemplate(this.#prompts!.children, {
       goal: this.#goalText(),
       plan_state: serializePlan(this.#plan, { fold: true }),
       step_id: stepId,
@@ -792,7 +793,7 @@ export class PlanRunner {
 
   /** `REPLAN ALL`: a new plan replaces the current one (in place). */
   async #regenerateAll(reason: string): Promise<{ ok: true } | { ok: false; error: string }> {
-    const prompt = fillTemplate(this.#prompts!.regenerate, {
+    const prompt = renderPromptTemplate(this.#prompts!.regenerate, {
       goal: this.#goalText(),
       reason: reason || "(no reason given)",
       plan_state: serializePlan(this.#plan, { fold: true }),
@@ -830,7 +831,7 @@ export class PlanRunner {
     this.#log(`round ${this.#round} not converged (${issues.length} issue(s)); re-planning`);
     const text = await this.#text(
       PLAN_RUN_STEP_IDS.replan,
-      fillTemplate(this.#prompts!.replan, {
+      renderPromptTemplate(this.#prompts!.replan, {
         goal: this.#goalText(),
         round: String(this.#round),
         max_rounds: String(this.#options.maxRounds ?? 3),
