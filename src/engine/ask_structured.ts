@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { z } from "zod";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 
@@ -315,6 +316,58 @@ export function readJsonAnswer(
     };
   }
   return { ok: true, value };
+}
+
+/** How {@linkcode readSchemaAnswer} words and checks what the schema accepted. */
+export interface SchemaAnswerOptions<T> {
+  /** One finding per schema issue, e.g. `steps[1].tool: Required`. */
+  formatIssue: (issue: { path: PropertyKey[]; message: string }) => string;
+  /** Checks the parsed value further; returns the problems (empty when it is usable). */
+  check?: (value: T) => string[];
+  /** The reason given for `check`'s problems (default {@linkcode SCHEMA_MISMATCH}). */
+  checkReason?: string;
+  /** Nesting limit (default {@linkcode MAX_OUTPUT_DEPTH}). */
+  maxDepth?: number;
+}
+
+/**
+ * A JSON answer read the shared way ({@linkcode readJsonAnswer}), then parsed by a zod schema —
+ * the parsed value (defaults applied, unknown keys dropped) is what the caller gets — and checked
+ * by `options.check`. For engines whose answers are typed by a zod schema rather than a JSON
+ * Schema validator.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { readSchemaAnswer } from "./ask_structured.ts";
+ * const read = readSchemaAnswer({ text: '{"n": "one"}' }, z.object({ n: z.number() }), {
+ *   formatIssue: (i) => `${i.path.join(".")}: ${i.message}`,
+ * });
+ * console.log(read.ok); // false
+ * ```
+ */
+export function readSchemaAnswer<T>(
+  response: LlmResponse,
+  schema: z.ZodType<T>,
+  options: SchemaAnswerOptions<T>,
+): AnswerReading<T> {
+  const read = readJsonAnswer(response, options.maxDepth);
+  if (!read.ok) return read;
+  const parsed = schema.safeParse(read.value);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      rejection: rejectAnswer(SCHEMA_MISMATCH, parsed.error.issues.map(options.formatIssue)),
+    };
+  }
+  const problems = options.check?.(parsed.data) ?? [];
+  if (problems.length > 0) {
+    return {
+      ok: false,
+      rejection: rejectAnswer(options.checkReason ?? SCHEMA_MISMATCH, problems),
+    };
+  }
+  return { ok: true, value: parsed.data };
 }
 
 /**

@@ -35,10 +35,12 @@ export {
   MAX_OUTPUT_DEPTH,
   PROMPT_EXCERPT_CHARS,
   readJsonAnswer,
+  readSchemaAnswer,
   type ReaskInfo,
   reaskPrompt,
   rejectAnswer,
   SCHEMA_MISMATCH,
+  type SchemaAnswerOptions,
   type TextExcerpt,
 } from "./ask_structured.ts";
 export { readBuiltinPrompt, renderPromptTemplate } from "./prompt_template.ts";

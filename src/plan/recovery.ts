@@ -5,15 +5,9 @@
  * @module
  */
 import { z } from "zod";
-import {
-  type AnswerReading,
-  askStructured,
-  readJsonAnswer,
-  rejectAnswer,
-  SCHEMA_MISMATCH,
-} from "../engine/ask_structured.ts";
+import { askStructured, readSchemaAnswer } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
+import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
@@ -87,8 +81,6 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
     cwd: request.cwd,
   };
   if (request.model) req.model = request.model;
-  // The last answer's every problem, for the error (the re-ask quotes the first few).
-  let problems: string[] = [];
   const asked = await askStructured({
     request: req,
     call: async (call) => {
@@ -105,17 +97,20 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
         );
       }
     },
-    read: (response) => {
-      const read = readDecision(response, request.check);
-      if (!read.ok) {
-        const { reason, errors } = read.rejection;
-        problems = errors.length > 0 ? errors : [reason];
-        return { ok: false, rejection: rejectAnswer(reason, errors) };
-      }
-      return read;
-    },
+    read: (response) =>
+      readSchemaAnswer(response, RecoveryDecisionSchema, {
+        formatIssue,
+        check: (decision) => {
+          const shape = shapeProblems(decision);
+          if (shape.length > 0) return shape;
+          const checked = request.check?.(decision) ?? { ok: true };
+          return checked.ok ? [] : checked.problems;
+        },
+        checkReason: DECISION_REJECTED,
+      }),
   });
   if (asked.ok) return asked.value;
+  const problems = asked.errors.length > 0 ? asked.errors : [asked.reason];
   throw new StepflowError(
     "RECOVERY_FAILED",
     `Recovery of step "${request.step.id}" failed: the answer was unusable twice:\n  ${
@@ -127,32 +122,6 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
 
 /** Why a decision that parses but cannot be applied was rejected, as the re-ask says it. */
 const DECISION_REJECTED = "your decision could not be used";
-
-/** The decision in an answer, parsed and checked; a rejection lists every problem. */
-function readDecision(
-  response: LlmResponse,
-  check: RecoveryCheck | undefined,
-): AnswerReading<RecoveryDecision> {
-  const read = readJsonAnswer(response);
-  if (!read.ok) return read;
-  const parsed = RecoveryDecisionSchema.safeParse(read.value);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      rejection: { reason: SCHEMA_MISMATCH, errors: parsed.error.issues.map(formatIssue) },
-    };
-  }
-  const decision = parsed.data;
-  const shape = shapeProblems(decision);
-  if (shape.length > 0) {
-    return { ok: false, rejection: { reason: DECISION_REJECTED, errors: shape } };
-  }
-  const checked = check?.(decision) ?? { ok: true };
-  if (!checked.ok) {
-    return { ok: false, rejection: { reason: DECISION_REJECTED, errors: checked.problems } };
-  }
-  return { ok: true, value: decision };
-}
 
 function shapeProblems(decision: RecoveryDecision): string[] {
   if (decision.action === "insert" && (!decision.steps || decision.steps.length === 0)) {

@@ -107,13 +107,13 @@ export { loadPlanPrompts, PLAN_PROMPT_NAMES, type PlanPrompts } from "./prompts.
 // The one renderer of the built-in prompts (`{name}` placeholders), under its PlanSpec name.
 export { renderPromptTemplate as fillTemplate } from "../engine/prompt_template.ts";
 export { type PlanHistoryEntry, type PlanHistoryKind, readHistory } from "./history.ts";
+export { PlanRunner } from "./runner.ts";
 export {
   PLAN_RUN_STEP_IDS,
-  PlanRunner,
   type PlanRunnerOptions,
   type PlanRunResult,
   type PlanRunStatus,
-} from "./runner.ts";
+} from "./run_types.ts";
 export type {
   Reflection,
   ReflectionDecision,
