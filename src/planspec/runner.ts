@@ -354,7 +354,7 @@ export class PlanRunner {
     }
     if (output.status === "OK") {
       const missing = step.outputs.filter((name) =>
-        isVariableName(name) && !(name in (output.outputs ?? {}))
+        isVariableName(name) && !Object.hasOwn(output.outputs ?? {}, name)
       );
       if (missing.length > 0 && step.stepType !== "decide") {
         output = {

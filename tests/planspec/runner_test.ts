@@ -510,3 +510,18 @@ Deno.test("plan run: an abort signal ends the run as aborted", async () => {
   assert.equal(result.status, "aborted");
   assert.equal(plan.steps[0].status, "active");
 });
+
+Deno.test("plan run: an output named like an Object method is missing until the answer has it", async () => {
+  const plan = parsePlan("Goal: g\n## Steps\n1. [act] Build it → constructor\n");
+  const backend = new ScriptedBackend({
+    "planspec.step.1": [ok("built", {}), ok("built", { constructor: "x" })],
+    "planspec.reflect.1": [{ output: { decision: "RETRY", reason: "the output is missing" } }],
+  });
+  const result = await new PlanRunner(plan, { backend }).run();
+  assert.equal(result.status, "completed");
+  assert.match(
+    backend.calls[1].prompt,
+    /Status: UNCERTAIN\nResult: built \(declared outputs not returned: constructor\)/,
+  );
+  assert.deepEqual(result.variables, { constructor: "x" });
+});
