@@ -13,10 +13,10 @@ import {
   rejectAnswer,
   SCHEMA_MISMATCH,
 } from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { stepFromNew } from "./new_step.ts";
-import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, GeneratedPlanSchema } from "./schema.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, Step } from "./types.ts";

@@ -6,9 +6,9 @@
  */
 import { z } from "zod";
 import { askStructured, readSchemaAnswer } from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
-import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
 import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";

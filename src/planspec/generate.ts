@@ -1,9 +1,9 @@
 import { type AnswerReading, askStructured, rejectAnswer } from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
-import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
 import type { PlanSpec } from "./types.ts";
 import { planErrors, validatePlan } from "./validate.ts";
@@ -96,10 +96,10 @@ export async function generatePlan(
 }
 
 /** Why a plan answer was rejected, as the re-ask says it. */
-export const PLAN_REJECTED = "your plan is not a valid PlanSpec plan";
+const PLAN_REJECTED = "your plan is not a valid PlanSpec plan";
 
 /** What the re-ask of a plan-writing call asks for. */
-export const EXPECTED_PLAN =
+const EXPECTED_PLAN =
   "the whole corrected plan in the PlanSpec format (a `Goal:` line, `## Steps`, step lines)";
 
 /**
