@@ -1,6 +1,12 @@
 /**
  * stepflow — run LLM agents as declarative step flows.
  *
+ * This entry point holds what a program that runs agents needs: loading and checking agent
+ * definitions, the runner and its options and result, the LLM backends (scripted for tests, the
+ * real ones, and the contract to write your own), the event handlers' vocabulary, the run stores,
+ * and the error classes. Tool plans, PlanSpec, QPlan, the CLIs and the workers have their own
+ * entry points (`@stepflow/core/plan`, `/planspec`, `/qplan`, `/cli`, `/worker`).
+ *
  * @example
  * ```ts ignore
  * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
@@ -14,27 +20,155 @@
  * @module
  */
 
+// Errors: the base class with its stable `code`, and the helper that prints any thrown value.
 export { errorMessage, StepflowError, UsageError } from "./src/errors.ts";
-export * from "./src/events/mod.ts";
-export * from "./src/llm/mod.ts";
+
+// Agent definitions: load, list, check, draw; the file formats and the loaded form.
 export {
-  ANSWER_EXCERPT_CHARS,
-  type AnswerReading,
-  type AnswerRejection,
-  askStructured,
-  type AskStructuredBaseOptions,
-  type AskStructuredOptions,
-  type AskStructuredResult,
-  MAX_OUTPUT_DEPTH,
-  type ReaskInfo,
-  type TextExcerpt,
-} from "./src/engine/mod.ts";
-export * from "./src/store/mod.ts";
-export * from "./src/prompt/mod.ts";
-// -- definition exports (owned by the definition work) --
-export * from "./src/definition/mod.ts";
-// -- flow exports (owned by the runner work) --
-export * from "./src/flow/mod.ts";
-// -- backend exports (owned by the real-backends work) --
-// -- durable-run exports (owned by the durable-runs work) --
-export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./src/flow/telemetry.ts";
+  type AgentConfig,
+  type AgentDefinition,
+  AgentDefinitionError,
+  type AgentLimits,
+  AgentNotFoundError,
+  type AgentSummary,
+  type C3lPromptRef,
+  type C3lRef,
+  type CheckDefinition,
+  type CommandSpec,
+  type CompletionCondition,
+  type ErrorPolicy,
+  type FlowGraphSource,
+  type FlowStep,
+  flowToMermaid,
+  type FlowValidationInput,
+  type FlowValidationOptions,
+  type FlowValidationResult,
+  GATE_INTENTS,
+  type GateIntent,
+  generateSchemas,
+  JsonParseError,
+  listAgents,
+  loadAgentDefinition,
+  type LoadAgentOptions,
+  type OnErrorValue,
+  type OnFail,
+  type OnPass,
+  type OutputSchemaRef,
+  type ParameterDefinition,
+  type PathPromptRef,
+  type PathRef,
+  type PromptRef,
+  type PromptReference,
+  SchemaResolutionError,
+  type StepDefinition,
+  type StepKind,
+  type StepsRegistry,
+  type StepValidation,
+  type StepValidator,
+  type StructuredGate,
+  validateFlow,
+} from "./src/definition/mod.ts";
+
+// Prompts: the errors a missing or unsafe prompt raises.
+export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./src/prompt/mod.ts";
+
+// The runner.
+export {
+  type CompletionReason,
+  type HistoryEntry,
+  type RunnerState,
+  type RunOptions,
+  type RunUsage,
+  SPAN_ATTRIBUTES,
+  type StepFlowResult,
+  StepFlowRunner,
+  type StepFlowRunnerOptions,
+  TRACER_NAME,
+  tracingEnabled,
+  type Transition,
+} from "./src/flow/mod.ts";
+
+// LLM backends: the contract, the scripted backend, the real backends and the factory.
+export {
+  AnthropicBackend,
+  type AnthropicBackendOptions,
+  BACKEND_NAMES,
+  BackendError,
+  type BackendErrorCode,
+  type BackendErrorDetails,
+  type BackendName,
+  type BackendSpec,
+  ChatApiBackend,
+  type ChatBackendOptions,
+  type ChatExchangeRequest,
+  type ChatExchangeResult,
+  type ChatTurn,
+  ClaudeCodeBackend,
+  type ClaudeCodeBackendOptions,
+  type ClaudePermissionMode,
+  type ConversationLimits,
+  ConversationStore,
+  createBackend,
+  type FailureClass,
+  type FailureHints,
+  type LlmBackend,
+  type LlmCallOptions,
+  type LlmRequest,
+  type LlmRequestKind,
+  type LlmResponse,
+  type LlmUsage,
+  loadScriptFile,
+  type ModelPricing,
+  OpenAiBackend,
+  type OpenAiBackendOptions,
+  type RetryInfo,
+  type RetryListener,
+  type RetryPolicy,
+  ScriptedBackend,
+  type ScriptedEntry,
+  type ScriptedEntryObject,
+  type ScriptedResponder,
+  type ScriptedScript,
+  type SdkErrorClasses,
+  type StructuredOutputMode,
+} from "./src/llm/mod.ts";
+
+// Events: what a handler passed as `events` receives.
+export {
+  EVENT_NAMES,
+  type EventName,
+  type ExecutorEvents,
+  type RunContext,
+  type RunState,
+  type StepInfo,
+} from "./src/events/mod.ts";
+
+// Run stores: the contract, the three stores, choosing one, and printing recorded runs.
+export {
+  type AgentLoggingSource,
+  type AgentStoreSource,
+  type Durability,
+  FileRunStore,
+  type FileRunStoreOptions,
+  type FormatOptions,
+  formatRunHistory,
+  formatRunList,
+  type HistoryFormatOptions,
+  MemoryRunStore,
+  type PgConnectionOptions,
+  PostgresRunStore,
+  type PostgresRunStoreOptions,
+  readLogFrom,
+  type RunCheckpoint,
+  type RunFiles,
+  type RunLock,
+  type RunLogEntry,
+  type RunStatus,
+  type RunStore,
+  runStoreDirFor,
+  runStoreFor,
+  type RunSummary,
+  selectRunStore,
+  type SelectRunStoreOptions,
+  type SubmittedRun,
+} from "./src/store/mod.ts";

@@ -1,5 +1,5 @@
 /**
- * The dashboard's runs list over 10,000 recorded runs (issue 14: ≤ 300 ms server time):
+ * The dashboard's runs list over 10,000 recorded runs (budget: ≤ 300 ms server time):
  * - the first page, warm (the file store's summaries cached by checkpoint inode/mtime/size);
  * - a filtered deep page (status + page 40), warm;
  * - the first page of a freshly started dashboard (cold: every checkpoint parsed once; the server

@@ -107,7 +107,7 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Do not run step validators (warns each time; for scripted dry runs)",
     },
-    // -- durable-run flags (issue 4): --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
+    // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
     {
       name: "resume",
       type: "string",
@@ -132,7 +132,7 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     // -- end of durable-run flags --
-    // -- scale-out flags (issue 13): --store URL, --submit, --wait --
+    // -- scale-out flags: --store URL, --submit, --wait --
     {
       name: "store",
       type: "string",
@@ -211,7 +211,7 @@ export interface CliFlags {
   runs?: boolean;
   /** `--show RUN_ID`. */
   show?: string;
-  /** `--store URL` (issue 13). */
+  /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
   store?: string;
   /** `--submit` (set only when given). */
   submit?: boolean;

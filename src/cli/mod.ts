@@ -33,38 +33,18 @@
  *
  * @module
  */
+export { type CliIo, type CliWriter, EXIT, main } from "./run_agent.ts";
 export {
-  type CliIo,
-  type CliWriter,
-  DEFAULT_BACKEND,
-  EXIT,
-  main,
-  processIo,
-  runCli,
-  STDIN_WAIT_MS,
-} from "./run_agent.ts";
-export {
-  CLI_FLAGS,
   type CliFlags,
   type CommandLine,
-  type FlagSpec,
-  parameterList,
   type ParameterTable,
   type ParameterValue,
   parseCommandLine,
   type ParseOptions,
-  scanCommandLine,
   usageText,
 } from "./args.ts";
-export {
-  AGENT_NAME_PLACEHOLDER,
-  DEFAULT_TEMPLATE,
-  initAgent,
-  type InitAgentOptions,
-  type InitAgentResult,
-  TEMPLATES_URL,
-} from "./init.ts";
-export { MIGRATE_USAGE, type MigrateCliResult, runMigrateCli } from "./migrate.ts";
+export { initAgent, type InitAgentOptions, type InitAgentResult } from "./init.ts";
+export { type MigrateCliResult, runMigrateCli } from "./migrate.ts";
 export { migrateClimpt, type MigratedAgent, type MigrateOptions } from "../migrate/mod.ts";
 export { type PlanCliIo, planMain } from "./plan.ts";
 export { QPLAN_EXIT, type QPlanCliIo, qplanMain } from "./qplan.ts";
@@ -75,7 +55,28 @@ export {
   type RunPlanWriter,
 } from "./run_plan.ts";
 export { type UiCliIo, uiMain } from "./ui.ts";
-export * from "../ui/mod.ts";
+export {
+  type ActionOutcome,
+  type DashboardAction,
+  type DashboardActionOptions,
+  dashboardHandler,
+  type DashboardHandlerOptions,
+  type DashboardSource,
+  discoverStores,
+  type ListedRun,
+  type NamedStore,
+  type RunCheckpoint,
+  type RunLock,
+  type RunLogEntry,
+  type RunningDashboard,
+  type RunPage,
+  type RunQuery,
+  type RunStatus,
+  type RunStore,
+  type RunSummary,
+  serveDashboard,
+  type ServeDashboardOptions,
+} from "../ui/mod.ts";
 /** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
 export type { ParameterDefinition } from "../definition/schema.ts";
 

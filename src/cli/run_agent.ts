@@ -242,7 +242,8 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   const modes = (["list", "init", "validate", "graph"] as const).filter((m) =>
     m === "init" ? scan.init !== undefined : scan[m]
   );
-  // -- durable-run commands (issue 4): --runs, --show RUN_ID, --resume RUN_ID, --redrive RUN_ID --
+  // Durable-run commands (--runs, --show, --resume, --redrive) each act on recorded runs, so at most
+  // one may be given and none with another mode (--list, --init, --validate, --graph).
   const durable = [
     scan.runs ? "--runs" : "",
     scan.show !== undefined ? "--show" : "",

@@ -1,6 +1,6 @@
 /**
  * Which `{handoff.<key>}` values are certain to be set when a step runs: a forward "must" analysis
- * over the flow graph (issue 10, item 12). A key is available at a step when every path from the
+ * over the flow graph, so that a prompt never silently renders an unset value. A key is available at a step when every path from the
  * entry step to it passes a step whose `handoffFields` hand that key off.
  *
  * @module

@@ -1,6 +1,8 @@
 /**
- * Agent definitions: the `agent.json` / `steps_registry.json` file formats, `loadAgentDefinition`,
- * load-time flow validation, the flow graph (Mermaid) and the generated JSON Schemas.
+ * Agent definitions: the `agent.json` / `steps_registry.json` file formats, `loadAgentDefinition`
+ * and `listAgents`, load-time flow validation, the flow graph (Mermaid) and the generated JSON
+ * Schemas. Normalising, step ids, JSON-with-comments parsing and output-schema resolution are the
+ * loader's business and stay in their files.
  *
  * @example
  * ```ts ignore
@@ -12,9 +14,6 @@
  *
  * @module
  */
-// Re-exported so this module's API is complete on its own (its errors extend StepflowError).
-export { StepflowError } from "../errors.ts";
-export type { C3lRef, PathRef, PromptReference } from "../prompt/c3l_path.ts";
 export {
   type AgentConfig,
   type C3lPromptRef,
@@ -36,21 +35,24 @@ export {
   type StepValidator,
   type StructuredGate,
 } from "./schema.ts";
+export type { AgentDefinition, AgentLimits, ErrorPolicy, FlowStep, StepKind } from "./types.ts";
 export {
-  checkParameters,
-  parameterFlag,
-  type ParameterValue as ParsedParameterValue,
-  parseParameterText,
-  RESERVED_PARAMETER_FLAGS,
-} from "./parameters.ts";
-export * from "./types.ts";
-export * from "./normalize.ts";
-export * from "./jsonc.ts";
-export * from "./output_schema.ts";
-export * from "./step_id.ts";
-export * from "./errors.ts";
-export * from "./load.ts";
-export * from "./validate.ts";
-export * from "./edges.ts";
-export * from "./graph.ts";
-export * from "./json_schemas.ts";
+  type AgentSummary,
+  listAgents,
+  loadAgentDefinition,
+  type LoadAgentOptions,
+} from "./load.ts";
+export {
+  type FlowValidationInput,
+  type FlowValidationOptions,
+  type FlowValidationResult,
+  validateFlow,
+} from "./validate.ts";
+export { type FlowGraphSource, flowToMermaid } from "./graph.ts";
+export { generateSchemas } from "./json_schemas.ts";
+export { AgentDefinitionError, AgentNotFoundError } from "./errors.ts";
+export { JsonParseError } from "./jsonc.ts";
+export { SchemaResolutionError } from "./output_schema.ts";
+// The base class of this module's errors, and the prompt references a step carries.
+export { StepflowError } from "../errors.ts";
+export type { C3lRef, PathRef, PromptReference } from "../prompt/c3l_path.ts";

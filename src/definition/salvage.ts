@@ -1,7 +1,7 @@
 /**
  * Salvaging what parsed from a file that failed its zod schema, so that one load reports every
- * problem: the schema's issues AND the flow rules on the rest (issue 10, item 11). Unknown keys
- * never hide the flow rules.
+ * problem: the schema's issues AND the flow rules on the rest, instead of one fix-and-reload round
+ * per problem. Unknown keys never hide the flow rules.
  *
  * @module
  */

@@ -1,7 +1,14 @@
 /**
- * The shared event vocabulary and a safe emitter.
+ * The shared event vocabulary: what a handler passed as `events` to any engine receives. The
+ * emitter that calls the handlers safely is the engines' business and stays in `emitter.ts`.
  *
  * @module
  */
-export * from "./types.ts";
-export * from "./emitter.ts";
+export {
+  EVENT_NAMES,
+  type EventName,
+  type ExecutorEvents,
+  type RunContext,
+  type RunState,
+  type StepInfo,
+} from "./types.ts";

@@ -1,12 +1,18 @@
 /**
- * The step-flow runner and its parts.
+ * The step-flow runner: {@linkcode StepFlowRunner}, its options and result, and the names of the
+ * OpenTelemetry spans it records. The runner's pure parts (gates, routing, checks) are its own
+ * business and stay in their files.
  *
  * @module
  */
-export * from "./types.ts";
-export { newRunId, type RunnerState, StepFlowRunner } from "./runner.ts";
-export { handoffKey, interpretGate, mapIntent, readPath } from "./gate.ts";
-export type { GateInterpretation } from "./gate.ts";
-export { type Route, routeTransition } from "./router.ts";
-export { CHECK_RESPONSE_SCHEMA, type CheckVerdict, interpretCheck } from "./check.ts";
-export { backoffDelay, type BackoffOptions } from "./backoff.ts";
+export type {
+  CompletionReason,
+  HistoryEntry,
+  RunOptions,
+  RunUsage,
+  StepFlowResult,
+  StepFlowRunnerOptions,
+  Transition,
+} from "./types.ts";
+export { type RunnerState, StepFlowRunner } from "./runner.ts";
+export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";

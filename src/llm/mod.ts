@@ -1,45 +1,42 @@
 /**
- * LLM backends: the interface, the scripted backend, the real backends (`claude-code`,
- * `anthropic`, `openai`), the backend factory, the shared retry policy, and structured-output
- * extraction (the re-ask path that uses it is the engine kit's, `src/engine/`). No SDK is
- * imported here: each real backend loads its SDK on its first call.
+ * LLM backends: the {@linkcode LlmBackend} contract, the scripted backend for tests, the real
+ * backends (`claude-code`, `anthropic`, `openai`), the backend factory, and the types their
+ * signatures use (retry policy, backend errors, the chat-backend base class's extension points).
+ * No SDK is imported here: each real backend loads its SDK on its first call. How an engine asks a
+ * backend for structured output, extracts JSON and retries is the engines' business and stays in
+ * the files.
  *
  * @module
  */
-export * from "./types.ts";
-export * from "./scripted.ts";
-export * from "./structured_output.ts";
-export * from "./script_file.ts";
-// -- real backends --
+export type {
+  LlmBackend,
+  LlmCallOptions,
+  LlmRequest,
+  LlmRequestKind,
+  LlmResponse,
+  LlmUsage,
+} from "./types.ts";
 export {
-  BACKEND_ENV_VARS,
-  BACKEND_NAMES,
-  type BackendName,
-  type BackendSpec,
-  createBackend,
-  DEFAULT_ANTHROPIC_MODEL,
-  DEFAULT_OPENAI_MODEL,
-  OLLAMA_BASE_URL,
-} from "./factory.ts";
+  ScriptedBackend,
+  type ScriptedEntry,
+  type ScriptedEntryObject,
+  type ScriptedResponder,
+  type ScriptedScript,
+} from "./scripted.ts";
+export { loadScriptFile } from "./script_file.ts";
+export { BACKEND_NAMES, type BackendName, type BackendSpec, createBackend } from "./factory.ts";
+export { AnthropicBackend, type AnthropicBackendOptions } from "./anthropic.ts";
+export { OpenAiBackend, type OpenAiBackendOptions } from "./openai.ts";
 export {
-  AnthropicBackend,
-  type AnthropicBackendOptions,
-  DEFAULT_ANTHROPIC_MAX_TOKENS,
-} from "./anthropic.ts";
-export { OPENAI_DEFAULT_BASE_URL, OpenAiBackend, type OpenAiBackendOptions } from "./openai.ts";
-export {
-  CLAUDE_PERMISSION_MODES,
   ClaudeCodeBackend,
   type ClaudeCodeBackendOptions,
   type ClaudePermissionMode,
-  DEFAULT_CLAUDE_CODE_TIMEOUT_MS,
 } from "./claude_code.ts";
 export {
   ChatApiBackend,
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
-  DEFAULT_CHAT_TIMEOUT_MS,
   type ModelPricing,
   type StructuredOutputMode,
 } from "./chat_backend.ts";
@@ -49,22 +46,13 @@ export {
   type BackendErrorDetails,
   type FailureHints,
 } from "./backend_error.ts";
-export {
-  type ChatTurn,
-  type ConversationLimits,
-  ConversationStore,
-  DEFAULT_CONVERSATION_MAX_CHARS,
-} from "./conversation.ts";
-export {
-  DEFAULT_RETRY_POLICY,
-  type FailureClass,
-  type HeadersLike,
-  isRetryableStatus,
-  jitteredBackoff,
-  parseRetryAfter,
-  resolveRetryPolicy,
-  type RetryInfo,
-  type RetryListener,
-  type RetryPolicy,
-  type SdkErrorClasses,
+export { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
+export type {
+  FailureClass,
+  RetryInfo,
+  RetryListener,
+  RetryPolicy,
+  SdkErrorClasses,
 } from "./retry.ts";
+// The base class of this module's errors.
+export { StepflowError } from "../errors.ts";

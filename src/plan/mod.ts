@@ -27,37 +27,38 @@
  *
  * @module
  */
-export type * from "./types.ts";
-export {
-  fillStepOrders,
-  formatIssue,
-  formatPath,
-  parsePlan,
-  planJsonSchema,
-  PlanParseError,
-  STEP_ID_PATTERN,
-  STEP_STATUSES,
-} from "./schema.ts";
-export { parseOnError } from "./on_error.ts";
-export {
-  collectRefs,
-  type FoundRef,
-  mayHaveRefs,
-  parseRef,
-  type RefLookup,
-  resolveRefs,
-  type StepRef,
-} from "./refs.ts";
-export { assertValidPlan, checkSteps, PlanValidationError, validatePlan } from "./validate.ts";
-export {
-  executePlan,
-  type ExecutePlanOptions,
-  interruptedError,
-  interruptedSteps,
-  type PlanRun,
-  startPlan,
-} from "./executor.ts";
+export type {
+  ApprovalDecision,
+  ApprovalRequest,
+  Approver,
+  ArgIssue,
+  ErrorStrategy,
+  ExecutionStatus,
+  ExecutionSummary,
+  LogEntry,
+  NewStep,
+  OnErrorSetting,
+  Plan,
+  PlannedStep,
+  PlanProblem,
+  PlanProblemCode,
+  PlanToolContext,
+  PlanToolDescriptor,
+  PlanToolRegistry,
+  PlanValidation,
+  ProgressEvent,
+  RecoverSetting,
+  RecoveryDecision,
+  RetrySetting,
+  Step,
+  StepResult,
+  StepStatus,
+} from "./types.ts";
+export { parsePlan, planJsonSchema, PlanParseError, STEP_STATUSES } from "./schema.ts";
+export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.ts";
+export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";
+// The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.
 export {
   GENERATE_STEP_ID,
   generatePlan,
@@ -71,13 +72,6 @@ export {
   snapshotWorkspace,
 } from "./generate.ts";
 export {
-  askRecovery,
-  formatPlanSteps,
-  RECOVER_STEP_ID,
-  type RecoveryCheck,
-  type RecoveryRequest,
-} from "./recovery.ts";
-export {
   addStep,
   type AddStepOptions,
   type EditOptions,
@@ -88,17 +82,13 @@ export {
   skipStep,
   type StepChanges,
 } from "./edit.ts";
-export { formatArgs, renderPlanReview, type ReviewOptions } from "./review.ts";
+export { RECOVER_STEP_ID } from "./recovery.ts";
+export { renderPlanReview, type ReviewOptions } from "./review.ts";
 export { readPlanFile, resetPlan, writePlanFile } from "./plan_file.ts";
-export { formatToolList, loadPlanPrompt, type PlanPromptName } from "./prompts.ts";
-// The one renderer of the built-in prompts (`{name}` placeholders), under its tool-plan name.
-export { renderPromptTemplate as renderTemplate } from "../engine/prompt_template.ts";
 export { createPlanTools, type PlanArgSchema, type PlanTool, type PlanToolbox } from "./tools.ts";
 export type { BuiltinToolOptions } from "../tools/builtin.ts";
 export type { HttpToolOptions } from "../tools/builtin_http.ts";
 export type { CommandToolOptions } from "../tools/builtin_command.ts";
-export type { GraphStep, PlanGraph } from "./graph.ts";
-export { buildGraph, findCycles } from "./graph.ts";
 // Types of the shared contracts that appear in this module's signatures.
 export type {
   LlmBackend,

@@ -4,6 +4,9 @@
  *
  * @module
  */
+import type { ArgIssue } from "../tools/types.ts";
+
+export type { ArgIssue } from "../tools/types.ts";
 
 /**
  * Where a step is in its life.
@@ -263,14 +266,6 @@ export interface PlanToolDescriptor {
   requiresApproval: boolean;
   /** Whether the tool is safe to run again after a crash (absent: not declared, so not safe). */
   idempotent?: boolean;
-}
-
-/** One argument problem, as a schema library reports it. */
-export interface ArgIssue {
-  /** Path inside the arguments. */
-  readonly path: PropertyKey[];
-  /** What is wrong. */
-  readonly message: string;
 }
 
 /**

@@ -47,7 +47,7 @@ export {
   type PlanStepType,
 } from "./types.ts";
 export { PlanParseError, PlanSerializeError } from "./errors.ts";
-export { assertPlanDepth, MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
+export { MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
 export { parsePlan, parseStepLines } from "./parse.ts";
 export { type SerializeOptions, serializePlan } from "./serialize.ts";
 export { planErrors, validatePlan } from "./validate.ts";
@@ -79,11 +79,10 @@ export {
   stepsToPlan,
   type StepsToPlanOptions,
 } from "./hopspec.ts";
-export { type RenderOptions, renderPlan, renderPlanTree, typeBadge } from "./render.ts";
+export { type RenderOptions, renderPlan, renderPlanTree } from "./render.ts";
 export {
   archivePlan,
   freePlanFile,
-  historyFileFor,
   isPlanName,
   listPlans,
   type PlanListing,
@@ -96,16 +95,12 @@ export {
   writeTextFile,
 } from "./store.ts";
 export {
-  checkPlanText,
-  extractPlanText,
   GENERATE_STEP_ID,
   type GeneratedPlan,
   generatePlan,
   type GeneratePlanOptions,
 } from "./generate.ts";
 export { loadPlanPrompts, PLAN_PROMPT_NAMES, type PlanPrompts } from "./prompts.ts";
-// The one renderer of the built-in prompts (`{name}` placeholders), under its PlanSpec name.
-export { renderPromptTemplate as fillTemplate } from "../engine/prompt_template.ts";
 export { type PlanHistoryEntry, type PlanHistoryKind, readHistory } from "./history.ts";
 export { PlanRunner } from "./runner.ts";
 export {

@@ -7,8 +7,9 @@
  * - {@linkcode buildScriptPrompt} teaches an LLM the grammar and the available modules;
  * - {@linkcode createQPlanRegistry} registers the QPlan modules as tools.
  *
- * The front end (tokenizer, parser, validator), the step system (`step/`: types, parser,
- * resolver, controller, events) and the AST executor are exported for tools built on top.
+ * The front end (tokenizer, parser, validator), the step system (`step/`: types, resolver,
+ * controller, events) and the AST executor are exported for tools built on top; their helpers
+ * (identifier scanning, frames, control-flow signals, argument checkers) stay in their files.
  *
  * @example
  * ```ts
@@ -41,30 +42,97 @@ export type {
 } from "../llm/types.ts";
 export type { RetryInfo } from "../llm/retry.ts";
 
-export * from "./run_script.ts";
-export * from "./validate_script.ts";
-export * from "./prompt.ts";
-export * from "./progress.ts";
+export {
+  type RunError,
+  runScript,
+  type RunScriptOptions,
+  type RunScriptResult,
+} from "./run_script.ts";
+export {
+  renderIssues,
+  type ScriptValidation,
+  validateScript,
+  type ValidateScriptOptions,
+} from "./validate_script.ts";
+export { buildScriptPrompt, extractScript, type ScriptPromptOptions } from "./prompt.ts";
+export { createProgressPrinter, type ProgressOptions } from "./progress.ts";
 
-export * from "./core/ast.ts";
-export * from "./core/tokenizer.ts";
-export * from "./core/parser.ts";
-export * from "./core/errors.ts";
-export * from "./core/validator.ts";
-export * from "./core/evaluate.ts";
-export * from "./core/execution_context.ts";
-export * from "./core/executor.ts";
-export * from "./core/arg_check.ts";
-export * from "./core/tool_types.ts";
-export * from "./core/run_control.ts";
-export * from "./core/future.ts";
-
-export * from "./step/step_types.ts";
-export * from "./step/step_parser.ts";
-export * from "./step/step_resolver.ts";
-export * from "./step/step_controller.ts";
-export * from "./step/step_events.ts";
-export * from "./step/step_signals.ts";
+// The layers, for tools built on top: tokenizer, parser and AST, validator, step system, executor.
+export type {
+  ActionArg,
+  ActionStatement,
+  ArrayExpr,
+  BinaryExpr,
+  BinaryOperator,
+  ControlStatement,
+  EachStatement,
+  ExistsExpr,
+  Expr,
+  IfStatement,
+  JumpStatement,
+  LiteralExpr,
+  ObjectExpr,
+  ParallelStatement,
+  PathExpr,
+  PathSegment,
+  PlaceholderStatement,
+  PlanMetaEntry,
+  PrintItem,
+  ReturnEntry,
+  ReturnStatement,
+  Script,
+  SetStatement,
+  SourcePosition,
+  Statement,
+  UnaryExpr,
+  VarStatement,
+  WhileStatement,
+} from "./core/ast.ts";
+export { type Token, tokenize, type TokenType } from "./core/tokenizer.ts";
+export { parseExpression, parseScript } from "./core/parser.ts";
+export { QPlanRuntimeError, QPlanSyntaxError, renderCaret } from "./core/errors.ts";
+export { validateAst, type ValidateAstOptions, type ValidationIssue } from "./core/validator.ts";
+export { ExpressionError } from "./core/evaluate.ts";
+export type {
+  ExecutionContext,
+  Frame,
+  QPlanToolContext,
+  ToolContextBase,
+} from "./core/execution_context.ts";
+export {
+  type ApproveTool,
+  Executor,
+  type ExecutorOptions,
+  type MaybePromise,
+} from "./core/executor.ts";
+export type {
+  ArgIssue,
+  ArgParseResult,
+  ArgSchema,
+  QPlanTool,
+  QPlanToolRegistry,
+} from "./core/tool_types.ts";
+export { RunControl, RunSupervisor, type SupervisorOptions } from "./core/run_control.ts";
+export { QPlanFuture } from "./core/future.ts";
+export type {
+  EntryHop,
+  ResolvedStep,
+  StepAttribute,
+  StepErrorPolicy,
+  StepNode,
+  StepResolution,
+  StepResolutionIssue,
+} from "./step/step_types.ts";
+export { resolveSteps } from "./step/step_resolver.ts";
+export type { AbortedSignal, FlowSignal, JumpSignal } from "./step/step_signals.ts";
+export { type StepBody, StepController, type StepFailure } from "./step/step_controller.ts";
+export type {
+  PlanStatus,
+  QPlanPlanInfo,
+  QPlanRunContext,
+  QPlanStepInfo,
+  StepEvents,
+} from "./step/step_events.ts";
 
 export {
   CORE_MODULES,

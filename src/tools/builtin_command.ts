@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
+import type { Exactly } from "../type_equality.ts";
 import type { Tool } from "./types.ts";
 import { resolveInWorkspace } from "./workspace.ts";
 
@@ -25,7 +26,7 @@ export interface CommandToolOptions {
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
-const RunCommandArgs = z.object({
+const RunCommandArgsSchema = z.object({
   command: z.string().min(1).describe("Executable to run (no shell: pass arguments in args)"),
   args: z.array(z.string()).optional().describe("Arguments"),
   cwd: z.string().min(1).optional().describe("Working folder, relative to the workspace root"),
@@ -38,7 +39,24 @@ const RunCommandArgs = z.object({
 }).strict();
 
 /** Arguments of `run_command`. */
-export type RunCommandArgs = z.infer<typeof RunCommandArgs>;
+export interface RunCommandArgs {
+  /** Executable to run (no shell: pass arguments in `args`). */
+  command: string;
+  /** Arguments. */
+  args?: string[];
+  /** Working folder, relative to the workspace root. */
+  cwd?: string;
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** Text written to the command's standard input. */
+  stdin?: string;
+  /** Kill the command after this many milliseconds. */
+  timeoutMs?: number;
+  /** Return a non-zero exit instead of failing the step (default false). */
+  allowFailure?: boolean;
+}
+
+const _schemaMatchesInterface: Exactly<z.infer<typeof RunCommandArgsSchema>, RunCommandArgs> = true;
 
 /** What `run_command` returns. */
 export interface RunCommandResult {
@@ -78,7 +96,7 @@ export function createRunCommandTool(
     name: "run_command",
     description:
       "Run an executable (no shell) in the workspace and return {code, success, stdout, stderr}. Always needs approval",
-    inputSchema: RunCommandArgs,
+    inputSchema: RunCommandArgsSchema,
     requiresApproval: true,
     async execute(args, ctx) {
       if (options.allowedCommands && !options.allowedCommands.includes(args.command)) {

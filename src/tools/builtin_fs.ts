@@ -10,6 +10,7 @@ import { relative, sep } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import type { Exactly } from "../type_equality.ts";
 import type { Tool, ToolContext } from "./types.ts";
 import { prepareWriteInWorkspace, resolveInWorkspace } from "./workspace.ts";
 
@@ -25,14 +26,14 @@ export interface FsToolOptions {
 const DEFAULT_MAX_READ_BYTES = 10 * 1024 * 1024;
 const DEFAULT_MAX_ENTRIES = 1000;
 
-const ReadFileArgs = z.object({
+const ReadFileArgsSchema = z.object({
   path: z.string().min(1).describe("File path, relative to the workspace root"),
   maxBytes: z.number().int().positive().optional().describe(
     `Refuse files larger than this (default ${DEFAULT_MAX_READ_BYTES} bytes)`,
   ),
 }).strict();
 
-const WriteFileArgs = z.object({
+const WriteFileArgsSchema = z.object({
   path: z.string().min(1).describe("File path, relative to the workspace root"),
   content: z.unknown().refine((v) => v !== undefined, "content is required").describe(
     "Text to write; any other JSON value is written as pretty-printed JSON",
@@ -40,7 +41,7 @@ const WriteFileArgs = z.object({
   append: z.boolean().optional().describe("Append instead of replacing the file (default false)"),
 }).strict();
 
-const ListDirArgs = z.object({
+const ListDirArgsSchema = z.object({
   path: z.string().min(1).optional().describe("Folder, relative to the workspace root (default .)"),
   recursive: z.boolean().optional().describe("Descend into sub-folders (default false)"),
   maxEntries: z.number().int().positive().optional().describe(
@@ -49,11 +50,36 @@ const ListDirArgs = z.object({
 }).strict();
 
 /** Arguments of `read_file`. */
-export type ReadFileArgs = z.infer<typeof ReadFileArgs>;
+export interface ReadFileArgs {
+  /** File path, relative to the workspace root. */
+  path: string;
+  /** Refuse files larger than this many bytes (default 10 MiB). */
+  maxBytes?: number;
+}
 /** Arguments of `write_file`. */
-export type WriteFileArgs = z.infer<typeof WriteFileArgs>;
+export interface WriteFileArgs {
+  /** File path, relative to the workspace root. */
+  path: string;
+  /** Text to write; any other JSON value is written as pretty-printed JSON (required). */
+  content: NonNullable<unknown> | null;
+  /** Append instead of replacing the file (default false). */
+  append?: boolean;
+}
 /** Arguments of `list_dir`. */
-export type ListDirArgs = z.infer<typeof ListDirArgs>;
+export interface ListDirArgs {
+  /** Folder, relative to the workspace root (default `.`). */
+  path?: string;
+  /** Descend into sub-folders (default false). */
+  recursive?: boolean;
+  /** Stop after this many entries (default 1000); the result says truncated. */
+  maxEntries?: number;
+}
+
+const _schemasMatchInterfaces: [
+  Exactly<z.infer<typeof ReadFileArgsSchema>, ReadFileArgs>,
+  Exactly<z.infer<typeof WriteFileArgsSchema>, WriteFileArgs>,
+  Exactly<z.infer<typeof ListDirArgsSchema>, ListDirArgs>,
+] = [true, true, true];
 
 /** What `write_file` returns. */
 export interface WriteFileResult {
@@ -102,7 +128,7 @@ export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileAr
   return {
     name: "read_file",
     description: "Read a UTF-8 text file inside the workspace and return its content",
-    inputSchema: ReadFileArgs,
+    inputSchema: ReadFileArgsSchema,
     idempotent: true,
     async execute(args, ctx) {
       const root = rootOf(options, ctx);
@@ -149,7 +175,7 @@ export function createWriteFileTool(
     name: "write_file",
     description:
       "Write a text file inside the workspace (creates folders; non-string content is written as JSON). Overwriting an existing file needs approval",
-    inputSchema: WriteFileArgs,
+    inputSchema: WriteFileArgsSchema,
     async needsApproval(args, ctx) {
       const file = await resolveInWorkspace(rootOf(options, ctx), args.path);
       return (await exists(file)) && !args.append
@@ -193,7 +219,7 @@ export function createListDirTool(options: FsToolOptions = {}): Tool<ListDirArgs
     idempotent: true,
     description:
       "List the entries of a folder inside the workspace (path, name, type, size); recursive on request",
-    inputSchema: ListDirArgs,
+    inputSchema: ListDirArgsSchema,
     async execute(args, ctx) {
       const root = await Deno.realPath(rootOf(options, ctx));
       const userPath = args.path ?? ".";

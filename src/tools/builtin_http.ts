@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
+import type { Exactly } from "../type_equality.ts";
 import type { Tool } from "./types.ts";
 
 /** Options of the `http_get` tool. */
@@ -21,7 +22,7 @@ export interface HttpToolOptions {
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_BYTES = 5 * 1024 * 1024;
 
-const HttpGetArgs = z.object({
+const HttpGetArgsSchema = z.object({
   url: z.url({ protocol: /^https?$/ }).describe("The http(s) URL to fetch"),
   headers: z.record(z.string(), z.string()).optional().describe("Request headers"),
   timeoutMs: z.number().int().positive().optional().describe("Give up after this many ms"),
@@ -35,7 +36,22 @@ const HttpGetArgs = z.object({
 }).strict();
 
 /** Arguments of `http_get`. */
-export type HttpGetArgs = z.infer<typeof HttpGetArgs>;
+export interface HttpGetArgs {
+  /** The http(s) URL to fetch. */
+  url: string;
+  /** Request headers. */
+  headers?: Record<string, string>;
+  /** Give up after this many milliseconds. */
+  timeoutMs?: number;
+  /** Refuse bodies larger than this many bytes. */
+  maxBytes?: number;
+  /** Return the body as text, parsed JSON, or JSON when the server says so (`auto`, default). */
+  responseType?: "text" | "json" | "auto";
+  /** Return 4xx/5xx responses instead of failing (default false). */
+  allowErrorStatus?: boolean;
+}
+
+const _schemaMatchesInterface: Exactly<z.infer<typeof HttpGetArgsSchema>, HttpGetArgs> = true;
 
 /** What `http_get` returns. */
 export interface HttpGetResult {
@@ -67,7 +83,7 @@ export function createHttpGetTool(options: HttpToolOptions = {}): Tool<HttpGetAr
     name: "http_get",
     description:
       "Fetch a URL with HTTP GET and return {status, ok, headers, body}; JSON bodies are parsed",
-    inputSchema: HttpGetArgs,
+    inputSchema: HttpGetArgsSchema,
     // A GET: reading again changes nothing (HTTP semantics).
     idempotent: true,
     async execute(args, ctx) {

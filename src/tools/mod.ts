@@ -1,12 +1,40 @@
 /**
- * The tool registry shared by tool plans and QPlan scripts.
+ * The tool contract and registry shared by tool plans and QPlan scripts, the built-in tools, and
+ * {@linkcode resolveInWorkspace} for custom tools that must stay inside the workspace.
  *
  * @module
  */
-export * from "./types.ts";
-export * from "./registry.ts";
-export * from "./workspace.ts";
-export * from "./builtin.ts";
-export * from "./builtin_fs.ts";
-export * from "./builtin_http.ts";
-export * from "./builtin_command.ts";
+export type { AnyTool, ArgIssue, Tool, ToolArgsSchema, ToolContext } from "./types.ts";
+export { type ToolDescriptor, ToolRegistry } from "./registry.ts";
+export { resolveInWorkspace } from "./workspace.ts";
+export {
+  BUILTIN_TOOL_NAMES,
+  type BuiltinToolOptions,
+  createBuiltinTools,
+  createToolRegistry,
+} from "./builtin.ts";
+export {
+  createFsTools,
+  createListDirTool,
+  createReadFileTool,
+  createWriteFileTool,
+  type DirEntry,
+  type FsToolOptions,
+  type ListDirArgs,
+  type ListDirResult,
+  type ReadFileArgs,
+  type WriteFileArgs,
+  type WriteFileResult,
+} from "./builtin_fs.ts";
+export {
+  createHttpGetTool,
+  type HttpGetArgs,
+  type HttpGetResult,
+  type HttpToolOptions,
+} from "./builtin_http.ts";
+export {
+  type CommandToolOptions,
+  createRunCommandTool,
+  type RunCommandArgs,
+  type RunCommandResult,
+} from "./builtin_command.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
-import type { AnyTool, Tool, ToolContext } from "./types.ts";
+import type { AnyTool, ArgIssue, Tool, ToolContext } from "./types.ts";
 
 /** A tool's description for prompts: its name, description and JSON Schema of its input. */
 export interface ToolDescriptor {
@@ -84,7 +84,7 @@ export class ToolRegistry {
     const d: ToolDescriptor = {
       name: tool.name,
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, {
+      inputSchema: z.toJSONSchema(tool.inputSchema as z.ZodType, {
         unrepresentable: "any",
         io: "input",
       }) as Record<
@@ -102,7 +102,7 @@ export class ToolRegistry {
   validateArgs(
     name: string,
     args: unknown,
-  ): { ok: true; args: unknown } | { ok: false; issues: z.core.$ZodIssue[] } {
+  ): { ok: true; args: unknown } | { ok: false; issues: readonly ArgIssue[] } {
     const tool = this.#requireTool(name);
     const parsed = tool.inputSchema.safeParse(args);
     return parsed.success
@@ -176,7 +176,7 @@ export class ToolRegistry {
 }
 
 /** Formats zod issues as `path: message; path: message` (root issues as `(root)`). */
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+export function formatIssues(issues: readonly ArgIssue[]): string {
   return issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join(
     "; ",
   );

@@ -3,8 +3,6 @@
  *
  * @module
  */
-import type { z } from "zod";
-
 /** What a tool receives besides its arguments. */
 export interface ToolContext {
   /** Absolute workspace root: file tools must stay inside it. */
@@ -42,7 +40,7 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
   /** One-line description shown to LLMs and users. */
   description: string;
   /** Validates (and may coerce) the arguments. The JSON Schema for prompts is generated from it. */
-  inputSchema: z.ZodType<Args>;
+  inputSchema: ToolArgsSchema<Args>;
   /** Destructive or sensitive tools need an approval before they run. */
   requiresApproval?: boolean;
   /**
@@ -64,3 +62,23 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
 /** A tool with its argument and result types erased, as stored in a registry. */
 // deno-lint-ignore no-explicit-any
 export type AnyTool = Tool<any, unknown>;
+
+/** One problem with a tool's arguments (a zod issue in practice). */
+export interface ArgIssue {
+  /** Where in the arguments. */
+  readonly path: readonly PropertyKey[];
+  /** What is wrong. */
+  readonly message: string;
+}
+
+/**
+ * Validates (and may coerce) a tool's arguments: a zod schema (`z.object({ … })`) in practice, as
+ * the registry also generates the JSON Schema shown to models from it. Declared structurally so
+ * that the public contract does not expose zod's own types.
+ */
+export interface ToolArgsSchema<Args> {
+  /** Validates `value`; never throws. */
+  safeParse(
+    value: unknown,
+  ): { success: true; data: Args } | { success: false; error: { issues: readonly ArgIssue[] } };
+}

@@ -1,5 +1,5 @@
 /**
- * Flags named like Object's members (issue 10, item 1): `--constructor`, `--__proto__`, `--toString`
+ * Flags named like Object's members: `--constructor`, `--__proto__`, `--toString`
  * are unknown flags unless the agent declares them, and then they are ordinary parameters.
  */
 import assert from "node:assert/strict";

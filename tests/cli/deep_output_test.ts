@@ -1,6 +1,6 @@
 /**
  * `--json` and `--show --json` on a run recorded with data nested thousands of levels deep (as older
- * versions stored it): both print bounded JSON instead of overflowing the stack (issue 10, item 3).
+ * versions stored it): both print bounded JSON instead of overflowing the stack.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";

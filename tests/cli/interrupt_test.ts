@@ -1,5 +1,5 @@
 /**
- * Ctrl-C (issue 10, item 17): under `deno task` one Ctrl-C can reach the CLI twice within a
+ * Ctrl-C: under `deno task` one Ctrl-C can reach the CLI twice within a
  * millisecond; that must cancel cleanly and print the result, like one SIGINT does. Tested with real
  * signals and with a real pseudo-terminal (util-linux `script`) driving `deno task run-agent`.
  */

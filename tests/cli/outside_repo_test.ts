@@ -1,5 +1,5 @@
 /**
- * Using a checkout from another project (issue 10, item 19): the documented ways to import mod.ts
+ * Using a checkout from another project: the documented ways to import mod.ts
  * (`--config <checkout>/deno.json`, or an import map in the project's own deno.json) work from a
  * folder outside the checkout, and `--init` there prints next steps that run where the user stands.
  */

@@ -1,5 +1,5 @@
 /**
- * `deno task run-agent` and the agent's configuration (issue 10): load-time schema compilation in
+ * `deno task run-agent` and the agent's configuration: load-time schema compilation in
  * --validate, no --redrive hint for configuration failures, typos in flags and agent names.
  * Each test spawns the real task from a temp user folder and checks stdout, stderr and exit code.
  */

@@ -306,7 +306,8 @@ Deno.test("run-agent: --init scaffolds an agent that loads and runs with its dem
     );
     const agent = JSON.parse(await Deno.readTextFile(join(user, ".agent/my-agent/agent.json")));
     assert.equal(agent.name, "my-agent");
-    // From a folder outside the checkout the next steps use `deno run --config …` (issue 10).
+    // From a folder outside the checkout the next steps use `deno run --config …`: the user's own
+    // deno.json has no `run-agent` task.
     const command = / (--agent my-agent --script \S+ .*)$/m.exec(init.stdout);
     assert.ok(command, `the output shows how to run it:\n${init.stdout}`);
 

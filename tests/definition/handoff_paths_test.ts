@@ -1,5 +1,5 @@
 /**
- * Handoff variables some path does not set (issue 10, item 12): a load-time warning per step, and
+ * Handoff variables some path does not set: a load-time warning per step, and
  * optional variables `{handoff.key?}` / `{handoff.key?=default}` that silence it and run.
  */
 import assert from "node:assert/strict";

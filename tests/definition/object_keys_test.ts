@@ -1,5 +1,5 @@
 /**
- * Names from files that are also Object's members (issue 10, item 1): completion types, step ids,
+ * Names from files that are also Object's members: completion types, step ids,
  * targets and keys named `constructor`, `toString`, `__proto__`, … are ordinary names.
  */
 import assert from "node:assert/strict";

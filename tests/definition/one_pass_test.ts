@@ -1,5 +1,5 @@
 /**
- * One load reports every problem the files have (issue 10, item 11): schema issues such as unknown
+ * One load reports every problem the files have: schema issues such as unknown
  * top-level keys never hide the flow rules.
  */
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
 /**
- * Output schemas that `$ref` other files of the agent's `schemas/` folder (issue 10 item 10), and
- * output schemas compiled at load time exactly as at run time (item 9).
+ * Output schemas that `$ref` other files of the agent's `schemas/` folder, and
+ * output schemas compiled at load time exactly as at run time.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -1,6 +1,6 @@
 /**
  * Symbolic links out of the agent folder are refused wherever the loader or the prompt resolver
- * opens a file (issue 10, item 13); the agent folder itself may be a link.
+ * opens a file; the agent folder itself may be a link.
  */
 import assert from "node:assert/strict";
 import { cp, rename } from "node:fs/promises";

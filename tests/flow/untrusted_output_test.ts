@@ -1,5 +1,5 @@
 /**
- * Model output is untrusted input (issue 10): prototype names as step ids and intents, deep output,
+ * Model output is untrusted input: prototype names as step ids and intents, deep output,
  * raw answers recorded, re-asks visible, usage that is unknown, truthful retry counts, the default
  * target of a `jump` transition. Every test runs the real runner over an agent folder on disk.
  */

@@ -1,5 +1,5 @@
 /**
- * Steps in flight at a kill (`run-plan`, issue 11 item 5): a step is saved as `running` before its
+ * Steps in flight at a kill (`run-plan`): a step is saved as `running` before its
  * tool starts; after a real SIGKILL of `deno task run-plan` mid-step, the next run re-runs it only
  * when its tool is idempotent, stops for the user otherwise, and re-runs it with `--yes`, saying so.
  */

@@ -1,5 +1,5 @@
 /**
- * `--allow-fallback` with an invalid `fallbackKey` says the key is invalid (issue 10, item 15), and
+ * `--allow-fallback` with an invalid `fallbackKey` says the key is invalid, and
  * the loader rejects an invalid fallbackKey whether or not fallbacks are on.
  */
 import assert from "node:assert/strict";

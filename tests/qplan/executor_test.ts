@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { ToolRegistry } from "../../src/tools/registry.ts";
+import { createArgChecker } from "../../src/qplan/core/arg_check.ts";
 import {
-  createArgChecker,
   createQPlanRegistry,
   QPlanFuture,
   type QPlanToolRegistry,

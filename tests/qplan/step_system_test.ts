@@ -3,13 +3,8 @@
  * forms, aliases, stop and skip — each with its exact event sequence and final ctx[runId].
  */
 import assert from "node:assert/strict";
-import {
-  createQPlanRegistry,
-  parseScript,
-  parseStepErrorPolicy,
-  resolveSteps,
-  runScript,
-} from "../../src/qplan/mod.ts";
+import { createQPlanRegistry, parseScript, resolveSteps, runScript } from "../../src/qplan/mod.ts";
+import { parseStepErrorPolicy } from "../../src/qplan/step/step_parser.ts";
 import { recorder, stepLines } from "./helpers.ts";
 
 async function run(source: string, params: Record<string, unknown> = {}) {
