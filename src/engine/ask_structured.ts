@@ -8,7 +8,6 @@
  *
  * @module
  */
-import type { z } from "zod";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 
@@ -318,6 +317,14 @@ export function readJsonAnswer(
   return { ok: true, value };
 }
 
+/** What {@linkcode readSchemaAnswer} needs of a schema: a zod schema's `safeParse`. */
+export interface AnswerSchema<T> {
+  /** Parses a value: the parsed data, or the issues found. */
+  safeParse(value: unknown):
+    | { success: true; data: T }
+    | { success: false; error: { issues: readonly { path: PropertyKey[]; message: string }[] } };
+}
+
 /** How {@linkcode readSchemaAnswer} words and checks what the schema accepted. */
 export interface SchemaAnswerOptions<T> {
   /** One finding per schema issue, e.g. `steps[1].tool: Required`. */
@@ -348,7 +355,7 @@ export interface SchemaAnswerOptions<T> {
  */
 export function readSchemaAnswer<T>(
   response: LlmResponse,
-  schema: z.ZodType<T>,
+  schema: AnswerSchema<T>,
   options: SchemaAnswerOptions<T>,
 ): AnswerReading<T> {
   const read = readJsonAnswer(response, options.maxDepth);

@@ -22,6 +22,7 @@ export {
   ANSWER_EXCERPT_CHARS,
   type AnswerReading,
   type AnswerRejection,
+  type AnswerSchema,
   askStructured,
   type AskStructuredBaseOptions,
   type AskStructuredOptions,
