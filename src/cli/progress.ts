@@ -17,7 +17,7 @@ import type { ExecutorEvents, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
-import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
+import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { palette } from "../palette.ts";
 import {
   AttemptCounter,
