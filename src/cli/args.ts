@@ -14,6 +14,7 @@ import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
   flagHelpLines,
@@ -60,30 +61,11 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Print the agent's flow as a Mermaid flowchart",
     },
-    {
-      name: "backend",
-      type: "string",
-      value: "NAME",
-      description: "LLM backend: claude-code, anthropic, openai or scripted",
-    },
-    {
-      name: "model",
-      type: "string",
-      value: "MODEL",
-      description: "Model for every call (overrides the agent and its steps)",
-    },
-    {
-      name: "base-url",
-      type: "string",
-      value: "URL",
-      description: "Server URL of the backend (OpenAI-compatible servers)",
-    },
-    {
-      name: "script",
-      type: "string",
-      value: "FILE",
-      description: "Scripted answers (YAML/JSON); implies --backend scripted",
-    },
+    ...BACKEND_FLAGS.map((flag) =>
+      flag.name === "model"
+        ? { ...flag, description: "Model for every call (overrides the agent and its steps)" }
+        : flag
+    ),
     {
       name: "max-iterations",
       type: "string",
