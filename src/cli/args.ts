@@ -24,6 +24,7 @@ import {
   optionTable,
   rejectUnknownFlags,
   unknownFlagMessage,
+  unknownFlags,
 } from "./kit/flags.ts";
 
 export type { FlagSpec } from "./kit/flags.ts";
@@ -542,21 +543,11 @@ function normalizeArgv(argv: readonly string[], parameters: ParameterTable): str
  * agent's parameters, so it is not an error yet.
  */
 export function rejectMistypedCliFlags(argv: readonly string[]): void {
-  const known = cliOptions();
-  const { tokens } = parseArgs({
-    args: [...argv],
-    options: known,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
-  for (const token of tokens) {
-    if (token.kind !== "option" || Object.hasOwn(known, token.name)) continue;
-    if (closestMatch(token.name, Object.keys(known))) {
+  const known = Object.keys(cliOptions());
+  for (const rawName of unknownFlags(argv, cliOptions())) {
+    if (closestMatch(rawName.replace(/^-+/, ""), known)) {
       throw new UsageError(
-        `${
-          unknownFlagMessage(token.rawName, Object.keys(known))
-        }\nRun with --help for every CLI flag.`,
+        `${unknownFlagMessage(rawName, known)}\nRun with --help for every CLI flag.`,
       );
     }
   }

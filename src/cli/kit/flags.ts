@@ -150,6 +150,23 @@ export function parseFlags(
  * naming the closest known flag when there is one.
  */
 export function rejectUnknownFlags(argv: readonly string[], known: OptionTable, hint = ""): void {
+  const [unknown] = unknownFlags(argv, known);
+  if (unknown !== undefined) {
+    throw new UsageError(`${unknownFlagMessage(unknown, Object.keys(known))}${hint}`);
+  }
+}
+
+/**
+ * The flags in `argv` that `known` declares neither by name nor by short alias, as written
+ * (`--lst`, `-x`), in order.
+ *
+ * @example
+ * ```ts
+ * import { unknownFlags } from "./flags.ts";
+ * unknownFlags(["--lst", "--json"], { json: { type: "boolean" } }); // ["--lst"]
+ * ```
+ */
+export function unknownFlags(argv: readonly string[], known: OptionTable): string[] {
   const { tokens } = parseArgs({
     args: [...argv],
     options: known,
@@ -158,11 +175,11 @@ export function rejectUnknownFlags(argv: readonly string[], known: OptionTable, 
     tokens: true,
   });
   const shorts = new Set(Object.values(known).map((o) => o.short).filter(Boolean));
-  for (const token of tokens) {
-    if (token.kind !== "option") continue;
-    if (Object.hasOwn(known, token.name) || shorts.has(token.name)) continue;
-    throw new UsageError(`${unknownFlagMessage(token.rawName, Object.keys(known))}${hint}`);
-  }
+  return tokens.flatMap((token) =>
+    token.kind === "option" && !Object.hasOwn(known, token.name) && !shorts.has(token.name)
+      ? [token.rawName]
+      : []
+  );
 }
 
 /** `Unknown option --lst. Did you mean --list?` (the suggestion only when one is close). */
