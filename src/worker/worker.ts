@@ -11,6 +11,8 @@
  *   and puts the run back on the queue.
  * - Agents come from the worker's own agent root; a run whose recorded content hash differs from
  *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
+ * - A run whose job failed its last retry is marked `failed` with the reason
+ *   ({@linkcode PostgresRunStore.markGivenUp}): no worker would take it again.
  *
  * @module
  */
