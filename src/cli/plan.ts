@@ -18,7 +18,7 @@
  */
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
-import type { StepInfo } from "../events/types.ts";
+import { createProgressLines } from "../events/progress_lines.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -38,7 +38,6 @@ import {
   renderPlan,
   resolvePlanRef,
   snakeName,
-  type StepOutput,
   validatePlan,
   writePlanFile,
   writeTextFile,
@@ -48,7 +47,7 @@ import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
-import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { pathExists } from "../path_exists.ts";
 
@@ -478,9 +477,10 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
     interactive = false;
   }
   const quiet = values.quiet === true || values.json === true;
-  const line = (text: string) => {
-    if (!quiet) cli.stderr.write(text + "\n");
-  };
+  const progress = quiet ? undefined : createProgressLines({
+    write: (text) => cli.stderr.write(text),
+    color: colorOn(cli, "stderr"),
+  });
   const runner = await PlanRunner.fromFile(file, {
     backend,
     cwd: cli.cwd,
@@ -490,26 +490,10 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
     interactive,
     ask: async (question) => await Promise.resolve(ask(cli, `? ${question}\n>`) ?? undefined),
     ...(cli.signal ? { signal: cli.signal } : {}),
-    onLog: (message) => line(`  · ${message}`),
-    events: {
-      onStepStart: (info: StepInfo) =>
-        line(
-          `▶ ${info.stepId} [${info.type}] ${clip(info.desc, 90)}${
-            (info.attempt as number) > 1 ? ` (attempt ${info.attempt})` : ""
-          }`,
-        ),
-      onStepEnd: (info: StepInfo, output?: unknown) => {
-        const o = output as StepOutput | undefined;
-        const ok = o?.status === "OK";
-        line(
-          `  ${ok ? "✓" : "✗"} ${info.stepId} ${o?.status ?? ""}: ${clip(o?.result ?? "", 110)}`,
-        );
-      },
-      onStepError: (info: StepInfo, error: unknown) =>
-        line(`  ✗ ${info.stepId}: ${errorMessage(error)}`),
-    },
+    onLog: (message) => progress?.line(`· ${message}`),
+    ...(progress ? { events: progress.events } : {}),
   });
-  line(`Running ${displayPath(file, cli.cwd)} with ${backend.name}`);
+  if (!quiet) cli.stderr.write(`Running ${displayPath(file, cli.cwd)} with ${backend.name}\n`);
   const result = await runner.run();
   if (values.json) {
     cli.stdout.write(

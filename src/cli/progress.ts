@@ -2,7 +2,8 @@
  * Progress output of `run-agent` on stderr, driven by the runner's events (STEPFLOW.md §7):
  *
  * - {@linkcode createLineProgress}: one plain, timestamped line per event — for logs, pipes, CI and
- *   `--verbose`;
+ *   `--verbose`. It is the one line renderer every command uses (`events/progress_lines.ts`),
+ *   plus the backend calls and the raw answers `--verbose` adds;
  * - {@linkcode createLiveProgress}: a single status line redrawn in place on a terminal (spinner,
  *   elapsed time, step, iteration, attempt, the call in flight, the last transition, tokens), cleared
  *   and replaced by a summary line when the run ends.
@@ -12,14 +13,27 @@
  *
  * @module
  */
-import type { ExecutorEvents, RunContext, StepInfo } from "../events/types.ts";
+import type { ExecutorEvents, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
-import { errorMessage, StepflowError } from "../errors.ts";
-import { ANSWER_EXCERPT_CHARS, excerpt } from "../llm/ask_structured.ts";
-import { type Palette, palette } from "./kit/palette.ts";
+import { errorMessage } from "../errors.ts";
+import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
+import { palette } from "../palette.ts";
+import {
+  AttemptCounter,
+  createProgressLines,
+  errorLabel,
+  firstLine,
+  formatClock,
+  formatCount,
+  resultLine,
+  retryLabel,
+  retryReason,
+  unknownTokens,
+} from "../events/progress_lines.ts";
 
-export { type Palette, palette } from "./kit/palette.ts";
+export { type Palette, palette } from "../palette.ts";
+export { formatClock, formatCount, formatUsage, resultLine } from "../events/progress_lines.ts";
 
 /** Where a renderer writes, and how. */
 export interface ProgressOptions {
@@ -93,58 +107,6 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
   };
 }
 
-/** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */
-export function formatClock(ms: number): string {
-  const total = Math.max(0, Math.floor(ms));
-  const minutes = Math.floor(total / 60_000);
-  const seconds = Math.floor((total % 60_000) / 1000);
-  const millis = total % 1000;
-  return `${String(minutes).padStart(2, "0")}:${String(seconds).padStart(2, "0")}.${
-    String(millis).padStart(3, "0")
-  }`;
-}
-
-/** `1234567` → `"1,234,567"`. */
-export function formatCount(n: number): string {
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-
-/** The one-line outcome of a run: `completed at complete.issue after 3 iterations (…)`. */
-export function resultLine(result: StepFlowResult): string {
-  const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
-  const usage = formatUsage(result.usage);
-  return `${
-    result.success ? "succeeded" : "failed"
-  }: ${result.completionReason} at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
-}
-
-/** `tokens unknown for 3 calls`: the backend reported no usage for them. */
-function unknownTokens(calls: number): string {
-  return `tokens unknown for ${calls} call${calls === 1 ? "" : "s"}`;
-}
-
-/**
- * `1,234 tokens (1,200 in, 34 out), 4 calls, tokens unknown for 1 call, $0.0123` (parts that are
- * zero are left out). Calls whose response carried no usage are counted apart, never as 0 tokens.
- */
-export function formatUsage(usage: StepFlowResult["usage"] | undefined): string {
-  if (!usage) return "";
-  const parts: string[] = [];
-  const tokens = usage.inputTokens + usage.outputTokens;
-  if (tokens > 0) {
-    parts.push(
-      `${formatCount(tokens)} tokens (${formatCount(usage.inputTokens)} in, ${
-        formatCount(usage.outputTokens)
-      } out)`,
-    );
-  }
-  if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
-  const unknown = usage.callsWithoutUsage ?? 0;
-  if (unknown > 0) parts.push(unknownTokens(unknown));
-  if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
-  return parts.join(", ");
-}
-
 // -------------------------------------------------------------------------------------------------
 // Plain lines
 // -------------------------------------------------------------------------------------------------
@@ -171,70 +133,11 @@ export interface LineProgressOptions extends ProgressOptions {
  */
 export function createLineProgress(options: LineProgressOptions): ProgressRenderer {
   const now = options.now ?? (() => performance.now());
-  const start = now();
-  const c = palette(options.color);
-  const attempts = new AttemptCounter();
+  const lines = createProgressLines({ ...options, now });
+  const { line, colors: c } = lines;
   const callStarted = new Map<LlmRequest, number>();
-  /** The `order` of the last step iteration whose error already has its own line. */
-  let errorReported = -1;
-  const line = (text: string) =>
-    options.write(`${c.dim(`[${formatClock(now() - start)}]`)} ${text}\n`);
-  const step = (info: StepInfo) => `step ${c.bold(info.stepId)} #${info.iteration ?? info.order}`;
-
-  const events: ExecutorEvents = {
-    onPlanStart(plan, ctx) {
-      const def = plan as { name?: string; entryStepId?: string };
-      const verb = ctx.mode === "resume"
-        ? "resumed"
-        : ctx.mode === "redrive"
-        ? "redriven"
-        : "started";
-      const from = ctx.mode === "resume" || ctx.mode === "redrive"
-        ? ` after iteration ${ctx.iteration ?? 0}`
-        : def.entryStepId
-        ? `, entry ${def.entryStepId}`
-        : "";
-      line(`run ${ctx.runId} ${verb}: agent ${def.name ?? "?"}${from}`);
-    },
-    onStepStart(info) {
-      const attempt = attempts.start(info.stepId);
-      const extras = [
-        attempt > 1 ? `attempt ${attempt}` : undefined,
-        info.desc && info.desc !== info.stepId ? `"${info.desc}"` : undefined,
-      ].filter(Boolean);
-      line(`${step(info)} started${extras.length > 0 ? ` (${extras.join(", ")})` : ""}`);
-    },
-    onStepEnd(info, result) {
-      const reported = errorReported === info.order;
-      line(`${step(info)} ${describeStepEnd(result, c, reported)}`);
-    },
-    onStepError(info, error) {
-      errorReported = info.order;
-      line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
-    },
-    onStepRetry(info, attempt, error) {
-      line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
-    },
-    onStepJump(info, target) {
-      line(`${step(info)} jump → ${target}`);
-    },
-    onPause: () => line("run paused"),
-    onResume: () => line("run resumed"),
-    onAbort: () => line(c.yellow("run stopping: cancel or abort requested")),
-    onTimeout: () => line(c.yellow("run stopping (time limit reached)")),
-    onStateChange(next, previous) {
-      if (options.verbose) line(`state ${previous} → ${next}`);
-    },
-    onPlanEnd(_plan, ctx) {
-      const result = resultOf(ctx);
-      if (!result) return;
-      const text = `run ${resultLine(result)}`;
-      line(result.success ? c.green(text) : c.red(text));
-      if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
-    },
-  };
   return {
-    events,
+    events: lines.events,
     onCallStart(request) {
       callStarted.set(request, now());
       if (options.verbose) {
@@ -437,59 +340,8 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
 /** The fields of the runner's `onStepEnd` result this module reads. */
 interface StepEndReport {
   transition?: string;
-  intent?: string;
   nextStepId?: string;
   checkResult?: { result: "ok" | "ng"; message: string };
-  error?: string;
-}
-
-/** Counts consecutive starts of the same step (the history's `attempt`). */
-class AttemptCounter {
-  #stepId?: string;
-  #attempt = 0;
-  start(stepId: string): number {
-    this.#attempt = stepId === this.#stepId ? this.#attempt + 1 : 1;
-    this.#stepId = stepId;
-    return this.#attempt;
-  }
-}
-
-function describeStepEnd(result: unknown, c: Palette, errorReported: boolean): string {
-  const r = (result ?? {}) as StepEndReport;
-  const transition = r.transition ?? "?";
-  let text = `→ ${transition}${r.nextStepId ? ` (${r.nextStepId})` : ""}`;
-  if (r.intent && r.intent !== transition) text += ` [intent ${r.intent}]`;
-  if (r.checkResult) {
-    const verdict = r.checkResult.result === "ok" ? c.green("check ok") : c.yellow("check ng");
-    text += ` ${verdict}${r.checkResult.message ? `: ${firstLine(r.checkResult.message)}` : ""}`;
-  }
-  // An error reported by onStepError already has its own line; others (cancellation) show here.
-  if (r.error && !errorReported) text += ` — ${firstLine(r.error)}`;
-  return text;
-}
-
-/** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */
-function retryLabel(error: unknown): string {
-  return error instanceof StepflowError && error.code === "OUTPUT_REASK" ? "re-ask" : "retry";
-}
-
-/**
- * Why a step is retried: a backend retry says so itself; a re-ask gives what was wrong with the
- * answer; a failed step validation says so; otherwise it is the `onError` policy.
- */
-function retryReason(error: unknown): string {
-  if (error instanceof StepflowError && error.code === "BACKEND_RETRY") {
-    return firstLine(error.message);
-  }
-  if (error instanceof StepflowError && error.code === "VALIDATION_FAILED") {
-    return `validation failed, re-running with the retry prompt: ${firstLine(error.message)}`;
-  }
-  if (error instanceof StepflowError && error.code === "OUTPUT_REASK") {
-    const { reason, errors } = (error.details ?? {}) as { reason?: string; errors?: string[] };
-    const found = errors && errors.length > 0 ? `: ${errors.join("; ")}` : "";
-    return firstLine(`${reason ?? error.message}${found}`);
-  }
-  return `onError retry after ${errorLabel(error)}`;
 }
 
 /** A model's raw answer for `--verbose`: indented, cut to 8,192 characters with its length. */
@@ -500,21 +352,6 @@ function rawAnswer(text: string): string {
     : "";
   const body = shown.text === "" ? "    (empty)" : shown.text.replace(/^/gm, "    ");
   return `    answer, ${formatCount(shown.length)} chars${cut}:\n${body}\n`;
-}
-
-function errorLabel(error: unknown): string {
-  const code = error instanceof StepflowError ? `[${error.code}] ` : "";
-  return `${code}${firstLine(errorMessage(error))}`;
-}
-
-function resultOf(ctx: RunContext): StepFlowResult | undefined {
-  const result = ctx.result as StepFlowResult | undefined;
-  return result && typeof result === "object" && "completionReason" in result ? result : undefined;
-}
-
-function firstLine(text: string): string {
-  const i = text.indexOf("\n");
-  return i < 0 ? text : `${text.slice(0, i)} …`;
 }
 
 function truncate(text: string, width: number): string {

@@ -19,7 +19,7 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
-import { boundDepth } from "../llm/ask_structured.ts";
+import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
   type CliFlags,

@@ -27,6 +27,7 @@
 import { resolve } from "node:path";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
+import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
@@ -39,7 +40,6 @@ import type {
   Approver,
   ExecutionSummary,
   Plan,
-  ProgressEvent,
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
@@ -50,7 +50,7 @@ import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
-import { type CliIo, type CliWriter, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
 import { newRunId } from "../store/run_id.ts";
@@ -472,7 +472,12 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   }
 
   const alwaysApproved = new Set(flags.approve);
+  const progress = createProgressLines({
+    write: (text) => io.stderr.write(text),
+    color: colorOn(io, "stderr"),
+  });
   const summary = await runWithProgress(plan, {
+    progress,
     planFile,
     ...(lock ? { assertLocked: () => assertLockHeld(lock, planLockSubject(planFile)) } : {}),
     io,
@@ -510,8 +515,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
         ? fileApprover(planFile, {
           onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
           onWaiting: (record, file) =>
-            io.stderr.write(
-              `      · ${record.stepId}: waiting for approval from the dashboard (${file})\n`,
+            progress.line(
+              `step ${record.stepId} · waiting for approval from the dashboard (${file})`,
             ),
         })
         : undefined,
@@ -573,6 +578,8 @@ async function decideInterrupted(
 }
 
 interface RunSettings {
+  /** The one line renderer of the shared events, writing to stderr. */
+  progress: ProgressLines;
   planFile: string;
   /** Throws once another process took the plan's lock over: nothing more may be written. */
   assertLocked?: () => void;
@@ -588,57 +595,13 @@ interface RunSettings {
 }
 
 async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSummary> {
-  let livePlan = plan;
-  let finished = plan.steps.filter((st) => st.status === "completed" || st.status === "skipped")
-    .length;
-  const descriptions = new Map(plan.steps.map((st) => [st.id, st.description]));
-  const tools = new Map(plan.steps.map((st) => [st.id, st.tool]));
-  const write = (text: string) => s.io.stderr.write(`${text}\n`);
-  const onProgress = (event: ProgressEvent) => {
-    const id = event.stepId;
-    if (!descriptions.has(id)) {
-      // A step inserted by recovery.
-      const step = livePlan.steps.find((st) => st.id === id);
-      if (step) {
-        descriptions.set(id, step.description);
-        tools.set(id, step.tool);
-      }
-    }
-    for (const entry of event.logs ?? []) write(`      · ${id}: ${entry.message}`);
-    if (event.logs) return;
-    if (event.progress !== undefined) {
-      write(`      … ${id} ${event.progress}%`);
-      return;
-    }
-    const counter = () => `[${finished}/${livePlan.steps.length}]`;
-    const error = event.result?.error;
-    switch (event.status) {
-      case "running":
-        write(`${counter()} ▶ ${id} ${descriptions.get(id)} (${tools.get(id)})`);
-        break;
-      case "completed":
-        finished++;
-        write(`${counter()} ✔ ${id} completed in ${Math.round(event.result?.duration ?? 0)} ms`);
-        break;
-      case "failed":
-        write(`${counter()} ✖ ${id} failed: ${error}`);
-        break;
-      case "skipped":
-        finished++;
-        write(`${counter()} ⊘ ${id} skipped: ${error}`);
-        break;
-      case "blocked":
-        if (event.result) write(`${counter()} ⏸ ${id} blocked: ${error}`);
-        break;
-    }
-  };
   const run = startPlan(plan, {
     tools: s.tools,
     workspaceRoot: s.workspaceRoot,
     concurrency: s.concurrency,
     autoApprove: s.autoApprove,
     rerunInterrupted: s.rerunInterrupted,
-    onProgress,
+    events: s.progress.events,
     persist: (p) => {
       s.assertLocked?.();
       return writePlanFile(s.planFile, p);
@@ -648,7 +611,6 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     ...(s.approver ? { approver: s.approver } : {}),
     ...(s.io.signal ? { signal: s.io.signal } : {}),
   });
-  livePlan = run.plan;
   return await run.summary;
 }
 

@@ -11,4 +11,5 @@ export {
   type RunContext,
   type RunState,
   type StepInfo,
+  type StepLogLevel,
 } from "./types.ts";

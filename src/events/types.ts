@@ -70,6 +70,11 @@ export interface ExecutorEvents {
   onStepRetry?(info: StepInfo, attempt: number, error: unknown): void | Promise<void>;
   /** Control moves from this step to `targetStepId` by a jump. */
   onStepJump?(info: StepInfo, targetStepId: string): void | Promise<void>;
+  /**
+   * A step reports something while it runs: an approval asked or given, a retry's delay, a
+   * recovery's decision, a tool's log line or progress. `level` says how much it matters.
+   */
+  onStepLog?(info: StepInfo, message: string, level: StepLogLevel): void | Promise<void>;
   /** The run was aborted (by `abort()`, a signal, or an abort intent). */
   onAbort?(ctx: RunContext): void | Promise<void>;
   /** The run was paused. */
@@ -82,10 +87,13 @@ export interface ExecutorEvents {
   onStateChange?(newState: RunState, oldState: RunState, ctx: RunContext): void | Promise<void>;
 }
 
+/** How much a {@linkcode ExecutorEvents.onStepLog} message matters. */
+export type StepLogLevel = "info" | "warn" | "error";
+
 /** The names of the events in {@linkcode ExecutorEvents}. */
 export type EventName = keyof ExecutorEvents;
 
-/** Every event name, in the order seed 000 lists them. */
+/** Every event name, in the order seed 000 lists them, then the ones stepflow adds. */
 export const EVENT_NAMES: readonly EventName[] = [
   "onPlanStart",
   "onPlanEnd",
@@ -99,4 +107,5 @@ export const EVENT_NAMES: readonly EventName[] = [
   "onResume",
   "onTimeout",
   "onStateChange",
+  "onStepLog",
 ];

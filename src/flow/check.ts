@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { exceedsDepth, MAX_OUTPUT_DEPTH } from "../llm/ask_structured.ts";
+import { exceedsDepth, MAX_OUTPUT_DEPTH } from "../engine/ask_structured.ts";
 import { extractJson } from "../llm/structured_output.ts";
 import type { LlmResponse } from "../llm/types.ts";
 

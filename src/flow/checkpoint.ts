@@ -6,7 +6,7 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
-import { boundDepth } from "../llm/ask_structured.ts";
+import { boundDepth } from "../engine/ask_structured.ts";
 import type { RunCheckpoint, RunStatus, RunStore } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
 import { setOwn } from "./own_record.ts";

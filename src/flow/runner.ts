@@ -21,7 +21,7 @@ import {
   excerpt,
   PROMPT_EXCERPT_CHARS,
   type ReaskInfo,
-} from "../llm/ask_structured.ts";
+} from "../engine/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";

@@ -276,14 +276,19 @@ class Execution {
     this.#scheduler = new StepScheduler({
       ready: (i) => this.#setStatus(i, "ready"),
       blocked: (i) => this.#setStatus(i, "blocked"),
-      passedOn: (i, status, culprit) =>
+      passedOn: (i, status, culprit) => {
         this.#settleWith(
           i,
           status,
           status === "skipped"
             ? `Skipped because step "${culprit}" was skipped`
             : `Blocked because step "${culprit}" failed`,
-        ),
+        );
+        // Settled without running: an end without a start tells event consumers why.
+        if (this.#emitter.has("onStepEnd")) {
+          void this.#emit("onStepEnd", { ...this.#info(i), status }, this.#nodes[i].result);
+        }
+      },
     });
     this.#nodes = this.#scheduler.nodes;
     this.#lookup = (id) => {
@@ -477,7 +482,7 @@ class Execution {
             if (!decision.approved) {
               const why = decision.reason ? ` (${decision.reason})` : "";
               this.#settleWith(i, "skipped", `User denied approval${why}`);
-              await this.#emit("onStepEnd", info, step.result);
+              await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
               return "skipped";
             }
           }
@@ -503,7 +508,7 @@ class Execution {
         if (signal.aborted) return "interrupted";
         this.#settleWith(i, "completed", undefined, value);
         if (this.#emitter.has("onStepEnd")) {
-          await this.#emitter.emit("onStepEnd", info, step.result);
+          await this.#emitter.emit("onStepEnd", this.#endInfo(info, i), step.result);
         }
         return "completed";
       } catch (error) {
@@ -544,7 +549,9 @@ class Execution {
               continue;
             }
             if (outcome !== "failed") {
-              if (outcome !== "waiting") await this.#emit("onStepEnd", info, step.result);
+              if (outcome !== "waiting") {
+                await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
+              }
               return outcome;
             }
           } else {
@@ -554,7 +561,7 @@ class Execution {
           }
         }
         this.#fail(i, error);
-        await this.#emit("onStepEnd", info, step.result);
+        await this.#emit("onStepEnd", this.#endInfo(info, i), step.result);
         return strategy.kind === "continue" ? "failed" : "stop";
       }
     }
@@ -743,6 +750,7 @@ class Execution {
     if (extra?.result !== undefined) event.result = extra.result;
     if (extra?.logs !== undefined) event.logs = extra.logs;
     this.#log.push(event);
+    if (extra?.logs !== undefined || extra?.progress !== undefined) this.#emitLog(i, extra);
     if (this.#o.onProgress) {
       try {
         this.#o.onProgress(event);
@@ -750,6 +758,22 @@ class Execution {
         // A broken progress callback must not break the run.
       }
     }
+  }
+
+  /** The log lines (or else the percentage) of a progress report, as shared `onStepLog` events. */
+  #emitLog(i: number, extra: { logs?: LogEntry[]; progress?: number }): void {
+    if (!this.#emitter.has("onStepLog")) return;
+    const info = this.#info(i, this.#order);
+    if (extra.logs === undefined) {
+      void this.#emit("onStepLog", info, `${extra.progress}%`, "info");
+      return;
+    }
+    for (const entry of extra.logs) void this.#emit("onStepLog", info, entry.message, entry.level);
+  }
+
+  /** The info of a step's end: the start's, with the status the step settled in. */
+  #endInfo(info: StepInfo, i: number): StepInfo {
+    return { ...info, status: this.#nodes[i].status };
   }
 
   #toolContext(i: number): PlanToolContext {
@@ -773,13 +797,14 @@ class Execution {
     };
   }
 
-  #info(i: number): StepInfo {
+  /** A step's event info; log lines keep the order of the step iteration they belong to. */
+  #info(i: number, order = ++this.#order): StepInfo {
     const step = this.#nodes[i];
     return {
       runId: this.runId,
       stepId: step.id,
       desc: step.description,
-      order: ++this.#order,
+      order,
       path: [step.description],
       iteration: this.#attempts[i],
       tool: step.tool,

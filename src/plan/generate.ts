@@ -6,11 +6,18 @@
  */
 import { sep } from "node:path";
 import { z } from "zod";
+import {
+  type AnswerReading,
+  askStructured,
+  readJsonAnswer,
+  rejectAnswer,
+  SCHEMA_MISMATCH,
+} from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
-import { extractJson } from "../llm/structured_output.ts";
-import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { stepFromNew } from "./new_step.ts";
-import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
+import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, GeneratedPlanSchema } from "./schema.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, Step } from "./types.ts";
 import { checkSteps } from "./validate.ts";
@@ -99,7 +106,7 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
   }
   const root = options.workspaceRoot ?? Deno.cwd();
   const snapshot = options.workspaceSnapshot ?? await snapshotWorkspace(root);
-  const prompt = renderTemplate(await loadPlanPrompt("generate"), {
+  const prompt = renderPromptTemplate(await loadPlanPrompt("generate"), {
     task: description,
     workspace: snapshot || "(empty)",
     tools: formatToolList(options.tools.describe()),
@@ -157,7 +164,7 @@ export async function revisePlan(
   }
   const root = options.workspaceRoot ?? Deno.cwd();
   const snapshot = options.workspaceSnapshot ?? await snapshotWorkspace(root);
-  const prompt = renderTemplate(await loadPlanPrompt("revise"), {
+  const prompt = renderPromptTemplate(await loadPlanPrompt("revise"), {
     task: plan.task ?? "(not recorded: infer it from the plan)",
     workspace: snapshot || "(empty)",
     tools: formatToolList(options.tools.describe()),
@@ -227,10 +234,16 @@ function stableJson(value: unknown): string {
   );
 }
 
+/** Why a plan whose steps fail the checks was rejected, as the re-ask says it. */
+const PLAN_REJECTED = "your plan could not be used";
+
+/** What the re-ask of a planning call asks for. */
+const EXPECTED_PLAN = "the whole corrected plan as one JSON object in the same format";
+
 /**
- * The one planning exchange, shared by {@linkcode generatePlan} and {@linkcode revisePlan}: asks,
- * parses (structured output, JSON in the text, or a bare list), checks the steps against the tools,
- * and re-asks once listing the problems.
+ * The one planning exchange, shared by {@linkcode generatePlan} and {@linkcode revisePlan}, on
+ * the shared re-ask path: asks, parses (structured output, JSON in the text, or a bare list),
+ * checks the steps against the tools, and re-asks once listing the problems.
  */
 async function askForSteps(
   prompt: string,
@@ -239,34 +252,42 @@ async function askForSteps(
   options: { backend: LlmBackend; tools: PlanToolRegistry; model?: string; signal?: AbortSignal },
 ): Promise<{ steps: Step[]; estimatedDuration?: number }> {
   outputSchema ??= z.toJSONSchema(GeneratedPlanSchema, { io: "input" }) as Record<string, unknown>;
+  const request: LlmRequest = {
+    kind: "step",
+    agent: "plan",
+    stepId,
+    iteration: 1,
+    prompt,
+    outputSchema,
+    cwd: root,
+  };
+  if (options.model) request.model = options.model;
+  // The last answer's every problem, for the error (the re-ask quotes the first few).
   let problems: string[] = [];
-  for (let round = 1; round <= 2; round++) {
-    const req: LlmRequest = {
-      kind: round === 1 ? "step" : "reask",
-      agent: "plan",
-      stepId,
-      iteration: round,
-      prompt: round === 1 ? prompt : `${prompt}\n\n${reaskText(problems)}`,
-      outputSchema,
-      cwd: root,
-    };
-    if (options.model) req.model = options.model;
-    const res = await options.backend.complete(req, { signal: options.signal });
-    const parsed = parseAnswer(res.structuredOutput, res.text);
-    if (!parsed.ok) {
-      problems = parsed.problems;
-      continue;
-    }
-    const steps: Step[] = parsed.data.steps.map((s, i) => stepFromNew(s, i + 1));
-    const found: PlanProblem[] = checkSteps(steps, options.tools);
-    if (found.length > 0) {
-      problems = found.map((p) => p.message);
-      continue;
-    }
-    return parsed.data.estimatedDuration === undefined
-      ? { steps }
-      : { steps, estimatedDuration: parsed.data.estimatedDuration };
-  }
+  const asked = await askStructured({
+    request,
+    call: (req) => options.backend.complete(req, { signal: options.signal }),
+    read: (response): AnswerReading<{ steps: Step[]; estimatedDuration?: number }> => {
+      const parsed = readPlanAnswer(response);
+      if (!parsed.ok) {
+        problems = parsed.problems.length > 0 ? parsed.problems : [parsed.reason];
+        return { ok: false, rejection: rejectAnswer(parsed.reason, parsed.problems) };
+      }
+      const steps: Step[] = parsed.value.steps.map((s, i) => stepFromNew(s, i + 1));
+      const found: PlanProblem[] = checkSteps(steps, options.tools);
+      if (found.length > 0) {
+        problems = found.map((p) => p.message);
+        return { ok: false, rejection: rejectAnswer(PLAN_REJECTED, problems) };
+      }
+      const estimatedDuration = parsed.value.estimatedDuration;
+      return {
+        ok: true,
+        value: estimatedDuration === undefined ? { steps } : { steps, estimatedDuration },
+      };
+    },
+    expected: EXPECTED_PLAN,
+  });
+  if (asked.ok) return asked.value;
   throw new PlanGenerationError(problems);
 }
 
@@ -276,37 +297,27 @@ type Answer = z.output<typeof GeneratedPlanSchema>;
  * The plan in an answer: the structured output, else the JSON in the text; a bare list of steps is
  * accepted too (the seed's prompt asks for "a JSON array of steps").
  */
-function parseAnswer(
-  structured: unknown,
-  text: string,
-): { ok: true; data: Answer } | { ok: false; problems: string[] } {
+function readPlanAnswer(
+  response: LlmResponse,
+): { ok: true; value: Answer } | { ok: false; reason: string; problems: string[] } {
   const candidates: unknown[] = [];
-  if (structured !== undefined) candidates.push(structured);
-  const extracted = extractJson(text);
-  if (extracted.ok) candidates.push(extracted.value);
-  const list = extractList(text);
+  if (response.structuredOutput !== undefined) candidates.push(response.structuredOutput);
+  const json = readJsonAnswer({ text: response.text });
+  if (json.ok) candidates.push(json.value);
+  const list = extractList(response.text);
   if (list !== undefined) candidates.push(list);
-  if (candidates.length === 0) {
-    return {
-      ok: false,
-      problems: [`the answer holds no JSON plan (${extracted.ok ? "" : extracted.reason})`],
-    };
+  if (candidates.length === 0 && !json.ok) {
+    return { ok: false, reason: json.rejection.reason, problems: json.rejection.errors };
   }
   let first: string[] | undefined;
   for (const candidate of candidates) {
     const parsed = GeneratedPlanSchema.safeParse(
       Array.isArray(candidate) ? { steps: candidate } : candidate,
     );
-    if (parsed.success) return { ok: true, data: parsed.data };
+    if (parsed.success) return { ok: true, value: parsed.data };
     first ??= parsed.error.issues.map(formatIssue);
   }
-  return { ok: false, problems: first! };
-}
-
-function reaskText(problems: readonly string[]): string {
-  return `Your previous plan could not be used:\n- ${
-    problems.join("\n- ")
-  }\nReturn the whole corrected plan as one JSON object in the same format.`;
+  return { ok: false, reason: SCHEMA_MISMATCH, problems: first! };
 }
 
 /** A bare JSON list in the text (the prompt says "a JSON array of steps"). */

@@ -1,15 +1,14 @@
 /**
- * The planning and recovery prompt templates in `prompts/plan/`, loaded relative to this module so
- * they are found both in a checkout and in the published package.
+ * The planning and recovery prompt templates in `prompts/plan/`, read and filled (`{variable}`)
+ * by the engine kit's one prompt-template code (`src/engine/prompt_template.ts`), so they are
+ * found both in a checkout and in the published package.
  *
  * @module
  */
-import { errorMessage, StepflowError } from "../errors.ts";
+import { readBuiltinPrompt } from "../engine/prompt_template.ts";
 
 /** The prompt templates of tool plans. */
 export type PlanPromptName = "generate" | "recover" | "revise";
-
-const cache = new Map<PlanPromptName, Promise<string>>();
 
 /**
  * Loads `prompts/plan/<name>.md` (cached).
@@ -18,61 +17,11 @@ const cache = new Map<PlanPromptName, Promise<string>>();
  * ```ts
  * import { loadPlanPrompt } from "./prompts.ts";
  * const template = await loadPlanPrompt("generate");
- * console.log(template.includes("{{task}}")); // true
+ * console.log(template.includes("{task}")); // true
  * ```
  */
 export function loadPlanPrompt(name: PlanPromptName): Promise<string> {
-  let pending = cache.get(name);
-  if (!pending) {
-    pending = readTemplate(new URL(`../../prompts/plan/${name}.md`, import.meta.url));
-    cache.set(name, pending);
-    pending.catch(() => cache.delete(name));
-  }
-  return pending;
-}
-
-async function readTemplate(url: URL): Promise<string> {
-  try {
-    if (url.protocol === "file:") return await Deno.readTextFile(url);
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    return await response.text();
-  } catch (error) {
-    throw new StepflowError(
-      "PROMPT_NOT_FOUND",
-      `Cannot load the built-in prompt ${url.href}: ${
-        errorMessage(error)
-      }. The package installation may be incomplete.`,
-      { details: { url: url.href } },
-    );
-  }
-}
-
-/**
- * Replaces `{{name}}` placeholders. Every placeholder must have a value (a missing one is a bug in
- * the caller, reported by name); other braces are left alone.
- *
- * @example
- * ```ts
- * import { renderTemplate } from "./prompts.ts";
- * renderTemplate('Task: "{{task}}" {json: 1}', { task: "Bump version" }); // 'Task: "Bump version" {json: 1}'
- * ```
- */
-export function renderTemplate(template: string, values: Readonly<Record<string, string>>): string {
-  const missing = new Set<string>();
-  const out = template.replace(/\{\{([a-z_]+)\}\}/g, (match, name: string) => {
-    if (Object.hasOwn(values, name)) return values[name];
-    missing.add(name);
-    return match;
-  });
-  if (missing.size > 0) {
-    throw new StepflowError(
-      "PROMPT_VARIABLES_MISSING",
-      `Plan prompt placeholders without a value: ${[...missing].join(", ")}.`,
-      { details: { missing: [...missing] } },
-    );
-  }
-  return out;
+  return readBuiltinPrompt(`plan/${name}.md`);
 }
 
 /** Formats tool descriptions for a prompt: `- name: description`, then the JSON Schema of its args. */

@@ -5,10 +5,11 @@
  * @module
  */
 import { z } from "zod";
+import { askStructured, readSchemaAnswer } from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
-import { extractJson } from "../llm/structured_output.ts";
-import { formatToolList, loadPlanPrompt, renderTemplate } from "./prompts.ts";
+import { formatToolList, loadPlanPrompt } from "./prompts.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
 import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";
 
@@ -52,7 +53,7 @@ let decisionSchema: Record<string, unknown> | undefined;
  */
 export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDecision> {
   const template = await loadPlanPrompt("recover");
-  const prompt = renderTemplate(template, {
+  const prompt = renderPromptTemplate(template, {
     task: request.plan.task ?? request.plan.taskId,
     description: request.step.description,
     error: request.error,
@@ -70,52 +71,46 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
     string,
     unknown
   >;
-  let problems: string[] = [];
-  for (let round = 1; round <= 2; round++) {
-    const req: LlmRequest = {
-      kind: round === 1 ? "step" : "reask",
-      agent: "plan",
-      stepId: RECOVER_STEP_ID,
-      iteration: request.attempt,
-      prompt: round === 1 ? prompt : `${prompt}\n\n${reaskText(problems)}`,
-      outputSchema: decisionSchema,
-      cwd: request.cwd,
-    };
-    if (request.model) req.model = request.model;
-    let raw: unknown;
-    try {
-      const res = await request.backend.complete(req, { signal: request.signal });
-      raw = res.structuredOutput;
-      if (raw === undefined) {
-        const extracted = extractJson(res.text);
-        if (!extracted.ok) {
-          problems = [`the answer holds no JSON object (${extracted.reason})`];
-          continue;
-        }
-        raw = extracted.value;
+  const req: LlmRequest = {
+    kind: "step",
+    agent: "plan",
+    stepId: RECOVER_STEP_ID,
+    iteration: request.attempt,
+    prompt,
+    outputSchema: decisionSchema,
+    cwd: request.cwd,
+  };
+  if (request.model) req.model = request.model;
+  const asked = await askStructured({
+    request: req,
+    call: async (call) => {
+      try {
+        return await request.backend.complete(call, { signal: request.signal });
+      } catch (error) {
+        request.signal?.throwIfAborted();
+        throw new StepflowError(
+          "RECOVERY_FAILED",
+          `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
+            errorMessage(error)
+          }`,
+          { cause: error, details: { stepId: request.step.id } },
+        );
       }
-    } catch (error) {
-      request.signal?.throwIfAborted();
-      throw new StepflowError(
-        "RECOVERY_FAILED",
-        `Recovery of step "${request.step.id}" failed: the ${request.backend.name} backend call failed: ${
-          errorMessage(error)
-        }`,
-        { cause: error, details: { stepId: request.step.id } },
-      );
-    }
-    const parsed = RecoveryDecisionSchema.safeParse(raw);
-    if (!parsed.success) {
-      problems = parsed.error.issues.map(formatIssue);
-      continue;
-    }
-    const decision = parsed.data;
-    problems = shapeProblems(decision);
-    if (problems.length > 0) continue;
-    const checked = request.check?.(decision) ?? { ok: true };
-    if (checked.ok) return decision;
-    problems = checked.problems;
-  }
+    },
+    read: (response) =>
+      readSchemaAnswer(response, RecoveryDecisionSchema, {
+        formatIssue,
+        check: (decision) => {
+          const shape = shapeProblems(decision);
+          if (shape.length > 0) return shape;
+          const checked = request.check?.(decision) ?? { ok: true };
+          return checked.ok ? [] : checked.problems;
+        },
+        checkReason: DECISION_REJECTED,
+      }),
+  });
+  if (asked.ok) return asked.value;
+  const problems = asked.errors.length > 0 ? asked.errors : [asked.reason];
   throw new StepflowError(
     "RECOVERY_FAILED",
     `Recovery of step "${request.step.id}" failed: the answer was unusable twice:\n  ${
@@ -125,17 +120,14 @@ export async function askRecovery(request: RecoveryRequest): Promise<RecoveryDec
   );
 }
 
+/** Why a decision that parses but cannot be applied was rejected, as the re-ask says it. */
+const DECISION_REJECTED = "your decision could not be used";
+
 function shapeProblems(decision: RecoveryDecision): string[] {
   if (decision.action === "insert" && (!decision.steps || decision.steps.length === 0)) {
     return ['action "insert" needs a non-empty "steps" list'];
   }
   return [];
-}
-
-function reaskText(problems: readonly string[]): string {
-  return `Your previous answer could not be used:\n- ${
-    problems.join("\n- ")
-  }\nAnswer again with one corrected JSON object.`;
 }
 
 /** One line per step: `- id [status] tool — description (after: deps)`, at most 200 lines. */

@@ -1,8 +1,10 @@
+import { type AnswerReading, askStructured, rejectAnswer } from "../engine/ask_structured.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { PlanParseError } from "./errors.ts";
 import { parsePlan } from "./parse.ts";
-import { fillTemplate, loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
+import { loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
 import type { PlanSpec } from "./types.ts";
 import { planErrors, validatePlan } from "./validate.ts";
 
@@ -89,45 +91,54 @@ export async function generatePlan(
   options: GeneratePlanOptions,
 ): Promise<GeneratedPlan> {
   const prompts = await loadPlanPrompts(options.prompts);
-  const prompt = fillTemplate(prompts.generate, { description: description.trim() });
-  return await requestPlan(prompt, prompts.reask, GENERATE_STEP_ID, options);
+  const prompt = renderPromptTemplate(prompts.generate, { description: description.trim() });
+  return await requestPlan(prompt, GENERATE_STEP_ID, options);
 }
 
+/** Why a plan answer was rejected, as the re-ask says it. */
+const PLAN_REJECTED = "your plan is not a valid PlanSpec plan";
+
+/** What the re-ask of a plan-writing call asks for. */
+const EXPECTED_PLAN =
+  "the whole corrected plan in the PlanSpec format (a `Goal:` line, `## Steps`, step lines)";
+
 /**
- * One plan-writing exchange (generation or `REPLAN ALL` regeneration): ask, check, re-ask once.
- * Used by {@linkcode generatePlan} and by the plan runner.
+ * One plan-writing exchange (generation or `REPLAN ALL` regeneration) on the shared re-ask path:
+ * ask, read the plan text, parse and validate it, re-ask once with the errors. Used by
+ * {@linkcode generatePlan} and by the plan runner.
  */
 export async function requestPlan(
   prompt: string,
-  reaskTemplate: string,
   stepId: string,
   options: GeneratePlanOptions & { iteration?: number },
 ): Promise<GeneratedPlan> {
+  const request: LlmRequest = {
+    kind: "step",
+    agent: "planspec",
+    stepId,
+    iteration: options.iteration ?? 1,
+    prompt,
+    cwd: options.cwd ?? Deno.cwd(),
+  };
+  if (options.model) request.model = options.model;
+  // The last answer's every error and text, for the error (the re-ask quotes the first few).
   let errors: string[] = [];
   let text = "";
-  for (let attempt = 1; attempt <= 2; attempt++) {
-    const request: LlmRequest = {
-      kind: attempt === 1 ? "step" : "reask",
-      agent: "planspec",
-      stepId,
-      iteration: options.iteration ?? 1,
-      prompt: attempt === 1 ? prompt : `${prompt}\n\n---\n\n${
-        fillTemplate(reaskTemplate, {
-          errors: errors.map((e) => `- ${e}`).join("\n"),
-          previous: text,
-        })
-      }`,
-      cwd: options.cwd ?? Deno.cwd(),
-    };
-    if (options.model) request.model = options.model;
-    const response = await options.backend.complete(request, { signal: options.signal });
-    text = extractPlanText(response.text);
-    const checked = checkPlanText(text);
-    if (checked.plan) {
-      return { plan: checked.plan, text, warnings: checked.warnings, attempts: attempt };
-    }
-    errors = checked.errors;
-  }
+  const asked = await askStructured({
+    request,
+    call: (req) => options.backend.complete(req, { signal: options.signal }),
+    read: (response): AnswerReading<Omit<GeneratedPlan, "attempts">> => {
+      text = extractPlanText(response.text);
+      const checked = checkPlanText(text);
+      if (checked.plan) {
+        return { ok: true, value: { plan: checked.plan, text, warnings: checked.warnings } };
+      }
+      errors = checked.errors;
+      return { ok: false, rejection: rejectAnswer(PLAN_REJECTED, errors) };
+    },
+    expected: EXPECTED_PLAN,
+  });
+  if (asked.ok) return { ...asked.value, attempts: asked.reasks + 1 };
   throw new StepflowError(
     "PLAN_GENERATION_INVALID",
     `The generated plan is invalid after a re-ask:\n${errors.map((e) => `  - ${e}`).join("\n")}`,

@@ -102,13 +102,13 @@ export {
 } from "./generate.ts";
 export { loadPlanPrompts, PLAN_PROMPT_NAMES, type PlanPrompts } from "./prompts.ts";
 export { type PlanHistoryEntry, type PlanHistoryKind, readHistory } from "./history.ts";
+export { PlanRunner } from "./runner.ts";
 export {
   PLAN_RUN_STEP_IDS,
-  PlanRunner,
   type PlanRunnerOptions,
   type PlanRunResult,
   type PlanRunStatus,
-} from "./runner.ts";
+} from "./run_types.ts";
 export type {
   Reflection,
   ReflectionDecision,

@@ -1,132 +1,48 @@
-import { z } from "zod";
+/**
+ * The PlanSpec run loop: rounds of steps in document order, each step's outcome, and the run's
+ * bookkeeping (plan file, lock, history, events). The stages it hands a step to live beside it:
+ * `step_context.ts` (what a step is told), `reflection.ts` (a step that did not succeed),
+ * `replanning.ts` (end-of-round re-planning and plan commands), `run_context.ts` (what they share
+ * and the backend calls).
+ *
+ * @module
+ */
 import { removeStaleTemps } from "../atomic_write.ts";
+import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
-import { isSpanOf } from "../unicode_span.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
-import type { ExecutorEvents, RunState, StepInfo as EventStepInfo } from "../events/types.ts";
-import { extractJson } from "../llm/structured_output.ts";
-import type { LlmBackend, LlmRequest } from "../llm/types.ts";
+import type { RunState, StepInfo as EventStepInfo } from "../events/types.ts";
 import {
   assertLockHeld,
   type HeldFileLock,
   lockPlanFile,
   planLockSubject,
 } from "../store/file_lock.ts";
-import { applyCommand, formatPlanCommand, parsePlanCommands } from "./commands.ts";
-import { requestPlan } from "./generate.ts";
+import { applyCommand } from "./commands.ts";
 import { appendHistory, type PlanHistoryEntry, readHistory } from "./history.ts";
-import { parseStepLines } from "./parse.ts";
-import { fillTemplate, loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
+import { loadPlanPrompts, type PlanPrompts } from "./prompts.ts";
+import { reflect } from "./reflection.ts";
+import { replanRound } from "./replanning.ts";
+import { askStep, oneLine, type PlanRunContext, type StepCounters } from "./run_context.ts";
 import {
-  type Reflection,
-  ReflectionSchema,
-  type StepOutput,
-  stepOutputSchema,
-} from "./runner_schemas.ts";
-import { serializePlan } from "./serialize.ts";
+  PLAN_RUN_STEP_IDS,
+  type PlanRunnerOptions,
+  type PlanRunResult,
+  type PlanRunStatus,
+} from "./run_types.ts";
+import { type StepOutput, stepOutputSchema } from "./runner_schemas.ts";
+import { isVariableName, stepVariables, unavailableInputs } from "./step_context.ts";
 import { historyFileFor, readPlanFile, writePlanFile } from "./store.ts";
-import { isComplete, planProgress, replaceChildren, walkSteps } from "./tree.ts";
+import { ancestorIds, findStep, isComplete, planProgress, walkSteps } from "./tree.ts";
 import {
   createPlanCommand,
-  type PlanCommand,
   type PlanOp,
-  type PlanProgress,
   type PlanSpec,
   PlanStatus,
   type PlanStep,
 } from "./types.ts";
 import { planErrors, validatePlan } from "./validate.ts";
 import { newRunId } from "../store/run_id.ts";
-
-/** Step ids under which the runner calls the backend (the keys of a scripted backend's script). */
-export const PLAN_RUN_STEP_IDS = {
-  /** `planspec.step.<id>`: executing step `<id>` (decide steps too; re-asks reuse the key). */
-  step: (stepId: string): string => `planspec.step.${stepId}`,
-  /** `planspec.reflect.<id>`: reflecting on step `<id>` after a non-OK status. */
-  reflect: (stepId: string): string => `planspec.reflect.${stepId}`,
-  /** `planspec.replan`: end-of-round re-planning. */
-  replan: "planspec.replan",
-  /** `planspec.children.<id>`: writing new children after `REPLAN <id>`. */
-  children: (stepId: string): string => `planspec.children.${stepId}`,
-  /** `planspec.regenerate`: writing a new plan after `REPLAN ALL`. */
-  regenerate: "planspec.regenerate",
-} as const;
-
-/** How a plan run ended. */
-export type PlanRunStatus = "completed" | "blocked" | "failed" | "aborted";
-
-/** Options of {@linkcode PlanRunner}. */
-export interface PlanRunnerOptions {
-  /** The LLM backend for every stage (step, reflection, re-planning, regeneration). */
-  backend: LlmBackend;
-  /**
-   * The plan file. When set, it is rewritten atomically after every step and every plan change,
-   * locked for the run, and a run history is kept beside it, so a killed run continues where it
-   * stopped when run again.
-   */
-  file?: string;
-  /** The history file (default `<file without .md>.history.jsonl`; none without `file`). */
-  historyFile?: string;
-  /** Event handlers (`onPlanStart`, `onStepStart`, `onStepEnd`, `onStepRetry`, …). */
-  events?: ExecutorEvents;
-  /** Rounds per run before giving up on convergence (default 3). */
-  maxRounds?: number;
-  /** Executions of one step (first try + retries) before it is blocked (default 3). */
-  maxAttempts?: number;
-  /** Iterations of an iterative (childless) subtask before it is blocked (default 20). */
-  maxIterations?: number;
-  /**
-   * Step executions in one run before it stops as failed, a guard against plans that keep changing
-   * without converging (default: 10 per step of the plan, at least 200).
-   */
-  maxStepExecutions?: number;
-  /** Whether the user can be asked questions (`INTERACT`); needs {@linkcode ask}. */
-  interactive?: boolean;
-  /** Asks the user; returns the answer, or undefined / `""` when there is none. */
-  ask?: (question: string, step: PlanStep) => Promise<string | undefined>;
-  /** Prompt overrides (default: the built-in `prompts/planspec/*.md`). */
-  prompts?: Partial<PlanPrompts>;
-  /** Model override passed to the backend. */
-  model?: string;
-  /** Working directory passed to the backend (default `Deno.cwd()`). */
-  cwd?: string;
-  /** Cancels the run between and during calls. */
-  signal?: AbortSignal;
-  /** Run id reported in events (default a random UUID). */
-  runId?: string;
-  /** History entries shown to the model (default 20). */
-  historyLimit?: number;
-  /** Characters of one variable value shown to the model (default 2000). */
-  valueLimit?: number;
-  /** Progress messages (reflections, re-planning, ignored commands); default: none. */
-  onLog?: (message: string) => void;
-}
-
-/** What {@linkcode PlanRunner.run} returns. */
-export interface PlanRunResult {
-  /** `completed` (every step done or skipped), `blocked` (rounds used up or nothing left to try),
-   * `failed` (backend or file error, or the execution guard), `aborted` (signal). */
-  status: PlanRunStatus;
-  /** The plan as it ended (the same object the runner holds). */
-  plan: PlanSpec;
-  /** Step counts at the end. */
-  progress: PlanProgress;
-  /** The last round run. */
-  rounds: number;
-  /** Step executions in this run. */
-  stepsExecuted: number;
-  /** The blocked steps and why. */
-  blocked: { stepId: string; result: string }[];
-  /** Output values produced so far, by variable name. */
-  variables: Record<string, unknown>;
-  /** The error, for `failed` and `aborted`. */
-  error?: string;
-}
-
-interface StepCounters {
-  attempts: number;
-  iterations: number;
-}
 
 const DONE_LIKE = new Set<string>([PlanStatus.DONE, PlanStatus.SKIPPED]);
 const MISSING_INPUT = "missing input";
@@ -166,7 +82,6 @@ const MISSING_INPUT = "missing input";
 export class PlanRunner {
   readonly #plan: PlanSpec;
   readonly #options: PlanRunnerOptions;
-  readonly #backend: LlmBackend;
   readonly #emitter: EventEmitter;
   readonly #runId: string;
   /** The plan file's lock while `run()` runs. */
@@ -175,7 +90,8 @@ export class PlanRunner {
   readonly #history: PlanHistoryEntry[] = [];
   readonly #variables = new Map<string, unknown>();
   #counters = new WeakMap<PlanStep, StepCounters>();
-  #prompts?: PlanPrompts;
+  /** What the stages (reflection, re-planning) see of this run, while `run()` runs. */
+  #context?: PlanRunContext;
   /** Re-read the file once the lock is held: another run may have finished in between. */
   #reloadOnRun = false;
   #round = 1;
@@ -193,7 +109,6 @@ export class PlanRunner {
   constructor(plan: PlanSpec, options: PlanRunnerOptions) {
     this.#plan = plan;
     this.#options = options;
-    this.#backend = options.backend;
     this.#emitter = createEventEmitter([options.events]);
     this.#runId = options.runId ?? newRunId();
     if (options.historyFile) this.#historyFile = options.historyFile;
@@ -261,7 +176,7 @@ export class PlanRunner {
     let error: string | undefined;
     const ctx = { runId: this.#runId, file: this.#options.file };
     try {
-      this.#prompts = await loadPlanPrompts(this.#options.prompts);
+      this.#context = this.#contextFor(await loadPlanPrompts(this.#options.prompts));
       const limit = await this.#resume();
       await this.#emitter.emit("onPlanStart", this.#plan, ctx);
       await this.#setState("running");
@@ -364,7 +279,7 @@ export class PlanRunner {
         this.#log(`round ${this.#round}: not converged and no rounds left`);
         return "blocked";
       }
-      const changed = await this.#replanRound();
+      const changed = await replanRound(this.#context!);
       this.#unblockInputWaits();
       settle(this.#plan.steps);
       await this.#save();
@@ -405,7 +320,7 @@ export class PlanRunner {
     walkSteps(this.#plan.steps, (s) => {
       if (
         s.status === PlanStatus.BLOCKED && s.result.startsWith(MISSING_INPUT) &&
-        this.#unavailableInputs(s).length === 0
+        unavailableInputs(this.#context!, s).length === 0
       ) {
         s.status = PlanStatus.PENDING;
         s.result = "";
@@ -419,7 +334,7 @@ export class PlanRunner {
     const counters = this.#countersOf(step);
     counters.attempts++;
     this.#executed++;
-    const unavailable = this.#unavailableInputs(step);
+    const unavailable = unavailableInputs(this.#context!, step);
     const info = this.#info(step, counters.attempts);
     if (unavailable.length > 0) {
       await this.#emitter.emit("onStepStart", info);
@@ -440,7 +355,7 @@ export class PlanRunner {
     }
     if (output.status === "OK") {
       const missing = step.outputs.filter((name) =>
-        isVariableName(name) && !(name in (output.outputs ?? {}))
+        isVariableName(name) && !Object.hasOwn(output.outputs ?? {}, name)
       );
       if (missing.length > 0 && step.stepType !== "decide") {
         output = {
@@ -466,7 +381,7 @@ export class PlanRunner {
     }
     if (output.status === "OK") this.#complete(step, output);
     await this.#emitter.emit("onStepEnd", info, output);
-    if (output.status !== "OK") await this.#reflect(step, output, info);
+    if (output.status !== "OK") await reflect(this.#context!, step, output, info);
   }
 
   /** The engine's bookkeeping for an OK step (or an accepted one). */
@@ -512,9 +427,13 @@ export class PlanRunner {
 
   async #executeStep(step: PlanStep): Promise<StepOutput> {
     const schema = stepOutputSchema(step);
-    const prompt = fillTemplate(this.#prompts!.step, this.#stepVariables(step));
+    const prompt = renderPromptTemplate(
+      this.#context!.prompts.step,
+      stepVariables(this.#context!, step),
+    );
     const needsBranch = step.stepType === "decide" && step.children.length > 0;
-    const answer = await this.#structured(
+    const answer = await askStep(
+      this.#context!,
       PLAN_RUN_STEP_IDS.step(step.stepId),
       prompt,
       schema,
@@ -530,345 +449,30 @@ export class PlanRunner {
     };
   }
 
-  /** A structured call with one re-ask on invalid output. */
-  async #structured<T>(
-    stepId: string,
-    prompt: string,
-    schema: z.ZodType<T>,
-    extraCheck: (value: T) => string[] = () => [],
-  ): Promise<{ ok: true; value: T } | { ok: false; errors: string[] }> {
-    const jsonSchema = z.toJSONSchema(schema) as Record<string, unknown>;
-    let errors: string[] = [];
-    let previous = "";
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const request = this.#request(
-        stepId,
-        attempt === 1 ? prompt : this.#reaskPrompt(prompt, errors, previous),
-        attempt === 1 ? "step" : "reask",
-      );
-      request.outputSchema = jsonSchema;
-      const response = await this.#backend.complete(request, { signal: this.#options.signal });
-      previous = response.text;
-      let value = response.structuredOutput;
-      if (value === undefined) {
-        const extracted = extractJson(response.text);
-        if (extracted.ok) value = extracted.value;
-      }
-      if (value === undefined) {
-        errors = ["the answer holds no JSON object"];
-        continue;
-      }
-      const parsed = schema.safeParse(value);
-      if (!parsed.success) {
-        errors = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-        continue;
-      }
-      errors = extraCheck(parsed.data);
-      if (errors.length === 0) return { ok: true, value: parsed.data };
-    }
-    return { ok: false, errors };
-  }
-
-  async #text(stepId: string, prompt: string): Promise<string> {
-    const response = await this.#backend.complete(this.#request(stepId, prompt, "step"), {
-      signal: this.#options.signal,
-    });
-    return response.text;
-  }
-
-  #request(stepId: string, prompt: string, kind: "step" | "reask"): LlmRequest {
-    const request: LlmRequest = {
-      kind,
-      agent: "planspec",
-      stepId,
-      iteration: this.#round,
-      prompt,
-      cwd: this.#options.cwd ?? Deno.cwd(),
+  /** The run's state and bookkeeping, as its stages see them. */
+  #contextFor(prompts: PlanPrompts): PlanRunContext {
+    const round = () => this.#round;
+    return {
+      plan: this.#plan,
+      options: this.#options,
+      prompts,
+      events: this.#emitter,
+      variables: this.#variables,
+      history: this.#history,
+      get round() {
+        return round();
+      },
+      countersOf: (step) => this.#countersOf(step),
+      forgetCounters: (step) => {
+        if (step) this.#counters.delete(step);
+        else this.#counters = new WeakMap();
+      },
+      complete: (step, output) => this.#complete(step, output),
+      mark: (step, op, result) => this.#mark(step, op, result),
+      record: (entry) => this.#record(entry),
+      save: () => this.#save(),
+      log: (message) => this.#log(message),
     };
-    if (this.#options.model) request.model = this.#options.model;
-    return request;
-  }
-
-  #reaskPrompt(prompt: string, errors: string[], previous: string): string {
-    return `${prompt}\n\n---\n\n${
-      fillTemplate(this.#prompts!.reask, {
-        errors: errors.map((e) => `- ${e}`).join("\n"),
-        previous: truncate(previous, 4000),
-      })
-    }`;
-  }
-
-  /** Step reflection: decide what to do about a non-OK step. */
-  async #reflect(step: PlanStep, output: StepOutput, info: EventStepInfo): Promise<void> {
-    const counters = this.#countersOf(step);
-    const maxAttempts = this.#options.maxAttempts ?? 3;
-    const failure = oneLine(`${output.status}: ${output.result}`);
-    const canInteract = this.#canInteract();
-    step.expanded = true;
-    let planState: string;
-    try {
-      planState = serializePlan(this.#plan, { fold: true });
-    } finally {
-      delete step.expanded;
-    }
-    const answer = await this.#structured(
-      PLAN_RUN_STEP_IDS.reflect(step.stepId),
-      fillTemplate(this.#prompts!.reflect, {
-        goal: this.#goalText(),
-        step_id: step.stepId,
-        description: step.description,
-        status: output.status,
-        result: output.result,
-        plan_state: planState,
-        can_interact: canInteract ? "yes" : "no",
-        attempt: String(counters.attempts),
-        max_attempts: String(maxAttempts),
-        history: this.#historyText(),
-      }),
-      ReflectionSchema,
-    );
-    if (!answer.ok) {
-      this.#mark(step, "BLOCKED", `${failure} (reflection gave no usable decision)`);
-      await this.#record({
-        kind: "reflection",
-        stepId: step.stepId,
-        errors: answer.errors,
-      });
-      this.#log(`step ${step.stepId}: reflection unusable (${answer.errors.join("; ")}); blocked`);
-      return;
-    }
-    const reflection: Reflection = answer.value;
-    const decision = reflection.decision;
-    this.#log(`step ${step.stepId}: ${output.status} → ${decision} (${reflection.reason})`);
-    const entry: PlanHistoryEntry = {
-      kind: "reflection",
-      round: this.#round,
-      at: "",
-      stepId: step.stepId,
-      decision,
-      reason: reflection.reason,
-    };
-    switch (decision) {
-      case "RETRY":
-        await this.#record(entry);
-        if (counters.attempts >= maxAttempts) {
-          this.#mark(step, "BLOCKED", `${failure} (gave up after ${counters.attempts} attempts)`);
-        } else {
-          await this.#emitter.emit("onStepRetry", info, counters.attempts, failure);
-        }
-        return;
-      case "ACCEPT":
-        await this.#record(entry);
-        this.#complete(step, output);
-        return;
-      case "INTERACT": {
-        const question = (reflection.question ?? "").trim() || reflection.reason;
-        entry.question = question;
-        await this.#record(entry);
-        await this.#interact(step, question, failure, counters.attempts >= maxAttempts);
-        return;
-      }
-      case "PLAN_CMD": {
-        const text = Array.isArray(reflection.commands)
-          ? reflection.commands.join("\n")
-          : reflection.commands ?? "";
-        const commands = this.#parseCommands(text);
-        if (commands.length === 0) {
-          await this.#record(entry);
-          this.#mark(step, "BLOCKED", `${failure} (reflection gave no usable PLAN_CMD)`);
-          return;
-        }
-        const before = new Set<PlanStep>();
-        walkSteps(this.#plan.steps, (s) => void before.add(s));
-        const applied = await this.#applyLlmCommands(commands, entry);
-        if (applied.regenerated) return;
-        if (step.status !== PlanStatus.ACTIVE) return; // skipped, revised or re-planned
-        if (addedBefore(this.#plan, step, before) && counters.attempts < maxAttempts) {
-          step.status = PlanStatus.PENDING; // runs again after the inserted steps
-          return;
-        }
-        this.#mark(step, "BLOCKED", failure);
-        return;
-      }
-    }
-  }
-
-  async #interact(
-    step: PlanStep,
-    question: string,
-    failure: string,
-    exhausted: boolean,
-  ): Promise<void> {
-    if (!this.#canInteract()) {
-      this.#mark(step, "BLOCKED", oneLine(`needs input: ${question}`));
-      return;
-    }
-    const answer = (await this.#options.ask!(question, step))?.trim() ?? "";
-    await this.#record({ kind: "interact", stepId: step.stepId, question, answer });
-    if (answer === "") {
-      this.#mark(step, "BLOCKED", oneLine(`needs input: ${question} (no answer)`));
-    } else if (exhausted) {
-      this.#mark(step, "BLOCKED", `${failure} (gave up after the attempt limit)`);
-    }
-    // Otherwise the step stays active and runs again with the answer in its history.
-  }
-
-  #canInteract(): boolean {
-    return this.#options.interactive === true && typeof this.#options.ask === "function";
-  }
-
-  #parseCommands(text: string): PlanCommand[] {
-    return parsePlanCommands(text, {
-      onIgnored: (_n, line, reason) => this.#log(`ignored ${line}: ${reason}`),
-    });
-  }
-
-  /**
-   * Applies LLM-layer commands. `REPLAN ALL` regenerates the whole plan (other commands of the
-   * batch referred to the old plan and are dropped); `REPLAN <id>` clears a container and
-   * generates its new children; view commands are ignored.
-   */
-  async #applyLlmCommands(
-    commands: PlanCommand[],
-    entry: PlanHistoryEntry,
-  ): Promise<{ changed: boolean; regenerated: boolean }> {
-    const all = commands.find((c) => c.op === "REPLAN" && c.stepId === "ALL");
-    if (all) {
-      entry.commands = [formatPlanCommand(all)];
-      const ok = await this.#regenerateAll(all.result || entry.reason || "");
-      if (!ok.ok) entry.errors = [ok.error];
-      await this.#record(entry);
-      return { changed: ok.ok, regenerated: ok.ok };
-    }
-    const applied: string[] = [];
-    const errors: string[] = [];
-    for (const cmd of commands) {
-      if (cmd.op === "EXPAND" || cmd.op === "COLLAPSE") {
-        this.#log(`ignored ${cmd.op} ${cmd.stepId}: view commands are not part of re-planning`);
-        continue;
-      }
-      const target = cmd.op === "REVISE" ? findById(this.#plan, cmd.stepId) : undefined;
-      const error = applyCommand(this.#plan, cmd);
-      if (error !== "") {
-        errors.push(error);
-        this.#log(`command failed: ${error}`);
-        continue;
-      }
-      applied.push(formatPlanCommand(cmd));
-      this.#log(`applied ${formatPlanCommand(cmd).split("\n")[0].slice(10)}`);
-      if (target) this.#counters.delete(target);
-      if (cmd.op === "REPLAN") {
-        const regenerated = await this.#regenerateChildren(cmd.stepId, cmd.result);
-        if (regenerated !== "") errors.push(regenerated);
-      }
-    }
-    entry.commands = applied;
-    if (errors.length > 0) entry.errors = errors;
-    await this.#record(entry);
-    await this.#save();
-    return { changed: applied.length > 0, regenerated: false };
-  }
-
-  /** Phase 2 of `REPLAN <id>`: new children for the container. Returns an error or `""`. */
-  async #regenerateChildren(stepId: string, reason: string): Promise<string> {
-    const container = findById(this.#plan, stepId);
-    if (!container) return `REPLAN ${stepId}: step vanished`;
-    const prompt = fillTemplate(this.#prompts!.children, {
-      goal: this.#goalText(),
-      plan_state: serializePlan(this.#plan, { fold: true }),
-      step_id: stepId,
-      step_type: container.stepType,
-      description: container.description,
-      reason: reason || "(no reason given)",
-    });
-    let errors: string[] = [];
-    let previous = "";
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const text = await this.#text(
-        PLAN_RUN_STEP_IDS.children(stepId),
-        attempt === 1 ? prompt : this.#reaskPrompt(prompt, errors, previous),
-      );
-      previous = text;
-      const parsed = parseChildren(text, stepId);
-      if (typeof parsed === "string") {
-        errors = [parsed];
-        continue;
-      }
-      const check = planErrors(validatePlan({ ...this.#plan, steps: parsed }));
-      if (check.length > 0) {
-        errors = check;
-        continue;
-      }
-      replaceChildren(this.#plan, stepId, parsed);
-      this.#log(`step ${stepId}: ${parsed.length} new sub-step(s) written`);
-      await this.#save();
-      return "";
-    }
-    const message = `REPLAN ${stepId}: new children invalid after a re-ask: ${errors.join("; ")}`;
-    this.#mark(container, "BLOCKED", oneLine(message));
-    this.#log(message);
-    return message;
-  }
-
-  /** `REPLAN ALL`: a new plan replaces the current one (in place). */
-  async #regenerateAll(reason: string): Promise<{ ok: true } | { ok: false; error: string }> {
-    const prompt = fillTemplate(this.#prompts!.regenerate, {
-      goal: this.#goalText(),
-      reason: reason || "(no reason given)",
-      plan_state: serializePlan(this.#plan, { fold: true }),
-      history: this.#historyText(),
-    });
-    try {
-      const generated = await requestPlan(
-        prompt,
-        this.#prompts!.reask,
-        PLAN_RUN_STEP_IDS.regenerate,
-        {
-          backend: this.#backend,
-          model: this.#options.model,
-          cwd: this.#options.cwd,
-          signal: this.#options.signal,
-          iteration: this.#round,
-        },
-      );
-      Object.assign(this.#plan, generated.plan);
-      this.#counters = new WeakMap();
-      this.#log(`plan regenerated (REPLAN ALL): ${planProgress(this.#plan).total} steps`);
-      await this.#save();
-      return { ok: true };
-    } catch (error) {
-      if (error instanceof StepflowError && error.code === "PLAN_GENERATION_INVALID") {
-        this.#log(`REPLAN ALL failed, keeping the current plan: ${error.message}`);
-        return { ok: false, error: error.message };
-      }
-      throw error;
-    }
-  }
-
-  /** End-of-round re-planning. Returns true when the plan changed. */
-  async #replanRound(): Promise<boolean> {
-    const issues = unresolved(this.#plan);
-    this.#log(`round ${this.#round} not converged (${issues.length} issue(s)); re-planning`);
-    const text = await this.#text(
-      PLAN_RUN_STEP_IDS.replan,
-      fillTemplate(this.#prompts!.replan, {
-        goal: this.#goalText(),
-        round: String(this.#round),
-        max_rounds: String(this.#options.maxRounds ?? 3),
-        issues: issues.join("\n"),
-        plan_state: serializePlan(this.#plan, { fold: true }),
-        history: this.#historyText(),
-      }),
-    );
-    const entry: PlanHistoryEntry = { kind: "replan", round: this.#round, at: "" };
-    const commands = this.#parseCommands(text);
-    if (commands.length === 0) {
-      entry.commands = [];
-      await this.#record(entry);
-      return false;
-    }
-    const applied = await this.#applyLlmCommands(commands, entry);
-    return applied.changed;
   }
 
   /** Engine-layer status change, through the command protocol. */
@@ -885,99 +489,19 @@ export class PlanRunner {
     return counters;
   }
 
-  /**
-   * Inputs that can no longer arrive: not produced yet, and every step declaring them as output is
-   * blocked or skipped. Inputs nobody declares (given data) are left to the model.
-   */
-  #unavailableInputs(step: PlanStep): string[] {
-    if (step.inputs.length === 0) return [];
-    const wanted = new Set(step.inputs.filter((name) => !this.#variables.has(name)));
-    if (wanted.size === 0) return [];
-    const producers = new Map<string, PlanStep[]>();
-    walkSteps(this.#plan.steps, (s) => {
-      if (s === step) return;
-      for (const name of s.outputs) {
-        if (wanted.has(name)) producers.set(name, [...(producers.get(name) ?? []), s]);
-      }
-    });
-    const missing: string[] = [];
-    for (const [name, list] of producers) {
-      if (
-        list.every((p) => p.status === PlanStatus.BLOCKED || p.status === PlanStatus.SKIPPED)
-      ) {
-        missing.push(
-          `${name} (${list.map((p) => `step ${p.stepId} is ${p.status}`).join(", ")})`,
-        );
-      }
-    }
-    return missing;
-  }
-
-  #stepVariables(step: PlanStep): Record<string, string> {
-    const limit = this.#options.valueLimit ?? 2000;
-    let inputs: string;
-    if (step.inputs.length > 0) {
-      inputs = step.inputs.map((name) =>
-        this.#variables.has(name)
-          ? `- ${name}: ${truncate(valueText(this.#variables.get(name)), limit)}`
-          : `- ${name}: (not produced by an earlier step; use what you know or report LACK_OF_INFO)`
-      ).join("\n");
-    } else if (this.#variables.size > 0) {
-      inputs = "No inputs are declared; the values produced so far are:\n" +
-        [...this.#variables].map(([name, value]) =>
-          `- ${name}: ${truncate(valueText(value), limit)}`
-        ).join("\n");
-    } else {
-      inputs = "(none)";
-    }
-    return {
-      goal: this.#goalText(),
-      constraints: this.#plan.constraints.length > 0
-        ? this.#plan.constraints.map((c) => `- ${c}`).join("\n")
-        : "(none)",
-      step_id: step.stepId,
-      step_type: step.stepType,
-      description: step.description,
-      detail: step.detail.join("\n"),
-      task_kind: taskKind(step),
-      inputs,
-      outputs: step.outputs.length > 0
-        ? step.outputs.map((name) => `- ${name}`).join("\n")
-        : "(none declared)",
-      history: this.#historyText(),
-    };
-  }
-
-  #goalText(): string {
-    return [this.#plan.goal, ...this.#plan.goalDetail].join("\n");
-  }
-
-  #historyText(): string {
-    const limit = this.#options.historyLimit ?? 20;
-    const shown: string[] = [];
-    for (let i = this.#history.length - 1; i >= 0 && shown.length < limit; i--) {
-      const line = historyLine(this.#history[i], this.#options.valueLimit ?? 2000);
-      if (line) shown.push(line);
-    }
-    return shown.length === 0 ? "(nothing yet)" : shown.reverse().join("\n");
-  }
-
   #info(step: PlanStep, attempt: number): EventStepInfo {
-    const parentId = step.stepId.includes(".")
-      ? step.stepId.slice(0, step.stepId.lastIndexOf("."))
-      : undefined;
-    const parts = step.stepId.split(".");
+    const ancestors = ancestorIds(step.stepId);
     const info: EventStepInfo = {
       runId: this.#runId,
       stepId: step.stepId,
       desc: step.description || step.stepId,
       order: ++this.#order,
-      path: parts.map((_p, i) => parts.slice(0, i + 1).join(".")),
+      path: [...ancestors, step.stepId],
       iteration: this.#round,
       type: step.stepType,
       attempt,
     };
-    if (parentId) info.parentStepId = parentId;
+    if (ancestors.length > 0) info.parentStepId = ancestors[ancestors.length - 1];
     return info;
   }
 
@@ -1071,35 +595,13 @@ export function settle(steps: PlanStep[]): void {
   }
 }
 
+/** Marks a step active, and its pending ancestors with it. */
 function markActive(plan: PlanSpec, step: PlanStep): void {
   step.status = PlanStatus.ACTIVE;
-  const parts = step.stepId.split(".");
-  let siblings = plan.steps;
-  for (let i = 0; i < parts.length - 1; i++) {
-    const ancestor = siblings[Number(parts[i]) - 1];
-    if (!ancestor) break;
-    if (ancestor.status === PlanStatus.PENDING) ancestor.status = PlanStatus.ACTIVE;
-    siblings = ancestor.children;
+  for (const id of ancestorIds(step.stepId)) {
+    const ancestor = findStep(plan, id)?.step;
+    if (ancestor?.status === PlanStatus.PENDING) ancestor.status = PlanStatus.ACTIVE;
   }
-}
-
-function findById(plan: PlanSpec, stepId: string): PlanStep | undefined {
-  let found: PlanStep | undefined;
-  walkSteps(plan.steps, (s) => {
-    if (!found && s.stepId === stepId) found = s;
-  });
-  return found;
-}
-
-/** True when a step not in `before` now comes before `step` in document order. */
-function addedBefore(plan: PlanSpec, step: PlanStep, before: Set<PlanStep>): boolean {
-  let seenStep = false;
-  let added = false;
-  walkSteps(plan.steps, (s) => {
-    if (s === step) seenStep = true;
-    else if (!seenStep && !before.has(s)) added = true;
-  });
-  return added;
 }
 
 function blockedSteps(plan: PlanSpec): { stepId: string; result: string }[] {
@@ -1108,116 +610,4 @@ function blockedSteps(plan: PlanSpec): { stepId: string; result: string }[] {
     if (s.status === PlanStatus.BLOCKED) out.push({ stepId: s.stepId, result: s.result });
   });
   return out;
-}
-
-function unresolved(plan: PlanSpec): string[] {
-  const issues: string[] = [];
-  walkSteps(plan.steps, (s) => {
-    if (s.children.length > 0 && s.status !== PlanStatus.BLOCKED) return;
-    if (s.status === PlanStatus.BLOCKED) {
-      issues.push(`- step ${s.stepId} [${s.stepType}] is blocked: ${s.result || "(no reason)"}`);
-    } else if (s.status === PlanStatus.PENDING || s.status === PlanStatus.ACTIVE) {
-      issues.push(`- step ${s.stepId} [${s.stepType}] is still ${s.status}`);
-    }
-  });
-  return issues.length > 0 ? issues : ["- (no blocked or unfinished step is listed)"];
-}
-
-/** Parses the children an LLM wrote for container `stepId`, numbered `<id>.k` or from 1. */
-function parseChildren(text: string, stepId: string): PlanStep[] | string {
-  const body = text.replace(/```[^\n]*\n?/g, "");
-  try {
-    const steps = parseStepLines(body, stepId);
-    if (steps.length > 0) return steps;
-  } catch {
-    // Maybe numbered from 1: tried below.
-  }
-  try {
-    const steps = parseStepLines(body, "");
-    if (steps.length > 0) return steps;
-    return `no step lines found; write lines like "${stepId}.1. [act] description → outputs"`;
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
-
-function taskKind(step: PlanStep): string {
-  switch (step.stepType) {
-    case "reason":
-      return "This is a reasoning step: analyze, infer, extract, summarize or verify.";
-    case "act":
-      return "This is an action step: carry out the action or computation and report what was done.";
-    case "decide":
-      if (step.children.length === 0) {
-        return "This is a decision step: decide and report the decision as the result.";
-      }
-      return "This is a decision step. Its branches are:\n" +
-        step.children.map((c) => `- ${c.stepId}: ${c.description}`).join("\n") +
-        "\nChoose exactly one branch and return its id in `branch`; the other branches are skipped.";
-    case "subtask": {
-      const progress = step.totalCount === null
-        ? `${step.doneCount} iteration(s) done, total unknown`
-        : `${step.doneCount}/${step.totalCount} iterations done`;
-      return `This is an iterative subtask (${progress}). Do the next iteration(s) and report ` +
-        "`progress` as {done, total} (total null when unknown); the step runs again until done " +
-        "reaches total.";
-    }
-    default:
-      return "";
-  }
-}
-
-function historyLine(entry: PlanHistoryEntry, valueLimit: number): string | undefined {
-  switch (entry.kind) {
-    case "step": {
-      let line = `- [round ${entry.round}] step ${entry.stepId} (${entry.stepType}) ${
-        JSON.stringify(entry.description ?? "")
-      }: ${entry.status} — ${entry.result ?? ""}`;
-      if (entry.branch) line += ` (chose ${entry.branch})`;
-      if (entry.outputs && Object.keys(entry.outputs).length > 0) {
-        line += `\n  outputs: ${truncate(JSON.stringify(entry.outputs), valueLimit)}`;
-      }
-      return line;
-    }
-    case "reflection":
-      return `- [round ${entry.round}] reflection on step ${entry.stepId}: ${
-        entry.decision ?? "no decision"
-      }${entry.reason ? ` — ${entry.reason}` : ""}${
-        entry.commands?.length ? `\n  ${entry.commands.join("\n  ")}` : ""
-      }${entry.question ? `\n  question: ${entry.question}` : ""}`;
-    case "interact":
-      return `- [round ${entry.round}] the user was asked ${
-        JSON.stringify(entry.question)
-      } about step ${entry.stepId} and answered: ${entry.answer || "(no answer)"}`;
-    case "replan":
-      return `- [round ${entry.round}] end-of-round re-planning: ${
-        entry.commands?.length ? entry.commands.join("; ") : "no change"
-      }`;
-    default:
-      return undefined;
-  }
-}
-
-/**
- * Output names that look like variables are required from an OK step. Others (decide branches
- * write `→ <what to do>`, as in the seed's examples) describe a consequence, not a value.
- */
-function isVariableName(name: string): boolean {
-  return isSpanOf(name, "[\\p{L}\\p{N}_.-]", "[\\p{L}_]");
-}
-
-function valueText(value: unknown): string {
-  return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
-}
-
-function truncate(text: string, limit: number): string {
-  return text.length <= limit
-    ? text
-    : `${text.slice(0, limit)}… (${text.length - limit} more chars)`;
-}
-
-/** Plan results are one line (the full text stays in the history). */
-function oneLine(text: string, limit = 300): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length <= limit ? line : line.slice(0, limit - 1) + "…";
 }

@@ -52,11 +52,16 @@ const StepOutputSchema = z.object({
  */
 export function stepOutputSchema(step: PlanStep): z.ZodType<StepOutput> {
   const outputs = step.outputs.length > 0
-    ? z.looseObject(
-      Object.fromEntries(
-        step.outputs.map((name) => [name, z.unknown().describe(`value of ${name}`)]),
-      ),
-    ).partial()
+    // zod reads a declared key through the prototype chain: an output named `constructor` would
+    // be "returned" (as Object) by an answer without it, unless the answer is read as own keys.
+    ? z.preprocess(
+      ownKeysOnly,
+      z.looseObject(
+        Object.fromEntries(
+          step.outputs.map((name) => [name, z.unknown().describe(`value of ${name}`)]),
+        ),
+      ).partial(),
+    )
     : z.record(z.string(), z.unknown());
   const shape: Record<string, z.ZodType> = {
     status: StepStatusCodeSchema.describe(
@@ -75,6 +80,12 @@ export function stepOutputSchema(step: PlanStep): z.ZodType<StepOutput> {
     shape.progress = ProgressSchema.optional().describe("iteration progress of this subtask");
   }
   return z.object(shape) as unknown as z.ZodType<StepOutput>;
+}
+
+/** A plain object's own keys on a null prototype, so that no inherited name reads as a value. */
+function ownKeysOnly(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.assign(Object.create(null), value);
 }
 
 /** The decisions of a step reflection. */

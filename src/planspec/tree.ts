@@ -163,6 +163,24 @@ export function clonePlan(plan: PlanSpec): PlanSpec {
   };
 }
 
+/**
+ * The ids of a step's ancestors, outermost first: `ancestorIds("2.1.3")` is `["2", "2.1"]`
+ * (ids are positional, so a step's id holds its path).
+ *
+ * @example
+ * ```ts
+ * import { ancestorIds } from "./tree.ts";
+ * console.log(ancestorIds("2.1.3")); // ["2", "2.1"]
+ * ```
+ */
+export function ancestorIds(stepId: string): string[] {
+  const ids: string[] = [];
+  for (let dot = stepId.indexOf("."); dot >= 0; dot = stepId.indexOf(".", dot + 1)) {
+    ids.push(stepId.slice(0, dot));
+  }
+  return ids;
+}
+
 /** `step 1 (foo)` for a named step, `step 1` otherwise: how messages name a step. */
 export function stepLabel(step: PlanStep): string {
   return step.stepName === "" ? `step ${step.stepId}` : `step ${step.stepId} (${step.stepName})`;

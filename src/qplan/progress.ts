@@ -1,11 +1,12 @@
 /**
- * Live progress of a run as a tree of step paths, one line per event (works on any stream,
- * terminal or not). The CLI writes it to stderr.
+ * Live progress of a QPlan run, one line per event (works on any stream, terminal or not): the one
+ * line renderer of the shared events ({@linkcode createProgressLines}), configured for QPlan's
+ * line-at-a-time writers. The CLI writes it to stderr.
  *
  * @module
  */
-import type { ExecutorEvents, StepInfo } from "../events/types.ts";
-import type { QPlanPlanInfo, QPlanRunContext } from "./step/step_events.ts";
+import type { ExecutorEvents } from "../events/types.ts";
+import { createProgressLines } from "../events/progress_lines.ts";
 
 /** Options of {@linkcode createProgressPrinter}. */
 export interface ProgressOptions {
@@ -16,17 +17,19 @@ export interface ProgressOptions {
 }
 
 /**
- * Event handlers that print progress lines such as:
+ * Event handlers that print progress lines (nested steps indented by their depth) such as:
  *
  * ```text
- * ▶ run r-1: 3 steps
- *   ● Read input [load]
- *   ✓ Read input [load] 2 ms → {"text":"1 2 3"}
- *   ● Compute [stats]
- *   ✗ Compute [stats]: Module 'math' failed: …
- *   ↻ Compute [stats] retry 1
- * ■ error after 15 ms: …
+ * [00:00.000] run r-1 started: "Numbers", 2 steps
+ * [00:00.001] step load #1 started ("Read input")
+ * [00:00.003] step load #1 completed in 2 ms → {"text":"1 2 3"}
+ * [00:00.003] step stats #2 started ("Compute")
+ * [00:00.004] step stats #2 error [QPLAN_RUNTIME] Module 'math' failed: …
+ * [00:00.004] step stats #2 retry 1: onError retry after [QPLAN_RUNTIME] Module 'math' failed: …
+ * [00:00.015] run error: …
  * ```
+ *
+ * `write` receives each line without its line break.
  *
  * @example
  * ```ts
@@ -41,71 +44,9 @@ export function createProgressPrinter(
   write: (line: string) => void,
   options: ProgressOptions = {},
 ): ExecutorEvents {
-  const now = options.now ?? (() => performance.now());
-  const showResults = options.results ?? true;
-  const starts = new Map<string, number>();
-  let runStart = now();
-  const indent = (info: StepInfo) => "  ".repeat(Number(info.depth ?? info.path.length - 1) + 1);
-  const label = (info: StepInfo) =>
-    info.desc && info.desc !== info.stepId ? `${info.desc} [${info.stepId}]` : info.stepId;
-  const elapsed = (info: StepInfo) => {
-    const t = starts.get(info.stepId);
-    return t === undefined ? "" : ` ${Math.round(now() - t)} ms`;
-  };
-  return {
-    onPlanStart(plan) {
-      runStart = now();
-      const p = plan as QPlanPlanInfo;
-      const title = p.planMeta?.title ? ` "${p.planMeta.title}"` : "";
-      write(`▶ run ${p.runId}${title}: ${p.totalSteps} step${p.totalSteps === 1 ? "" : "s"}`);
-    },
-    onStepStart(info) {
-      starts.set(info.stepId, now());
-      write(`${indent(info)}● ${label(info)}`);
-    },
-    onStepEnd(info, result) {
-      const preview = showResults && result !== undefined ? ` → ${previewOf(result)}` : "";
-      write(`${indent(info)}✓ ${label(info)}${elapsed(info)}${preview}`);
-    },
-    onStepError(info, error) {
-      write(`${indent(info)}✗ ${label(info)}: ${(error as Error)?.message ?? String(error)}`);
-    },
-    onStepRetry(info, attempt) {
-      write(`${indent(info)}↻ ${label(info)} retry ${attempt}`);
-    },
-    onStepJump(info, target) {
-      write(`${indent(info)}↷ ${label(info)} jumps to ${target}`);
-    },
-    onPause() {
-      write("⏸ paused");
-    },
-    onResume() {
-      write("▶ resumed");
-    },
-    onAbort() {
-      write("■ abort requested");
-    },
-    onTimeout() {
-      write("⏱ time limit reached");
-    },
-    onPlanEnd(_plan, ctx) {
-      const c = ctx as QPlanRunContext;
-      const ms = Math.round(now() - runStart);
-      const why = c.error ? `: ${c.error.message}` : "";
-      write(`■ ${c.status ?? "ended"} after ${ms} ms${why}`);
-    },
-  };
-}
-
-function previewOf(value: unknown): string {
-  let text: string;
-  try {
-    text = typeof value === "string"
-      ? JSON.stringify(value)
-      : JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  text = text.replace(/\s+/g, " ");
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+  return createProgressLines({
+    write: (text) => write(text.endsWith("\n") ? text.slice(0, -1) : text),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.results !== undefined ? { results: options.results } : {}),
+  }).events;
 }

@@ -159,7 +159,7 @@ Deno.test("run-plan: the same Ctrl-C delivered twice (as deno task does) still c
     }).spawn();
     const stderr = { text: "" };
     const reader = child.stderr.getReader();
-    await readUntil(reader, stderr, "▶ wait");
+    await readUntil(reader, stderr, "approved automatically");
     const started = performance.now();
     child.kill("SIGINT");
     await readUntil(reader, stderr, "Cancelling");

@@ -100,11 +100,16 @@ Deno.test("pause holds the run between calls; resume continues it", async () => 
   const def = await setup();
   const states: string[] = [];
   const backend = looping(5);
+  let paused = () => {};
+  const pausedOnce = new Promise<void>((resolve) => (paused = resolve));
   const runner = new StepFlowRunner(def, {
     backend,
     maxTotalIterations: 6,
     events: {
-      onPause: () => void states.push("paused"),
+      onPause: () => {
+        states.push("paused");
+        paused();
+      },
       onResume: () => void states.push("resumed"),
       onStepStart: (info) => {
         if (info.iteration === 2) runner.pause();
@@ -112,7 +117,8 @@ Deno.test("pause holds the run between calls; resume continues it", async () => 
     },
   });
   const running = runner.run({ args: { topic: "t" } });
-  await new Promise((r) => setTimeout(r, 80));
+  // Wait for the pause itself, not for a fixed time: a loaded machine may take longer to get there.
+  await pausedOnce;
   assert.equal(runner.state, "paused");
   const callsWhilePaused = backend.calls.length;
   assert.equal(callsWhilePaused, 1); // iteration 2 waits before its call
@@ -169,7 +175,9 @@ Deno.test("runTimeoutMs ends the run timeout; stepTimeoutMs fails a slow call", 
   let timedOut = 0;
   const result = await new StepFlowRunner(def, {
     backend: looping(20),
-    runTimeoutMs: 120,
+    maxTotalIterations: 10_000,
+    // Long enough for two 20 ms calls on a loaded machine, short enough to keep the test quick.
+    runTimeoutMs: 400,
     events: { onTimeout: () => void timedOut++ },
   }).run({ args: { topic: "t" } });
   assert.equal(result.completionReason, "timeout");

@@ -9,7 +9,7 @@ import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { formatUsage } from "../../src/cli/progress.ts";
-import { MAX_OUTPUT_DEPTH } from "../../src/llm/ask_structured.ts";
+import { MAX_OUTPUT_DEPTH } from "../../src/engine/ask_structured.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { loadScriptFile } from "../../src/llm/script_file.ts";
 import { createToolRegistry } from "../../src/tools/builtin.ts";

@@ -79,9 +79,9 @@ Deno.test("run-plan --approvals dashboard: an approval written by another proces
   assert.equal(r.code, 0, r.stderr);
   assert.match(
     r.stderr,
-    /write: waiting for approval from the dashboard \(.*plan\.json\.approvals/,
+    /\] step write · waiting for approval from the dashboard \(.*plan\.json\.approvals/,
   );
-  assert.match(r.stderr, /write: approved/);
+  assert.match(r.stderr, /\] step write #1 · approved\n/);
   assert.equal(await Deno.readTextFile(join(dir, "NOTE.md")), "released");
   const saved: Plan = JSON.parse(await Deno.readTextFile(planFile));
   assert.deepEqual(saved.steps.map((s) => s.status), ["completed", "completed"]);

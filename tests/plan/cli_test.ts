@@ -83,8 +83,10 @@ Deno.test("run-plan --yes: shows the review, runs, writes files and saves status
     /Requires approval ⚠ \(write_file would overwrite the existing file "config\.json"\)/,
   );
   assert.match(r.stdout, /Plan completed: 3 completed, 0 failed, 0 skipped, 0 blocked, 0 pending/);
-  assert.match(r.stderr, /▶ step_1 Read config\.json \(read_file\)/);
-  assert.match(r.stderr, /✔ step_3 completed/);
+  assert.match(r.stderr, /\] step step_1 #1 started \("Read config\.json", read_file\)\n/);
+  assert.match(r.stderr, /\] step step_3 #1 · approved automatically \(write_file would overwrite/);
+  assert.match(r.stderr, /\] step step_3 #1 completed in \d+ ms → \{"path":"config\.json"/);
+  assert.match(r.stderr, /\] run completed\n$/);
   assert.equal(await Deno.readTextFile(join(dir, "backup/config.json")), '{"version":"1.0.0"}');
   assert.equal(await Deno.readTextFile(join(dir, "config.json")), '{"version":"2.0.0"}');
   const saved = await readPlan(join(dir, "plan.json"));
@@ -141,7 +143,7 @@ Deno.test("deno task run-plan (subprocess smoke test): stdout, stderr and exit c
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^│ Plan Review — plan_cli \(v1\)/m);
   assert.match(r.stdout, /^Plan completed: 1 completed, 0 failed/m);
-  assert.match(r.stderr, /\[1\/1\] ✔ a completed in \d+ ms/);
+  assert.match(r.stderr, /^\[\d\d:\d\d\.\d{3}\] step a #1 completed in \d+ ms → "hello"$/m);
   const usage = await runPlanTask(["--frobnicate"], dir);
   assert.deepEqual([usage.code, usage.stdout], [2, ""]);
   assert.equal(

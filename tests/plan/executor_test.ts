@@ -473,6 +473,35 @@ Deno.test("events: the shared vocabulary fires in order with step infos", async 
   });
 });
 
+Deno.test("events: log lines as onStepLog, the settled status at each end, an end for steps that never started", async () => {
+  const { tools } = testTools();
+  const plan = makePlan([
+    { id: "a", description: "A", tool: "fail", args: { message: "x" }, onError: "continue" },
+    work("b", ["a"], 1),
+    { ...work("c", [], 1), requiresApproval: true },
+    work("d", ["c"], 1),
+  ]);
+  const log: string[] = [];
+  await executePlan(plan, {
+    tools,
+    concurrency: 1,
+    events: {
+      onStepStart: (info) => void log.push(`start:${info.stepId}`),
+      onStepEnd: (info) => void log.push(`end:${info.stepId}:${info.status}`),
+      onStepLog: (info, message, level) => void log.push(`log:${info.stepId}:${level}:${message}`),
+    },
+  });
+  assert.deepEqual(log, [
+    "start:a",
+    "end:a:failed",
+    "end:b:blocked",
+    "start:c",
+    "log:c:warn:needs approval (the step asks for approval) but no approver is configured",
+    "end:c:skipped",
+    "end:d:skipped",
+  ]);
+});
+
 Deno.test("invalid plans are refused before anything runs", async () => {
   const { tools, recorder } = testTools();
   const plan = makePlan([work("a"), { id: "b", description: "B", tool: "nope" }]);

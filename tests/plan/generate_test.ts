@@ -80,10 +80,14 @@ Deno.test("an invalid plan is re-asked once with every problem; the corrected pl
   assert.equal(reask.kind, "reask");
   assert.match(
     reask.prompt,
-    /Your previous plan could not be used:\n- Step "step_1": Unknown tool: delete_file/,
+    /\n---\nYour previous answer was rejected: your plan could not be used\.\n- Step "step_1": Unknown tool: delete_file/,
   );
   assert.match(reask.prompt, /- Step "step_2": Invalid args for read_file at args\.path/);
   assert.match(reask.prompt, /- Step "step_2": Unknown dependency: step_9/);
+  assert.match(
+    reask.prompt,
+    /\nAnswer again with only the whole corrected plan as one JSON object in the same format\.$/,
+  );
 });
 
 Deno.test("still invalid after the re-ask: PlanGenerationError lists the problems", async () => {
@@ -113,7 +117,10 @@ Deno.test("still invalid after the re-ask: PlanGenerationError lists the problem
     },
   );
   assert.equal(backend.calls.length, 2);
-  assert.match(backend.calls[1].prompt, /holds no JSON plan/);
+  assert.match(
+    backend.calls[1].prompt,
+    /Your previous answer was rejected: your answer contained no JSON object\.\n/,
+  );
 });
 
 Deno.test("snapshotWorkspace lists folders and files with sizes, bounded", async () => {

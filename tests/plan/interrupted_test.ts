@@ -176,7 +176,7 @@ Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it
     assert.equal(again.code, 0, again.stderr);
     assert.match(
       again.stderr,
-      /fetch: was running when an earlier run stopped.*http_get is idempotent/,
+      /step fetch · was running when an earlier run stopped.*http_get is idempotent/,
     );
     assert.equal(requests, 2);
     const plan = (await readPlan(planFile))!;

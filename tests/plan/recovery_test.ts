@@ -143,7 +143,11 @@ Deno.test("an invalid recovery is re-asked once with its problems; twice invalid
   assert.equal(backend.calls[1].kind, "reask");
   assert.match(
     backend.calls[1].prompt,
-    /Your previous answer could not be used:\n- .*Duplicate step id "fetch"/s,
+    /\n---\nYour previous answer was rejected: your decision could not be used\.\n- .*Duplicate step id "fetch"/s,
+  );
+  assert.match(
+    backend.calls[1].prompt,
+    /\nAnswer again with only a JSON object that matches the required JSON schema exactly\.$/,
   );
   assert.match(backend.calls[1].prompt, /Unknown tool: nope/);
 
@@ -154,6 +158,7 @@ Deno.test("an invalid recovery is re-asked once with its problems; twice invalid
   assert.equal(failed.status, "failed");
   assert.equal(failed.plan.steps[0].status, "failed");
   assert.equal(bad.calls.length, 2);
+  assert.match(bad.calls[1].prompt, /rejected: your answer contained no JSON object\.\n/);
 });
 
 Deno.test("recovery rounds are bounded per step", async () => {

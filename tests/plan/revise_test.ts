@@ -94,7 +94,10 @@ Deno.test("revisePlan: plan + feedback → the next validated version; unchanged
   assert.match(first.prompt, /"status": "completed"/);
   assert.match(first.prompt, /"Also read the backup back, and list the backups folder"/);
   assert.equal(second.kind, "reask");
-  assert.match(second.prompt, /Your previous plan could not be used:\n- .*rm_rf/);
+  assert.match(
+    second.prompt,
+    /Your previous answer was rejected: your plan could not be used\.\n- .*rm_rf/,
+  );
 });
 
 Deno.test("revisePlan: still invalid after the re-ask → PlanGenerationError; empty feedback → USAGE", async () => {

@@ -314,7 +314,13 @@ planspec.step.3:
   );
   assert.match(
     run.stderr,
-    /▶ 2 \[reason\] Check the numbers for gaps\n {2}✗ 2 UNCERTAIN: one week looks odd\n {2}· step 2: UNCERTAIN → ACCEPT/,
+    new RegExp(
+      [
+        String.raw`\] step 2 #1 started \("Check the numbers for gaps", reason\)\n`,
+        String.raw`\[\d\d:\d\d\.\d{3}\] step 2 #1 UNCERTAIN in \d+ ms: one week looks odd\n`,
+        String.raw`\[\d\d:\d\d\.\d{3}\] · step 2: UNCERTAIN → ACCEPT`,
+      ].join(""),
+    ),
   );
   assert.match(
     await Deno.readTextFile(join(dir, "planspec", "pipeline.md")),

@@ -357,7 +357,26 @@ Deno.test("plan run: REPLAN ALL regenerates the whole plan and the run goes on",
   const regen = backend.calls.filter((c) => c.stepId === "planspec.regenerate");
   assert.deepEqual(regen.map((c) => c.kind), ["step", "reask"]);
   assert.match(regen[1].prompt, /line 1: unexpected text/);
+  assert.match(
+    regen[1].prompt,
+    /\nYour previous answer was rejected: your plan is not a valid PlanSpec plan\.\n- line 1: .*\nAnswer again with only the whole corrected plan in the PlanSpec format/,
+  );
   assert.match(regen[0].prompt, /needs OCR first/);
+});
+
+Deno.test("plan run: a `reask` prompt override is refused, saying re-asks share one prompt", async () => {
+  const plan = parsePlan("Goal: g\n## Steps\n1. [act] Do it → out\n");
+  const backend = new ScriptedBackend({});
+  const result = await new PlanRunner(plan, {
+    backend,
+    prompts: { reask: "Try again: {errors}" } as Record<string, string>,
+  }).run();
+  assert.equal(result.status, "failed");
+  assert.match(
+    result.error ?? "",
+    /^prompts: no PlanSpec prompt is named "reask" \(known: generate, .*\); re-asks use the one re-ask prompt/,
+  );
+  assert.equal(backend.calls.length, 0);
 });
 
 Deno.test("plan run: an invalid structured answer is re-asked once, then counts as FAIL", async () => {
@@ -378,7 +397,13 @@ Deno.test("plan run: an invalid structured answer is re-asked once, then counts 
     "step:planspec.reflect.1",
     "step:planspec.step.1",
   ]);
-  assert.match(backend.calls[1].prompt, /the answer holds no JSON object/);
+  // The one re-ask prompt every engine uses (src/engine/ask_structured.ts).
+  assert.ok(backend.calls[1].prompt.startsWith(backend.calls[0].prompt));
+  assert.equal(
+    backend.calls[1].prompt.slice(backend.calls[0].prompt.length),
+    "\n\n---\nYour previous answer was rejected: your answer contained no JSON object.\n" +
+      "Answer again with only a JSON object that matches the required JSON schema exactly.",
+  );
   assert.match(
     backend.calls[2].prompt,
     /Status: FAIL\nResult: the answer did not match the step's output schema: status: Invalid option/,
@@ -484,4 +509,19 @@ Deno.test("plan run: an abort signal ends the run as aborted", async () => {
   const result = await new PlanRunner(plan, { backend, signal: controller.signal }).run();
   assert.equal(result.status, "aborted");
   assert.equal(plan.steps[0].status, "active");
+});
+
+Deno.test("plan run: an output named like an Object method is missing until the answer has it", async () => {
+  const plan = parsePlan("Goal: g\n## Steps\n1. [act] Build it → constructor\n");
+  const backend = new ScriptedBackend({
+    "planspec.step.1": [ok("built", {}), ok("built", { constructor: "x" })],
+    "planspec.reflect.1": [{ output: { decision: "RETRY", reason: "the output is missing" } }],
+  });
+  const result = await new PlanRunner(plan, { backend }).run();
+  assert.equal(result.status, "completed");
+  assert.match(
+    backend.calls[1].prompt,
+    /Status: UNCERTAIN\nResult: built \(declared outputs not returned: constructor\)/,
+  );
+  assert.deepEqual(result.variables, { constructor: "x" });
 });

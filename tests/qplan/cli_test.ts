@@ -63,12 +63,19 @@ Deno.test("qplan run: print on stdout, the step tree on stderr, files in INIT_CW
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "total: 6\nover 5\n");
   const lines = r.stderr.trim().split("\n");
-  assert.match(lines[0], /^▶ run \d{8}T\d{6}Z-[0-9a-f]{6} "Numbers": 2 steps$/);
-  assert.equal(lines[1], "  ● Read numbers [load]");
-  assert.match(lines[2], /^ {2}✓ Read numbers \[load\] \d+ ms → \{"text":"1 2 3"\}$/);
-  assert.equal(lines[3], "  ● Statistics [stats]");
-  assert.match(lines[4], /^ {2}✓ Statistics \[stats\] \d+ ms → \{"total":6\}$/);
-  assert.match(lines[5], /^■ completed after \d+ ms$/);
+  const at = String.raw`^\[\d\d:\d\d\.\d{3}\] `;
+  assert.match(
+    lines[0],
+    new RegExp(`${at}run \\d{8}T\\d{6}Z-[0-9a-f]{6} started: "Numbers", 2 steps$`),
+  );
+  assert.match(lines[1], new RegExp(`${at}step load #1 started \\("Read numbers"\\)$`));
+  assert.match(
+    lines[2],
+    new RegExp(`${at}step load #1 completed in \\d+ ms → \\{"text":"1 2 3"\\}$`),
+  );
+  assert.match(lines[3], new RegExp(`${at}step stats #2 started \\("Statistics"\\)$`));
+  assert.match(lines[4], new RegExp(`${at}step stats #2 completed in \\d+ ms → \\{"total":6\\}$`));
+  assert.match(lines[5], new RegExp(`${at}run completed$`));
   assert.deepEqual(JSON.parse(await Deno.readTextFile(`${dir}/out/total.json`)), { total: 6 });
 });
 
@@ -146,7 +153,10 @@ Deno.test("qplan run: a script that fails while running exits 1 and shows where"
   });
   const r = await qplan(["run", "div.qplan"], dir);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /✗ Divide \[d\]: Module 'math' failed: math div: division by zero/);
+  assert.match(
+    r.stderr,
+    /step d #1 error \[QPLAN_RUNTIME\] Module 'math' failed: math div: division by zero/,
+  );
   assert.match(
     r.stderr,
     /qplan: error: Module 'math' failed: math div: division by zero \(b is 0\) \(line 2, step 'd'\)\n {2}2 \| {3}math div a=1 b=0 -> x\n {4}\| {3}\^\n$/,

@@ -82,10 +82,10 @@ Deno.test("an LLM-written script (scripted backend) validates and runs", async (
   });
   assert.deepEqual(result.results, { sum: { total: 6 } });
   assert.deepEqual(lines, [
-    '▶ run r1 "Sum": 1 step',
-    "  ● Add up [sum]",
-    '  ✓ Add up [sum] 5 ms → {"total":6}',
-    "■ completed after 15 ms",
+    '[00:00.005] run r1 started: "Sum", 1 step',
+    '[00:00.015] step sum #1 started ("Add up")',
+    '[00:00.025] step sum #1 completed in 10 ms → {"total":6}',
+    "[00:00.030] run completed",
   ]);
 });
 
@@ -100,14 +100,14 @@ step id="end" { var 1 -> z }`,
     { events: createProgressPrinter((l) => lines.push(l), { now: () => 0 }), runId: "r" },
   );
   assert.deepEqual(lines, [
-    "▶ run r: 4 steps",
-    "  ● Outer [outer]",
-    "    ● flaky",
-    "    ✗ flaky: Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
-    "    ↻ flaky retry 1",
-    "    ● flaky",
-    "    ✗ flaky: Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
-    "  ✗ Outer [outer]: Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
-    "■ error after 0 ms: Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
+    "[00:00.000] run r started: 4 steps",
+    '[00:00.000] step outer #1 started ("Outer")',
+    "[00:00.000]   step flaky #2 started",
+    "[00:00.000]   step flaky #2 error [QPLAN_RUNTIME] Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
+    "[00:00.000]   step flaky #2 retry 1: onError retry after [QPLAN_RUNTIME] Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
+    "[00:00.000]   step flaky #2 started (attempt 2)",
+    "[00:00.000]   step flaky #2 error [QPLAN_RUNTIME] Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
+    "[00:00.000] step outer #1 error [QPLAN_RUNTIME] Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
+    "[00:00.000] run error: Module 'math' failed: math div: division by zero (b is 0) (line 2, step 'flaky')",
   ]);
 });

@@ -9,7 +9,7 @@ import { AgentDefinitionError } from "../../definition/errors.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
 import { EXIT_CODES } from "./exit_codes.ts";
 import type { CliWriter } from "./io.ts";
-import { palette } from "./palette.ts";
+import { palette } from "../../palette.ts";
 
 /**
  * Backend failures that mean "fix your setup" rather than "the run failed" (missing or refused

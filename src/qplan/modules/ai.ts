@@ -8,7 +8,7 @@ import type { Tool } from "../../tools/types.ts";
 import type { LlmBackend, LlmRequest } from "../../llm/types.ts";
 import type { ValidateFunction } from "ajv";
 import { StepflowError } from "../../errors.ts";
-import { askStructured } from "../../llm/ask_structured.ts";
+import { askStructured } from "../../engine/ask_structured.ts";
 import { createSchemaCompiler, validationProblems } from "../../llm/json_schema.ts";
 import { ModuleArgumentError } from "./values.ts";
 

@@ -6,7 +6,11 @@ import {
   excerpt,
   judgeAnswer,
   MAX_OUTPUT_DEPTH,
-} from "../../src/llm/ask_structured.ts";
+  readSchemaAnswer,
+  rejectAnswer,
+  SCHEMA_MISMATCH,
+} from "../../src/engine/ask_structured.ts";
+import { z } from "zod";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 
 /** `[[[…]]]` `depth` levels deep, built without recursion. */
@@ -100,4 +104,60 @@ Deno.test("judgeAnswer: past the extraction's bounds the re-ask says which bound
   );
   const plain = judgeAnswer({ text: "no json here" }, () => []);
   assert.equal(!plain.ok && plain.rejection.reason, "your answer contained no JSON object");
+});
+
+Deno.test("askStructured with read and expected: any answer format shares the loop and the re-ask prompt", async () => {
+  const backend = new ScriptedBackend(["Goal missing", "Goal: g"]);
+  const request = {
+    kind: "step" as const,
+    agent: "a",
+    stepId: "s",
+    iteration: 1,
+    prompt: "Write a plan.",
+    cwd: ".",
+  };
+  const asked = await askStructured({
+    request,
+    call: (r) => backend.complete(r),
+    read: (response) =>
+      response.text.startsWith("Goal:")
+        ? { ok: true, value: response.text.slice(5).trim() }
+        : { ok: false, rejection: rejectAnswer("your plan is not valid", ["line 1: no Goal:"]) },
+    expected: "the whole corrected plan",
+  });
+  assert.ok(asked.ok && asked.value === "g" && asked.reasks === 1);
+  assert.equal(
+    backend.calls[1].prompt,
+    "Write a plan.\n\n---\nYour previous answer was rejected: your plan is not valid.\n" +
+      "- line 1: no Goal:\nAnswer again with only the whole corrected plan.",
+  );
+  assert.equal(backend.calls[1].kind, "reask");
+});
+
+Deno.test("readSchemaAnswer: parsed value, schema findings, then the caller's check", () => {
+  const schema = z.object({ n: z.number(), tag: z.string().default("none") });
+  const formatIssue = (i: { path: PropertyKey[]; message: string }) =>
+    `${i.path.map(String).join(".")}: ${i.message}`;
+  const ok = readSchemaAnswer({ text: '{"n": 1, "extra": true}' }, schema, { formatIssue });
+  assert.deepEqual(ok, { ok: true, value: { n: 1, tag: "none" } });
+  const bad = readSchemaAnswer({ text: '{"n": "one"}' }, schema, { formatIssue });
+  assert.equal(!bad.ok && bad.rejection.reason, SCHEMA_MISMATCH);
+  assert.match(!bad.ok ? bad.rejection.errors[0] : "", /^n: /);
+  const checked = readSchemaAnswer({ structuredOutput: { n: 0 }, text: "" }, schema, {
+    formatIssue,
+    check: (v) => v.n > 0 ? [] : ["n must be positive"],
+    checkReason: "your count could not be used",
+  });
+  assert.deepEqual(checked, {
+    ok: false,
+    rejection: { reason: "your count could not be used", errors: ["n must be positive"] },
+  });
+  const none = readSchemaAnswer({ text: "no json" }, schema, { formatIssue });
+  assert.equal(!none.ok && none.rejection.reason, "your answer contained no JSON object");
+});
+
+Deno.test("rejectAnswer quotes at most 20 findings", () => {
+  const many = rejectAnswer("r", Array.from({ length: 25 }, (_, i) => `e${i}`));
+  assert.equal(many.errors.length, 21);
+  assert.equal(many.errors[20], "… and 5 more");
 });

@@ -1,13 +1,15 @@
 /**
- * The one structured-output path of the project: ask → extract → validate → re-ask. The step-flow
- * runner and QPlan's `ai` module both call {@linkcode askStructured}, so a model's answer is read,
- * bounded and judged the same way everywhere, and every re-ask says what was wrong in words a
- * model can act on.
+ * The one structured-output path of the project: ask → read → validate → re-ask. Every engine —
+ * the step-flow runner, the PlanSpec runner and plan generation, tool-plan generation and
+ * recovery, QPlan's `ai` module — calls {@linkcode askStructured}, so a model's answer is read,
+ * bounded and judged the same way everywhere, and every re-ask ({@linkcode reaskPrompt}) says what
+ * was wrong in the same words. What really differs between them (a PlanSpec text instead of JSON,
+ * a typed parse) is a `read` function and an `expected` phrase, not another loop.
  *
  * @module
  */
-import { extractJson } from "./structured_output.ts";
-import type { LlmRequest, LlmResponse } from "./types.ts";
+import { extractJson } from "../llm/structured_output.ts";
+import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 
 /**
  * The deepest nesting of objects and arrays accepted in a model's structured output. `{}` and `[]`
@@ -23,7 +25,7 @@ export const ANSWER_EXCERPT_CHARS = 8_192;
 export const PROMPT_EXCERPT_CHARS = 16_384;
 
 /** The most validation errors quoted in a re-ask, a log entry or an error message. */
-const MAX_ERRORS_SHOWN = 20;
+export const MAX_ERRORS_SHOWN = 20;
 
 /** A text cut to a bound, with the full text's length in characters. */
 export interface TextExcerpt {
@@ -140,28 +142,58 @@ export interface ReaskInfo extends AnswerRejection {
   answer: TextExcerpt;
 }
 
-/** Options of {@linkcode askStructured}. */
-export interface AskStructuredOptions {
-  /** The request of the first call (its `outputSchema` is what the answer must match). */
+/** What reading one answer gave: the value, or why the answer was rejected. */
+export type AnswerReading<T = unknown> =
+  | { ok: true; value: T }
+  | { ok: false; rejection: AnswerRejection };
+
+/** The options every {@linkcode askStructured} call takes, whatever its answer format. */
+export interface AskStructuredBaseOptions {
+  /** The request of the first call (its `outputSchema`, when set, is what the answer must match). */
   request: LlmRequest;
   /** Makes one backend call (the caller adds its timeout, usage accounting, pause, …). */
   call: (request: LlmRequest) => Promise<LlmResponse>;
-  /** Validates a parsed answer; returns the problems (empty when it is valid). */
-  validate: (value: unknown) => string[];
+  /**
+   * What a valid answer is, for the last line of a re-ask: "Answer again with only
+   * <expected>." (default {@linkcode EXPECTED_JSON}).
+   */
+  expected?: string;
   /** Re-asks after an invalid answer (default 1). */
   maxReasks?: number;
-  /** Nesting limit (default {@linkcode MAX_OUTPUT_DEPTH}). */
+  /** Nesting limit of a JSON answer (default {@linkcode MAX_OUTPUT_DEPTH}). */
   maxDepth?: number;
   /** Called before each re-ask is sent. */
   onReask?: (info: ReaskInfo) => void | Promise<void>;
 }
 
+/**
+ * Options of {@linkcode askStructured}: a JSON answer checked by `validate` (read with
+ * {@linkcode judgeAnswer}), or any answer read by `read` (PlanSpec text, a typed parse, …).
+ */
+export type AskStructuredOptions<T = unknown> =
+  & AskStructuredBaseOptions
+  & (
+    | {
+      /** Validates the JSON value of an answer; returns the problems (empty when it is valid). */
+      validate: (value: unknown) => string[];
+      read?: never;
+    }
+    | {
+      /**
+       * Reads one answer into a value or a rejection (use {@linkcode readJsonAnswer} and
+       * {@linkcode rejectAnswer} to read JSON the shared way).
+       */
+      read: (response: LlmResponse) => AnswerReading<T>;
+      validate?: never;
+    }
+  );
+
 /** The outcome of {@linkcode askStructured}. */
-export type AskStructuredResult =
+export type AskStructuredResult<T = unknown> =
   | {
     ok: true;
     /** The validated value. */
-    value: unknown;
+    value: T;
     /** The last response. */
     response: LlmResponse;
     /** The last answer, cut to {@linkcode ANSWER_EXCERPT_CHARS}. */
@@ -189,7 +221,7 @@ export type AskStructuredResult =
  * @example
  * ```ts
  * import { askStructured } from "./ask_structured.ts";
- * import { ScriptedBackend } from "./scripted.ts";
+ * import { ScriptedBackend } from "../llm/scripted.ts";
  * const backend = new ScriptedBackend(["Sure thing!", '{"greeting": "hi"}']);
  * const result = await askStructured({
  *   request: { kind: "step", agent: "demo", stepId: "hello", iteration: 1, prompt: "Greet", cwd: "." },
@@ -199,31 +231,69 @@ export type AskStructuredResult =
  * console.log(result.ok, result.reasks); // true 1
  * ```
  */
-export async function askStructured(options: AskStructuredOptions): Promise<AskStructuredResult> {
-  const { request, call, validate } = options;
+export async function askStructured<T = unknown>(
+  options: AskStructuredOptions<T>,
+): Promise<AskStructuredResult<T>> {
+  const { request, call } = options;
   const maxReasks = options.maxReasks ?? 1;
   const maxDepth = options.maxDepth ?? MAX_OUTPUT_DEPTH;
+  const read = options.read ??
+    ((response: LlmResponse) =>
+      judgeAnswer(response, options.validate!, maxDepth) as AnswerReading<T>);
   let response = await call(request);
   for (let reasks = 0;; reasks++) {
     const answer = excerpt(response.text, ANSWER_EXCERPT_CHARS);
-    const judged = judgeAnswer(response, validate, maxDepth);
+    const judged = read(response);
     if (judged.ok) return { ok: true, value: judged.value, response, answer, reasks };
     if (reasks >= maxReasks) return { ok: false, ...judged.rejection, response, answer, reasks };
     await options.onReask?.({ attempt: reasks + 1, answer, ...judged.rejection });
     response = await call({
       ...request,
       kind: "reask",
-      prompt: reaskPrompt(request.prompt, judged.rejection),
+      prompt: reaskPrompt(request.prompt, judged.rejection, options.expected),
     });
   }
 }
 
-/** Reads, bounds and validates one answer. */
+/**
+ * Reads, bounds and validates one JSON answer: {@linkcode readJsonAnswer}, then `validate`, whose
+ * findings become a schema rejection ({@linkcode rejectAnswer}).
+ *
+ * @example
+ * ```ts
+ * import { judgeAnswer } from "./ask_structured.ts";
+ * judgeAnswer({ text: '{"n": 1}' }, () => []); // { ok: true, value: { n: 1 } }
+ * ```
+ */
 export function judgeAnswer(
   response: LlmResponse,
   validate: (value: unknown) => string[],
   maxDepth: number = MAX_OUTPUT_DEPTH,
-): { ok: true; value: unknown } | { ok: false; rejection: AnswerRejection } {
+): AnswerReading {
+  const read = readJsonAnswer(response, maxDepth);
+  if (!read.ok) return read;
+  const errors = validate(read.value);
+  if (errors.length === 0) return read;
+  return { ok: false, rejection: rejectAnswer(SCHEMA_MISMATCH, errors) };
+}
+
+/** The reason of a rejection whose errors are a validator's findings. */
+export const SCHEMA_MISMATCH = "your answer did not match the required JSON schema";
+
+/**
+ * The JSON value of an answer — its native structured output, else the JSON extracted from its
+ * text — rejected when there is none or when it nests deeper than `maxDepth`.
+ *
+ * @example
+ * ```ts
+ * import { readJsonAnswer } from "./ask_structured.ts";
+ * readJsonAnswer({ text: "Sure!" }); // { ok: false, rejection: { reason: "your answer contained no JSON object", errors: [] } }
+ * ```
+ */
+export function readJsonAnswer(
+  response: LlmResponse,
+  maxDepth: number = MAX_OUTPUT_DEPTH,
+): AnswerReading {
   let value = response.structuredOutput;
   if (value === undefined) {
     const extracted = extractJson(response.text);
@@ -244,16 +314,84 @@ export function judgeAnswer(
       },
     };
   }
-  const errors = validate(value);
-  if (errors.length === 0) return { ok: true, value };
-  // A huge invalid answer can produce thousands of findings; the model needs the first few.
+  return { ok: true, value };
+}
+
+/** What {@linkcode readSchemaAnswer} needs of a schema: a zod schema's `safeParse`. */
+export interface AnswerSchema<T> {
+  /** Parses a value: the parsed data, or the issues found. */
+  safeParse(value: unknown):
+    | { success: true; data: T }
+    | { success: false; error: { issues: readonly { path: PropertyKey[]; message: string }[] } };
+}
+
+/** How {@linkcode readSchemaAnswer} words and checks what the schema accepted. */
+export interface SchemaAnswerOptions<T> {
+  /** One finding per schema issue, e.g. `steps[1].tool: Required`. */
+  formatIssue: (issue: { path: PropertyKey[]; message: string }) => string;
+  /** Checks the parsed value further; returns the problems (empty when it is usable). */
+  check?: (value: T) => string[];
+  /** The reason given for `check`'s problems (default {@linkcode SCHEMA_MISMATCH}). */
+  checkReason?: string;
+  /** Nesting limit (default {@linkcode MAX_OUTPUT_DEPTH}). */
+  maxDepth?: number;
+}
+
+/**
+ * A JSON answer read the shared way ({@linkcode readJsonAnswer}), then parsed by a zod schema —
+ * the parsed value (defaults applied, unknown keys dropped) is what the caller gets — and checked
+ * by `options.check`. For engines whose answers are typed by a zod schema rather than a JSON
+ * Schema validator.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { readSchemaAnswer } from "./ask_structured.ts";
+ * const read = readSchemaAnswer({ text: '{"n": "one"}' }, z.object({ n: z.number() }), {
+ *   formatIssue: (i) => `${i.path.join(".")}: ${i.message}`,
+ * });
+ * console.log(read.ok); // false
+ * ```
+ */
+export function readSchemaAnswer<T>(
+  response: LlmResponse,
+  schema: AnswerSchema<T>,
+  options: SchemaAnswerOptions<T>,
+): AnswerReading<T> {
+  const read = readJsonAnswer(response, options.maxDepth);
+  if (!read.ok) return read;
+  const parsed = schema.safeParse(read.value);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      rejection: rejectAnswer(SCHEMA_MISMATCH, parsed.error.issues.map(options.formatIssue)),
+    };
+  }
+  const problems = options.check?.(parsed.data) ?? [];
+  if (problems.length > 0) {
+    return {
+      ok: false,
+      rejection: rejectAnswer(options.checkReason ?? SCHEMA_MISMATCH, problems),
+    };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+/**
+ * A rejection quoting at most {@linkcode MAX_ERRORS_SHOWN} findings: a huge invalid answer can
+ * produce thousands, and the model needs the first few.
+ *
+ * @example
+ * ```ts
+ * import { rejectAnswer } from "./ask_structured.ts";
+ * rejectAnswer("your plan could not be used", ["plan has no goal"]);
+ * ```
+ */
+export function rejectAnswer(reason: string, errors: readonly string[]): AnswerRejection {
   const shown = errors.length > MAX_ERRORS_SHOWN
     ? [...errors.slice(0, MAX_ERRORS_SHOWN), `… and ${errors.length - MAX_ERRORS_SHOWN} more`]
-    : errors;
-  return {
-    ok: false,
-    rejection: { reason: "your answer did not match the required JSON schema", errors: shown },
-  };
+    : [...errors];
+  return { reason, errors: shown };
 }
 
 /** Why no JSON could be read from `text`. */
@@ -270,17 +408,27 @@ function noJsonReason(text: string): string {
   return "your answer contained no JSON object";
 }
 
+/** What a JSON answer must be, as the re-ask asks for it. */
+export const EXPECTED_JSON = "a JSON object that matches the required JSON schema exactly";
+
 /**
- * The prompt of a re-ask: the original prompt, what was wrong, and what to do.
+ * The one re-ask prompt of every engine: the original prompt, what was wrong, and what to answer
+ * instead (`expected`, default {@linkcode EXPECTED_JSON}).
  *
  * @example
  * ```ts
  * import { reaskPrompt } from "./ask_structured.ts";
  * reaskPrompt("Classify.", { reason: "your answer contained no JSON object", errors: [] });
+ * // "Classify.\n\n---\nYour previous answer was rejected: your answer contained no JSON object.\n" +
+ * // "Answer again with only a JSON object that matches the required JSON schema exactly."
  * ```
  */
-export function reaskPrompt(prompt: string, rejection: AnswerRejection): string {
+export function reaskPrompt(
+  prompt: string,
+  rejection: AnswerRejection,
+  expected: string = EXPECTED_JSON,
+): string {
   const errors = rejection.errors.map((e) => `\n- ${e}`).join("");
   return `${prompt}\n\n---\nYour previous answer was rejected: ${rejection.reason}.${errors}\n` +
-    "Answer again with only a JSON object that matches the required JSON schema exactly.";
+    `Answer again with only ${expected}.`;
 }

@@ -1,0 +1,410 @@
+/**
+ * The one text rendering of the shared events: one plain, timestamped line per event, the same for
+ * every engine (the step-flow runner, tool plans, PlanSpec runs and QPlan scripts), e.g.
+ *
+ * ```text
+ * [00:00.000] run r-1 started: agent issue-solver, entry initial.issue
+ * [00:00.002] step initial.issue #1 started
+ * [00:01.234] step initial.issue #1 → next (continuation.issue) check ok
+ * [00:00.003]   step stats #2 completed in 2 ms → {"total":6}
+ * ```
+ *
+ * What an engine says beyond the shared fields is shown when the event carries it: the step-flow
+ * runner's routing and check verdict at a step's end, a tool plan's tool and final status, a
+ * PlanSpec step's type and status, a QPlan step's depth (as indentation) and result.
+ *
+ * @module
+ */
+import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
+import { type Palette, palette } from "../palette.ts";
+
+/** Options of {@linkcode createProgressLines}. */
+export interface ProgressLinesOptions {
+  /** Writes text (each line ends with `\n`). */
+  write(text: string): void;
+  /** Use ANSI colours. Default false. */
+  color?: boolean;
+  /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
+  now?: () => number;
+  /** Also print state changes (`--verbose`). */
+  verbose?: boolean;
+  /** Show a short preview of each step's result at its end (default true). */
+  results?: boolean;
+}
+
+/** The line renderer: handlers for an engine's `events`, and the line writer they share. */
+export interface ProgressLines {
+  /** Handlers to pass as an engine's `events`. */
+  readonly events: ExecutorEvents;
+  /** Writes one timestamped line (for what a CLI reports beside the events). */
+  line(text: string): void;
+  /** The colours in use. */
+  readonly colors: Palette;
+}
+
+/** How a step-flow run ended, as far as its summary line needs (the flow's `StepFlowResult`). */
+export interface RunOutcome {
+  /** True when the run completed successfully. */
+  success: boolean;
+  /** Why it ended (`completed`, `maxIterations`, …). */
+  completionReason: string;
+  /** The step it ended on. */
+  finalStepId: string;
+  /** Iterations run. */
+  iterations: number;
+  /** Token usage and calls, when known. */
+  usage?: RunUsage;
+  /** The error that ended it. */
+  error?: { code: string; message: string };
+}
+
+/** Token usage of a run (the flow's `StepFlowResult.usage`). */
+export interface RunUsage {
+  /** Input tokens. */
+  inputTokens: number;
+  /** Output tokens. */
+  outputTokens: number;
+  /** Backend calls. */
+  calls: number;
+  /** Calls whose response carried no usage. */
+  callsWithoutUsage?: number;
+  /** Cost in US dollars, when known. */
+  costUsd: number;
+}
+
+/** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */
+export function formatClock(ms: number): string {
+  const total = Math.max(0, Math.floor(ms));
+  const minutes = Math.floor(total / 60_000);
+  const seconds = Math.floor((total % 60_000) / 1000);
+  const millis = total % 1000;
+  return `${String(minutes).padStart(2, "0")}:${String(seconds).padStart(2, "0")}.${
+    String(millis).padStart(3, "0")
+  }`;
+}
+
+/** `1234567` → `"1,234,567"`. */
+export function formatCount(n: number): string {
+  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+/** The one-line outcome of a run: `completed at complete.issue after 3 iterations (…)`. */
+export function resultLine(result: RunOutcome): string {
+  const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
+  const usage = formatUsage(result.usage);
+  return `${
+    result.success ? "succeeded" : "failed"
+  }: ${result.completionReason} at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
+}
+
+/** `tokens unknown for 3 calls`: the backend reported no usage for them. */
+export function unknownTokens(calls: number): string {
+  return `tokens unknown for ${calls} call${calls === 1 ? "" : "s"}`;
+}
+
+/**
+ * `1,234 tokens (1,200 in, 34 out), 4 calls, tokens unknown for 1 call, $0.0123` (parts that are
+ * zero are left out). Calls whose response carried no usage are counted apart, never as 0 tokens.
+ */
+export function formatUsage(usage: RunUsage | undefined): string {
+  if (!usage) return "";
+  const parts: string[] = [];
+  const tokens = usage.inputTokens + usage.outputTokens;
+  if (tokens > 0) {
+    parts.push(
+      `${formatCount(tokens)} tokens (${formatCount(usage.inputTokens)} in, ${
+        formatCount(usage.outputTokens)
+      } out)`,
+    );
+  }
+  if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
+  const unknown = usage.callsWithoutUsage ?? 0;
+  if (unknown > 0) parts.push(unknownTokens(unknown));
+  if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
+  return parts.join(", ");
+}
+
+/**
+ * One plain, timestamped line per shared event. Times count from the renderer's creation; steps
+ * of nested engines (QPlan, PlanSpec) are indented by their depth.
+ *
+ * @example
+ * ```ts
+ * import { createProgressLines } from "./progress_lines.ts";
+ * const lines: string[] = [];
+ * const progress = createProgressLines({ write: (t) => void lines.push(t), now: () => 0 });
+ * await progress.events.onStepStart?.({ runId: "r", stepId: "a", desc: "A", order: 1, path: ["A"] });
+ * console.log(lines[0]); // "[00:00.000] step a #1 started (\"A\")\n"
+ * ```
+ */
+export function createProgressLines(options: ProgressLinesOptions): ProgressLines {
+  const now = options.now ?? (() => performance.now());
+  const start = now();
+  const c = palette(options.color ?? false);
+  const showResults = options.results ?? true;
+  const attempts = new AttemptCounter();
+  /** When each running step started (by step id), for the duration at its end. */
+  const started = new Map<string, number>();
+  /** The `order` of step iterations whose error already has its own line. */
+  const errorReported = new Set<number>();
+  const line = (text: string) =>
+    options.write(`${c.dim(`[${formatClock(now() - start)}]`)} ${text}\n`);
+  const step = (info: StepInfo) => {
+    // A tool plan logs about a step before its first attempt (a re-run after a crash): no number.
+    const n = info.iteration || info.order;
+    return `${indentOf(info)}step ${c.bold(info.stepId)}${n > 0 ? ` #${n}` : ""}`;
+  };
+
+  const events: ExecutorEvents = {
+    onPlanStart(plan, ctx) {
+      const verb = ctx.mode === "resume"
+        ? "resumed"
+        : ctx.mode === "redrive"
+        ? "redriven"
+        : "started";
+      line(`run ${ctx.runId} ${verb}: ${describeRun(plan, ctx)}`);
+    },
+    onStepStart(info) {
+      started.set(info.stepId, now());
+      const attempt = typeof info.attempt === "number" ? info.attempt : attempts.start(info.stepId);
+      const kind = typeof info.tool === "string"
+        ? info.tool
+        : typeof info.type === "string"
+        ? info.type
+        : undefined;
+      const extras = [
+        attempt > 1 ? `attempt ${attempt}` : undefined,
+        info.desc && info.desc !== info.stepId ? `"${firstLine(info.desc)}"` : undefined,
+        kind,
+      ].filter(Boolean);
+      line(`${step(info)} started${extras.length > 0 ? ` (${extras.join(", ")})` : ""}`);
+    },
+    onStepEnd(info, result) {
+      const reported = errorReported.delete(info.order);
+      if (isFlowReport(result)) {
+        line(`${step(info)} ${describeStepEnd(result, c, reported)}`);
+        return;
+      }
+      const began = started.get(info.stepId);
+      started.delete(info.stepId);
+      const took = began === undefined ? "" : ` in ${Math.round(now() - began)} ms`;
+      const end = describeOutcome(info, result, reported, showResults);
+      const text = `${end.status}${took}${end.detail}`;
+      line(`${step(info)} ${end.ok ? text : c.yellow(text)}`);
+    },
+    onStepError(info, error) {
+      errorReported.add(info.order);
+      line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
+    },
+    onStepRetry(info, attempt, error) {
+      line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
+    },
+    onStepJump(info, target) {
+      line(`${step(info)} jump → ${target}`);
+    },
+    onStepLog(info, message, level) {
+      const text = `· ${firstLine(message)}`;
+      line(
+        `${step(info)} ${
+          level === "error" ? c.red(text) : level === "warn" ? c.yellow(text) : text
+        }`,
+      );
+    },
+    onPause: () => line("run paused"),
+    onResume: () => line("run resumed"),
+    onAbort: () => line(c.yellow("run stopping: cancel or abort requested")),
+    onTimeout: () => line(c.yellow("run stopping (time limit reached)")),
+    onStateChange(next, previous) {
+      if (options.verbose) line(`state ${previous} → ${next}`);
+    },
+    onPlanEnd(_plan, ctx) {
+      const result = resultOf(ctx);
+      if (result) {
+        const text = `run ${resultLine(result)}`;
+        line(result.success ? c.green(text) : c.red(text));
+        if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
+        return;
+      }
+      const status = typeof ctx.status === "string" ? ctx.status : "ended";
+      const why = ctx.error === undefined || ctx.error === null || ctx.error === ""
+        ? ""
+        : `: ${firstLine(messageOf(ctx.error))}`;
+      const text = `run ${status}${why}`;
+      line(status === "completed" ? c.green(text) : c.red(text));
+    },
+  };
+  return { events, line, colors: c };
+}
+
+// -------------------------------------------------------------------------------------------------
+
+/** `agent NAME, entry STEP` for a step flow; `"TITLE", N steps` for the other engines. */
+function describeRun(plan: unknown, ctx: RunContext): string {
+  const p = (plan ?? {}) as {
+    name?: string;
+    entryStepId?: string;
+    totalSteps?: number;
+    steps?: unknown[];
+    planMeta?: { title?: string };
+    title?: string;
+  };
+  if (typeof p.entryStepId === "string" || ctx.mode !== undefined) {
+    const from = ctx.mode === "resume" || ctx.mode === "redrive"
+      ? ` after iteration ${ctx.iteration ?? 0}`
+      : p.entryStepId
+      ? `, entry ${p.entryStepId}`
+      : "";
+    return `agent ${p.name ?? "?"}${from}`;
+  }
+  const title = p.planMeta?.title ?? p.title;
+  const count = typeof p.totalSteps === "number"
+    ? p.totalSteps
+    : Array.isArray(p.steps)
+    ? p.steps.length
+    : undefined;
+  const parts = [
+    typeof title === "string" && title !== "" ? `"${firstLine(title)}"` : undefined,
+    count === undefined ? undefined : `${count} step${count === 1 ? "" : "s"}`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(", ") : "plan";
+}
+
+/** Two spaces per level of nesting: QPlan's `depth`, else the hierarchical path's length. */
+function indentOf(info: StepInfo): string {
+  const depth = typeof info.depth === "number" ? info.depth : info.path.length - 1;
+  return depth > 0 ? "  ".repeat(Math.min(depth, 20)) : "";
+}
+
+/** The fields of the step-flow runner's `onStepEnd` result this module reads. */
+interface StepEndReport {
+  transition?: string;
+  intent?: string;
+  nextStepId?: string;
+  checkResult?: { result: "ok" | "ng"; message: string };
+  error?: string;
+}
+
+function isFlowReport(result: unknown): result is StepEndReport {
+  return typeof result === "object" && result !== null && "transition" in result;
+}
+
+/**
+ * How a step of another engine ended: a tool plan's step says its final status in the info and
+ * gives `{ ok, value?, error? }`; a PlanSpec step gives `{ status, result }`; a QPlan step gives
+ * its value.
+ */
+function describeOutcome(
+  info: StepInfo,
+  result: unknown,
+  errorReported: boolean,
+  showResults: boolean,
+): { status: string; ok: boolean; detail: string } {
+  const r = (typeof result === "object" && result !== null ? result : {}) as Record<
+    string,
+    unknown
+  >;
+  if (typeof r.ok === "boolean" && typeof info.tool === "string") {
+    const status = typeof info.status === "string" ? info.status : r.ok ? "completed" : "failed";
+    const error = typeof r.error === "string" && !errorReported ? `: ${firstLine(r.error)}` : "";
+    const value = r.ok && showResults && r.value !== undefined ? ` → ${preview(r.value)}` : "";
+    return { status, ok: r.ok || status === "skipped", detail: error || value };
+  }
+  if (
+    typeof r.status === "string" && typeof r.result === "string" && typeof info.type === "string"
+  ) {
+    const detail = showResults && r.result !== "" ? `: ${clip(r.result, 110)}` : "";
+    return { status: r.status, ok: r.status === "OK", detail };
+  }
+  const value = showResults && result !== undefined ? ` → ${preview(result)}` : "";
+  return { status: "completed", ok: true, detail: value };
+}
+
+/** Counts consecutive starts of the same step (the history's `attempt`); the live view uses it too. */
+export class AttemptCounter {
+  #stepId?: string;
+  #attempt = 0;
+  /** A start of `stepId`: its attempt number, 1 unless the previous start was the same step. */
+  start(stepId: string): number {
+    this.#attempt = stepId === this.#stepId ? this.#attempt + 1 : 1;
+    this.#stepId = stepId;
+    return this.#attempt;
+  }
+}
+
+function describeStepEnd(r: StepEndReport, c: Palette, errorReported: boolean): string {
+  const transition = r.transition ?? "?";
+  let text = `→ ${transition}${r.nextStepId ? ` (${r.nextStepId})` : ""}`;
+  if (r.intent && r.intent !== transition) text += ` [intent ${r.intent}]`;
+  if (r.checkResult) {
+    const verdict = r.checkResult.result === "ok" ? c.green("check ok") : c.yellow("check ng");
+    text += ` ${verdict}${r.checkResult.message ? `: ${firstLine(r.checkResult.message)}` : ""}`;
+  }
+  // An error reported by onStepError already has its own line; others (cancellation) show here.
+  if (r.error && !errorReported) text += ` — ${firstLine(r.error)}`;
+  return text;
+}
+
+/** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */
+export function retryLabel(error: unknown): string {
+  return error instanceof StepflowError && error.code === "OUTPUT_REASK" ? "re-ask" : "retry";
+}
+
+/**
+ * Why a step is retried: a backend retry says so itself; a re-ask gives what was wrong with the
+ * answer; a failed step validation says so; otherwise it is the `onError` policy.
+ */
+export function retryReason(error: unknown): string {
+  if (error instanceof StepflowError && error.code === "BACKEND_RETRY") {
+    return firstLine(error.message);
+  }
+  if (error instanceof StepflowError && error.code === "VALIDATION_FAILED") {
+    return `validation failed, re-running with the retry prompt: ${firstLine(error.message)}`;
+  }
+  if (error instanceof StepflowError && error.code === "OUTPUT_REASK") {
+    const { reason, errors } = (error.details ?? {}) as { reason?: string; errors?: string[] };
+    const found = errors && errors.length > 0 ? `: ${errors.join("; ")}` : "";
+    return firstLine(`${reason ?? error.message}${found}`);
+  }
+  return `onError retry after ${errorLabel(error)}`;
+}
+
+/** `[CODE] first line of the message`. */
+export function errorLabel(error: unknown): string {
+  const code = error instanceof StepflowError ? `[${error.code}] ` : "";
+  return `${code}${firstLine(errorMessage(error))}`;
+}
+
+/** An error's message, also for the plain `{ message }` objects some engines report. */
+function messageOf(error: unknown): string {
+  const message = (error as { message?: unknown })?.message;
+  return typeof message === "string" ? message : errorMessage(error);
+}
+
+function resultOf(ctx: RunContext): RunOutcome | undefined {
+  const result = ctx.result as RunOutcome | undefined;
+  return result && typeof result === "object" && "completionReason" in result ? result : undefined;
+}
+
+/** The first line of `text`, with ` …` when more lines follow. */
+export function firstLine(text: string): string {
+  const i = text.indexOf("\n");
+  return i < 0 ? text : `${text.slice(0, i)} …`;
+}
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ");
+  return one.length <= max ? one : one.slice(0, max - 1) + "…";
+}
+
+/** A value as one line of JSON, cut to 80 characters. */
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  text = text.replace(/\s+/g, " ");
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
