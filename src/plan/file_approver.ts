@@ -27,22 +27,13 @@ import type { ApprovalDecision, ApprovalRequest, Approver } from "./types.ts";
 /** The state of an approval request. */
 export type ApprovalState = "waiting" | "approved" | "denied" | "withdrawn";
 
-/** An approval request as recorded in `<plan file>.approvals/<step>.json`. */
-export interface ApprovalRecord {
+/**
+ * An approval request as recorded in `<plan file>.approvals/<step>.json`: the executor's request
+ * and what the file adds to it.
+ */
+export interface ApprovalRecord extends ApprovalRequest {
   /** Identifies this request: a decision must name it. */
   requestId: string;
-  /** The plan id. */
-  planId: string;
-  /** The step waiting. */
-  stepId: string;
-  /** The step's description. */
-  description: string;
-  /** The tool the step runs. */
-  tool: string;
-  /** Its arguments, with references resolved. */
-  args: Record<string, unknown>;
-  /** Why approval is needed. */
-  reason: string;
   /** When the step started waiting (ISO). */
   requestedAt: string;
   /** The process that waits (`run-plan`). */

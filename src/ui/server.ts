@@ -320,10 +320,6 @@ async function liveEvents(
   intervalMs: number,
   closing?: AbortSignal,
 ): Promise<Response> {
-  // Ends when the browser goes away (the stream is cancelled) or the server closes — not on the
-  // request's signal, which Deno aborts as soon as a streaming response has started.
-  const gone = new AbortController();
-  const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
   // Rebuild the fold exactly as the page had it, then send what came after.
@@ -331,64 +327,37 @@ async function liveEvents(
   const log = await store.readLog(runId);
   foldLog(timeline, log.slice(0, from));
   view.timeline = timeline;
-  const encoder = new TextEncoder();
-  let closed = false;
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      const send = (event: string, value: unknown) =>
-        controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(value)}\n\n`));
-      const push = (entries: typeof log) => {
-        if (entries.length === 0) return;
-        const touched = foldLog(timeline, entries);
-        send(
-          "rows",
-          [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
-        );
-        send("graph", runGraph(view).text);
-        send("header", runMeta(view).text);
-        send("output", finalOutput(view).text);
-      };
-      let lastBeat = Date.now();
-      // A first comment, so clients and proxies see the stream open before the run moves on.
-      controller.enqueue(encoder.encode(": following the run log\n\n"));
-      try {
-        push(log.slice(from));
-        while (!closed && !signal.aborted) {
-          if (timeline.runEnd) {
-            try {
-              view.checkpoint = await store.loadCheckpoint(runId);
-            } catch { /* shown on reload */ }
-            view.summary = undefined;
-            send("header", runMeta(view).text);
-            send("end", {});
-            break;
-          }
-          await delay(intervalMs, signal);
-          push(await readLogFrom(store, runId, timeline.entries));
-          if (Date.now() - lastBeat > 15_000) {
-            controller.enqueue(encoder.encode(": keep-alive\n\n"));
-            lastBeat = Date.now();
-          }
+  return eventStream(": following the run log", closing, async (events) => {
+    const push = (entries: typeof log) => {
+      if (entries.length === 0) return;
+      const touched = foldLog(timeline, entries);
+      events.send(
+        "rows",
+        [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
+      );
+      events.send("graph", runGraph(view).text);
+      events.send("header", runMeta(view).text);
+      events.send("output", finalOutput(view).text);
+    };
+    try {
+      push(log.slice(from));
+      while (events.open) {
+        if (timeline.runEnd) {
+          try {
+            view.checkpoint = await store.loadCheckpoint(runId);
+          } catch { /* shown on reload */ }
+          view.summary = undefined;
+          events.send("header", runMeta(view).text);
+          events.send("end", {});
+          break;
         }
-      } catch (error) {
-        if (!signal.aborted && !closed) send("problem", errorMessage(error));
+        await delay(intervalMs, events.signal);
+        push(await readLogFrom(store, runId, timeline.entries));
+        events.keepAlive();
       }
-      if (!closed) {
-        closed = true;
-        controller.close();
-      }
-    },
-    cancel() {
-      closed = true;
-      gone.abort();
-    },
-  });
-  return new Response(body, {
-    headers: {
-      ...securityHeaders(),
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-store",
-    },
+    } catch (error) {
+      if (events.open) events.send("problem", errorMessage(error));
+    }
   });
 }
 
@@ -403,27 +372,67 @@ function planEvents(
   intervalMs: number,
   closing?: AbortSignal,
 ): Response {
+  return eventStream(": following the plan", closing, async (events) => {
+    try {
+      while (events.open) {
+        if (await toolPlanKey(file) !== since) {
+          events.send("changed", {});
+          break;
+        }
+        await delay(Math.max(250, intervalMs), events.signal);
+        events.keepAlive();
+      }
+    } catch { /* the stream ends; the page reloads on its own next visit */ }
+  });
+}
+
+/** What a follower of {@linkcode eventStream} writes to. */
+interface EventSink {
+  /** Sends one event with a JSON payload. */
+  send(event: string, value: unknown): void;
+  /** Sends a comment line when nothing was sent for 15 s, so proxies keep the stream open. */
+  keepAlive(): void;
+  /** False once the browser went away or the server is closing. */
+  readonly open: boolean;
+  /** Aborted when the browser goes away or the server closes (for waits between reads). */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A server-sent-events response: `opening` as a first comment (clients and proxies see the stream
+ * open at once), then whatever `follow` sends until it returns. It ends when the browser goes away
+ * (the stream is cancelled, which aborts `gone`) or the server closes — not on the request's
+ * signal, which Deno aborts as soon as a streaming response has started.
+ */
+function eventStream(
+  opening: string,
+  closing: AbortSignal | undefined,
+  follow: (events: EventSink) => Promise<void>,
+): Response {
   const gone = new AbortController();
   const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
   const encoder = new TextEncoder();
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
-      controller.enqueue(encoder.encode(": following the plan\n\n"));
       let lastBeat = Date.now();
-      try {
-        while (!closed && !signal.aborted) {
-          if (await toolPlanKey(file) !== since) {
-            controller.enqueue(encoder.encode("event: changed\ndata: {}\n\n"));
-            break;
-          }
-          await delay(Math.max(250, intervalMs), signal);
-          if (Date.now() - lastBeat > 15_000) {
-            controller.enqueue(encoder.encode(": keep-alive\n\n"));
-            lastBeat = Date.now();
-          }
-        }
-      } catch { /* the stream ends; the page reloads on its own next visit */ }
+      const events: EventSink = {
+        send: (event, value) => {
+          controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(value)}\n\n`));
+          lastBeat = Date.now();
+        },
+        keepAlive: () => {
+          if (Date.now() - lastBeat <= 15_000) return;
+          controller.enqueue(encoder.encode(": keep-alive\n\n"));
+          lastBeat = Date.now();
+        },
+        get open() {
+          return !closed && !signal.aborted;
+        },
+        signal,
+      };
+      controller.enqueue(encoder.encode(`${opening}\n\n`));
+      await follow(events);
       if (!closed) {
         closed = true;
         controller.close();
