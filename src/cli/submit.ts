@@ -5,14 +5,15 @@
  * @module
  */
 import type { AgentDefinition } from "../definition/types.ts";
-import { UsageError } from "../errors.ts";
+import { StepflowError, UsageError } from "../errors.ts";
 import { formatRunHistory } from "../store/format.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { resolveStoreSetting } from "../store/select.ts";
-import type { RunLogEntry } from "../store/types.ts";
+import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { followRun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
 import type { CliIo } from "./kit/io.ts";
 
 /** What `--submit` needs from the CLI. */
@@ -28,7 +29,7 @@ export interface SubmitContext {
 /**
  * Queues the run (PostgreSQL store only), prints its id on stdout; with `--wait`, prints each
  * committed step on stderr and the run's history on stdout at the end. Exit code: 0 queued (or,
- * with `--wait`, completed), 1 the run ended without success, 2 usage.
+ * with `--wait`, completed), 1 the run ended without success (or the queue gave it up), 2 usage.
  */
 export async function submitAndFollow(
   commandLine: CommandLine,
@@ -74,15 +75,28 @@ export async function submitAndFollow(
       return 0;
     }
     ctx.io.stderr.write(`queued run ${runId} (agent ${definition.name}); waiting for a worker…\n`);
-    const checkpoint = await followRun(store, runId, {
-      onWorker: (worker) => {
-        if (worker) ctx.io.stderr.write(`  driven by ${worker}\n`);
-      },
-      onEntry: (entry) => {
-        const line = describe(entry);
-        if (line) ctx.io.stderr.write(`  ${line}\n`);
-      },
-    }, ctx.io.signal ? { signal: ctx.io.signal } : {});
+    let checkpoint: RunCheckpoint;
+    try {
+      checkpoint = await followRun(store, runId, {
+        onWorker: (worker) => {
+          if (worker) ctx.io.stderr.write(`  driven by ${worker}\n`);
+        },
+        onEntry: (entry) => {
+          const line = describe(entry);
+          if (line) ctx.io.stderr.write(`  ${line}\n`);
+        },
+      }, ctx.io.signal ? { signal: ctx.io.signal } : {});
+    } catch (error) {
+      // The queue gave the run up: it failed without a checkpoint saying so; no worker takes it.
+      if (!(error instanceof StepflowError && error.code === "RUN_GIVEN_UP")) throw error;
+      ctx.io.stderr.write(`error: ${error.message}\n`);
+      if (flags.json) {
+        ctx.io.stdout.write(
+          `${JSON.stringify({ runId, status: "failed", error: error.message }, null, 2)}\n`,
+        );
+      }
+      return EXIT_CODES.failed;
+    }
     if (flags.json) {
       ctx.io.stdout.write(
         `${JSON.stringify({ runId, status: checkpoint.status, checkpoint }, null, 2)}\n`,

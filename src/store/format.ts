@@ -203,6 +203,7 @@ export function formatRunList(
   ];
   for (const s of summaries) {
     if (s.problem) lines.push(c.status(`! ${s.runId}: ${s.problem}`, "bad"));
+    if (s.error) lines.push(c.status(`! ${s.runId}: ${s.error}`, "bad"));
   }
   return lines.join("\n");
 }

@@ -116,6 +116,13 @@ const MIGRATIONS: readonly Migration[] = [
     name: "cancel requests",
     sql: (s) => [`ALTER TABLE ${s}.runs ADD COLUMN cancel_requested_at timestamptz`],
   },
+  {
+    version: 3,
+    name: "runs the queue gave up",
+    sql: (s) => [
+      `ALTER TABLE ${s}.runs ADD COLUMN given_up text, ADD COLUMN given_up_at timestamptz`,
+    ],
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -44,6 +44,9 @@ export interface PostgresRunStoreOptions extends PgConnectionOptions {
 /** The default lease: 30 s without a heartbeat and the run can be taken over. */
 export const DEFAULT_LEASE_MS = 30_000;
 
+/** The longest give-up message kept (a last error can be huge). */
+const MAX_GIVEN_UP = 4_000;
+
 const TERMINAL = new Set(["completed", "failed", "aborted", "cancelled", "timeout"]);
 
 /** A lease this store holds. */
@@ -72,6 +75,8 @@ export interface SubmittedRun {
   started: boolean;
   /** Who holds the run's live lease right now, if anyone. */
   worker?: string;
+  /** Why the queue gave the run up ({@linkcode PostgresRunStore.markGivenUp}); status `failed`. */
+  givenUp?: string;
 }
 
 /**
@@ -160,7 +165,7 @@ export class PostgresRunStore implements RunStore {
     const result = await c.query<{ updated: number }>(
       `WITH r AS (
          UPDATE ${s}.runs SET agent = $3, status = $4, started_at = $5, updated_at = $6,
-           log_entries = $7, checkpoint = $8::json,
+           log_entries = $7, checkpoint = $8::json, given_up = NULL, given_up_at = NULL,
            lease_expires_at = clock_timestamp() + $9 * interval '1 millisecond'
          WHERE run_id = $1 AND lease_token = $2::bigint RETURNING run_id
        ), l AS (
@@ -527,8 +532,10 @@ export class PostgresRunStore implements RunStore {
       status: string | null;
       started: boolean;
       worker: string | null;
+      given_up: string | null;
     }>(
       `SELECT agent, agent_hash, request::text AS request, status, checkpoint IS NOT NULL AS started,
+         given_up,
          CASE WHEN lease_expires_at > clock_timestamp() THEN lease_owner END AS worker
        FROM ${c.schema}.runs WHERE run_id = $1`,
       [runId],
@@ -543,6 +550,7 @@ export class PostgresRunStore implements RunStore {
       started: row.started,
     };
     if (row.worker !== null) submitted.worker = row.worker;
+    if (row.given_up !== null) submitted.givenUp = row.given_up;
     return submitted;
   }
 
@@ -559,6 +567,33 @@ export class PostgresRunStore implements RunStore {
        WHERE run_id = $1 AND lease_owner IS NULL AND status = 'queued'`,
       [runId, this.leaseMs],
     );
+  }
+
+  /**
+   * Records that the queue gave the run up (its job failed its last attempt, so no worker takes it
+   * again): the run becomes `failed` with `message` (what happened and the fix), shown by
+   * {@linkcode list}, {@linkcode summary} and {@linkcode listPage}, and
+   * {@linkcode claimOrphans} never re-queues it. One statement, and only while the run is open
+   * (queued, running or paused) and nobody holds a live lease of it: a run another worker drives,
+   * or one that ended, is left alone (returns false). A later checkpoint of the run (a resume by
+   * hand) clears the mark.
+   *
+   * @param runId the run
+   * @param message why, for `--runs` and the dashboard (cut to 4 000 characters)
+   * @returns true when the run was marked
+   */
+  async markGivenUp(runId: string, message: string): Promise<boolean> {
+    assertRunId(runId);
+    const c = await this.#db();
+    const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
+    return (await c.query(
+      `UPDATE ${c.schema}.runs SET status = 'failed', given_up = $2, given_up_at = clock_timestamp()
+       WHERE run_id = $1 AND request IS NOT NULL AND status IN ('queued', 'running', 'paused')
+         AND (lease_owner IS NULL OR lease_expires_at IS NULL
+           OR lease_expires_at < clock_timestamp())
+       RETURNING run_id`,
+      [runId, text],
+    )).rows.length > 0;
   }
 
   /**
@@ -581,6 +616,7 @@ export class PostgresRunStore implements RunStore {
        WHERE run_id IN (
          SELECT run_id FROM ${s}.runs
          WHERE request IS NOT NULL AND status IN ('queued', 'running', 'paused')
+           AND given_up IS NULL
            AND (lease_expires_at < clock_timestamp()
              OR (status = 'queued' AND lease_expires_at IS NULL
                AND created_at < clock_timestamp() - $2 * interval '1 millisecond'))
@@ -723,6 +759,14 @@ export class PostgresRunStore implements RunStore {
         "no checkpoint: the process stopped before its first checkpoint",
       );
     }
+    if (row.given_up !== null) {
+      // The queue gave the run up: whatever its checkpoint says, no worker will drive it again.
+      summary.status = "failed";
+      summary.error = row.given_up;
+      if (row.given_up_at !== null) summary.updatedAt = row.given_up_at;
+      delete summary.live;
+      return summary;
+    }
     const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
     const open = summary.status === "running" || summary.status === "paused";
     if (open) summary.live = live;
@@ -782,7 +826,8 @@ export interface RunPageResult {
 const LIST_COLUMNS =
   `run_id, agent, status, checkpoint::text AS checkpoint, request IS NOT NULL AS submitted,
    lease_owner, lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp() AS live,
-   started_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
+   started_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+   given_up, to_char(given_up_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS given_up_at`;
 
 interface ListRow {
   run_id: string;
@@ -794,6 +839,8 @@ interface ListRow {
   live: boolean | null;
   started_at: string | null;
   created_at: string;
+  given_up: string | null;
+  given_up_at: string | null;
 }
 
 /**

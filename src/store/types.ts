@@ -93,6 +93,11 @@ export interface RunSummary {
   worker?: string;
   /** Why the run's files could not be read completely (corrupt checkpoint, no checkpoint yet). */
   problem?: string;
+  /**
+   * Why a `failed` run failed when its checkpoint does not say (the run queue gave it up: what
+   * happened, the attempts, the last error and the fix).
+   */
+  error?: string;
 }
 
 /**

@@ -69,7 +69,7 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
       <tr data-run="${run.runId}">
         <td><a href="${runHref(run.runId)}">${run.runId}</a>${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
-    }</td>
+    }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
         <td>${statusBadge(run)}</td>
         <td>${formatTime(run.startedAt)}</td>
@@ -188,7 +188,8 @@ export function runMeta(view: RunView): Html {
   const cp = view.checkpoint;
   const s = view.summary;
   const usage = view.timeline.usage ?? s?.usage;
-  const status = cp?.status ?? s?.status ?? "unknown";
+  // A run the queue gave up is failed whatever its checkpoint (if any) says.
+  const status = (s?.error ? s.status : cp?.status) ?? s?.status ?? "unknown";
   const end = view.timeline.runEnd;
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${statusBadge({ status, live: s?.live })}</div>
@@ -201,7 +202,9 @@ export function runMeta(view: RunView): Html {
   }</div>
 <div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
-${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}</div>`;
+${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}${
+    s?.error ? h`<div class="warn wide">${s.error}</div>` : ""
+  }</div>`;
 }
 
 /** The flow graph with the run's path. */

@@ -32,9 +32,9 @@ export interface RunQueueOptions {
   onWarning?: (message: string) => void;
   /**
    * Told when a job failed its last attempt: pg-boss will not hand the run out again (default: a
-   * warning through `onWarning`).
+   * warning through `onWarning`). Awaited before the slot takes its next job.
    */
-  onGiveUp?: (runId: string, attempts: number, lastError: string) => void;
+  onGiveUp?: (runId: string, attempts: number, lastError: string) => void | Promise<void>;
 }
 
 /** A connection to the run queue. */
@@ -182,7 +182,13 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
           if (
             typeof runId === "string" && job.retryLimit !== undefined && attempts > job.retryLimit
           ) {
-            giveUp(runId, attempts, message);
+            try {
+              await giveUp(runId, attempts, message);
+            } catch (e) {
+              warn(
+                `run queue: reporting that run ${runId} was given up failed: ${errorMessage(e)}`,
+              );
+            }
           }
         }
       }

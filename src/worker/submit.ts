@@ -78,6 +78,7 @@ export interface FollowHandlers {
  * Polls a run every `intervalMs` until its checkpoint is terminal; returns that checkpoint.
  *
  * @throws {StepflowError} `RUN_NOT_FOUND` when the run disappears (pruned or never submitted)
+ * @throws {StepflowError} `RUN_GIVEN_UP` when the queue gave the run up (no worker takes it again)
  */
 export async function followRun(
   store: PostgresRunStore,
@@ -100,6 +101,11 @@ export async function followRun(
       );
     }
     if (summary.worker !== worker) handlers.onWorker?.(worker = summary.worker);
+    if (summary.givenUp !== undefined) {
+      throw new StepflowError("RUN_GIVEN_UP", `Run ${runId} failed: ${summary.givenUp}`, {
+        details: { runId },
+      });
+    }
     if (
       summary.status !== "queued" && summary.status !== "running" && summary.status !== "paused"
     ) {

@@ -11,6 +11,8 @@
  *   and puts the run back on the queue.
  * - Agents come from the worker's own agent root; a run whose recorded content hash differs from
  *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
+ * - A run whose job failed its last retry is marked `failed` with the reason
+ *   ({@linkcode PostgresRunStore.markGivenUp}): no worker would take it again.
  *
  * @module
  */
@@ -123,10 +125,24 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       ...(options.schema !== undefined ? { schema: options.schema } : {}),
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
       ...(options.jobRetryLimit !== undefined ? { retryLimit: options.jobRetryLimit } : {}),
-      onGiveUp: (runId, attempts, lastError) =>
+      onGiveUp: async (runId, attempts, lastError) => {
+        const message =
+          `the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).`;
+        let marked: boolean;
+        try {
+          marked = await store.markGivenUp(runId, message);
+        } catch (error) {
+          log(`error: run ${runId}: ${message} Recording it failed (${errorMessage(error)}).`);
+          return;
+        }
         log(
-          `error: run ${runId}: the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again: --runs still lists it as queued. Fix the cause, then submit the run again (run-agent --submit).`,
-        ),
+          `error: run ${runId}: ${message} ${
+            marked
+              ? "--runs lists it as failed."
+              : "Not marked failed: another worker holds it, or it ended."
+          }`,
+        );
+      },
       onWarning: (m) => log(`warning: ${m}`),
     });
   } catch (error) {

@@ -347,3 +347,51 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "postgres store: a run the queue gave up is failed with its message everywhere and never re-queued",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, { schema: freshSchema(), leaseMs: 300 });
+    const message =
+      "the queue gave it up after 2 failed attempts (last: boom). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).";
+    try {
+      for (const runId of ["r1", "r2", "r3"]) {
+        await store.recordSubmission({ runId, agent: "demo", agentHash: "h", request: {} });
+      }
+      // r3 is driven by a live lease: the give-up of a stale job must not touch it.
+      const lock = await store.lock("r3");
+      assert.equal(await store.markGivenUp("r3", message), false);
+      await lock.release();
+      assert.equal(await store.markGivenUp("r1", message), true);
+      assert.equal(await store.markGivenUp("r1", message), false, "an ended run is left alone");
+      assert.equal(await store.markGivenUp("nobody", message), false);
+
+      const summary = await store.summary("r1");
+      assert.equal(summary?.status, "failed");
+      assert.equal(summary?.error, message);
+      assert.equal(summary?.live, undefined);
+      const listed = (await store.list()).find((r) => r.runId === "r1");
+      assert.deepEqual(listed, summary);
+      const page = await store.listPage({ status: "failed", limit: 10 });
+      assert.deepEqual(page.runs.map((r) => [r.runId, r.status, r.error]), [
+        ["r1", "failed", message],
+      ]);
+      assert.equal((await store.listPage({ status: "queued", limit: 10 })).total, 2);
+      const submitted = await store.submission("r1");
+      assert.equal(submitted?.status, "failed");
+      assert.equal(submitted?.givenUp, message);
+
+      // A lease period later the other queued runs are orphans; the given-up one is not.
+      await new Promise((r) => setTimeout(r, 400));
+      assert.deepEqual((await store.claimOrphans()).sort(), ["r2", "r3"]);
+
+      // A huge last error is cut, not stored whole.
+      assert.equal(await store.markGivenUp("r2", "x".repeat(100_000)), true);
+      assert.equal((await store.summary("r2"))?.error?.length, 4_000);
+    } finally {
+      await store.close();
+    }
+  },
+});

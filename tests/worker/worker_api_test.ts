@@ -2,7 +2,7 @@
  * Workers through the API against a real PostgreSQL: a run whose job fails every attempt (here:
  * every worker's copy of the agent differs from the submitted one) is given up by pg-boss after its
  * retry limit, and the worker says so, once, with the run id, the attempts, the last error and what
- * to do; a worker reuses a loaded agent only while its folder's content is unchanged.
+ * to do; the run is then failed (`--runs`), never re-queued, and `--submit --wait` ends with the reason; a worker reuses a loaded agent only while its folder's content is unchanged.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -12,7 +12,13 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { submitRun } from "../../src/worker/submit.ts";
 import { startWorker } from "../../src/worker/worker.ts";
 import { writeAgent } from "../flow/fixtures.ts";
-import { pipelineFiles, pipelineScript, pipelineWorkspace, waitFor } from "../store/helpers.ts";
+import {
+  pipelineFiles,
+  pipelineScript,
+  pipelineWorkspace,
+  runAgent,
+  waitFor,
+} from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 
 Deno.test({
@@ -26,32 +32,63 @@ Deno.test({
     files.prompts["steps/complete/report/f_default.md"] = "Report briefly on {uv-topic}.";
     await writeAgent(other, "pipeline", files);
     const lines: string[] = [];
-    // This worker creates the queue: two attempts (1 s apart) before pg-boss gives a job up.
+    // This worker creates the queue: two attempts (1 s apart) before pg-boss gives a job up. A
+    // short lease, so that the run would be an orphan (re-queued) soon after if it stayed queued.
     const worker = await startWorker({
       store: db,
       agentRoot: join(other, ".agent"),
       pollMs: 500,
+      leaseMs: 300,
       jobRetryLimit: 1,
       log: (line) => void lines.push(line),
     });
-    const store = new PostgresRunStore(db, { agent: "pipeline" });
+    const store = new PostgresRunStore(db, { agent: "pipeline", leaseMs: 300 });
     try {
-      const definition = await loadAgentDefinition("pipeline", { cwd: root });
-      const runId = await submitRun(store, definition, { args: { topic: "x" } }, { url: db });
+      // --submit --wait follows the run until the queue gives it up, then ends with the reason.
+      const waited = await runAgent(root, [
+        "--agent",
+        "pipeline",
+        "--topic",
+        "x",
+        "--store",
+        db,
+        "--submit",
+        "--wait",
+      ]);
+      assert.equal(waited.code, 1, waited.stderr);
+      const runId = /queued run (\S+)/.exec(waited.stderr)?.[1] ?? "";
+      assert.match(
+        waited.stderr,
+        new RegExp(
+          `error: Run ${runId} failed: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(run-agent --submit\\)\\.`,
+        ),
+      );
       const gaveUp = await waitFor(
-        "the queue to give the run up",
+        "the worker to log the give-up",
         () => Promise.resolve(lines.find((l) => l.includes("the queue gave it up"))),
         20_000,
       );
       assert.match(
         gaveUp,
         new RegExp(
-          `^error: run ${runId}: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again`,
+          `^error: run ${runId}: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(run-agent --submit\\)\\. --runs lists it as failed\\.$`,
         ),
       );
-      assert.equal(lines.filter((l) => /was submitted with agent/.test(l)).length, 3);
+      // With this short lease the run was also re-queued as an orphan while its jobs failed (each
+      // job has its own retries); once given up, it is failed and no longer an orphan.
+      const after = lines.indexOf(gaveUp);
       const [run] = await store.list();
-      assert.equal(run.status, "queued");
+      assert.equal(run.status, "failed");
+      assert.match(run.error ?? "", /^the queue gave it up after 2 failed attempts/);
+      // Lease periods later neither the worker's reaper nor anyone else re-queues it.
+      await new Promise((r) => setTimeout(r, 700));
+      assert.deepEqual(await store.claimOrphans(), []);
+      assert.deepEqual(lines.slice(after).filter((l) => l.includes("re-queued")), []);
+      // --runs shows it failed, with the reason.
+      const listed = await runAgent(root, ["--agent", "pipeline", "--store", db, "--runs"]);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, new RegExp(`${runId} .* failed`));
+      assert.match(listed.stdout, new RegExp(`! ${runId}: the queue gave it up after 2 failed`));
     } finally {
       await worker.stop();
       await store.close();
