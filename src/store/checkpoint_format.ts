@@ -7,7 +7,8 @@ import { z } from "zod";
 import { StepflowError } from "../errors.ts";
 import type { RunCheckpoint, RunStatus } from "./types.ts";
 
-const RUN_STATUSES = [
+/** Every status a checkpoint may record, in the order a run can reach them. */
+export const RUN_STATUSES = [
   "running",
   "paused",
   "completed",

@@ -6,6 +6,7 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
+import { RUN_STATUSES } from "../store/checkpoint_format.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
@@ -16,16 +17,8 @@ import type { LoggedText, Row, Timeline } from "./timeline.ts";
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
 
-const STATUSES = [
-  "queued",
-  "running",
-  "paused",
-  "completed",
-  "failed",
-  "aborted",
-  "cancelled",
-  "timeout",
-];
+/** The status filter: a run not started yet (`queued`), then every checkpoint status. */
+const STATUSES = ["queued", ...RUN_STATUSES];
 
 /** A whole page. `live` is the event-stream URL of a running run. */
 export function layout(title: string, body: Html, live?: string): string {
