@@ -5,31 +5,15 @@
  */
 import { loadAgentDefinition } from "../src/definition/load.ts";
 import { StepFlowRunner } from "../src/flow/runner.ts";
-import { ScriptedBackend } from "../src/llm/scripted.ts";
 import { MemoryRunStore } from "../src/store/memory.ts";
-import { seed004Files, writeAgent } from "../tests/flow/fixtures.ts";
+import { seed004Files, seed004LoopBackend, writeAgent } from "../tests/flow/fixtures.ts";
 
 const ITERATIONS = 10_000;
 const root = await Deno.makeTempDir({ prefix: "stepflow-bench-" });
 await writeAgent(root, "issue-solver", seed004Files());
 const definition = await loadAgentDefinition("issue-solver", { cwd: root });
 
-function backend() {
-  let n = 0;
-  const repeat = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "repeat" } },
-  };
-  const complete = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "complete" } },
-  };
-  const closing = { text: "", structuredOutput: { stepId: "complete.issue", summary: "done" } };
-  return new ScriptedBackend((req) => {
-    if (req.stepId === "complete.issue") return closing;
-    return ++n < ITERATIONS - 1 ? repeat : complete;
-  });
-}
+const backend = () => seed004LoopBackend(ITERATIONS);
 
 let handled = 0;
 const events = { onStepStart: () => void handled++, onStepEnd: () => void handled++ };

@@ -17,11 +17,10 @@
 import { join } from "node:path";
 import { loadAgentDefinition } from "../src/definition/load.ts";
 import { StepFlowRunner } from "../src/flow/runner.ts";
-import { ScriptedBackend } from "../src/llm/scripted.ts";
 import { FileRunStore } from "../src/store/file.ts";
 import { MemoryRunStore } from "../src/store/memory.ts";
 import type { RunCheckpoint, RunStore } from "../src/store/types.ts";
-import { seed004Files, writeAgent } from "../tests/flow/fixtures.ts";
+import { seed004Files, seed004LoopBackend, writeAgent } from "../tests/flow/fixtures.ts";
 
 const ROUNDS = 200;
 const root = await Deno.makeTempDir({ prefix: "stepflow-flush-bench-" });
@@ -32,23 +31,7 @@ const ITERATION_BYTES = new TextEncoder().encode(`${JSON.stringify({ pad: "x".re
 /** A log line about the size of a step_end entry. */
 const LINE = new TextEncoder().encode(`${JSON.stringify({ pad: "x".repeat(400) })}\n`);
 
-function backend() {
-  let n = 0;
-  const repeat = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "repeat" } },
-    usage: { inputTokens: 10, outputTokens: 2 },
-  };
-  const complete = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "complete" } },
-  };
-  const closing = { text: "", structuredOutput: { stepId: "complete.issue", summary: "done" } };
-  return new ScriptedBackend((req) => {
-    if (req.stepId === "complete.issue") return closing;
-    return ++n < ROUNDS - 1 ? repeat : complete;
-  });
-}
+const backend = () => seed004LoopBackend(ROUNDS, { usage: { inputTokens: 10, outputTokens: 2 } });
 
 /** 200 rounds of one `write` of `line` + `fdatasync` on a fresh file. */
 function bareRounds(b: Deno.BenchContext, line: Uint8Array) {

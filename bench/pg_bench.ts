@@ -13,14 +13,13 @@
 import { join } from "node:path";
 import { loadAgentDefinition } from "../src/definition/load.ts";
 import { StepFlowRunner } from "../src/flow/runner.ts";
-import { ScriptedBackend } from "../src/llm/scripted.ts";
 import { MemoryRunStore } from "../src/store/memory.ts";
 import { openPgConnection } from "../src/store/pg_connection.ts";
 import { PostgresRunStore } from "../src/store/postgres.ts";
 import type { RunStore } from "../src/store/types.ts";
 import { openRunQueue } from "../src/worker/queue.ts";
 import { submitRun } from "../src/worker/submit.ts";
-import { seed004Files, writeAgent } from "../tests/flow/fixtures.ts";
+import { seed004Files, seed004LoopBackend, writeAgent } from "../tests/flow/fixtures.ts";
 import { pipelineFiles } from "../tests/store/helpers.ts";
 
 const url = Deno.env.get("STEPFLOW_BENCH_PG_URL") || Deno.env.get("STEPFLOW_TEST_PG_URL");
@@ -42,22 +41,7 @@ if (!url) {
   const pipeline = await loadAgentDefinition("pipeline", { cwd: root });
   const schema = `bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 
-  const backend = () => {
-    let n = 0;
-    const repeat = {
-      text: "",
-      structuredOutput: { stepId: "initial.issue", next_action: { action: "repeat" } },
-    };
-    const complete = {
-      text: "",
-      structuredOutput: { stepId: "initial.issue", next_action: { action: "complete" } },
-    };
-    const closing = { text: "", structuredOutput: { stepId: "complete.issue", summary: "done" } };
-    return new ScriptedBackend((req) => {
-      if (req.stepId === "complete.issue") return closing;
-      return ++n < ITERATIONS - 1 ? repeat : complete;
-    });
-  };
+  const backend = () => seed004LoopBackend(ITERATIONS);
   const runOnce = async (store: RunStore) => {
     const result = await new StepFlowRunner(issueSolver, {
       backend: backend(),

@@ -11,34 +11,18 @@
  */
 import { loadAgentDefinition } from "../src/definition/load.ts";
 import { StepFlowRunner } from "../src/flow/runner.ts";
-import { ScriptedBackend } from "../src/llm/scripted.ts";
 import { type Durability, FileRunStore } from "../src/store/file.ts";
 import { MemoryRunStore } from "../src/store/memory.ts";
 import type { RunStore } from "../src/store/types.ts";
-import { seed004Files, writeAgent } from "../tests/flow/fixtures.ts";
+import { seed004Files, seed004LoopBackend, writeAgent } from "../tests/flow/fixtures.ts";
 
 const ITERATIONS = 10_000;
 const root = await Deno.makeTempDir({ prefix: "stepflow-store-bench-" });
 await writeAgent(root, "issue-solver", seed004Files());
 const definition = await loadAgentDefinition("issue-solver", { cwd: root });
 
-function backend() {
-  let n = 0;
-  const repeat = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "repeat" } },
-    usage: { inputTokens: 10, outputTokens: 2 },
-  };
-  const complete = {
-    text: "",
-    structuredOutput: { stepId: "initial.issue", next_action: { action: "complete" } },
-  };
-  const closing = { text: "", structuredOutput: { stepId: "complete.issue", summary: "done" } };
-  return new ScriptedBackend((req) => {
-    if (req.stepId === "complete.issue") return closing;
-    return ++n < ITERATIONS - 1 ? repeat : complete;
-  });
-}
+const backend = () =>
+  seed004LoopBackend(ITERATIONS, { usage: { inputTokens: 10, outputTokens: 2 } });
 
 async function runOnce(store?: RunStore): Promise<void> {
   const result = await new StepFlowRunner(definition, {

@@ -4,6 +4,8 @@
  * @module
  */
 import { dirname, join } from "node:path";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import type { LlmUsage } from "../../src/llm/types.ts";
 
 /** Files of an agent: agent.json, the registry, prompts (by path under prompts/), schemas. */
 export interface AgentFiles {
@@ -281,4 +283,30 @@ export function validatedFixerFiles(
       },
     },
   };
+}
+
+/**
+ * A scripted backend for the {@linkcode seed004Files} agent whose run takes exactly `iterations`
+ * iterations: the first step repeats, then completes, then the closing step answers. The answers are
+ * built once, so the backend costs the runner nothing per call (the benches measure the runner).
+ */
+export function seed004LoopBackend(
+  iterations: number,
+  options: { usage?: LlmUsage } = {},
+): ScriptedBackend {
+  let n = 0;
+  const repeat = {
+    text: "",
+    structuredOutput: { stepId: "initial.issue", next_action: { action: "repeat" } },
+    ...(options.usage ? { usage: options.usage } : {}),
+  };
+  const complete = {
+    text: "",
+    structuredOutput: { stepId: "initial.issue", next_action: { action: "complete" } },
+  };
+  const closing = { text: "", structuredOutput: { stepId: "complete.issue", summary: "done" } };
+  return new ScriptedBackend((req) => {
+    if (req.stepId === "complete.issue") return closing;
+    return ++n < iterations - 1 ? repeat : complete;
+  });
 }
