@@ -20,6 +20,7 @@
  */
 import { join } from "node:path";
 import { writeFileAtomic } from "../atomic_write.ts";
+import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { pidAlive } from "../pid_alive.ts";
 import type { ApprovalDecision, ApprovalRequest, Approver } from "./types.ts";
@@ -381,23 +382,6 @@ async function removeIfPresent(file: string): Promise<void> {
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", aborted);
-      resolve();
-    };
-    const aborted = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", aborted, { once: true });
-  });
 }
 
 /** 64-bit FNV-1a of a string, as 16 hex digits (distinct names for long step ids). */

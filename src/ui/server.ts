@@ -8,6 +8,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
+import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
 import {
@@ -351,7 +352,7 @@ async function liveEvents(
           events.send("end", {});
           break;
         }
-        await delay(intervalMs, events.signal);
+        await sleep(intervalMs, events.signal);
         push(await readLogFrom(store, runId, timeline.entries));
         events.keepAlive();
       }
@@ -379,7 +380,7 @@ function planEvents(
           events.send("changed", {});
           break;
         }
-        await delay(Math.max(250, intervalMs), events.signal);
+        await sleep(Math.max(250, intervalMs), events.signal);
         events.keepAlive();
       }
     } catch { /* the stream ends; the page reloads on its own next visit */ }
@@ -449,18 +450,6 @@ function eventStream(
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
     },
-  });
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
   });
 }
 
