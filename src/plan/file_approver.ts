@@ -238,7 +238,7 @@ export async function listApprovals(planFile: string): Promise<{
       entry.name.startsWith(".")
     ) continue;
     const file = join(dir, entry.name);
-    const record = parseRecord(await Deno.readTextFile(file).catch(() => ""));
+    const record = parseRecord(await readApprovalFile(file).catch(() => undefined) ?? "");
     if (!record) problems.push(`${file} is not an approval request; remove it.`);
     else if (approvalStem(record.stepId) === entry.name.slice(0, -5)) {
       records.set(record.stepId, record);
@@ -261,7 +261,9 @@ export async function decideApproval(
   answer: { approved: boolean; reason?: string; by: string },
 ): Promise<ApprovalRecord> {
   const files = approvalFiles(planFile, stepId);
-  const record = parseRecord(await Deno.readTextFile(files.request).catch(() => ""));
+  const record = parseRecord(
+    await readApprovalFile(files.request).catch(() => undefined) ?? "",
+  );
   const notWaiting = (why: string) =>
     new StepflowError(
       "APPROVAL_NOT_WAITING",
@@ -314,13 +316,8 @@ async function readAnswer(
   requestId: string,
   warn: (message: string) => void,
 ): Promise<ApprovalAnswer | undefined> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
+  const text = await readApprovalFile(file);
+  if (text === undefined) return undefined;
   const answer = parseAnswer(text);
   if (answer && answer.requestId === requestId) return answer;
   warn(
@@ -352,8 +349,25 @@ function parseRecord(text: string): ApprovalRecord | undefined {
   return value as unknown as ApprovalRecord;
 }
 
+/** Requests and answers are small; a larger file is not one of ours and is not read into memory. */
+const MAX_APPROVAL_FILE_BYTES = 10_000_000;
+
+/**
+ * The text of a request or answer file, `undefined` when it does not exist, `""` when it is larger
+ * than {@linkcode MAX_APPROVAL_FILE_BYTES} (so it parses as "not an approval file").
+ */
+async function readApprovalFile(file: string): Promise<string | undefined> {
+  try {
+    if ((await Deno.stat(file)).size > MAX_APPROVAL_FILE_BYTES) return "";
+    return await Deno.readTextFile(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
 function parseObject(text: string): Record<string, unknown> | undefined {
-  if (text.length === 0 || text.length > 10_000_000) return undefined;
+  if (text.length === 0 || text.length > MAX_APPROVAL_FILE_BYTES) return undefined;
   try {
     const value = JSON.parse(text);
     return typeof value === "object" && value !== null && !Array.isArray(value) ? value : undefined;

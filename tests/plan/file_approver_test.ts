@@ -146,10 +146,15 @@ Deno.test("file approver: stale decision files are never taken for a new request
   await removed();
   await Deno.writeTextFile(files.decision, "{not json");
   await removed();
+  // One too large to be an answer, though it names the waiting request: refused too.
+  const huge = JSON.stringify({ ...old, requestId, reason: "x".repeat(10_000_001) });
+  await Deno.writeTextFile(files.decision, huge);
+  await removed();
   assert.equal(settled, false, "a stale answer did not decide");
-  assert.equal(warnings.length, 2);
+  assert.equal(warnings.length, 3);
   assert.match(warnings[0], /an answer to another request \(old\)/);
   assert.match(warnings[1], /not an approval answer/);
+  assert.match(warnings[2], /not an approval answer/);
   // An answer naming an id that is not the waiting one is refused up front.
   await assert.rejects(
     decideApproval(file, "step_5", "old", { approved: true, by: "dashboard" }),
