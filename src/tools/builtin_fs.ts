@@ -195,7 +195,7 @@ export function createWriteFileTool(
       if (args.append) {
         await Deno.writeFile(checked, bytes, { append: true });
       } else {
-        await writeAtomically(checked, bytes);
+        await writeFileAtomic(checked, bytes);
       }
       return { path: toRelative(root, checked), bytes: bytes.length, created: !existed };
     },
@@ -277,11 +277,6 @@ export function createFsTools(
   Tool<ListDirArgs, ListDirResult>,
 ] {
   return [createReadFileTool(options), createWriteFileTool(options), createListDirTool(options)];
-}
-
-/** Writes `bytes` to `file` through a temporary sibling and a rename, so readers never see half a file. */
-export async function writeAtomically(file: string, bytes: Uint8Array): Promise<void> {
-  await writeFileAtomic(file, bytes);
 }
 
 function rootOf(options: FsToolOptions, ctx: ToolContext): string {
