@@ -49,7 +49,6 @@ import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
-import { pathExists } from "../path_exists.ts";
 
 /**
  * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
@@ -271,7 +270,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   } catch (error) {
     if (error instanceof StepflowError && error.code === "PLAN_GENERATION_INVALID") {
       const text = String(error.details?.text ?? "");
-      const saved = await freeFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
+      const saved = await freePlanFile(dir, `${name ?? snakeName(description)}.rejected`, ".txt");
       await writeTextFile(saved, text);
       cli.stderr.write(
         `error: ${error.message}\nThe last answer is saved in ${displayPath(saved, cli.cwd)}.\n`,
@@ -291,13 +290,6 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   const steps = countSteps(plan.steps);
   cli.stdout.write(`Created ${displayPath(file, cli.cwd)} (${steps} steps)\n`);
   return 0;
-}
-
-async function freeFile(dir: string, stem: string, ext: string): Promise<string> {
-  for (let n = 1;; n++) {
-    const file = resolve(dir, n === 1 ? `${stem}${ext}` : `${stem}_${n}${ext}`);
-    if (!(await pathExists(file))) return file;
-  }
 }
 
 function countSteps(steps: { children: unknown[] }[]): number {

@@ -170,10 +170,13 @@ export function snakeName(text: string, maxLength = 48): string {
   return name === "" ? "plan" : name;
 }
 
-/** `<dir>/<name>.md`, or `<name>_2.md`, `<name>_3.md`, … when taken: an existing plan is never overwritten. */
-export async function freePlanFile(dir: string, name: string): Promise<string> {
+/**
+ * `<dir>/<name>.md`, or `<name>_2.md`, `<name>_3.md`, … when taken: an existing plan is never
+ * overwritten. `ext` names other files kept beside plans the same way (a rejected answer's `.txt`).
+ */
+export async function freePlanFile(dir: string, name: string, ext = ".md"): Promise<string> {
   for (let n = 1;; n++) {
-    const file = join(dir, n === 1 ? `${name}.md` : `${name}_${n}.md`);
+    const file = join(dir, n === 1 ? `${name}${ext}` : `${name}_${n}${ext}`);
     if (!(await pathExists(file))) return file;
   }
 }
