@@ -6,9 +6,13 @@
  * @module
  */
 import { chromium } from "playwright-core";
-import type { BrowserContext } from "playwright-core";
-import { discoverStores } from "../../src/ui/source.ts";
-import { type RunningDashboard, serveDashboard } from "../../src/ui/server.ts";
+import type { Browser, Page } from "playwright-core";
+import { discoverStores, type NamedStore } from "../../src/ui/source.ts";
+import {
+  type RunningDashboard,
+  serveDashboard,
+  type ServeDashboardOptions,
+} from "../../src/ui/server.ts";
 
 /** Where the browser is (Debian's `chromium` package). */
 export const CHROMIUM = Deno.env.get("STEPFLOW_CHROMIUM") ?? "/usr/bin/chromium";
@@ -25,30 +29,46 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-/** Launches chromium with a fresh user-data-dir; closing the context removes the profile. */
-export async function launchBrowser(): Promise<BrowserContext & AsyncDisposable> {
-  const profile = await Deno.makeTempDir({ prefix: "stepflow-chromium-" });
-  const context = await chromium.launchPersistentContext(profile, {
+/**
+ * Launches chromium (playwright gives it a fresh temp profile and removes it on close). A launch
+ * costs 1-2 s of CPU: launch once and open a {@linkcode openTab} per check.
+ */
+export async function launchBrowser(): Promise<Browser & AsyncDisposable> {
+  const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: CHROMIUM_ARGS,
     headless: true,
-    viewport: { width: 1280, height: 900 },
   });
-  return Object.assign(context, {
-    [Symbol.asyncDispose]: async () => {
-      await context.close();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-    },
-  });
+  return Object.assign(browser, { [Symbol.asyncDispose]: () => browser.close() });
 }
 
-/** Starts the dashboard over a project's stores on a free loopback port. */
+/** A page in a context of its own (no cookies or storage shared) and the page errors it saw. */
+export interface Tab extends AsyncDisposable {
+  /** The page (1280 × 900). */
+  page: Page;
+  /** Uncaught errors of the page's scripts (`pageerror`), in order. */
+  errors: string[];
+}
+
+/** Opens a page in a fresh browser context; disposing it closes the context. */
+export async function openTab(browser: Browser): Promise<Tab> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  return { page, errors, [Symbol.asyncDispose]: () => context.close() };
+}
+
+/**
+ * Starts the dashboard on a free loopback port over a project's stores (by default every store
+ * `deno task ui` finds there); disposing it stops the server.
+ */
 export async function startDashboard(
   root: string,
-  options: { token?: string; liveIntervalMs?: number } = {},
+  options: Omit<ServeDashboardOptions, "source" | "port"> & { stores?: NamedStore[] } = {},
 ): Promise<RunningDashboard & AsyncDisposable> {
-  const stores = await discoverStores(root);
-  const ui = serveDashboard({ source: { cwd: root, stores }, port: 0, ...options });
+  const { stores = await discoverStores(root), ...rest } = options;
+  const ui = serveDashboard({ ...rest, source: { cwd: root, stores }, port: 0 });
   return Object.assign(ui, { [Symbol.asyncDispose]: () => ui.close() });
 }
 

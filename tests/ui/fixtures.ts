@@ -48,6 +48,45 @@ export interface FlowScript {
   topic?: string;
   /** The n-th `continuation.issue` call fails (a backend error: the run ends failed). */
   failAt?: number;
+  /**
+   * Awaited before each backend call is answered (`call` counts from 1; the run's `running`
+   * checkpoint is written before call 1): a test learns the run got there, or holds it there.
+   */
+  beforeAnswer?: (call: number) => void | Promise<void>;
+  /** How often the runner asks the store for a cancel request (default: the runner's 1 s). */
+  cancelPollMs?: number;
+}
+
+/** A run held before one backend call: {@linkcode FlowScript.beforeAnswer} of {@linkcode holdAt}. */
+export interface Hold {
+  /** Pass as the script's `beforeAnswer`. */
+  beforeAnswer: (call: number) => Promise<void>;
+  /** Resolves when the run reaches the call (it then waits for {@linkcode Hold.release}). */
+  reached: Promise<void>;
+  /** Lets the run go on. */
+  release: () => void;
+}
+
+/** Holds a run before its `call`-th backend call until released: the test's event, not a timer. */
+export function holdAt(call: number): Hold {
+  const reached = Promise.withResolvers<void>();
+  const released = Promise.withResolvers<void>();
+  return {
+    beforeAnswer: async (n) => {
+      if (n !== call) return;
+      reached.resolve();
+      await released.promise;
+    },
+    reached: reached.promise,
+    release: () => released.resolve(),
+  };
+}
+
+/** Resolves when the run reaches its `call`-th backend call, without holding it there. */
+export function reachingCall(call: number): Pick<Hold, "beforeAnswer" | "reached"> {
+  const hold = holdAt(call);
+  hold.release();
+  return { beforeAnswer: hold.beforeAnswer, reached: hold.reached };
 }
 
 /** Runs the agent to completion through the real runner; the run is recorded in the store. */
@@ -57,8 +96,10 @@ export function runFlow(
 ): Promise<StepFlowResult> {
   const continuations = script.continuations ?? 2;
   let seen = 0;
+  let calls = 0;
   const usage = { inputTokens: 1200, outputTokens: 310 };
-  const backend = new ScriptedBackend((req): ScriptedEntry => {
+  const backend = new ScriptedBackend(async (req): Promise<ScriptedEntry> => {
+    await script.beforeAnswer?.(++calls);
     const delay = script.delayMs ? { delayMs: script.delayMs } : {};
     if (req.stepId === "initial.issue") {
       return {
@@ -97,7 +138,12 @@ export function runFlow(
       ...delay,
     };
   });
-  return new StepFlowRunner(project.def, { backend, store: project.store }).run({
+  const runner = new StepFlowRunner(project.def, {
+    backend,
+    store: project.store,
+    ...(script.cancelPollMs ? { cancelPollMs: script.cancelPollMs } : {}),
+  });
+  return runner.run({
     args: { topic: script.topic ?? "Fix the flaky login test" },
     cwd: project.root,
     ...(script.runId ? { runId: script.runId } : {}),

@@ -2,7 +2,8 @@
  * The dashboard over the PostgreSQL store, against a real throwaway server (tests/store/pg_server.ts:
  * `STEPFLOW_TEST_PG_URL`, else a local cluster; CI fails without one): runs recorded by the real
  * runner, the runs list filtered and paged by SQL over thousands of runs, mixed with a file store,
- * the run page, the live stream, Cancel and Redrive through `run-agent`, and chromium.
+ * the run page, the live stream, Cancel and Redrive through `run-agent` (chromium over this store:
+ * tests/ui/browser_test.ts).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -11,7 +12,6 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { DashboardData, discoverStores } from "../../src/ui/source.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
-import { chromiumInstalled, launchBrowser } from "./browser.ts";
 import { demoProject, FINISH, runFlow } from "./fixtures.ts";
 
 const ignore = pg === undefined;
@@ -207,53 +207,6 @@ Deno.test({
     } finally {
       await ui.close();
       await writer.close();
-      await (stores[0].store as PostgresRunStore).close();
-    }
-  },
-});
-
-Deno.test({
-  name: "dashboard over PostgreSQL in chromium: the runs list and a run page",
-  ignore: ignore || (!chromiumInstalled() && !Deno.env.get("CI")),
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: async () => {
-    const url = await freshDatabase(pg!);
-    const project = await demoProject();
-    const writer = new PostgresRunStore(url, { agent: "issue-solver", onWarning: () => {} });
-    await runFlow({ ...project, store: writer }, { runId: "pg-done", continuations: 2 });
-    await runFlow({ ...project, store: writer }, { runId: "pg-broken", failAt: 1 });
-    await writer.close();
-    const stores = await discoverStores(project.root, url);
-    const ui = serveDashboard({ source: { cwd: project.root, stores }, port: 0 });
-    await using browser = await launchBrowser();
-    try {
-      const page = await browser.newPage();
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      await page.goto(ui.url);
-      const ids = await page.locator("#runs tbody tr").evaluateAll((rows) =>
-        rows.map((r) => r.getAttribute("data-run"))
-      );
-      assert.deepEqual(ids.sort(), ["pg-broken", "pg-done"]);
-      await page.selectOption('select[name="status"]', "failed");
-      await page.click('button[type="submit"]');
-      assert.deepEqual(
-        await page.locator("#runs tbody tr").evaluateAll((rows) =>
-          rows.map((r) => r.getAttribute("data-run"))
-        ),
-        ["pg-broken"],
-      );
-      await page.goto(ui.url);
-      await page.click('a[href="/runs/pg-done"]');
-      await page.waitForURL(/\/runs\/pg-done$/);
-      const taken = await page.locator("svg.graph .edge.taken").count();
-      assert.ok(taken >= 4, `the path is highlighted (${taken} edges)`);
-      assert.equal(await page.locator("#timeline .row.iteration").count(), 4);
-      assert.equal(await page.locator("#run-meta").getAttribute("data-status"), "completed");
-      assert.deepEqual(errors, []);
-    } finally {
-      await ui.close();
       await (stores[0].store as PostgresRunStore).close();
     }
   },

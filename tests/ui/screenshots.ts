@@ -5,7 +5,7 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { launchBrowser, startDashboard } from "./browser.ts";
+import { launchBrowser, openTab, startDashboard } from "./browser.ts";
 import { demoProject, runFlow } from "./fixtures.ts";
 
 const OUT = fileURLToPath(new URL("../../docs/images/", import.meta.url));
@@ -17,7 +17,8 @@ await runFlow(project, { runId: "20261122T094500Z-17d3aa", continuations: 5 });
 await runFlow(project, { runId: "20261122T100000Z-b5e610", continuations: 4 });
 await using ui = await startDashboard(project.root);
 await using browser = await launchBrowser();
-const page = await browser.newPage();
+await using tab = await openTab(browser);
+const page = tab.page;
 await Deno.mkdir(OUT, { recursive: true });
 
 const shots: [string, string, (() => Promise<void>)?][] = [
