@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { uiMain } from "../../src/cli/ui.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import type { AgentDefinition } from "../../src/definition/types.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
@@ -169,3 +170,33 @@ export const FINISH = {
   }],
   "complete.issue": [{ output: { stepId: "complete.issue", summary: "Finished from the page." } }],
 };
+
+/** What `deno task ui` printed and its exit code. */
+export interface UiOutcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `deno task ui ARGS` in-process through `uiMain` (the process itself has its smoke test in
+ * server_test.ts): from `cwd`, with only `env`, stopped as soon as it listens.
+ */
+export async function runUi(
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<UiOutcome> {
+  let stdout = "";
+  let stderr = "";
+  const stop = new AbortController();
+  const code = await uiMain(args, {
+    cwd,
+    env,
+    signal: stop.signal,
+    stdout: { write: (t) => void (stdout += t) },
+    stderr: { write: (t) => void (stderr += t) },
+    onListen: () => stop.abort(),
+  });
+  return { code, stdout, stderr };
+}

@@ -9,7 +9,7 @@ import { StepflowError } from "../../src/errors.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { startDashboard } from "./browser.ts";
-import { demoProject, runFlow } from "./fixtures.ts";
+import { demoProject, runFlow, runUi } from "./fixtures.ts";
 
 /** A run recorded through the store API in the run-log format with prompts, answers, re-asks. */
 async function recordAnsweredRun(project: Awaited<ReturnType<typeof demoProject>>) {
@@ -236,29 +236,35 @@ Deno.test("deno task ui: prints the URL; --host widens with a warning and a toke
   assert.match(out, /\?token=[0-9a-f]{48}\n/);
 });
 
-Deno.test("deno task ui: usage errors and an unsupported store exit 2 with the fix", async () => {
+Deno.test("deno task ui (the process): an unsupported store exits 2 with the fix", async () => {
   const userDir = await Deno.makeTempDir();
   const other = await runTask(["--store", "mysql://u:secret@db/x"], { userDir, task: "ui" });
   assert.equal(other.code, 2);
   assert.match(other.stderr, /UI_STORE_UNSUPPORTED.*mysql:\/\/…@db\/x.*postgres:\/\//);
   assert.ok(!other.stderr.includes("secret"));
+});
+
+Deno.test("deno task ui: usage errors and stores that cannot be read exit 2 with the fix", async () => {
+  const userDir = await Deno.makeTempDir();
+  const other = await runUi(["--store", "mysql://u:secret@db/x"], userDir);
+  assert.equal(other.code, 2);
+  assert.match(other.stderr, /UI_STORE_UNSUPPORTED.*mysql:\/\/…@db\/x.*postgres:\/\//);
+  assert.ok(!other.stderr.includes("secret"));
   // A PostgreSQL store that cannot be reached is exit 2 at start, not an error on every page.
-  const down = await runTask(["--store", "postgres://u:secret@127.0.0.1:1/x"], {
-    userDir,
-    task: "ui",
-  });
+  const down = await runUi(["--store", "postgres://u:secret@127.0.0.1:1/x"], userDir);
   assert.equal(down.code, 2);
   assert.match(down.stderr, /RUN_STORE_UNAVAILABLE/);
   assert.ok(!down.stderr.includes("secret"));
-  const missing = await runTask(["--store", "nowhere"], { userDir, task: "ui" });
+  const missing = await runUi(["--store", "nowhere"], userDir);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /UI_STORE_NOT_FOUND/);
-  const bad = await runTask(["--port", "99999"], { userDir, task: "ui" });
+  const bad = await runUi(["--port", "99999"], userDir);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--port 99999: give a port number/);
-  const unknown = await runTask(["--allow-everything"], { userDir, task: "ui" });
+  const unknown = await runUi(["--allow-everything"], userDir);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /Unknown option --allow-everything\.[\s\S]*Usage: deno task ui/);
+  assert.equal(unknown.stdout + bad.stdout + missing.stdout + down.stdout + other.stdout, "");
 });
 
 Deno.test("dashboard plans: a PlanSpec tree with status icons and progress, a tool plan DAG", async () => {
