@@ -8,8 +8,7 @@ import { join } from "node:path";
 import { uiMain } from "../../src/cli/ui.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
-import { runTask } from "../cli/helpers.ts";
-import { demoProject, FINISH, runFlow } from "./fixtures.ts";
+import { demoProject, FINISH, reachingCall, runFlow, runUi } from "./fixtures.ts";
 
 async function start(root: string, children: Deno.ChildProcess[]) {
   await Deno.writeTextFile(join(root, "finish.json"), JSON.stringify(FINISH));
@@ -96,12 +95,19 @@ Deno.test("actions: Cancel ends a run driven elsewhere (cancelled); Redrive fini
   const children: Deno.ChildProcess[] = [];
   const { ui, csrf, post } = await start(project.root, children);
   try {
-    // The run is driven by the real runner over the agent's file store; its second call hangs.
-    const running = runFlow(project, { runId: "long", continuations: 3, delayMs: 30_000 });
-    await waitFor("the run to start", async () => {
-      const listed = (await project.store.list()).find((r) => r.runId === "long");
-      return listed?.live === true;
+    // The run is driven by the real runner over the agent's file store; its first call hangs
+    // (until cancelled: the runner looks for a cancel request every 25 ms).
+    const started = reachingCall(1);
+    const running = runFlow(project, {
+      runId: "long",
+      continuations: 3,
+      delayMs: 30_000,
+      cancelPollMs: 25,
+      beforeAnswer: started.beforeAnswer,
     });
+    await started.reached;
+    const listed = (await project.store.list()).find((r) => r.runId === "long");
+    assert.equal(listed?.live, true, "the run is listed as driven by a live process");
     const page = await (await fetch(`${ui.url}runs/long`)).text();
     assert.match(page, /data-action="cancel"/);
     assert.doesNotMatch(page, /data-action="resume"/);
@@ -220,8 +226,7 @@ Deno.test("deno task ui --allow-actions: POST needs the token with --host; backe
   assert.equal(await code, 0);
   assert.match(out, /actions allowed \(cancel, resume, redrive, tool-plan approvals\)/);
 
-  const userDir = await Deno.makeTempDir();
-  const lone = await runTask(["--script", "x.json"], { userDir, task: "ui" });
+  const lone = await runUi(["--script", "x.json"], project.root);
   assert.equal(lone.code, 2);
   assert.match(lone.stderr, /they need --allow-actions/);
 });
