@@ -12,17 +12,9 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { DashboardData, discoverStores } from "../../src/ui/source.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
-import { demoProject, FINISH, runFlow } from "./fixtures.ts";
+import { demoProject, FINISH, holdAt, reachingCall, runFlow } from "./fixtures.ts";
 
 const ignore = pg === undefined;
-
-async function waitFor(what: string, test: () => Promise<boolean>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** `count` ended runs of agent `bulk` written straight into the tables, alternately completed/failed. */
 async function insertBulkRuns(url: string, count: number): Promise<void> {
@@ -98,7 +90,11 @@ Deno.test({
       assert.equal(second.runs.length, 1);
       assert.equal(await mixed.storeOf("pg-ok"), both[1].store);
 
-      const ui = serveDashboard({ source: { cwd: project.root, stores }, port: 0 });
+      const ui = serveDashboard({
+        source: { cwd: project.root, stores },
+        port: 0,
+        liveIntervalMs: 50,
+      });
       try {
         const api = await (await fetch(`${ui.url}api/runs?agent=issue-solver&status=failed`))
           .json();
@@ -109,18 +105,23 @@ Deno.test({
         assert.match(run, /class="row iteration/);
         assert.match(run, /<b>run_end<\/b> reason completed/);
 
-        // A live run: the page gets a stream the server feeds from the run_log table.
+        // A live run: the page gets a stream the server feeds from the run_log table. The run is
+        // held before its second model call until the stream is open: the rows after it arrive
+        // as events.
+        const hold = holdAt(2);
         const live = runFlow({ ...project, store: writer }, {
           runId: "pg-live",
           continuations: 3,
-          delayMs: 150,
+          beforeAnswer: hold.beforeAnswer,
         });
-        await waitFor("the live run", async () => (await writer.summary("pg-live"))?.live === true);
+        await hold.reached;
+        assert.equal((await writer.summary("pg-live"))?.live, true);
         const page = await (await fetch(`${ui.url}runs/pg-live`)).text();
         const events = page.match(/data-live="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&");
         assert.ok(events, "a running run's page follows it");
         const stream = await fetch(new URL(events, ui.url));
         assert.equal(stream.headers.get("content-type"), "text/event-stream; charset=utf-8");
+        hold.release();
         const text = await stream.text();
         assert.match(text, /event: rows/);
         assert.match(text, /event: end/);
@@ -173,15 +174,17 @@ Deno.test({
         writer.requestCancel("unknown"),
         (e) => e instanceof StepflowError && e.code === "RUN_NOT_FOUND",
       );
+      // Its first model call hangs until cancelled; the runner asks for cancel every 25 ms.
+      const started = reachingCall(1);
       const running = runFlow({ ...project, store: writer }, {
         runId: "pg-long",
         continuations: 3,
         delayMs: 30_000,
+        cancelPollMs: 25,
+        beforeAnswer: started.beforeAnswer,
       });
-      await waitFor(
-        "the run to start",
-        async () => (await writer.summary("pg-long"))?.live === true,
-      );
+      await started.reached;
+      assert.equal((await writer.summary("pg-long"))?.live, true);
       const page = await (await fetch(`${ui.url}runs/pg-long`)).text();
       const secret = page.match(/data-csrf="([0-9a-f]+)"/)?.[1];
       assert.ok(secret);
