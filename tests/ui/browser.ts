@@ -80,3 +80,23 @@ export function chromiumInstalled(): boolean {
     return false;
   }
 }
+
+/**
+ * Waits until `selector` matches an element with text and returns that text, read in the same
+ * instant: a page that reloads itself a moment after showing it (the dashboard does after an
+ * action) cannot make the element vanish between the wait and the read.
+ */
+export async function textWhenShown(page: Page, selector: string, timeout = 20_000) {
+  const shown = await page.waitForFunction(
+    (s) => (globalThis as unknown as PageGlobals).document.querySelector(s)?.textContent || false,
+    selector,
+    { timeout },
+  );
+  // A string's handle holds the value itself: reading it needs no page.
+  return String(await shown.jsonValue());
+}
+
+/** The part of a page's globals {@linkcode textWhenShown} reads (tests type-check without DOM). */
+interface PageGlobals {
+  document: { querySelector(selector: string): { textContent: string | null } | null };
+}

@@ -19,7 +19,13 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { runMain } from "../cli/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
-import { chromiumInstalled, launchBrowser, openTab, startDashboard } from "./browser.ts";
+import {
+  chromiumInstalled,
+  launchBrowser,
+  openTab,
+  startDashboard,
+  textWhenShown,
+} from "./browser.ts";
 import { demoProject, FINISH, holdAt, reachingCall, runFlow } from "./fixtures.ts";
 
 const TEN_MB = 10 * 1024 * 1024;
@@ -30,8 +36,10 @@ Deno.test({
   name: "dashboard in chromium: runs, actions, approvals, PostgreSQL (one browser)",
   // Outside CI a machine without chromium skips it; CI installs chromium (.ci/run) and must run it.
   ignore: !chromiumInstalled() && !Deno.env.get("CI"),
+  // Off so that the checks that mostly wait can run as concurrent steps.
   sanitizeResources: false,
   sanitizeOps: false,
+  sanitizeExit: false,
   fn: async (t) => {
     // The runs of the first check are recorded while chromium starts (another process).
     const recorded = recordRuns();
@@ -41,19 +49,23 @@ Deno.test({
       "runs: list, run, path, timeline, live run, injection, 1000 iterations",
       (t) => runsChecks(t, browser, recorded),
     );
-    await t.step(
-      "actions: Cancel a running run, then Redrive it to completion",
-      () => cancelThenRedrive(browser),
-    );
-    await t.step(
-      "approvals: Approve and Deny waiting tool-plan steps of a real run-plan",
-      () => approveAndDeny(browser),
-    );
-    await t.step({
-      name: "over PostgreSQL: the runs list and a run page",
-      ignore: pg === undefined,
-      fn: () => postgresRuns(browser),
-    });
+    // These three mostly wait (page reloads, a run-agent process starting, run-plan polling for
+    // answers), each with its own project, dashboard and browser context: they run together.
+    await Promise.all([
+      t.step(
+        "actions: Cancel a running run, then Redrive it to completion",
+        () => cancelThenRedrive(browser),
+      ),
+      t.step(
+        "approvals: Approve and Deny waiting tool-plan steps of a real run-plan",
+        () => approveAndDeny(browser),
+      ),
+      t.step({
+        name: "over PostgreSQL: the runs list and a run page",
+        ignore: pg === undefined,
+        fn: () => postgresRuns(browser),
+      }),
+    ]);
   },
 });
 
@@ -142,10 +154,8 @@ async function runsChecks(
     );
     const note = first.locator("details.handoff .note");
     assert.match(await note.innerText(), /Showing 20000 of 10\d{6} characters/);
-    const full = await page.request.get(
-      new URL((await note.locator("a").getAttribute("href"))!, ui.url).href,
-    );
-    assert.equal(full.headers()["content-type"], "text/plain; charset=utf-8");
+    const full = await fetch(new URL((await note.locator("a").getAttribute("href"))!, ui.url));
+    assert.equal(full.headers.get("content-type"), "text/plain; charset=utf-8");
     assert.ok((await full.text()).length > TEN_MB);
     assert.equal(
       await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned),
@@ -230,8 +240,7 @@ async function cancelThenRedrive(browser: Browser) {
   await page.goto(`${ui.url}runs/live`);
   assert.equal(await page.locator("button[data-action]").count(), 1);
   await page.click('button[data-action="cancel"]');
-  await page.waitForSelector("#action-result.ok");
-  assert.match(await page.locator("#action-result").innerText(), /Cancel requested/);
+  assert.match(await textWhenShown(page, "#action-result.ok"), /Cancel requested/);
   assert.equal((await running).completionReason, "cancelled");
   // The page reloads after an action: the cancelled run now offers Redrive.
   await page.waitForSelector('button[data-action="redrive"]', { timeout: 10_000 });
@@ -321,9 +330,8 @@ async function approveAndDeny(browser: Browser) {
       /<script>window.__pwned = 1<\/script>/,
     );
     await page.click('#approvals tr[data-approval="note"] button[data-action="approve"]');
-    await page.waitForSelector('#approvals tr[data-approval="note"] [role=status].ok');
     assert.match(
-      await page.locator('#approvals tr[data-approval="note"] [role=status]').innerText(),
+      await textWhenShown(page, '#approvals tr[data-approval="note"] [role=status].ok'),
       /approved: run-plan runs it now/,
     );
     // The page reloads after an answer; the other step is still waiting.
