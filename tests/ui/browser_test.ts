@@ -170,7 +170,7 @@ async function runsChecks(
 
   await t.step("a running run advances live (server-sent events, no reload)", async () => {
     // The run is held before its second model call until the page is open: mid-run for sure.
-    const hold = holdAt(2);
+    using hold = holdAt(2);
     const live = runFlow(project, {
       runId: "r-live",
       continuations: 6,

@@ -58,8 +58,11 @@ export interface FlowScript {
   cancelPollMs?: number;
 }
 
-/** A run held before one backend call: {@linkcode FlowScript.beforeAnswer} of {@linkcode holdAt}. */
-export interface Hold {
+/**
+ * A run held before one backend call ({@linkcode holdAt}). Disposing it releases the run, so a
+ * check that fails while holding it leaves no run waiting forever.
+ */
+export interface Hold extends Disposable {
   /** Pass as the script's `beforeAnswer`. */
   beforeAnswer: (call: number) => Promise<void>;
   /** Resolves when the run reaches the call (it then waits for {@linkcode Hold.release}). */
@@ -80,13 +83,13 @@ export function holdAt(call: number): Hold {
     },
     reached: reached.promise,
     release: () => released.resolve(),
+    [Symbol.dispose]: () => released.resolve(),
   };
 }
 
 /** Resolves when the run reaches its `call`-th backend call, without holding it there. */
 export function reachingCall(call: number): Pick<Hold, "beforeAnswer" | "reached"> {
-  const hold = holdAt(call);
-  hold.release();
+  using hold = holdAt(call);
   return { beforeAnswer: hold.beforeAnswer, reached: hold.reached };
 }
 

@@ -108,7 +108,7 @@ Deno.test({
         // A live run: the page gets a stream the server feeds from the run_log table. The run is
         // held before its second model call until the stream is open: the rows after it arrive
         // as events.
-        const hold = holdAt(2);
+        using hold = holdAt(2);
         const live = runFlow({ ...project, store: writer }, {
           runId: "pg-live",
           continuations: 3,
