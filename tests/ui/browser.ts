@@ -81,22 +81,64 @@ export function chromiumInstalled(): boolean {
   }
 }
 
+let watchers = 0;
+
 /**
- * Waits until `selector` matches an element with text and returns that text, read in the same
- * instant: a page that reloads itself a moment after showing it (the dashboard does after an
- * action) cannot make the element vanish between the wait and the read.
+ * Reports the text of the first element matching `selector` once it has some — call it BEFORE the
+ * click that makes it appear. The dashboard shows an action's answer and reloads the page a second
+ * later; waiting for the element and then reading it can miss that second on a busy machine
+ * (selector polling is paced by animation frames). A MutationObserver in the page hands the text
+ * over in the instant it is set.
  */
-export async function textWhenShown(page: Page, selector: string, timeout = 20_000) {
-  const shown = await page.waitForFunction(
-    (s) => (globalThis as unknown as PageGlobals).document.querySelector(s)?.textContent || false,
-    selector,
-    { timeout },
-  );
-  // A string's handle holds the value itself: reading it needs no page.
-  return String(await shown.jsonValue());
+export async function textOnceShown(
+  page: Page,
+  selector: string,
+  timeout = 20_000,
+): Promise<() => Promise<string>> {
+  const name = `__stepflowShown${++watchers}`;
+  const shown = Promise.withResolvers<string>();
+  await page.exposeFunction(name, (text: string) => shown.resolve(text));
+  await page.evaluate(([selector, name]) => {
+    const page = globalThis as unknown as PageGlobals;
+    const report = () => {
+      const text = page.document.querySelector(selector)?.textContent;
+      if (!text) return false;
+      observer.disconnect();
+      (page[name] as (text: string) => void)(text);
+      return true;
+    };
+    const observer = new page.MutationObserver(report);
+    if (!report()) {
+      observer.observe(page.document, {
+        subtree: true,
+        childList: true,
+        attributes: true,
+        characterData: true,
+      });
+    }
+  }, [selector, name]);
+  return async () => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${selector} did not show any text within ${timeout} ms`)),
+        timeout,
+      );
+    });
+    try {
+      return await Promise.race([shown.promise, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
 
-/** The part of a page's globals {@linkcode textWhenShown} reads (tests type-check without DOM). */
+/** The part of a page's globals {@linkcode textOnceShown} uses (tests type-check without DOM). */
 interface PageGlobals {
+  [name: string]: unknown;
   document: { querySelector(selector: string): { textContent: string | null } | null };
+  MutationObserver: new (callback: () => void) => {
+    observe(target: unknown, options: Record<string, boolean>): void;
+    disconnect(): void;
+  };
 }
