@@ -299,9 +299,9 @@ type KillMoment =
 const jitter = () => Math.floor(Math.random() * 10);
 
 /**
- * Eight kills spread over a run of the 8-step plan (two steps at a time): before the first request,
- * with the first steps in flight, while completed steps are saved, later in the run, and at its
- * end. Together they take the plan to its end and into a second round.
+ * Eight kills spread over a run of the 8-step plan (two steps at a time), each counted from the
+ * start of its run: before the first request, with the first steps in flight, while completed
+ * steps are saved, later in the run, and at its end (the last kill).
  */
 const EVENT_KILLS: KillMoment[] = [
   { at: "locked" },
@@ -309,9 +309,9 @@ const EVENT_KILLS: KillMoment[] = [
   { at: "answer", n: 1, jitterMs: jitter() },
   { at: "request", n: 3 },
   { at: "answer", n: 2, jitterMs: jitter() },
-  { at: "last-answer", jitterMs: jitter() },
-  { at: "answer", n: 3, jitterMs: jitter() },
   { at: "request", n: 2 },
+  { at: "answer", n: 1, jitterMs: jitter() },
+  { at: "last-answer", jitterMs: jitter() },
 ];
 
 /** The full campaign adds 20 kills at random moments, 100–700 ms after the start. */
@@ -409,7 +409,8 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
           check();
           await fresh();
         }
-        if (killed) break;
+        // At the run's end the kill races the process's exit: a run that got there first is fine.
+        if (killed || moment.at.startsWith("last-")) break;
         assert.ok(attempt < 3, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
       }
     }
