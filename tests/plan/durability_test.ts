@@ -10,7 +10,7 @@
  * at random moments after the eight kills timed by events.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli/run_plan.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
@@ -285,13 +285,16 @@ Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly
 
 /**
  * When the campaign kills a run (counted from the run's start): once it holds the plan's lock;
- * once its n-th request reached the server (steps in flight); `jitterMs` after its n-th answer or
- * after the plan's last step was answered (the plan is being saved — the write of `completed`, of
- * the next step's `running`, or the last write and the lock's release); or after a fixed time.
+ * once its n-th request reached the server (steps in flight); as soon as the temp file of its n-th
+ * save of the plan appears (in the middle of that write: the temp file is written and flushed
+ * before its rename); `jitterMs` after its n-th answer or after the plan's last step was answered
+ * (the plan is being saved — `completed`, the next step's `running`, or the last write and the
+ * lock's release); or after a fixed time.
  */
 type KillMoment =
   | { at: "locked" }
   | { at: "request"; n: number }
+  | { at: "writing"; n: number }
   | { at: "answer"; n: number; jitterMs: number }
   | { at: "last-answer"; jitterMs: number }
   | { at: "time"; ms: number };
@@ -300,16 +303,16 @@ const jitter = () => Math.floor(Math.random() * 10);
 
 /**
  * Eight kills spread over a run of the 8-step plan (two steps at a time), each counted from the
- * start of its run: before the first request, with the first steps in flight, while completed
- * steps are saved, later in the run, and at its end (the last kill).
+ * start of its run: before the first request, with the first steps in flight, in the middle of
+ * saves of the plan, around later steps, and at its end (the last kill).
  */
 const EVENT_KILLS: KillMoment[] = [
   { at: "locked" },
   { at: "request", n: 1 },
-  { at: "answer", n: 1, jitterMs: jitter() },
+  { at: "writing", n: 2 },
   { at: "request", n: 3 },
   { at: "answer", n: 2, jitterMs: jitter() },
-  { at: "request", n: 2 },
+  { at: "writing", n: 4 },
   { at: "answer", n: 1, jitterMs: jitter() },
   { at: "last-answer", jitterMs: jitter() },
 ];
@@ -319,6 +322,17 @@ const RANDOM_KILLS: KillMoment[] = Array.from(
   { length: 20 },
   () => ({ at: "time", ms: 100 + Math.random() * 600 }) as const,
 );
+
+/** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
+async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
+  const prefix = join(dirname(file), `.${basename(file)}.`);
+  let seen = 0;
+  for await (const event of watcher) {
+    if (event.kind !== "create") continue;
+    seen += event.paths.filter((p) => p.startsWith(prefix) && p.endsWith(".tmp")).length;
+    if (seen >= count) return;
+  }
+}
 
 /** The pid in a plan's lock file, if it can be read. */
 async function lockHolder(file: string): Promise<number | undefined> {
@@ -356,7 +370,12 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
     );
   };
   /** Resolves when `moment` has come for `child` (or never, once `ended` is aborted). */
-  const momentOf = async (moment: KillMoment, child: Deno.ChildProcess, ended: AbortSignal) => {
+  const momentOf = async (
+    moment: KillMoment,
+    child: Deno.ChildProcess,
+    ended: AbortSignal,
+    watcher?: Deno.FsWatcher,
+  ) => {
     const { requests, answers } = server.seen;
     const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     switch (moment.at) {
@@ -367,6 +386,8 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
         return await server.until(() =>
           ended.aborted || server.seen.requests >= requests + moment.n
         );
+      case "writing":
+        return await tempFilesCreated(watcher!, file, moment.n);
       case "answer":
         await server.until(() => ended.aborted || server.seen.answers >= answers + moment.n);
         return await pause(moment.jitterMs);
@@ -384,10 +405,15 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
       // A run that ends before its moment came (the plan was nearly done) completes the round;
       // the moment is tried again on the fresh plan.
       for (let attempt = 1;; attempt++) {
+        // Watching starts before the run, so no write of it is missed.
+        const watcher = moment.at === "writing" ? Deno.watchFs(dir) : undefined;
         const child = spawnRunPlan(dir, "--concurrency", String(CONCURRENCY));
         const ended = new AbortController();
-        const status = child.status.finally(() => ended.abort());
-        await Promise.race([momentOf(moment, child, ended.signal), status]);
+        const status = child.status.finally(() => {
+          ended.abort();
+          watcher?.close();
+        });
+        await Promise.race([momentOf(moment, child, ended.signal, watcher), status]);
         try {
           child.kill("SIGKILL");
         } catch {

@@ -8,7 +8,7 @@
  * `STEPFLOW_FULL_CAMPAIGN=1` adds 20 kills at random moments after the eight timed by events.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { StepflowError } from "../../src/errors.ts";
@@ -204,13 +204,16 @@ Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly
 
 /**
  * When the campaign kills a run (counted from the run's start): once it holds the plan's lock;
- * once its n-th step is marked active in the plan file (its backend call is in flight); `jitterMs`
- * after its n-th step reached the history, or after the plan's last step did (the plan is being
- * saved, or the run is ending); or after a fixed time.
+ * once its n-th step is marked active in the plan file (its backend call is in flight); as soon as
+ * the temp file of its n-th save of the plan appears (in the middle of that write: the temp file
+ * is written and flushed before its rename); `jitterMs` after its n-th step reached the history,
+ * or after the plan's last step did (the plan is being saved, or the run is ending); or after a
+ * fixed time.
  */
 type KillMoment =
   | { at: "locked" }
   | { at: "active"; n: number }
+  | { at: "writing"; n: number }
   | { at: "recorded"; n: number; jitterMs: number }
   | { at: "last-recorded"; jitterMs: number }
   | { at: "time"; ms: number };
@@ -219,18 +222,19 @@ const jitter = () => Math.floor(Math.random() * 10);
 
 /**
  * Eight kills spread over runs of the 6-step plan, each counted from the start of its run: before
- * the first step, with a step in flight, between a step's history entry and the plan's save, later
- * in the run, and at its end (the last kill).
+ * the first step, with a step in flight, in the middle of saves of the plan, between a step's
+ * history entry and the plan's save, later in the run, and at its end (the last kill).
  */
 const EVENT_KILLS: KillMoment[] = [
   { at: "locked" },
   { at: "active", n: 1 },
-  { at: "recorded", n: 1, jitterMs: jitter() },
+  { at: "writing", n: 2 },
   { at: "active", n: 2 },
   { at: "recorded", n: 2, jitterMs: jitter() },
-  { at: "active", n: 1 },
+  { at: "writing", n: 3 },
   { at: "recorded", n: 1, jitterMs: jitter() },
-  { at: "last-recorded", jitterMs: jitter() },
+  // The run ends a few ms after its last step is recorded: kill within them.
+  { at: "last-recorded", jitterMs: jitter() / 2 },
 ];
 
 /** The full campaign adds 20 kills at random moments, 100–800 ms after the start. */
@@ -238,6 +242,17 @@ const RANDOM_KILLS: KillMoment[] = Array.from(
   { length: 20 },
   () => ({ at: "time", ms: 100 + Math.random() * 700 }) as const,
 );
+
+/** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
+async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
+  const prefix = join(dirname(file), `.${basename(file)}.`);
+  let seen = 0;
+  for await (const event of watcher) {
+    if (event.kind !== "create") continue;
+    seen += event.paths.filter((p) => p.startsWith(prefix) && p.endsWith(".tmp")).length;
+    if (seen >= count) return;
+  }
+}
 
 /** A file's text, or "" when it does not exist (yet). */
 const textOf = (path: string) => Deno.readTextFile(path).catch(() => "");
@@ -272,7 +287,12 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
   };
   const recordedSteps = async () => count(await textOf(history), `"kind":"step"`);
   /** Resolves when `moment` has come for `child` (or at once, once `ended` is aborted). */
-  const momentOf = async (moment: KillMoment, child: Deno.ChildProcess, ended: AbortSignal) => {
+  const momentOf = async (
+    moment: KillMoment,
+    child: Deno.ChildProcess,
+    ended: AbortSignal,
+    watcher?: Deno.FsWatcher,
+  ) => {
     const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const poll = async (reached: () => Promise<boolean>) => {
       while (!ended.aborted && !(await reached())) await pause(3);
@@ -300,6 +320,8 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
             count(text, "[x]") >= done + moment.n - 1;
         });
       }
+      case "writing":
+        return await tempFilesCreated(watcher!, file, moment.n);
       case "recorded":
         await poll(async () => await recordedSteps() >= recorded + moment.n);
         return await pause(moment.jitterMs);
@@ -316,10 +338,15 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
     // A run that ends before its moment came (the plan was nearly done) completes the round; the
     // moment is tried again on the fresh plan.
     for (let attempt = 1;; attempt++) {
+      // Watching starts before the run, so no write of it is missed.
+      const watcher = moment.at === "writing" ? Deno.watchFs(dir) : undefined;
       const child = spawnPlanRun(dir, "s.yaml");
       const ended = new AbortController();
-      const status = child.status.finally(() => ended.abort());
-      await Promise.race([momentOf(moment, child, ended.signal), status]);
+      const status = child.status.finally(() => {
+        ended.abort();
+        watcher?.close();
+      });
+      await Promise.race([momentOf(moment, child, ended.signal, watcher), status]);
       try {
         child.kill("SIGKILL");
       } catch {
