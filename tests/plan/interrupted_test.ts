@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main } from "../../src/cli/run_plan.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { runMain } from "../cli/helpers.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 
@@ -41,20 +42,8 @@ function spawnRunPlan(args: string[], cwd: string): Deno.ChildProcess {
   }).spawn();
 }
 
-/** The run-plan CLI in this process, without a terminal. */
-async function runPlan(args: string[], cwd: string) {
-  let stdout = "";
-  let stderr = "";
-  const code = await main(args, {
-    cwd,
-    env: { NO_COLOR: "1" },
-    isTerminal: { stdin: false, stdout: false, stderr: false },
-    stdin: null,
-    stdout: { write: (t) => void (stdout += t) },
-    stderr: { write: (t) => void (stderr += t) },
-  });
-  return { code, stdout, stderr };
-}
+/** The run-plan CLI in this process (`main(argv, io)`), without a terminal. */
+const runPlan = (args: string[], cwd: string) => runMain(main, args, { userDir: cwd });
 
 /** Waits until `ready()` holds (polling), then SIGKILLs the whole process group. */
 async function killWhen(child: Deno.ChildProcess, ready: () => Promise<boolean>): Promise<void> {

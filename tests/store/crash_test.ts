@@ -24,9 +24,12 @@ import {
   pipelineScript,
   pipelineWorkspace,
   REPO,
-  runAgentInProcess,
   waitFor,
 } from "./helpers.ts";
+import { runCli } from "../cli/helpers.ts";
+
+/** The run-agent CLI in this process (`main(argv, io)`) with the user's folder `root`. */
+const runAgentInProcess = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 const TOPIC = ["--topic", "crash test"];
 const RUN_AGENT_CLI = join(REPO, "src/cli/run_agent.ts");

@@ -156,27 +156,6 @@ export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
   };
 }
 
-/**
- * Runs the run-agent CLI in this process (`main(argv, io)`) with the user's folder `root`: for the
- * commands whose process does not matter to a test (a reference run, `--runs`, a resume), without
- * paying a `deno` start-up each.
- */
-export async function runAgentInProcess(root: string, args: string[]): Promise<CommandResult> {
-  // Imported here, not at the top: the tests that only spawn the CLI do not load it.
-  const { main } = await import("../../src/cli/run_agent.ts");
-  let stdout = "";
-  let stderr = "";
-  const code = await main(args, {
-    cwd: root,
-    env: { NO_COLOR: "1" },
-    stdin: null,
-    isTerminal: { stdin: false, stdout: false, stderr: false },
-    stdout: { write: (text) => void (stdout += text) },
-    stderr: { write: (text) => void (stderr += text) },
-  });
-  return { code, signal: null, stdout, stderr };
-}
-
 /** Runs `deno task run-agent …` to its end. */
 export function runAgent(
   root: string,

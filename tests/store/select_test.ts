@@ -7,7 +7,11 @@ import { StepflowError } from "../../src/errors.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { resolveStoreSetting, selectRunStore } from "../../src/store/select.ts";
-import { pipelineWorkspace, runAgentInProcess } from "./helpers.ts";
+import { runCli } from "../cli/helpers.ts";
+import { pipelineWorkspace } from "./helpers.ts";
+
+/** `run-agent …` in-process (its `main(argv, io)`): these are usage errors, not process matters. */
+const runAgent = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 const agent = (store?: string) => ({
   name: "demo",
@@ -48,19 +52,13 @@ Deno.test("store selection: anything else is STORE_INVALID, with the password hi
 Deno.test("run-agent: --wait needs --submit, --submit needs the PostgreSQL store", async () => {
   const { root } = await pipelineWorkspace();
   try {
-    const wait = await runAgentInProcess(root, ["--agent", "pipeline", "--topic", "x", "--wait"]);
+    const wait = await runAgent(root, ["--agent", "pipeline", "--topic", "x", "--wait"]);
     assert.equal(wait.code, 2);
     assert.match(wait.stderr, /--wait follows a run queued with --submit/);
-    const submit = await runAgentInProcess(root, [
-      "--agent",
-      "pipeline",
-      "--topic",
-      "x",
-      "--submit",
-    ]);
+    const submit = await runAgent(root, ["--agent", "pipeline", "--topic", "x", "--submit"]);
     assert.equal(submit.code, 2);
     assert.match(submit.stderr, /--submit needs the PostgreSQL store/);
-    const script = await runAgentInProcess(root, [
+    const script = await runAgent(root, [
       "--agent",
       "pipeline",
       "--topic",
@@ -73,7 +71,7 @@ Deno.test("run-agent: --wait needs --submit, --submit needs the PostgreSQL store
     ]);
     assert.equal(script.code, 2);
     assert.match(script.stderr, /drop --script/);
-    const bad = await runAgentInProcess(root, ["--agent", "pipeline", "--runs", "--store", "nope"]);
+    const bad = await runAgent(root, ["--agent", "pipeline", "--runs", "--store", "nope"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--store is "nope"/);
   } finally {
