@@ -8,7 +8,7 @@
  * `STEPFLOW_FULL_CAMPAIGN=1` adds 20 kills at random moments after the eight timed by events.
  */
 import assert from "node:assert/strict";
-import { basename, dirname, join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { StepflowError } from "../../src/errors.ts";
@@ -245,11 +245,12 @@ const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ at: "rand
 
 /** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
 async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
-  const prefix = join(dirname(file), `.${basename(file)}.`);
+  // Names only: some systems report the folder's real path (macOS: /private/var/… for /var/…).
+  const prefix = `.${basename(file)}.`;
   let seen = 0;
   for await (const event of watcher) {
     if (event.kind !== "create") continue;
-    seen += event.paths.filter((p) => p.startsWith(prefix) && p.endsWith(".tmp")).length;
+    seen += event.paths.filter((p) => basename(p).startsWith(prefix) && p.endsWith(".tmp")).length;
     if (seen >= count) return;
   }
 }
