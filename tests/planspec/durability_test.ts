@@ -171,7 +171,7 @@ Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly
     // The winner's first step takes `firstStepMs`, so its rival normally starts while it runs. On a
     // machine so busy that the rival started only after the winner had finished (it then finds
     // nothing to do), the race is run again with a longer first step.
-    for (const firstStepMs of [400, 1500, 5000]) {
+    for (const firstStepMs of [250, 1500, 5000]) {
       await Deno.writeTextFile(
         join(dir, "s.yaml"),
         scriptYaml(3, 0).replace("delayMs: 0", `delayMs: ${firstStepMs}`),
