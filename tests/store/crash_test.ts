@@ -182,125 +182,168 @@ async function cachedEntries(runDir: string, runId: string): Promise<number | un
   }
 }
 
-Deno.test("SIGKILL before an iteration's checkpoint reached the log: the old checkpoint wins", async () => {
-  const ws = await pipelineWorkspace();
-  // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
-  await crashedRun(ws, "checkpoint-unlogged:3");
-  const runId = await onlyRunId(ws.runDir);
-  const before = await recorded(ws.runDir, runId);
-  // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
-  assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 1);
-});
+/**
+ * The crash points of the test below, one killed run each. The runs are independent processes, so
+ * they run three at a time before the checks (which resume in this process, one after the other).
+ */
+const CRASH_POINTS = [
+  "checkpoint-unlogged:3",
+  "checkpoint-torn:3",
+  "checkpoint-logged:4",
+  "checkpoint-logged:3",
+  "append-torn:6",
+  "append-torn:1",
+  "checkpoint-temp:1",
+  "checkpoint-logged:2",
+];
 
-Deno.test("SIGKILL halfway through a checkpoint's log line: the torn line is cut off, the old checkpoint wins", async () => {
-  const ws = await pipelineWorkspace();
-  await crashedRun(ws, "checkpoint-torn:3");
-  const runId = await onlyRunId(ws.runDir);
-  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
-  assert.match(text.slice(text.lastIndexOf("\n") + 1), /^\{"ts":.*"type":"store_checkpoint"/);
-  const { committed, resumed } = await resumeAndCheck(ws);
-  assert.equal(committed, 1);
-  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
-});
+Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) => {
+  const crashed = new Map<string, { root: string; script: string; runDir: string }>();
+  const queue = [...CRASH_POINTS];
+  await Promise.all([1, 2, 3].map(async () => {
+    for (let point = queue.shift(); point !== undefined; point = queue.shift()) {
+      const ws = await pipelineWorkspace();
+      await crashedRun(ws, point);
+      crashed.set(point, ws);
+    }
+  }));
 
-Deno.test("SIGKILL right after a checkpoint's flush, with a stale cache: resume repeats no finished iteration", async () => {
-  const ws = await pipelineWorkspace();
-  await crashedRun(ws, "checkpoint-logged:4");
-  const runId = await onlyRunId(ws.runDir);
-  // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
-  // log holds three iterations more.
-  assert.equal(await cachedEntries(ws.runDir, runId), 1);
-  const before = await recorded(ws.runDir, runId);
-  assert.equal(before.checkpoint.logEntries, 7);
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 3);
-});
-
-Deno.test("SIGKILL with no checkpoint file at all: the run is rebuilt from the log", async () => {
-  const ws = await pipelineWorkspace();
-  await crashedRun(ws, "checkpoint-logged:3");
-  const runId = await onlyRunId(ws.runDir);
-  await Deno.remove(join(ws.runDir, `${runId}.checkpoint.json`));
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 2);
-});
-
-Deno.test("SIGKILL in the middle of a log append: the torn line is cut off on resume", async () => {
-  const ws = await pipelineWorkspace();
-  // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
-  await crashedRun(ws, "append-torn:6");
-  const runId = await onlyRunId(ws.runDir);
-  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
-  assert.ok(!text.endsWith("\n"), "the log ends in a torn line");
-  const { committed, resumed } = await resumeAndCheck(ws);
-  assert.equal(committed, 2);
-  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
-});
-
-Deno.test("a crash before the first checkpoint is a clear error, never a silent restart", async () => {
-  const ws = await pipelineWorkspace();
-  // The very first append (run_start) is torn: there is no entry and no checkpoint.
-  await crashedRun(ws, "append-torn:1");
-  const runId = await onlyRunId(ws.runDir);
-  const res = await runAgentInProcess(ws.root, [
-    "--agent",
-    "pipeline",
-    "--script",
-    ws.script,
-    "--resume",
-    runId,
-  ]);
-  assert.equal(res.code, 2);
-  assert.match(res.stderr, new RegExp(`Run ${runId} has a run log \\(.*${runId}\\.jsonl\\)`));
-  assert.match(res.stderr, /no checkpoint .* Start the run again/);
-  const show = await runAgentInProcess(ws.root, ["--agent", "pipeline", "--show", runId]);
-  assert.equal(show.code, 0, show.stderr);
-  assert.match(show.stdout, /No checkpoint: the process stopped before the run's first checkpoint/);
-});
-
-Deno.test("SIGKILL before the first cache write's rename: its complete temp file is read", async () => {
-  const ws = await pipelineWorkspace();
-  await crashedRun(ws, "checkpoint-temp:1");
-  const runId = await onlyRunId(ws.runDir);
-  await assert.rejects(
-    Deno.stat(join(ws.runDir, `${runId}.checkpoint.json`)),
-    Deno.errors.NotFound,
+  await t.step(
+    "SIGKILL before an iteration's checkpoint reached the log: the old checkpoint wins",
+    async () => {
+      // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
+      const ws = crashed.get("checkpoint-unlogged:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      const before = await recorded(ws.runDir, runId);
+      // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
+      assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 1);
+    },
   );
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 0);
-});
 
-Deno.test("two concurrent resumes of one run: exactly one proceeds", async () => {
-  const ws = await pipelineWorkspace();
-  await crashedRun(ws, "checkpoint-logged:2");
-  const runId = await onlyRunId(ws.runDir);
-  // The resumed steps take 250 ms each, so the winner still holds the run when its rival tries.
-  const slowScript = join(ws.root, "slow.json");
-  await Deno.writeTextFile(slowScript, JSON.stringify(pipelineScript(250)));
-  const args = ["--agent", "pipeline", "--script", slowScript, "--resume", runId];
-  const [a, b] = await Promise.all([
-    finish(spawnCli(ws.root, args)),
-    finish(spawnCli(ws.root, args)),
-  ]);
-  const winners = [a, b].filter((r) => r.code === 0);
-  const losers = [a, b].filter((r) => r.code !== 0);
-  assert.equal(winners.length, 1, `one resume must win:\n${a.stderr}\n---\n${b.stderr}`);
-  assert.equal(losers[0].code, 2);
-  assert.match(
-    losers[0].stderr,
-    new RegExp(
-      // The winner writes its pid just after taking the lock: a loser that looks in between can
-      // only say "another process".
-      `Run ${runId} (is already being driven by (pid \\d+ on host .* since|another process)|changed while this process was preparing)`,
-    ),
+  await t.step(
+    "SIGKILL halfway through a checkpoint's log line: the torn line is cut off, the old checkpoint wins",
+    async () => {
+      const ws = crashed.get("checkpoint-torn:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+      assert.match(text.slice(text.lastIndexOf("\n") + 1), /^\{"ts":.*"type":"store_checkpoint"/);
+      const { committed, resumed } = await resumeAndCheck(ws);
+      assert.equal(committed, 1);
+      assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+    },
   );
-  const after = await recorded(ws.runDir, runId);
-  assert.deepEqual(shape(after.history), shape((await reference()).history));
-  assert.equal(after.log.filter((l) => l.type === "run_resume").length, 1);
-  for (const it of after.history.map((h) => h.iteration)) {
-    const runsOf = after.log.filter((l) => l.type === "step_start" && l.iteration === it);
-    assert.equal(runsOf.length, 1, `iteration ${it} ran once`);
-  }
+
+  await t.step(
+    "SIGKILL right after a checkpoint's flush, with a stale cache: resume repeats no finished iteration",
+    async () => {
+      const ws = crashed.get("checkpoint-logged:4")!;
+      const runId = await onlyRunId(ws.runDir);
+      // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
+      // log holds three iterations more.
+      assert.equal(await cachedEntries(ws.runDir, runId), 1);
+      const before = await recorded(ws.runDir, runId);
+      assert.equal(before.checkpoint.logEntries, 7);
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 3);
+    },
+  );
+
+  await t.step(
+    "SIGKILL with no checkpoint file at all: the run is rebuilt from the log",
+    async () => {
+      const ws = crashed.get("checkpoint-logged:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      await Deno.remove(join(ws.runDir, `${runId}.checkpoint.json`));
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 2);
+    },
+  );
+
+  await t.step(
+    "SIGKILL in the middle of a log append: the torn line is cut off on resume",
+    async () => {
+      // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
+      const ws = crashed.get("append-torn:6")!;
+      const runId = await onlyRunId(ws.runDir);
+      const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+      assert.ok(!text.endsWith("\n"), "the log ends in a torn line");
+      const { committed, resumed } = await resumeAndCheck(ws);
+      assert.equal(committed, 2);
+      assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+    },
+  );
+
+  await t.step(
+    "a crash before the first checkpoint is a clear error, never a silent restart",
+    async () => {
+      // The very first append (run_start) is torn: there is no entry and no checkpoint.
+      const ws = crashed.get("append-torn:1")!;
+      const runId = await onlyRunId(ws.runDir);
+      const res = await runAgentInProcess(ws.root, [
+        "--agent",
+        "pipeline",
+        "--script",
+        ws.script,
+        "--resume",
+        runId,
+      ]);
+      assert.equal(res.code, 2);
+      assert.match(res.stderr, new RegExp(`Run ${runId} has a run log \\(.*${runId}\\.jsonl\\)`));
+      assert.match(res.stderr, /no checkpoint .* Start the run again/);
+      const show = await runAgentInProcess(ws.root, ["--agent", "pipeline", "--show", runId]);
+      assert.equal(show.code, 0, show.stderr);
+      assert.match(
+        show.stdout,
+        /No checkpoint: the process stopped before the run's first checkpoint/,
+      );
+    },
+  );
+
+  await t.step(
+    "SIGKILL before the first cache write's rename: its complete temp file is read",
+    async () => {
+      const ws = crashed.get("checkpoint-temp:1")!;
+      const runId = await onlyRunId(ws.runDir);
+      await assert.rejects(
+        Deno.stat(join(ws.runDir, `${runId}.checkpoint.json`)),
+        Deno.errors.NotFound,
+      );
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 0);
+    },
+  );
+
+  await t.step("two concurrent resumes of one run: exactly one proceeds", async () => {
+    const ws = crashed.get("checkpoint-logged:2")!;
+    const runId = await onlyRunId(ws.runDir);
+    // The resumed steps take 250 ms each, so the winner still holds the run when its rival tries.
+    const slowScript = join(ws.root, "slow.json");
+    await Deno.writeTextFile(slowScript, JSON.stringify(pipelineScript(250)));
+    const args = ["--agent", "pipeline", "--script", slowScript, "--resume", runId];
+    const [a, b] = await Promise.all([
+      finish(spawnCli(ws.root, args)),
+      finish(spawnCli(ws.root, args)),
+    ]);
+    const winners = [a, b].filter((r) => r.code === 0);
+    const losers = [a, b].filter((r) => r.code !== 0);
+    assert.equal(winners.length, 1, `one resume must win:\n${a.stderr}\n---\n${b.stderr}`);
+    assert.equal(losers[0].code, 2);
+    assert.match(
+      losers[0].stderr,
+      new RegExp(
+        // The winner writes its pid just after taking the lock: a loser that looks in between can
+        // only say "another process".
+        `Run ${runId} (is already being driven by (pid \\d+ on host .* since|another process)|changed while this process was preparing)`,
+      ),
+    );
+    const after = await recorded(ws.runDir, runId);
+    assert.deepEqual(shape(after.history), shape((await reference()).history));
+    assert.equal(after.log.filter((l) => l.type === "run_resume").length, 1);
+    for (const it of after.history.map((h) => h.iteration)) {
+      const runsOf = after.log.filter((l) => l.type === "step_start" && l.iteration === it);
+      assert.equal(runsOf.length, 1, `iteration ${it} ran once`);
+    }
+  });
 });
