@@ -214,17 +214,16 @@ Deno.test({
     const slowScript = join(root, "slow.json");
     await Deno.writeTextFile(slowScript, JSON.stringify(slow));
     const store = new PostgresRunStore(db, { agent: "pipeline" });
-    const workerArgs = (script: string) => [
+    const first = spawnWorker(root, [
       "--store",
       db,
       "--script",
-      script,
+      slowScript,
       "--lease-ms",
       "1500",
       "--poll-ms",
       POLL_MS,
-    ];
-    const first = spawnWorker(root, workerArgs(slowScript));
+    ]);
     const firstErr = collect(first.stderr);
     let second: RunWorker | undefined;
     try {

@@ -126,7 +126,8 @@ Deno.test({
         assert.ok(Date.now() < deadline, `runs still open: ${open.length}`);
         // Kills come 50–250 ms apart, each at a random moment of the victim's iteration.
         await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
-        if (kills >= KILLS) continue;
+        // Never the last ready worker: the others keep the runs moving while replacements start.
+        if (kills >= KILLS || workers.length < 2) continue;
         // A worker driving a run it has committed an iteration of: killing it interrupts a run.
         const driving = new Set(
           open.filter((s) => s.live && (s.steps ?? 0) > 0).map((s) => s.worker),
