@@ -17,9 +17,9 @@ import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
 import type { Plan } from "../../src/plan/types.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
 /** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
 const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
-const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
 
 /**
  * A local server that counts requests per path and answers after `delayMs` — and not before
