@@ -130,13 +130,15 @@ Deno.test("SIGKILL mid-step, non-idempotent tool: the next run stops and names i
 
 Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it on its own", async () => {
   let requests = 0;
+  let releaseFirst = () => {};
+  const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (req) => {
+    async () => {
       requests++;
       if (requests === 1) {
-        // The first call hangs until the client dies.
-        await new Promise<void>((resolve) => req.signal.addEventListener("abort", () => resolve()));
+        // The first call hangs until its client was killed.
+        await firstHeld;
         return new Response("late");
       }
       return Response.json({ ok: true });
@@ -159,6 +161,7 @@ Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it
       child,
       async () => requests === 1 && (await readPlan(planFile))?.steps[0].status === "running",
     );
+    releaseFirst();
     const again = await runPlan(["plan.json", "--approve", "http_get", "--enable-http"], dir);
     assert.equal(again.code, 0, again.stderr);
     assert.match(
@@ -170,6 +173,7 @@ Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it
     assert.equal(plan.steps[0].status, "completed");
     assert.deepEqual((plan.steps[0].result?.value as { body: unknown }).body, { ok: true });
   } finally {
+    releaseFirst();
     await server.shutdown();
   }
 });
