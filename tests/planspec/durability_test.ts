@@ -165,9 +165,10 @@ Deno.test("plan run: temp files a killed writer left beside the plan are removed
 });
 
 Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly one runs, the other exits 75", async () => {
-  const dir = await Deno.makeTempDir();
-  const file = join(dir, "p.md");
-  for (const kind of ["fresh", "stale"]) {
+  // The two races use their own folders and run at the same time.
+  await Promise.all(["fresh", "stale"].map(async (kind) => {
+    const dir = await Deno.makeTempDir();
+    const file = join(dir, "p.md");
     // The winner's first step takes `firstStepMs`, so its rival normally starts while it runs. On a
     // machine so busy that the rival started only after the winner had finished (it then finds
     // nothing to do), the race is run again with a longer first step.
@@ -199,7 +200,7 @@ Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly
       );
       break;
     }
-  }
+  }));
 });
 
 /**
