@@ -55,7 +55,10 @@ const entries: string[] = [];
 for (const [folder, files] of [...groups].sort((a, b) => weight(b[1]) - weight(a[1]))) {
   const entry = join(entryDir, `${folder}_test.ts`);
   const imports = files.map((file) => `import ${JSON.stringify(pathToFileURL(file).href)};`);
-  Deno.writeTextFileSync(entry, `// tests/${folder}: ${files.length} file(s)\n${imports.join("\n")}\n`);
+  Deno.writeTextFileSync(
+    entry,
+    `// tests/${folder}: ${files.length} file(s)\n${imports.join("\n")}\n`,
+  );
   entries.push(entry);
 }
 

@@ -20,7 +20,7 @@ export type RunJobHandler = (runId: string) => Promise<void>;
 export interface RunQueueOptions {
   /** The run store's schema; the queue's tables live in `<schema>_queue` (default `stepflow`). */
   schema?: string;
-  /** How often idle workers poll for jobs when no notification arrives (default 2000 ms). */
+  /** How often an idle worker slot looks for a job (default 2000 ms, at least 100). */
   pollMs?: number;
   /**
    * How often a failed job is retried before pg-boss gives it up (default

@@ -42,7 +42,7 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Heartbeat of held leases (default a third of the lease). */
   heartbeatMs?: number;
-  /** Queue polling interval when no notification arrives (default 2000 ms, at least 500). */
+  /** How often an idle worker looks for a job in the queue (default 2000 ms, at least 100). */
   pollMs?: number;
   /**
    * Retries of a failed job before the queue gives it up (default 20, with backoff up to 60 s);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { main } from "../../src/cli/run_plan.ts";
 import { decideApproval, listApprovals } from "../../src/plan/file_approver.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { runMain } from "../cli/helpers.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 
@@ -40,10 +41,13 @@ async function planDir(): Promise<string> {
   return dir;
 }
 
-/** Starts run-plan without a terminal (stdin closed), as a CI job or a background run would. */
+/**
+ * Starts run-plan in its own process without a terminal (stdin closed), as a CI job or a
+ * background run would.
+ */
 function startRunPlan(args: string[], cwd: string) {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "run-plan", ...args],
+    args: ["run", "-A", join(REPO, "src/cli/run_plan.ts"), ...args],
     cwd: REPO,
     env: { INIT_CWD: cwd, NO_COLOR: "1" },
     stdin: "null",
@@ -57,6 +61,11 @@ function startRunPlan(args: string[], cwd: string) {
       stderr: new TextDecoder().decode(out.stderr),
     })),
   };
+}
+
+/** Starts run-plan in this process (`main(argv, io)`), without a terminal. */
+function startRunPlanInProcess(args: string[], cwd: string) {
+  return { result: runMain(main, args, { userDir: cwd }) };
 }
 
 async function waitingRequestId(planFile: string, stepId: string): Promise<string> {
@@ -91,7 +100,7 @@ Deno.test("run-plan --approvals dashboard: an approval written by another proces
 Deno.test("run-plan --approvals dashboard: a denial skips the step and its dependents (exit 3)", async () => {
   const dir = await planDir();
   const planFile = join(dir, "plan.json");
-  const run = startRunPlan(["plan.json", "--approvals", "dashboard"], dir);
+  const run = startRunPlanInProcess(["plan.json", "--approvals", "dashboard"], dir);
   const requestId = await waitingRequestId(planFile, "write");
   await decideApproval(planFile, "write", requestId, {
     approved: false,
@@ -112,10 +121,10 @@ Deno.test("run-plan --approvals dashboard: a denial skips the step and its depen
 
 Deno.test("run-plan --approvals: a wrong mode is a usage error; without it no terminal still refuses", async () => {
   const dir = await planDir();
-  const bad = await startRunPlan(["plan.json", "--approvals", "email"], dir).result;
+  const bad = await startRunPlanInProcess(["plan.json", "--approvals", "email"], dir).result;
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--approvals is "terminal" .* or "dashboard"/);
-  const refused = await startRunPlan(["plan.json"], dir).result;
+  const refused = await startRunPlanInProcess(["plan.json"], dir).result;
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /--approvals dashboard/);
 });

@@ -1,13 +1,16 @@
 /**
  * Durability of `run-plan` (tool plans): the plan file's lock (one runner per plan file, exit 75
  * for the other), temp files left by a kill, the "incomplete" exit status (3) for steps skipped
- * for want of approval, and SIGKILL at random points of the real CLI. Steps are `http_get` calls
- * to a local server that counts them, so every execution — even one cut short by a kill — is seen.
- * The guarantee under test (docs/tool-plans.md): a step saved as completed never runs again; only
- * steps in flight at a kill may run again (at most `--concurrency` per kill).
+ * for want of approval, and SIGKILL of the real CLI at points spread over a run. Steps are
+ * `http_get` calls to a local server that counts them, so every execution — even one cut short by a
+ * kill — is seen. The guarantee under test (docs/tool-plans.md): a step saved as completed never
+ * runs again; only steps in flight at a kill may run again (at most `--concurrency` per kill).
+ *
+ * `STEPFLOW_FULL_CAMPAIGN=1` enlarges the sized loops: four lock races instead of two, and 20 kills
+ * at random moments after the eight kills timed by events.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli/run_plan.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
@@ -15,23 +18,50 @@ import type { Plan } from "../../src/plan/types.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
+/** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
+const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
 
 /**
  * A local server that counts requests per path and answers after `delayMs` — and not before
  * `gate` opens, when one is set (so a run is still going when a rival starts, however slow the
- * machine).
+ * machine). `seen` counts requests received and answers sent; `until` waits for a count.
  */
 function countingServer(delayMs: number) {
   const hits = new Map<string, number>();
+  const answered = new Set<string>();
+  const seen = { requests: 0, answers: 0 };
   const state: { gate?: Promise<void> } = {};
+  let waiters: Array<() => void> = [];
+  const changed = () => {
+    const woken = waiters;
+    waiters = [];
+    for (const wake of woken) wake();
+  };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     const id = new URL(req.url).pathname.slice(1);
     hits.set(id, (hits.get(id) ?? 0) + 1);
+    seen.requests++;
+    changed();
     await state.gate;
     await new Promise((r) => setTimeout(r, delayMs));
+    answered.add(id);
+    seen.answers++;
+    changed();
     return Response.json({ id });
   });
-  return { hits, state, port: server.addr.port, close: () => server.shutdown() };
+  /** Resolves once `reached()` is true (checked after every request and answer). */
+  const until = async (reached: () => boolean) => {
+    while (!reached()) await new Promise<void>((wake) => waiters.push(wake));
+  };
+  return {
+    hits,
+    answered,
+    seen,
+    until,
+    state,
+    port: server.addr.port,
+    close: () => server.shutdown(),
+  };
 }
 
 /** `n` http_get steps: a chain of pairs (step i depends on step i-2), so two run at once. */
@@ -206,7 +236,8 @@ Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly
   const dir = await Deno.makeTempDir();
   const server = countingServer(20);
   try {
-    for (const kind of ["fresh", "stale", "fresh", "stale"]) {
+    const kinds = FULL_CAMPAIGN ? ["fresh", "stale", "fresh", "stale"] : ["fresh", "stale"];
+    for (const kind of kinds) {
       server.hits.clear();
       // Requests wait until one of the two has exited (the loser, refused at once) — or 20 s, by
       // which time two runners without a lock would both have sent every request.
@@ -252,17 +283,78 @@ Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly
   }
 });
 
-Deno.test("run-plan CLI: SIGKILL at 20 random points — the file always parses, completed steps never run again", async () => {
+/**
+ * When the campaign kills a run (counted from the run's start): once it holds the plan's lock;
+ * once its n-th request reached the server (steps in flight); as soon as the temp file of its n-th
+ * save of the plan appears (in the middle of that write: the temp file is written and flushed
+ * before its rename); `jitterMs` after its n-th answer or after the plan's last step was answered
+ * (the plan is being saved — `completed`, the next step's `running`, or the last write and the
+ * lock's release); or at a random moment (drawn again for each run).
+ */
+type KillMoment =
+  | { at: "locked" }
+  | { at: "request"; n: number }
+  | { at: "writing"; n: number }
+  | { at: "answer"; n: number; jitterMs: number }
+  | { at: "last-answer"; jitterMs: number }
+  | { at: "random" };
+
+const jitter = () => Math.floor(Math.random() * 10);
+
+/**
+ * Eight kills spread over a run of the 8-step plan (two steps at a time), each counted from the
+ * start of its run: before the first request, with the first steps in flight, in the middle of
+ * saves of the plan, around later steps, and at its end (the last kill).
+ */
+const EVENT_KILLS: KillMoment[] = [
+  { at: "locked" },
+  { at: "request", n: 1 },
+  { at: "writing", n: 2 },
+  { at: "request", n: 3 },
+  { at: "answer", n: 2, jitterMs: jitter() },
+  { at: "writing", n: 4 },
+  { at: "answer", n: 1, jitterMs: jitter() },
+  { at: "last-answer", jitterMs: jitter() },
+];
+
+/**
+ * The full campaign adds 20 kills at random moments, 100–700 ms after the start (a run that ended
+ * before its moment is not counted: the moment is drawn again).
+ */
+const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ at: "random" }) as const);
+
+/** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
+async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
+  // Names only: some systems report the folder's real path (macOS: /private/var/… for /var/…).
+  const prefix = `.${basename(file)}.`;
+  let seen = 0;
+  for await (const event of watcher) {
+    if (event.kind !== "create") continue;
+    seen += event.paths.filter((p) => basename(p).startsWith(prefix) && p.endsWith(".tmp")).length;
+    if (seen >= count) return;
+  }
+}
+
+/** The pid in a plan's lock file, if it can be read. */
+async function lockHolder(file: string): Promise<number | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${file}.lock`)).pid;
+  } catch {
+    return undefined;
+  }
+}
+
+Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file always parses, completed steps never run again", async () => {
   const dir = await Deno.makeTempDir();
   const file = join(dir, "plan.json");
   const STEPS = 8;
   const CONCURRENCY = 4;
   const server = countingServer(40);
-  let kills = 0;
   let campaignKills = 0;
   let frozen = new Map<string, number>();
   const fresh = async () => {
     server.hits.clear();
+    server.answered.clear();
     await Deno.writeTextFile(file, planJson(STEPS, server.port));
     frozen = new Map();
     campaignKills = 0;
@@ -278,34 +370,76 @@ Deno.test("run-plan CLI: SIGKILL at 20 random points — the file always parses,
       } runs after ${campaignKills} kills`,
     );
   };
+  /** Resolves when `moment` has come for `child` (or never, once `ended` is aborted). */
+  const momentOf = async (
+    moment: KillMoment,
+    child: Deno.ChildProcess,
+    ended: AbortSignal,
+    watcher?: Deno.FsWatcher,
+  ) => {
+    const { requests, answers } = server.seen;
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    switch (moment.at) {
+      case "locked":
+        while (!ended.aborted && await lockHolder(file) !== child.pid) await pause(5);
+        return;
+      case "request":
+        return await server.until(() =>
+          ended.aborted || server.seen.requests >= requests + moment.n
+        );
+      case "writing":
+        return await tempFilesCreated(watcher!, file, moment.n);
+      case "answer":
+        await server.until(() => ended.aborted || server.seen.answers >= answers + moment.n);
+        return await pause(moment.jitterMs);
+      case "last-answer":
+        await server.until(() => ended.aborted || server.answered.size === STEPS);
+        return await pause(moment.jitterMs);
+      case "random":
+        return await pause(100 + Math.random() * 600);
+    }
+  };
   try {
     await fresh();
-    while (kills < 20) {
-      const child = spawnRunPlan(dir, "--concurrency", String(CONCURRENCY));
-      await new Promise((r) => setTimeout(r, 100 + Math.random() * 600));
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // it already ended
-      }
-      await child.stdout.cancel();
-      await child.stderr.cancel();
-      const status = await child.status;
-      if (status.signal === "SIGKILL") {
-        kills++;
-        campaignKills++;
-      }
-      // Give requests the killed process had sent time to arrive, so none is counted late.
-      await new Promise((r) => setTimeout(r, 20));
-      const plan = await readPlan(file); // always whole JSON: writes are atomic
-      for (const step of plan.steps) {
-        if (step.status === "completed" && !frozen.has(step.id)) {
-          frozen.set(step.id, server.hits.get(step.id)!);
+    const moments = FULL_CAMPAIGN ? [...EVENT_KILLS, ...RANDOM_KILLS] : EVENT_KILLS;
+    for (const moment of moments) {
+      // A run that ends before its moment came (the plan was nearly done) completes the round;
+      // the moment is tried again on the fresh plan.
+      for (let attempt = 1;; attempt++) {
+        // Watching starts before the run, so no write of it is missed.
+        const watcher = moment.at === "writing" ? Deno.watchFs(dir) : undefined;
+        const child = spawnRunPlan(dir, "--concurrency", String(CONCURRENCY));
+        const ended = new AbortController();
+        const status = child.status.finally(() => {
+          ended.abort();
+          watcher?.close();
+        });
+        await Promise.race([momentOf(moment, child, ended.signal, watcher), status]);
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // it already ended
         }
-      }
-      if (plan.steps.every((s) => s.status === "completed")) {
-        check();
-        await fresh();
+        await child.stdout.cancel();
+        await child.stderr.cancel();
+        const killed = (await status).signal === "SIGKILL";
+        if (killed) campaignKills++;
+        // Give requests the killed process had sent time to arrive, so none is counted late.
+        await new Promise((r) => setTimeout(r, 20));
+        const plan = await readPlan(file); // always whole JSON: writes are atomic
+        for (const step of plan.steps) {
+          if (step.status === "completed" && !frozen.has(step.id)) {
+            frozen.set(step.id, server.hits.get(step.id)!);
+          }
+        }
+        if (plan.steps.every((s) => s.status === "completed")) {
+          check();
+          await fresh();
+        }
+        // At the run's end the kill races the process's exit: a run that got there first is fine.
+        if (killed || moment.at.startsWith("last-")) break;
+        const tries = moment.at === "random" ? 10 : 3;
+        assert.ok(attempt < tries, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
       }
     }
     const last = await outcome(spawnRunPlan(dir));

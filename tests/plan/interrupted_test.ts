@@ -1,14 +1,16 @@
 /**
  * Steps in flight at a kill (`run-plan`): a step is saved as `running` before its
- * tool starts; after a real SIGKILL of `deno task run-plan` mid-step, the next run re-runs it only
- * when its tool is idempotent, stops for the user otherwise, and re-runs it with `--yes`, saying so.
+ * tool starts; after a real SIGKILL of the run-plan CLI's process mid-step, the next run re-runs it
+ * only when its tool is idempotent, stops for the user otherwise, and re-runs it with `--yes`,
+ * saying so. The next runs are the same CLI in this process (`main(argv, io)`, no terminal).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { main } from "../../src/cli/run_plan.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { runMain } from "../cli/helpers.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
-const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
 function planJson(steps: unknown[]): string {
   return JSON.stringify({
@@ -28,10 +30,10 @@ async function readPlan(file: string): Promise<Plan | undefined> {
   }
 }
 
-/** `deno task run-plan` in its own process group, so SIGKILL takes its tool's children too. */
+/** The run-plan CLI in its own process group, so SIGKILL takes its tool's children too. */
 function spawnRunPlan(args: string[], cwd: string): Deno.ChildProcess {
   return new Deno.Command("setsid", {
-    args: [Deno.execPath(), "task", "-q", "run-plan", ...args],
+    args: [Deno.execPath(), "run", "-A", join(REPO, "src/cli/run_plan.ts"), ...args],
     cwd: REPO,
     env: { INIT_CWD: cwd, NO_COLOR: "1" },
     stdin: "null",
@@ -40,17 +42,8 @@ function spawnRunPlan(args: string[], cwd: string): Deno.ChildProcess {
   }).spawn();
 }
 
-async function runPlan(args: string[], cwd: string) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "run-plan", ...args],
-    cwd: REPO,
-    env: { INIT_CWD: cwd, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
-}
+/** The run-plan CLI in this process (`main(argv, io)`), without a terminal. */
+const runPlan = (args: string[], cwd: string) => runMain(main, args, { userDir: cwd });
 
 /** Waits until `ready()` holds (polling), then SIGKILLs the whole process group. */
 async function killWhen(child: Deno.ChildProcess, ready: () => Promise<boolean>): Promise<void> {
@@ -64,17 +57,11 @@ async function killWhen(child: Deno.ChildProcess, ready: () => Promise<boolean>)
     await new Promise((r) => setTimeout(r, 25));
   }
   Deno.kill(-child.pid, "SIGKILL");
+  // The CLI is the group's leader and was started directly, so its end is the end of the process
+  // that held the plan's lock; the tool's shell and its sleep got the same SIGKILL and cannot write
+  // after it (they may linger as zombies until PID 1 reaps them, which is no reason to wait).
   const status = await child.status;
   assert.equal(status.signal, "SIGKILL");
-  // `deno task`'s own child (the CLI holding the lock) may take a moment longer to be gone.
-  for (;;) {
-    try {
-      Deno.kill(-child.pid, "SIGKILL");
-    } catch {
-      return; // no process left in the group
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 async function lines(file: string): Promise<number> {
@@ -143,13 +130,15 @@ Deno.test("SIGKILL mid-step, non-idempotent tool: the next run stops and names i
 
 Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it on its own", async () => {
   let requests = 0;
+  let releaseFirst = () => {};
+  const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (req) => {
+    async () => {
       requests++;
       if (requests === 1) {
-        // The first call hangs until the client dies.
-        await new Promise<void>((resolve) => req.signal.addEventListener("abort", () => resolve()));
+        // The first call hangs until its client was killed.
+        await firstHeld;
         return new Response("late");
       }
       return Response.json({ ok: true });
@@ -172,6 +161,7 @@ Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it
       child,
       async () => requests === 1 && (await readPlan(planFile))?.steps[0].status === "running",
     );
+    releaseFirst();
     const again = await runPlan(["plan.json", "--approve", "http_get", "--enable-http"], dir);
     assert.equal(again.code, 0, again.stderr);
     assert.match(
@@ -183,6 +173,7 @@ Deno.test("SIGKILL mid-step, idempotent tool (http_get): the next run re-runs it
     assert.equal(plan.steps[0].status, "completed");
     assert.deepEqual((plan.steps[0].result?.value as { body: unknown }).body, { ok: true });
   } finally {
+    releaseFirst();
     await server.shutdown();
   }
 });

@@ -1,9 +1,11 @@
 /**
  * The crash story of `qplan run` (docs/qplan.md): a QPlan run keeps no state of its own — nothing
  * to resume, nothing to lock — so a killed run is simply run again from the start, and what it
- * leaves is what its `file write` statements wrote, each atomically. Killed at 20 random points,
- * every file is either absent or whole, a temp file cut short by a kill is removed by the next
- * write of the same file, and the next run completes. Two runs at once are independent.
+ * leaves is what its `file write` statements wrote, each atomically. Killed at points spread over
+ * the run, every file is either absent or whole, a temp file cut short by a kill is removed by the
+ * next write of the same file, and the next run completes. Two runs at once are independent.
+ *
+ * `STEPFLOW_FULL_CAMPAIGN=1` adds 20 kills at random moments after the six timed by events.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -12,13 +14,15 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const QPLAN_CLI = join(ROOT, "src/cli/qplan.ts");
 const FILES = 12;
+/** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
+const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
 
 const SCRIPT = `@title "Writer"
 var ${JSON.stringify(Array.from({ length: FILES }, (_, i) => i + 1))} -> ids
 step id="write" desc="Write one file per id" {
   each i in ids {
     file write path=("out/" + i + ".json") data={"id": i, "ids": ids}
-    sleep ms=25
+    sleep ms=10
   }
 }
 `;
@@ -56,21 +60,97 @@ async function checkFiles(dir: string): Promise<string[]> {
   return temps;
 }
 
-Deno.test("qplan run CLI: SIGKILL at 20 random points — files are absent or whole, the next run completes and cleans up", async () => {
+/** The inode of every output file: each atomic write (a rename) gives its file a new one. */
+function inodes(dir: string): Map<string, number | null> {
+  const found = new Map<string, number | null>();
+  try {
+    for (const entry of Deno.readDirSync(join(dir, "out"))) {
+      if (entry.name.endsWith(".json")) {
+        found.set(entry.name, Deno.statSync(join(dir, "out", entry.name)).ino);
+      }
+    }
+  } catch {
+    // no output yet
+  }
+  return found;
+}
+
+/**
+ * When the campaign kills a run: `jitterMs` after the run wrote its `written`-th file (the writes
+ * come 10 ms apart, so the kill lands in the pause or in the next write); as soon as the temp file
+ * of its `writing`-th file appears (in the middle of that write: the temp file is written and
+ * flushed before its rename); or at a random moment (drawn again for each run).
+ */
+type KillMoment = { written: number; jitterMs: number } | { writing: number } | { random: true };
+
+const jitter = () => Math.floor(Math.random() * 12);
+
+/**
+ * Six kills spread over the run, three of them in the middle of a write. A run that ended before
+ * its moment (on a busy machine the kill may come late) is run again.
+ */
+const EVENT_KILLS: KillMoment[] = [
+  { written: 1, jitterMs: jitter() },
+  { writing: 3 },
+  { written: 5, jitterMs: jitter() },
+  { writing: 8 },
+  { written: 10, jitterMs: jitter() },
+  { writing: FILES - 1 },
+];
+
+/**
+ * The full campaign adds 20 kills at random moments, 100–600 ms after the start (a run that ended
+ * before its moment is not counted: the moment is drawn again).
+ */
+const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ random: true }) as const);
+
+/** Resolves once `count` temp files were created in `folder` (or the watcher was closed). */
+async function tempFilesCreated(watcher: Deno.FsWatcher, count: number): Promise<void> {
+  let seen = 0;
+  for await (const event of watcher) {
+    if (event.kind !== "create") continue;
+    seen += event.paths.filter((path) => path.endsWith(".tmp")).length;
+    if (seen >= count) return;
+  }
+}
+
+Deno.test("qplan run CLI: SIGKILL at points spread over the run — files are absent or whole, the next run completes and cleans up", async () => {
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(join(dir, "writer.qplan"), SCRIPT);
-  let kills = 0;
-  while (kills < 20) {
-    const child = spawnQplan(dir);
-    await new Promise((r) => setTimeout(r, 100 + Math.random() * 500));
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // it already ended
+  await Deno.mkdir(join(dir, "out")); // watched for temp files from the first run on
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const moments = FULL_CAMPAIGN ? [...EVENT_KILLS, ...RANDOM_KILLS] : EVENT_KILLS;
+  for (const moment of moments) {
+    for (let attempt = 1;; attempt++) {
+      const before = inodes(dir);
+      const watcher = "writing" in moment ? Deno.watchFs(join(dir, "out")) : undefined;
+      const child = spawnQplan(dir);
+      let ended = false;
+      const status = child.status.finally(() => {
+        ended = true;
+        watcher?.close();
+      });
+      const reached = async () => {
+        if ("random" in moment) return await pause(100 + Math.random() * 500);
+        if ("writing" in moment) return await tempFilesCreated(watcher!, moment.writing);
+        const rewritten = () =>
+          [...inodes(dir)].filter(([name, ino]) => before.get(name) !== ino).length;
+        while (!ended && rewritten() < moment.written) await pause(3);
+        await pause(moment.jitterMs);
+      };
+      await Promise.race([reached(), status]);
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // it already ended
+      }
+      await child.stderr.cancel();
+      const killed = (await status).signal === "SIGKILL";
+      await checkFiles(dir);
+      if (killed) break;
+      const tries = "random" in moment ? 10 : 3;
+      assert.ok(attempt < tries, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
     }
-    await child.stderr.cancel();
-    if ((await child.status).signal === "SIGKILL") kills++;
-    await checkFiles(dir);
   }
   const last = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", QPLAN_CLI, "run", "writer.qplan", "--quiet"],

@@ -1,11 +1,15 @@
 /**
- * Crash tests of durable runs through the real CLI (default durability `"fsync"`): a `deno task
- * run-agent` run is killed with SIGKILL at several points — while a backend call is in flight
- * (before its checkpoint), before an iteration's checkpoint reached the log, halfway through that
- * line, right after it was flushed (the checkpoint file, a cache, then lags the log), between the
- * cache's temp file and its rename, in the middle of a log append — then `--resume` completes it.
- * The final history must equal an uninterrupted run's, and no iteration whose checkpoint was
- * written may run again.
+ * Crash tests of durable runs through the real CLI (default durability `"fsync"`): a run of the
+ * run-agent CLI (`deno run -A src/cli/run_agent.ts`, what `deno task run-agent` runs) is killed
+ * with SIGKILL at several points — while a backend call is in flight (before its checkpoint),
+ * before an iteration's checkpoint reached the log, halfway through that line, right after it was
+ * flushed (the checkpoint file, a cache, then lags the log), between the cache's temp file and its
+ * rename, in the middle of a log append — then `--resume` completes it. The final history must
+ * equal an uninterrupted run's, and no iteration whose checkpoint was written may run again.
+ *
+ * The killed runs and the two racing resumes are real processes; the reference run, `--runs` and
+ * the single resumes run the same CLI in this process (`main(argv, io)`): another process than the
+ * killed one, which is all a resume needs, without a `deno` start-up each.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -13,16 +17,45 @@ import { FileRunStore } from "../../src/store/file.ts";
 import { historyFromLog, type LoggedHistoryEntry } from "../../src/store/format.ts";
 import type { RunLogEntry } from "../../src/store/types.ts";
 import {
+  type CommandResult,
   finish,
   onlyRunId,
   PIPELINE_STEPS,
+  pipelineScript,
   pipelineWorkspace,
-  runAgent,
-  spawnRunAgent,
+  REPO,
   waitFor,
 } from "./helpers.ts";
+import { runCli } from "../cli/helpers.ts";
+
+/** The run-agent CLI in this process (`main(argv, io)`) with the user's folder `root`. */
+const runAgentInProcess = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 const TOPIC = ["--topic", "crash test"];
+const RUN_AGENT_CLI = join(REPO, "src/cli/run_agent.ts");
+
+/** Starts the run-agent CLI as its own process in the user's folder `root`. */
+function spawnCli(root: string, args: string[], env: Record<string, string> = {}) {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", RUN_AGENT_CLI, ...args],
+    cwd: REPO,
+    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+}
+
+/** Runs the pipeline agent in its own process, which kills itself at `crashAt` (crash_hook.ts). */
+async function crashedRun(
+  ws: { root: string; script: string },
+  crashAt: string,
+): Promise<CommandResult> {
+  const args = ["--agent", "pipeline", "--script", ws.script, ...TOPIC];
+  const killed = await finish(spawnCli(ws.root, args, { STEPFLOW_TEST_CRASH_AT: crashAt }));
+  assert.equal(killed.signal, "SIGKILL", `the run did not crash at ${crashAt}: ${killed.stderr}`);
+  return killed;
+}
 
 /** What must match between runs: everything but times. */
 function shape(history: LoggedHistoryEntry[]): string[] {
@@ -39,15 +72,24 @@ async function recorded(runDir: string, runId: string) {
   return { checkpoint, log, state, history: historyFromLog(log, state.historyLength) };
 }
 
-/** The reference: the same agent and script, never interrupted. */
-const reference = (async () => {
-  const ws = await pipelineWorkspace();
-  const res = await runAgent(ws.root, ["--agent", "pipeline", "--script", ws.script, ...TOPIC]);
-  assert.equal(res.code, 0, res.stderr);
-  const run = await recorded(ws.runDir, await onlyRunId(ws.runDir));
-  assert.equal(run.history.length, PIPELINE_STEPS.length + 1);
-  return run;
-})();
+/** The reference: the same agent and script, never interrupted (run once, when first needed). */
+let referenceRun: ReturnType<typeof recorded> | undefined;
+function reference(): ReturnType<typeof recorded> {
+  return referenceRun ??= (async () => {
+    const ws = await pipelineWorkspace();
+    const res = await runAgentInProcess(ws.root, [
+      "--agent",
+      "pipeline",
+      "--script",
+      ws.script,
+      ...TOPIC,
+    ]);
+    assert.equal(res.code, 0, res.stderr);
+    const run = await recorded(ws.runDir, await onlyRunId(ws.runDir));
+    assert.equal(run.history.length, PIPELINE_STEPS.length + 1);
+    return run;
+  })();
+}
 
 /**
  * Resumes the interrupted run in `ws` and checks it against the reference: same history, usage and
@@ -59,11 +101,11 @@ async function resumeAndCheck(ws: { root: string; script: string; runDir: string
   assert.equal(before.checkpoint.status, "running", "the crash left a resumable run");
   const committed = before.state.historyLength;
 
-  const listed = await runAgent(ws.root, ["--agent", "pipeline", "--runs"]);
+  const listed = await runAgentInProcess(ws.root, ["--agent", "pipeline", "--runs"]);
   assert.equal(listed.code, 0, listed.stderr);
   assert.match(listed.stdout, new RegExp(`${runId} .* interrupted `));
 
-  const resumed = await runAgent(ws.root, [
+  const resumed = await runAgentInProcess(ws.root, [
     "--agent",
     "pipeline",
     "--script",
@@ -74,7 +116,7 @@ async function resumeAndCheck(ws: { root: string; script: string; runDir: string
   assert.equal(resumed.code, 0, resumed.stderr);
 
   const after = await recorded(ws.runDir, runId);
-  const ref = await reference;
+  const ref = await reference();
   assert.equal(after.checkpoint.status, "completed");
   assert.deepEqual(shape(after.history), shape(ref.history));
   assert.deepEqual(after.state.usage, ref.state.usage);
@@ -98,8 +140,14 @@ async function resumeAndCheck(ws: { root: string; script: string; runDir: string
 }
 
 Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that step", async () => {
-  const ws = await pipelineWorkspace(300);
-  const child = spawnRunAgent(ws.root, ["--agent", "pipeline", "--script", ws.script, ...TOPIC]);
+  const ws = await pipelineWorkspace();
+  // The killed run's third step (work.test) answers only after a minute: it is surely in flight
+  // when the kill comes, however slow the machine. The resume answers it from the plain script.
+  const hanging = pipelineScript();
+  (hanging[PIPELINE_STEPS[2]][0] as Record<string, unknown>).delayMs = 60_000;
+  const hangingScript = join(ws.root, "hanging.json");
+  await Deno.writeTextFile(hangingScript, JSON.stringify(hanging));
+  const child = spawnCli(ws.root, ["--agent", "pipeline", "--script", hangingScript, ...TOPIC]);
   const runId = await waitFor("the run to start", async () => {
     try {
       return await onlyRunId(ws.runDir);
@@ -114,9 +162,10 @@ Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that s
     return log.some((l) => l.type === "step_start" && l.iteration === 3) ? true : undefined;
   });
   const lock = JSON.parse(await Deno.readTextFile(join(ws.runDir, `${runId}.lock`)));
+  assert.equal(lock.pid, child.pid, "the lock names the process that drives the run");
   Deno.kill(lock.pid, "SIGKILL");
   const killed = await finish(child);
-  assert.notEqual(killed.code, 0);
+  assert.equal(killed.signal, "SIGKILL");
   await Deno.stat(join(ws.runDir, `${runId}.lock`)); // a dead process leaves its lock file behind
 
   const { committed } = await resumeAndCheck(ws);
@@ -133,160 +182,168 @@ async function cachedEntries(runDir: string, runId: string): Promise<number | un
   }
 }
 
-Deno.test("SIGKILL before an iteration's checkpoint reached the log: the old checkpoint wins", async () => {
-  const ws = await pipelineWorkspace();
-  // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-unlogged:3" },
-  );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  const before = await recorded(ws.runDir, runId);
-  // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
-  assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 1);
-});
+/**
+ * The crash points of the test below, one killed run each. The runs are independent processes, so
+ * they run three at a time before the checks (which resume in this process, one after the other).
+ */
+const CRASH_POINTS = [
+  "checkpoint-unlogged:3",
+  "checkpoint-torn:3",
+  "checkpoint-logged:4",
+  "checkpoint-logged:3",
+  "append-torn:6",
+  "append-torn:1",
+  "checkpoint-temp:1",
+  "checkpoint-logged:2",
+];
 
-Deno.test("SIGKILL halfway through a checkpoint's log line: the torn line is cut off, the old checkpoint wins", async () => {
-  const ws = await pipelineWorkspace();
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-torn:3" },
-  );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
-  assert.match(text.slice(text.lastIndexOf("\n") + 1), /^\{"ts":.*"type":"store_checkpoint"/);
-  const { committed, resumed } = await resumeAndCheck(ws);
-  assert.equal(committed, 1);
-  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
-});
+Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) => {
+  const crashed = new Map<string, { root: string; script: string; runDir: string }>();
+  const queue = [...CRASH_POINTS];
+  await Promise.all([1, 2, 3].map(async () => {
+    for (let point = queue.shift(); point !== undefined; point = queue.shift()) {
+      const ws = await pipelineWorkspace();
+      await crashedRun(ws, point);
+      crashed.set(point, ws);
+    }
+  }));
 
-Deno.test("SIGKILL right after a checkpoint's flush, with a stale cache: resume repeats no finished iteration", async () => {
-  const ws = await pipelineWorkspace();
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:4" },
+  await t.step(
+    "SIGKILL before an iteration's checkpoint reached the log: the old checkpoint wins",
+    async () => {
+      // Checkpoint 1 follows run_start, checkpoint N+1 iteration N: crash while recording iteration 2.
+      const ws = crashed.get("checkpoint-unlogged:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      const before = await recorded(ws.runDir, runId);
+      // Iteration 2's step_end reached the log, but not its checkpoint: it is not finished.
+      assert.equal(before.log.filter((l) => l.type === "step_end").length, 2);
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 1);
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
-  // log holds three iterations more.
-  assert.equal(await cachedEntries(ws.runDir, runId), 1);
-  const before = await recorded(ws.runDir, runId);
-  assert.equal(before.checkpoint.logEntries, 7);
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 3);
-});
 
-Deno.test("SIGKILL with no checkpoint file at all: the run is rebuilt from the log", async () => {
-  const ws = await pipelineWorkspace();
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:3" },
+  await t.step(
+    "SIGKILL halfway through a checkpoint's log line: the torn line is cut off, the old checkpoint wins",
+    async () => {
+      const ws = crashed.get("checkpoint-torn:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+      assert.match(text.slice(text.lastIndexOf("\n") + 1), /^\{"ts":.*"type":"store_checkpoint"/);
+      const { committed, resumed } = await resumeAndCheck(ws);
+      assert.equal(committed, 1);
+      assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  await Deno.remove(join(ws.runDir, `${runId}.checkpoint.json`));
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 2);
-});
 
-Deno.test("SIGKILL in the middle of a log append: the torn line is cut off on resume", async () => {
-  const ws = await pipelineWorkspace();
-  // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "append-torn:6" },
+  await t.step(
+    "SIGKILL right after a checkpoint's flush, with a stale cache: resume repeats no finished iteration",
+    async () => {
+      const ws = crashed.get("checkpoint-logged:4")!;
+      const runId = await onlyRunId(ws.runDir);
+      // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
+      // log holds three iterations more.
+      assert.equal(await cachedEntries(ws.runDir, runId), 1);
+      const before = await recorded(ws.runDir, runId);
+      assert.equal(before.checkpoint.logEntries, 7);
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 3);
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
-  assert.ok(!text.endsWith("\n"), "the log ends in a torn line");
-  const { committed, resumed } = await resumeAndCheck(ws);
-  assert.equal(committed, 2);
-  assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
-});
 
-Deno.test("a crash before the first checkpoint is a clear error, never a silent restart", async () => {
-  const ws = await pipelineWorkspace();
-  // The very first append (run_start) is torn: there is no entry and no checkpoint.
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "append-torn:1" },
+  await t.step(
+    "SIGKILL with no checkpoint file at all: the run is rebuilt from the log",
+    async () => {
+      const ws = crashed.get("checkpoint-logged:3")!;
+      const runId = await onlyRunId(ws.runDir);
+      await Deno.remove(join(ws.runDir, `${runId}.checkpoint.json`));
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 2);
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  const res = await runAgent(ws.root, [
-    "--agent",
-    "pipeline",
-    "--script",
-    ws.script,
-    "--resume",
-    runId,
-  ]);
-  assert.equal(res.code, 2);
-  assert.match(res.stderr, new RegExp(`Run ${runId} has a run log \\(.*${runId}\\.jsonl\\)`));
-  assert.match(res.stderr, /no checkpoint .* Start the run again/);
-  const show = await runAgent(ws.root, ["--agent", "pipeline", "--show", runId]);
-  assert.equal(show.code, 0, show.stderr);
-  assert.match(show.stdout, /No checkpoint: the process stopped before the run's first checkpoint/);
-});
 
-Deno.test("SIGKILL before the first cache write's rename: its complete temp file is read", async () => {
-  const ws = await pipelineWorkspace();
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-temp:1" },
+  await t.step(
+    "SIGKILL in the middle of a log append: the torn line is cut off on resume",
+    async () => {
+      // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
+      const ws = crashed.get("append-torn:6")!;
+      const runId = await onlyRunId(ws.runDir);
+      const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
+      assert.ok(!text.endsWith("\n"), "the log ends in a torn line");
+      const { committed, resumed } = await resumeAndCheck(ws);
+      assert.equal(committed, 2);
+      assert.match(resumed.stderr, /ended with a torn line .* it was cut off before appending/);
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  await assert.rejects(
-    Deno.stat(join(ws.runDir, `${runId}.checkpoint.json`)),
-    Deno.errors.NotFound,
-  );
-  const { committed } = await resumeAndCheck(ws);
-  assert.equal(committed, 0);
-});
 
-Deno.test("two concurrent resumes of one run: exactly one proceeds", async () => {
-  const ws = await pipelineWorkspace(250);
-  const killed = await runAgent(
-    ws.root,
-    ["--agent", "pipeline", "--script", ws.script, ...TOPIC],
-    { STEPFLOW_TEST_CRASH_AT: "checkpoint-logged:2" },
+  await t.step(
+    "a crash before the first checkpoint is a clear error, never a silent restart",
+    async () => {
+      // The very first append (run_start) is torn: there is no entry and no checkpoint.
+      const ws = crashed.get("append-torn:1")!;
+      const runId = await onlyRunId(ws.runDir);
+      const res = await runAgentInProcess(ws.root, [
+        "--agent",
+        "pipeline",
+        "--script",
+        ws.script,
+        "--resume",
+        runId,
+      ]);
+      assert.equal(res.code, 2);
+      assert.match(res.stderr, new RegExp(`Run ${runId} has a run log \\(.*${runId}\\.jsonl\\)`));
+      assert.match(res.stderr, /no checkpoint .* Start the run again/);
+      const show = await runAgentInProcess(ws.root, ["--agent", "pipeline", "--show", runId]);
+      assert.equal(show.code, 0, show.stderr);
+      assert.match(
+        show.stdout,
+        /No checkpoint: the process stopped before the run's first checkpoint/,
+      );
+    },
   );
-  assert.notEqual(killed.code, 0);
-  const runId = await onlyRunId(ws.runDir);
-  const args = ["--agent", "pipeline", "--script", ws.script, "--resume", runId];
-  const [a, b] = await Promise.all([
-    finish(spawnRunAgent(ws.root, args)),
-    finish(spawnRunAgent(ws.root, args)),
-  ]);
-  const winners = [a, b].filter((r) => r.code === 0);
-  const losers = [a, b].filter((r) => r.code !== 0);
-  assert.equal(winners.length, 1, `one resume must win:\n${a.stderr}\n---\n${b.stderr}`);
-  assert.equal(losers[0].code, 2);
-  assert.match(
-    losers[0].stderr,
-    new RegExp(
-      `Run ${runId} (is already being driven by pid \\d+ on host .* since|changed while this process was preparing)`,
-    ),
+
+  await t.step(
+    "SIGKILL before the first cache write's rename: its complete temp file is read",
+    async () => {
+      const ws = crashed.get("checkpoint-temp:1")!;
+      const runId = await onlyRunId(ws.runDir);
+      await assert.rejects(
+        Deno.stat(join(ws.runDir, `${runId}.checkpoint.json`)),
+        Deno.errors.NotFound,
+      );
+      const { committed } = await resumeAndCheck(ws);
+      assert.equal(committed, 0);
+    },
   );
-  const after = await recorded(ws.runDir, runId);
-  assert.deepEqual(shape(after.history), shape((await reference).history));
-  assert.equal(after.log.filter((l) => l.type === "run_resume").length, 1);
-  for (const it of after.history.map((h) => h.iteration)) {
-    const runsOf = after.log.filter((l) => l.type === "step_start" && l.iteration === it);
-    assert.equal(runsOf.length, 1, `iteration ${it} ran once`);
-  }
+
+  await t.step("two concurrent resumes of one run: exactly one proceeds", async () => {
+    const ws = crashed.get("checkpoint-logged:2")!;
+    const runId = await onlyRunId(ws.runDir);
+    // The resumed steps take 250 ms each, so the winner still holds the run when its rival tries.
+    const slowScript = join(ws.root, "slow.json");
+    await Deno.writeTextFile(slowScript, JSON.stringify(pipelineScript(250)));
+    const args = ["--agent", "pipeline", "--script", slowScript, "--resume", runId];
+    const [a, b] = await Promise.all([
+      finish(spawnCli(ws.root, args)),
+      finish(spawnCli(ws.root, args)),
+    ]);
+    const winners = [a, b].filter((r) => r.code === 0);
+    const losers = [a, b].filter((r) => r.code !== 0);
+    assert.equal(winners.length, 1, `one resume must win:\n${a.stderr}\n---\n${b.stderr}`);
+    assert.equal(losers[0].code, 2);
+    assert.match(
+      losers[0].stderr,
+      new RegExp(
+        // The winner writes its pid just after taking the lock: a loser that looks in between can
+        // only say "another process".
+        `Run ${runId} (is already being driven by (pid \\d+ on host .* since|another process)|changed while this process was preparing)`,
+      ),
+    );
+    const after = await recorded(ws.runDir, runId);
+    assert.deepEqual(shape(after.history), shape((await reference()).history));
+    assert.equal(after.log.filter((l) => l.type === "run_resume").length, 1);
+    for (const it of after.history.map((h) => h.iteration)) {
+      const runsOf = after.log.filter((l) => l.type === "step_start" && l.iteration === it);
+      assert.equal(runsOf.length, 1, `iteration ${it} ran once`);
+    }
+  });
 });

@@ -21,6 +21,15 @@ async function setup(staleLockMs?: number) {
   return { dir, warnings, make };
 }
 
+/** Polls `reached` every 10 ms; fails after 10 s with what was awaited. */
+async function waitUntil(what: string, reached: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!reached()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function lockError(promise: Promise<unknown>): Promise<StepflowError> {
   const error = await promise.then(() => undefined, (e) => e);
   assert.ok(error instanceof StepflowError, `expected RUN_LOCKED, got ${error}`);
@@ -139,12 +148,14 @@ Deno.test("the holder refreshes its heartbeat, and notices when another host too
   const path = join(dir, "r1.lock");
   const old = new Date(Date.now() - 10_000);
   Deno.utimeSync(path, old, old);
-  await new Promise((r) => setTimeout(r, 400));
-  assert.ok(Deno.statSync(path).mtime!.getTime() > Date.now() - 2000, "heartbeat refreshed");
+  await waitUntil(
+    "the heartbeat refreshed the lock file",
+    () => Deno.statSync(path).mtime!.getTime() > Date.now() - 2000,
+  );
 
   // Simulate a takeover from another host after our heartbeat lapsed.
   writeLockFile(dir, "r1", { pid: 1, hostname: "elsewhere.example", token: "theirs" });
-  await new Promise((r) => setTimeout(r, 400));
+  await waitUntil("the holder noticed the takeover", () => warnings.length > 0);
   assert.match(
     warnings.join("\n"),
     /lost the lock of run r1: pid 1 on host elsewhere\.example took it over/,

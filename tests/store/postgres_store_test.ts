@@ -9,7 +9,7 @@ import { StepflowError } from "../../src/errors.ts";
 import { openPgConnection, PG_SCHEMA_VERSION } from "../../src/store/pg_connection.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import type { RunCheckpoint } from "../../src/store/types.ts";
-import { REPO } from "./helpers.ts";
+import { REPO, waitFor } from "./helpers.ts";
 import { freshSchema, pg } from "./pg_server.ts";
 
 const ignore = pg === undefined;
@@ -188,8 +188,9 @@ Deno.test({
       // Still leased right after the crash…
       assert.equal(await code(store.lock("r1")), "RUN_LOCKED");
       // …and free once the lease ran out.
-      await new Promise((r) => setTimeout(r, leaseMs + 100));
-      const lock = await store.lock("r1");
+      const crashedAt = Date.now();
+      const lock = await waitFor("the crashed holder's lease to expire", () => store.lock("r1"));
+      assert.ok(Date.now() - crashedAt <= leaseMs + 1_000, "the lease outlived its length");
       assert.ok(warnings.some((w) => /took over the lease of holder-\d+/.test(w)), warnings.join());
       await lock.release();
     } finally {
@@ -209,8 +210,7 @@ Deno.test({
     const store = new PostgresRunStore(url, { schema, leaseMs, onWarning: () => {} });
     try {
       holder.child.kill("SIGSTOP");
-      await new Promise((r) => setTimeout(r, leaseMs + 150));
-      const lock = await store.lock("r1");
+      const lock = await waitFor("the stalled holder's lease to expire", () => store.lock("r1"));
       await store.append("r1", entry("r1", "step_end"));
       await store.saveCheckpoint(checkpoint("r1", 3));
       holder.child.kill("SIGCONT");
@@ -334,8 +334,11 @@ Deno.test({
       // A submitted run that a worker fetched and never marked taken: queued, no lease at all.
       await store.recordSubmission({ runId: "r1", agent: "demo", agentHash: "h", request: {} });
       assert.deepEqual(await store.claimOrphans(), [], "not before a lease period has passed");
-      await new Promise((r) => setTimeout(r, 400));
-      assert.deepEqual(await store.claimOrphans(), ["r1"]);
+      const claimed = await waitFor("a lease period", async () => {
+        const runs = await store.claimOrphans();
+        return runs.length > 0 ? runs : undefined;
+      });
+      assert.deepEqual(claimed, ["r1"]);
       assert.deepEqual(await store.claimOrphans(), [], "claimed once per lease period");
       // A run a worker marked taken waits for that expiry instead.
       await store.recordSubmission({ runId: "r2", agent: "demo", agentHash: "h", request: {} });
@@ -384,8 +387,12 @@ Deno.test({
       assert.equal(submitted?.givenUp, message);
 
       // A lease period later the other queued runs are orphans; the given-up one is not.
-      await new Promise((r) => setTimeout(r, 400));
-      assert.deepEqual((await store.claimOrphans()).sort(), ["r2", "r3"]);
+      const orphans = new Set<string>();
+      await waitFor("a lease period", async () => {
+        for (const runId of await store.claimOrphans()) orphans.add(runId);
+        return orphans.size >= 2 || undefined;
+      });
+      assert.deepEqual([...orphans].sort(), ["r2", "r3"]);
 
       // A huge last error is cut, not stored whole.
       assert.equal(await store.markGivenUp("r2", "x".repeat(100_000)), true);

@@ -7,7 +7,11 @@ import { StepflowError } from "../../src/errors.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { resolveStoreSetting, selectRunStore } from "../../src/store/select.ts";
-import { pipelineWorkspace, runAgent } from "./helpers.ts";
+import { runCli } from "../cli/helpers.ts";
+import { pipelineWorkspace } from "./helpers.ts";
+
+/** `run-agent …` in-process (its `main(argv, io)`): these are usage errors, not process matters. */
+const runAgent = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 const agent = (store?: string) => ({
   name: "demo",

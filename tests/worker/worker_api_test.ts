@@ -12,14 +12,12 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { submitRun } from "../../src/worker/submit.ts";
 import { startWorker } from "../../src/worker/worker.ts";
 import { writeAgent } from "../flow/fixtures.ts";
-import {
-  pipelineFiles,
-  pipelineScript,
-  pipelineWorkspace,
-  runAgent,
-  waitFor,
-} from "../store/helpers.ts";
+import { runCli } from "../cli/helpers.ts";
+import { pipelineFiles, pipelineScript, pipelineWorkspace, waitFor } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
+
+/** `run-agent …` in-process (its `main(argv, io)`), from the user folder `root`. */
+const runAgent = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 Deno.test({
   name: "worker: a job that fails its last attempt is reported as given up",
@@ -32,12 +30,12 @@ Deno.test({
     files.prompts["steps/complete/report/f_default.md"] = "Report briefly on {uv-topic}.";
     await writeAgent(other, "pipeline", files);
     const lines: string[] = [];
-    // This worker creates the queue: two attempts (1 s apart) before pg-boss gives a job up. A
+    // This worker creates the queue: two attempts (1–2 s apart) before pg-boss gives a job up. A
     // short lease, so that the run would be an orphan (re-queued) soon after if it stayed queued.
     const worker = await startWorker({
       store: db,
       agentRoot: join(other, ".agent"),
-      pollMs: 500,
+      pollMs: 100,
       leaseMs: 300,
       jobRetryLimit: 1,
       log: (line) => void lines.push(line),
@@ -109,7 +107,7 @@ Deno.test({
     const worker = await startWorker({
       store: db,
       agentRoot: join(root, ".agent"),
-      pollMs: 500,
+      pollMs: 100,
       log: (line) => void lines.push(line),
       backendFor: () =>
         Promise.resolve(new ScriptedBackend((req) => script[req.stepId][0] as { output: unknown })),

@@ -3,24 +3,80 @@
  * `--store`): `--runs`, `--show`, `--resume` after a SIGKILL, `--redrive`; `deno task worker` with
  * `--submit [--wait]`, the worker named by `--runs`, graceful SIGTERM, and a worker whose agent
  * differs from the submitted one.
+ *
+ * What is about the process (a run-agent killed with SIGKILL, a worker stopped with SIGTERM) is a
+ * real subprocess; the other `run-agent` calls go through its `main(argv, io)` in-process, which
+ * spares a `deno` start-up (~0.5 s) each.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { writeAgent } from "../flow/fixtures.ts";
+import { main as runAgentMain } from "../../src/cli/run_agent.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { type RunWorker, startWorker } from "../../src/worker/worker.ts";
+import type { Spawned } from "../cli/helpers.ts";
 import {
   finish,
   pipelineFiles,
   pipelineScript,
   pipelineWorkspace,
   REPO,
-  runAgent,
-  spawnRunAgent,
   waitFor,
 } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 
 const ignore = pg === undefined;
+
+/** Idle workers poll the queue this often here (the default, 2 s, would dominate the tests). */
+const POLL_MS = "100";
+
+/**
+ * `run-agent …` in-process (its `main(argv, io)`), from the user folder `root`, its output
+ * captured; `onStderr` sees the error output as it is written.
+ */
+async function runAgent(
+  root: string,
+  args: string[],
+  env: Record<string, string> = {},
+  onStderr: (text: string) => void = () => {},
+): Promise<Spawned> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runAgentMain(args, {
+    stdout: { write: (t) => void (stdout += t) },
+    stderr: {
+      write: (t) => {
+        stderr += t;
+        onStderr(stderr);
+      },
+    },
+    stdin: null,
+    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
+    cwd: REPO,
+    isTerminal: { stdin: false, stdout: false, stderr: false },
+  });
+  return { code, stdout, stderr };
+}
+
+/** `deno run src/cli/run_agent.ts …`: the process itself is killed, so it is a real one. */
+function spawnRunAgent(root: string, args: string[], env: Record<string, string>) {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", join(REPO, "src/cli/run_agent.ts"), ...args],
+    cwd: REPO,
+    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+}
+
+/** A copy of the pipeline script whose answers wait `delayMs` each (default: none). */
+async function scriptFile(root: string, delayMs = 0): Promise<string> {
+  const path = join(root, `script-${delayMs}.json`);
+  await Deno.writeTextFile(path, JSON.stringify(pipelineScript(delayMs)));
+  return path;
+}
 
 /** `deno run src/cli/worker.ts …` (not through `deno task`, so signals reach it directly). */
 function spawnWorker(root: string, args: string[]): Deno.ChildProcess {
@@ -54,18 +110,18 @@ Deno.test({
   ignore,
   async fn() {
     const db = await freshDatabase(pg!);
-    const { root, script } = await pipelineWorkspace(250);
+    // 250 ms per answer: the killed run is still well inside its six iterations at the kill.
+    const { root, script: slowScript } = await pipelineWorkspace(250);
+    const script = await scriptFile(root);
     const store = new PostgresRunStore(db, { agent: "pipeline" });
     try {
       // STEPFLOW_STORE selects the store; the run is killed after its second iteration.
       const child = spawnRunAgent(
         root,
-        ["--agent", "pipeline", "--script", script, "--topic", "x"],
-        {
-          STEPFLOW_STORE: db,
-        },
+        ["--agent", "pipeline", "--script", slowScript, "--topic", "x"],
+        { STEPFLOW_STORE: db },
       );
-      // Kill the process that holds the run's lease (not `deno task`, its parent).
+      // Kill the process that holds the run's lease.
       const holder = await waitFor("two iterations", async () => {
         const [run] = await store.list();
         return (run?.steps ?? 0) >= 2 && run.worker ? run.worker : undefined;
@@ -149,38 +205,35 @@ Deno.test({
   async fn() {
     const db = await freshDatabase(pg!);
     const { root } = await pipelineWorkspace();
-    // Iteration 3 is slow: --runs looks while it is in flight, and SIGTERM arrives during it.
-    const slow = pipelineScript(150) as Record<string, Record<string, unknown>[]>;
-    slow["work.test"][0].delayMs = 5_000;
-    const script = join(root, "slow.json");
-    await Deno.writeTextFile(script, JSON.stringify(slow));
+    // The first worker's iteration 3 is slow: --runs looks while it is in flight, and SIGTERM
+    // arrives during it. Both happen right after iteration 2 is committed (in-process, tens of
+    // milliseconds), so 1.2 s leave ample room; SIGTERM before iteration 3 even starts is as good,
+    // since the suspension takes effect at the next commit.
+    const slow = pipelineScript(50) as Record<string, Record<string, unknown>[]>;
+    slow["work.test"][0].delayMs = 1_200;
+    const slowScript = join(root, "slow.json");
+    await Deno.writeTextFile(slowScript, JSON.stringify(slow));
     const store = new PostgresRunStore(db, { agent: "pipeline" });
-    const workerArgs = [
+    const first = spawnWorker(root, [
       "--store",
       db,
       "--script",
-      script,
+      slowScript,
       "--lease-ms",
       "1500",
       "--poll-ms",
-      "500",
-    ];
-    const first = spawnWorker(root, workerArgs);
+      POLL_MS,
+    ]);
     const firstErr = collect(first.stderr);
-    let second: Deno.ChildProcess | undefined;
+    let second: RunWorker | undefined;
     try {
-      await waitFor(
-        "the worker",
-        () => Promise.resolve(/taking runs/.test(firstErr.text()) || undefined),
-      );
-      const submitted = await runAgent(root, [
-        "--agent",
-        "pipeline",
-        "--topic",
-        "x",
-        "--store",
-        db,
-        "--submit",
+      // Submitting does not need a worker: the job waits in the queue while the worker starts.
+      const [submitted] = await Promise.all([
+        runAgent(root, ["--agent", "pipeline", "--topic", "x", "--store", db, "--submit"]),
+        waitFor(
+          "the worker",
+          () => Promise.resolve(/taking runs/.test(firstErr.text()) || undefined),
+        ),
       ]);
       assert.equal(submitted.code, 0, submitted.stderr);
       const runId = submitted.stdout.trim();
@@ -203,8 +256,26 @@ Deno.test({
       assert.equal(committed, 3);
       assert.equal(paused?.state.historyLength, 3);
 
-      second = spawnWorker(root, workerArgs);
-      const secondErr = collect(second.stderr);
+      // Any worker resumes the handed-back run: the second one runs in this process. Its answer to
+      // the first step of a new run waits until --wait has named the worker driving that run.
+      let named = Promise.withResolvers<void>();
+      const answers = pipelineScript() as Record<string, { output: unknown }[]>;
+      const secondLines: string[] = [];
+      second = await startWorker({
+        store: db,
+        agentRoot: join(root, ".agent"),
+        cwd: root,
+        leaseMs: 1500,
+        pollMs: Number(POLL_MS),
+        log: (line) => void secondLines.push(line),
+        backendFor: () =>
+          Promise.resolve(
+            new ScriptedBackend(async (req) => {
+              if (req.stepId === "work.plan") await named.promise;
+              return answers[req.stepId][0];
+            }),
+          ),
+      });
       await waitFor(
         "the handed-back run",
         async () => (await store.loadCheckpoint(runId))?.status === "completed" || undefined,
@@ -216,34 +287,32 @@ Deno.test({
         [1, 2, 3, 4, 5, 6],
       );
 
-      // --wait follows a new run live and prints its history.
-      const waited = await runAgent(root, [
-        "--agent",
-        "pipeline",
-        "--topic",
-        "z",
-        "--store",
-        db,
-        "--submit",
-        "--wait",
-      ]);
+      // --wait follows a new run live and prints its history. (A worker that never shows up in
+      // its output lets the run go on after 20 s, and the assertion below says so.)
+      named = Promise.withResolvers<void>();
+      const giveUp = setTimeout(named.resolve, 20_000);
+      const waited = await runAgent(
+        root,
+        ["--agent", "pipeline", "--topic", "z", "--store", db, "--submit", "--wait"],
+        {},
+        (text) => /driven by /.test(text) && named.resolve(),
+      );
+      clearTimeout(giveUp);
       assert.equal(waited.code, 0, waited.stderr);
       assert.match(waited.stderr, /queued run \S+/);
-      assert.match(waited.stderr, /driven by \S+:\d+/);
+      assert.match(waited.stderr, new RegExp(`driven by ${second.owner}\n`));
+      assert.match(second.owner, /\S+:\d+/);
       assert.match(waited.stderr, /#6 complete\.report complete/);
       assert.match(waited.stdout, /· completed/);
-      second.kill("SIGTERM");
-      await second.status;
-      await secondErr.done;
+      assert.deepEqual(secondLines.filter((l) => /^(error|warning)/.test(l)), []);
     } finally {
-      for (const child of [first, second]) {
-        try {
-          child?.kill("SIGKILL");
-        } catch {
-          // already gone
-        }
-        await child?.status;
+      try {
+        first.kill("SIGKILL");
+      } catch {
+        // already gone
       }
+      await first.status;
+      await second?.stop();
       await store.close();
       await Deno.remove(root, { recursive: true });
     }
@@ -270,22 +339,16 @@ Deno.test({
       "--agents",
       join(other, ".agent"),
       "--poll-ms",
-      "500",
+      POLL_MS,
     ]);
     const err = collect(worker.stderr);
     try {
-      await waitFor(
-        "the worker",
-        () => Promise.resolve(/taking runs/.test(err.text()) || undefined),
-      );
-      const submitted = await runAgent(root, [
-        "--agent",
-        "pipeline",
-        "--topic",
-        "x",
-        "--store",
-        db,
-        "--submit",
+      const [submitted] = await Promise.all([
+        runAgent(root, ["--agent", "pipeline", "--topic", "x", "--store", db, "--submit"]),
+        waitFor(
+          "the worker",
+          () => Promise.resolve(/taking runs/.test(err.text()) || undefined),
+        ),
       ]);
       assert.equal(submitted.code, 0, submitted.stderr);
       const runId = submitted.stdout.trim();

@@ -3,6 +3,10 @@
  * exactly once with the history of an uninterrupted run, an iteration is executed again only when
  * the worker executing it was killed (at-least-once bounded to the in-flight iteration), and no
  * two live workers ever execute the same iteration.
+ *
+ * Each kill hits a worker that holds a run it has started (at a random moment of its iteration:
+ * waiting for the backend, or writing), so every kill interrupts a run. The default campaign is
+ * 12 runs and 3 kills; `STEPFLOW_FULL_CAMPAIGN=1` runs the full one, 24 runs and 6 kills.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -19,12 +23,13 @@ import { writeAgent } from "../flow/fixtures.ts";
 import { pipelineFiles, pipelineScript, REPO } from "../store/helpers.ts";
 import { freshSchema, pg } from "../store/pg_server.ts";
 
-const RUNS = 24;
+const FULL = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
+const RUNS = FULL ? 24 : 12;
 const WORKERS = 3;
 const CONCURRENCY = 2;
 const LEASE_MS = 1500;
 const DELAY_MS = 40;
-const KILLS = 6;
+const KILLS = FULL ? 6 : 3;
 
 interface Worker {
   pid: number;
@@ -96,35 +101,51 @@ Deno.test({
       Array.from({ length: WORKERS }, () => spawnWorker(workerArgs)),
     );
     const killed = new Set<number>();
+    const starting: Promise<void>[] = [];
     try {
       const queue = await openRunQueue(url, { schema });
-      const runIds: string[] = [];
-      for (let i = 0; i < RUNS; i++) {
-        runIds.push(
-          await submitRun(store, definition, { args: { topic: `topic-${i}` } }, {
-            url,
-            schema,
-            queue,
-          }),
-        );
-      }
+      const runIds = await Promise.all(
+        Array.from(
+          { length: RUNS },
+          (_, i) =>
+            submitRun(store, definition, { args: { topic: `topic-${i}` } }, {
+              url,
+              schema,
+              queue,
+            }),
+        ),
+      );
       await queue.stop({ graceful: false });
 
-      const open = async () => (await store.list()).filter((s) => s.status !== "completed").length;
       const deadline = Date.now() + 50_000;
       let kills = 0;
-      while ((await open()) > 0) {
-        assert.ok(Date.now() < deadline, `runs still open: ${await open()}`);
-        await new Promise((r) => setTimeout(r, 150 + Math.random() * 350));
-        if (kills >= KILLS) continue;
-        const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0];
+      for (;;) {
+        const runs = await store.list();
+        const open = runs.filter((s) => s.status !== "completed");
+        if (open.length === 0) break;
+        assert.ok(Date.now() < deadline, `runs still open: ${open.length}`);
+        // Kills come 50–250 ms apart, each at a random moment of the victim's iteration.
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
+        // Never the last ready worker: the others keep the runs moving while replacements start.
+        if (kills >= KILLS || workers.length < 2) continue;
+        // A worker driving a run it has committed an iteration of: killing it interrupts a run.
+        const driving = new Set(
+          open.filter((s) => s.live && (s.steps ?? 0) > 0).map((s) => s.worker),
+        );
+        const candidates = workers.filter((w) => driving.has(`w${w.pid}`));
+        if (candidates.length === 0) continue;
+        const victim = candidates[Math.floor(Math.random() * candidates.length)];
+        workers.splice(workers.indexOf(victim), 1);
         Deno.writeTextFileSync(execLog, `kill ${victim.pid}\n`, { append: true });
         victim.child.kill("SIGKILL");
         await victim.child.status;
         killed.add(victim.pid);
         kills++;
-        workers.push(await spawnWorker(workerArgs));
+        // Its replacement starts meanwhile; the campaign goes on without waiting for it.
+        starting.push(spawnWorker(workerArgs).then((w) => void workers.push(w)));
       }
+      await Promise.all(starting);
+      assert.equal(kills, KILLS, "the runs ended before every kill landed");
 
       // Every run completed exactly once, with the uninterrupted history.
       let resumed = 0;
@@ -172,6 +193,7 @@ Deno.test({
       });
       assert.ok(reruns <= KILLS * CONCURRENCY, `${reruns} iterations executed again`);
     } finally {
+      await Promise.allSettled(starting);
       for (const w of workers) {
         try {
           w.child.kill("SIGKILL");
