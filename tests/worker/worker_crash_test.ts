@@ -120,12 +120,13 @@ Deno.test({
       const deadline = Date.now() + 50_000;
       let kills = 0;
       for (;;) {
+        // Kills come 50–250 ms apart, each at a random moment of the victim's iteration. The
+        // pause comes before the listing: a run seen driving must still be driven at the kill.
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
         const runs = await store.list();
         const open = runs.filter((s) => s.status !== "completed");
         if (open.length === 0) break;
         assert.ok(Date.now() < deadline, `runs still open: ${open.length}`);
-        // Kills come 50–250 ms apart, each at a random moment of the victim's iteration.
-        await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
         // Never the last ready worker: the others keep the runs moving while replacements start.
         if (kills >= KILLS || workers.length < 2) continue;
         // A worker driving a run it has committed an iteration of: killing it interrupts a run.
