@@ -4,12 +4,18 @@
  *
  * Why the files are grouped: `deno test` gives every test file an isolate of its own and loads
  * its whole module graph again (~0.4 s of CPU per file, ~50 s for the suite on two cores). Here
- * each folder of tests/ runs in one isolate instead: a generated entry module per folder imports
- * that folder's test files, so their tests run one file after the other exactly as they would
- * alone, and the folders run in parallel. Type checking is skipped because `deno task check`, which
- * runs first, has already checked every file. Failures still point at the real test file.
+ * the folders of tests/ are dealt into as many isolates as run at once (`DENO_JOBS`, default: the
+ * cores + 2, since many tests wait on a process, a server or a browser): a generated entry module
+ * per isolate imports its folders' test files, whose tests then run one file after the other
+ * exactly as they would alone. The folders are dealt by their time in `.ci/test_times.json`,
+ * longest first, each to the isolate with the least time so far, so the isolates end together.
+ * Type checking is skipped because `deno task check`, which runs first, has already checked every
+ * file. Failures still point at the real test file.
  *
- * Extra arguments are passed to `deno test` (e.g. `--filter NAME`).
+ * Extra arguments are passed to `deno test` (e.g. `--filter NAME`), except `--record-times`: it
+ * runs each folder in an isolate of its own and rewrites `.ci/test_times.json` with the time each
+ * folder took (from its first to its last line of output). Re-record when a folder's time changes
+ * much or a folder is added (an unmeasured folder counts as the slowest).
  *
  * @module
  */
@@ -41,29 +47,55 @@ function groupByFolder(files: string[]): Map<string, string[]> {
   return groups;
 }
 
-/**
- * Weight of a group for scheduling: the largest groups start first so that the last one to
- * start is a short one. The byte size of the files is a rough but stable stand-in for their time.
- */
-function weight(files: string[]): number {
-  return files.reduce((sum, file) => sum + Deno.statSync(file).size, 0);
+/** Where the measured time of each folder is kept: the slowest folders start first. */
+const TIMES_FILE = join(ROOT, ".ci", "test_times.json");
+
+/** Seconds per folder from the last `--record-times` run; a folder not listed counts as slowest. */
+function readTimes(): Map<string, number> {
+  try {
+    const data = JSON.parse(Deno.readTextFileSync(TIMES_FILE)) as Record<string, number>;
+    return new Map(Object.entries(data).filter(([, seconds]) => typeof seconds === "number"));
+  } catch {
+    return new Map();
+  }
 }
 
+const recordTimes = Deno.args.includes("--record-times");
+const testArgs = Deno.args.filter((arg) => arg !== "--record-times");
+// Three or four isolates at once on two cores: many tests wait on a process, a server or a browser.
+const jobs = Number(Deno.env.get("DENO_JOBS")) || Math.max(2, navigator.hardwareConcurrency + 2);
 const groups = groupByFolder(findTestFiles(TESTS));
-const entryDir = Deno.makeTempDirSync({ prefix: "stepflow-test-" });
-const entries: string[] = [];
-for (const [folder, files] of [...groups].sort((a, b) => weight(b[1]) - weight(a[1]))) {
-  const entry = join(entryDir, `${folder}_test.ts`);
-  const imports = files.map((file) => `import ${JSON.stringify(pathToFileURL(file).href)};`);
-  Deno.writeTextFileSync(
-    entry,
-    `// tests/${folder}: ${files.length} file(s)\n${imports.join("\n")}\n`,
-  );
-  entries.push(entry);
+const times = readTimes();
+// A folder not measured yet counts as the slowest one, so it starts first.
+const slowest = Math.max(1, ...times.values());
+const expected = (folder: string) => times.get(folder) ?? slowest;
+
+/**
+ * The folders dealt into `count` isolates, longest first, each to the isolate with the least
+ * expected time so far (longest-processing-time first): every isolate ends at about the same
+ * moment, and no isolate loads the module graph for a folder of a few quick tests alone.
+ */
+function packFolders(count: number): string[][] {
+  const bins = Array.from({ length: count }, () => ({ folders: [] as string[], total: 0 }));
+  for (const folder of [...groups.keys()].sort((a, b) => expected(b) - expected(a))) {
+    const bin = bins.reduce((least, b) => (b.total < least.total ? b : least));
+    bin.folders.push(folder);
+    bin.total += expected(folder);
+  }
+  return bins.filter((bin) => bin.folders.length > 0).map((bin) => bin.folders);
 }
 
-// Three folders at once on two cores: many tests wait on a child process, a server or a browser.
-const jobs = Deno.env.get("DENO_JOBS") ?? String(Math.max(2, navigator.hardwareConcurrency + 1));
+// --record-times measures each folder in an isolate of its own; a normal run packs them.
+const isolates = recordTimes ? [...groups.keys()].map((folder) => [folder]) : packFolders(jobs);
+const entryDir = Deno.makeTempDirSync({ prefix: "stepflow-test-" });
+const entries = isolates.map((folders) => {
+  const entry = join(entryDir, `${folders.join("+")}_test.ts`);
+  const files = folders.flatMap((folder) => groups.get(folder)!);
+  const imports = files.map((file) => `import ${JSON.stringify(pathToFileURL(file).href)};`);
+  Deno.writeTextFileSync(entry, `// tests/{${folders.join(",")}}\n${imports.join("\n")}\n`);
+  return entry;
+});
+
 const args = [
   "test",
   "-A",
@@ -71,7 +103,7 @@ const args = [
   "--parallel",
   "--config",
   join(ROOT, "deno.json"),
-  ...Deno.args,
+  ...testArgs,
   ...entries,
 ];
 const child = new Deno.Command(Deno.execPath(), {
@@ -79,17 +111,41 @@ const child = new Deno.Command(Deno.execPath(), {
   cwd: ROOT,
   stdout: "piped",
   stderr: "inherit",
-  env: { NO_COLOR: "1", DENO_JOBS: jobs },
+  env: { NO_COLOR: "1", DENO_JOBS: String(jobs) },
 }).spawn();
 
 const decoder = new TextDecoder();
 let tail = "";
+// When each folder printed its first and its last line: its time in this run.
+const span = new Map<string, { first: number; last: number }>();
+const started = performance.now();
+let pending = "";
 for await (const chunk of child.stdout) {
   await Deno.stdout.write(chunk);
-  tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4000);
+  const text = decoder.decode(chunk, { stream: true });
+  tail = (tail + text).slice(-4000);
+  const lines = (pending + text).split("\n");
+  pending = lines.pop() ?? "";
+  const now = (performance.now() - started) / 1000;
+  for (const line of lines) {
+    const folder = /\/([\w-]+)_test\.ts\b/.exec(line)?.[1];
+    if (folder === undefined || !groups.has(folder)) continue;
+    const seen = span.get(folder);
+    if (seen) seen.last = now;
+    else span.set(folder, { first: now, last: now });
+  }
 }
 const status = await child.status;
 Deno.removeSync(entryDir, { recursive: true });
+if (recordTimes) {
+  const measured = Object.fromEntries(
+    [...span]
+      .map(([folder, { first, last }]) => [folder, Math.round((last - first) * 10) / 10] as const)
+      .sort((a, b) => b[1] - a[1]),
+  );
+  Deno.writeTextFileSync(TIMES_FILE, JSON.stringify(measured, null, 2) + "\n");
+  console.error(`Recorded each folder's time in ${relative(ROOT, TIMES_FILE)}.`);
+}
 const summary = /(?:ok|FAILED) \| (\d+) passed(?: \([^)]*\))? \| (\d+) failed/.exec(tail);
 if (summary) console.log(`\n${summary[1]} passed, ${summary[2]} failed`);
 else console.log("\n0 passed, 1 failed");
