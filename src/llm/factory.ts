@@ -6,10 +6,8 @@
  * @module
  */
 import { UsageError } from "../errors.ts";
-import { AnthropicBackend } from "./anthropic.ts";
 import type { ModelPricing, StructuredOutputMode } from "./chat_backend.ts";
-import { ClaudeCodeBackend, type ClaudeCodeBackendOptions } from "./claude_code.ts";
-import { OPENAI_DEFAULT_BASE_URL, OpenAiBackend } from "./openai.ts";
+import type { ClaudeCodeBackendOptions } from "./claude_code.ts";
 import type { RetryListener, RetryPolicy } from "./retry.ts";
 import { loadScriptFile } from "./script_file.ts";
 import type { LlmBackend } from "./types.ts";
@@ -140,7 +138,7 @@ export async function createBackend(spec: BackendSpec): Promise<LlmBackend> {
   }
 }
 
-function createClaudeCode(spec: BackendSpec) {
+async function createClaudeCode(spec: BackendSpec) {
   const baseUrl = spec.baseUrl === undefined ? undefined : checkUrl(spec.baseUrl, "claude-code");
   let processEnvironment = spec.claudeCode?.env;
   if (baseUrl !== undefined || spec.apiKey !== undefined) {
@@ -150,6 +148,7 @@ function createClaudeCode(spec: BackendSpec) {
       ...(spec.apiKey !== undefined ? { ANTHROPIC_API_KEY: spec.apiKey } : {}),
     };
   }
+  const { ClaudeCodeBackend } = await import("./claude_code.ts");
   return new ClaudeCodeBackend({
     ...spec.claudeCode,
     ...(processEnvironment ? { env: processEnvironment } : {}),
@@ -158,7 +157,7 @@ function createClaudeCode(spec: BackendSpec) {
   });
 }
 
-function createAnthropic(spec: BackendSpec, env: Record<string, string | undefined>) {
+async function createAnthropic(spec: BackendSpec, env: Record<string, string | undefined>) {
   const apiKey = nonEmpty(spec.apiKey) ?? nonEmpty(env.ANTHROPIC_API_KEY);
   const rawBaseUrl = nonEmpty(spec.baseUrl) ?? nonEmpty(env.ANTHROPIC_BASE_URL);
   const baseUrl = rawBaseUrl === undefined ? undefined : checkUrl(rawBaseUrl, "anthropic");
@@ -170,6 +169,7 @@ function createAnthropic(spec: BackendSpec, env: Record<string, string | undefin
       { backend: "anthropic", variable: "ANTHROPIC_API_KEY" },
     );
   }
+  const { AnthropicBackend } = await import("./anthropic.ts");
   return new AnthropicBackend({
     ...chatOptions(spec),
     model: spec.model ?? DEFAULT_ANTHROPIC_MODEL,
@@ -178,7 +178,7 @@ function createAnthropic(spec: BackendSpec, env: Record<string, string | undefin
   });
 }
 
-function createOpenAi(spec: BackendSpec, env: Record<string, string | undefined>) {
+async function createOpenAi(spec: BackendSpec, env: Record<string, string | undefined>) {
   const apiKey = nonEmpty(spec.apiKey) ?? nonEmpty(env.OPENAI_API_KEY);
   const rawBaseUrl = nonEmpty(spec.baseUrl) ?? nonEmpty(env.OPENAI_BASE_URL);
   const baseUrl = rawBaseUrl === undefined ? undefined : checkUrl(rawBaseUrl, "openai");
@@ -197,6 +197,7 @@ function createOpenAi(spec: BackendSpec, env: Record<string, string | undefined>
       { backend: "openai", baseUrl },
     );
   }
+  const { OPENAI_DEFAULT_BASE_URL, OpenAiBackend } = await import("./openai.ts");
   return new OpenAiBackend({
     ...chatOptions(spec),
     model: spec.model ?? DEFAULT_OPENAI_MODEL,
