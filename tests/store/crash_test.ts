@@ -23,7 +23,7 @@ import {
   PIPELINE_STEPS,
   pipelineScript,
   pipelineWorkspace,
-  REPO,
+  spawnRunAgent,
   waitFor,
 } from "./helpers.ts";
 import { runCli } from "../cli/helpers.ts";
@@ -32,27 +32,13 @@ import { runCli } from "../cli/helpers.ts";
 const runAgentInProcess = (root: string, args: string[]) => runCli(args, { userDir: root });
 
 const TOPIC = ["--topic", "crash test"];
-const RUN_AGENT_CLI = join(REPO, "src/cli/run_agent.ts");
-
-/** Starts the run-agent CLI as its own process in the user's folder `root`. */
-function spawnCli(root: string, args: string[], env: Record<string, string> = {}) {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", RUN_AGENT_CLI, ...args],
-    cwd: REPO,
-    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-}
-
 /** Runs the pipeline agent in its own process, which kills itself at `crashAt` (crash_hook.ts). */
 async function crashedRun(
   ws: { root: string; script: string },
   crashAt: string,
 ): Promise<CommandResult> {
   const args = ["--agent", "pipeline", "--script", ws.script, ...TOPIC];
-  const killed = await finish(spawnCli(ws.root, args, { STEPFLOW_TEST_CRASH_AT: crashAt }));
+  const killed = await finish(spawnRunAgent(ws.root, args, { STEPFLOW_TEST_CRASH_AT: crashAt }));
   assert.equal(killed.signal, "SIGKILL", `the run did not crash at ${crashAt}: ${killed.stderr}`);
   return killed;
 }
@@ -147,7 +133,13 @@ Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that s
   (hanging[PIPELINE_STEPS[2]][0] as Record<string, unknown>).delayMs = 60_000;
   const hangingScript = join(ws.root, "hanging.json");
   await Deno.writeTextFile(hangingScript, JSON.stringify(hanging));
-  const child = spawnCli(ws.root, ["--agent", "pipeline", "--script", hangingScript, ...TOPIC]);
+  const child = spawnRunAgent(ws.root, [
+    "--agent",
+    "pipeline",
+    "--script",
+    hangingScript,
+    ...TOPIC,
+  ]);
   const runId = await waitFor("the run to start", async () => {
     try {
       return await onlyRunId(ws.runDir);
@@ -323,8 +315,8 @@ Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) =
     await Deno.writeTextFile(slowScript, JSON.stringify(pipelineScript(250)));
     const args = ["--agent", "pipeline", "--script", slowScript, "--resume", runId];
     const [a, b] = await Promise.all([
-      finish(spawnCli(ws.root, args)),
-      finish(spawnCli(ws.root, args)),
+      finish(spawnRunAgent(ws.root, args)),
+      finish(spawnRunAgent(ws.root, args)),
     ]);
     const winners = [a, b].filter((r) => r.code === 0);
     const losers = [a, b].filter((r) => r.code !== 0);

@@ -128,14 +128,18 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Starts `deno task run-agent …` in the repository with the user's folder `root`. */
+/**
+ * Starts the run-agent CLI as a process of its own (`deno run src/cli/run_agent.ts …`, what
+ * `deno task run-agent` runs) in the user's folder `root`: for tests about the process itself
+ * (killed, raced); the others call its `main(argv, io)` in-process.
+ */
 export function spawnRunAgent(
   root: string,
   args: string[],
   env: Record<string, string> = {},
 ): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
-    args: ["task", "--quiet", "run-agent", ...args],
+    args: ["run", "-A", join(REPO, "src/cli/run_agent.ts"), ...args],
     cwd: REPO,
     env: { INIT_CWD: root, NO_COLOR: "1", ...env },
     stdout: "piped",
@@ -154,15 +158,6 @@ export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
     stdout: decode(out.stdout),
     stderr: decode(out.stderr),
   };
-}
-
-/** Runs `deno task run-agent …` to its end. */
-export function runAgent(
-  root: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<CommandResult> {
-  return finish(spawnRunAgent(root, args, env));
 }
 
 /** The one run id recorded in `runDir`. */

@@ -22,6 +22,7 @@ import {
   pipelineScript,
   pipelineWorkspace,
   REPO,
+  spawnRunAgent,
   waitFor,
 } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
@@ -57,18 +58,6 @@ async function runAgent(
     isTerminal: { stdin: false, stdout: false, stderr: false },
   });
   return { code, stdout, stderr };
-}
-
-/** `deno run src/cli/run_agent.ts …`: the process itself is killed, so it is a real one. */
-function spawnRunAgent(root: string, args: string[], env: Record<string, string>) {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(REPO, "src/cli/run_agent.ts"), ...args],
-    cwd: REPO,
-    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
 }
 
 /** A copy of the pipeline script whose answers wait `delayMs` each (default: none). */
