@@ -10,16 +10,15 @@
  * at random moments after the eight kills timed by events.
  */
 import assert from "node:assert/strict";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli/run_plan.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
-/** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
-const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
 
 /**
  * A local server that counts requests per path and answers after `delayMs` — and not before
@@ -299,8 +298,6 @@ type KillMoment =
   | { at: "last-answer"; jitterMs: number }
   | { at: "random" };
 
-const jitter = () => Math.floor(Math.random() * 10);
-
 /**
  * Eight kills spread over a run of the 8-step plan (two steps at a time), each counted from the
  * start of its run: before the first request, with the first steps in flight, in the middle of
@@ -311,10 +308,10 @@ const EVENT_KILLS: KillMoment[] = [
   { at: "request", n: 1 },
   { at: "writing", n: 2 },
   { at: "request", n: 3 },
-  { at: "answer", n: 2, jitterMs: jitter() },
+  { at: "answer", n: 2, jitterMs: jitter(10) },
   { at: "writing", n: 4 },
-  { at: "answer", n: 1, jitterMs: jitter() },
-  { at: "last-answer", jitterMs: jitter() },
+  { at: "answer", n: 1, jitterMs: jitter(10) },
+  { at: "last-answer", jitterMs: jitter(10) },
 ];
 
 /**
@@ -322,18 +319,6 @@ const EVENT_KILLS: KillMoment[] = [
  * before its moment is not counted: the moment is drawn again).
  */
 const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ at: "random" }) as const);
-
-/** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
-async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
-  // Names only: some systems report the folder's real path (macOS: /private/var/… for /var/…).
-  const prefix = `.${basename(file)}.`;
-  let seen = 0;
-  for await (const event of watcher) {
-    if (event.kind !== "create") continue;
-    seen += event.paths.filter((p) => basename(p).startsWith(prefix) && p.endsWith(".tmp")).length;
-    if (seen >= count) return;
-  }
-}
 
 /** The pid in a plan's lock file, if it can be read. */
 async function lockHolder(file: string): Promise<number | undefined> {
@@ -378,7 +363,6 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
     watcher?: Deno.FsWatcher,
   ) => {
     const { requests, answers } = server.seen;
-    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     switch (moment.at) {
       case "locked":
         while (!ended.aborted && await lockHolder(file) !== child.pid) await pause(5);
@@ -388,7 +372,7 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
           ended.aborted || server.seen.requests >= requests + moment.n
         );
       case "writing":
-        return await tempFilesCreated(watcher!, file, moment.n);
+        return await tempFilesCreated(watcher!, moment.n, file);
       case "answer":
         await server.until(() => ended.aborted || server.seen.answers >= answers + moment.n);
         return await pause(moment.jitterMs);
@@ -405,42 +389,29 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
     for (const moment of moments) {
       // A run that ends before its moment came (the plan was nearly done) completes the round;
       // the moment is tried again on the fresh plan.
-      for (let attempt = 1;; attempt++) {
-        // Watching starts before the run, so no write of it is missed.
-        const watcher = moment.at === "writing" ? Deno.watchFs(dir) : undefined;
-        const child = spawnRunPlan(dir, "--concurrency", String(CONCURRENCY));
-        const ended = new AbortController();
-        const status = child.status.finally(() => {
-          ended.abort();
-          watcher?.close();
-        });
-        await Promise.race([momentOf(moment, child, ended.signal, watcher), status]);
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // it already ended
-        }
-        await child.stdout.cancel();
-        await child.stderr.cancel();
-        const killed = (await status).signal === "SIGKILL";
-        if (killed) campaignKills++;
-        // Give requests the killed process had sent time to arrive, so none is counted late.
-        await new Promise((r) => setTimeout(r, 20));
-        const plan = await readPlan(file); // always whole JSON: writes are atomic
-        for (const step of plan.steps) {
-          if (step.status === "completed" && !frozen.has(step.id)) {
-            frozen.set(step.id, server.hits.get(step.id)!);
+      await killAtMoment({
+        describe: JSON.stringify(moment),
+        tries: moment.at === "random" ? 10 : 3,
+        atEnd: moment.at.startsWith("last-"),
+        ...(moment.at === "writing" ? { watch: dir } : {}),
+        spawn: () => spawnRunPlan(dir, "--concurrency", String(CONCURRENCY)),
+        arm: (watcher) => (child, ended) => momentOf(moment, child, ended, watcher),
+        afterRun: async (killed) => {
+          if (killed) campaignKills++;
+          // Give requests the killed process had sent time to arrive, so none is counted late.
+          await pause(20);
+          const plan = await readPlan(file); // always whole JSON: writes are atomic
+          for (const step of plan.steps) {
+            if (step.status === "completed" && !frozen.has(step.id)) {
+              frozen.set(step.id, server.hits.get(step.id)!);
+            }
           }
-        }
-        if (plan.steps.every((s) => s.status === "completed")) {
-          check();
-          await fresh();
-        }
-        // At the run's end the kill races the process's exit: a run that got there first is fine.
-        if (killed || moment.at.startsWith("last-")) break;
-        const tries = moment.at === "random" ? 10 : 3;
-        assert.ok(attempt < tries, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
-      }
+          if (plan.steps.every((s) => s.status === "completed")) {
+            check();
+            await fresh();
+          }
+        },
+      });
     }
     const last = await outcome(spawnRunPlan(dir));
     assert.equal(last.code, 0, last.stderr);

@@ -8,18 +8,17 @@
  * `STEPFLOW_FULL_CAMPAIGN=1` adds 20 kills at random moments after the eight timed by events.
  */
 import assert from "node:assert/strict";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { archivePlan, PlanRunner, readHistory, readPlanFile } from "../../src/planspec/mod.ts";
 import type { PlanStep } from "../../src/planspec/types.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
+import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PLAN_CLI = join(ROOT, "src/cli/plan.ts");
-/** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
-const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
 
 /** A plan of `n` act steps, each producing `o<i>`. */
 function planText(n: number): string {
@@ -219,8 +218,6 @@ type KillMoment =
   | { at: "last-recorded"; jitterMs: number }
   | { at: "random" };
 
-const jitter = () => Math.floor(Math.random() * 10);
-
 /**
  * Eight kills spread over runs of the 6-step plan, each counted from the start of its run: before
  * the first step, with a step in flight, in the middle of saves of the plan, between a step's
@@ -231,11 +228,11 @@ const EVENT_KILLS: KillMoment[] = [
   { at: "active", n: 1 },
   { at: "writing", n: 2 },
   { at: "active", n: 2 },
-  { at: "recorded", n: 2, jitterMs: jitter() },
+  { at: "recorded", n: 2, jitterMs: jitter(10) },
   { at: "writing", n: 3 },
-  { at: "recorded", n: 1, jitterMs: jitter() },
+  { at: "recorded", n: 1, jitterMs: jitter(10) },
   // The run ends a few ms after its last step is recorded: kill within them.
-  { at: "last-recorded", jitterMs: jitter() / 2 },
+  { at: "last-recorded", jitterMs: jitter(5) },
 ];
 
 /**
@@ -243,18 +240,6 @@ const EVENT_KILLS: KillMoment[] = [
  * before its moment is not counted: the moment is drawn again).
  */
 const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ at: "random" }) as const);
-
-/** Resolves once `count` temp files of `file` were created (or the watcher was closed). */
-async function tempFilesCreated(watcher: Deno.FsWatcher, file: string, count: number) {
-  // Names only: some systems report the folder's real path (macOS: /private/var/… for /var/…).
-  const prefix = `.${basename(file)}.`;
-  let seen = 0;
-  for await (const event of watcher) {
-    if (event.kind !== "create") continue;
-    seen += event.paths.filter((p) => basename(p).startsWith(prefix) && p.endsWith(".tmp")).length;
-    if (seen >= count) return;
-  }
-}
 
 /** A file's text, or "" when it does not exist (yet). */
 const textOf = (path: string) => Deno.readTextFile(path).catch(() => "");
@@ -295,7 +280,6 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
     ended: AbortSignal,
     watcher?: Deno.FsWatcher,
   ) => {
-    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const poll = async (reached: () => Promise<boolean>) => {
       while (!ended.aborted && !(await reached())) await pause(3);
     };
@@ -323,7 +307,7 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
         });
       }
       case "writing":
-        return await tempFilesCreated(watcher!, file, moment.n);
+        return await tempFilesCreated(watcher!, moment.n, file);
       case "recorded":
         await poll(async () => await recordedSteps() >= recorded + moment.n);
         return await pause(moment.jitterMs);
@@ -339,38 +323,25 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
   for (const moment of moments) {
     // A run that ends before its moment came (the plan was nearly done) completes the round; the
     // moment is tried again on the fresh plan.
-    for (let attempt = 1;; attempt++) {
-      // Watching starts before the run, so no write of it is missed.
-      const watcher = moment.at === "writing" ? Deno.watchFs(dir) : undefined;
-      const child = spawnPlanRun(dir, "s.yaml");
-      const ended = new AbortController();
-      const status = child.status.finally(() => {
-        ended.abort();
-        watcher?.close();
-      });
-      await Promise.race([momentOf(moment, child, ended.signal, watcher), status]);
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // it already ended
-      }
-      await child.stdout.cancel();
-      await child.stderr.cancel();
-      const killed = (await status).signal === "SIGKILL";
-      if (killed) campaignKills++;
-      // Whatever the moment, the plan file is whole and the history readable.
-      const plan = await readPlanFile(file);
-      const runs = await stepRuns(history);
-      for (const id of doneIds(plan.steps)) if (!frozen.has(id)) frozen.set(id, runs.get(id)!);
-      if (doneIds(plan.steps).length === STEPS) {
-        await check();
-        await fresh();
-      }
-      // At the run's end the kill races the process's exit: a run that got there first is fine.
-      if (killed || moment.at.startsWith("last-")) break;
-      const tries = moment.at === "random" ? 10 : 3;
-      assert.ok(attempt < tries, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
-    }
+    await killAtMoment({
+      describe: JSON.stringify(moment),
+      tries: moment.at === "random" ? 10 : 3,
+      atEnd: moment.at.startsWith("last-"),
+      ...(moment.at === "writing" ? { watch: dir } : {}),
+      spawn: () => spawnPlanRun(dir, "s.yaml"),
+      arm: (watcher) => (child, ended) => momentOf(moment, child, ended, watcher),
+      afterRun: async (killed) => {
+        if (killed) campaignKills++;
+        // Whatever the moment, the plan file is whole and the history readable.
+        const plan = await readPlanFile(file);
+        const runs = await stepRuns(history);
+        for (const id of doneIds(plan.steps)) if (!frozen.has(id)) frozen.set(id, runs.get(id)!);
+        if (doneIds(plan.steps).length === STEPS) {
+          await check();
+          await fresh();
+        }
+      },
+    });
   }
   const last = await outcome(spawnPlanRun(dir, "s.yaml"));
   assert.equal(last.code, 0, last.stderr);

@@ -10,12 +10,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const QPLAN_CLI = join(ROOT, "src/cli/qplan.ts");
 const FILES = 12;
-/** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
-const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
 
 const SCRIPT = `@title "Writer"
 var ${JSON.stringify(Array.from({ length: FILES }, (_, i) => i + 1))} -> ids
@@ -83,18 +82,16 @@ function inodes(dir: string): Map<string, number | null> {
  */
 type KillMoment = { written: number; jitterMs: number } | { writing: number } | { random: true };
 
-const jitter = () => Math.floor(Math.random() * 12);
-
 /**
  * Six kills spread over the run, three of them in the middle of a write. A run that ended before
  * its moment (on a busy machine the kill may come late) is run again.
  */
 const EVENT_KILLS: KillMoment[] = [
-  { written: 1, jitterMs: jitter() },
+  { written: 1, jitterMs: jitter(12) },
   { writing: 3 },
-  { written: 5, jitterMs: jitter() },
+  { written: 5, jitterMs: jitter(12) },
   { writing: 8 },
-  { written: 10, jitterMs: jitter() },
+  { written: 10, jitterMs: jitter(12) },
   { writing: FILES - 1 },
 ];
 
@@ -104,53 +101,30 @@ const EVENT_KILLS: KillMoment[] = [
  */
 const RANDOM_KILLS: KillMoment[] = Array.from({ length: 20 }, () => ({ random: true }) as const);
 
-/** Resolves once `count` temp files were created in `folder` (or the watcher was closed). */
-async function tempFilesCreated(watcher: Deno.FsWatcher, count: number): Promise<void> {
-  let seen = 0;
-  for await (const event of watcher) {
-    if (event.kind !== "create") continue;
-    seen += event.paths.filter((path) => path.endsWith(".tmp")).length;
-    if (seen >= count) return;
-  }
-}
-
 Deno.test("qplan run CLI: SIGKILL at points spread over the run — files are absent or whole, the next run completes and cleans up", async () => {
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(join(dir, "writer.qplan"), SCRIPT);
   await Deno.mkdir(join(dir, "out")); // watched for temp files from the first run on
-  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const moments = FULL_CAMPAIGN ? [...EVENT_KILLS, ...RANDOM_KILLS] : EVENT_KILLS;
   for (const moment of moments) {
-    for (let attempt = 1;; attempt++) {
-      const before = inodes(dir);
-      const watcher = "writing" in moment ? Deno.watchFs(join(dir, "out")) : undefined;
-      const child = spawnQplan(dir);
-      let ended = false;
-      const status = child.status.finally(() => {
-        ended = true;
-        watcher?.close();
-      });
-      const reached = async () => {
-        if ("random" in moment) return await pause(100 + Math.random() * 500);
-        if ("writing" in moment) return await tempFilesCreated(watcher!, moment.writing);
-        const rewritten = () =>
-          [...inodes(dir)].filter(([name, ino]) => before.get(name) !== ino).length;
-        while (!ended && rewritten() < moment.written) await pause(3);
-        await pause(moment.jitterMs);
-      };
-      await Promise.race([reached(), status]);
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // it already ended
-      }
-      await child.stderr.cancel();
-      const killed = (await status).signal === "SIGKILL";
-      await checkFiles(dir);
-      if (killed) break;
-      const tries = "random" in moment ? 10 : 3;
-      assert.ok(attempt < tries, `no kill at ${JSON.stringify(moment)} in ${attempt} runs`);
-    }
+    await killAtMoment({
+      describe: JSON.stringify(moment),
+      tries: "random" in moment ? 10 : 3,
+      ...("writing" in moment ? { watch: join(dir, "out") } : {}),
+      spawn: () => spawnQplan(dir),
+      arm: (watcher) => {
+        const before = inodes(dir);
+        return async (_child, ended) => {
+          if ("random" in moment) return await pause(100 + Math.random() * 500);
+          if ("writing" in moment) return await tempFilesCreated(watcher!, moment.writing);
+          const rewritten = () =>
+            [...inodes(dir)].filter(([name, ino]) => before.get(name) !== ino).length;
+          while (!ended.aborted && rewritten() < moment.written) await pause(3);
+          await pause(moment.jitterMs);
+        };
+      },
+      afterRun: async () => void await checkFiles(dir),
+    });
   }
   const last = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", QPLAN_CLI, "run", "writer.qplan", "--quiet"],
