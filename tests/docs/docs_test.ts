@@ -172,7 +172,7 @@ export function normaliseOutput(lines: string[], repo = "/path/to/stepflow"): st
     .trim();
 }
 
-/** A copy of the working tree (no .git, no tmp) so examples that write files leave no trace. */
+/** A copy of the working tree (no .git, no tmp), so that examples that write files leave no trace. */
 async function copyOfRepo(): Promise<string> {
   const target = await Deno.makeTempDir({ prefix: "stepflow-docs-" });
   const skip = new Set([".git", "tmp", "node_modules"]);
@@ -197,34 +197,36 @@ Deno.test("docs: every console example prints what the page says it prints", asy
   const examples = await consoleExamples();
   assert.ok(examples.length >= 5, "the docs show the demo, --validate, --graph and errors");
   const failures: string[] = [];
+  // One copy for all: no example reads what another writes (none lists runs), and the copy's
+  // compiled modules are cached after the first example instead of compiled again for each.
+  const cwd = await copyOfRepo();
   const runOne = async (example: ConsoleExample) => {
-    const cwd = await copyOfRepo();
-    try {
-      // One stream, in the order the command printed it (as a reader's terminal shows it).
-      const output = await new Deno.Command("bash", {
-        args: ["-c", `(${example.command}) 2>&1`],
-        cwd,
-        env: { NO_COLOR: "1", INIT_CWD: cwd },
-        stdin: "null",
-        stdout: "piped",
-        stderr: "inherit",
-      }).output();
-      const printed = new TextDecoder().decode(output.stdout);
-      const actual = normaliseOutput(printed.split("\n"), cwd);
-      const expected = normaliseOutput(example.expected);
-      if (actual !== expected) {
-        failures.push(
-          `${example.page}:${example.line}: $ ${example.command}\n--- the page says\n${expected}` +
-            `\n--- the command printed (paths as /path/to/stepflow)\n${printed}`,
-        );
-      }
-    } finally {
-      await Deno.remove(cwd, { recursive: true });
+    // One stream, in the order the command printed it (as a reader's terminal shows it).
+    const output = await new Deno.Command("bash", {
+      args: ["-c", `(${example.command}) 2>&1`],
+      cwd,
+      env: { NO_COLOR: "1", INIT_CWD: cwd },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    const printed = new TextDecoder().decode(output.stdout);
+    const actual = normaliseOutput(printed.split("\n"), cwd);
+    const expected = normaliseOutput(example.expected);
+    if (actual !== expected) {
+      failures.push(
+        `${example.page}:${example.line}: $ ${example.command}\n--- the page says\n${expected}` +
+          `\n--- the command printed (paths as /path/to/stepflow)\n${printed}`,
+      );
     }
   };
-  // Two at a time: each example is a fresh deno process, mostly waiting on its own start-up.
-  for (let i = 0; i < examples.length; i += 2) {
-    await Promise.all(examples.slice(i, i + 2).map(runOne));
+  try {
+    // Two at a time: each example is a fresh deno process, mostly waiting on its own start-up.
+    for (let i = 0; i < examples.length; i += 2) {
+      await Promise.all(examples.slice(i, i + 2).map(runOne));
+    }
+  } finally {
+    await Deno.remove(cwd, { recursive: true });
   }
   assert.deepEqual(failures, [], failures.join("\n\n"));
 });
