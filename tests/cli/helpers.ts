@@ -57,6 +57,67 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
   };
 }
 
+/** A CLI by its `deno task` name. */
+export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker";
+
+/** Options of {@linkcode spawnCli}. */
+export interface SpawnCliOptions {
+  /** The user's folder (`INIT_CWD`). */
+  userDir: string;
+  /** Extra environment. */
+  env?: Record<string, string>;
+  /** `null` when the test does not read stdout (default `piped`). */
+  stdout?: "piped" | "null";
+  /** `null` when the test does not read stderr (default `piped`). */
+  stderr?: "piped" | "null";
+}
+
+/**
+ * Starts a CLI as a process of its own — `deno run -A src/cli/<name>.ts …`, what `deno task <name>`
+ * runs, without deno task's process in between (so a kill or a signal reaches the CLI) — with stdin
+ * closed: for tests about the process itself (killed, raced, signalled). The others call its
+ * `main(argv, io)` in-process.
+ */
+export function spawnCli(
+  cli: CliName,
+  args: string[],
+  options: SpawnCliOptions,
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", join(REPO_ROOT, "src", "cli", `${cli.replace("-", "_")}.ts`), ...args],
+    cwd: REPO_ROOT,
+    env: { INIT_CWD: options.userDir, NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: options.stdout ?? "piped",
+    stderr: options.stderr ?? "piped",
+  }).spawn();
+}
+
+/** Output of a finished command. */
+export interface CommandResult extends Spawned {
+  /** The signal that ended it, if one did. */
+  signal: Deno.Signal | null;
+}
+
+/** Waits for a spawned command and decodes what it printed (nothing for a stream not piped). */
+export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
+  const out = await child.output();
+  // A stream that was not piped throws when read: it printed nothing the test kept.
+  const text = (read: () => Uint8Array) => {
+    try {
+      return new TextDecoder().decode(read());
+    } catch {
+      return "";
+    }
+  };
+  return {
+    code: out.code,
+    signal: out.signal,
+    stdout: text(() => out.stdout),
+    stderr: text(() => out.stderr),
+  };
+}
+
 /** A CLI's in-process entry: `main(argv, io)` resolving to the exit code. */
 export type CliMain = (argv: string[], io: Partial<CliIo>) => Promise<number>;
 

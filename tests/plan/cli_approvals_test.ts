@@ -7,9 +7,7 @@ import { join } from "node:path";
 import { main } from "../../src/cli/run_plan.ts";
 import { decideApproval, listApprovals } from "../../src/plan/file_approver.ts";
 import type { Plan } from "../../src/plan/types.ts";
-import { runMain } from "../cli/helpers.ts";
-
-const REPO = new URL("../../", import.meta.url).pathname;
+import { runMain, spawnCli } from "../cli/helpers.ts";
 
 async function planDir(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "stepflow-run-plan-approvals-" });
@@ -46,14 +44,7 @@ async function planDir(): Promise<string> {
  * background run would.
  */
 function startRunPlan(args: string[], cwd: string) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(REPO, "src/cli/run_plan.ts"), ...args],
-    cwd: REPO,
-    env: { INIT_CWD: cwd, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const child = spawnCli("run-plan", args, { userDir: cwd });
   return {
     result: child.output().then((out) => ({
       code: out.code,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main } from "../../src/cli/run_plan.ts";
 import type { Plan } from "../../src/plan/types.ts";
-import { runMain } from "../cli/helpers.ts";
+import { runMain, spawnCli } from "../cli/helpers.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 
@@ -340,14 +340,11 @@ Deno.test("run-plan: a killed run continues where it stopped", async () => {
       ]),
     );
     // The CLI itself, not `deno task`: killing the task runner would leave its child running.
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", join(REPO, "src/cli/run_plan.ts"), "plan.json", "--yes", "--enable-http"],
-      cwd: REPO,
-      env: { INIT_CWD: dir },
-      stdin: "null",
+    const child = spawnCli("run-plan", ["plan.json", "--yes", "--enable-http"], {
+      userDir: dir,
       stdout: "null",
       stderr: "null",
-    }).spawn();
+    });
     // Wait until the first step is saved as completed and the request is in flight, then kill.
     const deadline = Date.now() + 15_000;
     for (;;) {

@@ -11,14 +11,11 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli/run_plan.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
 import type { Plan } from "../../src/plan/types.ts";
+import { finish, spawnCli } from "../cli/helpers.ts";
 import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const RUN_PLAN_CLI = join(ROOT, "src/cli/run_plan.ts");
 
 /**
  * A local server that counts requests per path and answers after `delayMs` — and not before
@@ -82,20 +79,7 @@ function planJson(n: number, port: number): string {
 }
 
 function spawnRunPlan(dir: string, ...extra: string[]): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", RUN_PLAN_CLI, "plan.json", "--yes", "--enable-http", ...extra],
-    cwd: ROOT,
-    env: { INIT_CWD: dir, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
-
-async function outcome(child: Deno.ChildProcess) {
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return spawnCli("run-plan", ["plan.json", "--yes", "--enable-http", ...extra], { userDir: dir });
 }
 
 async function inProcess(dir: string, args: string[]) {
@@ -257,7 +241,7 @@ Deno.test("run-plan CLI: two starters on a fresh and on a stale lock — exactly
         );
       }
       const results = await Promise.all(
-        [outcome(spawnRunPlan(dir)), outcome(spawnRunPlan(dir))].map((p) => p.finally(open)),
+        [finish(spawnRunPlan(dir)), finish(spawnRunPlan(dir))].map((p) => p.finally(open)),
       );
       clearTimeout(timer);
       server.state.gate = undefined;
@@ -413,7 +397,7 @@ Deno.test("run-plan CLI: SIGKILL at points spread over the run — the file alwa
         },
       });
     }
-    const last = await outcome(spawnRunPlan(dir));
+    const last = await finish(spawnRunPlan(dir));
     assert.equal(last.code, 0, last.stderr);
     check();
     const names = [...Deno.readDirSync(dir)].map((e) => e.name);

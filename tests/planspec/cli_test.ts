@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { planMain } from "../../src/cli/plan.ts";
 import { readHistory } from "../../src/planspec/mod.ts";
-import { runMain } from "../cli/helpers.ts";
+import { runMain, spawnCli } from "../cli/helpers.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -355,13 +355,11 @@ planspec.step.2:
   - {output: {status: OK, result: never seen, outputs: {check: x}}, delayMs: 60000}
 `,
   );
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(ROOT, "src/cli/plan.ts"), "run", "pipeline", "--script", "first.yaml"],
-    cwd: ROOT,
-    env: { INIT_CWD: dir, NO_COLOR: "1" },
+  const child = spawnCli("plan", ["run", "pipeline", "--script", "first.yaml"], {
+    userDir: dir,
     stdout: "null",
     stderr: "null",
-  }).spawn();
+  });
   const deadline = Date.now() + 30_000;
   let text = "";
   while (Date.now() < deadline) {

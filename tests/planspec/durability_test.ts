@@ -9,16 +9,13 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { archivePlan, PlanRunner, readHistory, readPlanFile } from "../../src/planspec/mod.ts";
 import type { PlanStep } from "../../src/planspec/types.ts";
 import { hostName, lockPlanFile } from "../../src/store/file_lock.ts";
+import { finish, spawnCli } from "../cli/helpers.ts";
 import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PLAN_CLI = join(ROOT, "src/cli/plan.ts");
 
 /** A plan of `n` act steps, each producing `o<i>`. */
 function planText(n: number): string {
@@ -45,20 +42,7 @@ const okAnswers = (n: number) =>
   );
 
 function spawnPlanRun(dir: string, script: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", PLAN_CLI, "run", "p.md", "--script", script, "--quiet"],
-    cwd: ROOT,
-    env: { INIT_CWD: dir, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-}
-
-async function outcome(child: Deno.ChildProcess) {
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return spawnCli("plan", ["run", "p.md", "--script", script, "--quiet"], { userDir: dir });
 }
 
 /** History `step` entries per step id. */
@@ -180,8 +164,8 @@ Deno.test("plan run CLI: two starters on a fresh and on a stale lock — exactly
       await Deno.remove(join(dir, "p.history.jsonl")).catch(() => {});
       if (kind === "stale") writeLock(file, await deadPid(), 0);
       const results = await Promise.all([
-        outcome(spawnPlanRun(dir, "s.yaml")),
-        outcome(spawnPlanRun(dir, "s.yaml")),
+        finish(spawnPlanRun(dir, "s.yaml")),
+        finish(spawnPlanRun(dir, "s.yaml")),
       ]);
       // Whatever the timing, the steps ran exactly once and the lock is gone.
       const runs = await stepRuns(join(dir, "p.history.jsonl"));
@@ -343,7 +327,7 @@ Deno.test("plan run CLI: SIGKILL at points spread over the run — the file alwa
       },
     });
   }
-  const last = await outcome(spawnPlanRun(dir, "s.yaml"));
+  const last = await finish(spawnPlanRun(dir, "s.yaml"));
   assert.equal(last.code, 0, last.stderr);
   assert.equal(doneIds((await readPlanFile(file)).steps).length, STEPS);
   await check();

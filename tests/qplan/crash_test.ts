@@ -9,11 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { finish, spawnCli } from "../cli/helpers.ts";
 import { FULL_CAMPAIGN, jitter, killAtMoment, pause, tempFilesCreated } from "../kill_campaign.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const QPLAN_CLI = join(ROOT, "src/cli/qplan.ts");
 const FILES = 12;
 
 const SCRIPT = `@title "Writer"
@@ -27,14 +25,7 @@ step id="write" desc="Write one file per id" {
 `;
 
 function spawnQplan(dir: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", QPLAN_CLI, "run", "writer.qplan", "--quiet"],
-    cwd: ROOT,
-    env: { INIT_CWD: dir, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
+  return spawnCli("qplan", ["run", "writer.qplan", "--quiet"], { userDir: dir, stdout: "null" });
 }
 
 /** Every output file that exists is whole; returns the temp files beside them. */
@@ -126,14 +117,8 @@ Deno.test("qplan run CLI: SIGKILL at points spread over the run — files are ab
       afterRun: async () => void await checkFiles(dir),
     });
   }
-  const last = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", QPLAN_CLI, "run", "writer.qplan", "--quiet"],
-    cwd: ROOT,
-    env: { INIT_CWD: dir, NO_COLOR: "1" },
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.equal(last.code, 0, new TextDecoder().decode(last.stderr));
+  const last = await finish(spawnQplan(dir));
+  assert.equal(last.code, 0, last.stderr);
   assert.deepEqual(await checkFiles(dir), [], "temp files of killed writes were removed");
   assert.equal([...Deno.readDirSync(join(dir, "out"))].length, FILES);
 });
@@ -141,9 +126,9 @@ Deno.test("qplan run CLI: SIGKILL at points spread over the run — files are ab
 Deno.test("qplan run CLI: two runs of one script at once are independent; every file is whole", async () => {
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(join(dir, "writer.qplan"), SCRIPT);
-  const [a, b] = await Promise.all([spawnQplan(dir).output(), spawnQplan(dir).output()]);
-  assert.equal(a.code, 0, new TextDecoder().decode(a.stderr));
-  assert.equal(b.code, 0, new TextDecoder().decode(b.stderr));
+  const [a, b] = await Promise.all([finish(spawnQplan(dir)), finish(spawnQplan(dir))]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(b.code, 0, b.stderr);
   assert.deepEqual(await checkFiles(dir), []);
   assert.equal([...Deno.readDirSync(join(dir, "out"))].length, FILES);
 });

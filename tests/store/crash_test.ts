@@ -17,16 +17,13 @@ import { FileRunStore } from "../../src/store/file.ts";
 import { historyFromLog, type LoggedHistoryEntry } from "../../src/store/format.ts";
 import type { RunLogEntry } from "../../src/store/types.ts";
 import {
-  type CommandResult,
-  finish,
   onlyRunId,
   PIPELINE_STEPS,
   pipelineScript,
   pipelineWorkspace,
-  spawnRunAgent,
   waitFor,
 } from "./helpers.ts";
-import { runCli } from "../cli/helpers.ts";
+import { type CommandResult, finish, runCli, spawnCli } from "../cli/helpers.ts";
 
 /** The run-agent CLI in this process (`main(argv, io)`) with the user's folder `root`. */
 const runAgentInProcess = (root: string, args: string[]) => runCli(args, { userDir: root });
@@ -38,7 +35,9 @@ async function crashedRun(
   crashAt: string,
 ): Promise<CommandResult> {
   const args = ["--agent", "pipeline", "--script", ws.script, ...TOPIC];
-  const killed = await finish(spawnRunAgent(ws.root, args, { STEPFLOW_TEST_CRASH_AT: crashAt }));
+  const killed = await finish(
+    spawnCli("run-agent", args, { userDir: ws.root, env: { STEPFLOW_TEST_CRASH_AT: crashAt } }),
+  );
   assert.equal(killed.signal, "SIGKILL", `the run did not crash at ${crashAt}: ${killed.stderr}`);
   return killed;
 }
@@ -133,13 +132,13 @@ Deno.test("SIGKILL while a backend call is in flight: resume re-runs only that s
   (hanging[PIPELINE_STEPS[2]][0] as Record<string, unknown>).delayMs = 60_000;
   const hangingScript = join(ws.root, "hanging.json");
   await Deno.writeTextFile(hangingScript, JSON.stringify(hanging));
-  const child = spawnRunAgent(ws.root, [
-    "--agent",
-    "pipeline",
-    "--script",
-    hangingScript,
-    ...TOPIC,
-  ]);
+  const child = spawnCli(
+    "run-agent",
+    ["--agent", "pipeline", "--script", hangingScript, ...TOPIC],
+    {
+      userDir: ws.root,
+    },
+  );
   const runId = await waitFor("the run to start", async () => {
     try {
       return await onlyRunId(ws.runDir);
@@ -315,8 +314,8 @@ Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) =
     await Deno.writeTextFile(slowScript, JSON.stringify(pipelineScript(250)));
     const args = ["--agent", "pipeline", "--script", slowScript, "--resume", runId];
     const [a, b] = await Promise.all([
-      finish(spawnRunAgent(ws.root, args)),
-      finish(spawnRunAgent(ws.root, args)),
+      finish(spawnCli("run-agent", args, { userDir: ws.root })),
+      finish(spawnCli("run-agent", args, { userDir: ws.root })),
     ]);
     const winners = [a, b].filter((r) => r.code === 0);
     const losers = [a, b].filter((r) => r.code !== 0);

@@ -120,46 +120,6 @@ export async function pipelineWorkspace(
   return { root, script, runDir: join(root, "tmp", "logs", "agents", "pipeline") };
 }
 
-/** Output of a finished command. */
-export interface CommandResult {
-  code: number;
-  signal: Deno.Signal | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Starts the run-agent CLI as a process of its own (`deno run src/cli/run_agent.ts …`, what
- * `deno task run-agent` runs) in the user's folder `root`: for tests about the process itself
- * (killed, raced); the others call its `main(argv, io)` in-process.
- */
-export function spawnRunAgent(
-  root: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(REPO, "src/cli/run_agent.ts"), ...args],
-    cwd: REPO,
-    env: { INIT_CWD: root, NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
-}
-
-/** Waits for a spawned command and decodes its output. */
-export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
-  const out = await child.output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return {
-    code: out.code,
-    signal: out.signal,
-    stdout: decode(out.stdout),
-    stderr: decode(out.stderr),
-  };
-}
-
 /** The one run id recorded in `runDir`. */
 export async function onlyRunId(runDir: string): Promise<string> {
   const ids = new Set<string>();

@@ -15,14 +15,12 @@ import { writeAgent } from "../flow/fixtures.ts";
 import { main as runAgentMain } from "../../src/cli/run_agent.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { type RunWorker, startWorker } from "../../src/worker/worker.ts";
-import type { Spawned } from "../cli/helpers.ts";
+import { finish, spawnCli, type Spawned } from "../cli/helpers.ts";
 import {
-  finish,
   pipelineFiles,
   pipelineScript,
   pipelineWorkspace,
   REPO,
-  spawnRunAgent,
   waitFor,
 } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
@@ -67,16 +65,9 @@ async function scriptFile(root: string, delayMs = 0): Promise<string> {
   return path;
 }
 
-/** `deno run src/cli/worker.ts …` (not through `deno task`, so signals reach it directly). */
+/** The worker CLI in its own process (signals reach it directly). */
 function spawnWorker(root: string, args: string[]): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(REPO, "src/cli/worker.ts"), ...args],
-    cwd: REPO,
-    env: { INIT_CWD: root, NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-    stdin: "null",
-  }).spawn();
+  return spawnCli("worker", args, { userDir: root });
 }
 
 /** Collects a child's stderr as it comes, to wait for lines. */
@@ -105,10 +96,10 @@ Deno.test({
     const store = new PostgresRunStore(db, { agent: "pipeline" });
     try {
       // STEPFLOW_STORE selects the store; the run is killed after its second iteration.
-      const child = spawnRunAgent(
-        root,
+      const child = spawnCli(
+        "run-agent",
         ["--agent", "pipeline", "--script", slowScript, "--topic", "x"],
-        { STEPFLOW_STORE: db },
+        { userDir: root, env: { STEPFLOW_STORE: db } },
       );
       // Kill the process that holds the run's lease.
       const holder = await waitFor("two iterations", async () => {
