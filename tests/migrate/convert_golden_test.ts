@@ -18,7 +18,7 @@ const GOLDEN = join(HERE, "fixtures", "golden");
 const SOURCES = [join(HERE, "fixtures", "climpt"), join(HERE, "fixtures", "edge")];
 
 /** Everything a conversion returns, as stable text (maps sorted by key). */
-export function serializeConversion(agent: ConvertedAgent): string {
+function serializeConversion(agent: ConvertedAgent): string {
   const sorted = <T>(map: Map<string, T>) =>
     Object.fromEntries([...map].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0));
   return `${
