@@ -14,6 +14,7 @@ import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import { ownValue, setOwn } from "../own_record.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
@@ -555,17 +556,7 @@ export function rejectMistypedCliFlags(argv: readonly string[]): void {
 
 /** The declared parameter `name` (own keys only: `--constructor` is not Object's). */
 function parameterOf(parameters: ParameterTable, name: string): ParameterDefinition | undefined {
-  return Object.hasOwn(parameters, name) ? parameters[name] : undefined;
-}
-
-/** Sets an own property, even one named `__proto__`. */
-function setOwn(record: Record<string, ParameterValue>, key: string, value: ParameterValue): void {
-  Object.defineProperty(record, key, {
-    value,
-    enumerable: true,
-    writable: true,
-    configurable: true,
-  });
+  return ownValue(parameters, name);
 }
 
 function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {

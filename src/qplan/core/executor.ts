@@ -26,9 +26,9 @@ import {
   createFrame,
   type ExecutionContext,
   type Frame,
-  setOwn,
   type ToolContextBase,
 } from "./execution_context.ts";
+import { setOwn } from "../../own_record.ts";
 import { QPlanFuture } from "./future.ts";
 import { type RunSupervisor, TICK_BATCH } from "./run_control.ts";
 import type { StepController } from "../step/step_controller.ts";
