@@ -12,7 +12,11 @@
 import { parseArgs } from "node:util";
 import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
-import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
+import {
+  parameterFlag,
+  type ParameterValue,
+  parseParameterText,
+} from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
@@ -202,7 +206,7 @@ export interface CliFlags {
 }
 
 /** A parameter value after type-checking (`array` parameters give a list). */
-export type ParameterValue = string | number | boolean | (string | number)[];
+export type { ParameterValue };
 
 /** The result of {@linkcode parseCommandLine}. */
 export interface CommandLine {
