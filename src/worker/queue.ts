@@ -7,7 +7,13 @@
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
-import { redactUrl } from "../store/pg_connection.ts";
+import {
+  pgTimeoutConfig,
+  pgTimeoutError,
+  pgTimeouts,
+  redactUrl,
+  trackPgWait,
+} from "../store/pg_connection.ts";
 import { loadPgPackage } from "../store/pg_loader.ts";
 
 /** The pg-boss queue that carries runs. */
@@ -99,7 +105,11 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     );
   }
   const warn = options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`));
+  // The store's connect and statement timeouts bound the queue's waits too.
+  const timeouts = pgTimeouts(url);
+  const displayUrl = redactUrl(url);
   const boss = new PgBoss({
+    ...pgTimeoutConfig(timeouts),
     connectionString: url,
     schema: `${options.schema ?? "stepflow"}_queue`,
     application_name: "stepflow-queue",
@@ -112,21 +122,23 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     if (typeof message === "string") warn(`run queue: ${message}`);
   });
   try {
-    await boss.start();
-    await boss.createQueue(RUN_QUEUE, {
-      retryLimit: options.retryLimit ?? JOB_RETRY_LIMIT,
-      retryDelay: 1,
-      retryBackoff: true,
-      retryDelayMax: 60,
-      // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
-      // is harmless (the retry finds the run leased or ended).
-      expireInSeconds: 86_400,
+    await trackPgWait(displayUrl, async () => {
+      await boss.start();
+      await boss.createQueue(RUN_QUEUE, {
+        retryLimit: options.retryLimit ?? JOB_RETRY_LIMIT,
+        retryDelay: 1,
+        retryBackoff: true,
+        retryDelayMax: 60,
+        // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
+        // is harmless (the retry finds the run leased or ended).
+        expireInSeconds: 86_400,
+      });
     });
   } catch (error) {
     await boss.stop({ graceful: false, close: true }).catch(() => {});
-    throw new StepflowError(
+    throw pgTimeoutError(error, url, timeouts) ?? new StepflowError(
       "RUN_QUEUE_UNAVAILABLE",
-      `Cannot open the run queue (pg-boss) at ${redactUrl(url)}: ${
+      `Cannot open the run queue (pg-boss) at ${displayUrl}: ${
         errorMessage(error)
       }. Check the store URL and that this user may create schemas in the database.`,
       { cause: error },
@@ -196,7 +208,11 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
   };
   return {
     async send(runId) {
-      await boss.send(RUN_QUEUE, { runId });
+      try {
+        await trackPgWait(displayUrl, () => boss.send(RUN_QUEUE, { runId }));
+      } catch (error) {
+        throw pgTimeoutError(error, url, timeouts) ?? error;
+      }
     },
     work(concurrency, handler) {
       // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
