@@ -5,7 +5,8 @@
  *
  * SIGTERM or Ctrl-C: graceful stop (each run commits its iteration in flight and goes back to the
  * queue); a second signal quits at once (the runs' leases then expire and another worker resumes
- * them). Exit codes: 0 stopped, 2 usage or setup error, 130 quit on a second signal.
+ * them), and so does a signal while the database does not answer. Exit codes: 0 stopped, 2 usage or
+ * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit.
  *
  * @module
  */
