@@ -437,7 +437,8 @@ async function connect(
       });
     },
     async close() {
-      if (lastUser()) await pool.end();
+      // Ending the pool waits for the server's goodbye: a silent server must not hold it up unseen.
+      if (lastUser()) await trackPgWait(displayUrl, () => pool.end());
     },
   };
   try {

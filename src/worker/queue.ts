@@ -165,7 +165,10 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     while (!stopping) {
       let jobs: RunJob[];
       try {
-        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1, includeMetadata: true }) ?? [];
+        jobs = await trackPgWait(
+          displayUrl,
+          () => boss.fetch(RUN_QUEUE, { batchSize: 1, includeMetadata: true }),
+        ) ?? [];
       } catch (error) {
         warn(`run queue: fetching a job failed: ${errorMessage(error)}`);
         await pause();
@@ -231,7 +234,7 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
         ]);
         clearTimeout(timer);
       }
-      await boss.stop({ graceful: false, close: true });
+      await trackPgWait(displayUrl, () => boss.stop({ graceful: false, close: true }));
     },
   };
 }

@@ -142,4 +142,44 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "a PostgreSQL server stopped while a worker drives a run: SIGTERM quits at once",
+  ignore,
+  async fn() {
+    const { userDir, url } = await userFolder("frozen_worker");
+    try {
+      const submitted = await finish(
+        spawnCli("run-agent", ["--store", url, "--agent", "tiny", "--topic", "x", "--submit"], {
+          userDir,
+        }),
+      );
+      assert.equal(submitted.code, 0, submitted.stderr);
+      const worker = spawnCli("worker", [
+        "--store",
+        url,
+        "--script",
+        `${userDir}/answers.json`,
+        "--poll-ms",
+        "100",
+      ], { userDir });
+      await firstIterationCommitted(url, worker);
+      await cluster!.freeze();
+      // A graceful stop commits the iteration in flight: against a frozen server it cannot, and
+      // the worker must not wait out the statement timeout for it.
+      const sent = performance.now();
+      worker.kill("SIGTERM");
+      const result = await finish(worker);
+      const took = performance.now() - sent;
+      cluster!.thaw();
+      assert.equal(result.code, 130, result.stderr);
+      assert.ok(took < 8_000, `quit ${Math.round(took)} ms after SIGTERM`);
+      assert.match(result.stderr, /has not answered/);
+      assert.ok(!hasStackTrace(result.stderr), result.stderr);
+    } finally {
+      cluster!.thaw();
+      await Deno.remove(userDir, { recursive: true });
+    }
+  },
+});
+
 if (cluster) globalThis.addEventListener("unload", () => void cluster.stop());
