@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { MemoryRunStore } from "../../src/store/memory.ts";
+import type { MemoryRunStore } from "../../src/store/memory.ts";
 import type {
   RunCheckpoint,
   RunLock,
