@@ -156,11 +156,27 @@ export function pgTimeouts(
 
 /**
  * The `pg` pool settings that bound every wait on the server at `url` (also given to pg-boss):
- * the connect timeout, the server-side `statement_timeout`, and the client's own read timeout a
- * little later for a server that answers nothing at all.
+ * the connection string without stepflow's own `connect_timeout` and `statement_timeout` (`pg`
+ * would let the URL's values win over `timeouts`), the connect timeout, the server-side
+ * `statement_timeout`, and the client's own read timeout a little later for a server that
+ * answers nothing at all.
  */
-export function pgTimeoutConfig(timeouts: PgTimeouts): Record<string, number> {
+export function pgPoolConfig(url: string, timeouts: PgTimeouts): Record<string, unknown> {
+  let connectionString = url;
+  try {
+    const parsed = new URL(url);
+    if (
+      parsed.searchParams.has("connect_timeout") || parsed.searchParams.has("statement_timeout")
+    ) {
+      parsed.searchParams.delete("connect_timeout");
+      parsed.searchParams.delete("statement_timeout");
+      connectionString = parsed.toString();
+    }
+  } catch {
+    // Not a URL the WHATWG parser reads: pg parses it (and reports it) itself.
+  }
   return {
+    connectionString,
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
     ...(timeouts.statementTimeoutMs > 0
@@ -378,10 +394,9 @@ async function connect(
     throw new StepflowError("RUN_STORE_NOT_INSTALLED", "The npm package pg exports no Pool.");
   }
   const pool = new Pool({
-    connectionString: url,
+    ...pgPoolConfig(url, timeouts),
     max: options.maxConnections ?? 10,
     application_name: "stepflow",
-    ...pgTimeoutConfig(timeouts),
   });
   const warn = options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`));
   // An idle client the server drops must not crash the process; the next query reconnects.

@@ -8,7 +8,7 @@
  */
 import { errorMessage, StepflowError } from "../errors.ts";
 import {
-  pgTimeoutConfig,
+  pgPoolConfig,
   pgTimeoutError,
   pgTimeouts,
   redactUrl,
@@ -109,8 +109,7 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
   const timeouts = pgTimeouts(url);
   const displayUrl = redactUrl(url);
   const boss = new PgBoss({
-    ...pgTimeoutConfig(timeouts),
-    connectionString: url,
+    ...pgPoolConfig(url, timeouts),
     schema: `${options.schema ?? "stepflow"}_queue`,
     application_name: "stepflow-queue",
     schedule: false,

@@ -3,9 +3,11 @@ import { StepflowError } from "../../src/errors.ts";
 import {
   DEFAULT_PG_CONNECT_TIMEOUT_MS,
   DEFAULT_PG_STATEMENT_TIMEOUT_MS,
+  openPgConnection,
   pgTimeouts,
 } from "../../src/store/pg_connection.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { freshSchema, pg } from "./pg_server.ts";
 
 Deno.test("pg timeouts: defaults, the URL's connect_timeout (s) and statement_timeout (ms), options first", () => {
   assert.deepEqual(pgTimeouts("postgres://db/app"), {
@@ -51,4 +53,29 @@ Deno.test("pg timeouts: a value that is not a whole number is STORE_OPTION_INVAL
     () => pgTimeouts("postgres://db/app", { connectTimeoutMs: -5 }),
     /connectTimeoutMs/,
   );
+});
+
+Deno.test({
+  name: "pg timeouts: the server gets the statement timeout (the API's over the URL's)",
+  ignore: pg === undefined,
+  async fn() {
+    const schema = freshSchema();
+    const fromUrl = await openPgConnection(`${pg!.url}?statement_timeout=4321&connect_timeout=5`, {
+      schema,
+    });
+    const overridden = await openPgConnection(`${pg!.url}?statement_timeout=4321`, {
+      schema,
+      statementTimeoutMs: 1234,
+    });
+    try {
+      const show = async (c: typeof fromUrl) =>
+        (await c.query<{ statement_timeout: string }>("SHOW statement_timeout")).rows[0]
+          .statement_timeout;
+      assert.equal(await show(fromUrl), "4321ms");
+      assert.equal(await show(overridden), "1234ms");
+    } finally {
+      await fromUrl.close();
+      await overridden.close();
+    }
+  },
 });
