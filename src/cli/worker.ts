@@ -5,7 +5,8 @@
  *
  * SIGTERM or Ctrl-C: graceful stop (each run commits its iteration in flight and goes back to the
  * queue); a second signal quits at once (the runs' leases then expire and another worker resumes
- * them). Exit codes: 0 stopped, 2 usage or setup error, 130 quit on a second signal.
+ * them), and so does a signal while the database does not answer. Exit codes: 0 stopped, 2 usage or
+ * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit.
  *
  * @module
  */
@@ -14,7 +15,7 @@ import { errorMessage, UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
-import { startWorker, type WorkerOptions } from "../worker/worker.ts";
+import { agentRootProblem, startWorker, type WorkerOptions } from "../worker/worker.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
@@ -123,9 +124,21 @@ export async function workerMain(
       model: stringFlag(values, "model"),
       baseUrl: stringFlag(values, "base-url"),
     };
+    const agentsFlag = stringFlag(values, "agents");
+    const agentRoot = resolve(userDir, agentsFlag ?? ".agent");
+    const agentsProblem = await agentRootProblem(agentRoot);
+    if (agentsProblem) {
+      throw new UsageError(
+        `${
+          agentsFlag === undefined
+            ? "No --agents given, and the default .agent folder: "
+            : "--agents "
+        }${agentsProblem}. Give --agents the folder of the agent folders (each <name>/agent.json), the same one the runs were submitted from.`,
+      );
+    }
     const options: WorkerOptions = {
       store,
-      agentRoot: resolve(userDir, stringFlag(values, "agents") ?? ".agent"),
+      agentRoot,
       cwd: userDir,
       concurrency: positive(values, "concurrency", 1),
       leaseMs: positive(values, "lease-ms", 30_000),

@@ -25,33 +25,140 @@ export interface RunJournal {
 }
 
 /**
- * The journal of one run. `logEntries` is the number of lines the log already holds (a resumed
- * run's); the checkpoint records the count so a reader knows which lines it covers.
+ * A handoff value at least this large (characters of its JSON) is stored once: in the `step_end`
+ * log line of the step that handed it off. Checkpoints refer to that line instead of repeating the
+ * value (every checkpoint line of the log, the checkpoint file and the database row would each
+ * hold it again, twice: per step and as the latest value of its key).
  */
-export function createRunJournal(store: RunStore | undefined, logEntries = 0): RunJournal {
+export const HANDOFF_BY_REFERENCE_CHARS = 16_384;
+
+/** Where a large handoff value was logged: the line's position among the run's log entries. */
+interface LoggedValue {
+  /** 0-based position in `store.readLog(runId)`. */
+  line: number;
+  /** The value itself (compared by identity: a value the loop replaced is inlined again). */
+  value: unknown;
+}
+
+/** The large handoff values a run has logged, per step and key, and per key for the latest. */
+export interface LoggedHandoff {
+  /** `step → key → where` for `state.handoff`. */
+  byStep: Map<string, Map<string, LoggedValue>>;
+  /** `key → where` for `state.latestHandoff`. */
+  latest: Map<string, LoggedValue>;
+}
+
+const jsonChars = new WeakMap<object, number>();
+
+/** True for a value worth storing once (its JSON is at least {@linkcode HANDOFF_BY_REFERENCE_CHARS}). */
+function large(value: unknown): boolean {
+  if (typeof value === "string") return value.length >= HANDOFF_BY_REFERENCE_CHARS;
+  if (typeof value !== "object" || value === null) return false;
+  let chars = jsonChars.get(value);
+  if (chars === undefined) {
+    try {
+      chars = JSON.stringify(value)?.length ?? 0;
+    } catch {
+      chars = 0;
+    }
+    jsonChars.set(value, chars);
+  }
+  return chars >= HANDOFF_BY_REFERENCE_CHARS;
+}
+
+/** Records the large values of a `step_end` line's `handoff` as logged at `line`. */
+function noteLogged(logged: LoggedHandoff, stepId: string, handoff: unknown, line: number): void {
+  if (typeof handoff !== "object" || handoff === null || Array.isArray(handoff)) return;
+  for (const [key, value] of Object.entries(handoff)) {
+    if (!large(value)) continue;
+    let keys = logged.byStep.get(stepId);
+    if (!keys) logged.byStep.set(stepId, keys = new Map());
+    keys.set(key, { line, value });
+    logged.latest.set(key, { line, value });
+  }
+}
+
+/**
+ * The state as a checkpoint stores it: a large handoff value that a `step_end` line of the log
+ * holds is replaced by `null`, its key kept in place (so the order of keys survives), and its line
+ * recorded in `handoffInLog` (`step → key → line`) or `latestHandoffInLog` (`key → line`).
+ * Undefined when nothing is replaced (the state is stored as it is).
+ */
+function referencedState(
+  state: RunnerState,
+  logged: LoggedHandoff,
+): Record<string, unknown> | undefined {
+  if (logged.latest.size === 0) return undefined;
+  const handoff: Record<string, Record<string, unknown>> = {};
+  const handoffInLog: Record<string, Record<string, number>> = {};
+  const latestHandoff: Record<string, unknown> = {};
+  const latestHandoffInLog: Record<string, number> = {};
+  let replaced = false;
+  for (const [stepId, values] of Object.entries(state.handoff)) {
+    const keys = logged.byStep.get(stepId);
+    const copy: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(values)) {
+      const where = keys?.get(key);
+      if (where && where.value === value) {
+        setOwn(copy, key, null);
+        if (!Object.hasOwn(handoffInLog, stepId)) setOwn(handoffInLog, stepId, {});
+        setOwn(handoffInLog[stepId], key, where.line);
+        replaced = true;
+      } else setOwn(copy, key, value);
+    }
+    setOwn(handoff, stepId, copy);
+  }
+  for (const [key, value] of Object.entries(state.latestHandoff)) {
+    const where = logged.latest.get(key);
+    if (where && where.value === value) {
+      setOwn(latestHandoff, key, null);
+      setOwn(latestHandoffInLog, key, where.line);
+      replaced = true;
+    } else setOwn(latestHandoff, key, value);
+  }
+  if (!replaced) return undefined;
+  return { ...state, handoff, latestHandoff, handoffInLog, latestHandoffInLog };
+}
+
+/**
+ * The journal of one run. `logEntries` is the number of lines the log already holds (a resumed
+ * run's); the checkpoint records the count so a reader knows which lines it covers. `logged` are
+ * the large handoff values a resumed run's log already holds ({@linkcode RestoredRun.logged}).
+ */
+export function createRunJournal(
+  store: RunStore | undefined,
+  logEntries = 0,
+  logged: LoggedHandoff = { byStep: new Map(), latest: new Map() },
+): RunJournal {
   return {
     recording: store !== undefined,
     async log(state, fields) {
       if (!store) return;
-      logEntries++;
+      const line = logEntries++;
       await store.append(state.runId, {
         ts: new Date().toISOString(),
         runId: state.runId,
         iteration: state.iteration,
         ...fields,
       });
+      if (fields.type === "step_end" && typeof fields.stepId === "string") {
+        noteLogged(logged, fields.stepId, fields.handoff, line);
+      }
     },
     async checkpoint(state, status) {
       if (!store) return;
+      const referenced = referencedState(state, logged);
       const checkpoint: RunCheckpoint = {
-        version: 1,
+        // Version 2: the state refers to log lines for large handoff values (older readers
+        // refuse it rather than resume with those values missing).
+        version: referenced ? 2 : 1,
         runId: state.runId,
         agent: state.agent,
         status,
         startedAt: state.startedAt,
         updatedAt: new Date().toISOString(),
         logEntries,
-        state: state as unknown as Record<string, unknown>,
+        state: referenced ?? state as unknown as Record<string, unknown>,
       };
       await store.saveCheckpoint(checkpoint);
     },
@@ -66,6 +173,8 @@ export interface RestoredRun {
   history: HistoryEntry[];
   /** Lines in the run log. */
   logEntries: number;
+  /** The large handoff values the checkpoint took from the log (the journal keeps referring to them). */
+  logged?: LoggedHandoff;
 }
 
 /**
@@ -140,7 +249,66 @@ export async function restoreRun(
       `Run ${runId}: the checkpoint records ${state.historyLength} history entries but the log holds ${history.length}. The log was truncated; refusing to resume from a state that would lose history.`,
     );
   }
-  return { state, history, logEntries: log.length };
+  const logged = resolveLoggedHandoff(runId, state, checkpoint.state, log);
+  return { state, history, logEntries: log.length, logged };
+}
+
+/**
+ * Puts back the large handoff values a checkpoint refers to (`handoffInLog`,
+ * `latestHandoffInLog`), taken from the `step_end` lines of the log that hold them, and returns
+ * where each one is so the journal keeps referring to it.
+ *
+ * @throws {StepflowError} `RUN_LOG_INCOMPLETE` when a referred line is missing or lacks the value
+ */
+function resolveLoggedHandoff(
+  runId: string,
+  state: RunnerState,
+  saved: Record<string, unknown>,
+  log: readonly { type: string; [key: string]: unknown }[],
+): LoggedHandoff {
+  const logged: LoggedHandoff = { byStep: new Map(), latest: new Map() };
+  const valueAt = (line: unknown, key: string): unknown => {
+    const entry = typeof line === "number" && Number.isInteger(line) ? log[line] : undefined;
+    const handoff = entry?.type === "step_end" ? entry.handoff : undefined;
+    if (typeof handoff !== "object" || handoff === null || !Object.hasOwn(handoff, key)) {
+      throw new StepflowError(
+        "RUN_LOG_INCOMPLETE",
+        `Run ${runId}: the checkpoint takes the handoff value "${key}" from log entry ${
+          String(line)
+        }, which the log does not hold. The log was truncated or edited; refusing to resume without that value.`,
+        { details: { runId, key, line } },
+      );
+    }
+    return (handoff as Record<string, unknown>)[key];
+  };
+  const byStep = saved.handoffInLog;
+  if (typeof byStep === "object" && byStep !== null) {
+    for (const [stepId, keys] of Object.entries(byStep as Record<string, Record<string, number>>)) {
+      if (!Object.hasOwn(state.handoff, stepId)) continue;
+      // A copy: the store's own object (the memory store keeps it) must not change.
+      const values = { ...state.handoff[stepId] };
+      const known = new Map<string, LoggedValue>();
+      for (const [key, line] of Object.entries(keys)) {
+        const value = valueAt(line, key);
+        setOwn(values, key, value);
+        known.set(key, { line, value });
+      }
+      setOwn(state.handoff, stepId, values);
+      logged.byStep.set(stepId, known);
+    }
+  }
+  const latest = saved.latestHandoffInLog;
+  if (typeof latest === "object" && latest !== null) {
+    for (const [key, line] of Object.entries(latest as Record<string, number>)) {
+      const value = valueAt(line, key);
+      setOwn(state.latestHandoff, key, value);
+      logged.latest.set(key, { line, value });
+    }
+  }
+  const restored = state as unknown as Record<string, unknown>;
+  delete restored.handoffInLog;
+  delete restored.latestHandoffInLog;
+  return logged;
 }
 
 /** Nesting kept in a restored state's handoff; outputs are bounded far below it at validation. */

@@ -182,7 +182,7 @@ export class StepFlowRunner {
       throw error;
     }
     const { state, history } = restored;
-    this.#journal = createRunJournal(store, restored.logEntries);
+    this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };

@@ -20,7 +20,7 @@ export const RUN_STATUSES = [
 
 /** The shape a checkpoint file must have; extra keys are kept (newer writers may add some). */
 const CheckpointSchema = z.looseObject({
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   runId: z.string().min(1),
   agent: z.string(),
   status: z.enum(RUN_STATUSES),
@@ -74,7 +74,7 @@ export function parseCheckpoint(
     const where = issue.path.length ? `"${issue.path.join(".")}"` : "the document";
     throw new StepflowError(
       "RUN_CHECKPOINT_INVALID",
-      `Checkpoint ${file} is not a stepflow checkpoint (version 1): ${where}: ${issue.message}.${tail} Restore the file from a backup.`,
+      `Checkpoint ${file} is not a stepflow checkpoint (version 1 or 2): ${where}: ${issue.message}.${tail} Restore the file from a backup.`,
       { details: { file, path: issue.path.map(String) } },
     );
   }

@@ -43,6 +43,16 @@ export interface PgConnectionOptions {
   schema?: string;
   /** Pool size (default 10). */
   maxConnections?: number;
+  /**
+   * How long a new connection may take to be ready, in ms (default: the URL's `connect_timeout`
+   * in seconds, else {@linkcode DEFAULT_PG_CONNECT_TIMEOUT_MS}; 0 waits for ever).
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long one statement may take, in ms (default: the URL's `statement_timeout`, else
+   * {@linkcode DEFAULT_PG_STATEMENT_TIMEOUT_MS}; 0 waits for ever).
+   */
+  statementTimeoutMs?: number;
   /** Receives warnings (an idle connection dropped by the server). */
   onWarning?: (message: string) => void;
 }
@@ -65,6 +75,203 @@ export interface PgConnection extends PgQueryable {
 
 /** The schema used when none is given. */
 export const DEFAULT_PG_SCHEMA = "stepflow";
+
+/** A connection not ready after this long fails (`?connect_timeout=SECONDS` in the URL). */
+export const DEFAULT_PG_CONNECT_TIMEOUT_MS = 10_000;
+
+/** A statement not answered after this long fails (`?statement_timeout=MS` in the URL). */
+export const DEFAULT_PG_STATEMENT_TIMEOUT_MS = 30_000;
+
+/**
+ * How much longer than the statement timeout the client waits for an answer itself: the server
+ * cancels a slow statement at `statement_timeout` with a clean error; a server that stopped
+ * answering altogether (frozen, network gone) is given up by the client this much later.
+ */
+const CLIENT_GRACE_MS = 2_000;
+
+/** The connect and statement timeouts of one store URL. */
+export interface PgTimeouts {
+  /** Milliseconds a new connection may take to be ready (0: no limit). */
+  connectTimeoutMs: number;
+  /** Milliseconds one statement may take (0: no limit). */
+  statementTimeoutMs: number;
+}
+
+/**
+ * The timeouts of a store URL: `connect_timeout` (seconds, as in libpq) and `statement_timeout`
+ * (milliseconds, as the PostgreSQL setting) from its query string, overridden by `options`, else
+ * the defaults.
+ *
+ * @throws {StepflowError} `STORE_OPTION_INVALID` when a value is not a whole number ≥ 0
+ *
+ * @example
+ * ```ts
+ * import { pgTimeouts } from "./pg_connection.ts";
+ * const t = pgTimeouts("postgres://db.internal/app?connect_timeout=3&statement_timeout=5000");
+ * console.log(t); // { connectTimeoutMs: 3000, statementTimeoutMs: 5000 }
+ * ```
+ */
+export function pgTimeouts(
+  url: string,
+  options: Pick<PgConnectionOptions, "connectTimeoutMs" | "statementTimeoutMs"> = {},
+): PgTimeouts {
+  let params: URLSearchParams | undefined;
+  try {
+    params = new URL(url).searchParams;
+  } catch {
+    params = undefined;
+  }
+  const fromUrl = (name: string, unit: string, scale: number): number | undefined => {
+    const raw = params?.get(name);
+    if (raw === null || raw === undefined) return undefined;
+    if (!/^[0-9]{1,9}$/.test(raw.trim())) {
+      throw new StepflowError(
+        "STORE_OPTION_INVALID",
+        `${name}=${JSON.stringify(raw)} in the store URL ${
+          redactUrl(url)
+        } is not a whole number of ${unit}: write e.g. ${name}=${
+          name === "connect_timeout" ? 10 : 30000
+        } (0 waits for ever).`,
+        { details: { parameter: name } },
+      );
+    }
+    return Number(raw.trim()) * scale;
+  };
+  const check = (name: string, value: number | undefined): number | undefined => {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
+      throw new StepflowError(
+        "STORE_OPTION_INVALID",
+        `${name} must be a whole number of milliseconds ≥ 0 (0 waits for ever), got ${value}.`,
+      );
+    }
+    return value;
+  };
+  return {
+    connectTimeoutMs: check("connectTimeoutMs", options.connectTimeoutMs) ??
+      fromUrl("connect_timeout", "seconds", 1000) ?? DEFAULT_PG_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: check("statementTimeoutMs", options.statementTimeoutMs) ??
+      fromUrl("statement_timeout", "milliseconds", 1) ?? DEFAULT_PG_STATEMENT_TIMEOUT_MS,
+  };
+}
+
+/**
+ * The `pg` pool settings that bound every wait on the server at `url` (also given to pg-boss):
+ * the connection string without stepflow's own `connect_timeout` and `statement_timeout` (`pg`
+ * would let the URL's values win over `timeouts`), the connect timeout, the server-side
+ * `statement_timeout`, and the client's own read timeout a little later for a server that
+ * answers nothing at all.
+ */
+export function pgPoolConfig(url: string, timeouts: PgTimeouts): Record<string, unknown> {
+  let connectionString = url;
+  try {
+    const parsed = new URL(url);
+    if (
+      parsed.searchParams.has("connect_timeout") || parsed.searchParams.has("statement_timeout")
+    ) {
+      parsed.searchParams.delete("connect_timeout");
+      parsed.searchParams.delete("statement_timeout");
+      connectionString = parsed.toString();
+    }
+  } catch {
+    // Not a URL the WHATWG parser reads: pg parses it (and reports it) itself.
+  }
+  return {
+    connectionString,
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    statement_timeout: timeouts.statementTimeoutMs,
+    ...(timeouts.statementTimeoutMs > 0
+      ? { query_timeout: timeouts.statementTimeoutMs + CLIENT_GRACE_MS }
+      : {}),
+  };
+}
+
+/**
+ * Turns a `pg` error that means "the server did not answer in time" into `RUN_STORE_TIMEOUT`,
+ * naming the server and how to check it; anything else is returned as it is.
+ */
+export function pgTimeoutError(
+  error: unknown,
+  url: string,
+  timeouts: PgTimeouts,
+): StepflowError | undefined {
+  const kind = timeoutKind(error);
+  if (!kind) return undefined;
+  const displayUrl = redactUrl(url);
+  const { host, port } = serverAddress(url);
+  const waited = kind === "connect"
+    ? `did not accept a connection within ${seconds(timeouts.connectTimeoutMs)} (connect_timeout)`
+    : `did not answer a statement within ${
+      seconds(timeouts.statementTimeoutMs)
+    } (statement_timeout)`;
+  const longer = kind === "connect" ? "connect_timeout=SECONDS" : "statement_timeout=MILLISECONDS";
+  return new StepflowError(
+    "RUN_STORE_TIMEOUT",
+    `The PostgreSQL server at ${displayUrl} ${waited}: ${
+      errorMessage(error)
+    }. Check that it runs and answers: \`pg_isready -h ${host} -p ${port}\` (or \`psql\` with the same URL and \`SELECT 1\`); a server that is only slow can be given longer with ?${longer} in the store URL (--store, STEPFLOW_STORE or agent.json logging.store).`,
+    { cause: error, details: { url: displayUrl, wait: kind } },
+  );
+}
+
+function timeoutKind(error: unknown): "connect" | "statement" | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (code === "57014" && /statement timeout/i.test(error.message)) return "statement";
+  if (/Query read timeout/i.test(error.message)) return "statement";
+  if (
+    /timeout exceeded when trying to connect|connection timeout|timeout expired/i.test(
+      error.message,
+    )
+  ) return "connect";
+  return undefined;
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function serverAddress(url: string): { host: string; port: string } {
+  try {
+    const parsed = new URL(url);
+    return { host: parsed.hostname || "localhost", port: parsed.port || "5432" };
+  } catch {
+    return { host: "HOST", port: "5432" };
+  }
+}
+
+/** What this process is waiting for from a PostgreSQL server right now (see `pgWaitInFlight`). */
+export interface PgWait {
+  /** The server, without its password. */
+  displayUrl: string;
+  /** When the wait started (`performance.now()`). */
+  since: number;
+}
+
+const waits = new Set<PgWait>();
+
+/**
+ * Runs `work` as a wait on the server at `displayUrl`, so a Ctrl-C meanwhile can tell that the
+ * command is waiting for the database ({@linkcode pgWaitInFlight}).
+ */
+export async function trackPgWait<T>(displayUrl: string, work: () => Promise<T>): Promise<T> {
+  const wait: PgWait = { displayUrl, since: performance.now() };
+  waits.add(wait);
+  try {
+    return await work();
+  } finally {
+    waits.delete(wait);
+  }
+}
+
+/**
+ * The oldest wait on a PostgreSQL server in flight in this process, if any: the CLIs stop at once
+ * on Ctrl-C or SIGTERM when one has lasted longer than a healthy server ever takes.
+ */
+export function pgWaitInFlight(): PgWait | undefined {
+  let oldest: PgWait | undefined;
+  for (const wait of waits) if (!oldest || wait.since < oldest.since) oldest = wait;
+  return oldest;
+}
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -137,7 +344,7 @@ const connections = new Map<string, { connection: Promise<PgConnection>; users: 
  * @param url `postgres://user:password@host:port/database`
  * @param options schema, pool size, warnings
  * @throws {StepflowError} `RUN_STORE_UNAVAILABLE` when the server cannot be reached or refuses the
- *   login, `STORE_OPTION_INVALID` for a bad schema name, `RUN_STORE_SCHEMA_NEWER` when the database
+ *   login, `RUN_STORE_TIMEOUT` when it does not answer within the connect or statement timeout, `STORE_OPTION_INVALID` for a bad schema name, `RUN_STORE_SCHEMA_NEWER` when the database
  *   was migrated by a newer stepflow
  */
 export async function openPgConnection(
@@ -153,10 +360,13 @@ export async function openPgConnection(
       } is invalid: use lower-case letters, digits and "_" (at most 63), starting with a letter or "_".`,
     );
   }
-  const key = `${url}\n${schemaName}\n${options.maxConnections ?? ""}`;
+  const timeouts = pgTimeouts(url, options);
+  const key = `${url}\n${schemaName}\n${
+    options.maxConnections ?? ""
+  }\n${timeouts.connectTimeoutMs}\n${timeouts.statementTimeoutMs}`;
   let shared = connections.get(key);
   if (!shared) {
-    const connection = connect(url, schemaName, options, () => {
+    const connection = connect(url, schemaName, timeouts, options, () => {
       const entry = connections.get(key);
       if (entry && --entry.users > 0) return false;
       connections.delete(key);
@@ -173,6 +383,7 @@ export async function openPgConnection(
 async function connect(
   url: string,
   schemaName: string,
+  timeouts: PgTimeouts,
   options: PgConnectionOptions,
   lastUser: () => boolean,
 ): Promise<PgConnection> {
@@ -183,7 +394,7 @@ async function connect(
     throw new StepflowError("RUN_STORE_NOT_INSTALLED", "The npm package pg exports no Pool.");
   }
   const pool = new Pool({
-    connectionString: url,
+    ...pgPoolConfig(url, timeouts),
     max: options.maxConnections ?? 10,
     application_name: "stepflow",
   });
@@ -195,7 +406,7 @@ async function connect(
   );
   const schema = `"${schemaName}"`;
   const unavailable = (error: unknown) =>
-    new StepflowError(
+    pgTimeoutError(error, url, timeouts) ?? new StepflowError(
       "RUN_STORE_UNAVAILABLE",
       `Cannot use the PostgreSQL run store at ${displayUrl}: ${
         errorMessage(error)
@@ -207,34 +418,42 @@ async function connect(
     url,
     schema,
     schemaName,
-    async query<Row>(text: string, values?: unknown[]) {
-      try {
-        return await pool.query<Row>(text, values);
-      } catch (error) {
-        throw isConnectionError(error) ? unavailable(error) : error;
-      }
+    query<Row>(text: string, values?: unknown[]) {
+      return trackPgWait(displayUrl, async () => {
+        try {
+          return await pool.query<Row>(text, values);
+        } catch (error) {
+          throw isConnectionError(error) ? unavailable(error) : error;
+        }
+      });
     },
-    async transaction<T>(fn: (client: PgQueryable) => Promise<T>): Promise<T> {
-      let client: PgClient;
-      try {
-        client = await pool.connect();
-      } catch (error) {
-        throw unavailable(error);
-      }
-      try {
-        await client.query("BEGIN");
-        const result = await fn(client);
-        await client.query("COMMIT");
-        client.release();
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        client.release(isConnectionError(error) ? (error as Error) : undefined);
-        throw isConnectionError(error) ? unavailable(error) : error;
-      }
+    transaction<T>(fn: (client: PgQueryable) => Promise<T>): Promise<T> {
+      return trackPgWait(displayUrl, async () => {
+        let client: PgClient;
+        try {
+          client = await pool.connect();
+        } catch (error) {
+          throw unavailable(error);
+        }
+        try {
+          await client.query("BEGIN");
+          const result = await fn(client);
+          await client.query("COMMIT");
+          client.release();
+          return result;
+        } catch (error) {
+          const broken = isConnectionError(error);
+          // A connection that timed out or dropped cannot roll back: the server ends the
+          // transaction when the connection goes, and waiting for it again would wait as long.
+          if (!broken) await client.query("ROLLBACK").catch(() => {});
+          client.release(broken ? (error as Error) : undefined);
+          throw broken ? unavailable(error) : error;
+        }
+      });
     },
     async close() {
-      if (lastUser()) await pool.end();
+      // Ending the pool waits for the server's goodbye: a silent server must not hold it up unseen.
+      if (lastUser()) await trackPgWait(displayUrl, () => pool.end());
     },
   };
   try {
@@ -299,6 +518,7 @@ export function isPostgresUrl(value: string): boolean {
 function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
+  if (timeoutKind(error)) return true;
   if (typeof code === "string") {
     // Node socket errors, and PostgreSQL's connection / authentication / missing database classes.
     if (/^E[A-Z]+$/.test(code) || code.startsWith("08") || code.startsWith("28")) return true;

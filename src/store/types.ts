@@ -33,8 +33,11 @@ export type RunStatus =
 
 /** The durable snapshot of a run, replaced after every iteration. */
 export interface RunCheckpoint {
-  /** Checkpoint format version. */
-  version: 1;
+  /**
+   * Checkpoint format version: 2 when `state` takes large handoff values from the run log
+   * (`handoffInLog`, `latestHandoffInLog`), else 1.
+   */
+  version: 1 | 2;
   /** The run. */
   runId: string;
   /** Agent (or executor) name. */

@@ -7,7 +7,13 @@
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
-import { redactUrl } from "../store/pg_connection.ts";
+import {
+  pgPoolConfig,
+  pgTimeoutError,
+  pgTimeouts,
+  redactUrl,
+  trackPgWait,
+} from "../store/pg_connection.ts";
 import { loadPgPackage } from "../store/pg_loader.ts";
 
 /** The pg-boss queue that carries runs. */
@@ -99,8 +105,11 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     );
   }
   const warn = options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`));
+  // The store's connect and statement timeouts bound the queue's waits too.
+  const timeouts = pgTimeouts(url);
+  const displayUrl = redactUrl(url);
   const boss = new PgBoss({
-    connectionString: url,
+    ...pgPoolConfig(url, timeouts),
     schema: `${options.schema ?? "stepflow"}_queue`,
     application_name: "stepflow-queue",
     schedule: false,
@@ -112,21 +121,23 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     if (typeof message === "string") warn(`run queue: ${message}`);
   });
   try {
-    await boss.start();
-    await boss.createQueue(RUN_QUEUE, {
-      retryLimit: options.retryLimit ?? JOB_RETRY_LIMIT,
-      retryDelay: 1,
-      retryBackoff: true,
-      retryDelayMax: 60,
-      // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
-      // is harmless (the retry finds the run leased or ended).
-      expireInSeconds: 86_400,
+    await trackPgWait(displayUrl, async () => {
+      await boss.start();
+      await boss.createQueue(RUN_QUEUE, {
+        retryLimit: options.retryLimit ?? JOB_RETRY_LIMIT,
+        retryDelay: 1,
+        retryBackoff: true,
+        retryDelayMax: 60,
+        // A job is only a pointer to a run: the run's own lease guards it. A long run's job expiring
+        // is harmless (the retry finds the run leased or ended).
+        expireInSeconds: 86_400,
+      });
     });
   } catch (error) {
     await boss.stop({ graceful: false, close: true }).catch(() => {});
-    throw new StepflowError(
+    throw pgTimeoutError(error, url, timeouts) ?? new StepflowError(
       "RUN_QUEUE_UNAVAILABLE",
-      `Cannot open the run queue (pg-boss) at ${redactUrl(url)}: ${
+      `Cannot open the run queue (pg-boss) at ${displayUrl}: ${
         errorMessage(error)
       }. Check the store URL and that this user may create schemas in the database.`,
       { cause: error },
@@ -153,7 +164,10 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     while (!stopping) {
       let jobs: RunJob[];
       try {
-        jobs = await boss.fetch(RUN_QUEUE, { batchSize: 1, includeMetadata: true }) ?? [];
+        jobs = await trackPgWait(
+          displayUrl,
+          () => boss.fetch(RUN_QUEUE, { batchSize: 1, includeMetadata: true }),
+        ) ?? [];
       } catch (error) {
         warn(`run queue: fetching a job failed: ${errorMessage(error)}`);
         await pause();
@@ -196,7 +210,11 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
   };
   return {
     async send(runId) {
-      await boss.send(RUN_QUEUE, { runId });
+      try {
+        await trackPgWait(displayUrl, () => boss.send(RUN_QUEUE, { runId }));
+      } catch (error) {
+        throw pgTimeoutError(error, url, timeouts) ?? error;
+      }
     },
     work(concurrency, handler) {
       // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
@@ -215,7 +233,7 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
         ]);
         clearTimeout(timer);
       }
-      await boss.stop({ graceful: false, close: true });
+      await trackPgWait(displayUrl, () => boss.stop({ graceful: false, close: true }));
     },
   };
 }

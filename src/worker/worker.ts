@@ -83,6 +83,39 @@ export interface RunWorker {
 const OPEN = new Set(["running", "paused", "queued"]);
 
 /**
+ * Why `agentRoot` cannot be a worker's folder of agents, or undefined when it can: it must be a
+ * directory holding at least one agent folder (`<name>/agent.json`). A worker started on anything
+ * else (a file, `/dev/null`, a typo) would take every run from the queue and fail each one.
+ *
+ * @example
+ * ```ts
+ * import { agentRootProblem } from "./worker.ts";
+ * console.log(await agentRootProblem("/dev/null")); // "/dev/null is not a folder …"
+ * ```
+ */
+export async function agentRootProblem(agentRoot: string): Promise<string | undefined> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(agentRoot);
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound
+      ? `${agentRoot} does not exist`
+      : `${agentRoot} cannot be read (${errorMessage(error)})`;
+  }
+  if (!info.isDirectory) return `${agentRoot} is not a folder`;
+  try {
+    for await (const entry of Deno.readDir(agentRoot)) {
+      if (!entry.isDirectory && !entry.isSymlink) continue;
+      const agent = await Deno.stat(`${agentRoot}/${entry.name}/agent.json`).catch(() => undefined);
+      if (agent?.isFile) return undefined;
+    }
+  } catch (error) {
+    return `${agentRoot} cannot be read (${errorMessage(error)})`;
+  }
+  return `${agentRoot} holds no agent folder (no <name>/agent.json)`;
+}
+
+/**
  * Starts a worker: connects the store and the queue, re-queues orphaned runs periodically, and
  * drives runs from the queue, `concurrency` at a time.
  *
@@ -103,6 +136,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     throw new StepflowError(
       "WORKER_OPTION_INVALID",
       `Worker concurrency must be an integer from 1 to 1000, got ${concurrency}.`,
+    );
+  }
+  const agentsProblem = await agentRootProblem(options.agentRoot);
+  if (agentsProblem) {
+    throw new StepflowError(
+      "WORKER_OPTION_INVALID",
+      `The worker's agentRoot: ${agentsProblem}. Point it at the folder of the agent folders the runs were submitted with (each <name>/agent.json).`,
+      { details: { agentRoot: options.agentRoot } },
     );
   }
   const log = options.log ?? ((line: string) => console.error(line));

@@ -58,7 +58,7 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
 }
 
 /** A CLI by its `deno task` name. */
-export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker";
+export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker" | "ui";
 
 /** Options of {@linkcode spawnCli}. */
 export interface SpawnCliOptions {

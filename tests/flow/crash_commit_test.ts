@@ -12,58 +12,10 @@ import type { HistoryEntry } from "../../src/flow/types.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { historyFromLog } from "../../src/store/format.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import type {
-  RunCheckpoint,
-  RunLock,
-  RunLogEntry,
-  RunStore,
-  RunSummary,
-} from "../../src/store/types.ts";
+import type { RunStore } from "../../src/store/types.ts";
+import { DyingStore } from "./dying_store.ts";
 import { pipelineFiles, pipelineScript } from "../store/helpers.ts";
 import { writeAgent } from "./fixtures.ts";
-
-/**
- * Commits appended entries with the next checkpoint (one transaction per iteration), and dies right
- * after its `dieAfter`-th commit: nothing the process does afterwards is recorded.
- */
-class DyingStore implements RunStore {
-  commits = 0;
-  #pending: RunLogEntry[] = [];
-  #dead = false;
-  constructor(readonly committed: MemoryRunStore, readonly dieAfter = Infinity) {}
-
-  append(_runId: string, entry: RunLogEntry): Promise<void> {
-    if (!this.#dead) this.#pending.push(structuredClone(entry));
-    return Promise.resolve();
-  }
-
-  async saveCheckpoint(checkpoint: RunCheckpoint): Promise<void> {
-    if (this.#dead) throw new Error("the process is dead");
-    for (const entry of this.#pending) await this.committed.append(checkpoint.runId, entry);
-    this.#pending = [];
-    await this.committed.saveCheckpoint(checkpoint);
-    if (++this.commits === this.dieAfter) {
-      this.#dead = true;
-      throw new Error(`killed after commit ${this.commits}`);
-    }
-  }
-
-  loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
-    return this.committed.loadCheckpoint(runId);
-  }
-
-  readLog(runId: string): Promise<RunLogEntry[]> {
-    return this.committed.readLog(runId);
-  }
-
-  lock(runId: string): Promise<RunLock> {
-    return this.committed.lock(runId);
-  }
-
-  list(): Promise<RunSummary[]> {
-    return this.committed.list();
-  }
-}
 
 function timeless(history: readonly HistoryEntry[]): unknown[] {
   return history.map(({ startedAt: _s, durationMs: _d, ...rest }) => rest);

@@ -77,3 +77,84 @@ export async function freshDatabase(server: PgTestServer): Promise<string> {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/** A cluster of one test's own, which it may freeze (SIGSTOP) without disturbing other tests. */
+export interface PrivatePgCluster extends PgTestServer {
+  /** Stops every process of the server (postmaster and backends) with SIGSTOP. */
+  freeze(): Promise<void>;
+  /** Lets them run again (SIGCONT); safe to call when not frozen. */
+  thaw(): void;
+  /** Thaws, stops the cluster and deletes its files. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throwaway cluster for one test (even when `STEPFLOW_TEST_PG_URL` names a shared
+ * server: freezing that one would stall every other test using it). Undefined when PostgreSQL is
+ * not installed (the caller skips, as with {@linkcode pg}).
+ */
+export async function startPrivateCluster(): Promise<PrivatePgCluster | undefined> {
+  const tmp = await Deno.makeTempDir({ prefix: "stepflow-pg-own-" });
+  const dir = join(tmp, "pg");
+  const script = join(REPO, ".ci", "pg_cluster.sh");
+  const out = await new Deno.Command("bash", {
+    args: [script, "start", dir],
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  const url = new TextDecoder().decode(out.stdout).trim();
+  if (out.code !== 0 || !url.startsWith("postgres://")) {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+    return undefined;
+  }
+  let frozen: number[] = [];
+  const children = async (parent: number): Promise<number[]> => {
+    const pids: number[] = [];
+    for await (const entry of Deno.readDir("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      try {
+        const status = await Deno.readTextFile(`/proc/${entry.name}/status`);
+        if (new RegExp(`^PPid:\\s+${parent}$`, "m").test(status)) pids.push(Number(entry.name));
+      } catch {
+        // ended meanwhile
+      }
+    }
+    return pids;
+  };
+  const thaw = () => {
+    for (const pid of frozen) {
+      try {
+        Deno.kill(pid, "SIGCONT");
+      } catch {
+        // gone
+      }
+    }
+    frozen = [];
+  };
+  return {
+    url,
+    async freeze() {
+      const postmaster = Number(
+        (await Deno.readTextFile(join(dir, "data", "postmaster.pid"))).split("\n")[0],
+      );
+      // The postmaster first, so it forks no backend the scan of its children would miss.
+      Deno.kill(postmaster, "SIGSTOP");
+      frozen.push(postmaster);
+      for (const pid of await children(postmaster)) {
+        Deno.kill(pid, "SIGSTOP");
+        frozen.push(pid);
+      }
+    },
+    thaw,
+    async stop() {
+      thaw();
+      await new Deno.Command("bash", {
+        args: [script, "stop", dir],
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      await Deno.remove(tmp, { recursive: true }).catch(() => {});
+    },
+  };
+}

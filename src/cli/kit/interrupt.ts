@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { pgWaitInFlight } from "../../store/pg_connection.ts";
 
 /**
  * How long after the first Ctrl-C another SIGINT still counts as the same Ctrl-C. Under
@@ -49,6 +50,35 @@ export function createInterruptHandler(actions: InterruptActions): () => void {
   };
 }
 
+/**
+ * After Ctrl-C, a wait on the database older than this means the server is not answering: the
+ * command stops at once instead of waiting out the connect or statement timeout. A healthy server
+ * answers stepflow's statements in milliseconds.
+ */
+export const DATABASE_STALL_MS = 500;
+
+/**
+ * Watches the process's waits on PostgreSQL after a cancel: once one has lasted
+ * {@linkcode DATABASE_STALL_MS}, calls `quit` with the server that did not answer. Returns the
+ * function that stops watching.
+ */
+export function quitWhenDatabaseStalls(
+  quit: (displayUrl: string, waitedMs: number) => void,
+  pollMs = 100,
+): () => void {
+  const check = () => {
+    const wait = pgWaitInFlight();
+    if (!wait) return;
+    const waited = performance.now() - wait.since;
+    if (waited >= DATABASE_STALL_MS) quit(wait.displayUrl, waited);
+  };
+  const timer = setInterval(check, pollMs);
+  // Never keeps the process alive by itself.
+  Deno.unrefTimer(timer);
+  check();
+  return () => clearInterval(timer);
+}
+
 /** Options of {@linkcode listenForInterrupt}. */
 export interface InterruptOptions {
   /** Printed on stderr at the first Ctrl-C (say what stops, and that a second Ctrl-C quits). */
@@ -72,14 +102,28 @@ export interface InterruptListener {
 /**
  * Listens for Ctrl-C on the real process with {@linkcode createInterruptHandler}: the first prints
  * `message` and aborts `signal`; a second one (after the grace window) exits with `quitCode`.
+ * A command that is (or starts) waiting on a PostgreSQL server that does not answer exits with
+ * `quitCode` at once after the first: nothing can be saved to a silent server, and whatever it
+ * committed before stays (a run resumes from its last committed iteration).
  * Where signals are unavailable, Ctrl-C ends the process directly.
  */
 export function listenForInterrupt(options: InterruptOptions): InterruptListener {
   const controller = new AbortController();
+  let unwatch: (() => void) | undefined;
   const handler = createInterruptHandler({
     cancel: () => {
       if (options.message) Deno.stderr.writeSync(new TextEncoder().encode(options.message));
       controller.abort(options.reason);
+      unwatch = quitWhenDatabaseStalls((displayUrl, waitedMs) => {
+        Deno.stderr.writeSync(
+          new TextEncoder().encode(
+            `stopped: the PostgreSQL server at ${displayUrl} has not answered for ${
+              (waitedMs / 1000).toFixed(1)
+            } s; quitting without waiting for it (what it committed stays).\n`,
+          ),
+        );
+        Deno.exit(options.quitCode ?? 130);
+      });
     },
     quit: () => Deno.exit(options.quitCode ?? 130),
   });
@@ -95,6 +139,7 @@ export function listenForInterrupt(options: InterruptOptions): InterruptListener
   return {
     signal: controller.signal,
     [Symbol.dispose]() {
+      unwatch?.();
       for (const name of installed) Deno.removeSignalListener(name, handler);
     },
   };
