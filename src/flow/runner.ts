@@ -374,6 +374,10 @@ export class StepFlowRunner {
               const decided = checkOutcome(step, state, verdict);
               Object.assign(state, decided.counters);
               outcome = decided.outcome;
+              // A run that ends on a check-gated step produced that step's answer.
+              if (outcome.kind === "end" && outcome.reason === "completed") {
+                outcome.output = response.text;
+              }
             }
           } else {
             // 4b. Seed 004: the schema is resolved from disk first; a failure is a strike (the
