@@ -96,6 +96,7 @@ export {
   AnthropicBackend,
   type AnthropicBackendOptions,
   BACKEND_NAMES,
+  type BackendChoice,
   BackendError,
   type BackendErrorCode,
   type BackendErrorDetails,
@@ -125,6 +126,7 @@ export {
   type ModelPricing,
   OpenAiBackend,
   type OpenAiBackendOptions,
+  recordedBackendChoice,
   type RetryInfo,
   type RetryListener,
   type RetryPolicy,
@@ -174,5 +176,7 @@ export {
   type RunSummary,
   selectRunStore,
   type SelectRunStoreOptions,
+  type ShownStatus,
+  shownStatus,
   type SubmittedRun,
 } from "./src/store/mod.ts";

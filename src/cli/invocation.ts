@@ -37,11 +37,6 @@ export function runAgentCommand(userDir: string, moduleUrl: string = import.meta
   }`;
 }
 
-/** Quotes `text` for a POSIX shell when it holds anything but safe characters. */
-export function shellQuote(text: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
 /**
  * The command that acts on a recorded run of `agent` from `userDir`, up to the run flag, as hints
  * print it: {@linkcode runAgentCommand}, `--agent`, and `--store` when the user gave one on the
@@ -55,7 +50,11 @@ export function shellQuote(text: string): string {
  * ```
  */
 export function agentRunCommand(userDir: string, agent: string, store?: string): string {
-  return `${runAgentCommand(userDir)} --agent ${shellQuote(agent)}${
-    store !== undefined ? ` --store ${shellQuote(redactUrl(store))}` : ""
-  }`;
+  const storeFlag = store === undefined ? "" : " --store " + shellQuote(redactUrl(store));
+  return `${runAgentCommand(userDir)} --agent ${shellQuote(agent)}${storeFlag}`;
+}
+
+/** Quotes `text` for a POSIX shell when it holds anything but safe characters. */
+export function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
