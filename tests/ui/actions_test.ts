@@ -300,8 +300,10 @@ Deno.test("actions: Cancel reaches a run-agent process driving the run in anothe
   const { ui, csrf, post } = await start(project.root, children);
   try {
     let runId = "";
+    // Started = live and checkpointed: between its run_start line and its first checkpoint a run
+    // is listed live but has nothing to act on yet (the action would be refused).
     await waitFor("run-agent to start its run", async () => {
-      const run = (await project.store.list()).find((r) => r.live);
+      const run = (await project.store.list()).find((r) => r.live && !r.problem);
       runId = run?.runId ?? "";
       return run !== undefined;
     });
