@@ -319,6 +319,9 @@ export function formatRunHistory(
     lines.push(
       c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
+  } else if ((status === "running" || status === "paused") && options.live === true) {
+    // A live process drives it: resuming it would be refused (RUN_LOCKED).
+    lines.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
   } else if (status === "running" || status === "paused") {
     lines.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),

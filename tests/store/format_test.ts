@@ -190,6 +190,13 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
     /\nInterrupted: continue it with deno task run-agent --agent pipeline --resume r1\n/,
   );
   assert.match(interrupted, /was in flight when the run stopped/);
+  // Driven now: no advice to resume it (that would be refused while its process lives).
+  const live = formatRunHistory(checkpoint, log, { live: true, command: "x" });
+  assert.match(
+    live,
+    /^Run r1 · agent pipeline · running\n.*\nNot finished: a live process drives it/,
+  );
+  assert.doesNotMatch(live, /--resume/);
 
   const failed = formatRunHistory({
     ...checkpoint,
