@@ -104,6 +104,7 @@ export {
   AnthropicBackend,
   type AnthropicBackendOptions,
   BACKEND_NAMES,
+  type BackendChoice,
   BackendError,
   type BackendErrorCode,
   type BackendErrorDetails,
@@ -133,6 +134,7 @@ export {
   type ModelPricing,
   OpenAiBackend,
   type OpenAiBackendOptions,
+  recordedBackendChoice,
   type RetryInfo,
   type RetryListener,
   type RetryPolicy,
@@ -182,5 +184,7 @@ export {
   type RunSummary,
   selectRunStore,
   type SelectRunStoreOptions,
+  type ShownStatus,
+  shownStatus,
   type SubmittedRun,
 } from "./src/store/mod.ts";

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isWithin } from "../prompt/c3l_path.ts";
+import { redactUrl } from "../store/pg_connection.ts";
 
 /** The command that runs the CLI from JSR (when this module was not loaded from a checkout). */
 export const JSR_RUN_AGENT = "deno run -A jsr:@stepflow/core/cli";
@@ -34,6 +35,23 @@ export function runAgentCommand(userDir: string, moduleUrl: string = import.meta
   return `deno run -A --config ${shellQuote(config)} ${
     shellQuote(join(root, "src", "cli", "run_agent.ts"))
   }`;
+}
+
+/**
+ * The command that acts on a recorded run of `agent` from `userDir`, up to the run flag, as hints
+ * print it: {@linkcode runAgentCommand}, `--agent`, and `--store` when the user gave one on the
+ * command line (a PostgreSQL password shown as `***`: type it, or set `STEPFLOW_STORE`). A hint
+ * appends `--resume RUN_ID` or `--redrive RUN_ID`; the run's recorded backend needs no flag.
+ *
+ * @example
+ * ```ts
+ * import { agentRunCommand } from "./invocation.ts";
+ * agentRunCommand("/tmp/elsewhere", "demo"); // "deno run -A --config … --agent demo"
+ * ```
+ */
+export function agentRunCommand(userDir: string, agent: string, store?: string): string {
+  const storeFlag = store === undefined ? "" : " --store " + shellQuote(redactUrl(store));
+  return `${runAgentCommand(userDir)} --agent ${shellQuote(agent)}${storeFlag}`;
 }
 
 /** Quotes `text` for a POSIX shell when it holds anything but safe characters. */

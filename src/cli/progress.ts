@@ -329,8 +329,11 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       finished = true;
       if (!result) return;
       const elapsed = formatClock(now() - start).slice(0, -2);
-      const text = `${result.success ? "✓" : "✗"} ${resultLine(result)} in ${elapsed}`;
-      options.write(`${result.success ? c.green(text) : c.red(text)}\n`);
+      const cancelled = result.completionReason === "cancelled";
+      const mark = result.success ? "✓" : cancelled ? "■" : "✗";
+      const text = `${mark} ${resultLine(result)} in ${elapsed}`;
+      const tone = result.success ? c.green : cancelled ? c.yellow : c.red;
+      options.write(`${tone(text)}\n`);
     },
   };
 }

@@ -30,7 +30,7 @@ import {
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
-import { runAgentCommand } from "./invocation.ts";
+import { agentRunCommand, runAgentCommand } from "./invocation.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -42,9 +42,16 @@ import { formatRunHistory, formatRunList, historyFromLog } from "../store/format
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
-import type { RunCheckpoint, RunStore } from "../store/types.ts";
+import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
+import { shownStatus } from "../store/run_status.ts";
 import { submitAndFollow } from "./submit.ts";
-import { backendFromFlags } from "./kit/backend.ts";
+import { backendFromFlags, backendName } from "./kit/backend.ts";
+import {
+  type BackendChoice,
+  mergeBackendChoice,
+  recordableChoice,
+  recordedBackendChoice,
+} from "../llm/backend_choice.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
@@ -253,16 +260,19 @@ async function showRuns(
   const where = store instanceof FileRunStore
     ? displayPath(store.dir, ctx.userDir)
     : store.displayUrl;
+  // Hints print a command that works as printed (the run's recorded backend needs no flag).
+  const command = agentRunCommand(ctx.userDir, definition.name, flags.store);
   if (flags.runs) {
     const runs = await store.list();
     if (flags.json) {
-      ctx.io.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+      const shown = runs.map((run) => ({ ...run, shownStatus: shownStatus(run) }));
+      ctx.io.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
     } else if (runs.length === 0) {
       ctx.io.stdout.write(`No runs of agent "${definition.name}" recorded in ${where}.\n`);
     } else {
       ctx.io.stdout.write(
         `Runs of agent "${definition.name}" in ${where} (${runs.length}, newest first):\n${
-          formatRunList(runs, { color: ctx.stdoutColor })
+          formatRunList(runs, { color: ctx.stdoutColor, command })
         }\n`,
       );
     }
@@ -287,19 +297,40 @@ async function showRuns(
       { details: { runId } },
     );
   }
+  // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
+  const summary = checkpoint ? await runSummary(store, runId) : undefined;
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
       log,
       typeof historyLength === "number" ? historyLength : undefined,
     );
-    ctx.io.stdout.write(`${jsonOutput({ checkpoint, history })}\n`);
+    const status = checkpoint ? shownStatus(summary ?? checkpoint) : undefined;
+    ctx.io.stdout.write(
+      `${jsonOutput({ ...(status ? { shownStatus: status } : {}), checkpoint, history })}\n`,
+    );
   } else {
     ctx.io.stdout.write(
-      `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
+      `${
+        formatRunHistory(checkpoint, log, {
+          color: ctx.stdoutColor,
+          runId,
+          command,
+          ...(summary?.live !== undefined ? { live: summary.live } : {}),
+        })
+      }\n`,
     );
   }
   return EXIT.success;
+}
+
+/** The run's listing line (status, liveness), or undefined when the store does not list it. */
+async function runSummary(
+  store: FileRunStore | PostgresRunStore,
+  runId: string,
+): Promise<RunSummary | undefined> {
+  if (store instanceof PostgresRunStore) return await store.summary(runId);
+  return (await store.list()).find((run) => run.runId === runId);
 }
 
 /** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
@@ -464,7 +495,14 @@ async function run(
       onWarning: (message) => progress.warn(message),
       ...(flags.store !== undefined ? { store: flags.store } : {}),
     });
-    const backend = await selectBackend(flags, definition, ctx, progress);
+    const continued = flags.resume ?? flags.redrive;
+    const { backend, choice } = await selectBackend(
+      flags,
+      definition,
+      ctx,
+      progress,
+      continued !== undefined ? await recordedChoice(store, continued) : undefined,
+    );
     const runner = new StepFlowRunner(definition, {
       backend: observeBackend(backend, progress),
       events: progress.events,
@@ -474,11 +512,12 @@ async function run(
       onWarning: (message) => progress.warn(message),
       store,
       ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
-      ...(flags.model !== undefined ? { model: flags.model } : {}),
+      ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     result = await runner.run({
       args: params,
       cwd: ctx.userDir,
+      backendChoice: recordableChoice(choice),
       ...(inputText !== undefined ? { inputText } : {}),
       ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
       ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
@@ -503,13 +542,16 @@ async function run(
   }
   if (result.success) return EXIT.success;
   if (!flags.json) {
+    const redrive = `${
+      agentRunCommand(ctx.userDir, definition.name, flags.store)
+    } --redrive ${result.runId}`;
     // A configuration problem fails again on every redrive until the agent's files are fixed.
     ctx.io.stderr.write(
       result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
         ? `This is a problem in the agent's files, not in the run: fix it, check with --validate, then start a new run.\n`
-        : `Restart it from its failed step with: ${
-          runAgentCommand(ctx.userDir)
-        } --agent ${definition.name} --redrive ${result.runId}\n`,
+        : result.completionReason === "cancelled"
+        ? `Continue it from step "${result.finalStepId}" with: ${redrive}\n`
+        : `Restart it from its failed step with: ${redrive}\n`,
     );
   }
   if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
@@ -548,24 +590,50 @@ function parseAgentCommandLine(
 /**
  * `--script` (or `--backend scripted`) → the scripted backend; otherwise `createBackend` with
  * `--backend`/`--model`/`--base-url`, falling back to agent.json `behavior.backend`/`behavior.model`,
- * then {@linkcode DEFAULT_BACKEND}.
+ * then {@linkcode DEFAULT_BACKEND}. A resumed or redriven run starts from the choice it recorded
+ * (`recorded`); the flags given now override it field by field. Returns the backend and the choice
+ * to record.
  */
 async function selectBackend(
   flags: CliFlags,
   definition: AgentDefinition,
   ctx: Context,
   progress: ProgressRenderer,
-): Promise<LlmBackend> {
+  recorded: BackendChoice | undefined,
+): Promise<{ backend: LlmBackend; choice: BackendChoice }> {
   const behavior = definition.agent.behavior;
-  const backend = await backendFromFlags(flags, {
+  const given: Partial<BackendChoice> = {};
+  if (flags.backend !== undefined) given.backend = flags.backend;
+  if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
+  if (flags.model !== undefined) given.model = flags.model;
+  if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  const name = backendName(flags, {
+    fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
+  })!;
+  const choice = mergeBackendChoice(recorded ?? { backend: name }, given);
+  const backend = await backendFromFlags(choice, {
     cwd: ctx.userDir,
-    fallback: behavior.backend ?? DEFAULT_BACKEND,
     ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),
   });
-  return backend!;
+  return { backend: backend!, choice };
+}
+
+/**
+ * The backend choice recorded by the run being continued; undefined when it recorded none or its
+ * checkpoint cannot be read (the runner then reports what is wrong with the run).
+ */
+async function recordedChoice(
+  store: RunStore,
+  runId: string,
+): Promise<BackendChoice | undefined> {
+  try {
+    return recordedBackendChoice((await store.loadCheckpoint(runId))?.state);
+  } catch {
+    return undefined;
+  }
 }
 
 function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {

@@ -33,8 +33,11 @@ export function formatResult(result: StepFlowResult, options: FormatResultOption
   const lines: string[] = [];
   const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
   const who = options.agentName ? `${options.agentName} ` : "";
+  // A cancelled run did not fail: the user stopped it, and it can be continued.
   const headline = result.success
     ? c.green(`✓ ${who}succeeded: ${result.completionReason} at ${result.finalStepId} after ${it}`)
+    : result.completionReason === "cancelled"
+    ? c.yellow(`■ ${who}cancelled at ${result.finalStepId} after ${it}`)
     : c.red(`✗ ${who}failed: ${result.completionReason} at ${result.finalStepId} after ${it}`);
   lines.push(headline);
   const facts = [`run ${result.runId}`];
@@ -42,7 +45,7 @@ export function formatResult(result: StepFlowResult, options: FormatResultOption
   const usage = formatUsage(result.usage);
   if (usage) facts.push(usage);
   lines.push(c.dim(`  ${facts.join(" · ")}`));
-  if (result.error) {
+  if (result.error && result.completionReason !== "cancelled") {
     lines.push(
       "",
       c.red(

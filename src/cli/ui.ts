@@ -9,7 +9,7 @@
  * Binds 127.0.0.1 unless `--host` names another interface; then it prints a warning and a token
  * generated for this start, and every request must carry it. The dashboard is read-only unless
  * `--allow-actions`: then a run page can cancel, resume and redrive its run (resume and redrive
- * start `run-agent` with the backend flags given here, else the agent's own backend).
+ * start `run-agent` with the backend flags given here, else on the backend the run recorded).
  *
  * Exit codes: 0 stopped (Ctrl-C); 2 usage error or the store cannot be read.
  *
@@ -58,7 +58,7 @@ const USAGE = `Usage: deno task ui [--store DIR|URL] [--plans DIR] [--port 8420]
                 carries this server's secret; with --host the token is still required)
   --backend NAME, --model M, --script FILE
                 with --allow-actions: the backend of resumed and redriven runs, passed to
-                run-agent (default: the agent's agent.json backend)
+                run-agent (default: the backend each run recorded)
 `;
 
 /**

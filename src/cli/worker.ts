@@ -12,11 +12,11 @@
  */
 import { resolve } from "node:path";
 import { errorMessage, UsageError } from "../errors.ts";
-import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import type { BackendChoice } from "../llm/backend_choice.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
 import { agentRootProblem, startWorker, type WorkerOptions } from "../worker/worker.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
   flagHelpLines,
@@ -145,25 +145,15 @@ export async function workerMain(
       pollMs: positive(values, "poll-ms", 2_000),
       log: write,
     };
-    if (flags.backend ?? flags.script ?? flags.model ?? flags.baseUrl) {
-      options.backendFor = async (definition, request) =>
-        (await backendFromFlags(
-          {
-            ...(flags.backend !== undefined ? { backend: flags.backend } : {}),
-            ...(flags.script !== undefined ? { script: flags.script } : {}),
-            ...(flags.model ?? request.model ? { model: flags.model ?? request.model } : {}),
-            ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
-          },
-          {
-            cwd: userDir,
-            fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
-            ...(definition.agent.behavior.model !== undefined
-              ? { fallbackModel: definition.agent.behavior.model }
-              : {}),
-            env,
-          },
-        ))!;
-    }
+    // Flags override, field by field, the backend each run recorded (or the agent's, for a new run).
+    const backend: Partial<BackendChoice> = {};
+    if (flags.backend !== undefined) backend.backend = flags.backend;
+    if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
+    if (flags.model !== undefined) backend.model = flags.model;
+    if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
+    backendName(flags); // --script with another --backend is a usage error, at once
+    options.backend = backend;
+    options.env = env;
     const worker = await startWorker(options);
     await new Promise<void>((done) => {
       if (signal.aborted) done();

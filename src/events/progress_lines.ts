@@ -100,9 +100,10 @@ export function formatCount(n: number): string {
 export function resultLine(result: RunOutcome): string {
   const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
   const usage = formatUsage(result.usage);
-  return `${
-    result.success ? "succeeded" : "failed"
-  }: ${result.completionReason} at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
+  const tail = `at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
+  // A cancelled run did not fail: the user stopped it (it can be continued).
+  if (result.completionReason === "cancelled") return `cancelled ${tail}`;
+  return `${result.success ? "succeeded" : "failed"}: ${result.completionReason} ${tail}`;
 }
 
 /** `tokens unknown for 3 calls`: the backend reported no usage for them. */

@@ -175,6 +175,11 @@ export interface RestoredRun {
   logEntries: number;
   /** The large handoff values the checkpoint took from the log (the journal keeps referring to them). */
   logged?: LoggedHandoff;
+  /**
+   * The run as it was before this resume or redrive (its checkpoint's state and status), to put
+   * back when the drive cannot even use its backend (see {@linkcode restoreUnchanged}).
+   */
+  before?: { state: RunnerState; status: RunStatus };
 }
 
 /**
@@ -250,7 +255,16 @@ export async function restoreRun(
     );
   }
   const logged = resolveLoggedHandoff(runId, state, checkpoint.state, log);
-  return { state, history, logEntries: log.length, logged };
+  // The run as it was, large handoff values put back, for a drive whose backend cannot start.
+  const before = copyState(checkpoint.state as unknown as RunnerState, () => {});
+  resolveLoggedHandoff(runId, before, checkpoint.state, log);
+  return {
+    state,
+    history,
+    logEntries: log.length,
+    logged,
+    before: { state: before, status: checkpoint.status },
+  };
 }
 
 /**
@@ -311,6 +325,33 @@ function resolveLoggedHandoff(
   return logged;
 }
 
+/**
+ * Ends a resume or redrive whose backend turned out unusable (credentials refused, executable
+ * missing: `BACKEND_SETUP_CODES`). When it committed no iteration, the checkpoint it started from is
+ * put back: the run stays as it was — interrupted or failed, with the backend choice it recorded.
+ * Otherwise the run stays at its last committed iteration, interrupted. The log keeps the lines of
+ * the attempt; the next resume marker cuts them from the history. Returns the error to throw,
+ * which says so.
+ */
+export async function restoreUnchanged(
+  journal: RunJournal,
+  before: { state: RunnerState; status: RunStatus },
+  now: RunnerState,
+  error: StepflowError,
+): Promise<StepflowError> {
+  const unchanged = now.historyLength === before.state.historyLength;
+  if (unchanged) await journal.checkpoint(before.state, before.status);
+  const how = !unchanged || before.status === "running" || before.status === "paused"
+    ? "interrupted"
+    : before.status;
+  return new StepflowError(
+    error.code,
+    `${error.message}\nRun ${before.state.runId} was left ${
+      unchanged ? "as it was" : "at its last committed iteration"
+    } (${how}); fix the backend's setup, then continue it again.`,
+    { cause: error, ...(error.details ? { details: error.details } : {}) },
+  );
+}
 /** Nesting kept in a restored state's handoff; outputs are bounded far below it at validation. */
 const RESTORED_DEPTH = 1_000;
 

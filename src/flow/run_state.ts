@@ -7,6 +7,7 @@
  */
 import { resolve } from "node:path";
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
+import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RunStatus } from "../store/types.ts";
 import type { Outcome, StepError } from "./decisions.ts";
@@ -65,6 +66,11 @@ export interface RunnerState {
   validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
   /** Summed usage. */
   usage: RunUsage;
+  /**
+   * How the run's backend was chosen (`RunOptions.backendChoice`), for resume, redrive and workers
+   * to continue on the same backend. Absent when the caller did not say.
+   */
+  backendChoice?: BackendChoice;
   /** Set once the run ended. */
   end?: {
     reason: CompletionReason;
@@ -117,6 +123,7 @@ export function newRunnerState(
   const inputText = options.inputText ??
     (typeof args.input_text === "string" ? args.input_text : undefined);
   if (inputText !== undefined) state.inputText = inputText;
+  if (options.backendChoice !== undefined) state.backendChoice = options.backendChoice;
   return state;
 }
 

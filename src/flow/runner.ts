@@ -30,7 +30,14 @@ import type { RunLock } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { backendRetryError, callBackend, checkRequest, stepRequest } from "./backend_call.ts";
 import { interpretCheck } from "./check.ts";
-import { createRunJournal, type RestoredRun, restoreRun, type RunJournal } from "./checkpoint.ts";
+import {
+  createRunJournal,
+  type RestoredRun,
+  restoreRun,
+  restoreUnchanged,
+  type RunJournal,
+} from "./checkpoint.ts";
+import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
 import { runCommandStep } from "./command_step.ts";
 import {
   checkOutcome,
@@ -105,6 +112,8 @@ export class StepFlowRunner {
   #lastAnswer: { text: string; structuredOutput?: unknown } = { text: "" };
   /** Validator runs of the current iteration, recorded after its own history entry. */
   #validatorEntries: HistoryEntry[] = [];
+  /** Whether the current run is a resume or redrive (see `restoreUnchanged`). */
+  #continuing = false;
 
   /**
    * Creates a runner for one agent definition.
@@ -182,6 +191,8 @@ export class StepFlowRunner {
       throw error;
     }
     const { state, history } = restored;
+    this.#continuing = restored.before !== undefined;
+    if (options.backendChoice) state.backendChoice = options.backendChoice;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
@@ -221,9 +232,15 @@ export class StepFlowRunner {
       });
       await this.#journal.checkpoint(state, TERMINAL_STATUS[end.reason]);
     } catch (error) {
-      // Only a store or handler-independent I/O failure gets here; the runner must stay reusable.
+      // Only a store or handler-independent I/O failure, or an unusable backend on a resume or
+      // redrive, gets here; the runner must stay reusable.
       telemetry?.fail(error);
       await this.#setState("failed");
+      if (
+        restored.before && error instanceof StepflowError && BACKEND_SETUP_CODES.has(error.code)
+      ) {
+        throw await restoreUnchanged(this.#journal, restored.before, state, error);
+      }
       throw error;
     } finally {
       detach();
@@ -357,6 +374,10 @@ export class StepFlowRunner {
               const decided = checkOutcome(step, state, verdict);
               Object.assign(state, decided.counters);
               outcome = decided.outcome;
+              // A run that ends on a check-gated step produced that step's answer.
+              if (outcome.kind === "end" && outcome.reason === "completed") {
+                outcome.output = response.text;
+              }
             }
           } else {
             // 4b. Seed 004: the schema is resolved from disk first; a failure is a strike (the
@@ -697,6 +718,8 @@ export class StepFlowRunner {
     }
     const code = error instanceof StepflowError ? error.code : "BACKEND_ERROR";
     const message = await this.#reportError(state, info, entry, error, code);
+    // A resume or redrive whose backend cannot be used leaves the run as it was (run() restores it).
+    if (this.#continuing && BACKEND_SETUP_CODES.has(code)) throw error;
     const outcome = failureOutcome(step, { code, message }, state.errorRetries);
     if (outcome.kind === "goto" && outcome.transition === "jump") {
       await this.#events.emit("onStepJump", info, outcome.stepId);

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { ExecutorEvents } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
@@ -165,4 +166,10 @@ export interface RunOptions {
   redrive?: string;
   /** Use this id for a new run (default: generated). */
   runId?: string;
+  /**
+   * How the caller chose the backend (name, `--model` override, server URL, script path — never a
+   * key), recorded in the run's state so a later resume or redrive can choose the same one (see
+   * `recordedBackendChoice`). On a resume or redrive it replaces the recorded choice.
+   */
+  backendChoice?: BackendChoice;
 }

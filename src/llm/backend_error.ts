@@ -29,6 +29,15 @@ export type BackendErrorCode =
   | "BACKEND_NOT_INSTALLED"
   | "BACKEND_ERROR";
 
+/**
+ * Failures that mean the backend cannot be used at all — credentials missing or refused, SDK or
+ * executable not installed — rather than that a step failed: fix the setup, not the run.
+ */
+export const BACKEND_SETUP_CODES: ReadonlySet<string> = new Set([
+  "BACKEND_AUTH",
+  "BACKEND_NOT_INSTALLED",
+]);
+
 /** Structured context of a {@linkcode BackendError}. */
 export interface BackendErrorDetails extends Record<string, unknown> {
   /** The backend name. */

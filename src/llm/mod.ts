@@ -31,6 +31,13 @@ export {
   type AgentBehaviorBackend,
   DEFAULT_BACKEND,
 } from "./agent_backend.ts";
+export {
+  type BackendChoice,
+  mergeBackendChoice,
+  recordableChoice,
+  recordedBackendChoice,
+  urlWithoutCredentials,
+} from "./backend_choice.ts";
 export { AnthropicBackend, type AnthropicBackendOptions } from "./anthropic.ts";
 export { OpenAiBackend, type OpenAiBackendOptions } from "./openai.ts";
 export {

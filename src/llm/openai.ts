@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { urlWithoutCredentials } from "./backend_choice.ts";
 import type { FailureHints } from "./backend_error.ts";
 import type { SdkErrorClasses } from "./retry.ts";
 import {
@@ -171,7 +172,8 @@ export class OpenAiBackend extends ChatApiBackend {
 
   /** Says which variable or server option to check. */
   protected failureHints(model: string): FailureHints {
-    const server = this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL;
+    // Messages reach logs and terminals: a key in the URL's user or password must not.
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL);
     return {
       auth: this.isCompatibleServer
         ? `The server ${server} refused the key; set OPENAI_API_KEY to the key it expects.`

@@ -5,17 +5,29 @@
  * @module
  */
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
+import { shownStatus } from "./run_status.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
   /** Use ANSI colours (default false). */
   color?: boolean;
+  /**
+   * The command that continues a run, up to the run flag (`deno task run-agent --agent demo`):
+   * hints print it whole, followed by `--resume RUN_ID` or `--redrive RUN_ID`, so they work as
+   * printed. Without it, hints name the flag alone.
+   */
+  command?: string;
 }
 
 /** Options of {@linkcode formatRunHistory}. */
 export interface HistoryFormatOptions extends FormatOptions {
   /** The run's id, shown when neither the checkpoint nor the log can say it. */
   runId?: string;
+  /**
+   * Whether a live process drives the run (its listing's `live`): a `running` run that nobody
+   * drives is shown `interrupted`, as `--runs` shows it.
+   */
+  live?: boolean;
 }
 
 /** Token usage as the runner records it (cumulative in `step_end` lines). */
@@ -189,7 +201,7 @@ export function formatRunList(
     c.status(statusText(s), statusTone(s)),
     s.steps === undefined ? "" : String(s.steps),
     s.durationMs === undefined ? "" : duration(s.durationMs),
-    s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens) : "",
+    s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens, s.usage.callsWithoutUsage) : "",
     s.stepId ?? "",
     ...(workers ? [s.worker ?? ""] : []),
   ]);
@@ -204,6 +216,21 @@ export function formatRunList(
   for (const s of summaries) {
     if (s.problem) lines.push(c.status(`! ${s.runId}: ${s.problem}`, "bad"));
     if (s.error) lines.push(c.status(`! ${s.runId}: ${s.error}`, "bad"));
+  }
+  // One hint per kind of run that can be continued, naming the newest such run.
+  const interrupted = summaries.find((s) => shownStatus(s) === "interrupted");
+  if (interrupted) {
+    lines.push(
+      `Continue an interrupted run with: ${continueWith(options, "resume", interrupted.runId)}`,
+    );
+  }
+  const ended = summaries.find((s) => !s.problem && REDRIVABLE.has(s.status));
+  if (ended) {
+    lines.push(
+      `Restart a failed or stopped run from the step it ended on with: ${
+        continueWith(options, "redrive", ended.runId)
+      }`,
+    );
   }
   return lines.join("\n");
 }
@@ -239,11 +266,16 @@ export function formatRunHistory(
     | undefined;
   const lines: string[] = [];
 
-  const status = checkpoint?.status ?? "no checkpoint";
+  const status = checkpoint
+    ? shownStatus({
+      status: checkpoint.status,
+      ...(options.live !== undefined ? { live: options.live } : {}),
+    })
+    : "no checkpoint";
   const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
   const tone = status === "completed"
     ? "good"
-    : status === "running" || status === "paused"
+    : status === "running" || status === "paused" || status === "interrupted"
     ? "warn"
     : "bad";
   lines.push(
@@ -283,10 +315,19 @@ export function formatRunHistory(
         "bad",
       ),
     );
+  } else if (status === "interrupted") {
+    lines.push(
+      c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
+    );
+  } else if ((status === "running" || status === "paused") && options.live === true) {
+    // A live process drives it: resuming it would be refused (RUN_LOCKED).
+    lines.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
   } else if (status === "running" || status === "paused") {
-    lines.push(c.status(`Not finished: continue it with --resume ${runId}.`, "warn"));
+    lines.push(
+      c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
+    );
   } else if (status !== "completed") {
-    lines.push(`Restart it from its failed step with --redrive ${runId}.`);
+    lines.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
   }
   lines.push("");
 
@@ -336,7 +377,7 @@ export function formatRunHistory(
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
-    (status === "running" || status === "paused") && lastStart &&
+    (status === "running" || status === "paused" || status === "interrupted") && lastStart &&
     typeof lastStart.iteration === "number" && lastStart.iteration > lastKept
   ) {
     lines.push(
@@ -351,6 +392,23 @@ export function formatRunHistory(
 
 // -------------------------------------------------------------------------------------------------
 
+/** Statuses of runs that ended without success: `--redrive` restarts them. */
+const REDRIVABLE: ReadonlySet<string> = new Set(["failed", "aborted", "cancelled", "timeout"]);
+
+/** `deno task run-agent --agent demo --resume ID` (or `--resume ID` without a command). */
+function continueWith(options: FormatOptions, verb: "resume" | "redrive", runId: string): string {
+  return `${options.command ? `${options.command} ` : ""}--${verb} ${runId}`;
+}
+
+/** What `--redrive` does for a run that ended with `status`. */
+function restartSentence(status: string): string {
+  return status === "failed"
+    ? "Restart it from its failed step"
+    : `Continue it from the step it was ${
+      status === "timeout" ? "stopped at (timeout)" : `${status} at`
+    }`;
+}
+
 function isUsage(value: unknown): value is LoggedUsage {
   const u = value as LoggedUsage | undefined;
   return !!u && typeof u.inputTokens === "number" && typeof u.outputTokens === "number";
@@ -358,7 +416,8 @@ function isUsage(value: unknown): value is LoggedUsage {
 
 function statusText(s: RunSummary): string {
   if (s.problem) return s.problem.startsWith("no checkpoint") ? "no checkpoint" : "unreadable";
-  if ((s.status === "running" || s.status === "paused") && s.live === false) return "interrupted";
+  const status = shownStatus(s);
+  if (status === "interrupted") return status;
   if (s.completionReason && s.completionReason !== s.status) {
     return `${s.status} (${s.completionReason})`;
   }

@@ -33,3 +33,4 @@ export {
   formatRunList,
   type HistoryFormatOptions,
 } from "./format.ts";
+export { type ShownStatus, shownStatus } from "./run_status.ts";

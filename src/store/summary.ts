@@ -41,6 +41,10 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
     if (typeof usage.costUsd === "number" && usage.costUsd > 0) {
       summary.usage.costUsd = usage.costUsd;
     }
+    // Calls that reported no usage: their tokens are unknown, not 0 (shown as `?`).
+    if (isCount(usage.callsWithoutUsage) && usage.callsWithoutUsage > 0) {
+      summary.usage.callsWithoutUsage = usage.callsWithoutUsage;
+    }
   }
   const end = state.end as Record<string, unknown> | undefined;
   if (end && typeof end.reason === "string") summary.completionReason = end.reason;

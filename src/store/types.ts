@@ -81,8 +81,16 @@ export interface RunSummary {
   iterations?: number;
   /** Wall time from the start to the last checkpoint, in milliseconds. */
   durationMs?: number;
-  /** Token usage so far (the state's `usage`), when recorded. */
-  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  /**
+   * Token usage so far (the state's `usage`), when recorded; `callsWithoutUsage` counts the backend
+   * calls that reported no usage (their tokens are unknown, not in the totals).
+   */
+  usage?: {
+    inputTokens: number;
+    outputTokens: number;
+    costUsd?: number;
+    callsWithoutUsage?: number;
+  };
   /** The step the run is at (running, paused) or ended on. */
   stepId?: string;
   /** Why the run ended (the state's `end.reason`), once it ended. */

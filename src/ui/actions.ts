@@ -23,8 +23,8 @@ import type { DashboardData } from "./source.ts";
 export interface DashboardActionOptions {
   /**
    * Backend options given to every resumed or redriven run, as `run-agent` flags (e.g.
-   * `["--backend", "scripted", "--script", "demo.script.yaml"]`). Default: none (the agent's own
-   * agent.json backend).
+   * `["--backend", "scripted", "--script", "demo.script.yaml"]`), overriding the backend the run
+   * recorded. Default: none (`run-agent` continues the run on the backend it recorded).
    */
   runAgentArgs?: readonly string[];
   /**

@@ -34,7 +34,7 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .status.completed { background:#dcf5e3; color:var(--ok); }
 .status.failed, .status.aborted, .status.timeout { background:#fde2e1; color:var(--bad); }
 .status.running { background:#dbeafe; color:var(--run); }
-.status.paused, .status.cancelled { background:#fff3cd; color:var(--warn); }
+.status.paused, .status.cancelled, .status.interrupted, .status.queued { background:#fff3cd; color:var(--warn); }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;

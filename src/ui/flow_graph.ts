@@ -11,7 +11,10 @@ import type { GraphEdge, GraphNode } from "./graph_svg.ts";
 export interface RunPath {
   /** Executions per step. */
   counts: ReadonlyMap<string, number>;
-  /** Transitions taken, as `from>to` (`#done`/`#aborted` ends) → how (intent or transition). */
+  /**
+   * Transitions taken, as `from>to` (a step, or an end: `done`, `aborted`, `failed`, `cancelled`,
+   * `timeout`) → how (intent or transition).
+   */
   taken: ReadonlyMap<string, ReadonlySet<string>>;
   /** The step entered first. */
   firstStep?: string;
@@ -75,7 +78,7 @@ export function flowGraph(
   // and `repeat` both looping), the one named by the intent/transition is highlighted.
   for (const [move, hows] of path?.taken ?? []) {
     const [from, rawTo] = move.split(">");
-    const to = rawTo === "done" ? "#done" : rawTo === "aborted" ? "#aborted" : rawTo;
+    const to = Object.hasOwn(END_LABELS, rawTo) ? `#${rawTo}` : rawTo;
     const parallel = declared.filter((d) => d.edge.from === from && d.edge.to === to);
     const named = parallel.filter((d) => [...hows].some((how) => routeMatches(d.label, how)));
     const lit = named.length > 0 ? named : parallel;
@@ -88,11 +91,23 @@ export function flowGraph(
   }
   for (const id of missing) nodes.push({ id, label: `${id} (missing)`, classes: ["missing"] });
   if (ends.has("#done")) nodes.push({ id: "#done", label: "complete", classes: ["terminal"] });
-  if (ends.has("#aborted")) {
-    nodes.push({ id: "#aborted", label: "aborted", classes: ["terminal", "abort"] });
+  // A run that did not complete ends on a node named by its status (a failed run is not aborted).
+  for (const [name, label] of Object.entries(END_LABELS)) {
+    if (name !== "done" && ends.has(`#${name}`)) {
+      nodes.push({ id: `#${name}`, label, classes: ["terminal", "abort"] });
+    }
   }
   return { nodes, edges };
 }
+
+/** The end nodes of a run (`taken` moves end on them) and their labels. */
+const END_LABELS: Readonly<Record<string, string>> = Object.freeze({
+  done: "complete",
+  aborted: "aborted",
+  failed: "failed",
+  cancelled: "cancelled",
+  timeout: "timeout",
+});
 
 /** Whether a route's label is the one an intent or transition took. */
 function routeMatches(label: string, how: string): boolean {

@@ -7,6 +7,8 @@
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { RUN_STATUSES } from "../store/checkpoint_format.ts";
+import { shownStatus } from "../store/run_status.ts";
+import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
@@ -180,19 +182,19 @@ export function runActions(view: RunView, csrf: string): Html {
 export function runMeta(view: RunView): Html {
   const cp = view.checkpoint;
   const s = view.summary;
-  const usage = view.timeline.usage ?? s?.usage;
+  // The checkpoint's usage counts calls without usage too (the log's cumulative usage may not).
+  const usage = usageOfState(cp) ?? view.timeline.usage ?? s?.usage;
   // A run the queue gave up is failed whatever its checkpoint (if any) says.
-  const status = (s?.error ? s.status : cp?.status) ?? s?.status ?? "unknown";
+  const recorded = (s?.error ? s.status : cp?.status) ?? s?.status;
+  const status = recorded ? shownStatus({ status: recorded, live: s?.live }) : "unknown";
   const end = view.timeline.runEnd;
   return h`<div class="meta" id="run-meta" data-status="${status}">
-<div><span>Status</span>${statusBadge({ status, live: s?.live })}</div>
+<div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 <div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
 <div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
-<div><span>Tokens in / out</span>${
-    usage ? `${usage.inputTokens} / ${usage.outputTokens}` : "–"
-  }</div>
+<div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>
 <div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
 ${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}${
@@ -225,11 +227,16 @@ export function runGraph(view: RunView): Html {
   return h`<div id="flow-graph">${graphSvg(nodes, edges, `Flow of ${view.definition.name}`)}</div>`;
 }
 
-/** The final output block. */
+/**
+ * The final output block: how the run ended and what it produced — the run's output as its
+ * checkpoint records it (the closing step's output, or the answer of the check-gated step it
+ * ended on), the same value `run-agent --json` prints as `output`.
+ */
 export function finalOutput(view: RunView): Html {
   const end = view.timeline.runEnd;
   if (!end) return h`<div id="final-output" class="note">The run has not ended.</div>`;
-  const last = view.timeline.lastHandoff;
+  const recorded = endOf(view.checkpoint);
+  const output = recorded?.output;
   return h`
     <div
       id="final-output"><div>Ended <b>${String(end.reason ?? "")}</b> at ${
@@ -243,13 +250,31 @@ export function finalOutput(view: RunView): Html {
         `
       : ""
   }</div>${end.error ? h`<pre class="errors">${json(end.error)}</pre>` : ""}${
-    last
-      ? h`<div class="note">Handoff of the last step (<code>${last.stepId}</code>):</div>${
-        textBlock({ text: json(last.value), length: -1 })
+    output !== undefined
+      ? h`<div class="note">Output of the run${
+        typeof recorded?.stepId === "string" ? h` (step <code>${recorded.stepId}</code>)` : ""
+      }:</div>${
+        textBlock({
+          text: typeof output === "string" ? output : json(output),
+          length: -1,
+        })
       }`
-      : ""
+      : h`<div class="note">The run recorded no output.</div>`
   }</div>
   `;
+}
+
+/** The usage of a checkpoint's state (summarized as the run list does), when recorded. */
+function usageOfState(checkpoint: RunCheckpoint | undefined): RunSummary["usage"] {
+  return checkpoint ? summarizeCheckpoint(checkpoint).usage : undefined;
+}
+
+/** The `end` of a checkpoint's state (the runner's: reason, step, output), when it ended. */
+function endOf(checkpoint: RunCheckpoint | undefined): Record<string, unknown> | undefined {
+  const end = checkpoint?.state.end;
+  return end !== null && typeof end === "object" && !Array.isArray(end)
+    ? end as Record<string, unknown>
+    : undefined;
 }
 
 /** One timeline row. */
@@ -466,15 +491,21 @@ export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
 }
 
-function statusBadge(run: { status: string; live?: boolean }): Html {
-  const interrupted = (run.status === "running" || run.status === "paused") && run.live === false;
-  return h`<span class="status ${run.status}">${run.status}${
-    interrupted ? " (interrupted)" : ""
-  }</span>`;
+/** The run's status in the vocabulary every view shares (`interrupted` when nobody drives it). */
+function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
+  const status = shownStatus(run);
+  return h`<span class="status ${status}">${status}</span>`;
 }
 
 function tokens(run: RunSummary): string {
-  return run.usage ? `${run.usage.inputTokens} / ${run.usage.outputTokens}` : "";
+  return run.usage ? usageText(run.usage) : "";
+}
+
+/** `1200 / 310`; `?` when no call reported usage, `1200 / 310 + ?` when some did not. */
+function usageText(usage: NonNullable<RunSummary["usage"]>): string {
+  const known = `${usage.inputTokens} / ${usage.outputTokens}`;
+  if (!usage.callsWithoutUsage) return known;
+  return usage.inputTokens === 0 && usage.outputTokens === 0 ? "?" : `${known} + ?`;
 }
 
 function cost(usd: number | undefined): string {

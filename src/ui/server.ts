@@ -349,6 +349,8 @@ async function liveEvents(
           } catch { /* shown on reload */ }
           view.summary = undefined;
           events.send("header", runMeta(view).text);
+          // The run's output is in its final checkpoint, read just now.
+          events.send("output", finalOutput(view).text);
           events.send("end", {});
           break;
         }

@@ -82,16 +82,17 @@ export interface Timeline {
   /** Executions per step (from `step_end` and failed iterations). */
   counts: Map<string, number>;
   /**
-   * Transitions taken: `from>to` (steps, or `done`/`aborted` at the end) → how (the intent, else
+   * Transitions taken: `from>to` (steps, or the end node {@linkcode endNode} names) → how (the intent, else
    * the transition: `next`, `retry`, `fallback`, …).
    */
   taken: Map<string, Set<string>>;
   /** The last cumulative usage seen. */
   usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
-  /** The `run_end` entry, once the run ended. */
+  /**
+   * The `run_end` entry, once the run ended; cleared by a later `run_resume`/`run_redrive` (the
+   * current attempt of the run has not ended).
+   */
   runEnd?: RunLogEntry;
-  /** The last handoff recorded (the run's final output once it ended). */
-  lastHandoff?: { stepId: string; value: unknown };
   /** The step entered first (for the start edge). */
   firstStep?: string;
 }
@@ -191,10 +192,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           }
           timeline.usage = usage;
         }
-        if (entry.handoff !== undefined) {
-          row.handoff = entry.handoff;
-          timeline.lastHandoff = { stepId: row.stepId, value: entry.handoff };
-        }
+        if (entry.handoff !== undefined) row.handoff = entry.handoff;
         const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
         timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
         if (typeof end.nextStepId === "string") {
@@ -205,11 +203,13 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       default: {
+        // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
+        if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
         if (entry.type === "run_end") {
           timeline.runEnd = entry;
           const last = lastIteration(timeline);
           if (last) {
-            const target = entry.reason === "completed" ? "done" : "aborted";
+            const target = endNode(String(entry.reason ?? ""));
             addMove(timeline, `${last.stepId}>${target}`, String(last.end?.transition ?? ""));
           }
         }
@@ -226,6 +226,17 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+/**
+ * The end node a run that ended for `reason` goes to, named like its status: `done` (completed),
+ * `aborted`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
+ * step…).
+ */
+export function endNode(reason: string): string {
+  if (reason === "completed") return "done";
+  if (reason === "aborted" || reason === "cancelled" || reason === "timeout") return reason;
+  return "failed";
 }
 
 function addMove(timeline: Timeline, move: string, how: string): void {

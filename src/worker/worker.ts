@@ -20,7 +20,14 @@ import { loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
-import { agentBackend } from "../llm/agent_backend.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import {
+  type BackendChoice,
+  mergeBackendChoice,
+  recordableChoice,
+  recordedBackendChoice,
+} from "../llm/backend_choice.ts";
+import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
@@ -51,7 +58,19 @@ export interface WorkerOptions {
   jobRetryLimit?: number;
   /** The lease owner shown by `--runs` (default `host:pid`). */
   owner?: string;
-  /** The backend of a run (default: the agent's `behavior.backend`, `claude-code` when unset). */
+  /**
+   * The backend flags of this worker (`--backend`, `--script` as an absolute path, `--model`,
+   * `--base-url`). A run continues on the backend it recorded (see `BackendChoice`); a new run
+   * starts on the agent's `behavior.backend` (`claude-code` when unset) with the submitted model.
+   * These override either, field by field.
+   */
+  backend?: Partial<BackendChoice>;
+  /** Where backends read their credentials (default: the process environment). */
+  env?: Record<string, string | undefined>;
+  /**
+   * The backend of a run, built by the caller instead (tests); `backend` and the recorded choice
+   * are then only recorded.
+   */
   backendFor?: (definition: AgentDefinition, request: SubmittedRequest) => Promise<LlmBackend>;
   /** One line per run started, suspended or ended, and per problem. */
   log?: (line: string) => void;
@@ -232,25 +251,43 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     const checkpoint = await store.loadCheckpoint(runId);
     if (checkpoint && checkpoint.status !== "running" && checkpoint.status !== "paused") return;
     const request = submitted.request as SubmittedRequest;
+    // The backend the run recorded (a worker that died drove it), else the agent's with the
+    // submitted model; this worker's backend flags override either, field by field.
+    const behavior = definition.agent.behavior;
+    const recorded = checkpoint ? recordedBackendChoice(checkpoint.state) : undefined;
+    const choice = mergeBackendChoice(
+      recorded ?? {
+        backend: behavior.backend ?? DEFAULT_BACKEND,
+        ...(request.model !== undefined ? { model: request.model } : {}),
+      },
+      options.backend ?? {},
+    );
+    const warn = (m: string) => log(`warning: run ${runId}: ${m}`);
     const backend = options.backendFor
       ? await options.backendFor(definition, request)
-      : await agentBackend(definition.agent.behavior, {
-        ...(request.model !== undefined ? { model: request.model } : {}),
-        onWarning: (m) => log(`warning: run ${runId}: ${m}`),
+      : await createBackend({
+        name: choice.backend,
+        ...(choice.model ?? behavior.model ? { model: choice.model ?? behavior.model } : {}),
+        ...(choice.baseUrl !== undefined ? { baseUrl: choice.baseUrl } : {}),
+        ...(choice.script !== undefined ? { script: choice.script } : {}),
+        ...(options.env ? { env: options.env } : {}),
+        onWarning: warn,
       });
     const runner = new StepFlowRunner(definition, {
       backend,
       store,
-      onWarning: (m) => log(`warning: run ${runId}: ${m}`),
+      onWarning: warn,
       ...(request.maxIterations !== undefined ? { maxTotalIterations: request.maxIterations } : {}),
-      ...(request.model !== undefined ? { model: request.model } : {}),
+      ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
     try {
+      const backendChoice = recordableChoice(choice);
       const result = await runner.run(
-        checkpoint ? { resume: runId, cwd } : {
+        checkpoint ? { resume: runId, cwd, backendChoice } : {
           runId,
           cwd,
+          backendChoice,
           args: request.args ?? {},
           ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
         },

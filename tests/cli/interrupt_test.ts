@@ -75,8 +75,8 @@ Deno.test("run-agent: the same Ctrl-C delivered twice (as deno task does) still 
     const status = await child.status;
     assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
     assert.equal(status.code, 130, stderr.text);
-    assert.match(stderr.text, /run failed: cancelled at work\.task/);
-    assert.match(await stdout, /^✗ tiny failed: cancelled at work\.task after 1 iteration/);
+    assert.match(stderr.text, /run cancelled at work\.task/);
+    assert.match(await stdout, /^■ tiny cancelled at work\.task after 1 iteration/);
   } finally {
     await Deno.remove(user, { recursive: true });
   }
@@ -124,7 +124,7 @@ Deno.test({
       assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
       assert.equal(status.code, 130, out.text);
       assert.match(out.text, /Cancelling the run… \(press Ctrl-C again to quit at once\)/);
-      assert.match(out.text, /✗ tiny failed: cancelled at work\.task after 1 iteration/);
+      assert.match(out.text, /■ tiny cancelled at work\.task after 1 iteration/);
       assert.match(out.text, /History:/);
     } finally {
       await Deno.remove(user, { recursive: true });

@@ -411,7 +411,10 @@ Deno.test("run-agent: Ctrl-C cancels the call in flight, prints the result and e
     assert.ok(performance.now() - started < 10_000, "the 30 s call was cancelled");
     assert.equal(status.code, 130, stderr);
     assert.match(stderr, /Cancelling the run… \(press Ctrl-C again to quit at once\)/);
-    assert.match(stderr, /run failed: cancelled at work\.task/);
-    assert.match(stdout, /^✗ tiny failed: cancelled at work\.task after 1 iteration/);
+    assert.match(stderr, /run cancelled at work\.task/);
+    assert.match(stdout, /^■ tiny cancelled at work\.task after 1 iteration/);
+    // Cancelled is not failed: no "Restart it from its failed step", and a command that continues.
+    assert.doesNotMatch(stdout + stderr, /failed step|✗/);
+    assert.match(stderr, /Continue it from step "work\.task" with: .* --agent tiny --redrive \S+/);
   });
 });

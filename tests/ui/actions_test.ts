@@ -9,6 +9,7 @@ import { uiMain } from "../../src/cli/ui.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { demoProject, FINISH, reachingCall, runFlow, runUi } from "./fixtures.ts";
+import { runCli } from "../cli/helpers.ts";
 
 async function start(root: string, children: Deno.ChildProcess[]) {
   await Deno.writeTextFile(join(root, "finish.json"), JSON.stringify(FINISH));
@@ -191,6 +192,46 @@ Deno.test("actions: a run-agent that fails to start reports its error", async ()
   }
 });
 
+Deno.test("actions: Redrive with no backend flags continues on the backend the run recorded", async () => {
+  const project = await demoProject();
+  const script = join(project.root, "answers.json");
+  // run-agent --script: the model endpoint fails the second step, so the run ends failed.
+  await Deno.writeTextFile(
+    script,
+    JSON.stringify({
+      ...FINISH,
+      "continuation.issue": [{ error: "the model endpoint answered 529 overloaded" }],
+    }),
+  );
+  const failed = await runCli(
+    ["--agent", "issue-solver", "--script", script, "--topic", "x", "--json"],
+    { userDir: project.root },
+  );
+  assert.equal(failed.code, 1, failed.stderr);
+  const runId = JSON.parse(failed.stdout).runId;
+  await Deno.writeTextFile(script, JSON.stringify(FINISH));
+  const children: Deno.ChildProcess[] = [];
+  // No runAgentArgs: the agent's own backend (claude-code) would not run here.
+  const ui = serveDashboard({
+    source: { cwd: project.root, stores: await discoverStores(project.root) },
+    port: 0,
+    actions: { onSpawn: (c) => void children.push(c) },
+  });
+  try {
+    const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+    const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
+    const res = await fetch(`${ui.url}runs/${runId}/redrive`, {
+      method: "POST",
+      headers: { "x-stepflow-csrf": secret },
+    });
+    assert.ok(res.status === 202 || res.status === 200, await res.text());
+    assert.equal((await children[0].status).code, 0);
+    assert.equal((await project.store.loadCheckpoint(runId))?.status, "completed");
+  } finally {
+    await ui.close();
+  }
+});
+
 Deno.test("deno task ui --allow-actions: POST needs the token with --host; backend flags need the flag", async () => {
   const project = await demoProject();
   await runFlow(project, { runId: "r1" });
@@ -259,8 +300,10 @@ Deno.test("actions: Cancel reaches a run-agent process driving the run in anothe
   const { ui, csrf, post } = await start(project.root, children);
   try {
     let runId = "";
+    // Started = live and checkpointed: between its run_start line and its first checkpoint a run
+    // is listed live but has nothing to act on yet (the action would be refused).
     await waitFor("run-agent to start its run", async () => {
-      const run = (await project.store.list()).find((r) => r.live);
+      const run = (await project.store.list()).find((r) => r.live && !r.problem);
       runId = run?.runId ?? "";
       return run !== undefined;
     });

@@ -8,6 +8,7 @@
 import { AgentDefinitionError } from "../../definition/errors.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
 import { EXIT_CODES } from "./exit_codes.ts";
+import { BACKEND_SETUP_CODES } from "../../llm/backend_error.ts";
 import type { CliWriter } from "./io.ts";
 import { palette } from "../../palette.ts";
 
@@ -15,10 +16,7 @@ import { palette } from "../../palette.ts";
  * Backend failures that mean "fix your setup" rather than "the run failed" (missing or refused
  * credentials, SDK or executable not installed): exit 2 like a missing key.
  */
-export const SETUP_ERROR_CODES: ReadonlySet<string> = new Set([
-  "BACKEND_AUTH",
-  "BACKEND_NOT_INSTALLED",
-]);
+export const SETUP_ERROR_CODES: ReadonlySet<string> = BACKEND_SETUP_CODES;
 
 /** Options of {@linkcode reportError}. */
 export interface ReportOptions {
