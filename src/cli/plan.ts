@@ -44,7 +44,13 @@ import {
 } from "../planspec/mod.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  type FlagValue,
+  parseFlags,
+  parseWholeNumber,
+} from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
@@ -519,8 +525,8 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
 
 function positiveInt(value: unknown, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
+  const n = typeof value === "string" ? parseWholeNumber(value) : undefined;
+  if (n === undefined || n < 1) {
     throw new UsageError(`${flag} must be a whole number ≥ 1, got ${JSON.stringify(value)}`);
   }
   return n;

@@ -48,7 +48,14 @@ import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  listFlag,
+  parseFlags,
+  parseWholeNumber,
+  stringFlag,
+} from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -267,8 +274,8 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
       }. Quote a --generate task that has spaces.`,
     );
   }
-  const concurrency = v.concurrency === undefined ? 4 : Number(v.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
+  const concurrency = v.concurrency === undefined ? 4 : parseWholeNumber(v.concurrency);
+  if (concurrency === undefined || concurrency < 1) {
     throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
   }
   if (v.revise !== undefined && v.revise.trim() === "") {
