@@ -60,7 +60,6 @@ export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.t
 export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";
 export {
-  type ApprovalAnswer,
   type ApprovalRecord,
   approvalsDir,
   type ApprovalState,
