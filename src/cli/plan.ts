@@ -55,6 +55,8 @@ import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
+import { fileNameProblem } from "../fs_error.ts";
+import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 
 /**
  * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
@@ -431,7 +433,11 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
     }
     throw error;
   }
-  const messages = validatePlan(plan);
+  const nameProblem = fileNameProblem(file, PLAN_FILE_SUFFIXES);
+  const messages = [
+    ...(nameProblem ? [`${nameProblem}: 'plan run' could not save it.`] : []),
+    ...validatePlan(plan),
+  ];
   const errors = messages.filter((m) => !m.startsWith("warn:"));
   for (const m of messages) {
     cli.stdout.write(

@@ -43,6 +43,8 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertFileNameFits, fileAccessError } from "../fs_error.ts";
+import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
@@ -345,6 +347,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     );
   }
   const planFile = resolve(userDir, flags.planFile ?? "plan.json");
+  // Also for a dry run: it says whether the real run could work.
+  assertFileNameFits(planFile, PLAN_FILE_SUFFIXES);
   // One process at a time: the lock is taken before the plan is read, released after the last
   // write. A dry run only reads (atomic writes never show it half a plan).
   using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
@@ -726,11 +730,23 @@ async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Prom
   return backend;
 }
 
+/**
+ * The workspace must be a folder this user can list: a missing one, a file, a link loop, a name too
+ * long or a folder without read access is a usage error naming it (before anything runs).
+ */
 async function assertFolder(dir: string): Promise<void> {
   try {
-    if ((await Deno.stat(dir)).isDirectory) return;
+    if ((await Deno.stat(dir)).isDirectory) {
+      // Listing the first entry proves read access (a mode-000 folder stats fine).
+      for await (const _ of Deno.readDir(dir)) break;
+      return;
+    }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      const access = fileAccessError(error, { action: "use the workspace", path: dir });
+      if (!access) throw error;
+      throw new UsageError(`${access.message} (--workspace)`);
+    }
   }
   throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
 }

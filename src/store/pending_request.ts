@@ -120,7 +120,7 @@ async function lockRequest(
         subject,
       });
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound && !created) {
+      if (missingFolder(error) && !created) {
         firstRecord();
         await Deno.mkdir(dirname(file), { recursive: true }).catch(() => {});
         created = true;
@@ -134,6 +134,12 @@ async function lockRequest(
       await sleep(2 + Math.random() * 10);
     }
   }
+}
+
+/** Whether taking a lock failed because its folder does not exist (yet). */
+function missingFolder(error: unknown): boolean {
+  return error instanceof StepflowError && error.code === "FILE_ACCESS" &&
+    (error.cause as { code?: unknown } | undefined)?.code === "ENOENT";
 }
 
 function requestLockSubject(file: string): LockSubject {

@@ -7,6 +7,7 @@
  */
 import { AgentDefinitionError } from "../../definition/errors.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
+import { findFileAccessError } from "../../fs_error.ts";
 import { EXIT_CODES } from "./exit_codes.ts";
 import type { CliWriter } from "./io.ts";
 import { palette } from "../../palette.ts";
@@ -40,8 +41,10 @@ export interface ReportOptions {
 /**
  * Prints `error` on `stderr` and returns the exit code: a {@linkcode StepflowError} prints its
  * message (an {@linkcode AgentDefinitionError} also its warnings and how to re-check), exit 2 unless
- * `exitCodeOf` says otherwise; a non-stepflow error after Ctrl-C is the cancellation (130);
- * anything else is reported as a bug (exit 70).
+ * `exitCodeOf` says otherwise; a non-stepflow error after Ctrl-C is the cancellation (130); an
+ * operating-system error of a file operation (permission denied, read-only, link loop, name too
+ * long, disk full) is the user's situation: `FILE_ACCESS`'s what, where and fix, exit 2; anything
+ * else is reported as a bug (exit 70).
  *
  * @example
  * ```ts
@@ -74,6 +77,12 @@ export function reportError(error: unknown, stderr: CliWriter, options: ReportOp
   if (options.signal?.aborted) {
     write(`${prefix} cancelled`);
     return EXIT_CODES.interrupted;
+  }
+  // A folder that is read-only or unreadable, a link loop, a name too long: the user's situation.
+  const access = findFileAccessError(error);
+  if (access) {
+    write(`${prefix} ${access.message}`);
+    return EXIT_CODES.usage;
   }
   write(`${prefix} ${errorMessage(error)}`);
   write("(this is a bug; please report it, with the command you ran and this output)");
