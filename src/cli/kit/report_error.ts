@@ -21,6 +21,15 @@ export const SETUP_ERROR_CODES: ReadonlySet<string> = new Set([
   "BACKEND_NOT_INSTALLED",
 ]);
 
+/**
+ * The user's file-system situation (a folder without access, a name too long): exit 2 in every
+ * command, whatever else its own codes mean.
+ */
+export const FILE_SYSTEM_ERROR_CODES: ReadonlySet<string> = new Set([
+  "FILE_ACCESS",
+  "FILE_NAME_TOO_LONG",
+]);
+
 /** Options of {@linkcode reportError}. */
 export interface ReportOptions {
   /** Starts every error line: `error:` (run-agent, plan), `run-plan:`, `qplan:`. */
@@ -71,7 +80,9 @@ export function reportError(error: unknown, stderr: CliWriter, options: ReportOp
   if (error instanceof StepflowError) {
     write(`${prefix} ${error.message}`);
     if (error.code === "PLAN_LOCKED") return EXIT_CODES.locked;
-    if (SETUP_ERROR_CODES.has(error.code)) return EXIT_CODES.usage;
+    if (SETUP_ERROR_CODES.has(error.code) || FILE_SYSTEM_ERROR_CODES.has(error.code)) {
+      return EXIT_CODES.usage;
+    }
     return options.exitCodeOf?.(error) ?? EXIT_CODES.usage;
   }
   if (options.signal?.aborted) {
