@@ -54,7 +54,7 @@ import {
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
-import { reportError } from "./kit/report_error.ts";
+import { FILE_SYSTEM_ERROR_CODES, reportError } from "./kit/report_error.ts";
 import { fileNameProblem } from "../fs_error.ts";
 import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 
@@ -509,6 +509,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
         progress: result.progress,
         blocked: result.blocked,
         ...(result.error ? { error: result.error } : {}),
+        ...(result.errorCode ? { errorCode: result.errorCode } : {}),
       }) + "\n",
     );
   } else {
@@ -520,12 +521,23 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
     );
     for (const b of result.blocked) cli.stdout.write(`  [!] ${b.stepId}: ${b.result}\n`);
     if (result.error) cli.stdout.write(`  error: ${result.error}\n`);
+    if (result.errorCode && FILE_SYSTEM_ERROR_CODES.has(result.errorCode)) {
+      // Running again cannot help until the folder is fixed: say that, exit 2 (not a bug).
+      cli.stderr.write(`error: ${result.error}\n`);
+      cli.stdout.write(
+        `The plan is saved in ${
+          displayPath(file, cli.cwd)
+        } as far as it could be; fix the above, then run the same command to continue.\n`,
+      );
+      return EXIT_CODES.usage;
+    }
     if (result.status !== "completed") {
       cli.stdout.write(
         `The plan is saved in ${displayPath(file, cli.cwd)}; run the same command to continue.\n`,
       );
     }
   }
+  if (result.errorCode && FILE_SYSTEM_ERROR_CODES.has(result.errorCode)) return EXIT_CODES.usage;
   return result.status === "completed" ? 0 : result.status === "aborted" ? 130 : 1;
 }
 

@@ -335,3 +335,18 @@ Deno.test("plan validate: a plan name too long once suffixed is an error, not OK
   const short = await finish(spawnCli("plan", ["validate", "a"], { userDir: dir }));
   assert.equal(short.code, 0, short.stdout);
 });
+
+Deno.test("plan run: a history file that cannot be written ends the run with exit 2 and the fix", async () => {
+  const { dir } = await project();
+  await Deno.mkdir(join(dir, "planspec", "a.history.jsonl"));
+  const result = await finish(
+    spawnCli("plan", ["run", "a", "--script", "run.yaml"], { userDir: dir }),
+  );
+  assert.equal(result.code, 2, result.stderr);
+  assert.match(
+    result.stderr,
+    /error: Cannot use .*planspec\/a\.history\.jsonl: it is a folder, where a file was expected \(EISDIR\)\. Fix: /,
+  );
+  assert.match(result.stdout, /fix the above, then run the same command to continue/);
+  assert.doesNotMatch(result.stderr + result.stdout, /bug in stepflow/);
+});
