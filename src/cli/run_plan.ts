@@ -30,7 +30,12 @@ import { UsageError } from "../errors.ts";
 import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
-import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
+import {
+  fileApprover,
+  firstApproval,
+  isAnsweredElsewhere,
+  recordedApprover,
+} from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
@@ -487,6 +492,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     write: (text) => io.stderr.write(text),
     color: colorOn(io, "stderr"),
   });
+  // With the dashboard answering too, the terminal's answers go through the same one-answer step.
+  const withDashboard = (approver: Approver): Approver =>
+    flags.approvals === "dashboard" ? recordedApprover(planFile, approver, "terminal") : approver;
   const summary = await runWithProgress(plan, {
     progress,
     planFile,
@@ -501,7 +509,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...approverOf(
       lines
-        ? oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
+        ? withDashboard(oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
           signal.throwIfAborted(); // answered from the dashboard while queued here
           io.stderr.write(
@@ -520,7 +528,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        })
+        }))
         : undefined,
       flags.approvals === "dashboard"
         ? fileApprover(planFile, {

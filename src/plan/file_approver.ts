@@ -121,8 +121,16 @@ export function fileApprover(planFile: string, options: FileApproverOptions = {}
       pid: Deno.pid,
       state: "waiting",
     };
-    // A request left by an earlier run is replaced: its answers can never be for this one.
-    await changeRecord(file, record.stepId, () => record);
+    const pending: PendingAsk = { requestId: record.requestId };
+    pendingRequests.set(request, pending);
+    // A request left by an earlier run is replaced: its answers can never be for this one. An
+    // answer given (by a recordedApprover) before this write is written with it, under the lock.
+    const first = await changeRecord(
+      file,
+      record.stepId,
+      () => pending.answer ? answered(record, pending.answer) : record,
+    );
+    if (first.state !== "waiting") return pending.answer?.given ?? outcomeOf(first);
     options.onWaiting?.(record, file);
     try {
       for (;;) {
@@ -139,7 +147,9 @@ export function fileApprover(planFile: string, options: FileApproverOptions = {}
             (now) => now?.requestId === record.requestId ? now : record,
           );
         } else if (current.state !== "waiting") {
-          return outcomeOf(current);
+          // This process's own approver answered (recordedApprover): the same value it gave.
+          const own = pending.answer;
+          return own && current.decidedBy === own.by ? own.given : outcomeOf(current);
         }
         await sleep(pollMs, signal);
       }
@@ -172,6 +182,57 @@ function outcomeOf(record: ApprovalRecord): ApprovalDecision {
     reason: `denied by ${by}${record.denyReason ? `: ${record.denyReason}` : ""}`,
   };
 }
+
+/**
+ * An approver of this process (a terminal prompt) whose answers go through the same one-answer
+ * step as the dashboard's: its answer is recorded in the step's waiting request (`decidedBy: by`),
+ * so a dashboard answer after it gets `APPROVAL_NOT_WAITING`; and when the dashboard answered
+ * first, that answer is returned instead of this one. Combine it with {@linkcode fileApprover} of
+ * the same plan through {@linkcode firstApproval}, so two channels still give exactly one answer.
+ *
+ * @example
+ * ```ts ignore
+ * const approver = firstApproval([recordedApprover("plan.json", terminalPrompt, "terminal"), fileApprover("plan.json")]);
+ * ```
+ */
+export function recordedApprover(planFile: string, approver: Approver, by: string): Approver {
+  return async (request, signal) => {
+    const answer = await approver(request, signal);
+    // The request a fileApprover records for this very ask (not one of an earlier ask).
+    const pending = pendingRequests.get(request);
+    if (!pending) return answer; // no dashboard asked: nothing to record
+    const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+    // Before the request is written, this answer goes into it as it is written (see fileApprover).
+    pending.answer = { ...decision, by, given: answer };
+    try {
+      await decideApproval(planFile, request.stepId, pending.requestId, {
+        approved: decision.approved,
+        ...(decision.reason ? { reason: decision.reason } : {}),
+        by,
+      });
+      return answer;
+    } catch (error) {
+      if (!(error instanceof StepflowError) || error.code !== "APPROVAL_NOT_WAITING") throw error;
+      const file = approvalFiles(planFile, request.stepId).request;
+      const now = await readRequest(file, parseRecord).catch(() => undefined);
+      if (now?.requestId !== pending.requestId) return answer; // written with this answer next
+      // Answered by someone else first: that answer is the one that counts.
+      return now.decidedBy !== by && (now.state === "approved" || now.state === "denied")
+        ? outcomeOf(now)
+        : answer;
+    }
+  };
+}
+
+/** A request a {@linkcode fileApprover} records, and an answer given before it was written. */
+interface PendingAsk {
+  requestId: string;
+  /** The answer of this process's own approver, and the value it gave (returned as it is). */
+  answer?: { approved: boolean; reason?: string; by: string; given: ApprovalDecision };
+}
+
+/** The request each {@linkcode fileApprover} records, by the request object it was asked. */
+const pendingRequests = new WeakMap<ApprovalRequest, PendingAsk>();
 
 /**
  * Asks every approver at once; the first answer wins and the others are cancelled (their signal
@@ -285,14 +346,22 @@ export async function decideApproval(
         `the run-plan process that asked (pid ${record.pid}) is gone; run the plan again to ask anew`,
       );
     }
-    return {
-      ...record,
-      state: answer.approved ? "approved" : "denied",
-      decidedAt: new Date().toISOString(),
-      decidedBy: answer.by,
-      ...(!answer.approved && answer.reason ? { denyReason: answer.reason.slice(0, 2000) } : {}),
-    };
+    return answered(record, answer);
   });
+}
+
+/** A waiting request with its answer recorded. */
+function answered(
+  record: ApprovalRecord,
+  answer: { approved: boolean; reason?: string; by: string },
+): ApprovalRecord {
+  return {
+    ...record,
+    state: answer.approved ? "approved" : "denied",
+    decidedAt: new Date().toISOString(),
+    decidedBy: answer.by,
+    ...(!answer.approved && answer.reason ? { denyReason: answer.reason.slice(0, 2000) } : {}),
+  };
 }
 
 /**

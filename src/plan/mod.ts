@@ -68,6 +68,7 @@ export {
   type FileApproverOptions,
   firstApproval,
   isAnsweredElsewhere,
+  recordedApprover,
   listApprovals,
 } from "./file_approver.ts";
 // The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.

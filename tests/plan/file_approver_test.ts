@@ -14,6 +14,7 @@ import {
   fileApprover,
   firstApproval,
   listApprovals,
+  recordedApprover,
 } from "../../src/plan/file_approver.ts";
 import type { ApprovalRequest, Approver } from "../../src/plan/types.ts";
 
@@ -243,4 +244,52 @@ Deno.test("firstApproval: the first answer wins and the other approver is cancel
   const pending = firstApproval([failing, slow])(request("s"), controller.signal);
   controller.abort(new Error("run cancelled"));
   await assert.rejects(Promise.resolve(pending), /tty gone/);
+});
+
+Deno.test("terminal and dashboard answering at once: exactly one answer counts, and it is recorded", async () => {
+  const file = await planFile();
+  let previous: string | undefined;
+  for (let round = 0; round < 16; round++) {
+    const delay = round < 4 ? round : Math.floor(Math.random() * 30);
+    // A terminal that denies after `delay` ms; the dashboard approves at about the same moment.
+    const terminal: Approver = (_req, signal) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => resolve({ approved: false, reason: "denied at the prompt" }),
+          delay,
+        );
+        signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(signal.reason);
+        });
+      });
+    const approver = firstApproval([
+      recordedApprover(file, terminal, "terminal"),
+      fileApprover(file, { pollMs: 5 }),
+    ]);
+    const asked = Promise.resolve(approver(request("both"), new AbortController().signal));
+    // The dashboard answers the request it sees (as soon as there is one of this round).
+    let requestId: string | undefined;
+    while (requestId === undefined) {
+      const seen = (await listApprovals(file)).records.get("both");
+      if (seen && seen.requestId !== previous) requestId = seen.requestId;
+      else await new Promise((r) => setTimeout(r, 1));
+    }
+    previous = requestId;
+    const dashboard = decideApproval(file, "both", requestId, { approved: true, by: "dashboard" })
+      .then(() => "won", (e) => (notWaiting(e) ? "refused" : Promise.reject(e)));
+    const [decision, said] = await Promise.all([asked, dashboard]);
+    const record = (await listApprovals(file)).records.get("both")!;
+    const what = `round ${round} (${delay} ms): dashboard ${said}, record ${record.state}`;
+    if (said === "won") {
+      assert.equal(decision, true, what);
+      assert.equal(record.state, "approved", what);
+    } else {
+      assert.deepEqual(decision, { approved: false, reason: "denied at the prompt" }, what);
+      // Recorded as the terminal's denial, even when the terminal answered before the request
+      // was written.
+      assert.equal(record.state, "denied", what);
+      assert.equal(record.decidedBy, "terminal", what);
+    }
+  }
 });
