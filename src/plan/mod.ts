@@ -68,8 +68,8 @@ export {
   type FileApproverOptions,
   firstApproval,
   isAnsweredElsewhere,
-  recordedApprover,
   listApprovals,
+  recordedApprover,
 } from "./file_approver.ts";
 // The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.
 export {
