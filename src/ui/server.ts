@@ -2,7 +2,9 @@
  * The dashboard's HTTP server (`deno task ui`): read-only pages over the run stores, a live view
  * of running runs by server-sent events, and the security model — loopback only by default (with
  * a Host-header check against DNS rebinding), a token on every request when bound wider, a strict
- * Content-Security-Policy, and no method but GET/HEAD.
+ * Content-Security-Policy, and no method but GET/HEAD. It is long because the routes, the live
+ * streams and the token check share one request's state; the guards on what a request names are
+ * in `http_guard.ts`.
  *
  * @module
  */
@@ -35,7 +37,18 @@ import {
 } from "./pages.ts";
 import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
+import {
+  bindError,
+  hostAllowed,
+  isLoopback,
+  LOOPBACK_HOSTS,
+  malformedSegment,
+  routeParam,
+  sameOriginPath,
+} from "./http_guard.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+
+export { isLoopback, malformedSegment, sameOriginPath };
 
 /** Options of {@linkcode dashboardHandler}. */
 export interface DashboardHandlerOptions {
@@ -76,7 +89,6 @@ export const CONTENT_SECURITY_POLICY: string = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
 const TOKEN_COOKIE = "stepflow_token";
 
 /**
@@ -249,26 +261,6 @@ export const DASHBOARD_ROUTES = {
     forms: ["/runs/{run}/cancel", "/runs/{run}/resume", "/runs/{run}/redrive"],
   },
 } as const satisfies Record<string, DashboardRoute>;
-
-/**
- * The first segment of `pathname` that is not valid percent-encoded UTF-8 (`%zz`, a lone `%`, a
- * cut or overlong sequence), or `undefined` when every segment decodes.
- */
-export function malformedSegment(pathname: string): string | undefined {
-  for (const segment of pathname.split("/")) {
-    if (routeParam(segment) === undefined) return segment.slice(0, 200);
-  }
-  return undefined;
-}
-
-/** A route parameter decoded, or `undefined` when it is not valid percent-encoded UTF-8. */
-function routeParam(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-}
 
 async function route(
   url: URL,
@@ -557,15 +549,6 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
   );
 }
 
-/**
- * The path and query of `url` as a redirect target that stays on this server: leading slashes
- * collapse to one, so `//evil.example/` (a protocol-relative URL to another host) becomes
- * `/evil.example/`.
- */
-export function sameOriginPath(url: URL): string {
-  return `/${url.pathname.replace(/^[/\\]+/, "")}${url.search}`;
-}
-
 function randomHex(bytes: number): string {
   return [...crypto.getRandomValues(new Uint8Array(bytes))]
     .map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -575,27 +558,6 @@ function same(a: string, b: string): boolean {
   const x = new TextEncoder().encode(a);
   const y = new TextEncoder().encode(b);
   return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/**
- * Whether a Host header names a host the dashboard answers: one of `hosts`, or — when `hosts` are
- * the loopback defaults — any spelling of a loopback address (`127.1`, `[::ffff:127.0.0.1]`).
- */
-function hostAllowed(header: string, hosts: readonly string[]): boolean {
-  const host = hostOf(header);
-  if (host === undefined) return false;
-  if (hosts.includes(host)) return true;
-  return hosts === LOOPBACK_HOSTS && isLoopback(host);
-}
-
-/**
- * `host:port` → `host` as a URL parser reads it (IPv6 literals keep their brackets, IPv4
- * shorthands are expanded: `127.1` → `127.0.0.1`); `undefined` when it is no valid host.
- */
-function hostOf(header: string): string | undefined {
-  // Only host characters: `user@host` or `host/path` would parse to another host than meant.
-  if (!/^[A-Za-z0-9.\-:[\]]+$/.test(header)) return undefined;
-  return URL.canParse(`http://${header}/`) ? new URL(`http://${header}/`).hostname : undefined;
 }
 
 function intParam(url: URL, name: string): number | undefined {
@@ -715,50 +677,4 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
     await server.finished;
   };
   return { url, port: bound, server, close };
-}
-
-/**
- * Why the dashboard cannot listen, as `UI_BIND_FAILED` (the port is taken, the name does not
- * resolve, the address is not one of this machine's, or a port below 1024 without privileges).
- */
-function bindError(hostname: string, port: number, error: unknown): StepflowError {
-  const why = error instanceof Deno.errors.AddrInUse
-    ? `port ${port} is already in use; pick another with --port (0 picks a free one) or stop the other server`
-    : error instanceof Deno.errors.AddrNotAvailable
-    ? `${hostname} is not an address of this machine; give one of its interfaces' addresses, 0.0.0.0 for all, or leave --host out for 127.0.0.1`
-    : error instanceof Deno.errors.PermissionDenied
-    ? `binding port ${port} needs privileges; pick a port from 1024 up`
-    : /lookup|empty host/i.test(errorMessage(error))
-    ? `the name "${hostname}" does not resolve to an address; give an IP address or a name this machine resolves`
-    : errorMessage(error);
-  return new StepflowError(
-    "UI_BIND_FAILED",
-    `The dashboard cannot listen on ${hostname}:${port}: ${why}.`,
-    { details: { hostname, port }, cause: error },
-  );
-}
-
-/**
- * Whether a bind address (or a Host header's host) is a loopback interface, however it is
- * written: `localhost`, `127.0.0.0/8` in any IPv4 spelling (`127.1`, `0x7f.0.0.1`), `::1`, and the
- * IPv4-mapped `::ffff:127.x.x.x` (with or without brackets).
- *
- * @example
- * ```ts
- * import { isLoopback } from "./server.ts";
- * console.log(isLoopback("127.1"), isLoopback("::ffff:127.0.0.1"), isLoopback("0.0.0.0")); // true true false
- * ```
- */
-export function isLoopback(hostname: string): boolean {
-  const host = canonicalHost(hostname);
-  if (host === undefined) return false;
-  if (host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host)) return true;
-  // IPv4-mapped IPv6 (`::ffff:127.0.0.1` is serialised `[::ffff:7f00:1]`): 127/8 is 7f00–7fff.
-  return /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
-}
-
-/** A host name as the URL parser writes it (`127.1` → `127.0.0.1`, `::1` → `[::1]`). */
-function canonicalHost(hostname: string): string | undefined {
-  const literal = hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname;
-  return hostOf(literal.replace(/\.$/, ""));
 }
