@@ -48,7 +48,8 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
-import { assertFileNameFits, fileAccessError } from "../fs_error.ts";
+import { assertFileNameFits } from "../fs_error.ts";
+import { assertFolderFlag } from "./kit/folder_flag.ts";
 import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
@@ -366,7 +367,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     }
   }
   const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
-  await assertFolder(workspaceRoot);
+  await assertFolderFlag(workspaceRoot, "--workspace");
   const tools = createToolRegistry({
     enableHttp: flags.enableHttp,
     enableCommands: flags.enableCommands,
@@ -736,27 +737,6 @@ async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Prom
     );
   }
   return backend;
-}
-
-/**
- * The workspace must be a folder this user can list: a missing one, a file, a link loop, a name too
- * long or a folder without read access is a usage error naming it (before anything runs).
- */
-async function assertFolder(dir: string): Promise<void> {
-  try {
-    if ((await Deno.stat(dir)).isDirectory) {
-      // Listing the first entry proves read access (a mode-000 folder stats fine).
-      for await (const _ of Deno.readDir(dir)) break;
-      return;
-    }
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      const access = fileAccessError(error, { action: "use the workspace", path: dir });
-      if (!access) throw error;
-      throw new UsageError(`${access.message} (--workspace)`);
-    }
-  }
-  throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
 }
 
 /**

@@ -86,6 +86,7 @@ async function project(): Promise<{ dir: string; runId: string }> {
   await Deno.symlink("/nonexistent/stepflow-target", join(dir, "dangling"));
   await Deno.writeTextFile(join(dir, "afile"), "");
   await Deno.mkdir(join(dir, "workspace"));
+  await Deno.writeTextFile(join(dir, "sum.qp"), "math add a=1 b=2 -> x\n");
   return { dir, runId };
 }
 
@@ -179,11 +180,18 @@ const SITUATIONS: Situation[] = [
   {
     name: "unreadable workspace",
     modes: { workspace: 0o000 },
-    commands: [{
-      cli: "run-plan",
-      args: () => ["plans/t.json", "--yes", "--workspace", "workspace"],
-      says: /Cannot use the workspace .*workspace: permission denied .*\(--workspace\)/,
-    }],
+    commands: [
+      {
+        cli: "run-plan",
+        args: () => ["plans/t.json", "--yes", "--workspace", "workspace"],
+        says: /Cannot use --workspace .*workspace: permission denied/,
+      },
+      {
+        cli: "qplan",
+        args: () => ["run", "sum.qp", "--workspace", "workspace"],
+        says: /Cannot use --workspace .*workspace: permission denied/,
+      },
+    ],
   },
   {
     name: "a workspace that is a symbolic-link loop or too long a name",
@@ -191,12 +199,17 @@ const SITUATIONS: Situation[] = [
       {
         cli: "run-plan",
         args: () => ["plans/t.json", "--yes", "--workspace", "loop1"],
-        says: /Cannot use the workspace .*loop1: a symbolic link loop .*\(ELOOP\)\. Fix: /,
+        says: /Cannot use --workspace .*loop1: a symbolic link loop .*\(ELOOP\)\. Fix: /,
+      },
+      {
+        cli: "qplan",
+        args: () => ["run", "sum.qp", "--workspace", "loop1"],
+        says: /Cannot use --workspace .*loop1: a symbolic link loop/,
       },
       {
         cli: "run-plan",
         args: () => ["plans/t.json", "--yes", "--workspace", "w".repeat(300)],
-        says: /Cannot use the workspace .*: a name longer than the file system allows/,
+        says: /Cannot use --workspace .*: a name longer than the file system allows/,
       },
     ],
   },
