@@ -50,7 +50,7 @@ export interface ApprovalRecord extends ApprovalRequest {
 
 /** Options of {@linkcode fileApprover}. */
 export interface FileApproverOptions {
-  /** How often a waiting step looks for its decision file (default 250 ms). */
+  /** How often a waiting step reads its request for an answer (default 250 ms). */
   pollMs?: number;
   /** Receives warnings (a request file removed or replaced while the step waits). */
   onWarning?: (message: string) => void;
@@ -92,9 +92,10 @@ export function approvalFiles(planFile: string, stepId: string): { request: stri
 }
 
 /**
- * An {@linkcode Approver} that records each request beside the plan and waits for a decision file
- * (see the module doc). Cancelling the run (the executor's signal) withdraws the request. Combine
- * it with a terminal prompt through {@linkcode firstApproval}.
+ * An {@linkcode Approver} that records each request beside the plan and waits until it is answered
+ * in place (see the module doc). Cancelling the run (the executor's signal) withdraws a request
+ * still waiting. Combine it with a terminal prompt through {@linkcode firstApproval} and
+ * {@linkcode recordedApprover}.
  *
  * @example
  * ```ts ignore
