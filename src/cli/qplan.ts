@@ -35,6 +35,7 @@ import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
+import { assertFolderFlag } from "./kit/folder_flag.ts";
 
 /** Where the CLI reads and writes: the CLI kit's {@linkcode CliIo} (`signal` aborts a run). */
 export type QPlanCliIo = CliIo;
@@ -342,13 +343,7 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
     }
   }
   const workspaceRoot = resolve(io.cwd, options.workspace ?? ".");
-  try {
-    const info = await Deno.stat(workspaceRoot);
-    if (!info.isDirectory) throw new UsageError(`--workspace ${options.workspace} is not a folder`);
-  } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw new UsageError(`--workspace ${options.workspace ?? "."} does not exist`);
-  }
+  await assertFolderFlag(workspaceRoot, "--workspace");
   const modules = knownModules(options);
   const backend = await backendOf(options, io);
   const registry = createQPlanRegistry({

@@ -2,7 +2,9 @@
  * The dashboard's HTTP server (`deno task ui`): read-only pages over the run stores, a live view
  * of running runs by server-sent events, and the security model — loopback only by default (with
  * a Host-header check against DNS rebinding), a token on every request when bound wider, a strict
- * Content-Security-Policy, and no method but GET/HEAD.
+ * Content-Security-Policy, and no method but GET/HEAD. It is long because the routes, the live
+ * streams and the token check share one request's state; the guards on what a request names are
+ * in `http_guard.ts`.
  *
  * @module
  */
@@ -35,7 +37,18 @@ import {
 } from "./pages.ts";
 import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
+import {
+  bindError,
+  hostAllowed,
+  isLoopback,
+  LOOPBACK_HOSTS,
+  malformedSegment,
+  routeParam,
+  sameOriginPath,
+} from "./http_guard.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+
+export { isLoopback, malformedSegment, sameOriginPath };
 
 /** Options of {@linkcode dashboardHandler}. */
 export interface DashboardHandlerOptions {
@@ -76,7 +89,6 @@ export const CONTENT_SECURITY_POLICY: string = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
 const TOKEN_COOKIE = "stepflow_token";
 
 /**
@@ -103,8 +115,21 @@ export function dashboardHandler(
   data.warm().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
     try {
-      const url = new URL(request.url);
-      if (hosts !== "any" && !hosts.includes(hostOf(request.headers.get("host") ?? url.host))) {
+      const url = URL.canParse(request.url) ? new URL(request.url) : undefined;
+      if (!url) {
+        return text(
+          400,
+          "Bad request: the Host header or the request line is not a valid URL (e.g. an IPv6 address without its closing bracket).",
+        );
+      }
+      const malformed = malformedSegment(url.pathname);
+      if (malformed !== undefined) {
+        return text(
+          400,
+          `Bad request: the path segment "${malformed}" is not valid percent-encoded UTF-8 (a "%" must be followed by two hex digits, and the bytes must form UTF-8).`,
+        );
+      }
+      if (hosts !== "any" && !hostAllowed(request.headers.get("host") ?? url.host, hosts)) {
         return text(
           403,
           "Forbidden: unexpected Host header (the dashboard answers loopback names only).",
@@ -155,17 +180,9 @@ async function action(
       "Forbidden: an action needs this server's secret (x-stepflow-csrf), which the run page sends; reload the page (the secret changes when the dashboard restarts).",
     );
   }
-  const approval = url.pathname.match(
-    /^\/plans\/tool\/([^/]+)\/approvals\/([^/]+)\/([^/]+)\/(approve|deny)$/,
-  );
-  const match = url.pathname.match(/^\/runs\/([^/]+)\/(cancel|resume|redrive)$/);
-  const decode = (part: string) => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return undefined;
-    }
-  };
+  const approval = url.pathname.match(DASHBOARD_ROUTES.approvalAction.pattern);
+  const match = url.pathname.match(DASHBOARD_ROUTES.runAction.pattern);
+  const decode = routeParam;
   let outcome;
   if (approval) {
     const [plan, stepId, requestId] = [approval[1], approval[2], approval[3]].map(decode);
@@ -192,6 +209,58 @@ async function action(
     headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
   });
 }
+
+/** A route of the dashboard that takes parameters from its path. */
+export interface DashboardRoute {
+  /** The method it answers. */
+  method: "GET" | "POST";
+  /** What the path must match; its `([^/]+)` groups are the parameters. */
+  pattern: RegExp;
+  /** Every form of the path, a parameter written `{name}` (tests and docs enumerate them). */
+  forms: readonly string[];
+}
+
+/**
+ * Every route with a parameter, by name: the one place the dashboard's paths are matched. A
+ * parameter is one path segment (`[^/]+`), percent-decoded by {@linkcode routeParam}; the handler
+ * refuses a path whose segments are not valid percent-encoded UTF-8 (400) before any route sees it.
+ */
+export const DASHBOARD_ROUTES = {
+  toolPlanEvents: {
+    method: "GET",
+    pattern: /^\/plans\/tool\/([^/]+)\/events$/,
+    forms: ["/plans/tool/{plan}/events"],
+  },
+  plan: {
+    method: "GET",
+    pattern: /^\/plans\/(spec|tool)\/([^/]+)$/,
+    forms: ["/plans/spec/{plan}", "/plans/tool/{plan}"],
+  },
+  agent: { method: "GET", pattern: /^\/agents\/([^/]+)$/, forms: ["/agents/{agent}"] },
+  run: {
+    method: "GET",
+    pattern: /^\/runs\/([^/]+)(?:(\/events)|\/rows\/(\d{1,9})\/([a-z]+\d*)(\/full)?)?$/,
+    forms: [
+      "/runs/{run}",
+      "/runs/{run}/events",
+      "/runs/{run}/rows/0/prompt",
+      "/runs/{run}/rows/0/prompt/full",
+    ],
+  },
+  approvalAction: {
+    method: "POST",
+    pattern: /^\/plans\/tool\/([^/]+)\/approvals\/([^/]+)\/([^/]+)\/(approve|deny)$/,
+    forms: [
+      "/plans/tool/{plan}/approvals/{step}/{request}/approve",
+      "/plans/tool/{plan}/approvals/{step}/{request}/deny",
+    ],
+  },
+  runAction: {
+    method: "POST",
+    pattern: /^\/runs\/([^/]+)\/(cancel|resume|redrive)$/,
+    forms: ["/runs/{run}/cancel", "/runs/{run}/resume", "/runs/{run}/redrive"],
+  },
+} as const satisfies Record<string, DashboardRoute>;
 
 async function route(
   url: URL,
@@ -220,15 +289,15 @@ async function route(
   if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
-  const watched = path.match(/^\/plans\/tool\/([^/]+)\/events$/);
+  const watched = path.match(DASHBOARD_ROUTES.toolPlanEvents.pattern);
   if (watched) {
-    const file = await toolPlanFile(folders, decodeURIComponent(watched[1]));
+    const file = await toolPlanFile(folders, routeParam(watched[1])!);
     if (!file) return text(404, "No such tool plan.");
     return planEvents(file, url.searchParams.get("since") ?? "", liveIntervalMs, closing);
   }
-  const plan = path.match(/^\/plans\/(spec|tool)\/([^/]+)$/);
+  const plan = path.match(DASHBOARD_ROUTES.plan.pattern);
   if (plan) {
-    const name = decodeURIComponent(plan[2]);
+    const name = routeParam(plan[2])!;
     const shown = plan[1] === "spec"
       ? await planSpecPage(folders, name)
       : await toolPlanPage(folders, name, csrf);
@@ -236,18 +305,18 @@ async function route(
       ? page(404, errorPage("No such plan", `No plan "${name}" in ${folders.cwd}.`))
       : page(200, shown);
   }
-  let match = path.match(/^\/agents\/([^/]+)$/);
+  let match = path.match(DASHBOARD_ROUTES.agent.pattern);
   if (match) {
-    const name = decodeURIComponent(match[1]);
+    const name = routeParam(match[1])!;
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) {
       return page(404, errorPage("No such agent", `Agent names are letters, digits, "_" and "-".`));
     }
     const { definition, error } = await data.agent(name);
     return page(definition ? 200 : 404, agentPage(name, definition, error));
   }
-  match = path.match(/^\/runs\/([^/]+)(?:(\/events)|\/rows\/(\d{1,9})\/([a-z]+\d*)(\/full)?)?$/);
+  match = path.match(DASHBOARD_ROUTES.run.pattern);
   if (match) {
-    const runId = decodeURIComponent(match[1]);
+    const runId = routeParam(match[1])!;
     const store = await data.storeOf(runId);
     if (!store) {
       return page(
@@ -465,7 +534,7 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
       status: 303,
       headers: {
         ...securityHeaders(),
-        location: url.pathname + url.search,
+        location: sameOriginPath(url),
         "set-cookie": `${TOKEN_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict`,
       },
     });
@@ -491,13 +560,6 @@ function same(a: string, b: string): boolean {
   const x = new TextEncoder().encode(a);
   const y = new TextEncoder().encode(b);
   return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/** `host:port` → `host` (IPv6 literals keep their brackets). */
-function hostOf(header: string): string {
-  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
-  const colon = header.lastIndexOf(":");
-  return (colon === -1 ? header : header.slice(0, colon)).toLowerCase();
 }
 
 function intParam(url: URL, name: string): number | undefined {
@@ -593,27 +655,28 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
   }
   const closing = new AbortController();
   options.signal?.addEventListener("abort", () => closing.abort(), { once: true });
-  const server = Deno.serve(
-    { hostname, port: options.port ?? 8420, signal: closing.signal, onListen: () => {} },
-    dashboardHandler({
-      ...options,
-      closing: closing.signal,
-      allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
-    }),
-  );
-  const port = server.addr.port;
+  const port = options.port ?? 8420;
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve(
+      { hostname, port, signal: closing.signal, onListen: () => {} },
+      dashboardHandler({
+        ...options,
+        closing: closing.signal,
+        allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
+      }),
+    );
+  } catch (error) {
+    throw bindError(hostname, port, error);
+  }
+  const bound = server.addr.port;
   const shown = hostname.includes(":") ? `[${hostname}]` : hostname;
-  const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${port}/${
+  const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${bound}/${
     options.token ? `?token=${options.token}` : ""
   }`;
   const close = async () => {
     closing.abort();
     await server.finished;
   };
-  return { url, port, server, close };
-}
-
-/** Whether a bind address is a loopback interface. */
-export function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+  return { url, port: bound, server, close };
 }
