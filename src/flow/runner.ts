@@ -272,6 +272,7 @@ export class StepFlowRunner {
       const deps = this.#dependencies(resources, backend, state, step, info, () => started = true);
       let result: StepResult;
       try {
+        // flowStep never returns a `section` step (a template), so every kind here has a handler.
         result = await STEP_HANDLERS[step.kind as RunnableStepKind](step, state, deps);
       } catch (error) {
         result = { error };
@@ -338,6 +339,7 @@ export class StepFlowRunner {
       warn: (message) => this.#warn(message),
     };
   }
+
   /** The `step_start` log entry, with the prompt sent (cut to 16,384 characters) when known. */
   async #logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void> {
     if (!this.#journal.recording) return;
