@@ -223,7 +223,7 @@ export async function validateFlow(
     // Flow steps: check-gated or gate-routed.
     if (step.check && step.gate) {
       fail(
-        "defines both check (seed 001) and structuredGate (seed 004); a flow step routes one way: remove one of them.",
+        'defines both check and structuredGate; a flow step routes one way, check-gated ("check") or gate-routed ("structuredGate"): remove one of them (docs/agents.md, "steps_registry.json").',
       );
     }
     if (!step.check && !step.gate) missingGate.push(id);
@@ -344,7 +344,7 @@ function checkPromptForm(step: FlowStep, fail: (message: string) => void): void 
     fail(
       `sets both "prompt" and top-level ${
         topLevel.join("/")
-      }; name the prompt one way: "prompt": { c1, c2, c3 } (seed 001) or top-level c2/c3 (seed 004).`,
+      }; name the prompt one way: "prompt": { c1, c2, c3 } or top-level c2/c3 (docs/agents.md, "steps_registry.json").`,
     );
     return;
   }
