@@ -1,6 +1,6 @@
 /**
- * Load-time validation of a flow (STEPFLOW.md §4). Every rule is checked and every problem is
- * collected — the loader turns them into one {@linkcode AgentDefinitionError}.
+ * Load-time validation of a flow (docs/agents.md, "Load-time validation"). Every rule is checked
+ * and every problem is collected — the loader turns them into one {@linkcode AgentDefinitionError}.
  *
  * @module
  */
@@ -141,7 +141,7 @@ export async function validateFlow(
     if (problem) registryErrors.push(`${F}: ${problem}`);
   }
 
-  // The seed's gate rule, reported as one message.
+  // Gate-routed steps without a gate or transitions, reported as one message each.
   const missingGate: string[] = [];
   const missingTransitions: string[] = [];
 

@@ -1,7 +1,7 @@
 /**
- * Pause and stop of one run (STEPFLOW.md §7): the run's signal, why it fired, the pause the loop
- * waits on before each backend call, and the outside sources that stop a run — the caller's
- * signal, the run time limit, a cancel request recorded in the store by another process.
+ * Pause and stop of one run (docs/runner.md, "Control"): the run's signal, why it fired, the pause
+ * the loop waits on before each backend call, and the outside sources that stop a run — the
+ * caller's signal, the run time limit, a cancel request recorded in the store by another process.
  *
  * @module
  */

@@ -497,8 +497,8 @@ export class StepFlowRunner {
   }
 
   /**
-   * An execution failure (STEPFLOW.md §6): reported, then the step's `onError` policy decides; a
-   * retry waits its backoff first, a jump is announced.
+   * An execution failure (docs/runner.md, "Error policies"): reported, then the step's `onError`
+   * policy decides; a retry waits its backoff first, a jump is announced.
    */
   async #onStepFailure(
     state: RunnerState,

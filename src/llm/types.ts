@@ -1,5 +1,5 @@
 /**
- * The small interface every LLM backend implements (STEPFLOW.md §8). The core only ever talks to
+ * The small interface every LLM backend implements (docs/backends.md). The core only ever talks to
  * this interface; real SDKs live in adapters that are imported lazily.
  *
  * @module

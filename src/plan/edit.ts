@@ -1,5 +1,5 @@
 /**
- * Plan editing (seed 002 "Plan Review" actions): edit, reorder, skip, add and remove steps. Every
+ * Plan editing (docs/tool-plans.md, "Editing"): edit, reorder, skip, add and remove steps. Every
  * function returns a new plan with `version` + 1 and never modifies its input; an edit that would
  * break the plan is refused with a {@linkcode PlanEditError} that says why.
  *
