@@ -13,7 +13,7 @@
  */
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
-import { STEP_ID_PATTERN } from "./step_id.ts";
+import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
 
 /** Intents a structured gate routes on (docs/agents.md). */
@@ -302,7 +302,7 @@ export const StepsRegistrySchema = z.strictObject({
   // The id rule is checked by the flow validation (with a fix-it message); the pattern is only
   // written into the JSON Schema so that editors flag a bad id as it is typed.
   steps: z.record(
-    z.string().meta({ pattern: STEP_ID_PATTERN, description: "Step id (docs/agents.md)" }),
+    z.string().meta({ pattern: STEP_ID_SOURCE, description: "Step id (docs/agents.md)" }),
     StepSchema,
   ),
 }).describe("stepflow steps registry");

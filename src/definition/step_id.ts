@@ -23,10 +23,10 @@ export const MAX_STEP_ID_LENGTH = 128;
  * `_` and `-` and starting with a letter or digit — so no empty segment, no `..`, no leading or
  * trailing dot. Written into the generated JSON Schema so editors flag bad ids as you type.
  */
-export const STEP_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9][A-Za-z0-9_-]*)*$";
+export const STEP_ID_SOURCE = "^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9][A-Za-z0-9_-]*)*$";
 
-/** The step id rule as a RegExp (see {@linkcode STEP_ID_PATTERN}). */
-export const STEP_ID: RegExp = new RegExp(STEP_ID_PATTERN);
+/** The step id rule as a RegExp (see {@linkcode STEP_ID_SOURCE}). */
+export const STEP_ID: RegExp = new RegExp(STEP_ID_SOURCE);
 
 /**
  * True when `id` is a valid step id: a safe name of at most {@linkcode MAX_STEP_ID_LENGTH}

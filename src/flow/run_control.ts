@@ -10,8 +10,8 @@ import { StepflowError } from "../errors.ts";
 /** Why a run's signal fired. */
 export type StopCause = "aborted" | "cancelled" | "timeout";
 
-/** The pause and stop state of one run; see {@linkcode createRunControl}. */
-export interface RunControl {
+/** The pause and stop state of one run; see {@linkcode createRunnerControl}. */
+export interface RunnerControl {
   /** Fires when the run stops; its reason is a `StepflowError` whose code is the cause. */
   readonly signal: AbortSignal;
   /** Why the run stopped, once it did. */
@@ -27,7 +27,7 @@ export interface RunControl {
 }
 
 /** A fresh control: running, not paused, not stopped. */
-export function createRunControl(): RunControl {
+export function createRunnerControl(): RunnerControl {
   const controller = new AbortController();
   let stopCause: StopCause | undefined;
   let paused: { promise: Promise<void>; release: () => void } | undefined;

@@ -33,7 +33,12 @@ import {
 } from "./decisions.ts";
 import { OutputSchemaCache } from "./output_validator.ts";
 import { flowStep } from "./router.ts";
-import { createRunControl, type RunControl, type StopCause, watchStops } from "./run_control.ts";
+import {
+  createRunnerControl,
+  type RunnerControl,
+  type StopCause,
+  watchStops,
+} from "./run_control.ts";
 import {
   advance,
   endRun,
@@ -81,7 +86,7 @@ export class StepFlowRunner {
   #state: RunState = "idle";
   #events: EventEmitter;
   /** Pause and stop of the current (or last) run. */
-  #control?: RunControl;
+  #control?: RunnerControl;
   #ctx: RunContext = { runId: "" };
   #journal: RunJournal = createRunJournal(undefined);
 
@@ -166,7 +171,7 @@ export class StepFlowRunner {
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
     const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
-    this.#control = createRunControl();
+    this.#control = createRunnerControl();
     const detach = watchStops((cause) => this.#stop(cause), {
       signal: options.signal,
       runTimeoutMs: this.#runTimeout(),

@@ -7,7 +7,7 @@
  */
 import { StepflowError } from "../errors.ts";
 import { collectRefs } from "./refs.ts";
-import { STEP_ID_PATTERN } from "./schema.ts";
+import { PLAN_STEP_ID } from "./schema.ts";
 import { stepFromNew } from "./new_step.ts";
 import type {
   NewStep,
@@ -171,7 +171,7 @@ export interface AddStepOptions extends EditOptions {
 export function addStep(plan: Plan, newStep: NewStep, options: AddStepOptions = {}): Plan {
   const next = copy(plan);
   const id = newStep.id ?? freshId(next.steps);
-  if (!STEP_ID_PATTERN.test(id)) {
+  if (!PLAN_STEP_ID.test(id)) {
     throw new PlanEditError(
       "PLAN_EDIT_INVALID",
       `Cannot add step "${id}": step ids start with a letter or _ and contain only letters, digits, _ and -.`,

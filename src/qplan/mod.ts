@@ -127,9 +127,9 @@ export { resolveSteps } from "./step/step_resolver.ts";
 export type { AbortedSignal, FlowSignal, JumpSignal } from "./step/step_signals.ts";
 export { type StepBody, StepController, type StepFailure } from "./step/step_controller.ts";
 export type {
-  PlanStatus,
   QPlanPlanInfo,
   QPlanRunContext,
+  QPlanRunStatus,
   QPlanStepInfo,
   StepEvents,
 } from "./step/step_events.ts";

@@ -41,12 +41,12 @@ export interface QPlanPlanInfo {
 }
 
 /** How a run ended. */
-export type PlanStatus = "completed" | "stopped" | "aborted" | "error";
+export type QPlanRunStatus = "completed" | "stopped" | "aborted" | "error";
 
 /** The context of plan-level events: the run id, and at the end the status and error. */
 export interface QPlanRunContext extends RunContext {
   /** Set on `onPlanEnd`. */
-  status?: PlanStatus;
+  status?: QPlanRunStatus;
   /** Set on `onPlanEnd` when the run failed, was aborted or timed out. */
   error?: { message: string; line?: number };
 }
