@@ -49,7 +49,11 @@ export interface LlmUsage {
 export interface LlmResponse {
   /** The raw text of the answer. */
   text: string;
-  /** Parsed structured output, when the backend produced (or extracted) one. */
+  /**
+   * The API's native structured output, when it returns one apart from the text (Claude Code's
+   * `structured_output`). A backend never parses JSON out of its text: the engine reads an answer's
+   * JSON in one place (`readJsonAnswer`: this field, else the JSON in `text`).
+   */
   structuredOutput?: unknown;
   /** Session id to pass back on the next call to continue the conversation. */
   sessionId?: string;
