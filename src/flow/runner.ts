@@ -49,7 +49,8 @@ import {
   storeHandoff,
   TERMINAL_STATUS,
 } from "./run_state.ts";
-import type { StepDependencies, StepRecord, StepResult } from "./step_handler.ts";
+import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
+import type { StepRecord, StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import type {
@@ -227,7 +228,7 @@ export class StepFlowRunner {
   async #loop(state: RunnerState, history: HistoryEntry[], backend: LlmBackend): Promise<void> {
     const def = this.#def;
     const maxIterations = this.#options.maxTotalIterations ?? def.limits.maxTotalIterations;
-    const resources = {
+    const resources: RunResources = {
       definition: def,
       options: this.#options,
       events: this.#events,
@@ -240,6 +241,13 @@ export class StepFlowRunner {
       }),
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
       schemas: new OutputSchemaCache(def.dir),
+      logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
+      call: (request, state, step) => this.#call(backend, request, state, step),
+      reask: (state, step, reask) => this.#reask(state, step, reask),
+      commandContext: (state, step) => this.#commandContext(state, step),
+      waitIfPaused: () => this.#control!.waitIfPaused(),
+      log: (state, fields) => this.#journal.log(state, fields),
+      warn: (message) => this.#warn(message),
     };
     const control = this.#control!;
 
@@ -273,8 +281,7 @@ export class StepFlowRunner {
       await this.#events.emit("onStepStart", info);
 
       // 3. The handler of the step's kind runs the step (src/flow/step_handlers.ts).
-      let started = false;
-      const deps = this.#dependencies(resources, backend, state, step, info, () => started = true);
+      const deps = new IterationDependencies(resources, state, step, info);
       let result: StepResult;
       try {
         // flowStep never returns a `section` step (a template), so every kind here has a handler.
@@ -289,7 +296,7 @@ export class StepFlowRunner {
       // told; completion conditions (agent.json `completion`) end a run that would go on.
       let outcome: Outcome;
       if (result.outcome === undefined) {
-        if (!started) await this.#logStepStart(state, step);
+        if (!deps.wasStarted) await this.#logStepStart(state, step);
         outcome = await this.#onStepFailure(state, step, info, result.error, entry);
       } else if (result.failure) {
         const { error, code, fields } = result.failure;
@@ -315,34 +322,6 @@ export class StepFlowRunner {
       entry.durationMs = Date.now() - startedAt.getTime();
       await this.#record(state, history, entry, outcome, info, result.followingEntries);
     }
-  }
-
-  /** What the step's handler may use in this iteration, bound to the step and the run. */
-  #dependencies(
-    resources: Pick<
-      StepDependencies,
-      "definition" | "options" | "events" | "prompts" | "systemPrompts" | "schemas"
-    >,
-    backend: LlmBackend,
-    state: RunnerState,
-    step: FlowStep,
-    info: StepInfo,
-    onStarted: () => void,
-  ): StepDependencies {
-    return {
-      ...resources,
-      info,
-      started: (prompt) => {
-        onStarted();
-        return this.#logStepStart(state, step, prompt);
-      },
-      call: (request) => this.#call(backend, request, state, step),
-      reask: (reask) => this.#reask(state, step, reask),
-      commandContext: () => this.#commandContext(state, step),
-      waitIfPaused: () => this.#control!.waitIfPaused(),
-      log: (fields) => this.#journal.log(state, fields),
-      warn: (message) => this.#warn(message),
-    };
   }
 
   /** The `step_start` log entry, with the prompt sent (cut to 16,384 characters) when known. */

@@ -37,10 +37,10 @@ export const runGateRoutedStep: StepHandler = async (step, state, deps) => {
   request.outputSchema = schema.schema;
   const asked = await askStructured({
     request,
-    call: deps.call,
+    call: (req) => deps.call(req),
     validate: (value) => validationProblems(schema.validate, value),
     maxReasks: deps.options.maxSchemaRetries ?? 1,
-    onReask: deps.reask,
+    onReask: (reask) => deps.reask(reask),
   });
   const answer = asked.answer;
   if (!asked.ok) {
