@@ -147,6 +147,15 @@ export {
   type StructuredOutputMode,
 } from "./src/llm/mod.ts";
 
+// Reading an answer: backends return text (and an API's native structured output); the engine reads
+// the JSON in it in one place, and so can a program that calls a backend itself.
+export {
+  type AnswerReading,
+  type AnswerRejection,
+  MAX_OUTPUT_DEPTH,
+  readJsonAnswer,
+} from "./src/engine/ask_structured.ts";
+
 // Events: what a handler passed as `events` receives.
 export {
   EVENT_NAMES,

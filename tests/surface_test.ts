@@ -38,7 +38,14 @@ Deno.test("every mod.ts names its exports", async () => {
 
 Deno.test("the root entry point exports what programs need, not the engines' internals", async () => {
   const root = await import("../mod.ts");
-  for (const name of ["loadAgentDefinition", "StepFlowRunner", "ScriptedBackend", "FileRunStore"]) {
+  const needed = [
+    "loadAgentDefinition",
+    "StepFlowRunner",
+    "ScriptedBackend",
+    "FileRunStore",
+    "readJsonAnswer",
+  ];
+  for (const name of needed) {
     assert.ok(Object.hasOwn(root, name), `mod.ts exports ${name}`);
   }
   const internals = [
@@ -76,4 +83,18 @@ Deno.test("source comments carry no development markers", async () => {
     });
   }
   assert.deepEqual(offenders, [], "say why, not which issue a line came from");
+});
+
+Deno.test("source text names concepts and docs pages, never the design documents", async () => {
+  // Users have docs/ and the messages; they have no seed documents and no STEPFLOW.md.
+  const files = (await tsFiles("src")).filter((f) => !f.includes("/fixtures/"));
+  const design = /\bseeds? ?0\d\d\b|\bseed-0\d\d\b|STEPFLOW\.md|ARCHITECTURE\.md/i;
+  const offenders: string[] = [];
+  for (const file of files) {
+    const lines = (await readFile(join(ROOT, file), "utf8")).split("\n");
+    lines.forEach((line, i) => {
+      if (design.test(line)) offenders.push(`${file}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(offenders, [], "name the concept (check-gated, gate-routed) and a docs/ page");
 });

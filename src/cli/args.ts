@@ -1,5 +1,5 @@
 /**
- * Command-line parsing of `run-agent` (STEPFLOW.md §9): the CLI's own flags plus the agent's declared
+ * Command-line parsing of `run-agent` (docs/cli.md): the CLI's own flags plus the agent's declared
  * `parameters` as `--<key> value` options, type-checked, with defaults applied.
  *
  * Parsing happens in two passes because the parameters an agent accepts are only known once the

@@ -1,5 +1,5 @@
 /**
- * `deno task plan`: the PlanSpec command line (seed 003 "Command Line Tools").
+ * `deno task plan`: the PlanSpec command line (docs/planspec.md, "CLI: `deno task plan`").
  *
  * ```
  * deno task plan new "<description>"   generate a plan with an LLM → planspec/<snake_name>.md
@@ -256,7 +256,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   const backend = await makeBackend(values, cli);
   const dir = planspecDir(cli.cwd);
   if (cli.isTerminal.stdin && values.yes !== true) {
-    // The seed's /planspec confirms before generating; --yes (or a non-terminal stdin) skips it.
+    // Generating a plan asks for confirmation first; --yes (or a non-terminal stdin) skips it.
     const answer = ask(
       cli,
       `Generate a plan for "${clip(description, 80)}" with ${backend.name}? [Y/n]`,

@@ -1,5 +1,6 @@
 /**
- * Progress output of `run-agent` on stderr, driven by the runner's events (STEPFLOW.md §7):
+ * Progress output of `run-agent` on stderr, driven by the runner's events (docs/runner.md,
+ * "Events"):
  *
  * - {@linkcode createLineProgress}: one plain, timestamped line per event — for logs, pipes, CI and
  *   `--verbose`. It is the one line renderer every command uses (`events/progress_lines.ts`),

@@ -1,5 +1,5 @@
 /**
- * `deno task run-agent`: runs an agent's step flow from the command line (STEPFLOW.md §9), and
+ * `deno task run-agent`: runs an agent's step flow from the command line (docs/cli.md), and
  * lists, validates, graphs and scaffolds agents.
  *
  * `deno task` runs commands in the folder of deno.json, so the user's own directory comes from

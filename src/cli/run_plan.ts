@@ -1,12 +1,13 @@
 /**
- * `deno task run-plan`: reviews and runs an executable tool plan (seed 002), or generates one first.
+ * `deno task run-plan`: reviews and runs an executable tool plan (docs/tool-plans.md), or generates
+ * one first.
  *
  * ```
  * deno task run-plan plan.json [--yes | --approve write_file,…] [--workspace DIR] …
  * deno task run-plan --generate "Bump the version to 2.0.0" [plan.json] --backend scripted --script answers.yaml
  * ```
  *
- * It shows the seed's Plan Review table, asks to start (or `--yes`), streams progress on stderr and
+ * It shows the plan review table, asks to start (or `--yes`), streams progress on stderr and
  * writes the plan — statuses and results included — back to its file atomically after every step,
  * so a run that is killed continues where it stopped when started again.
  *

@@ -39,8 +39,8 @@ export function stepKindOf(id: string, step: StepDefinition): StepKind {
 }
 
 /**
- * The prompt reference of a step: `prompt` (seed 001) or top-level `c2`/`c3` with `c1 = "steps"`
- * (seed 004). Undefined when the step names neither.
+ * The prompt reference of a step: `prompt` or top-level `c2`/`c3` with `c1 = "steps"`
+ * (docs/agents.md). Undefined when the step names neither.
  */
 export function promptRefOf(step: StepDefinition): PromptReference | undefined {
   if (step.prompt) return step.prompt;

@@ -13,10 +13,10 @@
  */
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
-import { STEP_ID_PATTERN } from "./step_id.ts";
+import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
 
-/** Intents a structured gate routes on (seed 004 `GateIntent`). */
+/** Intents a structured gate routes on (docs/agents.md). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
   "next",
   "repeat",
@@ -48,7 +48,7 @@ export const PathPromptRefSchema = z.strictObject({
   path: z.string().min(1).describe("Path relative to the prompts base path"),
 }).describe("Path prompt reference");
 
-/** Either form of prompt reference (seed 001 `PromptReference`). */
+/** Either form of prompt reference: C3L layers or a path. */
 export const PromptRefSchema = z.union([C3lPromptRefSchema, PathPromptRefSchema]);
 /** A C3L prompt reference: `<c1>/<c2>/<c3>/f_<edition>[_<adaptation>].md`. */
 export interface C3lPromptRef {
@@ -94,7 +94,7 @@ export const OnFailSchema = z.union([
   z.strictObject({ fallback: z.string().min(1) }),
 ]);
 
-/** A seed 001 check: a separate prompt that judges the step's work. */
+/** The check of a check-gated step: a separate prompt that judges the step's work. */
 export const CheckSchema = z.strictObject({
   prompt: PromptRefSchema,
   responseFormat: z.record(z.string(), z.unknown()).optional(),
@@ -105,7 +105,7 @@ export const CheckSchema = z.strictObject({
 export type OnPass = { next: string } | { complete: true };
 /** `onFail` of a check: retry the step (0 = unlimited retries), or fall back to a step. */
 export type OnFail = { retry: true; maxRetries?: number } | { fallback: string };
-/** A check definition (seed 001 `CheckDefinition`). */
+/** The check of a check-gated step. */
 export interface CheckDefinition {
   /** The check prompt. */
   prompt: PromptRef;
@@ -117,7 +117,7 @@ export interface CheckDefinition {
   onFail: OnFail;
 }
 
-/** A seed 004 structured gate. */
+/** The structured gate of a gate-routed step. */
 export const StructuredGateSchema = z.strictObject({
   allowedIntents: z.array(GateIntentSchema).min(1),
   intentField: z.string().min(1).describe(
@@ -127,7 +127,7 @@ export const StructuredGateSchema = z.strictObject({
   fallbackIntent: GateIntentSchema.optional(),
   handoffFields: z.array(z.string().min(1)).optional(),
 });
-/** A structured gate (seed 004). */
+/** The structured gate of a gate-routed step. */
 export interface StructuredGate {
   /** Intents the step may produce. */
   allowedIntents: GateIntent[];
@@ -242,31 +242,31 @@ export const StepSchema = z.strictObject({
 });
 /** One step as written in the registry. */
 export interface StepDefinition {
-  /** Must equal the step's key when present (seed 001). */
+  /** Must equal the step's key when present. */
   id?: string;
-  /** Must equal the step's key when present (seed 004). */
+  /** Must equal the step's key when present (the same as `id`). */
   stepId?: string;
   /** Display name. */
   name?: string;
   /** Free text. */
   description?: string;
-  /** Seed 001 prompt reference. */
+  /** The prompt: C3L layers `{ c1, c2, c3 }` or `{ path }`. */
   prompt?: PromptRef;
-  /** Seed 004 C3L layer 2 (with `c1 = "steps"`). */
+  /** The prompt's C3L layer 2 (with `c1 = "steps"`; instead of `prompt`). */
   c2?: string;
-  /** Seed 004 C3L layer 3. */
+  /** The prompt's C3L layer 3. */
   c3?: string;
-  /** Seed 004 edition. */
+  /** The prompt's edition. */
   edition?: string;
-  /** Seed 004 adaptation. */
+  /** The prompt's adaptation. */
   adaptation?: string;
   /** Built-in fallback prompt key (used only with allowFallback). */
   fallbackKey?: string;
   /** `{ min, max }` runs before/around the check. */
   iterations?: { min?: number; max?: number };
-  /** Seed 001 check. */
+  /** Makes the step check-gated. */
   check?: CheckDefinition;
-  /** Seed 004 gate. */
+  /** Makes the step gate-routed. */
   structuredGate?: StructuredGate;
   /** Intent → target step. */
   transitions?: Record<string, { target: string }>;
@@ -302,7 +302,7 @@ export const StepsRegistrySchema = z.strictObject({
   // The id rule is checked by the flow validation (with a fix-it message); the pattern is only
   // written into the JSON Schema so that editors flag a bad id as it is typed.
   steps: z.record(
-    z.string().meta({ pattern: STEP_ID_PATTERN, description: "Step id (docs/agents.md)" }),
+    z.string().meta({ pattern: STEP_ID_SOURCE, description: "Step id (docs/agents.md)" }),
     StepSchema,
   ),
 }).describe("stepflow steps registry");

@@ -1,17 +1,17 @@
 /**
- * The step id rule (STEPFLOW.md §2): any safe name — seed-001 hashes (`s_a8f3`), seed-004 dotted
- * names (`initial.issue`) and single words (`consider`, `triage`) alike.
+ * The step id rule (docs/agents.md, "steps_registry.json"): any safe name — hashes (`s_a8f3`),
+ * dotted names (`initial.issue`) and single words (`consider`, `triage`) alike.
  *
  * @module
  */
 
-/** Seed 001 step ids: `s_` followed by 4–8 hexadecimal digits (`s_a8f3`, `s_b2c1de`). */
+/** Hash step ids: `s_` followed by 4–8 hexadecimal digits (`s_a8f3`, `s_b2c1de`). */
 export const HASH_STEP_ID: RegExp = /^s_[0-9a-fA-F]{4,8}$/;
 
 /**
- * Seed 004 step ids: two or more dot-separated segments (`initial.issue`,
+ * Dotted step ids: two or more dot-separated segments (`initial.issue`,
  * `continuation.externalState`, `complete.issue`, `section.projectcontext`). Every one of them is
- * also a {@linkcode STEP_ID}; kept to tell the seed forms apart.
+ * also a {@linkcode STEP_ID}; kept to tell the two forms apart.
  */
 export const DOTTED_STEP_ID: RegExp = /^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9][A-Za-z0-9_-]*)+$/;
 
@@ -23,10 +23,10 @@ export const MAX_STEP_ID_LENGTH = 128;
  * `_` and `-` and starting with a letter or digit — so no empty segment, no `..`, no leading or
  * trailing dot. Written into the generated JSON Schema so editors flag bad ids as you type.
  */
-export const STEP_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9][A-Za-z0-9_-]*)*$";
+export const STEP_ID_SOURCE = "^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9][A-Za-z0-9_-]*)*$";
 
-/** The step id rule as a RegExp (see {@linkcode STEP_ID_PATTERN}). */
-export const STEP_ID: RegExp = new RegExp(STEP_ID_PATTERN);
+/** The step id rule as a RegExp (see {@linkcode STEP_ID_SOURCE}). */
+export const STEP_ID: RegExp = new RegExp(STEP_ID_SOURCE);
 
 /**
  * True when `id` is a valid step id: a safe name of at most {@linkcode MAX_STEP_ID_LENGTH}

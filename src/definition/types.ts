@@ -14,7 +14,7 @@ import type {
   StructuredGate,
 } from "./schema.ts";
 
-/** What happens when a step's execution fails (STEPFLOW.md §6). */
+/** What happens when a step's execution fails (docs/runner.md, "Error policies"). */
 export type ErrorPolicy =
   | { kind: "fail" }
   | { kind: "continue" }
@@ -22,7 +22,7 @@ export type ErrorPolicy =
   | { kind: "jump"; target: string };
 
 /**
- * How a step routes: `check` (seed 001 check-gated), `gate` (seed 004 gate-routed), `closing`
+ * How a step routes: `check` (check-gated), `gate` (gate-routed), `closing`
  * (`complete.*`: runs once, then the run ends), `section` (`section.*`: a template, never run) or
  * `command` (`"kind": "command"`: runs an allowed command instead of the model).
  */
@@ -38,7 +38,7 @@ export interface FlowStep {
   kind: StepKind;
   /** Its prompt (C3L or path); sections may have none. */
   prompt?: PromptReference;
-  /** Seed 004 `fallbackKey`, used only with `allowFallback`. */
+  /** The built-in fallback prompt's key, used only with `allowFallback`. */
   fallbackKey?: string;
   /** `iterations` with defaults `{ min: 1, max: 1 }`. */
   iterations: { min: number; max: number };

@@ -1,6 +1,6 @@
 /**
- * Load-time validation of a flow (STEPFLOW.md §4). Every rule is checked and every problem is
- * collected — the loader turns them into one {@linkcode AgentDefinitionError}.
+ * Load-time validation of a flow (docs/agents.md, "Load-time validation"). Every rule is checked
+ * and every problem is collected — the loader turns them into one {@linkcode AgentDefinitionError}.
  *
  * @module
  */
@@ -141,7 +141,7 @@ export async function validateFlow(
     if (problem) registryErrors.push(`${F}: ${problem}`);
   }
 
-  // The seed's gate rule, reported as one message.
+  // Gate-routed steps without a gate or transitions, reported as one message each.
   const missingGate: string[] = [];
   const missingTransitions: string[] = [];
 
@@ -223,7 +223,7 @@ export async function validateFlow(
     // Flow steps: check-gated or gate-routed.
     if (step.check && step.gate) {
       fail(
-        "defines both check (seed 001) and structuredGate (seed 004); a flow step routes one way: remove one of them.",
+        'defines both check and structuredGate; a flow step routes one way, check-gated ("check") or gate-routed ("structuredGate"): remove one of them (docs/agents.md, "steps_registry.json").',
       );
     }
     if (!step.check && !step.gate) missingGate.push(id);
@@ -344,7 +344,7 @@ function checkPromptForm(step: FlowStep, fail: (message: string) => void): void 
     fail(
       `sets both "prompt" and top-level ${
         topLevel.join("/")
-      }; name the prompt one way: "prompt": { c1, c2, c3 } (seed 001) or top-level c2/c3 (seed 004).`,
+      }; name the prompt one way: "prompt": { c1, c2, c3 } or top-level c2/c3 (docs/agents.md, "steps_registry.json").`,
     );
     return;
   }

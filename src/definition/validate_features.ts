@@ -1,6 +1,7 @@
 /**
- * Load-time checks of the agent features beyond seeds 001/004: command steps, step validators and
- * completion conditions. Called from `validateFlow`; every problem is returned, none thrown.
+ * Load-time checks of the agent features beyond check-gated and gate-routed steps: command steps,
+ * step validators and completion conditions. Called from `validateFlow`; every problem is returned,
+ * none thrown.
  *
  * @module
  */

@@ -1,6 +1,7 @@
 /**
  * The one event vocabulary shared by every executor in stepflow (the step-flow runner, tool plans,
- * PlanSpec runs and QPlan scripts). It follows seed 000 §8 and STEPFLOW.md §7.
+ * PlanSpec runs and QPlan scripts). It is described in docs/runner.md ("Events") and docs/qplan.md
+ * ("Events").
  *
  * @module
  */
@@ -29,7 +30,7 @@ export interface StepInfo {
   desc: string;
   /**
    * 1-based order of the step. Flat executors (the step-flow runner, tool plans, PlanSpec) count
-   * executions, so a repeated step gets a new order; QPlan follows seed 000 and gives each step its
+   * executions, so a repeated step gets a new order; QPlan gives each step its
    * fixed position in the script (pre-order), so a retried step keeps its order.
    */
   order: number;
@@ -93,7 +94,7 @@ export type StepLogLevel = "info" | "warn" | "error";
 /** The names of the events in {@linkcode ExecutorEvents}. */
 export type EventName = keyof ExecutorEvents;
 
-/** Every event name, in the order seed 000 lists them, then the ones stepflow adds. */
+/** Every event name: QPlan's (docs/qplan.md) in their order, then the ones the other engines add. */
 export const EVENT_NAMES: readonly EventName[] = [
   "onPlanStart",
   "onPlanEnd",

@@ -1,10 +1,11 @@
 /**
- * Reading the verdict of a seed 001 check response.
+ * Reading the verdict of a check-gated step's check response (docs/runner.md). The JSON is read by
+ * the engine's one reader of answers (`readJsonAnswer`); a check is never re-asked: an unreadable
+ * verdict is NG with the reason, so the step's `onFail` decides.
  *
  * @module
  */
-import { exceedsDepth, MAX_OUTPUT_DEPTH } from "../engine/ask_structured.ts";
-import { extractJson } from "../llm/structured_output.ts";
+import { readJsonAnswer } from "../engine/ask_structured.ts";
 import type { LlmResponse } from "../llm/types.ts";
 
 /** A check verdict. */
@@ -32,8 +33,8 @@ const PASS = new Set(["ok", "pass", "true"]);
 const FAIL = new Set(["ng", "fail", "false"]);
 
 /**
- * Interprets a check response: structured output first, else the first JSON object or fenced block
- * in the text. `ok|pass|true` → ok, `ng|fail|false` → ng; anything unreadable is NG with the reason.
+ * Interprets a check response read by `readJsonAnswer` (native structured output first, else the
+ * JSON in the text; too deep is unreadable). `ok|pass|true` → ok, `ng|fail|false` → ng; anything unreadable is NG with the reason.
  *
  * @example
  * ```ts
@@ -44,25 +45,18 @@ const FAIL = new Set(["ng", "fail", "false"]);
  * ```
  */
 export function interpretCheck(response: LlmResponse): CheckVerdict {
-  let value = response.structuredOutput;
-  if (value === undefined) {
-    const extracted = extractJson(response.text);
-    if (!extracted.ok) {
-      return { result: "ng", message: `Check response could not be parsed: ${extracted.reason}.` };
-    }
-    value = extracted.value;
+  const read = readJsonAnswer(response);
+  if (!read.ok) {
+    return {
+      result: "ng",
+      message: `Check response could not be parsed: ${read.rejection.reason}.`,
+    };
   }
+  const value = read.value;
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return {
       result: "ng",
       message: "Check response could not be parsed: it is not a JSON object.",
-    };
-  }
-  if (exceedsDepth(value, MAX_OUTPUT_DEPTH)) {
-    return {
-      result: "ng",
-      message:
-        `Check response could not be parsed: it is nested deeper than ${MAX_OUTPUT_DEPTH} levels.`,
     };
   }
   const { result, message } = value as { result?: unknown; message?: unknown };

@@ -3,7 +3,8 @@
  * reading, a schema strike, a completion condition or an execution failure in, an {@linkcode Outcome}
  * out (go to a step, or end the run and why). Nothing here calls a backend, emits an event, writes
  * a log or touches the run state: the loop in `runner.ts` does that with what these return, so every
- * rule of STEPFLOW.md §5–§6 can be tested on plain values.
+ * rule of docs/runner.md ("How one iteration runs", "Error policies") can be tested on plain
+ * values.
  *
  * @module
  */
@@ -37,7 +38,7 @@ export type Outcome =
     error?: StepError;
   };
 
-/** Errors that are configuration problems: `onError` never applies to them (STEPFLOW.md §6). */
+/** Configuration errors: `onError` never applies to them (docs/runner.md, "Error policies"). */
 const CONFIGURATION_CODES: ReadonlySet<string> = new Set([
   "PROMPT_NOT_FOUND",
   "PROMPT_PATH_INVALID",
@@ -56,9 +57,9 @@ export interface CheckCounters {
 }
 
 /**
- * Seed 001 routing of a check verdict: OK → `onPass`; NG → the step runs again while it has run
- * fewer than `iterations.max` times, then `onFail` (`fallback`, or `retry` within `maxRetries`, 0 =
- * unlimited), then `retries_exhausted`. Returns the outcome and the counters to keep.
+ * The routing of a check-gated step's verdict: OK → `onPass`; NG → the step runs again while it has
+ * run fewer than `iterations.max` times, then `onFail` (`fallback`, or `retry` within `maxRetries`,
+ * 0 = unlimited), then `retries_exhausted`. Returns the outcome and the counters to keep.
  *
  * @example
  * ```ts ignore
@@ -125,7 +126,7 @@ export interface GateDecision {
 }
 
 /**
- * Seed 004 routing of a step's validated output: read the intent (mapped; not allowed →
+ * The routing of a gate-routed step's validated output: read the intent (mapped; not allowed →
  * `fallbackIntent` or `step_routing_failed`; none from iteration 2 on → R4 `step_routing_failed`)
  * and the handoff, then route: closing step → completed with the output; `complete` → the closing
  * step or completed; `abort` → aborted; others through `transitions`.
@@ -257,8 +258,9 @@ export function schemaStrikeOutcome(step: FlowStep, strikes: number, message: st
 }
 
 /**
- * The step's `onError` policy applied to an execution failure (STEPFLOW.md §6): `fail` (and every
- * configuration error) → `step_failed`; `continue` → the `next` route (check: `onPass`; gate:
+ * The step's `onError` policy applied to an execution failure (docs/runner.md, "Error policies"):
+ * `fail` (and every configuration error) → `step_failed`; `continue` → the `next` route (check:
+ * `onPass`; gate:
  * `transitions.next`); `retry=N` → the same step with transition `retry` while `errorRetries` < N;
  * `jump` → that step with transition `jump`.
  */

@@ -1,5 +1,5 @@
 /**
- * The structured gate (seed 004 `StepGateInterpreter`): reads the intent, jump target and handoff
+ * The structured gate of a gate-routed step: reads the intent, jump target and handoff
  * fields out of a step's structured output.
  *
  * @module
@@ -32,7 +32,8 @@ const INTENT_MAP: Readonly<Record<string, GateIntent>> = {
 };
 
 /**
- * Maps an AI response value to a {@linkcode GateIntent} (case-insensitive), per seed 004's table:
+ * Maps an AI response value to a {@linkcode GateIntent} (case-insensitive), as docs/agents.md lists
+ * them under `intentField`:
  * `continue→next`, `retry→repeat`, `wait→repeat`, `escalate→abort`, and the five intents as themselves.
  *
  * @example

@@ -1,5 +1,5 @@
 /**
- * The router (seed 004 `WorkflowRouter`): turns a gate intent into the next step or the end of the run.
+ * The router of gate-routed steps: turns a gate intent into the next step or the end of the run.
  *
  * @module
  */
@@ -31,7 +31,8 @@ function ownTarget(step: FlowStep, name: string): string | undefined {
 }
 
 /**
- * Routes `intent` from `step` (STEPFLOW.md §5): `repeat` → same step; `jump` → `target` (a flow step; default: `transitions.jump.target`);
+ * Routes `intent` from `step` (docs/runner.md): `repeat` → same step; `jump` → `target` (a flow
+ * step; default: `transitions.jump.target`);
  * `abort` → end aborted; `complete` → the `complete` transition's closing step, else end completed;
  * any other intent → `transitions[intent].target`.
  *

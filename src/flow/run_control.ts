@@ -1,7 +1,7 @@
 /**
- * Pause and stop of one run (STEPFLOW.md §7): the run's signal, why it fired, the pause the loop
- * waits on before each backend call, and the outside sources that stop a run — the caller's
- * signal, the run time limit, a cancel request recorded in the store by another process.
+ * Pause and stop of one run (docs/runner.md, "Control"): the run's signal, why it fired, the pause
+ * the loop waits on before each backend call, and the outside sources that stop a run — the
+ * caller's signal, the run time limit, a cancel request recorded in the store by another process.
  *
  * @module
  */
@@ -10,8 +10,8 @@ import { StepflowError } from "../errors.ts";
 /** Why a run's signal fired. */
 export type StopCause = "aborted" | "cancelled" | "timeout";
 
-/** The pause and stop state of one run; see {@linkcode createRunControl}. */
-export interface RunControl {
+/** The pause and stop state of one run; see {@linkcode createRunnerControl}. */
+export interface RunnerControl {
   /** Fires when the run stops; its reason is a `StepflowError` whose code is the cause. */
   readonly signal: AbortSignal;
   /** Why the run stopped, once it did. */
@@ -27,7 +27,7 @@ export interface RunControl {
 }
 
 /** A fresh control: running, not paused, not stopped. */
-export function createRunControl(): RunControl {
+export function createRunnerControl(): RunnerControl {
   const controller = new AbortController();
   let stopCause: StopCause | undefined;
   let paused: { promise: Promise<void>; release: () => void } | undefined;

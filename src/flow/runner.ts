@@ -1,12 +1,14 @@
 /**
- * `StepFlowRunner`: the loop that runs an agent's step flow (STEPFLOW.md §5–§7).
+ * `StepFlowRunner`: the loop that runs an agent's step flow (docs/runner.md).
  *
- * Read `run()` then `#loop()` top to bottom: each pass of the loop is one iteration — resolve the
- * prompt, (gate steps) resolve the schema, call the backend, then let the check (seed 001) or the
- * structured gate (seed 004) decide the outcome, record history, checkpoint. Failures go through
- * the step's `onError` policy. The parts the loop uses live beside it: the state and its checkpoints
- * (`run_state.ts`, `checkpoint.ts`), the pure decisions that turn a response into an outcome
- * (`decisions.ts`), pause and stop (`run_control.ts`), and the backend call (`backend_call.ts`).
+ * Read `run()` then `#loop()` top to bottom: each pass of the loop is one iteration — the handler
+ * of the current step's kind runs the step (`step_handlers.ts`: check-gated, gate-routed, command)
+ * and returns its outcome; the loop records it (history, events, log), lets a failure go through
+ * the step's `onError` policy and completion conditions end a run that would go on, routes and
+ * checkpoints. The loop keeps nothing of an iteration on the instance. The parts it uses live
+ * beside it: the state and its checkpoints (`run_state.ts`, `checkpoint.ts`), the pure decisions
+ * that turn an answer into an outcome (`decisions.ts`), pause and stop (`run_control.ts`), and the
+ * backend call (`backend_call.ts`).
  *
  * @module
  */
@@ -15,21 +17,12 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import { agentBackend } from "../llm/agent_backend.ts";
-import {
-  ANSWER_EXCERPT_CHARS,
-  askStructured,
-  excerpt,
-  PROMPT_EXCERPT_CHARS,
-  type ReaskInfo,
-} from "../engine/ask_structured.ts";
-import { validationProblems } from "../llm/json_schema.ts";
+import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
-import type { PromptVariables } from "../prompt/variables.ts";
 import type { RunLock } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
-import { backendRetryError, callBackend, checkRequest, stepRequest } from "./backend_call.ts";
-import { interpretCheck } from "./check.ts";
+import { backendRetryError, callBackend } from "./backend_call.ts";
 import {
   createRunJournal,
   type RestoredRun,
@@ -38,22 +31,21 @@ import {
   type RunJournal,
 } from "./checkpoint.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
-import { runCommandStep } from "./command_step.ts";
 import {
-  checkOutcome,
   completionOutcome,
   failureOutcome,
-  gateOutcome,
   maxIterationsError,
   type Outcome,
-  schemaStrikeOutcome,
   type StepError,
-  validationOutcome,
 } from "./decisions.ts";
-import { type CompiledOutputSchema, OutputSchemaCache } from "./output_validator.ts";
-import { ownValue, setOwn } from "./own_record.ts";
+import { OutputSchemaCache } from "./output_validator.ts";
 import { flowStep } from "./router.ts";
-import { createRunControl, type RunControl, type StopCause, watchStops } from "./run_control.ts";
+import {
+  createRunnerControl,
+  type RunnerControl,
+  type StopCause,
+  watchStops,
+} from "./run_control.ts";
 import {
   advance,
   endRun,
@@ -64,6 +56,9 @@ import {
   storeHandoff,
   TERMINAL_STATUS,
 } from "./run_state.ts";
+import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
+import type { StepRecord, StepResult } from "./step_handler.ts";
+import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import type {
   CompletionReason,
@@ -72,12 +67,6 @@ import type {
   StepFlowResult,
   StepFlowRunnerOptions,
 } from "./types.ts";
-import {
-  appendValidationReport,
-  DEFAULT_VALIDATION_RETRIES,
-  runStepValidators,
-  validationRetryPrompt,
-} from "./validators.ts";
 import { backoffDelay, sleep } from "../backoff.ts";
 import { newRunId } from "../store/run_id.ts";
 
@@ -105,13 +94,9 @@ export class StepFlowRunner {
   #state: RunState = "idle";
   #events: EventEmitter;
   /** Pause and stop of the current (or last) run. */
-  #control?: RunControl;
+  #control?: RunnerControl;
   #ctx: RunContext = { runId: "" };
   #journal: RunJournal = createRunJournal(undefined);
-  /** The latest answer (for `detect:keyword`; turned into text only when a condition needs it). */
-  #lastAnswer: { text: string; structuredOutput?: unknown } = { text: "" };
-  /** Validator runs of the current iteration, recorded after its own history entry. */
-  #validatorEntries: HistoryEntry[] = [];
   /** Whether the current run is a resume or redrive (see `restoreUnchanged`). */
   #continuing = false;
 
@@ -198,7 +183,7 @@ export class StepFlowRunner {
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
     const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
-    this.#control = createRunControl();
+    this.#control = createRunnerControl();
     const detach = watchStops((cause) => this.#stop(cause), {
       signal: options.signal,
       runTimeoutMs: this.#runTimeout(),
@@ -260,17 +245,28 @@ export class StepFlowRunner {
   async #loop(state: RunnerState, history: HistoryEntry[], backend: LlmBackend): Promise<void> {
     const def = this.#def;
     const maxIterations = this.#options.maxTotalIterations ?? def.limits.maxTotalIterations;
-    const prompts = new PromptResolver({
-      agentDir: def.dir,
-      basePath: def.basePath,
-      fallbackDir: def.agent.prompts?.fallbackDir,
-      allowFallback: this.#options.allowFallback,
-      onWarning: (m) => this.#warn(m),
-    });
-    const systemPrompts = new PromptResolver({ agentDir: def.dir, basePath: "." });
-    const schemas = new OutputSchemaCache(def.dir);
+    const resources: RunResources = {
+      definition: def,
+      options: this.#options,
+      events: this.#events,
+      prompts: new PromptResolver({
+        agentDir: def.dir,
+        basePath: def.basePath,
+        fallbackDir: def.agent.prompts?.fallbackDir,
+        allowFallback: this.#options.allowFallback,
+        onWarning: (m: string) => this.#warn(m),
+      }),
+      systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
+      schemas: new OutputSchemaCache(def.dir),
+      logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
+      call: (request, state, step) => this.#call(backend, request, state, step),
+      reask: (state, step, reask) => this.#reask(state, step, reask),
+      commandContext: (state, step) => this.#commandContext(state, step),
+      waitIfPaused: () => this.#control!.waitIfPaused(),
+      log: (state, fields) => this.#journal.log(state, fields),
+      warn: (message) => this.#warn(message),
+    };
     const control = this.#control!;
-    const call = (request: LlmRequest, step: FlowStep) => this.#call(backend, request, state, step);
 
     while (!state.end) {
       // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
@@ -294,158 +290,42 @@ export class StepFlowRunner {
         break;
       }
 
-      // 2. The iteration starts: counted, announced, given its history entry.
+      // 2. The iteration starts: counted and announced.
       state.iteration++;
       state.order++;
       const info = stepInfo(state, step);
       const startedAt = new Date();
       await this.#events.emit("onStepStart", info);
-      const entry: HistoryEntry = {
-        stepId: step.id,
-        iteration: state.iteration,
-        attempt: state.attempt,
-        transition: "next",
-        startedAt: startedAt.toISOString(),
-        durationMs: 0,
-      };
-      let outcome: Outcome;
-      // step_start carries the prompt, so it is logged once the prompt is known (a command step
-      // has none); when resolving the prompt fails, the catch logs it.
-      let started = step.kind === "command";
-      if (started) await this.#logStepStart(state, step);
 
+      // 3. The handler of the step's kind runs the step (src/flow/step_handlers.ts).
+      const deps = new IterationDependencies(resources, state, step, info);
+      let result: StepResult;
       try {
-        if (step.kind === "command") {
-          // 3a. A command step calls no model: the exit code routes (src/flow/command_step.ts).
-          outcome = await this.#commandStep(state, step, entry);
-        } else {
-          // 3b. The prompt, the system prompt, and the step request.
-          const vars: PromptVariables = {
-            uv: state.args,
-            inputText: state.inputText,
-            iteration: state.iteration,
-            stepId: step.id,
-            handoff: state.latestHandoff,
-            parameters: def.agent.parameters ?? {},
-          };
-          // After a failed step validation the retry prompt reports it (src/flow/validators.ts).
-          const retry = state.validationRetry?.stepId === step.id
-            ? state.validationRetry
-            : undefined;
-          if (retry) vars.validation = retry;
-          const systemPrompt = def.agent.behavior.systemPromptPath
-            ? (await systemPrompts.resolve({ path: def.agent.behavior.systemPromptPath }, vars, {
-              stepId: step.id,
-            })).text
-            : undefined;
-          const retryRef = retry ? validationRetryPrompt(step, retry) : undefined;
-          const prompt = await prompts.resolve(retryRef ?? step.prompt!, vars, {
-            stepId: step.id,
-            fallbackKey: step.fallbackKey,
-          });
-          if (retry && !retryRef) prompt.text = appendValidationReport(prompt.text, retry);
-          await this.#logStepStart(state, step, prompt.text);
-          started = true;
-          const request = stepRequest(
-            def,
-            step,
-            state,
-            prompt.text,
-            systemPrompt,
-            this.#options.model,
-          );
+        // flowStep never returns a `section` step (a template), so every kind here has a handler.
+        result = await STEP_HANDLERS[step.kind as RunnableStepKind](step, state, deps);
+      } catch (error) {
+        result = { error };
+      }
+      if (result.handoff) storeHandoff(state, step.id, result.handoff);
+      const entry = historyEntry(state, step, startedAt, result.record);
 
-          if (step.kind === "check") {
-            // 4a. Seed 001: the step runs; once it has run iterations.min times, its check is asked
-            // (a separate call) and the verdict routes.
-            const response = await call(request, step);
-            entry.answer = excerpt(response.text, ANSWER_EXCERPT_CHARS);
-            state.checkRuns++;
-            if (state.checkRuns < step.iterations.min) {
-              outcome = { kind: "goto", stepId: step.id, transition: "repeat" };
-            } else {
-              const checkPrompt = await prompts.resolve(step.check!.prompt, vars, {
-                stepId: step.id,
-              });
-              const verdict = interpretCheck(
-                await call(checkRequest(request, checkPrompt.text), step),
-              );
-              entry.checkResult = verdict;
-              const decided = checkOutcome(step, state, verdict);
-              Object.assign(state, decided.counters);
-              outcome = decided.outcome;
-              // A run that ends on a check-gated step produced that step's answer.
-              if (outcome.kind === "end" && outcome.reason === "completed") {
-                outcome.output = response.text;
-              }
-            }
-          } else {
-            // 4b. Seed 004: the schema is resolved from disk first; a failure is a strike (the
-            // backend is not called) and the strike is the iteration's outcome.
-            let schema: CompiledOutputSchema;
-            try {
-              schema = await schemas.resolve(step.outputSchemaRef!, step.id);
-              setOwn(state.schemaStrikes, step.id, 0);
-            } catch (error) {
-              const strikes = (ownValue(state.schemaStrikes, step.id) ?? 0) + 1;
-              setOwn(state.schemaStrikes, step.id, strikes);
-              const code = "STRUCTURED_OUTPUT_UNAVAILABLE";
-              const unavailable = new StepflowError(code, errorMessage(error), { cause: error });
-              const fields = { strike: strikes };
-              const message = await this.#reportError(
-                state,
-                info,
-                entry,
-                unavailable,
-                code,
-                fields,
-              );
-              outcome = schemaStrikeOutcome(step, strikes, message);
-              entry.durationMs = Date.now() - startedAt.getTime();
-              await this.#record(state, history, entry, outcome, info);
-              continue;
-            }
-            // Ask for output matching the schema, re-asking with the problems when it does not.
-            request.outputSchema = schema.schema;
-            const asked = await askStructured({
-              request,
-              call: (req) => call(req, step),
-              validate: (value) => validationProblems(schema.validate, value),
-              maxReasks: this.#options.maxSchemaRetries ?? 1,
-              onReask: (reask) => this.#reask(state, step, reask),
-            });
-            entry.answer = asked.answer;
-            if (!asked.ok) {
-              const problems = [asked.reason, ...asked.errors];
-              throw new StepflowError(
-                "OUTPUT_SCHEMA_INVALID",
-                `Step "${step.id}" output does not match ${schema.pointer} in ${schema.file} after ${asked.reasks} re-ask(s): ${
-                  problems.join("; ")
-                }`,
-                { details: { stepId: step.id, problems } },
-              );
-            }
-            // The gate reads intent and handoff from the output and routes.
-            const gate = gateOutcome(def, step, asked.value, state.iteration);
-            storeHandoff(state, step.id, gate.handoff);
-            if (gate.warning !== undefined) this.#warn(gate.warning);
-            if (gate.intent !== undefined) entry.intent = gate.intent;
-            outcome = gate.outcome;
-            if (outcome.kind === "goto" && outcome.transition === "jump") {
-              await this.#events.emit("onStepJump", info, outcome.stepId);
-            }
-            // Step validators may send the step round again with a retry prompt.
-            if (step.validation && (outcome.kind === "goto" || outcome.reason === "completed")) {
-              outcome = await this.#validate(state, step, outcome, info);
-            }
-          }
-        }
-        // 5. Completion conditions (agent.json `completion`) end a run that would go on.
+      // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
+      // told; completion conditions (agent.json `completion`) end a run that would go on.
+      let outcome: Outcome;
+      if (result.outcome === undefined) {
+        if (!deps.wasStarted) await this.#logStepStart(state, step);
+        outcome = await this.#onStepFailure(state, step, info, result.error, entry);
+      } else if (result.failure) {
+        const { error, code, fields } = result.failure;
+        await this.#reportError(state, info, entry, error, code, fields);
+        outcome = result.outcome;
+      } else {
+        const response = result.response;
         const completion = completionOutcome(
           def.agent.completion,
-          outcome,
+          result.outcome,
           state.iteration,
-          () => answerText(this.#lastAnswer),
+          () => response ? answerText(response) : "",
         );
         if (completion.met !== undefined) {
           this.#warn(
@@ -453,15 +333,11 @@ export class StepFlowRunner {
           );
         }
         outcome = completion.outcome;
-      } catch (error) {
-        // 6. An execution failure: the step's onError policy decides.
-        if (!started) await this.#logStepStart(state, step);
-        outcome = await this.#onStepFailure(state, step, info, error, entry);
       }
 
-      // 7. History, events, log, the move to the next step, the checkpoint.
+      // 5. History, events, log, the move to the next step, the checkpoint.
       entry.durationMs = Date.now() - startedAt.getTime();
-      await this.#record(state, history, entry, outcome, info);
+      await this.#record(state, history, entry, outcome, info, result.followingEntries);
     }
   }
 
@@ -508,15 +384,12 @@ export class StepFlowRunner {
     entry: HistoryEntry,
     outcome: Outcome,
     info: StepInfo,
+    following: readonly HistoryEntry[] = [],
   ): Promise<void> {
     advance(state, entry, outcome, this.#runTimeout());
     history.push(entry);
     // Each validator run is a history entry of its own, after the answer it checked.
-    const validatorEntries = this.#validatorEntries;
-    if (validatorEntries.length > 0) {
-      this.#validatorEntries = [];
-      for (const v of validatorEntries) history.push(v);
-    }
+    for (const v of following) history.push(v);
     state.historyLength = history.length;
     await this.#events.emit("onStepEnd", info, {
       transition: entry.transition,
@@ -537,7 +410,7 @@ export class StepFlowRunner {
           ? { handoff: state.handoff[entry.stepId] }
           : {}),
       });
-      for (const v of validatorEntries) {
+      for (const v of following) {
         await this.#journal.log(state, {
           type: "step_end",
           stepId: v.stepId,
@@ -556,14 +429,14 @@ export class StepFlowRunner {
   // What an iteration does besides the loop's own lines: the call, commands, validators, failures
   // ---------------------------------------------------------------------------------------------
 
-  /** One backend call of the current iteration (see `callBackend`); keeps the latest answer. */
-  async #call(
+  /** One backend call of the current iteration (see `callBackend`). */
+  #call(
     backend: LlmBackend,
     request: LlmRequest,
     state: RunnerState,
     step: FlowStep,
   ): Promise<LlmResponse> {
-    const response = await callBackend(backend, request, state, step, {
+    return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
@@ -583,8 +456,6 @@ export class StepFlowRunner {
         });
       },
     });
-    this.#lastAnswer = response;
-    return response;
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */
@@ -598,80 +469,6 @@ export class StepFlowRunner {
       agent: this.#def.name,
       stepId: step.id,
     };
-  }
-
-  /** A command step: run it, hand off its output, route on its exit code. */
-  async #commandStep(state: RunnerState, step: FlowStep, entry: HistoryEntry): Promise<Outcome> {
-    await this.#control!.waitIfPaused();
-    const result = await runCommandStep(step, this.#commandContext(state, step));
-    state.handoff[step.id] = { ...state.handoff[step.id], ...result.handoff };
-    Object.assign(state.latestHandoff, result.handoff);
-    entry.command = { name: step.command!, exitCode: result.handoff.exitCode };
-    this.#lastAnswer = { text: `${result.handoff.stdout}\n${result.handoff.stderr}` };
-    if (result.error) throw result.error;
-    return result.next !== undefined
-      ? { kind: "goto", stepId: result.next, transition: "next" }
-      : { kind: "end", reason: "completed", transition: "complete", output: result.handoff };
-  }
-
-  /** Step validators: all pass → the outcome stands; a failure re-runs the step (bounded). */
-  async #validate(
-    state: RunnerState,
-    step: FlowStep,
-    outcome: Outcome,
-    info: StepInfo,
-  ): Promise<Outcome> {
-    if (this.#options.skipValidators) {
-      this.#warn(
-        `step "${step.id}": ${
-          step.validation!.validators.length
-        } validator(s) skipped (skipValidators / --skip-validators)`,
-      );
-      return outcome;
-    }
-    const { runs, failure } = await runStepValidators(
-      step.validation!,
-      this.#commandContext(state, step),
-    );
-    for (const run of runs) {
-      const entry: HistoryEntry = {
-        stepId: step.id,
-        iteration: state.iteration,
-        attempt: state.attempt,
-        transition: run.ok ? "next" : "retry",
-        startedAt: run.startedAt,
-        durationMs: run.durationMs,
-        validation: { command: run.command, exitCode: run.exitCode, ok: run.ok },
-      };
-      if (run.pattern !== undefined) entry.validation!.pattern = run.pattern;
-      if (!run.ok) entry.error = `validator "${run.command}" failed (${run.reason})`;
-      this.#validatorEntries.push(entry);
-    }
-    if (!failure) {
-      state.validationRetries = 0;
-      delete state.validationRetry;
-      return outcome;
-    }
-    const used = state.validationRetries ?? 0;
-    const max = step.validation!.maxRetries ?? DEFAULT_VALIDATION_RETRIES;
-    const decided = validationOutcome(step, failure, used, max);
-    if (decided.kind === "fail") {
-      throw new StepflowError("VALIDATION_FAILED", decided.message, {
-        details: { stepId: step.id, command: failure.command, exitCode: failure.exitCode },
-      });
-    }
-    state.validationRetries = used + 1;
-    state.validationRetry = decided.retry;
-    const error = new StepflowError("VALIDATION_FAILED", decided.message);
-    await this.#events.emit("onStepRetry", info, used + 1, error);
-    await this.#journal.log(state, {
-      type: "validation_failed",
-      stepId: step.id,
-      command: failure.command,
-      exitCode: failure.exitCode,
-      pattern: failure.pattern,
-    });
-    return { kind: "goto", stepId: step.id, transition: "retry" };
   }
 
   /**
@@ -701,8 +498,8 @@ export class StepFlowRunner {
   }
 
   /**
-   * An execution failure (STEPFLOW.md §6): reported, then the step's `onError` policy decides; a
-   * retry waits its backoff first, a jump is announced.
+   * An execution failure (docs/runner.md, "Error policies"): reported, then the step's `onError`
+   * policy decides; a retry waits its backoff first, a jump is announced.
    */
   async #onStepFailure(
     state: RunnerState,
@@ -773,6 +570,24 @@ export class StepFlowRunner {
   #warn(message: string): void {
     (this.#options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`)))(message);
   }
+}
+
+/** The history entry of an iteration, with the fields its step filled in. */
+function historyEntry(
+  state: RunnerState,
+  step: FlowStep,
+  startedAt: Date,
+  record: StepRecord | undefined,
+): HistoryEntry {
+  return {
+    stepId: step.id,
+    iteration: state.iteration,
+    attempt: state.attempt,
+    transition: "next",
+    startedAt: startedAt.toISOString(),
+    durationMs: 0,
+    ...record,
+  };
 }
 
 /** An answer's text and structured output as one searchable text (`detect:keyword`). */

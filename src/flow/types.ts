@@ -1,5 +1,5 @@
 /**
- * Public types of the step-flow runner (STEPFLOW.md §5).
+ * Public types of the step-flow runner (docs/runner.md).
  *
  * @module
  */

@@ -83,7 +83,7 @@ type AnthropicModule = SdkErrorClasses & {
  *
  * @example
  * ```ts ignore
- * import { AnthropicBackend } from "@stepflow/core";
+ * import { AnthropicBackend, readJsonAnswer } from "@stepflow/core";
  * const backend = new AnthropicBackend({
  *   apiKey: Deno.env.get("ANTHROPIC_API_KEY"),
  *   model: "claude-sonnet-5-5",
@@ -93,7 +93,7 @@ type AnthropicModule = SdkErrorClasses & {
  *   prompt: "Name a colour.",
  *   outputSchema: { type: "object", properties: { colour: { type: "string" } }, required: ["colour"] },
  * });
- * console.log(res.structuredOutput, res.usage);
+ * console.log(readJsonAnswer(res), res.usage); // { ok: true, value: { colour: "teal" } }, …
  * ```
  */
 export class AnthropicBackend extends ChatApiBackend {

@@ -20,19 +20,20 @@ import {
   type SdkErrorClasses,
   withRetry,
 } from "./retry.ts";
-import { extractJson } from "./structured_output.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /**
  * How a chat backend asks for structured output when the request has an `outputSchema`:
  * - `native` — the API's JSON-schema parameter (`output_config.format` / `response_format`);
- * - `prompt` — the schema is written into the prompt and the JSON is extracted from the text
- *   (whole text, then a fenced ```json block, then the first balanced object);
+ * - `prompt` — the schema is written into the prompt (the engine extracts the JSON from the text:
+ *   whole text, then a fenced ```json block, then the first balanced object);
  * - `auto` (default) — `native`, switching this backend to `prompt` for good when the server
  *   rejects the schema parameter (HTTP 400/422 naming it), with one warning.
  *
- * In every mode the answer text is parsed with the same extraction, so a server that ignores the
- * schema parameter but answers JSON in prose still yields `structuredOutput`.
+ * In every mode the backend returns the answer's text only (chat APIs have no structured output
+ * apart from the text): the engine reads the JSON from it (`readJsonAnswer` in
+ * src/engine/ask_structured.ts), so a server that ignores the schema parameter but answers JSON in
+ * prose is read the same way.
  */
 export type StructuredOutputMode = "auto" | "native" | "prompt";
 
@@ -372,10 +373,6 @@ export abstract class ChatApiBackend implements LlmBackend {
     ]);
 
     const response: LlmResponse = { text: result.text, sessionId };
-    if (schema !== undefined) {
-      const extracted = extractJson(result.text);
-      if (extracted.ok) response.structuredOutput = extracted.value;
-    }
     if (result.usage) {
       response.usage = result.usage;
       const cost = costOf(result.usage, this.options.pricing?.[model]);

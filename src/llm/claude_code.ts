@@ -18,7 +18,6 @@ import {
   withRetry,
 } from "./retry.ts";
 import { loadSdk } from "./sdk_loader.ts";
-import { extractJson } from "./structured_output.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /** A permission mode Claude Code accepts. */
@@ -167,7 +166,8 @@ interface Cumulative {
  * - `allowedTools`, `permissionMode` (`bypassPermissions` also sets
  *   `allowDangerouslySkipPermissions`), `cwd` and `model` come from the request;
  * - `outputSchema` is sent as `outputFormat: { type: "json_schema", schema }` and the result's
- *   `structured_output` is returned (JSON in the result text is the fallback);
+ *   `structured_output` is returned as `structuredOutput` (without one, the engine reads the JSON
+ *   in the result text);
  * - `req.sessionId` resumes that session (`resume`), and the response's `sessionId` is the
  *   session of this turn, so the iterations of a run continue one conversation;
  * - the call's `signal` aborts the query (and ends the Claude Code process);
@@ -358,9 +358,6 @@ export class ClaudeCodeBackend implements LlmBackend {
     if (sessionId) response.sessionId = sessionId;
     if (result.structured_output !== undefined) {
       response.structuredOutput = result.structured_output;
-    } else if (req.outputSchema) {
-      const extracted = extractJson(text);
-      if (extracted.ok) response.structuredOutput = extracted.value;
     }
     const fromModelUsage = sumModelUsage(result.modelUsage);
     const cumulative: Cumulative = {

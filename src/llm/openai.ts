@@ -86,13 +86,13 @@ type OpenAiModule = SdkErrorClasses & {
  *
  * @example Ollama on this machine (no key needed)
  * ```ts ignore
- * import { OpenAiBackend } from "@stepflow/core";
+ * import { OpenAiBackend, readJsonAnswer } from "@stepflow/core";
  * const backend = new OpenAiBackend({ baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.2" });
  * const res = await backend.complete({
  *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: ".", prompt: "Say hi as JSON {\"greeting\": …}",
  *   outputSchema: { type: "object", properties: { greeting: { type: "string" } } },
  * });
- * console.log(res.structuredOutput);
+ * console.log(res.text, readJsonAnswer(res)); // the backend returns text; the engine reads the JSON
  * ```
  */
 export class OpenAiBackend extends ChatApiBackend {

@@ -1,11 +1,10 @@
 import { StepflowError } from "../errors.ts";
 import { sleep } from "../backoff.ts";
-import { extractJson } from "./structured_output.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /**
- * One scripted answer. A string is the answer's text (parsed as JSON into `structuredOutput` when
- * the request asks for a schema and the text holds JSON). An object may set:
+ * One scripted answer. A string is the answer's text (the engine reads any JSON in it, as it does
+ * for every backend). An object may set:
  * `text`, `structuredOutput` (or its alias `output`), `sessionId`, `usage`, `costUsd`,
  * `error` (the call rejects with this message — a backend failure), and `delayMs` (the call waits
  * first, honouring cancellation).
@@ -183,7 +182,7 @@ async function toResponse(
   req: LlmRequest,
   signal?: AbortSignal,
 ): Promise<LlmResponse> {
-  if (typeof entry === "string") return withExtraction({ text: entry }, req);
+  if (typeof entry === "string") return { text: entry };
   const obj = entry as ScriptedEntryObject;
   if (obj.delayMs !== undefined && obj.delayMs > 0) await sleep(obj.delayMs, signal);
   if (obj.error !== undefined) {
@@ -199,14 +198,5 @@ async function toResponse(
   if (obj.sessionId !== undefined) response.sessionId = obj.sessionId;
   if (obj.usage !== undefined) response.usage = obj.usage;
   if (obj.costUsd !== undefined) response.costUsd = obj.costUsd;
-  if (structured === undefined) return withExtraction(response, req);
-  return response;
-}
-
-function withExtraction(response: LlmResponse, req: LlmRequest): LlmResponse {
-  if (req.outputSchema && response.structuredOutput === undefined) {
-    const extracted = extractJson(response.text);
-    if (extracted.ok) response.structuredOutput = extracted.value;
-  }
   return response;
 }

@@ -1,5 +1,5 @@
 /**
- * The small interface every LLM backend implements (STEPFLOW.md §8). The core only ever talks to
+ * The small interface every LLM backend implements (docs/backends.md). The core only ever talks to
  * this interface; real SDKs live in adapters that are imported lazily.
  *
  * @module
@@ -49,7 +49,11 @@ export interface LlmUsage {
 export interface LlmResponse {
   /** The raw text of the answer. */
   text: string;
-  /** Parsed structured output, when the backend produced (or extracted) one. */
+  /**
+   * The API's native structured output, when it returns one apart from the text (Claude Code's
+   * `structured_output`). A backend never parses JSON out of its text: the engine reads an answer's
+   * JSON in one place (`readJsonAnswer`: this field, else the JSON in `text`).
+   */
   structuredOutput?: unknown;
   /** Session id to pass back on the next call to continue the conversation. */
   sessionId?: string;

@@ -1,5 +1,5 @@
 /**
- * Plan editing (seed 002 "Plan Review" actions): edit, reorder, skip, add and remove steps. Every
+ * Plan editing (docs/tool-plans.md, "Editing"): edit, reorder, skip, add and remove steps. Every
  * function returns a new plan with `version` + 1 and never modifies its input; an edit that would
  * break the plan is refused with a {@linkcode PlanEditError} that says why.
  *
@@ -8,7 +8,7 @@
 import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
 import { collectRefs } from "./refs.ts";
-import { STEP_ID_PATTERN } from "./schema.ts";
+import { PLAN_STEP_ID } from "./schema.ts";
 import { stepFromNew } from "./new_step.ts";
 import type {
   NewStep,
@@ -172,7 +172,7 @@ export interface AddStepOptions extends EditOptions {
 export function addStep(plan: Plan, newStep: NewStep, options: AddStepOptions = {}): Plan {
   const next = copy(plan);
   const id = newStep.id ?? freshId(next.steps);
-  if (!STEP_ID_PATTERN.test(id)) {
+  if (!PLAN_STEP_ID.test(id)) {
     throw new PlanEditError(
       "PLAN_EDIT_INVALID",
       `Cannot add step "${id}": step ids start with a letter or _ and contain only letters, digits, _ and -.`,

@@ -1,8 +1,8 @@
 /**
- * The DAG executor of tool plans (seed 002 "Execution Engine", rebuilt):
+ * The DAG executor of tool plans (docs/tool-plans.md, "Executor"):
  *
  * - scheduling by in-degree counting (`scheduler.ts`) — each step is queued once, when its last
- *   dependency settles — so a run is O(V+E), not the seed's repeated scan of every step;
+ *   dependency settles — so a run is O(V+E), not a repeated scan of every step;
  * - ready steps run in parallel up to `concurrency` (default 4);
  * - `$step` references resolved in the arguments of each step just before it runs;
  * - approval gates (`approvals.ts`): a step waiting for its approver gives its slot back

@@ -1,5 +1,5 @@
 /**
- * Plan generation (seed 002 "Plan Generation"): the seed's planning prompt, the LLM call, and
+ * Plan generation (docs/tool-plans.md, "Planning"): the planning prompt, the LLM call, and
  * validation with one re-ask that lists the problems.
  *
  * @module
@@ -28,7 +28,7 @@ export const GENERATE_STEP_ID = "plan.generate";
 /** The scripted-backend step id of revision calls ({@linkcode revisePlan}). */
 export const REVISE_STEP_ID = "plan.revise";
 
-/** A task: its text, or the seed's `{ id, description }`. */
+/** A task: its text, or `{ id, description }`. */
 export type PlanTask = string | { id?: string; description: string };
 
 /** Options of {@linkcode generatePlan}. */
@@ -129,7 +129,7 @@ export async function generatePlan(task: PlanTask, options: GeneratePlanOptions)
 export type RevisePlanOptions = Omit<GeneratePlanOptions, "taskId" | "planId">;
 
 /**
- * Seed 002 Plan Review, "Regenerate plan (ask LLM to revise)": sends the current plan (statuses and
+ * Plan review's "Regenerate plan (ask LLM to revise)": sends the current plan (statuses and
  * results included) and the user's feedback, validates the answer against the tools like
  * {@linkcode generatePlan} (same code: one re-ask listing the problems) and returns the next
  * version. The given plan is not modified.
@@ -295,7 +295,7 @@ type Answer = z.output<typeof GeneratedPlanSchema>;
 
 /**
  * The plan in an answer: the structured output, else the JSON in the text; a bare list of steps is
- * accepted too (the seed's prompt asks for "a JSON array of steps").
+ * accepted too (the planning prompt asks for "a JSON array of steps").
  */
 function readPlanAnswer(
   response: LlmResponse,

@@ -1,6 +1,6 @@
 /**
- * Executable tool plans (seed 002): a plan is a DAG of tool calls. This module validates plans,
- * runs them with parallelism, approvals, `$step` references and per-step error strategies
+ * Executable tool plans (docs/tool-plans.md): a plan is a DAG of tool calls. This module validates
+ * plans, runs them with parallelism, approvals, `$step` references and per-step error strategies
  * (including LLM recovery), generates them with an LLM, and edits them.
  *
  * @example

@@ -1,6 +1,6 @@
 /**
- * LLM recovery of a failed step (seed 002 "Strategy 3: Ask LLM"): the prompt, the call, and the
- * parsing of the decision, with one re-ask when the answer is unusable.
+ * LLM recovery of a failed step (the `ask` `onError` strategy, docs/tool-plans.md): the prompt, the
+ * call, and the parsing of the decision, with one re-ask when the answer is unusable.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * `$step` references inside step arguments (seed 002 "Execution Context", generalised):
+ * `$step` references inside step arguments (docs/tool-plans.md, "Plan format"):
  *
  * - a whole string `"$step_1"` is replaced by step_1's result, `"$step_1.a.b[0]"` by a part of it
  *   (any type);

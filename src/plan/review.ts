@@ -1,5 +1,5 @@
 /**
- * The Plan Review table of seed 002, as text for terminals.
+ * The plan review table (docs/tool-plans.md), as text for terminals.
  *
  * @module
  */
@@ -11,7 +11,7 @@ export interface ReviewOptions {
   approvals?: ReadonlyMap<string, string>;
   /** Inner width of the box (default: fits the content, 49 to 96 columns). */
   width?: number;
-  /** Footer line (default: none). The seed's is `[Edit Plan]  [Start Execution]  [Cancel]`. */
+  /** Footer line (default: none). `run-plan`'s is `[Edit Plan]  [Start Execution]  [Cancel]`. */
   footer?: string;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The scheduler of the tool-plan executor: which step may run next. Scheduling is by in-degree
  * counting — each step is queued once, when its last dependency settles — so a run is O(V+E), not
- * the seed's repeated scan of every step. A skipped or failed step passes its fate on to the steps
+ * a repeated scan of every step. A skipped or failed step passes its fate on to the steps
  * that depend on it (skipped → skipped, failed → blocked), iteratively.
  *
  * Steps are nodes numbered in the order they were added; recovery may add nodes while the run goes

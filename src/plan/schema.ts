@@ -19,8 +19,12 @@ import type {
 } from "./types.ts";
 import { onErrorTextPattern, PLAN_ON_ERROR } from "../on_error.ts";
 
-/** Step ids: a letter or `_`, then letters, digits, `_` or `-`. References use the same grammar. */
-export const STEP_ID_PATTERN: RegExp = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+/**
+ * Step ids of a tool plan: a letter or `_`, then letters, digits, `_` or `-`; `$step` references
+ * use the same grammar. (An agent's step ids follow another rule, `STEP_ID` in
+ * src/definition/step_id.ts: dotted names such as `initial.issue`.)
+ */
+export const PLAN_STEP_ID: RegExp = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 /** Every step status, in lifecycle order. */
 export const STEP_STATUSES: readonly StepStatus[] = [
@@ -66,7 +70,7 @@ export const OnErrorSchema = z.union([
   'Failure strategy: "fail" (default), "continue", "retry=N", or "recover" (ask the LLM)',
 );
 
-const StepId = z.string().regex(STEP_ID_PATTERN, {
+const StepId = z.string().regex(PLAN_STEP_ID, {
   error: "step ids start with a letter or _ and contain only letters, digits, _ and -",
 });
 

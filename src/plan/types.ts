@@ -1,6 +1,7 @@
 /**
- * The types of executable tool plans (seed 002). They mirror the zod schemas in `schema.ts`, which
- * validate them at every boundary; a compile-time check there keeps the two identical.
+ * The types of executable tool plans (docs/tool-plans.md). They mirror the zod schemas in
+ * `schema.ts`, which validate them at every boundary; a compile-time check there keeps the two
+ * identical.
  *
  * @module
  */
@@ -28,7 +29,7 @@ export type StepStatus =
   | "failed"
   | "skipped";
 
-/** The outcome of a step (seed 002 `StepResult`). */
+/** The outcome of a step. */
 export interface StepResult {
   /** True when the tool succeeded. */
   ok: boolean;
@@ -65,7 +66,7 @@ export interface RecoverSetting {
  */
 export type OnErrorSetting = string | RetrySetting | RecoverSetting;
 
-/** One step of a plan (seed 002 `Step`, plus `onError` and `requiresApproval`). */
+/** One step of a plan (with its `onError` and `requiresApproval`). */
 export interface Step {
   /** Unique id: a letter or `_`, then letters, digits, `_` or `-` (e.g. `step_1`). */
   id: string;
@@ -89,7 +90,7 @@ export interface Step {
   requiresApproval?: boolean;
 }
 
-/** An executable plan (seed 002 `Plan`, plus the optional task text and update time). */
+/** An executable plan (with the optional task text and update time). */
 export interface Plan {
   /** Plan id. */
   id: string;
@@ -158,7 +159,7 @@ export interface LogEntry {
   timestamp: string;
 }
 
-/** A status change or progress report of one step (seed 002 `ProgressEvent`). */
+/** A status change or progress report of one step. */
 export interface ProgressEvent {
   /** The plan's task id. */
   taskId: string;

@@ -1,5 +1,6 @@
 /**
- * Plan validation (seed 002 `validatePlan`), reporting every problem instead of the first one.
+ * Plan validation (`validatePlan`, docs/tool-plans.md), reporting every problem instead of the
+ * first one.
  *
  * @module
  */

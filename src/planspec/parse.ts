@@ -430,7 +430,7 @@ export function parsePlan(text: string): PlanSpec {
   return plan;
 }
 
-/** Section headings may carry a trailing `# annotation` (as in the seed's template), nothing else. */
+/** Section headings may carry a trailing `# annotation` (as PlanSpec templates do), nothing else. */
 function expectNoTrailer(
   trailer: string,
   fail: (reason: string) => PlanParseError,

@@ -1,6 +1,7 @@
 /**
- * Step reflection (the seed's third stage): after a step answers with a status other than `OK`,
- * the model sees the folded plan and decides — `RETRY`, `ACCEPT`, `INTERACT` (ask the user) or
+ * Step reflection (the runner's third stage, docs/planspec.md): after a step answers with a status
+ * other than `OK`, the model sees the folded plan and decides — `RETRY`, `ACCEPT`, `INTERACT` (ask
+ * the user) or
  * `PLAN_CMD` lines that change the plan.
  *
  * @module

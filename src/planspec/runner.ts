@@ -49,7 +49,7 @@ const DONE_LIKE = new Set<string>([PlanStatus.DONE, PlanStatus.SKIPPED]);
 const MISSING_INPUT = "missing input";
 
 /**
- * Executes a PlanSpec plan with an LLM, in the seed's four stages:
+ * Executes a PlanSpec plan with an LLM, in four stages (docs/planspec.md, "The plan runner"):
  *
  * 1. **generation** happens before (`generatePlan`, `plan new`);
  * 2. **step execution**: leaf steps run in document order, each with its task, inputs, outputs and

@@ -149,7 +149,7 @@ function historyLine(entry: PlanHistoryEntry, valueLimit: number): string | unde
 
 /**
  * Output names that look like variables are required from an OK step. Others (decide branches
- * write `→ <what to do>`, as in the seed's examples) describe a consequence, not a value.
+ * write `→ <what to do>`, as in PlanSpec's examples) describe a consequence, not a value.
  */
 export function isVariableName(name: string): boolean {
   return isSpanOf(name, "[\\p{L}\\p{N}_.-]", "[\\p{L}_]");

@@ -1,8 +1,8 @@
 /**
- * Plan files on disk, with the seed's storage convention: plans in `planspec/<snake_name>.md`,
- * finished plans in `planspec/archive/`, task-level plans in `Tasks/<name>/plan.md`. Every write is
- * atomic (a temp file in the same folder, then a rename), so a killed process never leaves half a
- * plan.
+ * Plan files on disk, with PlanSpec's storage convention (docs/planspec.md): plans in
+ * `planspec/<snake_name>.md`, finished plans in `planspec/archive/`, task-level plans in
+ * `Tasks/<name>/plan.md`. Every write is atomic (a temp file in the same folder, then a rename), so
+ * a killed process never leaves half a plan.
  *
  * @module
  */
@@ -42,7 +42,7 @@ export function isPlanName(ref: string): boolean {
 }
 
 /**
- * Finds a plan by name or path, in the seed's order: `planspec/<name>.md`, then
+ * Finds a plan by name or path, in this order: `planspec/<name>.md`, then
  * `Tasks/<name>/plan.md`, then `ref` as a file path (relative to `base`).
  *
  * @throws {StepflowError} `PLAN_NOT_FOUND` listing every place that was tried

@@ -1,5 +1,5 @@
 /**
- * The PlanSpec data model (seed 003 "Data Model"), in camelCase.
+ * The PlanSpec data model (docs/planspec.md, "Data model and API"), in camelCase.
  *
  * The model is produced by the parser and by the command protocol, never read from JSON, so it is
  * written as plain interfaces; the JSON that crosses a boundary (LLM structured output) has zod

@@ -1,6 +1,7 @@
 /**
- * C3L prompt paths (STEPFLOW.md §3): `<basePath>/<c1>/<c2>/<c3>/f_<edition>[_<adaptation>].md`.
- * Every segment is checked, so a registry can never point a prompt outside its tree.
+ * C3L prompt paths (docs/agents.md, "Prompts"):
+ * `<basePath>/<c1>/<c2>/<c3>/f_<edition>[_<adaptation>].md`. Every segment is checked, so a
+ * registry can never point a prompt outside its tree.
  *
  * @module
  */

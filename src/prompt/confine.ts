@@ -1,7 +1,8 @@
 /**
  * Symbolic links that leave the agent folder are refused wherever an agent's files are opened
- * (STEPFLOW.md §3), so a shared agent folder cannot read files outside itself. The agent folder itself may be a link: every check compares
- * real paths against the agent folder's real path.
+ * (docs/agents.md, "Prompts"), so a shared agent folder cannot read files outside itself. The agent
+ * folder itself may be a link: every check compares real paths against the agent folder's real
+ * path.
  *
  * @module
  */

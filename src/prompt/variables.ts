@@ -1,5 +1,5 @@
 /**
- * Prompt variables (STEPFLOW.md §3). Only these single-brace forms are variables:
+ * Prompt variables (docs/agents.md, "Prompts"). Only these single-brace forms are variables:
  * `{uv-<name>}`, `{input_text}`, `{iteration}`, `{step_id}`, `{handoff.<key>}`, and in a retry after a
  * failed step validation `{validation.output}` / `{validation.pattern}` / `{validation.command}`.
  * Every other brace text — JSON examples in prompts — is left exactly as written.

@@ -1,6 +1,6 @@
 /**
- * QPlan scripts (seed 000): a small step-based language for AI-written plans, run on stepflow's
- * tool registry, LLM backends and event vocabulary.
+ * QPlan scripts (docs/qplan.md): a small step-based language for AI-written plans, run on
+ * stepflow's tool registry, LLM backends and event vocabulary.
  *
  * - {@linkcode runScript} parses, validates and runs a script and reports how it ended;
  * - {@linkcode validateScript} checks one without running it;
@@ -127,9 +127,9 @@ export { resolveSteps } from "./step/step_resolver.ts";
 export type { AbortedSignal, FlowSignal, JumpSignal } from "./step/step_signals.ts";
 export { type StepBody, StepController, type StepFailure } from "./step/step_controller.ts";
 export type {
-  PlanStatus,
   QPlanPlanInfo,
   QPlanRunContext,
+  QPlanRunStatus,
   QPlanStepInfo,
   StepEvents,
 } from "./step/step_events.ts";

@@ -18,8 +18,8 @@ import { createQPlanRegistry } from "./modules/registry.ts";
 import { StepController, type StepFailure } from "./step/step_controller.ts";
 import {
   createPlanInfo,
-  type PlanStatus,
   type QPlanRunContext,
+  type QPlanRunStatus,
   StepEvents,
 } from "./step/step_events.ts";
 import { AbortedSignal, STOP } from "./step/step_signals.ts";
@@ -67,7 +67,7 @@ export interface RunError {
 /** What {@linkcode runScript} resolves to. */
 export interface RunScriptResult {
   /** How the run ended. */
-  status: PlanStatus;
+  status: QPlanRunStatus;
   /** Set unless `completed` / `stopped`. */
   error?: RunError;
   /** `ctx[runId]`: step results by namespace. */
@@ -190,7 +190,7 @@ export async function runScript(
   await supervisor.start();
   if (options.control) bindControl(options.control, supervisor);
   await events.planStart(plan, runCtx);
-  let status: PlanStatus = "completed";
+  let status: QPlanRunStatus = "completed";
   let error: RunError | undefined;
   try {
     await executor.run(ast);

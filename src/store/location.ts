@@ -17,7 +17,8 @@ export interface AgentLoggingSource {
 
 /**
  * The run directory used when agent.json has no `logging.directory`: `tmp/logs/agents/<agent>`
- * under the working directory (the layout of seed 001's example, `tmp/logs/agents/code-improver`).
+ * under the working directory (the layout of the `code-improver` example,
+ * `tmp/logs/agents/code-improver`).
  */
 export const DEFAULT_RUN_DIRECTORY = "tmp/logs/agents";
 

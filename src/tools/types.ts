@@ -1,5 +1,5 @@
 /**
- * The tool contract shared by tool plans (seed 002) and QPlan scripts (seed 000).
+ * The tool contract shared by tool plans (docs/tool-plans.md) and QPlan scripts (docs/qplan.md).
  *
  * @module
  */

@@ -63,7 +63,7 @@ Deno.test("a step with both check and structuredGate is an error", async () => {
     r.steps.s_a8f3.structuredGate = { allowedIntents: ["next"], intentField: "a" };
   });
   assertProblems(await loadFails(agent), [
-    `${R}: step "s_a8f3": defines both check (seed 001) and structuredGate (seed 004); a flow step routes one way: remove one of them.`,
+    `${R}: step "s_a8f3": defines both check and structuredGate; a flow step routes one way, check-gated ("check") or gate-routed ("structuredGate"): remove one of them (docs/agents.md, "steps_registry.json").`,
   ]);
 });
 
@@ -281,7 +281,7 @@ Deno.test("prompt forms: none, both, or half of c2/c3 are errors", async () => {
   });
   assertProblems(await loadFails(agent), [
     `${R}: step "initial.issue": names its prompt with top-level c2/c3 but has no c3; set both (the prompt is steps/<c2>/<c3>/f_<edition>.md).`,
-    `${R}: step "continuation.issue": sets both "prompt" and top-level c2/c3; name the prompt one way: "prompt": { c1, c2, c3 } (seed 001) or top-level c2/c3 (seed 004).`,
+    `${R}: step "continuation.issue": sets both "prompt" and top-level c2/c3; name the prompt one way: "prompt": { c1, c2, c3 } or top-level c2/c3 (docs/agents.md, "steps_registry.json").`,
     `${R}: step "complete.issue": has no prompt: set "prompt": { "c1", "c2", "c3" } (or { "path" }), or top-level "c2" and "c3".`,
   ]);
 });

@@ -9,7 +9,7 @@ import { StepflowError } from "../../src/errors.ts";
 import { callBackend, type CallContext, stepRequest } from "../../src/flow/backend_call.ts";
 import { createRunJournal, restoreRun } from "../../src/flow/checkpoint.ts";
 import { flowStep } from "../../src/flow/router.ts";
-import { createRunControl, watchStops } from "../../src/flow/run_control.ts";
+import { createRunnerControl, watchStops } from "../../src/flow/run_control.ts";
 import {
   advance,
   endRun,
@@ -182,7 +182,7 @@ Deno.test("callBackend waits while the run is paused before it sends", async () 
 });
 
 Deno.test("run control: a pause holds waiters until resumed; a stop ends it and fires the signal", async () => {
-  const control = createRunControl();
+  const control = createRunnerControl();
   assert.equal(control.pause(), true);
   assert.equal(control.pause(), false, "already paused");
   let passed = false;

@@ -3,6 +3,7 @@
  * official `@anthropic-ai/sdk` client over a real socket.
  */
 import assert from "node:assert/strict";
+import { chatAnswerJson } from "./answer_json.ts";
 import { AnthropicBackend, type AnthropicBackendOptions } from "../../src/llm/anthropic.ts";
 import { BackendError } from "../../src/llm/backend_error.ts";
 import { createBackend, DEFAULT_ANTHROPIC_MODEL } from "../../src/llm/factory.ts";
@@ -59,7 +60,7 @@ Deno.test("anthropic: structured output through output_config.format, usage, cos
       outputSchema: VERDICT_SCHEMA,
       model: "claude-opus-4-1",
     }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ok", reason: "tests pass" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ok", reason: "tests pass" });
     assert.deepEqual(res.usage, { inputTokens: 1000, outputTokens: 500 });
     assert.equal(res.costUsd, (1000 * 15 + 500 * 75) / 1e6);
     assert.match(res.sessionId ?? "", /^[0-9a-f-]{36}$/);
@@ -112,7 +113,7 @@ Deno.test("anthropic: a 429 with Retry-After is retried after the server's delay
       stepRequest({ outputSchema: VERDICT_SCHEMA, iteration: 4 }),
     );
     const elapsed = performance.now() - started;
-    assert.deepEqual(res.structuredOutput, { verdict: "ok" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ok" });
     assert.equal(server.requests.length, 2);
     assert.equal(retries.length, 1);
     assert.equal(retries[0].status, 429);
@@ -246,7 +247,7 @@ Deno.test("anthropic: a server that rejects the schema parameter gets the schema
     const warnings: string[] = [];
     const b = backend({ onWarning: (w) => warnings.push(w) });
     const res = await b.complete(stepRequest({ outputSchema: VERDICT_SCHEMA }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ng", reason: "flaky" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ng", reason: "flaky" });
     assert.equal(b.structuredOutputMode, "prompt");
     assert.equal(warnings.length, 1);
     assert.match(warnings[0], /rejected the JSON-schema parameter/);
@@ -261,7 +262,7 @@ Deno.test("anthropic: a server that rejects the schema parameter gets the schema
     );
 
     const next = await b.complete(stepRequest({ outputSchema: VERDICT_SCHEMA }));
-    assert.deepEqual(next.structuredOutput, { verdict: "ok" });
+    assert.deepEqual(chatAnswerJson(next), { verdict: "ok" });
     assert.equal(server.requests[2].body.output_config, undefined, "stays in prompt mode");
     assert.equal(warnings.length, 1, "warned once");
   });

@@ -4,6 +4,7 @@
  * The fake logs its argv and every message it read, so the tests assert what the SDK was asked.
  */
 import assert from "node:assert/strict";
+import { answerJson } from "./answer_json.ts";
 import { UsageError } from "../../src/errors.ts";
 import { BackendError } from "../../src/llm/backend_error.ts";
 import { ClaudeCodeBackend } from "../../src/llm/claude_code.ts";
@@ -214,12 +215,13 @@ Deno.test("claude-code: error results and crashes say what Claude Code said", as
   }
 });
 
-Deno.test("claude-code: JSON in the result text is the structured-output fallback", async () => {
+Deno.test("claude-code: without structured_output, the JSON in the result text is left to the engine's reader", async () => {
   const fake = await fakeClaude([{ result: 'Done.\n```json\n{"verdict":"ng"}\n```' }]);
   try {
     const res = await new ClaudeCodeBackend(fake.options)
       .complete(stepRequest({ cwd: fake.dir, outputSchema: VERDICT_SCHEMA }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ng" });
+    assert.equal(res.structuredOutput, undefined);
+    assert.deepEqual(answerJson(res), { verdict: "ng" });
   } finally {
     await fake.cleanup();
   }

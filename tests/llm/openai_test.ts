@@ -3,6 +3,7 @@
  * vLLM and LM Studio serve), driven through the official `openai` client over a real socket.
  */
 import assert from "node:assert/strict";
+import { chatAnswerJson } from "./answer_json.ts";
 import { BackendError } from "../../src/llm/backend_error.ts";
 import { createBackend } from "../../src/llm/factory.ts";
 import { OpenAiBackend, type OpenAiBackendOptions } from "../../src/llm/openai.ts";
@@ -50,7 +51,7 @@ Deno.test("openai: structured output through response_format json_schema, usage,
       systemPrompt: "You are a careful engineer.",
       outputSchema: VERDICT_SCHEMA,
     }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ng", reason: "flaky" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ng", reason: "flaky" });
     assert.deepEqual(res.usage, { inputTokens: 300, outputTokens: 40 });
     assert.equal(res.costUsd, (300 * 1 + 40 * 2) / 1e6);
     assert.match(res.sessionId ?? "", /^[0-9a-f-]{36}$/);
@@ -113,7 +114,7 @@ Deno.test("openai: a 429 with Retry-After is retried after the server's delay", 
     const res = await backend({ onRetry: (r) => retries.push(r) }).complete(
       stepRequest({ outputSchema: VERDICT_SCHEMA }),
     );
-    assert.deepEqual(res.structuredOutput, { verdict: "ok" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ok" });
     assert.equal(server.requests.length, 2);
     assert.equal(retries.length, 1);
     assert.equal(retries[0].backend, "openai");
@@ -228,7 +229,7 @@ Deno.test("openai: a server without json_schema support gets the schema in the p
     const warnings: string[] = [];
     const res = await backend({ onWarning: (w) => warnings.push(w) })
       .complete(stepRequest({ outputSchema: VERDICT_SCHEMA }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ok", reason: "the {braces} in text" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ok", reason: "the {braces} in text" });
     assert.equal(warnings.length, 1);
     assert.equal(server.requests[1].body.response_format, undefined);
     const messages = server.requests[1].body.messages as { content: string }[];
@@ -244,7 +245,7 @@ Deno.test("openai: structuredOutput 'prompt' never sends response_format", async
     server.push(openAiCompletion('```json\n{"verdict":"ok"}\n```'));
     const res = await backend({ structuredOutput: "prompt" })
       .complete(stepRequest({ outputSchema: VERDICT_SCHEMA }));
-    assert.deepEqual(res.structuredOutput, { verdict: "ok" });
+    assert.deepEqual(chatAnswerJson(res), { verdict: "ok" });
     assert.equal(server.requests[0].body.response_format, undefined);
   });
 });

@@ -303,7 +303,8 @@ export interface Script extends SourcePosition {
 export const PLAN_META_KEYS: readonly string[] = ["title", "summary", "version", "since", "params"];
 
 /**
- * What a step does when one of its statements fails (seed 000 §7). Same shape as the step-flow
+ * What a step does when one of its statements fails (docs/qplan.md, "Steps"). Same shape as the
+ * step-flow
  * `ErrorPolicy` of `src/definition`.
  */
 export type StepErrorPolicy =
@@ -321,15 +322,15 @@ export interface StepAttribute extends SourcePosition {
 }
 
 /**
- * A step block (seed 000 §3). The parser fills `id`, `desc`, `type`, `errorPolicy` and `children`;
- * the resolver fills the auto-generated `order`, `path` and `parent` (non-enumerable, so the AST
- * stays printable as JSON).
+ * A step block (docs/qplan.md, "Steps"). The parser fills `id`, `desc`, `type`, `errorPolicy` and
+ * `children`; the resolver fills the auto-generated `order`, `path` and `parent` (non-enumerable,
+ * so the AST stays printable as JSON).
  */
 export interface StepNode extends SourcePosition {
   /** Node kind. */
   kind: "step";
   /**
-   * The step id. A description-only step (`step "Read file" { … }`, seed 000 §2 basic form) gets
+   * The step id. A description-only step (`step "Read file" { … }`, the basic form) gets
    * `step_<order>` from the resolver.
    */
   id: string;

@@ -1,5 +1,5 @@
 /**
- * The AST runner (seed 000 §11): runs statements, evaluates expressions, calls tools, loops,
+ * The AST runner (docs/qplan.md): runs statements, evaluates expressions, calls tools, loops,
  * runs `parallel` blocks, and resumes at the right statement after a jump. It holds no step
  * logic: step statements are handed to the {@linkcode StepController}.
  *

@@ -103,7 +103,7 @@ const ONE_CHAR_OPS = new Set([
  * Splits a script into tokens, ending with an `eof` token.
  *
  * Strings have no escape sequences except a backslash before the string's own quote character
- * (`"jump=\"cleanup\""`, as seed 000 writes `onError` values); every other backslash is kept.
+ * (`"jump=\"cleanup\""`, as QPlan examples write `onError` values); every other backslash is kept.
  *
  * @throws QPlanSyntaxError on an unterminated string or block comment, or a character QPlan does not use
  *

@@ -1,5 +1,5 @@
 /**
- * The flow-control layer of steps (seed 000 §7, §11): runs one step's body through its error
+ * The flow-control layer of steps (docs/qplan.md, "Steps"): runs one step's body through its error
  * policy (fail / continue / retry=N / jump), turns `return` / `skip` / `stop` / `jump` signals into
  * step results and events, and stores results at `ctx[runId][namespace]` with alias mirroring.
  * The executor only runs statements; everything about steps happens here.

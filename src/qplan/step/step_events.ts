@@ -1,5 +1,6 @@
 /**
- * Step events (seed 000 §8) on the project's shared event vocabulary (`src/events`): the QPlan
+ * Step events (docs/qplan.md, "Events") on the project's shared event vocabulary (`src/events`):
+ * the QPlan
  * `stepInfo`, the plan object of `onPlanStart`/`onPlanEnd`, and the dispatcher the step controller
  * and the run use. Handlers that throw are logged and skipped; they never break a run.
  *
@@ -14,7 +15,7 @@ import type { ResolvedStep, StepErrorPolicy } from "./step_types.ts";
  * The `stepInfo` QPlan passes to step events:
  * `{ runId, stepId, desc, type, order, path, depth, parentStepId, errorPolicy }`.
  * `desc` is the step's description or its id; `order` is the step's static pre-order number
- * (seed 000 §3), the same on every attempt.
+ * (docs/qplan.md, "Steps"), the same on every attempt.
  */
 export interface QPlanStepInfo extends StepInfo {
   /** The step's `type` tag. */
@@ -40,12 +41,12 @@ export interface QPlanPlanInfo {
 }
 
 /** How a run ended. */
-export type PlanStatus = "completed" | "stopped" | "aborted" | "error";
+export type QPlanRunStatus = "completed" | "stopped" | "aborted" | "error";
 
 /** The context of plan-level events: the run id, and at the end the status and error. */
 export interface QPlanRunContext extends RunContext {
   /** Set on `onPlanEnd`. */
-  status?: PlanStatus;
+  status?: QPlanRunStatus;
   /** Set on `onPlanEnd` when the run failed, was aborted or timed out. */
   error?: { message: string; line?: number };
 }

@@ -1,5 +1,5 @@
 /**
- * Parses the step grammar of seed 000 §2/§9 into a {@linkcode StepNode}:
+ * Parses the step grammar (docs/qplan.md, "Steps") into a {@linkcode StepNode}:
  *
  * ```text
  * step "Description" [-> alias] { … }                                   basic form

@@ -1,5 +1,5 @@
 /**
- * Builds the step tables of a script (seed 000 §10, §12): ids (generating `step_<order>` for
+ * Builds the step tables of a script (docs/qplan.md, "Steps"): ids (generating `step_<order>` for
  * description-only steps), pre-order numbers, hierarchical paths, parents, each step's own outputs,
  * and the way from the top level down to each step that jumps use to resume there.
  *

@@ -1,6 +1,7 @@
 /**
- * The step model of seed 000 §3: the tables the resolver builds around each `StepNode` (the node
- * itself, with the fields the resolver fills — `order`, `path`, `parent` — is in `core/ast.ts`).
+ * The step model of QPlan (docs/qplan.md, "Steps"): the tables the resolver builds around each
+ * `StepNode` (the node itself, with the fields the resolver fills — `order`, `path`, `parent` — is
+ * in `core/ast.ts`).
  *
  * @module
  */

@@ -3,12 +3,15 @@
  * model. Exit code 0 follows `transitions.next` (or completes the run when there is none); any
  * other exit is a step failure that the step's `onError` handles. stdout, stderr and the exit code
  * are handed off (`{handoff.stdout}`, `{handoff.stderr}`, `{handoff.exitCode}`).
+ * {@linkcode runCommandKindStep} is the step kind's handler; {@linkcode runCommandStep} runs the
+ * command.
  *
  * @module
  */
 import type { FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import { type AgentCommandContext, runAgentCommand } from "./agent_command.ts";
+import type { StepHandler } from "./step_handler.ts";
 
 /** What a command step did. */
 export interface CommandStepResult {
@@ -49,3 +52,22 @@ export async function runCommandStep(
   }
   return out;
 }
+
+/** Runs one iteration of a command step: the command, its handoff, the route of its exit code. */
+export const runCommandKindStep: StepHandler = async (step, _state, deps) => {
+  await deps.started();
+  await deps.waitIfPaused();
+  const result = await runCommandStep(step, deps.commandContext());
+  const parts = {
+    record: { command: { name: step.command!, exitCode: result.handoff.exitCode } },
+    handoff: result.handoff,
+    response: { text: `${result.handoff.stdout}\n${result.handoff.stderr}` },
+  };
+  if (result.error) return { ...parts, error: result.error };
+  return {
+    ...parts,
+    outcome: result.next !== undefined
+      ? { kind: "goto", stepId: result.next, transition: "next" }
+      : { kind: "end", reason: "completed", transition: "complete", output: result.handoff },
+  };
+};
