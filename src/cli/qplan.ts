@@ -419,7 +419,10 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   const file = oneFile(options, "validate");
   const { path, source } = await readScript(file, io);
   const params = await readParams(options, io);
-  const registry = createQPlanRegistry({ ...knownModules(options), ai: true });
+  // The backend is built (not called) so that a script whose `ai` lines have none, or whose
+  // backend flags are wrong, fails validation exactly as `run` would.
+  const backend = await backendOf(options, io);
+  const registry = createQPlanRegistry({ ...knownModules(options), ai: true, backend });
   const validation = validateScript(source, { params, registry });
   const errors = validation.issues.filter((i) => i.severity === "error").length;
   const warnings = validation.issues.length - errors;

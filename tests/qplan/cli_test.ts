@@ -179,9 +179,32 @@ Deno.test("qplan run with the ai module on a scripted backend (--script resolved
   const r = await qplan(["run", "ask.qplan", "--script", "answers.yaml", "--quiet"], dir);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "Hello there\n");
-  const none = await qplan(["run", "ask.qplan", "--quiet"], dir);
-  assert.equal(none.code, 1);
-  assert.match(none.stderr, /ai: no LLM backend is configured/);
+});
+
+Deno.test("qplan run/validate: an ai line with no backend is a configuration error found before anything runs (exit 2)", async () => {
+  const dir = await workspace({
+    "ask.qplan":
+      `step id="first" {\n  file write path="ran.txt" data="x"\n}\nstep id="ask" {\n  ai "Say hi" -> answer\n}\n`,
+    "answers.yaml": "ask:\n  - Hello\n",
+  });
+  const [run, validate, scripted] = await Promise.all([
+    qplan(["run", "ask.qplan", "--quiet"], dir),
+    qplan(["validate", "ask.qplan"], dir),
+    qplan(["validate", "ask.qplan", "--script", "answers.yaml"], dir),
+  ]);
+  for (const r of [run, validate]) {
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(
+      r.stderr,
+      /error at line 5, column 3: module 'ai' cannot run: no LLM backend is configured \(pass --backend scripted\|claude-code\|anthropic\|openai or --script FILE/,
+    );
+    noStackTrace(r.stderr);
+  }
+  // The step before the ai line did not run.
+  await assert.rejects(Deno.stat(`${dir}/ran.txt`), Deno.errors.NotFound);
+  assert.equal(scripted.code, 0, scripted.stderr);
+  const badFlags = await qplan(["validate", "ask.qplan", "--backend", "gpt"], dir);
+  assert.equal(badFlags.code, 2);
 });
 
 Deno.test("qplan validate: the step tree on success, problems and exit 2 otherwise; --json", async () => {

@@ -264,10 +264,13 @@ Deno.test("ai: backend failures and missing backends are clear errors", async ()
     registry: createQPlanRegistry({ backend: failing }),
   });
   assert.match(r.error!.message, /Module 'ai' failed: scripted backend error: rate limited/);
+  // Without a backend the script does not start: validation names the ai line.
   const none = await runScript(`step id="s" { ai "x" -> y }`, {
     registry: createQPlanRegistry({ ai: true }),
   });
-  assert.match(none.error!.message, /ai: no LLM backend is configured/);
+  assert.equal(none.error!.code, "QPLAN_INVALID");
+  assert.equal(none.issues[0].code, "module-unavailable");
+  assert.match(none.issues[0].message, /module 'ai' cannot run: no LLM backend is configured/);
   const noJson = new ScriptedBackend({ s: ["no json here", "{oops"] });
   const notJson = await runScript(`step id="s" { ai "x" format="json" -> y }`, {
     registry: createQPlanRegistry({ backend: noJson }),
