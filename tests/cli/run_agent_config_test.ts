@@ -27,7 +27,7 @@ Deno.test("run-agent --validate: an output schema that does not compile is a loa
     assert.equal(result.code, 2, result.stderr);
     assert.match(
       result.stdout,
-      /1\. steps_registry\.json: step "complete\.task": outputSchemaRef: schema #\/definitions\/complete\.task in .*task\.schema\.json does not compile: schema is invalid: \/type must be equal to one of the allowed values/,
+      /1\. steps_registry\.json: step "complete\.task": outputSchemaRef: schema #\/definitions\/complete\.task in .*task\.schema\.json does not compile: schema is invalid: \/type must be equal to one of the allowed values; "objcet" is not a JSON Schema type \(did you mean "object"\?\)/,
     );
     assert.ok(!hasStackTrace(result.stderr), result.stderr);
   });

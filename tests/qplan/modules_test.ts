@@ -306,12 +306,15 @@ Deno.test("ai schema=: the answer is validated, re-asked once with the errors, t
   assert.match(bad.error!.message, /after 1 re-ask\(s\): .*\/greeting: must be string/);
 
   const uncompilable = await runScript(
-    `step id="s" { ai "Greet" schema={"type": "objcet"} -> g }`,
+    `step id="s" { ai "Greet" schema={"type": "object", "properties": {"tags": {"type": "arary"}}} -> g }`,
     {
       registry: createQPlanRegistry({ backend: new ScriptedBackend({ s: ["{}"] }) }),
     },
   );
-  assert.match(uncompilable.error!.message, /ai: schema does not compile/);
+  assert.match(
+    uncompilable.error!.message,
+    /ai: schema does not compile as a JSON Schema: schema is invalid: \/properties\/tags\/type must be equal to one of the allowed values; "arary" is not a JSON Schema type \(did you mean "array"\?\)/,
+  );
 });
 
 Deno.test('ai format="json": sends an outputSchema (any JSON) and re-asks once', async () => {

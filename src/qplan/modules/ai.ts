@@ -10,6 +10,7 @@ import type { ValidateFunction } from "ajv";
 import { StepflowError } from "../../errors.ts";
 import { askStructured } from "../../engine/ask_structured.ts";
 import { createSchemaCompiler, validationProblems } from "../../llm/json_schema.ts";
+import { compileErrorMessage } from "../../definition/schema_compiler.ts";
 import { ModuleArgumentError } from "./values.ts";
 
 /** The `outputSchema` sent for `format="json"` without `schema=`: any JSON value. */
@@ -57,7 +58,7 @@ export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
       } catch (error) {
         throw new ModuleArgumentError(
           "ai",
-          `schema does not compile as a JSON Schema: ${(error as Error).message}`,
+          `schema does not compile as a JSON Schema: ${compileErrorMessage(error)}`,
         );
       }
       compiled.set(key, validate);
