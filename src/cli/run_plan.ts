@@ -32,7 +32,7 @@ import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
-import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
+import { readPlanJson, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
 import type {
@@ -42,7 +42,7 @@ import type {
   Plan,
   StepStatus,
 } from "../plan/types.ts";
-import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertValidPlan } from "../plan/validate.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
@@ -378,9 +378,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     await writePlanFile(planFile, plan);
     io.stderr.write(`Plan written to ${planFile} (${plan.steps.length} steps)\n`);
   } else {
-    plan = await readPlanFile(planFile);
-    const checked = validatePlan(plan, tools);
-    if (!checked.ok) throw new PlanValidationError(checked.problems, planFile);
+    // Shape, tools, arguments and references are checked in one pass, every problem at once.
+    plan = assertValidPlan(await readPlanJson(planFile), tools, planFile);
   }
   if (flags.restart) plan = resetPlan(plan);
 
