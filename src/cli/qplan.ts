@@ -101,7 +101,10 @@ const FLAGS: readonly FlagSpec[] = [
     "backend",
     "LLM backend for the ai module: scripted, claude-code, anthropic, openai",
   ),
-  backendFlag("script", "answers of the scripted backend (YAML/JSON keyed by step id)"),
+  backendFlag(
+    "script",
+    "answers of the scripted backend (YAML/JSON keyed by step id; format: docs/backends.md#script-files)",
+  ),
   backendFlag("model", "model of the backend", "NAME"),
   backendFlag("base-url", "server of the backend (e.g. a local OpenAI-compatible server)"),
   {

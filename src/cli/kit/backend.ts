@@ -112,7 +112,8 @@ export const BACKEND_FLAGS: readonly FlagSpec[] = Object.freeze(
       name: "script",
       type: "string",
       value: "FILE",
-      description: "Scripted answers (YAML/JSON); implies --backend scripted",
+      description:
+        "Scripted answers, YAML/JSON (format: docs/backends.md#script-files); implies --backend scripted",
     },
   ] satisfies FlagSpec[],
 );
