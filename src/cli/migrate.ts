@@ -149,10 +149,13 @@ function summary(results: MigratedAgent[], cwd: string, dryRun: boolean): string
   return lines.join("\n");
 }
 
-if (import.meta.main) {
+/** Runs `migrate` on the real process, from `INIT_CWD` (else the current directory). */
+export async function migrateCli(argv: readonly string[] = Deno.args): Promise<never> {
   const cwd = Deno.env.get("INIT_CWD") || Deno.cwd();
-  const { code, stdout, stderr } = await runMigrateCli(Deno.args, cwd);
+  const { code, stdout, stderr } = await runMigrateCli([...argv], cwd);
   if (stdout) await Deno.stdout.write(new TextEncoder().encode(stdout));
   if (stderr) await Deno.stderr.write(new TextEncoder().encode(stderr));
   Deno.exit(code);
 }
+
+if (import.meta.main) await migrateCli();

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { stepflowCommand } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
@@ -345,9 +346,9 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
   const rows = await listPlans(dir);
   if (rows.length === 0) {
     cli.stdout.write(
-      `No plans in ${
-        displayPath(dir, cli.cwd)
-      }/. Create one with: deno task plan new "<description>"\n`,
+      `No plans in ${displayPath(dir, cli.cwd)}/. Create one with: ${
+        stepflowCommand("plan", cli.cwd)
+      } new "<description>"\n`,
     );
     return 0;
   }

@@ -30,6 +30,7 @@ import {
 } from "../qplan/mod.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { stepflowCommand } from "../invocation.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -220,11 +221,11 @@ function parseOptions(args: string[]): Options {
   };
 }
 
-function oneFile(options: Options, command: string): string {
+function oneFile(options: Options, command: string, cwd: string): string {
   if (options.positionals.length !== 1) {
     throw new UsageError(
       options.positionals.length === 0
-        ? `qplan ${command} needs a script file: deno task qplan ${command} FILE`
+        ? `qplan ${command} needs a script file: ${stepflowCommand("qplan", cwd)} ${command} FILE`
         : `qplan ${command} takes one script file, got ${options.positionals.length}: ${
           options.positionals.join(" ")
         }`,
@@ -332,7 +333,7 @@ function enableHint(issues: readonly { code: string; message: string }[]): strin
 }
 
 async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
-  const file = oneFile(options, "run");
+  const file = oneFile(options, "run", io.cwd);
   const { path, source } = await readScript(file, io);
   const params = await readParams(options, io);
   let timeoutMs: number | undefined;
@@ -419,7 +420,7 @@ function jsonReplacer(_key: string, value: unknown): unknown {
 }
 
 async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
-  const file = oneFile(options, "validate");
+  const file = oneFile(options, "validate", io.cwd);
   const { path, source } = await readScript(file, io);
   const params = await readParams(options, io);
   // The backend is built (not called) so that a script whose `ai` lines have none, or whose
@@ -478,7 +479,9 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
 
 async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
   if (options.positionals.length === 0 || options.positionals.join(" ").trim() === "") {
-    throw new UsageError('qplan prompt needs a task: deno task qplan prompt "Summarize notes.txt"');
+    throw new UsageError(
+      `qplan prompt needs a task: ${stepflowCommand("qplan", io.cwd)} prompt "Summarize notes.txt"`,
+    );
   }
   const modules = knownModules(options);
   const registry = createQPlanRegistry({ ...modules });

@@ -30,7 +30,7 @@ import {
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
-import { runAgentCommand } from "./invocation.ts";
+import { runAgentCommand } from "../invocation.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -358,7 +358,7 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
   }
   if (agents.length === 0) {
     ctx.io.stdout.write(
-      `No agents in ${root}.\nCreate one with: deno task run-agent --init my-agent\n`,
+      `No agents in ${root}.\nCreate one with: ${runAgentCommand(ctx.userDir)} --init my-agent\n`,
     );
     return EXIT.success;
   }
@@ -368,7 +368,10 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     const about = [a.displayName, a.description].filter(Boolean).join(" — ");
     lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
   }
-  lines.push("", "Run one with: deno task run-agent --agent NAME [--<parameter> value …]");
+  lines.push(
+    "",
+    `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
+  );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   return EXIT.success;
 }

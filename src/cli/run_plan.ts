@@ -43,6 +43,7 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { assertValidPlan } from "../plan/validate.ts";
+import { stepflowCommand } from "../invocation.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
@@ -465,7 +466,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
       }
     } else if (flags.approve.length === 0 && flags.approvals !== "dashboard") {
       throw new UsageError(
-        "Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from deno task ui --allow-actions.",
+        `Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from ${
+          stepflowCommand("ui", userDir)
+        } --allow-actions.`,
       );
     }
   }

@@ -173,10 +173,13 @@ function positive(values: Record<string, FlagValue>, name: string, fallback: num
   ) ?? fallback;
 }
 
-if (import.meta.main) {
+/** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
+export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
-  Deno.exit(await workerMain(Deno.args, Deno.env.toObject(), interrupt.signal));
+  Deno.exit(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }
+
+if (import.meta.main) await workerCli();

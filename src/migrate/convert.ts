@@ -408,7 +408,7 @@ export async function convertClimptAgent(source: ClimptAgentDir): Promise<Conver
     notes.add(
       "person",
       "runner.execution",
-      "worktree mode (a git worktree per run) is not a stepflow feature; run the agent with --cwd/`cwd` inside a worktree you create",
+      "worktree mode (a git worktree per run) is not a stepflow feature; create the worktree yourself and start the run from inside it (a run works in the folder it is started from; `cwd` in the API)",
       A.at('"execution"'),
     );
   }
