@@ -67,6 +67,36 @@ export function stepflowCommand(
 }
 
 /**
+ * `text` (a usage or help text) with every `deno task <command>` of stepflow written the way
+ * {@linkcode stepflowCommand} says it works from `userDir`.
+ *
+ * @example
+ * ```ts
+ * import { localizeCommands } from "./invocation.ts";
+ * localizeCommands("Usage: deno task qplan run FILE", "/tmp/elsewhere", { path: "" });
+ * // "Usage: deno run -A --config /…/deno.json /…/src/cli/qplan.ts run FILE"
+ * ```
+ */
+export function localizeCommands(
+  text: string,
+  userDir: string,
+  options: InvocationOptions = {},
+): string {
+  const seen = new Map<string, string>();
+  return text.replace(
+    /deno task (run-agent|run-plan|plan|qplan|ui|worker|migrate)\b/g,
+    (_all, name: StepflowCommandName) => {
+      let command = seen.get(name);
+      if (command === undefined) {
+        command = stepflowCommand(name, userDir, options);
+        seen.set(name, command);
+      }
+      return command;
+    },
+  );
+}
+
+/**
  * The command that starts `run-agent` from `userDir` ({@linkcode stepflowCommand} for run-agent).
  *
  * @example

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { relative, resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { migrateClimpt, type MigratedAgent } from "../migrate/migrate.ts";
@@ -79,7 +80,7 @@ export async function runMigrateCli(
     return {
       code: EXIT_CODES.usage,
       stdout: "",
-      stderr: `${errorMessage(error)}\n\n${MIGRATE_USAGE}\n`,
+      stderr: `${errorMessage(error)}\n\n${localizeCommands(MIGRATE_USAGE, cwd)}\n`,
     };
   }
   const { positionals } = parsed;
@@ -90,7 +91,9 @@ export async function runMigrateCli(
     json: parsed.values.json === true,
     help: parsed.values.help === true,
   };
-  if (values.help) return { code: 0, stdout: `${MIGRATE_USAGE}\n`, stderr: "" };
+  if (values.help) {
+    return { code: 0, stdout: `${localizeCommands(MIGRATE_USAGE, cwd)}\n`, stderr: "" };
+  }
   try {
     if (positionals[0] !== "climpt") {
       throw new UsageError(

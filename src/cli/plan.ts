@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { stepflowCommand } from "../invocation.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
@@ -125,7 +125,7 @@ export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Pro
       case "help":
       case "--help":
       case "-h":
-        cli.stdout.write(HELP + "\n");
+        cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
         return command === undefined ? 2 : 0;
       case "new":
         return await cmdNew(rest, cli);
@@ -185,7 +185,7 @@ function parse(
 }
 
 function helpRequested(values: Record<string, unknown>, cli: PlanCliIo): boolean {
-  if (values.help) cli.stdout.write(HELP + "\n");
+  if (values.help) cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
   return values.help === true;
 }
 

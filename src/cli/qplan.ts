@@ -30,7 +30,7 @@ import {
 } from "../qplan/mod.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { stepflowCommand } from "../invocation.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -154,12 +154,12 @@ export async function qplanMain(
   try {
     const [command, ...rest] = argv;
     if (command === undefined || command === "-h" || command === "--help" || command === "help") {
-      io.stdout.write(`${HELP}\n`);
+      io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
       return command === undefined ? QPLAN_EXIT.usage : QPLAN_EXIT.ok;
     }
     const options = parseOptions(rest);
     if (options.help) {
-      io.stdout.write(`${HELP}\n`);
+      io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
       return QPLAN_EXIT.ok;
     }
     switch (command) {

@@ -30,7 +30,7 @@ import {
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
-import { runAgentCommand } from "../invocation.ts";
+import { localizeCommands, runAgentCommand } from "../invocation.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -334,11 +334,14 @@ function rejectParametersOnContinue(
 }
 
 async function help(scan: CliFlags, ctx: Context): Promise<number> {
-  let text = usageText();
+  let text = localizeCommands(usageText(), ctx.userDir);
   if (scan.agent !== undefined) {
     try {
       const def = await loadAgentDefinition(scan.agent, { cwd: ctx.userDir });
-      text = usageText({ parameters: def.agent.parameters ?? {}, agentName: def.name });
+      text = localizeCommands(
+        usageText({ parameters: def.agent.parameters ?? {}, agentName: def.name }),
+        ctx.userDir,
+      );
     } catch (error) {
       text += `\n\n(Could not load agent "${scan.agent}" to list its parameters: ${
         firstLine(errorMessage(error))

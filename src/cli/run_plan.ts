@@ -43,7 +43,7 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { assertValidPlan } from "../plan/validate.ts";
-import { stepflowCommand } from "../invocation.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
@@ -330,7 +330,7 @@ export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {})
 async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string): Promise<number> {
   const flags = parseRunPlanArgs(argv);
   if (flags.help) {
-    io.stdout.write(HELP);
+    io.stdout.write(localizeCommands(HELP, userDir));
     return RUN_PLAN_EXIT.success;
   }
   if (flags.planFile === undefined && flags.generate === undefined) {

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
@@ -82,7 +83,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
   try {
     const { values } = parseUiArgs(args);
     if (values.help) {
-      out.write(USAGE);
+      out.write(localizeCommands(USAGE, cwd));
       return 0;
     }
     const port = values.port === undefined ? 8420 : Number(values.port);

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
@@ -94,15 +95,16 @@ export async function workerMain(
   signal: AbortSignal,
 ): Promise<number> {
   const write = (line: string) => console.error(line);
+  const usage = localizeCommands(USAGE, resolve(Deno.cwd(), env.INIT_CWD || "."));
   let values: Record<string, FlagValue>;
   try {
     values = parseFlags(argv, FLAGS, { positionals: false }).values;
   } catch (error) {
-    write(`error: ${errorMessage(error)}\n\n${USAGE}`);
+    write(`error: ${errorMessage(error)}\n\n${usage}`);
     return EXIT_CODES.usage;
   }
   if (values.help) {
-    console.log(USAGE);
+    console.log(usage);
     return EXIT_CODES.success;
   }
   try {

@@ -64,6 +64,22 @@ Deno.test("deno task install: one stepflow command that runs every command outsi
     for (const name of ["run-agent", "plan", "run-plan", "qplan", "ui", "worker", "migrate"]) {
       assert.match(help.out, new RegExp(`^  ${name} `, "m"));
     }
+    // Each command's help shows itself as it is typed here.
+    const usages: [string, RegExp][] = [
+      ["stepflow run-agent --help", /^Usage: stepflow --agent NAME/m],
+      ["stepflow run-plan --help", /^ {2}stepflow run-plan <plan\.json> \[options\]/m],
+      ["stepflow qplan --help", /^ {2}stepflow qplan run FILE/m],
+      ["stepflow plan --help", /^Usage: stepflow plan <command>/m],
+      ["stepflow ui --help", /^Usage: stepflow ui /m],
+      ["stepflow worker --help", /^Usage: stepflow worker /m],
+      ["stepflow migrate --help", /stepflow migrate climpt/],
+    ];
+    for (const [command, usage] of usages) {
+      const result = await sh(command, project, env);
+      assert.equal(result.code, 0, `${command}\n${result.out}`);
+      assert.match(result.out, usage, command);
+      assert.doesNotMatch(result.out, /deno task/, command);
+    }
     // Other commands by name, with their files resolved in the project folder.
     await Deno.writeTextFile(join(project, "hi.qplan"), 'step id="s" {\n  print "hi"\n}\n');
     const qplan = await sh("stepflow qplan run hi.qplan --quiet", project, env);

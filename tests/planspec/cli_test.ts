@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { stepflowCommand } from "../../src/invocation.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { planMain } from "../../src/cli/plan.ts";
@@ -178,7 +179,12 @@ Deno.test("plan list: overview of planspec/, invalid files flagged, empty folder
   const dir = await Deno.makeTempDir();
   const empty = await plan(dir, "list");
   assert.equal(empty.code, 0);
-  assert.match(empty.stdout, /^No plans in planspec\/\. Create one with: deno task plan new/);
+  assert.ok(
+    empty.stdout.startsWith(
+      `No plans in planspec/. Create one with: ${stepflowCommand("plan", dir)} new`,
+    ),
+    empty.stdout,
+  );
   await write(join(dir, "planspec", "demo.md"), SHOWN);
   await write(join(dir, "planspec", "done_one.md"), "# Plan: Finished\nGoal: g\n1. [x] [act] A\n");
   await write(join(dir, "planspec", "broken.md"), "Goal: g\n1. nothing\n");
