@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { progressText } from "../planspec/tree.ts";
 import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -359,7 +360,6 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
       continue;
     }
     const p = row.progress;
-    const percent = p.total === 0 ? 0 : Math.floor((p.done * 100) / p.total);
     const state = row.complete
       ? "complete"
       : p.blocked > 0
@@ -369,7 +369,7 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
       : p.done > 0
       ? "in progress"
       : "not started";
-    const progress = `${p.done}/${p.total} (${percent}%)`.padEnd(14);
+    const progress = progressText(p).padEnd(14);
     cli.stdout.write(
       `${row.name.padEnd(width)}  ${progress}  ${state.padEnd(11)}  ${
         row.plan.title || "(untitled)"
