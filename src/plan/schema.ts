@@ -48,7 +48,10 @@ export const StepResultSchema = z.strictObject({
   ok: z.boolean(),
   value: z.unknown().optional(),
   error: z.string().optional(),
-  duration: z.number().min(0).describe("Milliseconds"),
+  duration: z.number().min(0).describe("Milliseconds, without the wait for an approval"),
+  approvalWaitMs: z.number().min(0).optional().describe(
+    "Milliseconds the step waited for its approval",
+  ),
   timestamp: z.string().min(1).describe("ISO time the step settled"),
   attempts: z.int().min(0).optional(),
 }).describe("Step result");

@@ -232,6 +232,10 @@ ${approvalsSection(name, approvals.records, approvals.problems, csrf)}
             ? h`${
               s.result.ok ? "ok" : h`<span class="errors">${s.result.error ?? "failed"}</span>`
             } · ${formatDuration(s.result.duration)}${
+              s.result.approvalWaitMs
+                ? ` · waited ${formatDuration(s.result.approvalWaitMs)} for approval`
+                : ""
+            }${
               s.result.attempts && s.result.attempts > 1 ? ` · ${s.result.attempts} attempts` : ""
             }`
             : ""
