@@ -130,9 +130,9 @@ function specClass(status: string): string {
 function progressBar(p: PlanProgress): Html {
   return h`<div class="progress-line"><progress max="${p.total || 1}" value="${
     p.done + p.skipped
-  }"></progress> ${
-    progressText(p)
-  } · ${p.skipped} skipped · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
+  }"></progress> ${progressText(p)}${
+    p.skipped > 0 ? ` · ${p.skipped} skipped` : ""
+  } · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
 }
 
 /**
