@@ -44,7 +44,7 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
@@ -59,12 +59,13 @@ import { reportError } from "./kit/report_error.ts";
  */
 export type PlanCliIo = CliIo;
 
-/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url). */
+/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url, max-attempts). */
 const PLAN_BACKEND_FLAGS: readonly FlagSpec[] = [
   ["backend", "claude-code (default), anthropic, openai or scripted"],
   ["script", "Scripted answers (YAML/JSON map from step id to answers); implies scripted"],
   ["model", "Model for every call"],
   ["base-url", "Server URL (OpenAI-compatible servers such as Ollama)"],
+  ["max-attempts", "Attempts per model call on 429/5xx/network errors (default 3)"],
 ].map(([name, description]) => ({
   ...BACKEND_FLAGS.find((f) => f.name === name)!,
   ...(name === "model" ? { value: "NAME" } : {}),
@@ -203,11 +204,13 @@ async function makeBackend(
   values: Record<string, unknown>,
   cli: PlanCliIo,
 ): Promise<LlmBackend> {
+  const maxAttempts = maxAttemptsFlag(values as Record<string, FlagValue>);
   const backend = await backendFromFlags({
     ...(typeof values.backend === "string" ? { backend: values.backend } : {}),
     ...(typeof values.script === "string" ? { script: values.script } : {}),
     ...(typeof values.model === "string" ? { model: values.model } : {}),
     ...(typeof values["base-url"] === "string" ? { baseUrl: values["base-url"] } : {}),
+    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
   }, {
     cwd: cli.cwd,
     fallback: DEFAULT_BACKEND,

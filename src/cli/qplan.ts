@@ -28,7 +28,7 @@ import {
   runScript,
   validateScript,
 } from "../qplan/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
@@ -108,6 +108,7 @@ const FLAGS: readonly FlagSpec[] = [
   ),
   backendFlag("model", "model of the backend", "NAME"),
   backendFlag("base-url", "server of the backend (e.g. a local OpenAI-compatible server)"),
+  backendFlag("max-attempts", "attempts per ai call on 429/5xx/network errors (default 3)", "N"),
   {
     name: "run-id",
     type: "string",
@@ -194,6 +195,7 @@ interface Options {
   script?: string;
   model?: string;
   baseUrl?: string;
+  maxAttempts?: number;
   runId?: string;
   quiet: boolean;
   help: boolean;
@@ -215,6 +217,7 @@ function parseOptions(args: string[]): Options {
     script: text("script"),
     model: text("model"),
     baseUrl: text("base-url"),
+    maxAttempts: maxAttemptsFlag(v),
     runId: text("run-id"),
     quiet: v.quiet === true,
     help: v.help === true,

@@ -47,7 +47,7 @@ import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -175,6 +175,7 @@ const FLAGS: readonly FlagSpec[] = [
     script: 'Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"',
     model: "Model for LLM calls",
     "base-url": "Server URL of the backend (OpenAI-compatible servers)",
+    "max-attempts": "Attempts per LLM call on 429/5xx/network errors (default 3)",
   }),
   {
     name: "json",
@@ -186,7 +187,7 @@ const FLAGS: readonly FlagSpec[] = [
 
 /** The kit's backend flags in `run-plan`'s help order (backend, script, model, base-url). */
 function backendFlags(descriptions: Record<string, string>): FlagSpec[] {
-  return ["backend", "script", "model", "base-url"].map((name) => ({
+  return ["backend", "script", "model", "base-url", "max-attempts"].map((name) => ({
     ...BACKEND_FLAGS.find((f) => f.name === name)!,
     description: descriptions[name],
   }));
@@ -226,6 +227,7 @@ interface Flags {
   script?: string;
   model?: string;
   baseUrl?: string;
+  maxAttempts?: number;
   json: boolean;
   help: boolean;
 }
@@ -307,6 +309,8 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (v.script !== undefined) flags.script = v.script;
   if (v.model !== undefined) flags.model = v.model;
   if (v["base-url"] !== undefined) flags.baseUrl = v["base-url"];
+  const maxAttempts = maxAttemptsFlag(parsed.values);
+  if (maxAttempts !== undefined) flags.maxAttempts = maxAttempts;
   return flags;
 }
 

@@ -157,7 +157,8 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "host", type: "string", value: "H", description: "interface to bind" },
   { name: "open", type: "boolean", description: "open the dashboard in the browser" },
   { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
-  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url"),
+  // The dashboard's buttons pass these to run-agent; how often a call is retried is not one of them.
+  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url" && f.name !== "max-attempts"),
   { name: "help", type: "boolean", short: "h", description: "show this help" },
 ];
 

@@ -2,6 +2,7 @@
  * The `qplan` command line: stdout, stderr and exit codes, in-process through `qplanMain(argv, io)`
  * with INIT_CWD set to a temporary folder, and once for real (`deno task qplan …` spawned).
  */
+import { openAiError, startFakeServer } from "../llm/fake_server.ts";
 import { stepflowCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
@@ -180,6 +181,27 @@ Deno.test("qplan run with the ai module on a scripted backend (--script resolved
   const r = await qplan(["run", "ask.qplan", "--script", "answers.yaml", "--quiet"], dir);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "Hello there\n");
+});
+
+Deno.test("--max-attempts: a server that keeps failing is tried that often, and the error says how to allow more", async () => {
+  const failing = openAiError(500, "server_error", "boom", { "retry-after-ms": "1" });
+  const server = startFakeServer([failing, failing, failing]);
+  try {
+    const dir = await workspace({ "ask.qplan": `step id="ask" {\n  ai "Say hi" -> answer\n}\n` });
+    const base = ["run", "ask.qplan", "--quiet", "--backend", "openai", "--model", "m"];
+    const r = await qplan([...base, "--base-url", `${server.url}/v1`, "--max-attempts", "2"], dir);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(server.requests.length, 2);
+    assert.match(
+      r.stderr,
+      /stayed unavailable or rate-limited through 2 attempts; try again later, or allow more attempts per call: --max-attempts N on the command line/,
+    );
+    const bad = await qplan([...base, "--max-attempts", "0"], dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--max-attempts expects a positive integer/);
+  } finally {
+    await server.close();
+  }
 });
 
 Deno.test("qplan run/validate: an ai line with no backend is a configuration error found before anything runs (exit 2)", async () => {
