@@ -217,7 +217,7 @@ async function route(
     if (path === "/api/runs") return jsonResponse(result);
     return page(200, runsListPage(result, query));
   }
-  if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
+  if (path === "/agents") return page(200, agentsPage(await data.agentOverview()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
   const watched = path.match(/^\/plans\/tool\/([^/]+)\/events$/);

@@ -342,6 +342,47 @@ Deno.test("dashboard plans: a PlanSpec tree with status icons and progress, a to
   }
 });
 
+Deno.test("dashboard agents index: description, newest run with its status and end, load problems; runs list: end reason and error", async () => {
+  const project = await demoProject();
+  await Deno.mkdir(`${project.root}/.agent/broken`, { recursive: true });
+  await Deno.writeTextFile(
+    `${project.root}/.agent/broken/agent.json`,
+    JSON.stringify({ name: "broken", description: "Half written", behavior: {} }),
+  );
+  const agentJson = `${project.root}/.agent/issue-solver/agent.json`;
+  const agent = JSON.parse(await Deno.readTextFile(agentJson));
+  await Deno.writeTextFile(agentJson, JSON.stringify({ ...agent, description: "Solves issues" }));
+  await runFlow(project, { runId: "r-ok", continuations: 1 });
+  await runFlow(project, { runId: "r-failed", continuations: 2, failAt: 1 });
+  await using ui = await startDashboard(project.root);
+  const index = await (await fetch(`${ui.url}agents`)).text();
+  const row = (name: string) =>
+    index.match(new RegExp(`<tr data-agent="${name}">([\\s\\S]*?)</tr>`))?.[1] ?? "";
+  const solver = row("issue-solver");
+  assert.match(solver, /<td>Solves issues<\/td>/);
+  assert.match(
+    solver,
+    /href="\/runs\/r-failed">r-failed<\/a> <span class="status failed">failed<\/span><div class="note">[^<]* · step_failed<\/div>/,
+  );
+  assert.match(solver, /<span class="status completed">loads<\/span>/);
+  const broken = row("broken");
+  assert.match(broken, /<td>Half written<\/td>/);
+  assert.match(broken, /no runs yet/);
+  assert.match(
+    broken,
+    /<span class="status failed">\d+ problems?<\/span><div class="note warn">[^<]*agent\.json/,
+  );
+  // The runs list says how each run ended, and with which error.
+  const runs = await (await fetch(ui.url)).text();
+  const runRow = (id: string) =>
+    runs.match(new RegExp(`<tr data-run="${id}">([\\s\\S]*?)</tr>`))?.[1] ?? "";
+  assert.match(runRow("r-ok"), /<td class="end">completed<\/td>/);
+  assert.match(
+    runRow("r-failed"),
+    /<td class="end">step_failed<div class="note warn">BACKEND_ERROR: [^<]*529 overloaded/,
+  );
+});
+
 Deno.test("dashboard agent page: graph, steps, warnings; a broken agent shows its problems", async () => {
   const project = await demoProject();
   await Deno.mkdir(`${project.root}/.agent/broken`, { recursive: true });
