@@ -46,8 +46,16 @@ export function layout(title: string, body: Html, live?: string): string {
   `}`;
 }
 
-/** The runs list: filters, one page of runs, the pager. */
-export function runsListPage(page: RunPage, query: RunQuery): string {
+/**
+ * The runs list: filters, one page of runs, the pager.
+ *
+ * @param runAgent the command that starts run-agent where the user stands (for the empty list)
+ */
+export function runsListPage(
+  page: RunPage,
+  query: RunQuery,
+  runAgent = "deno task run-agent",
+): string {
   const link = (p: number) => {
     const params = new URLSearchParams();
     if (query.agent) params.set("agent", query.agent);
@@ -110,7 +118,7 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
     page.all === 0
       ? h`
         <p
-          class="note">No runs recorded yet. Run an agent (<code>deno task run-agent --agent NAME</code>) and reload.</p>
+          class="note">No runs recorded yet. Run an agent (<code>${runAgent} --agent NAME</code>) and reload.</p>
       `
       : ""
   }

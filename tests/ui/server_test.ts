@@ -2,6 +2,7 @@
  * The dashboard server over HTTP (no browser): security model, routes, escaping, pagination, and
  * the `deno task ui` command line.
  */
+import { runAgentCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { runTask } from "../cli/helpers.ts";
 import { uiMain } from "../../src/cli/ui.ts";
@@ -371,6 +372,18 @@ Deno.test("dashboard agents index: description, newest run with its status and e
   assert.match(
     broken,
     /<span class="status failed">\d+ problems?<\/span><div class="note warn">[^<]*agent\.json/,
+  );
+  // A project without runs is told how to start one, in the form that works in its folder.
+  const empty = await demoProject();
+  await using emptyUi = await startDashboard(empty.root);
+  const none = await (await fetch(emptyUi.url)).text();
+  assert.ok(
+    none.includes(
+      `No runs recorded yet. Run an agent (<code>${
+        runAgentCommand(empty.root)
+      } --agent NAME</code>)`,
+    ),
+    none,
   );
   // The runs list says how each run ended, and with which error.
   const runs = await (await fetch(ui.url)).text();
