@@ -30,23 +30,8 @@ export function availableHandoffKeys(
   steps: readonly FlowStep[],
   entry: string,
 ): Map<string, ReadonlySet<string>> {
-  const routable = steps.filter((s) => s.kind !== "section");
-  const byId = new Map(routable.map((s) => [s.id, s]));
-  const provides = new Map<string, Set<string>>();
-  for (const step of routable) {
-    provides.set(step.id, new Set((step.gate?.handoffFields ?? []).map(handoffKeyOf)));
-  }
-  // undefined = not reached yet (the analysis' "everything"); sets only shrink, so this ends.
-  const available = new Map<string, Set<string>>([[entry, new Set()]]);
-  const pending = [entry];
-  const flowTo = (target: string, incoming: ReadonlySet<string>) => {
-    if (!byId.has(target)) return;
-    const current = available.get(target);
-    if (current === undefined) {
-      available.set(target, new Set(incoming));
-      pending.push(target);
-      return;
-    }
+  // Sets only shrink (a key stays only when every incoming path has it), so this ends.
+  return propagateHandoffKeys(steps, entry, (current, incoming) => {
     let changed = false;
     for (const key of current) {
       if (!incoming.has(key)) {
@@ -54,21 +39,8 @@ export function availableHandoffKeys(
         changed = true;
       }
     }
-    if (changed) pending.push(target);
-  };
-  while (pending.length > 0) {
-    const id = pending.pop()!;
-    const step = byId.get(id);
-    if (!step) continue;
-    const before = available.get(id)!;
-    const after = new Set([...before, ...provides.get(id)!]);
-    for (const edge of stepEdges(step)) {
-      const out = edge.kind === "error" ? before : after;
-      if ("step" in edge.to) flowTo(edge.to.step, out);
-      else if ("anyStep" in edge.to) { for (const s of routable) flowTo(s.id, out); }
-    }
-  }
-  return available;
+    return changed;
+  });
 }
 
 /**
@@ -80,26 +52,40 @@ export function possibleHandoffKeys(
   steps: readonly FlowStep[],
   entry: string,
 ): Map<string, ReadonlySet<string>> {
+  // Sets only grow and are bounded by the keys handed off anywhere, so this ends.
+  return propagateHandoffKeys(steps, entry, (current, incoming) => {
+    const before = current.size;
+    for (const key of incoming) current.add(key);
+    return current.size !== before;
+  });
+}
+
+/**
+ * The one worklist both analyses share: the keys flowing into each reachable step, merged at a
+ * step reached again by `merge` (which updates `current` and says whether it changed). A step's
+ * routes carry what reached it plus what it hands off; its `onError` routes only what reached it.
+ */
+function propagateHandoffKeys(
+  steps: readonly FlowStep[],
+  entry: string,
+  merge: (current: Set<string>, incoming: ReadonlySet<string>) => boolean,
+): Map<string, ReadonlySet<string>> {
   const routable = steps.filter((s) => s.kind !== "section");
   const byId = new Map(routable.map((s) => [s.id, s]));
-  // Sets only grow and are bounded by the keys handed off anywhere, so this ends.
-  const possible = new Map<string, Set<string>>([[entry, new Set()]]);
+  const keys = new Map<string, Set<string>>([[entry, new Set()]]);
   const pending = [entry];
   const flowTo = (target: string, incoming: ReadonlySet<string>) => {
     if (!byId.has(target)) return;
-    const current = possible.get(target);
+    const current = keys.get(target);
     if (current === undefined) {
-      possible.set(target, new Set(incoming));
+      keys.set(target, new Set(incoming));
       pending.push(target);
-      return;
-    }
-    const before = current.size;
-    for (const key of incoming) current.add(key);
-    if (current.size !== before) pending.push(target);
+    } else if (merge(current, incoming)) pending.push(target);
   };
   while (pending.length > 0) {
-    const step = byId.get(pending.pop()!)!;
-    const before = possible.get(step.id)!;
+    const step = byId.get(pending.pop()!);
+    if (!step) continue;
+    const before = keys.get(step.id)!;
     const after = new Set([...before, ...(step.gate?.handoffFields ?? []).map(handoffKeyOf)]);
     for (const edge of stepEdges(step)) {
       const out = edge.kind === "error" ? before : after;
@@ -107,7 +93,7 @@ export function possibleHandoffKeys(
       else if ("anyStep" in edge.to) { for (const s of routable) flowTo(s.id, out); }
     }
   }
-  return possible;
+  return keys;
 }
 
 /**
