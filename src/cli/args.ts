@@ -178,6 +178,8 @@ export interface CliFlags {
   script?: string;
   /** `--max-iterations N`, checked to be a positive integer. */
   maxIterations?: number;
+  /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
+  maxAttempts?: number;
   /** `--allow-fallback`. */
   allowFallback: boolean;
   /** `--allow-run`: command steps and validators may run agent.json `commands`. */
@@ -505,6 +507,16 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
     if (n !== undefined && n > 0) flags.maxIterations = n;
     else if (!lenient) {
       throw new UsageError(`--max-iterations expects a positive integer, got "${max}".`);
+    }
+  }
+  const attempts = str("max-attempts");
+  if (attempts !== undefined) {
+    const n = Number(attempts);
+    if (Number.isInteger(n) && n > 0) flags.maxAttempts = n;
+    else if (!lenient) {
+      throw new UsageError(
+        `--max-attempts expects a positive integer (attempts per model call, default 3), got "${attempts}".`,
+      );
     }
   }
   return flags;

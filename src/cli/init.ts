@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { runAgentCommand } from "../invocation.ts";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -13,6 +14,13 @@ export { displayPath } from "./kit/display_path.ts";
 
 /** The placeholder replaced by the agent's name in template file contents and file names. */
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
+
+/**
+ * The placeholder replaced, in template file contents, by the command that starts `run-agent` from
+ * the folder the agent was created in (`deno task run-agent` in the checkout, `stepflow` once
+ * installed, …): a command written into a file must work where the user stands too.
+ */
+export const RUN_AGENT_PLACEHOLDER = "__RUN_AGENT__";
 
 /** The template `--init` uses. */
 export const DEFAULT_TEMPLATE = "gate-routed";
@@ -80,7 +88,12 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const files: string[] = [];
   try {
     await Deno.mkdir(staging);
-    await writeTemplate(source, staging, { name, finalDir: target }, files);
+    await writeTemplate(
+      source,
+      staging,
+      { name, finalDir: target, runAgent: runAgentCommand(options.cwd) },
+      files,
+    );
     if (await pathExists(target)) {
       throw new UsageError(`Cannot create agent "${name}": ${target} appeared while copying.`);
     }
@@ -172,7 +185,7 @@ async function readTemplate(templates: string | URL, template: string): Promise<
 async function writeTemplate(
   source: TemplateSource,
   to: string,
-  { name, finalDir }: { name: string; finalDir: string },
+  { name, finalDir, runAgent }: { name: string; finalDir: string; runAgent: string },
   files: string[],
 ): Promise<void> {
   for (const file of source.files) {
@@ -183,7 +196,8 @@ async function writeTemplate(
     if (text === undefined) {
       await Deno.writeFile(targetPath, file.bytes);
     } else {
-      let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name);
+      let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name)
+        .replaceAll(RUN_AGENT_PLACEHOLDER, runAgent);
       if (/\.jsonc?$/.test(relPath)) {
         content = await repointSchema(content, file.path, dirname(join(finalDir, relPath)), source);
       }

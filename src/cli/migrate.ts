@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { relative, resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { findFileAccessError } from "../fs_error.ts";
@@ -80,7 +81,7 @@ export async function runMigrateCli(
     return {
       code: EXIT_CODES.usage,
       stdout: "",
-      stderr: `${errorMessage(error)}\n\n${MIGRATE_USAGE}\n`,
+      stderr: `${errorMessage(error)}\n\n${localizeCommands(MIGRATE_USAGE, cwd)}\n`,
     };
   }
   const { positionals } = parsed;
@@ -91,7 +92,9 @@ export async function runMigrateCli(
     json: parsed.values.json === true,
     help: parsed.values.help === true,
   };
-  if (values.help) return { code: 0, stdout: `${MIGRATE_USAGE}\n`, stderr: "" };
+  if (values.help) {
+    return { code: 0, stdout: `${localizeCommands(MIGRATE_USAGE, cwd)}\n`, stderr: "" };
+  }
   try {
     if (positionals[0] !== "climpt") {
       throw new UsageError(
@@ -152,10 +155,13 @@ function summary(results: MigratedAgent[], cwd: string, dryRun: boolean): string
   return lines.join("\n");
 }
 
-if (import.meta.main) {
+/** Runs `migrate` on the real process, from `INIT_CWD` (else the current directory). */
+export async function migrateCli(argv: readonly string[] = Deno.args): Promise<never> {
   const cwd = Deno.env.get("INIT_CWD") || Deno.cwd();
-  const { code, stdout, stderr } = await runMigrateCli(Deno.args, cwd);
+  const { code, stdout, stderr } = await runMigrateCli([...argv], cwd);
   if (stdout) await Deno.stdout.write(new TextEncoder().encode(stdout));
   if (stderr) await Deno.stderr.write(new TextEncoder().encode(stderr));
   Deno.exit(code);
 }
+
+if (import.meta.main) await migrateCli();

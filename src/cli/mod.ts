@@ -6,8 +6,10 @@
  * {@linkcode qplanMain} (`qplan`, QPlan scripts) and {@linkcode uiMain} (`ui`, the local web
  * dashboard over recorded runs, with {@linkcode serveDashboard} to embed it).
  *
- * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. From JSR:
- * `deno run -A jsr:@stepflow/core/cli --agent NAME …` (this module runs the CLI when executed).
+ * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. Anywhere else, the
+ * one `stepflow` command: `deno task install` in the checkout, or
+ * `deno install -g -A -n stepflow jsr:@stepflow/core/cli` (this module runs it when executed):
+ * `stepflow --agent NAME …`, `stepflow run-plan plan.json`, `stepflow qplan run FILE`, …
  *
  * @example Run the CLI in-process and capture its output
  * ```ts ignore
@@ -82,6 +84,8 @@ export {
 /** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
 export type { ParameterDefinition } from "../definition/schema.ts";
 
-import { runCli } from "./run_agent.ts";
+export { STEPFLOW_COMMANDS, stepflowCli, stepflowHelp } from "./stepflow.ts";
+import { stepflowCli } from "./stepflow.ts";
 
-if (import.meta.main) await runCli();
+// Executed (`stepflow …` once installed, or `deno run -A jsr:@stepflow/core/cli …`): every command.
+if (import.meta.main) await stepflowCli();

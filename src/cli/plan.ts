@@ -16,6 +16,8 @@
  *
  * @module
  */
+import { progressText } from "../planspec/tree.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
@@ -42,7 +44,7 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
   flagHelpLines,
@@ -65,12 +67,13 @@ import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
  */
 export type PlanCliIo = CliIo;
 
-/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url). */
+/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url, max-attempts). */
 const PLAN_BACKEND_FLAGS: readonly FlagSpec[] = [
   ["backend", "claude-code (default), anthropic, openai or scripted"],
   ["script", "Scripted answers (YAML/JSON map from step id to answers); implies scripted"],
   ["model", "Model for every call"],
   ["base-url", "Server URL (OpenAI-compatible servers such as Ollama)"],
+  ["max-attempts", "Attempts per model call on 429/5xx/network errors (default 3)"],
 ].map(([name, description]) => ({
   ...BACKEND_FLAGS.find((f) => f.name === name)!,
   ...(name === "model" ? { value: "NAME" } : {}),
@@ -132,7 +135,7 @@ export async function planMain(args: string[], io: Partial<PlanCliIo> = {}): Pro
       case "help":
       case "--help":
       case "-h":
-        cli.stdout.write(HELP + "\n");
+        cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
         return command === undefined ? 2 : 0;
       case "new":
         return await cmdNew(rest, cli);
@@ -192,7 +195,7 @@ function parse(
 }
 
 function helpRequested(values: Record<string, unknown>, cli: PlanCliIo): boolean {
-  if (values.help) cli.stdout.write(HELP + "\n");
+  if (values.help) cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
   return values.help === true;
 }
 
@@ -209,11 +212,13 @@ async function makeBackend(
   values: Record<string, unknown>,
   cli: PlanCliIo,
 ): Promise<LlmBackend> {
+  const maxAttempts = maxAttemptsFlag(values as Record<string, FlagValue>);
   const backend = await backendFromFlags({
     ...(typeof values.backend === "string" ? { backend: values.backend } : {}),
     ...(typeof values.script === "string" ? { script: values.script } : {}),
     ...(typeof values.model === "string" ? { model: values.model } : {}),
     ...(typeof values["base-url"] === "string" ? { baseUrl: values["base-url"] } : {}),
+    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
   }, {
     cwd: cli.cwd,
     fallback: DEFAULT_BACKEND,
@@ -353,9 +358,9 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
   const rows = await listPlans(dir);
   if (rows.length === 0) {
     cli.stdout.write(
-      `No plans in ${
-        displayPath(dir, cli.cwd)
-      }/. Create one with: deno task plan new "<description>"\n`,
+      `No plans in ${displayPath(dir, cli.cwd)}/. Create one with: ${
+        stepflowCommand("plan", cli.cwd)
+      } new "<description>"\n`,
     );
     return 0;
   }
@@ -366,7 +371,6 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
       continue;
     }
     const p = row.progress;
-    const percent = p.total === 0 ? 0 : Math.floor((p.done * 100) / p.total);
     const state = row.complete
       ? "complete"
       : p.blocked > 0
@@ -376,7 +380,7 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
       : p.done > 0
       ? "in progress"
       : "not started";
-    const progress = `${p.done}/${p.total} (${percent}%)`.padEnd(14);
+    const progress = progressText(p).padEnd(14);
     cli.stdout.write(
       `${row.name.padEnd(width)}  ${progress}  ${state.padEnd(11)}  ${
         row.plan.title || "(untitled)"

@@ -28,8 +28,9 @@ import {
   runScript,
   validateScript,
 } from "../qplan/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -102,9 +103,13 @@ const FLAGS: readonly FlagSpec[] = [
     "backend",
     "LLM backend for the ai module: scripted, claude-code, anthropic, openai",
   ),
-  backendFlag("script", "answers of the scripted backend (YAML/JSON keyed by step id)"),
+  backendFlag(
+    "script",
+    "answers of the scripted backend (YAML/JSON keyed by step id; format: docs/backends.md#script-files)",
+  ),
   backendFlag("model", "model of the backend", "NAME"),
   backendFlag("base-url", "server of the backend (e.g. a local OpenAI-compatible server)"),
+  backendFlag("max-attempts", "attempts per ai call on 429/5xx/network errors (default 3)", "N"),
   {
     name: "run-id",
     type: "string",
@@ -151,12 +156,12 @@ export async function qplanMain(
   try {
     const [command, ...rest] = argv;
     if (command === undefined || command === "-h" || command === "--help" || command === "help") {
-      io.stdout.write(`${HELP}\n`);
+      io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
       return command === undefined ? QPLAN_EXIT.usage : QPLAN_EXIT.ok;
     }
     const options = parseOptions(rest);
     if (options.help) {
-      io.stdout.write(`${HELP}\n`);
+      io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
       return QPLAN_EXIT.ok;
     }
     switch (command) {
@@ -191,6 +196,7 @@ interface Options {
   script?: string;
   model?: string;
   baseUrl?: string;
+  maxAttempts?: number;
   runId?: string;
   quiet: boolean;
   help: boolean;
@@ -212,17 +218,18 @@ function parseOptions(args: string[]): Options {
     script: text("script"),
     model: text("model"),
     baseUrl: text("base-url"),
+    maxAttempts: maxAttemptsFlag(v),
     runId: text("run-id"),
     quiet: v.quiet === true,
     help: v.help === true,
   };
 }
 
-function oneFile(options: Options, command: string): string {
+function oneFile(options: Options, command: string, cwd: string): string {
   if (options.positionals.length !== 1) {
     throw new UsageError(
       options.positionals.length === 0
-        ? `qplan ${command} needs a script file: deno task qplan ${command} FILE`
+        ? `qplan ${command} needs a script file: ${stepflowCommand("qplan", cwd)} ${command} FILE`
         : `qplan ${command} takes one script file, got ${options.positionals.length}: ${
           options.positionals.join(" ")
         }`,
@@ -330,7 +337,7 @@ function enableHint(issues: readonly { code: string; message: string }[]): strin
 }
 
 async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
-  const file = oneFile(options, "run");
+  const file = oneFile(options, "run", io.cwd);
   const { path, source } = await readScript(file, io);
   const params = await readParams(options, io);
   let timeoutMs: number | undefined;
@@ -411,10 +418,13 @@ function jsonReplacer(_key: string, value: unknown): unknown {
 }
 
 async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
-  const file = oneFile(options, "validate");
+  const file = oneFile(options, "validate", io.cwd);
   const { path, source } = await readScript(file, io);
   const params = await readParams(options, io);
-  const registry = createQPlanRegistry({ ...knownModules(options), ai: true });
+  // The backend is built (not called) so that a script whose `ai` lines have none, or whose
+  // backend flags are wrong, fails validation exactly as `run` would.
+  const backend = await backendOf(options, io);
+  const registry = createQPlanRegistry({ ...knownModules(options), ai: true, backend });
   const validation = validateScript(source, { params, registry });
   const errors = validation.issues.filter((i) => i.severity === "error").length;
   const warnings = validation.issues.length - errors;
@@ -467,7 +477,9 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
 
 async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
   if (options.positionals.length === 0 || options.positionals.join(" ").trim() === "") {
-    throw new UsageError('qplan prompt needs a task: deno task qplan prompt "Summarize notes.txt"');
+    throw new UsageError(
+      `qplan prompt needs a task: ${stepflowCommand("qplan", io.cwd)} prompt "Summarize notes.txt"`,
+    );
   }
   const modules = knownModules(options);
   const registry = createQPlanRegistry({ ...modules });

@@ -30,7 +30,8 @@ import {
   usageText,
 } from "./args.ts";
 import { displayPath, initAgent } from "./init.ts";
-import { agentRunCommand, runAgentCommand } from "./invocation.ts";
+import { localizeCommands, runAgentCommand } from "../invocation.ts";
+import { agentRunCommand } from "./run_hint.ts";
 import {
   createLineProgress,
   createLiveProgress,
@@ -365,11 +366,14 @@ function rejectParametersOnContinue(
 }
 
 async function help(scan: CliFlags, ctx: Context): Promise<number> {
-  let text = usageText();
+  let text = localizeCommands(usageText(), ctx.userDir);
   if (scan.agent !== undefined) {
     try {
       const def = await loadAgentDefinition(scan.agent, { cwd: ctx.userDir });
-      text = usageText({ parameters: def.agent.parameters ?? {}, agentName: def.name });
+      text = localizeCommands(
+        usageText({ parameters: def.agent.parameters ?? {}, agentName: def.name }),
+        ctx.userDir,
+      );
     } catch (error) {
       text += `\n\n(Could not load agent "${scan.agent}" to list its parameters: ${
         firstLine(errorMessage(error))
@@ -389,7 +393,7 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
   }
   if (agents.length === 0) {
     ctx.io.stdout.write(
-      `No agents in ${root}.\nCreate one with: deno task run-agent --init my-agent\n`,
+      `No agents in ${root}.\nCreate one with: ${runAgentCommand(ctx.userDir)} --init my-agent\n`,
     );
     return EXIT.success;
   }
@@ -399,7 +403,10 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     const about = [a.displayName, a.description].filter(Boolean).join(" — ");
     lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
   }
-  lines.push("", "Run one with: deno task run-agent --agent NAME [--<parameter> value …]");
+  lines.push(
+    "",
+    `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
+  );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   return EXIT.success;
 }

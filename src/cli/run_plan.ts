@@ -38,7 +38,7 @@ import {
   recordedApprover,
 } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
-import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
+import { readPlanJson, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
 import type {
@@ -48,14 +48,15 @@ import type {
   Plan,
   StepStatus,
 } from "../plan/types.ts";
-import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertValidPlan } from "../plan/validate.ts";
+import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { assertFileNameFits } from "../fs_error.ts";
 import { assertFolderFlag } from "./kit/folder_flag.ts";
 import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
   flagHelpLines,
@@ -190,6 +191,7 @@ const FLAGS: readonly FlagSpec[] = [
     script: 'Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"',
     model: "Model for LLM calls",
     "base-url": "Server URL of the backend (OpenAI-compatible servers)",
+    "max-attempts": "Attempts per LLM call on 429/5xx/network errors (default 3)",
   }),
   {
     name: "json",
@@ -201,7 +203,7 @@ const FLAGS: readonly FlagSpec[] = [
 
 /** The kit's backend flags in `run-plan`'s help order (backend, script, model, base-url). */
 function backendFlags(descriptions: Record<string, string>): FlagSpec[] {
-  return ["backend", "script", "model", "base-url"].map((name) => ({
+  return ["backend", "script", "model", "base-url", "max-attempts"].map((name) => ({
     ...BACKEND_FLAGS.find((f) => f.name === name)!,
     description: descriptions[name],
   }));
@@ -241,6 +243,7 @@ interface Flags {
   script?: string;
   model?: string;
   baseUrl?: string;
+  maxAttempts?: number;
   json: boolean;
   help: boolean;
 }
@@ -322,6 +325,8 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
   if (v.script !== undefined) flags.script = v.script;
   if (v.model !== undefined) flags.model = v.model;
   if (v["base-url"] !== undefined) flags.baseUrl = v["base-url"];
+  const maxAttempts = maxAttemptsFlag(parsed.values);
+  if (maxAttempts !== undefined) flags.maxAttempts = maxAttempts;
   return flags;
 }
 
@@ -345,7 +350,7 @@ export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {})
 async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string): Promise<number> {
   const flags = parseRunPlanArgs(argv);
   if (flags.help) {
-    io.stdout.write(HELP);
+    io.stdout.write(localizeCommands(HELP, userDir));
     return RUN_PLAN_EXIT.success;
   }
   if (flags.planFile === undefined && flags.generate === undefined) {
@@ -396,9 +401,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     await writePlanFile(planFile, plan);
     io.stderr.write(`Plan written to ${planFile} (${plan.steps.length} steps)\n`);
   } else {
-    plan = await readPlanFile(planFile);
-    const checked = validatePlan(plan, tools);
-    if (!checked.ok) throw new PlanValidationError(checked.problems, planFile);
+    // Shape, tools, arguments and references are checked in one pass, every problem at once.
+    plan = assertValidPlan(await readPlanJson(planFile), tools, planFile);
   }
   if (flags.restart) plan = resetPlan(plan);
 
@@ -484,7 +488,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
       }
     } else if (flags.approve.length === 0 && flags.approvals !== "dashboard") {
       throw new UsageError(
-        "Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from deno task ui --allow-actions.",
+        `Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from ${
+          stepflowCommand("ui", userDir)
+        } --allow-actions.`,
       );
     }
   }

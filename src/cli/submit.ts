@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { stepflowCommand } from "../invocation.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError, UsageError } from "../errors.ts";
 import { formatRunHistory } from "../store/format.ts";
@@ -14,7 +15,7 @@ import { followRun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import type { CliIo } from "./kit/io.ts";
+import { type CliIo, userDirOf } from "./kit/io.ts";
 
 /** What `--submit` needs from the CLI. */
 export interface SubmitContext {
@@ -48,7 +49,7 @@ export async function submitAndFollow(
     throw new UsageError(
       `--submit queues a new run for the workers, which choose the backend and resume runs themselves; drop ${
         conflicting.join(", ")
-      } (pass --backend/--script to \`deno task worker\`).`,
+      } (pass --backend/--script to \`${stepflowCommand("worker", userDirOf(ctx.io))}\`).`,
     );
   }
   const setting = resolveStoreSetting(definition, {

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
@@ -82,7 +83,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
   try {
     const { values } = parseUiArgs(args);
     if (values.help) {
-      out.write(USAGE);
+      out.write(localizeCommands(USAGE, cwd));
       return 0;
     }
     const port = portFlag({ port: values.port }, 8420);
@@ -151,7 +152,8 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "host", type: "string", value: "H", description: "interface to bind" },
   { name: "open", type: "boolean", description: "open the dashboard in the browser" },
   { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
-  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url"),
+  // The dashboard's buttons pass these to run-agent; how often a call is retried is not one of them.
+  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url" && f.name !== "max-attempts"),
   { name: "help", type: "boolean", short: "h", description: "show this help" },
 ];
 

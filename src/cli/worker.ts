@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { localizeCommands } from "../invocation.ts";
 import { resolve } from "node:path";
 import { errorMessage, UsageError } from "../errors.ts";
 import type { BackendChoice } from "../llm/backend_choice.ts";
@@ -95,15 +96,16 @@ export async function workerMain(
   signal: AbortSignal,
 ): Promise<number> {
   const write = (line: string) => console.error(line);
+  const usage = localizeCommands(USAGE, resolve(Deno.cwd(), env.INIT_CWD || "."));
   let values: Record<string, FlagValue>;
   try {
     values = parseFlags(argv, FLAGS, { positionals: false }).values;
   } catch (error) {
-    write(`error: ${errorMessage(error)}\n\n${USAGE}`);
+    write(`error: ${errorMessage(error)}\n\n${usage}`);
     return EXIT_CODES.usage;
   }
   if (values.help) {
-    console.log(USAGE);
+    console.log(usage);
     return EXIT_CODES.success;
   }
   try {
@@ -176,10 +178,13 @@ function positive(values: Record<string, FlagValue>, name: string, fallback: num
   ) ?? fallback;
 }
 
-if (import.meta.main) {
+/** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
+export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
-  Deno.exit(await workerMain(Deno.args, Deno.env.toObject(), interrupt.signal));
+  Deno.exit(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }
+
+if (import.meta.main) await workerCli();

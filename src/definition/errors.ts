@@ -3,6 +3,8 @@
  *
  * @module
  */
+import { dirname } from "node:path";
+import { runAgentCommand } from "../invocation.ts";
 import { StepflowError } from "../errors.ts";
 import { closestMatch } from "./suggest.ts";
 
@@ -73,7 +75,9 @@ export class AgentNotFoundError extends StepflowError {
       : `There are no agents in ${agentRoot} (each agent is a folder holding an agent.json).`;
     super(
       "AGENT_NOT_FOUND",
-      `${what}: ${path}. ${list} Create one with \`deno task run-agent --init NAME\`, or pass --agent with an existing name or folder.`,
+      `${what}: ${path}. ${list} Create one with \`${
+        runAgentCommand(dirname(agentRoot))
+      } --init NAME\`, or pass --agent with an existing name or folder.`,
       { details: { path, agentRoot, available: [...available], ...(guess ? { guess } : {}) } },
     );
     this.available = Object.freeze([...available]);

@@ -21,6 +21,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "model",
   "base-url",
   "script",
+  "max-attempts",
   "max-iterations",
   "allow-fallback",
   "allow-run",

@@ -8,6 +8,7 @@ import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { errorMessage } from "../errors.ts";
+import { closestMatch } from "./suggest.ts";
 
 /** Compiles one JSON Schema (draft-07 unless `$schema` names 2020-12); throws when it does not compile. */
 export type SchemaCompiler = (schema: Record<string, unknown>) => ValidateFunction;
@@ -28,7 +29,12 @@ export function createSchemaCompiler(): SchemaCompiler {
   const instances = ajvInstances();
   return (schema) => {
     const { ajv, schema: prepared } = instances(schema);
-    return ajv.compile(prepared);
+    try {
+      return ajv.compile(prepared);
+    } catch (error) {
+      const hints = typeHints(prepared);
+      throw hints === "" ? error : new Error(`${errorMessage(error)}${hints}`);
+    }
   };
 }
 
@@ -55,7 +61,7 @@ export function createSchemaChecker(): SchemaChecker {
   return (schema) => {
     const { ajv, schema: prepared } = instances(schema);
     if (!ajv.validateSchema(prepared)) {
-      throw new Error(`schema is invalid: ${ajv.errorsText(ajv.errors)}`);
+      throw new Error(`schema is invalid: ${ajv.errorsText(ajv.errors)}${typeHints(prepared)}`);
     }
     let plain = true;
     walkRefs(prepared, 0, (ref, node) => {
@@ -120,6 +126,33 @@ function walkRefs(
   }
 }
 
+/** The types a JSON Schema `type` may name. */
+const JSON_TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"];
+
+/**
+ * `; "arary" is not a JSON Schema type (did you mean "array"?)` for each misspelt `type` of the
+ * schema (at most five), or "" — ajv only says the value "must be equal to one of the allowed
+ * values".
+ */
+function typeHints(schema: Record<string, unknown>): string {
+  const hints = new Map<string, string>();
+  walkRefs(schema, 0, (_ref, node) => {
+    const types = typeof node.type === "string"
+      ? [node.type]
+      : Array.isArray(node.type)
+      ? node.type.filter((t): t is string => typeof t === "string")
+      : [];
+    for (const type of types) {
+      if (JSON_TYPES.includes(type) || hints.size >= 5) continue;
+      const guess = closestMatch(type, JSON_TYPES);
+      if (guess !== undefined) hints.set(type, guess);
+    }
+  });
+  return [...hints].map(([type, guess]) =>
+    `; "${type}" is not a JSON Schema type (did you mean "${guess}"?)`
+  ).join("");
+}
+
 function pointerResolves(root: unknown, ref: string): boolean {
   let node = root;
   for (const raw of ref.slice(2).split("/")) {
@@ -150,14 +183,19 @@ export function compileErrorMessage(error: unknown): string {
   const message = errorMessage(error);
   const prefix = "schema is invalid: ";
   if (!message.startsWith(prefix)) return message;
+  // The type hints of typeHints() ride at the end; keep them out of the per-place dedup.
+  const hints = /(?:; "[^"]*" is not a JSON Schema type \(did you mean "[a-z]+"\?\))+$/.exec(
+    message,
+  );
+  const body = hints ? message.slice(0, hints.index) : message;
   const seen = new Set<string>();
   const parts: string[] = [];
-  for (const part of message.slice(prefix.length).split(", data")) {
+  for (const part of body.slice(prefix.length).split(", data")) {
     const text = part.startsWith("data") ? part.slice(4) : part;
     const place = text.split(" ")[0];
     if (seen.has(place)) continue;
     seen.add(place);
     parts.push(text.startsWith(" ") ? `(root)${text}` : text);
   }
-  return `${prefix}${parts.join("; ")}`;
+  return `${prefix}${parts.join("; ")}${hints?.[0] ?? ""}`;
 }

@@ -12,7 +12,7 @@ import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import { checkParameters } from "./parameters.ts";
 import { checkCommandStep, checkCompletion, checkStepValidation } from "./validate_features.ts";
-import { handoffWarnings } from "./handoff_paths.ts";
+import { checkHandoffs } from "./handoff_paths.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -313,7 +313,9 @@ export async function validateFlow(
   const structural = registryErrors.length + gateErrors.length + stepErrors.size;
   if (structural === 0 && unparsed.size === 0 && entryStepId !== undefined) {
     warnings.push(...graphWarnings(ordered, entryStepId, F));
-    warnings.push(...handoffWarnings(ordered, entryStepId, handoffUses, F));
+    const handoffs = checkHandoffs(ordered, entryStepId, handoffUses, F);
+    errors.push(...handoffs.errors);
+    warnings.push(...handoffs.warnings);
   }
   const result: FlowValidationResult = { errors, warnings, steps };
   if (entryStepId !== undefined) result.entryStepId = entryStepId;

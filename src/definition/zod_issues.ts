@@ -37,7 +37,7 @@ export function formatJsonPath(path: readonly PathKey[]): string {
  * One message per problem in `issues`, each starting with `<file>: <json path>: `.
  *
  * @param issues the zod issues
- * @param file the file label (e.g. `steps_registry.json`)
+ * @param file the file label (e.g. `steps_registry.json`; "" for none)
  * @param data the parsed file (to show the offending value)
  * @param schema the JSON Schema of the file (to suggest the key that was meant)
  */
@@ -72,8 +72,8 @@ function collect(
 ): void {
   const path = [...base, ...issue.path];
   const at = (p: readonly PathKey[]) => {
-    const where = formatJsonPath(p);
-    return where === "" ? `${file}: ` : `${file}: ${where}: `;
+    const head = [file, formatJsonPath(p)].filter((part) => part !== "").join(": ");
+    return head === "" ? "" : `${head}: `;
   };
   switch (issue.code) {
     case "invalid_union": {

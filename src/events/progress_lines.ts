@@ -196,7 +196,13 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       }
       const began = started.get(info.stepId);
       started.delete(info.stepId);
-      const took = began === undefined ? "" : ` in ${Math.round(now() - began)} ms`;
+      // A tool-plan step reports the time it waited for a person's approval apart.
+      const waited = approvalWaitOf(result);
+      const took = began === undefined
+        ? ""
+        : ` in ${Math.round(now() - began - waited)} ms${
+          waited > 0 ? ` (after ${Math.round(waited)} ms waiting for approval)` : ""
+        }`;
       const end = describeOutcome(info, result, reported, showResults);
       const text = `${end.status}${took}${end.detail}`;
       line(`${step(info)} ${end.ok ? text : c.yellow(text)}`);
@@ -282,6 +288,13 @@ function describeRun(plan: unknown, ctx: RunContext): string {
 function indentOf(info: StepInfo): string {
   const depth = typeof info.depth === "number" ? info.depth : info.path.length - 1;
   return depth > 0 ? "  ".repeat(Math.min(depth, 20)) : "";
+}
+
+/** `approvalWaitMs` of a tool-plan step's result, else 0. */
+function approvalWaitOf(result: unknown): number {
+  if (result === null || typeof result !== "object") return 0;
+  const waited = (result as { approvalWaitMs?: unknown }).approvalWaitMs;
+  return typeof waited === "number" && Number.isFinite(waited) && waited > 0 ? waited : 0;
 }
 
 /** The fields of the step-flow runner's `onStepEnd` result this module reads. */

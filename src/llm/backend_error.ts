@@ -133,8 +133,9 @@ export function fromRetryExhausted(
       : "Client errors are not retried; fix the request (model name, schema, prompt size).";
   } else if (status !== undefined) {
     code = "BACKEND_UNAVAILABLE";
-    advice =
-      "The server stayed unavailable or rate-limited; try again later or raise retry.maxAttempts.";
+    advice = `The server stayed unavailable or rate-limited through ${attempts} attempt${
+      attempts === 1 ? "" : "s"
+    }; try again later, or allow more attempts per call: --max-attempts N on the command line (retry: { maxAttempts } with createBackend).`;
   } else if (kind === "timeout") {
     code = "BACKEND_TIMEOUT";
     advice = `Raise the per-call timeout${

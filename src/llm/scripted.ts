@@ -144,10 +144,12 @@ export class ScriptedBackend implements LlmBackend {
     const list = this.#byStep!.get(key);
     const index = this.#stepIndex.get(key) ?? 0;
     if (!list || index >= list.length) {
-      const have = list ? `all ${list.length} responses for "${key}" are used` : `no "${key}" key`;
+      const have = list
+        ? `all ${list.length} responses under "${key}" are used`
+        : `the script has no "${key}" key`;
       throw new StepflowError(
         "SCRIPT_EXHAUSTED",
-        `Scripted backend has no response for the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration}): the script has ${have}. Add an entry under "${key}".`,
+        `Scripted backend has no response for the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration}): ${have}. Add an entry under "${key}".`,
         { details: { stepId: req.stepId } },
       );
     }

@@ -306,7 +306,7 @@ export function convertRunnerSections(ctx: ConvertContext): void {
     notes.add(
       "person",
       "runner.execution",
-      "worktree mode (a git worktree per run) is not a stepflow feature; run the agent with --cwd/`cwd` inside a worktree you create",
+      "worktree mode (a git worktree per run) is not a stepflow feature; create the worktree yourself and start the run from inside it (a run works in the folder it is started from; `cwd` in the API)",
       A.at('"execution"'),
     );
   }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { runAgentCommand } from "../invocation.ts";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { stringify as stringifyYaml } from "yaml";
 import { writeFileAtomic } from "../atomic_write.ts";
@@ -244,8 +245,10 @@ async function finishAgent(
   agent.files.set("smoke.script.yaml", `${header}${stringifyYaml(script, { lineWidth: 0 })}`);
 
   const rel = relative(cwd, finalDir) || ".";
+  // Commands written into MIGRATION.md must work where the user ran the migration.
+  const runAgent = runAgentCommand(cwd);
   const smokeCommand = [
-    "deno task run-agent",
+    runAgent,
     `--agent ${rel.startsWith(".") || rel.includes("/") ? rel : `./${rel}`}`,
     "--backend scripted",
     `--script ${join(rel, "smoke.script.yaml")}`,
@@ -253,7 +256,7 @@ async function finishAgent(
     ...(agent.hasValidators ? ["--skip-validators"] : []),
     ...agent.smokeArgs,
   ].join(" ");
-  const validateCommand = `deno task run-agent --agent ${
+  const validateCommand = `${runAgent} --agent ${
     rel.startsWith(".") || rel.includes("/") ? rel : `./${rel}`
   } --validate`;
 

@@ -189,6 +189,8 @@ class Execution {
   readonly #attempts: number[] = [];
   readonly #recoveries: number[] = [];
   readonly #startedAt: number[] = [];
+  /** Per step: milliseconds spent waiting for approvals (kept out of its duration). */
+  readonly #approvalWait: number[] = [];
 
   #running = 0;
   /** Steps waiting for their approver: they hold no slot. */
@@ -343,6 +345,7 @@ class Execution {
       this.#attempts.push(step.result?.attempts ?? 0);
       this.#recoveries.push(0);
       this.#startedAt.push(0);
+      this.#approvalWait.push(0);
     }
     return this.#scheduler.add(steps);
   }
@@ -416,6 +419,7 @@ class Execution {
     this.#running--;
     this.#awaitingApproval++;
     this.#pump();
+    const asked = performance.now();
     let decision: ApprovalOutcome;
     try {
       decision = await this.#approve(i, args, reason);
@@ -425,6 +429,8 @@ class Execution {
         this.#slotWaiters.push(resolve);
         this.#pump();
       });
+      // The person's answer and the queue for a slot after it: neither is the tool's time.
+      this.#approvalWait[i] += performance.now() - asked;
     }
     return this.#stopping ? undefined : decision;
   }
@@ -717,11 +723,14 @@ class Execution {
 
   #result(i: number, ok: boolean, value: unknown, error: string | undefined): StepResult {
     const started = this.#startedAt[i];
+    const waited = this.#approvalWait[i];
+    const ms = (value: number) => Math.round(value * 1000) / 1000;
     const result: StepResult = {
       ok,
-      duration: started === 0 ? 0 : Math.round((performance.now() - started) * 1000) / 1000,
+      duration: started === 0 ? 0 : ms(Math.max(0, performance.now() - started - waited)),
       timestamp: new Date().toISOString(),
     };
+    if (waited > 0) result.approvalWaitMs = ms(waited);
     if (value !== undefined) result.value = value;
     if (error !== undefined) result.error = error;
     if (this.#attempts[i] > 0) result.attempts = this.#attempts[i];

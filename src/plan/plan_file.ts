@@ -16,6 +16,17 @@ import type { Plan } from "./types.ts";
  * @throws StepflowError `PLAN_FILE_NOT_FOUND`, `PLAN_FILE_INVALID_JSON`; `PlanParseError` (`PLAN_INVALID`)
  */
 export async function readPlanFile(file: string): Promise<Plan> {
+  return parsePlan(await readPlanJson(file), file);
+}
+
+/**
+ * Reads a plan file's JSON without checking its shape (for a caller that validates it with
+ * `validatePlan` to report every problem at once). Errors name the file and, for JSON syntax
+ * errors, the line and column.
+ *
+ * @throws StepflowError `PLAN_FILE_NOT_FOUND`, `PLAN_FILE_INVALID_JSON`
+ */
+export async function readPlanJson(file: string): Promise<unknown> {
   const text = await readTextFileOr(file, "PLAN_FILE_NOT_FOUND", "plan file", ".");
   let data: unknown;
   try {
@@ -29,7 +40,7 @@ export async function readPlanFile(file: string): Promise<Plan> {
       { details: { file, ...where } },
     );
   }
-  return parsePlan(data, file);
+  return data;
 }
 
 /**

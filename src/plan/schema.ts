@@ -18,6 +18,7 @@ import type {
   StepStatus,
 } from "./types.ts";
 import { onErrorTextPattern, PLAN_ON_ERROR } from "../on_error.ts";
+import { formatZodIssues } from "../definition/zod_issues.ts";
 
 /**
  * Step ids of a tool plan: a letter or `_`, then letters, digits, `_` or `-`; `$step` references
@@ -51,7 +52,10 @@ export const StepResultSchema = z.strictObject({
   ok: z.boolean(),
   value: z.unknown().optional(),
   error: z.string().optional(),
-  duration: z.number().min(0).describe("Milliseconds"),
+  duration: z.number().min(0).describe("Milliseconds, without the wait for an approval"),
+  approvalWaitMs: z.number().min(0).optional().describe(
+    "Milliseconds the step waited for its approval",
+  ),
   timestamp: z.string().min(1).describe("ISO time the step settled"),
   attempts: z.int().min(0).optional(),
 }).describe("Step result");
@@ -165,17 +169,54 @@ export class PlanParseError extends StepflowError {
  * ```
  */
 export function parsePlan(value: unknown, source?: string): Plan {
-  const parsed = PlanSchema.safeParse(fillStepOrders(value));
-  if (!parsed.success) throw new PlanParseError(parsed.error.issues.map(formatIssue), source);
+  const data = fillStepOrders(value);
+  const parsed = PlanSchema.safeParse(data);
+  if (!parsed.success) {
+    throw new PlanParseError(
+      planIssueMessages(parsed.error.issues, data).map((m) => m.message),
+      source,
+    );
+  }
   return parsed.data;
 }
 
+let planSchemaDocument: Record<string, unknown> | undefined;
+
 /** The JSON Schema of a plan file (generated from the zod schema). */
 export function planJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(PlanSchema, { io: "input", unrepresentable: "any" }) as Record<
-    string,
-    unknown
-  >;
+  return structuredClone(
+    planSchemaDocument ??= z.toJSONSchema(PlanSchema, {
+      io: "input",
+      unrepresentable: "any",
+    }) as Record<string, unknown>,
+  );
+}
+
+/**
+ * One message per problem of a plan's shape, as the agent loader words them: the path, the value
+ * that was wrong, and for an unknown key the closest known one (`steps[0]: unknown key
+ * "depends_on" (did you mean "dependsOn"?).`), each with the path and code of its zod issue.
+ */
+export function planIssueMessages(
+  issues: readonly z.core.$ZodIssue[],
+  data: unknown,
+): { message: string; path: (string | number)[]; code: string }[] {
+  planSchemaDocument ??= z.toJSONSchema(PlanSchema, {
+    io: "input",
+    unrepresentable: "any",
+  }) as Record<string, unknown>;
+  const out: { message: string; path: (string | number)[]; code: string }[] = [];
+  for (const issue of issues) {
+    const path = issue.path.map((k) => (typeof k === "number" ? k : String(k)));
+    for (const message of formatZodIssues([issue], "", data, planSchemaDocument)) {
+      out.push({
+        message: path.length === 0 ? `(plan): ${message}` : message,
+        path,
+        code: issue.code,
+      });
+    }
+  }
+  return out;
 }
 
 /** Formats a zod issue as `steps[1].args.path: message`. */

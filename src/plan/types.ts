@@ -37,8 +37,10 @@ export interface StepResult {
   value?: unknown;
   /** What went wrong, when it did not. */
   error?: string;
-  /** Wall time in milliseconds, all attempts included. */
+  /** Wall time in milliseconds, all attempts included, without the wait for an approval. */
   duration: number;
+  /** Milliseconds the step waited for its approval (a person deciding), apart from `duration`. */
+  approvalWaitMs?: number;
   /** ISO time the step settled. */
   timestamp: string;
   /** How many times the tool was called (retries and recoveries included). */

@@ -7,7 +7,8 @@
 import { StepflowError } from "../errors.ts";
 import { buildGraph, dependsTransitively, findCycles, type PlanGraph } from "./graph.ts";
 import { collectRefs, type FoundRef } from "./refs.ts";
-import { fillStepOrders, formatIssue, formatPath, PlanSchema } from "./schema.ts";
+import { fillStepOrders, formatPath, planIssueMessages, PlanSchema } from "./schema.ts";
+import { closestMatch } from "../definition/suggest.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, PlanValidation, Step } from "./types.ts";
 
 /**
@@ -35,19 +36,55 @@ import type { Plan, PlanProblem, PlanToolRegistry, PlanValidation, Step } from "
  * ```
  */
 export function validatePlan(plan: unknown, tools?: PlanToolRegistry): PlanValidation {
-  const parsed = PlanSchema.safeParse(fillStepOrders(plan));
+  const data = fillStepOrders(plan);
+  const parsed = PlanSchema.safeParse(data);
   if (!parsed.success) {
-    return {
-      ok: false,
-      problems: parsed.error.issues.map((issue) => ({
-        code: "PLAN_SCHEMA",
-        message: formatIssue(issue),
-        path: issue.path.map((k) => (typeof k === "number" ? k : String(k))),
-      })),
-    };
+    const issues = planIssueMessages(parsed.error.issues, data);
+    const shape: PlanProblem[] = issues.map((m) => ({
+      code: "PLAN_SCHEMA",
+      message: m.message,
+      path: m.path,
+    }));
+    // Every problem in one pass: the steps are checked as far as they can be read, except where
+    // the shape is already wrong (an id that is not a string is not also a duplicate). An extra
+    // key leaves the rest of its object readable.
+    const broken = issues.filter((m) => m.code !== "unrecognized_keys").map((m) => m.path);
+    const rest = checkSteps(looseSteps(data), tools).filter((p) =>
+      !broken.some((at) => at.length > 0 && isPrefix(at, p.path ?? []))
+    );
+    const problems = [...shape, ...rest].sort((a, b) => stepIndexOf(a) - stepIndexOf(b));
+    return { ok: false, problems };
   }
   const problems = checkSteps(parsed.data.steps, tools);
   return { ok: problems.length === 0, problems };
+}
+
+/**
+ * The steps of a plan that failed its schema, read as far as they can be (a field of the wrong
+ * type becomes empty), so that {@linkcode checkSteps} can report their tools, dependencies and
+ * references in the same pass.
+ */
+function looseSteps(data: unknown): Step[] {
+  const raw = isRecord(data) && Array.isArray(data.steps) ? data.steps : [];
+  return raw.map((value, i): Step => {
+    const step = isRecord(value) ? value : {};
+    const text = (v: unknown) => (typeof v === "string" ? v : "");
+    return {
+      id: text(step.id),
+      order: i + 1,
+      description: text(step.description),
+      tool: text(step.tool),
+      args: isRecord(step.args) ? step.args : {},
+      dependsOn: Array.isArray(step.dependsOn)
+        ? step.dependsOn.filter((d): d is string => typeof d === "string")
+        : [],
+      status: "pending",
+    };
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**
@@ -105,7 +142,12 @@ export function checkSteps(
     });
   }
 
-  const known = tools?.describe().map((t) => t.name).join(", ");
+  const toolNames = tools?.describe().map((t) => t.name) ?? [];
+  const known = toolNames.join(", ");
+  const toolGuess = (name: string) => {
+    const guess = closestMatch(name, toolNames);
+    return guess === undefined ? "" : ` Did you mean "${guess}"?`;
+  };
   let seen: Uint32Array | undefined;
   let epoch = 0;
   for (let i = 0; i < steps.length; i++) {
@@ -117,9 +159,9 @@ export function checkSteps(
           code: "UNKNOWN_TOOL",
           stepId: step.id,
           path: ["steps", i, "tool"],
-          message: `Step "${step.id}": Unknown tool: ${step.tool}. Available tools: ${
-            known || "(none)"
-          }.`,
+          message: `Step "${step.id}": Unknown tool: ${step.tool}.${
+            toolGuess(step.tool)
+          } Available tools: ${known || "(none)"}.`,
         });
       } else {
         const checked = tools.validateArgs(step.tool, step.args);
@@ -205,26 +247,10 @@ function isPrefix(prefix: readonly (string | number)[], path: readonly PropertyK
 
 function suggest(id: string, index: Map<string, number>): string {
   const ids = [...index.keys()];
-  const close = ids.find((k) => k.toLowerCase() === id.toLowerCase()) ??
-    ids.find((k) => distance(k, id) <= Math.min(2, Math.floor(id.length / 3)));
+  const close = closestMatch(id, ids);
   return close
     ? `Did you mean "${close}"?`
     : `Known steps: ${ids.slice(0, 20).join(", ") || "(none)"}.`;
-}
-
-function distance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 2) return 3;
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length];
 }
 
 /** Thrown when a plan has problems; carries them all. */
@@ -254,14 +280,7 @@ export class PlanValidationError extends StepflowError {
  * problem.
  */
 export function assertValidPlan(plan: unknown, tools?: PlanToolRegistry, source?: string): Plan {
-  const parsed = PlanSchema.safeParse(fillStepOrders(plan));
-  if (!parsed.success) {
-    throw new PlanValidationError(
-      parsed.error.issues.map((issue) => ({ code: "PLAN_SCHEMA", message: formatIssue(issue) })),
-      source,
-    );
-  }
-  const problems = checkSteps(parsed.data.steps, tools);
-  if (problems.length > 0) throw new PlanValidationError(problems, source);
-  return parsed.data;
+  const checked = validatePlan(plan, tools);
+  if (!checked.ok) throw new PlanValidationError(checked.problems, source);
+  return PlanSchema.parse(fillStepOrders(plan));
 }

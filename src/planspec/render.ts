@@ -1,6 +1,6 @@
 import { assertPlanDepth } from "./depth.ts";
 import { STATUS_MARKERS } from "./syntax.ts";
-import { planProgress, walkSteps } from "./tree.ts";
+import { planProgress, progressText, walkSteps } from "./tree.ts";
 import { type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
 /** Options of {@linkcode renderPlan} and {@linkcode renderPlanTree}. */
@@ -143,9 +143,7 @@ export function renderPlan(plan: PlanSpec, options: RenderOptions = {}): string 
   assertPlanDepth(plan.steps);
   const paint = painter(options.color === true);
   const progress = planProgress(plan);
-  const progressLine = `Progress: ${progress.done}/${progress.total} (${
-    progress.total === 0 ? 0 : Math.floor((progress.done * 100) / progress.total)
-  }%)`;
+  const progressLine = `Progress: ${progressText(progress)}`;
   const out: string[] = [];
   out.push(paint(ANSI.bold, `═══ PlanSpec: ${plan.title === "" ? "(untitled)" : plan.title} ═══`));
   out.push("");

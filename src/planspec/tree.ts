@@ -283,6 +283,24 @@ function count(steps: PlanStep[], progress: PlanProgress): void {
 }
 
 /**
+ * A plan's progress as people read it: settled steps — done or skipped, such as the branch a
+ * `decide` step did not take — of all steps, `5/5 (100%)`. A finished plan reads as complete
+ * whatever it skipped (the skipped count is shown beside it where it matters).
+ *
+ * @example
+ * ```ts
+ * import { parsePlan, planProgress } from "./mod.ts";
+ * import { progressText } from "./tree.ts";
+ * progressText(planProgress(parsePlan("Goal: g\n1. [x] [act] A\n2. [~] [act] B\n3. [act] C\n")));
+ * // "2/3 (66%)"
+ * ```
+ */
+export function progressText(p: PlanProgress): string {
+  const settled = p.done + p.skipped;
+  return `${settled}/${p.total} (${p.total === 0 ? 0 : Math.floor((settled * 100) / p.total)}%)`;
+}
+
+/**
  * Status convergence: no step is `pending` or `active`. Blocked steps count as processed (re-planning
  * was attempted but did not resolve them), so a plan with blocked steps can be converged.
  */

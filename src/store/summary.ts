@@ -9,7 +9,7 @@ import type { RunCheckpoint, RunSummary } from "./types.ts";
  * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
  * `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
- * `currentStepId`, and `end.{reason, stepId}`.
+ * `currentStepId`, and `end.{reason, stepId, error}`.
  *
  * @example
  * ```ts
@@ -48,9 +48,22 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   }
   const end = state.end as Record<string, unknown> | undefined;
   if (end && typeof end.reason === "string") summary.completionReason = end.reason;
+  const error = end?.error as Record<string, unknown> | undefined;
+  if (end?.reason !== "completed" && typeof error?.message === "string") {
+    summary.endError = oneLine(
+      `${typeof error.code === "string" ? `${error.code}: ` : ""}${error.message}`,
+      300,
+    );
+  }
   const stepId = end?.stepId ?? state.currentStepId;
   if (typeof stepId === "string") summary.stepId = stepId;
   return summary;
+}
+
+/** The first line of `text`, cut to `max` characters. */
+function oneLine(text: string, max: number): string {
+  const line = text.split("\n", 1)[0].trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 function isCount(value: unknown): value is number {

@@ -96,6 +96,11 @@ export interface RunSummary {
   /** Why the run ended (the state's `end.reason`), once it ended. */
   completionReason?: string;
   /**
+   * The error the run ended with (the state's `end.error`), on one line: `CODE: message`, at most
+   * 300 characters. Absent for a run that completed.
+   */
+  endError?: string;
+  /**
    * For a `running` or `paused` run: true while a live process holds its lock, false when nobody
    * drives it any more (an interrupted run, resumable with `--resume`). Absent when unknown.
    */

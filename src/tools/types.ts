@@ -55,6 +55,12 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
    * `true`; receives the validated arguments. Return `true` or a short reason to ask, `false` not to.
    */
   needsApproval?(args: Args, ctx: ToolContext): boolean | string | Promise<boolean | string>;
+  /**
+   * Why the tool cannot run as configured (the `ai` module without an LLM backend), or absent when
+   * it can. Validation reports every call of such a tool as an error before anything runs, so a
+   * script or plan does not do half its work and then fail on a missing setting.
+   */
+  unavailable?: string;
   /** Runs the tool with validated arguments. */
   execute(args: Args, ctx: ToolContext): Result | Promise<Result>;
 }

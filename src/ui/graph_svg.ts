@@ -47,6 +47,9 @@ const MARGIN = 24;
 /** Room on the left for edges that skip layers. */
 const LEFT_LANE = 90;
 const MAX_LABEL = 24;
+const MAX_EDGE_LABEL = 28;
+/** Vertical distance between the stacked labels of one step's self loops (10 px text). */
+const LOOP_LABEL_GAP = 16;
 
 interface Placed {
   node: GraphNode;
@@ -160,6 +163,10 @@ export function graphSvg(
   });
 
   const loops = new Map<string, number>();
+  const loopCount = new Map<string, number>();
+  for (const e of usable) {
+    if (e.from === e.to) loopCount.set(e.from, (loopCount.get(e.from) ?? 0) + 1);
+  }
   const edgeMarkup = usable.map((e, i) => {
     const a = placed[byId.get(e.from)!];
     const b = placed[byId.get(e.to)!];
@@ -169,15 +176,19 @@ export function graphSvg(
     let ly: number;
     let side = "";
     if (a === b) {
-      // Several loops on one step (repeat, onError retry) nest outwards, labels stacked.
+      // Several loops on one step (next and repeat to itself, onError retry) nest outwards; their
+      // labels stand in one column right of the outermost loop, a line apart (edge labels are
+      // left-aligned), so that no label overlaps another or a loop.
       const k = loops.get(e.from) ?? 0;
       loops.set(e.from, k + 1);
+      const n = loopCount.get(e.from) ?? 1;
       const x = a.x + NODE_W;
       const y = a.y + NODE_H / 2;
       const r = 40 + k * 26;
       d = `M${x},${y - 8} C${x + r},${y - 30 - k * 6} ${x + r},${y + 30 + k * 6} ${x},${y + 8}`;
-      lx = x + r * 0.78 + 4;
-      ly = y + 4 + k * 13;
+      lx = x + (40 + (n - 1) * 26) * 0.75 + 8;
+      ly = y + 4 + (k - (n - 1) / 2) * LOOP_LABEL_GAP;
+      side = "loop";
     } else if (isBack || b.layer <= a.layer) {
       const x1 = a.x + NODE_W;
       const y1 = a.y + NODE_H / 2;
@@ -212,7 +223,7 @@ export function graphSvg(
     return h`
       <g class="${cls}" data-from="${e.from}"
         data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${
-      e.label ? h`<text x="${round(lx)}" y="${round(ly)}">${shorten(e.label, 28)}</text>` : ""
+      e.label ? edgeLabel(e.label, lx, ly) : ""
     }</g>
     `;
   });
@@ -254,6 +265,14 @@ export function graphSvg(
       height="${height}"
       viewBox="0 0 ${width} ${height}"><title>${title}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>${edgeMarkup}${nodeMarkup}</svg>
   `;
+}
+
+/** An edge's label; a shortened one keeps the full text as its tooltip. */
+function edgeLabel(label: string, x: number, y: number): Html {
+  const shown = shorten(label, MAX_EDGE_LABEL);
+  return h`<text x="${round(x)}" y="${round(y)}">${
+    shown === label ? "" : h`<title>${label}</title>`
+  }${shown}</text>`;
 }
 
 function shorten(text: string, max: number): string {

@@ -13,7 +13,7 @@ import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
-import type { RunPage, RunQuery } from "./source.ts";
+import type { AgentOverview, RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
@@ -48,8 +48,16 @@ export function layout(title: string, body: Html, live?: string): string {
   `}`;
 }
 
-/** The runs list: filters, one page of runs, the pager. */
-export function runsListPage(page: RunPage, query: RunQuery): string {
+/**
+ * The runs list: filters, one page of runs, the pager.
+ *
+ * @param runAgent the command that starts run-agent where the user stands (for the empty list)
+ */
+export function runsListPage(
+  page: RunPage,
+  query: RunQuery,
+  runAgent = "deno task run-agent",
+): string {
   const link = (p: number) => {
     const params = new URLSearchParams();
     if (query.agent) params.set("agent", query.agent);
@@ -67,6 +75,9 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
         <td>${statusBadge(run)}</td>
+        <td class="end">${run.completionReason ?? ""}${
+      run.endError ? h`<div class="note warn">${run.endError}</div>` : ""
+    }</td>
         <td>${formatTime(run.startedAt)}</td>
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
@@ -96,6 +107,7 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
           <th>Run</th>
           <th>Agent</th>
           <th>Status</th>
+          <th>End</th>
           <th>Started</th>
           <th class="num">Duration</th>
           <th class="num">Iterations</th>
@@ -108,7 +120,7 @@ export function runsListPage(page: RunPage, query: RunQuery): string {
     page.all === 0
       ? h`
         <p
-          class="note">No runs recorded yet. Run an agent (<code>deno task run-agent --agent NAME</code>) and reload.</p>
+          class="note">No runs recorded yet. Run an agent (<code>${runAgent} --agent NAME</code>) and reload.</p>
       `
       : ""
   }
@@ -443,13 +455,46 @@ export function agentPage(name: string, definition?: AgentDefinition, error?: un
   return layout(`Agent ${definition.name}`, body);
 }
 
-/** The agents index. */
-export function agentsPage(names: string[]): string {
+/**
+ * The agents index: each agent with its description, its newest run (status, start, end reason)
+ * and whether it loads — the first problem and how many there are when it does not.
+ */
+export function agentsPage(agents: readonly AgentOverview[]): string {
+  const rows = agents.map((a) => {
+    const run = a.lastRun;
+    const problem = a.problems[0];
+    return h`
+      <tr data-agent="${a.name}">
+        <td><a href="${agentHref(a.name)}">${a.name}</a>${
+      a.displayName && a.displayName !== a.name ? h`<div class="note">${a.displayName}</div>` : ""
+    }</td>
+        <td>${a.description ?? ""}</td>
+        <td>${
+      run
+        ? h`<a href="${runHref(run.runId)}">${run.runId}</a> ${statusBadge(run)}<div class="note">${
+          formatTime(run.startedAt)
+        }${run.completionReason ? ` · ${run.completionReason}` : ""}</div>`
+        : h`<span class="note">no runs yet</span>`
+    }</td>
+        <td class="load">${
+      problem === undefined
+        ? h`<span class="status completed">loads</span>${
+          a.warnings
+            ? h`<div class="note">${a.warnings} warning${a.warnings === 1 ? "" : "s"}</div>`
+            : ""
+        }`
+        : h`<span class="status failed">${a.problems.length} problem${
+          a.problems.length === 1 ? "" : "s"
+        }</span><div class="note warn">${problem.split("\n", 1)[0]}</div>`
+    }</td>
+      </tr>
+    `;
+  });
   return layout(
     "Agents",
     h`<h1>Agents</h1>${
-      names.length
-        ? h`<ul>${names.map((n) => h`<li><a href="${agentHref(n)}">${n}</a></li>`)}</ul>`
+      agents.length
+        ? h`<table id="agents"><thead><tr><th>Agent</th><th>Description</th><th>Last run</th><th>Definition</th></tr></thead><tbody>${rows}</tbody></table>`
         : h`<p class="note">No agents in .agent/.</p>`
     }`,
   );

@@ -18,7 +18,7 @@ import {
 import { readPlanFile as readToolPlan } from "../plan/plan_file.ts";
 import type { Plan } from "../plan/types.ts";
 import { listPlans, type PlanListing, planspecDir } from "../planspec/store.ts";
-import { planProgress } from "../planspec/tree.ts";
+import { planProgress, progressText } from "../planspec/tree.ts";
 import type { PlanProgress, PlanSpec, PlanStep } from "../planspec/types.ts";
 import { graphSvg } from "./graph_svg.ts";
 import { type Html, html as h } from "./html.ts";
@@ -128,11 +128,11 @@ function specClass(status: string): string {
 }
 
 function progressBar(p: PlanProgress): Html {
-  const settled = p.done + p.skipped;
-  const pct = p.total ? Math.round((settled / p.total) * 100) : 0;
-  return h`<div class="progress-line"><progress max="${
-    p.total || 1
-  }" value="${settled}"></progress> ${settled}/${p.total} (${pct}%) · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
+  return h`<div class="progress-line"><progress max="${p.total || 1}" value="${
+    p.done + p.skipped
+  }"></progress> ${progressText(p)}${
+    p.skipped > 0 ? ` · ${p.skipped} skipped` : ""
+  } · ${p.active} active · ${p.blocked} blocked · ${p.pending} pending</div>`;
 }
 
 /**
@@ -232,6 +232,10 @@ ${approvalsSection(name, approvals.records, approvals.problems, csrf)}
             ? h`${
               s.result.ok ? "ok" : h`<span class="errors">${s.result.error ?? "failed"}</span>`
             } · ${formatDuration(s.result.duration)}${
+              s.result.approvalWaitMs
+                ? ` · waited ${formatDuration(s.result.approvalWaitMs)} for approval`
+                : ""
+            }${
               s.result.attempts && s.result.attempts > 1 ? ` · ${s.result.attempts} attempts` : ""
             }`
             : ""

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { runAgentCommand } from "../invocation.ts";
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
 import { sleep } from "../backoff.ts";
@@ -284,9 +285,10 @@ async function route(
     };
     const result = await data.runPage(query);
     if (path === "/api/runs") return jsonResponse(result);
-    return page(200, runsListPage(result, query));
+    // The command to start a run, as it works in the project's folder.
+    return page(200, runsListPage(result, query, runAgentCommand(data.source.cwd)));
   }
-  if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
+  if (path === "/agents") return page(200, agentsPage(await data.agentOverview()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
   const watched = path.match(DASHBOARD_ROUTES.toolPlanEvents.pattern);

@@ -7,7 +7,8 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
+import { AgentDefinitionError } from "../definition/errors.ts";
 import { listAgents, loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { FileRunStore } from "../store/file.ts";
@@ -91,6 +92,22 @@ export interface RunQuery {
   page?: number;
   /** Page size (default 50, at most 500). */
   size?: number;
+}
+
+/** One agent on the agents index. */
+export interface AgentOverview {
+  /** Folder name. */
+  name: string;
+  /** agent.json `displayName`, when readable. */
+  displayName?: string;
+  /** agent.json `description`, when readable (also for an agent that does not load). */
+  description?: string;
+  /** Why the agent does not load, one line per problem (empty when it loads). */
+  problems: string[];
+  /** Load-time warnings of an agent that loads. */
+  warnings: number;
+  /** Its newest run in any store. */
+  lastRun?: ListedRun;
 }
 
 /** Options of {@linkcode discoverStores}. */
@@ -357,9 +374,31 @@ export class DashboardData {
     return entry;
   }
 
-  /** The agents in `<cwd>/.agent/`. */
-  agentNames(): Promise<string[]> {
-    return listAgents({ cwd: this.source.cwd }).then((list) => list.map((a) => a.name));
+  /**
+   * Every agent in `<cwd>/.agent/` with its description, whether it loads (and why not), and its
+   * newest run: the agents index.
+   */
+  async agentOverview(): Promise<AgentOverview[]> {
+    const agents = await listAgents({ cwd: this.source.cwd });
+    return await Promise.all(agents.map(async (summary) => {
+      const [loaded, runs] = await Promise.all([
+        this.agent(summary.name),
+        this.runPage({ agent: summary.name, size: 1 }),
+      ]);
+      const row: AgentOverview = {
+        name: summary.name,
+        problems: loaded.error === undefined
+          ? []
+          : loaded.error instanceof AgentDefinitionError
+          ? [...loaded.error.problems]
+          : [errorMessage(loaded.error)],
+        warnings: loaded.definition?.warnings.length ?? 0,
+      };
+      if (summary.displayName !== undefined) row.displayName = summary.displayName;
+      if (summary.description !== undefined) row.description = summary.description;
+      if (runs.runs[0] !== undefined) row.lastRun = runs.runs[0];
+      return row;
+    }));
   }
 }
 

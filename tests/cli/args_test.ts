@@ -115,6 +115,11 @@ Deno.test("parseCommandLine: every mistake is a UsageError naming the flag", () 
     () => parse("--topic", "x", "--max-iterations", "0"),
     /--max-iterations expects a positive integer/,
   );
+  usage(
+    () => parse("--topic", "x", "--max-attempts", "zero"),
+    /--max-attempts expects a positive integer \(attempts per model call, default 3\)/,
+  );
+  assert.equal(parseCommandLine(["--agent", "a", "--max-attempts", "6"]).flags.maxAttempts, 6);
   usage(() => parseCommandLine(["--agent"]), /^--agent needs a value/);
   usage(
     () =>

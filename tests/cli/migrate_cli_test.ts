@@ -2,6 +2,7 @@
  * End-to-end tests of `deno task migrate` and of the migrated agents through `deno task run-agent`:
  * real processes, checked on stdout, stderr and exit code.
  */
+import { runAgentCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +25,10 @@ async function smokeArgs(dir: string, agent: string): Promise<string[]> {
   const report = await Deno.readTextFile(join(dir, "agents", agent, "MIGRATION.md"));
   const line = report.split("\n").find((l) => l.includes("--backend scripted"));
   assert.ok(line, "MIGRATION.md gives a smoke command");
-  return line.replace(/^deno task run-agent /, "").split(" ");
+  // In the form that works in the folder the migration ran in (a temp folder: not `deno task`).
+  const command = `${runAgentCommand(dir)} `;
+  assert.ok(line.startsWith(command), `${line} does not start with ${command}`);
+  return line.slice(command.length).split(" ");
 }
 
 Deno.test("cli migrate: converts the fixtures; each result validates and runs its smoke script", async () => {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { JSR_RUN_AGENT, runAgentCommand } from "../../src/cli/invocation.ts";
+import { JSR_RUN_AGENT, runAgentCommand } from "../../src/invocation.ts";
 import { REPO_ROOT, runCli } from "./helpers.ts";
 
 const MAIN = (specifier: string) =>
@@ -108,11 +108,11 @@ Deno.test("runAgentCommand: deno task inside the checkout, --config outside, JSR
     }`,
   );
   assert.equal(
-    runAgentCommand("/x", "https://jsr.io/@stepflow/core/0.1.0/src/cli/invocation.ts"),
+    runAgentCommand("/x", "https://jsr.io/@stepflow/core/0.1.0/src/invocation.ts"),
     JSR_RUN_AGENT,
   );
   assert.match(
-    runAgentCommand("/x", "file:///opt/my%20checkout/src/cli/invocation.ts"),
+    runAgentCommand("/x", "file:///opt/my%20checkout/src/invocation.ts"),
     /^deno run -A --config '\/opt\/my checkout\/deno\.json' '\/opt\/my checkout\/src\/cli\/run_agent\.ts'$/,
   );
 });

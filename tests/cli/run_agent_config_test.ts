@@ -27,17 +27,52 @@ Deno.test("run-agent --validate: an output schema that does not compile is a loa
     assert.equal(result.code, 2, result.stderr);
     assert.match(
       result.stdout,
-      /1\. steps_registry\.json: step "complete\.task": outputSchemaRef: schema #\/definitions\/complete\.task in .*task\.schema\.json does not compile: schema is invalid: \/type must be equal to one of the allowed values/,
+      /1\. steps_registry\.json: step "complete\.task": outputSchemaRef: schema #\/definitions\/complete\.task in .*task\.schema\.json does not compile: schema is invalid: \/type must be equal to one of the allowed values; "objcet" is not a JSON Schema type \(did you mean "object"\?\)/,
     );
     assert.ok(!hasStackTrace(result.stderr), result.stderr);
   });
 });
 
+/** Adds `key` to the handoffFields of the tiny agent's work step. */
+async function handOff(dir: string, key: string) {
+  const file = join(dir, "steps_registry.json");
+  const registry = JSON.parse(await Deno.readTextFile(file));
+  registry.steps["work.task"].structuredGate.handoffFields = [key];
+  await Deno.writeTextFile(file, JSON.stringify(registry));
+}
+
+Deno.test("run-agent --validate: a prompt variable no path provides exits 2; one some path provides is a warning naming the path", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "never", { prompt: "Work on {uv-topic} for {handoff.reporter}." });
+    // The work step hands "reporter" off itself: set on a repeat, not on the first visit.
+    const some = await writeTinyAgent(user, "some", { prompt: "Again for {handoff.reporter}." });
+    await handOff(some, "reporter");
+    const [never, sometimes] = await Promise.all([
+      runCli(["--agent", "never", "--validate"], { userDir: user }),
+      runCli(["--agent", "some", "--validate"], { userDir: user }),
+    ]);
+    assert.equal(never.code, 2, never.stderr);
+    assert.match(
+      never.stdout,
+      /step "work\.task": its prompt uses \{handoff\.reporter\}, but no step hands "reporter" off/,
+    );
+    assert.ok(!hasStackTrace(never.stderr), never.stderr);
+    assert.equal(sometimes.code, 0, sometimes.stderr + sometimes.stdout);
+    assert.match(
+      sometimes.stdout + sometimes.stderr,
+      /step "work\.task": its prompt uses \{handoff\.reporter\}, but some path from the entry step "work\.task" reaches it without passing a step that hands "reporter" off \("work\.task"\): work\.task, so a run/,
+    );
+  });
+});
+
 Deno.test("run-agent: a run that fails on the agent's own files gets no --redrive hint", async () => {
   await withUserDir(async (user) => {
-    await writeTinyAgent(user, "tiny", {
+    // "verdict" is handed off by the step itself (on a repeat), so its first visit has none:
+    // a load warning, and the run fails on the agent's files.
+    const dir = await writeTinyAgent(user, "tiny", {
       prompt: "Work on {uv-topic}, verdict {handoff.verdict}.",
     });
+    await handOff(dir, "verdict");
     await writeFiles(user, { "s.json": { "work.task": [work("complete")] } });
     const result = await runCli(["--agent", "tiny", "--topic", "x", "--script", "s.json"], {
       userDir: user,

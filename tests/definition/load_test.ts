@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runAgentCommand } from "../../src/invocation.ts";
 import { cp, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { AgentNotFoundError } from "../../src/definition/errors.ts";
@@ -96,7 +97,9 @@ Deno.test("a missing agent names the path and lists the agents that exist", asyn
           join(agent.root, ".agent", "issue-solve")
         }. Did you mean issue-solver? Agents in ${
           join(agent.root, ".agent")
-        }: code-helper, issue-solver. Create one with \`deno task run-agent --init NAME\`, or pass --agent with an existing name or folder.`,
+        }: code-helper, issue-solver. Create one with \`${
+          runAgentCommand(agent.root)
+        } --init NAME\`, or pass --agent with an existing name or folder.`,
       );
       return true;
     },

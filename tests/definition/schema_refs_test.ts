@@ -170,7 +170,7 @@ Deno.test("load compiles every output schema: a typo in a type or a dangling $re
   assert.equal(problems.length, 2, problems.join("\n"));
   assert.match(
     problems[0],
-    /^steps_registry\.json: step "initial\.issue": outputSchemaRef: schema #\/definitions\/initial\.issue in .*issue\.schema\.json does not compile: schema is invalid: \/properties\/issue\/type must be equal to one of the allowed values/,
+    /^steps_registry\.json: step "initial\.issue": outputSchemaRef: schema #\/definitions\/initial\.issue in .*issue\.schema\.json does not compile: schema is invalid: \/properties\/issue\/type must be equal to one of the allowed values; "strnig" is not a JSON Schema type \(did you mean "string"\?\)\. Fix the schema/,
   );
   assert.match(
     problems[1],

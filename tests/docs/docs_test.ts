@@ -123,6 +123,29 @@ Deno.test("docs: blocks marked <!-- file: PATH --> show that file exactly", asyn
   assert.deepEqual(drift, [], drift.join("\n"));
 });
 
+Deno.test("docs: the README's first agent can be followed by hand: every file of .agent/haiku is shown, and --script links to the script format", async () => {
+  const shown = new Set(
+    parseMarkdown(await read("README.md")).blocks.flatMap((b) => b.file ? [b.file] : []),
+  );
+  const missing: string[] = [];
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(join(ROOT, dir))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else if (!shown.has(path)) missing.push(path);
+    }
+  };
+  await walk(".agent/haiku");
+  assert.deepEqual(missing, [], `README.md does not show ${missing.join(", ")}`);
+  // The flag's help names the section, and the section exists.
+  const { BACKEND_FLAGS } = await import("../../src/cli/kit/backend.ts");
+  const help = BACKEND_FLAGS.find((f) => f.name === "script")!.description;
+  const link = /docs\/([a-z-]+\.md)#([a-z0-9-]+)/.exec(help);
+  assert.ok(link, help);
+  const slugs = parseMarkdown(await read(`docs/${link[1]}`)).headings.map((h) => h.slug);
+  assert.ok(slugs.includes(link[2]), `no #${link[2]} in ${link[1]}`);
+});
+
 /** One `$ command` of a console block and the output the page claims for it. */
 interface ConsoleExample {
   page: string;

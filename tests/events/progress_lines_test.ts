@@ -45,6 +45,24 @@ Deno.test("progress lines: a tool plan's steps show tool, settled status, log li
   ]);
 });
 
+Deno.test("progress lines: a tool-plan step's wait for approval is reported apart from its time", async () => {
+  const clock = fakeClock();
+  const out: string[] = [];
+  const { events } = createProgressLines({ write: (t) => void out.push(t), now: clock.now });
+  const a = info("a", { iteration: 1, tool: "write_file" });
+  await events.onStepStart?.(a);
+  clock.advance(4012);
+  await events.onStepEnd?.({ ...a, status: "completed" }, {
+    ok: true,
+    duration: 12,
+    approvalWaitMs: 4000,
+  });
+  assert.equal(
+    out.at(-1),
+    "[00:04.012] step a #1 completed in 12 ms (after 4000 ms waiting for approval)\n",
+  );
+});
+
 Deno.test("progress lines: an error reported once; nesting indents; PlanSpec statuses; run errors", async () => {
   const out: string[] = [];
   const { events } = createProgressLines({ write: (t) => void out.push(t), now: () => 0 });

@@ -116,6 +116,23 @@ Deno.test("run-plan: an invalid plan lists every problem and exits 2 without a s
   assert.match(r.stderr, /Plan contains circular dependencies: b → c → b/);
   noStack(r);
 
+  // A misspelt key, a misspelt tool and an unknown reference: all three at once, each with the
+  // name that was meant.
+  await Deno.writeTextFile(
+    join(dir, "typos.json"),
+    planJson([
+      { id: "a", description: "A", tool: "read_flie", args: { path: "x" }, depends_on: [] },
+      { id: "b", description: "B", tool: "read_file", args: { path: "$nope.text" } },
+    ]),
+  );
+  const typos = await runPlan(["typos.json", "--yes"], dir);
+  assert.equal(typos.code, 2);
+  assert.match(typos.stderr, /typos\.json: the plan has 3 problems:/);
+  assert.match(typos.stderr, /steps\[0\]: unknown key "depends_on" \(did you mean "dependsOn"\?\)/);
+  assert.match(typos.stderr, /Step "a": Unknown tool: read_flie\. Did you mean "read_file"\?/);
+  assert.match(typos.stderr, /Step "b": args\.path references unknown step "nope"/);
+  noStack(typos);
+
   await Deno.writeTextFile(join(dir, "broken.json"), '{\n  "id": "x",\n  oops\n}');
   const broken = await runPlan(["broken.json"], dir);
   assert.equal(broken.code, 2);

@@ -3,6 +3,7 @@ import { executePlan, startPlan } from "../../src/plan/executor.ts";
 import type { ApprovalRequest, Plan, ProgressEvent } from "../../src/plan/types.ts";
 import type { StepInfo } from "../../src/events/types.ts";
 import { makePlan, testTools } from "./helpers.ts";
+import { validatePlan } from "../../src/plan/validate.ts";
 
 const work = (id: string, dependsOn: string[] = [], ms = 20) => ({
   id,
@@ -210,6 +211,31 @@ Deno.test("approval: waiting steps hold no slot and are asked together; the free
     assert.deepEqual(summary.steps.completed.sort(), ["d0", "d1", "d2", "d3", "free"]);
     assert.ok(summary.maxParallel <= concurrency, "approved steps still respect the limit");
   }
+});
+
+Deno.test("approval: the time a step waits for its approver is reported apart, not in its duration", async () => {
+  const { tools } = testTools();
+  const plan = makePlan([
+    {
+      id: "asked",
+      description: "Asked",
+      tool: "work",
+      args: { name: "asked" },
+      requiresApproval: true,
+    },
+    { id: "free", description: "Free", tool: "work", args: { name: "free" } },
+  ]);
+  // A person who takes a while to answer.
+  const approver = () => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 150));
+  const summary = await executePlan(plan, { tools, approver });
+  const asked = summary.plan.steps.find((s) => s.id === "asked")!.result!;
+  assert.equal(asked.ok, true);
+  assert.ok(asked.approvalWaitMs! >= 140, JSON.stringify(asked));
+  assert.ok(asked.duration < asked.approvalWaitMs!, JSON.stringify(asked));
+  const free = summary.plan.steps.find((s) => s.id === "free")!.result!;
+  assert.equal(free.approvalWaitMs, undefined);
+  // The plan file keeps it (the schema knows the field).
+  assert.equal(validatePlan(summary.plan).ok, true);
 });
 
 Deno.test("approval: a step approved after the run stopped does not start; autoApprove lists tools; no approver denies with a hint", async () => {

@@ -120,12 +120,50 @@ Deno.test("a whole-string $ref stands in for any type: its arg is checked when t
   assert.deepEqual(codes(plan), []);
 });
 
+Deno.test("every problem in one pass: unknown keys, tools and references, each with the closest valid name", () => {
+  const registry = createToolRegistry({ workspaceRoot: "." });
+  const { problems } = validatePlan({
+    id: "p",
+    taskId: "t",
+    version: 1,
+    createdAt: "x",
+    steps: [
+      { id: "read", description: "Read", tool: "read_flie", args: { path: "a" }, depends_on: [] },
+      {
+        id: "use",
+        description: "Use",
+        tool: "write_file",
+        args: { path: "$raed.text", content: "x" },
+      },
+    ],
+  }, registry);
+  assert.deepEqual(problems.map((p) => [p.code, p.message]), [
+    ["PLAN_SCHEMA", 'steps[0]: unknown key "depends_on" (did you mean "dependsOn"?).'],
+    [
+      "UNKNOWN_TOOL",
+      `Step "read": Unknown tool: read_flie. Did you mean "read_file"? Available tools: ${
+        registry.describe().map((t) => t.name).join(", ")
+      }.`,
+    ],
+    [
+      "UNKNOWN_REF",
+      'Step "use": args.path references unknown step "raed" ($raed.text). Did you mean "read"? For a literal text starting with "$", write "$$".',
+    ],
+  ]);
+  assert.throws(
+    () =>
+      assertValidPlan({ id: "p", taskId: "t", version: 1, createdAt: "x", steps: [], extra: 1 }),
+    /\(plan\): unknown key "extra"/,
+  );
+});
+
 Deno.test("shape problems come with their paths; parsePlan fills order, args, dependsOn and status", () => {
   const problems =
     validatePlan({ id: "p", steps: [{ id: "1bad", tool: "work", depends_on: [] }] }, tools)
       .problems;
   const messages = problems.map((p) => p.message);
-  assert.ok(problems.every((p) => p.code === "PLAN_SCHEMA"));
+  // The step is checked as far as it can be read: its tool's missing argument is reported too.
+  assert.deepEqual([...new Set(problems.map((p) => p.code))], ["PLAN_SCHEMA", "INVALID_ARGS"]);
   assert.ok(messages.some((m) => m.startsWith("taskId:")), messages.join("\n"));
   assert.ok(
     messages.some((m) => m.startsWith("steps[0].id: step ids start with a letter")),

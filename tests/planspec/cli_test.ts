@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { stepflowCommand } from "../../src/invocation.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { planMain } from "../../src/cli/plan.ts";
@@ -174,11 +175,31 @@ Progress: 2/7 (28%) | active: 2
   assert.match(badId.stderr, /--expand 9: step 9 not found/);
 });
 
+Deno.test("plan show/list: a finished plan whose untaken decide branch was skipped reads as complete", async () => {
+  const dir = await Deno.makeTempDir();
+  await write(
+    join(dir, "planspec", "decided.md"),
+    "# Plan: Decided\nGoal: g\n1. [x] [act] Load\n2. [x] [decide] Good?\n   2.1. [x] [act] Yes → publish\n   2.2. [~] [act] No → report\n3. [x] [act] Tell\n",
+  );
+  const list = await plan(dir, "list");
+  assert.equal(list.code, 0, list.stderr);
+  assert.equal(list.stdout.split("\n")[0], "decided  5/5 (100%)      complete     Decided");
+  const show = await plan(dir, "show", "decided");
+  assert.equal(show.code, 0, show.stderr);
+  assert.match(show.stdout, /^Progress: 5\/5 \(100%\)$/m);
+  assert.match(show.stdout, /^Progress: 5\/5 \(100%\) \| skipped: 1$/m);
+});
+
 Deno.test("plan list: overview of planspec/, invalid files flagged, empty folder explained", async () => {
   const dir = await Deno.makeTempDir();
   const empty = await plan(dir, "list");
   assert.equal(empty.code, 0);
-  assert.match(empty.stdout, /^No plans in planspec\/\. Create one with: deno task plan new/);
+  assert.ok(
+    empty.stdout.startsWith(
+      `No plans in planspec/. Create one with: ${stepflowCommand("plan", dir)} new`,
+    ),
+    empty.stdout,
+  );
   await write(join(dir, "planspec", "demo.md"), SHOWN);
   await write(join(dir, "planspec", "done_one.md"), "# Plan: Finished\nGoal: g\n1. [x] [act] A\n");
   await write(join(dir, "planspec", "broken.md"), "Goal: g\n1. nothing\n");

@@ -2,6 +2,8 @@
  * The `qplan` command line: stdout, stderr and exit codes, in-process through `qplanMain(argv, io)`
  * with INIT_CWD set to a temporary folder, and once for real (`deno task qplan …` spawned).
  */
+import { openAiError, startFakeServer } from "../llm/fake_server.ts";
+import { stepflowCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { qplanMain } from "../../src/cli/qplan.ts";
@@ -179,9 +181,53 @@ Deno.test("qplan run with the ai module on a scripted backend (--script resolved
   const r = await qplan(["run", "ask.qplan", "--script", "answers.yaml", "--quiet"], dir);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "Hello there\n");
-  const none = await qplan(["run", "ask.qplan", "--quiet"], dir);
-  assert.equal(none.code, 1);
-  assert.match(none.stderr, /ai: no LLM backend is configured/);
+});
+
+Deno.test("--max-attempts: a server that keeps failing is tried that often, and the error says how to allow more", async () => {
+  const failing = openAiError(500, "server_error", "boom", { "retry-after-ms": "1" });
+  const server = startFakeServer([failing, failing, failing]);
+  try {
+    const dir = await workspace({ "ask.qplan": `step id="ask" {\n  ai "Say hi" -> answer\n}\n` });
+    const base = ["run", "ask.qplan", "--quiet", "--backend", "openai", "--model", "m"];
+    const r = await qplan([...base, "--base-url", `${server.url}/v1`, "--max-attempts", "2"], dir);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(server.requests.length, 2);
+    assert.match(
+      r.stderr,
+      /stayed unavailable or rate-limited through 2 attempts; try again later, or allow more attempts per call: --max-attempts N on the command line/,
+    );
+    const bad = await qplan([...base, "--max-attempts", "0"], dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--max-attempts expects a positive integer/);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("qplan run/validate: an ai line with no backend is a configuration error found before anything runs (exit 2)", async () => {
+  const dir = await workspace({
+    "ask.qplan":
+      `step id="first" {\n  file write path="ran.txt" data="x"\n}\nstep id="ask" {\n  ai "Say hi" -> answer\n}\n`,
+    "answers.yaml": "ask:\n  - Hello\n",
+  });
+  const [run, validate, scripted] = await Promise.all([
+    qplan(["run", "ask.qplan", "--quiet"], dir),
+    qplan(["validate", "ask.qplan"], dir),
+    qplan(["validate", "ask.qplan", "--script", "answers.yaml"], dir),
+  ]);
+  for (const r of [run, validate]) {
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(
+      r.stderr,
+      /error at line 5, column 3: module 'ai' cannot run: no LLM backend is configured \(pass --backend scripted\|claude-code\|anthropic\|openai or --script FILE/,
+    );
+    noStackTrace(r.stderr);
+  }
+  // The step before the ai line did not run.
+  await assert.rejects(Deno.stat(`${dir}/ran.txt`), Deno.errors.NotFound);
+  assert.equal(scripted.code, 0, scripted.stderr);
+  const badFlags = await qplan(["validate", "ask.qplan", "--backend", "gpt"], dir);
+  assert.equal(badFlags.code, 2);
 });
 
 Deno.test("qplan validate: the step tree on success, problems and exit 2 otherwise; --json", async () => {
@@ -237,5 +283,6 @@ Deno.test("qplan prompt: the prompt on stdout; usage errors exit 2 without a sta
   }
   const help = await qplan(["--help"], dir);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /deno task qplan run FILE/);
+  // Outside the checkout the help shows the command that works there.
+  assert.ok(help.stdout.includes(`${stepflowCommand("qplan", dir)} run FILE`), help.stdout);
 });

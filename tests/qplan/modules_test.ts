@@ -264,10 +264,13 @@ Deno.test("ai: backend failures and missing backends are clear errors", async ()
     registry: createQPlanRegistry({ backend: failing }),
   });
   assert.match(r.error!.message, /Module 'ai' failed: scripted backend error: rate limited/);
+  // Without a backend the script does not start: validation names the ai line.
   const none = await runScript(`step id="s" { ai "x" -> y }`, {
     registry: createQPlanRegistry({ ai: true }),
   });
-  assert.match(none.error!.message, /ai: no LLM backend is configured/);
+  assert.equal(none.error!.code, "QPLAN_INVALID");
+  assert.equal(none.issues[0].code, "module-unavailable");
+  assert.match(none.issues[0].message, /module 'ai' cannot run: no LLM backend is configured/);
   const noJson = new ScriptedBackend({ s: ["no json here", "{oops"] });
   const notJson = await runScript(`step id="s" { ai "x" format="json" -> y }`, {
     registry: createQPlanRegistry({ backend: noJson }),
@@ -303,12 +306,15 @@ Deno.test("ai schema=: the answer is validated, re-asked once with the errors, t
   assert.match(bad.error!.message, /after 1 re-ask\(s\): .*\/greeting: must be string/);
 
   const uncompilable = await runScript(
-    `step id="s" { ai "Greet" schema={"type": "objcet"} -> g }`,
+    `step id="s" { ai "Greet" schema={"type": "object", "properties": {"tags": {"type": "arary"}}} -> g }`,
     {
       registry: createQPlanRegistry({ backend: new ScriptedBackend({ s: ["{}"] }) }),
     },
   );
-  assert.match(uncompilable.error!.message, /ai: schema does not compile/);
+  assert.match(
+    uncompilable.error!.message,
+    /ai: schema does not compile as a JSON Schema: schema is invalid: \/properties\/tags\/type must be equal to one of the allowed values; "arary" is not a JSON Schema type \(did you mean "array"\?\)/,
+  );
 });
 
 Deno.test('ai format="json": sends an outputSchema (any JSON) and re-asks once', async () => {

@@ -129,6 +129,15 @@ Deno.test("step attributes: unknown, repeated; invalid onError; alias clashing w
   assert.deepEqual(messages(`step id="a" onError="sometimes" { var 1 -> x }`), [
     ["error", `step 'a' has invalid onError "sometimes"`, 1],
   ]);
+  assert.deepEqual(messages(`step id="a" onErorr="fail" { var 1 -> x }`), [
+    ["error", "unknown step attribute 'onErorr' on step 'a' (did you mean 'onError'?)", 1],
+  ]);
+  assert.deepEqual(messages(`step id="a" onError="jmp=\\"a\\"" { var 1 -> x }`), [
+    ["error", `step 'a' has invalid onError "jmp="a"" (did you mean "jump="a""?)`, 1],
+  ]);
+  assert.deepEqual(messages(`@titel "x"\nvar 1 -> x`), [
+    ["error", "unknown plan meta '@titel' (did you mean '@title'?)", 1],
+  ]);
   assert.deepEqual(messages(`step id="a" { var 1 -> x }\nstep id="b" -> a { var 2 -> y }`), [
     ["error", "step 'b' stores its result as 'a', which is the id of the step at line 1", 2],
   ]);
@@ -139,6 +148,10 @@ Deno.test("reserved words as names; unknown modules; bare words; placeholders", 
     ["error", "'step' is a QPlan keyword and cannot be used as a name", 1],
   ]);
   assert.deepEqual(messages(`fetch url="x" -> page`), [["error", "unknown module 'fetch'", 1]]);
+  assert.deepEqual(messages(`prnt "x"\njmp to="a"`), [
+    ["error", "unknown module 'prnt' (did you mean 'print'?)", 1],
+    ["error", "unknown module 'jmp' (did you mean the 'jump' statement?)", 2],
+  ]);
   assert.deepEqual(messages(`time format=iso -> now`), [
     ["warning", `'iso' is not a variable here; format=iso passes the text "iso"`, 1],
   ]);

@@ -126,3 +126,34 @@ Deno.test("timeline: prompts, answers, re-asks, retries and errors land on their
   assert.deepEqual([...more], [2, 3]);
   assert.ok(timeline.taken.has("b>done"));
 });
+
+Deno.test("graph: a step's self loops (next and repeat to itself) get labels that do not overlap; cut texts keep a tooltip", () => {
+  const long = "Collect every flaky test of the nightly run";
+  const svg = graphSvg(
+    [{ id: "work", label: long, sublabel: "work.collect_every_flaky_test" }, {
+      id: "done",
+      label: "done",
+    }],
+    [
+      { from: "work", to: "work", label: "next" },
+      { from: "work", to: "work", label: "repeat" },
+      { from: "work", to: "done", label: "complete (when every test was seen twice)" },
+    ],
+    "t",
+  ).text;
+  const labels = [...svg.matchAll(
+    /data-from="work"\s+data-to="work"><path d="M([\d.]+),[^"]*"[^>]*\/><text x="([\d.]+)" y="([\d.]+)">(\w+)<\/text>/g,
+  )].map((m) => ({ boxRight: Number(m[1]), x: Number(m[2]), y: Number(m[3]), text: m[4] }));
+  assert.deepEqual(labels.map((l) => l.text), ["next", "repeat"]);
+  // One column, right of the outer loop's apex (0.75 × its 66 px reach), a line apart.
+  assert.equal(labels[0].x, labels[1].x);
+  assert.ok(labels[0].x >= labels[0].boxRight + 66 * 0.75, JSON.stringify(labels));
+  assert.ok(Math.abs(labels[1].y - labels[0].y) >= 14, JSON.stringify(labels));
+  // The box shows a shortened name; its tooltip has it whole, and so has a cut edge label.
+  assert.match(svg, new RegExp(`<title>${long} \\(work\\.collect_every_flaky_test\\)</title>`));
+  assert.match(svg, /class="label">Collect every flaky tes…</);
+  assert.match(
+    svg,
+    /<text x="[\d.]+" y="[\d.]+"><title>complete \(when every test was seen twice\)<\/title>complete \(when every test w…<\/text>/,
+  );
+});

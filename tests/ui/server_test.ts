@@ -2,6 +2,7 @@
  * The dashboard server over HTTP (no browser): security model, routes, escaping, pagination, and
  * the `deno task ui` command line.
  */
+import { runAgentCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { runTask } from "../cli/helpers.ts";
 import { uiMain } from "../../src/cli/ui.ts";
@@ -340,6 +341,59 @@ Deno.test("dashboard plans: a PlanSpec tree with status icons and progress, a to
     assert.equal(r.status, 404, path);
     await r.body?.cancel();
   }
+});
+
+Deno.test("dashboard agents index: description, newest run with its status and end, load problems; runs list: end reason and error", async () => {
+  const project = await demoProject();
+  await Deno.mkdir(`${project.root}/.agent/broken`, { recursive: true });
+  await Deno.writeTextFile(
+    `${project.root}/.agent/broken/agent.json`,
+    JSON.stringify({ name: "broken", description: "Half written", behavior: {} }),
+  );
+  const agentJson = `${project.root}/.agent/issue-solver/agent.json`;
+  const agent = JSON.parse(await Deno.readTextFile(agentJson));
+  await Deno.writeTextFile(agentJson, JSON.stringify({ ...agent, description: "Solves issues" }));
+  await runFlow(project, { runId: "r-ok", continuations: 1 });
+  await runFlow(project, { runId: "r-failed", continuations: 2, failAt: 1 });
+  await using ui = await startDashboard(project.root);
+  const index = await (await fetch(`${ui.url}agents`)).text();
+  const row = (name: string) =>
+    index.match(new RegExp(`<tr data-agent="${name}">([\\s\\S]*?)</tr>`))?.[1] ?? "";
+  const solver = row("issue-solver");
+  assert.match(solver, /<td>Solves issues<\/td>/);
+  assert.match(
+    solver,
+    /href="\/runs\/r-failed">r-failed<\/a> <span class="status failed">failed<\/span><div class="note">[^<]* · step_failed<\/div>/,
+  );
+  assert.match(solver, /<span class="status completed">loads<\/span>/);
+  const broken = row("broken");
+  assert.match(broken, /<td>Half written<\/td>/);
+  assert.match(broken, /no runs yet/);
+  assert.match(
+    broken,
+    /<span class="status failed">\d+ problems?<\/span><div class="note warn">[^<]*agent\.json/,
+  );
+  // A project without runs is told how to start one, in the form that works in its folder.
+  const empty = await demoProject();
+  await using emptyUi = await startDashboard(empty.root);
+  const none = await (await fetch(emptyUi.url)).text();
+  assert.ok(
+    none.includes(
+      `No runs recorded yet. Run an agent (<code>${
+        runAgentCommand(empty.root)
+      } --agent NAME</code>)`,
+    ),
+    none,
+  );
+  // The runs list says how each run ended, and with which error.
+  const runs = await (await fetch(ui.url)).text();
+  const runRow = (id: string) =>
+    runs.match(new RegExp(`<tr data-run="${id}">([\\s\\S]*?)</tr>`))?.[1] ?? "";
+  assert.match(runRow("r-ok"), /<td class="end">completed<\/td>/);
+  assert.match(
+    runRow("r-failed"),
+    /<td class="end">step_failed<div class="note warn">BACKEND_ERROR: [^<]*529 overloaded/,
+  );
 });
 
 Deno.test("dashboard agent page: graph, steps, warnings; a broken agent shows its problems", async () => {

@@ -9,7 +9,7 @@ import { UsageError } from "../../errors.ts";
 import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
 import type { LlmBackend } from "../../llm/types.ts";
-import type { FlagSpec } from "./flags.ts";
+import { type FlagSpec, type FlagValue, positiveIntFlag } from "./flags.ts";
 
 /** The backend flags, parsed. */
 export interface BackendFlags {
@@ -21,6 +21,8 @@ export interface BackendFlags {
   model?: string;
   /** `--base-url URL`. */
   baseUrl?: string;
+  /** `--max-attempts N`: attempts per backend call before a retryable failure ends it. */
+  maxAttempts?: number;
 }
 
 /** Options of {@linkcode backendName} and {@linkcode backendFromFlags}. */
@@ -37,6 +39,16 @@ export interface BackendFromFlagsOptions {
   onWarning?: (message: string) => void;
   /** Called before every retry of a backend call. */
   onRetry?: RetryListener;
+}
+
+/** `--max-attempts N`, checked to be a positive integer (a {@linkcode UsageError} otherwise). */
+export function maxAttemptsFlag(values: Record<string, FlagValue>): number | undefined {
+  return positiveIntFlag(
+    values,
+    "max-attempts",
+    (raw) =>
+      `--max-attempts expects a positive integer (attempts per model call, default 3), got "${raw}".`,
+  );
 }
 
 /**
@@ -81,13 +93,17 @@ export async function backendFromFlags(
     ...(model !== undefined ? { model } : {}),
     ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
     ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
+    ...(flags.maxAttempts !== undefined ? { retry: { maxAttempts: flags.maxAttempts } } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     ...(options.onRetry ? { onRetry: options.onRetry } : {}),
   });
 }
 
-/** The four backend flags, for a CLI's flag table (help order: backend, model, base-url, script). */
+/**
+ * The backend flags, for a CLI's flag table (help order: backend, model, base-url, script,
+ * max-attempts).
+ */
 export const BACKEND_FLAGS: readonly FlagSpec[] = Object.freeze(
   [
     {
@@ -112,7 +128,14 @@ export const BACKEND_FLAGS: readonly FlagSpec[] = Object.freeze(
       name: "script",
       type: "string",
       value: "FILE",
-      description: "Scripted answers (YAML/JSON); implies --backend scripted",
+      description:
+        "Scripted answers, YAML/JSON (format: docs/backends.md#script-files); implies --backend scripted",
+    },
+    {
+      name: "max-attempts",
+      type: "string",
+      value: "N",
+      description: "Attempts per model call on 429/5xx/network errors (default 3)",
     },
   ] satisfies FlagSpec[],
 );

@@ -8,6 +8,7 @@ import type { QPlanToolRegistry } from "./tool_types.ts";
 import type { Expr, PlanMetaEntry, Script, Statement } from "./ast.ts";
 import { PLAN_META_KEYS } from "./ast.ts";
 import { isIdentifier, KEYWORDS } from "./tokenizer.ts";
+import { closestMatch } from "../../definition/suggest.ts";
 import { blockingConstruct, resolveSteps, stepLabel } from "../step/step_resolver.ts";
 import { STEP_ATTRIBUTES } from "../step/step_parser.ts";
 import type { ResolvedStep, StepResolution } from "../step/step_types.ts";
@@ -83,6 +84,24 @@ export function parseParamsMeta(value: string, at?: PlanMetaEntry): ParsedParams
   return { names, issues };
 }
 
+/** Statements a misspelt module name may have meant (`jmp to="x"` parses as a module call). */
+const STATEMENT_WORDS = ["jump", "stop", "skip", "break", "continue", "return", "set", "var"];
+
+/** ` (did you mean '<prefix><closest>'?)` when a candidate is close to `word`, else "". */
+function didYouMean(word: string, candidates: readonly string[], prefix = ""): string {
+  const guess = closestMatch(word, candidates);
+  return guess === undefined ? "" : ` (did you mean '${prefix}${guess}'?)`;
+}
+
+/** ` (did you mean "jump=…"?)` for a misspelt policy word of an onError value, else "". */
+function onErrorGuess(value: string): string {
+  const word = /^\s*([A-Za-z]+)/.exec(value)?.[1];
+  if (word === undefined) return "";
+  const policies = ["fail", "continue", "retry", "jump"];
+  const guess = policies.includes(word.toLowerCase()) ? undefined : closestMatch(word, policies);
+  return guess === undefined ? "" : ` (did you mean "${guess}${value.trim().slice(word.length)}"?)`;
+}
+
 /**
  * Validates a parsed script: step ids (missing, invalid, duplicate), `onError` policies, jump
  * targets, variables used before they are defined, `var` without `-> name`, `set` of an unknown
@@ -113,7 +132,7 @@ export function validateAst(
       issues.push({
         severity: "error",
         code: "unknown-meta",
-        message: `unknown plan meta '@${entry.key}'`,
+        message: `unknown plan meta '@${entry.key}'${didYouMean(entry.key, PLAN_META_KEYS, "@")}`,
         hint: `Supported: ${PLAN_META_KEYS.map((k) => `@${k}`).join(", ")}.`,
         line: entry.line,
         column: entry.column,
@@ -178,7 +197,9 @@ function checkStep(resolved: ResolvedStep, resolution: StepResolution, issues: V
       issues.push({
         severity: "error",
         code: "step-attribute",
-        message: `unknown step attribute '${attr.name}' on step '${stepLabel(node)}'`,
+        message: `unknown step attribute '${attr.name}' on step '${stepLabel(node)}'${
+          didYouMean(attr.name, STEP_ATTRIBUTES)
+        }`,
         hint: `Step attributes are ${STEP_ATTRIBUTES.join(", ")}.`,
         line: attr.line,
         column: attr.column,
@@ -199,7 +220,9 @@ function checkStep(resolved: ResolvedStep, resolution: StepResolution, issues: V
     issues.push({
       severity: "error",
       code: "on-error",
-      message: `step '${stepLabel(node)}' has invalid onError "${node.onError}"`,
+      message: `step '${stepLabel(node)}' has invalid onError "${node.onError}"${
+        onErrorGuess(node.onError)
+      }`,
       hint:
         'Use onError="fail", "continue", "retry=3" or "jump=\\"stepId\\"" (or jump=\'stepId\').',
       ...at,
@@ -302,13 +325,28 @@ class Walker {
     const at = { line: stmt.line, column: stmt.column };
     switch (stmt.kind) {
       case "action": {
-        if (this.registry && !this.registry.has(stmt.module)) {
+        const tool = this.registry?.get(stmt.module);
+        if (this.registry && !tool) {
           const names = this.registry.list().map((t) => t.name);
+          const guess = closestMatch(stmt.module, [...names, ...STATEMENT_WORDS]);
+          const meant = guess === undefined
+            ? ""
+            : names.includes(guess)
+            ? ` (did you mean '${guess}'?)`
+            : ` (did you mean the '${guess}' statement?)`;
           this.issues.push({
             severity: "error",
             code: "unknown-module",
-            message: `unknown module '${stmt.module}'`,
+            message: `unknown module '${stmt.module}'${meant}`,
             hint: `Available modules: ${names.join(", ") || "(none)"}.`,
+            ...at,
+          });
+        } else if (tool?.unavailable !== undefined) {
+          this.issues.push({
+            severity: "error",
+            code: "module-unavailable",
+            message: `module '${stmt.module}' cannot run: ${tool.unavailable}`,
+            hint: "Nothing runs until every module the script calls can run.",
             ...at,
           });
         }

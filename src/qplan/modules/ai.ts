@@ -10,6 +10,7 @@ import type { ValidateFunction } from "ajv";
 import { StepflowError } from "../../errors.ts";
 import { askStructured } from "../../engine/ask_structured.ts";
 import { createSchemaCompiler, validationProblems } from "../../llm/json_schema.ts";
+import { compileErrorMessage } from "../../definition/schema_compiler.ts";
 import { ModuleArgumentError } from "./values.ts";
 
 /** The `outputSchema` sent for `format="json"` without `schema=`: any JSON value. */
@@ -41,7 +42,8 @@ export interface AiArgs {
  * `outputSchema`, the answer is read, bounded and validated, and an invalid answer is re-asked once
  * with what was wrong; a second invalid answer fails the step with `OUTPUT_SCHEMA_INVALID`.
  *
- * @param backend the LLM backend; without one, calls fail with a message saying how to configure it
+ * @param backend the LLM backend; without one the tool is `unavailable` (validation reports every
+ *   `ai` line) and calls fail with a message saying how to configure it
  */
 export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
   const compile = createSchemaCompiler();
@@ -56,15 +58,18 @@ export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
       } catch (error) {
         throw new ModuleArgumentError(
           "ai",
-          `schema does not compile as a JSON Schema: ${(error as Error).message}`,
+          `schema does not compile as a JSON Schema: ${compileErrorMessage(error)}`,
         );
       }
       compiled.set(key, validate);
     }
     return validate;
   };
+  const noBackend =
+    "no LLM backend is configured (pass --backend scripted|claude-code|anthropic|openai or --script FILE on the CLI, or backend to createQPlanRegistry)";
   return {
     name: "ai",
+    ...(backend ? {} : { unavailable: noBackend }),
     description:
       'Asks the LLM: ai "Summarize in 3 bullets" USING text -> summary. Options: system="…", model="…", format="json" (returns parsed JSON), schema={…} (JSON Schema of the answer).',
     inputSchema: z.strictObject({
@@ -79,10 +84,7 @@ export function createAiTool(backend?: LlmBackend): Tool<AiArgs, unknown> {
     }),
     async execute(args, ctx) {
       if (!backend) {
-        throw new ModuleArgumentError(
-          "ai",
-          "no LLM backend is configured (pass backend to createQPlanRegistry, or --backend on the CLI)",
-        );
+        throw new ModuleArgumentError("ai", noBackend);
       }
       let prompt = args.prompt;
       if (args.context !== undefined) {
