@@ -14,6 +14,7 @@ import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
@@ -113,6 +114,26 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     // -- end of durable-run flags --
+    // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
+    {
+      name: "record",
+      type: "string",
+      value: "FILE",
+      description: "After the run, write its backend calls as a replay file (YAML) to FILE",
+    },
+    {
+      name: "replay",
+      type: "string",
+      value: "MODE",
+      description:
+        "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
+    },
+    {
+      name: "as-script",
+      type: "boolean",
+      description: "With --show RUN_ID: print the run as a replay file instead of a table",
+    },
+    // -- end of replay flags --
     // -- scale-out flags: --store URL, --submit, --wait --
     {
       name: "store",
@@ -198,6 +219,14 @@ export interface CliFlags {
   submit?: boolean;
   /** `--wait` (set only when given). */
   wait?: boolean;
+  // -- replay flags --
+  /** `--record FILE`: write the run's replay file there. */
+  record?: string;
+  /** `--replay strict|lenient`. */
+  replay?: ReplayMode;
+  /** `--as-script` (set only when given). */
+  asScript?: boolean;
+  // -- end of replay flags --
 }
 
 /** A parameter value after type-checking (`array` parameters give a list). */
@@ -493,6 +522,17 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("store", str("store"));
   if (bool("submit")) flags.submit = true;
   if (bool("wait")) flags.wait = true;
+  // -- replay flags --
+  set("record", str("record"));
+  const replay = str("replay");
+  if (replay !== undefined) {
+    if ((REPLAY_MODES as readonly string[]).includes(replay)) flags.replay = replay as ReplayMode;
+    else if (!lenient) {
+      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${replay}".`);
+    }
+  }
+  if (bool("as-script")) flags.asScript = true;
+  // -- end of replay flags --
   const max = str("max-iterations");
   if (max !== undefined) {
     const n = Number(max);

@@ -23,6 +23,7 @@ import {
   type ReaskInfo,
 } from "../engine/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
+import { llmCallLogFields } from "../llm/replay_file.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { PromptVariables } from "../prompt/variables.ts";
@@ -542,7 +543,46 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
   ): Promise<LlmResponse> {
-    const response = await callBackend(backend, request, state, step, {
+    let response: LlmResponse;
+    try {
+      response = await this.#sendCall(backend, request, state, step);
+    } catch (error) {
+      // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
+      if (
+        !this.#control!.stopCause &&
+        !(error instanceof StepflowError && error.code.startsWith("REPLAY_"))
+      ) {
+        await this.#logCall(state, request, { error: errorMessage(error) }, backend);
+      }
+      throw error;
+    }
+    await this.#logCall(state, request, { response }, backend);
+    this.#lastAnswer = response;
+    return response;
+  }
+
+  /** The `llm_call` log entry of one call: what replay files are made of (src/llm/replay_file.ts). */
+  async #logCall(
+    state: RunnerState,
+    request: LlmRequest,
+    outcome: { response: LlmResponse } | { error: string },
+    backend: LlmBackend,
+  ): Promise<void> {
+    if (!this.#journal.recording) return;
+    const model = (this.#options.backend ?? backend) as { model?: unknown };
+    await this.#journal.log(
+      state,
+      llmCallLogFields(request, outcome, typeof model.model === "string" ? model.model : undefined),
+    );
+  }
+
+  async #sendCall(
+    backend: LlmBackend,
+    request: LlmRequest,
+    state: RunnerState,
+    step: FlowStep,
+  ): Promise<LlmResponse> {
+    return await callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
@@ -562,8 +602,6 @@ export class StepFlowRunner {
         });
       },
     });
-    this.#lastAnswer = response;
-    return response;
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */

@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { UsageError } from "../../errors.ts";
 import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
+import type { ReplayMode } from "../../llm/replay.ts";
 import type { LlmBackend } from "../../llm/types.ts";
 import type { FlagSpec } from "./flags.ts";
 
@@ -21,6 +22,8 @@ export interface BackendFlags {
   model?: string;
   /** `--base-url URL`. */
   baseUrl?: string;
+  /** `--replay strict|lenient` (run-agent): how a replay file treats a changed prompt. */
+  replay?: ReplayMode;
 }
 
 /** Options of {@linkcode backendName} and {@linkcode backendFromFlags}. */
@@ -81,6 +84,7 @@ export async function backendFromFlags(
     ...(model !== undefined ? { model } : {}),
     ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
     ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
+    ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     ...(options.onRetry ? { onRetry: options.onRetry } : {}),
