@@ -192,7 +192,12 @@ export class ReplayBackend implements LlmBackend {
     this.#used.set(key, index + 1);
     const record = records[index];
     if (record.fingerprint !== undefined) this.#checkPrompt(req, key, index + 1, record);
-    return await this.#scripted.complete(req, opts);
+    const response = await this.#scripted.complete(req, opts);
+    // The recorded tool calls go with the answer, so the replayed run logs them as the original did.
+    if (record.toolCalls !== undefined) {
+      (response as LlmResponse & { toolCalls?: RecordedToolCall[] }).toolCalls = record.toolCalls;
+    }
+    return response;
   }
 
   #checkPrompt(req: LlmRequest, key: string, call: number, record: ReplayCallRecord): void {
