@@ -94,11 +94,11 @@ function compareList<T>(
   const n = Math.max(actual.length, expected.length);
   for (let i = 0; i < n; i++) {
     if (actual[i] === expected[i]) continue;
-    const want = i < expected.length ? JSON.stringify(expected[i]) : "the run to end";
-    const got = i < actual.length ? JSON.stringify(actual[i]) : "the run ended";
+    const want = i < expected.length ? `${what} ${JSON.stringify(expected[i])}` : "the run to end";
+    const got = i < actual.length ? `${what} ${JSON.stringify(actual[i])}` : "the run ended";
     fail(
       run,
-      `Iteration #${i + 1}: expected ${what} ${want}, got ${got}.\nExpected ${what}s: ${
+      `Iteration #${i + 1}: expected ${want}, got ${got}.\nExpected ${what}s: ${
         JSON.stringify(expected)
       }`,
       Math.min(i, actual.length - 1),

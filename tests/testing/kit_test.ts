@@ -56,7 +56,7 @@ Deno.test("testing: the path, intents, handoff and output of a run are asserted 
   assert.ok(run.events.some((e) => e.name === "onStepEnd" && e.stepId === steps[0]));
 
   const wrongPath = failure(() => assertPath(run, [steps[0], "nowhere.step"]));
-  assert.match(wrongPath, /Iteration #2: expected step "nowhere\.step", got /);
+  assert.match(wrongPath, /Iteration #2: expected step "nowhere\.step", got step /);
   assert.match(wrongPath, /Path taken by "issue-solver"/);
   assert.match(wrongPath, new RegExp(`^> #2 `, "m")); // the step where it went wrong is marked
   assert.match(wrongPath, /run completed at/);
