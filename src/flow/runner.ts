@@ -23,7 +23,7 @@ import {
   type ReaskInfo,
 } from "../engine/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
-import { llmCallLogFields } from "../llm/replay_file.ts";
+import { llmCallLogFields } from "./llm_call_log.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { PromptVariables } from "../prompt/variables.ts";

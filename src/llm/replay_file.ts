@@ -1,6 +1,6 @@
 /**
  * Replay files from run logs. The runner logs one `llm_call` entry per backend call
- * ({@linkcode llmCallLogFields}); {@linkcode replayFromLog} turns a run's log into a replay file —
+ * (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
  * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
  * `run-agent --show RUN_ID --as-script` both go through it.
@@ -9,55 +9,13 @@
  */
 import { stringify as stringifyYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
-import { boundDepth } from "../engine/ask_structured.ts";
 import type { RunLogEntry } from "../store/types.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
 import { REPLAY_HEADER_KEY } from "./replay.ts";
-import type { LlmRequest, LlmResponse } from "./types.ts";
 
 /** The log entry type of one backend call. */
 export const LLM_CALL_ENTRY = "llm_call";
-
-/** Nesting kept of a logged structured output (answers are validated far shallower). */
-const LOGGED_OUTPUT_DEPTH = 256;
-
-/**
- * The fields of the `llm_call` log entry of one call: the step, kind, model, the prompt and system
- * prompt as sent, and the answer (text, structured output, usage, cost, session, tool calls) or the
- * error the call failed with.
- */
-export function llmCallLogFields(
-  request: LlmRequest,
-  outcome: { response: LlmResponse } | { error: string },
-  model: string | undefined,
-): { type: string; [k: string]: unknown } {
-  const fields: { type: string; [k: string]: unknown } = {
-    type: LLM_CALL_ENTRY,
-    stepId: request.stepId,
-    kind: request.kind,
-    prompt: request.prompt,
-  };
-  const usedModel = request.model ?? model;
-  if (usedModel !== undefined) fields.model = usedModel;
-  if (request.systemPrompt !== undefined) fields.system = request.systemPrompt;
-  if ("error" in outcome) {
-    fields.error = outcome.error;
-    return fields;
-  }
-  const r = outcome.response;
-  const answer: Record<string, unknown> = { text: r.text };
-  if (r.structuredOutput !== undefined) {
-    answer.output = boundDepth(r.structuredOutput, LOGGED_OUTPUT_DEPTH);
-  }
-  if (r.usage !== undefined) answer.usage = r.usage;
-  if (r.costUsd !== undefined) answer.costUsd = r.costUsd;
-  if (r.sessionId !== undefined) answer.sessionId = r.sessionId;
-  const toolCalls = (r as { toolCalls?: unknown }).toolCalls;
-  if (Array.isArray(toolCalls)) answer.toolCalls = toolCalls;
-  fields.answer = answer;
-  return fields;
-}
 
 /** Options of {@linkcode replayFromLog}. */
 export interface ReplayFromLogOptions {

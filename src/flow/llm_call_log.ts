@@ -1,0 +1,49 @@
+/**
+ * The `llm_call` log entry the runner writes for every backend call: what replay files are made of
+ * (src/llm/replay_file.ts).
+ *
+ * @module
+ */
+import { boundDepth } from "../engine/ask_structured.ts";
+import { LLM_CALL_ENTRY } from "../llm/replay_file.ts";
+import type { LlmRequest, LlmResponse } from "../llm/types.ts";
+
+/** Nesting kept of a logged structured output (answers are validated far shallower). */
+const LOGGED_OUTPUT_DEPTH = 256;
+
+/**
+ * The fields of the `llm_call` log entry of one call: the step, kind, model, the prompt and system
+ * prompt as sent, and the answer (text, structured output, usage, cost, session, tool calls) or the
+ * error the call failed with.
+ */
+export function llmCallLogFields(
+  request: LlmRequest,
+  outcome: { response: LlmResponse } | { error: string },
+  model: string | undefined,
+): { type: string; [k: string]: unknown } {
+  const fields: { type: string; [k: string]: unknown } = {
+    type: LLM_CALL_ENTRY,
+    stepId: request.stepId,
+    kind: request.kind,
+    prompt: request.prompt,
+  };
+  const usedModel = request.model ?? model;
+  if (usedModel !== undefined) fields.model = usedModel;
+  if (request.systemPrompt !== undefined) fields.system = request.systemPrompt;
+  if ("error" in outcome) {
+    fields.error = outcome.error;
+    return fields;
+  }
+  const r = outcome.response;
+  const answer: Record<string, unknown> = { text: r.text };
+  if (r.structuredOutput !== undefined) {
+    answer.output = boundDepth(r.structuredOutput, LOGGED_OUTPUT_DEPTH);
+  }
+  if (r.usage !== undefined) answer.usage = r.usage;
+  if (r.costUsd !== undefined) answer.costUsd = r.costUsd;
+  if (r.sessionId !== undefined) answer.sessionId = r.sessionId;
+  const toolCalls = (r as { toolCalls?: unknown }).toolCalls;
+  if (Array.isArray(toolCalls)) answer.toolCalls = toolCalls;
+  fields.answer = answer;
+  return fields;
+}
