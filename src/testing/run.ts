@@ -220,7 +220,8 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
   return handlers as ExecutorEvents;
 }
 
-function testCall(entry: RunLogEntry): TestCall {
+/** A backend call of the run from its `llm_call` log entry. */
+export function testCall(entry: RunLogEntry): TestCall {
   const answer = entry.answer as Record<string, unknown> | undefined;
   const call: TestCall = {
     stepId: String(entry.stepId),
