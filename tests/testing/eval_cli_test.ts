@@ -236,3 +236,18 @@ Deno.test("eval cli: Ctrl-C prints the runs measured so far and exits 130", asyn
     assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
   });
 });
+
+Deno.test("eval cli: the case file docs/testing.md shows passes from the checkout", async () => {
+  const userDir = await Deno.makeTempDir({ prefix: "stepflow-eval-docs-" });
+  try {
+    await copyDir(join(REPO_ROOT, ".agent", "haiku"), join(userDir, ".agent", "haiku"));
+    await copyDir(join(REPO_ROOT, "tests/testing/evals"), join(userDir, "evals"));
+    const out = await finish(
+      spawnEval(userDir, ["--agent", "haiku", "--cases", "evals/haiku.jsonl"]),
+    );
+    assert.equal(out.code, 0, `${out.stdout}\n${out.stderr}`);
+    assert.match(out.stdout, /^PASS: 3 of 3 runs passed \(100%; --min-pass 100%\)/m);
+  } finally {
+    await Deno.remove(userDir, { recursive: true });
+  }
+});
