@@ -1,30 +1,31 @@
 /**
- * The `llm_call` log entry the runner writes for every backend call: what replay files are made of
- * (src/llm/replay_file.ts).
+ * What the runner keeps of every backend call: the iteration's `step_end` log entry carries its
+ * calls (`calls`), which replay files are made of (src/llm/replay_file.ts). One entry per
+ * iteration, as before: recording the calls costs no extra append.
  *
  * @module
  */
 import { boundDepth } from "../engine/ask_structured.ts";
-import { LLM_CALL_ENTRY } from "../llm/replay_file.ts";
+import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 
 /** Nesting kept of a logged structured output (answers are validated far shallower). */
 const LOGGED_OUTPUT_DEPTH = 256;
 
 /**
- * The fields of the `llm_call` log entry of one call: the step, kind, model, the prompt and system
- * prompt as sent, and the answer (text, structured output, usage, cost, session, tool calls) or the
- * error the call failed with.
+ * The record of one call: the step, kind, iteration, model, the prompt and system prompt as sent,
+ * and the answer (text, structured output, usage, cost, session, tool calls) or the error the call
+ * failed with.
  */
-export function llmCallLogFields(
+export function recordedCall(
   request: LlmRequest,
   outcome: { response: LlmResponse } | { error: string },
   model: string | undefined,
-): { type: string; [k: string]: unknown } {
-  const fields: { type: string; [k: string]: unknown } = {
-    type: LLM_CALL_ENTRY,
+): RecordedCall {
+  const fields: RecordedCall = {
     stepId: request.stepId,
     kind: request.kind,
+    iteration: request.iteration,
     prompt: request.prompt,
   };
   const usedModel = request.model ?? model;
@@ -35,7 +36,7 @@ export function llmCallLogFields(
     return fields;
   }
   const r = outcome.response;
-  const answer: Record<string, unknown> = { text: r.text };
+  const answer: NonNullable<RecordedCall["answer"]> = { text: r.text };
   if (r.structuredOutput !== undefined) {
     answer.output = boundDepth(r.structuredOutput, LOGGED_OUTPUT_DEPTH);
   }

@@ -23,7 +23,8 @@ import {
   type ReaskInfo,
 } from "../engine/ask_structured.ts";
 import { validationProblems } from "../llm/json_schema.ts";
-import { llmCallLogFields } from "./llm_call_log.ts";
+import { recordedCall } from "./llm_call_log.ts";
+import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { PromptVariables } from "../prompt/variables.ts";
@@ -106,6 +107,8 @@ export class StepFlowRunner {
   #lastAnswer: { text: string; structuredOutput?: unknown } = { text: "" };
   /** Validator runs of the current iteration, recorded after its own history entry. */
   #validatorEntries: HistoryEntry[] = [];
+  /** Backend calls of the current iteration, logged with its `step_end` (replay files). */
+  #iterationCalls: RecordedCall[] = [];
 
   /**
    * Creates a runner for one agent definition.
@@ -505,12 +508,15 @@ export class StepFlowRunner {
       checkResult: entry.checkResult,
       error: entry.error,
     });
+    const calls = this.#iterationCalls;
+    this.#iterationCalls = [];
     // Built only when there is a store: this runs on every iteration.
     if (this.#journal.recording) {
       await this.#journal.log(state, {
         type: "step_end",
         stepId: entry.stepId,
         entry,
+        ...(calls.length > 0 ? { calls } : {}),
         ...(entry.answer ? { answer: entry.answer } : {}),
         usage: { ...state.usage },
         ...(Object.hasOwn(state.handoff, entry.stepId)
@@ -552,27 +558,25 @@ export class StepFlowRunner {
         !this.#control!.stopCause &&
         !(error instanceof StepflowError && error.code.startsWith("REPLAY_"))
       ) {
-        await this.#logCall(state, request, { error: errorMessage(error) }, backend);
+        this.#keepCall(request, { error: errorMessage(error) }, backend);
       }
       throw error;
     }
-    await this.#logCall(state, request, { response }, backend);
+    this.#keepCall(request, { response }, backend);
     this.#lastAnswer = response;
     return response;
   }
 
-  /** The `llm_call` log entry of one call: what replay files are made of (src/llm/replay_file.ts). */
-  async #logCall(
-    state: RunnerState,
+  /** Keeps the record of one call for the iteration's `step_end` entry (src/flow/llm_call_log.ts). */
+  #keepCall(
     request: LlmRequest,
     outcome: { response: LlmResponse } | { error: string },
     backend: LlmBackend,
-  ): Promise<void> {
+  ): void {
     if (!this.#journal.recording) return;
     const model = (this.#options.backend ?? backend) as { model?: unknown };
-    await this.#journal.log(
-      state,
-      llmCallLogFields(request, outcome, typeof model.model === "string" ? model.model : undefined),
+    this.#iterationCalls.push(
+      recordedCall(request, outcome, typeof model.model === "string" ? model.model : undefined),
     );
   }
 

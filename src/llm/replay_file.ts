@@ -1,6 +1,6 @@
 /**
- * Replay files from run logs. The runner logs one `llm_call` entry per backend call
- * (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
+ * Replay files from run logs. The runner keeps every backend call in the `calls` of its
+ * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
  * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
  * `run-agent --show RUN_ID --as-script` both go through it.
@@ -14,8 +14,56 @@ import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
 import { REPLAY_HEADER_KEY } from "./replay.ts";
 
-/** The log entry type of one backend call. */
-export const LLM_CALL_ENTRY = "llm_call";
+/** One backend call as the run log keeps it (in the `calls` of its iteration's `step_end`). */
+export interface RecordedCall {
+  /** The step. */
+  stepId: string;
+  /** `step`, `check` or `reask`. */
+  kind: string;
+  /** The run's iteration when the call was made. */
+  iteration: number;
+  /** The prompt sent. */
+  prompt: string;
+  /** The system prompt sent. */
+  system?: string;
+  /** The model asked (the request's, else the backend's default). */
+  model?: string;
+  /** The answer, when the call succeeded. */
+  answer?: {
+    text: string;
+    output?: unknown;
+    usage?: unknown;
+    costUsd?: number;
+    sessionId?: string;
+    toolCalls?: unknown[];
+  };
+  /** The error the call failed with. */
+  error?: string;
+}
+
+/**
+ * The backend calls of a run's log, in call order: the `calls` of every `step_end` entry. Calls of
+ * an iteration that never ended (a crash) are not in the log; the resumed run made them again.
+ */
+export function recordedCalls(log: readonly RunLogEntry[]): RecordedCall[] {
+  const calls: RecordedCall[] = [];
+  for (const entry of log) {
+    if (entry.type !== "step_end" || !Array.isArray(entry.calls)) continue;
+    for (const c of entry.calls as unknown[]) {
+      if (c === null || typeof c !== "object") continue;
+      const call = c as Partial<RecordedCall>;
+      if (typeof call.stepId !== "string" || typeof call.prompt !== "string") continue;
+      calls.push({
+        ...call,
+        stepId: call.stepId,
+        prompt: call.prompt,
+        kind: typeof call.kind === "string" ? call.kind : "step",
+        iteration: typeof call.iteration === "number" ? call.iteration : 0,
+      });
+    }
+  }
+  return calls;
+}
 
 /** Options of {@linkcode replayFromLog}. */
 export interface ReplayFromLogOptions {
@@ -40,17 +88,17 @@ export interface ReplayDocument {
 }
 
 /**
- * The replay document of a run's log: one entry per `llm_call`, redacted with the credentials of
- * `env`. Calls of an iteration that a crash interrupted (logged before a `run_resume` but never
- * ended) are left out, since the resumed run made them again. A log without `llm_call` entries (a
- * run recorded by an older stepflow, or one that made no call) is `REPLAY_NOT_RECORDED`.
+ * The replay document of a run's log: one entry per recorded call ({@linkcode recordedCalls}),
+ * redacted with the credentials of `env`. A log without recorded calls (a run recorded by an older
+ * stepflow, or one that made no call) is `REPLAY_NOT_RECORDED`.
  *
  * @example
  * ```ts
  * import { replayFromLog } from "./replay_file.ts";
  * const doc = replayFromLog([
- *   { ts: "t", runId: "r1", type: "llm_call", iteration: 1, stepId: "a", kind: "step", prompt: "Go",
- *     answer: { text: "done" } },
+ *   { ts: "t", runId: "r1", type: "step_end", stepId: "a", calls: [
+ *     { stepId: "a", kind: "step", iteration: 1, prompt: "Go", answer: { text: "done" } },
+ *   ] },
  * ], { agent: "demo", runId: "r1", env: {} });
  * console.log(doc.calls.a[0].text); // "done"
  * ```
@@ -60,17 +108,8 @@ export function replayFromLog(
   options: ReplayFromLogOptions,
 ): ReplayDocument {
   const secrets = credentialSecrets(options.env);
-  let kept: RunLogEntry[] = [];
-  let lastEnded = 0;
-  let redriven = false;
-  for (const entry of log) {
-    if (entry.type === LLM_CALL_ENTRY) kept.push(entry);
-    else if (entry.type === "step_end" && typeof entry.iteration === "number") {
-      lastEnded = Math.max(lastEnded, entry.iteration);
-    } else if (entry.type === "run_resume") {
-      kept = kept.filter((c) => typeof c.iteration !== "number" || c.iteration <= lastEnded);
-    } else if (entry.type === "run_redrive") redriven = true;
-  }
+  const kept = recordedCalls(log);
+  const redriven = log.some((e) => e.type === "run_redrive");
   if (kept.length === 0) {
     throw new StepflowError(
       "REPLAY_NOT_RECORDED",
@@ -80,8 +119,7 @@ export function replayFromLog(
   }
   const calls: Record<string, Record<string, unknown>[]> = {};
   for (const entry of kept) {
-    const stepId = String(entry.stepId ?? "");
-    const key = entry.kind === "check" ? `${stepId}#check` : stepId;
+    const key = entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId;
     const list = Object.hasOwn(calls, key) ? calls[key] : (calls[key] = []);
     list.push(replayEntry(entry, secrets));
   }
@@ -104,12 +142,12 @@ export function replayFromLog(
   };
 }
 
-/** One replay entry from an `llm_call` log entry (already redacted). */
+/** One replay entry from a recorded call (redacted). */
 function replayEntry(
-  entry: RunLogEntry,
+  entry: RecordedCall,
   secrets: ReturnType<typeof credentialSecrets>,
 ): Record<string, unknown> {
-  const prompt = typeof entry.prompt === "string" ? entry.prompt : "";
+  const prompt = entry.prompt;
   const system = typeof entry.system === "string" ? entry.system : undefined;
   const out: Record<string, unknown> = {};
   const answer = entry.answer as Record<string, unknown> | undefined;
@@ -122,7 +160,7 @@ function replayEntry(
     }
   }
   out.kind = entry.kind;
-  if (typeof entry.iteration === "number") out.iteration = entry.iteration;
+  out.iteration = entry.iteration;
   if (typeof entry.model === "string") out.model = entry.model;
   if (Array.isArray(answer?.toolCalls)) out.toolCalls = answer.toolCalls;
   out.fingerprint = promptFingerprint(system, prompt, secrets);

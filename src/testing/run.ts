@@ -14,7 +14,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "../flow/types.ts";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { ReplayBackend, type ReplayDrift, type ReplayMode } from "../llm/replay.ts";
-import { LLM_CALL_ENTRY, replayFromLog, replayYaml } from "../llm/replay_file.ts";
+import { type RecordedCall, recordedCalls, replayFromLog, replayYaml } from "../llm/replay_file.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import { ScriptedBackend, type ScriptedEntry, type ScriptedScript } from "../llm/scripted.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -150,7 +150,7 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
       result,
       history: result.state.history,
       events,
-      calls: log.filter((e) => e.type === LLM_CALL_ENTRY).map(testCall),
+      calls: recordedCalls(log).map(testCall),
       log,
       drifts: backend instanceof ReplayBackend ? backend.drifts : [],
       warnings,
@@ -220,21 +220,22 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
   return handlers as ExecutorEvents;
 }
 
-/** A backend call of the run from its `llm_call` log entry. */
-export function testCall(entry: RunLogEntry): TestCall {
-  const answer = entry.answer as Record<string, unknown> | undefined;
-  const call: TestCall = {
-    stepId: String(entry.stepId),
-    kind: String(entry.kind),
-    iteration: Number(entry.iteration),
-    prompt: String(entry.prompt ?? ""),
+/** A backend call of the run as a test reads it. */
+export function testCall(call: RecordedCall): TestCall {
+  const out: TestCall = {
+    stepId: call.stepId,
+    kind: call.kind,
+    iteration: call.iteration,
+    prompt: call.prompt,
   };
-  if (typeof entry.system === "string") call.system = entry.system;
-  if (typeof entry.error === "string") call.error = entry.error;
-  if (answer) {
-    call.text = String(answer.text ?? "");
-    if (answer.output !== undefined) call.output = answer.output;
-    if (Array.isArray(answer.toolCalls)) call.toolCalls = answer.toolCalls as TestCall["toolCalls"];
+  if (call.system !== undefined) out.system = call.system;
+  if (call.error !== undefined) out.error = call.error;
+  if (call.answer) {
+    out.text = call.answer.text;
+    if (call.answer.output !== undefined) out.output = call.answer.output;
+    if (Array.isArray(call.answer.toolCalls)) {
+      out.toolCalls = call.answer.toolCalls as TestCall["toolCalls"];
+    }
   }
-  return call;
+  return out;
 }

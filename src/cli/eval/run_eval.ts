@@ -22,7 +22,7 @@ import {
   assertPath,
 } from "../../testing/assertions.ts";
 import { testCall, type TestRun } from "../../testing/run.ts";
-import { LLM_CALL_ENTRY } from "../../llm/replay_file.ts";
+import { recordedCalls } from "../../llm/replay_file.ts";
 import { createRunCommandTool } from "../../tools/builtin_command.ts";
 import type { EvalCase } from "./cases.ts";
 
@@ -152,7 +152,7 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
       result,
       history: result.state.history,
       events: [],
-      calls: log.filter((e) => e.type === LLM_CALL_ENTRY).map(testCall),
+      calls: recordedCalls(log).map(testCall),
       log,
       drifts: [],
       warnings: [],
