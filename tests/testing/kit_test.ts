@@ -146,3 +146,32 @@ Deno.test("testing: golden prompts fail on a changed prompt with a diff and are 
     await Deno.remove(tmp, { recursive: true });
   }
 });
+
+Deno.test("testing: STEPFLOW_UPDATE_GOLDEN=1 rewrites the golden files and removes stale ones", async () => {
+  const tmp = await Deno.makeTempDir();
+  const before = Deno.env.get("STEPFLOW_UPDATE_GOLDEN");
+  try {
+    const dir = join(ROOT, ".agent/haiku");
+    const golden = join(tmp, "golden");
+    await Deno.mkdir(golden);
+    await Deno.writeTextFile(join(golden, "01-draft.haiku.md"), "an old prompt");
+    await Deno.writeTextFile(join(golden, "09-gone.step.md"), "a call the run no longer makes");
+    const run = await runAgentForTest({
+      agent: dir,
+      script: join(dir, "demo.script.yaml"),
+      args: { topic: "autumn" },
+      env: {},
+    });
+    await assert.rejects(assertGoldenPrompts(run, golden), /01-draft\.haiku\.md changed/);
+    Deno.env.set("STEPFLOW_UPDATE_GOLDEN", "1");
+    await assertGoldenPrompts(run, golden);
+    Deno.env.delete("STEPFLOW_UPDATE_GOLDEN");
+    await assertGoldenPrompts(run, golden);
+    assert.ok(!(await Deno.readTextFile(join(golden, "01-draft.haiku.md"))).includes("old"));
+    assert.ok(![...Deno.readDirSync(golden)].some((e) => e.name === "09-gone.step.md"));
+  } finally {
+    if (before === undefined) Deno.env.delete("STEPFLOW_UPDATE_GOLDEN");
+    else Deno.env.set("STEPFLOW_UPDATE_GOLDEN", before);
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
