@@ -451,6 +451,7 @@ export function usageText(options: ParseOptions = {}): string {
     '  deno task run-agent --agent issue-solver --topic "Fix the flaky login test"',
     "  deno task run-agent --agent issue-solver --script demo.script.yaml --topic x --json",
     "  git diff | deno task run-agent --agent reviewer --backend anthropic",
+    "  deno task run-agent --agent haiku --topic autumn --record tests/haiku.replay.yaml",
     "  deno task run-agent --init my-agent",
   );
   return lines.join("\n");

@@ -43,7 +43,7 @@ import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunLogEntry, RunStore } from "../store/types.ts";
-import { type ReplayDocument, replayFromLog, replayYaml } from "../llm/replay_file.ts";
+import { type ReplayDocument, replayFromLog, replayText, replayYaml } from "../llm/replay_file.ts";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { submitAndFollow } from "./submit.ts";
 import { backendFromFlags } from "./kit/backend.ts";
@@ -652,7 +652,7 @@ async function writeRecording(
     }
     throw error;
   }
-  await writeFileAtomic(path, replayYaml(doc));
+  await writeFileAtomic(path, replayText(doc, path));
   ctx.io.stderr.write(
     `Recorded ${doc.count} backend call${doc.count === 1 ? "" : "s"} of run ${runId} in ${
       displayPath(path, ctx.userDir)

@@ -170,6 +170,15 @@ function replayEntry(
 }
 
 /**
+ * The text of a replay document for `file`: JSON for a `.json` file (as `--script` reads it), else
+ * YAML ({@linkcode replayYaml}).
+ */
+export function replayText(doc: ReplayDocument, file: string): string {
+  if (!file.toLowerCase().endsWith(".json")) return replayYaml(doc);
+  return `${JSON.stringify({ [REPLAY_HEADER_KEY]: doc.header, ...doc.calls }, null, 2)}\n`;
+}
+
+/**
  * The YAML text of a replay document: a comment saying what it is and how to use it, the header
  * under `_replay`, then one list of calls per step.
  */

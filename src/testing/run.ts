@@ -14,7 +14,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "../flow/types.ts";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { ReplayBackend, type ReplayDrift, type ReplayMode } from "../llm/replay.ts";
-import { type RecordedCall, recordedCalls, replayFromLog, replayYaml } from "../llm/replay_file.ts";
+import { type RecordedCall, recordedCalls, replayFromLog, replayText } from "../llm/replay_file.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import { ScriptedBackend, type ScriptedEntry, type ScriptedScript } from "../llm/scripted.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -143,7 +143,8 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
     const log = await store.readLog(result.runId);
     if (options.record !== undefined) {
       const doc = replayFromLog(log, { agent: definition.name, runId: result.runId, env });
-      await writeFileAtomic(pathOf(options.record, cwd), replayYaml(doc));
+      const file = pathOf(options.record, cwd);
+      await writeFileAtomic(file, replayText(doc, file));
     }
     return {
       agent: definition.name,

@@ -32,9 +32,10 @@ async function recordThenReplay(
   script: string,
   args: Record<string, unknown>,
   runner = {},
+  file = "run.replay.yaml",
 ) {
   await withTemp(async (tmp) => {
-    const recording = join(tmp, "run.replay.yaml");
+    const recording = join(tmp, file);
     const recorded = await runAgentForTest({
       agent: agentDir,
       script,
@@ -62,6 +63,7 @@ async function recordThenReplay(
     assert.deepEqual(replayed.result.output, recorded.result.output);
     assert.equal(replayed.calls.length, recorded.calls.length);
     assert.deepEqual(replayed.drifts, []);
+    if (file.endsWith(".json")) JSON.parse(await Deno.readTextFile(recording));
   });
 }
 
@@ -78,11 +80,18 @@ Deno.test("replay: the converted climpt agent replays its recorded smoke run wit
   await withTemp(async (out) => {
     await migrateClimpt(CLIMPT, { out });
     const dir = join(out, "probe");
-    await recordThenReplay(dir, join(dir, "smoke.script.yaml"), {
-      issue: 1,
-      completed_iterations: "0",
-      target_label: "x",
-    });
+    // Recorded as JSON this time: a .json recording is written and read as JSON.
+    await recordThenReplay(
+      dir,
+      join(dir, "smoke.script.yaml"),
+      {
+        issue: 1,
+        completed_iterations: "0",
+        target_label: "x",
+      },
+      {},
+      "run.replay.json",
+    );
   });
 });
 
