@@ -76,22 +76,22 @@ for (const agent of ["haiku", "issue-solver", "code-improver"]) {
   });
 }
 
-Deno.test("replay: the converted climpt agent replays its recorded smoke run with the same history", async () => {
+// Every converted climpt agent that calls a model (deployer is one command step: nothing to record).
+const CLIMPT_AGENTS: [string, Record<string, unknown>][] = [
+  ["probe", { issue: 1, completed_iterations: "0", target_label: "x" }],
+  ["watcher", {}],
+  ["scout", { labels: ["bug"], mode: "quick", limit: 5 }],
+];
+
+Deno.test("replay: the converted climpt agents replay their recorded smoke runs with the same history", async () => {
   await withTemp(async (out) => {
     await migrateClimpt(CLIMPT, { out });
-    const dir = join(out, "probe");
-    // Recorded as JSON this time: a .json recording is written and read as JSON.
-    await recordThenReplay(
-      dir,
-      join(dir, "smoke.script.yaml"),
-      {
-        issue: 1,
-        completed_iterations: "0",
-        target_label: "x",
-      },
-      {},
-      "run.replay.json",
-    );
+    for (const [name, args] of CLIMPT_AGENTS) {
+      const dir = join(out, name);
+      // Recorded as JSON for one of them: a .json recording is written and read as JSON.
+      const file = name === "probe" ? "run.replay.json" : "run.replay.yaml";
+      await recordThenReplay(dir, join(dir, "smoke.script.yaml"), args, {}, file);
+    }
   });
 });
 
