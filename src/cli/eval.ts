@@ -25,7 +25,7 @@ import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
 import { type EvalRunOutcome, runEval } from "./eval/run_eval.ts";
-import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags, backendName } from "./kit/backend.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
@@ -157,16 +157,17 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   const concurrency = count(values, "concurrency") ?? 1;
   const maxIterations = count(values, "max-iterations");
   const jsonFile = stringFlag(values, "json");
-  const userDir = userDirOf(io);
-  const definition = await loadAgentDefinition(agent, { cwd: userDir });
-  const casesPath = resolve(userDir, casesFile);
-  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
   const flags = {
     backend: stringFlag(values, "backend"),
     script: stringFlag(values, "script"),
     model: stringFlag(values, "model"),
     baseUrl: stringFlag(values, "base-url"),
   };
+  backendName(flags); // --script with another --backend is a usage error, as in run-agent
+  const userDir = userDirOf(io);
+  const definition = await loadAgentDefinition(agent, { cwd: userDir });
+  const casesPath = resolve(userDir, casesFile);
+  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
   const warn = (m: string) => io.stderr.write(`warning: ${m}\n`);
   const backendFor = async (c: EvalCase): Promise<LlmBackend> => {
     const script = c.script ??

@@ -192,6 +192,20 @@ Deno.test("eval cli: a bad case file names every bad line and exits 2", async ()
     const missing = await finish(spawnEval(dir, ["--agent", "haiku"]));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /Missing --cases FILE/);
+    const both = await finish(
+      spawnEval(dir, [
+        "--agent",
+        "haiku",
+        "--cases",
+        "c.jsonl",
+        "--backend",
+        "openai",
+        "--script",
+        "a.yaml",
+      ]),
+    );
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--script is for the scripted backend, but --backend is "openai"/);
     const rate = await finish(
       spawnEval(dir, ["--agent", "haiku", "--cases", "c.jsonl", "--min-pass", "120%"]),
     );
