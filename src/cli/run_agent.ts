@@ -42,9 +42,8 @@ import { formatRunHistory, formatRunList, historyFromLog } from "../store/format
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
-import type { RunCheckpoint, RunLogEntry, RunStore } from "../store/types.ts";
-import { type ReplayDocument, replayFromLog, replayText, replayYaml } from "../llm/replay_file.ts";
-import { writeFileAtomic } from "../atomic_write.ts";
+import type { RunCheckpoint, RunStore } from "../store/types.ts";
+import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
 import { backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
@@ -292,7 +291,7 @@ async function showRuns(
   }
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
-    ctx.io.stdout.write(replayYaml(replayOfRun(log, definition, runId, ctx)));
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
     return EXIT.success;
   }
   if (flags.json) {
@@ -493,7 +492,7 @@ async function run(
       ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
     });
     if (flags.record !== undefined) {
-      await writeRecording(flags.record, store, result.runId, definition, ctx);
+      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
     }
   } finally {
     progress.finish(result);
@@ -596,71 +595,6 @@ function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
     })
     : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
 }
-
-// -- replay: --record FILE, --replay MODE, --show RUN_ID --as-script (docs/testing.md) --
-
-/** `--as-script` belongs to `--show`, `--replay` to a `--script`, `--record` to a run. */
-function rejectMisplacedReplayFlags(scan: CliFlags): void {
-  if (scan.asScript && scan.show === undefined) {
-    throw new UsageError(
-      "--as-script prints a recorded run as a replay file: add --show RUN_ID (list the runs with --runs).",
-    );
-  }
-  if (scan.asScript && scan.json) {
-    throw new UsageError("--as-script and --json cannot be combined: a replay file is YAML.");
-  }
-  if (scan.replay !== undefined && scan.script === undefined) {
-    throw new UsageError(
-      "--replay says how a replay file is checked: add --script FILE (a file written by --record or --as-script).",
-    );
-  }
-  if (scan.record !== undefined && (scan.runs || scan.show !== undefined || scan.submit)) {
-    throw new UsageError(
-      "--record writes the replay file of a run made here; to turn a recorded run into one, use --show RUN_ID --as-script > FILE.",
-    );
-  }
-}
-
-/** The replay document of a recorded run, redacted with this process's credentials. */
-function replayOfRun(
-  log: RunLogEntry[],
-  definition: AgentDefinition,
-  runId: string,
-  ctx: Context,
-): ReplayDocument {
-  return replayFromLog(log, { agent: definition.name, runId, env: ctx.io.env });
-}
-
-/** Writes the replay file of the run just made (`--record FILE`), atomically. */
-async function writeRecording(
-  file: string,
-  store: RunStore,
-  runId: string,
-  definition: AgentDefinition,
-  ctx: Context,
-): Promise<void> {
-  const path = resolve(ctx.userDir, file);
-  let doc: ReplayDocument;
-  try {
-    doc = replayOfRun(await store.readLog(runId), definition, runId, ctx);
-  } catch (error) {
-    if (error instanceof StepflowError && error.code === "REPLAY_NOT_RECORDED") {
-      ctx.io.stderr.write(
-        `warning: --record ${file}: the run made no backend call; nothing written.\n`,
-      );
-      return;
-    }
-    throw error;
-  }
-  await writeFileAtomic(path, replayText(doc, path));
-  ctx.io.stderr.write(
-    `Recorded ${doc.count} backend call${doc.count === 1 ? "" : "s"} of run ${runId} in ${
-      displayPath(path, ctx.userDir)
-    }; replay it with --script ${displayPath(path, ctx.userDir)}.\n`,
-  );
-}
-
-// -- end of replay --
 
 /**
  * Piped stdin becomes `{input_text}`. A terminal is never read; an empty or closed stdin gives
