@@ -55,6 +55,10 @@ export const ERROR_CODES = {
     "BACKEND_REFUSED",
     "BACKEND_TIMEOUT",
     "BACKEND_UNAVAILABLE",
+    "REPLAY_EXHAUSTED",
+    "REPLAY_NOT_RECORDED",
+    "REPLAY_PROMPT_CHANGED",
+    "REPLAY_STEP_UNKNOWN",
     "SCRIPT_EXHAUSTED",
     "SCRIPT_INVALID",
     "SCRIPT_NOT_FOUND",
@@ -215,6 +219,8 @@ export const ERROR_CODES = {
   ],
   /** The commands (`--init`). */
   cli: [
+    "EVAL_CASES_INVALID",
+    "EVAL_CASES_NOT_FOUND",
     "FILE_ACCESS",
     "FILE_NAME_TOO_LONG",
     "INIT_FAILED",

@@ -19,6 +19,7 @@ import {
 } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
 import { ownValue, setOwn } from "../own_record.ts";
+import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
@@ -119,6 +120,26 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     // -- end of durable-run flags --
+    // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
+    {
+      name: "record",
+      type: "string",
+      value: "FILE",
+      description: "After the run, write its backend calls as a replay file (YAML) to FILE",
+    },
+    {
+      name: "replay",
+      type: "string",
+      value: "MODE",
+      description:
+        "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
+    },
+    {
+      name: "as-script",
+      type: "boolean",
+      description: "With --show RUN_ID: print the run as a replay file instead of a table",
+    },
+    // -- end of replay flags --
     // -- scale-out flags: --store URL, --submit, --wait --
     {
       name: "store",
@@ -206,6 +227,14 @@ export interface CliFlags {
   submit?: boolean;
   /** `--wait` (set only when given). */
   wait?: boolean;
+  // -- replay flags --
+  /** `--record FILE`: write the run's replay file there. */
+  record?: string;
+  /** `--replay strict|lenient`. */
+  replay?: ReplayMode;
+  /** `--as-script` (set only when given). */
+  asScript?: boolean;
+  // -- end of replay flags --
 }
 
 /** A parameter value after type-checking (`array` parameters give a list). */
@@ -430,6 +459,7 @@ export function usageText(options: ParseOptions = {}): string {
     '  deno task run-agent --agent issue-solver --topic "Fix the flaky login test"',
     "  deno task run-agent --agent issue-solver --script demo.script.yaml --topic x --json",
     "  git diff | deno task run-agent --agent reviewer --backend anthropic",
+    "  deno task run-agent --agent haiku --topic autumn --record tests/haiku.replay.yaml",
     "  deno task run-agent --init my-agent",
   );
   return lines.join("\n");
@@ -501,6 +531,17 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("store", str("store"));
   if (bool("submit")) flags.submit = true;
   if (bool("wait")) flags.wait = true;
+  // -- replay flags --
+  set("record", str("record"));
+  const replay = str("replay");
+  if (replay !== undefined) {
+    if ((REPLAY_MODES as readonly string[]).includes(replay)) flags.replay = replay as ReplayMode;
+    else if (!lenient) {
+      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${replay}".`);
+    }
+  }
+  if (bool("as-script")) flags.asScript = true;
+  // -- end of replay flags --
   const max = str("max-iterations");
   if (max !== undefined) {
     const n = parseWholeNumber(max);

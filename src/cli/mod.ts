@@ -3,8 +3,9 @@
  * (injectable stdio, environment and working directory), parse a command line against an agent's
  * declared parameters, or scaffold a new agent with {@linkcode initAgent}. The other commands are
  * here too: {@linkcode planMain} (`plan`, PlanSpec), {@linkcode runPlanMain} (`run-plan`, tool plans)
- * {@linkcode qplanMain} (`qplan`, QPlan scripts) and {@linkcode uiMain} (`ui`, the local web
- * dashboard over recorded runs, with {@linkcode serveDashboard} to embed it).
+ * {@linkcode qplanMain} (`qplan`, QPlan scripts), {@linkcode evalMain} (`eval`, an agent over a
+ * file of cases) and {@linkcode uiMain} (`ui`, the local web dashboard over recorded runs, with
+ * {@linkcode serveDashboard} to embed it).
  *
  * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. Anywhere else, the
  * one `stepflow` command: `deno task install` in the checkout, or
@@ -58,6 +59,7 @@ export {
   type RunPlanWriter,
 } from "./run_plan.ts";
 export { type UiCliIo, uiMain } from "./ui.ts";
+export { evalMain } from "./eval.ts";
 export {
   type ActionOutcome,
   type DashboardAction,

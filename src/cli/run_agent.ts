@@ -45,6 +45,7 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
 import {
@@ -166,6 +167,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
       } cannot be combined; run them one at a time.`,
     );
   }
+  rejectMisplacedReplayFlags(scan);
   if (scan.runs || scan.show !== undefined) return await recordedRuns(argv, scan, ctx);
   if (scan.wait && !scan.submit) {
     throw new UsageError("--wait follows a run queued with --submit; add --submit.");
@@ -297,6 +299,11 @@ async function showRuns(
       `No run ${runId} of agent "${definition.name}" is recorded in ${where}. List the runs with --runs.`,
       { details: { runId } },
     );
+  }
+  if (flags.asScript) {
+    // -- replay: --show RUN_ID --as-script --
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
+    return EXIT.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
@@ -530,6 +537,9 @@ async function run(
       ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
       ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
     });
+    if (flags.record !== undefined) {
+      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
+    }
   } finally {
     progress.finish(result);
     if (store instanceof PostgresRunStore) await store.close();
@@ -554,7 +564,13 @@ async function run(
     } --redrive ${result.runId}`;
     // A configuration problem fails again on every redrive until the agent's files are fixed.
     ctx.io.stderr.write(
-      result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
+      result.error?.code.startsWith("REPLAY_")
+        ? `The run no longer follows the recording in ${flags.script}: record it again with --record FILE${
+          result.error.code === "REPLAY_PROMPT_CHANGED"
+            ? " (or accept the drift with --replay lenient)"
+            : ""
+        }.\n`
+        : result.error && CONFIGURATION_FAILURE_CODES.has(result.error.code)
         ? `This is a problem in the agent's files, not in the run: fix it, check with --validate, then start a new run.\n`
         : result.completionReason === "cancelled"
         ? `Continue it from step "${result.finalStepId}" with: ${redrive}\n`

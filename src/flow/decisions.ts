@@ -44,6 +44,10 @@ const CONFIGURATION_CODES: ReadonlySet<string> = new Set([
   "PROMPT_PATH_INVALID",
   "PROMPT_VARIABLES_MISSING",
   "PROMPT_FRONTMATTER_INVALID",
+  // A replay that no longer matches its recording: no onError policy can make it match.
+  "REPLAY_PROMPT_CHANGED",
+  "REPLAY_STEP_UNKNOWN",
+  "REPLAY_EXHAUSTED",
 ]);
 
 /** The check counters of the current visit of a check-gated step (kept in the run state). */

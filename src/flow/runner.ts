@@ -18,6 +18,8 @@ import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import { agentBackend } from "../llm/agent_backend.ts";
 import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
+import type { RecordedCall } from "../llm/replay_file.ts";
+import { recordedCall } from "./llm_call_log.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunLock } from "../store/types.ts";
@@ -259,7 +261,7 @@ export class StepFlowRunner {
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
       schemas: new OutputSchemaCache(def.dir),
       logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
-      call: (request, state, step) => this.#call(backend, request, state, step),
+      call: (request, state, step, calls) => this.#call(backend, request, state, step, calls),
       reask: (state, step, reask) => this.#reask(state, step, reask),
       commandContext: (state, step) => this.#commandContext(state, step),
       waitIfPaused: () => this.#control!.waitIfPaused(),
@@ -337,7 +339,7 @@ export class StepFlowRunner {
 
       // 5. History, events, log, the move to the next step, the checkpoint.
       entry.durationMs = Date.now() - startedAt.getTime();
-      await this.#record(state, history, entry, outcome, info, result.followingEntries);
+      await this.#record(state, history, entry, outcome, info, result.followingEntries, deps.calls);
     }
   }
 
@@ -385,6 +387,7 @@ export class StepFlowRunner {
     outcome: Outcome,
     info: StepInfo,
     following: readonly HistoryEntry[] = [],
+    calls: readonly RecordedCall[] = [],
   ): Promise<void> {
     advance(state, entry, outcome, this.#runTimeout());
     history.push(entry);
@@ -404,6 +407,8 @@ export class StepFlowRunner {
         type: "step_end",
         stepId: entry.stepId,
         entry,
+        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts).
+        ...(calls.length > 0 ? { calls } : {}),
         ...(entry.answer ? { answer: entry.answer } : {}),
         usage: { ...state.usage },
         ...(Object.hasOwn(state.handoff, entry.stepId)
@@ -429,8 +434,43 @@ export class StepFlowRunner {
   // What an iteration does besides the loop's own lines: the call, commands, validators, failures
   // ---------------------------------------------------------------------------------------------
 
-  /** One backend call of the current iteration (see `callBackend`). */
-  #call(
+  /**
+   * One backend call of the current iteration (see `callBackend`), kept in `calls` for the
+   * iteration's `step_end` entry when the run is recorded.
+   */
+  async #call(
+    backend: LlmBackend,
+    request: LlmRequest,
+    state: RunnerState,
+    step: FlowStep,
+    calls: RecordedCall[],
+  ): Promise<LlmResponse> {
+    const keep = (outcome: { response: LlmResponse } | { error: string }) => {
+      if (!this.#journal.recording) return;
+      const model = (this.#options.backend ?? backend) as { model?: unknown };
+      calls.push(
+        recordedCall(request, outcome, typeof model.model === "string" ? model.model : undefined),
+      );
+    };
+    let response: LlmResponse;
+    try {
+      response = await this.#sendCall(backend, request, state, step);
+    } catch (error) {
+      // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
+      if (
+        !this.#control!.stopCause &&
+        !(error instanceof StepflowError && error.code.startsWith("REPLAY_"))
+      ) {
+        keep({ error: errorMessage(error) });
+      }
+      throw error;
+    }
+    keep({ response });
+    return response;
+  }
+
+  /** Sends one call through the retry policy, the step timeout and pause. */
+  #sendCall(
     backend: LlmBackend,
     request: LlmRequest,
     state: RunnerState,

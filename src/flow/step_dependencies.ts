@@ -9,6 +9,7 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { EventEmitter } from "../events/emitter.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { ReaskInfo } from "../engine/ask_structured.ts";
+import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 import type { PromptResolver } from "../prompt/resolver.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
@@ -34,7 +35,12 @@ export interface RunResources {
   /** Logs `step_start`. */
   logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void>;
   /** One backend call for `step`. */
-  call(request: LlmRequest, state: RunnerState, step: FlowStep): Promise<LlmResponse>;
+  call(
+    request: LlmRequest,
+    state: RunnerState,
+    step: FlowStep,
+    calls: RecordedCall[],
+  ): Promise<LlmResponse>;
   /** Makes a re-ask visible. */
   reask(state: RunnerState, step: FlowStep, info: ReaskInfo): Promise<void>;
   /** What running an allowed command needs. */
@@ -51,6 +57,8 @@ export interface RunResources {
 export class IterationDependencies implements StepDependencies {
   /** True once the handler logged `step_start`. */
   wasStarted = false;
+  /** The iteration's backend calls, for its `step_end` log entry (replay files). */
+  readonly calls: RecordedCall[] = [];
   readonly #run: RunResources;
   readonly #state: RunnerState;
   readonly #step: FlowStep;
@@ -94,7 +102,7 @@ export class IterationDependencies implements StepDependencies {
   }
   /** See {@linkcode StepDependencies.call}. */
   call(request: LlmRequest): Promise<LlmResponse> {
-    return this.#run.call(request, this.#state, this.#step);
+    return this.#run.call(request, this.#state, this.#step, this.calls);
   }
   /** See {@linkcode StepDependencies.reask}. */
   reask(info: ReaskInfo): Promise<void> {

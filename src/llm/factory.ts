@@ -8,6 +8,7 @@
 import { UsageError } from "../errors.ts";
 import type { ModelPricing, StructuredOutputMode } from "./chat_backend.ts";
 import type { ClaudeCodeBackendOptions } from "./claude_code.ts";
+import type { ReplayMode } from "./replay.ts";
 import type { RetryListener, RetryPolicy } from "./retry.ts";
 import { loadScriptFile } from "./script_file.ts";
 import type { LlmBackend } from "./types.ts";
@@ -55,6 +56,8 @@ export interface BackendSpec {
   baseUrl?: string;
   /** `scripted`: the YAML/JSON script file (`--script`). */
   script?: string;
+  /** `scripted` with a replay file: how a changed prompt is treated (`--replay`; default strict). */
+  replay?: ReplayMode;
   /** API key; default from the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`). */
   apiKey?: string;
   /**
@@ -121,7 +124,11 @@ export async function createBackend(spec: BackendSpec): Promise<LlmBackend> {
           { backend: "scripted" },
         );
       }
-      return await loadScriptFile(spec.script);
+      return await loadScriptFile(spec.script, {
+        env,
+        ...(spec.replay ? { replay: spec.replay } : {}),
+        ...(spec.onWarning ? { onWarning: spec.onWarning } : {}),
+      });
     case "claude-code":
       return createClaudeCode(spec);
     case "anthropic":

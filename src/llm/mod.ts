@@ -23,7 +23,15 @@ export {
   type ScriptedResponder,
   type ScriptedScript,
 } from "./scripted.ts";
-export { loadScriptFile } from "./script_file.ts";
+export { loadScriptFile, type ScriptFileOptions } from "./script_file.ts";
+export {
+  type RecordedToolCall,
+  ReplayBackend,
+  type ReplayCallRecord,
+  type ReplayDrift,
+  type ReplayMode,
+  type ReplayOptions,
+} from "./replay.ts";
 export { BACKEND_NAMES, type BackendName, type BackendSpec, createBackend } from "./factory.ts";
 export {
   agentBackend,

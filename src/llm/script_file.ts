@@ -2,10 +2,23 @@ import { extname } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
 import { ScriptedBackend, type ScriptedScript } from "./scripted.ts";
+import { REPLAY_ENTRY_KEYS, REPLAY_HEADER_KEY, ReplayBackend, type ReplayMode } from "./replay.ts";
+
+/** Options of {@linkcode loadScriptFile} for replay files. */
+export interface ScriptFileOptions {
+  /** How drift is treated when the file is a recording (default `strict`). */
+  replay?: ReplayMode;
+  /** The environment whose credentials are redacted before fingerprints are compared. */
+  env?: Record<string, string | undefined>;
+  /** Receives lenient-replay warnings. */
+  onWarning?: (message: string) => void;
+}
 
 /**
  * Loads a scripted-backend script: a YAML or JSON map from step id (or `<stepId>#check`) to a list
- * of responses. Used by `--backend scripted --script FILE`.
+ * of responses. Used by `--backend scripted --script FILE`. A replay file (a recording: entries
+ * with `fingerprint`, `prompt`, `model`, …, or an `_replay` header) gives a {@linkcode ReplayBackend}
+ * that checks each prompt against its recording.
  *
  * @example
  * ```ts ignore
@@ -13,7 +26,10 @@ import { ScriptedBackend, type ScriptedScript } from "./scripted.ts";
  * const backend = await loadScriptFile(".agent/issue-solver/demo.script.yaml");
  * ```
  */
-export async function loadScriptFile(file: string): Promise<ScriptedBackend> {
+export async function loadScriptFile(
+  file: string,
+  options: ScriptFileOptions = {},
+): Promise<ScriptedBackend | ReplayBackend> {
   let text: string;
   try {
     text = await Deno.readTextFile(file);
@@ -44,10 +60,29 @@ export async function loadScriptFile(file: string): Promise<ScriptedBackend> {
     );
   }
   try {
+    if (isReplay(data as Record<string, unknown>)) {
+      return new ReplayBackend(data as Record<string, unknown>, {
+        source: file,
+        ...(options.replay ? { mode: options.replay } : {}),
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      });
+    }
     return new ScriptedBackend(data as ScriptedScript);
   } catch (error) {
     throw new StepflowError("SCRIPT_INVALID", `${file}: ${(error as Error).message}`, {
       details: { file },
     });
   }
+}
+
+/** A replay file has the `_replay` header or an entry with a replay key (`fingerprint`, …). */
+function isReplay(data: Record<string, unknown>): boolean {
+  if (Object.hasOwn(data, REPLAY_HEADER_KEY)) return true;
+  return Object.values(data).some((entries) =>
+    Array.isArray(entries) &&
+    entries.some((e) =>
+      e !== null && typeof e === "object" && Object.keys(e).some((k) => REPLAY_ENTRY_KEYS.has(k))
+    )
+  );
 }

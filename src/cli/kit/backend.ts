@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { UsageError } from "../../errors.ts";
 import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
+import type { ReplayMode } from "../../llm/replay.ts";
 import type { LlmBackend } from "../../llm/types.ts";
 import { type FlagSpec, type FlagValue, positiveIntFlag } from "./flags.ts";
 
@@ -23,6 +24,8 @@ export interface BackendFlags {
   baseUrl?: string;
   /** `--max-attempts N`: attempts per backend call before a retryable failure ends it. */
   maxAttempts?: number;
+  /** `--replay strict|lenient` (run-agent): how a replay file treats a changed prompt. */
+  replay?: ReplayMode;
 }
 
 /** Options of {@linkcode backendName} and {@linkcode backendFromFlags}. */
@@ -94,6 +97,7 @@ export async function backendFromFlags(
     ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
     ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
     ...(flags.maxAttempts !== undefined ? { retry: { maxAttempts: flags.maxAttempts } } : {}),
+    ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     ...(options.onRetry ? { onRetry: options.onRetry } : {}),

@@ -1,0 +1,281 @@
+/**
+ * `deno task eval`: runs an agent over a file of cases and reports how many passed.
+ *
+ *     deno task eval --agent NAME --cases FILE.jsonl [--backend …] [--concurrency N] [--runs K]
+ *                    [--min-pass R] [--json FILE]
+ *
+ * Each case (one JSON object per line) gives the agent's args and stdin, optionally a script or
+ * recording, and what it expects: the path, intents, output and handoff fields, a judge prompt, a
+ * command run on the workspace. Every run is recorded in the agent's run store like any other.
+ * Exit codes: 0 the pass rate reached `--min-pass`; 1 it did not; 2 usage or setup error; 130
+ * interrupted with Ctrl-C (what was measured is printed first).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { writeFileAtomic } from "../atomic_write.ts";
+import { loadAgentDefinition } from "../definition/load.ts";
+import { UsageError } from "../errors.ts";
+import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
+import { loadScriptFile } from "../llm/script_file.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import { PostgresRunStore } from "../store/postgres.ts";
+import { selectRunStore } from "../store/select.ts";
+import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
+import { formatEvalReport, summarize } from "./eval/report.ts";
+import { type EvalRunOutcome, runEval } from "./eval/run_eval.ts";
+import { BACKEND_FLAGS, backendFromFlags, backendName } from "./kit/backend.ts";
+import { displayPath } from "./kit/display_path.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  type FlagValue,
+  parseFlags,
+  positiveIntFlag,
+  stringFlag,
+} from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
+import { reportError } from "./kit/report_error.ts";
+
+/** Every flag of `eval`, in `--help` order. */
+export const EVAL_FLAGS: readonly FlagSpec[] = [
+  { name: "agent", type: "string", value: "NAME", description: "Agent to evaluate" },
+  {
+    name: "cases",
+    type: "string",
+    value: "FILE",
+    description: "Case file: JSON Lines, one case per line (docs/testing.md#evaluations)",
+  },
+  ...BACKEND_FLAGS,
+  {
+    name: "replay",
+    type: "string",
+    value: "MODE",
+    description: "Recordings as scripts: strict (default) fails on a changed prompt, lenient warns",
+  },
+  {
+    name: "runs",
+    type: "string",
+    value: "K",
+    description: "Runs per case (default 1): pass rates",
+  },
+  { name: "concurrency", type: "string", value: "N", description: "Runs at once (default 1)" },
+  {
+    name: "min-pass",
+    type: "string",
+    value: "R",
+    description: "Lowest passing share of runs, 0–1 or a percentage (default 1: every run)",
+  },
+  { name: "json", type: "string", value: "FILE", description: "Also write the report as JSON" },
+  {
+    name: "store",
+    type: "string",
+    value: "URL",
+    description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+  },
+  {
+    name: "max-iterations",
+    type: "string",
+    value: "N",
+    description: "Upper bound on iterations of each run",
+  },
+  {
+    name: "allow-run",
+    type: "boolean",
+    description: "Let command steps and validators run the commands agent.json lists",
+  },
+  { name: "skip-validators", type: "boolean", description: "Do not run step validators" },
+  { name: "help", type: "boolean", short: "h", description: "Show this help" },
+];
+
+const USAGE = `Usage: deno task eval --agent NAME --cases FILE.jsonl [options]
+
+Runs the agent on every case, checks what each case expects, prints a table and a summary.
+
+Options:
+${flagHelpLines(EVAL_FLAGS).join("\n")}
+
+Exit codes: 0 the pass rate reached --min-pass, 1 it did not, 2 usage or setup error,
+            130 interrupted with Ctrl-C (the runs measured so far are reported first).`;
+
+/** A parsed `--min-pass`: `0.8`, `80%`. */
+export function parseMinPass(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const percent = raw.trim().endsWith("%");
+  const n = Number(percent ? raw.trim().slice(0, -1) : raw);
+  const value = percent ? n / 100 : n;
+  if (raw.trim() === "" || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw new UsageError(
+      `--min-pass expects a share between 0 and 1 or a percentage (0.8, 80%), got "${raw}".`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Runs the eval CLI with `argv` (without the program name) and returns the exit code; errors are
+ * printed on `io.stderr`, never thrown.
+ */
+export async function evalMain(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
+  const full = fullIo(io);
+  try {
+    return await evaluate(argv, full);
+  } catch (error) {
+    return reportError(error, full.stderr, {
+      prefix: "error:",
+      color: colorOn(full, "stderr"),
+      ...(full.signal ? { signal: full.signal } : {}),
+    });
+  }
+}
+
+async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values } = parseFlags(argv, EVAL_FLAGS, {
+    positionals: false,
+    hint: "\nRun with --help for every flag.",
+  });
+  if (values.help) {
+    io.stdout.write(`${USAGE}\n`);
+    return EXIT_CODES.success;
+  }
+  const agent = stringFlag(values, "agent");
+  const casesFile = stringFlag(values, "cases");
+  if (agent === undefined || casesFile === undefined) {
+    throw new UsageError(
+      `Missing ${
+        [agent === undefined ? "--agent NAME" : "", casesFile === undefined ? "--cases FILE" : ""]
+          .filter(Boolean).join(" and ")
+      }: say which agent to evaluate on which cases.\nRun with --help for every flag.`,
+    );
+  }
+  const replay = replayMode(stringFlag(values, "replay"));
+  const minPass = parseMinPass(stringFlag(values, "min-pass"));
+  const runs = count(values, "runs") ?? 1;
+  const concurrency = count(values, "concurrency") ?? 1;
+  const maxIterations = count(values, "max-iterations");
+  const jsonFile = stringFlag(values, "json");
+  const flags = {
+    backend: stringFlag(values, "backend"),
+    script: stringFlag(values, "script"),
+    model: stringFlag(values, "model"),
+    baseUrl: stringFlag(values, "base-url"),
+  };
+  backendName(flags); // --script with another --backend is a usage error, as in run-agent
+  const userDir = userDirOf(io);
+  const definition = await loadAgentDefinition(agent, { cwd: userDir });
+  const casesPath = resolve(userDir, casesFile);
+  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
+  const warn = (m: string) => io.stderr.write(`warning: ${m}\n`);
+  const backendFor = async (c: EvalCase): Promise<LlmBackend> => {
+    const script = c.script ??
+      (flags.script !== undefined ? resolve(userDir, flags.script) : undefined);
+    if (script !== undefined) {
+      return await loadScriptFile(script, {
+        env: io.env,
+        onWarning: warn,
+        ...(replay ? { replay } : {}),
+      });
+    }
+    return (await backendFromFlags(
+      {
+        ...(flags.backend !== undefined ? { backend: flags.backend } : {}),
+        ...(flags.model !== undefined ? { model: flags.model } : {}),
+        ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+      },
+      {
+        cwd: userDir,
+        fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
+        ...(definition.agent.behavior.model !== undefined
+          ? { fallbackModel: definition.agent.behavior.model }
+          : {}),
+        env: io.env,
+        onWarning: warn,
+      },
+    ))!;
+  };
+  // A backend that cannot be used at all (missing key, missing script) stops here, not per run.
+  for (const c of cases) await backendFor(c);
+
+  const store = selectRunStore(definition, {
+    cwd: userDir,
+    env: io.env,
+    onWarning: warn,
+    ...(stringFlag(values, "store") !== undefined ? { store: stringFlag(values, "store")! } : {}),
+  });
+  const planned = cases.length * runs;
+  io.stderr.write(
+    `Evaluating agent "${definition.name}" on ${cases.length} case${
+      cases.length === 1 ? "" : "s"
+    } × ${runs} run${runs === 1 ? "" : "s"} (${concurrency} at once)…\n`,
+  );
+  const started = performance.now();
+  let outcomes: EvalRunOutcome[];
+  try {
+    outcomes = await runEval({
+      definition,
+      cases,
+      runs,
+      concurrency,
+      backendFor,
+      store,
+      cwd: userDir,
+      runner: {
+        allowRun: values["allow-run"] === true,
+        skipValidators: values["skip-validators"] === true,
+        ...(maxIterations !== undefined ? { maxTotalIterations: maxIterations } : {}),
+        ...(flags.model !== undefined ? { model: flags.model } : {}),
+      },
+      ...(io.signal ? { signal: io.signal } : {}),
+      onRunEnd: (o, done, total) => io.stderr.write(`${progressLine(o, done, total)}\n`),
+    });
+  } finally {
+    if (store instanceof PostgresRunStore) await store.close();
+  }
+  const interrupted = io.signal?.aborted === true;
+  const summary = summarize(definition.name, cases, outcomes, {
+    minPass,
+    planned,
+    interrupted,
+    durationMs: performance.now() - started,
+  });
+  io.stdout.write(`${formatEvalReport(summary)}\n`);
+  if (jsonFile !== undefined) {
+    const path = resolve(userDir, jsonFile);
+    await writeFileAtomic(path, `${JSON.stringify({ ...summary, outcomes }, null, 2)}\n`);
+    io.stderr.write(`Report written to ${displayPath(path, userDir)}.\n`);
+  }
+  if (interrupted) return EXIT_CODES.interrupted;
+  return summary.ok ? EXIT_CODES.success : EXIT_CODES.failed;
+}
+
+/** `[####------] 3/10 name #1 pass (2 steps, 0.4s)`: one line per finished run. */
+function progressLine(o: EvalRunOutcome, done: number, total: number): string {
+  const width = 20;
+  const filled = Math.round((done / total) * width);
+  const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
+  const verdict = o.cancelled ? "cancelled" : o.passed ? "pass" : "FAIL";
+  const why = !o.passed && !o.cancelled && o.failures[0] ? ` — ${o.failures[0]}` : "";
+  return `${bar} ${done}/${total} ${o.caseName} #${o.run} ${verdict} (${o.steps} step${
+    o.steps === 1 ? "" : "s"
+  }, ${(o.durationMs / 1000).toFixed(1)}s)${why}`;
+}
+
+function replayMode(raw: string | undefined): ReplayMode | undefined {
+  if (raw === undefined) return undefined;
+  if ((REPLAY_MODES as readonly string[]).includes(raw)) return raw as ReplayMode;
+  throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${raw}".`);
+}
+
+function count(values: Record<string, FlagValue>, name: string): number | undefined {
+  return positiveIntFlag(values, name);
+}
+
+if (import.meta.main) {
+  using interrupt = listenForInterrupt({
+    message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
+  });
+  Deno.exit(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
+}

@@ -1,0 +1,50 @@
+/**
+ * What the runner keeps of every backend call: the iteration's `step_end` log entry carries its
+ * calls (`calls`), which replay files are made of (src/llm/replay_file.ts). One entry per
+ * iteration, as before: recording the calls costs no extra append.
+ *
+ * @module
+ */
+import { boundDepth } from "../engine/ask_structured.ts";
+import type { RecordedCall } from "../llm/replay_file.ts";
+import type { LlmRequest, LlmResponse } from "../llm/types.ts";
+
+/** Nesting kept of a logged structured output (answers are validated far shallower). */
+const LOGGED_OUTPUT_DEPTH = 256;
+
+/**
+ * The record of one call: the step, kind, iteration, model, the prompt and system prompt as sent,
+ * and the answer (text, structured output, usage, cost, session, tool calls) or the error the call
+ * failed with.
+ */
+export function recordedCall(
+  request: LlmRequest,
+  outcome: { response: LlmResponse } | { error: string },
+  model: string | undefined,
+): RecordedCall {
+  const fields: RecordedCall = {
+    stepId: request.stepId,
+    kind: request.kind,
+    iteration: request.iteration,
+    prompt: request.prompt,
+  };
+  const usedModel = request.model ?? model;
+  if (usedModel !== undefined) fields.model = usedModel;
+  if (request.systemPrompt !== undefined) fields.system = request.systemPrompt;
+  if ("error" in outcome) {
+    fields.error = outcome.error;
+    return fields;
+  }
+  const r = outcome.response;
+  const answer: NonNullable<RecordedCall["answer"]> = { text: r.text };
+  if (r.structuredOutput !== undefined) {
+    answer.output = boundDepth(r.structuredOutput, LOGGED_OUTPUT_DEPTH);
+  }
+  if (r.usage !== undefined) answer.usage = r.usage;
+  if (r.costUsd !== undefined) answer.costUsd = r.costUsd;
+  if (r.sessionId !== undefined) answer.sessionId = r.sessionId;
+  const toolCalls = (r as { toolCalls?: unknown }).toolCalls;
+  if (Array.isArray(toolCalls)) answer.toolCalls = toolCalls;
+  fields.answer = answer;
+  return fields;
+}

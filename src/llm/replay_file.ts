@@ -1,0 +1,197 @@
+/**
+ * Replay files from run logs. The runner keeps every backend call in the `calls` of its
+ * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
+ * the scripted backend's format (step id → answers) whose entries also carry the model, the
+ * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
+ * `run-agent --show RUN_ID --as-script` both go through it.
+ *
+ * @module
+ */
+import { stringify as stringifyYaml } from "yaml";
+import { StepflowError } from "../errors.ts";
+import type { RunLogEntry } from "../store/types.ts";
+import { promptFingerprint } from "./prompt_fingerprint.ts";
+import { credentialSecrets, redactDeep } from "./redact.ts";
+import { REPLAY_HEADER_KEY } from "./replay.ts";
+
+/** One backend call as the run log keeps it (in the `calls` of its iteration's `step_end`). */
+export interface RecordedCall {
+  /** The step. */
+  stepId: string;
+  /** `step`, `check` or `reask`. */
+  kind: string;
+  /** The run's iteration when the call was made. */
+  iteration: number;
+  /** The prompt sent. */
+  prompt: string;
+  /** The system prompt sent. */
+  system?: string;
+  /** The model asked (the request's, else the backend's default). */
+  model?: string;
+  /** The answer, when the call succeeded. */
+  answer?: {
+    text: string;
+    output?: unknown;
+    usage?: unknown;
+    costUsd?: number;
+    sessionId?: string;
+    toolCalls?: unknown[];
+  };
+  /** The error the call failed with. */
+  error?: string;
+}
+
+/**
+ * The backend calls of a run's log, in call order: the `calls` of every `step_end` entry. Calls of
+ * an iteration that never ended (a crash) are not in the log; the resumed run made them again.
+ */
+export function recordedCalls(log: readonly RunLogEntry[]): RecordedCall[] {
+  const calls: RecordedCall[] = [];
+  for (const entry of log) {
+    if (entry.type !== "step_end" || !Array.isArray(entry.calls)) continue;
+    for (const c of entry.calls as unknown[]) {
+      if (c === null || typeof c !== "object") continue;
+      const call = c as Partial<RecordedCall>;
+      if (typeof call.stepId !== "string" || typeof call.prompt !== "string") continue;
+      calls.push({
+        ...call,
+        stepId: call.stepId,
+        prompt: call.prompt,
+        kind: typeof call.kind === "string" ? call.kind : "step",
+        iteration: typeof call.iteration === "number" ? call.iteration : 0,
+      });
+    }
+  }
+  return calls;
+}
+
+/** Options of {@linkcode replayFromLog}. */
+export interface ReplayFromLogOptions {
+  /** The agent's name (header). */
+  agent: string;
+  /** The run (header and messages). */
+  runId: string;
+  /** The environment whose credentials are redacted (see `redact.ts`). */
+  env: Record<string, string | undefined>;
+  /** Extra header fields (backend, …). */
+  header?: Record<string, unknown>;
+}
+
+/** A replay document: the header and, per script key, the recorded calls. */
+export interface ReplayDocument {
+  /** Header: format version, agent, run, when it was written. */
+  header: Record<string, unknown>;
+  /** Script key (`<stepId>` or `<stepId>#check`) → recorded calls in call order. */
+  calls: Record<string, Record<string, unknown>[]>;
+  /** How many calls the document holds. */
+  count: number;
+}
+
+/**
+ * The replay document of a run's log: one entry per recorded call ({@linkcode recordedCalls}),
+ * redacted with the credentials of `env`. A log without recorded calls (a run recorded by an older
+ * stepflow, or one that made no call) is `REPLAY_NOT_RECORDED`.
+ *
+ * @example
+ * ```ts
+ * import { replayFromLog } from "./replay_file.ts";
+ * const doc = replayFromLog([
+ *   { ts: "t", runId: "r1", type: "step_end", stepId: "a", calls: [
+ *     { stepId: "a", kind: "step", iteration: 1, prompt: "Go", answer: { text: "done" } },
+ *   ] },
+ * ], { agent: "demo", runId: "r1", env: {} });
+ * console.log(doc.calls.a[0].text); // "done"
+ * ```
+ */
+export function replayFromLog(
+  log: readonly RunLogEntry[],
+  options: ReplayFromLogOptions,
+): ReplayDocument {
+  const secrets = credentialSecrets(options.env);
+  const kept = recordedCalls(log);
+  const redriven = log.some((e) => e.type === "run_redrive");
+  if (kept.length === 0) {
+    throw new StepflowError(
+      "REPLAY_NOT_RECORDED",
+      `Run ${options.runId} of agent "${options.agent}" has no recorded backend calls: it made none, or it was recorded by a stepflow older than replay files. Run the agent again (with --record FILE to write the replay file at once).`,
+      { details: { runId: options.runId } },
+    );
+  }
+  const calls: Record<string, Record<string, unknown>[]> = {};
+  for (const entry of kept) {
+    const key = entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId;
+    const list = Object.hasOwn(calls, key) ? calls[key] : (calls[key] = []);
+    list.push(replayEntry(entry, secrets));
+  }
+  const header: Record<string, unknown> = {
+    version: 1,
+    agent: options.agent,
+    runId: options.runId,
+    ...options.header,
+    calls: kept.length,
+    written: new Date().toISOString(),
+  };
+  if (redriven) {
+    header.note =
+      "the run was redriven: replayed from its start, it stops where its first drive failed";
+  }
+  return {
+    header: redactDeep(header, secrets) as Record<string, unknown>,
+    calls,
+    count: kept.length,
+  };
+}
+
+/** One replay entry from a recorded call (redacted). */
+function replayEntry(
+  entry: RecordedCall,
+  secrets: ReturnType<typeof credentialSecrets>,
+): Record<string, unknown> {
+  const prompt = entry.prompt;
+  const system = typeof entry.system === "string" ? entry.system : undefined;
+  const out: Record<string, unknown> = {};
+  const answer = entry.answer as Record<string, unknown> | undefined;
+  if (typeof entry.error === "string") out.error = entry.error;
+  else if (answer) {
+    if (answer.output !== undefined) out.output = answer.output;
+    out.text = answer.text;
+    for (const k of ["usage", "costUsd", "sessionId"]) {
+      if (answer[k] !== undefined) out[k] = answer[k];
+    }
+  }
+  out.kind = entry.kind;
+  out.iteration = entry.iteration;
+  if (typeof entry.model === "string") out.model = entry.model;
+  if (Array.isArray(answer?.toolCalls)) out.toolCalls = answer.toolCalls;
+  out.fingerprint = promptFingerprint(system, prompt, secrets);
+  if (system !== undefined) out.system = system;
+  out.prompt = prompt;
+  return redactDeep(out, secrets) as Record<string, unknown>;
+}
+
+/**
+ * The text of a replay document for `file`: JSON for a `.json` file (as `--script` reads it), else
+ * YAML ({@linkcode replayYaml}).
+ */
+export function replayText(doc: ReplayDocument, file: string): string {
+  if (!file.toLowerCase().endsWith(".json")) return replayYaml(doc);
+  return `${JSON.stringify({ [REPLAY_HEADER_KEY]: doc.header, ...doc.calls }, null, 2)}\n`;
+}
+
+/**
+ * The YAML text of a replay document: a comment saying what it is and how to use it, the header
+ * under `_replay`, then one list of calls per step.
+ */
+export function replayYaml(doc: ReplayDocument): string {
+  const h = doc.header;
+  const comment = [
+    `# stepflow replay of run ${h.runId} of agent "${h.agent}" (${doc.count} backend calls).`,
+    `# Replay: deno task run-agent --agent ${h.agent} --script THIS_FILE [the run's parameters]`,
+    "# Each entry answers one call; its prompt must still match `fingerprint` (docs/testing.md).",
+  ];
+  const body = stringifyYaml(
+    { [REPLAY_HEADER_KEY]: h, ...doc.calls },
+    { lineWidth: 0, aliasDuplicateObjects: false },
+  );
+  return `${comment.join("\n")}\n${body}`;
+}

@@ -1,0 +1,242 @@
+/**
+ * {@linkcode runAgentForTest}: one run of an agent for a test — in a temporary run store, on a
+ * script, a recording or any backend — returning the result, the history, the events, the backend
+ * calls and the run log.
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadAgentDefinition } from "../definition/load.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import type { ExecutorEvents } from "../events/types.ts";
+import { StepFlowRunner } from "../flow/runner.ts";
+import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "../flow/types.ts";
+import { writeFileAtomic } from "../atomic_write.ts";
+import { ReplayBackend, type ReplayDrift, type ReplayMode } from "../llm/replay.ts";
+import { type RecordedCall, recordedCalls, replayFromLog, replayText } from "../llm/replay_file.ts";
+import { loadScriptFile } from "../llm/script_file.ts";
+import { ScriptedBackend, type ScriptedEntry, type ScriptedScript } from "../llm/scripted.ts";
+import type { LlmBackend } from "../llm/types.ts";
+import { FileRunStore } from "../store/file.ts";
+import type { RunLogEntry } from "../store/types.ts";
+
+/** One event the run emitted, in order. */
+export interface RecordedEvent {
+  /** The handler's name (`onStepStart`, `onStepEnd`, …). */
+  name: string;
+  /** The step, for step events. */
+  stepId?: string;
+  /** The handler's arguments after the step info (result, error, attempt, …). */
+  args: unknown[];
+}
+
+/** One backend call of the run as the runner logged it. */
+export interface TestCall {
+  /** The step. */
+  stepId: string;
+  /** `step`, `check` or `reask`. */
+  kind: string;
+  /** The run's iteration. */
+  iteration: number;
+  /** The prompt sent. */
+  prompt: string;
+  /** The system prompt sent, when the agent has one. */
+  system?: string;
+  /** The answer's text (absent when the call failed). */
+  text?: string;
+  /** The answer's structured output. */
+  output?: unknown;
+  /** Tool calls the answer reported (absent when the backend does not report them). */
+  toolCalls?: { name: string; input?: unknown; output?: unknown }[];
+  /** The error the call failed with. */
+  error?: string;
+}
+
+/** Options of {@linkcode runAgentForTest}. */
+export interface TestRunOptions {
+  /** The agent: a name under `<cwd>/.agent/`, a folder path, or a loaded definition. */
+  agent: string | URL | AgentDefinition;
+  /**
+   * The answers: a script or recording file (path or URL, YAML/JSON), a script map, a list of
+   * answers, or any backend. A recording is checked against the prompts (see `replay`).
+   */
+  script: string | URL | ScriptedScript | ScriptedEntry[] | LlmBackend;
+  /** How a recording treats a changed prompt: `strict` (default) or `lenient`. */
+  replay?: ReplayMode;
+  /** The agent's parameters (`{uv-<name>}`). */
+  args?: Record<string, unknown>;
+  /** Text for `{input_text}`, as if piped on stdin. */
+  stdin?: string;
+  /** Where `.agent/` and relative paths are found, and the run's working directory (default: cwd). */
+  cwd?: string;
+  /** Environment whose credentials are redacted in recordings (default: the process's, if readable). */
+  env?: Record<string, string | undefined>;
+  /** Write the run's replay file here afterwards (as `run-agent --record FILE`). */
+  record?: string | URL;
+  /** More runner options (`allowRun`, `skipValidators`, `maxTotalIterations`, …). */
+  runner?: Omit<StepFlowRunnerOptions, "backend" | "store" | "events">;
+}
+
+/** What {@linkcode runAgentForTest} returns. */
+export interface TestRun {
+  /** The agent's name. */
+  agent: string;
+  /** The run's result. */
+  result: StepFlowResult;
+  /** `result.state.history`. */
+  history: HistoryEntry[];
+  /** Every event, in order. */
+  events: RecordedEvent[];
+  /** Every backend call, in order (from the run log). */
+  calls: TestCall[];
+  /** The run log. */
+  log: RunLogEntry[];
+  /** Prompt drifts a lenient replay accepted (a strict replay fails the run instead). */
+  drifts: ReplayDrift[];
+  /** Warnings the runner gave. */
+  warnings: string[];
+}
+
+/**
+ * Runs an agent for a test in a temporary run store (removed afterwards), on scripted or recorded
+ * answers. It never touches the agent's own run store.
+ *
+ * @example
+ * ```ts
+ * import { runAgentForTest } from "./run.ts";
+ * const run = await runAgentForTest({
+ *   agent: "haiku",
+ *   script: ".agent/haiku/demo.script.yaml",
+ *   args: { topic: "autumn" },
+ * });
+ * console.log(run.history.map((h) => h.stepId)); // ["draft.haiku", "draft.haiku"]
+ * ```
+ */
+export async function runAgentForTest(options: TestRunOptions): Promise<TestRun> {
+  const cwd = options.cwd ?? Deno.cwd();
+  const env = options.env ?? readEnv();
+  const definition = typeof options.agent === "object" && !(options.agent instanceof URL)
+    ? options.agent
+    : await loadAgentDefinition(
+      options.agent instanceof URL ? fileURLToPath(options.agent) : options.agent,
+      { cwd },
+    );
+  const warnings: string[] = [];
+  const backend = await backendOf(options, cwd, env, (m) => warnings.push(m));
+  const events: RecordedEvent[] = [];
+  const storeDir = await Deno.makeTempDir({ prefix: "stepflow-test-run-" });
+  try {
+    const store = new FileRunStore(storeDir, { durability: "process" });
+    const runner = new StepFlowRunner(definition, {
+      onWarning: (m) => warnings.push(m),
+      ...options.runner,
+      backend,
+      store,
+      events: recorder(events),
+    });
+    const result = await runner.run({
+      args: options.args ?? {},
+      cwd,
+      ...(options.stdin !== undefined ? { inputText: options.stdin } : {}),
+    });
+    const log = await store.readLog(result.runId);
+    if (options.record !== undefined) {
+      const doc = replayFromLog(log, { agent: definition.name, runId: result.runId, env });
+      const file = pathOf(options.record, cwd);
+      await writeFileAtomic(file, replayText(doc, file));
+    }
+    return {
+      agent: definition.name,
+      result,
+      history: result.state.history,
+      events,
+      calls: recordedCalls(log).map(testCall),
+      log,
+      drifts: backend instanceof ReplayBackend ? backend.drifts : [],
+      warnings,
+    };
+  } finally {
+    await Deno.remove(storeDir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function backendOf(
+  options: TestRunOptions,
+  cwd: string,
+  env: Record<string, string | undefined>,
+  warn: (m: string) => void,
+): Promise<LlmBackend> {
+  const script = options.script;
+  if (typeof script === "string" || script instanceof URL) {
+    return await loadScriptFile(pathOf(script, cwd), {
+      env,
+      onWarning: warn,
+      ...(options.replay ? { replay: options.replay } : {}),
+    });
+  }
+  if (Array.isArray(script)) return new ScriptedBackend(script);
+  if (typeof (script as LlmBackend).complete === "function") return script as LlmBackend;
+  return new ScriptedBackend(script as ScriptedScript);
+}
+
+function pathOf(target: string | URL, cwd: string): string {
+  return target instanceof URL ? fileURLToPath(target) : resolve(cwd, target);
+}
+
+function readEnv(): Record<string, string | undefined> {
+  try {
+    return Deno.env.toObject();
+  } catch {
+    return {}; // without --allow-env there is nothing to redact with
+  }
+}
+
+/** Event handlers that push every event into `events`. */
+function recorder(events: RecordedEvent[]): ExecutorEvents {
+  const names = [
+    "onPlanStart",
+    "onPlanEnd",
+    "onStepStart",
+    "onStepEnd",
+    "onStepError",
+    "onStepRetry",
+    "onStepJump",
+    "onStepLog",
+    "onAbort",
+    "onPause",
+    "onResume",
+    "onTimeout",
+    "onStateChange",
+  ] as const;
+  const handlers: Record<string, (...args: unknown[]) => void> = {};
+  for (const name of names) {
+    handlers[name] = (first: unknown, ...rest: unknown[]) => {
+      const stepId = name.startsWith("onStep")
+        ? (first as { stepId?: string } | undefined)?.stepId
+        : undefined;
+      events.push({ name, ...(stepId !== undefined ? { stepId } : {}), args: rest });
+    };
+  }
+  return handlers as ExecutorEvents;
+}
+
+/** A backend call of the run as a test reads it. */
+export function testCall(call: RecordedCall): TestCall {
+  const out: TestCall = {
+    stepId: call.stepId,
+    kind: call.kind,
+    iteration: call.iteration,
+    prompt: call.prompt,
+  };
+  if (call.system !== undefined) out.system = call.system;
+  if (call.error !== undefined) out.error = call.error;
+  if (call.answer) {
+    out.text = call.answer.text;
+    if (call.answer.output !== undefined) out.output = call.answer.output;
+    if (Array.isArray(call.answer.toolCalls)) {
+      out.toolCalls = call.answer.toolCalls as TestCall["toolCalls"];
+    }
+  }
+  return out;
+}
