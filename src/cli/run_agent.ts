@@ -634,7 +634,12 @@ async function selectBackend(
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
   const choice = mergeBackendChoice(recorded ?? { backend: name }, given);
-  const backend = await backendFromFlags(choice, {
+  // How calls are made (not recorded with the run): the retry limit and the replay mode.
+  const how = {
+    ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
+  };
+  const backend = await backendFromFlags({ ...choice, ...how }, {
     cwd: ctx.userDir,
     ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
     env: ctx.io.env,

@@ -143,3 +143,30 @@ Deno.test("cli: a local server that is not running is BACKEND_NETWORK, retried, 
   assert.match(output, /retry 2: openai attempt 2\/3 failed \(network error: Connection refused/);
   assert.ok(output.includes(`is the server at ${base} running?`), output);
 });
+
+Deno.test("cli: --max-attempts N sets how often run-agent tries a model call that gets a 500", async () => {
+  const server = startFakeServer(
+    Array.from({ length: 6 }, () => ({ status: 500, json: { error: { message: "boom" } } })),
+  );
+  try {
+    const { code, stderr } = await runAgent([
+      "--agent",
+      "issue-solver",
+      "--backend",
+      "openai",
+      "--base-url",
+      `${server.url}/v1`,
+      "--model",
+      "llama3.2",
+      "--max-attempts",
+      "2",
+      "--topic",
+      "x",
+    ], { OPENAI_API_KEY: "sk-test" });
+    assert.equal(code, 1, stderr);
+    assert.equal(server.requests.length, 2, "two attempts, then the step fails");
+    assertNoStackTrace(stderr);
+  } finally {
+    await server.close();
+  }
+});
