@@ -77,7 +77,7 @@ function timeless(history: readonly HistoryEntry[]): unknown[] {
   return history.map(({ startedAt: _s, durationMs: _d, ...rest }) => rest);
 }
 
-Deno.test("a large handoff value (a string, an object) is stored once in the run files", async () => {
+Deno.test("a large handoff value (a string, an object) is stored once beside the answer it came from", async () => {
   const root = await Deno.makeTempDir({ prefix: "stepflow-large-handoff-" });
   try {
     const definition = await agent(root, false);
@@ -92,8 +92,10 @@ Deno.test("a large handoff value (a string, an object) is stored once in the run
     for await (const entry of Deno.readDir(dir)) {
       if (entry.isFile) files += await Deno.readTextFile(join(dir, entry.name));
     }
-    assert.equal(count(files, "<<big-value>>"), 1, "the string value is in the run files once");
-    assert.equal(count(files, "<<row>> 7 "), 1, "the object value is in the run files once");
+    // Twice, never more: once as the handoff (what resume reads) and once inside the model's
+    // answer as it was recorded (what a replay file gives back; docs/durable-runs.md).
+    assert.equal(count(files, "<<big-value>>"), 2, "the string value: the handoff and the answer");
+    assert.equal(count(files, "<<row>> 7 "), 2, "the object value: the handoff and the answer");
     assert.equal(prompts.filter((p) => p.startsWith("Continue")).length, 4);
     // The final state holds the values themselves.
     assert.deepEqual(result.state.handoff["initial.issue"].understanding, BIG_OBJECT);
