@@ -32,6 +32,18 @@ export {
   type HttpGetResult,
   type HttpToolOptions,
 } from "./builtin_http.ts";
+export { AGENT_TOOL_NAMES, createAgentTools } from "./agent_tools.ts";
+export { AGENT_TOOL_LIMITS } from "./agent_limits.ts";
+export {
+  createEditTool,
+  createReadTool,
+  createWriteTool,
+  type EditArgs,
+  type ReadArgs,
+  type WriteArgs,
+} from "./agent_files.ts";
+export { createGlobTool, createGrepTool, type GlobArgs, type GrepArgs } from "./agent_search.ts";
+export { type BashArgs, createBashTool } from "./agent_bash.ts";
 export {
   type CommandToolOptions,
   createRunCommandTool,
