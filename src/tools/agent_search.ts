@@ -11,6 +11,7 @@ import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncateOutput } from "./agent_limits.ts";
 import { type WalkedFile, walkFiles } from "./agent_walk.ts";
+import { globMatches } from "./glob_pattern.ts";
 import type { Tool, ToolContext } from "./types.ts";
 import { resolveInWorkspace } from "./workspace.ts";
 
@@ -110,7 +111,7 @@ export function createGlobTool(): Tool<GlobArgs, string> {
         );
       }
       const walk = await walkFiles(root, target, ctx.signal);
-      const matched = walk.files.filter((f) => path.matchesGlob(f.rel, args.pattern));
+      const matched = walk.files.filter((f) => globMatches(f.rel, args.pattern));
       const timed = await Promise.all(matched.map(async (f) => ({ f, mtime: await mtimeOf(f) })));
       timed.sort((a, b) => b.mtime - a.mtime || (a.f.fromRoot < b.f.fromRoot ? -1 : 1));
       const shown = timed.slice(0, AGENT_TOOL_LIMITS.globFiles).map((t) => t.f.fromRoot);
@@ -161,7 +162,7 @@ export function createGrepTool(): Tool<GrepArgs, string> {
         : { files: [single(root, target)], stopped: false };
       const files = args.glob === undefined
         ? walk.files
-        : walk.files.filter((f) => globMatches(f, args.glob!));
+        : walk.files.filter((f) => fileMatchesGlob(f, args.glob!));
       const mode = args.output_mode ?? "files_with_matches";
       const limit = args.head_limit ?? Infinity;
       const out: string[] = [];
@@ -252,10 +253,10 @@ function single(root: string, abs: string): WalkedFile {
   return { abs, rel: path.basename(abs), fromRoot };
 }
 
-function globMatches(file: WalkedFile, glob: string): boolean {
+function fileMatchesGlob(file: WalkedFile, glob: string): boolean {
   return glob.includes("/")
-    ? path.matchesGlob(file.rel, glob)
-    : path.matchesGlob(path.posix.basename(file.rel), glob);
+    ? globMatches(file.rel, glob)
+    : globMatches(path.posix.basename(file.rel), glob);
 }
 
 async function mtimeOf(file: WalkedFile): Promise<number> {
