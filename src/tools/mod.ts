@@ -45,6 +45,25 @@ export {
 export { createGlobTool, createGrepTool, type GlobArgs, type GrepArgs } from "./agent_search.ts";
 export { type BashArgs, createBashTool } from "./agent_bash.ts";
 export {
+  CLAUDE_CODE_ONLY_TOOLS,
+  type ParsedRule,
+  parsePermissionMode,
+  parsePermissionRule,
+  parsePermissionRules,
+  parsePermissionRulesOrThrow,
+  PERMISSION_MODES,
+  type PermissionMode,
+  type PermissionRule,
+} from "./permission_rule.ts";
+export {
+  decidePermission,
+  offeredTools,
+  type PermissionDecision,
+  type PermissionPolicy,
+  type PermissionRequest,
+} from "./permissions.ts";
+export { globMatches } from "./glob_pattern.ts";
+export {
   type CommandToolOptions,
   createRunCommandTool,
   type RunCommandArgs,
