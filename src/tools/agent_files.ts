@@ -98,6 +98,7 @@ export function createReadTool(): Tool<ReadArgs, string> {
       `Read a file in the working folder. Returns numbered lines (cat -n format), at most ${AGENT_TOOL_LIMITS.readLines} lines from offset unless limit says otherwise; long lines are cut. Binary files are reported, not shown.`,
     inputSchema: ReadArgsSchema,
     idempotent: true,
+    readOnly: true,
     async execute(args, ctx) {
       const file = await existingFile(ctx, args.file_path, "Read");
       const offset = args.offset ?? 1;

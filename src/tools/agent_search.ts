@@ -100,6 +100,7 @@ export function createGlobTool(): Tool<GlobArgs, string> {
       `Find files by name pattern (e.g. "**/*.ts") below a folder of the working folder. Returns paths relative to the working folder, most recently modified first, at most ${AGENT_TOOL_LIMITS.globFiles}.`,
     inputSchema: GlobArgsSchema,
     idempotent: true,
+    readOnly: true,
     async execute(args, ctx) {
       checkPattern(args.pattern, "Glob", "pattern");
       const { root, target } = await searchRoot(ctx, args.path, "Glob");
@@ -152,6 +153,7 @@ export function createGrepTool(): Tool<GrepArgs, string> {
       'Search file contents with a regular expression below a folder (or in one file) of the working folder. output_mode: "files_with_matches" (default), "content" (matching lines, with -n, -A/-B/-C context) or "count". Filter files with glob; -i ignores case; head_limit bounds the result.',
     inputSchema: GrepArgsSchema,
     idempotent: true,
+    readOnly: true,
     async execute(args, ctx) {
       const regex = compile(args.pattern, args["-i"] === true);
       if (args.glob !== undefined) checkPattern(args.glob, "Grep", "glob");
