@@ -9,6 +9,7 @@ import { StepflowError } from "../errors.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
+import { completeStepCall } from "./step_tools.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 
@@ -88,7 +89,7 @@ export async function callBackend(
     : runSignal;
   let response: LlmResponse;
   try {
-    response = await backend.complete(request, { signal, onRetry: context.onRetry });
+    response = await completeStepCall(backend, request, { signal, onRetry: context.onRetry });
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;
     if (signal.aborted) {

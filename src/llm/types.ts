@@ -29,6 +29,8 @@ export interface LlmRequest {
   model?: string;
   /** Tools the model may use (agentic backends). */
   allowedTools?: string[];
+  /** Tool rules that are refused whatever else allows them (`Bash(rm:*)`, `mcp__db`). */
+  disallowedTools?: string[];
   /** Permission mode (agentic backends). */
   permissionMode?: string;
   /** Working directory of the run. */

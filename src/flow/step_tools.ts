@@ -1,0 +1,67 @@
+/**
+ * A step's backend call with tools: when the step allows tools and the backend runs tool turns
+ * (`anthropic`, `openai`, `scripted`), the call goes through the one tool loop with the agent tools
+ * the step's `allowedTools` names, under its `permissionMode`; otherwise it is a plain call.
+ * `claude-code` keeps Claude Code's own tools and permission handling.
+ *
+ * @module
+ */
+import { completeWithTools, type ToolLoopOptions } from "../engine/tool_loop.ts";
+import { StepflowError } from "../errors.ts";
+import { supportsToolTurns } from "../llm/tool_turn.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
+import { createAgentTools } from "../tools/agent_tools.ts";
+import { parsePermissionMode, parsePermissionRulesOrThrow } from "../tools/permission_rule.ts";
+import { offeredTools, type PermissionPolicy } from "../tools/permissions.ts";
+import { ToolRegistry } from "../tools/registry.ts";
+
+/** What a run adds to a step's tool calls (asking for permission, hearing of each call). */
+export type StepToolOptions = Pick<
+  ToolLoopOptions,
+  "onPermissionRequest" | "onToolCall" | "maxToolTurns" | "maxBadCalls"
+>;
+
+/**
+ * Sends `request`: through the tool loop when it allows tools the backend can run, else as a plain
+ * call.
+ *
+ * @throws StepflowError `PERMISSION_RULE_INVALID` / `PERMISSION_MODE_INVALID` for rules or a mode
+ *   that do not parse (the loader reports them earlier for agent.json)
+ */
+export async function completeStepCall(
+  backend: LlmBackend,
+  request: LlmRequest,
+  options: LlmCallOptions,
+  tools: StepToolOptions = {},
+): Promise<LlmResponse> {
+  if (!request.allowedTools?.length || !supportsToolTurns(backend)) {
+    return await backend.complete(request, options);
+  }
+  const policy = stepPolicy(request);
+  const registry = new ToolRegistry();
+  for (const tool of createAgentTools()) registry.register(tool);
+  const offered = offeredTools(policy.allow, policy.deny, registry.list().map((t) => t.name));
+  if (offered.length === 0) return await backend.complete(request, options);
+  return await completeWithTools(
+    request,
+    { backend, tools: registry, offered, policy, ...tools },
+    options,
+  );
+}
+
+/** The step's permission policy from its request (mode `default` when none is given). */
+export function stepPolicy(request: LlmRequest): PermissionPolicy {
+  const mode = parsePermissionMode(request.permissionMode ?? "default");
+  if (!mode.ok) {
+    throw new StepflowError(
+      "PERMISSION_MODE_INVALID",
+      `Step "${request.stepId}": ${mode.problem}.`,
+      { details: { stepId: request.stepId, permissionMode: request.permissionMode } },
+    );
+  }
+  return {
+    mode: mode.mode,
+    allow: parsePermissionRulesOrThrow(request.allowedTools ?? [], "allowedTools"),
+    deny: parsePermissionRulesOrThrow(request.disallowedTools ?? [], "disallowedTools"),
+  };
+}
