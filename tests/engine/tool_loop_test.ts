@@ -109,21 +109,26 @@ Deno.test("tool loop: read, edit, run a command, then the final answer takes the
 
 Deno.test("tool loop: bad calls go back to the model as errors it can fix, and nothing runs", async () => {
   const cwd = await project();
-  const { backend, loop, records } = setup([
-    {
-      toolCalls: [
-        { name: "Frobnicate", arguments: {} },
-        { name: "Write", arguments: { file_path: "x.txt", content: "no" } },
-        { name: "Read", arguments: "{not json" },
-        { name: "Read", arguments: { path: "app.ts" } },
-        { name: "Read", arguments: ["app.ts"] },
-        { name: "Read", arguments: { file_path: "missing.ts" } },
-        { name: "constructor", arguments: {} },
-        { name: "__proto__", arguments: {} },
-      ],
-    },
-    "Done.",
-  ], ["Read", "Glob"], "default", { maxBadCalls: 100 });
+  const { backend, loop, records } = setup(
+    [
+      {
+        toolCalls: [
+          { name: "Frobnicate", arguments: {} },
+          { name: "Write", arguments: { file_path: "x.txt", content: "no" } },
+          { name: "Read", arguments: "{not json" },
+          { name: "Read", arguments: { path: "app.ts" } },
+          { name: "Read", arguments: ["app.ts"] },
+          { name: "Read", arguments: { file_path: "missing.ts" } },
+          { name: "constructor", arguments: {} },
+          { name: "__proto__", arguments: {} },
+        ],
+      },
+      "Done.",
+    ],
+    ["Read", "Glob"],
+    "default",
+    { maxBadCalls: 100 },
+  );
   const answer = await completeWithTools(request(cwd), loop, {});
   assert.equal(answer.text, "Done.");
   const results = resultsSeen(backend, 2);
