@@ -152,6 +152,9 @@ export async function completeWithTools(
   for (let turn = 1;; turn++) {
     options.signal?.throwIfAborted();
     const answer = await loop.backend.toolTurn({
+      kind: request.kind,
+      agent: request.agent,
+      cwd: request.cwd,
       stepId: request.stepId,
       iteration: request.iteration,
       ...(request.model ? { model: request.model } : {}),

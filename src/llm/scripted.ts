@@ -152,13 +152,17 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     opts.signal?.throwIfAborted();
     const first = req.messages[0];
     const asRequest: LlmRequest = {
-      kind: "step",
-      agent: "",
+      kind: req.kind ?? "step",
+      agent: req.agent ?? "",
       stepId: req.stepId,
       iteration: req.iteration,
       prompt: first?.role === "user" ? first.content : "",
-      cwd: ".",
+      cwd: req.cwd ?? ".",
     };
+    if (req.systemPrompt !== undefined) asRequest.systemPrompt = req.systemPrompt;
+    if (req.model !== undefined) asRequest.model = req.model;
+    if (req.sessionId !== undefined) asRequest.sessionId = req.sessionId;
+    if (req.outputSchema !== undefined) asRequest.outputSchema = req.outputSchema;
     this.calls.push(asRequest);
     const entry = this.#responder ? await this.#responder(asRequest) : this.#next(asRequest);
     const calls = isObject(entry) ? (entry as ScriptedEntryObject).toolCalls : undefined;

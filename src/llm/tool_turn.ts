@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { LlmBackend, LlmCallOptions, LlmUsage } from "./types.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequestKind, LlmUsage } from "./types.ts";
 
 /** A tool as offered to the model. */
 export interface ToolSpec {
@@ -48,6 +48,12 @@ export type ToolTurnMessage =
 
 /** One turn: the conversation so far and the tools on offer. */
 export interface ToolTurnRequest {
+  /** Why the model is called (a step, its check, a re-ask); default `step`. */
+  kind?: LlmRequestKind;
+  /** The agent (logs, scripts). */
+  agent?: string;
+  /** The run's working folder. */
+  cwd?: string;
   /** The step (logs, errors). */
   stepId: string;
   /** 1-based iteration of the run. */

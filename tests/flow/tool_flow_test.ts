@@ -1,0 +1,121 @@
+/**
+ * The seed 001 code-improver flow with its tools (`allowedTools`, `permissionMode: acceptEdits`)
+ * through the real runner, on a real agent folder, with a scripted model that calls tools.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { seed001Files, writeAgent } from "./fixtures.ts";
+
+const ok = { output: { result: "ok", message: "fine" } };
+
+type Steps = Record<string, Record<string, unknown>>;
+
+async function setup(behavior: Record<string, unknown>, mutate?: (steps: Steps) => void) {
+  const root = await Deno.makeTempDir({ prefix: "stepflow_tool_flow_" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, behavior);
+  mutate?.(files.registry.steps as Steps);
+  await writeAgent(root, "code-improver", files);
+  await Deno.mkdir(join(root, "src"));
+  await Deno.writeTextFile(join(root, "src/app.ts"), "export const answer = 41;\n");
+  return { root, def: await loadAgentDefinition("code-improver", { cwd: root }) };
+}
+
+Deno.test("seed 001 with tools: read, edit, run a command; a tool outside the allowed set never runs", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Write", "Edit", "Bash", "Glob", "Grep"],
+    permissionMode: "acceptEdits",
+  });
+  const backend = new ScriptedBackend({
+    s_a8f3: [
+      { toolCalls: [{ name: "Grep", arguments: { pattern: "answer", output_mode: "content" } }] },
+      { toolCalls: [{ name: "WebFetch", arguments: { url: "https://example.com" } }] },
+      "The answer is off by one.",
+    ],
+    "s_a8f3#check": [ok],
+    s_b2c1: [
+      {
+        toolCalls: [{
+          name: "Edit",
+          arguments: { file_path: "src/app.ts", old_string: "41", new_string: "42" },
+        }],
+      },
+      { toolCalls: [{ name: "Bash", arguments: { command: "grep -c 42 src/app.ts" } }] },
+      "Fixed.",
+    ],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Looks good."],
+    "s_c9d4#check": [ok],
+  });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "the answer" },
+    cwd: root,
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(await Deno.readTextFile(join(root, "src/app.ts")), "export const answer = 42;\n");
+  // What the model saw after each call.
+  const seen = backend.toolTurns.flatMap((t) => {
+    const last = t.messages.at(-1)!;
+    return last.role === "tool" ? last.results.map((r) => `${r.name}: ${r.content}`) : [];
+  });
+  assert.deepEqual(seen, [
+    "Grep: src/app.ts:1:export const answer = 41;",
+    'WebFetch: The tool "WebFetch" is not available in this step. Available tools: Read, Write, Edit, Glob, Grep, Bash.',
+    "Edit: Edited src/app.ts: 1 replacement.",
+    "Bash: 1\n",
+  ]);
+  assert.equal(backend.remaining(), 0);
+});
+
+Deno.test("a step narrows the agent's tools and mode: a tool it drops is not offered", async () => {
+  // The implementation step may only read, in default mode.
+  const { root, def } = await setup(
+    { allowedTools: ["Read", "Edit"], permissionMode: "acceptEdits" },
+    (steps) => Object.assign(steps.s_b2c1, { allowedTools: ["Read"], permissionMode: "default" }),
+  );
+  const backend = new ScriptedBackend({
+    s_a8f3: ["Analysed."],
+    "s_a8f3#check": [ok],
+    s_b2c1: [
+      {
+        toolCalls: [{
+          name: "Edit",
+          arguments: { file_path: "src/app.ts", old_string: "41", new_string: "0" },
+        }],
+      },
+      "I may not edit here.",
+    ],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Reviewed."],
+    "s_c9d4#check": [ok],
+  });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "x" },
+    cwd: root,
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(await Deno.readTextFile(join(root, "src/app.ts")), "export const answer = 41;\n");
+  const results = backend.toolTurns[3].messages.at(-1)!; // analyse, its check, implement ×2
+  assert.equal(results.role, "tool");
+  assert.match(
+    (results as { results: { content: string }[] }).results[0].content,
+    /The tool "Edit" is not available in this step\. Available tools: Read\./,
+  );
+});
+
+Deno.test("a run error when the model keeps calling tools past maxToolTurns' default", async () => {
+  const { root, def } = await setup({ allowedTools: ["Glob"], permissionMode: "default" });
+  const glob = { toolCalls: [{ name: "Glob", arguments: { pattern: "**/*.ts" } }] };
+  const backend = new ScriptedBackend({ s_a8f3: Array.from({ length: 60 }, () => glob) });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "x" },
+    cwd: root,
+  });
+  assert.equal(result.success, false);
+  assert.equal(result.error?.code, "TOOL_TURNS_EXCEEDED");
+  assert.match(result.error!.message, /still calling tools after 50 tool turns/);
+  assert.equal(result.error?.stepId, "s_a8f3");
+});
