@@ -90,8 +90,9 @@ type AnthropicModule = SdkErrorClasses & {
  * - `usage` is `input_tokens` (+ cache reads and writes) and `output_tokens`; `costUsd` is
  *   reported when `pricing` has the model.
  *
- * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend; use
- * `claude-code` for an agent that edits files and runs commands.
+ * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
+ * backend sends the tools and `tool_result` blocks and reads `tool_use` blocks ({@linkcode
+ * ChatApiBackend.toolTurn}); `permissionMode` is applied by the loop.
  *
  * @example
  * ```ts ignore

@@ -100,7 +100,9 @@ type OpenAiModule = SdkErrorClasses & {
  * - `usage` is `prompt_tokens` / `completion_tokens`; `costUsd` is reported when `pricing` has
  *   the model.
  *
- * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend.
+ * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
+ * backend sends `tools` and role `tool` messages and reads `tool_calls` (parallel calls,
+ * `arguments` as text or object, ids made up when missing); `permissionMode` is applied by the loop.
  *
  * @example Ollama on this machine (no key needed)
  * ```ts ignore
