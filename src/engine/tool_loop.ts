@@ -109,7 +109,7 @@ export interface ToolLoopOptions {
  * import { completeWithTools } from "./tool_loop.ts";
  * import { ScriptedBackend } from "../llm/scripted.ts";
  * import { createToolRegistry } from "../tools/builtin.ts";
- * import { parsePermissionRules } from "../tools/permission_rule.ts";
+ * import { parsePermissionRules } from "../definition/permission_rule.ts";
  * const backend = new ScriptedBackend([
  *   { toolCalls: [{ name: "Glob", arguments: { pattern: "*.json" } }] },
  *   "deno.json is there.",

@@ -40,6 +40,9 @@ export function stepRequest(
   if (model) request.model = model;
   const tools = step.allowedTools ?? behavior.allowedTools;
   if (tools) request.allowedTools = tools;
+  // Refusals add up: a step cannot lift what the agent refuses.
+  const refused = [...(behavior.disallowedTools ?? []), ...(step.disallowedTools ?? [])];
+  if (refused.length) request.disallowedTools = refused;
   const permissionMode = step.permissionMode ?? behavior.permissionMode;
   if (permissionMode) request.permissionMode = permissionMode;
   return request;

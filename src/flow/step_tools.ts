@@ -11,7 +11,7 @@ import { StepflowError } from "../errors.ts";
 import { supportsToolTurns } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { createAgentTools } from "../tools/agent_tools.ts";
-import { parsePermissionMode, parsePermissionRulesOrThrow } from "../tools/permission_rule.ts";
+import { parsePermissionMode, parsePermissionRulesOrThrow } from "../definition/permission_rule.ts";
 import { offeredTools, type PermissionPolicy } from "../tools/permissions.ts";
 import { ToolRegistry } from "../tools/registry.ts";
 

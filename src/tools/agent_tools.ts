@@ -10,15 +10,7 @@ import { createEditTool, createReadTool, createWriteTool } from "./agent_files.t
 import { createGlobTool, createGrepTool } from "./agent_search.ts";
 import type { AnyTool } from "./types.ts";
 
-/** The names of the agent tools, in the order they are registered. */
-export const AGENT_TOOL_NAMES: readonly string[] = Object.freeze([
-  "Read",
-  "Write",
-  "Edit",
-  "Glob",
-  "Grep",
-  "Bash",
-]);
+export { AGENT_TOOL_NAMES } from "../definition/permission_rule.ts";
 
 /**
  * Creates the six agent tools.

@@ -54,7 +54,7 @@ export {
   PERMISSION_MODES,
   type PermissionMode,
   type PermissionRule,
-} from "./permission_rule.ts";
+} from "../definition/permission_rule.ts";
 export {
   decidePermission,
   offeredTools,

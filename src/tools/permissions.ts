@@ -12,7 +12,7 @@
  */
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { globMatches } from "./glob_pattern.ts";
-import type { PermissionMode, PermissionRule } from "./permission_rule.ts";
+import type { PermissionMode, PermissionRule } from "../definition/permission_rule.ts";
 
 /** The rules and mode a step runs under. */
 export interface PermissionPolicy {
@@ -61,7 +61,7 @@ const SHELL_OPERATORS = /[;&|`<>\n\r]|\$\(/;
  * @example
  * ```ts
  * import { decidePermission } from "./permissions.ts";
- * import { parsePermissionRules } from "./permission_rule.ts";
+ * import { parsePermissionRules } from "../definition/permission_rule.ts";
  * const policy = {
  *   mode: "acceptEdits" as const,
  *   allow: parsePermissionRules(["Read", "Edit", "Bash(npm test)"]).rules,
@@ -134,7 +134,7 @@ export function decidePermission(
  * @example
  * ```ts
  * import { offeredTools } from "./permissions.ts";
- * import { parsePermissionRules } from "./permission_rule.ts";
+ * import { parsePermissionRules } from "../definition/permission_rule.ts";
  * const allow = parsePermissionRules(["Read", "Bash(npm test)", "mcp__gh"]).rules;
  * offeredTools(allow, [], ["Read", "Write", "Bash", "mcp__gh__list", "mcp__db__query"]);
  * // ["Read", "Bash", "mcp__gh__list"]

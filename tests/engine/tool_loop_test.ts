@@ -11,7 +11,7 @@ import { ScriptedBackend, type ScriptedEntry } from "../../src/llm/scripted.ts";
 import type { ToolResultMessage } from "../../src/llm/tool_turn.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { createAgentTools } from "../../src/tools/agent_tools.ts";
-import { parsePermissionRules, type PermissionMode } from "../../src/tools/permission_rule.ts";
+import { parsePermissionRules, type PermissionMode } from "../../src/definition/permission_rule.ts";
 import { offeredTools } from "../../src/tools/permissions.ts";
 import { ToolRegistry } from "../../src/tools/registry.ts";
 

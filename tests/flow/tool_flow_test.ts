@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { AgentDefinitionError } from "../../src/definition/errors.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
@@ -118,4 +119,52 @@ Deno.test("a run error when the model keeps calling tools past maxToolTurns' def
   assert.equal(result.error?.code, "TOOL_TURNS_EXCEEDED");
   assert.match(result.error!.message, /still calling tools after 50 tool turns/);
   assert.equal(result.error?.stepId, "s_a8f3");
+});
+
+Deno.test("the loader checks tool rules and modes: typos are problems with a did-you-mean", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow_tool_rules_" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Read", "Bahs(npm test)", "mcp__github"],
+    disallowedTools: ["Write(src/**)"],
+    permissionMode: "acceptEdit",
+  });
+  Object.assign((files.registry.steps as Steps).s_b2c1, {
+    allowedTools: ["Grpe"],
+    permissionMode: "plna",
+  });
+  await writeAgent(root, "code-improver", files);
+  const error = await loadAgentDefinition("code-improver", { cwd: root }).then(
+    () => undefined,
+    (e) => e,
+  );
+  assert.ok(error instanceof AgentDefinitionError, String(error));
+  const text = error.problems.join("\n");
+  assert.match(
+    text,
+    /agent\.json: behavior: allowedTools "Bahs\(npm test\)": unknown tool "Bahs" \(did you mean "Bash"\?\)/,
+  );
+  assert.match(
+    text,
+    /disallowedTools "Write\(src\/\*\*\)": path rules are written Edit\(src\/\*\*\)/,
+  );
+  assert.match(
+    text,
+    /behavior: unknown permissionMode "acceptEdit" \(did you mean "acceptEdits"\?\)/,
+  );
+  assert.match(
+    text,
+    /step "s_b2c1": allowedTools "Grpe": unknown tool "Grpe" \(did you mean "Grep"\?\)/,
+  );
+  assert.match(text, /step "s_b2c1": unknown permissionMode "plna" \(did you mean "plan"\?\)/);
+
+  // Good rules, disallowedTools and Claude Code's own "auto" mode load.
+  const good = seed001Files();
+  Object.assign((good.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Read", "Bash(git diff:*)", "WebFetch(domain:example.com)", "mcp__gh__list"],
+    disallowedTools: ["Bash(rm:*)"],
+    permissionMode: "auto",
+  });
+  await writeAgent(root, "good", good);
+  await loadAgentDefinition("good", { cwd: root });
 });

@@ -7,7 +7,7 @@ import {
   parsePermissionRulesOrThrow,
   PERMISSION_MODES,
   type PermissionMode,
-} from "../../src/tools/permission_rule.ts";
+} from "../../src/definition/permission_rule.ts";
 import {
   decidePermission,
   offeredTools,

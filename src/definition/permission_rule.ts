@@ -1,13 +1,27 @@
 /**
  * Permission rules as Claude Code writes them in `allowedTools` / `disallowedTools`, and permission
- * modes, parsed once at load time: `Bash`, `Bash(npm test)`, `Bash(git diff:*)`, `Read(./docs/**)`,
+ * modes, parsed once at load time (the loader reports a problem per bad rule; the tool loop parses
+ * them for its policy): `Bash`, `Bash(npm test)`, `Bash(git diff:*)`, `Read(./docs/**)`,
  * `Edit(src/**)`, `mcp__server`, `mcp__server__tool`. A typo is a problem with a did-you-mean.
  *
  * @module
  */
-import { closestMatch } from "../definition/suggest.ts";
 import { StepflowError } from "../errors.ts";
-import { AGENT_TOOL_NAMES } from "./agent_tools.ts";
+import { closestMatch } from "./suggest.ts";
+
+/**
+ * The names of the agent tools stepflow runs on every backend, in the order they are registered
+ * (`src/tools/agent_tools.ts` makes them). Here, at the bottom layer, because the loader checks
+ * rules against them.
+ */
+export const AGENT_TOOL_NAMES: readonly string[] = Object.freeze([
+  "Read",
+  "Write",
+  "Edit",
+  "Glob",
+  "Grep",
+  "Bash",
+]);
 
 /** One of Claude Code's permission modes (see {@linkcode PERMISSION_MODES}). */
 export type PermissionMode = "default" | "acceptEdits" | "plan" | "bypassPermissions" | "dontAsk";
@@ -20,6 +34,12 @@ export const PERMISSION_MODES: readonly PermissionMode[] = Object.freeze([
   "bypassPermissions",
   "dontAsk",
 ]);
+
+/**
+ * Permission modes only Claude Code has (`auto`): accepted at load time for the `claude-code`
+ * backend; a step with tools on another backend refuses them (`PERMISSION_MODE_INVALID`).
+ */
+export const CLAUDE_CODE_ONLY_MODES: readonly string[] = Object.freeze(["auto"]);
 
 /**
  * Claude Code tools stepflow does not run itself: valid in a rule (the `claude-code` backend uses
@@ -93,11 +113,11 @@ export function parsePermissionRule(text: unknown): ParsedRule {
   }
   if (open === -1) return { ok: true, rule: { kind: "tool", text: trimmed, tool: name } };
   if (!trimmed.endsWith(")")) {
-    return { ok: false, problem: `"${trimmed}" opens "(" but does not end with ")"` };
+    return { ok: false, problem: `it opens "(" but does not end with ")"` };
   }
   const specifier = trimmed.slice(open + 1, -1).trim();
   if (specifier === "") {
-    return { ok: false, problem: `"${trimmed}" has empty parentheses; write ${name} alone` };
+    return { ok: false, problem: `it has empty parentheses; write ${name} alone` };
   }
   if (name === "Bash") return parseBash(trimmed, specifier);
   if (name === "Read" || name === "Edit") {
@@ -107,7 +127,7 @@ export function parsePermissionRule(text: unknown): ParsedRule {
     const family = name === "Write" ? "Edit" : "Read";
     return {
       ok: false,
-      problem: `"${trimmed}": path rules are written ${family}(${specifier}) — they cover ${
+      problem: `path rules are written ${family}(${specifier}) — they cover ${
         family === "Edit" ? "Edit and Write" : "Read, Glob and Grep"
       }; ${name} alone allows every ${name} call`,
     };
@@ -190,14 +210,14 @@ function parseBash(text: string, specifier: string): ParsedRule {
   if (command === "") {
     return {
       ok: false,
-      problem: `"${text}" names no command; write Bash alone to allow every command`,
+      problem: `it names no command; write Bash alone to allow every command`,
     };
   }
   if (command.includes(":*")) {
     return {
       ok: false,
       problem:
-        `"${text}": ":*" may only end the rule (Bash(git diff:*) allows every command starting with "git diff")`,
+        `":*" may only end the rule (Bash(git diff:*) allows every command starting with "git diff")`,
     };
   }
   return { ok: true, rule: { kind: "bash", text, command, prefix } };
@@ -212,7 +232,7 @@ function parseMcp(text: string): ParsedRule {
     return {
       ok: false,
       problem:
-        `"${text}": the server name must be letters, digits, "-" or "_" (mcp__<server> or mcp__<server>__<tool>)`,
+        `the server name must be letters, digits, "-" or "_" (mcp__<server> or mcp__<server>__<tool>)`,
     };
   }
   if (tool === undefined || tool === "*") {
@@ -221,8 +241,7 @@ function parseMcp(text: string): ParsedRule {
   if (!MCP_TOOL_NAME.test(tool)) {
     return {
       ok: false,
-      problem:
-        `"${text}": the tool name must be letters, digits, ".", "-" or "_" (mcp__<server>__<tool>)`,
+      problem: `the tool name must be letters, digits, ".", "-" or "_" (mcp__<server>__<tool>)`,
     };
   }
   return { ok: true, rule: { kind: "mcp", text, server, tool } };
