@@ -8,6 +8,10 @@ import { StepflowError } from "../../src/errors.ts";
 import { McpConnection } from "../../src/mcp/connection.ts";
 import { connectMcpServers } from "../../src/mcp/servers.ts";
 import { ToolRegistry } from "../../src/tools/registry.ts";
+import { completeWithTools } from "../../src/engine/tool_loop.ts";
+import { parsePermissionRules } from "../../src/definition/permission_rule.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { offeredTools } from "../../src/tools/permissions.ts";
 import { freePort, groupGone, running, serverCommand } from "./npm_servers.ts";
 
 async function failure(p: Promise<unknown>): Promise<StepflowError> {
@@ -267,4 +271,47 @@ Deno.test("streamable HTTP: server-everything over HTTP, headers sent, tools cal
     } catch { /* gone */ }
     await server.status;
   }
+});
+
+Deno.test("MCP tools in the tool loop: allowed like any tool; in plan mode read-only ones run, others are refused", async () => {
+  const everything = await serverCommand("mcp-server-everything");
+  const servers = await connectMcpServers(new Map([["everything", { command: everything }]]));
+  const [pid] = servers.pids();
+  try {
+    const registry = servers.registerIn(new ToolRegistry());
+    const allow = parsePermissionRules(["mcp__everything"]).rules;
+    const backend = new ScriptedBackend([
+      {
+        toolCalls: [
+          { name: "mcp__everything__echo", arguments: { message: "from the loop" } },
+          { name: "mcp__everything__toggle-simulated-logging", arguments: {} },
+        ],
+      },
+      "done",
+    ]);
+    const answer = await completeWithTools(
+      { kind: "step", agent: "t", stepId: "s", iteration: 1, prompt: "Go.", cwd: "." },
+      {
+        backend,
+        tools: registry,
+        offered: offeredTools(allow, [], registry.list().map((t) => t.name)),
+        policy: { mode: "plan", allow, deny: [] },
+      },
+    );
+    assert.equal(answer.text, "done");
+    const last = backend.toolTurns[1].messages.at(-1)!;
+    assert.equal(last.role, "tool");
+    const [echo, toggle] = (last as { results: { content: string; isError: boolean }[] }).results;
+    assert.deepEqual(echo, {
+      id: "call_1_1",
+      name: "mcp__everything__echo",
+      content: "Echo: from the loop",
+      isError: false,
+    });
+    assert.equal(toggle.isError, true);
+    assert.match(toggle.content, /refused in plan mode: only read-only tools run/);
+  } finally {
+    await servers.close();
+  }
+  assert.deepEqual(await groupGone(pid), []);
 });
