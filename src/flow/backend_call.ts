@@ -10,6 +10,7 @@ import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
+import type { ToolCallRecord } from "../engine/tool_loop.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 
@@ -68,6 +69,8 @@ export interface CallContext {
   waitIfPaused(): Promise<void>;
   /** Told before the backend retries a failed call. */
   onRetry(retry: RetryInfo): void;
+  /** Told after each tool call of a step with tools (shown and logged by the runner). */
+  onToolCall?(record: ToolCallRecord): void;
 }
 
 /**
@@ -92,7 +95,12 @@ export async function callBackend(
     : runSignal;
   let response: LlmResponse;
   try {
-    response = await completeStepCall(backend, request, { signal, onRetry: context.onRetry });
+    response = await completeStepCall(
+      backend,
+      request,
+      { signal, onRetry: context.onRetry },
+      context.onToolCall ? { onToolCall: context.onToolCall } : {},
+    );
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;
     if (signal.aborted) {

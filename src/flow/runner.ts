@@ -29,6 +29,7 @@ import type { PromptVariables } from "../prompt/variables.ts";
 import type { RunLock } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { backendRetryError, callBackend, checkRequest, stepRequest } from "./backend_call.ts";
+import { toolCallLine, toolCallLogFields } from "./tool_call_log.ts";
 import { interpretCheck } from "./check.ts";
 import { createRunJournal, type RestoredRun, restoreRun, type RunJournal } from "./checkpoint.ts";
 import { runCommandStep } from "./command_step.ts";
@@ -560,6 +561,11 @@ export class StepFlowRunner {
           delayMs: retry.delayMs,
           reason: retry.reason,
         });
+      },
+      onToolCall: (record) => {
+        const level = record.isError ? "warn" : "info";
+        void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
+        void this.#journal.log(state, toolCallLogFields(record));
       },
     });
     this.#lastAnswer = response;

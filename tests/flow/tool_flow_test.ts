@@ -8,6 +8,7 @@ import { AgentDefinitionError } from "../../src/definition/errors.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { MemoryRunStore } from "../../src/store/memory.ts";
 import { seed001Files, writeAgent } from "./fixtures.ts";
 
 const ok = { output: { result: "ok", message: "fine" } };
@@ -167,4 +168,58 @@ Deno.test("the loader checks tool rules and modes: typos are problems with a did
   });
   await writeAgent(root, "good", good);
   await loadAgentDefinition("good", { cwd: root });
+});
+
+Deno.test("each tool call is a line under its step (onStepLog) and a tool_call line in the run log", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Edit(docs/**)"],
+    permissionMode: "default",
+  });
+  const backend = new ScriptedBackend({
+    s_a8f3: [
+      {
+        toolCalls: [
+          { name: "Read", arguments: { file_path: "src/app.ts" } },
+          {
+            name: "Edit",
+            arguments: { file_path: "src/app.ts", old_string: "41", new_string: "42" },
+          },
+          { name: "Nope", arguments: {} },
+        ],
+      },
+      "Looked.",
+    ],
+    "s_a8f3#check": [ok],
+    s_b2c1: ["Done."],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Fine."],
+    "s_c9d4#check": [ok],
+  });
+  const store = new MemoryRunStore();
+  const lines: [string, string, string][] = [];
+  const result = await new StepFlowRunner(def, {
+    backend,
+    store,
+    events: { onStepLog: (info, message, level) => void lines.push([info.stepId, message, level]) },
+  }).run({ args: { topic: "x" }, cwd: root, runId: "tools-1" });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(lines.length, 3);
+  assert.match(lines[0][1], /^↳ Read src\/app\.ts ✓ \d+ ms$/);
+  assert.deepEqual(lines[1], ["s_a8f3", "↳ Edit src/app.ts ✗ refused (nobody to ask)", "warn"]);
+  assert.match(lines[2][1], /^↳ Nope ✗ invalid call: The tool "Nope" is not available/);
+  const logged = (await store.readLog("tools-1")).filter((e) => e.type === "tool_call");
+  assert.deepEqual(
+    logged.map((e) => [e.stepId, e.tool, e.decision, e.decidedBy, e.isError]),
+    [
+      ["s_a8f3", "Read", "allow", "rule Read", false],
+      ["s_a8f3", "Edit", "deny", "nobody to ask", true],
+      ["s_a8f3", "Nope", "invalid", undefined, true],
+    ],
+  );
+  assert.equal(logged[0].args, '{"file_path":"src/app.ts"}');
+  assert.equal(logged[0].result, "     1\texport const answer = 41;");
+  assert.match(
+    String(logged[1].result),
+    /^Permission denied: Edit needs permission in default mode/,
+  );
 });
