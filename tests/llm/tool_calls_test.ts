@@ -187,3 +187,52 @@ Deno.test("an unknown permissionMode or a rule typo is a clear error before anyt
     await server.close();
   }
 });
+
+Deno.test("openai: malformed tool_calls from a server are read defensively, never a crash", async () => {
+  const cwd = await project();
+  const server = startFakeServer([
+    {
+      json: {
+        id: "x",
+        object: "chat.completion",
+        created: 0,
+        model: "m",
+        choices: [{
+          index: 0,
+          finish_reason: "tool_calls",
+          message: {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              null,
+              { type: "function" },
+              { id: "c3", type: "function", function: { name: 42, arguments: "{}" } },
+              { id: "c4", type: "function", function: { name: "Read", arguments: null } },
+            ],
+          },
+        }],
+      },
+    },
+    openAiCompletion("recovered"),
+  ]);
+  try {
+    const backend = new OpenAiBackend({ baseUrl: `${server.url}/v1`, model: "qwen3" });
+    const answer = await completeStepCall(
+      backend,
+      stepRequest({ cwd, allowedTools: ["Read"] }),
+      {},
+    );
+    assert.equal(answer.text, "recovered");
+    const messages = (server.requests[1].body as Body).messages as {
+      role: string;
+      content?: string;
+    }[];
+    const results = messages.filter((m) => m.role === "tool").map((m) => m.content ?? "");
+    assert.equal(results.length, 4);
+    assert.match(results[0], /The tool "" is not available/);
+    assert.match(results[2], /The tool "" is not available/);
+    assert.match(results[3], /Invalid arguments for Read: file_path/);
+  } finally {
+    await server.close();
+  }
+});
