@@ -406,6 +406,9 @@ export const AgentConfigSchema = z.strictObject({
     allowedTools: z.array(z.string()).optional(),
     disallowedTools: z.array(z.string()).optional(),
     permissionMode: z.string().optional(),
+    mcpServers: z.record(z.string(), z.unknown()).optional().describe(
+      'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
+    ),
     backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
     model: z.string().min(1).optional(),
   }),
@@ -455,6 +458,7 @@ export interface AgentConfig {
     allowedTools?: string[];
     disallowedTools?: string[];
     permissionMode?: string;
+    mcpServers?: Record<string, unknown>;
     backend?: string;
     model?: string;
   };

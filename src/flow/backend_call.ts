@@ -44,6 +44,9 @@ export function stepRequest(
   // Refusals add up: a step cannot lift what the agent refuses.
   const refused = [...(behavior.disallowedTools ?? []), ...(step.disallowedTools ?? [])];
   if (refused.length) request.disallowedTools = refused;
+  if (behavior.mcpServers && Object.keys(behavior.mcpServers).length) {
+    request.mcpServers = behavior.mcpServers;
+  }
   const permissionMode = step.permissionMode ?? behavior.permissionMode;
   if (permissionMode) request.permissionMode = permissionMode;
   return request;

@@ -33,6 +33,8 @@ export interface LlmRequest {
   disallowedTools?: string[];
   /** Permission mode (agentic backends). */
   permissionMode?: string;
+  /** MCP servers whose tools the call may use (agent.json `behavior.mcpServers`, unparsed). */
+  mcpServers?: Record<string, unknown>;
   /** Working directory of the run. */
   cwd: string;
   /** Conversation/session id to continue, when the backend returned one earlier in the run. */

@@ -12,6 +12,9 @@ import { completeWithTools } from "../../src/engine/tool_loop.ts";
 import { parsePermissionRules } from "../../src/definition/permission_rule.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { offeredTools } from "../../src/tools/permissions.ts";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { seed001Files, writeAgent } from "../flow/fixtures.ts";
 import { freePort, groupGone, running, serverCommand } from "./npm_servers.ts";
 
 async function failure(p: Promise<unknown>): Promise<StepflowError> {
@@ -314,4 +317,58 @@ Deno.test("MCP tools in the tool loop: allowed like any tool; in plan mode read-
     await servers.close();
   }
   assert.deepEqual(await groupGone(pid), []);
+});
+
+Deno.test("agent.json mcpServers: a step's tool loop starts the allowed servers, calls them, closes them", async () => {
+  const everything = await serverCommand("mcp-server-everything");
+  const root = await Deno.makeTempDir({ prefix: "stepflow_mcp_flow_" });
+  const pidFile = join(root, "server.pid");
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Read", "mcp__everything"],
+    mcpServers: {
+      everything: {
+        command: "bash",
+        args: ["-c", `echo $$ > ${pidFile}; exec "\${MCP_EVERYTHING}"`],
+      },
+      unused: { command: "no-such-mcp-server-xyz" },
+    },
+  });
+  await writeAgent(root, "code-improver", files);
+  const def = await loadAgentDefinition("code-improver", { cwd: root });
+  const ok = { output: { result: "ok", message: "fine" } };
+  const backend = new ScriptedBackend({
+    s_a8f3: [
+      { toolCalls: [{ name: "mcp__everything__echo", arguments: { message: "via agent.json" } }] },
+      "Echoed.",
+    ],
+    "s_a8f3#check": [ok],
+    s_b2c1: ["Done."],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Fine."],
+    "s_c9d4#check": [ok],
+  });
+  Deno.env.set("MCP_EVERYTHING", everything);
+  try {
+    const result = await new StepFlowRunner(def, { backend }).run({
+      args: { topic: "t" },
+      cwd: root,
+    });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+  } finally {
+    Deno.env.delete("MCP_EVERYTHING");
+  }
+  const last = backend.toolTurns[1].messages.at(-1)!;
+  assert.equal(last.role, "tool");
+  assert.equal(
+    (last as { results: { content: string }[] }).results[0].content,
+    "Echo: via agent.json",
+  );
+  assert.deepEqual(backend.toolTurns[0].tools.map((t) => t.name).slice(0, 2), [
+    "Read",
+    "mcp__everything__echo",
+  ]);
+  // The server (started once per tool-using call) is gone; the unused one was never started.
+  const pids = (await Deno.readTextFile(pidFile)).trim();
+  assert.deepEqual(await groupGone(Number(pids)), []);
 });
