@@ -338,7 +338,7 @@ async function decide(
 function refusalText(tool: string, decision: PermissionDecision): string {
   const how = decision.suggestion
     ? ` The user can allow it by adding "${decision.suggestion}" to allowedTools${
-      tool === "Write" || tool === "Edit" ? " or with --permission-mode acceptEdits" : ""
+      tool === "Write" || tool === "Edit" ? ' or with permissionMode "acceptEdits"' : ""
     }.`
     : "";
   return `Permission denied: ${decision.reason}${how} Do not retry this call; continue without it or answer.`;

@@ -180,7 +180,7 @@ Deno.test("tool loop: an ask with nobody to ask is refused and the model is told
   const edit = resultsSeen(backend, 3)[0];
   assert.match(
     edit.content,
-    /adding "Edit\(app.ts\)" to allowedTools or with --permission-mode acceptEdits/,
+    /adding "Edit\(app.ts\)" to allowedTools or with permissionMode "acceptEdits"/,
   );
   assert.equal(await Deno.lstat(join(cwd, "made.txt")).then(() => true, () => false), false);
   assert.equal(await Deno.readTextFile(join(cwd, "app.ts")), "export const answer = 41;\n");
