@@ -11,6 +11,7 @@ import { closestMatch } from "./suggest.ts";
 import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import { checkParameters } from "./parameters.ts";
+import { parseMcpServers } from "./mcp_servers.ts";
 import {
   checkCommandStep,
   checkCompletion,
@@ -122,6 +123,10 @@ export async function validateFlow(
   const agentErrors: string[] = [...checkParameters(agent?.parameters ?? {}, A)];
   if (agent) agentErrors.push(...checkCompletion(agent, A));
   if (agent) agentErrors.push(...checkPermissionFields(agent.behavior, `${A}: behavior`));
+  if (agent?.behavior.mcpServers !== undefined) {
+    const { problems } = parseMcpServers(agent.behavior.mcpServers, undefined);
+    agentErrors.push(...problems.map((p) => `${A}: behavior.${p}`));
+  }
 
   // Entry step.
   let entryStepId: string | undefined;

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ListToolsResult } from "@modelcontextprotocol/sdk/types.js";
 import { StepflowError } from "../errors.ts";
-import type { McpServerConfig } from "./config.ts";
+import type { McpServerConfig } from "../definition/mcp_servers.ts";
 import { ProcessTransport } from "./process_transport.ts";
 
 /** Timeouts and surroundings of a connection. */

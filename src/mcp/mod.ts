@@ -17,7 +17,7 @@ export {
   type ParsedMcpServers,
   parseMcpServers,
   parseMcpServersOrThrow,
-} from "./config.ts";
+} from "../definition/mcp_servers.ts";
 export {
   MCP_CALL_TIMEOUT_MS,
   MCP_CONNECT_TIMEOUT_MS,

@@ -9,7 +9,7 @@ import { createSchemaCompiler } from "../definition/schema_compiler.ts";
 import { StepflowError } from "../errors.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
 import type { AnyTool } from "../tools/types.ts";
-import type { McpServerConfig } from "./config.ts";
+import type { McpServerConfig } from "../definition/mcp_servers.ts";
 import { McpConnection, type McpConnectOptions } from "./connection.ts";
 import { toRegistryTool } from "./tools.ts";
 

@@ -129,6 +129,7 @@ Deno.test("the loader checks tool rules and modes: typos are problems with a did
     allowedTools: ["Read", "Bahs(npm test)", "mcp__github"],
     disallowedTools: ["Write(src/**)"],
     permissionMode: "acceptEdit",
+    mcpServers: { github: { comand: "gh-mcp" }, "bad name": { command: "x" } },
   });
   Object.assign((files.registry.steps as Steps).s_b2c1, {
     allowedTools: ["Grpe"],
@@ -158,6 +159,8 @@ Deno.test("the loader checks tool rules and modes: typos are problems with a did
     /step "s_b2c1": allowedTools "Grpe": unknown tool "Grpe" \(did you mean "Grep"\?\)/,
   );
   assert.match(text, /step "s_b2c1": unknown permissionMode "plna" \(did you mean "plan"\?\)/);
+  assert.match(text, /agent\.json: behavior\.mcpServers\.github: .*comand/);
+  assert.match(text, /agent\.json: behavior\.mcpServers: the name "bad name" must be/);
 
   // Good rules, disallowedTools and Claude Code's own "auto" mode load.
   const good = seed001Files();
@@ -165,6 +168,8 @@ Deno.test("the loader checks tool rules and modes: typos are problems with a did
     allowedTools: ["Read", "Bash(git diff:*)", "WebFetch(domain:example.com)", "mcp__gh__list"],
     disallowedTools: ["Bash(rm:*)"],
     permissionMode: "auto",
+    // Variables are expanded when the servers start, not at load time.
+    mcpServers: { gh: { type: "http", url: "${GH_MCP_URL}", headers: { A: "${UNSET_TOKEN}" } } },
   });
   await writeAgent(root, "good", good);
   await loadAgentDefinition("good", { cwd: root });

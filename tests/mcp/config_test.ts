@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseMcpServers, parseMcpServersOrThrow } from "../../src/mcp/config.ts";
+import { parseMcpServers, parseMcpServersOrThrow } from "../../src/definition/mcp_servers.ts";
 import { StepflowError } from "../../src/errors.ts";
 
 const ENV = { HOME: "/home/me", TOKEN: "s3cret", EMPTY: "" };

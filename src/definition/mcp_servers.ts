@@ -1,7 +1,9 @@
 /**
  * The `mcpServers` configuration, in Claude Code's shape:
  * `{ name: { command, args?, env? } | { type: "http", url, headers? } }`, with `${VAR}` and
- * `${VAR:-default}` taken from the environment. Parsed once, every problem collected.
+ * `${VAR:-default}` taken from the environment. Parsed once, every problem collected: at load time
+ * without the environment (shape only), when servers start with it. Here, at the bottom layer,
+ * because the loader checks it; the MCP client (`src/mcp`) uses it.
  *
  * @module
  */
@@ -60,7 +62,8 @@ export interface ParsedMcpServers {
 /**
  * Checks an `mcpServers` object and expands `${VAR}` / `${VAR:-default}` from `env`. A variable
  * that is unset and has no default is a problem (a server started without its token fails later,
- * less clearly).
+ * less clearly). Without `env` (the loader: the environment of the run is not known yet) only the
+ * shape is checked and variables are left as written.
  *
  * @example
  * ```ts
@@ -74,7 +77,7 @@ export interface ParsedMcpServers {
  */
 export function parseMcpServers(
   value: unknown,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Readonly<Record<string, string | undefined>> | undefined,
 ): ParsedMcpServers {
   const servers = new Map<string, McpServerConfig>();
   const problems: string[] = [];
@@ -113,7 +116,7 @@ export function parseMcpServers(
     if (parsed.data.type === "http") {
       const config = parsed.data as McpHttpServerConfig;
       const url = expand(config.url, "url");
-      if (!/^https?:\/\//i.test(url)) {
+      if (!/^https?:\/\//i.test(url) && !(env === undefined && url.includes("${"))) {
         problems.push(`${where}.url: ${JSON.stringify(url)} is not an http(s) URL`);
         continue;
       }
@@ -169,10 +172,11 @@ function expandMap(
 /** `${VAR}` and `${VAR:-default}` replaced from `env`; an unset variable without default is a problem. */
 function expandVars(
   text: string,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Readonly<Record<string, string | undefined>> | undefined,
   where: string,
   problems: string[],
 ): string {
+  if (env === undefined) return text;
   return text.replace(
     /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
     (_match, name: string, fallback: string | undefined) => {
