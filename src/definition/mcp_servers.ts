@@ -67,7 +67,7 @@ export interface ParsedMcpServers {
  *
  * @example
  * ```ts
- * import { parseMcpServers } from "./config.ts";
+ * import { parseMcpServers } from "./mcp_servers.ts";
  * const { servers, problems } = parseMcpServers({
  *   files: { command: "mcp-server-filesystem", args: ["${HOME}"] },
  *   remote: { type: "http", url: "http://127.0.0.1:3001/mcp" },
