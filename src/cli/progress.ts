@@ -16,6 +16,7 @@
  */
 import type { ExecutorEvents, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
+import { supportsToolTurns, type ToolTurnBackend } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
@@ -92,20 +93,48 @@ export interface ProgressRenderer extends CallObserver {
  * ```
  */
 export function observeBackend(backend: LlmBackend, observer: CallObserver): LlmBackend {
-  return {
-    name: backend.name,
-    async complete(request, options) {
-      observer.onCallStart?.(request);
-      try {
-        const response = await backend.complete(request, options);
-        observer.onCallEnd?.(request, response);
-        return response;
-      } catch (error) {
-        observer.onCallEnd?.(request, undefined, error);
-        throw error;
-      }
-    },
+  const observed = async <R>(
+    request: LlmRequest,
+    call: () => Promise<R>,
+    answer: (result: R) => LlmResponse,
+  ): Promise<R> => {
+    observer.onCallStart?.(request);
+    try {
+      const result = await call();
+      observer.onCallEnd?.(request, answer(result));
+      return result;
+    } catch (error) {
+      observer.onCallEnd?.(request, undefined, error);
+      throw error;
+    }
   };
+  const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
+    name: backend.name,
+    complete: (request, options) =>
+      observed(request, () => backend.complete(request, options), (r) => r),
+  };
+  // Each turn of the tool loop is a model call too: observed as one.
+  if (supportsToolTurns(backend)) {
+    wrapped.toolTurn = (turn, options) => {
+      const first = turn.messages[0];
+      const request: LlmRequest = {
+        kind: turn.kind ?? "step",
+        agent: turn.agent ?? "",
+        stepId: turn.stepId,
+        iteration: turn.iteration,
+        prompt: first?.role === "user" ? first.content : "",
+        cwd: turn.cwd ?? ".",
+      };
+      if (turn.model) request.model = turn.model;
+      return observed(request, () => backend.toolTurn(turn, options), (r) => {
+        const response: LlmResponse = { text: r.text };
+        if (r.usage) response.usage = r.usage;
+        if (r.costUsd !== undefined) response.costUsd = r.costUsd;
+        return response;
+      });
+    };
+  }
+  return wrapped;
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ export function normalizeStep(id: string, step: StepDefinition): FlowStep {
   if (step.outputSchemaRef) out.outputSchemaRef = step.outputSchemaRef;
   if (step.model !== undefined) out.model = step.model;
   if (step.allowedTools !== undefined) out.allowedTools = step.allowedTools;
+  if (step.disallowedTools !== undefined) out.disallowedTools = step.disallowedTools;
   if (step.permissionMode !== undefined) out.permissionMode = step.permissionMode;
   if (step.timeoutMs !== undefined) out.timeoutMs = step.timeoutMs;
   if (step.command !== undefined) out.command = step.command;

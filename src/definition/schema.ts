@@ -232,6 +232,7 @@ export const StepSchema = z.strictObject({
   onError: OnErrorSchema.optional(),
   model: z.string().optional(),
   allowedTools: z.array(z.string()).optional(),
+  disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
   timeoutMs: z.int().positive().optional(),
   kind: z.literal("command").optional().describe(
@@ -278,6 +279,8 @@ export interface StepDefinition {
   model?: string;
   /** Tools override. */
   allowedTools?: string[];
+  /** Refused tool rules (added to the agent's). */
+  disallowedTools?: string[];
   /** Permission mode override. */
   permissionMode?: string;
   /** Timeout of one backend call. */
@@ -401,7 +404,11 @@ export const AgentConfigSchema = z.strictObject({
     completionType: z.string().min(1),
     completionConfig: z.record(z.string(), z.unknown()).optional(),
     allowedTools: z.array(z.string()).optional(),
+    disallowedTools: z.array(z.string()).optional(),
     permissionMode: z.string().optional(),
+    mcpServers: z.record(z.string(), z.unknown()).optional().describe(
+      'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
+    ),
     backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
     model: z.string().min(1).optional(),
   }),
@@ -449,7 +456,9 @@ export interface AgentConfig {
     completionType: string;
     completionConfig?: Record<string, unknown>;
     allowedTools?: string[];
+    disallowedTools?: string[];
     permissionMode?: string;
+    mcpServers?: Record<string, unknown>;
     backend?: string;
     model?: string;
   };

@@ -56,6 +56,8 @@ export interface FlowStep {
   model?: string;
   /** Per-step tool list (overrides the agent's). */
   allowedTools?: string[];
+  /** Per-step refused tool rules (added to the agent's). */
+  disallowedTools?: string[];
   /** Per-step permission mode (overrides the agent's). */
   permissionMode?: string;
   /** Per-step timeout of one backend call. */

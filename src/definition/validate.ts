@@ -11,7 +11,13 @@ import { closestMatch } from "./suggest.ts";
 import { type FlowEdge, stepEdges } from "./edges.ts";
 import { checkFlowFiles } from "./validate_files.ts";
 import { checkParameters } from "./parameters.ts";
-import { checkCommandStep, checkCompletion, checkStepValidation } from "./validate_features.ts";
+import { parseMcpServers } from "./mcp_servers.ts";
+import {
+  checkCommandStep,
+  checkCompletion,
+  checkPermissionFields,
+  checkStepValidation,
+} from "./validate_features.ts";
 import { checkHandoffs } from "./handoff_paths.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
@@ -116,6 +122,11 @@ export async function validateFlow(
 
   const agentErrors: string[] = [...checkParameters(agent?.parameters ?? {}, A)];
   if (agent) agentErrors.push(...checkCompletion(agent, A));
+  if (agent) agentErrors.push(...checkPermissionFields(agent.behavior, `${A}: behavior`));
+  if (agent?.behavior.mcpServers !== undefined) {
+    const { problems } = parseMcpServers(agent.behavior.mcpServers, undefined);
+    agentErrors.push(...problems.map((p) => `${A}: behavior.${p}`));
+  }
 
   // Entry step.
   let entryStepId: string | undefined;
@@ -158,6 +169,7 @@ export async function validateFlow(
       }
     }
     checkPromptForm(step, fail);
+    for (const problem of checkPermissionFields(raw, "")) fail(problem);
     if (step.fallbackKey !== undefined && !isValidFallbackKey(step.fallbackKey)) {
       fail(`fallbackKey ${JSON.stringify(step.fallbackKey)} is invalid: ${FALLBACK_KEY_RULE}.`);
     }

@@ -5,6 +5,11 @@
  *
  * @module
  */
+import {
+  CLAUDE_CODE_ONLY_MODES,
+  parsePermissionMode,
+  parsePermissionRules,
+} from "./permission_rule.ts";
 import type { AgentConfig, C3lPromptRef, StepValidation } from "./schema.ts";
 import { closestMatch } from "./suggest.ts";
 import type { FlowStep } from "./types.ts";
@@ -154,4 +159,30 @@ export function retryPromptRefs(validation: StepValidation): C3lPromptRef[] {
   for (const p of patterns) refs.push(retryPromptRef(base, p));
   if (generic) refs.push(retryPromptRef(base));
   return refs;
+}
+
+/**
+ * Problems with a tool-permission block (agent.json `behavior`, or a step): every
+ * `allowedTools` / `disallowedTools` rule must parse and `permissionMode` must be a known mode —
+ * a typo is a problem with a did-you-mean. `where` (when not empty) prefixes each message.
+ */
+export function checkPermissionFields(
+  block: { allowedTools?: string[]; disallowedTools?: string[]; permissionMode?: string },
+  where: string,
+): string[] {
+  const problems: string[] = [];
+  const at = where ? `${where}: ` : "";
+  for (const field of ["allowedTools", "disallowedTools"] as const) {
+    const list = block[field];
+    if (!list) continue;
+    for (const problem of parsePermissionRules(list).problems) {
+      problems.push(`${at}${field} ${problem}.`);
+    }
+  }
+  const mode = block.permissionMode;
+  if (mode !== undefined && !CLAUDE_CODE_ONLY_MODES.includes(mode)) {
+    const parsed = parsePermissionMode(mode);
+    if (!parsed.ok) problems.push(`${at}${parsed.problem}.`);
+  }
+  return problems;
 }

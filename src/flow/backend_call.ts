@@ -9,6 +9,8 @@ import { StepflowError } from "../errors.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
+import { completeStepCall } from "./step_tools.ts";
+import type { ToolCallRecord } from "../engine/tool_loop.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 
@@ -39,6 +41,12 @@ export function stepRequest(
   if (model) request.model = model;
   const tools = step.allowedTools ?? behavior.allowedTools;
   if (tools) request.allowedTools = tools;
+  // Refusals add up: a step cannot lift what the agent refuses.
+  const refused = [...(behavior.disallowedTools ?? []), ...(step.disallowedTools ?? [])];
+  if (refused.length) request.disallowedTools = refused;
+  if (behavior.mcpServers && Object.keys(behavior.mcpServers).length) {
+    request.mcpServers = behavior.mcpServers;
+  }
   const permissionMode = step.permissionMode ?? behavior.permissionMode;
   if (permissionMode) request.permissionMode = permissionMode;
   return request;
@@ -64,6 +72,8 @@ export interface CallContext {
   waitIfPaused(): Promise<void>;
   /** Told before the backend retries a failed call. */
   onRetry(retry: RetryInfo): void;
+  /** Told after each tool call of a step with tools (shown and logged by the runner). */
+  onToolCall?(record: ToolCallRecord): void;
 }
 
 /**
@@ -88,7 +98,12 @@ export async function callBackend(
     : runSignal;
   let response: LlmResponse;
   try {
-    response = await backend.complete(request, { signal, onRetry: context.onRetry });
+    response = await completeStepCall(
+      backend,
+      request,
+      { signal, onRetry: context.onRetry },
+      context.onToolCall ? { onToolCall: context.onToolCall } : {},
+    );
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;
     if (signal.aborted) {

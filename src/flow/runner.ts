@@ -33,6 +33,7 @@ import {
   type RunJournal,
 } from "./checkpoint.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
+import { toolCallLine, toolCallLogFields } from "./tool_call_log.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -494,6 +495,11 @@ export class StepFlowRunner {
           delayMs: retry.delayMs,
           reason: retry.reason,
         });
+      },
+      onToolCall: (record) => {
+        const level = record.isError ? "warn" : "info";
+        void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
+        void this.#journal.log(state, toolCallLogFields(record));
       },
     });
   }

@@ -27,7 +27,8 @@ import {
 import { errorMessage, StepflowError } from "../errors.ts";
 import type { EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunContext, StepInfo } from "../events/types.ts";
-import type { LlmBackend } from "../llm/types.ts";
+import { supportsToolTurns, type ToolTurnBackend } from "../llm/tool_turn.ts";
+import type { LlmBackend, LlmResponse } from "../llm/types.ts";
 import type { StepFlowResult } from "./types.ts";
 
 /** The instrumentation scope (tracer name) of stepflow's spans. */
@@ -207,49 +208,61 @@ export function startFlowTelemetry(
 
   return {
     backend(backend: LlmBackend): LlmBackend {
-      return {
-        name: backend.name,
-        complete(request, options) {
-          const parent = step?.context ?? runContext;
-          const attributes: Attributes = {
-            [A.agent]: agent,
-            [A.runId]: runId,
-            [A.stepId]: request.stepId,
-            [A.iteration]: request.iteration,
-            [A.callKind]: request.kind,
-            [A.backend]: backend.name,
-          };
-          if (request.model) attributes[A.model] = request.model;
-          const span = tracer.startSpan(
-            `stepflow.backend ${request.kind}`,
-            { kind: SpanKind.CLIENT, attributes },
-            parent,
-          );
-          const owner = step;
-          return context.with(trace.setSpan(parent, span), async () => {
-            try {
-              const response = await backend.complete(request, options);
-              if (response.usage) {
-                span.setAttributes({
-                  [A.inputTokens]: response.usage.inputTokens,
-                  [A.outputTokens]: response.usage.outputTokens,
-                });
-                if (owner) {
-                  owner.input += response.usage.inputTokens;
-                  owner.output += response.usage.outputTokens;
-                }
+      /** One span per model call (a plain call, or one turn of the tool loop). */
+      const traced = <R extends { usage?: LlmResponse["usage"]; costUsd?: number }>(
+        request: { kind?: string; stepId: string; iteration: number; model?: string },
+        call: () => Promise<R>,
+      ): Promise<R> => {
+        const parent = step?.context ?? runContext;
+        const kind = request.kind ?? "step";
+        const attributes: Attributes = {
+          [A.agent]: agent,
+          [A.runId]: runId,
+          [A.stepId]: request.stepId,
+          [A.iteration]: request.iteration,
+          [A.callKind]: kind,
+          [A.backend]: backend.name,
+        };
+        if (request.model) attributes[A.model] = request.model;
+        const span = tracer.startSpan(
+          `stepflow.backend ${kind}`,
+          { kind: SpanKind.CLIENT, attributes },
+          parent,
+        );
+        const owner = step;
+        return context.with(trace.setSpan(parent, span), async () => {
+          try {
+            const response = await call();
+            if (response.usage) {
+              span.setAttributes({
+                [A.inputTokens]: response.usage.inputTokens,
+                [A.outputTokens]: response.usage.outputTokens,
+              });
+              if (owner) {
+                owner.input += response.usage.inputTokens;
+                owner.output += response.usage.outputTokens;
               }
-              if (response.costUsd) span.setAttribute(A.costUsd, response.costUsd);
-              return response;
-            } catch (error) {
-              recordError(span, error);
-              throw error;
-            } finally {
-              span.end();
             }
-          });
-        },
+            if (response.costUsd) span.setAttribute(A.costUsd, response.costUsd);
+            return response;
+          } catch (error) {
+            recordError(span, error);
+            throw error;
+          } finally {
+            span.end();
+          }
+        });
       };
+      const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
+        name: backend.name,
+        complete: (request, options) => traced(request, () => backend.complete(request, options)),
+      };
+      // A backend that runs tool turns keeps doing so through the wrapper (a span per turn).
+      if (supportsToolTurns(backend)) {
+        wrapped.toolTurn = (request, options) =>
+          traced(request, () => backend.toolTurn(request, options));
+      }
+      return wrapped;
     },
     fail(error: unknown) {
       if (step) recordError(step.span, error);

@@ -14,6 +14,7 @@ import {
   type ChatExchangeResult,
 } from "./chat_backend.ts";
 import { loadSdk } from "./sdk_loader.ts";
+import { generatedCallId, type ToolTurnMessage } from "./tool_turn.ts";
 
 /** Default answer-token limit of the `anthropic` backend (the API requires one). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
@@ -34,10 +35,21 @@ export interface AnthropicBackendOptions extends ChatBackendOptions {
 export interface AnthropicMessagesBody {
   model: string;
   max_tokens: number;
-  messages: { role: "user" | "assistant"; content: string }[];
+  messages: { role: "user" | "assistant"; content: string | AnthropicContentBlock[] }[];
   system?: string;
   output_config?: { format: { type: "json_schema"; schema: Record<string, unknown> } };
+  tools?: {
+    name: string;
+    description?: string;
+    input_schema: { type: "object"; [key: string]: unknown };
+  }[];
 }
+
+/** A content block of a tool turn: text, a tool call, or a tool's result. */
+export type AnthropicContentBlock =
+  | { type: "text"; text: string }
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: "tool_result"; tool_use_id: string; content: string; is_error?: boolean };
 
 /** The part of the Anthropic client this backend calls. */
 export interface AnthropicMessagesClient {
@@ -50,7 +62,7 @@ export interface AnthropicMessagesClient {
 }
 
 interface AnthropicMessage {
-  content?: { type: string; text?: string }[];
+  content?: { type: string; text?: string; id?: unknown; name?: unknown; input?: unknown }[];
   stop_reason?: string | null;
   stop_details?: { category?: string | null; explanation?: string | null } | null;
   usage?: {
@@ -78,8 +90,9 @@ type AnthropicModule = SdkErrorClasses & {
  * - `usage` is `input_tokens` (+ cache reads and writes) and `output_tokens`; `costUsd` is
  *   reported when `pricing` has the model.
  *
- * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend; use
- * `claude-code` for an agent that edits files and runs commands.
+ * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
+ * backend sends the tools and `tool_result` blocks and reads `tool_use` blocks ({@linkcode
+ * ChatApiBackend.toolTurn}); `permissionMode` is applied by the loop.
  *
  * @example
  * ```ts ignore
@@ -130,6 +143,14 @@ export class AnthropicBackend extends ChatApiBackend {
       max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
       messages: request.turns.map((t) => ({ role: t.role, content: t.content })),
     };
+    if (request.toolMessages) body.messages.push(...toAnthropicMessages(request.toolMessages));
+    if (request.tools?.length) {
+      body.tools = request.tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: { ...t.inputSchema, type: "object" },
+      }));
+    }
     if (request.system) body.system = request.system;
     if (request.schema) {
       body.output_config = { format: { type: "json_schema", schema: request.schema } };
@@ -146,6 +167,13 @@ export class AnthropicBackend extends ChatApiBackend {
       .map((block) => block.text)
       .join("");
     const result: ChatExchangeResult = { text };
+    if (request.tools) {
+      result.toolCalls = message.content.filter((block) => block.type === "tool_use").map((b) => ({
+        id: typeof b.id === "string" && b.id ? b.id : generatedCallId(),
+        name: typeof b.name === "string" ? b.name : "",
+        arguments: b.input,
+      }));
+    }
     const usage = message.usage;
     // Without both counts the usage is unknown, not zero.
     if (
@@ -177,4 +205,40 @@ export class AnthropicBackend extends ChatApiBackend {
         `Could not connect to ${server}: is the server at ${server} running? Check the network and --base-url (ANTHROPIC_BASE_URL).`,
     };
   }
+}
+
+/**
+ * A step's tool conversation as Messages API turns: assistant turns carry `tool_use` blocks, tool
+ * results go back as one user turn of `tool_result` blocks.
+ */
+function toAnthropicMessages(messages: ToolTurnMessage[]): AnthropicMessagesBody["messages"] {
+  return messages.map((m) => {
+    if (m.role === "user") return { role: "user" as const, content: m.content };
+    if (m.role === "assistant") {
+      const blocks: AnthropicContentBlock[] = m.text ? [{ type: "text", text: m.text }] : [];
+      for (const call of m.toolCalls) {
+        blocks.push({
+          type: "tool_use",
+          id: call.id,
+          name: call.name,
+          input: toolInput(call.arguments),
+        });
+      }
+      return { role: "assistant" as const, content: blocks };
+    }
+    return {
+      role: "user" as const,
+      content: m.results.map((r): AnthropicContentBlock => ({
+        type: "tool_result",
+        tool_use_id: r.id,
+        content: r.content,
+        ...(r.isError ? { is_error: true } : {}),
+      })),
+    };
+  });
+}
+
+/** The API needs an object as a `tool_use` input, even for a call whose arguments were broken. */
+function toolInput(args: unknown): unknown {
+  return args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
 }

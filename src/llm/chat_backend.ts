@@ -20,6 +20,7 @@ import {
   type SdkErrorClasses,
   withRetry,
 } from "./retry.ts";
+import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /**
@@ -85,6 +86,10 @@ export interface ChatExchangeRequest {
   stepId: string;
   /** Cancels the exchange (caller abort or per-attempt timeout). */
   signal: AbortSignal;
+  /** Tools offered in a tool turn (see {@linkcode ChatApiBackend.toolTurn}). */
+  tools?: ToolSpec[];
+  /** A tool turn's messages after `turns` (the history): the prompt, tool calls and results. */
+  toolMessages?: ToolTurnMessage[];
 }
 
 /** What one exchange returned. */
@@ -97,6 +102,8 @@ export interface ChatExchangeResult {
   refusal?: string;
   /** Set when the answer was cut at the token limit. */
   truncated?: boolean;
+  /** The tool calls the model asked for (tool turns only). */
+  toolCalls?: ToolTurnResponse["toolCalls"];
 }
 
 /** Default per-attempt timeout of the chat backends. */
@@ -304,53 +311,12 @@ export abstract class ChatApiBackend implements LlmBackend {
     const history = this.conversations.get(sessionId);
     const schema = req.outputSchema;
 
-    let result: ChatExchangeResult;
-    for (;;) {
-      const native = schema !== undefined && this.#schemaMode !== "prompt";
-      const userTurn: ChatTurn = {
+    const result = await this.#send(model, req, opts, (native) => ({
+      turns: [...history, {
         role: "user",
         content: schema && !native ? `${req.prompt}\n\n${schemaInstruction(schema)}` : req.prompt,
-      };
-      try {
-        result = await withRetry(
-          (signal) =>
-            this.#exchangeKeepingErrorBody({
-              model,
-              ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
-              turns: [...history, userTurn],
-              ...(native ? { schema } : {}),
-              stepId: req.stepId,
-              signal,
-            }),
-          {
-            backend: this.name,
-            policy: this.retryPolicy,
-            classify: (e) => this.classify(e),
-            signal: opts.signal,
-            timeoutMs: this.timeoutMs,
-            onRetry: [this.options.onRetry, opts.onRetry],
-            context: { stepId: req.stepId, iteration: req.iteration },
-          },
-        );
-        break;
-      } catch (error) {
-        if (!(error instanceof RetryExhausted)) throw error;
-        if (native && this.#schemaMode === "auto" && isSchemaRejection(error.failure)) {
-          this.#schemaMode = "prompt";
-          this.#warn(
-            `${this.name} backend: the server rejected the JSON-schema parameter (${error.failure.reason}); asking for JSON through the prompt from now on (structuredOutput: "prompt").`,
-          );
-          continue;
-        }
-        throw fromRetryExhausted(
-          this.name,
-          error,
-          { stepId: req.stepId, timeoutMs: this.timeoutMs },
-          this.failureHints(model),
-        );
-      }
-    }
-
+      }],
+    }));
     if (result.refusal !== undefined) {
       throw new BackendError(
         "BACKEND_REFUSED",
@@ -381,9 +347,127 @@ export abstract class ChatApiBackend implements LlmBackend {
     return response;
   }
 
+  /**
+   * Sends one exchange with the retry policy and per-attempt timeout, asking for `req.outputSchema`
+   * natively unless the mode is `prompt` (`build` writes the schema into the prompt then). In
+   * `auto`, a server that rejects the schema parameter switches this backend to `prompt` for good,
+   * with one warning, and the exchange is sent again.
+   */
+  async #send(
+    model: string,
+    req: {
+      stepId: string;
+      iteration: number;
+      systemPrompt?: string;
+      outputSchema?: Record<string, unknown>;
+    },
+    opts: LlmCallOptions,
+    build: (native: boolean) => Pick<ChatExchangeRequest, "turns" | "toolMessages" | "tools">,
+  ): Promise<ChatExchangeResult> {
+    const schema = req.outputSchema;
+    for (;;) {
+      const native = schema !== undefined && this.#schemaMode !== "prompt";
+      const parts = build(native);
+      try {
+        return await withRetry(
+          (signal) =>
+            this.#exchangeKeepingErrorBody({
+              model,
+              ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+              ...parts,
+              ...(native ? { schema } : {}),
+              stepId: req.stepId,
+              signal,
+            }),
+          {
+            backend: this.name,
+            policy: this.retryPolicy,
+            classify: (e) => this.classify(e),
+            signal: opts.signal,
+            timeoutMs: this.timeoutMs,
+            onRetry: [this.options.onRetry, opts.onRetry],
+            context: { stepId: req.stepId, iteration: req.iteration },
+          },
+        );
+      } catch (error) {
+        if (!(error instanceof RetryExhausted)) throw error;
+        if (native && this.#schemaMode === "auto" && isSchemaRejection(error.failure)) {
+          this.#schemaMode = "prompt";
+          this.#warn(
+            `${this.name} backend: the server rejected the JSON-schema parameter (${error.failure.reason}); asking for JSON through the prompt from now on (structuredOutput: "prompt").`,
+          );
+          continue;
+        }
+        throw fromRetryExhausted(
+          this.name,
+          error,
+          { stepId: req.stepId, timeoutMs: this.timeoutMs },
+          this.failureHints(model),
+        );
+      }
+    }
+  }
+
+  /**
+   * One turn of the tool loop (`src/engine/tool_loop.ts`): the run's conversation, then the step's
+   * messages, with the tools on offer; retried and timed out like {@linkcode ChatApiBackend.complete}.
+   * A turn that asks for no tool ends the step's tool conversation: its prompt and final text join
+   * the session's history.
+   */
+  async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
+    const model = req.model ?? this.model;
+    if (!model) {
+      throw new UsageError(
+        `The ${this.name} backend needs a model name for step "${req.stepId}": pass --model, set behavior.model in agent.json, or set the step's model.`,
+        { backend: this.name, stepId: req.stepId },
+      );
+    }
+    opts.signal?.throwIfAborted();
+    const sessionId = req.sessionId ?? crypto.randomUUID();
+    const history = this.conversations.get(sessionId);
+    const schema = req.outputSchema;
+    const result = await this.#send(model, req, opts, (native) => ({
+      turns: history,
+      toolMessages: schema && !native ? withSchemaInstruction(req.messages, schema) : req.messages,
+      tools: req.tools,
+    }));
+    if (result.refusal !== undefined) {
+      throw new BackendError(
+        "BACKEND_REFUSED",
+        `${this.name} backend in step "${req.stepId}": the model refused to answer: ${result.refusal}`,
+        { backend: this.name, stepId: req.stepId, attempts: 1 },
+      );
+    }
+    const toolCalls = result.toolCalls ?? [];
+    const first = req.messages[0];
+    if (toolCalls.length === 0 && first?.role === "user") {
+      this.conversations.append(sessionId, [
+        { role: "user", content: first.content },
+        { role: "assistant", content: result.text },
+      ]);
+    }
+    const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId };
+    if (result.usage) {
+      response.usage = result.usage;
+      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      if (cost !== undefined) response.costUsd = cost;
+    }
+    return response;
+  }
+
   #warn(message: string): void {
     (this.options.onWarning ?? console.warn)(message);
   }
+}
+
+/** The step's messages with the schema instruction added to its prompt (the first message). */
+function withSchemaInstruction(
+  messages: ToolTurnMessage[],
+  schema: Record<string, unknown>,
+): ToolTurnMessage[] {
+  const [first, ...rest] = messages;
+  if (first?.role !== "user") return messages;
+  return [{ role: "user", content: `${first.content}\n\n${schemaInstruction(schema)}` }, ...rest];
 }
 
 function isSchemaRejection(failure: FailureClass): boolean {

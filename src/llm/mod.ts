@@ -22,7 +22,18 @@ export {
   type ScriptedEntryObject,
   type ScriptedResponder,
   type ScriptedScript,
+  type ScriptedToolCall,
 } from "./scripted.ts";
+export {
+  supportsToolTurns,
+  type ToolCallRequest,
+  type ToolResultMessage,
+  type ToolSpec,
+  type ToolTurnBackend,
+  type ToolTurnMessage,
+  type ToolTurnRequest,
+  type ToolTurnResponse,
+} from "./tool_turn.ts";
 export { loadScriptFile, type ScriptFileOptions } from "./script_file.ts";
 export {
   type RecordedToolCall,

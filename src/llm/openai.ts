@@ -16,6 +16,7 @@ import {
   type ChatExchangeResult,
 } from "./chat_backend.ts";
 import { loadSdk } from "./sdk_loader.ts";
+import { generatedCallId, type ToolCallRequest, type ToolTurnMessage } from "./tool_turn.ts";
 
 /** The official OpenAI endpoint. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -36,7 +37,11 @@ export interface OpenAiBackendOptions extends ChatBackendOptions {
 /** The body of `POST /chat/completions` as this backend sends it. */
 export interface OpenAiChatBody {
   model: string;
-  messages: { role: "system" | "user" | "assistant"; content: string }[];
+  messages: OpenAiMessage[];
+  tools?: {
+    type: "function";
+    function: { name: string; description?: string; parameters?: Record<string, unknown> };
+  }[];
   response_format?: {
     type: "json_schema";
     json_schema: { name: string; schema: Record<string, unknown>; strict: boolean };
@@ -44,6 +49,20 @@ export interface OpenAiChatBody {
   max_tokens?: number;
   max_completion_tokens?: number;
 }
+
+/** One chat message: plain turns, an assistant turn with tool calls, or a tool's result. */
+export type OpenAiMessage =
+  | { role: "system" | "user"; content: string }
+  | {
+    role: "assistant";
+    content: string | null;
+    tool_calls?: {
+      id: string;
+      type: "function";
+      function: { name: string; arguments: string };
+    }[];
+  }
+  | { role: "tool"; tool_call_id: string; content: string };
 
 /** The part of the OpenAI client this backend calls. */
 export interface OpenAiChatClient {
@@ -59,7 +78,7 @@ export interface OpenAiChatClient {
 
 interface ChatCompletion {
   choices?: {
-    message?: { content?: string | null; refusal?: string | null };
+    message?: { content?: string | null; refusal?: string | null; tool_calls?: unknown };
     finish_reason?: string | null;
   }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
@@ -82,7 +101,9 @@ type OpenAiModule = SdkErrorClasses & {
  * - `usage` is `prompt_tokens` / `completion_tokens`; `costUsd` is reported when `pricing` has
  *   the model.
  *
- * Tools (`allowedTools`) and `permissionMode` do not apply: this is a plain chat backend.
+ * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
+ * backend sends `tools` and role `tool` messages and reads `tool_calls` (parallel calls,
+ * `arguments` as text or object, ids made up when missing); `permissionMode` is applied by the loop.
  *
  * @example Ollama on this machine (no key needed)
  * ```ts ignore
@@ -133,7 +154,14 @@ export class OpenAiBackend extends ChatApiBackend {
     const messages: OpenAiChatBody["messages"] = [];
     if (request.system) messages.push({ role: "system", content: request.system });
     for (const turn of request.turns) messages.push({ role: turn.role, content: turn.content });
+    if (request.toolMessages) messages.push(...toOpenAiMessages(request.toolMessages));
     const body: OpenAiChatBody = { model: request.model, messages };
+    if (request.tools?.length) {
+      body.tools = request.tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.inputSchema },
+      }));
+    }
     if (request.schema) {
       body.response_format = {
         type: "json_schema",
@@ -157,6 +185,7 @@ export class OpenAiBackend extends ChatApiBackend {
       : undefined;
     if (!choice?.message) throw badResponse(this.name, "no choices[0].message", completion);
     const result: ChatExchangeResult = { text: choice.message.content ?? "" };
+    if (request.tools) result.toolCalls = readToolCalls(choice.message.tool_calls);
     const usage = completion.usage;
     // Without both counts the usage is unknown, not zero (many local servers send none).
     if (
@@ -192,4 +221,48 @@ export class OpenAiBackend extends ChatApiBackend {
 function schemaName(stepId: string): string {
   const name = stepId.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
   return name === "" ? "output" : name;
+}
+
+/** A step's tool conversation as chat messages: `tool_calls` on assistant turns, role `tool` results. */
+function toOpenAiMessages(messages: ToolTurnMessage[]): OpenAiMessage[] {
+  const out: OpenAiMessage[] = [];
+  for (const m of messages) {
+    if (m.role === "user") out.push({ role: "user", content: m.content });
+    else if (m.role === "assistant") {
+      out.push({
+        role: "assistant",
+        content: m.text || null,
+        tool_calls: m.toolCalls.map((call) => ({
+          id: call.id,
+          type: "function",
+          function: {
+            name: call.name,
+            arguments: typeof call.arguments === "string"
+              ? call.arguments
+              : JSON.stringify(call.arguments ?? {}),
+          },
+        })),
+      });
+    } else {
+      for (const r of m.results) out.push({ role: "tool", tool_call_id: r.id, content: r.content });
+    }
+  }
+  return out;
+}
+
+/**
+ * The tool calls of an answer, read defensively: servers send `arguments` as a string (OpenAI) or
+ * an object (some compatible servers), and some send no `id` — one is made up so the result can
+ * name its call.
+ */
+function readToolCalls(raw: unknown): ToolCallRequest[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.slice(0, 128).map((call) => {
+    const c = (call ?? {}) as { id?: unknown; function?: { name?: unknown; arguments?: unknown } };
+    return {
+      id: typeof c.id === "string" && c.id ? c.id : generatedCallId(),
+      name: typeof c.function?.name === "string" ? c.function.name : "",
+      arguments: c.function?.arguments ?? {},
+    };
+  });
 }

@@ -1,5 +1,6 @@
 import { StepflowError } from "../errors.ts";
 import { sleep } from "../backoff.ts";
+import type { ToolTurnBackend, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /**
@@ -29,6 +30,21 @@ export interface ScriptedEntryObject {
   error?: string;
   /** Waits this long before answering (cancellable). */
   delayMs?: number;
+  /**
+   * Tool calls this answer asks for (a step with tools): `[{ name, arguments, id? }]`. The next
+   * entry of the step answers after the results, with more calls or the final answer.
+   */
+  toolCalls?: ScriptedToolCall[];
+}
+
+/** A scripted tool call: `arguments` may be an object or a (possibly broken) JSON string. */
+export interface ScriptedToolCall {
+  /** The tool's name. */
+  name: string;
+  /** Its arguments. */
+  arguments?: unknown;
+  /** The call's id (default `call_<n>`). */
+  id?: string;
 }
 
 /**
@@ -51,6 +67,7 @@ const ENTRY_KEYS = new Set([
   "costUsd",
   "error",
   "delayMs",
+  "toolCalls",
 ]);
 
 /**
@@ -74,7 +91,7 @@ const ENTRY_KEYS = new Set([
  * console.log(backend.calls.length); // 1
  * ```
  */
-export class ScriptedBackend implements LlmBackend {
+export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
   /** Always `"scripted"`. */
   readonly name = "scripted";
   /** Every request received, in order. */
@@ -115,8 +132,64 @@ export class ScriptedBackend implements LlmBackend {
     this.calls.push(req);
     opts.signal?.throwIfAborted();
     const entry = this.#responder ? await this.#responder(req) : this.#next(req);
+    if (isObject(entry) && (entry as ScriptedEntryObject).toolCalls !== undefined) {
+      throw new StepflowError(
+        "SCRIPT_INVALID",
+        `Scripted backend: the answer for the ${req.kind} call of step "${req.stepId}" calls tools, but the step offers none. Give the step allowedTools (and use a backend with tools), or remove toolCalls.`,
+        { details: { stepId: req.stepId } },
+      );
+    }
     return await toResponse(entry, req, opts.signal);
   }
+
+  /**
+   * One turn of a step with tools: the next entry of the step, as tool calls (`toolCalls`) or the
+   * final answer. Recorded in {@linkcode ScriptedBackend.toolTurns}.
+   */
+  async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
+    this.toolTurns.push(req);
+    opts.signal?.throwIfAborted();
+    const first = req.messages[0];
+    const asRequest: LlmRequest = {
+      kind: req.kind ?? "step",
+      agent: req.agent ?? "",
+      stepId: req.stepId,
+      iteration: req.iteration,
+      prompt: first?.role === "user" ? first.content : "",
+      cwd: req.cwd ?? ".",
+    };
+    if (req.systemPrompt !== undefined) asRequest.systemPrompt = req.systemPrompt;
+    if (req.model !== undefined) asRequest.model = req.model;
+    if (req.sessionId !== undefined) asRequest.sessionId = req.sessionId;
+    if (req.outputSchema !== undefined) asRequest.outputSchema = req.outputSchema;
+    this.calls.push(asRequest);
+    const entry = this.#responder ? await this.#responder(asRequest) : this.#next(asRequest);
+    const calls = isObject(entry) ? (entry as ScriptedEntryObject).toolCalls : undefined;
+    if (calls && calls.length > 0) {
+      const obj = entry as ScriptedEntryObject;
+      if (obj.delayMs) await sleep(obj.delayMs, opts.signal);
+      const response: ToolTurnResponse = {
+        text: obj.text ?? "",
+        toolCalls: calls.map((c, i) => ({
+          id: c.id ?? `call_${this.toolTurns.length}_${i + 1}`,
+          name: c.name,
+          arguments: c.arguments ?? {},
+        })),
+      };
+      if (obj.usage) response.usage = obj.usage;
+      return response;
+    }
+    const answer = await toResponse(entry, asRequest, opts.signal);
+    const response: ToolTurnResponse = { text: answer.text, toolCalls: [] };
+    if (answer.structuredOutput !== undefined) response.structuredOutput = answer.structuredOutput;
+    if (answer.sessionId) response.sessionId = answer.sessionId;
+    if (answer.usage) response.usage = answer.usage;
+    if (answer.costUsd !== undefined) response.costUsd = answer.costUsd;
+    return response;
+  }
+
+  /** Every tool turn received, in order (they are also counted in {@linkcode ScriptedBackend.calls}). */
+  readonly toolTurns: ToolTurnRequest[] = [];
 
   /** How many scripted answers are still unused (list and map forms). */
   remaining(): number {
@@ -158,6 +231,10 @@ export class ScriptedBackend implements LlmBackend {
   }
 }
 
+function isObject(entry: unknown): boolean {
+  return entry !== null && typeof entry === "object" && !Array.isArray(entry);
+}
+
 function assertEntry(entry: unknown, where: string): asserts entry is ScriptedEntry {
   if (typeof entry === "string") return;
   if (entry === null || typeof entry !== "object" || Array.isArray(entry)) {
@@ -166,6 +243,17 @@ function assertEntry(entry: unknown, where: string): asserts entry is ScriptedEn
       `Scripted backend: ${where} must be a string or an object with text/output/error/delayMs, got ${
         Array.isArray(entry) ? "a list" : entry === null ? "null" : typeof entry
       }.`,
+    );
+  }
+  const calls = (entry as ScriptedEntryObject).toolCalls;
+  if (
+    calls !== undefined &&
+    (!Array.isArray(calls) ||
+      calls.some((c) => !isObject(c) || typeof (c as ScriptedToolCall).name !== "string"))
+  ) {
+    throw new StepflowError(
+      "SCRIPT_INVALID",
+      `Scripted backend: ${where} has toolCalls that are not a list of { name, arguments, id? }.`,
     );
   }
   const unknown = Object.keys(entry).filter((k) => !ENTRY_KEYS.has(k));

@@ -29,8 +29,12 @@ export interface LlmRequest {
   model?: string;
   /** Tools the model may use (agentic backends). */
   allowedTools?: string[];
+  /** Tool rules that are refused whatever else allows them (`Bash(rm:*)`, `mcp__db`). */
+  disallowedTools?: string[];
   /** Permission mode (agentic backends). */
   permissionMode?: string;
+  /** MCP servers whose tools the call may use (agent.json `behavior.mcpServers`, unparsed). */
+  mcpServers?: Record<string, unknown>;
   /** Working directory of the run. */
   cwd: string;
   /** Conversation/session id to continue, when the backend returned one earlier in the run. */

@@ -1,12 +1,13 @@
 /**
  * The built-in tool set: `read_file`, `write_file`, `list_dir` always; `http_get` and `run_command`
- * only when enabled.
+ * only when enabled; the agent tools (`Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash`) on request.
  *
  * @module
  */
 import { createFsTools } from "./builtin_fs.ts";
 import { createHttpGetTool, type HttpToolOptions } from "./builtin_http.ts";
 import { type CommandToolOptions, createRunCommandTool } from "./builtin_command.ts";
+import { createAgentTools } from "./agent_tools.ts";
 import { ToolRegistry } from "./registry.ts";
 import type { AnyTool } from "./types.ts";
 
@@ -18,6 +19,11 @@ export interface BuiltinToolOptions {
   enableHttp?: boolean | HttpToolOptions;
   /** Adds `run_command` (off by default; always needs approval). An object enables it with options. */
   enableCommands?: boolean | CommandToolOptions;
+  /**
+   * Adds the agent tools `Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash` (off by default), shaped as
+   * Claude Code's. They act on `ctx.workspaceRoot`, the run's working folder.
+   */
+  agentTools?: boolean;
 }
 
 /** The names of every built-in tool. */
@@ -49,6 +55,7 @@ export function createBuiltinTools(options: BuiltinToolOptions = {}): AnyTool[] 
     const extra = options.enableCommands === true ? {} : options.enableCommands;
     tools.push(createRunCommandTool({ workspaceRoot: options.workspaceRoot, ...extra }));
   }
+  if (options.agentTools) tools.push(...createAgentTools());
   return tools;
 }
 

@@ -142,8 +142,8 @@ export function createRunCommandTool(
         await writer.close().catch(() => {});
       }
       const [stdout, stderr, status] = await Promise.all([
-        capture(child.stdout, maxBytes),
-        capture(child.stderr, maxBytes),
+        captureBounded(child.stdout, maxBytes),
+        captureBounded(child.stderr, maxBytes),
         child.status,
       ]);
       ctx.signal?.throwIfAborted();
@@ -178,7 +178,11 @@ export function createRunCommandTool(
   };
 }
 
-async function capture(
+/**
+ * Reads `stream` to its end, keeping its first `maxBytes` bytes as UTF-8 text; the rest is drained
+ * (so a child never blocks on a full pipe) and reported as `truncated`.
+ */
+export async function captureBounded(
   stream: ReadableStream<Uint8Array>,
   maxBytes: number,
 ): Promise<{ text: string; truncated: boolean }> {

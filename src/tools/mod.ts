@@ -32,6 +32,37 @@ export {
   type HttpGetResult,
   type HttpToolOptions,
 } from "./builtin_http.ts";
+export { AGENT_TOOL_NAMES, createAgentTools } from "./agent_tools.ts";
+export { AGENT_TOOL_LIMITS } from "./agent_limits.ts";
+export {
+  createEditTool,
+  createReadTool,
+  createWriteTool,
+  type EditArgs,
+  type ReadArgs,
+  type WriteArgs,
+} from "./agent_files.ts";
+export { createGlobTool, createGrepTool, type GlobArgs, type GrepArgs } from "./agent_search.ts";
+export { type BashArgs, createBashTool } from "./agent_bash.ts";
+export {
+  CLAUDE_CODE_ONLY_TOOLS,
+  type ParsedRule,
+  parsePermissionMode,
+  parsePermissionRule,
+  parsePermissionRules,
+  parsePermissionRulesOrThrow,
+  PERMISSION_MODES,
+  type PermissionMode,
+  type PermissionRule,
+} from "../definition/permission_rule.ts";
+export {
+  decidePermission,
+  offeredTools,
+  type PermissionDecision,
+  type PermissionPolicy,
+  type PermissionRequest,
+} from "./permissions.ts";
+export { globMatches } from "./glob_pattern.ts";
 export {
   type CommandToolOptions,
   createRunCommandTool,

@@ -14,6 +14,8 @@ export interface ToolDescriptor {
   requiresApproval: boolean;
   /** Whether running it twice has the effect of running it once (safe to re-run after a crash). */
   idempotent: boolean;
+  /** Whether it changes nothing (runs in every permission mode). */
+  readOnly: boolean;
 }
 
 /**
@@ -84,15 +86,13 @@ export class ToolRegistry {
     const d: ToolDescriptor = {
       name: tool.name,
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema as z.ZodType, {
+      inputSchema: tool.jsonSchema ?? z.toJSONSchema(tool.inputSchema as z.ZodType, {
         unrepresentable: "any",
         io: "input",
-      }) as Record<
-        string,
-        unknown
-      >,
+      }) as Record<string, unknown>,
       requiresApproval: tool.requiresApproval ?? false,
       idempotent: tool.idempotent ?? false,
+      readOnly: tool.readOnly ?? false,
     };
     this.#descriptors.set(name, d);
     return d;

@@ -50,6 +50,16 @@ export interface Tool<Args = Record<string, unknown>, Result = unknown> {
    */
   idempotent?: boolean;
   /**
+   * The tool changes nothing (reads, searches, read-only MCP tools). Permissions run read-only
+   * tools in every mode, `plan` included. Default `false`.
+   */
+  readOnly?: boolean;
+  /**
+   * The JSON Schema of the arguments as shown to models, for tools whose schema is not a zod
+   * schema (MCP tools bring their own). When unset, it is generated from `inputSchema`.
+   */
+  jsonSchema?: Record<string, unknown>;
+  /**
    * Decides per call whether an approval is needed, for tools that are only sometimes destructive
    * (`write_file` asks when it would overwrite a file). Consulted only when `requiresApproval` is not
    * `true`; receives the validated arguments. Return `true` or a short reason to ask, `false` not to.

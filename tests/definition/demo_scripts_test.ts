@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { loadScriptFile } from "../../src/llm/script_file.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { REPO_ROOT } from "./fixtures.ts";
 
 async function runDemo(cwd: string, name: string, topic: string) {
@@ -93,3 +94,36 @@ async function listFiles(dir: string): Promise<string[]> {
   }
   return out;
 }
+
+Deno.test("tool-fixer demo: a scripted model calls tools; the fix lands, the refused rm does not run", async () => {
+  const cwd = await Deno.makeTempDir({ prefix: "stepflow_tool_fixer_" });
+  await cp(join(REPO_ROOT, ".agent", "tool-fixer"), join(cwd, ".agent", "tool-fixer"), {
+    recursive: true,
+  });
+  const { result, backend } = await runDemo(cwd, "tool-fixer", "the greeting misses a space");
+  assert.deepEqual(result.state.history.map((h) => [h.stepId, h.transition]), [
+    ["s_f1d0", "next"],
+    ["s_f1e0", "complete"],
+  ]);
+  assert.equal(
+    await Deno.readTextFile(join(cwd, "tmp/tool-fixer-demo/greet.ts")),
+    'export function greet(name: string): string {\n  return "Hello, " + name;\n}\n',
+  );
+  // A demo script is a plain script (no replay header), so its backend is the scripted one.
+  assert.ok(backend instanceof ScriptedBackend);
+  const results = backend.toolTurns.flatMap((t) => {
+    const last = t.messages.at(-1)!;
+    return last.role === "tool" ? last.results : [];
+  });
+  assert.deepEqual(results.map((r) => [r.name, r.isError]), [
+    ["Write", false],
+    ["Grep", false],
+    ["Read", false],
+    ["Edit", false],
+    ["Bash", true],
+    ["Bash", false],
+    ["Read", false],
+  ]);
+  assert.match(results[4].content, /refused by the rule "Bash\(rm:\*\)" in disallowedTools/);
+  assert.equal(results[5].content, '2:  return "Hello, " + name;\n');
+});

@@ -4,7 +4,8 @@
  * body), so tests can drive the official SDK clients over a real socket and assert what they sent.
  *
  * Reply builders speak each API's wire format: {@linkcode anthropicMessage},
- * {@linkcode anthropicError}, {@linkcode openAiCompletion}, {@linkcode openAiError}.
+ * {@linkcode anthropicToolUse}, {@linkcode anthropicError}, {@linkcode openAiCompletion},
+ * {@linkcode openAiToolCalls}, {@linkcode openAiError}.
  */
 
 import type { LlmRequest } from "../../src/llm/types.ts";
@@ -142,6 +143,39 @@ export function anthropicMessage(
   };
 }
 
+/** A Messages API reply that calls tools: `tool_use` blocks (with optional text before them). */
+export function anthropicToolUse(
+  calls: { id?: string; name: string; input: unknown }[],
+  options: { text?: string; inputTokens?: number; outputTokens?: number } = {},
+): FakeReply {
+  const content: unknown[] = options.text ? [{ type: "text", text: options.text }] : [];
+  for (const [i, call] of calls.entries()) {
+    content.push({
+      type: "tool_use",
+      id: call.id ?? `toolu_${i + 1}`,
+      name: call.name,
+      input: call.input,
+    });
+  }
+  return {
+    json: {
+      id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+      type: "message",
+      role: "assistant",
+      model: "claude-sonnet-5-5",
+      content,
+      stop_reason: "tool_use",
+      stop_sequence: null,
+      usage: {
+        input_tokens: options.inputTokens ?? 12,
+        output_tokens: options.outputTokens ?? 7,
+        cache_creation_input_tokens: null,
+        cache_read_input_tokens: null,
+      },
+    },
+  };
+}
+
 /** A Messages API error reply (`{ type: "error", error: { type, message } }`). */
 export function anthropicError(
   status: number,
@@ -178,6 +212,44 @@ export function openAiCompletion(
         message: { role: "assistant", content, refusal: options.refusal ?? null },
         logprobs: null,
         finish_reason: options.finishReason ?? "stop",
+      }],
+      usage: {
+        prompt_tokens: options.promptTokens ?? 20,
+        completion_tokens: options.completionTokens ?? 9,
+        total_tokens: (options.promptTokens ?? 20) + (options.completionTokens ?? 9),
+      },
+    },
+  };
+}
+
+/**
+ * A chat-completions reply that calls tools. `arguments` is sent as given: a string (OpenAI) or an
+ * object (as some compatible servers do); a call without `id` is sent without one.
+ */
+export function openAiToolCalls(
+  calls: { id?: string; name: string; arguments: unknown }[],
+  options: { content?: string | null; promptTokens?: number; completionTokens?: number } = {},
+): FakeReply {
+  return {
+    json: {
+      id: `chatcmpl-${crypto.randomUUID()}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: "gpt-5.4-mini",
+      choices: [{
+        index: 0,
+        message: {
+          role: "assistant",
+          content: options.content ?? null,
+          refusal: null,
+          tool_calls: calls.map((c) => ({
+            ...(c.id !== undefined ? { id: c.id } : {}),
+            type: "function",
+            function: { name: c.name, arguments: c.arguments },
+          })),
+        },
+        logprobs: null,
+        finish_reason: "tool_calls",
       }],
       usage: {
         prompt_tokens: options.promptTokens ?? 20,

@@ -7,7 +7,13 @@ import { fileURLToPath } from "node:url";
 import { SDK_SPECIFIERS } from "../../src/llm/sdk_loader.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const SDK_PACKAGES = ["@anthropic-ai/sdk", "openai", "@anthropic-ai/claude-agent-sdk"];
+// The MCP SDK too: the MCP client is imported only when an agent has servers.
+const SDK_PACKAGES = [
+  "@anthropic-ai/sdk",
+  "openai",
+  "@anthropic-ai/claude-agent-sdk",
+  "@modelcontextprotocol/sdk",
+];
 
 async function moduleGraph(entry: string): Promise<string[]> {
   const out = await new Deno.Command(Deno.execPath(), {

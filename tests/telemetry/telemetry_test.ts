@@ -14,7 +14,7 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { SPAN_ATTRIBUTES as A, TRACER_NAME, tracingEnabled } from "../../src/flow/telemetry.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { writeAgent } from "../flow/fixtures.ts";
+import { seed001Files, writeAgent } from "../flow/fixtures.ts";
 import { pipelineFiles, pipelineScript } from "../store/helpers.ts";
 
 async function pipeline() {
@@ -169,5 +169,34 @@ Deno.test("no tracer provider: tracing is off and a run does no tracing work at 
       trace.getTracer = original;
     }
     assert.equal(tracers, 1);
+  });
+});
+
+Deno.test("spans of a step with tools: the traced backend still runs tool turns, a span per turn", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-otel-tools-" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Glob"],
+  });
+  await writeAgent(root, "looker", files);
+  const def = await loadAgentDefinition("looker", { cwd: root });
+  await withExporter(async (exporter) => {
+    const ok = { output: { result: "ok", message: "fine" } };
+    const backend = new ScriptedBackend({
+      s_a8f3: [{ toolCalls: [{ name: "Glob", arguments: { pattern: "*" } }] }, "Seen."],
+      "s_a8f3#check": [ok],
+      s_b2c1: ["Done."],
+      "s_b2c1#check": [ok],
+      s_c9d4: ["Fine."],
+      "s_c9d4#check": [ok],
+    });
+    const result = await new StepFlowRunner(def, { backend }).run({
+      args: { topic: "t" },
+      cwd: root,
+    });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    assert.equal(backend.toolTurns.length, 7, "the tool loop ran through the traced backend");
+    const calls = exporter.getFinishedSpans().filter((s) => s.name === "stepflow.backend step");
+    assert.equal(calls.length, 4, "two turns for the step that called a tool, one for each other");
   });
 });

@@ -1,0 +1,397 @@
+/**
+ * The one tool loop, shared by every backend that runs tool turns (`anthropic`, `openai`,
+ * `scripted`): offer the step's allowed tools, run the calls the model asks for under the step's
+ * permissions, send the results back, and repeat until the model answers without a call. That
+ * final answer is returned as an ordinary {@linkcode LlmResponse}, so it takes the structured-output
+ * path of every other answer (`askStructured`: schema, extraction, re-ask).
+ *
+ * Nothing the model asks for is trusted: an unknown or unoffered tool, arguments that are not JSON
+ * or fail the tool's schema, a refused permission and a tool's own failure go back to the model as
+ * error results it can act on. The loop is bounded by tool turns per call and by consecutive bad
+ * calls, each with a run error that says what to change.
+ *
+ * @module
+ */
+import { errorMessage, StepflowError } from "../errors.ts";
+import { extractJson } from "../llm/structured_output.ts";
+import type {
+  ToolCallRequest,
+  ToolResultMessage,
+  ToolSpec,
+  ToolTurnBackend,
+  ToolTurnMessage,
+} from "../llm/tool_turn.ts";
+import type { LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
+import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
+import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
+import {
+  decidePermission,
+  type PermissionDecision,
+  type PermissionPolicy,
+} from "../tools/permissions.ts";
+import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
+
+/** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
+export const DEFAULT_MAX_TOOL_TURNS = 50;
+/** Bad calls in a row (refused, invalid or failed) before the call fails (`TOOL_CALLS_FAILING`). */
+export const DEFAULT_MAX_BAD_TOOL_CALLS = 8;
+/** Calls one turn may ask for; the rest are answered with an error. */
+export const MAX_CALLS_PER_TURN = 32;
+/** Characters of a call's arguments given as text. */
+const MAX_ARGUMENT_CHARS = 1024 * 1024;
+
+/** A call waiting for someone to allow it (a terminal prompt, the dashboard, code). */
+export interface PermissionAsk {
+  /** The step. */
+  stepId: string;
+  /** The tool. */
+  tool: string;
+  /** Its validated arguments. */
+  args: Record<string, unknown>;
+  /** Why it asks. */
+  reason: string;
+  /** The `allowedTools` rule that would allow it without asking. */
+  suggestion?: string;
+}
+
+/** What happened to one call, for logs and events. */
+export interface ToolCallRecord {
+  /** The step. */
+  stepId: string;
+  /** The call's id. */
+  id: string;
+  /** The tool, as the model named it. */
+  tool: string;
+  /** The arguments, when they parsed. */
+  args?: Record<string, unknown>;
+  /** `allow` (ran), `deny` (refused) or `invalid` (unknown tool, bad arguments). */
+  decision: "allow" | "deny" | "invalid";
+  /** Who decided: a rule, the mode, or whoever answered an ask. */
+  decidedBy?: string;
+  /** The result or error text sent to the model (bounded). */
+  result: string;
+  /** True when the model got an error. */
+  isError: boolean;
+  /** Milliseconds the tool ran (0 when it did not). */
+  durationMs: number;
+}
+
+/** How the loop runs. */
+export interface ToolLoopOptions {
+  /** The backend that runs each turn. */
+  backend: ToolTurnBackend;
+  /** The registry the tools come from. */
+  tools: ToolRegistry;
+  /** Names of the tools offered (see `offeredTools`). */
+  offered: readonly string[];
+  /** The step's permissions. */
+  policy: PermissionPolicy;
+  /** Tool turns per call (default {@linkcode DEFAULT_MAX_TOOL_TURNS}). */
+  maxToolTurns?: number;
+  /** Bad calls in a row (default {@linkcode DEFAULT_MAX_BAD_TOOL_CALLS}). */
+  maxBadCalls?: number;
+  /**
+   * Answers an "ask" decision: `true` runs the call. Without it nobody can be asked, so the call
+   * is refused and the model is told which rule or mode would allow it.
+   */
+  onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
+  /** Told after each call. */
+  onToolCall?: (record: ToolCallRecord) => void;
+}
+
+/**
+ * Runs `request` with tools: turns until the model answers without a call. The answer's usage and
+ * cost are the sums over the turns; `structuredOutput` is extracted from the final text when the
+ * request has a schema and the backend gave none natively.
+ *
+ * @example
+ * ```ts
+ * import { completeWithTools } from "./tool_loop.ts";
+ * import { ScriptedBackend } from "../llm/scripted.ts";
+ * import { createToolRegistry } from "../tools/builtin.ts";
+ * import { parsePermissionRules } from "../definition/permission_rule.ts";
+ * const backend = new ScriptedBackend([
+ *   { toolCalls: [{ name: "Glob", arguments: { pattern: "*.json" } }] },
+ *   "deno.json is there.",
+ * ]);
+ * const answer = await completeWithTools(
+ *   { kind: "step", agent: "demo", stepId: "look", iteration: 1, prompt: "Look.", cwd: "." },
+ *   {
+ *     backend,
+ *     tools: createToolRegistry({ agentTools: true }),
+ *     offered: ["Glob"],
+ *     policy: { mode: "default", allow: parsePermissionRules(["Glob"]).rules, deny: [] },
+ *   },
+ * );
+ * console.log(answer.text); // "deno.json is there."
+ * ```
+ */
+export async function completeWithTools(
+  request: LlmRequest,
+  loop: ToolLoopOptions,
+  options: LlmCallOptions = {},
+): Promise<LlmResponse> {
+  const maxTurns = loop.maxToolTurns ?? DEFAULT_MAX_TOOL_TURNS;
+  const maxBad = loop.maxBadCalls ?? DEFAULT_MAX_BAD_TOOL_CALLS;
+  const offered = new Set(loop.offered);
+  const specs: ToolSpec[] = loop.offered.map((name) => {
+    const d = loop.tools.descriptor(name);
+    if (!d) {
+      throw new StepflowError("TOOL_UNKNOWN", `The tool "${name}" is offered but not registered.`);
+    }
+    return { name: d.name, description: d.description, inputSchema: d.inputSchema };
+  });
+  const messages: ToolTurnMessage[] = [{ role: "user", content: request.prompt }];
+  const response: LlmResponse = { text: "" };
+  let sessionId = request.sessionId;
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let usageKnown = true;
+  let cost = 0;
+  let badInARow = 0;
+  for (let turn = 1;; turn++) {
+    options.signal?.throwIfAborted();
+    const answer = await loop.backend.toolTurn({
+      kind: request.kind,
+      agent: request.agent,
+      cwd: request.cwd,
+      stepId: request.stepId,
+      iteration: request.iteration,
+      ...(request.model ? { model: request.model } : {}),
+      ...(request.systemPrompt ? { systemPrompt: request.systemPrompt } : {}),
+      ...(sessionId ? { sessionId } : {}),
+      // A copy: the conversation grows after this turn, and a backend may keep what it was sent.
+      messages: [...messages],
+      tools: specs,
+      ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
+    }, options);
+    if (answer.sessionId) sessionId = answer.sessionId;
+    if (answer.usage) {
+      inputTokens += answer.usage.inputTokens;
+      outputTokens += answer.usage.outputTokens;
+    } else usageKnown = false;
+    cost += answer.costUsd ?? 0;
+    if (answer.toolCalls.length === 0) {
+      response.text = answer.text;
+      if (answer.structuredOutput !== undefined) {
+        response.structuredOutput = answer.structuredOutput;
+      }
+      break;
+    }
+    if (turn > maxTurns) {
+      throw new StepflowError(
+        "TOOL_TURNS_EXCEEDED",
+        `Step "${request.stepId}": the model was still calling tools after ${maxTurns} tool turns (last: ${
+          answer.toolCalls.map((c) => c.name).join(", ")
+        }). Break the step into smaller steps, or raise maxToolTurns.`,
+        { details: { stepId: request.stepId, maxToolTurns: maxTurns } },
+      );
+    }
+    messages.push({ role: "assistant", text: answer.text, toolCalls: answer.toolCalls });
+    const results: ToolResultMessage[] = [];
+    for (const [index, call] of answer.toolCalls.entries()) {
+      const record = index < MAX_CALLS_PER_TURN
+        ? await runCall(call, request, loop, offered, options.signal)
+        : invalid(
+          call,
+          request,
+          `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+        );
+      loop.onToolCall?.(record);
+      results.push({
+        id: call.id,
+        name: call.name,
+        content: record.result,
+        isError: record.isError,
+      });
+      badInARow = record.isError ? badInARow + 1 : 0;
+      if (badInARow >= maxBad) {
+        throw new StepflowError(
+          "TOOL_CALLS_FAILING",
+          `Step "${request.stepId}": ${badInARow} tool calls in a row were refused or failed (last: ${record.tool}: ${
+            firstLine(record.result)
+          }). Check the step's allowedTools and permissionMode, or its prompt.`,
+          { details: { stepId: request.stepId, maxBadCalls: maxBad, lastTool: record.tool } },
+        );
+      }
+    }
+    messages.push({ role: "tool", results });
+  }
+  if (sessionId) response.sessionId = sessionId;
+  if (usageKnown) response.usage = { inputTokens, outputTokens };
+  if (cost > 0) response.costUsd = cost;
+  if (request.outputSchema && response.structuredOutput === undefined) {
+    const extracted = extractJson(response.text);
+    if (extracted.ok) response.structuredOutput = extracted.value;
+  }
+  return response;
+}
+
+async function runCall(
+  call: ToolCallRequest,
+  request: LlmRequest,
+  loop: ToolLoopOptions,
+  offered: ReadonlySet<string>,
+  signal: AbortSignal | undefined,
+): Promise<ToolCallRecord> {
+  if (!offered.has(call.name)) {
+    const list = [...offered].join(", ") || "(none)";
+    return invalid(
+      call,
+      request,
+      `The tool "${
+        String(call.name).slice(0, 100)
+      }" is not available in this step. Available tools: ${list}.`,
+    );
+  }
+  const parsed = parseArguments(call.arguments);
+  if (!parsed.ok) return invalid(call, request, `Arguments of ${call.name}: ${parsed.problem}`);
+  const checked = loop.tools.validateArgs(call.name, parsed.args);
+  if (!checked.ok) {
+    return invalid(
+      call,
+      request,
+      `Invalid arguments for ${call.name}: ${
+        formatIssues(checked.issues)
+      }. Fix them and call again.`,
+      parsed.args,
+    );
+  }
+  const args = checked.args as Record<string, unknown>;
+  const decision = await decide(call.name, args, request, loop);
+  if (decision.behavior !== "allow") {
+    return {
+      stepId: request.stepId,
+      id: call.id,
+      tool: call.name,
+      args,
+      decision: "deny",
+      decidedBy: decision.by,
+      result: refusalText(call.name, decision),
+      isError: true,
+      durationMs: 0,
+    };
+  }
+  const started = performance.now();
+  let result: string;
+  let isError = false;
+  try {
+    const value = await loop.tools.invoke(call.name, args, {
+      workspaceRoot: request.cwd,
+      stepId: request.stepId,
+      ...(signal ? { signal } : {}),
+    });
+    result = typeof value === "string" ? value : JSON.stringify(value ?? null);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    isError = true;
+    const code = error instanceof StepflowError ? ` (${error.code})` : "";
+    result = `Error${code}: ${errorMessage(error)}`;
+  }
+  return {
+    stepId: request.stepId,
+    id: call.id,
+    tool: call.name,
+    args,
+    decision: "allow",
+    decidedBy: decision.by,
+    result: truncateOutput(
+      result,
+      AGENT_TOOL_LIMITS.readChars,
+      "ask the tool for less (offset/limit, head_limit, a narrower path)",
+    ),
+    isError,
+    durationMs: Math.round(performance.now() - started),
+  };
+}
+
+/** The decision, with an "ask" answered by whoever can, or refused when nobody can. */
+async function decide(
+  tool: string,
+  args: Record<string, unknown>,
+  request: LlmRequest,
+  loop: ToolLoopOptions,
+): Promise<PermissionDecision & { by: string }> {
+  const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
+  const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
+  const by = decision.rule ? `rule ${decision.rule}` : `${loop.policy.mode} mode`;
+  if (decision.behavior !== "ask") return { ...decision, by };
+  if (!loop.onPermissionRequest) {
+    return {
+      ...decision,
+      behavior: "deny",
+      by: "nobody to ask",
+      reason: `${decision.reason} Nobody can be asked in this run, so the call was refused.`,
+    };
+  }
+  const ask: PermissionAsk = { stepId: request.stepId, tool, args, reason: decision.reason };
+  if (decision.suggestion) ask.suggestion = decision.suggestion;
+  const allowed = await loop.onPermissionRequest(ask);
+  return allowed ? { ...decision, behavior: "allow", by: "approved when asked" } : {
+    ...decision,
+    behavior: "deny",
+    by: "denied when asked",
+    reason: `${decision.reason} It was denied when asked.`,
+  };
+}
+
+function refusalText(tool: string, decision: PermissionDecision): string {
+  const how = decision.suggestion
+    ? ` The user can allow it by adding "${decision.suggestion}" to allowedTools${
+      tool === "Write" || tool === "Edit" ? ' or with permissionMode "acceptEdits"' : ""
+    }.`
+    : "";
+  return `Permission denied: ${decision.reason}${how} Do not retry this call; continue without it or answer.`;
+}
+
+function invalid(
+  call: ToolCallRequest,
+  request: LlmRequest,
+  message: string,
+  args?: Record<string, unknown>,
+): ToolCallRecord {
+  const record: ToolCallRecord = {
+    stepId: request.stepId,
+    id: call.id,
+    tool: String(call.name).slice(0, 200),
+    decision: "invalid",
+    result: message,
+    isError: true,
+    durationMs: 0,
+  };
+  if (args) record.args = args;
+  return record;
+}
+
+/** The arguments as an object: parsed when given as text, bounded in size and depth. */
+function parseArguments(
+  raw: unknown,
+): { ok: true; args: Record<string, unknown> } | { ok: false; problem: string } {
+  let value = raw;
+  if (typeof raw === "string") {
+    if (raw.length > MAX_ARGUMENT_CHARS) {
+      return { ok: false, problem: `more than ${MAX_ARGUMENT_CHARS} characters; send less.` };
+    }
+    if (raw.trim() === "") return { ok: true, args: {} };
+    try {
+      value = JSON.parse(raw);
+    } catch (error) {
+      return {
+        ok: false,
+        problem: `not valid JSON (${errorMessage(error)}); send a JSON object.`,
+      };
+    }
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { ok: false, problem: "expected a JSON object of named arguments." };
+  }
+  if (exceedsDepth(value, MAX_OUTPUT_DEPTH)) {
+    return { ok: false, problem: `nested deeper than ${MAX_OUTPUT_DEPTH} levels.` };
+  }
+  return { ok: true, args: value as Record<string, unknown> };
+}
+
+function firstLine(text: string): string {
+  const line = text.split("\n", 1)[0];
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}

@@ -1,0 +1,82 @@
+/**
+ * The bounds of the agent tools (`Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash`) and the one
+ * truncation rule they share: a result longer than its limit is cut and ends with
+ * `output truncated at N characters; …` and a hint the model can act on.
+ *
+ * @module
+ */
+
+/** The documented limits of the agent tools (see docs/tools.md). */
+export const AGENT_TOOL_LIMITS: {
+  /** Characters of a `Read` result. */
+  readonly readChars: number;
+  /** Lines `Read` returns when no `limit` is given. */
+  readonly readLines: number;
+  /** Characters of one line in a `Read` or `Grep` result; longer lines are cut and marked. */
+  readonly lineChars: number;
+  /** Characters of a `Glob`, `Grep` or `Bash` result. */
+  readonly resultChars: number;
+  /** Paths a `Glob` result lists. */
+  readonly globFiles: number;
+  /** Bytes of a file `Edit` rewrites, `Write` writes or `Grep` searches. */
+  readonly fileBytes: number;
+  /** Entries `Glob` and `Grep` visit in one call before they stop and say so. */
+  readonly walkEntries: number;
+  /** Default and maximum `Bash` timeout, in milliseconds. */
+  readonly bashTimeoutMs: number;
+  /** The largest `timeout` a `Bash` call may ask for, in milliseconds. */
+  readonly bashMaxTimeoutMs: number;
+  /** Characters of a path or pattern argument. */
+  readonly argChars: number;
+} = Object.freeze({
+  readChars: 100_000,
+  readLines: 2_000,
+  lineChars: 2_000,
+  resultChars: 30_000,
+  globFiles: 100,
+  fileBytes: 10 * 1024 * 1024,
+  walkEntries: 100_000,
+  bashTimeoutMs: 120_000,
+  bashMaxTimeoutMs: 600_000,
+  argChars: 4_096,
+});
+
+/**
+ * `text` cut at `limit` characters, with the truncation notice and `hint` appended when it was cut.
+ *
+ * @example
+ * ```ts
+ * import { truncateOutput } from "./agent_limits.ts";
+ * truncateOutput("abcdef", 3, "use offset/limit");
+ * // "abc\n… output truncated at 3 characters; use offset/limit"
+ * ```
+ */
+export function truncateOutput(text: string, limit: number, hint: string): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}\n${truncationNotice(limit, hint)}`;
+}
+
+/** The line that ends a cut result: `… output truncated at N characters; <hint>`. */
+export function truncationNotice(limit: number, hint: string): string {
+  return `… output truncated at ${limit} characters; ${hint}`;
+}
+
+/** `line` cut at {@linkcode AGENT_TOOL_LIMITS}`.lineChars`, marked when cut. */
+export function clipLine(line: string): string {
+  const max = AGENT_TOOL_LIMITS.lineChars;
+  return line.length <= max ? line : `${line.slice(0, max)}… [line cut at ${max} characters]`;
+}
+
+/**
+ * True when `head` (the first bytes of a file) looks binary: it holds a NUL byte or is not UTF-8.
+ * A multi-byte character cut at the end of `head` does not count.
+ */
+export function looksBinary(head: Uint8Array): boolean {
+  if (head.includes(0)) return true;
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: true });
+    return false;
+  } catch {
+    return true;
+  }
+}

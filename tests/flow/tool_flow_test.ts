@@ -1,0 +1,230 @@
+/**
+ * The seed 001 code-improver flow with its tools (`allowedTools`, `permissionMode: acceptEdits`)
+ * through the real runner, on a real agent folder, with a scripted model that calls tools.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { AgentDefinitionError } from "../../src/definition/errors.ts";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { MemoryRunStore } from "../../src/store/memory.ts";
+import { seed001Files, writeAgent } from "./fixtures.ts";
+
+const ok = { output: { result: "ok", message: "fine" } };
+
+type Steps = Record<string, Record<string, unknown>>;
+
+async function setup(behavior: Record<string, unknown>, mutate?: (steps: Steps) => void) {
+  const root = await Deno.makeTempDir({ prefix: "stepflow_tool_flow_" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, behavior);
+  mutate?.(files.registry.steps as Steps);
+  await writeAgent(root, "code-improver", files);
+  await Deno.mkdir(join(root, "src"));
+  await Deno.writeTextFile(join(root, "src/app.ts"), "export const answer = 41;\n");
+  return { root, def: await loadAgentDefinition("code-improver", { cwd: root }) };
+}
+
+Deno.test("seed 001 with tools: read, edit, run a command; a tool outside the allowed set never runs", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Write", "Edit", "Bash", "Glob", "Grep"],
+    permissionMode: "acceptEdits",
+  });
+  const backend = new ScriptedBackend({
+    s_a8f3: [
+      { toolCalls: [{ name: "Grep", arguments: { pattern: "answer", output_mode: "content" } }] },
+      { toolCalls: [{ name: "WebFetch", arguments: { url: "https://example.com" } }] },
+      "The answer is off by one.",
+    ],
+    "s_a8f3#check": [ok],
+    s_b2c1: [
+      {
+        toolCalls: [{
+          name: "Edit",
+          arguments: { file_path: "src/app.ts", old_string: "41", new_string: "42" },
+        }],
+      },
+      { toolCalls: [{ name: "Bash", arguments: { command: "grep -c 42 src/app.ts" } }] },
+      "Fixed.",
+    ],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Looks good."],
+    "s_c9d4#check": [ok],
+  });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "the answer" },
+    cwd: root,
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(await Deno.readTextFile(join(root, "src/app.ts")), "export const answer = 42;\n");
+  // What the model saw after each call.
+  const seen = backend.toolTurns.flatMap((t) => {
+    const last = t.messages.at(-1)!;
+    return last.role === "tool" ? last.results.map((r) => `${r.name}: ${r.content}`) : [];
+  });
+  assert.deepEqual(seen, [
+    "Grep: src/app.ts:1:export const answer = 41;",
+    'WebFetch: The tool "WebFetch" is not available in this step. Available tools: Read, Write, Edit, Glob, Grep, Bash.',
+    "Edit: Edited src/app.ts: 1 replacement.",
+    "Bash: 1\n",
+  ]);
+  assert.equal(backend.remaining(), 0);
+});
+
+Deno.test("a step narrows the agent's tools and mode: a tool it drops is not offered", async () => {
+  // The implementation step may only read, in default mode.
+  const { root, def } = await setup(
+    { allowedTools: ["Read", "Edit"], permissionMode: "acceptEdits" },
+    (steps) => Object.assign(steps.s_b2c1, { allowedTools: ["Read"], permissionMode: "default" }),
+  );
+  const backend = new ScriptedBackend({
+    s_a8f3: ["Analysed."],
+    "s_a8f3#check": [ok],
+    s_b2c1: [
+      {
+        toolCalls: [{
+          name: "Edit",
+          arguments: { file_path: "src/app.ts", old_string: "41", new_string: "0" },
+        }],
+      },
+      "I may not edit here.",
+    ],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Reviewed."],
+    "s_c9d4#check": [ok],
+  });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "x" },
+    cwd: root,
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(await Deno.readTextFile(join(root, "src/app.ts")), "export const answer = 41;\n");
+  const results = backend.toolTurns[3].messages.at(-1)!; // analyse, its check, implement ×2
+  assert.equal(results.role, "tool");
+  assert.match(
+    (results as { results: { content: string }[] }).results[0].content,
+    /The tool "Edit" is not available in this step\. Available tools: Read\./,
+  );
+});
+
+Deno.test("a run error when the model keeps calling tools past maxToolTurns' default", async () => {
+  const { root, def } = await setup({ allowedTools: ["Glob"], permissionMode: "default" });
+  const glob = { toolCalls: [{ name: "Glob", arguments: { pattern: "**/*.ts" } }] };
+  const backend = new ScriptedBackend({ s_a8f3: Array.from({ length: 60 }, () => glob) });
+  const result = await new StepFlowRunner(def, { backend }).run({
+    args: { topic: "x" },
+    cwd: root,
+  });
+  assert.equal(result.success, false);
+  assert.equal(result.error?.code, "TOOL_TURNS_EXCEEDED");
+  assert.match(result.error!.message, /still calling tools after 50 tool turns/);
+  assert.equal(result.error?.stepId, "s_a8f3");
+});
+
+Deno.test("the loader checks tool rules and modes: typos are problems with a did-you-mean", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow_tool_rules_" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Read", "Bahs(npm test)", "mcp__github"],
+    disallowedTools: ["Write(src/**)"],
+    permissionMode: "acceptEdit",
+    mcpServers: { github: { comand: "gh-mcp" }, "bad name": { command: "x" } },
+  });
+  Object.assign((files.registry.steps as Steps).s_b2c1, {
+    allowedTools: ["Grpe"],
+    permissionMode: "plna",
+  });
+  await writeAgent(root, "code-improver", files);
+  const error = await loadAgentDefinition("code-improver", { cwd: root }).then(
+    () => undefined,
+    (e) => e,
+  );
+  assert.ok(error instanceof AgentDefinitionError, String(error));
+  const text = error.problems.join("\n");
+  assert.match(
+    text,
+    /agent\.json: behavior: allowedTools "Bahs\(npm test\)": unknown tool "Bahs" \(did you mean "Bash"\?\)/,
+  );
+  assert.match(
+    text,
+    /disallowedTools "Write\(src\/\*\*\)": path rules are written Edit\(src\/\*\*\)/,
+  );
+  assert.match(
+    text,
+    /behavior: unknown permissionMode "acceptEdit" \(did you mean "acceptEdits"\?\)/,
+  );
+  assert.match(
+    text,
+    /step "s_b2c1": allowedTools "Grpe": unknown tool "Grpe" \(did you mean "Grep"\?\)/,
+  );
+  assert.match(text, /step "s_b2c1": unknown permissionMode "plna" \(did you mean "plan"\?\)/);
+  assert.match(text, /agent\.json: behavior\.mcpServers\.github: .*comand/);
+  assert.match(text, /agent\.json: behavior\.mcpServers: the name "bad name" must be/);
+
+  // Good rules, disallowedTools and Claude Code's own "auto" mode load.
+  const good = seed001Files();
+  Object.assign((good.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Read", "Bash(git diff:*)", "WebFetch(domain:example.com)", "mcp__gh__list"],
+    disallowedTools: ["Bash(rm:*)"],
+    permissionMode: "auto",
+    // Variables are expanded when the servers start, not at load time.
+    mcpServers: { gh: { type: "http", url: "${GH_MCP_URL}", headers: { A: "${UNSET_TOKEN}" } } },
+  });
+  await writeAgent(root, "good", good);
+  await loadAgentDefinition("good", { cwd: root });
+});
+
+Deno.test("each tool call is a line under its step (onStepLog) and a tool_call line in the run log", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Edit(docs/**)"],
+    permissionMode: "default",
+  });
+  const backend = new ScriptedBackend({
+    s_a8f3: [
+      {
+        toolCalls: [
+          { name: "Read", arguments: { file_path: "src/app.ts" } },
+          {
+            name: "Edit",
+            arguments: { file_path: "src/app.ts", old_string: "41", new_string: "42" },
+          },
+          { name: "Nope", arguments: {} },
+        ],
+      },
+      "Looked.",
+    ],
+    "s_a8f3#check": [ok],
+    s_b2c1: ["Done."],
+    "s_b2c1#check": [ok],
+    s_c9d4: ["Fine."],
+    "s_c9d4#check": [ok],
+  });
+  const store = new MemoryRunStore();
+  const lines: [string, string, string][] = [];
+  const result = await new StepFlowRunner(def, {
+    backend,
+    store,
+    events: { onStepLog: (info, message, level) => void lines.push([info.stepId, message, level]) },
+  }).run({ args: { topic: "x" }, cwd: root, runId: "tools-1" });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(lines.length, 3);
+  assert.match(lines[0][1], /^↳ Read src\/app\.ts ✓ \d+ ms$/);
+  assert.deepEqual(lines[1], ["s_a8f3", "↳ Edit src/app.ts ✗ refused (nobody to ask)", "warn"]);
+  assert.match(lines[2][1], /^↳ Nope ✗ invalid call: The tool "Nope" is not available/);
+  const logged = (await store.readLog("tools-1")).filter((e) => e.type === "tool_call");
+  assert.deepEqual(
+    logged.map((e) => [e.stepId, e.tool, e.decision, e.decidedBy, e.isError]),
+    [
+      ["s_a8f3", "Read", "allow", "rule Read", false],
+      ["s_a8f3", "Edit", "deny", "nobody to ask", true],
+      ["s_a8f3", "Nope", "invalid", undefined, true],
+    ],
+  );
+  assert.equal(logged[0].args, '{"file_path":"src/app.ts"}');
+  assert.equal(logged[0].result, "     1\texport const answer = 41;");
+  assert.match(
+    String(logged[1].result),
+    /^Permission denied: Edit needs permission in default mode/,
+  );
+});
