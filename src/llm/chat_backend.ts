@@ -294,11 +294,14 @@ export abstract class ChatApiBackend implements LlmBackend {
   }
 
   /**
-   * Runs one call: continues the conversation of `req.sessionId` (a new one when absent), asks for
-   * `req.outputSchema` natively or through the prompt, retries transient failures, and returns
-   * the text, the parsed structured output, the session id, usage and cost.
+   * What every call starts with: the model (the request's, else the backend's; none is a usage
+   * error naming the step), the session it continues (a new one when the request names none) and
+   * that session's turns so far.
    */
-  async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
+  #callStart(
+    req: { model?: string; stepId: string; sessionId?: string },
+    opts: LlmCallOptions,
+  ): { model: string; sessionId: string; history: ChatTurn[] } {
     const model = req.model ?? this.model;
     if (!model) {
       throw new UsageError(
@@ -308,7 +311,16 @@ export abstract class ChatApiBackend implements LlmBackend {
     }
     opts.signal?.throwIfAborted();
     const sessionId = req.sessionId ?? crypto.randomUUID();
-    const history = this.conversations.get(sessionId);
+    return { model, sessionId, history: this.conversations.get(sessionId) };
+  }
+
+  /**
+   * Runs one call: continues the conversation of `req.sessionId` (a new one when absent), asks for
+   * `req.outputSchema` natively or through the prompt, retries transient failures, and returns
+   * the text, the parsed structured output, the session id, usage and cost.
+   */
+  async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
+    const { model, sessionId, history } = this.#callStart(req, opts);
     const schema = req.outputSchema;
 
     const result = await this.#send(model, req, opts, (native) => ({
@@ -415,16 +427,7 @@ export abstract class ChatApiBackend implements LlmBackend {
    * the session's history.
    */
   async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
-    const model = req.model ?? this.model;
-    if (!model) {
-      throw new UsageError(
-        `The ${this.name} backend needs a model name for step "${req.stepId}": pass --model, set behavior.model in agent.json, or set the step's model.`,
-        { backend: this.name, stepId: req.stepId },
-      );
-    }
-    opts.signal?.throwIfAborted();
-    const sessionId = req.sessionId ?? crypto.randomUUID();
-    const history = this.conversations.get(sessionId);
+    const { model, sessionId, history } = this.#callStart(req, opts);
     const schema = req.outputSchema;
     const result = await this.#send(model, req, opts, (native) => ({
       turns: history,
