@@ -50,7 +50,7 @@ const FLAGS: readonly FlagSpec[] = [
     name: "host",
     type: "string",
     value: "ADDR",
-    description: "Address to bind with --port (default 127.0.0.1, loopback only)",
+    description: "Loopback address to bind with --port (default 127.0.0.1)",
   },
   backendFlag("backend", "Backend of every run (default: each agent's behavior.backend)"),
   backendFlag("script", "Scripted answers (YAML/JSON); implies --backend scripted"),

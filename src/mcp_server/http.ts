@@ -1,13 +1,15 @@
 /**
  * `deno task mcp --port N`: the agent server over MCP's streamable HTTP at `/mcp`, one session per
  * client (a session keeps its SDK server, so a client's `notifications/cancelled` reaches the run it
- * cancels). Loopback only by default: the Host header must name a loopback address in any spelling
- * (DNS rebinding), as the dashboard's guard checks; `--host` binds elsewhere, where every Host is
- * answered.
+ * cancels). Loopback only: the bind address must be a loopback address, and the Host header must
+ * name one in any spelling (DNS rebinding), as the dashboard's guard checks. The server runs agents
+ * (and with `--allow-run` their commands) for whoever reaches it and has no authentication, so it
+ * refuses to listen on another interface (`MCP_BIND_FAILED`).
  *
  * @module
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { StepflowError } from "../errors.ts";
 import { bindError, hostAllowed, isLoopback, LOOPBACK_HOSTS } from "../ui/http_guard.ts";
 import type { AgentMcpServer } from "./server.ts";
 
@@ -41,12 +43,18 @@ export interface McpHttpServer {
  */
 export function serveMcpHttp(server: AgentMcpServer, options: McpHttpOptions): McpHttpServer {
   const hostname = options.hostname ?? "127.0.0.1";
-  const loopback = isLoopback(hostname);
+  if (!isLoopback(hostname)) {
+    throw new StepflowError(
+      "MCP_BIND_FAILED",
+      `The MCP server listens on loopback only, not on ${hostname}: it runs agents for whoever reaches it and has no authentication. Leave --host out (127.0.0.1), or give another loopback address such as ::1; reach it from another machine through an SSH tunnel.`,
+      { details: { hostname, port: options.port } },
+    );
+  }
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
   async function handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
-    if (loopback && !hostAllowed(request.headers.get("host") ?? url.host, LOOPBACK_HOSTS)) {
+    if (!hostAllowed(request.headers.get("host") ?? url.host, LOOPBACK_HOSTS)) {
       return jsonRpcError(403, "This server answers loopback host names only.");
     }
     if (url.pathname !== MCP_HTTP_PATH) {
