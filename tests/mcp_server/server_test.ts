@@ -376,3 +376,28 @@ Deno.test("mcp process: a non-loopback --host is refused with MCP_BIND_FAILED, e
   assert.match(stderr, /^error: The MCP server listens on loopback only, not on 0\.0\.0\.0/);
   assert.doesNotMatch(stderr, /\n\s+at /); // no stack trace
 });
+
+Deno.test("mcp process: usage errors exit 2 with the fix, --help exits 0", async () => {
+  const run = async (...args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", SERVER, ...args],
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+    }).output();
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+  };
+  const typo = await run("--prot", "8421");
+  assert.equal(typo.code, 2);
+  assert.match(typo.stderr, /Unknown option --prot\. Did you mean --port\?/);
+  const host = await run("--host", "127.0.0.1");
+  assert.equal(host.code, 2);
+  assert.match(host.stderr, /--host sets where --port listens; add --port N/);
+  const both = await run("--backend", "openai", "--script", "a.yaml");
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /--script is for the scripted backend/);
+  const help = await run("--help");
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /^Usage: deno task mcp/);
+  assert.match(help.stdout, /--port N/);
+});
