@@ -88,11 +88,13 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): AgentMcpSe
     const mcp = new McpServer(
       { name: SERVER_NAME, version: options.version },
       {
-        capabilities: { tools: {} },
         instructions:
           "Each run_<agent> tool runs a stepflow agent and answers its output and run id; list_runs and show_run read recorded runs.",
       },
     );
+    // Declared here, not in the options, where McpServer would add its own handlers and announce
+    // `listChanged`: the tools are read from .agent/ at each tools/list, no change is announced.
+    mcp.server.registerCapabilities({ tools: {} });
     mcp.server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: await listAgentTools(options),
     }));

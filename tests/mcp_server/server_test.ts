@@ -312,7 +312,10 @@ Deno.test("mcp process: exits 0 when stdin closes", async () => {
   try {
     await server.send(INITIALIZE);
     const reply = await server.next((m) => m.id === 1);
-    assert.equal((reply.result as Record<string, { name: string }>).serverInfo.name, "stepflow");
+    const result = reply.result as Record<string, Record<string, unknown>>;
+    assert.equal(result.serverInfo.name, "stepflow");
+    // Tools, without a promise of list-change notifications the server never sends.
+    assert.deepEqual(result.capabilities.tools, {});
     await server.writer.close();
     const status = await server.end();
     assert.equal(status.code, 0);
