@@ -16,7 +16,10 @@ import type { AgentMcpServer } from "./server.ts";
 /** The path the server answers MCP requests on. */
 export const MCP_HTTP_PATH = "/mcp";
 
-/** Sessions kept at once; a client beyond them is answered 503 until one ends. */
+/**
+ * Sessions kept at once. Clients seldom end their session (the SDK client's `close()` does not), so
+ * a new session beyond these closes the one least recently used.
+ */
 export const MAX_MCP_SESSIONS = 64;
 
 /** Options of {@linkcode serveMcpHttp}. */
@@ -25,6 +28,8 @@ export interface McpHttpOptions {
   hostname?: string;
   /** Port; 0 picks a free one. */
   port: number;
+  /** Sessions kept at once (default {@linkcode MAX_MCP_SESSIONS}). */
+  maxSessions?: number;
   /** Called once listening, with the URL clients connect to. */
   onListen?: (url: string) => void;
 }
@@ -50,6 +55,8 @@ export function serveMcpHttp(server: AgentMcpServer, options: McpHttpOptions): M
       { details: { hostname, port: options.port } },
     );
   }
+  const maxSessions = options.maxSessions ?? MAX_MCP_SESSIONS;
+  /** The sessions, least recently used first (a request moves its session to the end). */
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
   async function handle(request: Request): Promise<Response> {
@@ -66,19 +73,22 @@ export function serveMcpHttp(server: AgentMcpServer, options: McpHttpOptions): M
       if (!transport) {
         return jsonRpcError(404, "Unknown or ended session: initialize a new one.");
       }
+      sessions.delete(sessionId);
+      sessions.set(sessionId, transport);
       return await transport.handleRequest(request);
-    }
-    if (sessions.size >= MAX_MCP_SESSIONS) {
-      return jsonRpcError(
-        503,
-        `The server holds ${MAX_MCP_SESSIONS} sessions already; end one (HTTP DELETE) and retry.`,
-      );
     }
     // A request without a session must be `initialize`; the transport refuses anything else.
     const transport: WebStandardStreamableHTTPServerTransport =
       new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (id: string) => void sessions.set(id, transport),
+        onsessioninitialized: (id: string) => {
+          sessions.set(id, transport);
+          for (const [oldId, old] of sessions) {
+            if (sessions.size <= maxSessions) break;
+            sessions.delete(oldId);
+            old.close().catch(() => {});
+          }
+        },
         onsessionclosed: (id: string) => void sessions.delete(id),
       });
     transport.onclose = () => {
