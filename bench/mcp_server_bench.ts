@@ -18,6 +18,7 @@ const REPO = new URL("../", import.meta.url).pathname;
 const dir = await Deno.makeTempDir({ prefix: "stepflow-mcp-bench-" });
 await copy(join(REPO, ".agent", "haiku"), join(dir, ".agent", "haiku"));
 const script = join(dir, ".agent", "haiku", "demo.script.yaml");
+globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
 
 const client = new Client({ name: "bench", version: "1.0.0" });
 await client.connect(
