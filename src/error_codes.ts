@@ -224,6 +224,12 @@ export const ERROR_CODES = {
     "UI_STORE_UNSUPPORTED",
     "UI_TOKEN_REQUIRED",
   ],
+  /** `deno task mcp`: stepflow's agents served to MCP clients. */
+  mcp_server: [
+    "MCP_ARGUMENTS_INVALID",
+    "MCP_BIND_FAILED",
+    "MCP_TOOL_UNKNOWN",
+  ],
   /** Migrating climpt agents. */
   migrate: [
     "MIGRATE_OUT_UNUSABLE",

@@ -61,11 +61,27 @@ function hostOf(header: string): string | undefined {
   return URL.canParse(`http://${header}/`) ? new URL(`http://${header}/`).hostname : undefined;
 }
 
+/** Which server could not listen: its error code and how messages name it. */
+export interface BindingServer {
+  /** The code of the error. */
+  code: "UI_BIND_FAILED" | "MCP_BIND_FAILED";
+  /** The server as a message's subject (`The dashboard`). */
+  name: string;
+}
+
+const DASHBOARD_SERVER: BindingServer = { code: "UI_BIND_FAILED", name: "The dashboard" };
+
 /**
  * Why the dashboard cannot listen, as `UI_BIND_FAILED` (the port is taken, the name does not
- * resolve, the address is not one of this machine's, or a port below 1024 without privileges).
+ * resolve, the address is not one of this machine's, or a port below 1024 without privileges);
+ * `server` names another server (`deno task mcp --port`: `MCP_BIND_FAILED`).
  */
-export function bindError(hostname: string, port: number, error: unknown): StepflowError {
+export function bindError(
+  hostname: string,
+  port: number,
+  error: unknown,
+  server: BindingServer = DASHBOARD_SERVER,
+): StepflowError {
   const why = error instanceof Deno.errors.AddrInUse
     ? `port ${port} is already in use; pick another with --port (0 picks a free one) or stop the other server`
     : error instanceof Deno.errors.AddrNotAvailable
@@ -76,8 +92,8 @@ export function bindError(hostname: string, port: number, error: unknown): Stepf
     ? `the name "${hostname}" does not resolve to an address; give an IP address or a name this machine resolves`
     : errorMessage(error);
   return new StepflowError(
-    "UI_BIND_FAILED",
-    `The dashboard cannot listen on ${hostname}:${port}: ${why}.`,
+    server.code,
+    `${server.name} cannot listen on ${hostname}:${port}: ${why}.`,
     { details: { hostname, port }, cause: error },
   );
 }

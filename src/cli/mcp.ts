@@ -1,0 +1,202 @@
+/**
+ * `deno task mcp`: serves the agents under `.agent/` to MCP clients (Claude Code, editors) as
+ * tools, over stdio, or over streamable HTTP with `--port` (docs/mcp-server.md).
+ *
+ *     deno task mcp [--port N [--host ADDR]] [--backend NAME | --script FILE] [--store URL]
+ *
+ * Over stdio, stdout carries the protocol and stderr the server's notes. The server stops when
+ * stdin closes (the client went away), on SIGTERM and on Ctrl-C: runs in flight are cancelled and
+ * record their end first; a second signal quits at once. Exit codes: 0 stopped, 2 usage or setup
+ * error (a bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit.
+ *
+ * @module
+ */
+import process from "node:process";
+import { resolve } from "node:path";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import config from "../../deno.json" with { type: "json" };
+import { errorMessage } from "../errors.ts";
+import type { BackendChoice } from "../llm/backend_choice.ts";
+import { serveMcpHttp } from "../mcp_server/http.ts";
+import { type AgentMcpServer, createAgentMcpServer } from "../mcp_server/server.ts";
+import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  type FlagValue,
+  parseFlags,
+  portFlag,
+  stringFlag,
+} from "./kit/flags.ts";
+import { listenForInterrupt } from "./kit/interrupt.ts";
+import { reportError } from "./kit/report_error.ts";
+
+/** The kit's backend flag `name` with this command's help text. */
+function backendFlag(name: string, description: string): FlagSpec {
+  return { ...BACKEND_FLAGS.find((f) => f.name === name)!, description };
+}
+
+/** Every flag of `mcp`, in `--help` order. */
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "port",
+    type: "string",
+    value: "N",
+    description:
+      "Serve streamable HTTP at http://127.0.0.1:N/mcp instead of stdio\n(0 picks a free port)",
+  },
+  {
+    name: "host",
+    type: "string",
+    value: "ADDR",
+    description: "Loopback address to bind with --port (default 127.0.0.1)",
+  },
+  backendFlag("backend", "Backend of every run (default: each agent's behavior.backend)"),
+  backendFlag("script", "Scripted answers (YAML/JSON); implies --backend scripted"),
+  backendFlag("model", "Model of every run (default: each agent's behavior.model)"),
+  backendFlag("base-url", "Server URL of the backend (OpenAI-compatible servers)"),
+  {
+    name: "store",
+    type: "string",
+    value: "URL",
+    description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+  },
+  {
+    name: "allow-run",
+    type: "boolean",
+    description: "Let command steps and validators run the commands agent.json lists",
+  },
+  { name: "help", type: "boolean", short: "h", description: "Show this help" },
+];
+
+const USAGE = `Usage: deno task mcp [options]
+
+Serves the agents under .agent/ to MCP clients as tools: run_<agent> (its parameters as the
+input schema), list_runs and show_run. Over stdio unless --port is given.
+
+Options:
+${flagHelpLines(FLAGS, { width: 20 }).join("\n")}
+
+Claude Code: claude mcp add stepflow -- deno run -A /path/to/stepflow/src/cli/mcp.ts
+Stops when stdin closes, on SIGTERM or Ctrl-C, cancelling the runs in flight.`;
+
+/** Where the CLI reads and writes (tests pass their own). */
+export interface McpCliIo {
+  /** Environment (`INIT_CWD`, credentials, `STEPFLOW_STORE`). */
+  env: Record<string, string | undefined>;
+  /** Aborted to stop the server (SIGTERM, Ctrl-C). */
+  signal: AbortSignal;
+  /** Notes and errors (never stdout: over stdio it carries the protocol). */
+  log(line: string): void;
+}
+
+/**
+ * Runs `deno task mcp` until it is stopped; returns the exit code.
+ *
+ * @param argv arguments without the program name
+ * @param io environment, stop signal and the notes' writer
+ */
+export async function mcpMain(argv: readonly string[], io: McpCliIo): Promise<number> {
+  let values: Record<string, FlagValue>;
+  try {
+    values = parseFlags(argv, FLAGS, { positionals: false, hint: "\nRun with --help for usage." })
+      .values;
+  } catch (error) {
+    io.log(`error: ${errorMessage(error)}`);
+    return EXIT_CODES.usage;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return EXIT_CODES.success;
+  }
+  try {
+    const userDir = resolve(Deno.cwd(), io.env.INIT_CWD || ".");
+    const flags = {
+      backend: stringFlag(values, "backend"),
+      script: stringFlag(values, "script"),
+      model: stringFlag(values, "model"),
+      baseUrl: stringFlag(values, "base-url"),
+    };
+    backendName(flags); // --script with another --backend is a usage error, at once
+    const backend: Partial<BackendChoice> = {};
+    if (flags.backend !== undefined) backend.backend = flags.backend.toLowerCase();
+    if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
+    if (flags.model !== undefined) backend.model = flags.model;
+    if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
+    const store = stringFlag(values, "store");
+    const host = stringFlag(values, "host");
+    if (host !== undefined && values.port === undefined) {
+      io.log("error: --host sets where --port listens; add --port N (stdio needs neither).");
+      return EXIT_CODES.usage;
+    }
+    const server = createAgentMcpServer({
+      cwd: userDir,
+      env: io.env,
+      backend,
+      ...(store !== undefined ? { store } : {}),
+      ...(values["allow-run"] === true ? { allowRun: true } : {}),
+      version: config.version,
+      onWarning: (message) => io.log(`warning: ${message}`),
+      onInternalError: (error) =>
+        io.log(`internal error: ${error instanceof Error ? error.stack : String(error)}`),
+    });
+    if (values.port !== undefined) {
+      return await serveHttp(server, portFlag(values, 0), host, io);
+    }
+    return await serveStdio(server, io);
+  } catch (error) {
+    return reportError(error, { write: (text) => io.log(text.replace(/\n$/, "")) }, {
+      prefix: "error:",
+    });
+  }
+}
+
+async function serveStdio(server: AgentMcpServer, io: McpCliIo): Promise<number> {
+  const stdinClosed = new Promise<void>((done) => {
+    process.stdin.once("end", done);
+    process.stdin.once("close", done);
+  });
+  const mcp = await server.connect(new StdioServerTransport());
+  await Promise.race([stdinClosed, aborted(io.signal)]);
+  await server.stop();
+  await mcp.close();
+  return EXIT_CODES.success;
+}
+
+async function serveHttp(
+  server: AgentMcpServer,
+  port: number,
+  host: string | undefined,
+  io: McpCliIo,
+): Promise<number> {
+  const http = serveMcpHttp(server, {
+    port,
+    ...(host !== undefined ? { hostname: host } : {}),
+    onListen: (url) => io.log(`stepflow MCP server listening on ${url}`),
+  });
+  await aborted(io.signal);
+  await server.stop();
+  await http.shutdown();
+  return EXIT_CODES.success;
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    if (signal.aborted) done();
+    else signal.addEventListener("abort", () => done(), { once: true });
+  });
+}
+
+if (import.meta.main) {
+  using interrupt = listenForInterrupt({
+    message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
+    alsoOn: ["SIGTERM"],
+  });
+  const code = await mcpMain(Deno.args, {
+    env: Deno.env.toObject(),
+    signal: interrupt.signal,
+    log: (line) => console.error(line),
+  });
+  Deno.exit(code);
+}

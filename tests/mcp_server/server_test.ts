@@ -1,0 +1,406 @@
+/**
+ * `deno task mcp` as a real process, driven by the official MCP client SDK over stdio and over
+ * streamable HTTP: tools listed from `.agent/`, a scripted run with progress notifications, a
+ * cancelled request that cancels the run (recorded `cancelled`), list/show runs, untrusted
+ * arguments answered as tool errors, and the process's end (stdin closed, SIGTERM).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import { pidAlive } from "../../src/pid_alive.ts";
+import { copyDir, REPO_ROOT } from "../cli/helpers.ts";
+import { waitFor } from "../store/helpers.ts";
+
+const SERVER = join(REPO_ROOT, "src", "cli", "mcp.ts");
+
+/** A user folder holding a copy of the haiku example and a script whose first answer waits. */
+async function userFolder(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-mcp-" });
+  await copyDir(join(REPO_ROOT, ".agent", "haiku"), join(dir, ".agent", "haiku"));
+  await Deno.writeTextFile(
+    join(dir, "slow.script.yaml"),
+    'draft.haiku:\n  - { text: "never", delayMs: 600000 }\n',
+  );
+  return dir;
+}
+
+function text(result: unknown): string {
+  const content = (result as CallToolResult).content;
+  return content.map((c: { type: string; text?: string }) => (c.type === "text" ? c.text : ""))
+    .join("");
+}
+
+async function stdioClient(dir: string, args: string[]) {
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "-A", SERVER, ...args],
+    cwd: dir,
+    env: { ...Deno.env.toObject(), INIT_CWD: dir, NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "stepflow-test", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** Waits until `show_run`-free listing says the only run of haiku has `status`. */
+async function runStatus(client: Client, status: string): Promise<Record<string, unknown>> {
+  return await waitFor(`a haiku run ${status}`, async () => {
+    const result = await client.callTool({ name: "list_runs", arguments: { agent: "haiku" } });
+    const runs = (result.structuredContent as { runs: Record<string, unknown>[] }).runs;
+    return runs.find((run) => run.status === status);
+  });
+}
+
+Deno.test("mcp over stdio: tools, a scripted run with progress, list and show runs, bad arguments", async () => {
+  const dir = await userFolder();
+  const { client } = await stdioClient(dir, ["--script", ".agent/haiku/demo.script.yaml"]);
+  try {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t: { name: string }) => t.name), [
+      "run_haiku",
+      "list_runs",
+      "show_run",
+    ]);
+    const haiku = tools[0];
+    assert.deepEqual(haiku.inputSchema.required, ["topic"]);
+    assert.equal(
+      (haiku.inputSchema.properties as Record<string, { type: string }>).topic.type,
+      "string",
+    );
+
+    const progress: string[] = [];
+    const result = await client.callTool(
+      { name: "run_haiku", arguments: { topic: "autumn" } },
+      undefined,
+      { onprogress: (p: Progress) => void progress.push(p.message ?? "") },
+    );
+    assert.equal(result.isError, undefined, text(result));
+    const answer = result.structuredContent as Record<string, unknown>;
+    assert.equal(answer.success, true);
+    assert.equal(answer.completionReason, "completed");
+    assert.match(String(answer.output), /Red leaves on the path/);
+    const runId = String(answer.runId);
+    assert.match(text(result), new RegExp(`Run ${runId} of agent "haiku" completed`));
+    // One notification per step event: the run's start, two step starts, two step ends, the end.
+    assert.equal(progress.length, 6, progress.join("\n"));
+    assert.match(progress[0], new RegExp(`run ${runId} started`));
+    assert.match(progress[4], /step draft\.haiku #2 → complete check ok/);
+
+    const listed = await client.callTool({ name: "list_runs", arguments: {} });
+    assert.match(text(listed), new RegExp(`${runId}\\s+\\S+ \\S+\\s+completed`));
+    const shown = await client.callTool({ name: "show_run", arguments: { agent: "haiku", runId } });
+    assert.equal(shown.isError, undefined, text(shown));
+    assert.equal((shown.structuredContent as Record<string, unknown>).shownStatus, "completed");
+    assert.match(text(shown), /draft\.haiku/);
+
+    const missing = await client.callTool({
+      name: "show_run",
+      arguments: { agent: "haiku", runId: "r-none" },
+    });
+    assert.equal(missing.isError, true);
+    assert.match(text(missing), /^RUN_NOT_FOUND: No run r-none of agent "haiku"/);
+
+    // Untrusted arguments are tool errors, and the server keeps serving.
+    const bad = [
+      [
+        { name: "run_haiku", arguments: { topic: 7 } },
+        /^MCP_ARGUMENTS_INVALID: .*topic: expects a string/,
+      ],
+      [
+        { name: "run_haiku", arguments: JSON.parse('{"topic":"x","constructor":{}}') },
+        /"constructor" is not a parameter/,
+      ],
+      [
+        { name: "run_haiku", arguments: { topic: "x".repeat(2_000_000) } },
+        /characters long; at most/,
+      ],
+      [
+        { name: "run_haiku", arguments: { topic: "x", extra: deepList(5_000) } },
+        /"extra" is not a parameter/,
+      ],
+      [{ name: "run_haiko", arguments: {} }, /^MCP_TOOL_UNKNOWN: .*did you mean "run_haiku"/],
+      [{ name: "run_..", arguments: {} }, /^MCP_TOOL_UNKNOWN/],
+      [
+        { name: "show_run", arguments: { agent: "../..", runId: "x" } },
+        /^MCP_TOOL_UNKNOWN: There is no agent "..\/.."/,
+      ],
+      [
+        { name: "list_runs", arguments: { agent: 3 } },
+        /^MCP_ARGUMENTS_INVALID: .*agent: expects a name/,
+      ],
+    ] as const;
+    for (const [call, expected] of bad) {
+      const answer = await client.callTool(
+        call as { name: string; arguments: Record<string, unknown> },
+      );
+      assert.equal(answer.isError, true, call.name);
+      assert.match(text(answer), expected);
+    }
+    assert.equal((await client.listTools()).tools.length, 3);
+  } finally {
+    await client.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+function deepList(depth: number): unknown {
+  let value: unknown = [];
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+Deno.test("mcp over stdio: cancelling the request cancels the run, recorded cancelled", async () => {
+  const dir = await userFolder();
+  const { client } = await stdioClient(dir, ["--script", "slow.script.yaml"]);
+  try {
+    const cancel = new AbortController();
+    const call = client.callTool(
+      { name: "run_haiku", arguments: { topic: "slow" } },
+      undefined,
+      {
+        signal: cancel.signal,
+        onprogress: (p: Progress) => {
+          if (p.message?.includes("step draft.haiku #1 started")) cancel.abort("enough");
+        },
+      },
+    );
+    await assert.rejects(call);
+    const run = await runStatus(client, "cancelled");
+    assert.equal(run.completionReason, "cancelled");
+  } finally {
+    await client.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp over streamable HTTP: tools, a run with progress, a cancelled run, foreign Host refused", async () => {
+  const dir = await userFolder();
+  const server = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SERVER, "--port", "0", "--script", "slow.script.yaml"],
+    cwd: dir,
+    env: { INIT_CWD: dir, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const lines = server.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let stderr = "";
+  try {
+    while (!/listening on (\S+)/.test(stderr)) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`the server exited: ${stderr}`);
+      stderr += value;
+    }
+    const url = new URL(stderr.match(/listening on (\S+)/)![1]);
+    assert.equal(url.hostname, "127.0.0.1");
+
+    // DNS rebinding: a page on another name resolving to 127.0.0.1 gets nothing (fetch sets
+    // Host itself, so this request is written by hand).
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(url.port) });
+    await conn.write(
+      new TextEncoder().encode(
+        `POST /mcp HTTP/1.1\r\nHost: evil.example:${url.port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      ),
+    );
+    const buf = new Uint8Array(64);
+    const n = await conn.read(buf);
+    conn.close();
+    assert.match(new TextDecoder().decode(buf.subarray(0, n ?? 0)), /^HTTP\/1\.1 403/);
+
+    const client = new Client({ name: "stepflow-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(url));
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t: { name: string }) => t.name), [
+        "run_haiku",
+        "list_runs",
+        "show_run",
+      ]);
+      const progress: string[] = [];
+      const cancel = new AbortController();
+      const call = client.callTool(
+        { name: "run_haiku", arguments: { topic: "over http" } },
+        undefined,
+        {
+          signal: cancel.signal,
+          onprogress: (p: Progress) => {
+            progress.push(p.message ?? "");
+            if (p.message?.includes("step draft.haiku #1 started")) cancel.abort("enough");
+          },
+        },
+      );
+      await assert.rejects(call);
+      assert.match(progress[0], /run \S+ started: agent haiku/);
+      await runStatus(client, "cancelled");
+    } finally {
+      await client.close();
+    }
+    server.kill("SIGTERM");
+    const status = await server.status;
+    assert.equal(status.code, 0);
+  } finally {
+    await lines.cancel().catch(() => {});
+    try {
+      server.kill("SIGKILL");
+    } catch { /* already ended */ }
+    await server.status;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** One JSON-RPC line exchange with a server process started by hand (no SDK in between). */
+function rawServer(dir: string, args: string[]) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SERVER, ...args],
+    cwd: dir,
+    env: { INIT_CWD: dir, NO_COLOR: "1" },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return {
+    child,
+    writer,
+    send: (message: unknown) =>
+      writer.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`)),
+    /** The next stdout message that `match` accepts. */
+    async next(match: (message: Record<string, unknown>) => boolean) {
+      for (;;) {
+        const newline = buffered.indexOf("\n");
+        if (newline >= 0) {
+          const message = JSON.parse(buffered.slice(0, newline));
+          buffered = buffered.slice(newline + 1);
+          if (match(message)) return message;
+          continue;
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the server closed stdout");
+        buffered += value;
+      }
+    },
+    /** Waits for the process to end (its last answers may still be written), then closes up. */
+    async end() {
+      const status = await child.status;
+      await reader.cancel().catch(() => {});
+      await child.stderr.cancel().catch(() => {});
+      return status;
+    },
+  };
+}
+
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" },
+  },
+};
+
+Deno.test("mcp process: exits 0 when stdin closes", async () => {
+  const dir = await userFolder();
+  const server = rawServer(dir, []);
+  try {
+    await server.send(INITIALIZE);
+    const reply = await server.next((m) => m.id === 1);
+    const result = reply.result as Record<string, Record<string, unknown>>;
+    assert.equal(result.serverInfo.name, "stepflow");
+    // Tools, without a promise of list-change notifications the server never sends.
+    assert.deepEqual(result.capabilities.tools, {});
+    await server.writer.close();
+    const status = await server.end();
+    assert.equal(status.code, 0);
+    assert.equal(pidAlive(server.child.pid), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp process: SIGTERM during a run cancels it, records it and exits 0", async () => {
+  const dir = await userFolder();
+  const server = rawServer(dir, ["--script", "slow.script.yaml"]);
+  try {
+    await server.send(INITIALIZE);
+    await server.next((m) => m.id === 1);
+    await server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    await server.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "run_haiku", arguments: { topic: "x" }, _meta: { progressToken: "p" } },
+    });
+    await server.next((m) =>
+      m.method === "notifications/progress" &&
+      String((m.params as Record<string, unknown>).message).includes("draft.haiku #1 started")
+    );
+    server.child.kill("SIGTERM");
+    const status = await server.end();
+    assert.equal(status.code, 0);
+    // The run recorded its end before the process exited.
+    const runs = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        join(REPO_ROOT, "src", "cli", "run_agent.ts"),
+        "--agent",
+        "haiku",
+        "--runs",
+        "--json",
+      ],
+      cwd: REPO_ROOT,
+      env: { INIT_CWD: dir, NO_COLOR: "1" },
+    }).outputSync();
+    const listed = JSON.parse(new TextDecoder().decode(runs.stdout));
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0].status, "cancelled");
+  } finally {
+    await server.writer.close().catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp process: a non-loopback --host is refused with MCP_BIND_FAILED, exit 2", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SERVER, "--port", "0", "--host", "0.0.0.0"],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 2, stderr);
+  assert.match(stderr, /^error: The MCP server listens on loopback only, not on 0\.0\.0\.0/);
+  assert.doesNotMatch(stderr, /\n\s+at /); // no stack trace
+});
+
+Deno.test("mcp process: usage errors exit 2 with the fix, --help exits 0", async () => {
+  const run = async (...args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", SERVER, ...args],
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+    }).output();
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+  };
+  const typo = await run("--prot", "8421");
+  assert.equal(typo.code, 2);
+  assert.match(typo.stderr, /Unknown option --prot\. Did you mean --port\?/);
+  const host = await run("--host", "127.0.0.1");
+  assert.equal(host.code, 2);
+  assert.match(host.stderr, /--host sets where --port listens; add --port N/);
+  const both = await run("--backend", "openai", "--script", "a.yaml");
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /--script is for the scripted backend/);
+  const help = await run("--help");
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /^Usage: deno task mcp/);
+  assert.match(help.stdout, /--port N/);
+});
