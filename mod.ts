@@ -20,8 +20,16 @@
  * @module
  */
 
-// Errors: the base class with its stable `code`, and the helper that prints any thrown value.
-export { errorMessage, StepflowError, UsageError } from "./src/errors.ts";
+// Errors: the base class with its stable `code` (one of the listed codes), and the helper that
+// prints any thrown value.
+export {
+  errorMessage,
+  type KnownCode,
+  StepflowError,
+  type StepflowErrorCode,
+  UsageError,
+} from "./src/errors.ts";
+export { ERROR_CODES, type ErrorCodeOf, type ErrorModule } from "./src/error_codes.ts";
 
 // Agent definitions: load, list, check, draw; the file formats and the loaded form.
 export {

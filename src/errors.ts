@@ -4,9 +4,22 @@
  *
  * @module
  */
+import type { StepflowErrorCode } from "./error_codes.ts";
+
+export type { StepflowErrorCode };
 
 /**
- * An error with a stable machine-readable `code` and optional structured `details`.
+ * The type a code argument must have: a literal code must be one of {@linkcode StepflowErrorCode}
+ * (a typo does not compile); a code computed at run time (typed `string`) is taken as it is.
+ */
+export type KnownCode<C extends string> = string extends C ? C
+  : C extends StepflowErrorCode ? C
+  : StepflowErrorCode;
+
+/**
+ * An error with a stable machine-readable `code` and optional structured `details`. The codes are
+ * listed per module in `error_codes.ts` and documented in docs/errors.md; a literal code that is
+ * not listed does not compile.
  *
  * @example
  * ```ts
@@ -18,9 +31,9 @@
  * }
  * ```
  */
-export class StepflowError extends Error {
+export class StepflowError<C extends string = StepflowErrorCode> extends Error {
   /** Stable identifier of the kind of failure, e.g. `"PROMPT_NOT_FOUND"`. */
-  readonly code: string;
+  readonly code: C;
   /** Extra structured context (file, step id, line, …) for tools and logs. */
   readonly details?: Record<string, unknown>;
 
@@ -32,13 +45,13 @@ export class StepflowError extends Error {
    * @param options `cause` and structured `details`
    */
   constructor(
-    code: string,
+    code: KnownCode<C>,
     message: string,
     options: { cause?: unknown; details?: Record<string, unknown> } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
-    this.code = code;
+    this.code = code as C;
     if (options.details) this.details = options.details;
   }
 }

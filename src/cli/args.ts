@@ -12,8 +12,13 @@
 import { parseArgs } from "node:util";
 import type { ParameterDefinition } from "../definition/schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
-import { parameterFlag, parseParameterText } from "../definition/parameters.ts";
+import {
+  parameterFlag,
+  type ParameterValue,
+  parseParameterText,
+} from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import { ownValue, setOwn } from "../own_record.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
@@ -201,7 +206,7 @@ export interface CliFlags {
 }
 
 /** A parameter value after type-checking (`array` parameters give a list). */
-export type ParameterValue = string | number | boolean | (string | number)[];
+export type { ParameterValue };
 
 /** The result of {@linkcode parseCommandLine}. */
 export interface CommandLine {
@@ -555,17 +560,7 @@ export function rejectMistypedCliFlags(argv: readonly string[]): void {
 
 /** The declared parameter `name` (own keys only: `--constructor` is not Object's). */
 function parameterOf(parameters: ParameterTable, name: string): ParameterDefinition | undefined {
-  return Object.hasOwn(parameters, name) ? parameters[name] : undefined;
-}
-
-/** Sets an own property, even one named `__proto__`. */
-function setOwn(record: Record<string, ParameterValue>, key: string, value: ParameterValue): void {
-  Object.defineProperty(record, key, {
-    value,
-    enumerable: true,
-    writable: true,
-    configurable: true,
-  });
+  return ownValue(parameters, name);
 }
 
 function parseBoolean(key: string, raw: string, options: ParseOptions): boolean {

@@ -38,7 +38,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "h",
 ]);
 
-/** A parameter value after parsing. */
+/** A parameter value after type-checking (`array` parameters give a list). */
 export type ParameterValue = string | number | boolean | (string | number)[];
 
 /**

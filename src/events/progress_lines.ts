@@ -59,18 +59,25 @@ export interface RunOutcome {
   error?: { code: string; message: string };
 }
 
-/** Token usage of a run (the flow's `StepFlowResult.usage`). */
+/**
+ * Token usage and cost summed over a run (the flow's `StepFlowResult.usage`). Declared here, below
+ * the engines, so the line renderer and the runner share one type.
+ */
 export interface RunUsage {
-  /** Input tokens. */
+  /** Prompt tokens. */
   inputTokens: number;
-  /** Output tokens. */
+  /** Completion tokens. */
   outputTokens: number;
-  /** Backend calls. */
-  calls: number;
-  /** Calls whose response carried no usage. */
-  callsWithoutUsage?: number;
-  /** Cost in US dollars, when known. */
+  /** Cost in US dollars, when backends report it. */
   costUsd: number;
+  /** Number of backend calls. */
+  calls: number;
+  /**
+   * Backend calls whose response carried no token usage (a server that sends none, the scripted
+   * backend): the token counts above cover only the other calls, so they are a lower bound whenever
+   * this is above 0. Absent in checkpoints written before it existed.
+   */
+  callsWithoutUsage?: number;
 }
 
 /** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */

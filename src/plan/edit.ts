@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
 import { collectRefs } from "./refs.ts";
 import { STEP_ID_PATTERN } from "./schema.ts";
@@ -30,7 +31,7 @@ export class PlanEditError extends StepflowError {
    * @param message what was refused and why
    * @param problems validation problems, when any
    */
-  constructor(code: string, message: string, problems: PlanProblem[] = []) {
+  constructor(code: ErrorCodeOf<"plan">, message: string, problems: PlanProblem[] = []) {
     super(code, message, { details: { problems } });
     this.problems = problems;
   }

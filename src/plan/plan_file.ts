@@ -5,6 +5,7 @@
  */
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { readTextFileOr } from "../read_text_file.ts";
 import { parsePlan } from "./schema.ts";
 import type { Plan } from "./types.ts";
 
@@ -15,18 +16,7 @@ import type { Plan } from "./types.ts";
  * @throws StepflowError `PLAN_FILE_NOT_FOUND`, `PLAN_FILE_INVALID_JSON`; `PlanParseError` (`PLAN_INVALID`)
  */
 export async function readPlanFile(file: string): Promise<Plan> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (error) {
-    throw new StepflowError(
-      "PLAN_FILE_NOT_FOUND",
-      `Cannot read plan file ${file}: ${
-        error instanceof Deno.errors.NotFound ? "no such file" : (error as Error).message
-      }.`,
-      { details: { file } },
-    );
-  }
+  const text = await readTextFileOr(file, "PLAN_FILE_NOT_FOUND", "plan file", ".");
   let data: unknown;
   try {
     data = JSON.parse(text);

@@ -9,6 +9,7 @@
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
+import { readTextFileOr } from "../read_text_file.ts";
 import { lockPlanFile } from "../store/file_lock.ts";
 import { isSpanOf, spanEnd } from "../unicode_span.ts";
 import { PlanParseError } from "./errors.ts";
@@ -88,18 +89,7 @@ async function isFile(path: string): Promise<boolean> {
  * does not parse
  */
 export async function readPlanFile(file: string): Promise<PlanSpec> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (error) {
-    throw new StepflowError(
-      "PLAN_NOT_FOUND",
-      `Cannot read plan file ${file}: ${
-        error instanceof Deno.errors.NotFound ? "no such file" : (error as Error).message
-      }`,
-      { details: { file } },
-    );
-  }
+  const text = await readTextFileOr(file, "PLAN_NOT_FOUND", "plan file");
   try {
     return parsePlan(text);
   } catch (error) {

@@ -11,6 +11,7 @@
  * @module
  */
 import { StepflowError } from "../errors.ts";
+import { ownValue } from "../own_record.ts";
 
 /** The values available to a prompt. */
 export interface PromptVariables {
@@ -164,7 +165,7 @@ function lookup(name: string, vars: PromptVariables): string | undefined {
 }
 
 function own(record: Readonly<Record<string, unknown>> | undefined, key: string): unknown {
-  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
+  return record === undefined ? undefined : ownValue(record, key);
 }
 
 function stringify(value: unknown): string | undefined {

@@ -14,6 +14,11 @@
  * microseconds of thread hand-off, ten times the write itself, and the runner awaits every write
  * before it goes on anyway.
  *
+ * What a listing remembers between calls is `file_listing.ts`'s. This file stays long (~1,000
+ * lines) because the rest is one concept: the write path and the read path of the same three files
+ * (log, checkpoint cache, temp file) share their recovery rules — a reader repairs exactly what a
+ * crashed writer can leave — and splitting them would put those rules in two places.
+ *
  * @module
  */
 import { join, resolve } from "node:path";
@@ -29,7 +34,8 @@ import {
   judgeLock,
 } from "./file_lock.ts";
 import { formatLogLine, lastGoodSentence, parseRunLog } from "./log_format.ts";
-import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
+import { summarizeCheckpoint } from "./summary.ts";
+import { FULL_LIST_EVERY_MS, type RunDirScan, RunListing, statKey } from "./file_listing.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
 import { pathVisible, pathVisibleSync } from "../path_exists.ts";
 import { assertRunId, isValidRunId } from "./run_id.ts";
@@ -94,11 +100,7 @@ export interface FileRunStoreOptions {
   listSettledFromCache?: boolean;
 }
 
-/**
- * How often `list()` re-checks every run's checkpoint (in between, only runs that can have changed
- * are re-read; see `FileRunStore.list`).
- */
-export const FULL_LIST_EVERY_MS = 10_000;
+export { FULL_LIST_EVERY_MS };
 
 export { DEFAULT_STALE_LOCK_MS };
 
@@ -190,15 +192,11 @@ export class FileRunStore implements RunStore {
   /** What `loadCheckpoint` returned, to detect a run that moved on before we locked it. */
   readonly #loaded = new Map<string, string>();
   readonly #crash?: CrashHook = crashHookFromEnv();
-  /** Summaries by run, keyed by the checkpoint's mtime and size: `list()` re-reads changed ones only. */
-  readonly #summaries = new Map<string, { key: string; summary: RunSummary }>();
   /** How far `readLogFrom` has read each log: entries and the byte offset after the last one. */
   readonly #tails = new Map<string, { entries: number; bytes: number }>();
   #dirReady = false;
-  #lastFullList = 0;
-  readonly #listSettledFromCache: boolean;
-  #snapshot?: { dirMtime: number; trusted: boolean; runs: RunSummary[] };
-  #order?: string[];
+  /** The listing cache (`list()`). */
+  readonly #listing: RunListing;
 
   /**
    * Creates a store over `dir`; nothing is touched on disk until the first write.
@@ -237,7 +235,12 @@ export class FileRunStore implements RunStore {
     }
     this.#cacheEvery = options.cacheEvery ?? DEFAULT_CACHE_EVERY;
     this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS;
-    this.#listSettledFromCache = options.listSettledFromCache ?? false;
+    this.#listing = new RunListing({
+      dir: this.dir,
+      settledFromCache: options.listSettledFromCache ?? false,
+      scan: () => this.#scanDir(),
+      summarize: (runId, locked) => this.#summarize(runId, locked),
+    });
     this.#warn = options.onWarning ?? ((m) => console.warn(`[stepflow] ${m}`));
   }
 
@@ -611,40 +614,15 @@ export class FileRunStore implements RunStore {
 
   /**
    * Lists the runs in the directory, newest first, with steps, duration and tokens. A run whose
-   * files cannot be read is listed with a `problem` rather than failing the listing.
+   * files cannot be read is listed with a `problem` rather than failing the listing. What a
+   * listing remembers for the next one is `file_listing.ts`'s.
    */
   list(): Promise<RunSummary[]> {
-    const now = Date.now();
-    const full = !this.#listSettledFromCache || now - this.#lastFullList >= FULL_LIST_EVERY_MS;
-    if (full) this.#lastFullList = now;
-    return this.#list(full);
+    return this.#listing.list();
   }
 
-  /**
-   * The listing. Outside a full pass (`full`: always, unless `listSettledFromCache`), a
-   * run is re-read only when it can have changed: it is new, has a lock file (being driven, or
-   * left by a crash), was running or paused, or had a problem. A finished run's checkpoint only
-   * changes when a process resumes or redrives it, which takes its lock first — so 10 000 finished
-   * runs cost one directory read, not 10 000 stats.
-   */
-  async #list(full: boolean): Promise<RunSummary[]> {
-    // Nothing was added, removed or renamed in the directory since the last listing (checkpoints
-    // are only ever replaced by a rename): the listing stands; only liveness can have changed.
-    // Trusted only when the directory's mtime was over a second old at that listing, so a
-    // change within the same clock tick cannot hide.
-    const dirMtime = this.#listSettledFromCache ? mtimeOf(this.dir) : undefined;
-    const snapshot = this.#snapshot;
-    if (dirMtime !== undefined && snapshot?.dirMtime === dirMtime && snapshot.trusted) {
-      const out: RunSummary[] = new Array(snapshot.runs.length);
-      for (let i = 0; i < snapshot.runs.length; i++) {
-        const run = snapshot.runs[i];
-        // A driven run moves on without touching the directory (its log is appended to).
-        out[i] = run.status === "running" || run.status === "paused"
-          ? await this.#summarize(run.runId)
-          : run;
-      }
-      return out;
-    }
+  /** The runs in the directory (undefined when it does not exist). */
+  #scanDir(): RunDirScan | undefined {
     const ids = new Set<string>();
     const locked = new Set<string>();
     try {
@@ -662,39 +640,10 @@ export class FileRunStore implements RunStore {
         else if (name.endsWith(LOCK_SUFFIX)) locked.add(name.slice(0, -LOCK_SUFFIX.length));
       }
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return [];
+      if (error instanceof Deno.errors.NotFound) return undefined;
       throw ioError(this.dir, "list", error);
     }
-    // With listSettledFromCache the summaries of finished runs are shared, frozen objects: a
-    // listing of 10 000 runs then allocates next to nothing.
-    const shared = this.#listSettledFromCache;
-    let out: RunSummary[] = [];
-    for (const id of ids) {
-      const cached = full || locked.has(id) ? undefined : this.#summaries.get(id)?.summary;
-      const settled = cached && !cached.problem && cached.status !== "running" &&
-        cached.status !== "paused";
-      out.push(
-        settled ? (shared ? cached : { ...cached }) : await this.#summarize(id, locked.has(id)),
-      );
-    }
-    for (const id of this.#summaries.keys()) if (!ids.has(id)) this.#summaries.delete(id);
-    // The same runs as last time are in the same order (a run's start time never changes).
-    const order = this.#order;
-    if (shared && order && order.length === out.length && order.every((id) => ids.has(id))) {
-      const byId = new Map(out.map((run) => [run.runId, run]));
-      out = order.map((id) => byId.get(id)!);
-    } else {
-      sortNewestFirst(out);
-      if (shared) this.#order = out.map((run) => run.runId);
-    }
-    if (dirMtime !== undefined) {
-      this.#snapshot = {
-        dirMtime,
-        trusted: Date.now() - dirMtime > 1000,
-        runs: out.slice(),
-      };
-    }
-    return out;
+    return { ids, locked };
   }
 
   /**
@@ -706,7 +655,7 @@ export class FileRunStore implements RunStore {
    * @param except a run never to delete (the one starting now); it counts as one of the kept
    */
   async prune(keep: number, except?: string): Promise<string[]> {
-    const runs = await this.#list(true);
+    const runs = await this.#listing.listAll();
     const removed: string[] = [];
     let kept = except !== undefined ? 1 : 0;
     for (const run of runs) {
@@ -851,8 +800,8 @@ export class FileRunStore implements RunStore {
     // A checkpoint is replaced (never edited in place), so inode + mtime + size identify its content
     // well enough for a listing: a settled run whose checkpoint did not change is not parsed again.
     const key = statKey(files.checkpoint);
-    const hit = key === undefined || locked ? undefined : this.#summaries.get(runId);
-    if (hit && hit.key === key) return { ...hit.summary };
+    const hit = key === undefined || locked ? undefined : this.#listing.remembered(runId, key);
+    if (hit) return hit;
     try {
       const { cached, current } = await this.#currentCheckpoint(runId, locked);
       if (!current) throw new Deno.errors.NotFound(files.checkpoint);
@@ -860,13 +809,11 @@ export class FileRunStore implements RunStore {
       if (summary.status === "running" || summary.status === "paused") {
         summary.live = await this.#lockLive(files.lock);
       } else if (current === cached && key !== undefined) {
-        const copy = { ...summary };
-        if (this.#listSettledFromCache) Object.freeze(copy);
-        this.#summaries.set(runId, { key, summary: copy });
+        this.#listing.remember(runId, key, summary);
       }
       return summary;
     } catch (error) {
-      this.#summaries.delete(runId);
+      this.#listing.forget(runId);
       summary = await this.#summaryFromLog(runId, error);
     }
     if (summary.status === "running" || summary.status === "paused") {
@@ -984,25 +931,6 @@ export class FileRunStore implements RunStore {
     } catch {
       return false;
     }
-  }
-}
-
-/** `inode:mtime:size` of a file, or undefined when it cannot be stat'ed. */
-function statKey(path: string): string | undefined {
-  try {
-    const info = Deno.statSync(path);
-    return `${info.ino ?? 0}:${info.mtime?.getTime() ?? 0}:${info.size}`;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A path's mtime in ms, or undefined. */
-function mtimeOf(path: string): number | undefined {
-  try {
-    return Deno.statSync(path).mtime?.getTime();
-  } catch {
-    return undefined;
   }
 }
 

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
 import { pidAlive } from "../pid_alive.ts";
 import { writeAll } from "./append_log.ts";
@@ -44,9 +45,9 @@ export interface HeldFileLock extends Disposable {
 /** What a lock guards, in the words of its messages and error codes. */
 export interface LockSubject {
   /** Code of the error thrown when a live process holds the lock (`RUN_LOCKED`, `PLAN_LOCKED`). */
-  code: string;
+  code: ErrorCodeOf<"store">;
   /** Code of the error {@linkcode assertLockHeld} throws once the lock was taken over. */
-  lostCode: string;
+  lostCode: ErrorCodeOf<"store">;
   /** Starts a sentence: `Run r1`, `Plan file /w/plan.json`. */
   title: string;
   /** Inside a sentence: `run r1`, `plan file /w/plan.json`. */

@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ERROR_CODES } from "../../src/error_codes.ts";
 import {
   isTableRow,
   parseMarkdown,
@@ -256,13 +257,50 @@ async function codesInSource(): Promise<Map<string, string>> {
   return codes;
 }
 
-Deno.test("docs: every error code in src/ has an entry in docs/errors.md", async () => {
+/** The codes docs/errors.md has an entry for (`- **`CODE`** — …`). */
+async function documentedCodes(): Promise<Set<string>> {
   const page = await read("docs/errors.md");
-  const documented = new Set([...page.matchAll(/^- \*\*`([A-Z0-9_]+)`\*\*/gm)].map((m) => m[1]));
+  return new Set([...page.matchAll(/^- \*\*`([A-Z0-9_]+)`\*\*/gm)].map((m) => m[1]));
+}
+
+/** Every listed code, with its module. */
+function listedCodes(): Map<string, string> {
+  const listed = new Map<string, string>();
+  for (const [module, codes] of Object.entries(ERROR_CODES)) {
+    for (const code of codes) listed.set(code, module);
+  }
+  return listed;
+}
+
+Deno.test("docs: every listed error code has an entry in docs/errors.md, and every entry is listed", async () => {
+  const documented = await documentedCodes();
+  const listed = listedCodes();
+  assert.ok(listed.size > 100, `only ${listed.size} codes listed: src/error_codes.ts is broken`);
+  const undocumented = [...listed].filter(([code]) => !documented.has(code))
+    .map(([code, module]) => `${code} (ERROR_CODES.${module})`);
+  assert.deepEqual(undocumented, [], `add these to docs/errors.md:\n${undocumented.join("\n")}`);
+  const unknown = [...documented].filter((code) => !listed.has(code));
+  assert.deepEqual(
+    unknown,
+    [],
+    `docs/errors.md documents codes no module lists: add each to its module in src/error_codes.ts, or drop the entry:\n${
+      unknown.join("\n")
+    }`,
+  );
+});
+
+Deno.test("docs: every error code written in src/ is listed in src/error_codes.ts", async () => {
+  // The compiler checks the codes passed to StepflowError; this catches the rest (`code: "…"` of a
+  // run's result, a subclass's field).
+  const listed = listedCodes();
   const codes = await codesInSource();
   assert.ok(codes.size > 50, `found only ${codes.size} codes: the scan is broken`);
-  const missing = [...codes].filter(([code]) => !documented.has(code)).map(([code, file]) =>
-    `${code} (thrown in ${file})`
+  const missing = [...codes].filter(([code]) => !listed.has(code)).map(([code, file]) =>
+    `${code} (in ${file})`
   );
-  assert.deepEqual(missing, [], `add these to docs/errors.md:\n${missing.join("\n")}`);
+  assert.deepEqual(
+    missing,
+    [],
+    `add these to src/error_codes.ts and docs/errors.md:\n${missing.join("\n")}`,
+  );
 });

@@ -15,6 +15,8 @@ import {
   type RunScriptOptions,
 } from "../../src/qplan/mod.ts";
 import { recorder, stepLines } from "./helpers.ts";
+import { loopControl } from "../../src/qplan/core/executor.ts";
+import { BREAK, CONTINUE, STOP } from "../../src/qplan/step/step_signals.ts";
 
 function registryWith(...tools: Parameters<ToolRegistry["register"]>[0][]): QPlanToolRegistry {
   const registry = new ToolRegistry();
@@ -134,6 +136,48 @@ while n < 10 {
 }`);
   assert.equal(r.status, "completed");
   assert.deepEqual([r.vars.n, r.vars.odd], [8, 4]);
+});
+
+Deno.test("break and continue in loops whose body waits (the async path of while and each)", async () => {
+  const r = await run(`
+var 0 -> n
+var 0 -> odd
+while n < 10 {
+  sleep ms=0
+  set n = n + 1
+  if n == 8 { break }
+  if n == 1 or n == 2 or n == 4 { continue }
+  set odd = odd + 1
+}
+var 0 -> sum
+each (v, i) in [1, 2, 3, 4, 5, 6] {
+  sleep ms=0
+  if v == 1 or v == 3 { continue }
+  if v == 5 { break }
+  set sum = sum + v
+}
+var 0 -> first
+each v in [1, 2, 3] {
+  sleep ms=0
+  break
+}
+each v in [7, 8] {
+  sleep ms=0
+  set first = v
+  continue
+}`);
+  assert.equal(r.status, "completed", r.error?.message);
+  assert.deepEqual([r.vars.n, r.vars.odd], [8, 4]);
+  assert.deepEqual([r.vars.sum, r.vars.i], [2 + 4, 4]);
+  assert.equal(r.vars.first, 8);
+});
+
+Deno.test("loopControl: break ends the loop, continue goes on, anything else leaves it", () => {
+  assert.equal(loopControl(BREAK), "break");
+  assert.equal(loopControl(CONTINUE), "continue");
+  const error = new Error("boom");
+  assert.throws(() => loopControl(error), (thrown) => thrown === error);
+  assert.throws(() => loopControl(STOP), (thrown) => thrown === STOP);
 });
 
 Deno.test("params are variables; @params names must be passed", async () => {

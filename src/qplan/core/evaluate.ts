@@ -7,7 +7,7 @@
  */
 import type { Expr, PathExpr } from "./ast.ts";
 import type { ExecutionContext } from "./execution_context.ts";
-import { setOwn } from "./execution_context.ts";
+import { setOwn } from "../../own_record.ts";
 
 /** An expression that cannot be evaluated (e.g. `"a" - 1`); carries the position of the culprit. */
 export class ExpressionError extends Error {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { setOwn } from "../../own_record.ts";
 import type { ToolContext } from "../../tools/types.ts";
 import type { StepNode } from "../step/step_types.ts";
 
@@ -124,16 +125,4 @@ export function createFrame(
   };
   if (step) tool.stepId = step.id;
   return { step, parent, hasValue: false, lastValue: undefined, tool };
-}
-
-/** Sets an own property even for keys such as `__proto__`. */
-export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === "__proto__") {
-    Object.defineProperty(target, key, {
-      value,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  } else target[key] = value;
 }

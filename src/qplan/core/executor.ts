@@ -26,9 +26,9 @@ import {
   createFrame,
   type ExecutionContext,
   type Frame,
-  setOwn,
   type ToolContextBase,
 } from "./execution_context.ts";
+import { setOwn } from "../../own_record.ts";
 import { QPlanFuture } from "./future.ts";
 import { type RunSupervisor, TICK_BATCH } from "./run_control.ts";
 import type { StepController } from "../step/step_controller.ts";
@@ -55,6 +55,17 @@ export type ApproveTool = (request: {
   line: number;
   reason?: string;
 }) => boolean | Promise<boolean>;
+
+/**
+ * What a loop does with what its body threw — the one place `break` and `continue` are handled, for
+ * `while` and `each`, sync and async: `BREAK` ends the loop, `CONTINUE` goes on with the next round,
+ * anything else (an error, `stop`, `jump`, `return`) leaves the loop.
+ */
+export function loopControl(thrown: unknown): "break" | "continue" {
+  if (thrown === BREAK) return "break";
+  if (thrown === CONTINUE) return "continue";
+  throw thrown;
+}
 
 /** What an {@linkcode Executor} works with. */
 export interface ExecutorOptions {
@@ -302,9 +313,8 @@ export class Executor {
       try {
         pending = this.runBlock(stmt.body, frame);
       } catch (thrown) {
-        if (thrown === BREAK) return;
-        if (thrown === CONTINUE) continue;
-        throw thrown;
+        if (loopControl(thrown) === "break") return;
+        continue;
       }
       if (pending !== undefined) return this.#whileAsync(stmt, frame, pending);
     }
@@ -314,8 +324,7 @@ export class Executor {
     try {
       await pending;
     } catch (thrown) {
-      if (thrown === BREAK) return;
-      if (thrown !== CONTINUE) throw thrown;
+      if (loopControl(thrown) === "break") return;
     }
     const sup = this.#sup;
     for (;;) {
@@ -328,8 +337,7 @@ export class Executor {
         const r = this.runBlock(stmt.body, frame);
         if (r !== undefined) await r;
       } catch (thrown) {
-        if (thrown === BREAK) return;
-        if (thrown !== CONTINUE) throw thrown;
+        if (loopControl(thrown) === "break") return;
       }
     }
   }
@@ -368,9 +376,8 @@ export class Executor {
       try {
         pending = this.runBlock(body, frame);
       } catch (thrown) {
-        if (thrown === BREAK) return;
-        if (thrown === CONTINUE) continue;
-        throw thrown;
+        if (loopControl(thrown) === "break") return;
+        continue;
       }
       if (pending !== undefined) return this.#eachAsync(stmt, frame, list, k, pending);
     }
@@ -386,8 +393,7 @@ export class Executor {
     try {
       await pending;
     } catch (thrown) {
-      if (thrown === BREAK) return;
-      if (thrown !== CONTINUE) throw thrown;
+      if (loopControl(thrown) === "break") return;
     }
     const vars = this.#ctx.vars;
     for (k++; k < list.length; k++) {
@@ -397,8 +403,7 @@ export class Executor {
         const r = this.runBlock(stmt.body, frame);
         if (r !== undefined) await r;
       } catch (thrown) {
-        if (thrown === BREAK) return;
-        if (thrown !== CONTINUE) throw thrown;
+        if (loopControl(thrown) === "break") return;
       }
     }
   }

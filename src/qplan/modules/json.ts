@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Tool } from "../../tools/types.ts";
 import { describeValue } from "../core/evaluate.ts";
-import { setOwn } from "../core/execution_context.ts";
+import { ownValue, setOwn } from "../../own_record.ts";
 import { ModuleArgumentError, toNumber } from "./values.ts";
 
 /** The arguments of `json`. */
@@ -121,7 +121,7 @@ function setPath(root: unknown, keys: string[], value: unknown): unknown {
   let cur = root as Record<string, unknown>;
   for (let i = 0; i < keys.length - 1; i++) {
     const k = keys[i];
-    const next = Object.hasOwn(cur, k) ? cur[k] : undefined;
+    const next = ownValue(cur, k);
     if (next === null || typeof next !== "object") {
       const created = {};
       setOwn(cur, k, created);

@@ -7,6 +7,7 @@
  * @module
  */
 import { errorMessage } from "../../errors.ts";
+import { setOwn } from "../../own_record.ts";
 import type { ExecutionContext, Frame, ToolContextBase } from "../core/execution_context.ts";
 import { createFrame } from "../core/execution_context.ts";
 import { QPlanRuntimeError } from "../core/errors.ts";
@@ -181,12 +182,7 @@ export class StepController {
       for (const name of step.outputs) {
         if (!vars.has(name)) continue;
         out ??= {};
-        Object.defineProperty(out, name, {
-          value: vars.get(name),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+        setOwn(out, name, vars.get(name));
       }
       if (out) return { has: true, value: out };
     }
