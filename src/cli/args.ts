@@ -27,6 +27,7 @@ import {
   type FlagSpec,
   type OptionTable,
   optionTable,
+  parseWholeNumber,
   rejectUnknownFlags,
   unknownFlagMessage,
   unknownFlags,
@@ -500,8 +501,8 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   if (bool("wait")) flags.wait = true;
   const max = str("max-iterations");
   if (max !== undefined) {
-    const n = Number(max);
-    if (Number.isInteger(n) && n > 0) flags.maxIterations = n;
+    const n = parseWholeNumber(max);
+    if (n !== undefined && n > 0) flags.maxIterations = n;
     else if (!lenient) {
       throw new UsageError(`--max-iterations expects a positive integer, got "${max}".`);
     }

@@ -9,6 +9,7 @@
  */
 import { relative, resolve } from "node:path";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import { findFileAccessError } from "../fs_error.ts";
 import { migrateClimpt, type MigratedAgent } from "../migrate/migrate.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { flagHelpLines, type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
@@ -114,9 +115,11 @@ export async function runMigrateCli(
       : `${summary(results, cwd, values["dry-run"] === true)}\n`;
     return { code: failed ? 1 : 0, stdout, stderr: "" };
   } catch (error) {
-    const message = error instanceof StepflowError ? error.message : errorMessage(error);
+    // An unreadable source, a folder that cannot be written: the user's situation, exit 2.
+    const known = error instanceof StepflowError ? error : findFileAccessError(error);
+    const message = known ? known.message : errorMessage(error);
     return {
-      code: error instanceof StepflowError ? 2 : 70,
+      code: known ? 2 : 70,
       stdout: "",
       stderr: `migrate: ${message}\n`,
     };

@@ -44,11 +44,19 @@ import {
 } from "../planspec/mod.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { flagHelpLines, type FlagSpec, type FlagValue, parseFlags } from "./kit/flags.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  type FlagValue,
+  parseFlags,
+  parseWholeNumber,
+} from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
-import { reportError } from "./kit/report_error.ts";
+import { FILE_SYSTEM_ERROR_CODES, reportError } from "./kit/report_error.ts";
+import { fileNameProblem } from "../fs_error.ts";
+import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 
 /**
  * Where the CLI reads and writes: the CLI kit's {@linkcode CliIo}. Questions (`plan new`'s
@@ -425,7 +433,11 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
     }
     throw error;
   }
-  const messages = validatePlan(plan);
+  const nameProblem = fileNameProblem(file, PLAN_FILE_SUFFIXES);
+  const messages = [
+    ...(nameProblem ? [`${nameProblem}: 'plan run' could not save it.`] : []),
+    ...validatePlan(plan),
+  ];
   const errors = messages.filter((m) => !m.startsWith("warn:"));
   for (const m of messages) {
     cli.stdout.write(
@@ -497,6 +509,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
         progress: result.progress,
         blocked: result.blocked,
         ...(result.error ? { error: result.error } : {}),
+        ...(result.errorCode ? { errorCode: result.errorCode } : {}),
       }) + "\n",
     );
   } else {
@@ -508,19 +521,30 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
     );
     for (const b of result.blocked) cli.stdout.write(`  [!] ${b.stepId}: ${b.result}\n`);
     if (result.error) cli.stdout.write(`  error: ${result.error}\n`);
+    if (result.errorCode && FILE_SYSTEM_ERROR_CODES.has(result.errorCode)) {
+      // Running again cannot help until the folder is fixed: say that, exit 2 (not a bug).
+      cli.stderr.write(`error: ${result.error}\n`);
+      cli.stdout.write(
+        `The plan is saved in ${
+          displayPath(file, cli.cwd)
+        } as far as it could be; fix the above, then run the same command to continue.\n`,
+      );
+      return EXIT_CODES.usage;
+    }
     if (result.status !== "completed") {
       cli.stdout.write(
         `The plan is saved in ${displayPath(file, cli.cwd)}; run the same command to continue.\n`,
       );
     }
   }
+  if (result.errorCode && FILE_SYSTEM_ERROR_CODES.has(result.errorCode)) return EXIT_CODES.usage;
   return result.status === "completed" ? 0 : result.status === "aborted" ? 130 : 1;
 }
 
 function positiveInt(value: unknown, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
+  const n = typeof value === "string" ? parseWholeNumber(value) : undefined;
+  if (n === undefined || n < 1) {
     throw new UsageError(`${flag} must be a whole number ≥ 1, got ${JSON.stringify(value)}`);
   }
   return n;

@@ -31,7 +31,12 @@ import { UsageError } from "../errors.ts";
 import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
-import { fileApprover, firstApproval, isAnsweredElsewhere } from "../plan/file_approver.ts";
+import {
+  fileApprover,
+  firstApproval,
+  isAnsweredElsewhere,
+  recordedApprover,
+} from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanFile, resetPlan, writePlanFile } from "../plan/plan_file.ts";
 import { formatArgs, renderPlanReview } from "../plan/review.ts";
@@ -44,12 +49,21 @@ import type {
   StepStatus,
 } from "../plan/types.ts";
 import { PlanValidationError, validatePlan } from "../plan/validate.ts";
+import { assertFileNameFits, fileAccessError } from "../fs_error.ts";
+import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
 import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import {
+  flagHelpLines,
+  type FlagSpec,
+  listFlag,
+  parseFlags,
+  parseWholeNumber,
+  stringFlag,
+} from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -268,8 +282,8 @@ export function parseRunPlanArgs(argv: readonly string[]): Flags {
       }. Quote a --generate task that has spaces.`,
     );
   }
-  const concurrency = v.concurrency === undefined ? 4 : Number(v.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
+  const concurrency = v.concurrency === undefined ? 4 : parseWholeNumber(v.concurrency);
+  if (concurrency === undefined || concurrency < 1) {
     throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
   }
   if (v.revise !== undefined && v.revise.trim() === "") {
@@ -339,6 +353,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     );
   }
   const planFile = resolve(userDir, flags.planFile ?? "plan.json");
+  // Also for a dry run: it says whether the real run could work.
+  assertFileNameFits(planFile, PLAN_FILE_SUFFIXES);
   // One process at a time: the lock is taken before the plan is read, released after the last
   // write. A dry run only reads (atomic writes never show it half a plan).
   using lock = flags.dryRun ? undefined : lockPlanFile(planFile, {
@@ -477,6 +493,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     write: (text) => io.stderr.write(text),
     color: colorOn(io, "stderr"),
   });
+  // With the dashboard answering too, the terminal's answers go through the same one-answer step.
+  const withDashboard = (approver: Approver): Approver =>
+    flags.approvals === "dashboard" ? recordedApprover(planFile, approver, "terminal") : approver;
   const summary = await runWithProgress(plan, {
     progress,
     planFile,
@@ -491,7 +510,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...approverOf(
       lines
-        ? oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
+        ? withDashboard(oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
           if (alwaysApproved.has(req.tool)) return true;
           signal.throwIfAborted(); // answered from the dashboard while queued here
           io.stderr.write(
@@ -510,7 +529,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           return answer === "y" || answer === "yes"
             ? true
             : { approved: false, reason: "denied at the prompt" };
-        })
+        }))
         : undefined,
       flags.approvals === "dashboard"
         ? fileApprover(planFile, {
@@ -720,11 +739,23 @@ async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Prom
   return backend;
 }
 
+/**
+ * The workspace must be a folder this user can list: a missing one, a file, a link loop, a name too
+ * long or a folder without read access is a usage error naming it (before anything runs).
+ */
 async function assertFolder(dir: string): Promise<void> {
   try {
-    if ((await Deno.stat(dir)).isDirectory) return;
+    if ((await Deno.stat(dir)).isDirectory) {
+      // Listing the first entry proves read access (a mode-000 folder stats fine).
+      for await (const _ of Deno.readDir(dir)) break;
+      return;
+    }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      const access = fileAccessError(error, { action: "use the workspace", path: dir });
+      if (!access) throw error;
+      throw new UsageError(`${access.message} (--workspace)`);
+    }
   }
   throw new UsageError(`The workspace ${dir} is not an existing folder. Check --workspace.`);
 }

@@ -21,7 +21,7 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
-import { type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
+import { type FlagSpec, parseFlags, portFlag, stringFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 
 /** Where `uiMain` writes and what it reads. */
@@ -85,12 +85,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
       out.write(USAGE);
       return 0;
     }
-    const port = values.port === undefined ? 8420 : Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new UsageError(
-        `--port ${values.port}: give a port number 0-65535 (0 picks a free one).`,
-      );
-    }
+    const port = portFlag({ port: values.port }, 8420);
     const hostname = values.host ?? "127.0.0.1";
     const runAgentArgs = [
       ...(values.backend !== undefined ? ["--backend", values.backend] : []),
@@ -141,7 +136,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
       return 2;
     }
     err.write(`error: ${errorMessage(error)}\n`);
-    return error instanceof Deno.errors.AddrInUse ? 2 : 70;
+    return 70;
   }
 }
 

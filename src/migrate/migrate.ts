@@ -5,12 +5,13 @@
  *
  * @module
  */
-import { join, relative, resolve, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { stringify as stringifyYaml } from "yaml";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import { AgentDefinitionError } from "../definition/errors.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
+import { fileAccessError } from "../fs_error.ts";
 import { formatValidationErrors, OutputSchemaCache } from "../flow/output_validator.ts";
 import { findClimptAgents } from "./climpt_source.ts";
 import { convertClimptAgent, type ConvertedAgent } from "./convert.ts";
@@ -68,6 +69,10 @@ export async function migrateClimpt(
 ): Promise<MigratedAgent[]> {
   const cwd = resolve(options.cwd ?? Deno.cwd());
   const out = resolve(cwd, options.out ?? ".agent");
+  // Before any work: an --out that can never take the agents is refused with nothing written.
+  if (!options.dryRun) {
+    await assertWritableFolder(out, options.out === undefined ? ".agent" : "--out");
+  }
   const sources = await findClimptAgents(resolve(cwd, path));
   const converted: ConvertedAgent[] = [];
   for (const source of sources) converted.push(await convertClimptAgent(source));
@@ -110,6 +115,59 @@ export async function migrateClimpt(
     }
   }
   return results;
+}
+
+/**
+ * Refuses (`MIGRATE_OUT_UNUSABLE`) an output folder that is a file, a device, a dangling link, or a
+ * folder this user cannot create entries in (read-only, unreadable); a folder that does not exist
+ * yet is judged by the nearest folder that does (where it would be created). Probes by creating and
+ * removing an empty hidden folder, so the verdict is the file system's own.
+ */
+export async function assertWritableFolder(out: string, flag: string): Promise<void> {
+  const refuse = (why: string, cause?: unknown) =>
+    new StepflowError("MIGRATE_OUT_UNUSABLE", `${flag} ${out}: ${why}`, {
+      details: { out },
+      ...(cause === undefined ? {} : { cause }),
+    });
+  let probeIn = out;
+  for (;;) {
+    let link: Deno.FileInfo | undefined;
+    try {
+      link = await Deno.lstat(probeIn);
+      const info = await Deno.stat(probeIn);
+      if (!info.isDirectory) {
+        throw refuse(
+          `${probeIn === out ? "is" : `lies under ${probeIn}, which is`} a ${
+            info.isFile ? "file" : "special file (a device, socket or pipe)"
+          }, not a folder. Name a folder (it is created when missing).`,
+        );
+      }
+      break;
+    } catch (error) {
+      if (error instanceof StepflowError) throw error;
+      if (error instanceof Deno.errors.NotFound) {
+        if (link?.isSymlink) {
+          throw refuse(
+            `${probeIn} is a symbolic link to ${await Deno.readLink(probeIn).catch(() =>
+              "?"
+            )}, which does not exist. Point it at a folder, or name another --out.`,
+          );
+        }
+        const parent = dirname(probeIn);
+        if (parent === probeIn) throw refuse("no folder on its path exists.");
+        probeIn = parent;
+        continue;
+      }
+      const access = fileAccessError(error, { action: "use", path: probeIn });
+      throw access ? refuse(access.message, error) : error;
+    }
+  }
+  try {
+    await Deno.remove(await Deno.makeTempDir({ dir: probeIn, prefix: ".stepflow-migrate-probe-" }));
+  } catch (error) {
+    const access = fileAccessError(error, { action: "create folders in", path: probeIn });
+    throw access ? refuse(access.message, error) : error;
+  }
 }
 
 async function writeStage(stageDir: string, files: Map<string, string>): Promise<void> {
@@ -290,15 +348,25 @@ async function publish(
   if (!isInside(finalDir, out)) {
     throw new StepflowError("MIGRATE_PATH_ESCAPES", `Agent name "${agent.name}" leaves ${out}.`);
   }
-  if (force) await Deno.remove(finalDir, { recursive: true }).catch(() => {});
-  for (const [rel, text] of agent.files) {
-    const target = resolve(finalDir, rel);
-    if (!isInside(target, finalDir)) {
-      throw new StepflowError(
-        "MIGRATE_PATH_ESCAPES",
-        `Refusing to write ${rel}: it leaves ${finalDir}.`,
-      );
+  // Written whole into a hidden folder beside the target, then renamed into place: a failure
+  // (disk full, a folder made read-only meanwhile) leaves no half-written agent in `out`.
+  const staging = join(out, `.${agent.name}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
+  try {
+    for (const [rel, text] of agent.files) {
+      const target = resolve(staging, rel);
+      if (!isInside(target, staging)) {
+        throw new StepflowError(
+          "MIGRATE_PATH_ESCAPES",
+          `Refusing to write ${rel}: it leaves ${finalDir}.`,
+        );
+      }
+      await writeFileAtomic(target, text);
     }
-    await writeFileAtomic(target, text);
+    if (force) await Deno.remove(finalDir, { recursive: true }).catch(() => {});
+    await Deno.rename(staging, finalDir);
+  } catch (error) {
+    await Deno.remove(staging, { recursive: true }).catch(() => {});
+    throw fileAccessError(error, { action: `write the agent ${agent.name} into`, path: out }) ??
+      error;
   }
 }

@@ -1,28 +1,27 @@
 /**
  * Approvals through files beside the plan, so that someone other than the terminal that runs the
- * plan — the dashboard (`deno task ui --allow-actions`), a script, a person with an editor — can
- * approve or deny a waiting step.
+ * plan — the dashboard (`deno task ui --allow-actions`), a script calling {@linkcode decideApproval}
+ * — can approve or deny a waiting step.
  *
- * - `<plan file>.approvals/<step>.json` — the request: tool, arguments, reason, time, a fresh
- *   `requestId`, and its state (`waiting`, then `approved`, `denied` or `withdrawn`). Written with
- *   the one atomic writer; the run that asks owns it.
- * - `<plan file>.approvals/<step>.decision.json` — the answer for one `requestId`. Created
- *   exclusively (written atomically to a temp file, then hard-linked into place), so the first
- *   answer wins and a reader never sees half of one. The waiting run reads it (a bounded poll),
- *   records the outcome in the request file and removes it.
+ * `<plan file>.approvals/<step>.json` is the request: tool, arguments, reason, time, a fresh
+ * `requestId`, and its state (`waiting`, then `approved`, `denied` or `withdrawn`), with the answer
+ * (who, when, why) once there is one. It is a pending request of `src/store/pending_request.ts`:
+ * every change — recording it, answering it, withdrawing it — is one step under the request's lock,
+ * so the first answer changes the state and every later one finds it changed and is refused
+ * (`APPROVAL_NOT_WAITING`), whatever the timing. The answer is written into the request itself:
+ * there is no separate answer file to outlive it. The waiting run reads the request (a bounded
+ * poll) and runs or skips the step.
  *
  * `<step>` is the step id with every character outside `A–Z a–z 0–9 _ -` written as `%XX`, so no
- * step id (`../x`, `constructor`, …) names a file outside the folder or a special one. A decision
- * for another request (left by an earlier run, or written for a request that was since replaced)
- * is stale: it is ignored and removed.
+ * step id (`../x`, `constructor`, …) names a file outside the folder or a special one.
  *
  * @module
  */
 import { join } from "node:path";
-import { writeFileAtomic } from "../atomic_write.ts";
 import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { pidAlive } from "../pid_alive.ts";
+import { changeRequest, MAX_REQUEST_FILE_BYTES, readRequest } from "../store/pending_request.ts";
 import type { ApprovalDecision, ApprovalRequest, Approver } from "./types.ts";
 
 /** The state of an approval request. */
@@ -49,25 +48,11 @@ export interface ApprovalRecord extends ApprovalRequest {
   denyReason?: string;
 }
 
-/** An answer, as written to `<plan file>.approvals/<step>.decision.json`. */
-export interface ApprovalAnswer {
-  /** The request answered. */
-  requestId: string;
-  /** Approve (true) or deny (false). */
-  approved: boolean;
-  /** Why (shown with a denial). */
-  reason?: string;
-  /** Who answered. */
-  by: string;
-  /** When (ISO). */
-  decidedAt: string;
-}
-
 /** Options of {@linkcode fileApprover}. */
 export interface FileApproverOptions {
   /** How often a waiting step looks for its decision file (default 250 ms). */
   pollMs?: number;
-  /** Receives warnings (a stale or unreadable decision file that was removed). */
+  /** Receives warnings (a request file removed or replaced while the step waits). */
   onWarning?: (message: string) => void;
   /** Called when a request has been recorded (the CLI says where it waits). */
   onWaiting?: (record: ApprovalRecord, file: string) => void;
@@ -101,13 +86,9 @@ export function approvalStem(stepId: string): string {
   return `${stem.slice(0, MAX_STEM - 17)}~${fnv64(stepId)}`;
 }
 
-/** The request file and decision file of a step. */
-export function approvalFiles(planFile: string, stepId: string): {
-  request: string;
-  decision: string;
-} {
-  const base = join(approvalsDir(planFile), approvalStem(stepId));
-  return { request: `${base}.json`, decision: `${base}.decision.json` };
+/** The request file of a step: `<plan file>.approvals/<step>.json`. */
+export function approvalFiles(planFile: string, stepId: string): { request: string } {
+  return { request: `${join(approvalsDir(planFile), approvalStem(stepId))}.json` };
 }
 
 /**
@@ -127,9 +108,7 @@ export function fileApprover(planFile: string, options: FileApproverOptions = {}
   const warn = options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`));
   return async (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision> => {
     signal.throwIfAborted();
-    const files = approvalFiles(planFile, request.stepId);
-    // An answer left from an earlier request can never be for this one.
-    await removeIfPresent(files.decision);
+    const file = approvalFiles(planFile, request.stepId).request;
     const record: ApprovalRecord = {
       requestId: crypto.randomUUID(),
       planId: request.planId,
@@ -142,37 +121,118 @@ export function fileApprover(planFile: string, options: FileApproverOptions = {}
       pid: Deno.pid,
       state: "waiting",
     };
-    await writeRecord(files.request, record);
-    options.onWaiting?.(record, files.request);
+    const pending: PendingAsk = { requestId: record.requestId };
+    pendingRequests.set(request, pending);
+    // A request left by an earlier run is replaced: its answers can never be for this one. An
+    // answer given (by a recordedApprover) before this write is written with it, under the lock.
+    const first = await changeRecord(
+      file,
+      record.stepId,
+      () => pending.answer ? answered(record, pending.answer) : record,
+    );
+    if (first.state !== "waiting") return pending.answer?.given ?? outcomeOf(first);
+    options.onWaiting?.(record, file);
     try {
       for (;;) {
-        const answer = await readAnswer(files.decision, record.requestId, warn);
-        if (answer) {
-          const decided: ApprovalRecord = {
-            ...record,
-            state: answer.approved ? "approved" : "denied",
-            decidedAt: answer.decidedAt,
-            decidedBy: answer.by,
-            ...(!answer.approved && answer.reason ? { denyReason: answer.reason } : {}),
-          };
-          await writeRecord(files.request, decided);
-          await removeIfPresent(files.decision);
-          if (answer.approved) return true;
-          return {
-            approved: false,
-            reason: `denied by ${answer.by}${answer.reason ? `: ${answer.reason}` : ""}`,
-          };
+        const current = await readRequest(file, parseRecord);
+        if (current?.requestId !== record.requestId) {
+          // Removed or overwritten by hand while the step waits: record it again, unless an
+          // answer to it landed in between (then the loop reads that answer next).
+          warn(
+            `${file}: the waiting request ${record.requestId} was removed or replaced; recorded it again.`,
+          );
+          await changeRecord(
+            file,
+            record.stepId,
+            (now) => now?.requestId === record.requestId ? now : record,
+          );
+        } else if (current.state !== "waiting") {
+          // This process's own approver answered (recordedApprover): the same value it gave.
+          const own = pending.answer;
+          return own && current.decidedBy === own.by ? own.given : outcomeOf(current);
         }
         await sleep(pollMs, signal);
       }
     } catch (error) {
       if (signal.aborted) {
-        await writeRecord(files.request, { ...record, state: "withdrawn" }).catch(() => {});
+        // Withdrawn only while still waiting: an answer that came first stays recorded.
+        await changeRecord(
+          file,
+          record.stepId,
+          (now) =>
+            now?.requestId === record.requestId && now.state === "waiting"
+              ? { ...now, state: "withdrawn" }
+              : now ?? { ...record, state: "withdrawn" },
+        ).catch(() => {});
       }
       throw error;
     }
   };
 }
+
+/** What the executor gets from an answered request. */
+function outcomeOf(record: ApprovalRecord): ApprovalDecision {
+  if (record.state === "approved") return true;
+  if (record.state === "withdrawn") {
+    return { approved: false, reason: "the request was withdrawn" };
+  }
+  const by = record.decidedBy ?? "someone";
+  return {
+    approved: false,
+    reason: `denied by ${by}${record.denyReason ? `: ${record.denyReason}` : ""}`,
+  };
+}
+
+/**
+ * An approver of this process (a terminal prompt) whose answers go through the same one-answer
+ * step as the dashboard's: its answer is recorded in the step's waiting request (`decidedBy: by`),
+ * so a dashboard answer after it gets `APPROVAL_NOT_WAITING`; and when the dashboard answered
+ * first, that answer is returned instead of this one. Combine it with {@linkcode fileApprover} of
+ * the same plan through {@linkcode firstApproval}, so two channels still give exactly one answer.
+ *
+ * @example
+ * ```ts ignore
+ * const approver = firstApproval([recordedApprover("plan.json", terminalPrompt, "terminal"), fileApprover("plan.json")]);
+ * ```
+ */
+export function recordedApprover(planFile: string, approver: Approver, by: string): Approver {
+  return async (request, signal) => {
+    const answer = await approver(request, signal);
+    // The request a fileApprover records for this very ask (not one of an earlier ask).
+    const pending = pendingRequests.get(request);
+    if (!pending) return answer; // no dashboard asked: nothing to record
+    const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+    // Before the request is written, this answer goes into it as it is written (see fileApprover).
+    pending.answer = { ...decision, by, given: answer };
+    try {
+      await decideApproval(planFile, request.stepId, pending.requestId, {
+        approved: decision.approved,
+        ...(decision.reason ? { reason: decision.reason } : {}),
+        by,
+      });
+      return answer;
+    } catch (error) {
+      if (!(error instanceof StepflowError) || error.code !== "APPROVAL_NOT_WAITING") throw error;
+      const file = approvalFiles(planFile, request.stepId).request;
+      const now = await readRequest(file, parseRecord).catch(() => undefined);
+      if (now?.requestId !== pending.requestId) return answer; // written with this answer next
+      // Answered by someone else first: that answer is the one that counts.
+      return now.decidedBy !== by && (now.state === "approved" || now.state === "denied")
+        ? outcomeOf(now)
+        : answer;
+    }
+  };
+}
+
+/** A request a {@linkcode fileApprover} records, and an answer given before it was written. */
+interface PendingAsk {
+  requestId: string;
+  /** The answer of this process's own approver, and the value it gave (returned as it is). */
+  answer?: { approved: boolean; reason?: string; by: string; given: ApprovalDecision };
+}
+
+/** The request each {@linkcode fileApprover} records, by the request object it was asked. */
+const pendingRequests = new WeakMap<ApprovalRequest, PendingAsk>();
 
 /**
  * Asks every approver at once; the first answer wins and the others are cancelled (their signal
@@ -234,11 +294,11 @@ export async function listApprovals(planFile: string): Promise<{
   }
   for (const entry of entries) {
     if (
-      !entry.isFile || !entry.name.endsWith(".json") || entry.name.endsWith(".decision.json") ||
+      !entry.isFile || !entry.name.endsWith(".json") ||
       entry.name.startsWith(".")
     ) continue;
     const file = join(dir, entry.name);
-    const record = parseRecord(await readApprovalFile(file).catch(() => undefined) ?? "");
+    const record = await readRequest(file, parseRecord).catch(() => undefined);
     if (!record) problems.push(`${file} is not an approval request; remove it.`);
     else if (approvalStem(record.stepId) === entry.name.slice(0, -5)) {
       records.set(record.stepId, record);
@@ -260,47 +320,48 @@ export async function decideApproval(
   requestId: string,
   answer: { approved: boolean; reason?: string; by: string },
 ): Promise<ApprovalRecord> {
-  const files = approvalFiles(planFile, stepId);
-  const record = parseRecord(
-    await readApprovalFile(files.request).catch(() => undefined) ?? "",
-  );
+  const file = approvalFiles(planFile, stepId).request;
   const notWaiting = (why: string) =>
     new StepflowError(
       "APPROVAL_NOT_WAITING",
       `Step "${stepId}" of ${planFile}: ${why}. Reload the plan page to see its current state.`,
       { details: { planFile, stepId, requestId } },
     );
-  if (!record || record.stepId !== stepId) throw notWaiting("no approval request is recorded");
-  if (record.requestId !== requestId) {
-    throw notWaiting("the request answered was replaced by a newer one (the plan ran again)");
-  }
-  if (record.state !== "waiting") throw notWaiting(`its request was already ${record.state}`);
-  if (!waiterAlive(record)) {
-    throw notWaiting(
-      `the run-plan process that asked (pid ${record.pid}) is gone; run the plan again to ask anew`,
-    );
-  }
-  const body: ApprovalAnswer = {
-    requestId,
-    approved: answer.approved,
-    ...(answer.reason ? { reason: answer.reason.slice(0, 2000) } : {}),
-    by: answer.by,
-    decidedAt: new Date().toISOString(),
-  };
-  // Atomic and exclusive: a complete temp file, then a hard link that fails when an answer exists.
-  const temp = `${files.decision}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.pending`;
-  await writeFileAtomic(temp, `${JSON.stringify(body)}\n`);
-  try {
-    await Deno.link(temp, files.decision);
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      throw notWaiting("another answer was given first");
+  return await changeRecord(file, stepId, (record) => {
+    if (!record || record.stepId !== stepId) throw notWaiting("no approval request is recorded");
+    if (record.requestId !== requestId) {
+      throw notWaiting("the request answered was replaced by a newer one (the plan ran again)");
     }
-    throw error;
-  } finally {
-    await removeIfPresent(temp);
-  }
-  return record;
+    if (record.state !== "waiting") {
+      throw notWaiting(
+        record.state === "withdrawn"
+          ? "its request was already withdrawn (the run stopped waiting)"
+          : `another answer was given first: its request was already ${record.state}${
+            record.decidedBy ? ` by ${record.decidedBy}` : ""
+          }${record.decidedAt ? ` at ${record.decidedAt}` : ""}`,
+      );
+    }
+    if (!waiterAlive(record)) {
+      throw notWaiting(
+        `the run-plan process that asked (pid ${record.pid}) is gone; run the plan again to ask anew`,
+      );
+    }
+    return answered(record, answer);
+  });
+}
+
+/** A waiting request with its answer recorded. */
+function answered(
+  record: ApprovalRecord,
+  answer: { approved: boolean; reason?: string; by: string },
+): ApprovalRecord {
+  return {
+    ...record,
+    state: answer.approved ? "approved" : "denied",
+    decidedAt: new Date().toISOString(),
+    decidedBy: answer.by,
+    ...(!answer.approved && answer.reason ? { denyReason: answer.reason.slice(0, 2000) } : {}),
+  };
 }
 
 /**
@@ -309,34 +370,6 @@ export async function decideApproval(
  */
 export function waiterAlive(record: ApprovalRecord): boolean {
   return record.pid === Deno.pid || pidAlive(record.pid);
-}
-
-async function readAnswer(
-  file: string,
-  requestId: string,
-  warn: (message: string) => void,
-): Promise<ApprovalAnswer | undefined> {
-  const text = await readApprovalFile(file);
-  if (text === undefined) return undefined;
-  const answer = parseAnswer(text);
-  if (answer && answer.requestId === requestId) return answer;
-  warn(
-    `${file}: ${
-      answer ? `an answer to another request (${answer.requestId})` : "not an approval answer"
-    }; removed it. Answer the waiting request ${requestId} instead.`,
-  );
-  await removeIfPresent(file);
-  return undefined;
-}
-
-function parseAnswer(text: string): ApprovalAnswer | undefined {
-  const value = parseObject(text);
-  if (
-    !value || typeof value.requestId !== "string" || typeof value.approved !== "boolean" ||
-    typeof value.by !== "string" || typeof value.decidedAt !== "string" ||
-    (value.reason !== undefined && typeof value.reason !== "string")
-  ) return undefined;
-  return value as unknown as ApprovalAnswer;
 }
 
 function parseRecord(text: string): ApprovalRecord | undefined {
@@ -349,25 +382,8 @@ function parseRecord(text: string): ApprovalRecord | undefined {
   return value as unknown as ApprovalRecord;
 }
 
-/** Requests and answers are small; a larger file is not one of ours and is not read into memory. */
-const MAX_APPROVAL_FILE_BYTES = 10_000_000;
-
-/**
- * The text of a request or answer file, `undefined` when it does not exist, `""` when it is larger
- * than {@linkcode MAX_APPROVAL_FILE_BYTES} (so it parses as "not an approval file").
- */
-async function readApprovalFile(file: string): Promise<string | undefined> {
-  try {
-    if ((await Deno.stat(file)).size > MAX_APPROVAL_FILE_BYTES) return "";
-    return await Deno.readTextFile(file);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
-}
-
 function parseObject(text: string): Record<string, unknown> | undefined {
-  if (text.length === 0 || text.length > MAX_APPROVAL_FILE_BYTES) return undefined;
+  if (text.length === 0 || text.length > MAX_REQUEST_FILE_BYTES) return undefined;
   try {
     const value = JSON.parse(text);
     return typeof value === "object" && value !== null && !Array.isArray(value) ? value : undefined;
@@ -376,25 +392,26 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   }
 }
 
-async function writeRecord(file: string, record: ApprovalRecord): Promise<void> {
+/**
+ * Changes a step's request in one step under its lock (see the module doc); a file that cannot be
+ * written is `APPROVAL_IO`.
+ */
+async function changeRecord(
+  file: string,
+  stepId: string,
+  transition: (current: ApprovalRecord | undefined) => ApprovalRecord,
+): Promise<ApprovalRecord> {
   try {
-    await writeFileAtomic(file, `${JSON.stringify(record, null, 2)}\n`);
+    return await changeRequest(file, parseRecord, transition);
   } catch (error) {
+    if (error instanceof StepflowError && error.code === "APPROVAL_NOT_WAITING") throw error;
     throw new StepflowError(
       "APPROVAL_IO",
-      `Cannot record the approval request of step "${record.stepId}" in ${file}: ${
+      `Cannot record the approval request of step "${stepId}" in ${file}: ${
         errorMessage(error)
       }. Check that the plan's folder is writable.`,
-      { details: { file, stepId: record.stepId }, cause: error },
+      { details: { file, stepId }, cause: error },
     );
-  }
-}
-
-async function removeIfPresent(file: string): Promise<void> {
-  try {
-    await Deno.remove(file);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
 }
 

@@ -60,7 +60,6 @@ export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.t
 export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";
 export {
-  type ApprovalAnswer,
   type ApprovalRecord,
   approvalsDir,
   type ApprovalState,
@@ -70,6 +69,7 @@ export {
   firstApproval,
   isAnsweredElsewhere,
   listApprovals,
+  recordedApprover,
 } from "./file_approver.ts";
 // The step ids of the LLM calls (what a scripted backend keys its answers on) are public too.
 export {

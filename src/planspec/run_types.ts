@@ -93,4 +93,9 @@ export interface PlanRunResult {
   variables: Record<string, unknown>;
   /** The error, for `failed` and `aborted`. */
   error?: string;
+  /**
+   * The stable code of a `failed` run's error, when it has one (`FILE_ACCESS`: the plan's folder or
+   * history file could not be written — fix that before running again).
+   */
+  errorCode?: string;
 }

@@ -10,6 +10,7 @@
 import { removeStaleTemps } from "../atomic_write.ts";
 import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { StepflowError } from "../errors.ts";
+import { findFileAccessError } from "../fs_error.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunState, StepInfo as EventStepInfo } from "../events/types.ts";
 import {
@@ -174,6 +175,7 @@ export class PlanRunner {
     this.#running = true;
     let status: PlanRunStatus = "blocked";
     let error: string | undefined;
+    let errorCode: string | undefined;
     const ctx = { runId: this.#runId, file: this.#options.file };
     try {
       this.#context = this.#contextFor(await loadPlanPrompts(this.#options.prompts));
@@ -188,7 +190,10 @@ export class PlanRunner {
         await this.#emitter.emit("onAbort", ctx);
       } else {
         status = "failed";
-        error = (e as Error)?.message ?? String(e);
+        // A folder or history file that cannot be written says where and how to fix it.
+        const known = e instanceof StepflowError ? e : findFileAccessError(e);
+        error = known?.message ?? (e as Error)?.message ?? String(e);
+        errorCode = known?.code;
       }
     } finally {
       try {
@@ -198,7 +203,9 @@ export class PlanRunner {
       } catch (e) {
         if (status !== "failed") {
           status = "failed";
-          error = `could not save the plan: ${(e as Error).message}`;
+          const access = findFileAccessError(e);
+          error = `could not save the plan: ${access?.message ?? (e as Error).message}`;
+          errorCode = access?.code;
         }
       }
       lock?.release();
@@ -218,6 +225,7 @@ export class PlanRunner {
       variables: Object.fromEntries(this.#variables),
     };
     if (error !== undefined) result.error = error;
+    if (errorCode !== undefined) result.errorCode = errorCode;
     await this.#emitter.emit("onPlanEnd", this.#plan, { ...ctx, status, error });
     return result;
   }

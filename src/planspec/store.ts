@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { fileAccessError } from "../fs_error.ts";
 import { basename, dirname, extname, isAbsolute, join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
@@ -73,11 +74,18 @@ export async function resolvePlanRef(ref: string, base: string): Promise<Resolve
   );
 }
 
+/**
+ * Whether `path` is a file; a path that exists but cannot be looked at (an unreadable folder on
+ * the way, a link loop, a name too long) is `FILE_ACCESS`, not "no plan".
+ */
 async function isFile(path: string): Promise<boolean> {
   try {
     return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return false;
+    }
+    throw fileAccessError(error, { action: "look for the plan", path }) ?? error;
   }
 }
 

@@ -15,6 +15,7 @@
  */
 import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
+import { assertFileNameFits, fileAccessError } from "../fs_error.ts";
 import { pidAlive } from "../pid_alive.ts";
 import { writeAll } from "./append_log.ts";
 
@@ -115,12 +116,20 @@ export interface PlanLockOptions {
  * ```
  */
 export function lockPlanFile(file: string, options: PlanLockOptions): HeldFileLock {
+  // Refused before anything is created: a name that is too long once suffixed can never be saved.
+  assertFileNameFits(file, PLAN_FILE_SUFFIXES);
   return acquireFileLock(`${file}.lock`, options.runId, {
     staleAfterMs: options.staleAfterMs ?? DEFAULT_STALE_LOCK_MS,
     onWarning: options.onWarning,
     subject: planLockSubject(file),
   });
 }
+
+/**
+ * The names stepflow derives from a plan file's name (its lock, its approvals folder; the temp name
+ * of the atomic writer is counted by `fileNameProblem` itself).
+ */
+export const PLAN_FILE_SUFFIXES: readonly string[] = [".lock", ".approvals", ".history.jsonl"];
 
 /** Options of {@linkcode acquireFileLock}. */
 export interface FileLockOptions {
@@ -229,7 +238,7 @@ export function acquireFileLock(
 ): HeldFileLock {
   const subject = options.subject ?? runLockSubject(runId);
   for (let attempt = 0; attempt < 5; attempt++) {
-    const file = Deno.openSync(path, { read: true, write: true, create: true });
+    const file = openLockFile(path);
     let keep = false;
     try {
       if (!file.tryLockSync(true)) {
@@ -286,6 +295,19 @@ export function assertLockHeld(lock: HeldFileLock, subject: LockSubject): void {
     `${subject.title}: another process took over its lock (${lock.path}) after this process stopped refreshing it; this process stops writing so the two cannot interleave.`,
     { details: { file: lock.path } },
   );
+}
+
+/**
+ * Opens (creating) a lock file; a folder that is read-only, unreadable or missing is `FILE_ACCESS`
+ * naming the lock file and the fix, not an unexplained OS error.
+ */
+function openLockFile(path: string): Deno.FsFile {
+  try {
+    return Deno.openSync(path, { read: true, write: true, create: true });
+  } catch (error) {
+    throw fileAccessError(error, { action: "create the lock file", path }) ??
+      error;
+  }
 }
 
 function holdLock(

@@ -142,8 +142,9 @@ function refused(message: string): StepflowError {
 }
 
 /**
- * Answers a waiting tool-plan step: writes the decision file its `run-plan --approvals dashboard`
- * waits for (the first answer wins; see `src/plan/file_approver.ts`).
+ * Answers a waiting tool-plan step: records the answer in the request its `run-plan --approvals
+ * dashboard` waits on, in one step under the request's lock — the first answer wins (200), every
+ * later one is refused (409), whatever the timing (see `src/plan/file_approver.ts`).
  */
 export async function answerApproval(
   folders: PlanFolders,
@@ -158,7 +159,11 @@ export async function answerApproval(
     await decideApproval(file, stepId, requestId, { approved, by: "dashboard" });
   } catch (error) {
     if (error instanceof StepflowError) {
-      return { status: 409, message: error.message, code: error.code };
+      return {
+        status: error.code === "APPROVAL_IO" ? 500 : 409,
+        message: error.message,
+        code: error.code,
+      };
     }
     throw error;
   }

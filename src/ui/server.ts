@@ -103,8 +103,21 @@ export function dashboardHandler(
   data.warm().catch(() => {/* the page that needs it reports the problem */});
   return async (request) => {
     try {
-      const url = new URL(request.url);
-      if (hosts !== "any" && !hosts.includes(hostOf(request.headers.get("host") ?? url.host))) {
+      const url = URL.canParse(request.url) ? new URL(request.url) : undefined;
+      if (!url) {
+        return text(
+          400,
+          "Bad request: the Host header or the request line is not a valid URL (e.g. an IPv6 address without its closing bracket).",
+        );
+      }
+      const malformed = malformedSegment(url.pathname);
+      if (malformed !== undefined) {
+        return text(
+          400,
+          `Bad request: the path segment "${malformed}" is not valid percent-encoded UTF-8 (a "%" must be followed by two hex digits, and the bytes must form UTF-8).`,
+        );
+      }
+      if (hosts !== "any" && !hostAllowed(request.headers.get("host") ?? url.host, hosts)) {
         return text(
           403,
           "Forbidden: unexpected Host header (the dashboard answers loopback names only).",
@@ -155,17 +168,9 @@ async function action(
       "Forbidden: an action needs this server's secret (x-stepflow-csrf), which the run page sends; reload the page (the secret changes when the dashboard restarts).",
     );
   }
-  const approval = url.pathname.match(
-    /^\/plans\/tool\/([^/]+)\/approvals\/([^/]+)\/([^/]+)\/(approve|deny)$/,
-  );
-  const match = url.pathname.match(/^\/runs\/([^/]+)\/(cancel|resume|redrive)$/);
-  const decode = (part: string) => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return undefined;
-    }
-  };
+  const approval = url.pathname.match(DASHBOARD_ROUTES.approvalAction.pattern);
+  const match = url.pathname.match(DASHBOARD_ROUTES.runAction.pattern);
+  const decode = routeParam;
   let outcome;
   if (approval) {
     const [plan, stepId, requestId] = [approval[1], approval[2], approval[3]].map(decode);
@@ -191,6 +196,78 @@ async function action(
     status: outcome.status,
     headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
   });
+}
+
+/** A route of the dashboard that takes parameters from its path. */
+export interface DashboardRoute {
+  /** The method it answers. */
+  method: "GET" | "POST";
+  /** What the path must match; its `([^/]+)` groups are the parameters. */
+  pattern: RegExp;
+  /** Every form of the path, a parameter written `{name}` (tests and docs enumerate them). */
+  forms: readonly string[];
+}
+
+/**
+ * Every route with a parameter, by name: the one place the dashboard's paths are matched. A
+ * parameter is one path segment (`[^/]+`), percent-decoded by {@linkcode routeParam}; the handler
+ * refuses a path whose segments are not valid percent-encoded UTF-8 (400) before any route sees it.
+ */
+export const DASHBOARD_ROUTES = {
+  toolPlanEvents: {
+    method: "GET",
+    pattern: /^\/plans\/tool\/([^/]+)\/events$/,
+    forms: ["/plans/tool/{plan}/events"],
+  },
+  plan: {
+    method: "GET",
+    pattern: /^\/plans\/(spec|tool)\/([^/]+)$/,
+    forms: ["/plans/spec/{plan}", "/plans/tool/{plan}"],
+  },
+  agent: { method: "GET", pattern: /^\/agents\/([^/]+)$/, forms: ["/agents/{agent}"] },
+  run: {
+    method: "GET",
+    pattern: /^\/runs\/([^/]+)(?:(\/events)|\/rows\/(\d{1,9})\/([a-z]+\d*)(\/full)?)?$/,
+    forms: [
+      "/runs/{run}",
+      "/runs/{run}/events",
+      "/runs/{run}/rows/0/prompt",
+      "/runs/{run}/rows/0/prompt/full",
+    ],
+  },
+  approvalAction: {
+    method: "POST",
+    pattern: /^\/plans\/tool\/([^/]+)\/approvals\/([^/]+)\/([^/]+)\/(approve|deny)$/,
+    forms: [
+      "/plans/tool/{plan}/approvals/{step}/{request}/approve",
+      "/plans/tool/{plan}/approvals/{step}/{request}/deny",
+    ],
+  },
+  runAction: {
+    method: "POST",
+    pattern: /^\/runs\/([^/]+)\/(cancel|resume|redrive)$/,
+    forms: ["/runs/{run}/cancel", "/runs/{run}/resume", "/runs/{run}/redrive"],
+  },
+} as const satisfies Record<string, DashboardRoute>;
+
+/**
+ * The first segment of `pathname` that is not valid percent-encoded UTF-8 (`%zz`, a lone `%`, a
+ * cut or overlong sequence), or `undefined` when every segment decodes.
+ */
+export function malformedSegment(pathname: string): string | undefined {
+  for (const segment of pathname.split("/")) {
+    if (routeParam(segment) === undefined) return segment.slice(0, 200);
+  }
+  return undefined;
+}
+
+/** A route parameter decoded, or `undefined` when it is not valid percent-encoded UTF-8. */
+function routeParam(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
 
 async function route(
@@ -220,15 +297,15 @@ async function route(
   if (path === "/agents") return page(200, agentsPage(await data.agentNames()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
   if (path === "/plans") return page(200, await plansPage(folders));
-  const watched = path.match(/^\/plans\/tool\/([^/]+)\/events$/);
+  const watched = path.match(DASHBOARD_ROUTES.toolPlanEvents.pattern);
   if (watched) {
-    const file = await toolPlanFile(folders, decodeURIComponent(watched[1]));
+    const file = await toolPlanFile(folders, routeParam(watched[1])!);
     if (!file) return text(404, "No such tool plan.");
     return planEvents(file, url.searchParams.get("since") ?? "", liveIntervalMs, closing);
   }
-  const plan = path.match(/^\/plans\/(spec|tool)\/([^/]+)$/);
+  const plan = path.match(DASHBOARD_ROUTES.plan.pattern);
   if (plan) {
-    const name = decodeURIComponent(plan[2]);
+    const name = routeParam(plan[2])!;
     const shown = plan[1] === "spec"
       ? await planSpecPage(folders, name)
       : await toolPlanPage(folders, name, csrf);
@@ -236,18 +313,18 @@ async function route(
       ? page(404, errorPage("No such plan", `No plan "${name}" in ${folders.cwd}.`))
       : page(200, shown);
   }
-  let match = path.match(/^\/agents\/([^/]+)$/);
+  let match = path.match(DASHBOARD_ROUTES.agent.pattern);
   if (match) {
-    const name = decodeURIComponent(match[1]);
+    const name = routeParam(match[1])!;
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) {
       return page(404, errorPage("No such agent", `Agent names are letters, digits, "_" and "-".`));
     }
     const { definition, error } = await data.agent(name);
     return page(definition ? 200 : 404, agentPage(name, definition, error));
   }
-  match = path.match(/^\/runs\/([^/]+)(?:(\/events)|\/rows\/(\d{1,9})\/([a-z]+\d*)(\/full)?)?$/);
+  match = path.match(DASHBOARD_ROUTES.run.pattern);
   if (match) {
-    const runId = decodeURIComponent(match[1]);
+    const runId = routeParam(match[1])!;
     const store = await data.storeOf(runId);
     if (!store) {
       return page(
@@ -463,7 +540,7 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
       status: 303,
       headers: {
         ...securityHeaders(),
-        location: url.pathname + url.search,
+        location: sameOriginPath(url),
         "set-cookie": `${TOKEN_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict`,
       },
     });
@@ -480,6 +557,15 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
   );
 }
 
+/**
+ * The path and query of `url` as a redirect target that stays on this server: leading slashes
+ * collapse to one, so `//evil.example/` (a protocol-relative URL to another host) becomes
+ * `/evil.example/`.
+ */
+export function sameOriginPath(url: URL): string {
+  return `/${url.pathname.replace(/^[/\\]+/, "")}${url.search}`;
+}
+
 function randomHex(bytes: number): string {
   return [...crypto.getRandomValues(new Uint8Array(bytes))]
     .map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -491,11 +577,25 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** `host:port` → `host` (IPv6 literals keep their brackets). */
-function hostOf(header: string): string {
-  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
-  const colon = header.lastIndexOf(":");
-  return (colon === -1 ? header : header.slice(0, colon)).toLowerCase();
+/**
+ * Whether a Host header names a host the dashboard answers: one of `hosts`, or — when `hosts` are
+ * the loopback defaults — any spelling of a loopback address (`127.1`, `[::ffff:127.0.0.1]`).
+ */
+function hostAllowed(header: string, hosts: readonly string[]): boolean {
+  const host = hostOf(header);
+  if (host === undefined) return false;
+  if (hosts.includes(host)) return true;
+  return hosts === LOOPBACK_HOSTS && isLoopback(host);
+}
+
+/**
+ * `host:port` → `host` as a URL parser reads it (IPv6 literals keep their brackets, IPv4
+ * shorthands are expanded: `127.1` → `127.0.0.1`); `undefined` when it is no valid host.
+ */
+function hostOf(header: string): string | undefined {
+  // Only host characters: `user@host` or `host/path` would parse to another host than meant.
+  if (!/^[A-Za-z0-9.\-:[\]]+$/.test(header)) return undefined;
+  return URL.canParse(`http://${header}/`) ? new URL(`http://${header}/`).hostname : undefined;
 }
 
 function intParam(url: URL, name: string): number | undefined {
@@ -591,27 +691,74 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
   }
   const closing = new AbortController();
   options.signal?.addEventListener("abort", () => closing.abort(), { once: true });
-  const server = Deno.serve(
-    { hostname, port: options.port ?? 8420, signal: closing.signal, onListen: () => {} },
-    dashboardHandler({
-      ...options,
-      closing: closing.signal,
-      allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
-    }),
-  );
-  const port = server.addr.port;
+  const port = options.port ?? 8420;
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve(
+      { hostname, port, signal: closing.signal, onListen: () => {} },
+      dashboardHandler({
+        ...options,
+        closing: closing.signal,
+        allowedHosts: options.allowedHosts ?? (loopback ? undefined : "any"),
+      }),
+    );
+  } catch (error) {
+    throw bindError(hostname, port, error);
+  }
+  const bound = server.addr.port;
   const shown = hostname.includes(":") ? `[${hostname}]` : hostname;
-  const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${port}/${
+  const url = `http://${shown === "0.0.0.0" ? "127.0.0.1" : shown}:${bound}/${
     options.token ? `?token=${options.token}` : ""
   }`;
   const close = async () => {
     closing.abort();
     await server.finished;
   };
-  return { url, port, server, close };
+  return { url, port: bound, server, close };
 }
 
-/** Whether a bind address is a loopback interface. */
+/**
+ * Why the dashboard cannot listen, as `UI_BIND_FAILED` (the port is taken, the name does not
+ * resolve, the address is not one of this machine's, or a port below 1024 without privileges).
+ */
+function bindError(hostname: string, port: number, error: unknown): StepflowError {
+  const why = error instanceof Deno.errors.AddrInUse
+    ? `port ${port} is already in use; pick another with --port (0 picks a free one) or stop the other server`
+    : error instanceof Deno.errors.AddrNotAvailable
+    ? `${hostname} is not an address of this machine; give one of its interfaces' addresses, 0.0.0.0 for all, or leave --host out for 127.0.0.1`
+    : error instanceof Deno.errors.PermissionDenied
+    ? `binding port ${port} needs privileges; pick a port from 1024 up`
+    : /lookup|empty host/i.test(errorMessage(error))
+    ? `the name "${hostname}" does not resolve to an address; give an IP address or a name this machine resolves`
+    : errorMessage(error);
+  return new StepflowError(
+    "UI_BIND_FAILED",
+    `The dashboard cannot listen on ${hostname}:${port}: ${why}.`,
+    { details: { hostname, port }, cause: error },
+  );
+}
+
+/**
+ * Whether a bind address (or a Host header's host) is a loopback interface, however it is
+ * written: `localhost`, `127.0.0.0/8` in any IPv4 spelling (`127.1`, `0x7f.0.0.1`), `::1`, and the
+ * IPv4-mapped `::ffff:127.x.x.x` (with or without brackets).
+ *
+ * @example
+ * ```ts
+ * import { isLoopback } from "./server.ts";
+ * console.log(isLoopback("127.1"), isLoopback("::ffff:127.0.0.1"), isLoopback("0.0.0.0")); // true true false
+ * ```
+ */
 export function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+  const host = canonicalHost(hostname);
+  if (host === undefined) return false;
+  if (host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host)) return true;
+  // IPv4-mapped IPv6 (`::ffff:127.0.0.1` is serialised `[::ffff:7f00:1]`): 127/8 is 7f00–7fff.
+  return /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
+}
+
+/** A host name as the URL parser writes it (`127.1` → `127.0.0.1`, `::1` → `[::1]`). */
+function canonicalHost(hostname: string): string | undefined {
+  const literal = hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname;
+  return hostOf(literal.replace(/\.$/, ""));
 }

@@ -58,7 +58,7 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
 }
 
 /** A CLI by its `deno task` name. */
-export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker";
+export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker" | "migrate" | "ui";
 
 /** Options of {@linkcode spawnCli}. */
 export interface SpawnCliOptions {
@@ -70,6 +70,11 @@ export interface SpawnCliOptions {
   stdout?: "piped" | "null";
   /** `null` when the test does not read stderr (default `piped`). */
   stderr?: "piped" | "null";
+  /**
+   * A command the CLI runs under (`["setpriv", "--bounding-set", "-dac_override", …]`): the tests
+   * of file modes run the CLI without the root privilege of ignoring them.
+   */
+  wrapper?: readonly string[];
 }
 
 /**
@@ -83,8 +88,15 @@ export function spawnCli(
   args: string[],
   options: SpawnCliOptions,
 ): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(REPO_ROOT, "src", "cli", `${cli.replace("-", "_")}.ts`), ...args],
+  const [command, ...before] = [...(options.wrapper ?? []), Deno.execPath()];
+  return new Deno.Command(command, {
+    args: [
+      ...before,
+      "run",
+      "-A",
+      join(REPO_ROOT, "src", "cli", `${cli.replace("-", "_")}.ts`),
+      ...args,
+    ],
     cwd: REPO_ROOT,
     env: { INIT_CWD: options.userDir, NO_COLOR: "1", ...options.env },
     stdin: "null",

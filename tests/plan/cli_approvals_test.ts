@@ -143,7 +143,8 @@ Deno.test("run-plan --approvals dashboard on a terminal: the first answer wins (
   assert.match(stderr, /\(answered from the dashboard\)/);
   assert.equal(await Deno.readTextFile(join(dir, "NOTE.md")), "released");
 
-  // Now the terminal answers first ("n"): the dashboard's request is withdrawn.
+  // Now the terminal answers first ("n"): its answer is recorded in the request, so the dashboard
+  // cannot answer it too.
   const again = new TransformStream<Uint8Array, Uint8Array>();
   const keys = again.writable.getWriter();
   void keys.write(new TextEncoder().encode("y\n"));
@@ -162,10 +163,12 @@ Deno.test("run-plan --approvals dashboard on a terminal: the first answer wins (
   assert.equal(await second, 3, err2);
   assert.doesNotMatch(err2, /answered from the dashboard/);
   const record = (await listApprovals(planFile)).records.get("write");
-  assert.equal(record?.state, "withdrawn");
+  assert.equal(record?.state, "denied");
+  assert.equal(record?.decidedBy, "terminal");
+  assert.equal(record?.denyReason, "denied at the prompt");
   await assert.rejects(
     decideApproval(planFile, "write", secondId, { approved: true, by: "dashboard" }),
-    /already withdrawn/,
+    /another answer was given first: its request was already denied by terminal/,
   );
   const saved: Plan = JSON.parse(await Deno.readTextFile(planFile));
   assert.equal(saved.steps[0].result?.error, "User denied approval (denied at the prompt)");

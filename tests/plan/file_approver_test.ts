@@ -1,7 +1,7 @@
 /**
- * The file approver: requests recorded beside the plan, answered by decision files (first answer
- * wins), stale answers ignored, cancellation withdraws, and no step id names a file outside the
- * folder.
+ * The file approver: requests recorded beside the plan, answered in place exactly once (the first
+ * answer wins, whatever the timing), a request of an earlier run replaced, cancellation withdraws,
+ * and no step id names a file outside the folder.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import {
   fileApprover,
   firstApproval,
   listApprovals,
+  recordedApprover,
 } from "../../src/plan/file_approver.ts";
 import type { ApprovalRequest, Approver } from "../../src/plan/types.ts";
 
@@ -64,8 +65,8 @@ Deno.test("file approver: the request is recorded; an approval lets the step run
   const after = (await listApprovals(file)).records.get("step_1");
   assert.equal(after?.state, "approved");
   assert.equal(after?.decidedBy, "dashboard");
-  // The decision file is consumed; a second answer is refused.
-  await assert.rejects(Deno.stat(approvalFiles(file, "step_1").decision), Deno.errors.NotFound);
+  // The answer is in the request itself: nothing else is left in the folder; a second is refused.
+  assert.deepEqual([...Deno.readDirSync(approvalsDir(file))].map((e) => e.name), ["step_1.json"]);
   await assert.rejects(
     decideApproval(file, "step_1", requestId, { approved: false, by: "dashboard" }),
     notWaiting,
@@ -117,51 +118,74 @@ Deno.test("file approver: cancelling the run withdraws the request", async () =>
   assert.equal((await listApprovals(file)).records.has("step_4"), false);
 });
 
-Deno.test("file approver: stale decision files are never taken for a new request", async () => {
+Deno.test("file approver: a request of an earlier run is replaced; one removed while waiting is recorded again", async () => {
   const file = await planFile();
   const files = approvalFiles(file, "step_5");
   await Deno.mkdir(approvalsDir(file), { recursive: true });
-  // Left by an earlier run: an approval of an old request, present before the step asks.
-  const old = { requestId: "old", approved: true, by: "dashboard", decidedAt: "2026-01-01" };
-  await Deno.writeTextFile(files.decision, JSON.stringify(old));
+  // Left by an earlier run that was killed while its request was waiting.
+  const old = {
+    ...request("step_5"),
+    requestId: "old",
+    requestedAt: "x",
+    pid: 1,
+    state: "waiting",
+  };
+  await Deno.writeTextFile(files.request, JSON.stringify(old));
   const warnings: string[] = [];
   const approve = fileApprover(file, { pollMs: 10, onWarning: (m) => warnings.push(m) });
   let settled = false;
   const answer = Promise.resolve(approve(request("step_5"), new AbortController().signal))
     .finally(() => settled = true);
-  const requestId = await waitingRequest(file, "step_5");
-  // One written while it waits, for another request, and one that is not JSON: both removed.
-  await Deno.writeTextFile(files.decision, JSON.stringify(old));
-  const removed = async () => {
-    for (let i = 0; i < 200; i++) {
-      try {
-        await Deno.stat(files.decision);
-      } catch {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.fail("the stale decision was not removed");
-  };
-  await removed();
-  await Deno.writeTextFile(files.decision, "{not json");
-  await removed();
-  // One too large to be an answer, though it names the waiting request: refused too.
-  const huge = JSON.stringify({ ...old, requestId, reason: "x".repeat(10_000_001) });
-  await Deno.writeTextFile(files.decision, huge);
-  await removed();
-  assert.equal(settled, false, "a stale answer did not decide");
-  assert.equal(warnings.length, 3);
-  assert.match(warnings[0], /an answer to another request \(old\)/);
-  assert.match(warnings[1], /not an approval answer/);
-  assert.match(warnings[2], /not an approval answer/);
-  // An answer naming an id that is not the waiting one is refused up front.
+  let requestId = "old";
+  while (requestId === "old") requestId = await waitingRequest(file, "step_5");
+  // An answer naming the old request is refused.
   await assert.rejects(
     decideApproval(file, "step_5", "old", { approved: true, by: "dashboard" }),
     (e) => notWaiting(e) && /replaced by a newer one/.test((e as Error).message),
   );
+  // Removed, or overwritten with something that is not a request: recorded again, same id.
+  for (
+    const damage of [
+      () => Deno.remove(files.request),
+      () => Deno.writeTextFile(files.request, "{not json"),
+    ]
+  ) {
+    await damage();
+    assert.equal(await waitingRequest(file, "step_5"), requestId);
+  }
+  assert.equal(settled, false, "damage did not decide");
+  assert.ok(warnings.length >= 2);
+  assert.match(warnings[0], /was removed or replaced; recorded it again/);
   await decideApproval(file, "step_5", requestId, { approved: true, by: "dashboard" });
   assert.equal(await answer, true);
+});
+
+Deno.test("file approver: of many answers given at once, exactly one wins", async () => {
+  const file = await planFile();
+  for (let round = 0; round < 5; round++) {
+    const answer = fileApprover(file, { pollMs: 5 })(
+      request("race"),
+      new AbortController().signal,
+    );
+    const requestId = await waitingRequest(file, "race");
+    const outcomes = await Promise.allSettled(
+      Array.from(
+        { length: 8 },
+        (_, i) =>
+          decideApproval(file, "race", requestId, { approved: i % 2 === 0, by: `answer ${i}` }),
+      ),
+    );
+    const won = outcomes.flatMap((o, i) => (o.status === "fulfilled" ? [i] : []));
+    assert.equal(won.length, 1, `round ${round}: ${won.length} answers won`);
+    for (const o of outcomes) {
+      if (o.status === "rejected") assert.ok(notWaiting(o.reason), String(o.reason));
+    }
+    const decided = await answer;
+    assert.equal(decided === true, won[0] % 2 === 0);
+    const record = (await listApprovals(file)).records.get("race");
+    assert.equal(record?.decidedBy, `answer ${won[0]}`);
+    assert.deepEqual([...Deno.readDirSync(approvalsDir(file))].map((e) => e.name), ["race.json"]);
+  }
 });
 
 Deno.test("file approver: step ids like ../x or constructor stay inside the folder", async () => {
@@ -220,4 +244,52 @@ Deno.test("firstApproval: the first answer wins and the other approver is cancel
   const pending = firstApproval([failing, slow])(request("s"), controller.signal);
   controller.abort(new Error("run cancelled"));
   await assert.rejects(Promise.resolve(pending), /tty gone/);
+});
+
+Deno.test("terminal and dashboard answering at once: exactly one answer counts, and it is recorded", async () => {
+  const file = await planFile();
+  let previous: string | undefined;
+  for (let round = 0; round < 16; round++) {
+    const delay = round < 4 ? round : Math.floor(Math.random() * 30);
+    // A terminal that denies after `delay` ms; the dashboard approves at about the same moment.
+    const terminal: Approver = (_req, signal) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => resolve({ approved: false, reason: "denied at the prompt" }),
+          delay,
+        );
+        signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(signal.reason);
+        });
+      });
+    const approver = firstApproval([
+      recordedApprover(file, terminal, "terminal"),
+      fileApprover(file, { pollMs: 5 }),
+    ]);
+    const asked = Promise.resolve(approver(request("both"), new AbortController().signal));
+    // The dashboard answers the request it sees (as soon as there is one of this round).
+    let requestId: string | undefined;
+    while (requestId === undefined) {
+      const seen = (await listApprovals(file)).records.get("both");
+      if (seen && seen.requestId !== previous) requestId = seen.requestId;
+      else await new Promise((r) => setTimeout(r, 1));
+    }
+    previous = requestId;
+    const dashboard = decideApproval(file, "both", requestId, { approved: true, by: "dashboard" })
+      .then(() => "won", (e) => (notWaiting(e) ? "refused" : Promise.reject(e)));
+    const [decision, said] = await Promise.all([asked, dashboard]);
+    const record = (await listApprovals(file)).records.get("both")!;
+    const what = `round ${round} (${delay} ms): dashboard ${said}, record ${record.state}`;
+    if (said === "won") {
+      assert.equal(decision, true, what);
+      assert.equal(record.state, "approved", what);
+    } else {
+      assert.deepEqual(decision, { approved: false, reason: "denied at the prompt" }, what);
+      // Recorded as the terminal's denial, even when the terminal answered before the request
+      // was written.
+      assert.equal(record.state, "denied", what);
+      assert.equal(record.decidedBy, "terminal", what);
+    }
+  }
 });

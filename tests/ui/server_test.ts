@@ -260,7 +260,7 @@ Deno.test("deno task ui: usage errors and stores that cannot be read exit 2 with
   assert.match(missing.stderr, /UI_STORE_NOT_FOUND/);
   const bad = await runUi(["--port", "99999"], userDir);
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /--port 99999: give a port number/);
+  assert.match(bad.stderr, /--port "99999": give a port number/);
   const unknown = await runUi(["--allow-everything"], userDir);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /Unknown option --allow-everything\.[\s\S]*Usage: deno task ui/);

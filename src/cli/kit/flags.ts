@@ -221,6 +221,22 @@ export function listFlag(values: Record<string, FlagValue>, name: string): strin
   return Array.isArray(v) ? v : typeof v === "string" ? [v] : [];
 }
 
+/**
+ * A whole number written in decimal digits only (`"8420"`), or `undefined`: unlike `Number()`, it
+ * refuses `""`, `" 1"`, `"0x50"`, `"1e3"`, `"+1"`, `"1.0"` and numbers past 2^53. The one parser of
+ * whole-number flags (`--port`, `--concurrency`, …).
+ *
+ * @example
+ * ```ts
+ * import { parseWholeNumber } from "./flags.ts";
+ * console.log(parseWholeNumber("8420"), parseWholeNumber("0x50"), parseWholeNumber("")); // 8420 undefined undefined
+ * ```
+ */
+export function parseWholeNumber(raw: string): number | undefined {
+  if (!/^\d{1,15}$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
 /** A positive whole number flag: `undefined` when absent, a {@linkcode UsageError} when not one. */
 export function positiveIntFlag(
   values: Record<string, FlagValue>,
@@ -229,7 +245,31 @@ export function positiveIntFlag(
 ): number | undefined {
   const raw = stringFlag(values, name);
   if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(message(raw));
+  const n = parseWholeNumber(raw);
+  if (n === undefined || n < 1) throw new UsageError(message(raw));
+  return n;
+}
+
+/**
+ * A TCP port flag (`--port`): `fallback` when absent, 0–65535 in decimal digits, else a
+ * {@linkcode UsageError} that says what a port is.
+ *
+ * @example
+ * ```ts
+ * import { portFlag } from "./flags.ts";
+ * console.log(portFlag({ port: "0" }, 8420), portFlag({}, 8420)); // 0 8420
+ * ```
+ */
+export function portFlag(values: Record<string, FlagValue>, fallback: number): number {
+  const raw = values.port;
+  if (raw === undefined) return fallback;
+  const n = typeof raw === "string" ? parseWholeNumber(raw) : undefined;
+  if (n === undefined || n > 65535) {
+    throw new UsageError(
+      `--port ${
+        JSON.stringify(raw)
+      }: give a port number 0-65535 in decimal digits (0 picks a free one).`,
+    );
+  }
   return n;
 }

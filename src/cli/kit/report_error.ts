@@ -7,6 +7,7 @@
  */
 import { AgentDefinitionError } from "../../definition/errors.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
+import { findFileAccessError } from "../../fs_error.ts";
 import { EXIT_CODES } from "./exit_codes.ts";
 import type { CliWriter } from "./io.ts";
 import { palette } from "../../palette.ts";
@@ -18,6 +19,15 @@ import { palette } from "../../palette.ts";
 export const SETUP_ERROR_CODES: ReadonlySet<string> = new Set([
   "BACKEND_AUTH",
   "BACKEND_NOT_INSTALLED",
+]);
+
+/**
+ * The user's file-system situation (a folder without access, a name too long): exit 2 in every
+ * command, whatever else its own codes mean.
+ */
+export const FILE_SYSTEM_ERROR_CODES: ReadonlySet<string> = new Set([
+  "FILE_ACCESS",
+  "FILE_NAME_TOO_LONG",
 ]);
 
 /** Options of {@linkcode reportError}. */
@@ -40,8 +50,10 @@ export interface ReportOptions {
 /**
  * Prints `error` on `stderr` and returns the exit code: a {@linkcode StepflowError} prints its
  * message (an {@linkcode AgentDefinitionError} also its warnings and how to re-check), exit 2 unless
- * `exitCodeOf` says otherwise; a non-stepflow error after Ctrl-C is the cancellation (130);
- * anything else is reported as a bug (exit 70).
+ * `exitCodeOf` says otherwise; a non-stepflow error after Ctrl-C is the cancellation (130); an
+ * operating-system error of a file operation (permission denied, read-only, link loop, name too
+ * long, disk full) is the user's situation: `FILE_ACCESS`'s what, where and fix, exit 2; anything
+ * else is reported as a bug (exit 70).
  *
  * @example
  * ```ts
@@ -68,12 +80,20 @@ export function reportError(error: unknown, stderr: CliWriter, options: ReportOp
   if (error instanceof StepflowError) {
     write(`${prefix} ${error.message}`);
     if (error.code === "PLAN_LOCKED") return EXIT_CODES.locked;
-    if (SETUP_ERROR_CODES.has(error.code)) return EXIT_CODES.usage;
+    if (SETUP_ERROR_CODES.has(error.code) || FILE_SYSTEM_ERROR_CODES.has(error.code)) {
+      return EXIT_CODES.usage;
+    }
     return options.exitCodeOf?.(error) ?? EXIT_CODES.usage;
   }
   if (options.signal?.aborted) {
     write(`${prefix} cancelled`);
     return EXIT_CODES.interrupted;
+  }
+  // A folder that is read-only or unreadable, a link loop, a name too long: the user's situation.
+  const access = findFileAccessError(error);
+  if (access) {
+    write(`${prefix} ${access.message}`);
+    return EXIT_CODES.usage;
   }
   write(`${prefix} ${errorMessage(error)}`);
   write("(this is a bug; please report it, with the command you ran and this output)");
