@@ -85,6 +85,8 @@ export const ERROR_CODES = {
   store: [
     "PLAN_LOCKED",
     "PLAN_LOCK_LOST",
+    "REQUEST_BUSY",
+    "REQUEST_IO",
     "RUN_CHANGED",
     "RUN_CHECKPOINT_CORRUPT",
     "RUN_CHECKPOINT_INVALID",
@@ -197,12 +199,14 @@ export const ERROR_CODES = {
     "UI_ACTION_FAILED",
     "UI_ACTION_REFUSED",
     "UI_ACTION_UNSUPPORTED",
+    "UI_BIND_FAILED",
     "UI_STORE_NOT_FOUND",
     "UI_STORE_UNSUPPORTED",
     "UI_TOKEN_REQUIRED",
   ],
   /** Migrating climpt agents. */
   migrate: [
+    "MIGRATE_OUT_UNUSABLE",
     "MIGRATE_PATH_ESCAPES",
     "MIGRATE_SOURCE_INVALID",
     "MIGRATE_SOURCE_NOT_FOUND",
@@ -210,6 +214,8 @@ export const ERROR_CODES = {
   ],
   /** The commands (`--init`). */
   cli: [
+    "FILE_ACCESS",
+    "FILE_NAME_TOO_LONG",
     "INIT_FAILED",
     "TEMPLATE_NOT_FOUND",
   ],
