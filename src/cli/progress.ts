@@ -306,6 +306,11 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       status.stopping = "time limit reached, stopping…";
       draw();
     },
+    onStateChange(next) {
+      if (next !== "waiting") return;
+      status.call = "waiting for an answer";
+      draw(true);
+    },
   };
   return {
     events,
@@ -330,8 +335,11 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       finished = true;
       if (!result) return;
       const elapsed = formatClock(now() - start).slice(0, -2);
-      const text = `${result.success ? "✓" : "✗"} ${resultLine(result)} in ${elapsed}`;
-      options.write(`${result.success ? c.green(text) : c.red(text)}\n`);
+      const waiting = result.completionReason === "waiting";
+      const mark = result.success ? "✓" : waiting ? "…" : "✗";
+      const text = `${mark} ${resultLine(result)} in ${elapsed}`;
+      const colored = result.success ? c.green(text) : waiting ? c.yellow(text) : c.red(text);
+      options.write(`${colored}\n`);
     },
   };
 }

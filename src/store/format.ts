@@ -50,6 +50,8 @@ export interface LoggedHistoryEntry {
   checkResult?: { result: string; message: string };
   /** Error message. */
   error?: string;
+  /** An input step's answer: who answered and when, or that the wait timed out. */
+  input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -243,7 +245,7 @@ export function formatRunHistory(
   const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
   const tone = status === "completed"
     ? "good"
-    : status === "running" || status === "paused"
+    : status === "running" || status === "paused" || status === "waiting"
     ? "warn"
     : "bad";
   lines.push(
@@ -283,6 +285,8 @@ export function formatRunHistory(
         "bad",
       ),
     );
+  } else if (status === "waiting") {
+    lines.push(...waitingLines(state.waiting, checkpoint.agent, runId, c));
   } else if (status === "running" || status === "paused") {
     lines.push(c.status(`Not finished: continue it with --resume ${runId}.`, "warn"));
   } else if (status !== "completed") {
@@ -308,6 +312,8 @@ export function formatRunHistory(
       ? c.status(`error: ${oneLine(e.error)}`, "bad")
       : e.checkResult
       ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
+      : e.input
+      ? inputNote(e.input)
       : "";
     rows.push([
       String(n),
@@ -351,6 +357,41 @@ export function formatRunHistory(
 
 // -------------------------------------------------------------------------------------------------
 
+/** The note of an input step's history row: who answered and when, or the timeout. */
+function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
+  if (input.timedOut) return "no answer: the wait timed out";
+  const when = typeof input.answeredAt === "string" ? ` at ${time(input.answeredAt)}` : "";
+  return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
+}
+
+/** What a waiting run waits for and the command that answers it (`--show`). */
+function waitingLines(
+  waiting: unknown,
+  agent: string,
+  runId: string,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const w = (typeof waiting === "object" && waiting !== null ? waiting : {}) as Record<
+    string,
+    unknown
+  >;
+  const step = typeof w.stepId === "string" ? ` at input step "${w.stepId}"` : "";
+  const since = typeof w.requestedAt === "string" ? ` since ${time(w.requestedAt)}` : "";
+  const lines = [c.status(`Waiting for an answer${step}${since}.`, "warn")];
+  if (typeof w.prompt === "string") {
+    for (const line of w.prompt.split("\n").slice(0, 20)) lines.push(`  ${line}`);
+  }
+  if (typeof w.expiresAt === "string") {
+    lines.push(
+      `The wait passes at ${time(w.expiresAt)}; then --resume takes the intent "${
+        String(w.timeoutIntent)
+      }".`,
+    );
+  }
+  lines.push(`Answer it with: run-agent --agent ${agent} --answer ${runId} --value '<json>'`);
+  return lines;
+}
+
 function isUsage(value: unknown): value is LoggedUsage {
   const u = value as LoggedUsage | undefined;
   return !!u && typeof u.inputTokens === "number" && typeof u.outputTokens === "number";
@@ -370,7 +411,10 @@ type Tone = "good" | "warn" | "bad" | "plain";
 function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
-  if (s.status === "running" || s.status === "paused" || s.status === "queued") return "warn";
+  if (
+    s.status === "running" || s.status === "paused" || s.status === "queued" ||
+    s.status === "waiting"
+  ) return "warn";
   return "bad";
 }
 
