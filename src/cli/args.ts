@@ -120,6 +120,12 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "The answer of --answer, as JSON (checked against the step's schema)",
     },
     {
+      name: "answered-by",
+      type: "string",
+      value: "WHO",
+      description: "Who gives the answer of --answer, as the history records it (default: cli)",
+    },
+    {
       name: "runs",
       type: "boolean",
       description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
@@ -210,6 +216,8 @@ export interface CliFlags {
   answer?: string;
   /** `--value JSON`: the answer of `--answer`. */
   value?: string;
+  /** `--answered-by WHO`: who the history says answered. */
+  answeredBy?: string;
   /** `--runs` (set only when given). */
   runs?: boolean;
   /** `--show RUN_ID`. */
@@ -514,6 +522,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("redrive", str("redrive"));
   set("answer", str("answer"));
   set("value", str("value"));
+  set("answeredBy", str("answered-by"));
   set("show", str("show"));
   if (bool("runs")) flags.runs = true;
   set("store", str("store"));

@@ -174,8 +174,10 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     scan.redrive !== undefined ? "--redrive" : "",
     scan.answer !== undefined ? "--answer" : "",
   ].filter(Boolean);
-  if (scan.value !== undefined && scan.answer === undefined) {
-    throw new UsageError("--value is the answer of --answer RUN_ID; add --answer.");
+  for (const [flag, given] of [["--value", scan.value], ["--answered-by", scan.answeredBy]]) {
+    if (given !== undefined && scan.answer === undefined) {
+      throw new UsageError(`${flag} goes with --answer RUN_ID; add --answer.`);
+    }
   }
   if (durable.length > 1 || (durable.length === 1 && modes.length > 0)) {
     throw new UsageError(
@@ -544,7 +546,7 @@ async function run(
         progress = createProgress(flags, ctx);
         try {
           return await runner(progress).answer(runId, value, {
-            answeredBy: who("terminal"),
+            answeredBy: flags.answeredBy ?? who("terminal"),
             requestId: waiting.requestId,
             ...signal,
           });
@@ -560,7 +562,7 @@ async function run(
     };
     if (flags.answer !== undefined && given) {
       result = await runner(progress).answer(flags.answer, given.value, {
-        answeredBy: who("cli"),
+        answeredBy: flags.answeredBy ?? who("cli"),
         ...signal,
       });
     } else if (flags.answer !== undefined) {

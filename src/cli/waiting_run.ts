@@ -6,34 +6,15 @@
  *
  * @module
  */
-import { type AnswerForm, answerForm } from "../definition/answer_form.ts";
-import { resolveOutputSchema } from "../definition/output_schema.ts";
-import type { AgentDefinition } from "../definition/types.ts";
-import { errorMessage, StepflowError, UsageError } from "../errors.ts";
+import type { AnswerForm } from "../definition/answer_form.ts";
+import { errorMessage, UsageError } from "../errors.ts";
 import type { PendingInput } from "../flow/input_request.ts";
+export { answerFormOf as formOf } from "../flow/input_request.ts";
 import type { RunStore } from "../store/types.ts";
 import type { CliFlags } from "./args.ts";
 import { askAnswer } from "./answer_prompt.ts";
 import type { LineReader } from "./kit/line_reader.ts";
 import { shellQuote } from "./invocation.ts";
-
-/** The answer form of a waiting run's request (its step's schema, read now). */
-export async function formOf(
-  definition: AgentDefinition,
-  waiting: PendingInput,
-): Promise<AnswerForm> {
-  const resolved = await resolveOutputSchema(definition.dir, waiting.schemaRef, waiting.stepId);
-  try {
-    return answerForm(resolved.schema);
-  } catch (error) {
-    throw new StepflowError(
-      "SCHEMA_RESOLUTION_FAILED",
-      `Input step "${waiting.stepId}": its schema ${waiting.schemaRef.schema} in ${resolved.file} cannot be an answer form (${
-        errorMessage(error)
-      }); it changed since the agent was loaded. Fix it, or answer with --value '<json>'.`,
-    );
-  }
-}
 
 /**
  * The lines printed when a run waits and nobody is at a terminal: the question, the run id, when

@@ -9,7 +9,11 @@
  *
  * @module
  */
+import { type AnswerForm, answerForm } from "../definition/answer_form.ts";
+import { resolveOutputSchema } from "../definition/output_schema.ts";
 import type { OutputSchemaRef } from "../definition/schema.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 
 /** The request a waiting run waits on (in the run state while the run waits). */
 export interface PendingInput {
@@ -57,4 +61,22 @@ export const MAX_ANSWERED_BY = 200;
 /** Whether a wait has passed its `waitTimeout` at `now` (ms since the epoch). */
 export function waitExpired(pending: PendingInput, now: number): boolean {
   return pending.expiresAt !== undefined && Date.parse(pending.expiresAt) <= now;
+}
+
+/** The answer form of a waiting run's request (its step's schema, read now). */
+export async function answerFormOf(
+  definition: AgentDefinition,
+  waiting: PendingInput,
+): Promise<AnswerForm> {
+  const resolved = await resolveOutputSchema(definition.dir, waiting.schemaRef, waiting.stepId);
+  try {
+    return answerForm(resolved.schema);
+  } catch (error) {
+    throw new StepflowError(
+      "SCHEMA_RESOLUTION_FAILED",
+      `Input step "${waiting.stepId}": its schema ${waiting.schemaRef.schema} in ${resolved.file} cannot be an answer form (${
+        errorMessage(error)
+      }); it changed since the agent was loaded. Fix it, or answer with --value '<json>'.`,
+    );
+  }
 }

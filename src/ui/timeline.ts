@@ -90,6 +90,8 @@ export interface Timeline {
   usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
   /** The `run_end` entry, once the run ended. */
   runEnd?: RunLogEntry;
+  /** True after an `input_request` no answer or timeout has followed: the run waits. */
+  waiting?: boolean;
   /** The last handoff recorded (the run's final output once it ended). */
   lastHandoff?: { stepId: string; value: unknown };
   /** The step entered first (for the start edge). */
@@ -205,6 +207,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       default: {
+        if (entry.type === "input_request") timeline.waiting = true;
+        if (entry.type === "input_answer" || entry.type === "input_timeout") {
+          timeline.waiting = false;
+        }
         if (entry.type === "run_end") {
           timeline.runEnd = entry;
           const last = lastIteration(timeline);
