@@ -28,7 +28,7 @@ export function waitingText(
 ): string {
   const lines = [
     `Run ${runId} waits for an answer at input step "${waiting.stepId}":`,
-    ...waiting.prompt.split("\n").map((line) => `  ${line}`),
+    ...waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`),
   ];
   if (waiting.expiresAt) {
     lines.push(
@@ -87,7 +87,7 @@ export async function askAtTerminal(
 ): Promise<Record<string, unknown>> {
   ask.write(
     `\nRun ${runId} waits for your answer at step "${waiting.stepId}":\n${
-      waiting.prompt.split("\n").map((line) => `  ${line}`).join("\n")
+      waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`).join("\n")
     }\n`,
   );
   return await askAnswer(form, ask);

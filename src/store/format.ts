@@ -379,7 +379,7 @@ function waitingLines(
   const since = typeof w.requestedAt === "string" ? ` since ${time(w.requestedAt)}` : "";
   const lines = [c.status(`Waiting for an answer${step}${since}.`, "warn")];
   if (typeof w.prompt === "string") {
-    for (const line of w.prompt.split("\n").slice(0, 20)) lines.push(`  ${line}`);
+    for (const line of w.prompt.trimEnd().split("\n").slice(0, 20)) lines.push(`  ${line}`);
   }
   if (typeof w.expiresAt === "string") {
     lines.push(

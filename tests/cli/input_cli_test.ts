@@ -55,8 +55,10 @@ Deno.test("run-agent without a terminal: the run waits, the CLI prints the quest
     const waiting = await runTask(["--agent", "release", "--runs"], { userDir: user });
     assert.match(waiting.stdout, new RegExp(`${id}.*waiting`));
     // The printed command is the one that answers: run it as a shell would, from the user's folder.
+    // (Without the INIT_CWD of the `deno task test` running this test: deno task keeps one it
+    // inherits, and a shell of the user has none.)
     const answered = await new Deno.Command("sh", {
-      args: ["-c", command],
+      args: ["-c", `unset INIT_CWD; ${command}`],
       cwd: user,
       env: { NO_COLOR: "1" },
       stdin: "null",

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { flowToMermaid } from "../../src/definition/graph.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { flowGraph } from "../../src/ui/flow_graph.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { writeAgent } from "./fixtures.ts";
 import { approveSchema, releaseFiles } from "./input_fixtures.ts";
@@ -85,4 +87,26 @@ Deno.test("waitTimeout on a step that does not wait is refused", async () => {
   await writeAgent(root, "release", files);
   const error = await loadAgentDefinition("release", { cwd: root }).then(() => undefined, (e) => e);
   assert.match(String(error?.message), /sets "waitTimeout" but is not an input step/);
+});
+
+Deno.test("--graph and the dashboard graph draw an input step distinctly, with its wait timeout", async () => {
+  const root = await Deno.makeTempDir();
+  await writeAgent(root, "release", releaseFiles({ waitTimeout: { ms: 1000, intent: "abort" } }));
+  const definition = await loadAgentDefinition("release", { cwd: root });
+  const mermaid = flowToMermaid(definition);
+  assert.match(mermaid, /\[\/"approve\.release"\/\]/);
+  assert.match(mermaid, /classDef input /);
+  assert.match(
+    mermaid,
+    /class approve_release input|class approve\.release input|class \S*approve\S* input/,
+  );
+  assert.match(mermaid, /-\.->\|"wait timeout \(abort\)"\| aborted/);
+  const graph = flowGraph(definition);
+  const node = graph.nodes.find((n) => n.id === "approve.release")!;
+  assert.ok(node.classes?.includes("input"));
+  assert.ok(
+    graph.edges.some((e) =>
+      e.from === "approve.release" && e.to === "#aborted" && e.label === "wait timeout (abort)"
+    ),
+  );
 });
