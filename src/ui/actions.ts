@@ -78,6 +78,11 @@ export async function runAction(
     const summary = await data.summaryOf(runId);
     const active = checkpoint.status === "running" || checkpoint.status === "paused";
     if (action === "cancel") {
+      if (checkpoint.status === "waiting") {
+        throw refused(
+          `Run ${runId} waits for an answer at an input step; no process drives it, so there is nothing to cancel. Answer it on its page, or leave it.`,
+        );
+      }
       if (!active) {
         throw refused(`Run ${runId} already ended (${checkpoint.status}); nothing to cancel.`);
       }

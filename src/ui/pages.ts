@@ -174,7 +174,10 @@ export function runActions(view: RunView, csrf: string): Html {
     h`<button type="button" data-action="${action}">${label}</button>`;
   if (active && view.summary?.live !== false) buttons.push(button("cancel", "Cancel run"));
   if (active && view.summary?.live === false) buttons.push(button("resume", "Resume"));
-  if (status && !active && status !== "completed") buttons.push(button("redrive", "Redrive"));
+  // A waiting run has not failed: it is answered (its form), not redriven.
+  if (status && !active && status !== "completed" && status !== "waiting") {
+    buttons.push(button("redrive", "Redrive"));
+  }
   return h`<div id="run-actions" class="actions" data-csrf="${csrf}"
     data-run="${`/runs/${encodeURIComponent(view.runId)}`}">${buttons}
     <span id="action-result" role="status"></span></div>`;

@@ -56,6 +56,7 @@ Deno.test("dashboard: a waiting run's answer is refused without the secret, chec
   assert.match(page, /Ship 3\.0\? The plan: tag, build, publish/);
   assert.match(page, new RegExp(`id="answer-form"[^>]*data-request="${requestId}"`));
   assert.match(page, /<option value="&quot;next&quot;">next<\/option>/);
+  assert.doesNotMatch(page, /data-action=/, "a waiting run is answered, not resumed or redriven");
   const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
   const origin = new URL(ui.url).origin;
   const post = async (body: unknown, headers: Record<string, string>) => {
@@ -78,6 +79,9 @@ Deno.test("dashboard: a waiting run's answer is refused without the secret, chec
   );
   assert.equal((await post("{not json", ok)).status, 400);
   assert.equal((await post({ value: {} }, ok)).status, 400);
+  const cancel = await fetch(`${ui.url}runs/${runId}/cancel`, { method: "POST", headers: ok });
+  assert.equal(cancel.status, 409);
+  assert.match((await cancel.json()).message, /waits for an answer at an input step/);
   const stale = await post({ requestId: "old", value: { decision: "next" } }, ok);
   assert.equal(stale.status, 409);
   assert.equal(stale.json.code, "INPUT_NOT_WAITING");
