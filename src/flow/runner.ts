@@ -17,7 +17,13 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import { agentBackend } from "../llm/agent_backend.ts";
-import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
+import {
+  exceedsDepth,
+  excerpt,
+  MAX_OUTPUT_DEPTH,
+  PROMPT_EXCERPT_CHARS,
+  type ReaskInfo,
+} from "../engine/ask_structured.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunLock, RunStore } from "../store/types.ts";
@@ -692,7 +698,10 @@ export class StepFlowRunner {
       pending.schemaRef,
       pending.stepId,
     );
-    const problems = validationProblems(schema.validate, given.value);
+    // An answer is untrusted input like a model's: bounded the same way before anything reads it.
+    const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
+      ? [`(root): must not be nested deeper than ${MAX_OUTPUT_DEPTH} levels`]
+      : validationProblems(schema.validate, given.value);
     if (problems.length > 0) {
       throw new StepflowError(
         "INPUT_ANSWER_INVALID",

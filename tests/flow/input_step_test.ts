@@ -108,6 +108,26 @@ Deno.test("an answer is checked, recorded with who and when, and continues the r
   );
 });
 
+Deno.test("an answer nested deeper than a model's output may be is refused, nothing recorded", async () => {
+  const { definition, store } = await setup();
+  const first = await new StepFlowRunner(definition, { backend: releaseBackend(), store }).run({
+    args: { version: "1" },
+  });
+  let deep: unknown = "x";
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  const before = (await store.readLog(first.runId)).length;
+  await assert.rejects(
+    new StepFlowRunner(definition, { store }).answer(first.runId, { decision: "next", note: deep }),
+    (error: unknown) => {
+      code("INPUT_ANSWER_INVALID")(error);
+      assert.match((error as Error).message, /must not be nested deeper than 64 levels/);
+      return true;
+    },
+  );
+  assert.equal((await store.readLog(first.runId)).length, before);
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "waiting");
+});
+
 Deno.test("an answer naming an old request, or a run that never waited, is refused", async () => {
   const { definition, store } = await setup();
   const first = await new StepFlowRunner(definition, { backend: releaseBackend(), store }).run({
