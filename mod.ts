@@ -75,6 +75,7 @@ export {
   type StepValidator,
   type StructuredGate,
   validateFlow,
+  type WaitTimeout,
 } from "./src/definition/mod.ts";
 
 // Prompts: the errors a missing or unsafe prompt raises.
@@ -82,8 +83,11 @@ export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./s
 
 // The runner.
 export {
+  type AnswerOptions,
   type CompletionReason,
   type HistoryEntry,
+  type PendingInput,
+  type RecordedAnswer,
   type RunnerState,
   type RunOptions,
   type RunUsage,

@@ -109,6 +109,24 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Restart a failed run from its failed step",
     },
     {
+      name: "answer",
+      type: "string",
+      value: "RUN_ID",
+      description: "Answer the run waiting at an input step (with --value, or JSON on stdin)",
+    },
+    {
+      name: "value",
+      type: "string",
+      value: "JSON",
+      description: "The answer of --answer, as JSON (checked against the step's schema)",
+    },
+    {
+      name: "answered-by",
+      type: "string",
+      value: "WHO",
+      description: "Who gives the answer of --answer, as the history records it (default: cli)",
+    },
+    {
       name: "runs",
       type: "boolean",
       description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
@@ -217,6 +235,12 @@ export interface CliFlags {
   resume?: string;
   /** `--redrive RUN_ID`. */
   redrive?: string;
+  /** `--answer RUN_ID`: answer a waiting run and continue it. */
+  answer?: string;
+  /** `--value JSON`: the answer of `--answer`. */
+  value?: string;
+  /** `--answered-by WHO`: who the history says answered. */
+  answeredBy?: string;
   /** `--runs` (set only when given). */
   runs?: boolean;
   /** `--show RUN_ID`. */
@@ -434,6 +458,7 @@ export function usageText(options: ParseOptions = {}): string {
     "Usage: deno task run-agent --agent NAME [--<parameter> value ...] [options]",
     "       deno task run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
     "       deno task run-agent --agent NAME --runs | --show RUN_ID | --resume RUN_ID | --redrive RUN_ID",
+    "       deno task run-agent --agent NAME --answer RUN_ID --value '<json>'",
     "",
     "Runs an agent's step flow (.agent/NAME: agent.json + steps_registry.json + prompts/).",
     "Relative paths (.agent, --script, --agent DIR) resolve against the directory you ran the task",
@@ -446,7 +471,8 @@ export function usageText(options: ParseOptions = {}): string {
     }A parameter the agent declares in agent.json (see below)`,
     "",
     "Exit codes: 0 success, 1 the flow ran and did not succeed, 2 usage, definition or backend",
-    "            setup error (e.g. missing API key), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
+    "            setup error (e.g. missing API key), 4 the run waits for an answer (no terminal to",
+    "            ask; answer with --answer), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
   ];
   if (options.parameters) {
     lines.push("", parameterList(options.parameters, options.agentName));
@@ -526,6 +552,9 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("script", str("script"));
   set("resume", str("resume"));
   set("redrive", str("redrive"));
+  set("answer", str("answer"));
+  set("value", str("value"));
+  set("answeredBy", str("answered-by"));
   set("show", str("show"));
   if (bool("runs")) flags.runs = true;
   set("store", str("store"));

@@ -335,6 +335,11 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       status.stopping = "time limit reached, stopping…";
       draw();
     },
+    onStateChange(next) {
+      if (next !== "waiting") return;
+      status.call = "waiting for an answer";
+      draw(true);
+    },
   };
   return {
     events,
@@ -360,9 +365,10 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       if (!result) return;
       const elapsed = formatClock(now() - start).slice(0, -2);
       const cancelled = result.completionReason === "cancelled";
-      const mark = result.success ? "✓" : cancelled ? "■" : "✗";
+      const waiting = result.completionReason === "waiting";
+      const mark = result.success ? "✓" : cancelled ? "■" : waiting ? "…" : "✗";
       const text = `${mark} ${resultLine(result)} in ${elapsed}`;
-      const tone = result.success ? c.green : cancelled ? c.yellow : c.red;
+      const tone = result.success ? c.green : cancelled || waiting ? c.yellow : c.red;
       options.write(`${tone(text)}\n`);
     },
   };

@@ -6,7 +6,13 @@
  * `INIT_CWD` (set by `deno task`): `.agent/`, `--script` and relative `--agent` paths resolve there.
  *
  * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
- * error; 130 cancelled with Ctrl-C; 70 an unexpected internal error (a bug).
+ * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
+ * 70 an unexpected internal error (a bug).
+ *
+ * The file is longer than the ~600 lines a file usually gets because it is the whole dispatch of
+ * one command — modes, durable-run commands, a run and its waits — read top to bottom; what each
+ * concern does is beside it (`args.ts`, `progress.ts`, `summary.ts`, `submit.ts`,
+ * `waiting_run.ts`, `kit/`).
  *
  * @module
  */
@@ -54,6 +60,16 @@ import {
   recordableChoice,
   recordedBackendChoice,
 } from "../llm/backend_choice.ts";
+import type { PendingInput } from "../flow/input_request.ts";
+import { lineReader } from "./kit/line_reader.ts";
+import {
+  askAtTerminal,
+  continuationFlags,
+  formOf,
+  parseAnswerValue,
+  pendingOf,
+  waitingText,
+} from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
@@ -72,6 +88,7 @@ export const EXIT: Readonly<{
   success: 0;
   flowFailed: 1;
   usage: 2;
+  waiting: 4;
   internal: 70;
   interrupted: 130;
 }> = Object.freeze({
@@ -84,6 +101,11 @@ export const EXIT: Readonly<{
    * that cannot be used at all (missing or refused credentials, SDK/executable not installed).
    */
   usage: EXIT_CODES.usage,
+  /**
+   * The run waits for an answer at an input step and nobody is at a terminal: answer it with
+   * `--answer RUN_ID --value '<json>'`.
+   */
+  waiting: EXIT_CODES.waiting,
   /** An unexpected internal error: a bug in stepflow. */
   internal: EXIT_CODES.internal,
   /** The run was cancelled with Ctrl-C (128 + SIGINT). */
@@ -159,7 +181,13 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     scan.show !== undefined ? "--show" : "",
     scan.resume !== undefined ? "--resume" : "",
     scan.redrive !== undefined ? "--redrive" : "",
+    scan.answer !== undefined ? "--answer" : "",
   ].filter(Boolean);
+  for (const [flag, given] of [["--value", scan.value], ["--answered-by", scan.answeredBy]]) {
+    if (given !== undefined && scan.answer === undefined) {
+      throw new UsageError(`${flag} goes with --answer RUN_ID; add --answer.`);
+    }
+  }
   if (durable.length > 1 || (durable.length === 1 && modes.length > 0)) {
     throw new UsageError(
       `${
@@ -208,8 +236,14 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     ctx.io.stdout.write(`${flowToMermaid(definition)}\n`);
     return EXIT.success;
   }
-  const continuing = scan.resume !== undefined || scan.redrive !== undefined;
+  const continuing = scan.resume !== undefined || scan.redrive !== undefined ||
+    scan.answer !== undefined;
   if (continuing) rejectParametersOnContinue(argv, definition, scan);
+  if (scan.submit && scan.answer !== undefined) {
+    throw new UsageError(
+      "--answer continues the run in this process; leave out --submit (a worker picks up answered runs itself).",
+    );
+  }
   if (scan.submit) {
     return await submitAndFollow(
       parseAgentCommandLine(argv, definition, { requireParameters: true }),
@@ -364,7 +398,11 @@ function rejectParametersOnContinue(
     argv.some((arg) => arg === `--${key}` || arg.startsWith(`--${key}=`))
   );
   if (given.length === 0) return;
-  const flag = scan.resume !== undefined ? `--resume ${scan.resume}` : `--redrive ${scan.redrive}`;
+  const flag = scan.resume !== undefined
+    ? `--resume ${scan.resume}`
+    : scan.redrive !== undefined
+    ? `--redrive ${scan.redrive}`
+    : `--answer ${scan.answer}`;
   throw new UsageError(
     `${flag} continues the run with the parameters it started with; remove ${
       given.map((k) => `--${k}`).join(", ")
@@ -493,10 +531,28 @@ async function run(
   ctx: Context,
 ): Promise<number> {
   const { flags, params } = commandLine;
-  const continuing = flags.resume !== undefined || flags.redrive !== undefined;
-  // A continued run keeps the {input_text} it started with.
+  const continuing = flags.resume !== undefined || flags.redrive !== undefined ||
+    flags.answer !== undefined;
+  // A continued run keeps the {input_text} it started with; an answer may come on stdin instead.
   const inputText = continuing ? undefined : await readStdinText(ctx);
-  const progress = createProgress(flags, ctx);
+  const given =
+    flags.answer !== undefined && (flags.value !== undefined || !ctx.io.isTerminal.stdin)
+      ? {
+        value: parseAnswerValue(
+          flags.value ?? await readStdinText(ctx),
+          flags.value !== undefined ? "--value" : "stdin",
+        ),
+      }
+      : undefined;
+  // `--json` promises one JSON object and nothing else: it never asks, like a run without a terminal.
+  const terminal = ctx.io.isTerminal.stdin && ctx.io.stdin && !flags.json
+    ? lineReader(ctx.io.stdin)
+    : undefined;
+  const ask = terminal
+    ? { lines: terminal, write: (t: string) => ctx.io.stderr.write(t), signal: ctx.io.signal }
+    : undefined;
+  const who = (how: string) => ctx.io.env.USER ? `${how} (${ctx.io.env.USER})` : how;
+  let progress = createProgress(flags, ctx);
   let result: StepFlowResult | undefined;
   const started = performance.now();
   let store: RunStore | undefined;
@@ -509,7 +565,8 @@ async function run(
       onWarning: (message) => progress.warn(message),
       ...(flags.store !== undefined ? { store: flags.store } : {}),
     });
-    const continued = flags.resume ?? flags.redrive;
+    // A continued or answered run starts from the backend it recorded; flags given now override.
+    const continued = flags.resume ?? flags.redrive ?? flags.answer;
     const { backend, choice } = await selectBackend(
       flags,
       definition,
@@ -517,32 +574,95 @@ async function run(
       progress,
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
-    const runner = new StepFlowRunner(definition, {
-      backend: observeBackend(backend, progress),
-      events: progress.events,
-      allowFallback: flags.allowFallback,
-      allowRun: flags.allowRun,
-      skipValidators: flags.skipValidators,
-      onWarning: (message) => progress.warn(message),
-      store,
-      ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
-      ...(choice.model !== undefined ? { model: choice.model } : {}),
-    });
-    result = await runner.run({
-      args: params,
-      cwd: ctx.userDir,
-      backendChoice: recordableChoice(choice),
-      ...(inputText !== undefined ? { inputText } : {}),
-      ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
-      ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
-      ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
-    });
+    const backendChoice = recordableChoice(choice);
+    // One runner per drive, each with the progress renderer of that drive.
+    const runner = (drive: ProgressRenderer) =>
+      new StepFlowRunner(definition, {
+        backend: observeBackend(backend, drive),
+        events: drive.events,
+        allowFallback: flags.allowFallback,
+        allowRun: flags.allowRun,
+        skipValidators: flags.skipValidators,
+        onWarning: (message) => drive.warn(message),
+        store,
+        ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
+        ...(choice.model !== undefined ? { model: choice.model } : {}),
+      });
+    const signal = ctx.io.signal ? { signal: ctx.io.signal } : {};
+    const answerAtTerminal = async (
+      runId: string,
+      waiting: PendingInput,
+    ): Promise<StepFlowResult> => {
+      progress.finish(undefined);
+      const form = await formOf(definition, waiting);
+      for (;;) {
+        const value = await askAtTerminal(waiting, runId, form, ask!);
+        progress = createProgress(flags, ctx);
+        try {
+          return await runner(progress).answer(runId, value, {
+            answeredBy: flags.answeredBy ?? who("terminal"),
+            requestId: waiting.requestId,
+            backendChoice,
+            ...signal,
+          });
+        } catch (error) {
+          // A value the form took but the schema refuses (a pattern, a length): ask again.
+          if (!(error instanceof StepflowError) || error.code !== "INPUT_ANSWER_INVALID") {
+            throw error;
+          }
+          progress.finish(undefined);
+          ctx.io.stderr.write(`${error.message}\n`);
+        }
+      }
+    };
+    if (flags.answer !== undefined && given) {
+      result = await runner(progress).answer(flags.answer, given.value, {
+        answeredBy: flags.answeredBy ?? who("cli"),
+        backendChoice,
+        ...signal,
+      });
+    } else if (flags.answer !== undefined) {
+      // At a terminal without --value: the run's question is asked field by field.
+      const waiting = await pendingOf(store, flags.answer);
+      if (!waiting) {
+        result = await runner(progress).answer(flags.answer, undefined, signal); // says why
+      } else {
+        result = await answerAtTerminal(flags.answer, waiting);
+      }
+    } else {
+      result = await runner(progress).run({
+        args: params,
+        cwd: ctx.userDir,
+        backendChoice,
+        ...(inputText !== undefined ? { inputText } : {}),
+        ...signal,
+        ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
+        ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
+      });
+    }
+    // At a terminal, every wait is asked at once and the run goes on in this process.
+    while (ask && result.completionReason === "waiting" && result.waiting) {
+      result = await answerAtTerminal(result.runId, result.waiting);
+    }
     if (flags.record !== undefined) {
       await writeRecording(flags.record, store, result.runId, definition.name, ctx);
     }
   } finally {
     progress.finish(result);
     if (store instanceof PostgresRunStore) await store.close();
+  }
+  if (result.completionReason === "waiting" && result.waiting) {
+    // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    else {
+      const form = await formOf(definition, result.waiting).catch(() => undefined);
+      const command = [
+        agentRunCommand(ctx.userDir, definition.name, flags.store),
+        ...continuationFlags(flags),
+      ].join(" ");
+      ctx.io.stdout.write(waitingText(result.waiting, result.runId, command, form));
+    }
+    return EXIT.waiting;
   }
   if (flags.json) {
     ctx.io.stdout.write(`${jsonOutput(result)}\n`);

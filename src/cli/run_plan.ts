@@ -29,6 +29,7 @@ import { resolve } from "node:path";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
 import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
+import { lineReader } from "./kit/line_reader.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
 import {
@@ -765,43 +766,6 @@ function oneQuestionAtATime<A extends unknown[], R>(
 function approverOf(...approvers: (Approver | undefined)[]): { approver?: Approver } {
   const given = approvers.filter((a): a is Approver => a !== undefined);
   return given.length > 0 ? { approver: firstApproval(given) } : {};
-}
-
-/** Reads lines from a stream, one question at a time. */
-function lineReader(stream: ReadableStream<Uint8Array>) {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  let ended = false;
-  // A read a cancelled question left pending: the next question takes its line, not a new read.
-  let pending: Promise<ReadableStreamReadResult<string>> | undefined;
-  return {
-    async next(signal?: AbortSignal): Promise<string | undefined> {
-      for (;;) {
-        const newline = buffer.indexOf("\n");
-        if (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          return line;
-        }
-        if (ended) {
-          const rest = buffer;
-          buffer = "";
-          return rest === "" ? undefined : rest;
-        }
-        signal?.throwIfAborted();
-        const aborted = signal
-          ? new Promise<never>((_, reject) =>
-            signal.addEventListener("abort", () => reject(signal.reason), { once: true })
-          )
-          : undefined;
-        pending ??= reader.read();
-        const { done, value } = await (aborted ? Promise.race([pending, aborted]) : pending);
-        pending = undefined;
-        if (done) ended = true;
-        else buffer += value;
-      }
-    },
-  };
 }
 
 /**

@@ -30,7 +30,8 @@ export interface SubmitContext {
 /**
  * Queues the run (PostgreSQL store only), prints its id on stdout; with `--wait`, prints each
  * committed step on stderr and the run's history on stdout at the end. Exit code: 0 queued (or,
- * with `--wait`, completed), 1 the run ended without success (or the queue gave it up), 2 usage.
+ * with `--wait`, completed), 1 the run ended without success (or the queue gave it up), 2 usage,
+ * 4 the run waits for an answer at an input step (answer it with `--answer`).
  */
 export async function submitAndFollow(
   commandLine: CommandLine,
@@ -108,6 +109,8 @@ export async function submitAndFollow(
         `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
       );
     }
+    // A run that waits for an answer has not failed: it has its own exit code, as without workers.
+    if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
     return checkpoint.status === "completed" ? 0 : 1;
   } finally {
     await store.close();
@@ -122,6 +125,9 @@ function describe(entry: RunLogEntry): string | undefined {
       | undefined;
     const next = e?.nextStepId ? ` → ${e.nextStepId}` : "";
     return `#${entry.iteration} ${e?.stepId ?? entry.stepId} ${e?.transition ?? ""}${next}`;
+  }
+  if (entry.type === "input_request") {
+    return `#${entry.iteration} ${entry.stepId} waits for an answer (--answer ${entry.runId})`;
   }
   if (entry.type === "run_start" || entry.type === "run_resume") {
     return `${entry.type === "run_start" ? "started" : "resumed"} at ${entry.stepId}`;

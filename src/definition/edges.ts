@@ -90,6 +90,17 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
     }
   }
 
+  // An input step's wait limit: the timeout's intent, drawn dashed beside the answer's routes.
+  const timeout = step.kind === "input" ? step.waitTimeout : undefined;
+  if (timeout) {
+    const target = step.transitions[timeout.intent]?.target;
+    const label = `wait timeout (${timeout.intent})`;
+    if (timeout.intent === "abort") add({ end: "abort" }, label, "fallback");
+    else if (timeout.intent === "repeat") add({ step: from }, label, "fallback");
+    else if (target !== undefined) add({ step: target }, label, "fallback");
+    else if (timeout.intent === "complete") add({ end: "complete" }, label, "fallback");
+  }
+
   const policy = step.onError;
   if (policy.kind === "jump") add({ step: policy.target }, "onError jump", "error");
   else if (policy.kind === "retry") add({ step: from }, `onError retry=${policy.count}`, "error");

@@ -38,9 +38,13 @@ export function flowToMermaid(definition: FlowGraphSource): string {
     const text = step.name === step.id
       ? label(step.id)
       : `${label(step.name)}<br/><small>${label(step.id)}</small>`;
+    // Shapes say the kind: a closing step is a subroutine box, an input step (a person answers)
+    // a parallelogram, every other step a box.
     lines.push(
       step.kind === "closing"
         ? `  ${nodeOf(step.id)}[["${text}"]]`
+        : step.kind === "input"
+        ? `  ${nodeOf(step.id)}[/"${text}"/]`
         : `  ${nodeOf(step.id)}["${text}"]`,
     );
   }
@@ -65,6 +69,11 @@ export function flowToMermaid(definition: FlowGraphSource): string {
   if (closing.length > 0) {
     lines.push("  classDef closing stroke-width:3px");
     lines.push(`  class ${closing.join(",")} closing`);
+  }
+  const inputs = steps.filter((s) => s.kind === "input").map((s) => nodeOf(s.id));
+  if (inputs.length > 0) {
+    lines.push("  classDef input fill:#ede9fe,stroke:#5b21b6");
+    lines.push(`  class ${inputs.join(",")} input`);
   }
   if (missing.size > 0) lines.push("  classDef missing stroke-dasharray:4 4,color:#b00");
   return `${lines.join("\n")}\n`;

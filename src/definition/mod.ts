@@ -34,6 +34,7 @@ export {
   type StepValidation,
   type StepValidator,
   type StructuredGate,
+  type WaitTimeout,
 } from "./schema.ts";
 export type { AgentDefinition, AgentLimits, ErrorPolicy, FlowStep, StepKind } from "./types.ts";
 export {

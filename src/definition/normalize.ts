@@ -32,6 +32,7 @@ export function parseErrorPolicy(value: StepDefinition["onError"]): ErrorPolicy 
 /** The kind of a step, from its id and routing fields. */
 export function stepKindOf(id: string, step: StepDefinition): StepKind {
   if (step.kind === "command") return "command";
+  if (step.kind === "input") return "input";
   if (id.startsWith(SECTION_PREFIX)) return "section";
   if (id.startsWith(CLOSING_PREFIX)) return "closing";
   if (step.check && !step.structuredGate) return "check";
@@ -77,5 +78,6 @@ export function normalizeStep(id: string, step: StepDefinition): FlowStep {
   if (step.timeoutMs !== undefined) out.timeoutMs = step.timeoutMs;
   if (step.command !== undefined) out.command = step.command;
   if (step.validation !== undefined) out.validation = step.validation;
+  if (step.waitTimeout !== undefined) out.waitTimeout = step.waitTimeout;
   return out;
 }

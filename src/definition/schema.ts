@@ -212,6 +212,19 @@ export interface StepValidation {
   maxRetries?: number;
 }
 
+/** `waitTimeout` of an input step: the wait's limit and the intent taken when it passes. */
+export const WaitTimeoutSchema = z.strictObject({
+  ms: z.int().positive().describe("How long the run waits for an answer, in milliseconds"),
+  intent: GateIntentSchema.describe("The intent the step takes when the wait passes unanswered"),
+});
+/** `waitTimeout` of an input step. */
+export interface WaitTimeout {
+  /** How long the run waits for an answer, in milliseconds. */
+  ms: number;
+  /** The intent the step takes when the wait passes unanswered. */
+  intent: GateIntent;
+}
+
 /** One step of the registry (both shapes; the validator enforces exactly one routing form). */
 export const StepSchema = z.strictObject({
   id: z.string().optional().describe("Must equal the step's key when present"),
@@ -235,11 +248,12 @@ export const StepSchema = z.strictObject({
   disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
   timeoutMs: z.int().positive().optional(),
-  kind: z.literal("command").optional().describe(
-    '"command": run agent.json commands[command] instead of the model',
+  kind: z.enum(["command", "input"]).optional().describe(
+    '"command": run agent.json commands[command] instead of the model; "input": ask a person',
   ),
   command: z.string().min(1).optional().describe("Command step: a name in agent.json commands"),
   validation: StepValidationSchema.optional(),
+  waitTimeout: WaitTimeoutSchema.optional(),
 });
 /** One step as written in the registry. */
 export interface StepDefinition {
@@ -285,12 +299,17 @@ export interface StepDefinition {
   permissionMode?: string;
   /** Timeout of one backend call. */
   timeoutMs?: number;
-  /** `"command"`: the step runs `agent.json` `commands[command]` instead of the model. */
-  kind?: "command";
+  /**
+   * `"command"`: the step runs `agent.json` `commands[command]` instead of the model; `"input"`:
+   * the run waits for a person's answer (docs/agents.md, "Input steps").
+   */
+  kind?: "command" | "input";
   /** Command step: the name of the command in agent.json `commands`. */
   command?: string;
   /** Validators run after the step's answer (retry with a pattern prompt on failure). */
   validation?: StepValidation;
+  /** Input step: how long the run waits for an answer, and the intent it takes when none came. */
+  waitTimeout?: WaitTimeout;
 }
 
 /** `steps_registry.json`. */
@@ -491,4 +510,5 @@ const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof StepValidationSchema>, StepValidation>,
   Exactly<z.infer<typeof CompletionConditionSchema>, CompletionCondition>,
   Exactly<z.infer<typeof CommandSpecSchema>, CommandSpec>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Exactly<z.infer<typeof WaitTimeoutSchema>, WaitTimeout>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true];

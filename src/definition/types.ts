@@ -12,6 +12,7 @@ import type {
   StepsRegistry,
   StepValidation,
   StructuredGate,
+  WaitTimeout,
 } from "./schema.ts";
 
 /** What happens when a step's execution fails (docs/runner.md, "Error policies"). */
@@ -24,9 +25,10 @@ export type ErrorPolicy =
 /**
  * How a step routes: `check` (check-gated), `gate` (gate-routed), `closing`
  * (`complete.*`: runs once, then the run ends), `section` (`section.*`: a template, never run) or
- * `command` (`"kind": "command"`: runs an allowed command instead of the model).
+ * `command` (`"kind": "command"`: runs an allowed command instead of the model) or `input`
+ * (`"kind": "input"`: the run waits for a person's answer, then routes on it as a gate-routed step).
  */
-export type StepKind = "check" | "gate" | "closing" | "section" | "command";
+export type StepKind = "check" | "gate" | "closing" | "section" | "command" | "input";
 
 /** A step with every default applied and its prompt reference normalised. */
 export interface FlowStep {
@@ -66,6 +68,8 @@ export interface FlowStep {
   command?: string;
   /** Validators run after the step's answer. */
   validation?: StepValidation;
+  /** Input step: the wait's limit and the intent taken when it passes. */
+  waitTimeout?: WaitTimeout;
   /** The step exactly as written. */
   raw: StepDefinition;
 }

@@ -15,8 +15,10 @@ import { parseMcpServers } from "./mcp_servers.ts";
 import {
   checkCommandStep,
   checkCompletion,
+  checkInputStep,
   checkPermissionFields,
   checkStepValidation,
+  checkWaitTimeoutPlace,
 } from "./validate_features.ts";
 import { checkHandoffs } from "./handoff_paths.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
@@ -199,10 +201,12 @@ export async function validateFlow(
     if (step.kind !== "command" && raw.command !== undefined) {
       fail('sets "command" but is not a command step: add "kind": "command", or remove "command".');
     }
+    checkWaitTimeoutPlace(step, fail);
     if (step.kind === "command") {
       checkCommandStep(step, agent, fail, targetProblem);
       continue;
     }
+    if (step.kind === "input") checkInputStep(step, fail);
     if (step.kind === "section") {
       const routing = routingFields(raw);
       if (routing.length > 0) {
@@ -506,7 +510,8 @@ function graphWarnings(steps: readonly FlowStep[], entry: string, F: string): st
     if (canComplete.size > 0) { for (const jumper of jumpers) mark(jumper); }
   }
   for (const step of routable) {
-    if ((step.kind === "check" || step.kind === "gate") && !canComplete.has(step.id)) {
+    const routed = step.kind === "check" || step.kind === "gate" || step.kind === "input";
+    if (routed && !canComplete.has(step.id)) {
       warnings.push(
         `${F}: step "${step.id}" has no path to completion: no route from it reaches check.onPass { complete: true }, a "complete" intent or a closing step, so a run that enters it can only end by max_iterations, abort or an error.`,
       );

@@ -186,3 +186,49 @@ export function checkPermissionFields(
   }
   return problems;
 }
+
+/**
+ * An input step (`"kind": "input"`): it routes exactly as a gate-routed step (its gate and
+ * transitions are checked by the same rules), but a person answers, not a model: it takes no
+ * check, model settings or validators; every intent a person can pick that moves the run on
+ * (`next`, `jump`) has a transition, and `waitTimeout` takes an intent the step allows.
+ */
+export function checkInputStep(step: FlowStep, fail: (message: string) => void): void {
+  const raw = step.raw;
+  const extra = (
+    ["check", "model", "allowedTools", "permissionMode", "timeoutMs", "validation"] as const
+  ).filter((k) => raw[k] !== undefined);
+  if (extra.length > 0) {
+    fail(
+      `is an input step: a person answers it, not a model, so it takes no ${
+        extra.join(", ")
+      }. Remove ${extra.length > 1 ? "them" : "it"} (waitTimeout limits the wait).`,
+    );
+  }
+  const gate = step.gate;
+  if (!gate) return; // reported with the other steps that lack a structuredGate
+  for (const intent of gate.allowedIntents) {
+    if ((intent === "next" || intent === "jump") && !step.transitions[intent]) {
+      fail(
+        `structuredGate.allowedIntents includes "${intent}" but transitions.${intent} is missing: a person's answer needs a step to go to. Add "transitions": { "${intent}": { "target": "<stepId>" } }, or remove "${intent}" from allowedIntents.`,
+      );
+    }
+  }
+  const timeout = step.waitTimeout;
+  if (timeout && !gate.allowedIntents.includes(timeout.intent)) {
+    fail(
+      `waitTimeout.intent "${timeout.intent}" is not in structuredGate.allowedIntents (${
+        gate.allowedIntents.join(", ")
+      }); add it there or take another intent when the wait passes.`,
+    );
+  }
+}
+
+/** `waitTimeout` on a step that does not wait. */
+export function checkWaitTimeoutPlace(step: FlowStep, fail: (message: string) => void): void {
+  if (step.kind !== "input" && step.raw.waitTimeout !== undefined) {
+    fail(
+      'sets "waitTimeout" but is not an input step: only a step that waits for a person takes it. Add "kind": "input", or remove "waitTimeout".',
+    );
+  }
+}

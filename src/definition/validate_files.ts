@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { answerForm, intentFieldProblem } from "./answer_form.ts";
 import { resolve } from "node:path";
 import { realpath } from "node:fs/promises";
 import { errorMessage } from "../errors.ts";
@@ -215,6 +216,18 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
           stepProblem(order, step.id, `${prefix}outputSchemaRef: ${errorMessage(error)}`);
           return;
         }
+        if (step.kind === "input") {
+          const problem = answerFormProblem(schema, step.gate?.intentField);
+          if (problem !== undefined) {
+            stepProblem(
+              order,
+              step.id,
+              `${prefix}outputSchemaRef: schema ${ref.schema} in ${
+                resolve(dir, "schemas", ref.file)
+              } cannot be an answer form: ${problem}.`,
+            );
+          }
+        }
         try {
           compile(schema);
         } catch (error) {
@@ -284,4 +297,17 @@ async function runPool(tasks: ReadonlyArray<() => Promise<void>>, limit: number)
     while (index < tasks.length) await tasks[index++]();
   };
   await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+}
+
+/** Why an input step's schema cannot be the form a person answers, or `undefined`. */
+function answerFormProblem(
+  schema: Record<string, unknown>,
+  intentField: string | undefined,
+): string | undefined {
+  try {
+    const form = answerForm(schema);
+    return intentField === undefined ? undefined : intentFieldProblem(form, intentField);
+  } catch (error) {
+    return errorMessage(error);
+  }
 }

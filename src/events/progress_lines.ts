@@ -96,11 +96,16 @@ export function formatCount(n: number): string {
   return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-/** The one-line outcome of a run: `completed at complete.issue after 3 iterations (…)`. */
+/**
+ * The one-line outcome of a run: `completed at complete.issue after 3 iterations (…)`, or
+ * `waiting for an answer at approve.release after 1 iteration` for a run stopped at an input step.
+ */
 export function resultLine(result: RunOutcome): string {
   const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
   const usage = formatUsage(result.usage);
   const tail = `at ${result.finalStepId} after ${it}${usage ? ` (${usage})` : ""}`;
+  // Not an end: the run stopped at an input step until someone answers.
+  if (result.completionReason === "waiting") return `waiting for an answer ${tail}`;
   // A cancelled run did not fail: the user stopped it (it can be continued).
   if (result.completionReason === "cancelled") return `cancelled ${tail}`;
   return `${result.success ? "succeeded" : "failed"}: ${result.completionReason} ${tail}`;
@@ -236,7 +241,8 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       const result = resultOf(ctx);
       if (result) {
         const text = `run ${resultLine(result)}`;
-        line(result.success ? c.green(text) : c.red(text));
+        const waiting = result.completionReason === "waiting";
+        line(result.success ? c.green(text) : waiting ? c.yellow(text) : c.red(text));
         if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
         return;
       }

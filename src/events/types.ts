@@ -6,11 +6,16 @@
  * @module
  */
 
-/** The lifecycle state of a run. `idle → running ⇄ paused → completed | failed | aborted | cancelled | timeout`. */
+/**
+ * The lifecycle state of a run. `idle → running ⇄ paused → completed | failed | aborted | cancelled
+ * | timeout`; a step-flow run that reaches an input step ends its drive `waiting` (an answer starts
+ * the next drive).
+ */
 export type RunState =
   | "idle"
   | "running"
   | "paused"
+  | "waiting"
   | "completed"
   | "failed"
   | "aborted"

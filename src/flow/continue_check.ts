@@ -25,6 +25,13 @@ export function assertContinuable(
   mode: "resume" | "redrive",
 ): void {
   const active = status === "running" || status === "paused";
+  if (mode === "redrive" && status === "waiting") {
+    throw new StepflowError(
+      "RUN_NOT_REDRIVABLE",
+      `Run ${runId} is waiting for an answer at an input step; it has not failed. Answer it (run-agent --answer ${runId} --value '<json>'), or resume it once its waitTimeout passed.`,
+    );
+  }
+  if (mode === "resume" && status === "waiting") return; // the runner checks the answer or the timeout
   if (mode === "redrive" && (status === "completed" || active)) {
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",

@@ -27,7 +27,11 @@ export interface StepError {
   stepId?: string;
 }
 
-/** What one iteration decided: run a step next, or end the run. */
+/**
+ * What one iteration decided: run a step next, end the run, or (an input step) stop the run until
+ * a person answers `prompt` — a wait is not an iteration: it records no history entry, and the
+ * iteration that routes on the answer is the step's.
+ */
 export type Outcome =
   | { kind: "goto"; stepId: string; transition: Transition }
   | {
@@ -36,7 +40,11 @@ export type Outcome =
     transition: Transition;
     output?: unknown;
     error?: StepError;
-  };
+  }
+  | { kind: "wait"; prompt: string };
+
+/** An outcome that moves the run (everything but a wait). */
+export type MovingOutcome = Exclude<Outcome, { kind: "wait" }>;
 
 /** Configuration errors: `onError` never applies to them (docs/runner.md, "Error policies"). */
 const CONFIGURATION_CODES: ReadonlySet<string> = new Set([
@@ -75,7 +83,7 @@ export function checkOutcome(
   step: FlowStep,
   counters: Readonly<CheckCounters>,
   verdict: CheckVerdict,
-): { outcome: Outcome; counters: Required<CheckCounters> } {
+): { outcome: MovingOutcome; counters: Required<CheckCounters> } {
   const check = step.check!;
   const next = {
     checkRuns: counters.checkRuns,
@@ -83,7 +91,7 @@ export function checkOutcome(
     checkFailures: counters.checkFailures ?? 0,
   };
   if (verdict.result === "ng") next.checkFailures++;
-  const decided = (outcome: Outcome) => ({ outcome, counters: next });
+  const decided = (outcome: MovingOutcome) => ({ outcome, counters: next });
   if (verdict.result === "ok") {
     return decided(
       "next" in check.onPass
@@ -120,7 +128,7 @@ export function checkOutcome(
 /** What a structured gate decided about one output; see {@linkcode gateOutcome}. */
 export interface GateDecision {
   /** The outcome. */
-  outcome: Outcome;
+  outcome: MovingOutcome;
   /** Handoff values to store under the step (last path segment → value). */
   handoff: Record<string, unknown>;
   /** The intent to record in history (absent when routing failed before one was settled). */
@@ -196,7 +204,7 @@ export function gateOutcome(
     intent = gate!.fallbackIntent;
   }
 
-  const decided = (outcome: Outcome): GateDecision => ({
+  const decided = (outcome: MovingOutcome): GateDecision => ({
     outcome,
     handoff,
     intent,
@@ -231,10 +239,10 @@ export function gateOutcome(
  */
 export function completionOutcome(
   conditions: readonly CompletionCondition[] | undefined,
-  outcome: Outcome,
+  outcome: MovingOutcome,
   iteration: number,
   text: () => string,
-): { outcome: Outcome; met?: string } {
+): { outcome: MovingOutcome; met?: string } {
   if (outcome.kind !== "goto" || !conditions) return { outcome };
   const met = completionReached(conditions, { iteration, text });
   if (!met) return { outcome };
@@ -245,7 +253,11 @@ export function completionOutcome(
  * Two-strike rule: the first consecutive schema-resolution failure on a step (`strikes` 1) tries the
  * step again; the second ends the run `schema_resolution_failed`, naming pointer and file.
  */
-export function schemaStrikeOutcome(step: FlowStep, strikes: number, message: string): Outcome {
+export function schemaStrikeOutcome(
+  step: FlowStep,
+  strikes: number,
+  message: string,
+): MovingOutcome {
   if (strikes < 2) return { kind: "goto", stepId: step.id, transition: "retry" };
   const ref = step.outputSchemaRef!;
   return {
@@ -272,8 +284,8 @@ export function failureOutcome(
   step: FlowStep,
   failure: { code: string; message: string },
   errorRetries: number,
-): Outcome {
-  const failed = (suffix = ""): Outcome => ({
+): MovingOutcome {
+  const failed = (suffix = ""): MovingOutcome => ({
     kind: "end",
     reason: "step_failed",
     transition: "fail",

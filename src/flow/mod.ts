@@ -15,4 +15,5 @@ export type {
   Transition,
 } from "./types.ts";
 export { type RunnerState, StepFlowRunner } from "./runner.ts";
+export type { AnswerOptions, PendingInput, RecordedAnswer } from "./input_request.ts";
 export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";

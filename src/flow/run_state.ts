@@ -10,7 +10,8 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RunStatus } from "../store/types.ts";
-import type { Outcome, StepError } from "./decisions.ts";
+import type { MovingOutcome, StepError } from "./decisions.ts";
+import type { PendingInput, RecordedAnswer } from "./input_request.ts";
 import { ownValue, setOwn } from "./own_record.ts";
 import type {
   CompletionReason,
@@ -71,6 +72,10 @@ export interface RunnerState {
    * to continue on the same backend. Absent when the caller did not say.
    */
   backendChoice?: BackendChoice;
+  /** Set while the run waits for an answer at an input step (status `waiting`). */
+  waiting?: PendingInput;
+  /** An answer recorded for the current input step; its next iteration routes on it. */
+  answer?: RecordedAnswer;
   /** Set once the run ended. */
   end?: {
     reason: CompletionReason;
@@ -80,12 +85,13 @@ export interface RunnerState {
   };
 }
 
-/** The store status a run that ended for each reason is recorded with. */
+/** The store status a run that ended for each reason is recorded with (`waiting`: not ended). */
 export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Object.freeze({
   completed: "completed",
   aborted: "aborted",
   cancelled: "cancelled",
   timeout: "timeout",
+  waiting: "waiting",
   max_iterations: "failed",
   retries_exhausted: "failed",
   schema_resolution_failed: "failed",
@@ -149,7 +155,7 @@ export function enterStep(state: RunnerState, stepId: string): void {
 export function advance(
   state: RunnerState,
   entry: HistoryEntry,
-  outcome: Outcome,
+  outcome: MovingOutcome,
   runTimeoutMs: number | undefined,
 ): void {
   entry.transition = outcome.transition;
@@ -219,6 +225,20 @@ export function runResult(state: RunnerState, history: HistoryEntry[]): StepFlow
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
   return result;
+}
+
+/** The result of a drive that stopped at an input step: the run waits for `state.waiting`. */
+export function waitingResult(state: RunnerState, history: HistoryEntry[]): StepFlowResult {
+  return {
+    success: false,
+    runId: state.runId,
+    finalStepId: state.currentStepId,
+    completionReason: "waiting",
+    iterations: state.iteration,
+    state: { history, handoff: state.handoff },
+    usage: state.usage,
+    waiting: state.waiting,
+  };
 }
 
 /** The `stepInfo` of events about the current iteration of `step`. */

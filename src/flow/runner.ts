@@ -17,12 +17,18 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { RunContext, RunState, StepInfo } from "../events/types.ts";
 import { agentBackend } from "../llm/agent_backend.ts";
-import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
+import {
+  exceedsDepth,
+  excerpt,
+  MAX_OUTPUT_DEPTH,
+  PROMPT_EXCERPT_CHARS,
+  type ReaskInfo,
+} from "../engine/ask_structured.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
-import type { RunLock } from "../store/types.ts";
+import type { RunLock, RunStore } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { backendRetryError, callBackend } from "./backend_call.ts";
 import {
@@ -38,9 +44,16 @@ import {
   completionOutcome,
   failureOutcome,
   maxIterationsError,
-  type Outcome,
+  type MovingOutcome,
   type StepError,
 } from "./decisions.ts";
+import {
+  type AnswerOptions,
+  MAX_ANSWERED_BY,
+  type PendingInput,
+  type RecordedAnswer,
+  waitExpired,
+} from "./input_request.ts";
 import { OutputSchemaCache } from "./output_validator.ts";
 import { flowStep } from "./router.ts";
 import {
@@ -58,6 +71,7 @@ import {
   stepInfo,
   storeHandoff,
   TERMINAL_STATUS,
+  waitingResult,
 } from "./run_state.ts";
 import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
 import type { StepRecord, StepResult } from "./step_handler.ts";
@@ -71,6 +85,7 @@ import type {
   StepFlowRunnerOptions,
 } from "./types.ts";
 import { backoffDelay, sleep } from "../backoff.ts";
+import { validationProblems } from "../llm/json_schema.ts";
 import { newRunId } from "../store/run_id.ts";
 
 export type { RunnerState } from "./run_state.ts";
@@ -146,6 +161,43 @@ export class StepFlowRunner {
   }
 
   /**
+   * Answers a run that waits at an input step and continues it, in this process, to its next wait
+   * or its end (the same result as {@linkcode StepFlowRunner.run}). The answer is checked against
+   * the step's schema first: a bad answer is refused with the validator's message and nothing is
+   * recorded. Otherwise it is recorded — who answered, when, what — in the same checkpoint that
+   * moves the run from `waiting` to `running`, under the run's lock, so of two answers exactly one
+   * is recorded and the other is refused.
+   *
+   * @example
+   * ```ts ignore
+   * const first = await runner.run({ args: { topic: "release" } });
+   * if (first.completionReason === "waiting") {
+   *   console.log(first.waiting!.prompt);
+   *   const result = await runner.answer(first.runId, { decision: "next" }, { answeredBy: "ops" });
+   *   console.log(result.completionReason);
+   * }
+   * ```
+   *
+   * @throws {StepflowError} `INPUT_NOT_WAITING` (the run does not wait: it was answered already,
+   * runs, or ended; or it waits on another request), `INPUT_ANSWER_INVALID` (the answer does not
+   * match the step's schema), `INPUT_WAIT_EXPIRED` (its `waitTimeout` passed), and what `run`
+   * throws for a `resume`
+   */
+  answer(
+    runId: string,
+    value: unknown,
+    options: AnswerOptions & Pick<RunOptions, "signal" | "backendChoice"> = {},
+  ): Promise<StepFlowResult> {
+    const { signal, backendChoice, ...answer } = options;
+    return this.run({
+      resume: runId,
+      answer: { ...answer, value },
+      ...(signal ? { signal } : {}),
+      ...(backendChoice ? { backendChoice } : {}),
+    });
+  }
+
+  /**
    * Runs the flow to its end and returns the result. It never throws for a flow failure (that is in
    * the result); it throws only for misuse: a run already in progress, an unknown `resume` id, a
    * backend that cannot be created.
@@ -166,16 +218,29 @@ export class StepFlowRunner {
     // Lock before reading a checkpoint: a second process resuming the same run must fail here, not
     // continue from a checkpoint the first one is about to move past.
     const runId = options.resume ?? options.redrive ?? options.runId ?? newRunId();
-    const lock: RunLock | undefined = await store?.lock(runId);
+    if (options.answer && !options.resume) {
+      throw new StepflowError(
+        "USAGE",
+        "An answer continues a waiting run: give the run's id as `resume` (or call answer(runId, value)).",
+      );
+    }
+    const lock: RunLock | undefined = await lockRun(store, runId, options.answer !== undefined);
     let restored: RestoredRun;
+    let answer: RecordedAnswer | undefined;
     try {
       // A cancel request nobody was driving the run to see must not cancel this (new) drive.
       await store?.takeCancelRequest?.(runId);
       restored = options.resume ?? options.redrive
         ? await restoreRun(store, this.#def, runId, !options.resume, (m) => this.#warn(m))
         : { state: newRunnerState(this.#def, options, runId), history: [], logEntries: 0 };
+      answer = await this.#takeAnswer(restored.state, options.answer);
     } catch (error) {
       await lock?.release();
+      if (
+        options.answer && error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE"
+      ) {
+        throw notWaiting(runId, "it already ended; nothing waits for an answer");
+      }
       throw error;
     }
     const { state, history } = restored;
@@ -208,17 +273,28 @@ export class StepFlowRunner {
         args: state.args,
         historyLength: state.historyLength,
       });
+      if (answer) {
+        // The answer and the move out of `waiting` are one checkpoint: both or neither.
+        delete state.waiting;
+        state.answer = answer;
+        await this.#journal.log(state, { type: "input_answer", ...answer });
+      }
       await this.#journal.checkpoint(state, "running");
       await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
-      const end = state.end!;
-      await this.#journal.log(state, {
-        type: "run_end",
-        stepId: end.stepId,
-        reason: end.reason,
-        ...(end.error ? { error: end.error } : {}),
-        usage: { ...state.usage },
-      });
-      await this.#journal.checkpoint(state, TERMINAL_STATUS[end.reason]);
+      const end = state.end;
+      if (end) {
+        await this.#journal.log(state, {
+          type: "run_end",
+          stepId: end.stepId,
+          reason: end.reason,
+          ...(end.error ? { error: end.error } : {}),
+          usage: { ...state.usage },
+        });
+        await this.#journal.checkpoint(state, TERMINAL_STATUS[end.reason]);
+      } else {
+        // An input step stopped the drive: the run waits, and the lock is released below.
+        await this.#journal.checkpoint(state, "waiting");
+      }
     } catch (error) {
       // Only a store or handler-independent I/O failure, or an unusable backend on a resume or
       // redrive, gets here; the runner must stay reusable.
@@ -234,7 +310,7 @@ export class StepFlowRunner {
       detach();
       await lock?.release();
     }
-    const result = runResult(state, history);
+    const result = state.end ? runResult(state, history) : waitingResult(state, history);
     const status = TERMINAL_STATUS[result.completionReason];
     await this.#setState(status === "failed" ? "failed" : status as RunState);
     await this.#events.emit("onPlanEnd", this.#def, { ...this.#ctx, status, result });
@@ -309,12 +385,16 @@ export class StepFlowRunner {
       } catch (error) {
         result = { error };
       }
+      if (result.outcome?.kind === "wait") {
+        await this.#wait(state, step, info, result.outcome.prompt);
+        break;
+      }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
       const entry = historyEntry(state, step, startedAt, result.record);
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
-      let outcome: Outcome;
+      let outcome: MovingOutcome;
       if (result.outcome === undefined) {
         if (!deps.wasStarted) await this.#logStepStart(state, step);
         outcome = await this.#onStepFailure(state, step, info, result.error, entry);
@@ -385,7 +465,7 @@ export class StepFlowRunner {
     state: RunnerState,
     history: HistoryEntry[],
     entry: HistoryEntry,
-    outcome: Outcome,
+    outcome: MovingOutcome,
     info: StepInfo,
     following: readonly HistoryEntry[] = [],
     calls: readonly RecordedCall[] = [],
@@ -553,7 +633,7 @@ export class StepFlowRunner {
     info: StepInfo,
     error: unknown,
     entry: HistoryEntry,
-  ): Promise<Outcome> {
+  ): Promise<MovingOutcome> {
     const control = this.#control!;
     if (control.stopCause) {
       entry.error = `run ${control.stopCause}`;
@@ -584,6 +664,114 @@ export class StepFlowRunner {
       }
     }
     return outcome;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Input steps: the wait and the answer
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Records that the run waits at an input step: the request in the run state (checkpointed
+   * `waiting` by run()), an `input_request` log line, an `onStepLog` for progress views. A wait is
+   * not an iteration: the counters go back, and the iteration that routes on the answer is the
+   * step's.
+   */
+  async #wait(state: RunnerState, step: FlowStep, info: StepInfo, prompt: string): Promise<void> {
+    state.iteration--;
+    state.order--;
+    const now = Date.now();
+    const pending: PendingInput = {
+      requestId: crypto.randomUUID(),
+      stepId: step.id,
+      prompt,
+      schemaRef: step.outputSchemaRef!,
+      requestedAt: new Date(now).toISOString(),
+    };
+    if (step.waitTimeout) {
+      pending.expiresAt = new Date(now + step.waitTimeout.ms).toISOString();
+      pending.timeoutIntent = step.waitTimeout.intent;
+    }
+    state.waiting = pending;
+    await this.#journal.log(state, {
+      type: "input_request",
+      stepId: step.id,
+      requestId: pending.requestId,
+      prompt: excerpt(prompt, PROMPT_EXCERPT_CHARS),
+      schema: pending.schemaRef,
+      ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
+    });
+    await this.#events.emit(
+      "onStepLog",
+      info,
+      `waiting for an answer (run ${state.runId})`,
+      "info",
+    );
+  }
+
+  /**
+   * What a drive of a restored run does about its wait: with an answer, the answer to record
+   * (checked against the step's schema; nothing is recorded when it is refused); without one, a
+   * waiting run continues only when its `waitTimeout` passed (the step then takes the timeout's
+   * intent).
+   */
+  async #takeAnswer(
+    state: RunnerState,
+    given: RunOptions["answer"],
+  ): Promise<RecordedAnswer | undefined> {
+    const pending = state.waiting;
+    const runId = state.runId;
+    const step = pending ? flowStep(this.#def, pending.stepId) : undefined;
+    const expired = pending !== undefined && step?.waitTimeout !== undefined &&
+      waitExpired(pending, Date.now());
+    if (given === undefined) {
+      if (!pending || expired) return undefined;
+      throw new StepflowError(
+        "INPUT_WAITING",
+        `Run ${runId} waits for an answer at input step "${pending.stepId}"; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value '<json>'.`,
+        { details: { runId, stepId: pending.stepId, requestId: pending.requestId } },
+      );
+    }
+    if (!pending || (given.requestId !== undefined && given.requestId !== pending.requestId)) {
+      throw notWaiting(
+        runId,
+        pending
+          ? `it waits on request ${pending.requestId}, not ${given.requestId} (that wait was answered already)`
+          : state.end
+          ? `it ended (${state.end.reason})`
+          : "it is not waiting for an answer (it was answered already, or it never reached an input step)",
+      );
+    }
+    if (expired) {
+      throw new StepflowError(
+        "INPUT_WAIT_EXPIRED",
+        `Run ${runId}: the wait at input step "${pending.stepId}" passed at ${pending.expiresAt} (waitTimeout); the answer was not recorded. Resume the run (--resume ${runId}) to take the timeout's intent "${pending.timeoutIntent}".`,
+        { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
+      );
+    }
+    const schema = await new OutputSchemaCache(this.#def.dir).resolve(
+      pending.schemaRef,
+      pending.stepId,
+    );
+    // An answer is untrusted input like a model's: bounded the same way before anything reads it.
+    const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
+      ? [`(root): must not be nested deeper than ${MAX_OUTPUT_DEPTH} levels`]
+      : validationProblems(schema.validate, given.value);
+    if (problems.length > 0) {
+      throw new StepflowError(
+        "INPUT_ANSWER_INVALID",
+        `The answer to input step "${pending.stepId}" of run ${runId} does not match ${schema.pointer} in ${schema.file}: ${
+          problems.join("; ")
+        }. Nothing was recorded; answer again with a value the schema accepts.`,
+        { details: { runId, stepId: pending.stepId, problems } },
+      );
+    }
+    return {
+      requestId: pending.requestId,
+      stepId: pending.stepId,
+      value: given.value,
+      answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
+      answeredAt: new Date().toISOString(),
+    };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -641,4 +829,34 @@ function answerText(answer: { text: string; structuredOutput?: unknown }): strin
   return answer.structuredOutput === undefined
     ? answer.text
     : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
+}
+
+/**
+ * Takes the run's lock. For an answer, a run another process holds is not waiting (it runs, or
+ * another answer was recorded and continues it): that is `INPUT_NOT_WAITING`, not a lock error.
+ */
+async function lockRun(
+  store: RunStore | undefined,
+  runId: string,
+  answering: boolean,
+): Promise<RunLock | undefined> {
+  try {
+    return await store?.lock(runId);
+  } catch (error) {
+    if (answering && error instanceof StepflowError && error.code === "RUN_LOCKED") {
+      throw notWaiting(
+        runId,
+        "another process drives it right now (it runs, or another answer was recorded first and continues it)",
+      );
+    }
+    throw error;
+  }
+}
+
+function notWaiting(runId: string, why: string): StepflowError {
+  return new StepflowError(
+    "INPUT_NOT_WAITING",
+    `Run ${runId} cannot take this answer: ${why}. See its state with --show ${runId}.`,
+    { details: { runId } },
+  );
 }

@@ -26,7 +26,10 @@ import type { RunnerState } from "./run_state.ts";
 import type { HistoryEntry, StepFlowRunnerOptions } from "./types.ts";
 
 /** The fields of its history entry a step fills in (the loop adds id, iteration, timing, route). */
-export type StepRecord = Pick<HistoryEntry, "answer" | "checkResult" | "intent" | "command">;
+export type StepRecord = Pick<
+  HistoryEntry,
+  "answer" | "checkResult" | "intent" | "command" | "input"
+>;
 
 /** A failure a step reports while still deciding its own outcome (a schema strike). */
 export interface ReportedFailure {

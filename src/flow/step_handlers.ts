@@ -9,6 +9,7 @@ import type { StepKind } from "../definition/types.ts";
 import { runCheckGatedStep } from "./step_check_gated.ts";
 import { runCommandKindStep } from "./step_command.ts";
 import { runGateRoutedStep } from "./step_gate_routed.ts";
+import { runInputStep } from "./step_input.ts";
 import type { StepHandler } from "./step_handler.ts";
 
 /** The kinds that run (`section` steps are templates, never run). */
@@ -20,4 +21,5 @@ export const STEP_HANDLERS: Readonly<Record<RunnableStepKind, StepHandler>> = Ob
   gate: runGateRoutedStep,
   closing: runGateRoutedStep,
   command: runCommandKindStep,
+  input: runInputStep,
 });

@@ -7,6 +7,7 @@ import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { ExecutorEvents } from "../events/types.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
+import type { AnswerOptions, PendingInput } from "./input_request.ts";
 
 /** How a history entry left its step. */
 export type Transition =
@@ -20,7 +21,10 @@ export type Transition =
   | "continue"
   | "fail";
 
-/** Why a run ended. */
+/**
+ * Why a run ended — or `waiting`: the run stopped at an input step until someone answers it
+ * (it has not ended; {@linkcode StepFlowResult.waiting} says what it waits for).
+ */
 export type CompletionReason =
   | "completed"
   | "aborted"
@@ -30,7 +34,8 @@ export type CompletionReason =
   | "step_routing_failed"
   | "step_failed"
   | "cancelled"
-  | "timeout";
+  | "timeout"
+  | "waiting";
 
 /** One executed iteration (or schema strike) of a step. */
 export interface HistoryEntry {
@@ -59,6 +64,11 @@ export interface HistoryEntry {
    * raw text cut to 8,192 characters, and its full length in characters.
    */
   answer?: { text: string; length: number };
+  /**
+   * An input step's answer: the request it answered, who answered and when — or, when its
+   * `waitTimeout` passed unanswered, `timedOut` (the intent is the timeout's).
+   */
+  input?: { requestId: string; answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -106,6 +116,12 @@ export interface StepFlowResult {
   };
   /** Summed token usage and cost. */
   usage: RunUsage;
+  /**
+   * Set when the run waits for an answer at an input step (`completionReason` `waiting`): the
+   * question, the request to answer, and when the wait passes. Answer it with
+   * `StepFlowRunner.answer(runId, value)`.
+   */
+  waiting?: PendingInput;
 }
 
 /** Options of a runner. */
@@ -172,4 +188,9 @@ export interface RunOptions {
    * `recordedBackendChoice`). On a resume or redrive it replaces the recorded choice.
    */
   backendChoice?: BackendChoice;
+  /**
+   * With `resume`: the answer to the input step the run waits at, recorded and routed on
+   * ({@linkcode StepFlowRunner.answer} is the short form).
+   */
+  answer?: AnswerOptions & { value: unknown };
 }

@@ -11,6 +11,7 @@ import type { RunCheckpoint, RunStatus } from "./types.ts";
 export const RUN_STATUSES = [
   "running",
   "paused",
+  "waiting",
   "completed",
   "failed",
   "aborted",

@@ -322,6 +322,8 @@ export class FileRunStore implements RunStore {
       const files = this.files(checkpoint.runId);
       const run = this.#run(checkpoint.runId);
       this.#assertLockHeld(checkpoint.runId, run);
+      // A checkpoint read under our own lock is outdated by our own write, not by another process.
+      this.#loaded.delete(checkpoint.runId);
       const json = JSON.stringify(checkpoint);
       if (this.#durability === "fsync") this.#logCheckpoint(files, run, checkpoint, json);
       if (this.#crash?.due("checkpoint-logged")) this.#crash.crash();
@@ -665,7 +667,8 @@ export class FileRunStore implements RunStore {
         kept++;
         continue;
       }
-      if (run.status === "running" || run.status === "paused") continue;
+      // Open runs are kept: a waiting run is as unfinished as an interrupted one.
+      if (run.status === "running" || run.status === "paused" || run.status === "waiting") continue;
       const files = this.files(run.runId);
       let held: HeldFileLock;
       try {

@@ -62,6 +62,8 @@ export interface LoggedHistoryEntry {
   checkResult?: { result: string; message: string };
   /** Error message. */
   error?: string;
+  /** An input step's answer: who answered and when, or that the wait timed out. */
+  input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -275,7 +277,8 @@ export function formatRunHistory(
   const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
   const tone = status === "completed"
     ? "good"
-    : status === "running" || status === "paused" || status === "interrupted"
+    : status === "running" || status === "paused" || status === "interrupted" ||
+        status === "waiting"
     ? "warn"
     : "bad";
   lines.push(
@@ -315,6 +318,15 @@ export function formatRunHistory(
         "bad",
       ),
     );
+  } else if (status === "waiting") {
+    lines.push(
+      ...waitingLines(
+        state.waiting,
+        options.command ?? `run-agent --agent ${checkpoint.agent}`,
+        runId,
+        c,
+      ),
+    );
   } else if (status === "interrupted") {
     lines.push(
       c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
@@ -349,6 +361,8 @@ export function formatRunHistory(
       ? c.status(`error: ${oneLine(e.error)}`, "bad")
       : e.checkResult
       ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
+      : e.input
+      ? inputNote(e.input)
       : "";
     rows.push([
       String(n),
@@ -409,6 +423,41 @@ function restartSentence(status: string): string {
     }`;
 }
 
+/** The note of an input step's history row: who answered and when, or the timeout. */
+function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
+  if (input.timedOut) return "no answer: the wait timed out";
+  const when = typeof input.answeredAt === "string" ? ` at ${time(input.answeredAt)}` : "";
+  return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
+}
+
+/** What a waiting run waits for and the command that answers it (`--show`). */
+function waitingLines(
+  waiting: unknown,
+  command: string,
+  runId: string,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const w = (typeof waiting === "object" && waiting !== null ? waiting : {}) as Record<
+    string,
+    unknown
+  >;
+  const step = typeof w.stepId === "string" ? ` at input step "${w.stepId}"` : "";
+  const since = typeof w.requestedAt === "string" ? ` since ${time(w.requestedAt)}` : "";
+  const lines = [c.status(`Waiting for an answer${step}${since}.`, "warn")];
+  if (typeof w.prompt === "string") {
+    for (const line of w.prompt.trimEnd().split("\n").slice(0, 20)) lines.push(`  ${line}`);
+  }
+  if (typeof w.expiresAt === "string") {
+    lines.push(
+      `The wait passes at ${time(w.expiresAt)}; then --resume takes the intent "${
+        String(w.timeoutIntent)
+      }".`,
+    );
+  }
+  lines.push(`Answer it with: ${command} --answer ${runId} --value '<json>'`);
+  return lines;
+}
+
 function isUsage(value: unknown): value is LoggedUsage {
   const u = value as LoggedUsage | undefined;
   return !!u && typeof u.inputTokens === "number" && typeof u.outputTokens === "number";
@@ -429,7 +478,10 @@ type Tone = "good" | "warn" | "bad" | "plain";
 function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
-  if (s.status === "running" || s.status === "paused" || s.status === "queued") return "warn";
+  if (
+    s.status === "running" || s.status === "paused" || s.status === "queued" ||
+    s.status === "waiting"
+  ) return "warn";
   return "bad";
 }
 

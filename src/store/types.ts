@@ -21,7 +21,10 @@ export interface RunLogEntry {
   [field: string]: unknown;
 }
 
-/** Status of a run as recorded in its checkpoint. */
+/**
+ * Status of a run as recorded in its checkpoint. `waiting`: the run stopped at an input step until
+ * someone answers; no process drives it and it holds no lock.
+ */
 export type RunStatus =
   | "running"
   | "paused"
@@ -29,7 +32,8 @@ export type RunStatus =
   | "failed"
   | "aborted"
   | "cancelled"
-  | "timeout";
+  | "timeout"
+  | "waiting";
 
 /** The durable snapshot of a run, replaced after every iteration. */
 export interface RunCheckpoint {

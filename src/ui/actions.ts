@@ -1,8 +1,8 @@
 /**
  * The dashboard's actions (`deno task ui --allow-actions`): cancel a running run through the
- * store's cancel request, and resume or redrive a run by starting the real CLI
- * (`run-agent --agent NAME --resume|--redrive RUN_ID`, with `STEPFLOW_STORE` naming a PostgreSQL
- * store) as a child process — the run then shows live like any running run. Each action refuses with the runner's own words when the run's state
+ * store's cancel request, and resume, redrive or answer a run by starting the real CLI
+ * (`run-agent --agent NAME --resume|--redrive|--answer RUN_ID`, with `STEPFLOW_STORE` naming a
+ * PostgreSQL store) as a child process — the run then shows live like any running run. Each action refuses with the runner's own words when the run's state
  * does not allow it.
  *
  * @module
@@ -78,6 +78,11 @@ export async function runAction(
     const summary = await data.summaryOf(runId);
     const active = checkpoint.status === "running" || checkpoint.status === "paused";
     if (action === "cancel") {
+      if (checkpoint.status === "waiting") {
+        throw refused(
+          `Run ${runId} waits for an answer at an input step; no process drives it, so there is nothing to cancel. Answer it on its page, or leave it.`,
+        );
+      }
       if (!active) {
         throw refused(`Run ${runId} already ended (${checkpoint.status}); nothing to cancel.`);
       }
@@ -176,23 +181,91 @@ export async function answerApproval(
 }
 
 /**
- * Starts `run-agent --agent NAME --resume|--redrive RUN_ID` and answers once the run has started
- * (its `run_resume`/`run_redrive` line is in the log), or with the child's error when it exits
- * before that.
+ * Answers a run that waits at an input step: checks that it waits on `requestId`, then starts
+ * `run-agent --agent NAME --answer RUN_ID --answered-by dashboard` with the answer on its stdin —
+ * the one path by which an answer is recorded (checked against the schema, recorded under the
+ * run's lock so the first answer wins) — and answers once the answer is recorded (202: the run
+ * goes on, live) or with the child's refusal (409, e.g. the validator's message: nothing was
+ * recorded).
+ */
+export async function answerRun(
+  data: DashboardData,
+  runId: string,
+  body: unknown,
+  options: DashboardActionOptions,
+): Promise<ActionOutcome> {
+  const store = await data.storeOf(runId);
+  if (!store) {
+    return { status: 404, message: `No store shown by this dashboard holds a run "${runId}".` };
+  }
+  const { requestId, value } = (typeof body === "object" && body !== null ? body : {}) as {
+    requestId?: unknown;
+    value?: unknown;
+  };
+  if (typeof requestId !== "string" || value === undefined) {
+    return {
+      status: 400,
+      message: 'An answer is a JSON body { "requestId": "…", "value": { … } }.',
+    };
+  }
+  try {
+    const checkpoint = await store.loadCheckpoint(runId);
+    const waiting = checkpoint?.state.waiting as { requestId?: string } | undefined;
+    if (checkpoint?.status !== "waiting" || waiting?.requestId !== requestId) {
+      throw new StepflowError(
+        "INPUT_NOT_WAITING",
+        `Run ${runId} cannot take this answer: it no longer waits for it (${
+          checkpoint?.status ?? "no checkpoint"
+        }; it was answered already, or it moved on). Reload the page.`,
+      );
+    }
+    const agent = checkpoint.agent;
+    const loaded = await data.agent(agent);
+    if (!loaded.definition) {
+      throw refused(
+        `Agent "${agent}" of run ${runId} does not load, so the run cannot be answered: ${
+          errorMessage(loaded.error)
+        }`,
+      );
+    }
+    const named = (await data.namedStoreOf(runId))!;
+    return await spawnRunAgent(data, "answer", runId, agent, options, named.runAgentStore, value);
+  } catch (error) {
+    if (error instanceof StepflowError) {
+      return { status: 409, message: error.message, code: error.code };
+    }
+    throw error;
+  }
+}
+
+/**
+ * Starts `run-agent --agent NAME --resume|--redrive|--answer RUN_ID` and answers once the run has
+ * started (its `run_resume`/`run_redrive` line is in the log; for an answer, its `input_answer`
+ * line), or with the child's error when it exits before that.
  */
 async function spawnRunAgent(
   data: DashboardData,
-  action: "resume" | "redrive",
+  action: "resume" | "redrive" | "answer",
   runId: string,
   agent: string,
   options: DashboardActionOptions,
   runAgentStore: string | undefined,
+  answer?: unknown,
 ): Promise<ActionOutcome> {
   const store = (await data.storeOf(runId))!;
   const before = (await store.readLog(runId)).length;
   const [cmd, ...base] = options.runAgentCommand ?? defaultRunAgentCommand();
+  const answering = action === "answer" ? ["--answered-by", "dashboard"] : [];
   const child = new Deno.Command(cmd, {
-    args: [...base, "--agent", agent, `--${action}`, runId, ...(options.runAgentArgs ?? [])],
+    args: [
+      ...base,
+      "--agent",
+      agent,
+      `--${action}`,
+      runId,
+      ...answering,
+      ...(options.runAgentArgs ?? []),
+    ],
     cwd: data.source.cwd,
     // The store goes by environment, not argv: a URL's password stays out of the process list.
     env: {
@@ -200,11 +273,18 @@ async function spawnRunAgent(
       NO_COLOR: "1",
       [STORE_ENV]: runAgentStore ?? "file",
     },
-    stdin: "null",
+    // An answer goes on stdin: out of the process list, and of any size argv would refuse.
+    stdin: action === "answer" ? "piped" : "null",
     stdout: "null",
     stderr: "piped",
   }).spawn();
   options.onSpawn?.(child);
+  if (action === "answer") {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(answer)));
+    await writer.close().catch(() => {});
+  }
+  const marker = action === "answer" ? "input_answer" : `run_${action}`;
   let stderr = "";
   const drained = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
     new WritableStream({ write: (chunk) => void (stderr = (stderr + chunk).slice(-4000)) }),
@@ -214,15 +294,21 @@ async function spawnRunAgent(
   const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
   while (Date.now() < deadline) {
     const added = await readLogFrom(store, runId, before).catch(() => []);
-    if (added.some((e) => e.type === `run_${action}`)) {
+    if (added.some((e) => e.type === marker)) {
       return {
         status: 202,
-        message: `Run ${runId}: ${action} started (run-agent, pid ${child.pid}).`,
+        message: action === "answer"
+          ? `Run ${runId}: answer recorded; the run goes on (run-agent, pid ${child.pid}).`
+          : `Run ${runId}: ${action} started (run-agent, pid ${child.pid}).`,
       };
     }
     if (exited) {
       await drained;
       const why = lastLines(stderr);
+      // run-agent exits 4 when the answered run waits again at its next input step.
+      if (action === "answer" && exited.code === 4) {
+        return { status: 200, message: `Run ${runId}: answered; it waits again at its next step.` };
+      }
       return exited.success ? { status: 200, message: `Run ${runId}: ${action} finished.` } : {
         status: 409,
         code: "UI_ACTION_FAILED",

@@ -35,6 +35,11 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .status.failed, .status.aborted, .status.timeout { background:#fde2e1; color:var(--bad); }
 .status.running { background:#dbeafe; color:var(--run); }
 .status.paused, .status.cancelled, .status.interrupted, .status.queued { background:#fff3cd; color:var(--warn); }
+.status.waiting { background:#ede9fe; color:#5b21b6; }
+.waiting { border:1px solid #c4b5fd; border-radius:6px; padding:.5rem 1rem; margin:1rem 0; }
+.waiting .prompt { white-space:pre-wrap; }
+.answer .field { display:flex; gap:.5rem; align-items:baseline; margin:.4rem 0; }
+.answer .field label { min-width:10rem; }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;
@@ -44,6 +49,7 @@ form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
   padding:8px; }
 svg.graph .node rect { fill:#fff; stroke:#8896a6; stroke-width:1.4; }
 svg.graph .node.closing rect { stroke-width:3; }
+svg.graph .node.input rect { fill:#ede9fe; stroke:#5b21b6; stroke-dasharray:6 3; }
 svg.graph .node.terminal rect { fill:#eef2f6; rx:23; }
 svg.graph .node.missing rect { stroke:var(--bad); stroke-dasharray:4 4; }
 svg.graph .node.visited rect { fill:#e3efff; stroke:var(--accent); stroke-width:2.4; }
@@ -143,6 +149,62 @@ export const APP_JS = `"use strict";
       btn.disabled = false;
     });
   });
+  // A waiting run's answer form: the fields become the answer object, POSTed with the secret.
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form || form.id !== "answer-form") return;
+    e.preventDefault();
+    var out = form.querySelector("[role=status]");
+    var btn = form.querySelector("button[type=submit]");
+    var value = {};
+    var fields = form.querySelectorAll("[data-path]");
+    try {
+      for (var i = 0; i < fields.length; i++) {
+        var el = fields[i];
+        var kind = el.getAttribute("data-kind");
+        var text = el.value;
+        if (text === "" && !(kind === "string" && el.getAttribute("data-required") === "true")) continue;
+        var v = kind === "choice" || kind === "boolean" || kind === "json" ? JSON.parse(text)
+          : kind === "number" ? Number(text) : text;
+        var path = JSON.parse(el.getAttribute("data-path"));
+        var node = value;
+        for (var j = 0; j < path.length - 1; j++) {
+          if (typeof node[path[j]] !== "object" || node[path[j]] === null) {
+            Object.defineProperty(node, path[j], { value: {}, enumerable: true, writable: true, configurable: true });
+          }
+          node = node[path[j]];
+        }
+        Object.defineProperty(node, path[path.length - 1], { value: v, enumerable: true, writable: true, configurable: true });
+      }
+    } catch (err) {
+      out.textContent = "Not JSON in " + el.id + ": " + err.message;
+      out.className = "bad";
+      return;
+    }
+    btn.disabled = true;
+    out.textContent = "…";
+    fetch(form.getAttribute("data-run") + "/answer", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "x-stepflow-csrf": form.getAttribute("data-csrf"), "content-type": "application/json" },
+      body: JSON.stringify({ requestId: form.getAttribute("data-request"), value: value })
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var message = t;
+        try { message = JSON.parse(t).message; } catch (_) { /* plain text */ }
+        return { ok: r.ok, message: message };
+      });
+    }).then(function (res) {
+      out.textContent = res.message;
+      out.className = res.ok ? "ok" : "bad";
+      form.setAttribute("data-done", res.ok ? "ok" : "refused");
+      if (res.ok) setTimeout(function () { location.reload(); }, 1000);
+      else btn.disabled = false;
+    }, function (err) {
+      out.textContent = "Could not send: " + err;
+      btn.disabled = false;
+    });
+  });
   // A tool plan's page reloads when its plan file or approval requests change.
   var watch = document.getElementById("plan-watch");
   if (watch && window.EventSource) {
@@ -180,6 +242,11 @@ export const APP_JS = `"use strict";
     source.close();
     var badge = document.getElementById("live-badge");
     if (badge) badge.textContent = "live view stopped: " + JSON.parse(e.data);
+  });
+  // The run reached an input step: reload to show its question (and the form).
+  source.addEventListener("waiting", function () {
+    source.close();
+    location.reload();
   });
   source.addEventListener("end", function () {
     source.close();

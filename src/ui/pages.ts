@@ -15,6 +15,7 @@ import { graphSvg } from "./graph_svg.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { AgentOverview, RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
+import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -148,6 +149,8 @@ export interface RunView {
   live?: string;
   /** Set when actions are allowed: the secret the page's buttons send. */
   actions?: { csrf: string };
+  /** A waiting run's question and answer form. */
+  waiting?: WaitingView;
 }
 
 /** The run page. */
@@ -159,6 +162,7 @@ export function runPage(view: RunView): string {
   }</h1>
     <div id="meta-host">${runMeta(view)}</div>
     ${view.actions ? runActions(view, view.actions.csrf) : ""}
+    ${view.waiting ? waitingBlock(view.runId, view.waiting, view.actions?.csrf) : ""}
     <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
@@ -184,7 +188,10 @@ export function runActions(view: RunView, csrf: string): Html {
     h`<button type="button" data-action="${action}">${label}</button>`;
   if (active && view.summary?.live !== false) buttons.push(button("cancel", "Cancel run"));
   if (active && view.summary?.live === false) buttons.push(button("resume", "Resume"));
-  if (status && !active && status !== "completed") buttons.push(button("redrive", "Redrive"));
+  // A waiting run has not failed: it is answered (its form), not redriven.
+  if (status && !active && status !== "completed" && status !== "waiting") {
+    buttons.push(button("redrive", "Redrive"));
+  }
   return h`<div id="run-actions" class="actions" data-csrf="${csrf}"
     data-run="${`/runs/${encodeURIComponent(view.runId)}`}">${buttons}
     <span id="action-result" role="status"></span></div>`;

@@ -16,6 +16,7 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
 import {
   answerApproval,
+  answerRun,
   type DashboardAction,
   type DashboardActionOptions,
   runAction,
@@ -48,6 +49,7 @@ import {
   sameOriginPath,
 } from "./http_guard.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 
 export { isLoopback, malformedSegment, sameOriginPath };
 
@@ -197,12 +199,16 @@ async function action(
       requestId,
       approval[4] === "approve",
     );
+  } else if (match && decode(match[1]) !== undefined && match[2] === "answer") {
+    const body = await answerBody(request);
+    if (body instanceof Response) return body;
+    outcome = await answerRun(data, decode(match[1])!, body, options);
   } else if (match && decode(match[1]) !== undefined) {
     outcome = await runAction(data, match[2] as DashboardAction, decode(match[1])!, options);
   } else {
     return text(
       404,
-      "No such action: POST /runs/ID/cancel, /resume or /redrive, or /plans/tool/NAME/approvals/STEP/REQUEST/approve or /deny.",
+      "No such action: POST /runs/ID/cancel, /resume, /redrive or /answer, or /plans/tool/NAME/approvals/STEP/REQUEST/approve or /deny.",
     );
   }
   return new Response(JSON.stringify(outcome), {
@@ -258,8 +264,13 @@ export const DASHBOARD_ROUTES = {
   },
   runAction: {
     method: "POST",
-    pattern: /^\/runs\/([^/]+)\/(cancel|resume|redrive)$/,
-    forms: ["/runs/{run}/cancel", "/runs/{run}/resume", "/runs/{run}/redrive"],
+    pattern: /^\/runs\/([^/]+)\/(cancel|resume|redrive|answer)$/,
+    forms: [
+      "/runs/{run}/cancel",
+      "/runs/{run}/resume",
+      "/runs/{run}/redrive",
+      "/runs/{run}/answer",
+    ],
   },
 } as const satisfies Record<string, DashboardRoute>;
 
@@ -342,9 +353,26 @@ async function route(
     }
     const view = await loadRunView(data, runId);
     if (csrf) view.actions = { csrf };
+    await addWaitingForm(view);
     return page(200, runPage(view));
   }
   return page(404, errorPage("Not found", `Nothing at ${path}.`));
+}
+
+/** The largest answer body read (an answer is a form's worth of JSON). */
+const MAX_ANSWER_BYTES = 1_000_000;
+
+/** The JSON body of POST /runs/ID/answer, or the response refusing it. */
+async function answerBody(request: Request): Promise<unknown | Response> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_ANSWER_BYTES) return text(413, "An answer is at most 1 MB of JSON.");
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.length > MAX_ANSWER_BYTES) return text(413, "An answer is at most 1 MB of JSON.");
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (error) {
+    return text(400, `The answer is not JSON: ${errorMessage(error)}`);
+  }
 }
 
 function toolPlansDir(data: DashboardData): string {
@@ -373,6 +401,18 @@ async function loadRunView(data: DashboardData, runId: string): Promise<RunView>
     view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
   }
   return view;
+}
+
+/** For a waiting run: its question and the answer form of its step's schema (read now). */
+async function addWaitingForm(view: RunView): Promise<void> {
+  if (view.checkpoint?.status !== "waiting" || !view.definition) return;
+  const waiting = view.checkpoint.state.waiting as PendingInput | undefined;
+  if (!waiting || typeof waiting.stepId !== "string") return;
+  try {
+    view.waiting = { request: waiting, form: await answerFormOf(view.definition, waiting) };
+  } catch (error) {
+    view.waiting = { request: waiting, problem: errorMessage(error) };
+  }
 }
 
 function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
@@ -414,6 +454,14 @@ async function liveEvents(
     try {
       push(log.slice(from));
       while (events.open) {
+        // A run that reached an input step stops being driven: the page reloads for its form.
+        if (timeline.waiting) {
+          const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
+          if (checkpoint?.status === "waiting") {
+            events.send("waiting", {});
+            break;
+          }
+        }
         if (timeline.runEnd) {
           try {
             view.checkpoint = await store.loadCheckpoint(runId);

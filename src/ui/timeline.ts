@@ -93,6 +93,8 @@ export interface Timeline {
    * current attempt of the run has not ended).
    */
   runEnd?: RunLogEntry;
+  /** True after an `input_request` no answer or timeout has followed: the run waits. */
+  waiting?: boolean;
   /** The step entered first (for the start edge). */
   firstStep?: string;
 }
@@ -205,6 +207,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       default: {
         // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
         if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
+        if (entry.type === "input_request") timeline.waiting = true;
+        if (entry.type === "input_answer" || entry.type === "input_timeout") {
+          timeline.waiting = false;
+        }
         if (entry.type === "run_end") {
           timeline.runEnd = entry;
           const last = lastIteration(timeline);

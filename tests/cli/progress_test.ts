@@ -330,3 +330,30 @@ Deno.test("re-asks get their own progress line; --verbose prints the raw answer"
   assert.match(live.at(-1)!, /work\.task · iteration 1 · re-ask 1 · tokens unknown for 1 call$/);
   l.finish();
 });
+
+Deno.test("live progress: a run that waits for an answer says so, and its summary is not a failure", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now: t.now,
+    columns: 200,
+    intervalMs: 10_000,
+    minRedrawMs: 0,
+  });
+  await p.events.onStepStart?.(info("approve.release", 2));
+  await p.events.onStateChange?.("waiting", "running", { runId: "r1" });
+  assert.match(out.at(-1)!, /approve\.release · iteration 2 · waiting for an answer$/);
+  p.finish({
+    ...result(),
+    success: false,
+    completionReason: "waiting",
+    finalStepId: "approve.release",
+    iterations: 1,
+  });
+  assert.match(
+    out.at(-1)!,
+    /^… waiting for an answer at approve\.release after 1 iteration \(.*\) in 00:00\.0\n$/,
+  );
+});

@@ -11,6 +11,7 @@ export const EXIT_CODES: Readonly<{
   failed: 1;
   usage: 2;
   incomplete: 3;
+  waiting: 4;
   internal: 70;
   locked: 75;
   interrupted: 130;
@@ -26,6 +27,11 @@ export const EXIT_CODES: Readonly<{
   usage: 2,
   /** `run-plan`: every step ended, but some were skipped because approval was not given. */
   incomplete: 3,
+  /**
+   * `run-agent`: the run waits for an answer at an input step and nobody is at a terminal to give
+   * it; the run is recorded and is answered with `--answer RUN_ID --value '<json>'`.
+   */
+  waiting: 4,
   /** An unexpected internal error: a bug in stepflow (EX_SOFTWARE). */
   internal: 70,
   /** Another process holds the lock of the file (EX_TEMPFAIL: try again later). */

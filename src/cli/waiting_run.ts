@@ -1,0 +1,133 @@
+/**
+ * What `run-agent` does about a run that waits at an input step: the text that tells a person
+ * without a terminal what the run asks and the exact command that answers it, the question asked
+ * at a terminal (`answer_prompt.ts`), and the answer of `--answer RUN_ID` read from `--value` or
+ * stdin (docs/cli.md, "Answering a waiting run").
+ *
+ * @module
+ */
+import type { AnswerForm } from "../definition/answer_form.ts";
+import { errorMessage, UsageError } from "../errors.ts";
+import type { PendingInput } from "../flow/input_request.ts";
+export { answerFormOf as formOf } from "../flow/input_request.ts";
+import type { RunStore } from "../store/types.ts";
+import type { CliFlags } from "./args.ts";
+import { askAnswer } from "./answer_prompt.ts";
+import type { LineReader } from "./kit/line_reader.ts";
+import { shellQuote } from "../invocation.ts";
+
+/**
+ * The lines printed when a run waits and nobody is at a terminal: the question, the run id, when
+ * the wait passes, and the command that answers it (with an example value from the form).
+ */
+export function waitingText(
+  waiting: PendingInput,
+  runId: string,
+  command: string,
+  form: AnswerForm | undefined,
+): string {
+  const lines = [
+    `Run ${runId} waits for an answer at input step "${waiting.stepId}":`,
+    ...waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`),
+  ];
+  if (waiting.expiresAt) {
+    lines.push(
+      `The wait passes at ${waiting.expiresAt}; after that, --resume ${runId} takes the intent "${waiting.timeoutIntent}".`,
+    );
+  }
+  const example = form ? JSON.stringify(exampleAnswer(form)) : "<json>";
+  lines.push(
+    "Answer it with:",
+    `  ${command} --answer ${runId} --value ${shellQuote(example)}`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/** An answer with every required field filled (a choice's first value, text, 0, false). */
+export function exampleAnswer(form: AnswerForm): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of form.fields) {
+    if (!field.required && field.kind !== "choice") continue;
+    const value = field.default ??
+      (field.kind === "choice"
+        ? field.choices![0]
+        : field.kind === "boolean"
+        ? false
+        : field.kind === "number" || field.kind === "integer"
+        ? 0
+        : field.kind === "string"
+        ? "…"
+        : null);
+    let node = out;
+    for (const key of field.path.slice(0, -1)) {
+      node[key] ??= {};
+      node = node[key] as Record<string, unknown>;
+    }
+    node[field.path[field.path.length - 1]] = value;
+  }
+  return out;
+}
+
+/** Where a terminal answer is asked. */
+export interface TerminalAsk {
+  /** The terminal's lines. */
+  lines: LineReader;
+  /** Writes the question (stderr). */
+  write(text: string): void;
+  /** Ctrl-C. */
+  signal?: AbortSignal;
+}
+
+/** Shows a waiting run's question at the terminal and asks its answer field by field. */
+export async function askAtTerminal(
+  waiting: PendingInput,
+  runId: string,
+  form: AnswerForm,
+  ask: TerminalAsk,
+): Promise<Record<string, unknown>> {
+  ask.write(
+    `\nRun ${runId} waits for your answer at step "${waiting.stepId}":\n${
+      waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`).join("\n")
+    }\n`,
+  );
+  return await askAnswer(form, ask);
+}
+
+/** The request a run waits on, read from its checkpoint (`undefined` when it does not wait). */
+export async function pendingOf(store: RunStore, runId: string): Promise<PendingInput | undefined> {
+  const checkpoint = await store.loadCheckpoint(runId);
+  if (checkpoint?.status !== "waiting") return undefined;
+  const waiting = checkpoint.state.waiting as PendingInput | undefined;
+  return waiting && typeof waiting.stepId === "string" ? waiting : undefined;
+}
+
+/** The answer of `--answer`: `--value`, else piped stdin, parsed as JSON. */
+export function parseAnswerValue(text: string | undefined, source: string): unknown {
+  if (text === undefined || text.trim() === "") {
+    throw new UsageError(
+      "--answer needs the answer: give it as --value '<json>', or pipe the JSON on stdin (at a terminal, run without --value to be asked field by field).",
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(
+      `The answer (${source}) is not JSON: ${
+        errorMessage(error)
+      }. Quote it for the shell, e.g. --value '{"decision":"next"}'.`,
+    );
+  }
+}
+
+/**
+ * The flags a continuation of this run needs again — what may run — so the printed `--answer`
+ * command continues the run the way it started. The backend needs none: the run recorded how it
+ * was chosen; the store is part of the command (`agentRunCommand`, its password hidden).
+ */
+export function continuationFlags(flags: CliFlags): string[] {
+  const out: string[] = [];
+  if (flags.allowRun) out.push("--allow-run");
+  if (flags.allowFallback) out.push("--allow-fallback");
+  if (flags.skipValidators) out.push("--skip-validators");
+  return out;
+}

@@ -1,0 +1,82 @@
+/**
+ * What an input step's wait is made of, as plain data kept in the run state (and so in its
+ * checkpoint, in every store): the request the run waits on ({@linkcode PendingInput}), the answer
+ * once recorded ({@linkcode RecordedAnswer}), and who may give one ({@linkcode AnswerOptions}).
+ * The one-answer rule is the run's own lock: an answer takes the run's lock, finds the run still
+ * `waiting` on this request, records the answer in the same checkpoint that moves the run to
+ * `running`, and continues it holding the lock — so of two answers exactly one finds the run
+ * waiting (docs/runner.md, "Input steps").
+ *
+ * @module
+ */
+import { type AnswerForm, answerForm } from "../definition/answer_form.ts";
+import { resolveOutputSchema } from "../definition/output_schema.ts";
+import type { OutputSchemaRef } from "../definition/schema.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
+
+/** The request a waiting run waits on (in the run state while the run waits). */
+export interface PendingInput {
+  /** Identifies this wait: an answer may name it, so an answer meant for an earlier wait is refused. */
+  requestId: string;
+  /** The input step. */
+  stepId: string;
+  /** What the person is shown (the step's prompt, resolved with the run's variables and handoff). */
+  prompt: string;
+  /** The answer's schema (the step's `outputSchemaRef`). */
+  schemaRef: OutputSchemaRef;
+  /** When the run started waiting (ISO). */
+  requestedAt: string;
+  /** When the wait passes (ISO), for a step with `waitTimeout`. */
+  expiresAt?: string;
+  /** The intent taken when the wait passes. */
+  timeoutIntent?: string;
+}
+
+/** An answer recorded for the current input step, routed by the step's next iteration. */
+export interface RecordedAnswer {
+  /** The request answered. */
+  requestId: string;
+  /** The input step. */
+  stepId: string;
+  /** The answer (valid against the step's schema when it was recorded). */
+  value: unknown;
+  /** Who answered (`terminal`, `dashboard`, `cli`, `api`, or the caller's own words). */
+  answeredBy: string;
+  /** When the answer was recorded (ISO). */
+  answeredAt: string;
+}
+
+/** How an answer is given to {@linkcode StepFlowRunner.answer}. */
+export interface AnswerOptions {
+  /** Who answers, recorded in the history and the log (default `api`). */
+  answeredBy?: string;
+  /** Refuse the answer unless the run waits on this request (from `StepFlowResult.waiting`). */
+  requestId?: string;
+}
+
+/** The longest `answeredBy` kept; longer names are cut. */
+export const MAX_ANSWERED_BY = 200;
+
+/** Whether a wait has passed its `waitTimeout` at `now` (ms since the epoch). */
+export function waitExpired(pending: PendingInput, now: number): boolean {
+  return pending.expiresAt !== undefined && Date.parse(pending.expiresAt) <= now;
+}
+
+/** The answer form of a waiting run's request (its step's schema, read now). */
+export async function answerFormOf(
+  definition: AgentDefinition,
+  waiting: PendingInput,
+): Promise<AnswerForm> {
+  const resolved = await resolveOutputSchema(definition.dir, waiting.schemaRef, waiting.stepId);
+  try {
+    return answerForm(resolved.schema);
+  } catch (error) {
+    throw new StepflowError(
+      "SCHEMA_RESOLUTION_FAILED",
+      `Input step "${waiting.stepId}": its schema ${waiting.schemaRef.schema} in ${resolved.file} cannot be an answer form (${
+        errorMessage(error)
+      }); it changed since the agent was loaded. Fix it, or answer with --value '<json>'.`,
+    );
+  }
+}

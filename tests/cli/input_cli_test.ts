@@ -1,0 +1,230 @@
+/**
+ * Input steps through the real `run-agent`: without a terminal the run waits and the CLI says how
+ * to answer (exit 4); `--answer RUN_ID --value` (or JSON on stdin) from another process records
+ * and continues it; bad answers are refused with nothing recorded; two answering processes racing:
+ * one wins; at a real terminal (util-linux `script`) the question is asked at once.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { writeAgent } from "../flow/fixtures.ts";
+import { releaseFiles } from "../flow/input_fixtures.ts";
+import { REPO_ROOT, runTask, spawnCli } from "./helpers.ts";
+
+const SCRIPT = JSON.stringify({
+  "draft.release": [{ output: { plan: "tag, build, publish", next_action: { action: "next" } } }],
+  "complete.release": [{ output: { summary: "shipped", next_action: { action: "complete" } } }],
+});
+
+async function releaseAgent(): Promise<string> {
+  const user = await Deno.makeTempDir({ prefix: "stepflow-input-cli-" });
+  await writeAgent(user, "release", releaseFiles());
+  await Deno.writeTextFile(join(user, "release.script.json"), SCRIPT);
+  return user;
+}
+
+const START = ["--agent", "release", "--script", "release.script.json", "--version", "1.2.0"];
+const ANSWER = ["--agent", "release", "--script", "release.script.json"];
+
+/** Starts a run without a terminal; returns its id. */
+async function startWaiting(user: string): Promise<string> {
+  const started = await runTask(START, { userDir: user });
+  assert.equal(started.code, 4, started.stderr);
+  const id = started.stdout.match(/^Run (\S+) waits for an answer/m)?.[1];
+  assert.ok(id, started.stdout);
+  return id;
+}
+
+Deno.test("run-agent without a terminal: the run waits, the CLI prints the question and the command, exit 4", async () => {
+  const user = await releaseAgent();
+  try {
+    const started = await runTask(START, { userDir: user });
+    assert.equal(started.code, 4, started.stderr);
+    const id = started.stdout.match(/^Run (\S+) waits for an answer/m)?.[1]!;
+    assert.match(
+      started.stdout,
+      /at input step "approve\.release":\n {2}Ship 1\.2\.0\? The plan: tag, build, publish/,
+    );
+    const command = started.stdout.match(/^Answer it with:\n {2}(.+)$/m)?.[1];
+    assert.ok(command, started.stdout);
+    assert.match(
+      command,
+      new RegExp(
+        ` --agent release --script release\\.script\\.json --answer ${id} --value '\\{"decision":"next"\\}'$`,
+      ),
+    );
+    const waiting = await runTask(["--agent", "release", "--runs"], { userDir: user });
+    assert.match(waiting.stdout, new RegExp(`${id}.*waiting`));
+    // The printed command is the one that answers: run it as a shell would, from the user's folder.
+    // (Without the INIT_CWD of the `deno task test` running this test: deno task keeps one it
+    // inherits, and a shell of the user has none.)
+    const answered = await new Deno.Command("sh", {
+      args: ["-c", `unset INIT_CWD; ${command}`],
+      cwd: user,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const answeredOut = new TextDecoder().decode(answered.stdout);
+    assert.equal(answered.code, 0, new TextDecoder().decode(answered.stderr));
+    assert.match(answeredOut, /completed/);
+    assert.match(started.stderr, /waiting for an answer at approve\.release after 1 iteration/);
+
+    const runs = await runTask(["--agent", "release", "--runs"], { userDir: user });
+    assert.match(runs.stdout, new RegExp(`${id}.*completed`));
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
+Deno.test("run-agent --answer: a bad answer is refused and nothing recorded; a good one completes the run; a second is refused", async () => {
+  const user = await releaseAgent();
+  try {
+    const id = await startWaiting(user);
+    const logFile = join(user, "tmp", "logs", "agents", "release");
+    const logBefore = await logText(logFile, id);
+
+    const bad = await runTask([...ANSWER, "--answer", id, "--value", '{"decision":"ship"}'], {
+      userDir: user,
+    });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /INPUT_ANSWER_INVALID|does not match #\/definitions\/approve/);
+    assert.match(bad.stderr, /allowed values/);
+    const notJson = await runTask([...ANSWER, "--answer", id, "--value", "{decision"], {
+      userDir: user,
+    });
+    assert.equal(notJson.code, 2);
+    assert.match(notJson.stderr, /The answer \(--value\) is not JSON/);
+    assert.equal(await logText(logFile, id), logBefore, "a refused answer records nothing");
+
+    const good = await runTask(
+      [...ANSWER, "--answer", id, "--value", '{"decision":"next","note":"ship it"}'],
+      { userDir: user, env: { USER: "dana" } },
+    );
+    assert.equal(good.code, 0, good.stderr);
+    assert.match(good.stdout, /completed/);
+
+    const again = await runTask([...ANSWER, "--answer", id, "--value", '{"decision":"next"}'], {
+      userDir: user,
+    });
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /cannot take this answer: it already ended/);
+
+    const shown = await runTask(["--agent", "release", "--show", id], { userDir: user });
+    assert.match(shown.stdout, /approve\.release .*answered by cli \(dana\)/);
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
+Deno.test("run-agent --answer reads the JSON from stdin when --value is not given", async () => {
+  const user = await releaseAgent();
+  try {
+    const id = await startWaiting(user);
+    const piped = await runTask([...ANSWER, "--answer", id], {
+      userDir: user,
+      stdin: '{"decision":"abort"}\n',
+    });
+    assert.equal(piped.code, 1, piped.stderr);
+    assert.match(piped.stdout, /aborted/);
+    const none = await runTask([...ANSWER, "--answer", id], { userDir: user, stdin: "" });
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /--answer needs the answer/);
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
+Deno.test("run-agent --answer from two processes at once: exactly one answer is recorded", async () => {
+  const user = await releaseAgent();
+  try {
+    const id = await startWaiting(user);
+    const children = ["next", "abort"].map((decision) =>
+      spawnCli(
+        "run-agent",
+        [...ANSWER, "--answer", id, "--value", JSON.stringify({ decision })],
+        { userDir: user },
+      )
+    );
+    const results = await Promise.all(children.map((c) => c.output()));
+    const codes = results.map((r) => r.code).sort();
+    const stderr = results.map((r) => new TextDecoder().decode(r.stderr)).join("\n");
+    assert.equal(codes.filter((c) => c === 2).length, 1, stderr);
+    assert.match(stderr, /cannot take this answer/);
+    const log = await logText(join(user, "tmp", "logs", "agents", "release"), id);
+    assert.equal(log.split("\n").filter((l) => l.includes('"type":"input_answer"')).length, 1);
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
+const HAS_SCRIPT = new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((o) => o.success, () => false);
+
+Deno.test({
+  name: "run-agent at a real terminal asks the question field by field and goes on",
+  ignore: !(await HAS_SCRIPT),
+  fn: async () => {
+    const user = await releaseAgent();
+    try {
+      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+      const command = [
+        `cd ${quote(REPO_ROOT)} &&`,
+        `INIT_CWD=${quote(user)} NO_COLOR=1 USER=erin`,
+        `${quote(Deno.execPath())} task --quiet run-agent ${START.map(quote).join(" ")}`,
+      ].join(" ");
+      const child = new Deno.Command("script", {
+        args: ["-qec", command, "/dev/null"],
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const out = { text: "" };
+      const reader = child.stdout.getReader();
+      const writer = child.stdin.getWriter();
+      await readUntil(reader, out, "decision [1-2]: ");
+      assert.match(out.text, /waits for your answer at step "approve\.release"/);
+      assert.match(out.text, /Ship 1\.2\.0\? The plan: tag, build, publish/);
+      assert.match(out.text, /1\) next\r?\n {2}2\) abort/);
+      await writer.write(new TextEncoder().encode("ship\r"));
+      await readUntil(reader, out, "Pick 1-2 or one of: next, abort.");
+      await readUntil(reader, out, "decision [1-2]: ");
+      await writer.write(new TextEncoder().encode("1\r"));
+      await readUntil(reader, out, "note [empty to skip]: ");
+      await writer.write(new TextEncoder().encode("all green\r"));
+      await readUntil(reader, out);
+      await writer.close().catch(() => {});
+      const status = await child.status;
+      await child.stderr.cancel();
+      assert.equal(status.code, 0, out.text);
+      assert.match(out.text, /completed/);
+      const shown = await runTask(["--agent", "release", "--runs"], { userDir: user });
+      assert.match(shown.stdout, /completed/);
+      const id = shown.stdout.match(/^(\d{8}T\d{6}Z-\w+)/m)?.[1]!;
+      const history = await runTask(["--agent", "release", "--show", id], { userDir: user });
+      assert.match(history.stdout, /answered by terminal \(erin\)/);
+    } finally {
+      await Deno.remove(user, { recursive: true });
+    }
+  },
+});
+
+async function logText(dir: string, runId: string): Promise<string> {
+  return await Deno.readTextFile(join(dir, `${runId}.jsonl`));
+}
+
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  sink: { text: string },
+  marker?: string,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  while (marker === undefined || !sink.text.includes(marker)) {
+    const chunk = await reader.read();
+    if (chunk.done) return;
+    sink.text += decoder.decode(chunk.value, { stream: true });
+  }
+}
