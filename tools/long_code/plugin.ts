@@ -69,8 +69,7 @@ const plugin: Deno.lint.Plugin = {
             context.report({
               node,
               message: `file of ${lines} lines (over ${MAX_FILE_LINES})`,
-              hint:
-                `Split it, or say why at its top in a comment with "${REASON_MARKER}".`,
+              hint: `Split it, or say why at its top in a comment with "${REASON_MARKER}".`,
             });
           },
         };
@@ -91,11 +90,8 @@ const plugin: Deno.lint.Plugin = {
           ) return;
           context.report({
             node,
-            message: `function ${
-              nameOf(node)
-            } of ${lines} lines (over ${MAX_FUNCTION_LINES})`,
-            hint:
-              `Split it, or say why in its comment with "${REASON_MARKER}".`,
+            message: `function ${nameOf(node)} of ${lines} lines (over ${MAX_FUNCTION_LINES})`,
+            hint: `Split it, or say why in its comment with "${REASON_MARKER}".`,
           });
         };
         return {
