@@ -104,5 +104,5 @@ const plugin: Deno.lint.Plugin = {
   },
 };
 
-// deno-lint-ignore no-default-export -- a lint plugin is found by its default export
+// A lint plugin is found by its default export (the one default export in the repository).
 export default plugin;
