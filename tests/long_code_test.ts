@@ -34,15 +34,24 @@ Deno.test("long-code: a function over 150 lines or a file over 600 needs a state
       join(dir, "reasoned_file.ts"),
       `/** A table.\n *\n * Long because: generated from the spec. */\n${filler}\n`,
     );
+    // A reason excuses only what it stands on top of: not the next function, not the file.
+    const reasonedFirst = fn("first", 160, "/** Long because: a table. */\n");
+    await Deno.writeTextFile(
+      join(dir, "next_fn.ts"),
+      `export const v = 1;\n${reasonedFirst}${fn("second", 160)}${filler}\n`,
+    );
     const { code, stdout } = await report(dir);
     assert.equal(code, 1, stdout);
     assert.match(stdout, /long_fn\.ts:1\s+function tooLong of 151 lines \(over 150\)/);
     assert.match(stdout, /long_file\.ts:\d+\s+file of 601 lines \(over 600\)/);
-    assert.doesNotMatch(stdout, /ok\.ts|reasoned_fn\.ts|reasoned_file\.ts/);
-    assert.match(stdout, /2 place\(s\) long without a stated reason/);
+    assert.match(stdout, /next_fn\.ts:\d+\s+function second of 160 lines/);
+    assert.match(stdout, /next_fn\.ts:\d+\s+file of \d+ lines/);
+    assert.doesNotMatch(stdout, /ok\.ts|reasoned_fn\.ts|reasoned_file\.ts|function first/);
+    assert.match(stdout, /4 place\(s\) long without a stated reason/);
 
     await Deno.remove(join(dir, "long_fn.ts"));
     await Deno.remove(join(dir, "long_file.ts"));
+    await Deno.remove(join(dir, "next_fn.ts"));
     const clean = await report(dir);
     assert.equal(clean.code, 0, clean.stdout);
     assert.match(clean.stdout, /no long code without a stated reason/);

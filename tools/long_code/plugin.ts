@@ -2,8 +2,9 @@
  * A `deno lint` plugin that finds long code: a function over {@link MAX_FUNCTION_LINES} lines or a
  * file over {@link MAX_FILE_LINES} lines that does not say at its top why it must be that long.
  *
- * The reason is a comment holding {@link REASON_MARKER}: for a file, in its first comment (the
- * `@module` JSDoc); for a function, in the comment right before it (its JSDoc, or a `//` line).
+ * The reason is a comment holding {@link REASON_MARKER}: for a file, in a comment before its first
+ * statement (the `@module` JSDoc); for a function, in the comments right before it (its JSDoc, or
+ * `//` lines) — a reason excuses only what it stands on top of.
  * Run it through `deno task long-code` (tools/long_code/report.ts), which lists what it finds.
  *
  * @module
@@ -43,6 +44,27 @@ function declarationOf(node: Node): Node {
   }
 }
 
+/**
+ * The comments right before `node`: the run of comments that ends where it starts, with nothing
+ * but white space between them (its JSDoc, `//` lines) — not every comment above it in the file.
+ */
+function leadingComments(
+  source: Deno.lint.SourceCode,
+  node: Node,
+): { value: string }[] {
+  const comments = source.getAllComments();
+  const found: { value: string }[] = [];
+  let end = node.range[0];
+  for (let k = comments.length - 1; k >= 0; k--) {
+    const comment = comments[k];
+    if (comment.range[1] > end) continue;
+    if (source.text.slice(comment.range[1], end).trim() !== "") break;
+    found.push(comment);
+    end = comment.range[0];
+  }
+  return found;
+}
+
 /** The function's name as a reader would say it. */
 function nameOf(node: Node): string {
   const own = (node as { id?: { name?: string } | null }).id?.name;
@@ -64,8 +86,12 @@ const plugin: Deno.lint.Plugin = {
             const lines = lineAt(text, text.length) -
               (text.endsWith("\n") ? 1 : 0);
             if (lines <= MAX_FILE_LINES) return;
-            const first = context.sourceCode.getAllComments()[0];
-            if (first && first.value.includes(REASON_MARKER)) return;
+            // The reason must stand at the top: in a comment before the first statement.
+            const codeStart = node.body[0]?.range[0] ?? text.length;
+            const top = context.sourceCode.getAllComments().filter((c) => c.range[1] <= codeStart);
+            if (top.some((comment) => comment.value.includes(REASON_MARKER))) {
+              return;
+            }
             context.report({
               node,
               message: `file of ${lines} lines (over ${MAX_FILE_LINES})`,
@@ -82,7 +108,8 @@ const plugin: Deno.lint.Plugin = {
           const lines = lineAt(text, node.range[1]) -
             lineAt(text, node.range[0]) + 1;
           if (lines <= MAX_FUNCTION_LINES) return;
-          const comments = context.sourceCode.getCommentsBefore(
+          const comments = leadingComments(
+            context.sourceCode,
             declarationOf(node),
           );
           if (

@@ -17,7 +17,7 @@ interface Diagnostic {
   code: string;
 }
 
-const config = fromFileUrl(new URL("./deno.json", import.meta.url));
+const config = fromFileUrl(new URL("./lint_config.json", import.meta.url));
 const targets = Deno.args.length > 0 ? Deno.args : ["src"];
 const output = await new Deno.Command(Deno.execPath(), {
   args: ["lint", "--config", config, "--json", ...targets],
