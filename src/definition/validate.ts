@@ -98,7 +98,6 @@ export async function validateFlow(
   const ordered = Object.keys(registry.steps).filter((id) => !unparsed.has(id) && steps[id])
     .map((id) => steps[id]);
 
-  const registryErrors: string[] = [];
   const stepErrors = new Map<string, string[]>();
   const warnings: string[] = [];
   const stepError = (id: string, message: string) => {
@@ -107,20 +106,7 @@ export async function validateFlow(
     if (list) list.push(full);
     else stepErrors.set(id, [full]);
   };
-
-  /** Why `target` cannot be routed to, or undefined when it can. */
-  const targetProblem = (field: string, target: string): string | undefined => {
-    if (!allIds.has(target)) {
-      const guess = closestMatch(target, allIds);
-      return `${field} "${target}" is not a step in ${F}.${
-        guess ? ` Did you mean "${guess}"?` : " Fix the id, or add the step."
-      }`;
-    }
-    if (target.startsWith(SECTION_PREFIX)) {
-      return `${field} "${target}" is a template section (${SECTION_PREFIX}*), not a flow step; route to a flow step instead.`;
-    }
-    return undefined;
-  };
+  const targetProblem = targetChecker(allIds, F);
 
   const agentErrors: string[] = [...checkParameters(agent?.parameters ?? {}, A)];
   if (agent) agentErrors.push(...checkCompletion(agent, A));
@@ -130,173 +116,20 @@ export async function validateFlow(
     agentErrors.push(...problems.map((p) => `${A}: behavior.${p}`));
   }
 
-  // Entry step.
-  let entryStepId: string | undefined;
-  if (agent) {
-    const type = agent.behavior.completionType;
-    // completionType comes from a file: only an own mapping counts ("constructor" is no step).
-    const mapping = registry.entryStepMapping;
-    entryStepId = (mapping && Object.hasOwn(mapping, type) ? mapping[type] : undefined) ??
-      registry.entryStep;
-    if (entryStepId === undefined) {
-      registryErrors.push(
-        `[StepFlow] No entry step configured for completionType "${type}".\n` +
-          `Define either "entryStepMapping.${type}" or "entryStep" in ${F}.`,
-      );
-    }
-  }
-  if (registry.entryStep !== undefined) {
-    const problem = targetProblem("entryStep", registry.entryStep);
-    if (problem) registryErrors.push(`${F}: ${problem}`);
-  }
-  for (const [type, target] of Object.entries(registry.entryStepMapping ?? {})) {
-    const problem = targetProblem(`entryStepMapping.${type}`, target);
-    if (problem) registryErrors.push(`${F}: ${problem}`);
-  }
+  const { entryStepId, errors: registryErrors } = checkEntry(agent, registry, F, targetProblem);
 
-  // Gate-routed steps without a gate or transitions, reported as one message each.
-  const missingGate: string[] = [];
-  const missingTransitions: string[] = [];
-
-  for (const step of ordered) {
-    const id = step.id;
-    const raw = step.raw;
-    const fail = (message: string) => stepError(id, message);
-
-    if (!isValidStepId(id)) fail(`invalid step id: ${STEP_ID_RULE}.`);
-    for (const field of ["id", "stepId"] as const) {
-      const own = raw[field];
-      if (own !== undefined && own !== id) {
-        fail(`${field} "${own}" does not match the step's key "${id}"; make them equal.`);
-      }
-    }
-    checkPromptForm(step, fail);
-    for (const problem of checkPermissionFields(raw, "")) fail(problem);
-    if (step.fallbackKey !== undefined && !isValidFallbackKey(step.fallbackKey)) {
-      fail(`fallbackKey ${JSON.stringify(step.fallbackKey)} is invalid: ${FALLBACK_KEY_RULE}.`);
-    }
-    const { min, max } = step.iterations;
-    if (min > max) {
-      fail(
-        `iterations.min (${min}) is greater than iterations.max (${max}${
-          raw.iterations?.max === undefined ? ", the default" : ""
-        }); raise max or lower min.`,
-      );
-    }
-    if (raw.onError !== undefined) {
-      const policy = parseErrorPolicy(raw.onError);
-      if (!policy) {
-        fail(
-          `onError ${
-            JSON.stringify(raw.onError)
-          } is invalid: use "fail", "continue", "retry=N" or "jump=<stepId>".`,
-        );
-      } else if (policy.kind === "jump") {
-        const problem = targetProblem("onError jump target", policy.target);
-        if (problem) fail(problem);
-      }
-    }
-
-    if (step.validation) checkStepValidation(step, agent, fail);
-    if (step.kind !== "command" && raw.command !== undefined) {
-      fail('sets "command" but is not a command step: add "kind": "command", or remove "command".');
-    }
-    checkWaitTimeoutPlace(step, fail);
-    if (step.kind === "command") {
-      checkCommandStep(step, agent, fail, targetProblem);
-      continue;
-    }
-    if (step.kind === "input") checkInputStep(step, fail);
-    if (step.kind === "section") {
-      const routing = routingFields(raw);
-      if (routing.length > 0) {
-        fail(
-          `is a template section (${SECTION_PREFIX}*), not a flow step: remove ${
-            routing.join(", ")
-          } (or rename the step).`,
-        );
-      }
-      continue;
-    }
-    if (step.kind === "closing") {
-      const routing = routingFields(raw).filter((f) => f !== "structuredGate");
-      if (routing.length > 0) {
-        fail(
-          `is a closing step (${CLOSING_PREFIX}*): it runs once and ends the run, so it takes no ${
-            routing.join(" or ")
-          }. Remove ${routing.length > 1 ? "them" : "it"}.`,
-        );
-      }
-      if (!step.outputSchemaRef) {
-        fail(
-          `closing step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${id}" } for its final report.`,
-        );
-      }
-      if (step.gate) checkGate(step, fail, warnings, F, allIds);
-      continue;
-    }
-
-    // Flow steps: check-gated or gate-routed.
-    if (step.check && step.gate) {
-      fail(
-        'defines both check and structuredGate; a flow step routes one way, check-gated ("check") or gate-routed ("structuredGate"): remove one of them (docs/agents.md, "steps_registry.json").',
-      );
-    }
-    if (!step.check && !step.gate) missingGate.push(id);
-    if (!step.check && raw.transitions === undefined) missingTransitions.push(id);
-    if (step.check && !step.gate && raw.transitions !== undefined) {
-      fail(
-        "is check-gated but defines transitions; a check step routes with check.onPass / check.onFail. Remove transitions (or use structuredGate instead of check).",
-      );
-    }
-    if (!step.check && !step.outputSchemaRef) {
-      fail(
-        `gate-routed step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${id}" }.`,
-      );
-    }
-    if (step.check) {
-      const { onPass, onFail } = step.check;
-      if ("next" in onPass) {
-        const problem = targetProblem("check.onPass.next", onPass.next);
-        if (problem) fail(problem);
-      }
-      if ("fallback" in onFail) {
-        const problem = targetProblem("check.onFail.fallback", onFail.fallback);
-        if (problem) fail(problem);
-      }
-    }
-    if (step.gate) checkGate(step, fail, warnings, F, allIds);
-    if (!step.check || step.gate) {
-      for (const [intent, { target }] of Object.entries(step.transitions)) {
-        const problem = targetProblem(`transitions.${intent}.target`, target);
-        if (problem) fail(problem);
-      }
-    }
-    if (step.gate) {
-      if (step.onError.kind === "continue" && !step.transitions.next) {
-        fail(
-          'onError "continue" follows the step\'s next route, but it has no transitions.next: add one, or use another onError policy.',
-        );
-      }
-    }
-  }
-
-  const gateErrors: string[] = [];
-  if (missingGate.length > 0 || missingTransitions.length > 0) {
-    const lines = [
-      "[StepFlow] Flow validation failed. All Flow steps must define structuredGate and transitions.",
-    ];
-    if (missingGate.length > 0) {
-      lines.push(`Steps missing structuredGate: ${missingGate.join(", ")}`);
-    }
-    if (missingTransitions.length > 0) {
-      lines.push(`Steps missing transitions: ${missingTransitions.join(", ")}`);
-    }
-    lines.push(
-      `See ${VALIDATION_DOCS} for requirements. Fix them in ${F} (a check-gated step satisfies the rule with its "check").`,
-    );
-    gateErrors.push(lines.join("\n"));
-  }
+  const routing: StepRouting = {
+    agent,
+    warnings,
+    F,
+    allIds,
+    targetProblem,
+    missingGate: [],
+    missingTransitions: [],
+  };
+  for (const step of ordered) checkStep(step, (message) => stepError(step.id, message), routing);
+  const gateRule = gateRuleError(routing.missingGate, routing.missingTransitions, F);
+  const gateErrors = gateRule === undefined ? [] : [gateRule];
 
   // Files.
   const generalErrors: string[] = [];
@@ -336,6 +169,225 @@ export async function validateFlow(
   const result: FlowValidationResult = { errors, warnings, steps };
   if (entryStepId !== undefined) result.entryStepId = entryStepId;
   return result;
+}
+
+/** Why a route to `target` cannot work, or undefined when it can; `field` names the route. */
+type TargetProblem = (field: string, target: string) => string | undefined;
+
+/** A {@linkcode TargetProblem} over the step ids `allIds` of the registry file `F`. */
+function targetChecker(allIds: ReadonlySet<string>, F: string): TargetProblem {
+  return (field, target) => {
+    if (!allIds.has(target)) {
+      const guess = closestMatch(target, allIds);
+      return `${field} "${target}" is not a step in ${F}.${
+        guess ? ` Did you mean "${guess}"?` : " Fix the id, or add the step."
+      }`;
+    }
+    if (target.startsWith(SECTION_PREFIX)) {
+      return `${field} "${target}" is a template section (${SECTION_PREFIX}*), not a flow step; route to a flow step instead.`;
+    }
+    return undefined;
+  };
+}
+
+/** The entry step for the agent's completionType, and the problems of every entry setting. */
+function checkEntry(
+  agent: AgentConfig | undefined,
+  registry: StepsRegistry,
+  F: string,
+  targetProblem: TargetProblem,
+): { entryStepId?: string; errors: string[] } {
+  const errors: string[] = [];
+  let entryStepId: string | undefined;
+  if (agent) {
+    const type = agent.behavior.completionType;
+    // completionType comes from a file: only an own mapping counts ("constructor" is no step).
+    const mapping = registry.entryStepMapping;
+    entryStepId = (mapping && Object.hasOwn(mapping, type) ? mapping[type] : undefined) ??
+      registry.entryStep;
+    if (entryStepId === undefined) {
+      errors.push(
+        `[StepFlow] No entry step configured for completionType "${type}".\n` +
+          `Define either "entryStepMapping.${type}" or "entryStep" in ${F}.`,
+      );
+    }
+  }
+  if (registry.entryStep !== undefined) {
+    const problem = targetProblem("entryStep", registry.entryStep);
+    if (problem) errors.push(`${F}: ${problem}`);
+  }
+  for (const [type, target] of Object.entries(registry.entryStepMapping ?? {})) {
+    const problem = targetProblem(`entryStepMapping.${type}`, target);
+    if (problem) errors.push(`${F}: ${problem}`);
+  }
+  return entryStepId === undefined ? { errors } : { entryStepId, errors };
+}
+
+/** What the step checks share: the agent, the routes, and what is reported for all steps at once. */
+interface StepRouting {
+  agent: AgentConfig | undefined;
+  warnings: string[];
+  F: string;
+  allIds: ReadonlySet<string>;
+  targetProblem: TargetProblem;
+  /** Gate-routed steps without a gate or transitions, reported as one message each. */
+  missingGate: string[];
+  missingTransitions: string[];
+}
+
+/** Checks one step: the fields every step has, then the rules of its kind. */
+function checkStep(step: FlowStep, fail: (message: string) => void, routing: StepRouting): void {
+  checkCommonFields(step, fail, routing.targetProblem);
+  const raw = step.raw;
+  if (step.validation) checkStepValidation(step, routing.agent, fail);
+  if (step.kind !== "command" && raw.command !== undefined) {
+    fail('sets "command" but is not a command step: add "kind": "command", or remove "command".');
+  }
+  checkWaitTimeoutPlace(step, fail);
+  if (step.kind === "command") {
+    checkCommandStep(step, routing.agent, fail, routing.targetProblem);
+    return;
+  }
+  if (step.kind === "input") checkInputStep(step, fail);
+  if (step.kind === "section") {
+    const fields = routingFields(raw);
+    if (fields.length > 0) {
+      fail(
+        `is a template section (${SECTION_PREFIX}*), not a flow step: remove ${
+          fields.join(", ")
+        } (or rename the step).`,
+      );
+    }
+    return;
+  }
+  if (step.kind === "closing") {
+    const fields = routingFields(raw).filter((f) => f !== "structuredGate");
+    if (fields.length > 0) {
+      fail(
+        `is a closing step (${CLOSING_PREFIX}*): it runs once and ends the run, so it takes no ${
+          fields.join(" or ")
+        }. Remove ${fields.length > 1 ? "them" : "it"}.`,
+      );
+    }
+    if (!step.outputSchemaRef) {
+      fail(
+        `closing step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${step.id}" } for its final report.`,
+      );
+    }
+    if (step.gate) checkGate(step, fail, routing.warnings, routing.F, routing.allIds);
+    return;
+  }
+  checkFlowStep(step, fail, routing);
+}
+
+/** The id, prompt form, fallback key, iterations and onError of any step. */
+function checkCommonFields(
+  step: FlowStep,
+  fail: (message: string) => void,
+  targetProblem: TargetProblem,
+): void {
+  const { id, raw } = step;
+  if (!isValidStepId(id)) fail(`invalid step id: ${STEP_ID_RULE}.`);
+  for (const field of ["id", "stepId"] as const) {
+    const own = raw[field];
+    if (own !== undefined && own !== id) {
+      fail(`${field} "${own}" does not match the step's key "${id}"; make them equal.`);
+    }
+  }
+  checkPromptForm(step, fail);
+  for (const problem of checkPermissionFields(step.raw, "")) fail(problem);
+  if (step.fallbackKey !== undefined && !isValidFallbackKey(step.fallbackKey)) {
+    fail(`fallbackKey ${JSON.stringify(step.fallbackKey)} is invalid: ${FALLBACK_KEY_RULE}.`);
+  }
+  const { min, max } = step.iterations;
+  if (min > max) {
+    fail(
+      `iterations.min (${min}) is greater than iterations.max (${max}${
+        raw.iterations?.max === undefined ? ", the default" : ""
+      }); raise max or lower min.`,
+    );
+  }
+  if (raw.onError !== undefined) {
+    const policy = parseErrorPolicy(raw.onError);
+    if (!policy) {
+      fail(
+        `onError ${
+          JSON.stringify(raw.onError)
+        } is invalid: use "fail", "continue", "retry=N" or "jump=<stepId>".`,
+      );
+    } else if (policy.kind === "jump") {
+      const problem = targetProblem("onError jump target", policy.target);
+      if (problem) fail(problem);
+    }
+  }
+}
+
+/** A flow step routes one way: check-gated (`check`) or gate-routed (`structuredGate`). */
+function checkFlowStep(step: FlowStep, fail: (message: string) => void, routing: StepRouting) {
+  const { id, raw } = step;
+  const { targetProblem } = routing;
+  if (step.check && step.gate) {
+    fail(
+      'defines both check and structuredGate; a flow step routes one way, check-gated ("check") or gate-routed ("structuredGate"): remove one of them (docs/agents.md, "steps_registry.json").',
+    );
+  }
+  if (!step.check && !step.gate) routing.missingGate.push(id);
+  if (!step.check && raw.transitions === undefined) routing.missingTransitions.push(id);
+  if (step.check && !step.gate && raw.transitions !== undefined) {
+    fail(
+      "is check-gated but defines transitions; a check step routes with check.onPass / check.onFail. Remove transitions (or use structuredGate instead of check).",
+    );
+  }
+  if (!step.check && !step.outputSchemaRef) {
+    fail(
+      `gate-routed step has no outputSchemaRef: add "outputSchemaRef": { "file": "<name>.schema.json", "schema": "#/definitions/${id}" }.`,
+    );
+  }
+  if (step.check) {
+    const { onPass, onFail } = step.check;
+    if ("next" in onPass) {
+      const problem = targetProblem("check.onPass.next", onPass.next);
+      if (problem) fail(problem);
+    }
+    if ("fallback" in onFail) {
+      const problem = targetProblem("check.onFail.fallback", onFail.fallback);
+      if (problem) fail(problem);
+    }
+  }
+  if (step.gate) checkGate(step, fail, routing.warnings, routing.F, routing.allIds);
+  if (!step.check || step.gate) {
+    for (const [intent, { target }] of Object.entries(step.transitions)) {
+      const problem = targetProblem(`transitions.${intent}.target`, target);
+      if (problem) fail(problem);
+    }
+  }
+  if (step.gate && step.onError.kind === "continue" && !step.transitions.next) {
+    fail(
+      'onError "continue" follows the step\'s next route, but it has no transitions.next: add one, or use another onError policy.',
+    );
+  }
+}
+
+/** The one message of the gate rule: the flow steps that lack a gate or transitions. */
+function gateRuleError(
+  missingGate: readonly string[],
+  missingTransitions: readonly string[],
+  F: string,
+): string | undefined {
+  if (missingGate.length === 0 && missingTransitions.length === 0) return undefined;
+  const lines = [
+    "[StepFlow] Flow validation failed. All Flow steps must define structuredGate and transitions.",
+  ];
+  if (missingGate.length > 0) {
+    lines.push(`Steps missing structuredGate: ${missingGate.join(", ")}`);
+  }
+  if (missingTransitions.length > 0) {
+    lines.push(`Steps missing transitions: ${missingTransitions.join(", ")}`);
+  }
+  lines.push(
+    `See ${VALIDATION_DOCS} for requirements. Fix them in ${F} (a check-gated step satisfies the rule with its "check").`,
+  );
+  return lines.join("\n");
 }
 
 /** Normalises every step of a registry. */

@@ -21,13 +21,17 @@ import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.
 import { splitFrontmatter } from "../prompt/frontmatter.ts";
 import { isMissingFileError, PromptResolver } from "../prompt/resolver.ts";
 import { listRequiredVariables } from "../prompt/variables.ts";
-import { createSchemaDocumentLoader, resolveOutputSchema } from "./output_schema.ts";
+import {
+  createSchemaDocumentLoader,
+  resolveOutputSchema,
+  type SchemaDocumentLoader,
+} from "./output_schema.ts";
 import {
   compileErrorMessage,
   createSchemaChecker,
   createSchemaCompiler,
 } from "./schema_compiler.ts";
-import type { AgentConfig } from "./schema.ts";
+import type { AgentConfig, OutputSchemaRef } from "./schema.ts";
 import type { FlowStep } from "./types.ts";
 
 /** Input of {@linkcode checkFlowFiles}. */
@@ -88,25 +92,9 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     found.push({ order, stepId, message });
   const warnings: Array<{ order: number; message: string }> = [];
 
-  let root: string | undefined;
-  try {
-    root = promptRoot(dir, input.basePath);
-  } catch (error) {
-    result.general.push(`${files.registry}: basePath: ${errorMessage(error)}`);
-  }
   const realDir = await realpathOr(dir);
-  let realRoot: string | undefined;
-  if (root !== undefined) {
-    const where = await realLocation(root, realDir);
-    if (where.inside) realRoot = where.real;
-    else {
-      result.general.push(
-        `${files.registry}: basePath: ${
-          outsideLinkMessage("prompt folder", root, where.real, realDir)
-        }`,
-      );
-    }
-  }
+  const { root, realRoot, problem } = await promptFolder(dir, input.basePath, realDir);
+  if (problem !== undefined) result.general.push(`${files.registry}: basePath: ${problem}`);
   const promptCache = new Map<string, Promise<PromptStatus>>();
   // Each schema file is read once for all steps; each step's schema is compiled exactly as the
   // runner will compile it, so a typo in a schema is a load-time error, not a run-time strike.
@@ -209,37 +197,9 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     if (ref) {
       const order = tasks.length;
       tasks.push(async () => {
-        let schema: Record<string, unknown>;
-        try {
-          schema = (await resolveOutputSchema(dir, ref, undefined, loadSchema)).schema;
-        } catch (error) {
-          stepProblem(order, step.id, `${prefix}outputSchemaRef: ${errorMessage(error)}`);
-          return;
-        }
-        if (step.kind === "input") {
-          const problem = answerFormProblem(schema, step.gate?.intentField);
-          if (problem !== undefined) {
-            stepProblem(
-              order,
-              step.id,
-              `${prefix}outputSchemaRef: schema ${ref.schema} in ${
-                resolve(dir, "schemas", ref.file)
-              } cannot be an answer form: ${problem}.`,
-            );
-          }
-        }
-        try {
-          compile(schema);
-        } catch (error) {
-          stepProblem(
-            order,
-            step.id,
-            `${prefix}outputSchemaRef: schema ${ref.schema} in ${
-              resolve(dir, "schemas", ref.file)
-            } does not compile: ${compileErrorMessage(error)}. Fix the schema (ajv, JSON Schema ${
-              schema.$schema === undefined ? "draft-07" : String(schema.$schema)
-            }).`,
-          );
+        const problem = await outputSchemaProblem(dir, ref, loadSchema, compile, step);
+        if (problem !== undefined) {
+          stepProblem(order, step.id, `${prefix}outputSchemaRef: ${problem}`);
         }
       });
     }
@@ -255,6 +215,66 @@ export async function checkFlowFiles(input: FlowFilesInput): Promise<FlowFilesRe
     else result.byStep.set(stepId, [message]);
   }
   return result;
+}
+
+/**
+ * The prompt folder (`basePath` under the agent folder `dir`) and its real path, or the problem
+ * that makes it unusable: a path that escapes the agent folder, or a link that leads out of it.
+ */
+async function promptFolder(
+  dir: string,
+  basePath: string,
+  realDir: string,
+): Promise<{ root?: string; realRoot?: string; problem?: string }> {
+  let root: string;
+  try {
+    root = promptRoot(dir, basePath);
+  } catch (error) {
+    return { problem: errorMessage(error) };
+  }
+  const where = await realLocation(root, realDir);
+  if (!where.inside) {
+    return { root, problem: outsideLinkMessage("prompt folder", root, where.real, realDir) };
+  }
+  return { root, realRoot: where.real };
+}
+
+/**
+ * Why the output schema `ref` of a step is unusable — it cannot be read or resolved, or it does
+ * not compile as the runner will compile it — or undefined when it is fine.
+ */
+async function outputSchemaProblem(
+  dir: string,
+  ref: OutputSchemaRef,
+  loadSchema: SchemaDocumentLoader,
+  compile: (schema: Record<string, unknown>) => unknown,
+  step: FlowStep,
+): Promise<string | undefined> {
+  let schema: Record<string, unknown>;
+  try {
+    schema = (await resolveOutputSchema(dir, ref, undefined, loadSchema)).schema;
+  } catch (error) {
+    return errorMessage(error);
+  }
+  // An input step's schema is shown to a person as a form: it must be one a form can render.
+  if (step.kind === "input") {
+    const problem = answerFormProblem(schema, step.gate?.intentField);
+    if (problem !== undefined) {
+      return `schema ${ref.schema} in ${
+        resolve(dir, "schemas", ref.file)
+      } cannot be an answer form: ${problem}.`;
+    }
+  }
+  try {
+    compile(schema);
+  } catch (error) {
+    return `schema ${ref.schema} in ${resolve(dir, "schemas", ref.file)} does not compile: ${
+      compileErrorMessage(error)
+    }. Fix the schema (ajv, JSON Schema ${
+      schema.$schema === undefined ? "draft-07" : String(schema.$schema)
+    }).`;
+  }
+  return undefined;
 }
 
 /** Exists, is a file, and its real path stays inside `realRoot`. */

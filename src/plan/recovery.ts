@@ -10,6 +10,7 @@ import { renderPromptTemplate } from "../engine/prompt_template.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import type { LlmBackend, LlmRequest } from "../llm/types.ts";
 import { formatToolList, loadPlanPrompt } from "./prompts.ts";
+import { stepFromNew } from "./new_step.ts";
 import { formatIssue, RecoveryDecisionSchema } from "./schema.ts";
 import type { Plan, PlanToolRegistry, RecoveryDecision, Step } from "./types.ts";
 
@@ -139,4 +140,31 @@ export function formatPlanSteps(plan: Plan, limit = 200): string {
   );
   if (plan.steps.length > limit) lines.push(`… and ${plan.steps.length - limit} more steps`);
   return lines.join("\n");
+}
+
+/** The steps a recovery decision inserts (new steps, numbered from 1 until the plan renumbers them). */
+export function insertedSteps(decision: RecoveryDecision): Step[] {
+  return (decision.steps ?? []).map((s, k) => stepFromNew(s, k + 1));
+}
+
+/**
+ * The plan's steps as they would be after `decision` on the failed `step` (new args; inserted steps
+ * before it, which it then depends on), without changing `steps`: what the decision is checked on.
+ */
+export function stepsAfterDecision(
+  steps: readonly Step[],
+  step: Step,
+  decision: RecoveryDecision,
+): Step[] {
+  const candidate = steps.map((s) => s === step ? { ...s, args: decision.args ?? s.args } : s);
+  if (decision.action === "insert") {
+    const newSteps = insertedSteps(decision);
+    const at = candidate.findIndex((s) => s.id === step.id);
+    candidate[at] = {
+      ...candidate[at],
+      dependsOn: [...step.dependsOn, ...newSteps.map((s) => s.id)],
+    };
+    candidate.splice(at, 0, ...newSteps);
+  }
+  return candidate;
 }

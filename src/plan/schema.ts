@@ -27,8 +27,7 @@ import { formatZodIssues } from "../definition/zod_issues.ts";
  */
 export const PLAN_STEP_ID: RegExp = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
-/** Every step status, in lifecycle order. */
-export const STEP_STATUSES: readonly StepStatus[] = [
+const STEP_STATUS_NAMES = [
   "pending",
   "blocked",
   "ready",
@@ -36,17 +35,12 @@ export const STEP_STATUSES: readonly StepStatus[] = [
   "completed",
   "failed",
   "skipped",
-];
+] as const;
 
-export const StepStatusSchema = z.enum([
-  "pending",
-  "blocked",
-  "ready",
-  "running",
-  "completed",
-  "failed",
-  "skipped",
-]).describe("Step status");
+/** Every step status, in lifecycle order. */
+export const STEP_STATUSES: readonly StepStatus[] = STEP_STATUS_NAMES;
+
+export const StepStatusSchema = z.enum(STEP_STATUS_NAMES).describe("Step status");
 
 export const StepResultSchema = z.strictObject({
   ok: z.boolean(),

@@ -1,6 +1,6 @@
 import { MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
 import { PlanParseError } from "./errors.ts";
-import { isIdAt, isWhitespace, parseProgressSegment } from "./syntax.ts";
+import { isIdAt, isWhitespace, readResultSegments } from "./syntax.ts";
 import { createPlanSpec, type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
 // The parser works on character positions in the whole text: one pass, one slice per field, no
@@ -142,7 +142,7 @@ function readStep(text: string, start: number, end: number): PlanStep | string {
     totalCount: null,
     children: [],
   };
-  if (pipe >= 0) readResult(trimmedSlice(text, pipe + 1, end), step);
+  if (pipe >= 0) readResultSegments(trimmedSlice(text, pipe + 1, end), step);
   return step;
 }
 
@@ -155,28 +155,6 @@ function typeName(text: string, start: number, end: number): string {
     if (name.length === length && text.startsWith(name, start)) return name;
   }
   return trimmedSlice(text, start, end);
-}
-
-/**
- * The `|` segments after the description: the last `Progress: N/M` (or `Progress: N`) one is the
- * progress; the others, joined back, are the result.
- */
-function readResult(after: string, step: PlanStep): void {
-  if (after.indexOf("Progress:") < 0) {
-    step.result = after;
-    return;
-  }
-  const segments = after.split("|");
-  for (let i = segments.length - 1; i >= 0; i--) {
-    const progress = parseProgressSegment(segments[i]);
-    if (progress) {
-      step.doneCount = progress.done;
-      step.totalCount = progress.total;
-      segments.splice(i, 1);
-      break;
-    }
-  }
-  step.result = segments.join("|").trim();
 }
 
 /** True when `id` is a direct child id of `parent` (`2.1` of `2`; any top-level id of `""`). */

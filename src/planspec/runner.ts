@@ -3,7 +3,7 @@
  * bookkeeping (plan file, lock, history, events). The stages it hands a step to live beside it:
  * `step_context.ts` (what a step is told), `reflection.ts` (a step that did not succeed),
  * `replanning.ts` (end-of-round re-planning and plan commands), `run_context.ts` (what they share
- * and the backend calls).
+ * and the backend calls), `step_statuses.ts` (which step is next, container statuses).
  *
  * @module
  */
@@ -34,7 +34,8 @@ import {
 import { type StepOutput, stepOutputSchema } from "./runner_schemas.ts";
 import { isVariableName, stepVariables, unavailableInputs } from "./step_context.ts";
 import { historyFileFor, readPlanFile, writePlanFile } from "./store.ts";
-import { ancestorIds, findStep, isComplete, planProgress, walkSteps } from "./tree.ts";
+import { blockedSteps, findNext, markActive, settle } from "./step_statuses.ts";
+import { ancestorIds, isComplete, planProgress, walkSteps } from "./tree.ts";
 import {
   createPlanCommand,
   type PlanOp,
@@ -45,7 +46,6 @@ import {
 import { planErrors, validatePlan } from "./validate.ts";
 import { newRunId } from "../store/run_id.ts";
 
-const DONE_LIKE = new Set<string>([PlanStatus.DONE, PlanStatus.SKIPPED]);
 const MISSING_INPUT = "missing input";
 
 /**
@@ -537,85 +537,4 @@ export class PlanRunner {
   #log(message: string): void {
     this.#options.onLog?.(message);
   }
-}
-
-/** The next step to execute in document order: a pending or active leaf, or an undecided decide. */
-export function findNext(steps: PlanStep[]): PlanStep | undefined {
-  for (const step of steps) {
-    if (DONE_LIKE.has(step.status) || step.status === PlanStatus.BLOCKED) continue;
-    if (step.children.length === 0) return step;
-    if (step.stepType === "decide" && !isDecided(step)) return step;
-    const inner = findNext(step.children);
-    if (inner) return inner;
-  }
-  return undefined;
-}
-
-/** A decide step has chosen once a branch left `pending` or its result records the choice. */
-function isDecided(step: PlanStep): boolean {
-  return step.result.startsWith("chose ") ||
-    step.children.some((c) => c.status !== PlanStatus.PENDING);
-}
-
-/**
- * Derives container statuses from their children (post-order): all children finished → done (or
- * blocked when one is blocked, skipped when all are); some started → active. A `subtask`'s
- * `| Progress` counts its done children. Explicitly skipped containers stay skipped.
- */
-export function settle(steps: PlanStep[]): void {
-  for (const step of steps) {
-    if (step.children.length === 0) continue;
-    settle(step.children);
-    if (step.status === PlanStatus.SKIPPED) continue;
-    let open = 0;
-    let started = 0;
-    let done = 0;
-    let blocked = 0;
-    for (const child of step.children) {
-      if (child.status === PlanStatus.PENDING) open++;
-      else if (child.status === PlanStatus.ACTIVE) {
-        open++;
-        started++;
-      } else {
-        started++;
-        if (child.status === PlanStatus.DONE) done++;
-        else if (child.status === PlanStatus.BLOCKED) blocked++;
-      }
-    }
-    if (step.stepType === "subtask") {
-      step.doneCount = done;
-      step.totalCount = step.children.length;
-    }
-    if (open === 0) {
-      step.status = blocked > 0
-        ? PlanStatus.BLOCKED
-        : done > 0
-        ? PlanStatus.DONE
-        : PlanStatus.SKIPPED;
-      if (blocked > 0 && step.stepType === "subtask") {
-        step.result = `${blocked} sub-step(s) blocked`;
-      } else if (step.stepType === "subtask" && step.result.endsWith("sub-step(s) blocked")) {
-        step.result = "";
-      }
-    } else if (started > 0) {
-      step.status = PlanStatus.ACTIVE;
-    }
-  }
-}
-
-/** Marks a step active, and its pending ancestors with it. */
-function markActive(plan: PlanSpec, step: PlanStep): void {
-  step.status = PlanStatus.ACTIVE;
-  for (const id of ancestorIds(step.stepId)) {
-    const ancestor = findStep(plan, id)?.step;
-    if (ancestor?.status === PlanStatus.PENDING) ancestor.status = PlanStatus.ACTIVE;
-  }
-}
-
-function blockedSteps(plan: PlanSpec): { stepId: string; result: string }[] {
-  const out: { stepId: string; result: string }[] = [];
-  walkSteps(plan.steps, (s) => {
-    if (s.status === PlanStatus.BLOCKED) out.push({ stepId: s.stepId, result: s.result });
-  });
-  return out;
 }

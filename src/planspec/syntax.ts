@@ -112,23 +112,33 @@ export function parseSummaryTail(rest: string): SummaryTail {
     totalCount: null,
   };
   if (pipe < 0) return tail;
-  const after = rest.slice(pipe + 1);
+  readResultSegments(rest.slice(pipe + 1), tail);
+  return tail;
+}
+
+/**
+ * Reads the `|` segments after a step's description into `into`: the last `Progress: N/M` (or
+ * `Progress: N`) one is the progress; the others, joined back and trimmed, are the result.
+ */
+export function readResultSegments(
+  after: string,
+  into: { result: string; doneCount: number; totalCount: number | null },
+): void {
   if (after.indexOf("Progress:") < 0) {
-    tail.result = after.trim();
-    return tail;
+    into.result = after.trim();
+    return;
   }
   const segments = after.split("|");
   for (let i = segments.length - 1; i >= 0; i--) {
     const progress = parseProgressSegment(segments[i]);
     if (progress) {
-      tail.doneCount = progress.done;
-      tail.totalCount = progress.total;
+      into.doneCount = progress.done;
+      into.totalCount = progress.total;
       segments.splice(i, 1);
       break;
     }
   }
-  tail.result = segments.join("|").trim();
-  return tail;
+  into.result = segments.join("|").trim();
 }
 
 /** The content of a `>` line: the `>` and one following space removed. */

@@ -7,18 +7,7 @@ import {
   type PlanStep,
   serializePlan,
 } from "../../src/planspec/mod.ts";
-
-/** mulberry32: a small seeded PRNG, so a failure can be replayed from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from "../prng.ts";
 
 const PIECES = [
   "a",
@@ -171,7 +160,7 @@ Deno.test("property: random plans round-trip through serializePlan and parsePlan
   let maxDepth = 0;
   const seen = new Set<PlanStatus>();
   for (let seed = 1; seed <= 600; seed++) {
-    const plan = genPlan(new Gen(rng(seed)));
+    const plan = genPlan(new Gen(mulberry32(seed)));
     const text = serializePlan(plan);
     let back: PlanSpec;
     try {
@@ -199,7 +188,7 @@ Deno.test("property: random plans round-trip through serializePlan and parsePlan
 
 Deno.test("property: folded output of random plans parses and keeps every summary line it shows", () => {
   for (let seed = 1000; seed <= 1200; seed++) {
-    const g = new Gen(rng(seed));
+    const g = new Gen(mulberry32(seed));
     const plan = genPlan(g);
     const folded = serializePlan(plan, { fold: true });
     const back = parsePlan(folded);

@@ -15,21 +15,10 @@ import {
   validateScript,
 } from "../../src/qplan/mod.ts";
 import { workspace } from "./helpers.ts";
+import { mulberry32 } from "../prng.ts";
 
 /** The full size of the sized loops (CONTRIBUTING.md "Run one test"). */
 const FULL_CAMPAIGN = Deno.env.get("STEPFLOW_FULL_CAMPAIGN") === "1";
-
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const VOCAB = [
   "step",
@@ -190,7 +179,7 @@ async function check(source: string, root: string): Promise<Outcome> {
 }
 
 Deno.test("fuzz: random token soups end in a clean result", async () => {
-  const rand = prng(0xc0ffee);
+  const rand = mulberry32(0xc0ffee);
   const root = await workspace();
   const seen = new Map<Outcome, number>();
   for (let n = 0; n < 1500; n++) {
@@ -206,7 +195,7 @@ Deno.test("fuzz: random token soups end in a clean result", async () => {
 });
 
 Deno.test("fuzz: random characters never crash the tokenizer or the parser", () => {
-  const rand = prng(42);
+  const rand = mulberry32(42);
   const alphabet = `abcxyz_09 \n\t"'{}[]()<>=!+-*/.,:@#$%^&\\|~\`?;ü한😀\u0000\u200b`;
   const chars = [...alphabet];
   for (let n = 0; n < 1500; n++) {
@@ -239,7 +228,7 @@ Deno.test("fuzz: every truncation of valid scripts ends in a clean result", asyn
 });
 
 Deno.test("fuzz: random mutations of valid scripts end in a clean result", async () => {
-  const rand = prng(7);
+  const rand = mulberry32(7);
   const root = await workspace();
   const seen = new Map<Outcome, number>();
   const pieces = [
@@ -354,7 +343,7 @@ function randomProgram(rand: () => number): string {
 }
 
 Deno.test("fuzz: random well-formed programs (steps, loops, jumps, policies) end in a clean result", async () => {
-  const rand = prng(2024);
+  const rand = mulberry32(2024);
   const root = await workspace();
   const seen = new Map<Outcome, number>();
   for (let n = 0; n < (FULL_CAMPAIGN ? 400 : 150); n++) {

@@ -11,17 +11,15 @@
 import type {
   ActionStatement,
   EachStatement,
-  Expr,
   ParallelStatement,
-  PathExpr,
   Script,
   Statement,
   WhileStatement,
 } from "./ast.ts";
-import { type ArgChecker, createArgChecker } from "./arg_check.ts";
+import { type CallSite, callSiteArgs, compileCallSite } from "./call_site.ts";
 import { QPlanRuntimeError } from "./errors.ts";
-import { formatArgIssues, type QPlanTool, type QPlanToolRegistry } from "./tool_types.ts";
-import { describeValue, evaluate, ExpressionError, resolveBare, truthy } from "./evaluate.ts";
+import { formatArgIssues, type QPlanToolRegistry } from "./tool_types.ts";
+import { describeValue, evaluate, ExpressionError, truthy } from "./evaluate.ts";
 import {
   createFrame,
   type ExecutionContext,
@@ -88,21 +86,6 @@ export interface ExecutorOptions {
 /** What running a statement returns: nothing, or a promise when it went asynchronous. */
 export type MaybePromise = void | Promise<void>;
 type Maybe = MaybePromise;
-
-const CONST = 0;
-const BARE = 1;
-const EXPR = 2;
-
-interface CallSite {
-  node: ActionStatement;
-  tool: QPlanTool;
-  keys: string[];
-  kinds: number[];
-  consts: unknown[];
-  exprs: Expr[];
-  safeKeys: boolean;
-  checker: ArgChecker;
-}
 
 /**
  * Runs a parsed, resolved and validated script.
@@ -472,67 +455,15 @@ export class Executor {
         { line: node.line, column: node.column, stepId: frame.step?.id, module: node.module },
       );
     }
-    const keys: string[] = [];
-    const kinds: number[] = [];
-    const consts: unknown[] = [];
-    const exprs: Expr[] = [];
-    const dynamic: string[] = [];
-    if (node.printItems) dynamic.push("items");
-    for (const arg of node.args) {
-      keys.push(arg.key);
-      exprs.push(arg.value);
-      if (arg.value.kind === "literal") {
-        kinds.push(CONST);
-        consts.push(arg.value.value);
-      } else {
-        kinds.push(arg.bare ? BARE : EXPR);
-        consts.push(undefined);
-        dynamic.push(arg.key);
-      }
-    }
-    const site: CallSite = {
-      node,
-      tool,
-      keys,
-      kinds,
-      consts,
-      exprs,
-      safeKeys: !keys.includes("__proto__"),
-      checker: createArgChecker(tool.inputSchema, dynamic, this.#fastPath),
-    };
+    const site = compileCallSite(node, tool, this.#fastPath);
     this.#sites[node.site] = site;
     return site;
-  }
-
-  #args(site: CallSite): Record<string, unknown> {
-    const ctx = this.#ctx;
-    const { keys, kinds, consts, exprs } = site;
-    const args: Record<string, unknown> = {};
-    for (let i = 0; i < keys.length; i++) {
-      const kind = kinds[i];
-      const value = kind === CONST
-        ? consts[i]
-        : kind === BARE
-        ? resolveBare(exprs[i] as PathExpr, ctx)
-        : evaluate(exprs[i], ctx);
-      if (site.safeKeys) args[keys[i]] = value;
-      else setOwn(args, keys[i], value);
-    }
-    if (site.node.printItems) {
-      args.items = site.node.printItems.map((item) => {
-        const value = item.bare && item.value.kind === "path"
-          ? resolveBare(item.value, ctx)
-          : evaluate(item.value, ctx);
-        return item.label === undefined ? { value } : { label: item.label, value };
-      });
-    }
-    return args;
   }
 
   #action(node: ActionStatement, frame: Frame): Maybe {
     let site = this.#sites[node.site];
     if (site === undefined || site.node !== node) site = this.#compile(node, frame);
-    const checked = site.checker.check(this.#args(site));
+    const checked = site.checker.check(callSiteArgs(site, this.#ctx));
     if (!checked.ok) {
       throw new QPlanRuntimeError(
         `Module '${node.module}' got invalid arguments: ${formatArgIssues(checked.issues)}`,

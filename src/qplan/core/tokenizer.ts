@@ -105,6 +105,11 @@ const ONE_CHAR_OPS = new Set([
  * Strings have no escape sequences except a backslash before the string's own quote character
  * (`"jump=\"cleanup\""`, as QPlan examples write `onError` values); every other backslash is kept.
  *
+ * Long because: one pass over the characters, one case per token kind. Every case moves the
+ * same position, line and line-start counters, kept in locals on this hot path (every script is
+ * tokenized on load); split into functions they would have to travel on an object or in and out
+ * of each call.
+ *
  * @throws QPlanSyntaxError on an unterminated string or block comment, or a character QPlan does not use
  *
  * @example
