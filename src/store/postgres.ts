@@ -17,6 +17,7 @@
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./run_id.ts";
+import { DRIVEN_STATUSES } from "./run_status.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
   openPgConnection,
@@ -436,7 +437,9 @@ export class PostgresRunStore implements RunStore {
     const agents = `SELECT coalesce(json_agg(a ORDER BY a COLLATE "C"), '[]'::json)::text FROM
       (SELECT DISTINCT agent AS a FROM ${s}.runs WHERE ${where.join(" AND ")}) d`;
     if (query.agent !== undefined) where.push(`agent = $${params.push(query.agent)}`);
-    if (query.status !== undefined) where.push(`status = $${params.push(query.status)}`);
+    if (query.status !== undefined) {
+      where.push(`${await this.#shownStatusSql(c, params)} = $${params.push(query.status)}`);
+    }
     const limit = `$${params.push(Math.max(0, Math.floor(query.limit)))}`;
     const offset = `$${params.push(Math.max(0, Math.floor(query.offset ?? 0)))}`;
     // Only the page's rows carry their checkpoints: the filter, count and order read narrow
@@ -741,6 +744,26 @@ export class PostgresRunStore implements RunStore {
     }, table runs, run ${runId})`;
   }
 
+  /**
+   * The SQL of a row's status as {@linkcode shownStatus} shows it, for the status filter: a driven
+   * status is `interrupted` unless a live lease holds the run. A lease of a `host:pid` owner on
+   * this host whose process is gone is not live ({@linkcode deadLocalHolder}); those owners are
+   * found first (a process check SQL cannot make) and passed as a parameter.
+   */
+  async #shownStatusSql(c: PgConnection, params: unknown[]): Promise<string> {
+    const driven = `$${params.push(DRIVEN_STATUSES)}::text[]`;
+    const owners = (await c.query<{ owner: string }>(
+      `SELECT DISTINCT lease_owner AS owner FROM ${c.schema}.runs
+       WHERE starts_with(lease_owner, $1) AND status = ANY($2::text[])
+         AND lease_expires_at > clock_timestamp()`,
+      [`${hostName()}:`, DRIVEN_STATUSES],
+    )).rows.map((r) => r.owner).filter(deadLocalHolder);
+    const dead = `$${params.push(owners)}::text[]`;
+    const live = `coalesce(lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp()
+      AND NOT lease_owner = ANY(${dead}), false)`;
+    return `(CASE WHEN status = ANY(${driven}) AND NOT ${live} THEN 'interrupted' ELSE status END)`;
+  }
+
   #summaryOf(row: ListRow): RunSummary {
     let summary: RunSummary;
     if (row.checkpoint) {
@@ -803,7 +826,10 @@ interface LeaseRow {
 export interface RunPageQuery {
   /** Only runs of this agent. */
   agent?: string;
-  /** Only runs with this status (`queued` for submitted runs not started yet). */
+  /**
+   * Only runs shown with this status (`queued` for submitted runs not started yet, `interrupted`
+   * for a running or paused run no live lease holds: the status the listing shows).
+   */
   status?: string;
   /** Matching runs to skip (newest first). */
   offset?: number;

@@ -6,8 +6,7 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
-import { RUN_STATUSES } from "../store/checkpoint_format.ts";
-import { shownStatus } from "../store/run_status.ts";
+import { SHOWN_STATUSES, shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -20,7 +19,6 @@ import type { LoggedText, Row, Timeline } from "./timeline.ts";
 export const INLINE_TEXT_LIMIT = 20_000;
 
 /** The status filter: a run not started yet (`queued`), then every checkpoint status. */
-const STATUSES = ["queued", ...RUN_STATUSES];
 
 /** A whole page. `live` is the event-stream URL of a running run. */
 export function layout(title: string, body: Html, live?: string): string {
@@ -93,7 +91,7 @@ export function runsListPage(
     page.agents.map((a) => h`<option${a === query.agent ? raw(" selected") : ""}>${a}</option>`)
   }</select></label>
     <label>Status <select name="status"><option value="">all</option>${
-    STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
+    SHOWN_STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
   }</select></label><button type="submit">Filter</button></form>
     <div class="pager"
       id="pager"><span>${page.total} of ${page.all} runs</span>${
