@@ -17,6 +17,7 @@
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./run_id.ts";
+import { isValidRunGroup } from "./run_group.ts";
 import { DRIVEN_STATUSES } from "./run_status.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
@@ -437,6 +438,12 @@ export class PostgresRunStore implements RunStore {
     const agents = `SELECT coalesce(json_agg(a ORDER BY a COLLATE "C"), '[]'::json)::text FROM
       (SELECT DISTINCT agent AS a FROM ${s}.runs WHERE ${where.join(" AND ")}) d`;
     if (query.agent !== undefined) where.push(`agent = $${params.push(query.agent)}`);
+    if (query.group !== undefined) {
+      // A queued run has no checkpoint yet: its group is the one it was submitted with.
+      where.push(
+        `coalesce(checkpoint->'state'->>'group', request->>'group') = $${params.push(query.group)}`,
+      );
+    }
     if (query.status !== undefined) {
       where.push(`${await this.#shownStatusSql(c, params)} = $${params.push(query.status)}`);
     }
@@ -776,6 +783,7 @@ export class PostgresRunStore implements RunStore {
       }
     } else if (row.submitted) {
       summary = { ...this.#bareSummary(row), status: "queued" };
+      if (isValidRunGroup(row.request_group)) summary.group = row.request_group;
     } else {
       summary = this.#bareSummary(
         row,
@@ -826,6 +834,8 @@ interface LeaseRow {
 export interface RunPageQuery {
   /** Only runs of this agent. */
   agent?: string;
+  /** Only runs started in this group (`RunOptions.group`). */
+  group?: string;
   /**
    * Only runs shown with this status (`queued` for submitted runs not started yet, `interrupted`
    * for a running or paused run no live lease holds: the status the listing shows).
@@ -853,6 +863,7 @@ const LIST_COLUMNS =
   `run_id, agent, status, checkpoint::text AS checkpoint, request IS NOT NULL AS submitted,
    lease_owner, lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp() AS live,
    started_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+   request->>'group' AS request_group,
    given_up, to_char(given_up_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS given_up_at`;
 
 interface ListRow {
@@ -867,6 +878,7 @@ interface ListRow {
   created_at: string;
   given_up: string | null;
   given_up_at: string | null;
+  request_group: string | null;
 }
 
 /**

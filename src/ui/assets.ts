@@ -36,6 +36,7 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .status.running { background:#dbeafe; color:var(--run); }
 .status.paused, .status.cancelled, .status.interrupted, .status.queued { background:#fff3cd; color:var(--warn); }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
+a.group { display:inline-block; margin-left:6px; padding:0 6px; border:1px solid var(--line); border-radius:8px; font-size:11px; color:inherit; text-decoration:none; }
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;
   background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px; }

@@ -6,6 +6,7 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
+import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { SHOWN_STATUSES, shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
@@ -59,6 +60,7 @@ export function runsListPage(
   const link = (p: number) => {
     const params = new URLSearchParams();
     if (query.agent) params.set("agent", query.agent);
+    if (query.group) params.set("group", query.group);
     if (query.status) params.set("status", query.status);
     if (page.size !== 50) params.set("size", String(page.size));
     params.set("page", String(p));
@@ -68,7 +70,7 @@ export function runsListPage(
   const rows = page.runs.map((run) =>
     h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${
+        <td><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
@@ -92,7 +94,10 @@ export function runsListPage(
   }</select></label>
     <label>Status <select name="status"><option value="">all</option>${
     SHOWN_STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
-  }</select></label><button type="submit">Filter</button></form>
+  }</select></label>
+    <label>Group <input name="group" size="24" maxlength="${MAX_RUN_GROUP_LENGTH}" value="${
+    query.group ?? ""
+  }" placeholder="any"></label><button type="submit">Filter</button></form>
     <div class="pager"
       id="pager"><span>${page.total} of ${page.all} runs</span>${
     page.page > 1 ? h`<a href="${link(page.page - 1)}" rel="prev">← newer</a>` : ""
@@ -201,7 +206,12 @@ export function runMeta(view: RunView): Html {
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
-<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
+${
+    s?.group
+      ? h`<div><span>Group</span>${groupBadge(s.group)}</div>
+`
+      : ""
+  }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
 <div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
 <div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>
@@ -532,6 +542,13 @@ export function runHref(runId: string): string {
 /** Link of an agent page. */
 export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
+}
+
+/** A run's group, linking to the list of its group's runs (nothing for a run without one). */
+function groupBadge(group: string | undefined): Html | string {
+  if (group === undefined) return "";
+  const href = `/?${new URLSearchParams({ group })}`;
+  return h` <a class="group" href="${href}" title="runs of this group">${group}</a>`;
 }
 
 /** The run's status in the vocabulary every view shares (`interrupted` when nobody drives it). */

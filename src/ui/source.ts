@@ -87,6 +87,8 @@ export interface RunPage {
 export interface RunQuery {
   /** Only runs of this agent. */
   agent?: string;
+  /** Only runs started in this group (`RunOptions.group`; `deno task eval` gives one per eval). */
+  group?: string;
   /** Only runs shown with this status ({@linkcode shownStatus}: `interrupted`, `queued`…). */
   status?: string;
   /** 1-based page. */
@@ -252,6 +254,7 @@ export class DashboardData {
     const wanted = Math.max(1, query.page ?? 1);
     const filter = (r: RunSummary) =>
       (!query.agent || r.agent === query.agent) &&
+      (!query.group || r.group === query.group) &&
       (!query.status || shownStatus(r) === query.status);
     const only = this.source.stores.length === 1 ? this.source.stores[0].store : undefined;
     if (only && isPagedStore(only)) {
@@ -333,9 +336,10 @@ export class DashboardData {
     return found === undefined ? undefined : this.source.stores[found.storeIndex];
   }
 
-  #filterOf(query: RunQuery): { agent?: string; status?: string } {
+  #filterOf(query: RunQuery): { agent?: string; group?: string; status?: string } {
     return {
       ...(query.agent ? { agent: query.agent } : {}),
+      ...(query.group ? { group: query.group } : {}),
       ...(query.status ? { status: query.status } : {}),
     };
   }
