@@ -120,7 +120,7 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Print one recorded run's history as a table",
     },
     {
-      name: "group",
+      name: "run-group",
       type: "string",
       value: "NAME",
       description: "Start the run in this group; with --runs, list only the group's runs",
@@ -227,7 +227,7 @@ export interface CliFlags {
   runs?: boolean;
   /** `--show RUN_ID`. */
   show?: string;
-  /** `--group NAME`: the group of a new run, or the group `--runs` lists. */
+  /** `--run-group NAME`: the group of a new run, or the group `--runs` lists. */
   group?: string;
   /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
   store?: string;
@@ -535,7 +535,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("resume", str("resume"));
   set("redrive", str("redrive"));
   set("show", str("show"));
-  set("group", str("group"));
+  set("group", str("run-group"));
   if (bool("runs")) flags.runs = true;
   set("store", str("store"));
   if (bool("submit")) flags.submit = true;

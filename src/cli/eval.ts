@@ -281,7 +281,7 @@ function whereToSee(agent: string, group: string, store: string | undefined, use
     }${storeArg}   then open http://127.0.0.1:8420/?group=${group}`,
     `  ${
       stepflowCommand("run-agent", userDir)
-    } --agent ${agent} --runs --group ${group}${storeArg}`,
+    } --agent ${agent} --runs --run-group ${group}${storeArg}`,
   ].join("\n");
 }
 

@@ -278,7 +278,9 @@ async function showRuns(
       ctx.io.stdout.write(
         `No runs of agent "${definition.name}"${inGroup} recorded in ${where}.${
           flags.group !== undefined && all.length > 0
-            ? ` ${all.length} other run${all.length === 1 ? "" : "s"}: list them without --group.`
+            ? ` ${all.length} other run${
+              all.length === 1 ? "" : "s"
+            }: list them without --run-group.`
             : ""
         }\n`,
       );
@@ -364,12 +366,12 @@ function jsonOutput(value: unknown): string {
 }
 
 /**
- * `--group` names the group of a new run, or the group `--runs` lists: a resumed or redriven run
+ * `--run-group` names the group of a new run, or the group `--runs` lists: a resumed or redriven run
  * keeps the group it started in, and `--show` shows one run.
  */
 function rejectMisplacedGroup(scan: CliFlags): void {
   if (scan.group === undefined) return;
-  assertRunGroup(scan.group, "--group");
+  assertRunGroup(scan.group, "--run-group");
   const other = scan.show !== undefined
     ? "--show"
     : scan.resume !== undefined
@@ -379,7 +381,7 @@ function rejectMisplacedGroup(scan: CliFlags): void {
     : undefined;
   if (other === undefined) return;
   throw new UsageError(
-    `--group cannot be combined with ${other}: a run keeps the group it was started in. Use --group to start a new run in a group, or with --runs to list a group's runs.`,
+    `--run-group cannot be combined with ${other}: a run keeps the group it was started in. Use --run-group to start a new run in a group, or with --runs to list a group's runs.`,
   );
 }
 

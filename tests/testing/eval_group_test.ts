@@ -106,7 +106,10 @@ Deno.test("eval groups: the dashboard filtered to an eval's group shows exactly 
     // The report says where to see the runs together, as the commands work from the user's folder.
     assert.match(first.stdout, new RegExp(`Runs recorded in group ${first.group}\\.`));
     assert.ok(first.stdout.includes(`/?group=${first.group}`), first.stdout);
-    assert.ok(first.stdout.includes(`--agent haiku --runs --group ${first.group}`), first.stdout);
+    assert.ok(
+      first.stdout.includes(`--agent haiku --runs --run-group ${first.group}`),
+      first.stdout,
+    );
 
     const shown = await dashboardGroup(dir, first.group);
     assert.deepEqual(shown.api, first.runIds);
@@ -119,12 +122,12 @@ Deno.test("eval groups: the dashboard filtered to an eval's group shows exactly 
     assert.ok(shown.html.includes(`name="group" size="24" maxlength="64" value="${first.group}"`));
     assert.match(shown.html, /4 of 9 runs/);
 
-    // run-agent --runs --group lists the same runs; --runs names the group; --show shows it.
+    // run-agent --runs --run-group lists the same runs; --runs names the group; --show shows it.
     const listed = await runAgent(dir, [
       "--agent",
       "haiku",
       "--runs",
-      "--group",
+      "--run-group",
       first.group,
       "--json",
     ]);
@@ -173,14 +176,39 @@ Deno.test("eval groups: a bad group is refused where it is given, by the dashboa
       ".agent/haiku/demo.script.yaml",
       "--topic",
       "x",
-      "--group",
+      "--run-group",
       "g".repeat(65),
     ]);
     assert.equal(long.code, 2, long.stderr);
-    assert.match(long.stderr, /Invalid --group "g{65}"/);
-    const resumed = await runAgent(dir, ["--agent", "haiku", "--resume", "r1", "--group", "g"]);
+    assert.match(long.stderr, /Invalid --run-group "g{65}"/);
+    // run-agent --run-group starts a run in a group; --runs --run-group lists it alone.
+    const manual = await runAgent(dir, [
+      "--agent",
+      "haiku",
+      "--script",
+      ".agent/haiku/demo.script.yaml",
+      "--topic",
+      "x",
+      "--run-group",
+      "manual-1",
+      "--json",
+    ]);
+    assert.equal(manual.code, 0, manual.stderr);
+    const manualId = JSON.parse(manual.stdout).runId;
+    const inManual = await runAgent(dir, ["--agent", "haiku", "--runs", "--run-group", "manual-1"]);
+    assert.match(
+      inManual.stdout,
+      /Runs of agent "haiku" in group manual-1 in .* \(1, newest first\)/,
+    );
+    assert.ok(inManual.stdout.includes(manualId));
+    const none = await runAgent(dir, ["--agent", "haiku", "--runs", "--run-group", "nope"]);
+    assert.match(
+      none.stdout,
+      /No runs of agent "haiku" in group nope recorded in .*\. 1 other run: list them without --run-group\./,
+    );
+    const resumed = await runAgent(dir, ["--agent", "haiku", "--resume", "r1", "--run-group", "g"]);
     assert.equal(resumed.code, 2);
-    assert.match(resumed.stderr, /--group cannot be combined with --resume/);
+    assert.match(resumed.stderr, /--run-group cannot be combined with --resume/);
 
     // A named group: the eval's runs carry it.
     const named = await evalCli(dir, [
@@ -240,7 +268,7 @@ Deno.test({
         "--agent",
         "haiku",
         "--runs",
-        "--group",
+        "--run-group",
         first.group,
         "--json",
         "--store",
