@@ -22,8 +22,8 @@ import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { stepflowCommand } from "../invocation.ts";
-import { isPostgresUrl } from "../store/pg_connection.ts";
+import { shellQuote, stepflowCommand } from "../invocation.ts";
+import { redactUrl } from "../store/pg_connection.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { assertRunGroup, newRunGroup } from "../store/run_group.ts";
 import { selectRunStore } from "../store/select.ts";
@@ -42,6 +42,7 @@ import {
   stringFlag,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 
@@ -269,19 +270,17 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
 }
 
 /**
- * Where the eval's runs are seen together: the dashboard filtered to the group, and `--runs`. A
- * `--store` URL is not printed (it may hold a password).
+ * Where the eval's runs are seen together: the dashboard filtered to the group, and `--runs`, as
+ * hints print commands (a `--store` given is repeated, a PostgreSQL password shown as `***`).
  */
 function whereToSee(agent: string, group: string, store: string | undefined, userDir: string) {
-  const storeArg = store === undefined ? "" : ` --store ${isPostgresUrl(store) ? "URL" : store}`;
+  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
   return [
     `Runs recorded in group ${group}. See them together:`,
     `  ${
       stepflowCommand("ui", userDir)
-    }${storeArg}   then open http://127.0.0.1:8420/?group=${group}`,
-    `  ${
-      stepflowCommand("run-agent", userDir)
-    } --agent ${agent} --runs --run-group ${group}${storeArg}`,
+    }${storeFlag}   then open http://127.0.0.1:8420/?group=${group}`,
+    `  ${agentRunCommand(userDir, agent, store)} --runs --run-group ${group}`,
   ].join("\n");
 }
 
