@@ -80,6 +80,14 @@ async function dashboardGroup(dir: string, group: string, store?: string) {
     const api = await (await fetch(`${ui.url}api/runs?group=${group}`)).json();
     const html = await (await fetch(`${ui.url}?group=${group}`)).text();
     const rows = [...html.matchAll(/data-run="([^"]+)"/g)].map((m) => m[1]).sort();
+    // The run page names the group too.
+    if (rows[0] !== undefined) {
+      const runPage = await (await fetch(`${ui.url}runs/${rows[0]}`)).text();
+      assert.ok(
+        runPage.includes(`<span>Group</span> <a class="group" href="/?group=${group}"`),
+        "the run page shows the group",
+      );
+    }
     return { api: api.runs.map((r: { runId: string }) => r.runId).sort() as string[], rows, html };
   } finally {
     await ui.close();
