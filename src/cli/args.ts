@@ -137,6 +137,12 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       value: "RUN_ID",
       description: "Print one recorded run's history as a table",
     },
+    {
+      name: "run-group",
+      type: "string",
+      value: "NAME",
+      description: "Start the run in this group; with --runs, list only the group's runs",
+    },
     // -- end of durable-run flags --
     // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
     {
@@ -245,6 +251,8 @@ export interface CliFlags {
   runs?: boolean;
   /** `--show RUN_ID`. */
   show?: string;
+  /** `--run-group NAME`: the group of a new run, or the group `--runs` lists. */
+  group?: string;
   /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
   store?: string;
   /** `--submit` (set only when given). */
@@ -556,6 +564,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   set("value", str("value"));
   set("answeredBy", str("answered-by"));
   set("show", str("show"));
+  set("group", str("run-group"));
   if (bool("runs")) flags.runs = true;
   set("store", str("store"));
   if (bool("submit")) flags.submit = true;

@@ -2,11 +2,13 @@
  * `deno task eval`: runs an agent over a file of cases and reports how many passed.
  *
  *     deno task eval --agent NAME --cases FILE.jsonl [--backend …] [--concurrency N] [--runs K]
- *                    [--min-pass R] [--json FILE]
+ *                    [--min-pass R] [--json FILE] [--group NAME]
  *
  * Each case (one JSON object per line) gives the agent's args and stdin, optionally a script or
  * recording, and what it expects: the path, intents, output and handoff fields, a judge prompt, a
- * command run on the workspace. Every run is recorded in the agent's run store like any other.
+ * command run on the workspace. Every run is recorded in the agent's run store like any other,
+ * all in one group (a new one per eval unless `--group` names it), which the report prints with
+ * the commands that list them together.
  * Exit codes: 0 the pass rate reached `--min-pass`; 1 it did not; 2 usage or setup error; 130
  * interrupted with Ctrl-C (what was measured is printed first).
  *
@@ -20,7 +22,10 @@ import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
+import { shellQuote, stepflowCommand } from "../invocation.ts";
+import { redactUrl } from "../store/pg_connection.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
+import { assertRunGroup, newRunGroup } from "../store/run_group.ts";
 import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
@@ -37,6 +42,7 @@ import {
   stringFlag,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 
@@ -70,6 +76,12 @@ export const EVAL_FLAGS: readonly FlagSpec[] = [
     description: "Lowest passing share of runs, 0–1 or a percentage (default 1: every run)",
   },
   { name: "json", type: "string", value: "FILE", description: "Also write the report as JSON" },
+  {
+    name: "group",
+    type: "string",
+    value: "NAME",
+    description: "Group the runs are recorded in (default: eval-<time>-<hex>, new per eval)",
+  },
   {
     name: "store",
     type: "string",
@@ -157,6 +169,9 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   const concurrency = count(values, "concurrency") ?? 1;
   const maxIterations = count(values, "max-iterations");
   const jsonFile = stringFlag(values, "json");
+  const groupFlag = stringFlag(values, "group");
+  if (groupFlag !== undefined) assertRunGroup(groupFlag, "--group");
+  const group = groupFlag ?? newRunGroup("eval");
   const flags = {
     backend: stringFlag(values, "backend"),
     script: stringFlag(values, "script"),
@@ -221,6 +236,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       concurrency,
       backendFor,
       store,
+      group,
       cwd: userDir,
       runner: {
         allowRun: values["allow-run"] === true,
@@ -236,12 +252,14 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   }
   const interrupted = io.signal?.aborted === true;
   const summary = summarize(definition.name, cases, outcomes, {
+    group,
     minPass,
     planned,
     interrupted,
     durationMs: performance.now() - started,
   });
   io.stdout.write(`${formatEvalReport(summary)}\n`);
+  io.stdout.write(`${whereToSee(definition.name, group, stringFlag(values, "store"), userDir)}\n`);
   if (jsonFile !== undefined) {
     const path = resolve(userDir, jsonFile);
     await writeFileAtomic(path, `${JSON.stringify({ ...summary, outcomes }, null, 2)}\n`);
@@ -249,6 +267,21 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   }
   if (interrupted) return EXIT_CODES.interrupted;
   return summary.ok ? EXIT_CODES.success : EXIT_CODES.failed;
+}
+
+/**
+ * Where the eval's runs are seen together: the dashboard filtered to the group, and `--runs`, as
+ * hints print commands (a `--store` given is repeated, a PostgreSQL password shown as `***`).
+ */
+function whereToSee(agent: string, group: string, store: string | undefined, userDir: string) {
+  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
+  return [
+    `Runs recorded in group ${group}. See them together:`,
+    `  ${
+      stepflowCommand("ui", userDir)
+    }${storeFlag}   then open http://127.0.0.1:8420/?group=${group}`,
+    `  ${agentRunCommand(userDir, agent, store)} --runs --run-group ${group}`,
+  ].join("\n");
 }
 
 /** `[####------] 3/10 name #1 pass (2 steps, 0.4s)`: one line per finished run. */

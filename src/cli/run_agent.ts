@@ -50,6 +50,7 @@ import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
+import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
@@ -196,6 +197,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     );
   }
   rejectMisplacedReplayFlags(scan);
+  rejectMisplacedGroup(scan);
   if (scan.runs || scan.show !== undefined) return await recordedRuns(argv, scan, ctx);
   if (scan.wait && !scan.submit) {
     throw new UsageError("--wait follows a run queued with --submit; add --submit.");
@@ -300,15 +302,25 @@ async function showRuns(
   // Hints print a command that works as printed (the run's recorded backend needs no flag).
   const command = agentRunCommand(ctx.userDir, definition.name, flags.store);
   if (flags.runs) {
-    const runs = await store.list();
+    const all = await store.list();
+    const runs = flags.group === undefined ? all : all.filter((r) => r.group === flags.group);
+    const inGroup = flags.group === undefined ? "" : ` in group ${flags.group}`;
     if (flags.json) {
       const shown = runs.map((run) => ({ ...run, shownStatus: shownStatus(run) }));
       ctx.io.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
     } else if (runs.length === 0) {
-      ctx.io.stdout.write(`No runs of agent "${definition.name}" recorded in ${where}.\n`);
+      ctx.io.stdout.write(
+        `No runs of agent "${definition.name}"${inGroup} recorded in ${where}.${
+          flags.group !== undefined && all.length > 0
+            ? ` ${all.length} other run${
+              all.length === 1 ? "" : "s"
+            }: list them without --run-group.`
+            : ""
+        }\n`,
+      );
     } else {
       ctx.io.stdout.write(
-        `Runs of agent "${definition.name}" in ${where} (${runs.length}, newest first):\n${
+        `Runs of agent "${definition.name}"${inGroup} in ${where} (${runs.length}, newest first):\n${
           formatRunList(runs, { color: ctx.stdoutColor, command })
         }\n`,
       );
@@ -385,6 +397,26 @@ const JSON_OUTPUT_DEPTH = 1_000;
  */
 function jsonOutput(value: unknown): string {
   return JSON.stringify(boundDepth(value, JSON_OUTPUT_DEPTH), null, 2);
+}
+
+/**
+ * `--run-group` names the group of a new run, or the group `--runs` lists: a resumed or redriven run
+ * keeps the group it started in, and `--show` shows one run.
+ */
+function rejectMisplacedGroup(scan: CliFlags): void {
+  if (scan.group === undefined) return;
+  assertRunGroup(scan.group, "--run-group");
+  const other = scan.show !== undefined
+    ? "--show"
+    : scan.resume !== undefined
+    ? "--resume"
+    : scan.redrive !== undefined
+    ? "--redrive"
+    : undefined;
+  if (other === undefined) return;
+  throw new UsageError(
+    `--run-group cannot be combined with ${other}: a run keeps the group it was started in. Use --run-group to start a new run in a group, or with --runs to list a group's runs.`,
+  );
 }
 
 /** `--resume`/`--redrive` continue with the run's own parameters; passing others is a mistake. */
@@ -638,6 +670,7 @@ async function run(
         ...signal,
         ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
         ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
+        ...(flags.group !== undefined ? { group: flags.group } : {}),
       });
     }
     // At a terminal, every wait is asked at once and the run goes on in this process.

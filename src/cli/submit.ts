@@ -69,6 +69,7 @@ export async function submitAndFollow(
     if (inputText !== undefined) request.inputText = inputText;
     if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
     if (flags.model !== undefined) request.model = flags.model;
+    if (flags.group !== undefined) request.group = flags.group;
     const runId = await submitRun(store, definition, request, { url: setting.value });
     if (!flags.wait) {
       ctx.io.stdout.write(

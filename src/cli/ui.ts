@@ -81,7 +81,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     { write: (t: string) => void Deno.stderr.writeSync(new TextEncoder().encode(t)) };
   const cwd = io.cwd ?? resolve(Deno.cwd(), Deno.env.get("INIT_CWD") || ".");
   try {
-    const { values } = parseUiArgs(args);
+    const { values } = parseUiArgs(args, cwd);
     if (values.help) {
       out.write(localizeCommands(USAGE, cwd));
       return 0;
@@ -164,8 +164,10 @@ async function closeStores(stores: { store: unknown }[]): Promise<void> {
   }
 }
 
-function parseUiArgs(args: string[]) {
-  const { values } = parseFlags(args, FLAGS, { positionals: false, hint: `\n\n${USAGE}` });
+/** Parses `args`; a usage error shows the help as the command is typed from `cwd`. */
+function parseUiArgs(args: string[], cwd: string) {
+  const hint = `\n\n${localizeCommands(USAGE, cwd)}`;
+  const { values } = parseFlags(args, FLAGS, { positionals: false, hint });
   return {
     values: {
       store: stringFlag(values, "store"),

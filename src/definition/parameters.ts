@@ -36,6 +36,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "redrive",
   "runs",
   "show",
+  "run-group",
   "record",
   "replay",
   "as-script",

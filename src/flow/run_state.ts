@@ -27,6 +27,8 @@ export interface RunnerState {
   runId: string;
   /** Agent name. */
   agent: string;
+  /** The group the run was started in (`RunOptions.group`); kept by resume and redrive. */
+  group?: string;
   /** `{uv-*}` values. */
   args: Record<string, unknown>;
   /** `{input_text}`. */
@@ -130,6 +132,7 @@ export function newRunnerState(
     (typeof args.input_text === "string" ? args.input_text : undefined);
   if (inputText !== undefined) state.inputText = inputText;
   if (options.backendChoice !== undefined) state.backendChoice = options.backendChoice;
+  if (options.group !== undefined) state.group = options.group;
   return state;
 }
 

@@ -87,6 +87,7 @@ import type {
 import { backoffDelay, sleep } from "../backoff.ts";
 import { validationProblems } from "../llm/json_schema.ts";
 import { newRunId } from "../store/run_id.ts";
+import { assertRunGroup } from "../store/run_group.ts";
 
 export type { RunnerState } from "./run_state.ts";
 
@@ -217,6 +218,7 @@ export class StepFlowRunner {
     });
     // Lock before reading a checkpoint: a second process resuming the same run must fail here, not
     // continue from a checkpoint the first one is about to move past.
+    if (options.group !== undefined) assertRunGroup(options.group, "RunOptions.group");
     const runId = options.resume ?? options.redrive ?? options.runId ?? newRunId();
     if (options.answer && !options.resume) {
       throw new StepflowError(

@@ -183,6 +183,13 @@ export interface RunOptions {
   /** Use this id for a new run (default: generated). */
   runId?: string;
   /**
+   * A group for a new run: runs started with the same group are listed together (`--runs --group`,
+   * the dashboard's `/?group=…`); `deno task eval` gives its runs one per eval. 1-64 letters,
+   * digits, `_`, `-`, `.` or `:` (else `RUN_GROUP_INVALID`). Recorded in the run's state: a resume
+   * or redrive keeps the group the run started with and ignores this one.
+   */
+  group?: string;
+  /**
    * How the caller chose the backend (name, `--model` override, server URL, script path — never a
    * key), recorded in the run's state so a later resume or redrive can choose the same one (see
    * `recordedBackendChoice`). On a resume or redrive it replaces the recorded choice.

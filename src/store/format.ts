@@ -5,6 +5,7 @@
  * @module
  */
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
+import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 
 /** Options of the formatters. */
@@ -197,6 +198,8 @@ export function formatRunList(
   const c = palette(options.color === true);
   // Stores with leases (PostgreSQL) name the worker driving each live run.
   const workers = summaries.some((s) => s.worker !== undefined);
+  // Runs started in a group (an eval's) name it; listings without groups keep their columns.
+  const groups = summaries.some((s) => s.group !== undefined);
   const rows = summaries.map((s) => [
     s.runId,
     time(s.startedAt),
@@ -205,9 +208,11 @@ export function formatRunList(
     s.durationMs === undefined ? "" : duration(s.durationMs),
     s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens, s.usage.callsWithoutUsage) : "",
     s.stepId ?? "",
+    ...(groups ? [s.group ?? ""] : []),
     ...(workers ? [s.worker ?? ""] : []),
   ]);
   const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT", "STEP"];
+  if (groups) headers.push("GROUP");
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
@@ -296,6 +301,7 @@ export function formatRunHistory(
     facts.push(`started ${time(log[0].ts)}`);
   }
   if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
+  if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
   const usage = state.usage;
   if (isUsage(usage)) {
     facts.push(

@@ -34,3 +34,4 @@ export {
   type HistoryFormatOptions,
 } from "./format.ts";
 export { type ShownStatus, shownStatus } from "./run_status.ts";
+export { assertRunGroup, isValidRunGroup, MAX_RUN_GROUP_LENGTH, newRunGroup } from "./run_group.ts";

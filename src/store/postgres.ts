@@ -17,6 +17,8 @@
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./run_id.ts";
+import { isValidRunGroup } from "./run_group.ts";
+import { DRIVEN_STATUSES } from "./run_status.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
   openPgConnection,
@@ -436,7 +438,15 @@ export class PostgresRunStore implements RunStore {
     const agents = `SELECT coalesce(json_agg(a ORDER BY a COLLATE "C"), '[]'::json)::text FROM
       (SELECT DISTINCT agent AS a FROM ${s}.runs WHERE ${where.join(" AND ")}) d`;
     if (query.agent !== undefined) where.push(`agent = $${params.push(query.agent)}`);
-    if (query.status !== undefined) where.push(`status = $${params.push(query.status)}`);
+    if (query.group !== undefined) {
+      // A queued run has no checkpoint yet: its group is the one it was submitted with.
+      where.push(
+        `coalesce(checkpoint->'state'->>'group', request->>'group') = $${params.push(query.group)}`,
+      );
+    }
+    if (query.status !== undefined) {
+      where.push(`${await this.#shownStatusSql(c, params)} = $${params.push(query.status)}`);
+    }
     const limit = `$${params.push(Math.max(0, Math.floor(query.limit)))}`;
     const offset = `$${params.push(Math.max(0, Math.floor(query.offset ?? 0)))}`;
     // Only the page's rows carry their checkpoints: the filter, count and order read narrow
@@ -741,6 +751,26 @@ export class PostgresRunStore implements RunStore {
     }, table runs, run ${runId})`;
   }
 
+  /**
+   * The SQL of a row's status as {@linkcode shownStatus} shows it, for the status filter: a driven
+   * status is `interrupted` unless a live lease holds the run. A lease of a `host:pid` owner on
+   * this host whose process is gone is not live ({@linkcode deadLocalHolder}); those owners are
+   * found first (a process check SQL cannot make) and passed as a parameter.
+   */
+  async #shownStatusSql(c: PgConnection, params: unknown[]): Promise<string> {
+    const driven = `$${params.push(DRIVEN_STATUSES)}::text[]`;
+    const owners = (await c.query<{ owner: string }>(
+      `SELECT DISTINCT lease_owner AS owner FROM ${c.schema}.runs
+       WHERE starts_with(lease_owner, $1) AND status = ANY($2::text[])
+         AND lease_expires_at > clock_timestamp()`,
+      [`${hostName()}:`, DRIVEN_STATUSES],
+    )).rows.map((r) => r.owner).filter(deadLocalHolder);
+    const dead = `$${params.push(owners)}::text[]`;
+    const live = `coalesce(lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp()
+      AND NOT lease_owner = ANY(${dead}), false)`;
+    return `(CASE WHEN status = ANY(${driven}) AND NOT ${live} THEN 'interrupted' ELSE status END)`;
+  }
+
   #summaryOf(row: ListRow): RunSummary {
     let summary: RunSummary;
     if (row.checkpoint) {
@@ -753,6 +783,7 @@ export class PostgresRunStore implements RunStore {
       }
     } else if (row.submitted) {
       summary = { ...this.#bareSummary(row), status: "queued" };
+      if (isValidRunGroup(row.request_group)) summary.group = row.request_group;
     } else {
       summary = this.#bareSummary(
         row,
@@ -803,7 +834,12 @@ interface LeaseRow {
 export interface RunPageQuery {
   /** Only runs of this agent. */
   agent?: string;
-  /** Only runs with this status (`queued` for submitted runs not started yet). */
+  /** Only runs started in this group (`RunOptions.group`). */
+  group?: string;
+  /**
+   * Only runs shown with this status (`queued` for submitted runs not started yet, `interrupted`
+   * for a running or paused run no live lease holds: the status the listing shows).
+   */
   status?: string;
   /** Matching runs to skip (newest first). */
   offset?: number;
@@ -827,6 +863,7 @@ const LIST_COLUMNS =
   `run_id, agent, status, checkpoint::text AS checkpoint, request IS NOT NULL AS submitted,
    lease_owner, lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp() AS live,
    started_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+   request->>'group' AS request_group,
    given_up, to_char(given_up_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS given_up_at`;
 
 interface ListRow {
@@ -841,6 +878,7 @@ interface ListRow {
   created_at: string;
   given_up: string | null;
   given_up_at: string | null;
+  request_group: string | null;
 }
 
 /**

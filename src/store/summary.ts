@@ -3,12 +3,13 @@
  *
  * @module
  */
+import { isValidRunGroup } from "./run_group.ts";
 import type { RunCheckpoint, RunSummary } from "./types.ts";
 
 /**
  * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
- * `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
+ * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
  * `currentStepId`, and `end.{reason, stepId, error}`.
  *
  * @example
@@ -31,6 +32,9 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
     updatedAt: checkpoint.updatedAt,
   };
   const state = checkpoint.state;
+  // A group is shown in pages and filtered on: one that is not valid (a hand-edited checkpoint)
+  // is left out rather than shown.
+  if (isValidRunGroup(state.group)) summary.group = state.group;
   if (isCount(state.historyLength)) summary.steps = state.historyLength;
   if (isCount(state.iteration)) summary.iterations = state.iteration;
   const duration = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);

@@ -76,6 +76,8 @@ export interface RunSummary {
   startedAt: string;
   /** Last update (ISO). */
   updatedAt: string;
+  /** The group the run was started in (the state's `group`: `RunOptions.group`), when any. */
+  group?: string;
   /**
    * Recorded iterations (history entries) so far. Read from the checkpoint state's `historyLength`
    * when the executor records one.

@@ -41,6 +41,7 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .answer .field { display:flex; gap:.5rem; align-items:baseline; margin:.4rem 0; }
 .answer .field label { min-width:10rem; }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
+a.group { display:inline-block; margin-left:6px; padding:0 6px; border:1px solid var(--line); border-radius:8px; font-size:11px; color:inherit; text-decoration:none; }
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;
   background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px; }

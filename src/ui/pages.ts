@@ -6,8 +6,8 @@
  */
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
-import { RUN_STATUSES } from "../store/checkpoint_format.ts";
-import { shownStatus } from "../store/run_status.ts";
+import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
+import { SHOWN_STATUSES, shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -21,7 +21,6 @@ import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 export const INLINE_TEXT_LIMIT = 20_000;
 
 /** The status filter: a run not started yet (`queued`), then every checkpoint status. */
-const STATUSES = ["queued", ...RUN_STATUSES];
 
 /** A whole page. `live` is the event-stream URL of a running run. */
 export function layout(title: string, body: Html, live?: string): string {
@@ -62,6 +61,7 @@ export function runsListPage(
   const link = (p: number) => {
     const params = new URLSearchParams();
     if (query.agent) params.set("agent", query.agent);
+    if (query.group) params.set("group", query.group);
     if (query.status) params.set("status", query.status);
     if (page.size !== 50) params.set("size", String(page.size));
     params.set("page", String(p));
@@ -71,7 +71,7 @@ export function runsListPage(
   const rows = page.runs.map((run) =>
     h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${
+        <td><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
@@ -94,8 +94,11 @@ export function runsListPage(
     page.agents.map((a) => h`<option${a === query.agent ? raw(" selected") : ""}>${a}</option>`)
   }</select></label>
     <label>Status <select name="status"><option value="">all</option>${
-    STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
-  }</select></label><button type="submit">Filter</button></form>
+    SHOWN_STATUSES.map((s) => h`<option${s === query.status ? raw(" selected") : ""}>${s}</option>`)
+  }</select></label>
+    <label>Group <input name="group" size="24" maxlength="${MAX_RUN_GROUP_LENGTH}" value="${
+    query.group ?? ""
+  }" placeholder="any"></label><button type="submit">Filter</button></form>
     <div class="pager"
       id="pager"><span>${page.total} of ${page.all} runs</span>${
     page.page > 1 ? h`<a href="${link(page.page - 1)}" rel="prev">← newer</a>` : ""
@@ -210,7 +213,12 @@ export function runMeta(view: RunView): Html {
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
-<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
+${
+    s?.group
+      ? h`<div><span>Group</span>${groupBadge(s.group)}</div>
+`
+      : ""
+  }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
 <div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
 <div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>
@@ -541,6 +549,13 @@ export function runHref(runId: string): string {
 /** Link of an agent page. */
 export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
+}
+
+/** A run's group, linking to the list of its group's runs (nothing for a run without one). */
+function groupBadge(group: string | undefined): Html | string {
+  if (group === undefined) return "";
+  const href = `/?${new URLSearchParams({ group })}`;
+  return h` <a class="group" href="${href}" title="runs of this group">${group}</a>`;
 }
 
 /** The run's status in the vocabulary every view shares (`interrupted` when nobody drives it). */

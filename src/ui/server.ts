@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { isValidRunGroup, MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { runAgentCommand } from "../invocation.ts";
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
@@ -288,8 +289,17 @@ async function route(
     return new Response(null, { status: 204, headers: securityHeaders() });
   }
   if (path === "/" || path === "/api/runs") {
+    const group = url.searchParams.get("group") || undefined;
+    // A group no run can carry matches nothing; say why rather than show an empty list.
+    if (group !== undefined && !isValidRunGroup(group)) {
+      return text(
+        400,
+        `Invalid group: a run group is 1-${MAX_RUN_GROUP_LENGTH} letters, digits, "_", "-", "." or ":". Copy it from the runs list or the eval's report.`,
+      );
+    }
     const query = {
       agent: url.searchParams.get("agent") || undefined,
+      group,
       status: url.searchParams.get("status") || undefined,
       page: intParam(url, "page"),
       size: intParam(url, "size"),

@@ -15,6 +15,7 @@ import { FileRunStore } from "../store/file.ts";
 import { DEFAULT_RUN_DIRECTORY, runStoreFor } from "../store/location.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { PostgresRunStore, type RunPageQuery, type RunPageResult } from "../store/postgres.ts";
+import { shownStatus } from "../store/run_status.ts";
 import { resolveStoreSetting, STORE_ENV } from "../store/select.ts";
 import { compareDesc } from "../store/summary.ts";
 import type { RunStore, RunSummary } from "../store/types.ts";
@@ -86,7 +87,9 @@ export interface RunPage {
 export interface RunQuery {
   /** Only runs of this agent. */
   agent?: string;
-  /** Only runs with this status. */
+  /** Only runs started in this group (`RunOptions.group`; `deno task eval` gives one per eval). */
+  group?: string;
+  /** Only runs shown with this status ({@linkcode shownStatus}: `interrupted`, `queued`…). */
   status?: string;
   /** 1-based page. */
   page?: number;
@@ -250,7 +253,9 @@ export class DashboardData {
     const size = Math.min(500, Math.max(1, query.size ?? 50));
     const wanted = Math.max(1, query.page ?? 1);
     const filter = (r: RunSummary) =>
-      (!query.agent || r.agent === query.agent) && (!query.status || r.status === query.status);
+      (!query.agent || r.agent === query.agent) &&
+      (!query.group || r.group === query.group) &&
+      (!query.status || shownStatus(r) === query.status);
     const only = this.source.stores.length === 1 ? this.source.stores[0].store : undefined;
     if (only && isPagedStore(only)) {
       const ask = (page: number) =>
@@ -331,9 +336,10 @@ export class DashboardData {
     return found === undefined ? undefined : this.source.stores[found.storeIndex];
   }
 
-  #filterOf(query: RunQuery): { agent?: string; status?: string } {
+  #filterOf(query: RunQuery): { agent?: string; group?: string; status?: string } {
     return {
       ...(query.agent ? { agent: query.agent } : {}),
+      ...(query.group ? { group: query.group } : {}),
       ...(query.status ? { status: query.status } : {}),
     };
   }

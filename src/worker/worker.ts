@@ -86,6 +86,8 @@ export interface SubmittedRequest {
   maxIterations?: number;
   /** `--model`. */
   model?: string;
+  /** `--group`: the group the run starts in (`RunOptions.group`). */
+  group?: string;
 }
 
 /** A running worker. */
@@ -290,6 +292,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           backendChoice,
           args: request.args ?? {},
           ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
+          ...(request.group !== undefined ? { group: request.group } : {}),
         },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);

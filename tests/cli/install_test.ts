@@ -80,6 +80,11 @@ Deno.test("deno task install: one stepflow command that runs every command outsi
       assert.match(result.out, usage, command);
       assert.doesNotMatch(result.out, /deno task/, command);
     }
+    // A usage error shows the help as typed here too.
+    const uiUsage = await sh("stepflow ui --prot 0", project, env);
+    assert.equal(uiUsage.code, 2, uiUsage.out);
+    assert.match(uiUsage.out, /^Usage: stepflow ui /m);
+    assert.doesNotMatch(uiUsage.out, /deno task/);
     // Other commands by name, with their files resolved in the project folder.
     await Deno.writeTextFile(join(project, "hi.qplan"), 'step id="s" {\n  print "hi"\n}\n');
     const qplan = await sh("stepflow qplan run hi.qplan --quiet", project, env);

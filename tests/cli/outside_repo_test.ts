@@ -99,6 +99,27 @@ Deno.test("outside the checkout: importing it through the project's own import m
   }
 });
 
+Deno.test("outside the checkout: a usage error of ui shows its help as the command is typed there", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-elsewhere-" });
+  try {
+    const config = join(REPO_ROOT, "deno.json");
+    const ui = join(REPO_ROOT, "src", "cli", "ui.ts");
+    const result = await run(
+      [Deno.execPath(), "run", "-A", "--config", config, ui, "--prot", "0"],
+      dir,
+    );
+    assert.equal(result.code, 2, result.out);
+    assert.match(result.out, /Unknown option --prot/);
+    assert.ok(
+      result.out.includes(`Usage: deno run -A --config ${config} ${ui} [--store`),
+      result.out,
+    );
+    assert.doesNotMatch(result.out, /deno task/, "deno task only works inside the checkout");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("runAgentCommand: deno task inside the checkout, --config outside, JSR when loaded from JSR", () => {
   assert.equal(runAgentCommand(join(REPO_ROOT, "some", "sub")), "deno task run-agent");
   assert.equal(

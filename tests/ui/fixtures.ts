@@ -45,6 +45,10 @@ export interface FlowScript {
   issue?: string;
   /** Run id. */
   runId?: string;
+  /** The run's group (`RunOptions.group`). */
+  group?: string;
+  /** Redrive this run instead of starting one. */
+  redrive?: string;
   /** The topic. */
   topic?: string;
   /** The n-th `continuation.issue` call fails (a backend error: the run ends failed). */
@@ -151,6 +155,8 @@ export function runFlow(
     args: { topic: script.topic ?? "Fix the flaky login test" },
     cwd: project.root,
     ...(script.runId ? { runId: script.runId } : {}),
+    ...(script.group !== undefined ? { group: script.group } : {}),
+    ...(script.redrive ? { redrive: script.redrive } : {}),
   });
 }
 

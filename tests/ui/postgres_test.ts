@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { StepflowError } from "../../src/errors.ts";
+import { hostName } from "../../src/store/file_lock.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { DashboardData, discoverStores } from "../../src/ui/source.ts";
@@ -33,6 +34,33 @@ async function insertBulkRuns(url: string, count: number): Promise<void> {
                  'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ts
              FROM generate_series(1, $1::integer) AS n) g`,
       [count],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Two runs of issue-solver recorded `running` that nobody drives: `pg-left` holds no lease,
+ * `pg-dead-holder` an unexpired lease of a process of this host that has exited.
+ */
+async function insertRunningRuns(url: string): Promise<void> {
+  const exited = new Deno.Command(Deno.execPath(), { args: ["--version"], stdout: "null" }).spawn();
+  await exited.status;
+  const { Client } = await import("pg");
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(
+      `INSERT INTO stepflow.runs (run_id, agent, status, started_at, updated_at, log_entries,
+         checkpoint, lease_owner, lease_expires_at)
+       SELECT id, 'issue-solver', 'running', ts, ts, 0, json_build_object('version', 1,
+         'runId', id, 'agent', 'issue-solver', 'status', 'running', 'startedAt', ts,
+         'updatedAt', ts, 'logEntries', 0, 'state', json_build_object()), owner,
+         CASE WHEN owner IS NULL THEN NULL ELSE clock_timestamp() + interval '1 hour' END
+       FROM (VALUES ('pg-left', '2026-01-01T00:00:00.000Z', NULL),
+         ('pg-dead-holder', '2026-01-02T00:00:00.000Z', $1)) v(id, ts, owner)`,
+      [`${hostName()}:${exited.pid}`],
     );
   } finally {
     await client.end();
@@ -116,6 +144,16 @@ Deno.test({
         });
         await hold.reached;
         assert.equal((await writer.summary("pg-live"))?.live, true);
+        // The status filter is the status the list shows: a running run no live lease holds (none,
+        // or one of a process of this host that is gone) is interrupted, not running.
+        await insertRunningRuns(url);
+        const shown = async (status: string) =>
+          (await (await fetch(`${ui.url}api/runs?agent=issue-solver&status=${status}`)).json())
+            .runs.map((r: { runId: string; status: string }) => r.runId);
+        assert.deepEqual(await shown("running"), ["pg-live"]);
+        assert.deepEqual(await shown("interrupted"), ["pg-dead-holder", "pg-left"]);
+        const interrupted = await data.runPage({ status: "interrupted" });
+        assert.deepEqual(interrupted.runs.map((r) => r.live), [false, false]);
         const page = await (await fetch(`${ui.url}runs/pg-live`)).text();
         const events = page.match(/data-live="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&");
         assert.ok(events, "a running run's page follows it");

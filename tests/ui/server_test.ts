@@ -2,7 +2,7 @@
  * The dashboard server over HTTP (no browser): security model, routes, escaping, pagination, and
  * the `deno task ui` command line.
  */
-import { runAgentCommand } from "../../src/invocation.ts";
+import { runAgentCommand, stepflowCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { runTask } from "../cli/helpers.ts";
 import { uiMain } from "../../src/cli/ui.ts";
@@ -10,7 +10,7 @@ import { StepflowError } from "../../src/errors.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { startDashboard } from "./browser.ts";
-import { demoProject, runFlow, runUi } from "./fixtures.ts";
+import { demoProject, holdAt, runFlow, runUi } from "./fixtures.ts";
 
 /** A run recorded through the store API in the run-log format with prompts, answers, re-asks. */
 async function recordAnsweredRun(project: Awaited<ReturnType<typeof demoProject>>) {
@@ -151,6 +151,41 @@ Deno.test("dashboard HTTP: the runs list filters and pages on the server", async
   assert.match(html, /href="\/\?size=3&amp;page=1" rel="prev"/);
 });
 
+Deno.test("dashboard HTTP: the status filter means the status the list shows (interrupted is not running)", async () => {
+  const project = await demoProject();
+  await runFlow(project, { runId: "done", continuations: 1 });
+  // A run its process left behind: running in its checkpoint, nobody holds its lock.
+  await runFlow(project, { runId: "killed", continuations: 3, failAt: 2 });
+  const file = project.store.files("killed").checkpoint;
+  const checkpoint = JSON.parse(await Deno.readTextFile(file));
+  checkpoint.status = "running";
+  delete checkpoint.state.end;
+  await Deno.writeTextFile(file, JSON.stringify(checkpoint));
+  // A run this process drives, held at its second model call.
+  using hold = holdAt(2);
+  const live = runFlow(project, {
+    runId: "live",
+    continuations: 3,
+    beforeAnswer: hold.beforeAnswer,
+  });
+  await hold.reached;
+  await using ui = await startDashboard(project.root);
+  const ids = async (status: string) =>
+    (await (await fetch(`${ui.url}api/runs?status=${status}`)).json()).runs
+      .map((r: { runId: string }) => r.runId);
+  assert.deepEqual(await ids("running"), ["live"]);
+  assert.deepEqual(await ids("interrupted"), ["killed"]);
+  assert.deepEqual(await ids("completed"), ["done"]);
+  const html = await (await fetch(`${ui.url}?status=interrupted`)).text();
+  assert.match(html, /<option selected>interrupted<\/option>/);
+  assert.match(html, /data-run="killed"/);
+  assert.doesNotMatch(html, /data-run="live"|data-run="done"/);
+  assert.match(html, /1 of 3 runs/);
+  hold.release();
+  assert.equal((await live).success, true);
+  assert.deepEqual(await ids("running"), []);
+});
+
 Deno.test("dashboard token: required on every request when set; cookie after ?token=", async () => {
   const project = await demoProject();
   const stores = await discoverStores(project.root);
@@ -264,7 +299,9 @@ Deno.test("deno task ui: usage errors and stores that cannot be read exit 2 with
   assert.match(bad.stderr, /--port "99999": give a port number/);
   const unknown = await runUi(["--allow-everything"], userDir);
   assert.equal(unknown.code, 2);
-  assert.match(unknown.stderr, /Unknown option --allow-everything\.[\s\S]*Usage: deno task ui/);
+  // The help as the command is typed from the user's folder (outside the checkout here).
+  assert.match(unknown.stderr, /Unknown option --allow-everything\.[\s\S]*Usage: deno run /);
+  assert.ok(unknown.stderr.includes(stepflowCommand("ui", userDir)), unknown.stderr);
   assert.equal(unknown.stdout + bad.stdout + missing.stdout + down.stdout + other.stdout, "");
 });
 

@@ -37,6 +37,8 @@ export interface EvalCaseSummary {
 export interface EvalSummary {
   /** The agent. */
   agent: string;
+  /** The group its runs were recorded in (`--runs --group`, the dashboard's `/?group=`). */
+  group: string;
   /** Runs measured. */
   runs: number;
   /** Runs that passed. */
@@ -66,7 +68,13 @@ export function summarize(
   agent: string,
   cases: EvalCase[],
   outcomes: EvalRunOutcome[],
-  options: { minPass: number; planned: number; interrupted: boolean; durationMs: number },
+  options: {
+    group: string;
+    minPass: number;
+    planned: number;
+    interrupted: boolean;
+    durationMs: number;
+  },
 ): EvalSummary {
   const measured = outcomes.filter((o) => !o.cancelled);
   const perCase = cases.map((c) =>
@@ -84,6 +92,7 @@ export function summarize(
   }
   return {
     agent,
+    group: options.group,
     runs: measured.length,
     passed,
     passRate,

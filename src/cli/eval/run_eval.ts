@@ -72,6 +72,8 @@ export interface EvalOptions {
   backendFor(c: EvalCase): Promise<LlmBackend>;
   /** The agent's run store: eval runs are recorded like any other. */
   store: RunStore;
+  /** The group every run of this eval is started in (`RunOptions.group`): listed together. */
+  group?: string;
   /** The run's working directory when a case has no workspace. */
   cwd: string;
   /** More runner options (allowRun, skipValidators, maxTotalIterations, model). */
@@ -135,6 +137,7 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
     const result = await runner.run({
       args: c.params,
       cwd,
+      ...(options.group !== undefined ? { group: options.group } : {}),
       ...(c.stdin !== undefined ? { inputText: c.stdin } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
