@@ -49,7 +49,8 @@ Deno.test("run-agent without a terminal: the run waits, the CLI prints the quest
     assert.match(
       command,
       new RegExp(
-        ` --agent release --script release\\.script\\.json --answer ${id} --value '\\{"decision":"next"\\}'$`,
+        // No --script: the run recorded its backend, and the answer continues on it.
+        ` --agent release --answer ${id} --value '\\{"decision":"next"\\}'$`,
       ),
     );
     const waiting = await runTask(["--agent", "release", "--runs"], { userDir: user });
