@@ -11,7 +11,7 @@ import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RunStatus } from "../store/types.ts";
 import type { Outcome, StepError } from "./decisions.ts";
-import { ownValue, setOwn } from "./own_record.ts";
+import { ownValue, setOwn } from "../own_record.ts";
 import type {
   CompletionReason,
   HistoryEntry,
