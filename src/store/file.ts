@@ -39,6 +39,7 @@ import { FULL_LIST_EVERY_MS, type RunDirScan, RunListing, statKey } from "./file
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
 import { pathVisible, pathVisibleSync } from "../path_exists.ts";
 import { assertRunId, isValidRunId } from "./run_id.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /**
  * How hard a checkpoint is pushed to disk. The checkpoint file is always written without a flush (temp file, old file removed, rename:
@@ -665,7 +666,7 @@ export class FileRunStore implements RunStore {
         kept++;
         continue;
       }
-      if (run.status === "running" || run.status === "paused") continue;
+      if (isOpenStatus(run.status)) continue;
       const files = this.files(run.runId);
       let held: HeldFileLock;
       try {
@@ -806,7 +807,7 @@ export class FileRunStore implements RunStore {
       const { cached, current } = await this.#currentCheckpoint(runId, locked);
       if (!current) throw new Deno.errors.NotFound(files.checkpoint);
       summary = summarizeCheckpoint(current);
-      if (summary.status === "running" || summary.status === "paused") {
+      if (isOpenStatus(summary.status)) {
         summary.live = await this.#lockLive(files.lock);
       } else if (current === cached && key !== undefined) {
         this.#listing.remember(runId, key, summary);
@@ -816,7 +817,7 @@ export class FileRunStore implements RunStore {
       this.#listing.forget(runId);
       summary = await this.#summaryFromLog(runId, error);
     }
-    if (summary.status === "running" || summary.status === "paused") {
+    if (isOpenStatus(summary.status)) {
       summary.live = await this.#lockLive(files.lock);
     }
     return summary;
@@ -846,7 +847,7 @@ export class FileRunStore implements RunStore {
     }
     if (!cache) return { current: (await this.#readLogFile(runId)).checkpoint };
     const cached = cache.checkpoint;
-    const open = cached.status === "running" || cached.status === "paused";
+    const open = isOpenStatus(cached.status);
     if (cache.logBytes !== undefined) {
       // A settled run's log grows only under its lock, whose release rewrites the cache.
       if (!open && !locked) return { cached, current: cached };

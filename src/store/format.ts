@@ -6,6 +6,7 @@
  */
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { shownStatus } from "./run_status.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -275,7 +276,7 @@ export function formatRunHistory(
   const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
   const tone = status === "completed"
     ? "good"
-    : status === "running" || status === "paused" || status === "interrupted"
+    : isOpenStatus(status) || status === "interrupted"
     ? "warn"
     : "bad";
   lines.push(
@@ -319,10 +320,10 @@ export function formatRunHistory(
     lines.push(
       c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
-  } else if ((status === "running" || status === "paused") && options.live === true) {
+  } else if (isOpenStatus(status) && options.live === true) {
     // A live process drives it: resuming it would be refused (RUN_LOCKED).
     lines.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
-  } else if (status === "running" || status === "paused") {
+  } else if (isOpenStatus(status)) {
     lines.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
@@ -377,7 +378,7 @@ export function formatRunHistory(
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
-    (status === "running" || status === "paused" || status === "interrupted") && lastStart &&
+    (isOpenStatus(status) || status === "interrupted") && lastStart &&
     typeof lastStart.iteration === "number" && lastStart.iteration > lastKept
   ) {
     lines.push(
@@ -429,7 +430,7 @@ type Tone = "good" | "warn" | "bad" | "plain";
 function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
-  if (s.status === "running" || s.status === "paused" || s.status === "queued") return "warn";
+  if (isOpenStatus(s.status) || s.status === "queued") return "warn";
   return "bad";
 }
 

@@ -34,3 +34,11 @@ export {
   type HistoryFormatOptions,
 } from "./format.ts";
 export { type ShownStatus, shownStatus } from "./run_status.ts";
+export {
+  isOpenStatus,
+  OPEN_RUN_STATUSES,
+  type OpenRunStatus,
+  RUN_STATUS_KINDS,
+  RUN_STATUSES,
+  SHOWN_STATUSES,
+} from "../run_statuses.ts";

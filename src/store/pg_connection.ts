@@ -6,7 +6,14 @@
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
+import { NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { loadPgPackage } from "./pg_loader.ts";
+
+/**
+ * The statuses of a submitted run that has not ended, as an SQL list (`'queued', 'running', …`).
+ * Words of our own list, never user input.
+ */
+export const NOT_ENDED_SQL: string = NOT_ENDED_STATUSES.map((s) => `'${s}'`).join(", ");
 
 /** The rows and row count of a query (the part of `pg`'s result stepflow reads). */
 export interface PgResult<Row = Record<string, unknown>> {
@@ -308,7 +315,7 @@ const MIGRATIONS: readonly Migration[] = [
         created_at timestamptz NOT NULL DEFAULT clock_timestamp()
       )`,
       `CREATE INDEX runs_agent_started ON ${s}.runs (agent, started_at DESC)`,
-      `CREATE INDEX runs_open_leases ON ${s}.runs (lease_expires_at) WHERE status IN ('running', 'paused', 'queued')`,
+      `CREATE INDEX runs_open_leases ON ${s}.runs (lease_expires_at) WHERE status IN (${NOT_ENDED_SQL})`,
       `CREATE TABLE ${s}.run_log (
         run_id text NOT NULL REFERENCES ${s}.runs (run_id) ON DELETE CASCADE,
         seq integer NOT NULL,

@@ -19,6 +19,7 @@ import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./run_id.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
+  NOT_ENDED_SQL,
   openPgConnection,
   type PgConnection,
   type PgConnectionOptions,
@@ -26,6 +27,7 @@ import {
 } from "./pg_connection.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /** Options of {@linkcode PostgresRunStore}. */
 export interface PostgresRunStoreOptions extends PgConnectionOptions {
@@ -588,7 +590,7 @@ export class PostgresRunStore implements RunStore {
     const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
     return (await c.query(
       `UPDATE ${c.schema}.runs SET status = 'failed', given_up = $2, given_up_at = clock_timestamp()
-       WHERE run_id = $1 AND request IS NOT NULL AND status IN ('queued', 'running', 'paused')
+       WHERE run_id = $1 AND request IS NOT NULL AND status IN (${NOT_ENDED_SQL})
          AND (lease_owner IS NULL OR lease_expires_at IS NULL
            OR lease_expires_at < clock_timestamp())
        RETURNING run_id`,
@@ -615,7 +617,7 @@ export class PostgresRunStore implements RunStore {
       `UPDATE ${s}.runs SET requeued_at = clock_timestamp()
        WHERE run_id IN (
          SELECT run_id FROM ${s}.runs
-         WHERE request IS NOT NULL AND status IN ('queued', 'running', 'paused')
+         WHERE request IS NOT NULL AND status IN (${NOT_ENDED_SQL})
            AND given_up IS NULL
            AND (lease_expires_at < clock_timestamp()
              OR (status = 'queued' AND lease_expires_at IS NULL
@@ -768,7 +770,7 @@ export class PostgresRunStore implements RunStore {
       return summary;
     }
     const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
-    const open = summary.status === "running" || summary.status === "paused";
+    const open = isOpenStatus(summary.status);
     if (open) summary.live = live;
     if (live && row.lease_owner) summary.worker = row.lease_owner;
     return summary;

@@ -6,13 +6,13 @@
  *
  * @module
  */
-import type { RunStatus, RunSummary } from "./types.ts";
+import { isOpenStatus, type ShownStatus } from "../run_statuses.ts";
+import type { RunSummary } from "./types.ts";
 
-/** A status as views show it: the checkpoint's statuses, `queued` and `interrupted`. */
-export type ShownStatus = RunStatus | "queued" | "interrupted";
+export type { ShownStatus };
 
 /**
- * The status to show for a run: `interrupted` when it is `running` or `paused` and `live` is false
+ * The status to show for a run: `interrupted` when it is open (`running`, `paused`) and `live` is false
  * (nobody holds its lock or lease), else its status as recorded.
  *
  * @example
@@ -23,6 +23,5 @@ export type ShownStatus = RunStatus | "queued" | "interrupted";
  * ```
  */
 export function shownStatus(run: Pick<RunSummary, "status" | "live">): ShownStatus {
-  const open = run.status === "running" || run.status === "paused";
-  return open && run.live === false ? "interrupted" : run.status;
+  return isOpenStatus(run.status) && run.live === false ? "interrupted" : run.status;
 }

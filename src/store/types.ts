@@ -21,15 +21,10 @@ export interface RunLogEntry {
   [field: string]: unknown;
 }
 
-/** Status of a run as recorded in its checkpoint. */
-export type RunStatus =
-  | "running"
-  | "paused"
-  | "completed"
-  | "failed"
-  | "aborted"
-  | "cancelled"
-  | "timeout";
+import type { RunStatus } from "../run_statuses.ts";
+
+// The one list of run states is in ../run_statuses.ts.
+export type { RunStatus };
 
 /** The durable snapshot of a run, replaced after every iteration. */
 export interface RunCheckpoint {

@@ -47,6 +47,7 @@ import {
   sameOriginPath,
 } from "./http_guard.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 export { isLoopback, malformedSegment, sameOriginPath };
 
@@ -375,7 +376,7 @@ async function loadRunView(data: DashboardData, runId: string): Promise<RunView>
 
 function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
   const status = checkpoint?.status ?? summary?.status;
-  return status === "running" || status === "paused";
+  return isOpenStatus(status);
 }
 
 /**

@@ -6,6 +6,7 @@
 import { sleep } from "../backoff.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 import { newRunId } from "../store/run_id.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
@@ -106,9 +107,7 @@ export async function followRun(
         details: { runId },
       });
     }
-    if (
-      summary.status !== "queued" && summary.status !== "running" && summary.status !== "paused"
-    ) {
+    if (summary.status !== "queued" && !isOpenStatus(summary.status)) {
       const checkpoint = await store.loadCheckpoint(runId);
       const rest = await store.readLog(runId);
       for (; seen < rest.length; seen++) handlers.onEntry?.(rest[seen]);

@@ -29,6 +29,7 @@ import {
 } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
+import { isOpenStatus, NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
@@ -99,7 +100,7 @@ export interface RunWorker {
   stop(): Promise<void>;
 }
 
-const OPEN = new Set(["running", "paused", "queued"]);
+const OPEN: ReadonlySet<string> = new Set(NOT_ENDED_STATUSES);
 
 /**
  * Why `agentRoot` cannot be a worker's folder of agents, or undefined when it can: it must be a
@@ -249,7 +250,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       throw error;
     }
     const checkpoint = await store.loadCheckpoint(runId);
-    if (checkpoint && checkpoint.status !== "running" && checkpoint.status !== "paused") return;
+    if (checkpoint && !isOpenStatus(checkpoint.status)) return;
     const request = submitted.request as SubmittedRequest;
     // The backend the run recorded (a worker that died drove it), else the agent's with the
     // submitted model; this worker's backend flags override either, field by field.
