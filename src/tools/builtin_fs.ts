@@ -76,6 +76,9 @@ export interface ListDirArgs {
   maxEntries?: number;
 }
 
+// Compile-time: each interface equals its schema's parsed type.
+// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
+// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof ReadFileArgsSchema>, ReadFileArgs>,
   Exactly<z.infer<typeof WriteFileArgsSchema>, WriteFileArgs>,

@@ -51,6 +51,9 @@ export interface HttpGetArgs {
   allowErrorStatus?: boolean;
 }
 
+// Compile-time: the interface equals its schema's parsed type.
+// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
+// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
 const _schemaMatchesInterface: Exactly<z.infer<typeof HttpGetArgsSchema>, HttpGetArgs> = true;
 
 /** What `http_get` returns. */
