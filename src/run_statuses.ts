@@ -65,6 +65,13 @@ export const OPEN_RUN_STATUSES: readonly OpenRunStatus[] = Object.freeze(
   RUN_STATUSES.filter((s): s is OpenRunStatus => RUN_STATUS_KINDS[s] === "open"),
 );
 
+/** The recorded statuses a run ends in, in {@linkcode RUN_STATUSES}' order. */
+export const ENDED_RUN_STATUSES: readonly Exclude<RunStatus, OpenRunStatus>[] = Object.freeze(
+  RUN_STATUSES.filter((s): s is Exclude<RunStatus, OpenRunStatus> =>
+    RUN_STATUS_KINDS[s] === "ended"
+  ),
+);
+
 /**
  * Every status views show, in the order a run can reach them: `queued`, the recorded ones,
  * `interrupted`.

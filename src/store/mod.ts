@@ -35,6 +35,7 @@ export {
 } from "./format.ts";
 export { type ShownStatus, shownStatus } from "./run_status.ts";
 export {
+  ENDED_RUN_STATUSES,
   isOpenStatus,
   OPEN_RUN_STATUSES,
   type OpenRunStatus,

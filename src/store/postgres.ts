@@ -27,7 +27,7 @@ import {
 } from "./pg_connection.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
-import { isOpenStatus } from "../run_statuses.ts";
+import { ENDED_RUN_STATUSES, isOpenStatus } from "../run_statuses.ts";
 
 /** Options of {@linkcode PostgresRunStore}. */
 export interface PostgresRunStoreOptions extends PgConnectionOptions {
@@ -49,7 +49,7 @@ export const DEFAULT_LEASE_MS = 30_000;
 /** The longest give-up message kept (a last error can be huge). */
 const MAX_GIVEN_UP = 4_000;
 
-const TERMINAL = new Set(["completed", "failed", "aborted", "cancelled", "timeout"]);
+const TERMINAL: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
 
 /** A lease this store holds. */
 interface HeldLease {
