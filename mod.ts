@@ -198,5 +198,4 @@ export {
   SHOWN_STATUSES,
   type ShownStatus,
   shownStatus,
-  type SubmittedRun,
 } from "./src/store/mod.ts";

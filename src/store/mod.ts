@@ -22,7 +22,6 @@ export {
   type PostgresRunStoreOptions,
   type RunPageQuery,
   type RunPageResult,
-  type SubmittedRun,
 } from "./postgres.ts";
 export type { PgConnectionOptions } from "./pg_connection.ts";
 export { type AgentLoggingSource, runStoreDirFor, runStoreFor } from "./location.ts";

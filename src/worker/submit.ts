@@ -12,6 +12,7 @@ import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
+import { recordSubmission, submissionOf } from "./submissions.ts";
 import type { SubmittedRequest } from "./worker.ts";
 
 /** Options of {@linkcode submitRun}. */
@@ -46,7 +47,7 @@ export async function submitRun(
   options: SubmitOptions,
 ): Promise<string> {
   const runId = options.runId ?? newRunId();
-  await store.recordSubmission({
+  await recordSubmission(store, {
     runId,
     agent: definition.name,
     agentHash: await agentContentHash(definition.dir),
@@ -93,7 +94,7 @@ export async function followRun(
     signal?.throwIfAborted();
     const log = await store.readLog(runId);
     for (; seen < log.length; seen++) handlers.onEntry?.(log[seen]);
-    const summary = await store.submission(runId);
+    const summary = await submissionOf(store, runId);
     if (!summary) {
       throw new StepflowError(
         "RUN_NOT_FOUND",

@@ -5,14 +5,14 @@
  * - The run's lease (see `PostgresRunStore`) makes one worker drive a run at a time; a job for a run
  *   that another worker holds, or that ended, is completed without doing anything.
  * - A worker that dies (SIGKILL, power loss) stops renewing its leases; once they expire, any
- *   worker re-queues the run ({@linkcode PostgresRunStore.claimOrphans}) and the next one resumes it
+ *   worker re-queues the run ({@linkcode claimOrphans}) and the next one resumes it
  *   from its last committed iteration. Only the iteration in flight is executed again.
  * - `stop()` (SIGTERM) lets each run finish its iteration in flight, commits it, releases the lease
  *   and puts the run back on the queue.
  * - Agents come from the worker's own agent root; a run whose recorded content hash differs from
  *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
  * - A run whose job failed its last retry is marked `failed` with the reason
- *   ({@linkcode PostgresRunStore.markGivenUp}): no worker would take it again.
+ *   ({@linkcode markGivenUp}): no worker would take it again.
  *
  * @module
  */
@@ -33,6 +33,7 @@ import { isOpenStatus, NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
+import { claimOrphans, markGivenUp, markTaken, submissionOf } from "./submissions.ts";
 
 /** Options of {@linkcode startWorker}. */
 export interface WorkerOptions {
@@ -191,7 +192,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           `the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).`;
         let marked: boolean;
         try {
-          marked = await store.markGivenUp(runId, message);
+          marked = await markGivenUp(store, runId, message);
         } catch (error) {
           log(`error: run ${runId}: ${message} Recording it failed (${errorMessage(error)}).`);
           return;
@@ -232,8 +233,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       await queue.send(runId);
       return;
     }
-    await store.markTaken(runId);
-    const submitted = await store.submission(runId);
+    await markTaken(store, runId);
+    const submitted = await submissionOf(store, runId);
     if (!submitted) {
       log(`run ${runId}: not a submitted run in this store; job dropped.`);
       return;
@@ -326,7 +327,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const reapEveryMs = Math.max(250, Math.floor(store.leaseMs / 2));
   const reap = async () => {
     try {
-      for (const runId of await store.claimOrphans()) {
+      for (const runId of await claimOrphans(store)) {
         log(`run ${runId}: its worker is gone (lease expired); re-queued`);
         await queue.send(runId);
       }
