@@ -19,15 +19,7 @@ Deno.test("word lists: each reflection decision is accepted, any other word refu
 
 Deno.test("word lists: step status codes and plan step statuses are the documented words", () => {
   assert.deepEqual(STEP_STATUS_CODES, ["OK", "FAIL", "UNCERTAIN", "LACK_OF_INFO"]);
-  assert.deepEqual(STEP_STATUSES, [
-    "pending",
-    "blocked",
-    "ready",
-    "running",
-    "completed",
-    "failed",
-    "skipped",
-  ]);
+  assert.equal(STEP_STATUSES.join(" "), "pending blocked ready running completed failed skipped");
   for (const status of STEP_STATUSES) assert.equal(StepStatusSchema.parse(status), status);
   assert.equal(StepStatusSchema.safeParse("done").success, false);
 });

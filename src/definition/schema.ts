@@ -468,8 +468,7 @@ export interface AgentConfig {
 }
 
 // Compile-time proof that every interface above is exactly what its zod schema parses to.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof PromptRefSchema>, PromptRef>,
   Exactly<z.infer<typeof CheckSchema>, CheckDefinition>,

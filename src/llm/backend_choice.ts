@@ -30,8 +30,7 @@ const BackendChoiceSchema = z.object({
 }).strict();
 
 // Compile-time: the interface equals the schema's output type.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const typesMatch: Exactly<z.output<typeof BackendChoiceSchema>, BackendChoice> = true;
 void typesMatch;
 

@@ -191,8 +191,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 // Compile-time: the hand-written interfaces equal the schemas' output types.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const typesMatch: [
   Exactly<z.output<typeof StepResultSchema>, StepResult>,
   Exactly<z.output<typeof OnErrorSchema>, OnErrorSetting>,

@@ -126,8 +126,7 @@ const ReflectionZod = z.object({
 export const ReflectionSchema: z.ZodType<Reflection> = ReflectionZod;
 
 // Compile-time proof that the interfaces are exactly what the schemas parse to.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof StepOutputSchema>, StepOutput>,
   Exactly<z.infer<typeof ReflectionZod>, Reflection>,

@@ -57,8 +57,7 @@ export interface RunCommandArgs {
 }
 
 // Compile-time: the interface equals its schema's parsed type.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemaMatchesInterface: Exactly<z.infer<typeof RunCommandArgsSchema>, RunCommandArgs> = true;
 
 /** What `run_command` returns. */

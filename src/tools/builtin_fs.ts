@@ -77,8 +77,7 @@ export interface ListDirArgs {
 }
 
 // Compile-time: each interface equals its schema's parsed type.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof ReadFileArgsSchema>, ReadFileArgs>,
   Exactly<z.infer<typeof WriteFileArgsSchema>, WriteFileArgs>,

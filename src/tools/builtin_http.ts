@@ -52,8 +52,7 @@ export interface HttpGetArgs {
 }
 
 // Compile-time: the interface equals its schema's parsed type.
-// Hand-written interfaces, because they are public: `z.infer` would render in `deno doc` without
-// fields or field docs, and `deno doc --lint` refuses it (src/type_equality.ts says more).
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemaMatchesInterface: Exactly<z.infer<typeof HttpGetArgsSchema>, HttpGetArgs> = true;
 
 /** What `http_get` returns. */
