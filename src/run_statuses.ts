@@ -6,7 +6,9 @@
  *
  * Adding a status is one line in {@linkcode RUN_STATUS_KINDS}: its word, and whether a run in it is
  * still `open` (it may go on: resumable, listed among the live runs, kept leased by its worker) or
- * `ended`.
+ * `ended`. (A new `open` status also wants a PostgreSQL migration that recreates the
+ * `runs_open_leases` index with it, since applied migrations never change; without one, queries
+ * stay correct and only that index does not cover the new status.)
  *
  * @module
  */
