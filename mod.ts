@@ -193,6 +193,8 @@ export {
   PostgresRunStore,
   type PostgresRunStoreOptions,
   readLogFrom,
+  RUN_STATUS_KINDS,
+  RUN_STATUSES,
   type RunCheckpoint,
   type RunFiles,
   type RunLock,
@@ -204,7 +206,7 @@ export {
   type RunSummary,
   selectRunStore,
   type SelectRunStoreOptions,
+  SHOWN_STATUSES,
   type ShownStatus,
   shownStatus,
-  type SubmittedRun,
 } from "./src/store/mod.ts";

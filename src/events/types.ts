@@ -6,21 +6,10 @@
  * @module
  */
 
-/**
- * The lifecycle state of a run. `idle → running ⇄ paused → completed | failed | aborted | cancelled
- * | timeout`; a step-flow run that reaches an input step ends its drive `waiting` (an answer starts
- * the next drive).
- */
-export type RunState =
-  | "idle"
-  | "running"
-  | "paused"
-  | "waiting"
-  | "completed"
-  | "failed"
-  | "aborted"
-  | "cancelled"
-  | "timeout";
+import type { RunState } from "../run_statuses.ts";
+
+// The one list of run states is in ../run_statuses.ts.
+export type { RunState };
 
 /**
  * What every step event says about the step it concerns. Executors may add fields of their own

@@ -9,7 +9,7 @@ import { StepflowError } from "../errors.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { RunCheckpoint, RunStatus, RunStore } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
-import { setOwn } from "./own_record.ts";
+import { setOwn } from "../own_record.ts";
 import { flowStep } from "./router.ts";
 import { enterStep, type RunnerState } from "./run_state.ts";
 import type { HistoryEntry } from "./types.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import type { GateIntent, StructuredGate } from "../definition/schema.ts";
-import { setOwn } from "./own_record.ts";
+import { setOwn } from "../own_record.ts";
 
 /** What a gate reads from one output. */
 export interface GateInterpretation {

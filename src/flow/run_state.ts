@@ -12,7 +12,7 @@ import type { StepInfo } from "../events/types.ts";
 import type { RunStatus } from "../store/types.ts";
 import type { MovingOutcome, StepError } from "./decisions.ts";
 import type { PendingInput, RecordedAnswer } from "./input_request.ts";
-import { ownValue, setOwn } from "./own_record.ts";
+import { ownValue, setOwn } from "../own_record.ts";
 import type {
   CompletionReason,
   HistoryEntry,

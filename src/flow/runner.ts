@@ -314,7 +314,7 @@ export class StepFlowRunner {
     }
     const result = state.end ? runResult(state, history) : waitingResult(state, history);
     const status = TERMINAL_STATUS[result.completionReason];
-    await this.#setState(status === "failed" ? "failed" : status as RunState);
+    await this.#setState(status);
     await this.#events.emit("onPlanEnd", this.#def, { ...this.#ctx, status, result });
     return result;
   }

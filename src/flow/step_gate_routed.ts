@@ -12,7 +12,7 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { validationProblems } from "../llm/json_schema.ts";
 import { gateOutcome, schemaStrikeOutcome } from "./decisions.ts";
 import type { CompiledOutputSchema } from "./output_validator.ts";
-import { ownValue, setOwn } from "./own_record.ts";
+import { ownValue, setOwn } from "../own_record.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import { prepareStep } from "./step_prompt.ts";
 import { validateStep } from "./step_validation.ts";

@@ -5,6 +5,7 @@
  */
 import type { BackendChoice } from "../llm/backend_choice.ts";
 import type { ExecutorEvents } from "../events/types.ts";
+import type { RunUsage } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
 import type { AnswerOptions, PendingInput } from "./input_request.ts";
@@ -75,23 +76,8 @@ export interface HistoryEntry {
   durationMs: number;
 }
 
-/** Token usage and cost summed over a run. */
-export interface RunUsage {
-  /** Prompt tokens. */
-  inputTokens: number;
-  /** Completion tokens. */
-  outputTokens: number;
-  /** Cost in US dollars, when backends report it. */
-  costUsd: number;
-  /** Number of backend calls. */
-  calls: number;
-  /**
-   * Backend calls whose response carried no token usage (a server that sends none, the scripted
-   * backend): the token counts above cover only the other calls, so they are a lower bound whenever
-   * this is above 0. Absent in checkpoints written before it existed.
-   */
-  callsWithoutUsage?: number;
-}
+/** Token usage and cost summed over a run: one type, declared with the progress lines in events. */
+export type { RunUsage };
 
 /** The result of {@linkcode StepFlowRunner.run}. */
 export interface StepFlowResult {

@@ -30,6 +30,7 @@ const BackendChoiceSchema = z.object({
 }).strict();
 
 // Compile-time: the interface equals the schema's output type.
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const typesMatch: Exactly<z.output<typeof BackendChoiceSchema>, BackendChoice> = true;
 void typesMatch;
 

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
 import type { RetryExhausted } from "./retry.ts";
 
@@ -17,17 +18,10 @@ import type { RetryExhausted } from "./retry.ts";
  * - `BACKEND_REFUSED` — the model refused to answer;
  * - `BACKEND_NOT_INSTALLED` — the SDK or the Claude Code executable cannot be loaded;
  * - `BACKEND_ERROR` — anything else the backend reported.
+ *
+ * The llm module's `BACKEND_*` codes in `src/error_codes.ts`: a new one is added there.
  */
-export type BackendErrorCode =
-  | "BACKEND_AUTH"
-  | "BACKEND_HTTP_ERROR"
-  | "BACKEND_UNAVAILABLE"
-  | "BACKEND_TIMEOUT"
-  | "BACKEND_NETWORK"
-  | "BACKEND_BAD_RESPONSE"
-  | "BACKEND_REFUSED"
-  | "BACKEND_NOT_INSTALLED"
-  | "BACKEND_ERROR";
+export type BackendErrorCode = Extract<ErrorCodeOf<"llm">, `BACKEND_${string}`>;
 
 /**
  * Failures that mean the backend cannot be used at all — credentials missing or refused, SDK or

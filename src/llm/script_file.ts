@@ -1,6 +1,7 @@
 import { extname } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
+import { readTextFileOr } from "../read_text_file.ts";
 import { ScriptedBackend, type ScriptedScript } from "./scripted.ts";
 import { REPLAY_ENTRY_KEYS, REPLAY_HEADER_KEY, ReplayBackend, type ReplayMode } from "./replay.ts";
 
@@ -30,18 +31,12 @@ export async function loadScriptFile(
   file: string,
   options: ScriptFileOptions = {},
 ): Promise<ScriptedBackend | ReplayBackend> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (error) {
-    throw new StepflowError(
-      "SCRIPT_NOT_FOUND",
-      `Cannot read script file ${file}: ${
-        error instanceof Deno.errors.NotFound ? "no such file" : (error as Error).message
-      }. Pass --script with a YAML or JSON file mapping step ids to responses.`,
-      { details: { file } },
-    );
-  }
+  const text = await readTextFileOr(
+    file,
+    "SCRIPT_NOT_FOUND",
+    "script file",
+    ". Pass --script with a YAML or JSON file mapping step ids to responses.",
+  );
   let data: unknown;
   try {
     data = extname(file).toLowerCase() === ".json" ? JSON.parse(text) : parseYaml(text);

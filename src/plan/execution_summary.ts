@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { STEP_STATUSES } from "./schema.ts";
+import { STEP_STATUSES } from "./types.ts";
 import type { ExecutionStatus, ExecutionSummary, Plan, StepStatus } from "./types.ts";
 
 /** What the executor knows at the end of a run besides the plan itself. */

@@ -55,7 +55,8 @@ export type {
   StepResult,
   StepStatus,
 } from "./types.ts";
-export { parsePlan, planJsonSchema, PlanParseError, STEP_STATUSES } from "./schema.ts";
+export { parsePlan, planJsonSchema, PlanParseError } from "./schema.ts";
+export { STEP_STATUSES } from "./types.ts";
 export { assertValidPlan, PlanValidationError, validatePlan } from "./validate.ts";
 export { executePlan, type ExecutePlanOptions, type PlanRun, startPlan } from "./executor.ts";
 export { EventLog } from "./progress.ts";

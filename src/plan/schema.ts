@@ -3,20 +3,19 @@
  * Schemas handed to LLMs. The interfaces in `types.ts` must stay identical to what these schemas
  * produce; the `Exactly<…>` checks at the end of this file break the build when they drift.
  *
+ * Why hand-written interfaces rather than `z.infer`: they are public (src/plan/mod.ts), and
+ * `deno doc` renders `z.infer<typeof StepSchema>` as that expression — no fields, no field docs —
+ * while `deno doc --lint` refuses it (a public type referencing zod's and the schema's private
+ * types). A list of words (`StepStatus`) is declared once as a constant instead, from which both the
+ * type and the schema follow.
+ *
  * @module
  */
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { StepflowError } from "../errors.ts";
-import type {
-  NewStep,
-  OnErrorSetting,
-  Plan,
-  RecoveryDecision,
-  Step,
-  StepResult,
-  StepStatus,
-} from "./types.ts";
+import type { NewStep, OnErrorSetting, Plan, RecoveryDecision, Step, StepResult } from "./types.ts";
+import { STEP_STATUSES } from "./types.ts";
 import { onErrorTextPattern, PLAN_ON_ERROR } from "../on_error.ts";
 import { formatZodIssues } from "../definition/zod_issues.ts";
 
@@ -27,20 +26,7 @@ import { formatZodIssues } from "../definition/zod_issues.ts";
  */
 export const PLAN_STEP_ID: RegExp = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
-const STEP_STATUS_NAMES = [
-  "pending",
-  "blocked",
-  "ready",
-  "running",
-  "completed",
-  "failed",
-  "skipped",
-] as const;
-
-/** Every step status, in lifecycle order. */
-export const STEP_STATUSES: readonly StepStatus[] = STEP_STATUS_NAMES;
-
-export const StepStatusSchema = z.enum(STEP_STATUS_NAMES).describe("Step status");
+export const StepStatusSchema = z.enum(STEP_STATUSES).describe("Step status");
 
 export const StepResultSchema = z.strictObject({
   ok: z.boolean(),
@@ -246,13 +232,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 // Compile-time: the hand-written interfaces equal the schemas' output types.
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const typesMatch: [
-  Exactly<z.output<typeof StepStatusSchema>, StepStatus>,
   Exactly<z.output<typeof StepResultSchema>, StepResult>,
   Exactly<z.output<typeof OnErrorSchema>, OnErrorSetting>,
   Exactly<z.output<typeof StepSchema>, Step>,
   Exactly<z.output<typeof PlanSchema>, Plan>,
   Exactly<z.output<typeof NewStepSchema>, NewStep>,
   Exactly<z.output<typeof RecoveryDecisionSchema>, RecoveryDecision>,
-] = [true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true];
 void typesMatch;

@@ -20,14 +20,18 @@ export type { ArgIssue } from "../tools/types.ts";
  * - `running`; `completed`; `failed`;
  * - `skipped`: the user skipped it, approval was denied, recovery skipped it, or a dependency was skipped.
  */
-export type StepStatus =
-  | "pending"
-  | "blocked"
-  | "ready"
-  | "running"
-  | "completed"
-  | "failed"
-  | "skipped";
+export type StepStatus = typeof STEP_STATUSES[number];
+
+/** Every step status, in lifecycle order (the one list: {@linkcode StepStatus} and the schema follow). */
+export const STEP_STATUSES = [
+  "pending",
+  "blocked",
+  "ready",
+  "running",
+  "completed",
+  "failed",
+  "skipped",
+] as const;
 
 /** The outcome of a step. */
 export interface StepResult {

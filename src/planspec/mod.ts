@@ -115,6 +115,7 @@ export type {
   StepOutput,
   StepStatusCode,
 } from "./runner_schemas.ts";
+export { REFLECTION_DECISIONS, STEP_STATUS_CODES } from "./runner_schemas.ts";
 // Types of the shared contracts that appear in this module's signatures. The event vocabulary's
 // `StepInfo` is re-exported as `EventStepInfo`: here `StepInfo` is HopSpec's step.
 export type {

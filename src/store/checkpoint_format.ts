@@ -5,19 +5,8 @@
  */
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
-import type { RunCheckpoint, RunStatus } from "./types.ts";
-
-/** Every status a checkpoint may record, in the order a run can reach them. */
-export const RUN_STATUSES = [
-  "running",
-  "paused",
-  "waiting",
-  "completed",
-  "failed",
-  "aborted",
-  "cancelled",
-  "timeout",
-] as const satisfies readonly RunStatus[];
+import { RUN_STATUSES } from "../run_statuses.ts";
+import type { RunCheckpoint } from "./types.ts";
 
 /** The shape a checkpoint file must have; extra keys are kept (newer writers may add some). */
 const CheckpointSchema = z.looseObject({

@@ -39,6 +39,7 @@ import { FULL_LIST_EVERY_MS, type RunDirScan, RunListing, statKey } from "./file
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
 import { pathVisible, pathVisibleSync } from "../path_exists.ts";
 import { assertRunId, isValidRunId } from "./run_id.ts";
+import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 
 /**
  * How hard a checkpoint is pushed to disk. The checkpoint file is always written without a flush (temp file, old file removed, rename:
@@ -667,8 +668,8 @@ export class FileRunStore implements RunStore {
         kept++;
         continue;
       }
-      // Open runs are kept: a waiting run is as unfinished as an interrupted one.
-      if (run.status === "running" || run.status === "paused" || run.status === "waiting") continue;
+      // Runs that have not ended are kept: a waiting run is as unfinished as an interrupted one.
+      if (isNotEnded(run.status)) continue;
       const files = this.files(run.runId);
       let held: HeldFileLock;
       try {
@@ -809,7 +810,7 @@ export class FileRunStore implements RunStore {
       const { cached, current } = await this.#currentCheckpoint(runId, locked);
       if (!current) throw new Deno.errors.NotFound(files.checkpoint);
       summary = summarizeCheckpoint(current);
-      if (summary.status === "running" || summary.status === "paused") {
+      if (isOpenStatus(summary.status)) {
         summary.live = await this.#lockLive(files.lock);
       } else if (current === cached && key !== undefined) {
         this.#listing.remember(runId, key, summary);
@@ -819,7 +820,7 @@ export class FileRunStore implements RunStore {
       this.#listing.forget(runId);
       summary = await this.#summaryFromLog(runId, error);
     }
-    if (summary.status === "running" || summary.status === "paused") {
+    if (isOpenStatus(summary.status)) {
       summary.live = await this.#lockLive(files.lock);
     }
     return summary;
@@ -849,7 +850,7 @@ export class FileRunStore implements RunStore {
     }
     if (!cache) return { current: (await this.#readLogFile(runId)).checkpoint };
     const cached = cache.checkpoint;
-    const open = cached.status === "running" || cached.status === "paused";
+    const open = isOpenStatus(cached.status);
     if (cache.logBytes !== undefined) {
       // A settled run's log grows only under its lock, whose release rewrites the cache.
       if (!open && !locked) return { cached, current: cached };

@@ -9,6 +9,7 @@
  */
 import { sortNewestFirst } from "./summary.ts";
 import type { RunSummary } from "./types.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /**
  * How often `list()` re-checks every run's checkpoint (in between, only runs that can have changed
@@ -105,9 +106,7 @@ export class RunListing {
       for (let i = 0; i < snapshot.runs.length; i++) {
         const run = snapshot.runs[i];
         // A driven run moves on without touching the directory (its log is appended to).
-        out[i] = run.status === "running" || run.status === "paused"
-          ? await source.summarize(run.runId, true)
-          : run;
+        out[i] = isOpenStatus(run.status) ? await source.summarize(run.runId, true) : run;
       }
       return out;
     }
@@ -120,8 +119,7 @@ export class RunListing {
     let out: RunSummary[] = [];
     for (const id of ids) {
       const cached = full || locked.has(id) ? undefined : this.#summaries.get(id)?.summary;
-      const settled = cached && !cached.problem && cached.status !== "running" &&
-        cached.status !== "paused";
+      const settled = cached && !cached.problem && !isOpenStatus(cached.status);
       out.push(
         settled ? (shared ? cached : { ...cached }) : await source.summarize(id, locked.has(id)),
       );

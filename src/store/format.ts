@@ -7,6 +7,7 @@
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
+import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -282,8 +283,7 @@ export function formatRunHistory(
   const reason = end?.reason && end.reason !== status ? ` (${end.reason})` : "";
   const tone = status === "completed"
     ? "good"
-    : status === "running" || status === "paused" || status === "interrupted" ||
-        status === "waiting"
+    : isNotEnded(status) || status === "interrupted"
     ? "warn"
     : "bad";
   lines.push(
@@ -337,10 +337,10 @@ export function formatRunHistory(
     lines.push(
       c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
-  } else if ((status === "running" || status === "paused") && options.live === true) {
+  } else if (isOpenStatus(status) && options.live === true) {
     // A live process drives it: resuming it would be refused (RUN_LOCKED).
     lines.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
-  } else if (status === "running" || status === "paused") {
+  } else if (isOpenStatus(status)) {
     lines.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
@@ -397,7 +397,7 @@ export function formatRunHistory(
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
-    (status === "running" || status === "paused" || status === "interrupted") && lastStart &&
+    (isOpenStatus(status) || status === "interrupted") && lastStart &&
     typeof lastStart.iteration === "number" && lastStart.iteration > lastKept
   ) {
     lines.push(
@@ -484,10 +484,7 @@ type Tone = "good" | "warn" | "bad" | "plain";
 function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
-  if (
-    s.status === "running" || s.status === "paused" || s.status === "queued" ||
-    s.status === "waiting"
-  ) return "warn";
+  if (isNotEnded(s.status) || s.status === "queued") return "warn";
   return "bad";
 }
 

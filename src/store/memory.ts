@@ -1,6 +1,7 @@
 import { StepflowError } from "../errors.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /**
  * A {@linkcode RunStore} kept in memory: for tests and for runs that need no durability.
@@ -88,7 +89,7 @@ export class MemoryRunStore implements RunStore {
     const out: RunSummary[] = [];
     for (const [runId, raw] of this.#checkpoints) {
       const summary = summarizeCheckpoint(JSON.parse(raw) as RunCheckpoint);
-      if (summary.status === "running" || summary.status === "paused") {
+      if (isOpenStatus(summary.status)) {
         summary.live = this.#locks.has(runId);
       }
       out.push(summary);

@@ -22,7 +22,6 @@ export {
   type PostgresRunStoreOptions,
   type RunPageQuery,
   type RunPageResult,
-  type SubmittedRun,
 } from "./postgres.ts";
 export type { PgConnectionOptions } from "./pg_connection.ts";
 export { type AgentLoggingSource, runStoreDirFor, runStoreFor } from "./location.ts";
@@ -35,3 +34,13 @@ export {
 } from "./format.ts";
 export { type ShownStatus, shownStatus } from "./run_status.ts";
 export { assertRunGroup, isValidRunGroup, MAX_RUN_GROUP_LENGTH, newRunGroup } from "./run_group.ts";
+export {
+  ENDED_RUN_STATUSES,
+  isNotEnded,
+  isOpenStatus,
+  OPEN_RUN_STATUSES,
+  type OpenRunStatus,
+  RUN_STATUS_KINDS,
+  RUN_STATUSES,
+  SHOWN_STATUSES,
+} from "../run_statuses.ts";

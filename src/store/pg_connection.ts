@@ -6,7 +6,16 @@
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
+import { NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { loadPgPackage } from "./pg_loader.ts";
+
+/**
+ * The statuses of a submitted run that has not ended, as an SQL list (`'queued', 'running', …`).
+ * Words of our own list, never user input. (Migration 1's `runs_open_leases` index spells the list
+ * of its day: an applied migration never changes, so a new open status adds a migration that
+ * recreates that index.)
+ */
+export const NOT_ENDED_SQL: string = NOT_ENDED_STATUSES.map((s) => `'${s}'`).join(", ");
 
 /** The rows and row count of a query (the part of `pg`'s result stepflow reads). */
 export interface PgResult<Row = Record<string, unknown>> {

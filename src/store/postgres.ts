@@ -12,13 +12,17 @@
  *   whose holder died expires and can be taken over; a live one never is. Every commit checks the
  *   token, so a holder that lost its lease (paused longer than the lease) cannot write again.
  *
+ * Longer than most files (~740 lines) because the lease, the per-iteration commit and the listing
+ * share one class's private state (held leases, the pool); the worker queue's bookkeeping on the
+ * same rows lives in src/worker/submissions.ts.
+ *
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
 import { parseCheckpoint } from "./checkpoint_format.ts";
 import { assertRunId } from "./run_id.ts";
 import { isValidRunGroup } from "./run_group.ts";
-import { DRIVEN_STATUSES } from "./run_status.ts";
+import { OPEN_RUN_STATUSES } from "../run_statuses.ts";
 import { hostName, pidAlive } from "./file_lock.ts";
 import {
   openPgConnection,
@@ -28,6 +32,7 @@ import {
 } from "./pg_connection.ts";
 import { sortNewestFirst, summarizeCheckpoint } from "./summary.ts";
 import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+import { ENDED_RUN_STATUSES, isOpenStatus } from "../run_statuses.ts";
 
 /** Options of {@linkcode PostgresRunStore}. */
 export interface PostgresRunStoreOptions extends PgConnectionOptions {
@@ -46,10 +51,18 @@ export interface PostgresRunStoreOptions extends PgConnectionOptions {
 /** The default lease: 30 s without a heartbeat and the run can be taken over. */
 export const DEFAULT_LEASE_MS = 30_000;
 
-/** The longest give-up message kept (a last error can be huge). */
-const MAX_GIVEN_UP = 4_000;
+const TERMINAL: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
 
-const TERMINAL = new Set(["completed", "failed", "aborted", "cancelled", "timeout"]);
+/** Reads a store's private pool; set by the class, read by {@linkcode pgConnectionOf}. */
+let connectionOf: (store: PostgresRunStore) => Promise<PgConnection>;
+
+/**
+ * The pool of `store` (opened and migrated on first use), for the worker queue's bookkeeping on the
+ * same `runs` rows (src/worker/submissions.ts). Not part of the package's API.
+ */
+export function pgConnectionOf(store: PostgresRunStore): Promise<PgConnection> {
+  return connectionOf(store);
+}
 
 /** A lease this store holds. */
 interface HeldLease {
@@ -59,26 +72,6 @@ interface HeldLease {
   /** Entries appended since the last checkpoint. */
   pending: RunLogEntry[];
   lost: boolean;
-}
-
-/** A run as submitted to the queue (see `src/worker/`). */
-export interface SubmittedRun {
-  /** The run. */
-  runId: string;
-  /** Agent name. */
-  agent: string;
-  /** Content hash of the agent's definition at submission. */
-  agentHash: string;
-  /** What to run: arguments, input text, options (plain JSON). */
-  request: Record<string, unknown>;
-  /** Status: `queued` until the first checkpoint, then the checkpoint's. */
-  status: string;
-  /** True once the run has a checkpoint. */
-  started: boolean;
-  /** Who holds the run's live lease right now, if anyone. */
-  worker?: string;
-  /** Why the queue gave the run up ({@linkcode PostgresRunStore.markGivenUp}); status `failed`. */
-  givenUp?: string;
 }
 
 /**
@@ -97,6 +90,9 @@ export interface SubmittedRun {
  * ```
  */
 export class PostgresRunStore implements RunStore {
+  static {
+    connectionOf = (store) => store.#db();
+  }
   /** The URL without its password. */
   readonly displayUrl: string;
   /** Who holds the leases this store takes. */
@@ -520,125 +516,6 @@ export class PostgresRunStore implements RunStore {
     this.#suspending = true;
   }
 
-  /** Records a run submitted to the queue (status `queued`, no checkpoint yet). */
-  async recordSubmission(run: Omit<SubmittedRun, "status" | "started">): Promise<void> {
-    assertRunId(run.runId);
-    const c = await this.#db();
-    await c.query(
-      `INSERT INTO ${c.schema}.runs (run_id, agent, agent_hash, status, started_at, request)
-       VALUES ($1, $2, $3, 'queued', $4, $5::json)`,
-      [run.runId, run.agent, run.agentHash, new Date().toISOString(), JSON.stringify(run.request)],
-    );
-  }
-
-  /** The submission of a run, or undefined when the run was not submitted to the queue. */
-  async submission(runId: string): Promise<SubmittedRun | undefined> {
-    assertRunId(runId);
-    const c = await this.#db();
-    const row = (await c.query<{
-      agent: string;
-      agent_hash: string | null;
-      request: string | null;
-      status: string | null;
-      started: boolean;
-      worker: string | null;
-      given_up: string | null;
-    }>(
-      `SELECT agent, agent_hash, request::text AS request, status, checkpoint IS NOT NULL AS started,
-         given_up,
-         CASE WHEN lease_expires_at > clock_timestamp() THEN lease_owner END AS worker
-       FROM ${c.schema}.runs WHERE run_id = $1`,
-      [runId],
-    )).rows[0];
-    if (!row?.request) return undefined;
-    const submitted: SubmittedRun = {
-      runId,
-      agent: row.agent,
-      agentHash: row.agent_hash ?? "",
-      request: JSON.parse(row.request),
-      status: row.status ?? "queued",
-      started: row.started,
-    };
-    if (row.worker !== null) submitted.worker = row.worker;
-    if (row.given_up !== null) submitted.givenUp = row.given_up;
-    return submitted;
-  }
-
-  /**
-   * Marks a queued run as taken from the queue by a worker that has not leased it yet: an expiry
-   * without an owner. A worker that dies before it takes the lease (while it loads the agent)
-   * leaves that expiry to run out, and the run is re-queued like any orphan.
-   */
-  async markTaken(runId: string): Promise<void> {
-    assertRunId(runId);
-    const c = await this.#db();
-    await c.query(
-      `UPDATE ${c.schema}.runs SET lease_expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-       WHERE run_id = $1 AND lease_owner IS NULL AND status = 'queued'`,
-      [runId, this.leaseMs],
-    );
-  }
-
-  /**
-   * Records that the queue gave the run up (its job failed its last attempt, so no worker takes it
-   * again): the run becomes `failed` with `message` (what happened and the fix), shown by
-   * {@linkcode list}, {@linkcode summary} and {@linkcode listPage}, and
-   * {@linkcode claimOrphans} never re-queues it. One statement, and only while the run is open
-   * (queued, running or paused) and nobody holds a live lease of it: a run another worker drives,
-   * or one that ended, is left alone (returns false). A later checkpoint of the run (a resume by
-   * hand) clears the mark.
-   *
-   * @param runId the run
-   * @param message why, for `--runs` and the dashboard (cut to 4 000 characters)
-   * @returns true when the run was marked
-   */
-  async markGivenUp(runId: string, message: string): Promise<boolean> {
-    assertRunId(runId);
-    const c = await this.#db();
-    const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
-    return (await c.query(
-      `UPDATE ${c.schema}.runs SET status = 'failed', given_up = $2, given_up_at = clock_timestamp()
-       WHERE run_id = $1 AND request IS NOT NULL AND status IN ('queued', 'running', 'paused')
-         AND (lease_owner IS NULL OR lease_expires_at IS NULL
-           OR lease_expires_at < clock_timestamp())
-       RETURNING run_id`,
-      [runId, text],
-    )).rows.length > 0;
-  }
-
-  /**
-   * Claims submitted runs that nobody drives any more (started, not ended, lease expired) so that
-   * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
-   * lease of it expired, or when it is still orphaned a lease period later (the worker that took
-   * the re-queued job may have died before it took the lease).
-   *
-   * A run still queued and never marked taken a lease period after it was submitted is claimed
-   * too: the worker that fetched its job may have died between the fetch and {@linkcode markTaken},
-   * leaving the job active in the queue and the run with no expiry to run out. A run that is only
-   * waiting behind others gets a second job that way (once per lease period); the worker that takes
-   * the later of the two finds the run driven or ended and drops it.
-   */
-  async claimOrphans(limit = 100): Promise<string[]> {
-    const c = await this.#db();
-    const s = c.schema;
-    const rows = (await c.query<{ run_id: string }>(
-      `UPDATE ${s}.runs SET requeued_at = clock_timestamp()
-       WHERE run_id IN (
-         SELECT run_id FROM ${s}.runs
-         WHERE request IS NOT NULL AND status IN ('queued', 'running', 'paused')
-           AND given_up IS NULL
-           AND (lease_expires_at < clock_timestamp()
-             OR (status = 'queued' AND lease_expires_at IS NULL
-               AND created_at < clock_timestamp() - $2 * interval '1 millisecond'))
-           AND (requeued_at IS NULL OR requeued_at < lease_expires_at
-             OR requeued_at < clock_timestamp() - $2 * interval '1 millisecond')
-         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
-       ) RETURNING run_id`,
-      [limit, this.leaseMs],
-    )).rows;
-    return rows.map((r) => r.run_id);
-  }
-
   /** Releases every lease this store holds and closes its connection. */
   async close(): Promise<void> {
     for (const [runId, held] of [...this.#held]) await this.#release(runId, held).catch(() => {});
@@ -758,12 +635,12 @@ export class PostgresRunStore implements RunStore {
    * found first (a process check SQL cannot make) and passed as a parameter.
    */
   async #shownStatusSql(c: PgConnection, params: unknown[]): Promise<string> {
-    const driven = `$${params.push(DRIVEN_STATUSES)}::text[]`;
+    const driven = `$${params.push(OPEN_RUN_STATUSES)}::text[]`;
     const owners = (await c.query<{ owner: string }>(
       `SELECT DISTINCT lease_owner AS owner FROM ${c.schema}.runs
        WHERE starts_with(lease_owner, $1) AND status = ANY($2::text[])
          AND lease_expires_at > clock_timestamp()`,
-      [`${hostName()}:`, DRIVEN_STATUSES],
+      [`${hostName()}:`, OPEN_RUN_STATUSES],
     )).rows.map((r) => r.owner).filter(deadLocalHolder);
     const dead = `$${params.push(owners)}::text[]`;
     const live = `coalesce(lease_owner IS NOT NULL AND lease_expires_at > clock_timestamp()
@@ -799,7 +676,7 @@ export class PostgresRunStore implements RunStore {
       return summary;
     }
     const live = row.live === true && !deadLocalHolder(row.lease_owner ?? "");
-    const open = summary.status === "running" || summary.status === "paused";
+    const open = isOpenStatus(summary.status);
     if (open) summary.live = live;
     if (live && row.lease_owner) summary.worker = row.lease_owner;
     return summary;

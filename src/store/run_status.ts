@@ -6,23 +6,13 @@
  *
  * @module
  */
-import { RUN_STATUSES } from "./checkpoint_format.ts";
-import type { RunStatus, RunSummary } from "./types.ts";
+import { isOpenStatus, type ShownStatus } from "../run_statuses.ts";
+import type { RunSummary } from "./types.ts";
 
-/** A status as views show it: the checkpoint's statuses, `queued` and `interrupted`. */
-export type ShownStatus = RunStatus | "queued" | "interrupted";
-
-/**
- * The statuses of a run a process drives: recorded with nobody holding the run's lock or lease,
- * they are shown as `interrupted` (the PostgreSQL store's status filter reads this list too).
- */
-export const DRIVEN_STATUSES: readonly ShownStatus[] = ["running", "paused"];
-
-/** Every status views show, in the order a run can reach them (the dashboard's status filter). */
-export const SHOWN_STATUSES: readonly ShownStatus[] = ["queued", ...RUN_STATUSES, "interrupted"];
+export type { ShownStatus };
 
 /**
- * The status to show for a run: `interrupted` when it is `running` or `paused` and `live` is false
+ * The status to show for a run: `interrupted` when it is open (`running`, `paused`) and `live` is false
  * (nobody holds its lock or lease), else its status as recorded.
  *
  * @example
@@ -33,5 +23,5 @@ export const SHOWN_STATUSES: readonly ShownStatus[] = ["queued", ...RUN_STATUSES
  * ```
  */
 export function shownStatus(run: Pick<RunSummary, "status" | "live">): ShownStatus {
-  return DRIVEN_STATUSES.includes(run.status) && run.live === false ? "interrupted" : run.status;
+  return isOpenStatus(run.status) && run.live === false ? "interrupted" : run.status;
 }

@@ -21,19 +21,10 @@ export interface RunLogEntry {
   [field: string]: unknown;
 }
 
-/**
- * Status of a run as recorded in its checkpoint. `waiting`: the run stopped at an input step until
- * someone answers; no process drives it and it holds no lock.
- */
-export type RunStatus =
-  | "running"
-  | "paused"
-  | "completed"
-  | "failed"
-  | "aborted"
-  | "cancelled"
-  | "timeout"
-  | "waiting";
+import type { RunStatus } from "../run_statuses.ts";
+
+// The one list of run states is in ../run_statuses.ts.
+export type { RunStatus };
 
 /** The durable snapshot of a run, replaced after every iteration. */
 export interface RunCheckpoint {

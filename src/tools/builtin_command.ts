@@ -56,6 +56,8 @@ export interface RunCommandArgs {
   allowFailure?: boolean;
 }
 
+// Compile-time: the interface equals its schema's parsed type.
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemaMatchesInterface: Exactly<z.infer<typeof RunCommandArgsSchema>, RunCommandArgs> = true;
 
 /** What `run_command` returns. */

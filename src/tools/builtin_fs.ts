@@ -76,6 +76,8 @@ export interface ListDirArgs {
   maxEntries?: number;
 }
 
+// Compile-time: each interface equals its schema's parsed type.
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof ReadFileArgsSchema>, ReadFileArgs>,
   Exactly<z.infer<typeof WriteFileArgsSchema>, WriteFileArgs>,

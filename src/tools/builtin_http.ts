@@ -51,6 +51,8 @@ export interface HttpGetArgs {
   allowErrorStatus?: boolean;
 }
 
+// Compile-time: the interface equals its schema's parsed type.
+// Hand-written because public: readable in `deno doc` (why: src/type_equality.ts).
 const _schemaMatchesInterface: Exactly<z.infer<typeof HttpGetArgsSchema>, HttpGetArgs> = true;
 
 /** What `http_get` returns. */

@@ -18,6 +18,7 @@ import { readLogFrom } from "../store/types.ts";
 import { decideApproval } from "../plan/file_approver.ts";
 import { type PlanFolders, toolPlanFile } from "./plans.ts";
 import type { DashboardData } from "./source.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /** Options of the dashboard's actions; present = actions allowed. */
 export interface DashboardActionOptions {
@@ -76,7 +77,7 @@ export async function runAction(
       throw refused(`Run ${runId} has no checkpoint yet: there is nothing to act on.`);
     }
     const summary = await data.summaryOf(runId);
-    const active = checkpoint.status === "running" || checkpoint.status === "paused";
+    const active = isOpenStatus(checkpoint.status);
     if (action === "cancel") {
       if (checkpoint.status === "waiting") {
         throw refused(

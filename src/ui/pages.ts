@@ -7,7 +7,8 @@
 import type { AgentDefinition } from "../definition/types.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
-import { SHOWN_STATUSES, shownStatus } from "../store/run_status.ts";
+import { SHOWN_STATUSES } from "../run_statuses.ts";
+import { shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -16,6 +17,7 @@ import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { AgentOverview, RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -185,7 +187,7 @@ export function runPage(view: RunView): string {
  */
 export function runActions(view: RunView, csrf: string): Html {
   const status = view.checkpoint?.status ?? view.summary?.status;
-  const active = status === "running" || status === "paused";
+  const active = isOpenStatus(status);
   const buttons: Html[] = [];
   const button = (action: string, label: string) =>
     h`<button type="button" data-action="${action}">${label}</button>`;

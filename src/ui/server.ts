@@ -51,6 +51,7 @@ import {
 } from "./http_guard.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 export { isLoopback, malformedSegment, sameOriginPath };
 
@@ -427,7 +428,7 @@ async function addWaitingForm(view: RunView): Promise<void> {
 
 function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
   const status = checkpoint?.status ?? summary?.status;
-  return status === "running" || status === "paused";
+  return isOpenStatus(status);
 }
 
 /**

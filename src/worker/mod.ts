@@ -30,3 +30,11 @@ export {
   type RunQueueOptions,
 } from "./queue.ts";
 export { agentContentHash } from "./agent_hash.ts";
+export {
+  claimOrphans,
+  markGivenUp,
+  markTaken,
+  recordSubmission,
+  submissionOf,
+  type SubmittedRun,
+} from "./submissions.ts";

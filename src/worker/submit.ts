@@ -6,11 +6,13 @@
 import { sleep } from "../backoff.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 import { newRunId } from "../store/run_id.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
+import { recordSubmission, submissionOf } from "./submissions.ts";
 import type { SubmittedRequest } from "./worker.ts";
 
 /** Options of {@linkcode submitRun}. */
@@ -45,7 +47,7 @@ export async function submitRun(
   options: SubmitOptions,
 ): Promise<string> {
   const runId = options.runId ?? newRunId();
-  await store.recordSubmission({
+  await recordSubmission(store, {
     runId,
     agent: definition.name,
     agentHash: await agentContentHash(definition.dir),
@@ -92,7 +94,7 @@ export async function followRun(
     signal?.throwIfAborted();
     const log = await store.readLog(runId);
     for (; seen < log.length; seen++) handlers.onEntry?.(log[seen]);
-    const summary = await store.submission(runId);
+    const summary = await submissionOf(store, runId);
     if (!summary) {
       throw new StepflowError(
         "RUN_NOT_FOUND",
@@ -106,9 +108,7 @@ export async function followRun(
         details: { runId },
       });
     }
-    if (
-      summary.status !== "queued" && summary.status !== "running" && summary.status !== "paused"
-    ) {
+    if (summary.status !== "queued" && !isOpenStatus(summary.status)) {
       const checkpoint = await store.loadCheckpoint(runId);
       const rest = await store.readLog(runId);
       for (; seen < rest.length; seen++) handlers.onEntry?.(rest[seen]);

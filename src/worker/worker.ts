@@ -5,14 +5,14 @@
  * - The run's lease (see `PostgresRunStore`) makes one worker drive a run at a time; a job for a run
  *   that another worker holds, or that ended, is completed without doing anything.
  * - A worker that dies (SIGKILL, power loss) stops renewing its leases; once they expire, any
- *   worker re-queues the run ({@linkcode PostgresRunStore.claimOrphans}) and the next one resumes it
+ *   worker re-queues the run ({@linkcode claimOrphans}) and the next one resumes it
  *   from its last committed iteration. Only the iteration in flight is executed again.
  * - `stop()` (SIGTERM) lets each run finish its iteration in flight, commits it, releases the lease
  *   and puts the run back on the queue.
  * - Agents come from the worker's own agent root; a run whose recorded content hash differs from
  *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
  * - A run whose job failed its last retry is marked `failed` with the reason
- *   ({@linkcode PostgresRunStore.markGivenUp}): no worker would take it again.
+ *   ({@linkcode markGivenUp}): no worker would take it again.
  *
  * @module
  */
@@ -29,9 +29,11 @@ import {
 } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import type { LlmBackend } from "../llm/types.ts";
+import { isOpenStatus, NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
+import { claimOrphans, markGivenUp, markTaken, submissionOf } from "./submissions.ts";
 
 /** Options of {@linkcode startWorker}. */
 export interface WorkerOptions {
@@ -101,7 +103,7 @@ export interface RunWorker {
   stop(): Promise<void>;
 }
 
-const OPEN = new Set(["running", "paused", "queued"]);
+const OPEN: ReadonlySet<string> = new Set(NOT_ENDED_STATUSES);
 
 /**
  * Why `agentRoot` cannot be a worker's folder of agents, or undefined when it can: it must be a
@@ -192,7 +194,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           `the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).`;
         let marked: boolean;
         try {
-          marked = await store.markGivenUp(runId, message);
+          marked = await markGivenUp(store, runId, message);
         } catch (error) {
           log(`error: run ${runId}: ${message} Recording it failed (${errorMessage(error)}).`);
           return;
@@ -233,8 +235,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       await queue.send(runId);
       return;
     }
-    await store.markTaken(runId);
-    const submitted = await store.submission(runId);
+    await markTaken(store, runId);
+    const submitted = await submissionOf(store, runId);
     if (!submitted) {
       log(`run ${runId}: not a submitted run in this store; job dropped.`);
       return;
@@ -251,7 +253,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       throw error;
     }
     const checkpoint = await store.loadCheckpoint(runId);
-    if (checkpoint && checkpoint.status !== "running" && checkpoint.status !== "paused") return;
+    if (checkpoint && !isOpenStatus(checkpoint.status)) return;
     const request = submitted.request as SubmittedRequest;
     // The backend the run recorded (a worker that died drove it), else the agent's with the
     // submitted model; this worker's backend flags override either, field by field.
@@ -328,7 +330,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const reapEveryMs = Math.max(250, Math.floor(store.leaseMs / 2));
   const reap = async () => {
     try {
-      for (const runId of await store.claimOrphans()) {
+      for (const runId of await claimOrphans(store)) {
         log(`run ${runId}: its worker is gone (lease expired); re-queued`);
         await queue.send(runId);
       }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { shellQuote } from "../../src/invocation.ts";
 import { redactUrl } from "../../src/store/pg_connection.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { recordSubmission } from "../../src/worker/submissions.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { copyDir, finish, REPO_ROOT } from "../cli/helpers.ts";
@@ -293,7 +294,7 @@ Deno.test({
       // A run submitted in a group and not started yet is listed in it (from its request).
       const store = new PostgresRunStore(url, { agent: "haiku" });
       try {
-        await store.recordSubmission({
+        await recordSubmission(store, {
           runId: "queued-in-group",
           agent: "haiku",
           agentHash: "h",

@@ -12,6 +12,7 @@ import { hostName } from "../../src/store/file_lock.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 import { DashboardData, discoverStores } from "../../src/ui/source.ts";
+import { recordSubmission } from "../../src/worker/submissions.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 import { demoProject, FINISH, holdAt, reachingCall, runFlow } from "./fixtures.ts";
 
@@ -166,7 +167,7 @@ Deno.test({
         assert.equal((await live).success, true);
 
         // A run submitted to the worker queue and not started yet is listed as queued.
-        await writer.recordSubmission({
+        await recordSubmission(writer, {
           runId: "pg-queued",
           agent: "issue-solver",
           agentHash: "h",

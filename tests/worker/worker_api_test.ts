@@ -10,6 +10,7 @@ import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { submitRun } from "../../src/worker/submit.ts";
+import { claimOrphans } from "../../src/worker/submissions.ts";
 import { startWorker } from "../../src/worker/worker.ts";
 import { writeAgent } from "../flow/fixtures.ts";
 import { runCli } from "../cli/helpers.ts";
@@ -80,7 +81,7 @@ Deno.test({
       assert.match(run.error ?? "", /^the queue gave it up after 2 failed attempts/);
       // Lease periods later neither the worker's reaper nor anyone else re-queues it.
       await new Promise((r) => setTimeout(r, 700));
-      assert.deepEqual(await store.claimOrphans(), []);
+      assert.deepEqual(await claimOrphans(store), []);
       assert.deepEqual(lines.slice(after).filter((l) => l.includes("re-queued")), []);
       // --runs shows it failed, with the reason.
       const listed = await runAgent(root, ["--agent", "pipeline", "--store", db, "--runs"]);

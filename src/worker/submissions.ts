@@ -1,0 +1,176 @@
+/**
+ * The queue's bookkeeping on the PostgreSQL run store's rows: a submitted run's request, whether a
+ * worker took its job, whether the queue gave it up, and which runs nobody drives any more. The run
+ * store keeps runs, logs, checkpoints and leases; these columns of the same `runs` row are the
+ * queue's, written only by `submitRun` and the workers (docs/scaling.md).
+ *
+ * Every function takes the store whose pool it uses, so a worker and a submitter need no second
+ * connection.
+ *
+ * @module
+ */
+import { assertRunId } from "../store/run_id.ts";
+import { NOT_ENDED_SQL } from "../store/pg_connection.ts";
+import { pgConnectionOf, type PostgresRunStore } from "../store/postgres.ts";
+
+/** The longest give-up message kept (a last error can be huge). */
+const MAX_GIVEN_UP = 4_000;
+
+/** A run as submitted to the queue. */
+export interface SubmittedRun {
+  /** The run. */
+  runId: string;
+  /** Agent name. */
+  agent: string;
+  /** Content hash of the agent's definition at submission. */
+  agentHash: string;
+  /** What to run: arguments, input text, options (plain JSON). */
+  request: Record<string, unknown>;
+  /** Status: `queued` until the first checkpoint, then the checkpoint's. */
+  status: string;
+  /** True once the run has a checkpoint. */
+  started: boolean;
+  /** Who holds the run's live lease right now, if anyone. */
+  worker?: string;
+  /** Why the queue gave the run up ({@linkcode markGivenUp}); status `failed`. */
+  givenUp?: string;
+}
+
+/**
+ * Records a run submitted to the queue (status `queued`, no checkpoint yet).
+ *
+ * @example
+ * ```ts ignore
+ * import { PostgresRunStore } from "jsr:@stepflow/core";
+ * import { recordSubmission } from "jsr:@stepflow/core/worker";
+ * const store = new PostgresRunStore("postgres://stepflow@db.internal/stepflow");
+ * await recordSubmission(store, { runId: "r1", agent: "demo", agentHash: "…", request: {} });
+ * ```
+ */
+export async function recordSubmission(
+  store: PostgresRunStore,
+  run: Omit<SubmittedRun, "status" | "started">,
+): Promise<void> {
+  assertRunId(run.runId);
+  const c = await pgConnectionOf(store);
+  await c.query(
+    `INSERT INTO ${c.schema}.runs (run_id, agent, agent_hash, status, started_at, request)
+       VALUES ($1, $2, $3, 'queued', $4, $5::json)`,
+    [run.runId, run.agent, run.agentHash, new Date().toISOString(), JSON.stringify(run.request)],
+  );
+}
+
+/** The submission of a run, or undefined when the run was not submitted to the queue. */
+export async function submissionOf(
+  store: PostgresRunStore,
+  runId: string,
+): Promise<SubmittedRun | undefined> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const row = (await c.query<{
+    agent: string;
+    agent_hash: string | null;
+    request: string | null;
+    status: string | null;
+    started: boolean;
+    worker: string | null;
+    given_up: string | null;
+  }>(
+    `SELECT agent, agent_hash, request::text AS request, status, checkpoint IS NOT NULL AS started,
+         given_up,
+         CASE WHEN lease_expires_at > clock_timestamp() THEN lease_owner END AS worker
+       FROM ${c.schema}.runs WHERE run_id = $1`,
+    [runId],
+  )).rows[0];
+  if (!row?.request) return undefined;
+  const submitted: SubmittedRun = {
+    runId,
+    agent: row.agent,
+    agentHash: row.agent_hash ?? "",
+    request: JSON.parse(row.request),
+    status: row.status ?? "queued",
+    started: row.started,
+  };
+  if (row.worker !== null) submitted.worker = row.worker;
+  if (row.given_up !== null) submitted.givenUp = row.given_up;
+  return submitted;
+}
+
+/**
+ * Marks a queued run as taken from the queue by a worker that has not leased it yet: an expiry
+ * without an owner. A worker that dies before it takes the lease (while it loads the agent)
+ * leaves that expiry to run out, and the run is re-queued like any orphan.
+ */
+export async function markTaken(store: PostgresRunStore, runId: string): Promise<void> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  await c.query(
+    `UPDATE ${c.schema}.runs SET lease_expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+       WHERE run_id = $1 AND lease_owner IS NULL AND status = 'queued'`,
+    [runId, store.leaseMs],
+  );
+}
+
+/**
+ * Records that the queue gave the run up (its job failed its last attempt, so no worker takes it
+ * again): the run becomes `failed` with `message` (what happened and the fix), shown by the store's
+ * `list`, `summary` and `listPage`, and {@linkcode claimOrphans} never re-queues it. One statement,
+ * and only while the run has not ended (queued or open) and nobody holds a live lease of it: a run
+ * another worker drives, or one that ended, is left alone (returns false). A later checkpoint of
+ * the run (a resume by hand) clears the mark.
+ *
+ * @param store the run store
+ * @param runId the run
+ * @param message why, for `--runs` and the dashboard (cut to 4 000 characters)
+ * @returns true when the run was marked
+ */
+export async function markGivenUp(
+  store: PostgresRunStore,
+  runId: string,
+  message: string,
+): Promise<boolean> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
+  return (await c.query(
+    `UPDATE ${c.schema}.runs SET status = 'failed', given_up = $2, given_up_at = clock_timestamp()
+       WHERE run_id = $1 AND request IS NOT NULL AND status IN (${NOT_ENDED_SQL})
+         AND (lease_owner IS NULL OR lease_expires_at IS NULL
+           OR lease_expires_at < clock_timestamp())
+       RETURNING run_id`,
+    [runId, text],
+  )).rows.length > 0;
+}
+
+/**
+ * Claims submitted runs that nobody drives any more (started, not ended, lease expired) so that
+ * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
+ * lease of it expired, or when it is still orphaned a lease period later (the worker that took
+ * the re-queued job may have died before it took the lease).
+ *
+ * A run still queued and never marked taken a lease period after it was submitted is claimed
+ * too: the worker that fetched its job may have died between the fetch and {@linkcode markTaken},
+ * leaving the job active in the queue and the run with no expiry to run out. A run that is only
+ * waiting behind others gets a second job that way (once per lease period); the worker that takes
+ * the later of the two finds the run driven or ended and drops it.
+ */
+export async function claimOrphans(store: PostgresRunStore, limit = 100): Promise<string[]> {
+  const c = await pgConnectionOf(store);
+  const s = c.schema;
+  const rows = (await c.query<{ run_id: string }>(
+    `UPDATE ${s}.runs SET requeued_at = clock_timestamp()
+       WHERE run_id IN (
+         SELECT run_id FROM ${s}.runs
+         WHERE request IS NOT NULL AND status IN (${NOT_ENDED_SQL})
+           AND given_up IS NULL
+           AND (lease_expires_at < clock_timestamp()
+             OR (status = 'queued' AND lease_expires_at IS NULL
+               AND created_at < clock_timestamp() - $2 * interval '1 millisecond'))
+           AND (requeued_at IS NULL OR requeued_at < lease_expires_at
+             OR requeued_at < clock_timestamp() - $2 * interval '1 millisecond')
+         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+       ) RETURNING run_id`,
+    [limit, store.leaseMs],
+  )).rows;
+  return rows.map((r) => r.run_id);
+}

@@ -1,0 +1,98 @@
+/**
+ * The worker queue's bookkeeping on the PostgreSQL store's rows (src/worker/submissions.ts):
+ * submissions, jobs taken, runs given up, orphans re-queued. Needs PostgreSQL (a throwaway cluster
+ * is started when STEPFLOW_TEST_PG_URL is unset).
+ */
+import assert from "node:assert/strict";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import {
+  claimOrphans,
+  markGivenUp,
+  markTaken,
+  recordSubmission,
+  submissionOf,
+} from "../../src/worker/submissions.ts";
+import { waitFor } from "../store/helpers.ts";
+import { freshSchema, pg } from "../store/pg_server.ts";
+
+const ignore = pg === undefined;
+const url = pg?.url ?? "";
+
+Deno.test({
+  name:
+    "queue bookkeeping: a queued run whose worker died between fetching its job and marking it taken is claimed again",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, { schema: freshSchema(), leaseMs: 300 });
+    try {
+      // A submitted run that a worker fetched and never marked taken: queued, no lease at all.
+      await recordSubmission(store, { runId: "r1", agent: "demo", agentHash: "h", request: {} });
+      assert.deepEqual(await claimOrphans(store), [], "not before a lease period has passed");
+      const claimed = await waitFor("a lease period", async () => {
+        const runs = await claimOrphans(store);
+        return runs.length > 0 ? runs : undefined;
+      });
+      assert.deepEqual(claimed, ["r1"]);
+      assert.deepEqual(await claimOrphans(store), [], "claimed once per lease period");
+      // A run a worker marked taken waits for that expiry instead.
+      await recordSubmission(store, { runId: "r2", agent: "demo", agentHash: "h", request: {} });
+      await new Promise((r) => setTimeout(r, 400));
+      await markTaken(store, "r2");
+      assert.ok(!(await claimOrphans(store)).includes("r2"));
+    } finally {
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "queue bookkeeping: a run the queue gave up is failed with its message everywhere and never re-queued",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, { schema: freshSchema(), leaseMs: 300 });
+    const message =
+      "the queue gave it up after 2 failed attempts (last: boom). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).";
+    try {
+      for (const runId of ["r1", "r2", "r3"]) {
+        await recordSubmission(store, { runId, agent: "demo", agentHash: "h", request: {} });
+      }
+      // r3 is driven by a live lease: the give-up of a stale job must not touch it.
+      const lock = await store.lock("r3");
+      assert.equal(await markGivenUp(store, "r3", message), false);
+      await lock.release();
+      assert.equal(await markGivenUp(store, "r1", message), true);
+      assert.equal(await markGivenUp(store, "r1", message), false, "an ended run is left alone");
+      assert.equal(await markGivenUp(store, "nobody", message), false);
+
+      const summary = await store.summary("r1");
+      assert.equal(summary?.status, "failed");
+      assert.equal(summary?.error, message);
+      assert.equal(summary?.live, undefined);
+      const listed = (await store.list()).find((r) => r.runId === "r1");
+      assert.deepEqual(listed, summary);
+      const page = await store.listPage({ status: "failed", limit: 10 });
+      assert.deepEqual(page.runs.map((r) => [r.runId, r.status, r.error]), [
+        ["r1", "failed", message],
+      ]);
+      assert.equal((await store.listPage({ status: "queued", limit: 10 })).total, 2);
+      const submitted = await submissionOf(store, "r1");
+      assert.equal(submitted?.status, "failed");
+      assert.equal(submitted?.givenUp, message);
+
+      // A lease period later the other queued runs are orphans; the given-up one is not.
+      const orphans = new Set<string>();
+      await waitFor("a lease period", async () => {
+        for (const runId of await claimOrphans(store)) orphans.add(runId);
+        return orphans.size >= 2 || undefined;
+      });
+      assert.deepEqual([...orphans].sort(), ["r2", "r3"]);
+
+      // A huge last error is cut, not stored whole.
+      assert.equal(await markGivenUp(store, "r2", "x".repeat(100_000)), true);
+      assert.equal((await store.summary("r2"))?.error?.length, 4_000);
+    } finally {
+      await store.close();
+    }
+  },
+});
