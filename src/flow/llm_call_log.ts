@@ -58,10 +58,28 @@ function recordedTurn(turn: ToolTurnResponse): RecordedTurn {
     toolCalls: turn.toolCalls.map((c) => ({
       id: c.id,
       name: c.name,
-      arguments: boundDepth(c.arguments, LOGGED_OUTPUT_DEPTH),
+      arguments: boundDepth(readableArguments(c.arguments), LOGGED_OUTPUT_DEPTH),
     })),
   };
   if (turn.usage !== undefined) kept.usage = turn.usage;
   if (turn.costUsd !== undefined) kept.costUsd = turn.costUsd;
   return kept;
+}
+
+/** Arguments text a tool loop reads no further than an object (its size is bounded there). */
+const MAX_READABLE_ARGUMENTS = 1024 * 1024;
+
+/**
+ * Arguments sent as JSON text (OpenAI sends them so) kept as the object they parse to, which the
+ * tool loop reads the same way and a recording shows readably; text that is not a JSON object
+ * stays text, so a replay gets the same error the model got.
+ */
+function readableArguments(raw: unknown): unknown {
+  if (typeof raw !== "string" || raw.length > MAX_READABLE_ARGUMENTS) return raw;
+  try {
+    const value = JSON.parse(raw);
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : raw;
+  } catch {
+    return raw;
+  }
 }

@@ -59,7 +59,7 @@ export interface ReplayDrift {
   stepId: string;
   /** The script key (`<stepId>` or `<stepId>#check`). */
   key: string;
-  /** 1-based number of the call under that key. */
+  /** 1-based number of the recorded entry under that key (a step with tools has one per model turn). */
   call: number;
   /** The request kind. */
   kind: string;
@@ -229,7 +229,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
       ? `, recorded in iteration ${record.iteration}`
       : "";
     const message =
-      `The ${req.kind} prompt of step "${req.stepId}" changed since it was recorded in ${this.#source} (call ${call} of "${key}", iteration ${req.iteration}${recordedAt}):\n${diff}`;
+      `The ${req.kind} prompt of step "${req.stepId}" changed since it was recorded in ${this.#source} (entry ${call} of "${key}", iteration ${req.iteration}${recordedAt}):\n${diff}`;
     this.drifts.push({ stepId: req.stepId, key, call, kind: req.kind, diff, message });
     if (this.#mode === "lenient") {
       this.#warn(`replay drift (lenient): ${message}`);

@@ -139,7 +139,7 @@ Deno.test("replay: an edited prompt fails strictly with the step, the call and a
     assert.equal(strict.result.error?.code, "REPLAY_PROMPT_CHANGED");
     const message = strict.result.error!.message;
     assert.match(message, /step prompt of step "draft\.haiku" changed/);
-    assert.match(message, /call 1 of "draft\.haiku"/);
+    assert.match(message, /entry 1 of "draft\.haiku"/);
     assert.match(message, /^- .*three lines only\.$/m);
     assert.match(message, /^\+ .*three lines, lower case\.$/m);
     assert.match(message, /--replay lenient/);
