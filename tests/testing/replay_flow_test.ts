@@ -2,7 +2,7 @@
  * Record → replay through the real runner: every example agent under .agent/ and the converted
  * climpt fixture, run on its script in a store, turned into a replay file from the run log, and
  * replayed, take the same path (steps, intents, transitions, next steps) and hand off the same
- * values. A changed prompt, a call past the end and a step the recording never saw fail clearly.
+ * values; a step with tools asks for the same tool calls, which run again. A changed prompt, a call past the end and a step the recording never saw fail clearly.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -36,11 +36,15 @@ async function recordThenReplay(
 ) {
   await withTemp(async (tmp) => {
     const recording = join(tmp, file);
+    // Each run works in its own folder, so tools that write start from the same (empty) place.
+    const [first, second] = [join(tmp, "recorded"), join(tmp, "replayed")];
+    await Deno.mkdir(first);
+    await Deno.mkdir(second);
     const recorded = await runAgentForTest({
       agent: agentDir,
       script,
       args,
-      cwd: tmp,
+      cwd: first,
       record: recording,
       runner: { skipValidators: true, ...runner },
       env: {},
@@ -54,7 +58,7 @@ async function recordThenReplay(
       agent: agentDir,
       script: recording,
       args,
-      cwd: tmp,
+      cwd: second,
       runner: { skipValidators: true, ...runner },
       env: {},
     });
@@ -62,12 +66,15 @@ async function recordThenReplay(
     assert.deepEqual(replayed.result.state.handoff, recorded.result.state.handoff);
     assert.deepEqual(replayed.result.output, recorded.result.output);
     assert.equal(replayed.calls.length, recorded.calls.length);
+    const toolCalls = (run: TestRun) =>
+      run.toolCalls?.map((c) => [c.stepId, c.id, c.tool, c.decision, c.result]);
+    assert.deepEqual(toolCalls(replayed), toolCalls(recorded));
     assert.deepEqual(replayed.drifts, []);
     if (file.endsWith(".json")) JSON.parse(await Deno.readTextFile(recording));
   });
 }
 
-for (const agent of ["haiku", "issue-solver", "code-improver"]) {
+for (const agent of ["haiku", "issue-solver", "code-improver", "tool-fixer"]) {
   Deno.test(`replay: example agent ${agent} replays its recorded run with the same history`, async () => {
     const dir = join(ROOT, ".agent", agent);
     await recordThenReplay(dir, join(dir, "demo.script.yaml"), {
