@@ -135,7 +135,6 @@ export {
   OpenAiBackend,
   type OpenAiBackendOptions,
   recordedBackendChoice,
-  type RecordedToolCall,
   ReplayBackend,
   type ReplayCallRecord,
   type ReplayDrift,

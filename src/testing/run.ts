@@ -184,7 +184,7 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
       history: result.state.history,
       events,
       calls,
-      toolCalls: supportsToolTurns(backend) ? testToolCalls(log, calls) : undefined,
+      toolCalls: runToolCalls(backend, log, calls),
       log,
       drifts: backend instanceof ReplayBackend ? backend.drifts : [],
       warnings,
@@ -275,11 +275,23 @@ export function testCall(call: RecordedCall): TestCall {
 }
 
 /**
+ * The tool calls of a run on `backend` ({@linkcode TestRun.toolCalls}): its `tool_call` log lines,
+ * or `undefined` when the backend runs its tools itself and reports none.
+ */
+export function runToolCalls(
+  backend: LlmBackend,
+  log: readonly RunLogEntry[],
+  calls: readonly TestCall[],
+): TestToolCall[] | undefined {
+  return supportsToolTurns(backend) ? testToolCalls(log, calls) : undefined;
+}
+
+/**
  * The run's tool calls from its `tool_call` log lines. The line keeps an excerpt of the arguments;
  * when that excerpt is cut (or the call was invalid) the arguments come from the model's recorded
  * turns, by call id.
  */
-export function testToolCalls(
+function testToolCalls(
   log: readonly RunLogEntry[],
   calls: readonly TestCall[],
 ): TestToolCall[] {
