@@ -155,6 +155,8 @@ for (const backend of BACKENDS) {
       const path = (r: { state: { history: Record<string, unknown>[] } }) =>
         r.state.history.map((h) => [h.stepId, h.transition, h.nextStepId, h.checkResult]);
       assert.deepEqual(path(replayedResult), path(recordedResult));
+      // Each turn's usage is recorded once: the replayed totals are the recorded ones.
+      assert.deepEqual(replayedResult.usage, recordedResult.usage);
       const calls = async (dir: string, runId: string) =>
         (await toolCallLines(dir, runId)).map((l) => [
           l.stepId,
