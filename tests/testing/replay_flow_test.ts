@@ -241,3 +241,51 @@ Deno.test("replay: credential values are redacted from the recording, and the re
     assert.equal(replayed.result.completionReason, "completed", replayed.result.error?.message);
   });
 });
+
+Deno.test("replay: a tool step whose call failed after a tool turn replays the turn, then the failure", async () => {
+  await withTemp(async (tmp) => {
+    const agent = join(ROOT, ".agent", "tool-fixer");
+    const recording = join(tmp, "failed.yaml");
+    const [first, second] = [join(tmp, "recorded"), join(tmp, "replayed")];
+    await Deno.mkdir(first);
+    await Deno.mkdir(second);
+    const script = {
+      s_f1d0: [
+        {
+          toolCalls: [{ id: "w1", name: "Write", arguments: { file_path: "a.txt", content: "x" } }],
+        },
+        { error: "server overloaded" },
+      ],
+    };
+    const args = { topic: "t" };
+    const recorded = await runAgentForTest({
+      agent,
+      script,
+      args,
+      cwd: first,
+      record: recording,
+      env: {},
+    });
+    assert.equal(recorded.result.success, false);
+    const doc = parseYaml(await Deno.readTextFile(recording)) as Record<
+      string,
+      Record<string, unknown>[]
+    >;
+    assert.deepEqual(doc.s_f1d0.map((e) => [e.toolCalls !== undefined, e.error !== undefined]), [
+      [true, false],
+      [false, true],
+    ]);
+    const replayed = await runAgentForTest({
+      agent,
+      script: recording,
+      args,
+      cwd: second,
+      env: {},
+    });
+    assert.equal(replayed.result.error?.code, recorded.result.error?.code);
+    assert.deepEqual(replayed.toolCalls?.map((c) => [c.id, c.tool, c.result]), [
+      ["w1", "Write", "Created a.txt (1 bytes)."],
+    ]);
+    assert.equal(await Deno.readTextFile(join(second, "a.txt")), "x");
+  });
+});
