@@ -139,7 +139,6 @@ export {
   OpenAiBackend,
   type OpenAiBackendOptions,
   recordedBackendChoice,
-  type RecordedToolCall,
   ReplayBackend,
   type ReplayCallRecord,
   type ReplayDrift,

@@ -20,6 +20,7 @@ import type {
   ToolSpec,
   ToolTurnBackend,
   ToolTurnMessage,
+  ToolTurnResponse,
 } from "../llm/tool_turn.ts";
 import type { LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
@@ -97,6 +98,11 @@ export interface ToolLoopOptions {
   onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
+  /**
+   * Told after each model turn, before its calls run: the turns that ask for calls, then the final
+   * answer's turn (the runner keeps them for recordings, so a replay asks for the same calls).
+   */
+  onTurn?: (turn: ToolTurnResponse) => void;
 }
 
 /**
@@ -165,6 +171,7 @@ export async function completeWithTools(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
+    loop.onTurn?.(answer);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) {
       inputTokens += answer.usage.inputTokens;

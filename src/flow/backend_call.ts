@@ -11,6 +11,7 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
 import type { ToolCallRecord } from "../engine/tool_loop.ts";
+import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 
@@ -74,6 +75,8 @@ export interface CallContext {
   onRetry(retry: RetryInfo): void;
   /** Told after each tool call of a step with tools (shown and logged by the runner). */
   onToolCall?(record: ToolCallRecord): void;
+  /** Told after each model turn of a step with tools (kept for recordings). */
+  onTurn?(turn: ToolTurnResponse): void;
 }
 
 /**
@@ -102,7 +105,10 @@ export async function callBackend(
       backend,
       request,
       { signal, onRetry: context.onRetry },
-      context.onToolCall ? { onToolCall: context.onToolCall } : {},
+      {
+        ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
+        ...(context.onTurn ? { onTurn: context.onTurn } : {}),
+      },
     );
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;

@@ -25,6 +25,7 @@ import {
   type ReaskInfo,
 } from "../engine/ask_structured.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
+import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
@@ -528,16 +529,17 @@ export class StepFlowRunner {
     step: FlowStep,
     calls: RecordedCall[],
   ): Promise<LlmResponse> {
+    // The model's turns of a step with tools, so a recording asks for the same tool calls.
+    const turns: ToolTurnResponse[] = [];
     const keep = (outcome: { response: LlmResponse } | { error: string }) => {
       if (!this.#journal.recording) return;
       const model = (this.#options.backend ?? backend) as { model?: unknown };
-      calls.push(
-        recordedCall(request, outcome, typeof model.model === "string" ? model.model : undefined),
-      );
+      const name = typeof model.model === "string" ? model.model : undefined;
+      calls.push(recordedCall(request, outcome, name, turns));
     };
     let response: LlmResponse;
     try {
-      response = await this.#sendCall(backend, request, state, step);
+      response = await this.#sendCall(backend, request, state, step, turns);
     } catch (error) {
       // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
       if (
@@ -558,6 +560,7 @@ export class StepFlowRunner {
     request: LlmRequest,
     state: RunnerState,
     step: FlowStep,
+    turns: ToolTurnResponse[],
   ): Promise<LlmResponse> {
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
@@ -582,6 +585,9 @@ export class StepFlowRunner {
         const level = record.isError ? "warn" : "info";
         void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
         void this.#journal.log(state, toolCallLogFields(record));
+      },
+      onTurn: (turn) => {
+        if (this.#journal.recording) turns.push(turn);
       },
     });
   }

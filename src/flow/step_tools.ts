@@ -18,7 +18,7 @@ import { ToolRegistry } from "../tools/registry.ts";
 /** What a run adds to a step's tool calls (asking for permission, hearing of each call). */
 export type StepToolOptions = Pick<
   ToolLoopOptions,
-  "onPermissionRequest" | "onToolCall" | "maxToolTurns" | "maxBadCalls"
+  "onPermissionRequest" | "onToolCall" | "onTurn" | "maxToolTurns" | "maxBadCalls"
 >;
 
 /**

@@ -36,7 +36,6 @@ export {
 } from "./tool_turn.ts";
 export { loadScriptFile, type ScriptFileOptions } from "./script_file.ts";
 export {
-  type RecordedToolCall,
   ReplayBackend,
   type ReplayCallRecord,
   type ReplayDrift,

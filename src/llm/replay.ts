@@ -1,7 +1,9 @@
 /**
  * Replaying a recorded run: {@linkcode ReplayBackend} answers each call from a replay file (the
  * scripted backend's format whose entries also carry `fingerprint`, `prompt`, `system`, `model`,
- * `kind`, `iteration` and `toolCalls`) and checks that the prompt sent is the prompt recorded.
+ * `kind` and `iteration`) and checks that the prompt sent is the prompt recorded. A step with tools
+ * takes one entry per model turn; `toolCalls` means what it means in a script: this turn the model
+ * asks for these calls.
  *
  * @module
  */
@@ -10,6 +12,7 @@ import { shortDiff } from "../text_diff.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactText, type Secret } from "./redact.ts";
 import { ScriptedBackend, type ScriptedEntry } from "./scripted.ts";
+import type { ToolTurnBackend, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "./types.ts";
 
 /**
@@ -20,16 +23,6 @@ export type ReplayMode = "strict" | "lenient";
 
 /** The replay modes, for flag parsing. */
 export const REPLAY_MODES: readonly ReplayMode[] = Object.freeze(["strict", "lenient"]);
-
-/** A tool call the model made while answering (kept in recordings once backends report them). */
-export interface RecordedToolCall {
-  /** The tool's name. */
-  name: string;
-  /** Its input as the model sent it. */
-  input?: unknown;
-  /** What the tool returned, when known. */
-  output?: unknown;
-}
 
 /** What a replay file records of one call besides its answer. */
 export interface ReplayCallRecord {
@@ -45,8 +38,6 @@ export interface ReplayCallRecord {
   prompt?: string;
   /** The system prompt sent (redacted). */
   system?: string;
-  /** Tool calls of the answer (an empty list when none; absent when the backend cannot tell). */
-  toolCalls?: RecordedToolCall[];
 }
 
 /** The keys a replay entry adds to a scripted entry. */
@@ -57,7 +48,6 @@ export const REPLAY_ENTRY_KEYS: ReadonlySet<string> = new Set([
   "fingerprint",
   "prompt",
   "system",
-  "toolCalls",
 ]);
 
 /** The header key of a replay file (never a step id: step ids start with a letter or digit). */
@@ -69,7 +59,7 @@ export interface ReplayDrift {
   stepId: string;
   /** The script key (`<stepId>` or `<stepId>#check`). */
   key: string;
-  /** 1-based number of the call under that key. */
+  /** 1-based number of the recorded entry under that key (a step with tools has one per model turn). */
   call: number;
   /** The request kind. */
   kind: string;
@@ -97,7 +87,9 @@ export interface ReplayOptions {
  * fingerprint. A changed prompt fails the call with `REPLAY_PROMPT_CHANGED` and a short diff (or,
  * lenient, warns); a step the recording never saw is `REPLAY_STEP_UNKNOWN`; one call too many is
  * `REPLAY_EXHAUSTED`. Entries without a fingerprint are answered unchecked, as by
- * {@linkcode ScriptedBackend}.
+ * {@linkcode ScriptedBackend}. A step with tools takes one entry per model turn
+ * ({@linkcode ReplayBackend.toolTurn}): the first turn is checked like a plain call, the later
+ * turns answer from the entries that follow.
  *
  * @example
  * ```ts
@@ -110,7 +102,7 @@ export interface ReplayOptions {
  * await backend.complete({ ...req, prompt: "Write" }); // { text: "Leaves fall" }
  * ```
  */
-export class ReplayBackend implements LlmBackend {
+export class ReplayBackend implements LlmBackend, ToolTurnBackend {
   /** Always `"replay"`. */
   readonly name = "replay";
   /** Every drift seen, in order (lenient replays go on; strict ones fail at the first). */
@@ -166,10 +158,43 @@ export class ReplayBackend implements LlmBackend {
 
   /** Checks the prompt against the recording, then answers with the recorded answer. */
   async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
+    this.#take(req, 0);
+    return await this.#scripted.complete(req, opts);
+  }
+
+  /**
+   * One model turn of a step with tools: the next recorded entry of the step, as tool calls
+   * (`toolCalls`) or the final answer. The call's first turn sends the step's prompt and is checked
+   * as {@linkcode ReplayBackend.complete} checks it; the later turns carry tool results and take
+   * the entries that follow.
+   */
+  async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
+    const first = req.messages[0];
+    const asRequest: LlmRequest = {
+      kind: req.kind ?? "step",
+      agent: req.agent ?? "",
+      stepId: req.stepId,
+      iteration: req.iteration,
+      prompt: first?.role === "user" ? first.content : "",
+      cwd: req.cwd ?? ".",
+    };
+    if (req.systemPrompt !== undefined) asRequest.systemPrompt = req.systemPrompt;
+    const turn = req.messages.filter((m) => m.role === "assistant").length;
+    this.#take(asRequest, turn);
+    return await this.#scripted.toolTurn(req, opts);
+  }
+
+  /**
+   * Takes the next recorded entry for `req` after checking it is there and, on a call's first turn
+   * (`turnsBefore` 0), that the prompt is the one recorded.
+   */
+  #take(req: LlmRequest, turnsBefore: number): void {
     const key = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
     const records = this.#records.get(key);
     const index = this.#used.get(key) ?? 0;
-    const where = `the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration})`;
+    const where = `the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration}${
+      turnsBefore > 0 ? `, model turn ${turnsBefore + 1} after its tool calls` : ""
+    })`;
     if (!records) {
       const seen = [...this.#records.keys()].map((k) => `"${k}"`).join(", ") || "none";
       throw new StepflowError(
@@ -183,7 +208,7 @@ export class ReplayBackend implements LlmBackend {
     if (index >= records.length) {
       throw new StepflowError(
         "REPLAY_EXHAUSTED",
-        `The run went past the end of ${this.#source}: ${where} is call ${
+        `The run went past the end of ${this.#source}: ${where} needs entry ${
           index + 1
         } of "${key}", but the recording holds ${records.length}. The flow took another path than the recorded run; record the run again (run-agent --record FILE).`,
         { details: { stepId: req.stepId, key, call: index + 1, source: this.#source } },
@@ -191,13 +216,9 @@ export class ReplayBackend implements LlmBackend {
     }
     this.#used.set(key, index + 1);
     const record = records[index];
-    if (record.fingerprint !== undefined) this.#checkPrompt(req, key, index + 1, record);
-    const response = await this.#scripted.complete(req, opts);
-    // The recorded tool calls go with the answer, so the replayed run logs them as the original did.
-    if (record.toolCalls !== undefined) {
-      (response as LlmResponse & { toolCalls?: RecordedToolCall[] }).toolCalls = record.toolCalls;
+    if (turnsBefore === 0 && record.fingerprint !== undefined) {
+      this.#checkPrompt(req, key, index + 1, record);
     }
-    return response;
   }
 
   #checkPrompt(req: LlmRequest, key: string, call: number, record: ReplayCallRecord): void {
@@ -208,7 +229,7 @@ export class ReplayBackend implements LlmBackend {
       ? `, recorded in iteration ${record.iteration}`
       : "";
     const message =
-      `The ${req.kind} prompt of step "${req.stepId}" changed since it was recorded in ${this.#source} (call ${call} of "${key}", iteration ${req.iteration}${recordedAt}):\n${diff}`;
+      `The ${req.kind} prompt of step "${req.stepId}" changed since it was recorded in ${this.#source} (entry ${call} of "${key}", iteration ${req.iteration}${recordedAt}):\n${diff}`;
     this.drifts.push({ stepId: req.stepId, key, call, kind: req.kind, diff, message });
     if (this.#mode === "lenient") {
       this.#warn(`replay drift (lenient): ${message}`);
@@ -262,13 +283,22 @@ function splitEntry(
       );
     }
   }
-  if (record.toolCalls !== undefined && !Array.isArray(record.toolCalls)) {
+  const calls = answer.toolCalls;
+  if (Array.isArray(calls) && calls.some(isOldToolNote)) {
     throw new StepflowError(
-      "SCRIPT_INVALID",
-      `Replay ${source}: ${where} has "toolCalls" that is not a list.`,
+      "REPLAY_FILE_OUTDATED",
+      `Replay ${source}: ${where} lists "toolCalls" as { name, input } notes of an answer, the meaning an older stepflow gave the key. "toolCalls" now says what the model asks for in that turn, as in a script: [{ name, arguments, id? }], followed by the entry that answers after the results. Record the run again (run-agent --record FILE), or rewrite the entry as a tool-call turn.`,
+      { details: { source } },
     );
   }
   return { answer: answer as ScriptedEntry, record: record as ReplayCallRecord };
+}
+
+/** A tool call written the old way: `{ name, input, output? }` without `arguments`. */
+function isOldToolNote(call: unknown): boolean {
+  if (call === null || typeof call !== "object" || Array.isArray(call)) return false;
+  return !Object.hasOwn(call, "arguments") &&
+    (Object.hasOwn(call, "input") || Object.hasOwn(call, "output"));
 }
 
 function capitalize(text: string): string {

@@ -35,10 +35,26 @@ export interface RecordedCall {
     usage?: unknown;
     costUsd?: number;
     sessionId?: string;
-    toolCalls?: unknown[];
   };
+  /**
+   * The model's turns of a call made through the tool loop, in order: the turns that asked for tool
+   * calls, then (when the call succeeded) the final answer's turn. Absent for a plain call.
+   */
+  turns?: RecordedTurn[];
   /** The error the call failed with. */
   error?: string;
+}
+
+/** One model turn of a call with tools, as the run log keeps it. */
+export interface RecordedTurn {
+  /** The model's text in the turn. */
+  text: string;
+  /** The calls it asked for (empty in the final answer's turn). */
+  toolCalls: { id: string; name: string; arguments: unknown }[];
+  /** The turn's token usage, when reported. */
+  usage?: unknown;
+  /** The turn's cost, when known. */
+  costUsd?: number;
 }
 
 /**
@@ -118,10 +134,13 @@ export function replayFromLog(
     );
   }
   const calls: Record<string, Record<string, unknown>[]> = {};
+  let entries = 0;
   for (const entry of kept) {
     const key = entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId;
     const list = Object.hasOwn(calls, key) ? calls[key] : (calls[key] = []);
-    list.push(replayEntry(entry, secrets));
+    const written = replayEntries(entry, secrets);
+    list.push(...written);
+    entries += written.length;
   }
   const header: Record<string, unknown> = {
     version: 1,
@@ -129,6 +148,7 @@ export function replayFromLog(
     runId: options.runId,
     ...options.header,
     calls: kept.length,
+    ...(entries !== kept.length ? { turns: entries } : {}),
     written: new Date().toISOString(),
   };
   if (redriven) {
@@ -142,31 +162,59 @@ export function replayFromLog(
   };
 }
 
-/** One replay entry from a recorded call (redacted). */
-function replayEntry(
+/**
+ * The replay entries of a recorded call (redacted): one per model turn. A call made through the
+ * tool loop gives an entry per turn that asked for tool calls (`toolCalls`: the calls with their ids
+ * and arguments, as in a script), then the final answer; only the first carries the prompt and its
+ * fingerprint, since only the call's first turn sends the step's prompt.
+ */
+function replayEntries(
   entry: RecordedCall,
   secrets: ReturnType<typeof credentialSecrets>,
-): Record<string, unknown> {
-  const prompt = entry.prompt;
-  const system = typeof entry.system === "string" ? entry.system : undefined;
-  const out: Record<string, unknown> = {};
+): Record<string, unknown>[] {
+  const turns = Array.isArray(entry.turns) ? entry.turns.filter(isTurn) : [];
+  const asking = turns.filter((t) => t.toolCalls.length > 0);
+  const final = turns.length > 0 && turns[turns.length - 1].toolCalls.length === 0
+    ? turns[turns.length - 1]
+    : undefined;
+  const out: Record<string, unknown>[] = asking.map((turn) => {
+    const e: Record<string, unknown> = {};
+    if (turn.text !== "") e.text = turn.text;
+    e.toolCalls = turn.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+    if (turn.usage !== undefined) e.usage = turn.usage;
+    if (turn.costUsd !== undefined) e.costUsd = turn.costUsd;
+    return e;
+  });
+  const last: Record<string, unknown> = {};
   const answer = entry.answer as Record<string, unknown> | undefined;
-  if (typeof entry.error === "string") out.error = entry.error;
+  if (typeof entry.error === "string") last.error = entry.error;
   else if (answer) {
-    if (answer.output !== undefined) out.output = answer.output;
-    out.text = answer.text;
-    for (const k of ["usage", "costUsd", "sessionId"]) {
-      if (answer[k] !== undefined) out[k] = answer[k];
-    }
+    if (answer.output !== undefined) last.output = answer.output;
+    last.text = answer.text;
+    // After tool turns the answer's usage and cost are sums; the entry keeps its own turn's.
+    const own = turns.length > 0 ? (final ?? {}) as Record<string, unknown> : answer;
+    for (const k of ["usage", "costUsd"]) if (own[k] !== undefined) last[k] = own[k];
+    if (answer.sessionId !== undefined) last.sessionId = answer.sessionId;
   }
-  out.kind = entry.kind;
-  out.iteration = entry.iteration;
-  if (typeof entry.model === "string") out.model = entry.model;
-  if (Array.isArray(answer?.toolCalls)) out.toolCalls = answer.toolCalls;
-  out.fingerprint = promptFingerprint(system, prompt, secrets);
-  if (system !== undefined) out.system = system;
-  out.prompt = prompt;
-  return redactDeep(out, secrets) as Record<string, unknown>;
+  out.push(last);
+  const system = typeof entry.system === "string" ? entry.system : undefined;
+  for (const [i, e] of out.entries()) {
+    e.kind = entry.kind;
+    e.iteration = entry.iteration;
+    if (typeof entry.model === "string") e.model = entry.model;
+    if (i > 0) continue;
+    e.fingerprint = promptFingerprint(system, entry.prompt, secrets);
+    if (system !== undefined) e.system = system;
+    e.prompt = entry.prompt;
+  }
+  return out.map((e) => redactDeep(e, secrets) as Record<string, unknown>);
+}
+
+function isTurn(turn: unknown): turn is RecordedTurn {
+  if (turn === null || typeof turn !== "object") return false;
+  const t = turn as Partial<RecordedTurn>;
+  return typeof t.text === "string" && Array.isArray(t.toolCalls) &&
+    t.toolCalls.every((c) => c !== null && typeof c === "object" && typeof c.name === "string");
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { AssertionError, deepStrictEqual } from "node:assert";
 import type { HistoryEntry } from "../flow/types.ts";
-import type { TestRun } from "./run.ts";
+import type { TestRun, TestToolCall } from "./run.ts";
 
 /** A schema with zod's `safeParse` (any zod schema, or anything shaped like one). */
 export interface SafeParseSchema {
@@ -152,78 +152,62 @@ export function assertOutput(run: TestRun, expected: SafeParseSchema | Record<st
 export interface ToolCallMatch {
   /** Only calls made by this step. */
   stepId?: string;
-  /** Fields the tool's input must contain (deeply equal values). */
+  /** Fields the call's arguments must contain (deeply equal values). */
   input?: Record<string, unknown>;
+  /** Only calls with this outcome: `allow` (it ran), `deny` (refused), `invalid`. */
+  decision?: "allow" | "deny" | "invalid";
 }
 
 /**
- * Asserts the model called tool `name` (in `stepId`, with `input` fields, when given). Tool calls
- * are read from the history (`toolCalls` of an entry) or, until history carries them, from the
- * calls' answers; a run whose backend reports no tool calls at all fails with that explanation.
+ * Asserts the model called tool `name` (in `stepId`, with `input` fields, with that `decision`,
+ * when given). Tool calls are read from the run's `tool_call` log lines ({@linkcode TestRun.toolCalls});
+ * a run whose backend runs its tools itself and reports none fails with that explanation.
  */
 export function assertToolCall(run: TestRun, name: string, match: ToolCallMatch = {}): void {
-  const found = toolCalls(run, match.stepId);
-  if (found === undefined) fail(run, noToolInfo(run));
+  const found = toolCallsOf(run, match.stepId);
   const hit = found.some((c) =>
-    c.name === name &&
-    (match.input === undefined || !partialMismatch(c.input, match.input, "input"))
+    c.tool === name &&
+    (match.decision === undefined || c.decision === match.decision) &&
+    (match.input === undefined || !partialMismatch(c.args, match.input, "input"))
   );
   if (!hit) {
+    const seen = found.map((c) => c.decision === "allow" ? c.tool : `${c.tool} (${c.decision})`);
     fail(
       run,
       `Expected a call of tool "${name}"${match.stepId ? ` in step "${match.stepId}"` : ""}${
         match.input ? ` with input ${JSON.stringify(match.input)}` : ""
-      }; tools called: ${found.map((c) => c.name).join(", ") || "none"}.`,
+      }${match.decision ? ` (${match.decision})` : ""}; tools called: ${
+        seen.join(", ") || "none"
+      }.`,
       match.stepId ? lastIndexOf(run, match.stepId) : undefined,
     );
   }
 }
 
-/** Asserts the model never called tool `name` (in `stepId`, when given). */
+/** Asserts the model never called tool `name` (in `stepId`, when given), refused or not. */
 export function assertNoToolCall(run: TestRun, name: string, match: { stepId?: string } = {}) {
-  const found = toolCalls(run, match.stepId);
-  if (found === undefined) fail(run, noToolInfo(run));
-  const i = found.findIndex((c) => c.name === name);
+  const found = toolCallsOf(run, match.stepId);
+  const i = found.findIndex((c) => c.tool === name);
   if (i >= 0) {
     fail(
       run,
-      `Expected no call of tool "${name}", but step "${found[i].stepId}" made one.`,
+      `Expected no call of tool "${name}", but step "${found[i].stepId}" made one (${
+        found[i].decision
+      }).`,
       lastIndexOf(run, found[i].stepId),
     );
   }
 }
 
-interface FoundToolCall {
-  stepId: string;
-  name: string;
-  input?: unknown;
-}
-
-/** The run's tool calls, or `undefined` when neither history nor answers report any. */
-function toolCalls(run: TestRun, stepId?: string): FoundToolCall[] | undefined {
-  let known = false;
-  const out: FoundToolCall[] = [];
-  for (const h of run.history) {
-    const list = (h as { toolCalls?: { name: string; input?: unknown }[] }).toolCalls;
-    if (!Array.isArray(list)) continue;
-    known = true;
-    for (const c of list) out.push({ stepId: h.stepId, name: c.name, input: c.input });
+/** The run's tool calls (of `stepId`); fails when the backend cannot report them. */
+function toolCallsOf(run: TestRun, stepId?: string): TestToolCall[] {
+  if (run.toolCalls === undefined) {
+    fail(
+      run,
+      `The run's backend runs its tools itself and reports no tool calls (${run.calls.length} calls), so whether a tool was called cannot be told. Use a backend whose tool calls go through stepflow's tool loop (scripted, a recording, anthropic, openai).`,
+    );
   }
-  if (!known) {
-    for (const call of run.calls) {
-      if (!call.toolCalls) continue;
-      known = true;
-      for (const c of call.toolCalls) {
-        out.push({ stepId: call.stepId, name: c.name, input: c.input });
-      }
-    }
-  }
-  if (!known) return undefined;
-  return stepId === undefined ? out : out.filter((c) => c.stepId === stepId);
-}
-
-function noToolInfo(run: TestRun): string {
-  return `The run's backend reported no tool calls at all (${run.calls.length} calls, none with "toolCalls"), so whether a tool was called cannot be told. Use a backend or recording that reports tool calls.`;
+  return stepId === undefined ? run.toolCalls : run.toolCalls.filter((c) => c.stepId === stepId);
 }
 
 function lastIndexOf(run: TestRun, stepId: string): number {

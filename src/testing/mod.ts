@@ -26,6 +26,7 @@ export {
   type TestCall,
   type TestRun,
   type TestRunOptions,
+  type TestToolCall,
 } from "./run.ts";
 export {
   assertCompleted,
@@ -45,4 +46,4 @@ export {
   UPDATE_GOLDEN_ENV,
   UPDATE_GOLDEN_FLAG,
 } from "./golden.ts";
-export { type RecordedToolCall, type ReplayDrift, type ReplayMode } from "../llm/replay.ts";
+export { type ReplayDrift, type ReplayMode } from "../llm/replay.ts";

@@ -17,6 +17,7 @@ import { ReplayBackend, type ReplayDrift, type ReplayMode } from "../llm/replay.
 import { type RecordedCall, recordedCalls, replayFromLog, replayText } from "../llm/replay_file.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import { ScriptedBackend, type ScriptedEntry, type ScriptedScript } from "../llm/scripted.ts";
+import { supportsToolTurns } from "../llm/tool_turn.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { FileRunStore } from "../store/file.ts";
 import type { RunLogEntry } from "../store/types.ts";
@@ -47,10 +48,34 @@ export interface TestCall {
   text?: string;
   /** The answer's structured output. */
   output?: unknown;
-  /** Tool calls the answer reported (absent when the backend does not report them). */
-  toolCalls?: { name: string; input?: unknown; output?: unknown }[];
+  /**
+   * The tool calls the model asked for during the call, in order over its turns (absent for a
+   * call that did not go through the tool loop).
+   */
+  toolCalls?: { id: string; name: string; arguments: unknown }[];
   /** The error the call failed with. */
   error?: string;
+}
+
+/** One tool call of the run, as its `tool_call` log line records it. */
+export interface TestToolCall {
+  /** The step that made it. */
+  stepId: string;
+  /** The call's id (the model's, or one made up when it sent none). */
+  id: string;
+  /** The tool, as the model named it. */
+  tool: string;
+  /**
+   * The arguments: those the tool ran with, else (an invalid call) those the model sent, as
+   * recorded in the call's turns; absent when neither is known.
+   */
+  args?: unknown;
+  /** `allow` (it ran), `deny` (refused) or `invalid` (unknown tool, bad arguments). */
+  decision: string;
+  /** True when the model got an error back. */
+  isError: boolean;
+  /** The result or error text sent back (an excerpt). */
+  result: string;
 }
 
 /** Options of {@linkcode runAgentForTest}. */
@@ -90,6 +115,12 @@ export interface TestRun {
   events: RecordedEvent[];
   /** Every backend call, in order (from the run log). */
   calls: TestCall[];
+  /**
+   * Every tool call the run handled, in order (its `tool_call` log lines): what the model asked
+   * for, what was decided and what it got back. `undefined` when the backend runs its tools itself
+   * and reports none (`claude-code`, a backend without tool turns): then nobody can tell.
+   */
+  toolCalls: TestToolCall[] | undefined;
   /** The run log. */
   log: RunLogEntry[];
   /** Prompt drifts a lenient replay accepted (a strict replay fails the run instead). */
@@ -141,6 +172,7 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
       ...(options.stdin !== undefined ? { inputText: options.stdin } : {}),
     });
     const log = await store.readLog(result.runId);
+    const calls = recordedCalls(log).map(testCall);
     if (options.record !== undefined) {
       const doc = replayFromLog(log, { agent: definition.name, runId: result.runId, env });
       const file = pathOf(options.record, cwd);
@@ -151,7 +183,8 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
       result,
       history: result.state.history,
       events,
-      calls: recordedCalls(log).map(testCall),
+      calls,
+      toolCalls: runToolCalls(backend, log, calls),
       log,
       drifts: backend instanceof ReplayBackend ? backend.drifts : [],
       warnings,
@@ -234,9 +267,64 @@ export function testCall(call: RecordedCall): TestCall {
   if (call.answer) {
     out.text = call.answer.text;
     if (call.answer.output !== undefined) out.output = call.answer.output;
-    if (Array.isArray(call.answer.toolCalls)) {
-      out.toolCalls = call.answer.toolCalls as TestCall["toolCalls"];
-    }
+  }
+  if (Array.isArray(call.turns)) {
+    out.toolCalls = call.turns.flatMap((t) => Array.isArray(t?.toolCalls) ? t.toolCalls : []);
   }
   return out;
+}
+
+/**
+ * The tool calls of a run on `backend` ({@linkcode TestRun.toolCalls}): its `tool_call` log lines,
+ * or `undefined` when the backend runs its tools itself and reports none.
+ */
+export function runToolCalls(
+  backend: LlmBackend,
+  log: readonly RunLogEntry[],
+  calls: readonly TestCall[],
+): TestToolCall[] | undefined {
+  return supportsToolTurns(backend) ? testToolCalls(log, calls) : undefined;
+}
+
+/**
+ * The run's tool calls from its `tool_call` log lines. The line keeps an excerpt of the arguments;
+ * when that excerpt is cut (or the call was invalid) the arguments come from the model's recorded
+ * turns, by call id.
+ */
+function testToolCalls(
+  log: readonly RunLogEntry[],
+  calls: readonly TestCall[],
+): TestToolCall[] {
+  const asked = new Map<string, unknown>();
+  for (const call of calls) {
+    for (const c of call.toolCalls ?? []) asked.set(`${call.stepId}\0${c.id}`, c.arguments);
+  }
+  const out: TestToolCall[] = [];
+  for (const line of log) {
+    if (line.type !== "tool_call") continue;
+    const stepId = String(line.stepId ?? "");
+    const id = String(line.callId ?? "");
+    const found: TestToolCall = {
+      stepId,
+      id,
+      tool: String(line.tool ?? ""),
+      decision: String(line.decision ?? ""),
+      isError: line.isError === true,
+      result: String(line.result ?? ""),
+    };
+    const args = parsedArgs(line.args) ?? parsedArgs(asked.get(`${stepId}\0${id}`));
+    if (args !== undefined) found.args = args;
+    out.push(found);
+  }
+  return out;
+}
+
+/** Arguments as an object: given as one, or as JSON text that parses (a cut excerpt does not). */
+function parsedArgs(value: unknown): unknown {
+  if (typeof value !== "string") return value ?? undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
 }

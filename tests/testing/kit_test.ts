@@ -4,6 +4,7 @@
  * with a diff and are rewritten on request.
  */
 import assert from "node:assert/strict";
+import { cp } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -19,6 +20,9 @@ import {
   runAgentForTest,
   type TestRun,
 } from "../../src/testing/mod.ts";
+
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import type { LlmBackend } from "../../src/llm/types.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -66,50 +70,77 @@ Deno.test("testing: the path, intents, handoff and output of a run are asserted 
   assert.match(wrongOutput, /does not match the schema/);
 });
 
-Deno.test("testing: tool-call assertions read the answers' tool calls, and refuse to guess without any", async () => {
+Deno.test("testing: tool-call assertions read the run's tool_call lines: made, refused, with arguments", async () => {
+  const cwd = await Deno.makeTempDir({ prefix: "stepflow_kit_tools_" });
+  try {
+    await cp(join(ROOT, ".agent/tool-fixer"), join(cwd, ".agent/tool-fixer"), { recursive: true });
+    const run = await runAgentForTest({
+      agent: "tool-fixer",
+      cwd,
+      script: ".agent/tool-fixer/demo.script.yaml",
+      args: { topic: "the greeting misses a space" },
+      env: {},
+    });
+    assertCompleted(run);
+    assertToolCall(run, "Edit", {
+      stepId: "s_f1e0",
+      input: { file_path: "tmp/tool-fixer-demo/greet.ts", new_string: '"Hello, " + name' },
+      decision: "allow",
+    });
+    assertToolCall(run, "Bash", {
+      input: { command: "rm -rf tmp/tool-fixer-demo" },
+      decision: "deny",
+    });
+    assertNoToolCall(run, "Glob");
+    assertNoToolCall(run, "Edit", { stepId: "s_f1d0" });
+    assert.match(
+      failure(() => assertToolCall(run, "Bash", { input: { command: "ls" } })),
+      /tools called: Write, Grep, Read, Edit, Bash \(deny\), Bash, Read\./,
+    );
+    assert.match(
+      failure(() => assertToolCall(run, "Edit", { stepId: "s_f1d0" })),
+      /in step "s_f1d0"; tools called: Write, Grep, Read\./,
+    );
+    assert.match(failure(() => assertNoToolCall(run, "Bash")), /step "s_f1e0" made one \(deny\)/);
+    // The calls keep what the model asked for, turn by turn, with the ids the loop gave them.
+    const fix = run.calls.find((c) => c.stepId === "s_f1e0" && c.kind === "step")!;
+    assert.deepEqual(fix.toolCalls?.map((c) => c.name), ["Edit", "Bash", "Bash"]);
+    assert.deepEqual(run.toolCalls?.map((c) => c.id), [
+      ...run.calls.flatMap((c) => c.toolCalls ?? []).map((c) => c.id),
+    ]);
+  } finally {
+    await Deno.remove(cwd, { recursive: true });
+  }
+});
+
+Deno.test("testing: tool-call assertions refuse to guess when the backend runs its tools itself", async () => {
   const dir = join(ROOT, ".agent/haiku");
+  const script = new ScriptedBackend({
+    "draft.haiku": [
+      "Red leaves on the path\nthe old gate creaks in the wind\nautumn walks us home",
+    ],
+    "draft.haiku#check": [{ output: { result: "ok", message: "5-7-5" } }],
+  });
+  // A backend without tool turns (as claude-code, which runs its own tools): nobody can tell.
+  const selfTooled: LlmBackend = { name: "self-tooled", complete: (req) => script.complete(req) };
   const run = await runAgentForTest({
+    agent: dir,
+    script: selfTooled,
+    args: { topic: "autumn" },
+    env: {},
+  });
+  assert.equal(run.toolCalls, undefined);
+  assert.match(failure(() => assertNoToolCall(run, "Bash")), /reports no tool calls/);
+  assert.match(failure(() => assertToolCall(run, "Read")), /cannot be told/);
+  // The scripted backend's calls go through the tool loop: "no call" is known.
+  const scripted = await runAgentForTest({
     agent: dir,
     script: join(dir, "demo.script.yaml"),
     args: { topic: "autumn" },
     env: {},
   });
-  assert.match(failure(() => assertNoToolCall(run, "Bash")), /reported no tool calls at all/);
-  // A recording whose answers carry tool calls (as backends with tools report them).
-  const tmp = await Deno.makeTempDir();
-  try {
-    const recording = join(tmp, "r.yaml");
-    await runAgentForTest({
-      agent: dir,
-      script: join(dir, "demo.script.yaml"),
-      args: { topic: "autumn" },
-      record: recording,
-      env: {},
-    });
-    const text = await Deno.readTextFile(recording);
-    await Deno.writeTextFile(
-      recording,
-      text.replace(
-        "    kind: step\n",
-        '    kind: step\n    toolCalls: [{ name: Read, input: { file: "a.md" } }]\n',
-      ),
-    );
-    const withTools = await runAgentForTest({
-      agent: dir,
-      script: recording,
-      args: { topic: "autumn" },
-      env: {},
-    });
-    assertToolCall(withTools, "Read", { stepId: "draft.haiku", input: { file: "a.md" } });
-    assertNoToolCall(withTools, "Bash");
-    assert.match(failure(() => assertToolCall(withTools, "Bash")), /tools called: Read/);
-    assert.match(
-      failure(() => assertNoToolCall(withTools, "Read")),
-      /step "draft\.haiku" made one/,
-    );
-  } finally {
-    await Deno.remove(tmp, { recursive: true });
-  }
+  assert.deepEqual(scripted.toolCalls, []);
+  assertNoToolCall(scripted, "Bash");
 });
 
 Deno.test("testing: golden prompts fail on a changed prompt with a diff and are rewritten on request", async () => {

@@ -2,7 +2,7 @@
  * Record → replay through the real runner: every example agent under .agent/ and the converted
  * climpt fixture, run on its script in a store, turned into a replay file from the run log, and
  * replayed, take the same path (steps, intents, transitions, next steps) and hand off the same
- * values. A changed prompt, a call past the end and a step the recording never saw fail clearly.
+ * values; a step with tools asks for the same tool calls, which run again. A changed prompt, a call past the end and a step the recording never saw fail clearly.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -36,11 +36,15 @@ async function recordThenReplay(
 ) {
   await withTemp(async (tmp) => {
     const recording = join(tmp, file);
+    // Each run works in its own folder, so tools that write start from the same (empty) place.
+    const [first, second] = [join(tmp, "recorded"), join(tmp, "replayed")];
+    await Deno.mkdir(first);
+    await Deno.mkdir(second);
     const recorded = await runAgentForTest({
       agent: agentDir,
       script,
       args,
-      cwd: tmp,
+      cwd: first,
       record: recording,
       runner: { skipValidators: true, ...runner },
       env: {},
@@ -54,7 +58,7 @@ async function recordThenReplay(
       agent: agentDir,
       script: recording,
       args,
-      cwd: tmp,
+      cwd: second,
       runner: { skipValidators: true, ...runner },
       env: {},
     });
@@ -62,12 +66,15 @@ async function recordThenReplay(
     assert.deepEqual(replayed.result.state.handoff, recorded.result.state.handoff);
     assert.deepEqual(replayed.result.output, recorded.result.output);
     assert.equal(replayed.calls.length, recorded.calls.length);
+    const toolCalls = (run: TestRun) =>
+      run.toolCalls?.map((c) => [c.stepId, c.id, c.tool, c.decision, c.result]);
+    assert.deepEqual(toolCalls(replayed), toolCalls(recorded));
     assert.deepEqual(replayed.drifts, []);
     if (file.endsWith(".json")) JSON.parse(await Deno.readTextFile(recording));
   });
 }
 
-for (const agent of ["haiku", "issue-solver", "code-improver"]) {
+for (const agent of ["haiku", "issue-solver", "code-improver", "tool-fixer"]) {
   Deno.test(`replay: example agent ${agent} replays its recorded run with the same history`, async () => {
     const dir = join(ROOT, ".agent", agent);
     await recordThenReplay(dir, join(dir, "demo.script.yaml"), {
@@ -139,7 +146,7 @@ Deno.test("replay: an edited prompt fails strictly with the step, the call and a
     assert.equal(strict.result.error?.code, "REPLAY_PROMPT_CHANGED");
     const message = strict.result.error!.message;
     assert.match(message, /step prompt of step "draft\.haiku" changed/);
-    assert.match(message, /call 1 of "draft\.haiku"/);
+    assert.match(message, /entry 1 of "draft\.haiku"/);
     assert.match(message, /^- .*three lines only\.$/m);
     assert.match(message, /^\+ .*three lines, lower case\.$/m);
     assert.match(message, /--replay lenient/);
@@ -232,5 +239,53 @@ Deno.test("replay: credential values are redacted from the recording, and the re
       env,
     });
     assert.equal(replayed.result.completionReason, "completed", replayed.result.error?.message);
+  });
+});
+
+Deno.test("replay: a tool step whose call failed after a tool turn replays the turn, then the failure", async () => {
+  await withTemp(async (tmp) => {
+    const agent = join(ROOT, ".agent", "tool-fixer");
+    const recording = join(tmp, "failed.yaml");
+    const [first, second] = [join(tmp, "recorded"), join(tmp, "replayed")];
+    await Deno.mkdir(first);
+    await Deno.mkdir(second);
+    const script = {
+      s_f1d0: [
+        {
+          toolCalls: [{ id: "w1", name: "Write", arguments: { file_path: "a.txt", content: "x" } }],
+        },
+        { error: "server overloaded" },
+      ],
+    };
+    const args = { topic: "t" };
+    const recorded = await runAgentForTest({
+      agent,
+      script,
+      args,
+      cwd: first,
+      record: recording,
+      env: {},
+    });
+    assert.equal(recorded.result.success, false);
+    const doc = parseYaml(await Deno.readTextFile(recording)) as Record<
+      string,
+      Record<string, unknown>[]
+    >;
+    assert.deepEqual(doc.s_f1d0.map((e) => [e.toolCalls !== undefined, e.error !== undefined]), [
+      [true, false],
+      [false, true],
+    ]);
+    const replayed = await runAgentForTest({
+      agent,
+      script: recording,
+      args,
+      cwd: second,
+      env: {},
+    });
+    assert.equal(replayed.result.error?.code, recorded.result.error?.code);
+    assert.deepEqual(replayed.toolCalls?.map((c) => [c.id, c.tool, c.result]), [
+      ["w1", "Write", "Created a.txt (1 bytes)."],
+    ]);
+    assert.equal(await Deno.readTextFile(join(second, "a.txt")), "x");
   });
 });

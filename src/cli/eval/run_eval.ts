@@ -21,7 +21,7 @@ import {
   assertOutput,
   assertPath,
 } from "../../testing/assertions.ts";
-import { testCall, type TestRun } from "../../testing/run.ts";
+import { runToolCalls, testCall, type TestRun } from "../../testing/run.ts";
 import { recordedCalls } from "../../llm/replay_file.ts";
 import { createRunCommandTool } from "../../tools/builtin_command.ts";
 import type { EvalCase } from "./cases.ts";
@@ -150,12 +150,14 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
       return outcome;
     }
     const log = await options.store.readLog(result.runId);
+    const calls = recordedCalls(log).map(testCall);
     const testRun: TestRun = {
       agent: options.definition.name,
       result,
       history: result.state.history,
       events: [],
-      calls: recordedCalls(log).map(testCall),
+      calls,
+      toolCalls: runToolCalls(backend, log, calls),
       log,
       drifts: [],
       warnings: [],
