@@ -20,7 +20,7 @@ import {
 import { UsageError } from "../errors.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
-import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE } from "./kit/backend.ts";
 import {
   cleanParseMessage,
   flagHelpLines,
@@ -69,7 +69,7 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       type: "boolean",
       description: "Print the agent's flow as a Mermaid flowchart",
     },
-    ...BACKEND_FLAGS.map((flag) =>
+    ...BACKEND_FLAG_TABLE.map((flag) =>
       flag.name === "model"
         ? { ...flag, description: "Model for every call (overrides the agent and its steps)" }
         : flag

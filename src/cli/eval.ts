@@ -25,7 +25,7 @@ import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
 import { type EvalRunOutcome, runEval } from "./eval/run_eval.ts";
-import { BACKEND_FLAGS, backendFromFlags, backendName } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE, backendFromFlags, backendName } from "./kit/backend.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
@@ -49,7 +49,7 @@ export const EVAL_FLAGS: readonly FlagSpec[] = [
     value: "FILE",
     description: "Case file: JSON Lines, one case per line (docs/testing.md#evaluations)",
   },
-  ...BACKEND_FLAGS,
+  ...BACKEND_FLAG_TABLE,
   {
     name: "replay",
     type: "string",

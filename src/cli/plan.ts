@@ -44,7 +44,7 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
   flagHelpLines,
@@ -75,7 +75,7 @@ const PLAN_BACKEND_FLAGS: readonly FlagSpec[] = [
   ["base-url", "Server URL (OpenAI-compatible servers such as Ollama)"],
   ["max-attempts", "Attempts per model call on 429/5xx/network errors (default 3)"],
 ].map(([name, description]) => ({
-  ...BACKEND_FLAGS.find((f) => f.name === name)!,
+  ...BACKEND_FLAG_TABLE.find((f) => f.name === name)!,
   ...(name === "model" ? { value: "NAME" } : {}),
   description,
 }));

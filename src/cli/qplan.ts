@@ -28,7 +28,7 @@ import {
   runScript,
   validateScript,
 } from "../qplan/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
@@ -53,7 +53,7 @@ export const QPLAN_EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; interrupted: 130
 /** The kit's backend flag `name` with `qplan`'s help text. */
 function backendFlag(name: string, description: string, value?: string): FlagSpec {
   return {
-    ...BACKEND_FLAGS.find((f) => f.name === name)!,
+    ...BACKEND_FLAG_TABLE.find((f) => f.name === name)!,
     ...(value ? { value } : {}),
     description,
   };

@@ -21,7 +21,7 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
-import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE } from "./kit/backend.ts";
 import { type FlagSpec, parseFlags, portFlag, stringFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 
@@ -153,7 +153,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "open", type: "boolean", description: "open the dashboard in the browser" },
   { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
   // The dashboard's buttons pass these to run-agent; how often a call is retried is not one of them.
-  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url" && f.name !== "max-attempts"),
+  ...BACKEND_FLAG_TABLE.filter((f) => f.name !== "base-url" && f.name !== "max-attempts"),
   { name: "help", type: "boolean", short: "h", description: "show this help" },
 ];
 

@@ -17,7 +17,7 @@ import type { BackendChoice } from "../llm/backend_choice.ts";
 import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
 import { STORE_ENV } from "../store/select.ts";
 import { agentRootProblem, startWorker, type WorkerOptions } from "../worker/worker.ts";
-import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
+import { BACKEND_FLAG_TABLE, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
   flagHelpLines,
@@ -32,7 +32,7 @@ import { reportError } from "./kit/report_error.ts";
 
 /** The kit's backend flag `name` with the worker's help text. */
 function backendFlag(name: string, description: string): FlagSpec {
-  return { ...BACKEND_FLAGS.find((f) => f.name === name)!, description };
+  return { ...BACKEND_FLAG_TABLE.find((f) => f.name === name)!, description };
 }
 
 /** Every flag of `worker`, in `--help` order. */

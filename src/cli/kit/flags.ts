@@ -273,3 +273,164 @@ export function portFlag(values: Record<string, FlagValue>, fallback: number): n
   }
   return n;
 }
+
+// -- typed declarations: one per command --------------------------------------------------------
+
+/**
+ * One flag of a command's declaration ({@linkcode defineFlags}): its `--help` row plus how its
+ * value is read. The flag's name is its key in kebab-case (`dryRun` → `--dry-run`) unless `name`
+ * says otherwise.
+ */
+export interface FlagDecl {
+  /** `string` flags take a value, `boolean` flags do not. */
+  type: "string" | "boolean";
+  /** Description in the help; `\n` starts a continuation line. */
+  description: string;
+  /** Placeholder of the value in the help text (`NAME`, `FILE`, `N`). */
+  value?: string;
+  /** Single-letter alias. */
+  short?: string;
+  /** The flag may be given more than once; its values are collected in a list. */
+  multiple?: boolean;
+  /** The flag's name when it is not the key in kebab-case. */
+  name?: string;
+  /**
+   * Reads and checks one value of a `string` flag; throws a {@linkcode UsageError} that names the
+   * flag and the fix when the value is wrong. Without it the value is the text as given.
+   */
+  parse?: (raw: string) => unknown;
+  /** The value when the flag is absent (without one, an absent `string` flag is an absent key). */
+  default?: unknown;
+}
+
+/** A command's flags: key (the property of the parsed flags) → declaration, in `--help` order. */
+export type FlagDecls = Readonly<Record<string, FlagDecl>>;
+
+type ParsedValue<F> = F extends { parse: (raw: string) => infer T } ? T
+  : F extends { type: "boolean" } ? boolean
+  : string;
+type AlwaysSet<F> = F extends { type: "boolean" } ? true
+  : F extends { multiple: true } ? true
+  : F extends { default: unknown } ? true
+  : false;
+type FlagValueOf<F> = F extends { multiple: true } ? ParsedValue<F>[]
+  : F extends { default: infer D } ? ParsedValue<F> | D
+  : ParsedValue<F>;
+
+/**
+ * The parsed flags of a declaration: a switch is a `boolean`, a `multiple` flag a list, a flag with
+ * `parse` what it returns, a flag with a `default` always set; any other flag is an optional key,
+ * absent when not given.
+ */
+export type FlagsOf<D extends FlagDecls> =
+  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? K : never]: FlagValueOf<D[K]> }
+  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? never : K]?: FlagValueOf<D[K]> };
+
+/**
+ * Declares a command's flags once: from the declaration follow the type of its parsed flags
+ * ({@linkcode FlagsOf}), its parser ({@linkcode parseCommandFlags}), its `--help` rows
+ * ({@linkcode declaredHelpLines}) and its did-you-mean and given-twice errors.
+ *
+ * @example
+ * ```ts
+ * import { defineFlags, type FlagsOf, parseCommandFlags, parsePositiveInt } from "./flags.ts";
+ * const FLAGS = defineFlags({
+ *   dryRun: { type: "boolean", description: "Show what would run" },
+ *   concurrency: { type: "string", value: "N", description: "Parallel steps", parse: parsePositiveInt("--concurrency"), default: 4 },
+ * });
+ * const { flags }: { flags: FlagsOf<typeof FLAGS> } = parseCommandFlags(["--dry-run"], FLAGS);
+ * console.log(flags.dryRun, flags.concurrency); // true 4
+ * ```
+ */
+export function defineFlags<const D extends FlagDecls>(decls: D): D {
+  return Object.freeze(decls);
+}
+
+/** The flag name of `key` in `decls`: its `name`, else the key in kebab-case. */
+export function declaredName(key: string, decl: FlagDecl): string {
+  return decl.name ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** The declaration as help/parser rows ({@linkcode FlagSpec}), in declaration order. */
+export function declaredTable(decls: FlagDecls): FlagSpec[] {
+  return Object.entries(decls).map(([key, d]) => ({
+    name: declaredName(key, d),
+    type: d.type,
+    description: d.description,
+    ...(d.value !== undefined ? { value: d.value } : {}),
+    ...(d.short !== undefined ? { short: d.short } : {}),
+    ...(d.multiple ? { multiple: true } : {}),
+  }));
+}
+
+/** The `Options:` rows of a declaration's `--help` (see {@linkcode flagHelpLines}). */
+export function declaredHelpLines(
+  decls: FlagDecls,
+  options: { width?: number; indent?: string } = {},
+): string[] {
+  return flagHelpLines(declaredTable(decls), options);
+}
+
+/**
+ * The typed flags of `decls` from the raw `values` of a parse: switches default to false, lists to
+ * empty, values go through `parse`, absent flags take their `default`. With `lenient`, a value
+ * `parse` refuses is left out instead of thrown (a first scan before the real parse).
+ */
+export function readDeclaredFlags<D extends FlagDecls>(
+  decls: D,
+  values: Record<string, unknown>,
+  { lenient = false }: { lenient?: boolean } = {},
+): FlagsOf<D> {
+  const flags: Record<string, unknown> = {};
+  for (const [key, decl] of Object.entries(decls)) {
+    const raw = values[declaredName(key, decl)];
+    if (decl.type === "boolean") {
+      flags[key] = raw === true;
+      continue;
+    }
+    const texts = Array.isArray(raw) ? raw : typeof raw === "string" ? [raw] : [];
+    if (decl.multiple) {
+      flags[key] = decl.parse ? texts.map(decl.parse) : texts;
+      continue;
+    }
+    if (texts.length === 0) {
+      if (decl.default !== undefined) flags[key] = decl.default;
+      continue;
+    }
+    try {
+      flags[key] = decl.parse ? decl.parse(texts[0]) : texts[0];
+    } catch (error) {
+      if (!lenient) throw error;
+    }
+  }
+  return flags as FlagsOf<D>;
+}
+
+/**
+ * Parses `argv` strictly against a command's declaration ({@linkcode defineFlags}): the checks of
+ * {@linkcode parseFlags} (unknown flag with did-you-mean, missing value, a flag given twice), then
+ * each value read by {@linkcode readDeclaredFlags}.
+ */
+export function parseCommandFlags<D extends FlagDecls>(
+  argv: readonly string[],
+  decls: D,
+  options: ParseFlagsOptions = {},
+): { flags: FlagsOf<D>; positionals: string[] } {
+  const { values, positionals } = parseFlags(argv, declaredTable(decls), options);
+  return { flags: readDeclaredFlags(decls, values), positionals };
+}
+
+/**
+ * A `parse` for a flag that takes a positive whole number (decimal digits only): the message says
+ * `<flag> expects a positive integer, got "<raw>".` unless `message` words it otherwise.
+ */
+export function parsePositiveInt(
+  flag: string,
+  message: (raw: string) => string = (raw) => `${flag} expects a positive integer, got "${raw}".`,
+): (raw: string) => number {
+  return (raw) => {
+    const n = parseWholeNumber(raw);
+    if (n === undefined || n < 1) throw new UsageError(message(raw));
+    return n;
+  };
+}
