@@ -322,9 +322,12 @@ type FlagValueOf<F> = F extends { multiple: true } ? ParsedValue<F>[]
  * `parse` what it returns, a flag with a `default` always set; any other flag is an optional key,
  * absent when not given.
  */
-export type FlagsOf<D extends FlagDecls> =
+export type FlagsOf<D extends FlagDecls> = Flatten<
   & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? K : never]: FlagValueOf<D[K]> }
-  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? never : K]?: FlagValueOf<D[K]> };
+  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? never : K]?: FlagValueOf<D[K]> }
+>;
+/** One object type instead of an intersection (readable in hovers, comparable with `Exactly`). */
+type Flatten<T> = { [K in keyof T]: T[K] };
 
 /**
  * Declares a command's flags once: from the declaration follow the type of its parsed flags
