@@ -51,7 +51,7 @@ export { initAgent, type InitAgentOptions, type InitAgentResult } from "./init.t
 export { type MigrateCliResult, runMigrateCli } from "./migrate.ts";
 export { migrateClimpt, type MigratedAgent, type MigrateOptions } from "../migrate/mod.ts";
 export { type PlanCliIo, planMain } from "./plan.ts";
-export { QPLAN_EXIT, type QPlanCliIo, qplanMain } from "./qplan.ts";
+export { type QPlanCliIo, qplanMain } from "./qplan.ts";
 export {
   main as runPlanMain,
   RUN_PLAN_EXIT,
