@@ -67,29 +67,6 @@ export {
   type InterruptActions,
 } from "./kit/interrupt.ts";
 
-/** Exit codes of `run-agent`: its subset of the one table, {@linkcode EXIT_CODES}. */
-export const EXIT: Readonly<{
-  success: 0;
-  flowFailed: 1;
-  usage: 2;
-  internal: 70;
-  interrupted: 130;
-}> = Object.freeze({
-  /** The command did what was asked; for a run: the flow completed. */
-  success: EXIT_CODES.success,
-  /** The flow ran and did not succeed (failed, aborted, timed out, hit max iterations). */
-  flowFailed: EXIT_CODES.failed,
-  /**
-   * Usage error (bad flag, missing parameter), an invalid or missing agent definition, or a backend
-   * that cannot be used at all (missing or refused credentials, SDK/executable not installed).
-   */
-  usage: EXIT_CODES.usage,
-  /** An unexpected internal error: a bug in stepflow. */
-  internal: EXIT_CODES.internal,
-  /** The run was cancelled with Ctrl-C (128 + SIGINT). */
-  interrupted: EXIT_CODES.interrupted,
-});
-
 /** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
 export { DEFAULT_BACKEND };
 
@@ -206,7 +183,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (scan.graph) {
     parseAgentCommandLine(argv, definition, { requireParameters: false });
     ctx.io.stdout.write(`${flowToMermaid(definition)}\n`);
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const continuing = scan.resume !== undefined || scan.redrive !== undefined;
   if (continuing) rejectParametersOnContinue(argv, definition, scan);
@@ -279,7 +256,7 @@ async function showRuns(
         }\n`,
       );
     }
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const runId = flags.show!;
   let checkpoint: RunCheckpoint | undefined;
@@ -303,7 +280,7 @@ async function showRuns(
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
     ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
@@ -329,7 +306,7 @@ async function showRuns(
       }\n`,
     );
   }
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 /** The run's listing line (status, liveness), or undefined when the store does not list it. */
@@ -388,7 +365,7 @@ async function help(scan: CliFlags, ctx: Context): Promise<number> {
     }
   }
   ctx.io.stdout.write(`${text}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function list(flags: CliFlags, ctx: Context): Promise<number> {
@@ -396,13 +373,13 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
   const root = resolve(ctx.userDir, ".agent");
   if (flags.json) {
     ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   if (agents.length === 0) {
     ctx.io.stdout.write(
       `No agents in ${root}.\nCreate one with: ${runAgentCommand(ctx.userDir)} --init my-agent\n`,
     );
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const width = Math.max(...agents.map((a) => a.name.length)) + 2;
   const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
@@ -415,7 +392,7 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function init(flags: CliFlags, ctx: Context): Promise<number> {
@@ -450,7 +427,7 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
     `  ${command} --agent ${name} --validate`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): Promise<number> {
@@ -484,7 +461,7 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
   } else {
     ctx.io.stdout.write(`${formatValidation(report, ctx.stdoutColor)}\n`);
   }
-  return report.problems.length === 0 ? EXIT.success : EXIT.usage;
+  return report.problems.length === 0 ? EXIT_CODES.success : EXIT_CODES.usage;
 }
 
 async function run(
@@ -557,7 +534,7 @@ async function run(
       }\n`,
     );
   }
-  if (result.success) return EXIT.success;
+  if (result.success) return EXIT_CODES.success;
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -577,11 +554,13 @@ async function run(
         : `Restart it from its failed step with: ${redrive}\n`,
     );
   }
-  if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
+  if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) {
+    return EXIT_CODES.interrupted;
+  }
   // A backend that cannot be used at all (credentials refused, SDK or executable missing) is a
   // setup problem like a missing key, not a flow that failed.
-  if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT.usage;
-  return EXIT.flowFailed;
+  if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT_CODES.usage;
+  return EXIT_CODES.failed;
 }
 
 /** Run failures caused by the agent's own files (prompts, schemas): no redrive can succeed. */

@@ -71,25 +71,6 @@ import { reportError } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
 import { newRunId } from "../store/run_id.ts";
 
-/** Exit codes of `run-plan`: its subset of the one table, {@linkcode EXIT_CODES}. */
-export const RUN_PLAN_EXIT: Readonly<{
-  success: 0;
-  planFailed: 1;
-  usage: 2;
-  incomplete: 3;
-  internal: 70;
-  locked: 75;
-  interrupted: 130;
-}> = Object.freeze({
-  success: EXIT_CODES.success,
-  planFailed: EXIT_CODES.failed,
-  usage: EXIT_CODES.usage,
-  incomplete: EXIT_CODES.incomplete,
-  internal: EXIT_CODES.internal,
-  locked: EXIT_CODES.locked,
-  interrupted: EXIT_CODES.interrupted,
-});
-
 /** Something text can be written to: the CLI kit's {@linkcode CliWriter}. */
 export type RunPlanWriter = CliWriter;
 
@@ -269,7 +250,7 @@ export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {})
     return reportError(error, full.stderr, {
       prefix: "run-plan:",
       ...(full.signal ? { signal: full.signal } : {}),
-      exitCodeOf: (e) => RAN_AND_FAILED(e.code) ? RUN_PLAN_EXIT.planFailed : RUN_PLAN_EXIT.usage,
+      exitCodeOf: (e) => RAN_AND_FAILED(e.code) ? EXIT_CODES.failed : EXIT_CODES.usage,
     });
   }
 }
@@ -278,7 +259,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   const flags = parseRunPlanArgs(argv);
   if (flags.help) {
     io.stdout.write(localizeCommands(HELP, userDir));
-    return RUN_PLAN_EXIT.success;
+    return EXIT_CODES.success;
   }
   if (flags.planFile === undefined && flags.generate === undefined) {
     throw new UsageError(
@@ -368,7 +349,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   out.write(
     `${renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })}\n`,
   );
-  if (flags.dryRun) return RUN_PLAN_EXIT.success;
+  if (flags.dryRun) return EXIT_CODES.success;
   if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
     const notRun = skippedUnintentionally(plan);
     if (notRun.length > 0 && !flags.allowSkipped) {
@@ -377,12 +358,12 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           notRunText(notRun)
         }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
       );
-      return RUN_PLAN_EXIT.incomplete;
+      return EXIT_CODES.incomplete;
     }
     io.stderr.write(
       "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
     );
-    return RUN_PLAN_EXIT.success;
+    return EXIT_CODES.success;
   }
 
   const lines = io.isTerminal.stdin && io.stdin ? lineReader(io.stdin) : undefined;
@@ -409,7 +390,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
         }
         if (answer !== "y" && answer !== "yes") {
           io.stderr.write("Not started; nothing ran.\n");
-          return RUN_PLAN_EXIT.success;
+          return EXIT_CODES.success;
         }
         break;
       }
@@ -487,9 +468,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   } else {
     io.stdout.write(`${summaryText(summary, planFile, incomplete ? notRun : [])}\n`);
   }
-  if (incomplete) return RUN_PLAN_EXIT.incomplete;
-  if (summary.status === "completed") return RUN_PLAN_EXIT.success;
-  return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
+  if (incomplete) return EXIT_CODES.incomplete;
+  if (summary.status === "completed") return EXIT_CODES.success;
+  return summary.status === "cancelled" ? EXIT_CODES.interrupted : EXIT_CODES.failed;
 }
 
 /**
