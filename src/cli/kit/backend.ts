@@ -10,14 +10,7 @@ import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
 import type { ReplayMode } from "../../llm/replay.ts";
 import type { LlmBackend } from "../../llm/types.ts";
-import {
-  declaredTable,
-  defineFlags,
-  type FlagsOf,
-  type FlagSpec,
-  type FlagValue,
-  parsePositiveInt,
-} from "./flags.ts";
+import { defineFlags, type FlagsOf, parsePositiveInt } from "./flags.ts";
 
 /** The backend flags, parsed (`replay`: run-agent's `--replay strict|lenient`, read with its own flags). */
 export type BackendFlags = FlagsOf<typeof BACKEND_FLAGS> & {
@@ -125,12 +118,3 @@ export const BACKEND_FLAGS = defineFlags({
     ),
   },
 });
-
-/** @deprecated transitional: the backend flags as rows, until every command reads declarations. */
-export const BACKEND_FLAG_TABLE: readonly FlagSpec[] = declaredTable(BACKEND_FLAGS);
-
-/** @deprecated transitional: `--max-attempts N` from raw values. */
-export function maxAttemptsFlag(values: Record<string, FlagValue>): number | undefined {
-  const raw = values["max-attempts"];
-  return typeof raw === "string" ? BACKEND_FLAGS.maxAttempts.parse(raw) : undefined;
-}

@@ -1,7 +1,19 @@
 /**
- * The table-driven flag parser and help of every stepflow command line: a CLI lists its flags once
- * as {@linkcode FlagSpec} rows; the parser, the typo suggestions and the `Options:` block of its
- * `--help` all come from that table.
+ * The flags of every stepflow command line. A command declares its flags once with
+ * {@linkcode defineFlags} — an object whose keys are the properties of its parsed flags and whose
+ * entries carry type, value placeholder, short alias, description, `parse` and `default` — and from
+ * that one declaration follow the type of its parsed flags ({@linkcode FlagsOf}), the strict parser
+ * ({@linkcode parseCommandFlags}, on `node:util` `parseArgs`), the `Options:` rows of its `--help`
+ * ({@linkcode declaredHelpLines}), the did-you-mean error of a mistyped flag and the error of a flag
+ * given twice. Exit codes are the one table of `exit_codes.ts`, used by name.
+ *
+ * Why in-house and not `commander` or `citty`: this module adds about 150 lines to a parser that was
+ * already here and already on `parseArgs`. A library would replace the parser but not the messages
+ * every CLI test checks (did-you-mean, "given more than once", "needs a value", exit 2 without a
+ * stack trace), which would then be re-worded from its errors; it would not fit `run-agent`, whose
+ * flags include each agent's parameters, known only after the agent is loaded (two passes,
+ * `src/cli/args.ts`); and it would be a new dependency behind an import alias for every user of
+ * `jsr:@stepflow/core/cli`. It would remove less than it adds.
  *
  * @module
  */
@@ -209,18 +221,6 @@ export function cleanParseMessage(error: unknown): string {
   return message.split("\n")[0].replace(/\. To specify a positional.*$/s, ".");
 }
 
-/** The value of a string flag (`undefined` when absent or not text). */
-export function stringFlag(values: Record<string, FlagValue>, name: string): string | undefined {
-  const v = values[name];
-  return typeof v === "string" ? v : undefined;
-}
-
-/** The values of a `multiple` flag (empty when absent). */
-export function listFlag(values: Record<string, FlagValue>, name: string): string[] {
-  const v = values[name];
-  return Array.isArray(v) ? v : typeof v === "string" ? [v] : [];
-}
-
 /**
  * A whole number written in decimal digits only (`"8420"`), or `undefined`: unlike `Number()`, it
  * refuses `""`, `" 1"`, `"0x50"`, `"1e3"`, `"+1"`, `"1.0"` and numbers past 2^53. The one parser of
@@ -235,19 +235,6 @@ export function listFlag(values: Record<string, FlagValue>, name: string): strin
 export function parseWholeNumber(raw: string): number | undefined {
   if (!/^\d{1,15}$/.test(raw)) return undefined;
   return Number(raw);
-}
-
-/** A positive whole number flag: `undefined` when absent, a {@linkcode UsageError} when not one. */
-export function positiveIntFlag(
-  values: Record<string, FlagValue>,
-  name: string,
-  message: (raw: string) => string = (raw) => `--${name} expects a positive integer, got "${raw}".`,
-): number | undefined {
-  const raw = stringFlag(values, name);
-  if (raw === undefined) return undefined;
-  const n = parseWholeNumber(raw);
-  if (n === undefined || n < 1) throw new UsageError(message(raw));
-  return n;
 }
 
 /**
