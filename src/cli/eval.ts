@@ -163,6 +163,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
         ...(flags.backend !== undefined ? { backend: flags.backend } : {}),
         ...(flags.model !== undefined ? { model: flags.model } : {}),
         ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+        ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
       },
       {
         cwd: userDir,
