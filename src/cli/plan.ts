@@ -53,7 +53,7 @@ import {
   type FlagDecls,
   type FlagsOf,
   parseFlags,
-  parseWholeNumber,
+  parsePositiveInt,
   readDeclaredFlags,
 } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
@@ -92,14 +92,9 @@ const PLAN_BACKEND_FLAGS = defineFlags({
 });
 
 /** `-h, --help`, a flag of every subcommand. */
-const HELP_FLAG = defineFlags({
-  help: { type: "boolean", short: "h", description: "Show this help" },
-});
+const HELP_FLAG = defineFlags({ help: { type: "boolean", short: "h", description: "Show help" } });
 
-/**
- * The flags of each subcommand: their types and parsers follow from these; the help above is
- * written out because it groups them by subcommand on one line each.
- */
+/** Each subcommand's flags (type and parser follow; HELP above groups them by subcommand). */
 const SUBCOMMAND_FLAGS = {
   new: defineFlags({
     ...PLAN_BACKEND_FLAGS,
@@ -575,13 +570,10 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
 
 /** A `parse` for `plan run`'s counts: a whole number ≥ 1. */
 function wholeNumberAtLeastOne(flag: string): (raw: string) => number {
-  return (raw) => {
-    const n = parseWholeNumber(raw);
-    if (n === undefined || n < 1) {
-      throw new UsageError(`${flag} must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
-    }
-    return n;
-  };
+  return parsePositiveInt(
+    flag,
+    (raw) => `${flag} must be a whole number ≥ 1, got ${JSON.stringify(raw)}`,
+  );
 }
 
 function clip(text: string, max: number): string {
