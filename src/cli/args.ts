@@ -19,16 +19,21 @@ import {
 } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
 import { ownValue, setOwn } from "../own_record.ts";
+import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
   cleanParseMessage,
+  declaredTable,
+  defineFlags,
   flagHelpLines,
   flagLabel,
+  type FlagsOf,
   type FlagSpec,
   type OptionTable,
   optionTable,
-  parseWholeNumber,
+  parsePositiveInt,
+  readDeclaredFlags,
   rejectUnknownFlags,
   unknownFlagMessage,
   unknownFlags,
@@ -37,171 +42,159 @@ import {
 export type { FlagSpec } from "./kit/flags.ts";
 
 /**
- * Every flag of `run-agent`, in `--help` order. Any other `--<key>` is one of the agent's declared
+ * Every flag of `run-agent`, in `--help` order: the type of its parsed flags ({@linkcode CliFlags}),
+ * its parser and its help rows follow from it. Any other `--<key>` is one of the agent's declared
  * parameters.
  */
-export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
-  [
-    {
-      name: "agent",
-      type: "string",
-      value: "NAME",
-      description: "Agent to run: a name under .agent/ or a folder path",
+export const RUN_AGENT_FLAGS = defineFlags({
+  agent: {
+    type: "string",
+    value: "NAME",
+    description: "Agent to run: a name under .agent/ or a folder path",
+  },
+  list: {
+    type: "boolean",
+    description: "List the agents under .agent/ with their descriptions",
+  },
+  validate: {
+    type: "boolean",
+    description: "Check the agent's definition; print every problem and warning",
+  },
+  init: {
+    type: "string",
+    value: "NAME",
+    description: "Scaffold a working gate-routed agent in .agent/NAME",
+  },
+  graph: {
+    type: "boolean",
+    description: "Print the agent's flow as a Mermaid flowchart",
+  },
+  backend: BACKEND_FLAGS.backend,
+  model: {
+    ...BACKEND_FLAGS.model,
+    description: "Model for every call (overrides the agent and its steps)",
+  },
+  baseUrl: BACKEND_FLAGS.baseUrl,
+  script: BACKEND_FLAGS.script,
+  maxAttempts: BACKEND_FLAGS.maxAttempts,
+  maxIterations: {
+    type: "string",
+    value: "N",
+    description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
+    parse: parsePositiveInt("--max-iterations"),
+  },
+  allowFallback: {
+    type: "boolean",
+    description: "Allow fallback prompts (development only; each use warns)",
+  },
+  allowRun: {
+    type: "boolean",
+    description: "Let command steps and validators run the commands agent.json lists",
+  },
+  skipValidators: {
+    type: "boolean",
+    description: "Do not run step validators (warns each time; for scripted dry runs)",
+  },
+  // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
+  resume: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Continue an interrupted run (the step in flight runs again from its start)",
+  },
+  redrive: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Restart a failed run from its failed step",
+  },
+  answer: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Answer the run waiting at an input step (with --value, or JSON on stdin)",
+  },
+  value: {
+    type: "string",
+    value: "JSON",
+    description: "The answer of --answer, as JSON (checked against the step's schema)",
+  },
+  answeredBy: {
+    type: "string",
+    value: "WHO",
+    description: "Who gives the answer of --answer, as the history records it (default: cli)",
+  },
+  runs: {
+    type: "boolean",
+    description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
+  },
+  show: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Print one recorded run's history as a table",
+  },
+  group: {
+    name: "run-group",
+    type: "string",
+    value: "NAME",
+    description: "Start the run in this group; with --runs, list only the group's runs",
+  },
+  // -- end of durable-run flags --
+  // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
+  record: {
+    type: "string",
+    value: "FILE",
+    description: "After the run, write its backend calls as a replay file (YAML) to FILE",
+  },
+  replay: {
+    type: "string",
+    value: "MODE",
+    description:
+      "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
+    parse: (raw): ReplayMode => {
+      if ((REPLAY_MODES as readonly string[]).includes(raw)) return raw as ReplayMode;
+      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${raw}".`);
     },
-    {
-      name: "list",
-      type: "boolean",
-      description: "List the agents under .agent/ with their descriptions",
-    },
-    {
-      name: "validate",
-      type: "boolean",
-      description: "Check the agent's definition; print every problem and warning",
-    },
-    {
-      name: "init",
-      type: "string",
-      value: "NAME",
-      description: "Scaffold a working gate-routed agent in .agent/NAME",
-    },
-    {
-      name: "graph",
-      type: "boolean",
-      description: "Print the agent's flow as a Mermaid flowchart",
-    },
-    ...BACKEND_FLAGS.map((flag) =>
-      flag.name === "model"
-        ? { ...flag, description: "Model for every call (overrides the agent and its steps)" }
-        : flag
-    ),
-    {
-      name: "max-iterations",
-      type: "string",
-      value: "N",
-      description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
-    },
-    {
-      name: "allow-fallback",
-      type: "boolean",
-      description: "Allow fallback prompts (development only; each use warns)",
-    },
-    {
-      name: "allow-run",
-      type: "boolean",
-      description: "Let command steps and validators run the commands agent.json lists",
-    },
-    {
-      name: "skip-validators",
-      type: "boolean",
-      description: "Do not run step validators (warns each time; for scripted dry runs)",
-    },
-    // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
-    {
-      name: "resume",
-      type: "string",
-      value: "RUN_ID",
-      description: "Continue an interrupted run (the step in flight runs again from its start)",
-    },
-    {
-      name: "redrive",
-      type: "string",
-      value: "RUN_ID",
-      description: "Restart a failed run from its failed step",
-    },
-    {
-      name: "answer",
-      type: "string",
-      value: "RUN_ID",
-      description: "Answer the run waiting at an input step (with --value, or JSON on stdin)",
-    },
-    {
-      name: "value",
-      type: "string",
-      value: "JSON",
-      description: "The answer of --answer, as JSON (checked against the step's schema)",
-    },
-    {
-      name: "answered-by",
-      type: "string",
-      value: "WHO",
-      description: "Who gives the answer of --answer, as the history records it (default: cli)",
-    },
-    {
-      name: "runs",
-      type: "boolean",
-      description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
-    },
-    {
-      name: "show",
-      type: "string",
-      value: "RUN_ID",
-      description: "Print one recorded run's history as a table",
-    },
-    {
-      name: "run-group",
-      type: "string",
-      value: "NAME",
-      description: "Start the run in this group; with --runs, list only the group's runs",
-    },
-    // -- end of durable-run flags --
-    // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
-    {
-      name: "record",
-      type: "string",
-      value: "FILE",
-      description: "After the run, write its backend calls as a replay file (YAML) to FILE",
-    },
-    {
-      name: "replay",
-      type: "string",
-      value: "MODE",
-      description:
-        "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
-    },
-    {
-      name: "as-script",
-      type: "boolean",
-      description: "With --show RUN_ID: print the run as a replay file instead of a table",
-    },
-    // -- end of replay flags --
-    // -- scale-out flags: --store URL, --submit, --wait --
-    {
-      name: "store",
-      type: "string",
-      value: "URL",
-      description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
-    },
-    {
-      name: "submit",
-      type: "boolean",
-      description: "Queue the run for the workers (PostgreSQL store) and print its id",
-    },
-    {
-      name: "wait",
-      type: "boolean",
-      description: "With --submit: follow the queued run live until it ends",
-    },
-    // -- end of scale-out flags --
-    {
-      name: "json",
-      type: "boolean",
-      description: "Print exactly one JSON object (the result) on stdout",
-    },
-    {
-      name: "verbose",
-      type: "boolean",
-      description: "One progress line per event, even on a terminal",
-    },
-    {
-      name: "help",
-      type: "boolean",
-      short: "h",
-      description: "Show this help (with --agent: also its parameters)",
-    },
-  ] satisfies FlagSpec[],
-);
+  },
+  asScript: {
+    type: "boolean",
+    description: "With --show RUN_ID: print the run as a replay file instead of a table",
+  },
+  // -- end of replay flags --
+  // -- scale-out flags: --store URL, --submit, --wait --
+  store: {
+    type: "string",
+    value: "URL",
+    description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+  },
+  submit: {
+    type: "boolean",
+    description: "Queue the run for the workers (PostgreSQL store) and print its id",
+  },
+  wait: {
+    type: "boolean",
+    description: "With --submit: follow the queued run live until it ends",
+  },
+  // -- end of scale-out flags --
+  json: {
+    type: "boolean",
+    description: "Print exactly one JSON object (the result) on stdout",
+  },
+  verbose: {
+    type: "boolean",
+    description: "One progress line per event, even on a terminal",
+  },
+  help: {
+    type: "boolean",
+    short: "h",
+    description: "Show this help (with --agent: also its parameters)",
+  },
+});
 
-/** The CLI's own flags, parsed. */
+/** `run-agent`'s flags as rows (name, type, short alias): what an agent parameter may not be named. */
+export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(declaredTable(RUN_AGENT_FLAGS));
+
+/**
+ * The CLI's own flags, parsed. Written out (not `FlagsOf<typeof RUN_AGENT_FLAGS>`) because it is
+ * public API, which needs explicit types; the check below keeps it exactly the declaration's type.
+ */
 export interface CliFlags {
   /** `--agent NAME`. */
   agent?: string;
@@ -221,22 +214,16 @@ export interface CliFlags {
   baseUrl?: string;
   /** `--script FILE`. */
   script?: string;
-  /** `--max-iterations N`, checked to be a positive integer. */
-  maxIterations?: number;
   /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
   maxAttempts?: number;
+  /** `--max-iterations N`, checked to be a positive integer. */
+  maxIterations?: number;
   /** `--allow-fallback`. */
   allowFallback: boolean;
   /** `--allow-run`: command steps and validators may run agent.json `commands`. */
   allowRun: boolean;
   /** `--skip-validators`. */
   skipValidators: boolean;
-  /** `--json`. */
-  json: boolean;
-  /** `--verbose`. */
-  verbose: boolean;
-  /** `--help` / `-h`. */
-  help: boolean;
   /** `--resume RUN_ID`. */
   resume?: string;
   /** `--redrive RUN_ID`. */
@@ -247,27 +234,34 @@ export interface CliFlags {
   value?: string;
   /** `--answered-by WHO`: who the history says answered. */
   answeredBy?: string;
-  /** `--runs` (set only when given). */
-  runs?: boolean;
+  /** `--runs`. */
+  runs: boolean;
   /** `--show RUN_ID`. */
   show?: string;
   /** `--run-group NAME`: the group of a new run, or the group `--runs` lists. */
   group?: string;
-  /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
-  store?: string;
-  /** `--submit` (set only when given). */
-  submit?: boolean;
-  /** `--wait` (set only when given). */
-  wait?: boolean;
-  // -- replay flags --
   /** `--record FILE`: write the run's replay file there. */
   record?: string;
   /** `--replay strict|lenient`. */
   replay?: ReplayMode;
-  /** `--as-script` (set only when given). */
-  asScript?: boolean;
-  // -- end of replay flags --
+  /** `--as-script`. */
+  asScript: boolean;
+  /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
+  store?: string;
+  /** `--submit`. */
+  submit: boolean;
+  /** `--wait`. */
+  wait: boolean;
+  /** `--json`. */
+  json: boolean;
+  /** `--verbose`. */
+  verbose: boolean;
+  /** `--help` / `-h`. */
+  help: boolean;
 }
+
+// Compile-time proof that CliFlags is exactly what the declaration parses to.
+const _cliFlagsMatchDeclaration: Exactly<FlagsOf<typeof RUN_AGENT_FLAGS>, CliFlags> = true;
 
 /** A parameter value after type-checking (`array` parameters give a list). */
 export type { ParameterValue };
@@ -310,7 +304,7 @@ export function scanCommandLine(argv: readonly string[]): CliFlags {
     strict: false,
     allowPositionals: true,
   });
-  return flagsOf(values as Record<string, unknown>, { lenient: true });
+  return readDeclaredFlags(RUN_AGENT_FLAGS, values, { lenient: true });
 }
 
 /**
@@ -443,7 +437,7 @@ export function parseCommandLine(
   for (const [flag, value] of Object.entries(byFlag)) {
     setOwn(params, keyOfFlag.get(flag) ?? flag, value);
   }
-  const flags = flagsOf(values, { lenient: false });
+  const flags = readDeclaredFlags(RUN_AGENT_FLAGS, values);
   if (missing.length > 0 && !flags.help) {
     const list = missing.map((k) => `--${k}`).join(", ");
     throw new UsageError(
@@ -530,75 +524,6 @@ export function parameterList(parameters: ParameterTable, agentName?: string): s
 
 function cliOptions(): OptionTable {
   return optionTable(CLI_FLAGS);
-}
-
-function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolean }): CliFlags {
-  const str = (name: string): string | undefined => {
-    const v = values[name];
-    return typeof v === "string" ? v : undefined;
-  };
-  const bool = (name: string): boolean => values[name] === true;
-  const flags: CliFlags = {
-    list: bool("list"),
-    validate: bool("validate"),
-    graph: bool("graph"),
-    allowFallback: bool("allow-fallback"),
-    allowRun: bool("allow-run"),
-    skipValidators: bool("skip-validators"),
-    json: bool("json"),
-    verbose: bool("verbose"),
-    help: bool("help"),
-  };
-  const set = <K extends keyof CliFlags>(key: K, value: CliFlags[K] | undefined) => {
-    if (value !== undefined) flags[key] = value;
-  };
-  set("agent", str("agent"));
-  set("init", str("init"));
-  set("backend", str("backend"));
-  set("model", str("model"));
-  set("baseUrl", str("base-url"));
-  set("script", str("script"));
-  set("resume", str("resume"));
-  set("redrive", str("redrive"));
-  set("answer", str("answer"));
-  set("value", str("value"));
-  set("answeredBy", str("answered-by"));
-  set("show", str("show"));
-  set("group", str("run-group"));
-  if (bool("runs")) flags.runs = true;
-  set("store", str("store"));
-  if (bool("submit")) flags.submit = true;
-  if (bool("wait")) flags.wait = true;
-  // -- replay flags --
-  set("record", str("record"));
-  const replay = str("replay");
-  if (replay !== undefined) {
-    if ((REPLAY_MODES as readonly string[]).includes(replay)) flags.replay = replay as ReplayMode;
-    else if (!lenient) {
-      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${replay}".`);
-    }
-  }
-  if (bool("as-script")) flags.asScript = true;
-  // -- end of replay flags --
-  const max = str("max-iterations");
-  if (max !== undefined) {
-    const n = parseWholeNumber(max);
-    if (n !== undefined && n > 0) flags.maxIterations = n;
-    else if (!lenient) {
-      throw new UsageError(`--max-iterations expects a positive integer, got "${max}".`);
-    }
-  }
-  const attempts = str("max-attempts");
-  if (attempts !== undefined) {
-    const n = Number(attempts);
-    if (Number.isInteger(n) && n > 0) flags.maxAttempts = n;
-    else if (!lenient) {
-      throw new UsageError(
-        `--max-attempts expects a positive integer (attempts per model call, default 3), got "${attempts}".`,
-      );
-    }
-  }
-  return flags;
 }
 
 /**

@@ -19,7 +19,6 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import { UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
-import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { shellQuote, stepflowCommand } from "../invocation.ts";
@@ -30,92 +29,83 @@ import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
 import { type EvalRunOutcome, runEval } from "./eval/run_eval.ts";
+import { RUN_AGENT_FLAGS } from "./args.ts";
 import { BACKEND_FLAGS, backendFromFlags, backendName } from "./kit/backend.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
-  flagHelpLines,
-  type FlagSpec,
-  type FlagValue,
-  parseFlags,
-  positiveIntFlag,
-  stringFlag,
+  declaredHelpLines,
+  defineFlags,
+  parseCommandFlags,
+  parsePositiveInt,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 
-/** Every flag of `eval`, in `--help` order. */
-export const EVAL_FLAGS: readonly FlagSpec[] = [
-  { name: "agent", type: "string", value: "NAME", description: "Agent to evaluate" },
-  {
-    name: "cases",
+/** Every flag of `eval`, in `--help` order: its type, parser and help rows follow from it. */
+const EVAL_FLAGS = defineFlags({
+  agent: { type: "string", value: "NAME", description: "Agent to evaluate" },
+  cases: {
     type: "string",
     value: "FILE",
     description: "Case file: JSON Lines, one case per line (docs/testing.md#evaluations)",
   },
   ...BACKEND_FLAGS,
-  {
-    name: "replay",
-    type: "string",
-    value: "MODE",
+  replay: {
+    ...RUN_AGENT_FLAGS.replay,
     description: "Recordings as scripts: strict (default) fails on a changed prompt, lenient warns",
   },
-  {
-    name: "runs",
+  runs: {
     type: "string",
     value: "K",
     description: "Runs per case (default 1): pass rates",
+    parse: parsePositiveInt("--runs"),
+    default: 1,
   },
-  { name: "concurrency", type: "string", value: "N", description: "Runs at once (default 1)" },
-  {
-    name: "min-pass",
+  concurrency: {
+    type: "string",
+    value: "N",
+    description: "Runs at once (default 1)",
+    parse: parsePositiveInt("--concurrency"),
+    default: 1,
+  },
+  minPass: {
     type: "string",
     value: "R",
     description: "Lowest passing share of runs, 0–1 or a percentage (default 1: every run)",
+    parse: parseMinPass,
+    default: 1,
   },
-  { name: "json", type: "string", value: "FILE", description: "Also write the report as JSON" },
-  {
-    name: "group",
+  json: { type: "string", value: "FILE", description: "Also write the report as JSON" },
+  group: {
     type: "string",
     value: "NAME",
     description: "Group the runs are recorded in (default: eval-<time>-<hex>, new per eval)",
   },
-  {
-    name: "store",
-    type: "string",
-    value: "URL",
-    description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
-  },
-  {
-    name: "max-iterations",
-    type: "string",
-    value: "N",
+  store: RUN_AGENT_FLAGS.store,
+  maxIterations: {
+    ...RUN_AGENT_FLAGS.maxIterations,
     description: "Upper bound on iterations of each run",
   },
-  {
-    name: "allow-run",
-    type: "boolean",
-    description: "Let command steps and validators run the commands agent.json lists",
-  },
-  { name: "skip-validators", type: "boolean", description: "Do not run step validators" },
-  { name: "help", type: "boolean", short: "h", description: "Show this help" },
-];
+  allowRun: RUN_AGENT_FLAGS.allowRun,
+  skipValidators: { type: "boolean", description: "Do not run step validators" },
+  help: { type: "boolean", short: "h", description: "Show this help" },
+});
 
 const USAGE = `Usage: deno task eval --agent NAME --cases FILE.jsonl [options]
 
 Runs the agent on every case, checks what each case expects, prints a table and a summary.
 
 Options:
-${flagHelpLines(EVAL_FLAGS).join("\n")}
+${declaredHelpLines(EVAL_FLAGS).join("\n")}
 
 Exit codes: 0 the pass rate reached --min-pass, 1 it did not, 2 usage or setup error,
             130 interrupted with Ctrl-C (the runs measured so far are reported first).`;
 
 /** A parsed `--min-pass`: `0.8`, `80%`. */
-export function parseMinPass(raw: string | undefined): number {
-  if (raw === undefined) return 1;
+export function parseMinPass(raw: string): number {
   const percent = raw.trim().endsWith("%");
   const n = Number(percent ? raw.trim().slice(0, -1) : raw);
   const value = percent ? n / 100 : n;
@@ -145,16 +135,15 @@ export async function evalMain(argv: readonly string[], io: Partial<CliIo> = {})
 }
 
 async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
-  const { values } = parseFlags(argv, EVAL_FLAGS, {
+  const { flags } = parseCommandFlags(argv, EVAL_FLAGS, {
     positionals: false,
     hint: "\nRun with --help for every flag.",
   });
-  if (values.help) {
+  if (flags.help) {
     io.stdout.write(`${USAGE}\n`);
     return EXIT_CODES.success;
   }
-  const agent = stringFlag(values, "agent");
-  const casesFile = stringFlag(values, "cases");
+  const { agent, cases: casesFile, replay, minPass, runs, concurrency, maxIterations } = flags;
   if (agent === undefined || casesFile === undefined) {
     throw new UsageError(
       `Missing ${
@@ -163,21 +152,9 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       }: say which agent to evaluate on which cases.\nRun with --help for every flag.`,
     );
   }
-  const replay = replayMode(stringFlag(values, "replay"));
-  const minPass = parseMinPass(stringFlag(values, "min-pass"));
-  const runs = count(values, "runs") ?? 1;
-  const concurrency = count(values, "concurrency") ?? 1;
-  const maxIterations = count(values, "max-iterations");
-  const jsonFile = stringFlag(values, "json");
-  const groupFlag = stringFlag(values, "group");
-  if (groupFlag !== undefined) assertRunGroup(groupFlag, "--group");
-  const group = groupFlag ?? newRunGroup("eval");
-  const flags = {
-    backend: stringFlag(values, "backend"),
-    script: stringFlag(values, "script"),
-    model: stringFlag(values, "model"),
-    baseUrl: stringFlag(values, "base-url"),
-  };
+  const jsonFile = flags.json;
+  if (flags.group !== undefined) assertRunGroup(flags.group, "--group");
+  const group = flags.group ?? newRunGroup("eval");
   backendName(flags); // --script with another --backend is a usage error, as in run-agent
   const userDir = userDirOf(io);
   const definition = await loadAgentDefinition(agent, { cwd: userDir });
@@ -199,6 +176,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
         ...(flags.backend !== undefined ? { backend: flags.backend } : {}),
         ...(flags.model !== undefined ? { model: flags.model } : {}),
         ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+        ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
       },
       {
         cwd: userDir,
@@ -218,7 +196,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
     cwd: userDir,
     env: io.env,
     onWarning: warn,
-    ...(stringFlag(values, "store") !== undefined ? { store: stringFlag(values, "store")! } : {}),
+    ...(flags.store !== undefined ? { store: flags.store } : {}),
   });
   const planned = cases.length * runs;
   io.stderr.write(
@@ -239,8 +217,8 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       group,
       cwd: userDir,
       runner: {
-        allowRun: values["allow-run"] === true,
-        skipValidators: values["skip-validators"] === true,
+        allowRun: flags.allowRun,
+        skipValidators: flags.skipValidators,
         ...(maxIterations !== undefined ? { maxTotalIterations: maxIterations } : {}),
         ...(flags.model !== undefined ? { model: flags.model } : {}),
       },
@@ -259,7 +237,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
     durationMs: performance.now() - started,
   });
   io.stdout.write(`${formatEvalReport(summary)}\n`);
-  io.stdout.write(`${whereToSee(definition.name, group, stringFlag(values, "store"), userDir)}\n`);
+  io.stdout.write(`${whereToSee(definition.name, group, flags.store, userDir)}\n`);
   if (jsonFile !== undefined) {
     const path = resolve(userDir, jsonFile);
     await writeFileAtomic(path, `${JSON.stringify({ ...summary, outcomes }, null, 2)}\n`);
@@ -294,16 +272,6 @@ function progressLine(o: EvalRunOutcome, done: number, total: number): string {
   return `${bar} ${done}/${total} ${o.caseName} #${o.run} ${verdict} (${o.steps} step${
     o.steps === 1 ? "" : "s"
   }, ${(o.durationMs / 1000).toFixed(1)}s)${why}`;
-}
-
-function replayMode(raw: string | undefined): ReplayMode | undefined {
-  if (raw === undefined) return undefined;
-  if ((REPLAY_MODES as readonly string[]).includes(raw)) return raw as ReplayMode;
-  throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${raw}".`);
-}
-
-function count(values: Record<string, FlagValue>, name: string): number | undefined {
-  return positiveIntFlag(values, name);
 }
 
 if (import.meta.main) {

@@ -21,54 +21,48 @@ import { serveMcpHttp } from "../mcp_server/http.ts";
 import { type AgentMcpServer, createAgentMcpServer } from "../mcp_server/server.ts";
 import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import {
-  flagHelpLines,
-  type FlagSpec,
-  type FlagValue,
-  parseFlags,
-  portFlag,
-  stringFlag,
-} from "./kit/flags.ts";
+import { declaredHelpLines, defineFlags, parseCommandFlags, portFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { reportError } from "./kit/report_error.ts";
 
-/** The kit's backend flag `name` with this command's help text. */
-function backendFlag(name: string, description: string): FlagSpec {
-  return { ...BACKEND_FLAGS.find((f) => f.name === name)!, description };
-}
-
 /** Every flag of `mcp`, in `--help` order. */
-const FLAGS: readonly FlagSpec[] = [
-  {
-    name: "port",
+const FLAGS = defineFlags({
+  port: {
     type: "string",
     value: "N",
     description:
       "Serve streamable HTTP at http://127.0.0.1:N/mcp instead of stdio\n(0 picks a free port)",
+    parse: (raw) => portFlag({ port: raw }, 0),
   },
-  {
-    name: "host",
+  host: {
     type: "string",
     value: "ADDR",
     description: "Loopback address to bind with --port (default 127.0.0.1)",
   },
-  backendFlag("backend", "Backend of every run (default: each agent's behavior.backend)"),
-  backendFlag("script", "Scripted answers (YAML/JSON); implies --backend scripted"),
-  backendFlag("model", "Model of every run (default: each agent's behavior.model)"),
-  backendFlag("base-url", "Server URL of the backend (OpenAI-compatible servers)"),
-  {
-    name: "store",
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    description: "Backend of every run (default: each agent's behavior.backend)",
+  },
+  script: {
+    ...BACKEND_FLAGS.script,
+    description: "Scripted answers (YAML/JSON); implies --backend scripted",
+  },
+  model: {
+    ...BACKEND_FLAGS.model,
+    description: "Model of every run (default: each agent's behavior.model)",
+  },
+  baseUrl: BACKEND_FLAGS.baseUrl,
+  store: {
     type: "string",
     value: "URL",
     description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
   },
-  {
-    name: "allow-run",
+  allowRun: {
     type: "boolean",
     description: "Let command steps and validators run the commands agent.json lists",
   },
-  { name: "help", type: "boolean", short: "h", description: "Show this help" },
-];
+  help: { type: "boolean", short: "h", description: "Show this help" },
+});
 
 const USAGE = `Usage: deno task mcp [options]
 
@@ -76,7 +70,7 @@ Serves the agents under .agent/ to MCP clients as tools: run_<agent> (its parame
 input schema), list_runs and show_run. Over stdio unless --port is given.
 
 Options:
-${flagHelpLines(FLAGS, { width: 20 }).join("\n")}
+${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}
 
 Claude Code: claude mcp add stepflow -- deno run -A /path/to/stepflow/src/cli/mcp.ts
 Stops when stdin closes, on SIGTERM or Ctrl-C, cancelling the runs in flight.`;
@@ -98,10 +92,12 @@ export interface McpCliIo {
  * @param io environment, stop signal and the notes' writer
  */
 export async function mcpMain(argv: readonly string[], io: McpCliIo): Promise<number> {
-  let values: Record<string, FlagValue>;
+  let values;
   try {
-    values = parseFlags(argv, FLAGS, { positionals: false, hint: "\nRun with --help for usage." })
-      .values;
+    values = parseCommandFlags(argv, FLAGS, {
+      positionals: false,
+      hint: "\nRun with --help for usage.",
+    }).flags;
   } catch (error) {
     io.log(`error: ${errorMessage(error)}`);
     return EXIT_CODES.usage;
@@ -112,20 +108,14 @@ export async function mcpMain(argv: readonly string[], io: McpCliIo): Promise<nu
   }
   try {
     const userDir = resolve(Deno.cwd(), io.env.INIT_CWD || ".");
-    const flags = {
-      backend: stringFlag(values, "backend"),
-      script: stringFlag(values, "script"),
-      model: stringFlag(values, "model"),
-      baseUrl: stringFlag(values, "base-url"),
-    };
+    const flags = values;
     backendName(flags); // --script with another --backend is a usage error, at once
     const backend: Partial<BackendChoice> = {};
     if (flags.backend !== undefined) backend.backend = flags.backend.toLowerCase();
     if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
     if (flags.model !== undefined) backend.model = flags.model;
     if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
-    const store = stringFlag(values, "store");
-    const host = stringFlag(values, "host");
+    const { store, host } = values;
     if (host !== undefined && values.port === undefined) {
       io.log("error: --host sets where --port listens; add --port N (stdio needs neither).");
       return EXIT_CODES.usage;
@@ -135,14 +125,14 @@ export async function mcpMain(argv: readonly string[], io: McpCliIo): Promise<nu
       env: io.env,
       backend,
       ...(store !== undefined ? { store } : {}),
-      ...(values["allow-run"] === true ? { allowRun: true } : {}),
+      ...(values.allowRun ? { allowRun: true } : {}),
       version: config.version,
       onWarning: (message) => io.log(`warning: ${message}`),
       onInternalError: (error) =>
         io.log(`internal error: ${error instanceof Error ? error.stack : String(error)}`),
     });
     if (values.port !== undefined) {
-      return await serveHttp(server, portFlag(values, 0), host, io);
+      return await serveHttp(server, values.port, host, io);
     }
     return await serveStdio(server, io);
   } catch (error) {

@@ -13,29 +13,20 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { findFileAccessError } from "../fs_error.ts";
 import { migrateClimpt, type MigratedAgent } from "../migrate/migrate.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { flagHelpLines, type FlagSpec, parseFlags, stringFlag } from "./kit/flags.ts";
+import { declaredHelpLines, defineFlags, parseCommandFlags } from "./kit/flags.ts";
 
-/** Every flag of `migrate`, in `--help` order. */
-const FLAGS: readonly FlagSpec[] = [
-  {
-    name: "out",
+/** Every flag of `migrate`, in `--help` order: its type, parser and help rows follow from it. */
+const FLAGS = defineFlags({
+  out: {
     type: "string",
     value: "DIR",
     description: "where the agents are written, one folder each (default .agent)",
   },
-  {
-    name: "dry-run",
-    type: "boolean",
-    description: "convert and check, print the summary, write nothing",
-  },
-  {
-    name: "force",
-    type: "boolean",
-    description: "replace agent folders that already exist in --out",
-  },
-  { name: "json", type: "boolean", description: "print the result as one JSON array on stdout" },
-  { name: "help", type: "boolean", short: "h", description: "show this help" },
-];
+  dryRun: { type: "boolean", description: "convert and check, print the summary, write nothing" },
+  force: { type: "boolean", description: "replace agent folders that already exist in --out" },
+  json: { type: "boolean", description: "print the result as one JSON array on stdout" },
+  help: { type: "boolean", short: "h", description: "show this help" },
+});
 
 /** The usage text of `deno task migrate`. */
 export const MIGRATE_USAGE =
@@ -45,7 +36,7 @@ Converts climpt agents (github.com/tettuan/climpt, v1.13 format) into stepflow a
 <path> is a climpt repository (agents in .agent/), its .agent folder, or one agent folder.
 
 Options:
-${flagHelpLines(FLAGS, { width: 12 }).join("\n")}
+${declaredHelpLines(FLAGS, { width: 12 }).join("\n")}
 
 Each agent gets agent.json, steps_registry.json, prompts/, schemas/, smoke.script.yaml and
 MIGRATION.md (field by field: mapped, dropped, needs a person, source defects).
@@ -76,7 +67,7 @@ export async function runMigrateCli(
 ): Promise<MigrateCliResult> {
   let parsed;
   try {
-    parsed = parseFlags(argv, FLAGS);
+    parsed = parseCommandFlags(argv, FLAGS);
   } catch (error) {
     return {
       code: EXIT_CODES.usage,
@@ -84,16 +75,13 @@ export async function runMigrateCli(
       stderr: `${errorMessage(error)}\n\n${localizeCommands(MIGRATE_USAGE, cwd)}\n`,
     };
   }
-  const { positionals } = parsed;
-  const values = {
-    out: stringFlag(parsed.values, "out"),
-    "dry-run": parsed.values["dry-run"] === true,
-    force: parsed.values.force === true,
-    json: parsed.values.json === true,
-    help: parsed.values.help === true,
-  };
+  const { flags: values, positionals } = parsed;
   if (values.help) {
-    return { code: 0, stdout: `${localizeCommands(MIGRATE_USAGE, cwd)}\n`, stderr: "" };
+    return {
+      code: EXIT_CODES.success,
+      stdout: `${localizeCommands(MIGRATE_USAGE, cwd)}\n`,
+      stderr: "",
+    };
   }
   try {
     if (positionals[0] !== "climpt") {
@@ -109,14 +97,14 @@ export async function runMigrateCli(
     const results = await migrateClimpt(positionals[1], {
       cwd,
       out: values.out,
-      dryRun: values["dry-run"],
+      dryRun: values.dryRun,
       force: values.force,
     });
     const failed = results.some((r) => r.loadErrors.length > 0);
     const stdout = values.json
       ? `${JSON.stringify(results, null, 2)}\n`
-      : `${summary(results, cwd, values["dry-run"] === true)}\n`;
-    return { code: failed ? 1 : 0, stdout, stderr: "" };
+      : `${summary(results, cwd, values.dryRun)}\n`;
+    return { code: failed ? EXIT_CODES.failed : EXIT_CODES.success, stdout, stderr: "" };
   } catch (error) {
     // An unreadable source, a folder that cannot be written: the user's situation, exit 2.
     const known = error instanceof StepflowError ? error : findFileAccessError(error);

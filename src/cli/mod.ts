@@ -36,7 +36,7 @@
  *
  * @module
  */
-export { type CliIo, type CliWriter, EXIT, main } from "./run_agent.ts";
+export { type CliIo, type CliWriter, main } from "./run_agent.ts";
 export {
   type CliFlags,
   type CommandLine,
@@ -51,13 +51,8 @@ export { initAgent, type InitAgentOptions, type InitAgentResult } from "./init.t
 export { type MigrateCliResult, runMigrateCli } from "./migrate.ts";
 export { migrateClimpt, type MigratedAgent, type MigrateOptions } from "../migrate/mod.ts";
 export { type PlanCliIo, planMain } from "./plan.ts";
-export { QPLAN_EXIT, type QPlanCliIo, qplanMain } from "./qplan.ts";
-export {
-  main as runPlanMain,
-  RUN_PLAN_EXIT,
-  type RunPlanIo,
-  type RunPlanWriter,
-} from "./run_plan.ts";
+export { type QPlanCliIo, qplanMain } from "./qplan.ts";
+export { main as runPlanMain, type RunPlanIo, type RunPlanWriter } from "./run_plan.ts";
 export { type UiCliIo, uiMain } from "./ui.ts";
 export { evalMain } from "./eval.ts";
 export {

@@ -44,14 +44,17 @@ import {
   writePlanFile,
   writeTextFile,
 } from "../planspec/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
+import { BACKEND_FLAGS, type BackendFlags, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
-  flagHelpLines,
-  type FlagSpec,
-  type FlagValue,
+  declaredHelpLines,
+  declaredTable,
+  defineFlags,
+  type FlagDecls,
+  type FlagsOf,
   parseFlags,
-  parseWholeNumber,
+  parsePositiveInt,
+  readDeclaredFlags,
 } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -67,18 +70,74 @@ import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
  */
 export type PlanCliIo = CliIo;
 
-/** The kit's backend flags in `plan`'s help order (backend, script, model, base-url, max-attempts). */
-const PLAN_BACKEND_FLAGS: readonly FlagSpec[] = [
-  ["backend", "claude-code (default), anthropic, openai or scripted"],
-  ["script", "Scripted answers (YAML/JSON map from step id to answers); implies scripted"],
-  ["model", "Model for every call"],
-  ["base-url", "Server URL (OpenAI-compatible servers such as Ollama)"],
-  ["max-attempts", "Attempts per model call on 429/5xx/network errors (default 3)"],
-].map(([name, description]) => ({
-  ...BACKEND_FLAGS.find((f) => f.name === name)!,
-  ...(name === "model" ? { value: "NAME" } : {}),
-  description,
-}));
+/** The backend flags of `plan new` and `plan run`, in the help's order. */
+const PLAN_BACKEND_FLAGS = defineFlags({
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    description: "claude-code (default), anthropic, openai or scripted",
+  },
+  script: {
+    ...BACKEND_FLAGS.script,
+    description: "Scripted answers (YAML/JSON map from step id to answers); implies scripted",
+  },
+  model: { ...BACKEND_FLAGS.model, value: "NAME", description: "Model for every call" },
+  baseUrl: {
+    ...BACKEND_FLAGS.baseUrl,
+    description: "Server URL (OpenAI-compatible servers such as Ollama)",
+  },
+  maxAttempts: {
+    ...BACKEND_FLAGS.maxAttempts,
+    description: "Attempts per model call on 429/5xx/network errors (default 3)",
+  },
+});
+
+/** `-h, --help`, a flag of every subcommand. */
+const HELP_FLAG = defineFlags({ help: { type: "boolean", short: "h", description: "Show help" } });
+
+/** Each subcommand's flags (type and parser follow; HELP above groups them by subcommand). */
+const SUBCOMMAND_FLAGS = {
+  new: defineFlags({
+    ...PLAN_BACKEND_FLAGS,
+    name: { type: "string", value: "NAME", description: "File name of the plan" },
+    print: { type: "boolean", description: "Show the plan" },
+    yes: { type: "boolean", short: "y", description: "No confirmation question" },
+    ...HELP_FLAG,
+  }),
+  show: defineFlags({
+    full: { type: "boolean", description: "No folding" },
+    expand: { type: "string", value: "IDS", multiple: true, description: "Unfold these steps" },
+    collapse: { type: "string", value: "IDS", multiple: true, description: "Fold these steps" },
+    color: { type: "boolean", description: "Colour even when not on a terminal" },
+    noColor: { type: "boolean", description: "No colour" },
+    ...HELP_FLAG,
+  }),
+  list: defineFlags({
+    archive: { type: "boolean", description: "List planspec/archive/" },
+    ...HELP_FLAG,
+  }),
+  archive: defineFlags({
+    force: { type: "boolean", description: "Archive a plan that is not complete" },
+    ...HELP_FLAG,
+  }),
+  validate: HELP_FLAG,
+  run: defineFlags({
+    ...PLAN_BACKEND_FLAGS,
+    maxRounds: {
+      type: "string",
+      value: "N",
+      description: "Rounds per step (default 3)",
+      parse: wholeNumberAtLeastOne("--max-rounds"),
+    },
+    maxAttempts: {
+      ...PLAN_BACKEND_FLAGS.maxAttempts,
+      parse: wholeNumberAtLeastOne("--max-attempts"),
+    },
+    interactive: { type: "boolean", description: "Ask questions on the terminal" },
+    json: { type: "boolean", description: "Print one JSON result" },
+    quiet: { type: "boolean", description: "No progress lines" },
+    ...HELP_FLAG,
+  }),
+} as const;
 
 const HELP = `Usage: deno task plan <command> [options]
 
@@ -91,7 +150,7 @@ Commands:
   run <name|path>          Execute a plan step by step with an LLM, rewriting the file as it goes
 
 Backend options (new, run):
-${flagHelpLines(PLAN_BACKEND_FLAGS, { width: 25 }).join("\n")}
+${declaredHelpLines(PLAN_BACKEND_FLAGS, { width: 25 }).join("\n")}
 
 new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan),
            --yes (no confirmation question on a terminal)
@@ -111,9 +170,6 @@ planspec.children.<id>, planspec.regenerate.
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
 75 another process is running the plan (try again later), 130 interrupted.`;
-
-/** Exit code when another process holds the plan file's lock (EX_TEMPFAIL: try again later). */
-export const PLAN_LOCKED_EXIT: 75 = EXIT_CODES.locked;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -170,33 +226,29 @@ function report(error: unknown, cli: PlanCliIo): number {
   });
 }
 
-const HELP_FLAG: FlagSpec = {
-  name: "help",
-  type: "boolean",
-  short: "h",
-  description: "Show this help",
-};
-
-/** A flag of a `plan` command (its help is the command's line in {@linkcode HELP}). */
-function flag(name: string, type: "string" | "boolean", extra: Partial<FlagSpec> = {}): FlagSpec {
-  return { name, type, description: "", ...extra };
-}
-
-function parse(
-  command: string,
+/**
+ * Parses the arguments of `plan <command>`: a usage error names the subcommand; a value a flag's
+ * `parse` refuses is reported as it is (read after the usage check).
+ */
+function parse<C extends keyof typeof SUBCOMMAND_FLAGS>(
+  command: C,
   args: string[],
-  table: readonly FlagSpec[],
-): { values: Record<string, FlagValue>; positionals: string[] } {
+): { flags: FlagsOf<typeof SUBCOMMAND_FLAGS[C]>; positionals: string[] } {
+  const decls: FlagDecls = SUBCOMMAND_FLAGS[command];
+  let parsed;
   try {
-    return parseFlags(args, [...table, HELP_FLAG], { hint: " (see plan --help)" });
+    parsed = parseFlags(args, declaredTable(decls), { hint: " (see plan --help)" });
   } catch (error) {
     throw new UsageError(`plan ${command}: ${errorMessage(error)}`);
   }
+  return {
+    flags: readDeclaredFlags(SUBCOMMAND_FLAGS[command], parsed.values),
+    positionals: parsed.positionals,
+  };
 }
-
-function helpRequested(values: Record<string, unknown>, cli: PlanCliIo): boolean {
-  if (values.help) cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
-  return values.help === true;
+function helpRequested(flags: { help: boolean }, cli: PlanCliIo): boolean {
+  if (flags.help) cli.stdout.write(localizeCommands(HELP, cli.cwd) + "\n");
+  return flags.help;
 }
 
 function onePositional(command: string, positionals: string[], what: string): string {
@@ -208,18 +260,8 @@ function onePositional(command: string, positionals: string[], what: string): st
   return positionals[0];
 }
 
-async function makeBackend(
-  values: Record<string, unknown>,
-  cli: PlanCliIo,
-): Promise<LlmBackend> {
-  const maxAttempts = maxAttemptsFlag(values as Record<string, FlagValue>);
-  const backend = await backendFromFlags({
-    ...(typeof values.backend === "string" ? { backend: values.backend } : {}),
-    ...(typeof values.script === "string" ? { script: values.script } : {}),
-    ...(typeof values.model === "string" ? { model: values.model } : {}),
-    ...(typeof values["base-url"] === "string" ? { baseUrl: values["base-url"] } : {}),
-    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
-  }, {
+async function makeBackend(flags: BackendFlags, cli: PlanCliIo): Promise<LlmBackend> {
+  const backend = await backendFromFlags(flags, {
     cwd: cli.cwd,
     fallback: DEFAULT_BACKEND,
     env: cli.env,
@@ -236,31 +278,26 @@ async function makeBackend(
 // new
 
 async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("new", args, [
-    ...PLAN_BACKEND_FLAGS,
-    flag("name", "string"),
-    flag("print", "boolean"),
-    flag("yes", "boolean", { short: "y" }),
-  ]);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("new", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   const description = positionals.join(" ").trim();
   if (description === "") {
     throw new UsageError('plan new needs a task description: plan new "Implement OAuth login"');
   }
   let name: string | undefined;
   if (values.name !== undefined) {
-    name = (values.name as string).replace(/\.md$/i, "");
+    name = values.name.replace(/\.md$/i, "");
     if (!isPlanName(name)) {
       throw new UsageError(
         `--name ${JSON.stringify(values.name)} is not a plain file name; use e.g. --name ${
-          snakeName(values.name as string)
+          snakeName(values.name)
         }`,
       );
     }
   }
   const backend = await makeBackend(values, cli);
   const dir = planspecDir(cli.cwd);
-  if (cli.isTerminal.stdin && values.yes !== true) {
+  if (cli.isTerminal.stdin && !values.yes) {
     // Generating a plan asks for confirmation first; --yes (or a non-terminal stdin) skips it.
     const answer = ask(
       cli,
@@ -268,7 +305,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
     );
     if (answer !== null && /^\s*n(o)?\s*$/i.test(answer)) {
       cli.stderr.write("Cancelled: no plan was generated.\n");
-      return 1;
+      return EXIT_CODES.failed;
     }
   }
   cli.stderr.write(`Generating a plan with ${backend.name}…\n`);
@@ -276,7 +313,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   try {
     generated = await generatePlan(description, {
       backend,
-      model: values.model as string | undefined,
+      ...(values.model !== undefined ? { model: values.model } : {}),
       cwd: cli.cwd,
       ...(cli.signal ? { signal: cli.signal } : {}),
     });
@@ -288,7 +325,7 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
       cli.stderr.write(
         `error: ${error.message}\nThe last answer is saved in ${displayPath(saved, cli.cwd)}.\n`,
       );
-      return 1;
+      return EXIT_CODES.failed;
     }
     throw error;
   }
@@ -299,10 +336,10 @@ async function cmdNew(args: string[], cli: PlanCliIo): Promise<number> {
   if (attempts > 1) {
     cli.stderr.write("(the first answer was invalid; the model was re-asked once)\n");
   }
-  if (values.print) cli.stdout.write(renderPlan(plan, { color: useColor(values, cli) }));
+  if (values.print) cli.stdout.write(renderPlan(plan, { color: useColor({}, cli) }));
   const steps = countSteps(plan.steps);
   cli.stdout.write(`Created ${displayPath(file, cli.cwd)} (${steps} steps)\n`);
-  return 0;
+  return EXIT_CODES.success;
 }
 
 function countSteps(steps: { children: unknown[] }[]): number {
@@ -315,19 +352,13 @@ function countSteps(steps: { children: unknown[] }[]): number {
 // show
 
 async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("show", args, [
-    flag("full", "boolean"),
-    flag("expand", "string", { multiple: true }),
-    flag("collapse", "string", { multiple: true }),
-    flag("color", "boolean"),
-    flag("no-color", "boolean"),
-  ]);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("show", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   const ref = onePositional("show", positionals, "name|path");
   const { file } = await resolvePlanRef(ref, cli.cwd);
   const plan = await readPlanFile(file);
   for (const [flag, apply] of [["expand", expandStep], ["collapse", collapseStep]] as const) {
-    for (const list of (values[flag] as string[] | undefined) ?? []) {
+    for (const list of values[flag]) {
       for (const id of list.split(",").map((s) => s.trim()).filter(Boolean)) {
         const error = apply(plan, id);
         if (error) {
@@ -336,12 +367,12 @@ async function cmdShow(args: string[], cli: PlanCliIo): Promise<number> {
       }
     }
   }
-  cli.stdout.write(renderPlan(plan, { color: useColor(values, cli), fold: values.full !== true }));
-  return 0;
+  cli.stdout.write(renderPlan(plan, { color: useColor(values, cli), fold: !values.full }));
+  return EXIT_CODES.success;
 }
 
-function useColor(values: Record<string, unknown>, cli: PlanCliIo): boolean {
-  if (values["no-color"]) return false;
+function useColor(values: { color?: boolean; noColor?: boolean }, cli: PlanCliIo): boolean {
+  if (values.noColor) return false;
   if (values.color) return true;
   return cli.isTerminal.stdout && !cli.env.NO_COLOR;
 }
@@ -350,8 +381,8 @@ function useColor(values: Record<string, unknown>, cli: PlanCliIo): boolean {
 // list
 
 async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("list", args, [flag("archive", "boolean")]);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("list", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   if (positionals.length > 0) throw new UsageError("plan list takes no arguments.");
   const base = planspecDir(cli.cwd);
   const dir = values.archive ? resolve(base, "archive") : base;
@@ -362,7 +393,7 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
         stepflowCommand("plan", cli.cwd)
       } new "<description>"\n`,
     );
-    return 0;
+    return EXIT_CODES.success;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
   for (const row of rows) {
@@ -388,27 +419,27 @@ async function cmdList(args: string[], cli: PlanCliIo): Promise<number> {
     );
     cli.stdout.write(`${" ".repeat(width)}  Goal: ${row.plan.goal}\n`);
   }
-  return 0;
+  return EXIT_CODES.success;
 }
 
 // ---------------------------------------------------------------------------------------------
 // archive
 
 async function cmdArchive(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("archive", args, [flag("force", "boolean")]);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("archive", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   const name = onePositional("archive", positionals, "name");
-  const target = await archivePlan(cli.cwd, name, { force: values.force === true });
+  const target = await archivePlan(cli.cwd, name, { force: values.force });
   cli.stdout.write(`Archived ${name} → ${displayPath(target, cli.cwd)}\n`);
-  return 0;
+  return EXIT_CODES.success;
 }
 
 // ---------------------------------------------------------------------------------------------
 // validate
 
 async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("validate", args, []);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("validate", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   const ref = onePositional("validate", positionals, "file");
   const { file } = await resolvePlanRef(ref, cli.cwd);
   const name = displayPath(file, cli.cwd);
@@ -426,14 +457,14 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
       cli.stdout.write(
         `${name}:${error.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`,
       );
-      return 1;
+      return EXIT_CODES.failed;
     }
     if (error instanceof PlanTooDeepError) {
       // A documented limit, not a plan mistake the validator reports: a usage error (exit 2).
       cli.stderr.write(
         `${name}:${error.details?.line}: error: ${error.message.replace(/^line \d+: /, "")}\n`,
       );
-      return 2;
+      return EXIT_CODES.usage;
     }
     throw error;
   }
@@ -453,38 +484,30 @@ async function cmdValidate(args: string[], cli: PlanCliIo): Promise<number> {
     cli.stdout.write(
       `${name}: ${errors.length} error(s), ${messages.length - errors.length} warning(s)\n`,
     );
-    return 1;
+    return EXIT_CODES.failed;
   }
   cli.stdout.write(`${name}: ok (${steps} steps, ${messages.length} warning(s))\n`);
-  return 0;
+  return EXIT_CODES.success;
 }
 
 // ---------------------------------------------------------------------------------------------
 // run
 
 async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
-  const { values, positionals } = parse("run", args, [
-    ...PLAN_BACKEND_FLAGS,
-    flag("max-rounds", "string"),
-    flag("max-attempts", "string"),
-    flag("interactive", "boolean"),
-    flag("json", "boolean"),
-    flag("quiet", "boolean"),
-  ]);
-  if (helpRequested(values, cli)) return 0;
+  const { flags: values, positionals } = parse("run", args);
+  if (helpRequested(values, cli)) return EXIT_CODES.success;
   const ref = onePositional("run", positionals, "name|path");
-  const maxRounds = positiveInt(values["max-rounds"], "--max-rounds");
-  const maxAttempts = positiveInt(values["max-attempts"], "--max-attempts");
+  const { maxRounds, maxAttempts } = values;
   const { file } = await resolvePlanRef(ref, cli.cwd);
   const backend = await makeBackend(values, cli);
-  let interactive = values.interactive === true;
+  let interactive = values.interactive;
   if (interactive && !cli.isTerminal.stdin) {
     cli.stderr.write(
       "warning: --interactive needs a terminal on stdin; questions will block their steps instead\n",
     );
     interactive = false;
   }
-  const quiet = values.quiet === true || values.json === true;
+  const quiet = values.quiet || values.json;
   const progress = quiet ? undefined : createProgressLines({
     write: (text) => cli.stderr.write(text),
     color: colorOn(cli, "stderr"),
@@ -492,7 +515,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
   const runner = await PlanRunner.fromFile(file, {
     backend,
     cwd: cli.cwd,
-    model: values.model as string | undefined,
+    ...(values.model !== undefined ? { model: values.model } : {}),
     maxRounds,
     maxAttempts,
     interactive,
@@ -517,7 +540,7 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
       }) + "\n",
     );
   } else {
-    cli.stdout.write(renderPlan(result.plan, { color: useColor(values, cli) }));
+    cli.stdout.write(renderPlan(result.plan, { color: useColor({}, cli) }));
     const p = result.progress;
     cli.stdout.write(
       `\nRun ${result.status}: ${p.done}/${p.total} done, ${p.skipped} skipped, ${p.blocked} blocked` +
@@ -545,13 +568,12 @@ async function cmdRun(args: string[], cli: PlanCliIo): Promise<number> {
   return result.status === "completed" ? 0 : result.status === "aborted" ? 130 : 1;
 }
 
-function positiveInt(value: unknown, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = typeof value === "string" ? parseWholeNumber(value) : undefined;
-  if (n === undefined || n < 1) {
-    throw new UsageError(`${flag} must be a whole number ≥ 1, got ${JSON.stringify(value)}`);
-  }
-  return n;
+/** A `parse` for `plan run`'s counts: a whole number ≥ 1. */
+function wholeNumberAtLeastOne(flag: string): (raw: string) => number {
+  return parsePositiveInt(
+    flag,
+    (raw) => `${flag} must be a whole number ≥ 1, got ${JSON.stringify(raw)}`,
+  );
 }
 
 function clip(text: string, max: number): string {

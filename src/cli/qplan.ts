@@ -28,10 +28,10 @@ import {
   runScript,
   validateScript,
 } from "../qplan/mod.ts";
-import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { localizeCommands, stepflowCommand } from "../invocation.ts";
-import { flagHelpLines, type FlagSpec, listFlag, parseFlags, stringFlag } from "./kit/flags.ts";
+import { declaredHelpLines, defineFlags, type FlagsOf, parseCommandFlags } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
@@ -41,84 +41,55 @@ import { assertFolderFlag } from "./kit/folder_flag.ts";
 /** Where the CLI reads and writes: the CLI kit's {@linkcode CliIo} (`signal` aborts a run). */
 export type QPlanCliIo = CliIo;
 
-/** Exit codes of the `qplan` command: its subset of the one table, {@linkcode EXIT_CODES}. */
-export const QPLAN_EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; interrupted: 130 }> = Object
-  .freeze({
-    ok: EXIT_CODES.success,
-    failed: EXIT_CODES.failed,
-    usage: EXIT_CODES.usage,
-    interrupted: EXIT_CODES.interrupted,
-  });
-
-/** The kit's backend flag `name` with `qplan`'s help text. */
-function backendFlag(name: string, description: string, value?: string): FlagSpec {
-  return {
-    ...BACKEND_FLAGS.find((f) => f.name === name)!,
-    ...(value ? { value } : {}),
-    description,
-  };
-}
-
-/** Every flag of `qplan`, in `--help` order. */
-const FLAGS: readonly FlagSpec[] = [
-  {
+/** Every flag of `qplan`, in `--help` order: its type, parser and help rows follow from it. */
+const FLAGS = defineFlags({
+  params: {
     name: "param",
     type: "string",
     value: "k=v",
     multiple: true,
     description: "a param for the script (repeatable; v is parsed as JSON when it can be)",
   },
-  {
-    name: "params-file",
-    type: "string",
-    value: "FILE",
-    description: "params from a JSON or YAML object",
-  },
-  {
-    name: "json",
+  paramsFile: { type: "string", value: "FILE", description: "params from a JSON or YAML object" },
+  json: {
     type: "boolean",
     description: "run: print {status, error, results, vars} as JSON on stdout\n" +
       "validate: print {ok, issues, steps} as JSON",
   },
-  {
-    name: "workspace",
+  workspace: {
     type: "string",
     value: "DIR",
     description: "root of the files the file module may touch (default: current folder)",
   },
-  {
-    name: "timeout",
-    type: "string",
-    value: "MS",
-    description: "abort the run after MS milliseconds",
-  },
-  {
-    name: "enable",
+  timeout: { type: "string", value: "MS", description: "abort the run after MS milliseconds" },
+  enable: {
     type: "string",
     value: "LIST",
     multiple: true,
     description: "extra modules: http, html, ai (comma-separated)",
   },
-  backendFlag(
-    "backend",
-    "LLM backend for the ai module: scripted, claude-code, anthropic, openai",
-  ),
-  backendFlag(
-    "script",
-    "answers of the scripted backend (YAML/JSON keyed by step id; format: docs/backends.md#script-files)",
-  ),
-  backendFlag("model", "model of the backend", "NAME"),
-  backendFlag("base-url", "server of the backend (e.g. a local OpenAI-compatible server)"),
-  backendFlag("max-attempts", "attempts per ai call on 429/5xx/network errors (default 3)", "N"),
-  {
-    name: "run-id",
-    type: "string",
-    value: "ID",
-    description: "run id (results are stored at ctx[runId])",
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    description: "LLM backend for the ai module: scripted, claude-code, anthropic, openai",
   },
-  { name: "quiet", type: "boolean", description: "no progress lines" },
-  { name: "help", type: "boolean", short: "h", description: "this help" },
-];
+  script: {
+    ...BACKEND_FLAGS.script,
+    description:
+      "answers of the scripted backend (YAML/JSON keyed by step id; format: docs/backends.md#script-files)",
+  },
+  model: { ...BACKEND_FLAGS.model, value: "NAME", description: "model of the backend" },
+  baseUrl: {
+    ...BACKEND_FLAGS.baseUrl,
+    description: "server of the backend (e.g. a local OpenAI-compatible server)",
+  },
+  maxAttempts: {
+    ...BACKEND_FLAGS.maxAttempts,
+    description: "attempts per ai call on 429/5xx/network errors (default 3)",
+  },
+  runId: { type: "string", value: "ID", description: "run id (results are stored at ctx[runId])" },
+  quiet: { type: "boolean", description: "no progress lines" },
+  help: { type: "boolean", short: "h", description: "this help" },
+});
 
 const HELP = `qplan — run, validate and write QPlan scripts
 
@@ -128,7 +99,7 @@ Usage:
   deno task qplan prompt "<task>" [options] print the prompt that asks an LLM to write a script
 
 Options:
-${flagHelpLines(FLAGS, { width: 21 }).join("\n")}
+${declaredHelpLines(FLAGS, { width: 21 }).join("\n")}
 
 Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
             2 usage error or a script that cannot run (syntax, validation, params, backend).`;
@@ -157,12 +128,12 @@ export async function qplanMain(
     const [command, ...rest] = argv;
     if (command === undefined || command === "-h" || command === "--help" || command === "help") {
       io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
-      return command === undefined ? QPLAN_EXIT.usage : QPLAN_EXIT.ok;
+      return command === undefined ? EXIT_CODES.usage : EXIT_CODES.success;
     }
     const options = parseOptions(rest);
     if (options.help) {
       io.stdout.write(`${localizeCommands(HELP, io.cwd)}\n`);
-      return QPLAN_EXIT.ok;
+      return EXIT_CODES.success;
     }
     switch (command) {
       case "run":
@@ -184,45 +155,14 @@ export async function qplanMain(
   }
 }
 
-interface Options {
-  positionals: string[];
-  params: string[];
-  paramsFile?: string;
-  json: boolean;
-  workspace?: string;
-  timeout?: string;
-  enable: string[];
-  backend?: string;
-  script?: string;
-  model?: string;
-  baseUrl?: string;
-  maxAttempts?: number;
-  runId?: string;
-  quiet: boolean;
-  help: boolean;
-}
+/** The parsed command line after the command name: its flags and the file or task. */
+type Options = FlagsOf<typeof FLAGS> & { positionals: string[] };
 
 function parseOptions(args: string[]): Options {
-  const { values: v, positionals } = parseFlags(args, FLAGS, { hint: " (see --help)" });
-  const text = (name: string) => stringFlag(v, name);
-  return {
-    positionals,
-    params: listFlag(v, "param"),
-    paramsFile: text("params-file"),
-    json: v.json === true,
-    workspace: text("workspace"),
-    timeout: text("timeout"),
-    enable: listFlag(v, "enable").flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
-      .filter(Boolean),
-    backend: text("backend"),
-    script: text("script"),
-    model: text("model"),
-    baseUrl: text("base-url"),
-    maxAttempts: maxAttemptsFlag(v),
-    runId: text("run-id"),
-    quiet: v.quiet === true,
-    help: v.help === true,
-  };
+  const { flags, positionals } = parseCommandFlags(args, FLAGS, { hint: " (see --help)" });
+  const enable = flags.enable.flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
+    .filter(Boolean);
+  return { ...flags, enable, positionals };
 }
 
 function oneFile(options: Options, command: string, cwd: string): string {
@@ -390,11 +330,11 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
   if (options.json) {
     io.stdout.write(`${JSON.stringify(jsonResult(result), jsonReplacer, 2)}\n`);
   }
-  if (cannotRun) return QPLAN_EXIT.usage;
-  if (result.status === "aborted" && io.signal?.aborted) return QPLAN_EXIT.interrupted;
+  if (cannotRun) return EXIT_CODES.usage;
+  if (result.status === "aborted" && io.signal?.aborted) return EXIT_CODES.interrupted;
   return result.status === "completed" || result.status === "stopped"
-    ? QPLAN_EXIT.ok
-    : QPLAN_EXIT.failed;
+    ? EXIT_CODES.success
+    : EXIT_CODES.failed;
 }
 
 function jsonResult(result: Awaited<ReturnType<typeof runScript>>): Record<string, unknown> {
@@ -459,7 +399,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
         }\n`,
       );
     }
-    return QPLAN_EXIT.usage;
+    return EXIT_CODES.usage;
   }
   if (!options.json) {
     const steps = validation.resolution?.steps.length ?? 0;
@@ -472,7 +412,7 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
       io.stdout.write(`${"  ".repeat(s.depth + 1)}${s.node.desc ?? s.node.id} [${s.node.id}]\n`);
     }
   }
-  return QPLAN_EXIT.ok;
+  return EXIT_CODES.success;
 }
 
 async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
@@ -485,7 +425,7 @@ async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
   const registry = createQPlanRegistry({ ...modules });
   const params = Object.keys(await readParams(options, io));
   io.stdout.write(`${buildScriptPrompt(options.positionals.join(" "), registry, { params })}\n`);
-  return QPLAN_EXIT.ok;
+  return EXIT_CODES.success;
 }
 
 /** Runs `qplan` on the real process: Ctrl-C aborts a run (twice quits at once). */

@@ -84,35 +84,6 @@ export {
   type InterruptActions,
 } from "./kit/interrupt.ts";
 
-/** Exit codes of `run-agent`: its subset of the one table, {@linkcode EXIT_CODES}. */
-export const EXIT: Readonly<{
-  success: 0;
-  flowFailed: 1;
-  usage: 2;
-  waiting: 4;
-  internal: 70;
-  interrupted: 130;
-}> = Object.freeze({
-  /** The command did what was asked; for a run: the flow completed. */
-  success: EXIT_CODES.success,
-  /** The flow ran and did not succeed (failed, aborted, timed out, hit max iterations). */
-  flowFailed: EXIT_CODES.failed,
-  /**
-   * Usage error (bad flag, missing parameter), an invalid or missing agent definition, or a backend
-   * that cannot be used at all (missing or refused credentials, SDK/executable not installed).
-   */
-  usage: EXIT_CODES.usage,
-  /**
-   * The run waits for an answer at an input step and nobody is at a terminal: answer it with
-   * `--answer RUN_ID --value '<json>'`.
-   */
-  waiting: EXIT_CODES.waiting,
-  /** An unexpected internal error: a bug in stepflow. */
-  internal: EXIT_CODES.internal,
-  /** The run was cancelled with Ctrl-C (128 + SIGINT). */
-  interrupted: EXIT_CODES.interrupted,
-});
-
 /** The backend used when neither `--backend` nor agent.json `behavior.backend` names one. */
 export { DEFAULT_BACKEND };
 
@@ -236,7 +207,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (scan.graph) {
     parseAgentCommandLine(argv, definition, { requireParameters: false });
     ctx.io.stdout.write(`${flowToMermaid(definition)}\n`);
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const continuing = scan.resume !== undefined || scan.redrive !== undefined ||
     scan.answer !== undefined;
@@ -325,7 +296,7 @@ async function showRuns(
         }\n`,
       );
     }
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const runId = flags.show!;
   let checkpoint: RunCheckpoint | undefined;
@@ -349,7 +320,7 @@ async function showRuns(
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
     ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
@@ -375,7 +346,7 @@ async function showRuns(
       }\n`,
     );
   }
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 /** The run's listing line (status, liveness), or undefined when the store does not list it. */
@@ -458,7 +429,7 @@ async function help(scan: CliFlags, ctx: Context): Promise<number> {
     }
   }
   ctx.io.stdout.write(`${text}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function list(flags: CliFlags, ctx: Context): Promise<number> {
@@ -466,13 +437,13 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
   const root = resolve(ctx.userDir, ".agent");
   if (flags.json) {
     ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   if (agents.length === 0) {
     ctx.io.stdout.write(
       `No agents in ${root}.\nCreate one with: ${runAgentCommand(ctx.userDir)} --init my-agent\n`,
     );
-    return EXIT.success;
+    return EXIT_CODES.success;
   }
   const width = Math.max(...agents.map((a) => a.name.length)) + 2;
   const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
@@ -485,7 +456,7 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function init(flags: CliFlags, ctx: Context): Promise<number> {
@@ -520,7 +491,7 @@ async function init(flags: CliFlags, ctx: Context): Promise<number> {
     `  ${command} --agent ${name} --validate`,
   );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
-  return EXIT.success;
+  return EXIT_CODES.success;
 }
 
 async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): Promise<number> {
@@ -554,7 +525,7 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
   } else {
     ctx.io.stdout.write(`${formatValidation(report, ctx.stdoutColor)}\n`);
   }
-  return report.problems.length === 0 ? EXIT.success : EXIT.usage;
+  return report.problems.length === 0 ? EXIT_CODES.success : EXIT_CODES.usage;
 }
 
 async function run(
@@ -695,7 +666,7 @@ async function run(
       ].join(" ");
       ctx.io.stdout.write(waitingText(result.waiting, result.runId, command, form));
     }
-    return EXIT.waiting;
+    return EXIT_CODES.waiting;
   }
   if (flags.json) {
     ctx.io.stdout.write(`${jsonOutput(result)}\n`);
@@ -710,7 +681,7 @@ async function run(
       }\n`,
     );
   }
-  if (result.success) return EXIT.success;
+  if (result.success) return EXIT_CODES.success;
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -730,11 +701,13 @@ async function run(
         : `Restart it from its failed step with: ${redrive}\n`,
     );
   }
-  if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) return EXIT.interrupted;
+  if (result.completionReason === "cancelled" && ctx.io.signal?.aborted) {
+    return EXIT_CODES.interrupted;
+  }
   // A backend that cannot be used at all (credentials refused, SDK or executable missing) is a
   // setup problem like a missing key, not a flow that failed.
-  if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT.usage;
-  return EXIT.flowFailed;
+  if (result.error && SETUP_ERROR_CODES.has(result.error.code)) return EXIT_CODES.usage;
+  return EXIT_CODES.failed;
 }
 
 /** Run failures caused by the agent's own files (prompts, schemas): no redrive can succeed. */

@@ -57,40 +57,20 @@ import { PLAN_FILE_SUFFIXES } from "../store/file_lock.ts";
 import { assertLockHeld, lockPlanFile, planLockSubject } from "../store/file_lock.ts";
 import { createToolRegistry } from "../tools/builtin.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
-import { BACKEND_FLAGS, backendFromFlags, maxAttemptsFlag } from "./kit/backend.ts";
+import { BACKEND_FLAGS, backendFromFlags } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
-  flagHelpLines,
-  type FlagSpec,
-  listFlag,
-  parseFlags,
-  parseWholeNumber,
-  stringFlag,
+  declaredHelpLines,
+  defineFlags,
+  type FlagsOf,
+  parseCommandFlags,
+  parsePositiveInt,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
 import { newRunId } from "../store/run_id.ts";
-
-/** Exit codes of `run-plan`: its subset of the one table, {@linkcode EXIT_CODES}. */
-export const RUN_PLAN_EXIT: Readonly<{
-  success: 0;
-  planFailed: 1;
-  usage: 2;
-  incomplete: 3;
-  internal: 70;
-  locked: 75;
-  interrupted: 130;
-}> = Object.freeze({
-  success: EXIT_CODES.success,
-  planFailed: EXIT_CODES.failed,
-  usage: EXIT_CODES.usage,
-  incomplete: EXIT_CODES.incomplete,
-  internal: EXIT_CODES.internal,
-  locked: EXIT_CODES.locked,
-  interrupted: EXIT_CODES.interrupted,
-});
 
 /** Something text can be written to: the CLI kit's {@linkcode CliWriter}. */
 export type RunPlanWriter = CliWriter;
@@ -101,18 +81,17 @@ export type RunPlanWriter = CliWriter;
  */
 export type RunPlanIo = CliIo;
 
-/** Every flag of `run-plan`, in `--help` order. */
-const FLAGS: readonly FlagSpec[] = [
-  {
-    name: "generate",
+/** Every flag of `run-plan`, in `--help` order: its type, parser and help rows follow from it. */
+const FLAGS = defineFlags({
+  generate: {
     type: "string",
     value: "TASK",
     description:
       "Ask the LLM for a plan for TASK first; writes it to <plan.json> (default plan.json)",
+    parse: nonBlank('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".'),
   },
-  { name: "force", type: "boolean", description: "With --generate: replace an existing plan file" },
-  {
-    name: "revise",
+  force: { type: "boolean", description: "With --generate: replace an existing plan file" },
+  revise: {
     type: "string",
     value: "FEEDBACK",
     description: [
@@ -120,9 +99,11 @@ const FLAGS: readonly FlagSpec[] = [
       "written to the plan file; completed steps it keeps unchanged stay completed).",
       'On a terminal, answer "r" at "Start execution?" to revise interactively',
     ].join("\n"),
+    parse: nonBlank(
+      '--revise needs feedback, e.g. --revise "Also back up config.json before writing it".',
+    ),
   },
-  {
-    name: "yes",
+  yes: {
     type: "boolean",
     short: "y",
     description: [
@@ -130,8 +111,7 @@ const FLAGS: readonly FlagSpec[] = [
       "re-runs steps a killed run left running whose tools are not idempotent",
     ].join("\n"),
   },
-  {
-    name: "approve",
+  approve: {
     type: "string",
     value: "TOOLS",
     multiple: true,
@@ -140,8 +120,7 @@ const FLAGS: readonly FlagSpec[] = [
       "without a terminal this also starts the run, and other approvals are denied",
     ].join("\n"),
   },
-  {
-    name: "approvals",
+  approvals: {
     type: "string",
     value: "MODE",
     description: [
@@ -150,64 +129,76 @@ const FLAGS: readonly FlagSpec[] = [
       "(dashboard or terminal) wins. Without a terminal this starts the run, and steps",
       'wait for the dashboard instead of being denied (default: "terminal")',
     ].join("\n"),
+    parse: (raw): "terminal" | "dashboard" => {
+      if (raw === "terminal" || raw === "dashboard") return raw;
+      throw new UsageError(
+        `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from deno task ui --allow-actions), got "${raw}".`,
+      );
+    },
+    default: "terminal",
   },
-  {
-    name: "dry-run",
+  dryRun: {
     type: "boolean",
     description: "Validate and show the review, then stop (nothing runs)",
   },
-  {
-    name: "restart",
+  restart: {
     type: "boolean",
     description: "Run every step again (statuses and results are reset; user skips are kept)",
   },
-  {
-    name: "allow-skipped",
+  allowSkipped: {
     type: "boolean",
     description: "Exit 0 even when steps were skipped because approval was not given",
   },
-  {
-    name: "workspace",
+  workspace: {
     type: "string",
     value: "DIR",
     description: "Folder the tools may use (default: the current directory)",
   },
-  {
-    name: "concurrency",
+  concurrency: {
     type: "string",
     value: "N",
     description: "Steps that may run at the same time (default 4)",
+    parse: parsePositiveInt(
+      "--concurrency",
+      (raw) => `--concurrency must be a whole number ≥ 1, got "${raw}".`,
+    ),
+    default: 4,
   },
-  { name: "enable-http", type: "boolean", description: "Allow the http_get tool" },
-  {
-    name: "enable-commands",
+  enableHttp: { type: "boolean", description: "Allow the http_get tool" },
+  enableCommands: {
     type: "boolean",
     description: "Allow the run_command tool (it always asks for approval)",
   },
-  ...backendFlags({
-    backend: [
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    description: [
       'LLM backend for --generate and onError "recover": scripted, claude-code,',
       "anthropic, openai (default: scripted when --script is given)",
     ].join("\n"),
-    script: 'Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"',
-    model: "Model for LLM calls",
-    "base-url": "Server URL of the backend (OpenAI-compatible servers)",
-    "max-attempts": "Attempts per LLM call on 429/5xx/network errors (default 3)",
-  }),
-  {
-    name: "json",
+  },
+  script: {
+    ...BACKEND_FLAGS.script,
+    description: 'Scripted answers: YAML/JSON map with the keys "plan.generate" and "plan.recover"',
+  },
+  model: { ...BACKEND_FLAGS.model, description: "Model for LLM calls" },
+  baseUrl: BACKEND_FLAGS.baseUrl,
+  maxAttempts: {
+    ...BACKEND_FLAGS.maxAttempts,
+    description: "Attempts per LLM call on 429/5xx/network errors (default 3)",
+  },
+  json: {
     type: "boolean",
     description: "Print the execution summary as JSON on stdout (the review goes to stderr)",
   },
-  { name: "help", type: "boolean", short: "h", description: "Show this help" },
-];
+  help: { type: "boolean", short: "h", description: "Show this help" },
+});
 
-/** The kit's backend flags in `run-plan`'s help order (backend, script, model, base-url). */
-function backendFlags(descriptions: Record<string, string>): FlagSpec[] {
-  return ["backend", "script", "model", "base-url", "max-attempts"].map((name) => ({
-    ...BACKEND_FLAGS.find((f) => f.name === name)!,
-    description: descriptions[name],
-  }));
+/** A `parse` that refuses an empty or blank value with `message`. */
+function nonBlank(message: string): (raw: string) => string {
+  return (raw) => {
+    if (raw.trim() === "") throw new UsageError(message);
+    return raw;
+  };
 }
 
 const HELP = `Usage:
@@ -218,117 +209,34 @@ Shows the plan for review, asks to start, runs it and saves statuses and results
 file after every step. Running the same command again continues where the plan stopped.
 
 Options:
-${flagHelpLines(FLAGS, { width: 20 }).join("\n")}
+${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}
 
 Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
 skipped because approval was not given; see --allow-skipped), 75 another process is running this
 plan file, 130 cancelled.
 `;
 
-interface Flags {
-  planFile?: string;
-  generate?: string;
-  revise?: string;
-  force: boolean;
-  yes: boolean;
-  approve: string[];
-  approvals: "terminal" | "dashboard";
-  dryRun: boolean;
-  restart: boolean;
-  allowSkipped: boolean;
-  workspace?: string;
-  concurrency: number;
-  enableHttp: boolean;
-  enableCommands: boolean;
-  backend?: string;
-  script?: string;
-  model?: string;
-  baseUrl?: string;
-  maxAttempts?: number;
-  json: boolean;
-  help: boolean;
-}
+/** The parsed command line of `run-plan`: its flags and the plan file (the one positional). */
+type Flags = FlagsOf<typeof FLAGS> & { planFile?: string };
 
 /** Parses the command line of `run-plan`; bad input is a {@linkcode UsageError}. */
 export function parseRunPlanArgs(argv: readonly string[]): Flags {
-  const parsed = parseFlags(argv, FLAGS, { hint: " Run with --help to see every option." });
-  const v = {
-    generate: stringFlag(parsed.values, "generate"),
-    revise: stringFlag(parsed.values, "revise"),
-    concurrency: stringFlag(parsed.values, "concurrency"),
-    workspace: stringFlag(parsed.values, "workspace"),
-    backend: stringFlag(parsed.values, "backend"),
-    script: stringFlag(parsed.values, "script"),
-    model: stringFlag(parsed.values, "model"),
-    "base-url": stringFlag(parsed.values, "base-url"),
-    approve: listFlag(parsed.values, "approve"),
-    approvals: stringFlag(parsed.values, "approvals"),
-    ...Object.fromEntries(
-      FLAGS.filter((f) => f.type === "boolean").map((
-        f,
-      ) => [f.name, parsed.values[f.name] === true]),
-    ) as Record<
-      | "force"
-      | "yes"
-      | "dry-run"
-      | "restart"
-      | "allow-skipped"
-      | "enable-http"
-      | "enable-commands"
-      | "json"
-      | "help",
-      boolean
-    >,
-  };
-  if (parsed.positionals.length > 1) {
+  const { flags, positionals } = parseCommandFlags(argv, FLAGS, {
+    hint: " Run with --help to see every option.",
+  });
+  if (positionals.length > 1) {
     throw new UsageError(
-      `Expected one plan file, got ${parsed.positionals.length}: ${
-        parsed.positionals.join(" ")
+      `Expected one plan file, got ${positionals.length}: ${
+        positionals.join(" ")
       }. Quote a --generate task that has spaces.`,
     );
   }
-  const concurrency = v.concurrency === undefined ? 4 : parseWholeNumber(v.concurrency);
-  if (concurrency === undefined || concurrency < 1) {
-    throw new UsageError(`--concurrency must be a whole number ≥ 1, got "${v.concurrency}".`);
-  }
-  if (v.revise !== undefined && v.revise.trim() === "") {
-    throw new UsageError(
-      '--revise needs feedback, e.g. --revise "Also back up config.json before writing it".',
-    );
-  }
-  if (v.generate !== undefined && v.generate.trim() === "") {
-    throw new UsageError('--generate needs a task, e.g. --generate "Bump the version to 2.0.0".');
-  }
-  if (v.approvals !== undefined && v.approvals !== "terminal" && v.approvals !== "dashboard") {
-    throw new UsageError(
-      `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from deno task ui --allow-actions), got "${v.approvals}".`,
-    );
-  }
-  const flags: Flags = {
-    force: v.force ?? false,
-    approvals: v.approvals ?? "terminal",
-    yes: v.yes ?? false,
-    approve: (v.approve ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean),
-    dryRun: v["dry-run"] ?? false,
-    restart: v.restart ?? false,
-    allowSkipped: v["allow-skipped"] ?? false,
-    concurrency,
-    enableHttp: v["enable-http"] ?? false,
-    enableCommands: v["enable-commands"] ?? false,
-    json: v.json ?? false,
-    help: v.help ?? false,
+  const approve = flags.approve.flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean);
+  return {
+    ...flags,
+    approve,
+    ...(positionals[0] !== undefined ? { planFile: positionals[0] } : {}),
   };
-  if (parsed.positionals[0] !== undefined) flags.planFile = parsed.positionals[0];
-  if (v.generate !== undefined) flags.generate = v.generate;
-  if (v.revise !== undefined) flags.revise = v.revise;
-  if (v.workspace !== undefined) flags.workspace = v.workspace;
-  if (v.backend !== undefined) flags.backend = v.backend;
-  if (v.script !== undefined) flags.script = v.script;
-  if (v.model !== undefined) flags.model = v.model;
-  if (v["base-url"] !== undefined) flags.baseUrl = v["base-url"];
-  const maxAttempts = maxAttemptsFlag(parsed.values);
-  if (maxAttempts !== undefined) flags.maxAttempts = maxAttempts;
-  return flags;
 }
 
 /**
@@ -343,7 +251,7 @@ export async function main(argv: readonly string[], io: Partial<RunPlanIo> = {})
     return reportError(error, full.stderr, {
       prefix: "run-plan:",
       ...(full.signal ? { signal: full.signal } : {}),
-      exitCodeOf: (e) => RAN_AND_FAILED(e.code) ? RUN_PLAN_EXIT.planFailed : RUN_PLAN_EXIT.usage,
+      exitCodeOf: (e) => RAN_AND_FAILED(e.code) ? EXIT_CODES.failed : EXIT_CODES.usage,
     });
   }
 }
@@ -352,7 +260,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   const flags = parseRunPlanArgs(argv);
   if (flags.help) {
     io.stdout.write(localizeCommands(HELP, userDir));
-    return RUN_PLAN_EXIT.success;
+    return EXIT_CODES.success;
   }
   if (flags.planFile === undefined && flags.generate === undefined) {
     throw new UsageError(
@@ -442,7 +350,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   out.write(
     `${renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })}\n`,
   );
-  if (flags.dryRun) return RUN_PLAN_EXIT.success;
+  if (flags.dryRun) return EXIT_CODES.success;
   if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
     const notRun = skippedUnintentionally(plan);
     if (notRun.length > 0 && !flags.allowSkipped) {
@@ -451,12 +359,12 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
           notRunText(notRun)
         }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
       );
-      return RUN_PLAN_EXIT.incomplete;
+      return EXIT_CODES.incomplete;
     }
     io.stderr.write(
       "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
     );
-    return RUN_PLAN_EXIT.success;
+    return EXIT_CODES.success;
   }
 
   const lines = io.isTerminal.stdin && io.stdin ? lineReader(io.stdin) : undefined;
@@ -483,7 +391,7 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
         }
         if (answer !== "y" && answer !== "yes") {
           io.stderr.write("Not started; nothing ran.\n");
-          return RUN_PLAN_EXIT.success;
+          return EXIT_CODES.success;
         }
         break;
       }
@@ -561,9 +469,9 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   } else {
     io.stdout.write(`${summaryText(summary, planFile, incomplete ? notRun : [])}\n`);
   }
-  if (incomplete) return RUN_PLAN_EXIT.incomplete;
-  if (summary.status === "completed") return RUN_PLAN_EXIT.success;
-  return summary.status === "cancelled" ? RUN_PLAN_EXIT.interrupted : RUN_PLAN_EXIT.planFailed;
+  if (incomplete) return EXIT_CODES.incomplete;
+  if (summary.status === "completed") return EXIT_CODES.success;
+  return summary.status === "cancelled" ? EXIT_CODES.interrupted : EXIT_CODES.failed;
 }
 
 /**

@@ -75,7 +75,7 @@ export async function submitAndFollow(
       ctx.io.stdout.write(
         flags.json ? `${JSON.stringify({ runId, status: "queued" })}\n` : `${runId}\n`,
       );
-      return 0;
+      return EXIT_CODES.success;
     }
     ctx.io.stderr.write(`queued run ${runId} (agent ${definition.name}); waiting for a worker…\n`);
     let checkpoint: RunCheckpoint;

@@ -22,8 +22,12 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
-import { type FlagSpec, parseFlags, portFlag, stringFlag } from "./kit/flags.ts";
+import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { defineFlags, parseCommandFlags, portFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+
+/** The dashboard's port when `--port` is not given. */
+const DEFAULT_PORT = 8420;
 
 /** Where `uiMain` writes and what it reads. */
 export interface UiCliIo {
@@ -81,19 +85,22 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     { write: (t: string) => void Deno.stderr.writeSync(new TextEncoder().encode(t)) };
   const cwd = io.cwd ?? resolve(Deno.cwd(), Deno.env.get("INIT_CWD") || ".");
   try {
-    const { values } = parseUiArgs(args, cwd);
+    const { flags: values } = parseCommandFlags(args, FLAGS, {
+      positionals: false,
+      // A usage error shows the help as the command is typed from the user's folder.
+      hint: `\n\n${localizeCommands(USAGE, cwd)}`,
+    });
     if (values.help) {
       out.write(localizeCommands(USAGE, cwd));
-      return 0;
+      return EXIT_CODES.success;
     }
-    const port = portFlag({ port: values.port }, 8420);
-    const hostname = values.host ?? "127.0.0.1";
+    const { port, host: hostname } = values;
     const runAgentArgs = [
       ...(values.backend !== undefined ? ["--backend", values.backend] : []),
       ...(values.model !== undefined ? ["--model", values.model] : []),
       ...(values.script !== undefined ? ["--script", resolve(cwd, values.script)] : []),
     ];
-    if (runAgentArgs.length > 0 && !values["allow-actions"]) {
+    if (runAgentArgs.length > 0 && !values.allowActions) {
       throw new UsageError(
         "--backend, --model and --script are the backend of runs resumed or redriven from the page: they need --allow-actions.",
       );
@@ -115,7 +122,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     const signal = io.signal ?? interrupt!.signal;
     try {
       const source = { cwd, stores, ...(values.plans ? { toolPlans: values.plans } : {}) };
-      const actions = values["allow-actions"] ? { runAgentArgs } : undefined;
+      const actions = values.allowActions ? { runAgentArgs } : undefined;
       const ui = serveDashboard({ source, hostname, port, token, signal, actions });
       out.write(
         `stepflow dashboard: ${ui.url}\n${stores.length} run store${
@@ -130,58 +137,46 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     } finally {
       await closeStores(stores);
     }
-    return 0;
+    return EXIT_CODES.success;
   } catch (error) {
     if (error instanceof StepflowError) {
       err.write(`error [${error.code}]: ${error.message}\n`);
-      return 2;
+      return EXIT_CODES.usage;
     }
     err.write(`error: ${errorMessage(error)}\n`);
-    return 70;
+    return EXIT_CODES.internal;
   }
 }
 
 /**
- * Every flag of `ui`. Its help ({@linkcode USAGE}) groups the backend flags on one line, so it is
- * written out rather than generated from this table.
+ * Every flag of `ui`: the type and parser of its flags follow from it. Its help ({@linkcode USAGE})
+ * groups the backend flags on one line, so it is written out rather than generated.
  */
-const FLAGS: readonly FlagSpec[] = [
-  { name: "store", type: "string", value: "STORE", description: "run store to show" },
-  { name: "plans", type: "string", value: "DIR", description: "folder of tool plans" },
-  { name: "port", type: "string", value: "N", description: "port" },
-  { name: "host", type: "string", value: "H", description: "interface to bind" },
-  { name: "open", type: "boolean", description: "open the dashboard in the browser" },
-  { name: "allow-actions", type: "boolean", description: "let run pages act on runs" },
+const FLAGS = defineFlags({
+  store: { type: "string", value: "STORE", description: "run store to show" },
+  plans: { type: "string", value: "DIR", description: "folder of tool plans" },
+  port: {
+    type: "string",
+    value: "N",
+    description: "port",
+    parse: (raw) => portFlag({ port: raw }, DEFAULT_PORT),
+    default: DEFAULT_PORT,
+  },
+  host: { type: "string", value: "H", description: "interface to bind", default: "127.0.0.1" },
+  open: { type: "boolean", description: "open the dashboard in the browser" },
+  allowActions: { type: "boolean", description: "let run pages act on runs" },
   // The dashboard's buttons pass these to run-agent; how often a call is retried is not one of them.
-  ...BACKEND_FLAGS.filter((f) => f.name !== "base-url" && f.name !== "max-attempts"),
-  { name: "help", type: "boolean", short: "h", description: "show this help" },
-];
+  backend: BACKEND_FLAGS.backend,
+  model: BACKEND_FLAGS.model,
+  script: BACKEND_FLAGS.script,
+  help: { type: "boolean", short: "h", description: "show this help" },
+});
 
 /** Closes the stores that hold connections (database pools). */
 async function closeStores(stores: { store: unknown }[]): Promise<void> {
   for (const { store } of stores) {
     if (store instanceof PostgresRunStore) await store.close().catch(() => {});
   }
-}
-
-/** Parses `args`; a usage error shows the help as the command is typed from `cwd`. */
-function parseUiArgs(args: string[], cwd: string) {
-  const hint = `\n\n${localizeCommands(USAGE, cwd)}`;
-  const { values } = parseFlags(args, FLAGS, { positionals: false, hint });
-  return {
-    values: {
-      store: stringFlag(values, "store"),
-      plans: stringFlag(values, "plans"),
-      port: stringFlag(values, "port"),
-      host: stringFlag(values, "host"),
-      open: values.open === true,
-      "allow-actions": values["allow-actions"] === true,
-      backend: stringFlag(values, "backend"),
-      model: stringFlag(values, "model"),
-      script: stringFlag(values, "script"),
-      help: values.help === true,
-    },
-  };
 }
 
 /** Opens the URL with the platform's opener; a failure is a warning, not an error. */

@@ -20,66 +20,80 @@ import { agentRootProblem, startWorker, type WorkerOptions } from "../worker/wor
 import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import {
-  flagHelpLines,
-  type FlagSpec,
+  declaredHelpLines,
+  declaredTable,
+  defineFlags,
   type FlagValue,
   parseFlags,
-  positiveIntFlag,
-  stringFlag,
+  parsePositiveInt,
+  readDeclaredFlags,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { reportError } from "./kit/report_error.ts";
 
-/** The kit's backend flag `name` with the worker's help text. */
-function backendFlag(name: string, description: string): FlagSpec {
-  return { ...BACKEND_FLAGS.find((f) => f.name === name)!, description };
-}
-
-/** Every flag of `worker`, in `--help` order. */
-const FLAGS: readonly FlagSpec[] = [
-  {
-    name: "store",
+/** Every flag of `worker`, in `--help` order: its type, parser and help rows follow from it. */
+const FLAGS = defineFlags({
+  store: {
     type: "string",
     value: "URL",
     description: "PostgreSQL store and queue (default: the STEPFLOW_STORE environment variable)",
   },
-  {
-    name: "concurrency",
+  concurrency: {
     type: "string",
     value: "N",
     description: "Runs driven at once (default 1)",
+    parse: positive("--concurrency"),
+    default: 1,
   },
-  {
-    name: "agents",
+  agents: {
     type: "string",
     value: "DIR",
     description: "Folder of the agent folders (default .agent in the current directory)",
   },
-  backendFlag("backend", "Backend of every run (default: each agent's behavior.backend)"),
-  backendFlag("script", "Scripted answers (YAML/JSON); implies --backend scripted"),
-  backendFlag("model", "Model of every run (overrides the agent and the submission)"),
-  backendFlag("base-url", "Server URL of the backend (OpenAI-compatible servers)"),
-  {
-    name: "lease-ms",
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    description: "Backend of every run (default: each agent's behavior.backend)",
+  },
+  script: {
+    ...BACKEND_FLAGS.script,
+    description: "Scripted answers (YAML/JSON); implies --backend scripted",
+  },
+  model: {
+    ...BACKEND_FLAGS.model,
+    description: "Model of every run (overrides the agent and the submission)",
+  },
+  baseUrl: BACKEND_FLAGS.baseUrl,
+  leaseMs: {
     type: "string",
     value: "N",
     description: "Lease of a run without heartbeat, in ms (default 30000)",
+    parse: positive("--lease-ms"),
+    default: 30_000,
   },
-  {
-    name: "poll-ms",
+  pollMs: {
     type: "string",
     value: "N",
     description: "Queue polling interval when idle, in ms (default 2000)",
+    parse: positive("--poll-ms"),
+    default: 2_000,
   },
-  { name: "help", type: "boolean", short: "h", description: "Show this help" },
-];
+  help: { type: "boolean", short: "h", description: "Show this help" },
+});
+
+/** The worker's whole-number flags: a positive integer, the value quoted in the error as JSON. */
+function positive(flag: string): (raw: string) => number {
+  return parsePositiveInt(
+    flag,
+    (raw) => `${flag} expects a positive integer, got ${JSON.stringify(raw)}.`,
+  );
+}
 
 const USAGE = `Usage: deno task worker --store postgres://… [options]
 
 Takes runs submitted with \`run-agent … --submit\` from the queue and drives them.
 
 Options:
-${flagHelpLines(FLAGS, { width: 21 }).join("\n")}
+${declaredHelpLines(FLAGS, { width: 21 }).join("\n")}
 
 SIGTERM / Ctrl-C: commit the iterations in flight, hand the runs back to the queue, exit 0.`;
 
@@ -99,7 +113,7 @@ export async function workerMain(
   const usage = localizeCommands(USAGE, resolve(Deno.cwd(), env.INIT_CWD || "."));
   let values: Record<string, FlagValue>;
   try {
-    values = parseFlags(argv, FLAGS, { positionals: false }).values;
+    values = parseFlags(argv, declaredTable(FLAGS), { positionals: false }).values;
   } catch (error) {
     write(`error: ${errorMessage(error)}\n\n${usage}`);
     return EXIT_CODES.usage;
@@ -110,7 +124,9 @@ export async function workerMain(
   }
   try {
     const userDir = resolve(Deno.cwd(), env.INIT_CWD || ".");
-    const store = stringFlag(values, "store") ?? env[STORE_ENV];
+    // Read after the usage check: a bad value is reported as a run error, without the usage text.
+    const flags = readDeclaredFlags(FLAGS, values);
+    const store = flags.store ?? env[STORE_ENV];
     if (!store || !isPostgresUrl(store)) {
       throw new UsageError(
         store
@@ -120,13 +136,7 @@ export async function workerMain(
           : `Missing --store URL: workers take runs from a PostgreSQL database (or set ${STORE_ENV}).`,
       );
     }
-    const flags = {
-      backend: stringFlag(values, "backend"),
-      script: stringFlag(values, "script"),
-      model: stringFlag(values, "model"),
-      baseUrl: stringFlag(values, "base-url"),
-    };
-    const agentsFlag = stringFlag(values, "agents");
+    const agentsFlag = flags.agents;
     const agentRoot = resolve(userDir, agentsFlag ?? ".agent");
     const agentsProblem = await agentRootProblem(agentRoot);
     if (agentsProblem) {
@@ -142,9 +152,9 @@ export async function workerMain(
       store,
       agentRoot,
       cwd: userDir,
-      concurrency: positive(values, "concurrency", 1),
-      leaseMs: positive(values, "lease-ms", 30_000),
-      pollMs: positive(values, "poll-ms", 2_000),
+      concurrency: flags.concurrency,
+      leaseMs: flags.leaseMs,
+      pollMs: flags.pollMs,
       log: write,
     };
     // Flags override, field by field, the backend each run recorded (or the agent's, for a new run).
@@ -168,14 +178,6 @@ export async function workerMain(
       prefix: "error:",
     });
   }
-}
-
-function positive(values: Record<string, FlagValue>, name: string, fallback: number): number {
-  return positiveIntFlag(
-    values,
-    name,
-    (raw) => `--${name} expects a positive integer, got ${JSON.stringify(raw)}.`,
-  ) ?? fallback;
 }
 
 /** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */

@@ -58,6 +58,10 @@ Deno.test("parseCommandLine: CLI flags", () => {
     list: false,
     validate: false,
     graph: false,
+    runs: false,
+    submit: false,
+    wait: false,
+    asScript: false,
   });
   assert.deepEqual(params, {});
   assert.equal(parseCommandLine(["-h"]).flags.help, true);

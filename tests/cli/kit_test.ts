@@ -10,11 +10,17 @@ import { backendFromFlags, backendName } from "../../src/cli/kit/backend.ts";
 import { EXIT_CODES } from "../../src/cli/kit/exit_codes.ts";
 import {
   cleanParseMessage,
+  declaredHelpLines,
+  defineFlags,
   flagHelpLines,
+  type FlagsOf,
   type FlagSpec,
+  parseCommandFlags,
   parseFlags,
-  positiveIntFlag,
+  parsePositiveInt,
+  readDeclaredFlags,
 } from "../../src/cli/kit/flags.ts";
+import type { Exactly } from "../../src/type_equality.ts";
 import { reportError } from "../../src/cli/kit/report_error.ts";
 
 const TABLE: FlagSpec[] = [
@@ -91,11 +97,92 @@ Deno.test("flagHelpLines: aligned columns, continuation lines, long labels on th
   ]);
 });
 
-Deno.test("positiveIntFlag: absent, valid, and a message that names the flag", () => {
-  assert.equal(positiveIntFlag({}, "n"), undefined);
-  assert.equal(positiveIntFlag({ n: "3" }, "n"), 3);
-  usage(() => positiveIntFlag({ n: "0" }, "n"), /^--n expects a positive integer, got "0"\.$/);
-  usage(() => positiveIntFlag({ n: "1.5" }, "n"), /got "1\.5"/);
+Deno.test("parsePositiveInt: valid, and a message that names the flag", () => {
+  assert.equal(parsePositiveInt("--n")("3"), 3);
+  usage(() => parsePositiveInt("--n")("0"), /^--n expects a positive integer, got "0"\.$/);
+  usage(() => parsePositiveInt("--n")("1.5"), /got "1\.5"/);
+  usage(() => parsePositiveInt("--n", (raw) => `bad ${raw}`)("x"), /^bad x$/);
+});
+
+const DECLARED = defineFlags({
+  dryRun: { type: "boolean", description: "Show only" },
+  approve: { type: "string", value: "TOOLS", multiple: true, description: "Approve" },
+  concurrency: {
+    type: "string",
+    value: "N",
+    description: "At once",
+    parse: parsePositiveInt("--concurrency"),
+    default: 4,
+  },
+  workspace: { type: "string", value: "DIR", description: "Folder" },
+  runId: { name: "id", type: "string", value: "ID", description: "Run id" },
+  help: { type: "boolean", short: "h", description: "Help" },
+});
+
+Deno.test("defineFlags: the parsed type follows from the declaration", () => {
+  const proof: Exactly<FlagsOf<typeof DECLARED>, {
+    dryRun: boolean;
+    approve: string[];
+    concurrency: number;
+    workspace?: string;
+    runId?: string;
+    help: boolean;
+  }> = true;
+  assert.ok(proof);
+});
+
+Deno.test("parseCommandFlags: kebab-case names, defaults, parse, lists and absent keys", () => {
+  const { flags, positionals } = parseCommandFlags(
+    ["plan.json", "--dry-run", "--approve", "a", "--approve=b", "--id", "r1"],
+    DECLARED,
+  );
+  assert.deepEqual(positionals, ["plan.json"]);
+  assert.deepEqual(flags, {
+    dryRun: true,
+    approve: ["a", "b"],
+    concurrency: 4,
+    runId: "r1",
+    help: false,
+  });
+  assert.ok(!("workspace" in flags));
+  assert.equal(parseCommandFlags(["--concurrency", "7"], DECLARED).flags.concurrency, 7);
+  assert.equal(parseCommandFlags(["-h"], DECLARED).flags.help, true);
+});
+
+Deno.test("parseCommandFlags: did-you-mean, given twice and a refused value are UsageErrors", () => {
+  const hint = " (see --help)";
+  usage(
+    () => parseCommandFlags(["--dry-rn"], DECLARED, { hint }),
+    /^Unknown option --dry-rn\. Did you mean --dry-run\? \(see --help\)$/,
+  );
+  usage(
+    () => parseCommandFlags(["--id", "a", "--id", "b"], DECLARED),
+    /^--id given more than once; pass each flag once\.$/,
+  );
+  usage(
+    () => parseCommandFlags(["--concurrency", "0"], DECLARED),
+    /^--concurrency expects a positive integer, got "0"\.$/,
+  );
+});
+
+Deno.test("readDeclaredFlags: lenient leaves out a refused value instead of throwing", () => {
+  const flags = readDeclaredFlags(DECLARED, { concurrency: "zero", "dry-run": true }, {
+    lenient: true,
+  });
+  assert.equal(flags.concurrency, undefined);
+  assert.equal(flags.dryRun, true);
+  usage(() => readDeclaredFlags(DECLARED, { concurrency: "zero" }), /got "zero"/);
+});
+
+Deno.test("declaredHelpLines: the rows of the declaration, named by their flags", () => {
+  assert.deepEqual(declaredHelpLines(DECLARED, { width: 20 }), [
+    "  --dry-run           Show only",
+    "  --approve TOOLS     Approve",
+    "  --concurrency N     At once",
+    "  --workspace DIR     Folder",
+    "  --id ID             Run id",
+    "  -h, --help          Help",
+  ]);
 });
 
 Deno.test("backendFromFlags: --script means scripted; a clash, an unknown name and no name", async () => {

@@ -3,7 +3,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type CliIo, EXIT, main } from "../../src/cli/run_agent.ts";
+import { EXIT_CODES as EXIT } from "../../src/cli/kit/exit_codes.ts";
+import { type CliIo, main } from "../../src/cli/run_agent.ts";
 import { report, work, writeFiles, writeTinyAgent } from "./helpers.ts";
 
 interface Captured {
@@ -113,7 +114,7 @@ Deno.test("main: stdin is read only when piped, and never blocks", async () => {
       stdin: textStream("typed"),
       isTerminal: { stdin: true, stdout: false, stderr: false },
     });
-    assert.equal(tty.code, EXIT.flowFailed);
+    assert.equal(tty.code, EXIT.failed);
     assert.match(tty.stdout, /\{input_text\} ← pipe text on stdin/);
 
     // An idle pipe: the run goes ahead after the wait (and --verbose says why).
@@ -124,12 +125,12 @@ Deno.test("main: stdin is read only when piped, and never blocks", async () => {
       stdinWaitMs: 30,
     });
     assert.ok(performance.now() - started < 5000);
-    assert.equal(idle.code, EXIT.flowFailed);
+    assert.equal(idle.code, EXIT.failed);
     assert.match(idle.stderr, /^note: stdin is a pipe but nothing arrived within 30 ms/m);
 
     // Empty or whitespace-only input counts as none.
     const empty = await runMain(argv, { cwd: dir, stdin: textStream(" \n") });
-    assert.equal(empty.code, EXIT.flowFailed);
+    assert.equal(empty.code, EXIT.failed);
   });
 });
 
@@ -182,7 +183,7 @@ Deno.test("main: exit 2 when the backend cannot be used at all", async () => {
     const failed = await runMain(["--agent", "tiny", "--script", "auth.json", "--topic", "x"], {
       cwd: dir,
     });
-    assert.equal(failed.code, EXIT.flowFailed);
+    assert.equal(failed.code, EXIT.failed);
     // Missing credentials are found before the run: a usage error (2).
     const noKey = await runMain(["--agent", "tiny", "--backend", "anthropic", "--topic", "x"], {
       cwd: dir,

@@ -139,7 +139,7 @@ Deno.test("docs: the README's first agent can be followed by hand: every file of
   assert.deepEqual(missing, [], `README.md does not show ${missing.join(", ")}`);
   // The flag's help names the section, and the section exists.
   const { BACKEND_FLAGS } = await import("../../src/cli/kit/backend.ts");
-  const help = BACKEND_FLAGS.find((f) => f.name === "script")!.description;
+  const help = BACKEND_FLAGS.script.description;
   const link = /docs\/([a-z-]+\.md)#([a-z0-9-]+)/.exec(help);
   assert.ok(link, help);
   const slugs = parseMarkdown(await read(`docs/${link[1]}`)).headings.map((h) => h.slug);

@@ -265,3 +265,35 @@ Deno.test("eval cli: the case file docs/testing.md shows passes from the checkou
     await Deno.remove(userDir, { recursive: true });
   }
 });
+
+Deno.test("eval cli: --max-attempts N sets how often a model call that gets a 500 is tried", async () => {
+  await withHaiku(async (dir) => {
+    await Deno.writeTextFile(
+      join(dir, "cases.jsonl"),
+      lines({ name: "one", args: { topic: "x" } }),
+    );
+    const server = startFakeServer(
+      Array.from({ length: 6 }, () => ({ status: 500, json: { error: { message: "boom" } } })),
+    );
+    try {
+      const { code, stderr } = await finish(spawnEval(dir, [
+        "--agent",
+        "haiku",
+        "--cases",
+        "cases.jsonl",
+        "--backend",
+        "openai",
+        "--base-url",
+        `${server.url}/v1`,
+        "--model",
+        "m-1",
+        "--max-attempts",
+        "2",
+      ]));
+      assert.equal(code, 1, stderr);
+      assert.equal(server.requests.length, 2, "two attempts, then the run fails");
+    } finally {
+      await server.close();
+    }
+  });
+});

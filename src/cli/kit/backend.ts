@@ -10,23 +10,13 @@ import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
 import type { ReplayMode } from "../../llm/replay.ts";
 import type { LlmBackend } from "../../llm/types.ts";
-import { type FlagSpec, type FlagValue, positiveIntFlag } from "./flags.ts";
+import { defineFlags, type FlagsOf, parsePositiveInt } from "./flags.ts";
 
-/** The backend flags, parsed. */
-export interface BackendFlags {
-  /** `--backend NAME`. */
-  backend?: string;
-  /** `--script FILE` (relative to the user's directory). */
-  script?: string;
-  /** `--model MODEL`. */
-  model?: string;
-  /** `--base-url URL`. */
-  baseUrl?: string;
-  /** `--max-attempts N`: attempts per backend call before a retryable failure ends it. */
-  maxAttempts?: number;
+/** The backend flags, parsed (`replay`: run-agent's `--replay strict|lenient`, read with its own flags). */
+export type BackendFlags = FlagsOf<typeof BACKEND_FLAGS> & {
   /** `--replay strict|lenient` (run-agent): how a replay file treats a changed prompt. */
   replay?: ReplayMode;
-}
+};
 
 /** Options of {@linkcode backendName} and {@linkcode backendFromFlags}. */
 export interface BackendFromFlagsOptions {
@@ -42,16 +32,6 @@ export interface BackendFromFlagsOptions {
   onWarning?: (message: string) => void;
   /** Called before every retry of a backend call. */
   onRetry?: RetryListener;
-}
-
-/** `--max-attempts N`, checked to be a positive integer (a {@linkcode UsageError} otherwise). */
-export function maxAttemptsFlag(values: Record<string, FlagValue>): number | undefined {
-  return positiveIntFlag(
-    values,
-    "max-attempts",
-    (raw) =>
-      `--max-attempts expects a positive integer (attempts per model call, default 3), got "${raw}".`,
-  );
 }
 
 /**
@@ -105,41 +85,36 @@ export async function backendFromFlags(
 }
 
 /**
- * The backend flags, for a CLI's flag table (help order: backend, model, base-url, script,
- * max-attempts).
+ * The backend flags, declared once for every command ({@linkcode defineFlags}). A command takes the
+ * ones it needs by key, in its own help order, and may reword a description:
+ * `{ backend: BACKEND_FLAGS.backend, model: { ...BACKEND_FLAGS.model, description: "…" } }`.
  */
-export const BACKEND_FLAGS: readonly FlagSpec[] = Object.freeze(
-  [
-    {
-      name: "backend",
-      type: "string",
-      value: "NAME",
-      description: "LLM backend: claude-code, anthropic, openai or scripted",
-    },
-    {
-      name: "model",
-      type: "string",
-      value: "MODEL",
-      description: "Model for every call",
-    },
-    {
-      name: "base-url",
-      type: "string",
-      value: "URL",
-      description: "Server URL of the backend (OpenAI-compatible servers)",
-    },
-    {
-      name: "script",
-      type: "string",
-      value: "FILE",
-      description:
-        "Scripted answers, YAML/JSON (format: docs/backends.md#script-files); implies --backend scripted",
-    },
-    {
-      name: "max-attempts",
-      type: "string",
-      value: "N",
-      description: "Attempts per model call on 429/5xx/network errors (default 3)",
-    },
-  ] satisfies FlagSpec[],
-);
+export const BACKEND_FLAGS = defineFlags({
+  backend: {
+    type: "string",
+    value: "NAME",
+    description: "LLM backend: claude-code, anthropic, openai or scripted",
+  },
+  model: { type: "string", value: "MODEL", description: "Model for every call" },
+  baseUrl: {
+    type: "string",
+    value: "URL",
+    description: "Server URL of the backend (OpenAI-compatible servers)",
+  },
+  script: {
+    type: "string",
+    value: "FILE",
+    description:
+      "Scripted answers, YAML/JSON (format: docs/backends.md#script-files); implies --backend scripted",
+  },
+  maxAttempts: {
+    type: "string",
+    value: "N",
+    description: "Attempts per model call on 429/5xx/network errors (default 3)",
+    parse: parsePositiveInt(
+      "--max-attempts",
+      (raw) =>
+        `--max-attempts expects a positive integer (attempts per model call, default 3), got "${raw}".`,
+    ),
+  },
+});

@@ -1,7 +1,19 @@
 /**
- * The table-driven flag parser and help of every stepflow command line: a CLI lists its flags once
- * as {@linkcode FlagSpec} rows; the parser, the typo suggestions and the `Options:` block of its
- * `--help` all come from that table.
+ * The flags of every stepflow command line. A command declares its flags once with
+ * {@linkcode defineFlags} — an object whose keys are the properties of its parsed flags and whose
+ * entries carry type, value placeholder, short alias, description, `parse` and `default` — and from
+ * that one declaration follow the type of its parsed flags ({@linkcode FlagsOf}), the strict parser
+ * ({@linkcode parseCommandFlags}, on `node:util` `parseArgs`), the `Options:` rows of its `--help`
+ * ({@linkcode declaredHelpLines}), the did-you-mean error of a mistyped flag and the error of a flag
+ * given twice. Exit codes are the one table of `exit_codes.ts`, used by name.
+ *
+ * Why in-house and not `commander` or `citty`: this module adds about 150 lines to a parser that was
+ * already here and already on `parseArgs`. A library would replace the parser but not the messages
+ * every CLI test checks (did-you-mean, "given more than once", "needs a value", exit 2 without a
+ * stack trace), which would then be re-worded from its errors; it would not fit `run-agent`, whose
+ * flags include each agent's parameters, known only after the agent is loaded (two passes,
+ * `src/cli/args.ts`); and it would be a new dependency behind an import alias for every user of
+ * `jsr:@stepflow/core/cli`. It would remove less than it adds.
  *
  * @module
  */
@@ -209,18 +221,6 @@ export function cleanParseMessage(error: unknown): string {
   return message.split("\n")[0].replace(/\. To specify a positional.*$/s, ".");
 }
 
-/** The value of a string flag (`undefined` when absent or not text). */
-export function stringFlag(values: Record<string, FlagValue>, name: string): string | undefined {
-  const v = values[name];
-  return typeof v === "string" ? v : undefined;
-}
-
-/** The values of a `multiple` flag (empty when absent). */
-export function listFlag(values: Record<string, FlagValue>, name: string): string[] {
-  const v = values[name];
-  return Array.isArray(v) ? v : typeof v === "string" ? [v] : [];
-}
-
 /**
  * A whole number written in decimal digits only (`"8420"`), or `undefined`: unlike `Number()`, it
  * refuses `""`, `" 1"`, `"0x50"`, `"1e3"`, `"+1"`, `"1.0"` and numbers past 2^53. The one parser of
@@ -235,19 +235,6 @@ export function listFlag(values: Record<string, FlagValue>, name: string): strin
 export function parseWholeNumber(raw: string): number | undefined {
   if (!/^\d{1,15}$/.test(raw)) return undefined;
   return Number(raw);
-}
-
-/** A positive whole number flag: `undefined` when absent, a {@linkcode UsageError} when not one. */
-export function positiveIntFlag(
-  values: Record<string, FlagValue>,
-  name: string,
-  message: (raw: string) => string = (raw) => `--${name} expects a positive integer, got "${raw}".`,
-): number | undefined {
-  const raw = stringFlag(values, name);
-  if (raw === undefined) return undefined;
-  const n = parseWholeNumber(raw);
-  if (n === undefined || n < 1) throw new UsageError(message(raw));
-  return n;
 }
 
 /**
@@ -272,4 +259,168 @@ export function portFlag(values: Record<string, FlagValue>, fallback: number): n
     );
   }
   return n;
+}
+
+// -- typed declarations: one per command --------------------------------------------------------
+
+/**
+ * One flag of a command's declaration ({@linkcode defineFlags}): its `--help` row plus how its
+ * value is read. The flag's name is its key in kebab-case (`dryRun` → `--dry-run`) unless `name`
+ * says otherwise.
+ */
+export interface FlagDecl {
+  /** `string` flags take a value, `boolean` flags do not. */
+  type: "string" | "boolean";
+  /** Description in the help; `\n` starts a continuation line. */
+  description: string;
+  /** Placeholder of the value in the help text (`NAME`, `FILE`, `N`). */
+  value?: string;
+  /** Single-letter alias. */
+  short?: string;
+  /** The flag may be given more than once; its values are collected in a list. */
+  multiple?: boolean;
+  /** The flag's name when it is not the key in kebab-case. */
+  name?: string;
+  /**
+   * Reads and checks one value of a `string` flag; throws a {@linkcode UsageError} that names the
+   * flag and the fix when the value is wrong. Without it the value is the text as given.
+   */
+  parse?: (raw: string) => unknown;
+  /** The value when the flag is absent (without one, an absent `string` flag is an absent key). */
+  default?: unknown;
+}
+
+/** A command's flags: key (the property of the parsed flags) → declaration, in `--help` order. */
+export type FlagDecls = Readonly<Record<string, FlagDecl>>;
+
+type ParsedValue<F> = F extends { parse: (raw: string) => infer T } ? T
+  : F extends { type: "boolean" } ? boolean
+  : string;
+type AlwaysSet<F> = F extends { type: "boolean" } ? true
+  : F extends { multiple: true } ? true
+  : F extends { default: unknown } ? true
+  : false;
+type FlagValueOf<F> = F extends { multiple: true } ? ParsedValue<F>[]
+  : F extends { default: infer D } ? ParsedValue<F> | D
+  : ParsedValue<F>;
+
+/**
+ * The parsed flags of a declaration: a switch is a `boolean`, a `multiple` flag a list, a flag with
+ * `parse` what it returns, a flag with a `default` always set; any other flag is an optional key,
+ * absent when not given.
+ */
+export type FlagsOf<D extends FlagDecls> = Flatten<
+  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? K : never]: FlagValueOf<D[K]> }
+  & { -readonly [K in keyof D as AlwaysSet<D[K]> extends true ? never : K]?: FlagValueOf<D[K]> }
+>;
+/** One object type instead of an intersection (readable in hovers, comparable with `Exactly`). */
+type Flatten<T> = { [K in keyof T]: T[K] };
+
+/**
+ * Declares a command's flags once: from the declaration follow the type of its parsed flags
+ * ({@linkcode FlagsOf}), its parser ({@linkcode parseCommandFlags}), its `--help` rows
+ * ({@linkcode declaredHelpLines}) and its did-you-mean and given-twice errors.
+ *
+ * @example
+ * ```ts
+ * import { defineFlags, type FlagsOf, parseCommandFlags, parsePositiveInt } from "./flags.ts";
+ * const FLAGS = defineFlags({
+ *   dryRun: { type: "boolean", description: "Show what would run" },
+ *   concurrency: { type: "string", value: "N", description: "Parallel steps", parse: parsePositiveInt("--concurrency"), default: 4 },
+ * });
+ * const { flags }: { flags: FlagsOf<typeof FLAGS> } = parseCommandFlags(["--dry-run"], FLAGS);
+ * console.log(flags.dryRun, flags.concurrency); // true 4
+ * ```
+ */
+export function defineFlags<const D extends FlagDecls>(decls: D): D {
+  return Object.freeze(decls);
+}
+
+/** The flag name of `key` in `decls`: its `name`, else the key in kebab-case. */
+export function declaredName(key: string, decl: FlagDecl): string {
+  return decl.name ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** The declaration as help/parser rows ({@linkcode FlagSpec}), in declaration order. */
+export function declaredTable(decls: FlagDecls): FlagSpec[] {
+  return Object.entries(decls).map(([key, d]) => ({
+    name: declaredName(key, d),
+    type: d.type,
+    description: d.description,
+    ...(d.value !== undefined ? { value: d.value } : {}),
+    ...(d.short !== undefined ? { short: d.short } : {}),
+    ...(d.multiple ? { multiple: true } : {}),
+  }));
+}
+
+/** The `Options:` rows of a declaration's `--help` (see {@linkcode flagHelpLines}). */
+export function declaredHelpLines(
+  decls: FlagDecls,
+  options: { width?: number; indent?: string } = {},
+): string[] {
+  return flagHelpLines(declaredTable(decls), options);
+}
+
+/**
+ * The typed flags of `decls` from the raw `values` of a parse: switches default to false, lists to
+ * empty, values go through `parse`, absent flags take their `default`. With `lenient`, a value
+ * `parse` refuses is left out instead of thrown (a first scan before the real parse).
+ */
+export function readDeclaredFlags<D extends FlagDecls>(
+  decls: D,
+  values: Record<string, unknown>,
+  { lenient = false }: { lenient?: boolean } = {},
+): FlagsOf<D> {
+  const flags: Record<string, unknown> = {};
+  for (const [key, decl] of Object.entries(decls)) {
+    const raw = values[declaredName(key, decl)];
+    if (decl.type === "boolean") {
+      flags[key] = raw === true;
+      continue;
+    }
+    const texts = Array.isArray(raw) ? raw : typeof raw === "string" ? [raw] : [];
+    if (decl.multiple) {
+      flags[key] = decl.parse ? texts.map(decl.parse) : texts;
+      continue;
+    }
+    if (texts.length === 0) {
+      if (decl.default !== undefined) flags[key] = decl.default;
+      continue;
+    }
+    try {
+      flags[key] = decl.parse ? decl.parse(texts[0]) : texts[0];
+    } catch (error) {
+      if (!lenient) throw error;
+    }
+  }
+  return flags as FlagsOf<D>;
+}
+
+/**
+ * Parses `argv` strictly against a command's declaration ({@linkcode defineFlags}): the checks of
+ * {@linkcode parseFlags} (unknown flag with did-you-mean, missing value, a flag given twice), then
+ * each value read by {@linkcode readDeclaredFlags}.
+ */
+export function parseCommandFlags<D extends FlagDecls>(
+  argv: readonly string[],
+  decls: D,
+  options: ParseFlagsOptions = {},
+): { flags: FlagsOf<D>; positionals: string[] } {
+  const { values, positionals } = parseFlags(argv, declaredTable(decls), options);
+  return { flags: readDeclaredFlags(decls, values), positionals };
+}
+
+/**
+ * A `parse` for a flag that takes a positive whole number (decimal digits only): the message says
+ * `<flag> expects a positive integer, got "<raw>".` unless `message` words it otherwise.
+ */
+export function parsePositiveInt(
+  flag: string,
+  message: (raw: string) => string = (raw) => `${flag} expects a positive integer, got "${raw}".`,
+): (raw: string) => number {
+  return (raw) => {
+    const n = parseWholeNumber(raw);
+    if (n === undefined || n < 1) throw new UsageError(message(raw));
+    return n;
+  };
 }
