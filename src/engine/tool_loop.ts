@@ -21,7 +21,8 @@ import type {
   ToolTurnBackend,
   ToolTurnMessage,
 } from "../llm/tool_turn.ts";
-import type { LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
+import type { LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "../llm/types.ts";
+import { addTokenCounts } from "../llm/usage.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import {
@@ -144,8 +145,7 @@ export async function completeWithTools(
   const messages: ToolTurnMessage[] = [{ role: "user", content: request.prompt }];
   const response: LlmResponse = { text: "" };
   let sessionId = request.sessionId;
-  let inputTokens = 0;
-  let outputTokens = 0;
+  const usage: LlmUsage = { inputTokens: 0, outputTokens: 0 };
   let usageKnown = true;
   let cost = 0;
   let badInARow = 0;
@@ -166,10 +166,8 @@ export async function completeWithTools(
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
     if (answer.sessionId) sessionId = answer.sessionId;
-    if (answer.usage) {
-      inputTokens += answer.usage.inputTokens;
-      outputTokens += answer.usage.outputTokens;
-    } else usageKnown = false;
+    if (answer.usage) addTokenCounts(usage, answer.usage);
+    else usageKnown = false;
     cost += answer.costUsd ?? 0;
     if (answer.toolCalls.length === 0) {
       response.text = answer.text;
@@ -218,7 +216,7 @@ export async function completeWithTools(
     messages.push({ role: "tool", results });
   }
   if (sessionId) response.sessionId = sessionId;
-  if (usageKnown) response.usage = { inputTokens, outputTokens };
+  if (usageKnown) response.usage = usage;
   if (cost > 0) response.costUsd = cost;
   if (request.outputSchema && response.structuredOutput === undefined) {
     const extracted = extractJson(response.text);

@@ -8,6 +8,7 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
+import { addTokenCounts } from "../llm/usage.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
 import type { ToolCallRecord } from "../engine/tool_loop.ts";
@@ -124,10 +125,8 @@ export async function callBackend(
 /** Adds one response to the run's usage. */
 export function addUsage(usage: RunUsage, response: LlmResponse): void {
   usage.calls++;
-  if (response.usage) {
-    usage.inputTokens += response.usage.inputTokens;
-    usage.outputTokens += response.usage.outputTokens;
-  } else {
+  if (response.usage) addTokenCounts(usage, response.usage);
+  else {
     // No usage is not zero tokens: count the call as unknown so totals are never silently low.
     usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + 1;
   }

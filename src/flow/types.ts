@@ -71,6 +71,10 @@ export interface RunUsage {
   inputTokens: number;
   /** Completion tokens. */
   outputTokens: number;
+  /** Of `inputTokens`, those read from the server's prompt cache; absent when none was. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the server's prompt cache; absent when none was. */
+  cacheWriteTokens?: number;
   /** Cost in US dollars, when backends report it. */
   costUsd: number;
   /** Number of backend calls. */

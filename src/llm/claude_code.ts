@@ -156,6 +156,8 @@ interface Cumulative {
   costUsd: number;
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
 }
 
 /**
@@ -364,6 +366,8 @@ export class ClaudeCodeBackend implements LlmBackend {
       costUsd: typeof result.total_cost_usd === "number" ? result.total_cost_usd : 0,
       inputTokens: fromModelUsage?.inputTokens ?? 0,
       outputTokens: fromModelUsage?.outputTokens ?? 0,
+      cacheReadTokens: fromModelUsage?.cacheReadTokens ?? 0,
+      cacheWriteTokens: fromModelUsage?.cacheWriteTokens ?? 0,
     };
     // Totals of a resumed session include its earlier turns; report what this call added.
     const previous = req.sessionId ? this.#totals.get(req.sessionId) : undefined;
@@ -382,6 +386,10 @@ export class ClaudeCodeBackend implements LlmBackend {
         inputTokens: delta(cumulative.inputTokens, previous?.inputTokens),
         outputTokens: delta(cumulative.outputTokens, previous?.outputTokens),
       };
+      const read = delta(cumulative.cacheReadTokens, previous?.cacheReadTokens);
+      const written = delta(cumulative.cacheWriteTokens, previous?.cacheWriteTokens);
+      if (read > 0) response.usage.cacheReadTokens = read;
+      if (written > 0) response.usage.cacheWriteTokens = written;
     } else if (result.usage) {
       const usage = usageOf(result.usage);
       if (usage) response.usage = usage;
@@ -403,21 +411,23 @@ function checkPermissionMode(mode: string, stepId?: string): void {
 /** The usage summed over models, or `undefined` (unknown, not zero) when no model reported both counts. */
 function sumModelUsage(
   modelUsage: SdkMessage["modelUsage"],
-): { inputTokens: number; outputTokens: number } | undefined {
+): Omit<Cumulative, "costUsd"> | undefined {
   if (!modelUsage || typeof modelUsage !== "object") return undefined;
   const counted = Object.values(modelUsage).filter((usage) =>
     usage !== null && typeof usage === "object" && typeof usage.inputTokens === "number" &&
     typeof usage.outputTokens === "number"
   );
   if (counted.length === 0) return undefined;
-  let inputTokens = 0;
-  let outputTokens = 0;
+  const sum = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   for (const usage of counted) {
-    inputTokens += (usage.inputTokens ?? 0) + (usage.cacheReadInputTokens ?? 0) +
-      (usage.cacheCreationInputTokens ?? 0);
-    outputTokens += usage.outputTokens ?? 0;
+    const read = usage.cacheReadInputTokens ?? 0;
+    const written = usage.cacheCreationInputTokens ?? 0;
+    sum.inputTokens += (usage.inputTokens ?? 0) + read + written;
+    sum.outputTokens += usage.outputTokens ?? 0;
+    sum.cacheReadTokens += read;
+    sum.cacheWriteTokens += written;
   }
-  return { inputTokens, outputTokens };
+  return sum;
 }
 
 /** The usage of a result's `usage` record, or `undefined` (unknown) without both counts. */
@@ -425,10 +435,13 @@ function usageOf(usage: Record<string, number | null | undefined>): LlmUsage | u
   if (typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
     return undefined;
   }
+  const read = usage.cache_read_input_tokens ?? 0;
+  const written = usage.cache_creation_input_tokens ?? 0;
   return {
-    inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
-      (usage.cache_read_input_tokens ?? 0),
+    inputTokens: usage.input_tokens + read + written,
     outputTokens: usage.output_tokens,
+    ...(read > 0 ? { cacheReadTokens: read } : {}),
+    ...(written > 0 ? { cacheWriteTokens: written } : {}),
   };
 }
 

@@ -87,7 +87,13 @@ export interface Timeline {
    */
   taken: Map<string, Set<string>>;
   /** The last cumulative usage seen. */
-  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  usage?: {
+    inputTokens: number;
+    outputTokens: number;
+    cacheReadTokens?: number;
+    cacheWriteTokens?: number;
+    costUsd?: number;
+  };
   /**
    * The `run_end` entry, once the run ended; cleared by a later `run_resume`/`run_redrive` (the
    * current attempt of the run has not ended).
@@ -293,6 +299,12 @@ function usageOf(value: unknown): Timeline["usage"] {
   return {
     inputTokens: input,
     outputTokens: output,
+    ...(typeof value.cacheReadTokens === "number"
+      ? { cacheReadTokens: value.cacheReadTokens }
+      : {}),
+    ...(typeof value.cacheWriteTokens === "number"
+      ? { cacheWriteTokens: value.cacheWriteTokens }
+      : {}),
     ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
   };
 }

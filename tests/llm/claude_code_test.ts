@@ -41,7 +41,12 @@ Deno.test("claude-code: options reach Claude Code and structured output round-tr
     assert.deepEqual(res.structuredOutput, { verdict: "ok", reason: "fixed the race" });
     assert.equal(res.sessionId, "4b6c2d0e-0000-4000-8000-000000000001");
     assert.equal(res.costUsd, 0.0123);
-    assert.deepEqual(res.usage, { inputTokens: 1300, outputTokens: 40 });
+    assert.deepEqual(res.usage, {
+      inputTokens: 1300,
+      outputTokens: 40,
+      cacheReadTokens: 1000,
+      cacheWriteTokens: 200,
+    });
 
     const [run] = await fake.runs();
     assert.equal(run.cwd, await Deno.realPath(fake.dir));
