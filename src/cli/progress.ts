@@ -21,7 +21,7 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { palette } from "../palette.ts";
-import { cacheShare } from "../llm/usage.ts";
+import { cacheShare } from "../token_counts.ts";
 import {
   AttemptCounter,
   createProgressLines,

@@ -22,7 +22,7 @@ import type {
   ToolTurnMessage,
 } from "../llm/tool_turn.ts";
 import type { LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "../llm/types.ts";
-import { addTokenCounts } from "../llm/usage.ts";
+import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import {

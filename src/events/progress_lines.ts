@@ -18,7 +18,7 @@
 import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
-import { cacheShare } from "../llm/usage.ts";
+import { cacheShare } from "../token_counts.ts";
 
 /** Options of {@linkcode createProgressLines}. */
 export interface ProgressLinesOptions {

@@ -18,6 +18,7 @@ import {
   withRetry,
 } from "./retry.ts";
 import { loadSdk } from "./sdk_loader.ts";
+import { type McpServerConfig, parseMcpServersOrThrow } from "../definition/mcp_servers.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /** A permission mode Claude Code accepts. */
@@ -128,6 +129,8 @@ export interface ClaudeQueryOptions {
   maxTurns?: number;
   /** Settings files to load. */
   settingSources?: ("user" | "project" | "local")[];
+  /** MCP servers (agent.json `behavior.mcpServers`, `${VAR}` expanded). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** The part of the Claude Agent SDK this backend calls (checked against the SDK in tests). */
@@ -219,12 +222,13 @@ export class ClaudeCodeBackend implements LlmBackend {
   async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
     const permissionMode = req.permissionMode ?? this.#options.permissionMode;
     if (permissionMode !== undefined) checkPermissionMode(permissionMode, req.stepId);
+    const mcpServers = this.#mcpServers(req);
     opts.signal?.throwIfAborted();
     const sdk = await loadSdk<ClaudeAgentSdkModule>("@anthropic-ai/claude-agent-sdk", this.name);
     const listeners = [this.#options.onRetry, opts.onRetry];
     try {
       return await withRetry(
-        (signal) => this.#turn(sdk, req, permissionMode, signal, listeners),
+        (signal) => this.#turn(sdk, req, { permissionMode, mcpServers }, signal, listeners),
         {
           backend: this.name,
           policy: this.retryPolicy,
@@ -253,10 +257,21 @@ export class ClaudeCodeBackend implements LlmBackend {
     }
   }
 
+  /**
+   * The request's MCP servers for the SDK's `mcpServers`, `${VAR}` expanded from the environment
+   * Claude Code gets (`MCP_CONFIG_INVALID` before anything starts when one is wrong).
+   */
+  #mcpServers(req: LlmRequest): Record<string, McpServerConfig> | undefined {
+    if (!req.mcpServers || Object.keys(req.mcpServers).length === 0) return undefined;
+    const env = this.#options.env ?? Deno.env.toObject();
+    const servers = parseMcpServersOrThrow(req.mcpServers, env, "behavior.mcpServers");
+    return Object.fromEntries(servers);
+  }
+
   async #turn(
     sdk: ClaudeAgentSdkModule,
     req: LlmRequest,
-    permissionMode: string | undefined,
+    call: { permissionMode?: string; mcpServers?: Record<string, McpServerConfig> },
     signal: AbortSignal,
     listeners: (RetryListener | undefined)[],
   ): Promise<LlmResponse> {
@@ -265,7 +280,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     if (signal.aborted) onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
     const stderr: string[] = [];
-    const options = this.#queryOptions(req, permissionMode, abortController, (data) => {
+    const options = this.#queryOptions(req, call, abortController, (data) => {
       stderr.push(data);
       if (stderr.length > 40) stderr.shift();
     });
@@ -313,11 +328,12 @@ export class ClaudeCodeBackend implements LlmBackend {
 
   #queryOptions(
     req: LlmRequest,
-    permissionMode: string | undefined,
+    call: { permissionMode?: string; mcpServers?: Record<string, McpServerConfig> },
     abortController: AbortController,
     onStderr: (data: string) => void,
   ): ClaudeQueryOptions {
     const o = this.#options;
+    const permissionMode = call.permissionMode;
     const model = req.model ?? o.model;
     const allowedTools = req.allowedTools ?? o.allowedTools;
     const options: ClaudeQueryOptions = {
@@ -342,6 +358,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     if (o.env) options.env = { ...o.env };
     if (o.maxTurns !== undefined) options.maxTurns = o.maxTurns;
     if (o.settingSources) options.settingSources = [...o.settingSources];
+    if (call.mcpServers) options.mcpServers = call.mcpServers;
     return { ...options, ...o.extraOptions };
   }
 

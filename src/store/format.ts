@@ -6,7 +6,7 @@
  */
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { shownStatus } from "./run_status.ts";
-import { cacheShare } from "../llm/usage.ts";
+import { cacheShare } from "../token_counts.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {

@@ -10,7 +10,7 @@ import { RUN_STATUSES } from "../store/checkpoint_format.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
-import { cacheShare } from "../llm/usage.ts";
+import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";

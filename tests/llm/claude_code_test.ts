@@ -288,3 +288,50 @@ Deno.test("claude-code: createBackend passes --base-url and the key to Claude Co
     await fake.cleanup();
   }
 });
+
+Deno.test("claude-code: behavior.mcpServers reach the SDK's mcpServers, ${VAR} expanded; a bad one fails before Claude Code starts", async () => {
+  const fake = await fakeClaude([{ result: "used the server" }]);
+  try {
+    const backend = new ClaudeCodeBackend({
+      ...fake.options,
+      env: { ...fake.options.env, DOCS_ROOT: "/srv/docs", MCP_TOKEN: "t0k" },
+    });
+    const res = await backend.complete(stepRequest({
+      cwd: fake.dir,
+      allowedTools: ["mcp__files"],
+      mcpServers: {
+        files: { command: "mcp-server-filesystem", args: ["${DOCS_ROOT}"] },
+        remote: {
+          type: "http",
+          url: "http://127.0.0.1:9/mcp",
+          headers: { Authorization: "Bearer ${MCP_TOKEN}" },
+        },
+      },
+    }));
+    assert.equal(res.text, "used the server");
+    const [run] = await fake.runs();
+    const at = run.argv.indexOf("--mcp-config");
+    assert.ok(at >= 0, run.argv.join(" "));
+    assert.deepEqual(JSON.parse(run.argv[at + 1]), {
+      mcpServers: {
+        files: { command: "mcp-server-filesystem", args: ["/srv/docs"] },
+        remote: {
+          type: "http",
+          url: "http://127.0.0.1:9/mcp",
+          headers: { Authorization: "Bearer t0k" },
+        },
+      },
+    });
+
+    await assert.rejects(
+      backend.complete(stepRequest({
+        cwd: fake.dir,
+        mcpServers: { files: { command: "x", args: ["${NOT_SET_ANYWHERE_42}"] } },
+      })),
+      /MCP_CONFIG_INVALID|Invalid MCP server configuration \(behavior\.mcpServers\):\n- mcpServers\.files\.args\[0\]: .*NOT_SET_ANYWHERE_42/,
+    );
+    assert.equal((await fake.runs()).length, 1, "Claude Code was not started for a bad server");
+  } finally {
+    await fake.cleanup();
+  }
+});

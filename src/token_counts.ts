@@ -4,9 +4,8 @@
  *
  * @module
  */
-import type { LlmUsage } from "./types.ts";
 
-/** Token counts that can be added up (an {@linkcode LlmUsage} or a run's usage totals). */
+/** Token counts that can be added up (a call's `LlmUsage` or a run's usage totals). */
 export interface TokenCounts {
   /** Prompt tokens, cache reads and writes included. */
   inputTokens: number;
@@ -24,13 +23,13 @@ export interface TokenCounts {
  *
  * @example
  * ```ts
- * import { addTokenCounts } from "./usage.ts";
+ * import { addTokenCounts } from "./token_counts.ts";
  * const total = { inputTokens: 0, outputTokens: 0 };
  * addTokenCounts(total, { inputTokens: 1200, outputTokens: 30, cacheReadTokens: 1000 });
  * console.log(total); // { inputTokens: 1200, outputTokens: 30, cacheReadTokens: 1000 }
  * ```
  */
-export function addTokenCounts(total: TokenCounts, usage: LlmUsage): void {
+export function addTokenCounts(total: TokenCounts, usage: Readonly<TokenCounts>): void {
   total.inputTokens += usage.inputTokens;
   total.outputTokens += usage.outputTokens;
   if (usage.cacheReadTokens) {
@@ -47,7 +46,7 @@ export function addTokenCounts(total: TokenCounts, usage: LlmUsage): void {
  *
  * @example
  * ```ts
- * import { cacheShare } from "./usage.ts";
+ * import { cacheShare } from "./token_counts.ts";
  * console.log(cacheShare({ cacheReadTokens: 9000, cacheWriteTokens: 0 }, String)); // "9000 cache read"
  * ```
  */
