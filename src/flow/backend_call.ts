@@ -14,6 +14,7 @@ import { completeStepCall } from "./step_tools.ts";
 import type { ToolCallRecord } from "../engine/tool_loop.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
+import type { RunMcpServers } from "./run_mcp_servers.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
@@ -75,6 +76,8 @@ export interface CallContext {
   onRetry(retry: RetryInfo): void;
   /** Told after each tool call of a step with tools (shown and logged by the runner). */
   onToolCall?(record: ToolCallRecord): void;
+  /** The run's MCP servers, started once and closed at the run's end. */
+  mcpServers?: RunMcpServers;
 }
 
 /**
@@ -103,7 +106,10 @@ export async function callBackend(
       backend,
       request,
       { signal, onRetry: context.onRetry },
-      context.onToolCall ? { onToolCall: context.onToolCall } : {},
+      {
+        ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
+        ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
+      },
     );
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;
