@@ -59,6 +59,11 @@ export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(
       description: "Check the agent's definition; print every problem and warning",
     },
     {
+      name: "connect",
+      type: "boolean",
+      description: "With --validate: start each MCP server (behavior.mcpServers), list its tools",
+    },
+    {
       name: "init",
       type: "string",
       value: "NAME",
@@ -185,6 +190,8 @@ export interface CliFlags {
   list: boolean;
   /** `--validate`. */
   validate: boolean;
+  /** `--connect` (with `--validate`). */
+  connect: boolean;
   /** `--init NAME`. */
   init?: string;
   /** `--graph`. */
@@ -507,6 +514,7 @@ function flagsOf(values: Record<string, unknown>, { lenient }: { lenient: boolea
   const flags: CliFlags = {
     list: bool("list"),
     validate: bool("validate"),
+    connect: bool("connect"),
     graph: bool("graph"),
     allowFallback: bool("allow-fallback"),
     allowRun: bool("allow-run"),
