@@ -32,7 +32,7 @@ Deno.test("--validate --connect starts each server, lists its tools and closes i
   assert.match(out.stdout, /^OK/m);
   assert.match(
     out.stdout,
-    /MCP servers \(1\):\n  ✓ everything: \d+ tools\n      mcp__everything__/,
+    /MCP servers \(1\):\n {2}✓ everything: \d+ tools\n {6}mcp__everything__/,
   );
   assert.match(out.stdout, /^ {6}mcp__everything__echo$/m);
   const pid = Number((await Deno.readTextFile(pidFile)).trim());
