@@ -6,27 +6,8 @@
  * @module
  */
 import { errorMessage, StepflowError } from "../errors.ts";
-import type { McpServerConfig } from "../definition/mcp_servers.ts";
+import { loadMcpClient } from "../flow/run_mcp_servers.ts";
 import { type Palette, palette } from "../palette.ts";
-
-// A specifier the module graph does not follow: the MCP SDK stays out of the CLI's static graph.
-const MCP_MODULE = new URL("../mcp/mod.ts", import.meta.url).href;
-
-/** The part of `src/mcp/mod.ts` used here. */
-interface McpModule {
-  parseMcpServersOrThrow(
-    value: unknown,
-    env: Record<string, string | undefined>,
-    source: string,
-  ): Map<string, McpServerConfig>;
-  connectMcpServers(
-    configs: ReadonlyMap<string, McpServerConfig>,
-    options: { cwd?: string },
-  ): Promise<{
-    servers: readonly { name: string; tools: string[]; skipped: string[] }[];
-    close(): Promise<void>;
-  }>;
-}
 
 /** What connecting to one server found. */
 export type McpConnectReport =
@@ -45,7 +26,7 @@ export async function connectEachMcpServer(
   env: Record<string, string | undefined>,
   cwd: string,
 ): Promise<McpConnectReport[]> {
-  const mcp = await import(MCP_MODULE) as McpModule;
+  const mcp = await loadMcpClient();
   const configs = mcp.parseMcpServersOrThrow(configured, env, "behavior.mcpServers");
   return await Promise.all([...configs].map(async ([name, config]) => {
     try {

@@ -18,23 +18,39 @@ import type { AnyTool } from "../tools/types.ts";
 // A specifier the module graph does not follow: the MCP SDK stays out of stepflow's static graph.
 const MCP_MODULE = new URL("../mcp/mod.ts", import.meta.url).href;
 
-/** The part of `src/mcp/mod.ts` used here, declared so its types do not pull it into the graph. */
-interface McpModule {
+/**
+ * The part of stepflow's MCP client (`src/mcp/mod.ts`) its lazy users call, declared here so that
+ * its types do not pull it, and the MCP SDK, into the module graph.
+ */
+export interface McpClientModule {
+  /** See `parseMcpServersOrThrow` in src/definition/mcp_servers.ts. */
   parseMcpServersOrThrow(
     value: unknown,
-    env: Record<string, string>,
+    env: Readonly<Record<string, string | undefined>>,
     source: string,
   ): Map<string, McpServerConfig>;
+  /** See `connectMcpServers` in src/mcp/servers.ts. */
   connectMcpServers(
     configs: ReadonlyMap<string, McpServerConfig>,
     options: { cwd?: string },
-  ): Promise<ConnectedServers>;
+  ): Promise<ConnectedMcpServers>;
 }
 
-interface ConnectedServers {
+/** Connected servers, as `connectMcpServers` returns them. */
+export interface ConnectedMcpServers {
+  /** Every tool of every server. */
   readonly tools: readonly AnyTool[];
+  /** Per server: its tools and what was skipped. */
+  readonly servers: readonly { name: string; tools: string[]; skipped: string[] }[];
+  /** Process ids of the stdio servers. */
   pids(): number[];
+  /** Closes every server. */
   close(): Promise<void>;
+}
+
+/** Imports the MCP client (and its SDK): only call it when an agent has servers. */
+export async function loadMcpClient(): Promise<McpClientModule> {
+  return await import(MCP_MODULE) as McpClientModule;
 }
 
 /**
@@ -53,7 +69,7 @@ interface ConnectedServers {
  */
 export class RunMcpServers {
   /** Started servers by name (one connection set may hold several, started together). */
-  readonly #byName = new Map<string, ConnectedServers>();
+  readonly #byName = new Map<string, ConnectedMcpServers>();
   /** Starting is one at a time, so two calls never start the same server twice. */
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -91,7 +107,7 @@ export class RunMcpServers {
     if (this.#closed) throw new Error("RunMcpServers: the run's servers were closed");
     const missing = wanted.filter((name) => !this.#byName.has(name));
     if (missing.length === 0) return;
-    const mcp = await import(MCP_MODULE) as McpModule;
+    const mcp = await loadMcpClient();
     const all = mcp.parseMcpServersOrThrow(configured, Deno.env.toObject(), "behavior.mcpServers");
     const servers = await mcp.connectMcpServers(
       new Map(missing.map((name) => [name, all.get(name)!])),
