@@ -60,6 +60,10 @@ export const RUN_AGENT_FLAGS = defineFlags({
     type: "boolean",
     description: "Check the agent's definition; print every problem and warning",
   },
+  connect: {
+    type: "boolean",
+    description: "With --validate: start each MCP server (behavior.mcpServers), list its tools",
+  },
   init: {
     type: "string",
     value: "NAME",
@@ -202,6 +206,8 @@ export interface CliFlags {
   list: boolean;
   /** `--validate`. */
   validate: boolean;
+  /** `--connect` (with `--validate`): start each MCP server and list its tools. */
+  connect: boolean;
   /** `--init NAME`. */
   init?: string;
   /** `--graph`. */

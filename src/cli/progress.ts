@@ -21,6 +21,7 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { palette } from "../palette.ts";
+import { cacheShare } from "../token_counts.ts";
 import {
   AttemptCounter,
   createProgressLines,
@@ -191,9 +192,9 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
       line(
         `  call ${request.kind} of ${request.stepId} answered${took}${
           usage
-            ? ` (${formatCount(usage.inputTokens)} in, ${
-              formatCount(usage.outputTokens)
-            } out tokens)`
+            ? ` (${formatCount(usage.inputTokens)} in, ${formatCount(usage.outputTokens)} out${
+              cacheShare(usage, formatCount) ? `; ${cacheShare(usage, formatCount)}` : ""
+            } tokens)`
             : " (tokens unknown)"
         }`,
       );

@@ -45,6 +45,11 @@ import {
   type ProgressRenderer,
 } from "./progress.ts";
 import { formatResult, formatValidation, type ValidationReport } from "./summary.ts";
+import {
+  connectEachMcpServer,
+  formatMcpConnectReport,
+  type McpConnectReport,
+} from "./mcp_connect.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
@@ -196,6 +201,11 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
       } yet; create one with --init NAME.`;
     throw new UsageError(
       `Missing --agent NAME: say which agent to run. ${known}\nRun with --list to see them with descriptions, or --help for every flag.`,
+    );
+  }
+  if (scan.connect && !scan.validate) {
+    throw new UsageError(
+      "--connect goes with --validate: run-agent --agent NAME --validate --connect starts each MCP server and lists its tools.",
     );
   }
   if (scan.validate) return await validate(argv, scan, ctx);
@@ -498,6 +508,7 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
   const agent = scan.agent!;
   const dir = displayPath(locateAgent(agent, { cwd: ctx.userDir }).dir, ctx.userDir);
   let report: ValidationReport;
+  let mcpServers: Record<string, unknown> | undefined;
   try {
     const def = await loadAgentDefinition(agent, {
       cwd: ctx.userDir,
@@ -514,18 +525,76 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
       steps: Object.values(def.steps).filter((s) => s.kind !== "section").length,
       entryStepId: def.entryStepId,
     };
+    mcpServers = def.agent.behavior.mcpServers;
   } catch (error) {
     if (!(error instanceof AgentDefinitionError)) throw error;
     report = { agent, dir, problems: error.problems, warnings: error.warnings };
   }
+  // --connect: only a definition without problems has servers worth starting.
+  const connected = scan.connect && report.problems.length === 0
+    ? await connectMcpServersOf(mcpServers, ctx)
+    : undefined;
+  const failed = connected?.filter((r) => !r.ok) ?? [];
   if (scan.json) {
+    const valid = report.problems.length === 0 && failed.length === 0;
     ctx.io.stdout.write(
-      `${JSON.stringify({ valid: report.problems.length === 0, ...report }, null, 2)}\n`,
+      `${
+        JSON.stringify(
+          { valid, ...report, ...(connected ? { mcpServers: connected } : {}) },
+          null,
+          2,
+        )
+      }\n`,
     );
   } else {
     ctx.io.stdout.write(`${formatValidation(report, ctx.stdoutColor)}\n`);
+    if (connected) {
+      ctx.io.stdout.write(
+        connected.length === 0
+          ? "No MCP servers to connect to (agent.json behavior.mcpServers is not set).\n"
+          : `${formatMcpConnectReport(connected, ctx.stdoutColor)}\n`,
+      );
+    }
   }
-  return report.problems.length === 0 ? EXIT_CODES.success : EXIT_CODES.usage;
+  if (failed.length > 0 && !scan.json) {
+    ctx.io.stderr.write(
+      `error: ${failed.length === 1 ? "the MCP server" : "the MCP servers"} ${
+        failed.map((r) => `"${r.name}"`).join(", ")
+      } of agent "${agent}" could not be started or reached (see above): fix behavior.mcpServers in ${dir}/agent.json, or the server.\n`,
+    );
+  }
+  return report.problems.length === 0 && failed.length === 0
+    ? EXIT_CODES.success
+    : EXIT_CODES.usage;
+}
+
+/**
+ * Starts each server of `behavior.mcpServers`, lists its tools and closes it (`--connect`); a
+ * configuration that does not parse is one failed entry per problem's server, never a crash.
+ */
+async function connectMcpServersOf(
+  configured: Record<string, unknown> | undefined,
+  ctx: Context,
+): Promise<McpConnectReport[]> {
+  if (!configured || Object.keys(configured).length === 0) return [];
+  try {
+    return await connectEachMcpServer(configured, ctx.io.env, ctx.userDir);
+  } catch (error) {
+    if (!(error instanceof StepflowError)) throw error;
+    // A configuration problem (an unset ${VAR}) is reported under the server it is about.
+    const problems = (error.details?.problems ?? []) as string[];
+    const byServer = Object.keys(configured).flatMap((name) => {
+      const own = problems.filter((p) => p.startsWith(`mcpServers.${name}.`));
+      return own.length
+        ? [{ name, ok: false as const, error: { code: error.code, message: own.join("\n") } }]
+        : [];
+    });
+    return byServer.length ? byServer : [{
+      name: "behavior.mcpServers",
+      ok: false,
+      error: { code: error.code, message: error.message },
+    }];
+  }
 }
 
 async function run(

@@ -15,6 +15,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "agent",
   "list",
   "validate",
+  "connect",
   "init",
   "graph",
   "backend",

@@ -22,7 +22,8 @@ import type {
   ToolTurnMessage,
   ToolTurnResponse,
 } from "../llm/tool_turn.ts";
-import type { LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
+import type { LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "../llm/types.ts";
+import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import {
@@ -150,8 +151,7 @@ export async function completeWithTools(
   const messages: ToolTurnMessage[] = [{ role: "user", content: request.prompt }];
   const response: LlmResponse = { text: "" };
   let sessionId = request.sessionId;
-  let inputTokens = 0;
-  let outputTokens = 0;
+  const usage: LlmUsage = { inputTokens: 0, outputTokens: 0 };
   let usageKnown = true;
   let cost = 0;
   let badInARow = 0;
@@ -173,10 +173,8 @@ export async function completeWithTools(
     }, options);
     loop.onTurn?.(answer);
     if (answer.sessionId) sessionId = answer.sessionId;
-    if (answer.usage) {
-      inputTokens += answer.usage.inputTokens;
-      outputTokens += answer.usage.outputTokens;
-    } else usageKnown = false;
+    if (answer.usage) addTokenCounts(usage, answer.usage);
+    else usageKnown = false;
     cost += answer.costUsd ?? 0;
     if (answer.toolCalls.length === 0) {
       response.text = answer.text;
@@ -225,7 +223,7 @@ export async function completeWithTools(
     messages.push({ role: "tool", results });
   }
   if (sessionId) response.sessionId = sessionId;
-  if (usageKnown) response.usage = { inputTokens, outputTokens };
+  if (usageKnown) response.usage = usage;
   if (cost > 0) response.costUsd = cost;
   if (request.outputSchema && response.structuredOutput === undefined) {
     const extracted = extractJson(response.text);

@@ -18,6 +18,7 @@
 import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
+import { cacheShare } from "../token_counts.ts";
 
 /** Options of {@linkcode createProgressLines}. */
 export interface ProgressLinesOptions {
@@ -68,6 +69,10 @@ export interface RunUsage {
   inputTokens: number;
   /** Completion tokens. */
   outputTokens: number;
+  /** Of `inputTokens`, those read from the server's prompt cache; absent when none was. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the server's prompt cache; absent when none was. */
+  cacheWriteTokens?: number;
   /** Cost in US dollars, when backends report it. */
   costUsd: number;
   /** Number of backend calls. */
@@ -117,18 +122,20 @@ export function unknownTokens(calls: number): string {
 }
 
 /**
- * `1,234 tokens (1,200 in, 34 out), 4 calls, tokens unknown for 1 call, $0.0123` (parts that are
- * zero are left out). Calls whose response carried no usage are counted apart, never as 0 tokens.
+ * `1,234 tokens (1,200 in, 34 out; 900 cache read, 100 cache write), 4 calls, tokens unknown for
+ * 1 call, $0.0123` (parts that are zero are left out). The cache reads and writes are part of the
+ * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens.
  */
 export function formatUsage(usage: RunUsage | undefined): string {
   if (!usage) return "";
   const parts: string[] = [];
   const tokens = usage.inputTokens + usage.outputTokens;
   if (tokens > 0) {
+    const cache = cacheShare(usage, formatCount);
     parts.push(
       `${formatCount(tokens)} tokens (${formatCount(usage.inputTokens)} in, ${
         formatCount(usage.outputTokens)
-      } out)`,
+      } out${cache ? `; ${cache}` : ""})`,
     );
   }
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);

@@ -8,12 +8,14 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
+import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
 import type { ToolCallRecord } from "../engine/tool_loop.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
+import type { RunMcpServers } from "./run_mcp_servers.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
@@ -77,6 +79,8 @@ export interface CallContext {
   onToolCall?(record: ToolCallRecord): void;
   /** Told after each model turn of a step with tools (kept for recordings). */
   onTurn?(turn: ToolTurnResponse): void;
+  /** The run's MCP servers, started once and closed at the run's end. */
+  mcpServers?: RunMcpServers;
 }
 
 /**
@@ -108,6 +112,7 @@ export async function callBackend(
       {
         ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
         ...(context.onTurn ? { onTurn: context.onTurn } : {}),
+        ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
       },
     );
   } catch (error) {
@@ -130,10 +135,8 @@ export async function callBackend(
 /** Adds one response to the run's usage. */
 export function addUsage(usage: RunUsage, response: LlmResponse): void {
   usage.calls++;
-  if (response.usage) {
-    usage.inputTokens += response.usage.inputTokens;
-    usage.outputTokens += response.usage.outputTokens;
-  } else {
+  if (response.usage) addTokenCounts(usage, response.usage);
+  else {
     // No usage is not zero tokens: count the call as unknown so totals are never silently low.
     usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + 1;
   }

@@ -32,6 +32,7 @@ import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunLock, RunStore } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { backendRetryError, callBackend } from "./backend_call.ts";
+import { RunMcpServers } from "./run_mcp_servers.ts";
 import {
   createRunJournal,
   type RestoredRun,
@@ -115,6 +116,8 @@ export class StepFlowRunner {
   #events: EventEmitter;
   /** Pause and stop of the current (or last) run. */
   #control?: RunnerControl;
+  /** The run's MCP servers (chat backends): started on first use, closed when the run ends. */
+  #mcpServers?: RunMcpServers;
   #ctx: RunContext = { runId: "" };
   #journal: RunJournal = createRunJournal(undefined);
   /** Whether the current run is a resume or redrive (see `restoreUnchanged`). */
@@ -255,6 +258,7 @@ export class StepFlowRunner {
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
     const startCtx = { ...this.#ctx, mode, iteration: state.iteration, usage: { ...state.usage } };
     this.#control = createRunnerControl();
+    const mcpServers = this.#mcpServers = new RunMcpServers();
     const detach = watchStops((cause) => this.#stop(cause), {
       signal: options.signal,
       runTimeoutMs: this.#runTimeout(),
@@ -311,6 +315,10 @@ export class StepFlowRunner {
       throw error;
     } finally {
       detach();
+      // No server process outlives its run, however the run ended.
+      await mcpServers.close().catch((error) =>
+        this.#warn(`closing the run's MCP servers: ${errorMessage(error)}`)
+      );
       await lock?.release();
     }
     const result = state.end ? runResult(state, history) : waitingResult(state, history);
@@ -566,6 +574,7 @@ export class StepFlowRunner {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
+      ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
       onRetry: (retry) => {
         void this.#events.emit(
           "onStepRetry",

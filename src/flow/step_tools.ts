@@ -14,12 +14,22 @@ import { createAgentTools } from "../tools/agent_tools.ts";
 import { parsePermissionMode, parsePermissionRulesOrThrow } from "../definition/permission_rule.ts";
 import { offeredTools, type PermissionPolicy } from "../tools/permissions.ts";
 import { ToolRegistry } from "../tools/registry.ts";
+import { RunMcpServers } from "./run_mcp_servers.ts";
 
 /** What a run adds to a step's tool calls (asking for permission, hearing of each call). */
-export type StepToolOptions = Pick<
-  ToolLoopOptions,
-  "onPermissionRequest" | "onToolCall" | "onTurn" | "maxToolTurns" | "maxBadCalls"
->;
+export type StepToolOptions =
+  & Pick<
+    ToolLoopOptions,
+    "onPermissionRequest" | "onToolCall" | "onTurn" | "maxToolTurns" | "maxBadCalls"
+  >
+  & {
+    /**
+     * The run's MCP servers, started once and kept across its steps (the runner closes them at
+     * the run's end). Without it, the servers a call needs are started for the call and closed
+     * after it.
+     */
+    mcpServers?: RunMcpServers;
+  };
 
 /**
  * Sends `request`: through the tool loop when it allows tools the backend can run, else as a plain
@@ -40,65 +50,21 @@ export async function completeStepCall(
   const policy = stepPolicy(request);
   const registry = new ToolRegistry();
   for (const tool of createAgentTools()) registry.register(tool);
-  const servers = await startMcpServers(request, policy, registry);
+  const { mcpServers, ...loopOptions } = tools;
+  const servers = mcpServers ?? new RunMcpServers();
   try {
+    await servers.registerFor(request, policy, registry);
     const offered = offeredTools(policy.allow, policy.deny, registry.list().map((t) => t.name));
     if (offered.length === 0) return await backend.complete(request, options);
     return await completeWithTools(
       request,
-      { backend, tools: registry, offered, policy, ...tools },
+      { backend, tools: registry, offered, policy, ...loopOptions },
       options,
     );
   } finally {
-    await servers?.close();
+    // The call's own servers end with it; the run's end with the run.
+    if (!mcpServers) await servers.close();
   }
-}
-
-/**
- * Starts the MCP servers a call may use — only those an `allowedTools` rule names — and adds
- * their tools to `registry`. The MCP client is imported here, on first use, so an agent without
- * servers never loads it (nor its SDK).
- */
-async function startMcpServers(
-  request: LlmRequest,
-  policy: PermissionPolicy,
-  registry: ToolRegistry,
-): Promise<{ close(): Promise<void> } | undefined> {
-  const configured = request.mcpServers;
-  if (!configured) return undefined;
-  const wanted = Object.keys(configured).filter((name) =>
-    policy.allow.some((rule) => rule.kind === "mcp" && rule.server === name)
-  );
-  if (wanted.length === 0) return undefined;
-  const mcp = await import(MCP_MODULE) as McpModule;
-  const all = mcp.parseMcpServersOrThrow(configured, Deno.env.toObject(), "behavior.mcpServers");
-  const servers = await mcp.connectMcpServers(
-    new Map(wanted.map((name) => [name, all.get(name)!])),
-    { cwd: request.cwd },
-  );
-  try {
-    servers.registerIn(registry);
-  } catch (error) {
-    await servers.close();
-    throw error;
-  }
-  return servers;
-}
-
-// A specifier the module graph does not follow: the MCP SDK stays out of stepflow's static graph.
-const MCP_MODULE = new URL("../mcp/mod.ts", import.meta.url).href;
-
-/** The part of `src/mcp/mod.ts` used here, declared so its types do not pull it into the graph. */
-interface McpModule {
-  parseMcpServersOrThrow(
-    value: unknown,
-    env: Record<string, string>,
-    source: string,
-  ): Map<string, unknown>;
-  connectMcpServers(
-    configs: ReadonlyMap<string, unknown>,
-    options: { cwd?: string },
-  ): Promise<{ registerIn(registry: ToolRegistry): unknown; close(): Promise<void> }>;
 }
 
 /** The step's permission policy from its request (mode `default` when none is given). */

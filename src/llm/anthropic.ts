@@ -15,6 +15,7 @@ import {
 } from "./chat_backend.ts";
 import { loadSdk } from "./sdk_loader.ts";
 import { generatedCallId, type ToolTurnMessage } from "./tool_turn.ts";
+import type { LlmUsage } from "./types.ts";
 
 /** Default answer-token limit of the `anthropic` backend (the API requires one). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
@@ -27,6 +28,18 @@ export interface AnthropicBackendOptions extends ChatBackendOptions {
   baseUrl?: string;
   /** Answer-token limit (`max_tokens`, default 8192). */
   maxTokens?: number;
+  /**
+   * Mark the prompt's reusable prefix for the server's prompt cache (`cache_control`
+   * breakpoints on the tools, the system prompt and the conversation's last turn). Default true;
+   * false sends no breakpoint (a gateway that refuses the field).
+   */
+  promptCache?: boolean;
+}
+
+/** A prompt-cache breakpoint: the prefix up to and including the block it marks is cached. */
+export interface AnthropicCacheControl {
+  /** The only kind the API has (five minutes, renewed by each use). */
+  type: "ephemeral";
 }
 
 // The subset of the SDK this backend uses. Declared here rather than imported so that the SDK stays
@@ -36,20 +49,33 @@ export interface AnthropicMessagesBody {
   model: string;
   max_tokens: number;
   messages: { role: "user" | "assistant"; content: string | AnthropicContentBlock[] }[];
-  system?: string;
+  system?: string | { type: "text"; text: string; cache_control?: AnthropicCacheControl }[];
   output_config?: { format: { type: "json_schema"; schema: Record<string, unknown> } };
   tools?: {
     name: string;
     description?: string;
     input_schema: { type: "object"; [key: string]: unknown };
+    cache_control?: AnthropicCacheControl;
   }[];
 }
 
-/** A content block of a tool turn: text, a tool call, or a tool's result. */
+/** A content block of a turn: text, a tool call, or a tool's result. */
 export type AnthropicContentBlock =
-  | { type: "text"; text: string }
-  | { type: "tool_use"; id: string; name: string; input: unknown }
-  | { type: "tool_result"; tool_use_id: string; content: string; is_error?: boolean };
+  | { type: "text"; text: string; cache_control?: AnthropicCacheControl }
+  | {
+    type: "tool_use";
+    id: string;
+    name: string;
+    input: unknown;
+    cache_control?: AnthropicCacheControl;
+  }
+  | {
+    type: "tool_result";
+    tool_use_id: string;
+    content: string;
+    is_error?: boolean;
+    cache_control?: AnthropicCacheControl;
+  };
 
 /** The part of the Anthropic client this backend calls. */
 export interface AnthropicMessagesClient {
@@ -87,8 +113,13 @@ type AnthropicModule = SdkErrorClasses & {
  *   sent again on the next call of the run;
  * - the SDK's own retries are off: the stepflow retry policy applies (408/409/429/5xx and network
  *   errors, `Retry-After` honoured), each retry reported to `onRetry`;
- * - `usage` is `input_tokens` (+ cache reads and writes) and `output_tokens`; `costUsd` is
- *   reported when `pricing` has the model.
+ * - prompt caching: `cache_control` breakpoints mark the last tool, the system prompt and the
+ *   conversation's last turn, so each call of a run (each turn of a tool loop above all) reads the
+ *   prefix the call before it wrote instead of paying for it in full (`promptCache: false` turns
+ *   this off);
+ * - `usage` is `input_tokens` + cache reads + cache writes and `output_tokens`, the cache reads
+ *   and writes also apart (`cacheReadTokens`, `cacheWriteTokens`); `costUsd` is reported when
+ *   `pricing` has the model (cache reads and writes at their own prices when given).
  *
  * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
  * backend sends the tools and `tool_result` blocks and reads `tool_use` blocks ({@linkcode
@@ -138,20 +169,24 @@ export class AnthropicBackend extends ChatApiBackend {
   /** Sends one `POST /v1/messages`. */
   protected async exchange(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
     const client = await this.#getClient();
+    // Written in the prompt's order (tools, system, messages): the cached prefix.
     const body: AnthropicMessagesBody = {
       model: request.model,
       max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+      ...(request.tools?.length
+        ? {
+          tools: request.tools.map((t) => ({
+            name: t.name,
+            description: t.description,
+            input_schema: { ...t.inputSchema, type: "object" as const },
+          })),
+        }
+        : {}),
+      ...(request.system ? { system: request.system } : {}),
       messages: request.turns.map((t) => ({ role: t.role, content: t.content })),
     };
     if (request.toolMessages) body.messages.push(...toAnthropicMessages(request.toolMessages));
-    if (request.tools?.length) {
-      body.tools = request.tools.map((t) => ({
-        name: t.name,
-        description: t.description,
-        input_schema: { ...t.inputSchema, type: "object" },
-      }));
-    }
-    if (request.system) body.system = request.system;
+    if (this.#options.promptCache !== false) markCacheBreakpoints(body);
     if (request.schema) {
       body.output_config = { format: { type: "json_schema", schema: request.schema } };
     }
@@ -174,17 +209,8 @@ export class AnthropicBackend extends ChatApiBackend {
         arguments: b.input,
       }));
     }
-    const usage = message.usage;
-    // Without both counts the usage is unknown, not zero.
-    if (
-      usage && typeof usage.input_tokens === "number" && typeof usage.output_tokens === "number"
-    ) {
-      result.usage = {
-        inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
-          (usage.cache_read_input_tokens ?? 0),
-        outputTokens: usage.output_tokens,
-      };
-    }
+    const usage = anthropicUsage(message.usage);
+    if (usage) result.usage = usage;
     if (message.stop_reason === "refusal") {
       const category = message.stop_details?.category;
       result.refusal = (message.stop_details?.explanation ?? (text || "no explanation given")) +
@@ -205,6 +231,54 @@ export class AnthropicBackend extends ChatApiBackend {
         `Could not connect to ${server}: is the server at ${server} running? Check the network and --base-url (ANTHROPIC_BASE_URL).`,
     };
   }
+}
+
+/**
+ * The body with its prompt-cache breakpoints (at most 3 of the 4 the API allows): the last tool
+ * (the tools are the prompt's first part), the system prompt (tools + system: the part every call
+ * of a run repeats) and the last block of the last turn (the conversation so far, which the next
+ * turn of a tool loop repeats). A prefix shorter than the model's minimum is not cached and costs
+ * nothing extra.
+ */
+export function markCacheBreakpoints(body: AnthropicMessagesBody): void {
+  const cache: AnthropicCacheControl = { type: "ephemeral" };
+  const lastTool = body.tools?.at(-1);
+  if (lastTool) lastTool.cache_control = cache;
+  if (typeof body.system === "string") {
+    body.system = [{ type: "text", text: body.system, cache_control: cache }];
+  }
+  const last = body.messages.at(-1);
+  if (!last) return;
+  if (typeof last.content === "string") {
+    // An empty text block is refused by the API; an empty turn is left as it is.
+    if (last.content) last.content = [{ type: "text", text: last.content, cache_control: cache }];
+    return;
+  }
+  const block = last.content.at(-1);
+  if (block) last.content[last.content.length - 1] = { ...block, cache_control: cache };
+}
+
+/**
+ * The usage of a reply: `input_tokens` counts only the tokens after the last cache breakpoint, so
+ * the input is that plus the cache reads and writes, which are also kept apart. Without both
+ * counts the usage is unknown, not zero.
+ */
+function anthropicUsage(usage: AnthropicMessage["usage"]): LlmUsage | undefined {
+  if (typeof usage?.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
+    return undefined;
+  }
+  const read = count(usage.cache_read_input_tokens);
+  const written = count(usage.cache_creation_input_tokens);
+  return {
+    inputTokens: usage.input_tokens + read + written,
+    outputTokens: usage.output_tokens,
+    ...(read ? { cacheReadTokens: read } : {}),
+    ...(written ? { cacheWriteTokens: written } : {}),
+  };
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
 }
 
 /**

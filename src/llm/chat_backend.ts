@@ -44,6 +44,16 @@ export interface ModelPricing {
   inputUsdPerMTok: number;
   /** Price of one million output (completion) tokens. */
   outputUsdPerMTok: number;
+  /**
+   * Price of one million input tokens read from the prompt cache (Anthropic: a tenth of the
+   * input price; OpenAI: a half or a tenth). Default: the input price, so a cost is never low.
+   */
+  cacheReadUsdPerMTok?: number;
+  /**
+   * Price of one million input tokens written to the prompt cache (Anthropic: 1.25 × the input
+   * price). Default: the input price.
+   */
+  cacheWriteUsdPerMTok?: number;
 }
 
 /** Options shared by {@linkcode AnthropicBackend} and {@linkcode OpenAiBackend}. */
@@ -126,10 +136,29 @@ export function schemaInstruction(schema: Record<string, unknown>): string {
   ].join("\n");
 }
 
-/** The cost of `usage` at `pricing`, or `undefined` without pricing. */
-export function costOf(usage: LlmUsage | undefined, pricing: ModelPricing | undefined) {
+/**
+ * The cost of `usage` at `pricing`, or `undefined` without pricing: the input tokens read from
+ * or written to the prompt cache at their own prices (the input price when none is given), the
+ * rest of the input and the output at theirs.
+ *
+ * @example
+ * ```ts
+ * import { costOf } from "./chat_backend.ts";
+ * const pricing = { inputUsdPerMTok: 3, outputUsdPerMTok: 15, cacheReadUsdPerMTok: 0.3 };
+ * console.log(costOf({ inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 1_000_000 }, pricing)); // 0.3
+ * ```
+ */
+export function costOf(
+  usage: LlmUsage | undefined,
+  pricing: ModelPricing | undefined,
+): number | undefined {
   if (!usage || !pricing) return undefined;
-  return (usage.inputTokens * pricing.inputUsdPerMTok +
+  const read = usage.cacheReadTokens ?? 0;
+  const written = usage.cacheWriteTokens ?? 0;
+  const uncached = Math.max(0, usage.inputTokens - read - written);
+  return (uncached * pricing.inputUsdPerMTok +
+    read * (pricing.cacheReadUsdPerMTok ?? pricing.inputUsdPerMTok) +
+    written * (pricing.cacheWriteUsdPerMTok ?? pricing.inputUsdPerMTok) +
     usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
 }
 

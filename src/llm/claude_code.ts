@@ -18,6 +18,7 @@ import {
   withRetry,
 } from "./retry.ts";
 import { loadSdk } from "./sdk_loader.ts";
+import { type McpServerConfig, parseMcpServersOrThrow } from "../definition/mcp_servers.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /** A permission mode Claude Code accepts. */
@@ -128,6 +129,8 @@ export interface ClaudeQueryOptions {
   maxTurns?: number;
   /** Settings files to load. */
   settingSources?: ("user" | "project" | "local")[];
+  /** MCP servers (agent.json `behavior.mcpServers`, `${VAR}` expanded). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** The part of the Claude Agent SDK this backend calls (checked against the SDK in tests). */
@@ -156,6 +159,8 @@ interface Cumulative {
   costUsd: number;
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
 }
 
 /**
@@ -217,12 +222,13 @@ export class ClaudeCodeBackend implements LlmBackend {
   async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
     const permissionMode = req.permissionMode ?? this.#options.permissionMode;
     if (permissionMode !== undefined) checkPermissionMode(permissionMode, req.stepId);
+    const mcpServers = this.#mcpServers(req);
     opts.signal?.throwIfAborted();
     const sdk = await loadSdk<ClaudeAgentSdkModule>("@anthropic-ai/claude-agent-sdk", this.name);
     const listeners = [this.#options.onRetry, opts.onRetry];
     try {
       return await withRetry(
-        (signal) => this.#turn(sdk, req, permissionMode, signal, listeners),
+        (signal) => this.#turn(sdk, req, { permissionMode, mcpServers }, signal, listeners),
         {
           backend: this.name,
           policy: this.retryPolicy,
@@ -251,10 +257,21 @@ export class ClaudeCodeBackend implements LlmBackend {
     }
   }
 
+  /**
+   * The request's MCP servers for the SDK's `mcpServers`, `${VAR}` expanded from the environment
+   * Claude Code gets (`MCP_CONFIG_INVALID` before anything starts when one is wrong).
+   */
+  #mcpServers(req: LlmRequest): Record<string, McpServerConfig> | undefined {
+    if (!req.mcpServers || Object.keys(req.mcpServers).length === 0) return undefined;
+    const env = this.#options.env ?? Deno.env.toObject();
+    const servers = parseMcpServersOrThrow(req.mcpServers, env, "behavior.mcpServers");
+    return Object.fromEntries(servers);
+  }
+
   async #turn(
     sdk: ClaudeAgentSdkModule,
     req: LlmRequest,
-    permissionMode: string | undefined,
+    call: { permissionMode?: string; mcpServers?: Record<string, McpServerConfig> },
     signal: AbortSignal,
     listeners: (RetryListener | undefined)[],
   ): Promise<LlmResponse> {
@@ -263,7 +280,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     if (signal.aborted) onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
     const stderr: string[] = [];
-    const options = this.#queryOptions(req, permissionMode, abortController, (data) => {
+    const options = this.#queryOptions(req, call, abortController, (data) => {
       stderr.push(data);
       if (stderr.length > 40) stderr.shift();
     });
@@ -311,11 +328,12 @@ export class ClaudeCodeBackend implements LlmBackend {
 
   #queryOptions(
     req: LlmRequest,
-    permissionMode: string | undefined,
+    call: { permissionMode?: string; mcpServers?: Record<string, McpServerConfig> },
     abortController: AbortController,
     onStderr: (data: string) => void,
   ): ClaudeQueryOptions {
     const o = this.#options;
+    const permissionMode = call.permissionMode;
     const model = req.model ?? o.model;
     const allowedTools = req.allowedTools ?? o.allowedTools;
     const options: ClaudeQueryOptions = {
@@ -340,6 +358,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     if (o.env) options.env = { ...o.env };
     if (o.maxTurns !== undefined) options.maxTurns = o.maxTurns;
     if (o.settingSources) options.settingSources = [...o.settingSources];
+    if (call.mcpServers) options.mcpServers = call.mcpServers;
     return { ...options, ...o.extraOptions };
   }
 
@@ -364,6 +383,8 @@ export class ClaudeCodeBackend implements LlmBackend {
       costUsd: typeof result.total_cost_usd === "number" ? result.total_cost_usd : 0,
       inputTokens: fromModelUsage?.inputTokens ?? 0,
       outputTokens: fromModelUsage?.outputTokens ?? 0,
+      cacheReadTokens: fromModelUsage?.cacheReadTokens ?? 0,
+      cacheWriteTokens: fromModelUsage?.cacheWriteTokens ?? 0,
     };
     // Totals of a resumed session include its earlier turns; report what this call added.
     const previous = req.sessionId ? this.#totals.get(req.sessionId) : undefined;
@@ -382,6 +403,10 @@ export class ClaudeCodeBackend implements LlmBackend {
         inputTokens: delta(cumulative.inputTokens, previous?.inputTokens),
         outputTokens: delta(cumulative.outputTokens, previous?.outputTokens),
       };
+      const read = delta(cumulative.cacheReadTokens, previous?.cacheReadTokens);
+      const written = delta(cumulative.cacheWriteTokens, previous?.cacheWriteTokens);
+      if (read > 0) response.usage.cacheReadTokens = read;
+      if (written > 0) response.usage.cacheWriteTokens = written;
     } else if (result.usage) {
       const usage = usageOf(result.usage);
       if (usage) response.usage = usage;
@@ -403,21 +428,23 @@ function checkPermissionMode(mode: string, stepId?: string): void {
 /** The usage summed over models, or `undefined` (unknown, not zero) when no model reported both counts. */
 function sumModelUsage(
   modelUsage: SdkMessage["modelUsage"],
-): { inputTokens: number; outputTokens: number } | undefined {
+): Omit<Cumulative, "costUsd"> | undefined {
   if (!modelUsage || typeof modelUsage !== "object") return undefined;
   const counted = Object.values(modelUsage).filter((usage) =>
     usage !== null && typeof usage === "object" && typeof usage.inputTokens === "number" &&
     typeof usage.outputTokens === "number"
   );
   if (counted.length === 0) return undefined;
-  let inputTokens = 0;
-  let outputTokens = 0;
+  const sum = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   for (const usage of counted) {
-    inputTokens += (usage.inputTokens ?? 0) + (usage.cacheReadInputTokens ?? 0) +
-      (usage.cacheCreationInputTokens ?? 0);
-    outputTokens += usage.outputTokens ?? 0;
+    const read = usage.cacheReadInputTokens ?? 0;
+    const written = usage.cacheCreationInputTokens ?? 0;
+    sum.inputTokens += (usage.inputTokens ?? 0) + read + written;
+    sum.outputTokens += usage.outputTokens ?? 0;
+    sum.cacheReadTokens += read;
+    sum.cacheWriteTokens += written;
   }
-  return { inputTokens, outputTokens };
+  return sum;
 }
 
 /** The usage of a result's `usage` record, or `undefined` (unknown) without both counts. */
@@ -425,10 +452,13 @@ function usageOf(usage: Record<string, number | null | undefined>): LlmUsage | u
   if (typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
     return undefined;
   }
+  const read = usage.cache_read_input_tokens ?? 0;
+  const written = usage.cache_creation_input_tokens ?? 0;
   return {
-    inputTokens: usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
-      (usage.cache_read_input_tokens ?? 0),
+    inputTokens: usage.input_tokens + read + written,
     outputTokens: usage.output_tokens,
+    ...(read > 0 ? { cacheReadTokens: read } : {}),
+    ...(written > 0 ? { cacheWriteTokens: written } : {}),
   };
 }
 

@@ -81,7 +81,11 @@ interface ChatCompletion {
     message?: { content?: string | null; refusal?: string | null; tool_calls?: unknown };
     finish_reason?: string | null;
   }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  } | null;
 }
 
 type OpenAiModule = SdkErrorClasses & {
@@ -98,8 +102,12 @@ type OpenAiModule = SdkErrorClasses & {
  *   in memory and sent again on the next call of the run;
  * - the SDK's own retries are off: the stepflow retry policy applies, each retry reported to
  *   `onRetry`;
+ * - prompt caching: the tools and the system prompt come first in every request and are the same
+ *   bytes in every call of a run, so a server that caches prompt prefixes (OpenAI does it on its
+ *   own) reuses them; the cached share of the prompt (`prompt_tokens_details.cached_tokens`) is
+ *   reported as `cacheReadTokens`;
  * - `usage` is `prompt_tokens` / `completion_tokens`; `costUsd` is reported when `pricing` has
- *   the model.
+ *   the model (cache reads at their own price when given).
  *
  * A step with `allowedTools` runs through the one tool loop (`src/engine/tool_loop.ts`): this
  * backend sends `tools` and role `tool` messages and reads `tool_calls` (parallel calls,
@@ -155,13 +163,18 @@ export class OpenAiBackend extends ChatApiBackend {
     if (request.system) messages.push({ role: "system", content: request.system });
     for (const turn of request.turns) messages.push({ role: turn.role, content: turn.content });
     if (request.toolMessages) messages.push(...toOpenAiMessages(request.toolMessages));
-    const body: OpenAiChatBody = { model: request.model, messages };
-    if (request.tools?.length) {
-      body.tools = request.tools.map((t) => ({
-        type: "function",
-        function: { name: t.name, description: t.description, parameters: t.inputSchema },
-      }));
-    }
+    // The tools and the system prompt come first and are the same bytes in every call of a run,
+    // so a server's prompt cache (OpenAI's is automatic, keyed on the prefix) serves them again.
+    const body: OpenAiChatBody = request.tools?.length
+      ? {
+        model: request.model,
+        tools: request.tools.map((t) => ({
+          type: "function",
+          function: { name: t.name, description: t.description, parameters: t.inputSchema },
+        })),
+        messages,
+      }
+      : { model: request.model, messages };
     if (request.schema) {
       body.response_format = {
         type: "json_schema",
@@ -193,6 +206,10 @@ export class OpenAiBackend extends ChatApiBackend {
       typeof usage.completion_tokens === "number"
     ) {
       result.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
+      const cached = usage.prompt_tokens_details?.cached_tokens;
+      if (typeof cached === "number" && Number.isFinite(cached) && cached > 0) {
+        result.usage.cacheReadTokens = Math.min(cached, usage.prompt_tokens);
+      }
     }
     if (choice.message.refusal) result.refusal = choice.message.refusal;
     if (choice.finish_reason === "length") result.truncated = true;

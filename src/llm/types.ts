@@ -43,10 +43,14 @@ export interface LlmRequest {
 
 /** Token usage of one call. */
 export interface LlmUsage {
-  /** Prompt tokens. */
+  /** Prompt tokens, all of them: those read from or written to the prompt cache included. */
   inputTokens: number;
   /** Completion tokens. */
   outputTokens: number;
+  /** Of `inputTokens`, those read from the server's prompt cache (cheaper), when reported. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the server's prompt cache (dearer), when reported. */
+  cacheWriteTokens?: number;
 }
 
 /** The answer of one call. */

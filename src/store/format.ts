@@ -8,6 +8,7 @@ import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
+import { cacheShare } from "../token_counts.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -38,6 +39,10 @@ export interface LoggedUsage {
   inputTokens: number;
   /** Completion tokens. */
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache. */
+  cacheWriteTokens?: number;
   /** Cost in US dollars. */
   costUsd?: number;
   /** Backend calls. */
@@ -201,6 +206,8 @@ export function formatRunList(
   const workers = summaries.some((s) => s.worker !== undefined);
   // Runs started in a group (an eval's) name it; listings without groups keep their columns.
   const groups = summaries.some((s) => s.group !== undefined);
+  // Runs on a backend with a prompt cache show how much of their input it served.
+  const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
   const rows = summaries.map((s) => [
     s.runId,
     time(s.startedAt),
@@ -208,16 +215,19 @@ export function formatRunList(
     s.steps === undefined ? "" : String(s.steps),
     s.durationMs === undefined ? "" : duration(s.durationMs),
     s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens, s.usage.callsWithoutUsage) : "",
+    ...(cached ? [cacheColumn(s.usage)] : []),
     s.stepId ?? "",
     ...(groups ? [s.group ?? ""] : []),
     ...(workers ? [s.worker ?? ""] : []),
   ]);
-  const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT", "STEP"];
+  const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"];
+  if (cached) headers.push("CACHE READ/WRITE");
+  headers.push("STEP");
   if (groups) headers.push("GROUP");
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
-      right: new Set([3, 4, 5]),
+      right: new Set(cached ? [3, 4, 5, 6] : [3, 4, 5]),
       header: c.dim,
     }),
   ];
@@ -309,6 +319,8 @@ export function formatRunHistory(
         usage.outputTokens.toLocaleString("en-US")
       } out`,
     );
+    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
+    if (cache) facts.push(`of the input: ${cache}`);
     const unknown = usage.callsWithoutUsage ?? 0;
     if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
     if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
@@ -529,6 +541,14 @@ export function duration(ms: number): string {
 }
 
 /** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
+/** `9,000/1,200`: the input tokens read from and written to the prompt cache (empty: none). */
+function cacheColumn(usage: RunSummary["usage"]): string {
+  if (!usage?.cacheReadTokens && !usage?.cacheWriteTokens) return "";
+  return `${(usage.cacheReadTokens ?? 0).toLocaleString("en-US")}/${
+    (usage.cacheWriteTokens ?? 0).toLocaleString("en-US")
+  }`;
+}
+
 function tokens(input: number, output: number, unknownCalls = 0): string {
   const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
   if (unknownCalls === 0) return known;

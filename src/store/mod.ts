@@ -36,6 +36,7 @@ export { type ShownStatus, shownStatus } from "./run_status.ts";
 export { assertRunGroup, isValidRunGroup, MAX_RUN_GROUP_LENGTH, newRunGroup } from "./run_group.ts";
 export {
   ENDED_RUN_STATUSES,
+  type EndedRunStatus,
   isNotEnded,
   isOpenStatus,
   OPEN_RUN_STATUSES,

@@ -42,6 +42,12 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   const usage = state.usage as Record<string, unknown> | undefined;
   if (usage && isCount(usage.inputTokens) && isCount(usage.outputTokens)) {
     summary.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+    if (isCount(usage.cacheReadTokens) && usage.cacheReadTokens > 0) {
+      summary.usage.cacheReadTokens = usage.cacheReadTokens;
+    }
+    if (isCount(usage.cacheWriteTokens) && usage.cacheWriteTokens > 0) {
+      summary.usage.cacheWriteTokens = usage.cacheWriteTokens;
+    }
     if (typeof usage.costUsd === "number" && usage.costUsd > 0) {
       summary.usage.costUsd = usage.costUsd;
     }

@@ -85,6 +85,10 @@ export interface RunSummary {
   usage?: {
     inputTokens: number;
     outputTokens: number;
+    /** Of `inputTokens`, those read from the prompt cache (absent when none were). */
+    cacheReadTokens?: number;
+    /** Of `inputTokens`, those written to the prompt cache (absent when none were). */
+    cacheWriteTokens?: number;
     costUsd?: number;
     callsWithoutUsage?: number;
   };

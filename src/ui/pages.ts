@@ -11,6 +11,7 @@ import { SHOWN_STATUSES } from "../run_statuses.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
+import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
@@ -223,7 +224,11 @@ ${
   }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
 <div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
-<div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>
+<div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>${
+    usage && cacheShare(usage, String)
+      ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
+      : ""
+  }
 <div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
 ${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}${

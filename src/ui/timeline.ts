@@ -7,6 +7,7 @@
  * @module
  */
 import type { RunLogEntry } from "../store/types.ts";
+import type { LoggedUsage } from "../store/format.ts";
 
 /** A model text as the log records it: the text (possibly truncated) and its full length. */
 export interface LoggedText {
@@ -87,7 +88,7 @@ export interface Timeline {
    */
   taken: Map<string, Set<string>>;
   /** The last cumulative usage seen. */
-  usage?: { inputTokens: number; outputTokens: number; costUsd?: number };
+  usage?: Omit<LoggedUsage, "calls" | "callsWithoutUsage">;
   /**
    * The `run_end` entry, once the run ended; cleared by a later `run_resume`/`run_redrive` (the
    * current attempt of the run has not ended).
@@ -299,6 +300,12 @@ function usageOf(value: unknown): Timeline["usage"] {
   return {
     inputTokens: input,
     outputTokens: output,
+    ...(typeof value.cacheReadTokens === "number"
+      ? { cacheReadTokens: value.cacheReadTokens }
+      : {}),
+    ...(typeof value.cacheWriteTokens === "number"
+      ? { cacheWriteTokens: value.cacheWriteTokens }
+      : {}),
     ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
   };
 }

@@ -57,6 +57,7 @@ Deno.test("parseCommandLine: CLI flags", () => {
     help: false,
     list: false,
     validate: false,
+    connect: false,
     graph: false,
     runs: false,
     submit: false,

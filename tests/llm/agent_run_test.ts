@@ -73,8 +73,14 @@ function assertChatRequests(
     const schema = schemaOf(request) as { type?: string; properties?: Record<string, unknown> };
     assert.equal(schema?.type, "object", "every call asks for the step's schema natively");
   }
-  const firstPrompt = (requests[0].body.messages as { role: string; content: string }[])
-    .find((m) => m.role === "user")!.content;
+  // A string (openai), or text blocks (anthropic: the last turn carries a cache breakpoint).
+  const content = (requests[0].body.messages as {
+    role: string;
+    content: string | { text?: string }[];
+  }[]).find((m) => m.role === "user")!.content;
+  const firstPrompt = typeof content === "string"
+    ? content
+    : content.map((b) => b.text ?? "").join("");
   assert.ok(firstPrompt.includes(TOPIC), "the {uv-topic} parameter reached the prompt");
 }
 
@@ -107,7 +113,14 @@ Deno.test("issue-solver runs end to end on the anthropic backend (with a 429 on 
     assertChatRequests(calls, (r) =>
       (r.body.output_config as { format: { schema: unknown } })
         .format.schema);
-    assert.match(String(calls[0].body.system), /^You are Issue Solver/);
+    // The system prompt as one text block carrying a prompt-cache breakpoint.
+    const system = calls[0].body.system as {
+      type: string;
+      text: string;
+      cache_control?: unknown;
+    }[];
+    assert.match(system[0].text, /^You are Issue Solver/);
+    assert.deepEqual(system[0].cache_control, { type: "ephemeral" });
     // One conversation over the run: the fourth call carries the three earlier exchanges.
     const last = calls[3].body.messages as { role: string; content: string }[];
     assert.deepEqual(last.map((m) => m.role), [

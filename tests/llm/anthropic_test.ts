@@ -45,6 +45,8 @@ async function withServer(
   }
 }
 
+const EPHEMERAL = { type: "ephemeral" };
+
 Deno.test("anthropic: structured output through output_config.format, usage, cost, session", async () => {
   await withServer(async (server, backend) => {
     server.push(anthropicMessage('{"verdict":"ok","reason":"tests pass"}', {
@@ -73,11 +75,19 @@ Deno.test("anthropic: structured output through output_config.format, usage, cos
     assert.ok(req.headers["anthropic-version"], "the SDK sends anthropic-version");
     assert.equal(req.body.model, "claude-opus-4-1");
     assert.equal(req.body.max_tokens, 2048);
-    assert.equal(req.body.system, "You are a careful engineer.");
+    // The system prompt and the last turn carry the prompt-cache breakpoints.
+    assert.deepEqual(req.body.system, [{
+      type: "text",
+      text: "You are a careful engineer.",
+      cache_control: { type: "ephemeral" },
+    }]);
     assert.deepEqual(req.body.output_config, {
       format: { type: "json_schema", schema: VERDICT_SCHEMA },
     });
-    assert.deepEqual(req.body.messages, [{ role: "user", content: "Fix the flaky login test." }]);
+    assert.deepEqual(req.body.messages, [{
+      role: "user",
+      content: [{ type: "text", text: "Fix the flaky login test.", cache_control: EPHEMERAL }],
+    }]);
   });
 });
 
@@ -90,10 +100,11 @@ Deno.test("anthropic: the conversation continues across calls with the same sess
     assert.equal(second.sessionId, first.sessionId);
     assert.equal(second.text, "second answer");
     assert.equal(second.structuredOutput, undefined, "no schema asked, none parsed");
+    // Only the last turn is marked: the prefix before it is what the next call reads again.
     assert.deepEqual(server.requests[1].body.messages, [
       { role: "user", content: "one" },
       { role: "assistant", content: "first answer" },
-      { role: "user", content: "two" },
+      { role: "user", content: [{ type: "text", text: "two", cache_control: EPHEMERAL }] },
     ]);
     assert.equal(server.requests[1].body.model, "claude-sonnet-5-5", "the backend's model");
   });
@@ -254,7 +265,8 @@ Deno.test("anthropic: a server that rejects the schema parameter gets the schema
     assert.equal(server.requests.length, 2);
     assert.ok(server.requests[0].body.output_config, "native first");
     assert.equal(server.requests[1].body.output_config, undefined);
-    const prompt = (server.requests[1].body.messages as { content: string }[])[0].content;
+    const prompt = (server.requests[1].body.messages as { content: { text: string }[] }[])[0]
+      .content[0].text;
     assert.match(prompt, /^Fix the flaky login test\.\n\nAnswer with a single JSON object/);
     assert.ok(
       prompt.includes(JSON.stringify(VERDICT_SCHEMA)),

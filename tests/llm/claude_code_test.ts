@@ -41,7 +41,12 @@ Deno.test("claude-code: options reach Claude Code and structured output round-tr
     assert.deepEqual(res.structuredOutput, { verdict: "ok", reason: "fixed the race" });
     assert.equal(res.sessionId, "4b6c2d0e-0000-4000-8000-000000000001");
     assert.equal(res.costUsd, 0.0123);
-    assert.deepEqual(res.usage, { inputTokens: 1300, outputTokens: 40 });
+    assert.deepEqual(res.usage, {
+      inputTokens: 1300,
+      outputTokens: 40,
+      cacheReadTokens: 1000,
+      cacheWriteTokens: 200,
+    });
 
     const [run] = await fake.runs();
     assert.equal(run.cwd, await Deno.realPath(fake.dir));
@@ -279,6 +284,53 @@ Deno.test("claude-code: createBackend passes --base-url and the key to Claude Co
     assert.equal(flag(run, "model"), "opus");
     assert.equal(run.env.ANTHROPIC_BASE_URL, "http://127.0.0.1:9/gateway");
     assert.equal(run.env.ANTHROPIC_API_KEY, "sk-ant-gw");
+  } finally {
+    await fake.cleanup();
+  }
+});
+
+Deno.test("claude-code: behavior.mcpServers reach the SDK's mcpServers, ${VAR} expanded; a bad one fails before Claude Code starts", async () => {
+  const fake = await fakeClaude([{ result: "used the server" }]);
+  try {
+    const backend = new ClaudeCodeBackend({
+      ...fake.options,
+      env: { ...fake.options.env, DOCS_ROOT: "/srv/docs", MCP_TOKEN: "t0k" },
+    });
+    const res = await backend.complete(stepRequest({
+      cwd: fake.dir,
+      allowedTools: ["mcp__files"],
+      mcpServers: {
+        files: { command: "mcp-server-filesystem", args: ["${DOCS_ROOT}"] },
+        remote: {
+          type: "http",
+          url: "http://127.0.0.1:9/mcp",
+          headers: { Authorization: "Bearer ${MCP_TOKEN}" },
+        },
+      },
+    }));
+    assert.equal(res.text, "used the server");
+    const [run] = await fake.runs();
+    const at = run.argv.indexOf("--mcp-config");
+    assert.ok(at >= 0, run.argv.join(" "));
+    assert.deepEqual(JSON.parse(run.argv[at + 1]), {
+      mcpServers: {
+        files: { command: "mcp-server-filesystem", args: ["/srv/docs"] },
+        remote: {
+          type: "http",
+          url: "http://127.0.0.1:9/mcp",
+          headers: { Authorization: "Bearer t0k" },
+        },
+      },
+    });
+
+    await assert.rejects(
+      backend.complete(stepRequest({
+        cwd: fake.dir,
+        mcpServers: { files: { command: "x", args: ["${NOT_SET_ANYWHERE_42}"] } },
+      })),
+      /MCP_CONFIG_INVALID|Invalid MCP server configuration \(behavior\.mcpServers\):\n- mcpServers\.files\.args\[0\]: .*NOT_SET_ANYWHERE_42/,
+    );
+    assert.equal((await fake.runs()).length, 1, "Claude Code was not started for a bad server");
   } finally {
     await fake.cleanup();
   }

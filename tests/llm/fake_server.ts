@@ -120,8 +120,14 @@ function wait(ms: number, signal: AbortSignal): Promise<void> {
 /** A successful Messages API reply (`POST /v1/messages`) whose text is `text`. */
 export function anthropicMessage(
   text: string,
-  options: { inputTokens?: number; outputTokens?: number; stopReason?: string; model?: string } =
-    {},
+  options: {
+    inputTokens?: number;
+    outputTokens?: number;
+    stopReason?: string;
+    model?: string;
+    cacheReadTokens?: number;
+    cacheWriteTokens?: number;
+  } = {},
 ): FakeReply {
   return {
     json: {
@@ -135,8 +141,8 @@ export function anthropicMessage(
       usage: {
         input_tokens: options.inputTokens ?? 12,
         output_tokens: options.outputTokens ?? 7,
-        cache_creation_input_tokens: null,
-        cache_read_input_tokens: null,
+        cache_creation_input_tokens: options.cacheWriteTokens ?? null,
+        cache_read_input_tokens: options.cacheReadTokens ?? null,
       },
     },
     headers: { "request-id": `req_${crypto.randomUUID()}` },
@@ -146,7 +152,13 @@ export function anthropicMessage(
 /** A Messages API reply that calls tools: `tool_use` blocks (with optional text before them). */
 export function anthropicToolUse(
   calls: { id?: string; name: string; input: unknown }[],
-  options: { text?: string; inputTokens?: number; outputTokens?: number } = {},
+  options: {
+    text?: string;
+    inputTokens?: number;
+    outputTokens?: number;
+    cacheReadTokens?: number;
+    cacheWriteTokens?: number;
+  } = {},
 ): FakeReply {
   const content: unknown[] = options.text ? [{ type: "text", text: options.text }] : [];
   for (const [i, call] of calls.entries()) {
@@ -169,8 +181,8 @@ export function anthropicToolUse(
       usage: {
         input_tokens: options.inputTokens ?? 12,
         output_tokens: options.outputTokens ?? 7,
-        cache_creation_input_tokens: null,
-        cache_read_input_tokens: null,
+        cache_creation_input_tokens: options.cacheWriteTokens ?? null,
+        cache_read_input_tokens: options.cacheReadTokens ?? null,
       },
     },
   };
@@ -199,6 +211,7 @@ export function openAiCompletion(
     finishReason?: string;
     refusal?: string;
     model?: string;
+    cachedTokens?: number;
   } = {},
 ): FakeReply {
   return {
@@ -217,6 +230,9 @@ export function openAiCompletion(
         prompt_tokens: options.promptTokens ?? 20,
         completion_tokens: options.completionTokens ?? 9,
         total_tokens: (options.promptTokens ?? 20) + (options.completionTokens ?? 9),
+        ...(options.cachedTokens !== undefined
+          ? { prompt_tokens_details: { cached_tokens: options.cachedTokens } }
+          : {}),
       },
     },
   };
@@ -228,7 +244,12 @@ export function openAiCompletion(
  */
 export function openAiToolCalls(
   calls: { id?: string; name: string; arguments: unknown }[],
-  options: { content?: string | null; promptTokens?: number; completionTokens?: number } = {},
+  options: {
+    content?: string | null;
+    promptTokens?: number;
+    completionTokens?: number;
+    cachedTokens?: number;
+  } = {},
 ): FakeReply {
   return {
     json: {
@@ -255,6 +276,9 @@ export function openAiToolCalls(
         prompt_tokens: options.promptTokens ?? 20,
         completion_tokens: options.completionTokens ?? 9,
         total_tokens: (options.promptTokens ?? 20) + (options.completionTokens ?? 9),
+        ...(options.cachedTokens !== undefined
+          ? { prompt_tokens_details: { cached_tokens: options.cachedTokens } }
+          : {}),
       },
     },
   };

@@ -68,6 +68,7 @@ Deno.test("anthropic: tool_use blocks run, tool_result blocks go back (errors ma
       type: "tool_result",
       tool_use_id: "toolu_read",
       content: "     1\texport const answer = 41;",
+      cache_control: { type: "ephemeral" },
     }]);
     const results = (third.messages as { content: unknown }[]).at(-1)!.content as {
       tool_use_id: string;

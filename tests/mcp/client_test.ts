@@ -368,7 +368,7 @@ Deno.test("agent.json mcpServers: a step's tool loop starts the allowed servers,
     "Read",
     "mcp__everything__echo",
   ]);
-  // The server (started once per tool-using call) is gone; the unused one was never started.
+  // The server is gone after the run; the unused one was never started.
   const pids = (await Deno.readTextFile(pidFile)).trim();
   assert.deepEqual(await groupGone(Number(pids)), []);
 });

@@ -10,6 +10,7 @@ import type { AgentDefinition } from "../../src/definition/types.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import type { StepFlowResult } from "../../src/flow/types.ts";
 import { ScriptedBackend, type ScriptedEntry } from "../../src/llm/scripted.ts";
+import type { LlmUsage } from "../../src/llm/types.ts";
 import type { FileRunStore } from "../../src/store/file.ts";
 import { runStoreFor } from "../../src/store/location.ts";
 import type { RunStore } from "../../src/store/types.ts";
@@ -60,6 +61,8 @@ export interface FlowScript {
   beforeAnswer?: (call: number) => void | Promise<void>;
   /** How often the runner asks the store for a cancel request (default: the runner's 1 s). */
   cancelPollMs?: number;
+  /** The usage each call reports (default 1,200 in, 310 out). */
+  usage?: LlmUsage;
 }
 
 /**
@@ -105,7 +108,7 @@ export function runFlow(
   const continuations = script.continuations ?? 2;
   let seen = 0;
   let calls = 0;
-  const usage = { inputTokens: 1200, outputTokens: 310 };
+  const usage = script.usage ?? { inputTokens: 1200, outputTokens: 310 };
   const backend = new ScriptedBackend(async (req): Promise<ScriptedEntry> => {
     await script.beforeAnswer?.(++calls);
     const delay = script.delayMs ? { delayMs: script.delayMs } : {};

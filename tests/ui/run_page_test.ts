@@ -46,6 +46,26 @@ Deno.test("run page: Final output is the closing step's output, the one --json g
   assert.doesNotMatch(output, /completed_files|Handoff of the last step/);
 });
 
+Deno.test("run page: a run whose backend used a prompt cache shows its cache reads and writes", async () => {
+  const project = await demoProject();
+  await runFlow(project, {
+    runId: "cached",
+    usage: { inputTokens: 1200, outputTokens: 310, cacheReadTokens: 900, cacheWriteTokens: 100 },
+  });
+  await runFlow(project, { runId: "uncached" });
+  await using ui = await startDashboard(project.root);
+  const meta = async (runId: string) => {
+    const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+    return page.slice(page.indexOf('id="run-meta"'), page.indexOf("</div></div>"));
+  };
+  // Four calls: initial, two continuations, complete.
+  assert.match(
+    await meta("cached"),
+    /<span>Prompt cache<\/span>3600 cache read, 400 cache write \(of the input\)/,
+  );
+  assert.doesNotMatch(await meta("uncached"), /Prompt cache/);
+});
+
 Deno.test("run page: a redriven run is live — status, end and stream follow the current attempt", async () => {
   const project = await demoProject();
   const failed = await runFlow(project, { runId: "again", continuations: 2, failAt: 1 });
