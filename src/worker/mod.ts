@@ -30,3 +30,4 @@ export {
   type RunQueueOptions,
 } from "./queue.ts";
 export { agentContentHash } from "./agent_hash.ts";
+export { type AnswerSubmittedOptions, answerSubmittedRun } from "./answer.ts";
