@@ -8,7 +8,7 @@
  * @module
  */
 import type { AgentDefinition } from "../definition/types.ts";
-import { StepflowError, UsageError } from "../errors.ts";
+import { StepflowError } from "../errors.ts";
 import type { RecordedAnswer } from "../flow/input_request.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import { answerSubmittedRun } from "../worker/answer.ts";
@@ -35,9 +35,8 @@ export interface QueuedAnswerContext {
 
 /**
  * Records the answer to the submitted run `runId` and re-queues it; returns the exit code (0
- * recorded; with `--wait`, what following the run returns).
- *
- * @throws {UsageError} for backend flags: the workers choose the backend of the runs they drive
+ * recorded; with `--wait`, what following the run returns). Backend flags are ignored with a
+ * warning: the worker that continues the run chooses its backend.
  */
 export async function answerQueuedRun(
   store: PostgresRunStore,
@@ -53,12 +52,11 @@ export async function answerQueuedRun(
     flags.model !== undefined ? "--model" : "",
   ].filter(Boolean);
   if (backendFlags.length > 0) {
-    throw new UsageError(
-      `Run ${runId} was submitted to the workers: the answer is recorded here and a worker continues the run on the backend it recorded, so ${
+    // Not refused: the dashboard passes the backend flags of `deno task ui` to every answer.
+    ctx.io.stderr.write(
+      `warning: run ${runId} was submitted to the workers: a worker continues it on the backend it recorded (with the worker's own flags), so ${
         backendFlags.join(", ")
-      } would have no effect; drop ${
-        backendFlags.length > 1 ? "them" : "it"
-      } (a worker's own flags choose its backend).`,
+      } ${backendFlags.length > 1 ? "are" : "is"} ignored here.\n`,
     );
   }
   const before = (await store.readLog(runId)).length;
