@@ -44,6 +44,7 @@ Deno.test({
     });
     const store = new PostgresRunStore(db, { agent: "release" });
     const children: Deno.ChildProcess[] = [];
+    const shown: PostgresRunStore[] = [];
     try {
       const definition = await loadAgentDefinition("release", { cwd: root });
       const runId = await submitRun(store, definition, { args: { version: "7" } }, { url: db });
@@ -54,8 +55,10 @@ Deno.test({
       const requestId = ((await store.loadCheckpoint(runId))!.state.waiting as {
         requestId: string;
       }).requestId;
+      const stores = await discoverStores(root, db);
+      shown.push(...stores.map((s) => s.store as PostgresRunStore));
       await using ui = await startDashboard(root, {
-        stores: await discoverStores(root, db),
+        stores,
         actions: {
           runAgentArgs: ["--script", "release.script.json"],
           onSpawn: (c) => void children.push(c),
@@ -91,6 +94,7 @@ Deno.test({
       await Promise.all(children.map((c) => c.status));
       await worker.stop();
       await store.close();
+      for (const s of shown) await s.close();
       await Deno.remove(root, { recursive: true });
     }
   },
