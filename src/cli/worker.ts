@@ -69,7 +69,8 @@ const FLAGS: readonly FlagSpec[] = [
     name: "poll-ms",
     type: "string",
     value: "N",
-    description: "Queue polling interval when idle, in ms (default 2000)",
+    description:
+      "How often an idle worker looks for runs, in ms, besides being woken when one is queued (default 2000)",
   },
   { name: "help", type: "boolean", short: "h", description: "Show this help" },
 ];

@@ -2,7 +2,9 @@
  * The run queue: a thin layer over pg-boss (a job queue on PostgreSQL using `SKIP LOCKED`), loaded
  * on first use. A job only says "drive run X"; the run itself (request, checkpoint, lease) lives in
  * the run store, so a duplicate or stale job is harmless: the worker that takes it finds the run
- * leased by another worker, or ended, and completes the job without doing anything.
+ * leased by another worker, or ended, and completes the job without doing anything. Every send
+ * notifies the workers, whose idle slots wake at once (`queue_listener.ts`); their poll is only
+ * the fallback.
  *
  * @module
  */
@@ -258,7 +260,7 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
       // finishes a run takes the next job at once; an idle slot sleeps until a run is queued (a
       // notification wakes one idle slot) or its poll comes (`pollMs`).
-      if (options.listen ?? true) {
+      if ((options.listen ?? true) && !listener) {
         listener = await listenForRuns(url, timeouts, channel, {
           onRun: wakeOne,
           onReconnect: () => {
@@ -272,8 +274,8 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     },
     async stop({ graceful = true, timeoutMs = 30_000 } = {}) {
       stopping = true;
-      await listener?.close();
       for (const wake of [...sleepers]) wake();
+      await listener?.close();
       if (graceful && slots.length > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([
