@@ -122,11 +122,11 @@ Deno.test({
     const waitingRun = async (): Promise<{ runId: string; note: string }> => {
       const note = `r${++round}`;
       const runId = await submitRun(store, definition, { args: { version: note } }, { url: db });
-      await waitFor(
-        `run ${runId} to wait`,
-        async () => (await store.loadCheckpoint(runId))?.status === "waiting" ? true : undefined,
-        30_000,
-      );
+      // Waiting, and let go: the worker released its lease after the `waiting` checkpoint.
+      await waitFor(`run ${runId} to wait`, async () => {
+        const submitted = await store.submission(runId);
+        return submitted?.status === "waiting" && submitted.worker === undefined ? true : undefined;
+      }, 30_000);
       return { runId, note };
     };
     const value = (note: string) => JSON.stringify({ decision: "next", note });
