@@ -53,12 +53,14 @@ import {
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
-import { selectRunStore } from "../store/select.ts";
+import { submissionOf } from "../worker/submissions.ts";
+import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
+import { answerQueuedRun } from "./answer_queued.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
 import {
   type BackendChoice,
@@ -175,8 +177,10 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   rejectMisplacedReplayFlags(scan);
   rejectMisplacedGroup(scan);
   if (scan.runs || scan.show !== undefined) return await recordedRuns(argv, scan, ctx);
-  if (scan.wait && !scan.submit) {
-    throw new UsageError("--wait follows a run queued with --submit; add --submit.");
+  if (scan.wait && !scan.submit && scan.answer === undefined) {
+    throw new UsageError(
+      "--wait follows a run the workers drive: one queued with --submit, or one answered with --answer; add --submit.",
+    );
   }
   // -- end of durable-run commands --
   if (modes.length > 1) {
@@ -224,7 +228,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   if (continuing) rejectParametersOnContinue(argv, definition, scan);
   if (scan.submit && scan.answer !== undefined) {
     throw new UsageError(
-      "--answer continues the run in this process; leave out --submit (a worker picks up answered runs itself).",
+      "--answer records the answer to a recorded run; leave out --submit (an answered run that was submitted goes back on the queue by itself, and --wait follows it).",
     );
   }
   if (scan.submit) {
@@ -637,6 +641,24 @@ async function run(
       onWarning: (message) => progress.warn(message),
       ...(flags.store !== undefined ? { store: flags.store } : {}),
     });
+    // A run submitted to the workers is answered here and continued by a worker.
+    if (
+      flags.answer !== undefined && store instanceof PostgresRunStore &&
+      await submissionOf(store, flags.answer) !== undefined
+    ) {
+      progress.finish(undefined);
+      return await answerQueuedRun(store, definition, flags.answer, flags, {
+        io: ctx.io,
+        stdoutColor: ctx.stdoutColor,
+        url: resolveStoreSetting(definition, {
+          env: ctx.io.env,
+          ...(flags.store !== undefined ? { store: flags.store } : {}),
+        }).value,
+        ...(given ? { given } : {}),
+        ...(ask ? { ask } : {}),
+        answeredBy: who,
+      });
+    }
     // A continued or answered run starts from the backend it recorded; flags given now override.
     const continued = flags.resume ?? flags.redrive ?? flags.answer;
     const { backend, choice } = await selectBackend(

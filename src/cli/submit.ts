@@ -78,44 +78,62 @@ export async function submitAndFollow(
       return EXIT_CODES.success;
     }
     ctx.io.stderr.write(`queued run ${runId} (agent ${definition.name}); waiting for a worker…\n`);
-    let checkpoint: RunCheckpoint;
-    try {
-      checkpoint = await followRun(store, runId, {
-        onWorker: (worker) => {
-          if (worker) ctx.io.stderr.write(`  driven by ${worker}\n`);
-        },
-        onEntry: (entry) => {
-          const line = describe(entry);
-          if (line) ctx.io.stderr.write(`  ${line}\n`);
-        },
-      }, ctx.io.signal ? { signal: ctx.io.signal } : {});
-    } catch (error) {
-      // The queue gave the run up: it failed without a checkpoint saying so; no worker takes it.
-      if (!(error instanceof StepflowError && error.code === "RUN_GIVEN_UP")) throw error;
-      ctx.io.stderr.write(`error: ${error.message}\n`);
-      if (flags.json) {
-        ctx.io.stdout.write(
-          `${JSON.stringify({ runId, status: "failed", error: error.message }, null, 2)}\n`,
-        );
-      }
-      return EXIT_CODES.failed;
-    }
-    if (flags.json) {
-      ctx.io.stdout.write(
-        `${JSON.stringify({ runId, status: checkpoint.status, checkpoint }, null, 2)}\n`,
-      );
-    } else {
-      const log = await store.readLog(runId);
-      ctx.io.stdout.write(
-        `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
-      );
-    }
-    // A run that waits for an answer has not failed: it has its own exit code, as without workers.
-    if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
-    return checkpoint.status === "completed" ? 0 : 1;
+    return await followQueuedRun(store, runId, flags, ctx);
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `--wait`: follows a queued run (submitted, or answered and put back on the queue) until it ends
+ * or waits again — each committed step from entry `skipEntries` on, on stderr; the run's history on
+ * stdout — and returns the exit code: 0 completed, 1 ended without success (or the queue gave it
+ * up), 4 waits for an answer.
+ */
+export async function followQueuedRun(
+  store: PostgresRunStore,
+  runId: string,
+  flags: CommandLine["flags"],
+  ctx: Pick<SubmitContext, "io" | "stdoutColor">,
+  skipEntries = 0,
+): Promise<number> {
+  let seen = 0;
+  let checkpoint: RunCheckpoint;
+  try {
+    checkpoint = await followRun(store, runId, {
+      onWorker: (worker) => {
+        if (worker) ctx.io.stderr.write(`  driven by ${worker}\n`);
+      },
+      onEntry: (entry) => {
+        if (seen++ < skipEntries) return;
+        const line = describe(entry);
+        if (line) ctx.io.stderr.write(`  ${line}\n`);
+      },
+    }, ctx.io.signal ? { signal: ctx.io.signal } : {});
+  } catch (error) {
+    // The queue gave the run up: it failed without a checkpoint saying so; no worker takes it.
+    if (!(error instanceof StepflowError && error.code === "RUN_GIVEN_UP")) throw error;
+    ctx.io.stderr.write(`error: ${error.message}\n`);
+    if (flags.json) {
+      ctx.io.stdout.write(
+        `${JSON.stringify({ runId, status: "failed", error: error.message }, null, 2)}\n`,
+      );
+    }
+    return EXIT_CODES.failed;
+  }
+  if (flags.json) {
+    ctx.io.stdout.write(
+      `${JSON.stringify({ runId, status: checkpoint.status, checkpoint }, null, 2)}\n`,
+    );
+  } else {
+    const log = await store.readLog(runId);
+    ctx.io.stdout.write(
+      `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
+    );
+  }
+  // A run that waits for an answer has not failed: it has its own exit code, as without workers.
+  if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
+  return checkpoint.status === "completed" ? 0 : 1;
 }
 
 /** One progress line per committed step (and the run's start, resume and end). */

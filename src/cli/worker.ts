@@ -73,7 +73,8 @@ const FLAGS = defineFlags({
   pollMs: {
     type: "string",
     value: "N",
-    description: "Queue polling interval when idle, in ms (default 2000)",
+    description:
+      "How often an idle worker looks for runs, in ms, besides being woken when one is queued (default 2000)",
     parse: positive("--poll-ms"),
     default: 2_000,
   },

@@ -203,6 +203,60 @@ export class StepFlowRunner {
   }
 
   /**
+   * Records the answer to a run that waits at an input step without continuing it here: the same
+   * checks and the same recording as {@linkcode StepFlowRunner.answer} (schema first, then one
+   * checkpoint under the run's lock that records the answer and moves the run to `running`), after
+   * which the lock is released and the run is left for another process to continue with
+   * `run({ resume })` — a worker, when the run was submitted to the queue (`answerSubmittedRun`
+   * of the worker module re-queues it). Returns what was recorded.
+   *
+   * @example
+   * ```ts ignore
+   * const recorded = await runner.recordAnswer(runId, { decision: "next" }, { answeredBy: "ops" });
+   * console.log(recorded.answeredAt);
+   * const result = await runner.run({ resume: runId }); // here, or in any other process
+   * ```
+   *
+   * @throws {StepflowError} what {@linkcode StepFlowRunner.answer} throws before the run goes on
+   */
+  async recordAnswer(
+    runId: string,
+    value: unknown,
+    options: AnswerOptions = {},
+  ): Promise<RecordedAnswer> {
+    const store = this.#options.store;
+    if (!store) {
+      throw new StepflowError(
+        "NO_RUN_STORE",
+        `Cannot answer run ${runId}: the runner has no store. Pass options.store (the store that recorded the run).`,
+      );
+    }
+    const lock = await lockRun(store, runId, true);
+    try {
+      let restored: RestoredRun;
+      try {
+        restored = await restoreRun(store, this.#def, runId, false, (m) => this.#warn(m));
+      } catch (error) {
+        if (error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE") {
+          throw notWaiting(runId, "it already ended; nothing waits for an answer");
+        }
+        throw error;
+      }
+      const { state } = restored;
+      const answer = (await this.#takeAnswer(state, { ...options, value }))!;
+      const journal = createRunJournal(store, restored.logEntries, restored.logged);
+      // The answer and the move out of `waiting` are one checkpoint: both or neither.
+      delete state.waiting;
+      state.answer = answer;
+      await journal.log(state, { type: "input_answer", ...answer });
+      await journal.checkpoint(state, "running");
+      return answer;
+    } finally {
+      await lock?.release();
+    }
+  }
+
+  /**
    * Runs the flow to its end and returns the result. It never throws for a flow failure (that is in
    * the result); it throws only for misuse: a run already in progress, an unknown `resume` id, a
    * backend that cannot be created.

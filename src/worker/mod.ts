@@ -38,3 +38,4 @@ export {
   submissionOf,
   type SubmittedRun,
 } from "./submissions.ts";
+export { type AnswerSubmittedOptions, answerSubmittedRun } from "./answer.ts";

@@ -2,7 +2,9 @@
  * The run queue: a thin layer over pg-boss (a job queue on PostgreSQL using `SKIP LOCKED`), loaded
  * on first use. A job only says "drive run X"; the run itself (request, checkpoint, lease) lives in
  * the run store, so a duplicate or stale job is harmless: the worker that takes it finds the run
- * leased by another worker, or ended, and completes the job without doing anything.
+ * leased by another worker, or ended, and completes the job without doing anything. Every send
+ * notifies the workers, whose idle slots wake at once (`queue_listener.ts`); their poll is only
+ * the fallback.
  *
  * @module
  */
@@ -15,6 +17,7 @@ import {
   trackPgWait,
 } from "../store/pg_connection.ts";
 import { loadPgPackage } from "../store/pg_loader.ts";
+import { listenForRuns, runQueueChannel, type RunQueueListener } from "./queue_listener.ts";
 
 /** The pg-boss queue that carries runs. */
 export const RUN_QUEUE = "stepflow-runs";
@@ -26,8 +29,16 @@ export type RunJobHandler = (runId: string) => Promise<void>;
 export interface RunQueueOptions {
   /** The run store's schema; the queue's tables live in `<schema>_queue` (default `stepflow`). */
   schema?: string;
-  /** How often an idle worker slot looks for a job (default 2000 ms, at least 100). */
+  /**
+   * How often an idle worker slot looks for a job (default 2000 ms, at least 100). With `listen`,
+   * only the fallback for a notification that was lost.
+   */
   pollMs?: number;
+  /**
+   * Whether `work` holds a `LISTEN` connection that wakes an idle slot the moment a run is queued
+   * (default true; every `send` notifies). Without it, idle slots only poll (`pollMs`).
+   */
+  listen?: boolean;
   /**
    * How often a failed job is retried before pg-boss gives it up (default
    * {@linkcode JOB_RETRY_LIMIT}). Applies when this call creates the queue; an existing queue keeps
@@ -67,6 +78,7 @@ interface PgBossInstance {
     options: Record<string, unknown>,
   ): Promise<RunJob[] | null>;
   complete(name: string, id: string): Promise<unknown>;
+  getDb(): { executeSql(text: string, values?: unknown[]): Promise<unknown> };
   fail(name: string, id: string, data: object): Promise<unknown>;
 }
 
@@ -147,11 +159,27 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     ((runId: string, attempts: number, lastError: string) =>
       warn(`run queue: gave up run ${runId} after ${attempts} attempts: ${lastError}`));
   const pollMs = Math.max(100, options.pollMs ?? 2000);
+  const channel = runQueueChannel(`${options.schema ?? "stepflow"}_queue`);
   const slots: Promise<void>[] = [];
   const sleepers = new Set<() => void>();
+  let listener: RunQueueListener | undefined;
   let stopping = false;
+  // Notifications that came while no slot slept (a slot's fetch in flight may have missed the
+  // job they announce): the next pauses are skipped, so no announced job waits for a poll.
+  let unheard = 0;
+  let slotCount = 0;
+  const wakeOne = () => {
+    const wake = sleepers.values().next().value;
+    if (wake) wake();
+    else unheard = Math.min(unheard + 1, slotCount);
+  };
   const pause = () =>
     new Promise<void>((resolve) => {
+      if (unheard > 0) {
+        unheard--;
+        resolve();
+        return;
+      }
       const wake = () => {
         clearTimeout(timer);
         sleepers.delete(wake);
@@ -215,16 +243,39 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       } catch (error) {
         throw pgTimeoutError(error, url, timeouts) ?? error;
       }
+      // After the job's insert committed, so the woken worker finds it. Only a hint: a failure
+      // leaves the run to the workers' poll.
+      await trackPgWait(
+        displayUrl,
+        () => boss.getDb().executeSql("SELECT pg_notify($1, $2)", [channel, runId]),
+      ).catch((error) =>
+        warn(
+          `run queue: waking the workers for run ${runId} failed (${
+            errorMessage(error)
+          }); an idle worker takes it at its next poll.`,
+        )
+      );
     },
-    work(concurrency, handler) {
+    async work(concurrency, handler) {
       // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that
-      // finishes a run takes the next job at once; an idle slot polls every `pollMs`.
+      // finishes a run takes the next job at once; an idle slot sleeps until a run is queued (a
+      // notification wakes one idle slot) or its poll comes (`pollMs`).
+      if ((options.listen ?? true) && !listener) {
+        listener = await listenForRuns(url, timeouts, channel, {
+          onRun: wakeOne,
+          onReconnect: () => {
+            for (const wake of [...sleepers]) wake();
+          },
+          warn,
+        });
+      }
+      slotCount += concurrency;
       for (let i = 0; i < concurrency; i++) slots.push(slotLoop(handler));
-      return Promise.resolve();
     },
     async stop({ graceful = true, timeoutMs = 30_000 } = {}) {
       stopping = true;
       for (const wake of [...sleepers]) wake();
+      await listener?.close();
       if (graceful && slots.length > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([

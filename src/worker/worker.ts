@@ -51,7 +51,10 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Heartbeat of held leases (default a third of the lease). */
   heartbeatMs?: number;
-  /** How often an idle worker looks for a job in the queue (default 2000 ms, at least 100). */
+  /**
+   * How often an idle worker looks for a job in the queue (default 2000 ms, at least 100), besides
+   * being woken at once when a run is queued (the queue's notification).
+   */
   pollMs?: number;
   /**
    * Retries of a failed job before the queue gives it up (default 20, with backoff up to 60 s);

@@ -54,7 +54,7 @@ Deno.test("run-agent: --wait needs --submit, --submit needs the PostgreSQL store
   try {
     const wait = await runAgent(root, ["--agent", "pipeline", "--topic", "x", "--wait"]);
     assert.equal(wait.code, 2);
-    assert.match(wait.stderr, /--wait follows a run queued with --submit/);
+    assert.match(wait.stderr, /--wait follows a run the workers drive/);
     const submit = await runAgent(root, ["--agent", "pipeline", "--topic", "x", "--submit"]);
     assert.equal(submit.code, 2);
     assert.match(submit.stderr, /--submit needs the PostgreSQL store/);

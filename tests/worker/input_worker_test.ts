@@ -1,8 +1,9 @@
 /**
  * Input steps on workers (PostgreSQL): a worker's drive ends when the run starts waiting, so the
  * waiting run holds no worker slot — with one slot, a second run completes while the first waits;
- * `--submit --wait` ends with the question and exit 4; `--answer` over the same store continues
- * the waiting run. (Re-queueing the answered run to a worker is not part of this.)
+ * `--submit --wait` ends with the question and exit 4; `--answer` over the same store records the
+ * answer and re-queues the run, which the worker continues (tests/worker/answer_requeue_test.ts
+ * does the same with two worker processes).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -21,7 +22,8 @@ const RELEASE_SCRIPT = {
 };
 
 Deno.test({
-  name: "worker: a waiting run holds no slot; --submit --wait exits 4; --answer continues it",
+  name:
+    "worker: a waiting run holds no slot; --submit --wait exits 4; the answered run goes back to the worker",
   ignore: pg === undefined,
   async fn() {
     const db = await freshDatabase(pg!);
@@ -82,8 +84,6 @@ Deno.test({
           "release",
           "--store",
           db,
-          "--script",
-          "release.script.json",
           "--answer",
           runId,
           "--value",
@@ -92,6 +92,19 @@ Deno.test({
         { userDir: root },
       );
       assert.equal(answered.code, 0, answered.stderr);
+      assert.match(
+        answered.stdout,
+        /answer recorded \(step approve\.release\); the run is back on the queue/,
+      );
+      await waitFor(
+        "the worker to finish the answered run",
+        () => Promise.resolve(lines.find((l) => l.includes(`run ${runId}: completed`))),
+        20_000,
+      );
+      assert.ok(
+        lines.some((l) => l.includes(`run ${runId} (release): resuming`)),
+        lines.join("\n"),
+      );
       assert.equal((await store.loadCheckpoint(runId))?.status, "completed");
       const answers = (await store.readLog(runId)).filter((e) => e.type === "input_answer");
       assert.equal(answers.length, 1);
