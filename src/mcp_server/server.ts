@@ -104,13 +104,22 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): AgentMcpSe
     ) => {
       const token = request.params._meta?.progressToken;
       let count = 0;
+      // Sent notifications, so the answer waits for them: the run's last progress line (its end)
+      // must reach the client before the result does.
+      const sent: Promise<void>[] = [];
       const progress = token === undefined ? undefined : (message: string) => {
-        extra.sendNotification({
-          method: "notifications/progress",
-          params: { progressToken: token, progress: ++count, message },
-        }).catch(() => {}); // a client gone mid-run: the run still ends and is recorded
+        sent.push(
+          extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: ++count, message },
+          }).catch(() => {}), // a client gone mid-run: the run still ends and is recorded
+        );
       };
-      const call = answer(request.params.name, request.params.arguments, extra.signal, progress);
+      const call = answer(request.params.name, request.params.arguments, extra.signal, progress)
+        .then(async (result) => {
+          await Promise.all(sent);
+          return result;
+        });
       inFlight.add(call);
       return call.finally(() => inFlight.delete(call));
     });
