@@ -9,7 +9,7 @@
  * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
  * 70 an unexpected internal error (a bug).
  *
- * The file is longer than the ~600 lines a file usually gets because it is the whole dispatch of
+ * Long because: it is the whole dispatch of
  * one command — modes, durable-run commands, a run and its waits — read top to bottom; what each
  * concern does is beside it (`args.ts`, `progress.ts`, `summary.ts`, `submit.ts`,
  * `waiting_run.ts`, `kit/`).
@@ -601,6 +601,9 @@ async function connectMcpServersOf(
   }
 }
 
+// Long because: one run of the command end to end — input, the answer given or asked, the backend
+// the run recorded, the drive and every wait it reaches, the recording, then the exit — read top to
+// bottom; each part it calls lives beside it (waiting_run.ts, answer_queued.ts, replay_flags.ts).
 async function run(
   commandLine: CommandLine,
   definition: AgentDefinition,

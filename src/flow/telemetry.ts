@@ -117,6 +117,8 @@ export interface FlowTelemetry {
  * const backend = telemetry?.backend(rawBackend) ?? rawBackend;
  * ```
  */
+// Long because: the handlers of one run's spans share the run's span, context and open step (a
+// closure); each handler is a few lines, and splitting them apart would pass that state around.
 export function startFlowTelemetry(
   agent: string,
   mode: "start" | "resume" | "redrive",

@@ -329,36 +329,7 @@ export function formatRunHistory(
   if (end?.error?.message) {
     lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
   }
-  if (!checkpoint) {
-    lines.push(
-      c.status(
-        "No checkpoint: the process stopped before the run's first checkpoint; it cannot be resumed.",
-        "bad",
-      ),
-    );
-  } else if (status === "waiting") {
-    lines.push(
-      ...waitingLines(
-        state.waiting,
-        options.command ?? `run-agent --agent ${checkpoint.agent}`,
-        runId,
-        c,
-      ),
-    );
-  } else if (status === "interrupted") {
-    lines.push(
-      c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
-    );
-  } else if (isOpenStatus(status) && options.live === true) {
-    // A live process drives it: resuming it would be refused (RUN_LOCKED).
-    lines.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
-  } else if (isOpenStatus(status)) {
-    lines.push(
-      c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
-    );
-  } else if (status !== "completed") {
-    lines.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
-  }
+  lines.push(...whatNext(checkpoint, status, state, runId, options, c));
   lines.push("");
 
   const rows: string[][] = [];
@@ -446,6 +417,49 @@ function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
   if (input.timedOut) return "no answer: the wait timed out";
   const when = typeof input.answeredAt === "string" ? ` at ${time(input.answeredAt)}` : "";
   return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
+}
+
+/** What a run's history page says comes next: why it cannot go on, or the command that continues it. */
+function whatNext(
+  checkpoint: RunCheckpoint | undefined,
+  status: string,
+  state: Record<string, unknown>,
+  runId: string,
+  options: HistoryFormatOptions,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const out: string[] = [];
+  if (!checkpoint) {
+    out.push(
+      c.status(
+        "No checkpoint: the process stopped before the run's first checkpoint; it cannot be resumed.",
+        "bad",
+      ),
+    );
+  } else if (status === "waiting") {
+    out.push(
+      ...waitingLines(
+        state.waiting,
+        options.command ?? `run-agent --agent ${checkpoint.agent}`,
+        runId,
+        c,
+      ),
+    );
+  } else if (status === "interrupted") {
+    out.push(
+      c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
+    );
+  } else if (isOpenStatus(status) && options.live === true) {
+    // A live process drives it: resuming it would be refused (RUN_LOCKED).
+    out.push(c.status(`Not finished: a live process drives it (${status}).`, "warn"));
+  } else if (isOpenStatus(status)) {
+    out.push(
+      c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
+    );
+  } else if (status !== "completed") {
+    out.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
+  }
+  return out;
 }
 
 /** What a waiting run waits for and the command that answers it (`--show`). */

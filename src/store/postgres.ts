@@ -12,7 +12,7 @@
  *   whose holder died expires and can be taken over; a live one never is. Every commit checks the
  *   token, so a holder that lost its lease (paused longer than the lease) cannot write again.
  *
- * Longer than most files (~740 lines) because the lease, the per-iteration commit and the listing
+ * Long because: the lease, the per-iteration commit and the listing
  * share one class's private state (held leases, the pool); the worker queue's bookkeeping on the
  * same rows lives in src/worker/submissions.ts.
  *

@@ -107,6 +107,9 @@ export const JOB_RETRY_LIMIT = 20;
  *
  * @throws {StepflowError} `RUN_QUEUE_UNAVAILABLE` when pg-boss cannot start on that database
  */
+// Long because: the queue's slots, its sleepers woken by notifications, the listener and the stop
+// share one closure's state (what is idle, what was heard while busy, whether it stops); each part
+// is a named inner function or method read in order.
 export async function openRunQueue(url: string, options: RunQueueOptions = {}): Promise<RunQueue> {
   const module = await loadPgPackage<PgBossModule>("pg-boss", "The run queue (workers, --submit)");
   const PgBoss = module.PgBoss ?? module.default;

@@ -156,6 +156,9 @@ export async function agentRootProblem(agentRoot: string): Promise<string | unde
  * Deno.addSignalListener("SIGTERM", () => void worker.stop());
  * ```
  */
+// Long because: the worker's parts — the agent cache, `drive`, the orphan reaper, the queue and its
+// stop — share one closure's state (runs in flight, the stopping flag, the store's pool); each is a
+// named inner function read in order.
 export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const concurrency = options.concurrency ?? 1;
   if (!(Number.isInteger(concurrency) && concurrency > 0 && concurrency <= 1000)) {
