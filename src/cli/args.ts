@@ -18,6 +18,7 @@ import {
   parseParameterText,
 } from "../definition/parameters.ts";
 import { UsageError } from "../errors.ts";
+import { parameterList } from "./parameter_list.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
@@ -40,6 +41,7 @@ import {
 } from "./kit/flags.ts";
 
 export type { FlagSpec } from "./kit/flags.ts";
+export { parameterList } from "./parameter_list.ts";
 
 /**
  * Every flag of `run-agent`, in `--help` order: the type of its parsed flags ({@linkcode CliFlags}),
@@ -496,33 +498,6 @@ export function usageText(options: ParseOptions = {}): string {
     "  deno task run-agent --agent haiku --topic autumn --record tests/haiku.replay.yaml",
     "  deno task run-agent --init my-agent",
   );
-  return lines.join("\n");
-}
-
-/** The "Parameters of agent …" block listing each declared parameter. */
-export function parameterList(parameters: ParameterTable, agentName?: string): string {
-  const entries = Object.entries(parameters);
-  const title = `Parameters of agent ${agentName ? `"${agentName}"` : ""}`.trimEnd();
-  if (entries.length === 0) return `${title}: none (the agent declares no parameters).`;
-  const labels = entries.map(([key, def]) => {
-    const flag = parameterFlag(key, def);
-    if (def.type === "boolean") return `--${flag} [true|false]`;
-    const element = def.type === "array" ? def.items ?? "string" : def.type;
-    const shown = def.enum ? def.enum.map(String).join("|") : element;
-    return def.type === "array" ? `--${flag} <${shown}>...` : `--${flag} <${shown}>`;
-  });
-  const width = Math.max(...labels.map((l) => l.length)) + 2;
-  const lines = [`${title}:`];
-  entries.forEach(([, def], i) => {
-    const notes = [
-      def.required && def.default === undefined ? "required" : undefined,
-      def.default !== undefined ? `default ${JSON.stringify(def.default)}` : undefined,
-      def.type === "array" ? "repeat the flag or give a comma list" : undefined,
-    ].filter(Boolean);
-    const description = [def.description, notes.length > 0 ? `(${notes.join(", ")})` : undefined]
-      .filter(Boolean).join(" ");
-    lines.push(`  ${labels[i].padEnd(width)}${description}`.trimEnd());
-  });
   return lines.join("\n");
 }
 

@@ -20,7 +20,7 @@ import { supportsToolTurns, type ToolTurnBackend } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
-import { palette } from "../palette.ts";
+import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
 import {
   AttemptCounter,
@@ -224,48 +224,18 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   const start = now();
   const c = palette(options.color);
   const columns = Math.max(20, options.columns ?? 80);
-  const attempts = new AttemptCounter();
-  const status = {
-    step: undefined as StepInfo | undefined,
-    attempt: 1,
-    call: undefined as string | undefined,
-    last: undefined as string | undefined,
-    tokens: 0,
-    unknownCalls: 0,
-    paused: false,
-    stopping: undefined as string | undefined,
-  };
+  const status: LiveStatus = { attempt: 1, tokens: 0, unknownCalls: 0, paused: false };
   let frame = 0;
   let drawn = false;
   let finished = false;
 
-  const render = (): string => {
-    const parts: string[] = [];
-    const s = status.step;
-    if (s) {
-      parts.push(s.stepId, `iteration ${s.iteration ?? s.order}`);
-      if (status.attempt > 1) parts.push(`attempt ${status.attempt}`);
-    } else {
-      parts.push("starting");
-    }
-    if (status.paused) parts.push("paused");
-    else if (status.stopping) parts.push(status.stopping);
-    else if (status.call) parts.push(status.call);
-    if (status.last) parts.push(`last ${status.last}`);
-    if (status.tokens > 0) parts.push(`${formatCount(status.tokens)} tokens`);
-    if (status.unknownCalls > 0) parts.push(unknownTokens(status.unknownCalls));
-    const clock = formatClock(now() - start).slice(0, -2); // tenths are enough on screen
-    const text = `${clock}  ${parts.join(" · ")}`;
-    const spinner = SPINNER[frame % SPINNER.length];
-    return `${c.cyan(spinner)} ${truncate(text, columns - 3)}`;
-  };
   const minRedrawMs = options.minRedrawMs ?? 40;
   let lastDraw = -Infinity;
   const draw = (force = false) => {
     if (finished) return;
     const t = now();
     if (!force && drawn && t - lastDraw < minRedrawMs) return;
-    options.write(`\r\x1b[2K${render()}`);
+    options.write(`\r\x1b[2K${statusLine(status, now() - start, frame, columns, c)}`);
     drawn = true;
     lastDraw = t;
   };
@@ -286,7 +256,94 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   // The clock must never keep the process alive on its own.
   Deno.unrefTimer(timer);
 
-  const events: ExecutorEvents = {
+  return {
+    events: liveEvents(status, { draw, print, colors: c }),
+    onCallStart(request) {
+      status.call = request.kind === "step" ? "waiting for the model" : `${request.kind} call`;
+      draw();
+    },
+    onCallEnd(_request, response) {
+      const usage = response?.usage;
+      if (usage) status.tokens += usage.inputTokens + usage.outputTokens;
+      else if (response) status.unknownCalls++;
+      status.call = undefined;
+      draw();
+    },
+    warn(message) {
+      print(c.yellow(`warning: ${message}`));
+    },
+    finish(result) {
+      if (finished) return;
+      clearInterval(timer);
+      clear();
+      finished = true;
+      if (result) options.write(`${finishLine(result, now() - start, c)}\n`);
+    },
+  };
+}
+
+/** What the live status line shows; the run's events update it. */
+interface LiveStatus {
+  step?: StepInfo;
+  attempt: number;
+  call?: string;
+  last?: string;
+  tokens: number;
+  unknownCalls: number;
+  paused: boolean;
+  stopping?: string;
+}
+
+/** The status line for `status`, `elapsedMs` into the run, cut to the terminal's `columns`. */
+function statusLine(
+  status: LiveStatus,
+  elapsedMs: number,
+  frame: number,
+  columns: number,
+  c: Palette,
+): string {
+  const parts: string[] = [];
+  const s = status.step;
+  if (s) {
+    parts.push(s.stepId, `iteration ${s.iteration ?? s.order}`);
+    if (status.attempt > 1) parts.push(`attempt ${status.attempt}`);
+  } else {
+    parts.push("starting");
+  }
+  if (status.paused) parts.push("paused");
+  else if (status.stopping) parts.push(status.stopping);
+  else if (status.call) parts.push(status.call);
+  if (status.last) parts.push(`last ${status.last}`);
+  if (status.tokens > 0) parts.push(`${formatCount(status.tokens)} tokens`);
+  if (status.unknownCalls > 0) parts.push(unknownTokens(status.unknownCalls));
+  const clock = formatClock(elapsedMs).slice(0, -2); // tenths are enough on screen
+  const text = `${clock}  ${parts.join(" · ")}`;
+  const spinner = SPINNER[frame % SPINNER.length];
+  return `${c.cyan(spinner)} ${truncate(text, columns - 3)}`;
+}
+
+/** The run's closing line: a mark, the result and the time taken, colored by outcome. */
+function finishLine(result: StepFlowResult, elapsedMs: number, c: Palette): string {
+  const elapsed = formatClock(elapsedMs).slice(0, -2);
+  const cancelled = result.completionReason === "cancelled";
+  const waiting = result.completionReason === "waiting";
+  const mark = result.success ? "✓" : cancelled ? "■" : waiting ? "…" : "✗";
+  const text = `${mark} ${resultLine(result)} in ${elapsed}`;
+  const tone = result.success ? c.green : cancelled || waiting ? c.yellow : c.red;
+  return tone(text);
+}
+
+/** How the live view's events reach the screen: redraw the status line, or print above it. */
+interface LiveScreen {
+  draw: (force?: boolean) => void;
+  print: (text: string) => void;
+  colors: Palette;
+}
+
+/** The run's events as updates of `status` (redrawn) and permanent lines (check ng, errors, retries). */
+function liveEvents(status: LiveStatus, { draw, print, colors: c }: LiveScreen): ExecutorEvents {
+  const attempts = new AttemptCounter();
+  return {
     onPlanStart(_plan, ctx) {
       const usage = ctx.usage as Partial<StepFlowResult["usage"]> | undefined;
       status.tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
@@ -340,37 +397,6 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       if (next !== "waiting") return;
       status.call = "waiting for an answer";
       draw(true);
-    },
-  };
-  return {
-    events,
-    onCallStart(request) {
-      status.call = request.kind === "step" ? "waiting for the model" : `${request.kind} call`;
-      draw();
-    },
-    onCallEnd(_request, response) {
-      const usage = response?.usage;
-      if (usage) status.tokens += usage.inputTokens + usage.outputTokens;
-      else if (response) status.unknownCalls++;
-      status.call = undefined;
-      draw();
-    },
-    warn(message) {
-      print(c.yellow(`warning: ${message}`));
-    },
-    finish(result) {
-      if (finished) return;
-      clearInterval(timer);
-      clear();
-      finished = true;
-      if (!result) return;
-      const elapsed = formatClock(now() - start).slice(0, -2);
-      const cancelled = result.completionReason === "cancelled";
-      const waiting = result.completionReason === "waiting";
-      const mark = result.success ? "✓" : cancelled ? "■" : waiting ? "…" : "✗";
-      const text = `${mark} ${resultLine(result)} in ${elapsed}`;
-      const tone = result.success ? c.green : cancelled || waiting ? c.yellow : c.red;
-      options.write(`${tone(text)}\n`);
     },
   };
 }

@@ -29,26 +29,17 @@ import { resolve } from "node:path";
 import { removeStaleTemps } from "../atomic_write.ts";
 import { UsageError } from "../errors.ts";
 import { createProgressLines, type ProgressLines } from "../events/progress_lines.ts";
-import { lineReader } from "./kit/line_reader.ts";
+import { type LineReader, lineReader } from "./kit/line_reader.ts";
+import { notRunText, skippedUnintentionally, summaryText } from "./plan_outcome.ts";
+import { askToStart, decideInterrupted, terminalApprover } from "./plan_prompts.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { interruptedError, interruptedSteps, startPlan } from "../plan/executor.ts";
-import {
-  fileApprover,
-  firstApproval,
-  isAnsweredElsewhere,
-  recordedApprover,
-} from "../plan/file_approver.ts";
+import { startPlan } from "../plan/executor.ts";
+import { fileApprover, firstApproval, recordedApprover } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
 import { readPlanJson, resetPlan, writePlanFile } from "../plan/plan_file.ts";
-import { formatArgs, renderPlanReview } from "../plan/review.ts";
+import { renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
-import type {
-  ApprovalRequest,
-  Approver,
-  ExecutionSummary,
-  Plan,
-  StepStatus,
-} from "../plan/types.ts";
+import type { Approver, ExecutionSummary, Plan } from "../plan/types.ts";
 import { assertValidPlan } from "../plan/validate.ts";
 import { localizeCommands, stepflowCommand } from "../invocation.ts";
 import { assertFileNameFits } from "../fs_error.ts";
@@ -281,65 +272,14 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
       io.stderr.write(`Removed ${temp}, left by a run that was killed while saving the plan.\n`);
     }
   }
-  const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
-  await assertFolderFlag(workspaceRoot, "--workspace");
-  const tools = createToolRegistry({
-    enableHttp: flags.enableHttp,
-    enableCommands: flags.enableCommands,
-  });
-  const out = flags.json ? io.stderr : io.stdout;
+  const ctx = await planContext(flags, io, userDir, planFile);
 
-  let backend: LlmBackend | undefined;
-  const getBackend = async () => (backend ??= await selectBackend(flags, io, userDir));
-
-  let plan: Plan;
-  if (flags.generate !== undefined) {
-    if (!flags.force && await pathVisible(planFile)) {
-      throw new UsageError(
-        `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
-      );
-    }
-    io.stderr.write(`Planning: ${flags.generate}\n`);
-    plan = await generatePlan(flags.generate, {
-      backend: await getBackend(),
-      tools,
-      workspaceRoot,
-      ...(flags.model !== undefined ? { model: flags.model } : {}),
-      ...(io.signal ? { signal: io.signal } : {}),
-    });
-    await writePlanFile(planFile, plan);
-    io.stderr.write(`Plan written to ${planFile} (${plan.steps.length} steps)\n`);
-  } else {
-    // Shape, tools, arguments and references are checked in one pass, every problem at once.
-    plan = assertValidPlan(await readPlanJson(planFile), tools, planFile);
-  }
+  let plan = await loadOrGenerate(ctx);
   if (flags.restart) plan = resetPlan(plan);
-
-  const revise = async (feedback: string): Promise<void> => {
-    io.stderr.write(`Revising the plan: ${feedback}\n`);
-    plan = await revisePlan(plan, feedback, {
-      backend: await getBackend(),
-      tools,
-      workspaceRoot,
-      ...(flags.model !== undefined ? { model: flags.model } : {}),
-      ...(io.signal ? { signal: io.signal } : {}),
-    });
-    if (flags.dryRun) {
-      // A dry run holds no lock, so it writes nothing: the revised plan is only shown.
-      io.stderr.write(
-        `Plan revised: version ${plan.version}, ${plan.steps.length} steps (--dry-run: not saved)\n`,
-      );
-      return;
-    }
-    await writePlanFile(planFile, plan);
-    io.stderr.write(
-      `Plan revised: version ${plan.version}, ${plan.steps.length} steps, written to ${planFile}\n`,
-    );
-  };
-  if (flags.revise !== undefined) await revise(flags.revise);
+  if (flags.revise !== undefined) plan = await reviseAndSave(ctx, plan, flags.revise);
 
   const needsRecovery = plan.steps.some((s) => parseOnError(s.onError)?.kind === "recover");
-  if (needsRecovery && !flags.dryRun) await getBackend();
+  if (needsRecovery && !flags.dryRun) await ctx.backend();
 
   const done = plan.steps.filter((s) => s.status === "completed").length;
   if (done > 0 && !flags.restart) {
@@ -347,54 +287,20 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
       `Continuing: ${done} of ${plan.steps.length} steps completed in an earlier run (--restart runs everything again).\n`,
     );
   }
-  out.write(
-    `${renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })}\n`,
-  );
+  await showReview(ctx, plan);
   if (flags.dryRun) return EXIT_CODES.success;
-  if (plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
-    const notRun = skippedUnintentionally(plan);
-    if (notRun.length > 0 && !flags.allowSkipped) {
-      io.stderr.write(
-        `Nothing to run, but the plan is incomplete: ${
-          notRunText(notRun)
-        }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
-      );
-      return EXIT_CODES.incomplete;
-    }
-    io.stderr.write(
-      "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
-    );
-    return EXIT_CODES.success;
-  }
+  const finished = nothingToRun(ctx, plan);
+  if (finished !== undefined) return finished;
 
   const lines = io.isTerminal.stdin && io.stdin ? lineReader(io.stdin) : undefined;
-  const rerunInterrupted = await decideInterrupted(plan, tools, flags.yes, lines, io);
+  const rerunInterrupted = await decideInterrupted(plan, ctx.tools, flags.yes, lines, io);
   if (!flags.yes) {
     if (lines) {
-      for (;;) {
-        io.stderr.write("Start execution? [y]es / [N]o / [r]evise the plan with feedback: ");
-        const answer = (await lines.next(io.signal))?.trim().toLowerCase();
-        if (answer === "r" || answer === "revise") {
-          io.stderr.write("What should change? ");
-          const feedback = (await lines.next(io.signal))?.trim() ?? "";
-          if (feedback === "") {
-            io.stderr.write("No feedback given; the plan is unchanged.\n");
-            continue;
-          }
-          await revise(feedback);
-          out.write(
-            `${
-              renderPlanReview(plan, { approvals: await approvalsFor(plan, tools, workspaceRoot) })
-            }\n`,
-          );
-          continue;
-        }
-        if (answer !== "y" && answer !== "yes") {
-          io.stderr.write("Not started; nothing ran.\n");
-          return EXIT_CODES.success;
-        }
-        break;
-      }
+      const start = await askToStart(lines, io, async (feedback) => {
+        plan = await reviseAndSave(ctx, plan, feedback);
+        await showReview(ctx, plan);
+      });
+      if (!start) return EXIT_CODES.success;
     } else if (flags.approve.length === 0 && flags.approvals !== "dashboard") {
       throw new UsageError(
         `Not starting: stdin is not a terminal, so nobody can confirm. Pass --yes to start and approve every step, --approve TOOLS to start and approve only those tools, or --approvals dashboard to start and answer approvals from ${
@@ -404,61 +310,174 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     }
   }
 
-  const alwaysApproved = new Set(flags.approve);
   const progress = createProgressLines({
     write: (text) => io.stderr.write(text),
     color: colorOn(io, "stderr"),
   });
-  // With the dashboard answering too, the terminal's answers go through the same one-answer step.
-  const withDashboard = (approver: Approver): Approver =>
-    flags.approvals === "dashboard" ? recordedApprover(planFile, approver, "terminal") : approver;
+  const alwaysApproved = new Set(flags.approve);
+  const backend = ctx.madeBackend();
   const summary = await runWithProgress(plan, {
     progress,
     planFile,
     ...(lock ? { assertLocked: () => assertLockHeld(lock, planLockSubject(planFile)) } : {}),
     io,
-    tools,
-    workspaceRoot,
+    tools: ctx.tools,
+    workspaceRoot: ctx.workspaceRoot,
     concurrency: flags.concurrency,
     autoApprove: flags.yes ? true : [...alwaysApproved],
     rerunInterrupted,
     ...(backend ? { backend } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
-    ...approverOf(
-      lines
-        ? withDashboard(oneQuestionAtATime(async (req: ApprovalRequest, signal: AbortSignal) => {
-          if (alwaysApproved.has(req.tool)) return true;
-          signal.throwIfAborted(); // answered from the dashboard while queued here
-          io.stderr.write(
-            `\nApprove step "${req.stepId}" (${req.description})?\n  ${req.tool} ${
-              formatArgs(req.args)
-            }\n  Reason: ${req.reason}\n[y]es / [n]o / [a]lways for ${req.tool}: `,
-          );
-          const answer = (await lines.next(signal).catch((error) => {
-            if (isAnsweredElsewhere(signal)) io.stderr.write("(answered from the dashboard)\n");
-            throw error;
-          }))?.trim().toLowerCase() ?? "";
-          if (answer === "a" || answer === "always") {
-            alwaysApproved.add(req.tool);
-            return true;
-          }
-          return answer === "y" || answer === "yes"
-            ? true
-            : { approved: false, reason: "denied at the prompt" };
-        }))
-        : undefined,
-      flags.approvals === "dashboard"
-        ? fileApprover(planFile, {
-          onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
-          onWaiting: (record, file) =>
-            progress.line(
-              `step ${record.stepId} · waiting for approval from the dashboard (${file})`,
-            ),
-        })
-        : undefined,
-    ),
+    ...planApprover(ctx, progress, lines, alwaysApproved),
   });
+  return reportOutcome(ctx, summary);
+}
 
+/** What the steps of one `run-plan` invocation share once the plan file is locked. */
+interface PlanContext {
+  flags: Flags;
+  io: RunPlanIo;
+  userDir: string;
+  planFile: string;
+  workspaceRoot: string;
+  tools: ToolRegistry;
+  /** Where the review goes: stdout, or stderr with `--json` (stdout then holds the summary). */
+  out: CliWriter;
+  /** The LLM backend, made on first use (generating, revising, recovering). */
+  backend: () => Promise<LlmBackend>;
+  /** The backend when one was made already, without making one. */
+  madeBackend: () => LlmBackend | undefined;
+}
+
+async function planContext(
+  flags: Flags,
+  io: RunPlanIo,
+  userDir: string,
+  planFile: string,
+): Promise<PlanContext> {
+  const workspaceRoot = resolve(userDir, flags.workspace ?? ".");
+  await assertFolderFlag(workspaceRoot, "--workspace");
+  const tools = createToolRegistry({
+    enableHttp: flags.enableHttp,
+    enableCommands: flags.enableCommands,
+  });
+  let backend: LlmBackend | undefined;
+  return {
+    flags,
+    io,
+    userDir,
+    planFile,
+    workspaceRoot,
+    tools,
+    out: flags.json ? io.stderr : io.stdout,
+    backend: async () => (backend ??= await selectBackend(flags, io, userDir)),
+    madeBackend: () => backend,
+  };
+}
+
+/** The options of an LLM call over the plan (generating or revising). */
+async function llmOptions(ctx: PlanContext) {
+  return {
+    backend: await ctx.backend(),
+    tools: ctx.tools,
+    workspaceRoot: ctx.workspaceRoot,
+    ...(ctx.flags.model !== undefined ? { model: ctx.flags.model } : {}),
+    ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+  };
+}
+
+/** With `--generate`: a new plan from the LLM, written to the plan file; else the file's plan. */
+async function loadOrGenerate(ctx: PlanContext): Promise<Plan> {
+  const { flags, io, planFile } = ctx;
+  if (flags.generate === undefined) {
+    // Shape, tools, arguments and references are checked in one pass, every problem at once.
+    return assertValidPlan(await readPlanJson(planFile), ctx.tools, planFile);
+  }
+  if (!flags.force && await pathVisible(planFile)) {
+    throw new UsageError(
+      `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
+    );
+  }
+  io.stderr.write(`Planning: ${flags.generate}\n`);
+  const plan = await generatePlan(flags.generate, await llmOptions(ctx));
+  await writePlanFile(planFile, plan);
+  io.stderr.write(`Plan written to ${planFile} (${plan.steps.length} steps)\n`);
+  return plan;
+}
+
+/** The plan revised by the LLM with `feedback`, written to the plan file (not on a dry run). */
+async function reviseAndSave(ctx: PlanContext, plan: Plan, feedback: string): Promise<Plan> {
+  const { io, planFile } = ctx;
+  io.stderr.write(`Revising the plan: ${feedback}\n`);
+  const revised = await revisePlan(plan, feedback, await llmOptions(ctx));
+  if (ctx.flags.dryRun) {
+    // A dry run holds no lock, so it writes nothing: the revised plan is only shown.
+    io.stderr.write(
+      `Plan revised: version ${revised.version}, ${revised.steps.length} steps (--dry-run: not saved)\n`,
+    );
+    return revised;
+  }
+  await writePlanFile(planFile, revised);
+  io.stderr.write(
+    `Plan revised: version ${revised.version}, ${revised.steps.length} steps, written to ${planFile}\n`,
+  );
+  return revised;
+}
+
+/** Shows the plan review table, with the approval each step will ask for. */
+async function showReview(ctx: PlanContext, plan: Plan): Promise<void> {
+  const approvals = await approvalsFor(plan, ctx.tools, ctx.workspaceRoot);
+  ctx.out.write(`${renderPlanReview(plan, { approvals })}\n`);
+}
+
+/** The exit code when every step has ended already (nothing to run); undefined otherwise. */
+function nothingToRun(ctx: PlanContext, plan: Plan): number | undefined {
+  if (!plan.steps.every((s) => s.status === "completed" || s.status === "skipped")) {
+    return undefined;
+  }
+  const notRun = skippedUnintentionally(plan);
+  if (notRun.length > 0 && !ctx.flags.allowSkipped) {
+    ctx.io.stderr.write(
+      `Nothing to run, but the plan is incomplete: ${
+        notRunText(notRun)
+      }. Pass --restart to run the plan again (or --allow-skipped to accept it).\n`,
+    );
+    return EXIT_CODES.incomplete;
+  }
+  ctx.io.stderr.write(
+    "Nothing to run: every step has completed or was skipped. Pass --restart to run the plan again.\n",
+  );
+  return EXIT_CODES.success;
+}
+
+/** The approvers of the run: the terminal when there is one, the dashboard with `--approvals dashboard`. */
+function planApprover(
+  ctx: PlanContext,
+  progress: ProgressLines,
+  lines: LineReader | undefined,
+  alwaysApproved: Set<string>,
+): { approver?: Approver } {
+  const { io, planFile } = ctx;
+  const dashboard = ctx.flags.approvals === "dashboard";
+  // With the dashboard answering too, the terminal's answers go through the same one-answer step.
+  const terminal = lines ? terminalApprover(lines, io, alwaysApproved) : undefined;
+  return approverOf(
+    terminal && dashboard ? recordedApprover(planFile, terminal, "terminal") : terminal,
+    dashboard
+      ? fileApprover(planFile, {
+        onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+        onWaiting: (record, file) =>
+          progress.line(
+            `step ${record.stepId} · waiting for approval from the dashboard (${file})`,
+          ),
+      })
+      : undefined,
+  );
+}
+
+/** Prints the summary (text, or JSON with `--json`) and returns the exit code of the run. */
+function reportOutcome(ctx: PlanContext, summary: ExecutionSummary): number {
+  const { flags, io, planFile } = ctx;
   const notRun = summary.status === "completed" ? skippedUnintentionally(summary.plan) : [];
   const incomplete = notRun.length > 0 && !flags.allowSkipped;
   if (flags.json) {
@@ -472,45 +491,6 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
   if (incomplete) return EXIT_CODES.incomplete;
   if (summary.status === "completed") return EXIT_CODES.success;
   return summary.status === "cancelled" ? EXIT_CODES.interrupted : EXIT_CODES.failed;
-}
-
-/**
- * Steps an earlier run left `running` whose tools are not idempotent: `--yes` re-runs them (the
- * executor logs that it does), a terminal asks about each, otherwise the run stops before
- * anything runs with `PLAN_STEP_INTERRUPTED` (exit 2). Idempotent ones are re-run by the executor.
- */
-async function decideInterrupted(
-  plan: Plan,
-  tools: ToolRegistry,
-  yes: boolean,
-  lines: ReturnType<typeof lineReader> | undefined,
-  io: RunPlanIo,
-): Promise<boolean | string[]> {
-  const unsafe = interruptedSteps(plan).filter((s) =>
-    tools.descriptor(s.tool)?.idempotent !== true
-  );
-  if (unsafe.length === 0) return false;
-  if (yes) {
-    io.stderr.write(
-      `Re-running ${unsafe.map((s) => `"${s.id}" (${s.tool})`).join(", ")}: ${
-        unsafe.length === 1 ? "it was" : "they were"
-      } running when an earlier run stopped, and --yes re-runs steps whose tools are not idempotent (their effect may happen twice).\n`,
-    );
-    return true;
-  }
-  if (!lines) throw interruptedError(unsafe);
-  const allowed: string[] = [];
-  for (const step of unsafe) {
-    io.stderr.write(
-      `\nStep "${step.id}" (${step.tool}) was running when an earlier run stopped; its outcome was not saved, so ${step.tool} may have done its work already.\nRun it again? [y/N] `,
-    );
-    const answer = (await lines.next(io.signal))?.trim().toLowerCase();
-    if (answer === "y" || answer === "yes") allowed.push(step.id);
-  }
-  if (allowed.length < unsafe.length) {
-    throw interruptedError(unsafe.filter((s) => !allowed.includes(s.id)));
-  }
-  return allowed;
 }
 
 interface RunSettings {
@@ -550,75 +530,6 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
   return await run.summary;
 }
 
-/**
- * Skipped steps that were not skipped on purpose: denied approval (and steps skipped because of
- * them), or skipped by recovery. Steps skipped by the user (`skipStep`), and steps skipped only
- * because one of those was, are intended and do not count.
- */
-function skippedUnintentionally(plan: Plan): Plan["steps"] {
-  const byId = new Map(plan.steps.map((st) => [st.id, st]));
-  const intended = (id: string): boolean => {
-    // Follow "skipped because step X was skipped" back to its first cause (bounded by the plan).
-    let step = byId.get(id);
-    for (let hops = 0; step && hops <= plan.steps.length; hops++) {
-      const reason = step.result?.error ?? "";
-      if (reason.startsWith("Skipped by user")) return true;
-      const cause = /^Skipped because step "(.+)" was skipped$/.exec(reason);
-      if (!cause) return false;
-      step = byId.get(cause[1]);
-    }
-    return false;
-  };
-  return plan.steps.filter((st) => st.status === "skipped" && !intended(st.id));
-}
-
-function notRunText(steps: Plan["steps"]): string {
-  const ids = steps.slice(0, 5).map((st) => st.id).join(", ");
-  const more = steps.length > 5 ? ` and ${steps.length - 5} more` : "";
-  return `${steps.length} step(s) did not run because approval was not given (${ids}${more})`;
-}
-
-function summaryText(
-  summary: ExecutionSummary,
-  planFile: string,
-  notRun: Plan["steps"],
-): string {
-  const order: StepStatus[] = ["completed", "failed", "skipped", "blocked", "pending"];
-  const counts = order.map((status) => `${summary.steps[status].length} ${status}`).join(", ");
-  const head = notRun.length > 0
-    ? "Plan incomplete"
-    : summary.status === "completed"
-    ? "Plan completed"
-    : summary.status === "cancelled"
-    ? "Plan cancelled"
-    : summary.status === "aborted"
-    ? "Plan aborted"
-    : "Plan failed";
-  const lines = [
-    `${head}: ${counts} (${Math.round(summary.durationMs)} ms). Saved to ${planFile}.`,
-  ];
-  const problems = summary.plan.steps.filter((st) => st.status === "failed");
-  for (const st of problems.slice(0, 5)) {
-    lines.push(`  ✖ ${st.id}: ${st.result?.error ?? "failed"}`);
-  }
-  if (problems.length > 5) lines.push(`  … and ${problems.length - 5} more failed steps`);
-  if (problems.length === 0 && summary.error) lines.push(`  ${summary.error}`);
-  if (notRun.length > 0) {
-    lines.push(
-      `  ${notRunText(notRun)}: ${
-        notRun.slice(0, 5).map((st) => `${st.id}: ${st.result?.error ?? "skipped"}`).join("; ")
-      }.`,
-      "  Run again with --approve TOOLS or --yes and --restart to run them, or pass --allow-skipped to accept the plan as it is.",
-    );
-  }
-  if (summary.status !== "completed") {
-    lines.push(
-      "  Run the same command again to continue: completed and skipped steps are kept, the rest runs.",
-    );
-  }
-  return lines.join("\n");
-}
-
 /** Approval notes for the review: static reasons, and dynamic ones where the args are known. */
 async function approvalsFor(
   plan: Plan,
@@ -653,21 +564,6 @@ async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Prom
     );
   }
   return backend;
-}
-
-/**
- * The executor asks for approvals concurrently; a terminal has one person, so the questions queue
- * here (an "always" answer then approves the queued questions of that tool without asking).
- */
-function oneQuestionAtATime<A extends unknown[], R>(
-  ask: (...args: A) => Promise<R>,
-): (...args: A) => Promise<R> {
-  let last: Promise<unknown> = Promise.resolve();
-  return (...args: A) => {
-    const next = last.then(() => ask(...args));
-    last = next.catch(() => {});
-    return next;
-  };
 }
 
 /** The approvers given (terminal, dashboard), the first answer winning; none when none is. */

@@ -14,10 +14,11 @@
  * microseconds of thread hand-off, ten times the write itself, and the runner awaits every write
  * before it goes on anyway.
  *
- * What a listing remembers between calls is `file_listing.ts`'s. This file stays long (~1,000
- * lines) because the rest is one concept: the write path and the read path of the same three files
- * (log, checkpoint cache, temp file) share their recovery rules — a reader repairs exactly what a
- * crashed writer can leave — and splitting them would put those rules in two places.
+ * What a listing remembers between calls is `file_listing.ts`'s.
+ *
+ * Long because: the rest (~1,000 lines) is one concept: the write path and the read path of the
+ * same three files (log, checkpoint cache, temp file) share their recovery rules — a reader repairs
+ * exactly what a crashed writer can leave — and splitting them would put those rules in two places.
  *
  * @module
  */

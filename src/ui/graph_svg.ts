@@ -2,13 +2,13 @@
  * A small layered layout of a directed graph, drawn as SVG on the server: the flow graph of an
  * agent and the DAG of a tool plan. No mermaid, nothing fetched: the page gets finished markup.
  *
- * Layout: a depth-first search from the roots marks back edges (loops: retries, fallbacks);
- * the rest is a DAG whose nodes are placed on layers by longest path, ordered within a layer by
- * the mean position of their parents (one sweep). Back edges and self loops are drawn as arcs on
- * the side. Linear in nodes + edges apart from the per-layer sort.
+ * Layout: `graph_layout.ts` puts the nodes on layers (back edges, the loops of retries and
+ * fallbacks, set aside); this file gives them coordinates and draws boxes and edges. Back edges and
+ * self loops are drawn as arcs on the side.
  *
  * @module
  */
+import { layerGraph } from "./graph_layout.ts";
 import { type Html, html as h } from "./html.ts";
 
 /** A node to draw. */
@@ -86,66 +86,9 @@ export function graphSvg(
   nodes.forEach((n, i) => byId.set(n.id, i));
   const usable = edges.filter((e) => byId.has(e.from) && byId.has(e.to));
   const out: number[][] = nodes.map(() => []);
-  const indegree = nodes.map(() => 0);
-  for (const e of usable) {
-    out[byId.get(e.from)!].push(byId.get(e.to)!);
-    indegree[byId.get(e.to)!]++;
-  }
+  for (const e of usable) out[byId.get(e.from)!].push(byId.get(e.to)!);
+  const { back, layers, layer, order } = layerGraph(out);
 
-  // Depth-first search (iterative: graphs from files can be deep) to find back edges.
-  const back = new Set<string>();
-  const state = nodes.map(() => 0); // 0 new, 1 on stack, 2 done
-  const postorder: number[] = [];
-  const roots = [...nodes.keys()].filter((i) => indegree[i] === 0);
-  const visitFrom = (root: number) => {
-    if (state[root] !== 0) return;
-    const stack: [number, number][] = [[root, 0]];
-    state[root] = 1;
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1];
-      const [v, k] = top;
-      if (k < out[v].length) {
-        top[1]++;
-        const w = out[v][k];
-        if (state[w] === 0) {
-          state[w] = 1;
-          stack.push([w, 0]);
-        } else if (state[w] === 1) back.add(`${v}>${w}`);
-      } else {
-        state[v] = 2;
-        postorder.push(v);
-        stack.pop();
-      }
-    }
-  };
-  for (const r of roots) visitFrom(r);
-  for (let i = 0; i < nodes.length; i++) visitFrom(i);
-
-  // Longest-path layers over the DAG of forward edges, in topological order.
-  const layer = nodes.map(() => 0);
-  for (let p = postorder.length - 1; p >= 0; p--) {
-    const v = postorder[p];
-    for (const w of out[v]) {
-      if (w !== v && !back.has(`${v}>${w}`)) layer[w] = Math.max(layer[w], layer[v] + 1);
-    }
-  }
-  const layers: number[][] = [];
-  for (const v of postorder.toReversed()) (layers[layer[v]] ??= []).push(v);
-  const parents: number[][] = nodes.map(() => []);
-  for (let v = 0; v < nodes.length; v++) {
-    for (const w of out[v]) if (w !== v && !back.has(`${v}>${w}`)) parents[w].push(v);
-  }
-  const order = nodes.map(() => 0);
-  for (const row of layers) {
-    if (!row) continue;
-    const weight = (v: number) =>
-      parents[v].length === 0
-        ? order[v]
-        : parents[v].reduce((sum, p) => sum + order[p], 0) / parents[v].length;
-    row.forEach((v, i) => (order[v] = i));
-    row.sort((a, b) => weight(a) - weight(b) || a - b);
-    row.forEach((v, i) => (order[v] = i));
-  }
   const widest = Math.max(1, ...layers.map((row) => row?.length ?? 0));
   const width = MARGIN * 2 + LEFT_LANE + widest * NODE_W + (widest - 1) * GAP_X + 200;
   const height = MARGIN * 2 + layers.length * NODE_H + Math.max(0, layers.length - 1) * GAP_Y;
@@ -171,100 +114,124 @@ export function graphSvg(
     const a = placed[byId.get(e.from)!];
     const b = placed[byId.get(e.to)!];
     const isBack = back.has(`${byId.get(e.from)}>${byId.get(e.to)}`);
-    let d: string;
-    let lx: number;
-    let ly: number;
-    let side = "";
+    let route: EdgeRoute;
     if (a === b) {
-      // Several loops on one step (next and repeat to itself, onError retry) nest outwards; their
-      // labels stand in one column right of the outermost loop, a line apart (edge labels are
-      // left-aligned), so that no label overlaps another or a loop.
       const k = loops.get(e.from) ?? 0;
       loops.set(e.from, k + 1);
-      const n = loopCount.get(e.from) ?? 1;
-      const x = a.x + NODE_W;
-      const y = a.y + NODE_H / 2;
-      const r = 40 + k * 26;
-      d = `M${x},${y - 8} C${x + r},${y - 30 - k * 6} ${x + r},${y + 30 + k * 6} ${x},${y + 8}`;
-      lx = x + (40 + (n - 1) * 26) * 0.75 + 8;
-      ly = y + 4 + (k - (n - 1) / 2) * LOOP_LABEL_GAP;
-      side = "loop";
-    } else if (isBack || b.layer <= a.layer) {
-      const x1 = a.x + NODE_W;
-      const y1 = a.y + NODE_H / 2;
-      const x2 = b.x + NODE_W;
-      const y2 = b.y + NODE_H / 2;
-      const bend = Math.max(x1, x2) + 50 + (i % 3) * 14;
-      d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
-      lx = bend - 8;
-      ly = (y1 + y2) / 2;
-    } else if (b.layer - a.layer > 1) {
-      // Skips a layer: around the left side, so it does not run under the boxes in between.
-      const x1 = a.x;
-      const y1 = a.y + NODE_H / 2;
-      const x2 = b.x;
-      const y2 = b.y + NODE_H / 2;
-      const bend = Math.min(x1, x2) - 40 - (i % 3) * 12;
-      d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
-      lx = bend + 8;
-      ly = (y1 + y2) / 2;
-      side = "left";
-    } else {
-      const x1 = a.x + NODE_W / 2;
-      const y1 = a.y + NODE_H;
-      const x2 = b.x + NODE_W / 2;
-      const y2 = b.y;
-      const mid = (y1 + y2) / 2;
-      d = `M${x1},${y1} C${x1},${mid} ${x2},${mid} ${x2},${y2}`;
-      lx = (x1 + x2) / 2 + 4;
-      ly = mid;
-    }
-    const cls = ["edge", ...(side ? [side] : []), ...(e.classes ?? [])].join(" ");
-    return h`
+      route = selfLoopRoute(a, k, loopCount.get(e.from) ?? 1);
+    } else route = edgeRoute(a, b, isBack, i);
+    return edgeSvg(e, route);
+  });
+  return h`
+    <svg class="graph" xmlns="http://www.w3.org/2000/svg" role="img" width="${width}"
+      height="${height}"
+      viewBox="0 0 ${width} ${height}"><title>${title}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>${edgeMarkup}${
+    placed.map(nodeSvg)
+  }</svg>
+  `;
+}
+
+/** How an edge is drawn: its path, where its label stands, and its side class (if any). */
+interface EdgeRoute {
+  d: string;
+  lx: number;
+  ly: number;
+  side: string;
+}
+
+/**
+ * The `k`-th of a step's `n` self loops. Several loops on one step (next and repeat to itself,
+ * onError retry) nest outwards; their labels stand in one column right of the outermost loop, a
+ * line apart (edge labels are left-aligned), so that no label overlaps another or a loop.
+ */
+function selfLoopRoute(a: Placed, k: number, n: number): EdgeRoute {
+  const x = a.x + NODE_W;
+  const y = a.y + NODE_H / 2;
+  const r = 40 + k * 26;
+  return {
+    d: `M${x},${y - 8} C${x + r},${y - 30 - k * 6} ${x + r},${y + 30 + k * 6} ${x},${y + 8}`,
+    lx: x + (40 + (n - 1) * 26) * 0.75 + 8,
+    ly: y + 4 + (k - (n - 1) / 2) * LOOP_LABEL_GAP,
+    side: "loop",
+  };
+}
+
+/**
+ * The route of the `i`-th edge, from `a` to another node `b`: back edges (and edges to the same or
+ * an earlier layer) arc on the right, edges skipping a layer arc on the left, the rest go straight
+ * down.
+ */
+function edgeRoute(a: Placed, b: Placed, isBack: boolean, i: number): EdgeRoute {
+  if (isBack || b.layer <= a.layer) {
+    const x1 = a.x + NODE_W;
+    const y1 = a.y + NODE_H / 2;
+    const x2 = b.x + NODE_W;
+    const y2 = b.y + NODE_H / 2;
+    const bend = Math.max(x1, x2) + 50 + (i % 3) * 14;
+    const d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
+    return { d, lx: bend - 8, ly: (y1 + y2) / 2, side: "" };
+  }
+  if (b.layer - a.layer > 1) {
+    // Skips a layer: around the left side, so it does not run under the boxes in between.
+    const x1 = a.x;
+    const y1 = a.y + NODE_H / 2;
+    const x2 = b.x;
+    const y2 = b.y + NODE_H / 2;
+    const bend = Math.min(x1, x2) - 40 - (i % 3) * 12;
+    const d = `M${x1},${y1} C${bend},${y1} ${bend},${y2} ${x2},${y2}`;
+    return { d, lx: bend + 8, ly: (y1 + y2) / 2, side: "left" };
+  }
+  const x1 = a.x + NODE_W / 2;
+  const y1 = a.y + NODE_H;
+  const x2 = b.x + NODE_W / 2;
+  const y2 = b.y;
+  const mid = (y1 + y2) / 2;
+  const d = `M${x1},${y1} C${x1},${mid} ${x2},${mid} ${x2},${y2}`;
+  return { d, lx: (x1 + x2) / 2 + 4, ly: mid, side: "" };
+}
+
+/** One edge: its path with an arrow head, and its label. */
+function edgeSvg(e: GraphEdge, { d, lx, ly, side }: EdgeRoute): Html {
+  const cls = ["edge", ...(side ? [side] : []), ...(e.classes ?? [])].join(" ");
+  return h`
       <g class="${cls}" data-from="${e.from}"
         data-to="${e.to}"><path d="${d}" marker-end="url(#arrow)"/>${
-      e.label ? edgeLabel(e.label, lx, ly) : ""
-    }</g>
+    e.label ? edgeLabel(e.label, lx, ly) : ""
+  }</g>
     `;
-  });
-  const nodeMarkup = placed.map(({ node, x, y }) => {
-    const cls = ["node", ...(node.classes ?? [])].join(" ");
-    const box = h`
+}
+
+/** One node: its box, label, sublabel and badge, with the full text as its tooltip. */
+function nodeSvg({ node, x, y }: Placed): Html {
+  const cls = ["node", ...(node.classes ?? [])].join(" ");
+  const box = h`
       <rect x="${x}" y="${y}" width="${NODE_W}" height="${NODE_H}" rx="8" />
       <text x="${x + NODE_W / 2}" y="${y + (node.sublabel ? 19 : 28)}" class="label">${
-      shorten(
-        node.label,
-        MAX_LABEL,
-      )
-    }</text>${
-      node.sublabel
-        ? h`<text x="${x + NODE_W / 2}" y="${y + 36}" class="sub">${
-          shorten(node.sublabel, MAX_LABEL + 4)
-        }</text>`
-        : ""
-    }${
-      node.badge !== undefined
-        ? h`
+    shorten(
+      node.label,
+      MAX_LABEL,
+    )
+  }</text>${
+    node.sublabel
+      ? h`<text x="${x + NODE_W / 2}" y="${y + 36}" class="sub">${
+        shorten(node.sublabel, MAX_LABEL + 4)
+      }</text>`
+      : ""
+  }${
+    node.badge !== undefined
+      ? h`
           <g class="badge">
             <circle cx="${x + NODE_W - 4}" cy="${y + 4}" r="12" />
             <text x="${x + NODE_W - 4}" y="${y + 8}">${node.badge}</text>
           </g>
         `
-        : ""
-    }
+      : ""
+  }
     `;
-    const inner = h`<title>${node.label}${
-      node.sublabel ? ` (${node.sublabel})` : ""
-    }</title>${box}`;
-    return node.href
-      ? h`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
-      : h`<g class="${cls}" data-id="${node.id}">${inner}</g>`;
-  });
-  return h`
-    <svg class="graph" xmlns="http://www.w3.org/2000/svg" role="img" width="${width}"
-      height="${height}"
-      viewBox="0 0 ${width} ${height}"><title>${title}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>${edgeMarkup}${nodeMarkup}</svg>
-  `;
+  const inner = h`<title>${node.label}${node.sublabel ? ` (${node.sublabel})` : ""}</title>${box}`;
+  return node.href
+    ? h`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
+    : h`<g class="${cls}" data-id="${node.id}">${inner}</g>`;
 }
 
 /** An edge's label; a shortened one keeps the full text as its tooltip. */

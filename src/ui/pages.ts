@@ -19,6 +19,9 @@ import type { AgentOverview, RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
+import { cost, formatDuration, formatTime, json, usageText } from "./display_format.ts";
+
+export { formatDuration } from "./display_format.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -573,39 +576,6 @@ function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
 
 function tokens(run: RunSummary): string {
   return run.usage ? usageText(run.usage) : "";
-}
-
-/** `1200 / 310`; `?` when no call reported usage, `1200 / 310 + ?` when some did not. */
-function usageText(usage: NonNullable<RunSummary["usage"]>): string {
-  const known = `${usage.inputTokens} / ${usage.outputTokens}`;
-  if (!usage.callsWithoutUsage) return known;
-  return usage.inputTokens === 0 && usage.outputTokens === 0 ? "?" : `${known} + ?`;
-}
-
-function cost(usd: number | undefined): string {
-  return usd ? `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}` : "";
-}
-
-/** `1.2 s`, `3 min 04 s`, `850 ms`. */
-export function formatDuration(ms: number | undefined): string {
-  if (ms === undefined || !Number.isFinite(ms)) return "";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  const s = Math.round(ms / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
-  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
-}
-
-function formatTime(iso: string): string {
-  return iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
-}
-
-function json(value: unknown): string {
-  try {
-    return JSON.stringify(value, null, 2) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }
 
 function isCheck(value: unknown): value is { result: string; message: string } {
