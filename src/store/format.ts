@@ -2,6 +2,10 @@
  * Terminal renderings of recorded runs: the run list (`--runs`) and one run's history (`--show`).
  * Pure functions of what a store returns; the CLI only prints them.
  *
+ * Long because: the two views share one set of small text helpers (colours, the table, times and
+ * widths, token columns) that nothing else uses; a file of helpers apart would be imported by this
+ * file alone.
+ *
  * @module
  */
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
@@ -554,7 +558,6 @@ export function duration(ms: number): string {
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
 }
 
-/** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
 /** `9,000/1,200`: the input tokens read from and written to the prompt cache (empty: none). */
 function cacheColumn(usage: RunSummary["usage"]): string {
   if (!usage?.cacheReadTokens && !usage?.cacheWriteTokens) return "";
@@ -563,6 +566,7 @@ function cacheColumn(usage: RunSummary["usage"]): string {
   }`;
 }
 
+/** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
 function tokens(input: number, output: number, unknownCalls = 0): string {
   const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
   if (unknownCalls === 0) return known;
