@@ -74,6 +74,7 @@ import {
   waitingResult,
 } from "./run_state.ts";
 import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
+import { DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
 import type { StepRecord, StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
@@ -232,7 +233,12 @@ export class StepFlowRunner {
       await store?.takeCancelRequest?.(runId);
       restored = options.resume ?? options.redrive
         ? await restoreRun(store, this.#def, runId, !options.resume, (m) => this.#warn(m))
-        : { state: newRunnerState(this.#def, options, runId), history: [], logEntries: 0 };
+        : {
+          state: newRunnerState(this.#def, options, runId),
+          history: [],
+          // A child run killed before its first checkpoint left log lines; its new start follows them.
+          logEntries: options.parent && store ? (await store.readLog(runId)).length : 0,
+        };
       answer = await this.#takeAnswer(restored.state, options.answer);
     } catch (error) {
       await lock?.release();
@@ -278,6 +284,10 @@ export class StepFlowRunner {
         delete state.waiting;
         state.answer = answer;
         await this.#journal.log(state, { type: "input_answer", ...answer });
+      } else if (state.waiting?.child) {
+        // Resumed without an answer: the agent step drives its child again (and waits again if
+        // the child still does).
+        delete state.waiting;
       }
       await this.#journal.checkpoint(state, "running");
       await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
@@ -344,6 +354,7 @@ export class StepFlowRunner {
       waitIfPaused: () => this.#control!.waitIfPaused(),
       log: (state, fields) => this.#journal.log(state, fields),
       warn: (message) => this.#warn(message),
+      runChild: (state, step, args) => this.#runChild(backend, state, step, args),
     };
     const control = this.#control!;
 
@@ -386,7 +397,7 @@ export class StepFlowRunner {
         result = { error };
       }
       if (result.outcome?.kind === "wait") {
-        await this.#wait(state, step, info, result.outcome.prompt);
+        await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
         break;
       }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
@@ -676,18 +687,35 @@ export class StepFlowRunner {
    * not an iteration: the counters go back, and the iteration that routes on the answer is the
    * step's.
    */
-  async #wait(state: RunnerState, step: FlowStep, info: StepInfo, prompt: string): Promise<void> {
+  async #wait(
+    state: RunnerState,
+    step: FlowStep,
+    info: StepInfo,
+    prompt: string,
+    child?: PendingInput,
+  ): Promise<void> {
     state.iteration--;
     state.order--;
     const now = Date.now();
-    const pending: PendingInput = {
-      requestId: crypto.randomUUID(),
-      stepId: step.id,
-      prompt,
-      schemaRef: step.outputSchemaRef!,
-      requestedAt: new Date(now).toISOString(),
-    };
-    if (step.waitTimeout) {
+    const pending: PendingInput = child
+      ? {
+        // The child's request, waited on by the parent's agent step (answered through the parent).
+        ...child,
+        stepId: step.id,
+        child: {
+          runId: state.child!.runId,
+          stepId: child.child?.stepId ?? child.stepId,
+          agentDir: child.child?.agentDir ?? step.child!.dir,
+        },
+      }
+      : {
+        requestId: crypto.randomUUID(),
+        stepId: step.id,
+        prompt,
+        schemaRef: step.outputSchemaRef!,
+        requestedAt: new Date(now).toISOString(),
+      };
+    if (!child && step.waitTimeout) {
       pending.expiresAt = new Date(now + step.waitTimeout.ms).toISOString();
       pending.timeoutIntent = step.waitTimeout.intent;
     }
@@ -699,6 +727,7 @@ export class StepFlowRunner {
       prompt: excerpt(prompt, PROMPT_EXCERPT_CHARS),
       schema: pending.schemaRef,
       ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
+      ...(pending.child ? { child: pending.child } : {}),
     });
     await this.#events.emit(
       "onStepLog",
@@ -721,10 +750,12 @@ export class StepFlowRunner {
     const pending = state.waiting;
     const runId = state.runId;
     const step = pending ? flowStep(this.#def, pending.stepId) : undefined;
-    const expired = pending !== undefined && step?.waitTimeout !== undefined &&
+    const expired = pending !== undefined &&
+      (step?.waitTimeout !== undefined || pending.child !== undefined) &&
       waitExpired(pending, Date.now());
     if (given === undefined) {
-      if (!pending || expired) return undefined;
+      // A child's wait: resuming drives the child again (answered directly, it may have moved on).
+      if (!pending || expired || pending.child) return undefined;
       throw new StepflowError(
         "INPUT_WAITING",
         `Run ${runId} waits for an answer at input step "${pending.stepId}"; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value '<json>'.`,
@@ -748,9 +779,9 @@ export class StepFlowRunner {
         { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
       );
     }
-    const schema = await new OutputSchemaCache(this.#def.dir).resolve(
+    const schema = await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
       pending.schemaRef,
-      pending.stepId,
+      pending.child?.stepId ?? pending.stepId,
     );
     // An answer is untrusted input like a model's: bounded the same way before anything reads it.
     const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
@@ -772,6 +803,56 @@ export class StepFlowRunner {
       answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
       answeredAt: new Date().toISOString(),
     };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Agent steps: the child run
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Runs or continues an agent step's child run (`driveChild`): on this run's store and backend
+   * (the caller's, else the one this run created), stopped with this run, its start recorded in
+   * this run's log and checkpoint before it starts.
+   */
+  #runChild(
+    backend: LlmBackend,
+    state: RunnerState,
+    step: FlowStep,
+    args: Record<string, unknown>,
+  ): Promise<StepFlowResult> {
+    const info = stepInfo(state, step);
+    return driveChild({
+      state,
+      step,
+      args,
+      store: this.#options.store,
+      signal: this.#control!.signal,
+      maxDepth: this.#options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
+      parentAgent: this.#def.name,
+      runner: (definition) =>
+        new StepFlowRunner(definition, {
+          ...this.#options,
+          backend: this.#options.backend ?? backend,
+          events: [],
+          onWarning: (m) => this.#warn(`agent step "${step.id}" (${definition.name}): ${m}`),
+        }),
+      record: async (link) => {
+        await this.#journal.log(state, {
+          type: "agent_start",
+          stepId: step.id,
+          childRunId: link.runId,
+          agent: link.agent,
+        });
+        // Durable before the child starts: a resume continues this child, never a second one.
+        await this.#journal.checkpoint(state, "running");
+        await this.#events.emit(
+          "onStepLog",
+          info,
+          `child run ${link.runId} (agent ${link.agent}) started`,
+          "info",
+        );
+      },
+    });
   }
 
   // ---------------------------------------------------------------------------------------------

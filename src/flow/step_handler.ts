@@ -23,12 +23,12 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { Outcome } from "./decisions.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
-import type { HistoryEntry, StepFlowRunnerOptions } from "./types.ts";
+import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 /** The fields of its history entry a step fills in (the loop adds id, iteration, timing, route). */
 export type StepRecord = Pick<
   HistoryEntry,
-  "answer" | "checkResult" | "intent" | "command" | "input"
+  "answer" | "checkResult" | "intent" | "command" | "input" | "child"
 >;
 
 /** A failure a step reports while still deciding its own outcome (a schema strike). */
@@ -98,6 +98,12 @@ export interface StepDependencies {
   log(fields: { type: string; [k: string]: unknown }): Promise<void>;
   /** A warning for the person running the agent. */
   warn(message: string): void;
+  /**
+   * Runs the step's child agent (`step.child`) as its own recorded run with `args`, or continues
+   * the child the run already started at this step (its id is recorded before it starts), and
+   * returns how the child's drive ended (agent steps).
+   */
+  runChild(args: Record<string, unknown>): Promise<StepFlowResult>;
 }
 
 /**

@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepflowError } from "../../src/errors.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { FileRunStore } from "../../src/store/file.ts";
+import { shipBackend, writeShipAgents } from "./agent_step_fixtures.ts";
+
+async function setup(step: Record<string, unknown> = {}) {
+  const root = await Deno.makeTempDir();
+  await writeShipAgents(root, step);
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  const store = new FileRunStore(join(root, "runs"));
+  return { root, definition, store };
+}
+
+function code(expected: string) {
+  return (error: unknown) => {
+    assert.ok(error instanceof StepflowError, String(error));
+    assert.equal(error.code, expected, error.message);
+    return true;
+  };
+}
+
+Deno.test("an agent step runs the child as its own run; the child's wait is the parent's, and answering the parent finishes both", async () => {
+  const { definition, store } = await setup();
+  const backend = shipBackend();
+  const runner = new StepFlowRunner(definition, { backend, store });
+  const first = await runner.run();
+  assert.equal(first.completionReason, "waiting");
+  assert.equal(first.finalStepId, "release.ship");
+  assert.equal(first.waiting?.stepId, "release.ship");
+  assert.equal(first.waiting?.prompt, "Ship 2.0.0? The plan: tag, publish");
+  const childId = first.waiting!.child!.runId;
+  assert.equal(first.waiting!.child!.stepId, "approve.release");
+  assert.notEqual(childId, first.runId);
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "waiting");
+  const childCheckpoint = (await store.loadCheckpoint(childId))!;
+  assert.equal(childCheckpoint.status, "waiting");
+  assert.deepEqual(childCheckpoint.state.parent, {
+    runId: first.runId,
+    agent: "ship",
+    stepId: "release.ship",
+    depth: 1,
+  });
+  assert.deepEqual(childCheckpoint.state.args, { version: "2.0.0" });
+  // The parent's log names the child before the child's first line was written.
+  const startLine = (await store.readLog(first.runId)).find((e) => e.type === "agent_start")!;
+  assert.equal(startLine.childRunId, childId);
+  // Usage so far (plan.ship and the child's draft.release) is the parent's too.
+  assert.equal(first.usage.inputTokens, 20);
+
+  // A bad answer is refused against the child's schema, and nothing is recorded anywhere.
+  await assert.rejects(
+    new StepFlowRunner(definition, { backend, store }).answer(first.runId, { decision: "maybe" }),
+    code("INPUT_ANSWER_INVALID"),
+  );
+  assert.equal((await store.loadCheckpoint(childId))?.status, "waiting");
+
+  const done = await new StepFlowRunner(definition, { backend, store }).answer(
+    first.runId,
+    { decision: "next", note: "go" },
+    { answeredBy: "ops" },
+  );
+  assert.equal(done.completionReason, "completed", JSON.stringify(done.error));
+  assert.deepEqual(done.state.history.map((h) => h.stepId), [
+    "plan.ship",
+    "release.ship",
+    "complete.ship",
+  ]);
+  const entry = done.state.history[1];
+  assert.deepEqual(entry.child, {
+    runId: childId,
+    agent: "release",
+    completionReason: "completed",
+  });
+  assert.deepEqual(done.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
+  assert.equal(backend.calls.at(-1)?.prompt.includes("Report: 2.0.0 shipped"), true);
+  // Four calls of 10 + 5 tokens: the child's two roll up into the parent's totals, once each.
+  assert.equal(done.usage.inputTokens, 40);
+  assert.equal(done.usage.outputTokens, 20);
+  assert.equal(done.usage.calls, 4);
+
+  const child = (await store.loadCheckpoint(childId))!;
+  assert.equal(child.status, "completed");
+  const answered = (await store.readLog(childId)).find((e) => e.type === "input_answer")!;
+  assert.equal(answered.answeredBy, "ops");
+  const summaries = await store.list();
+  assert.equal(summaries.find((s) => s.runId === childId)?.parentRunId, first.runId);
+  assert.equal(summaries.filter((s) => s.agent === "release").length, 1, "one child run");
+});
+
+Deno.test("a child that does not complete fails the agent step: onError decides (fail, jump)", async () => {
+  const { definition, store } = await setup();
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
+  const failed = await new StepFlowRunner(definition, { backend: shipBackend(), store }).answer(
+    first.runId,
+    { decision: "abort" },
+  );
+  assert.equal(failed.completionReason, "step_failed");
+  assert.equal(failed.error?.code, "AGENT_STEP_FAILED");
+  assert.match(failed.error!.message, /child run \S+ of agent "release" ended aborted/);
+  assert.equal(failed.state.history.at(-1)?.child?.completionReason, "aborted");
+
+  const jumping = await setup({ onError: 'jump="complete.ship"' });
+  const backend = shipBackend();
+  const run = await new StepFlowRunner(jumping.definition, { backend, store: jumping.store }).run();
+  const jumped = await new StepFlowRunner(jumping.definition, { backend, store: jumping.store })
+    .answer(run.runId, { decision: "abort" });
+  assert.equal(jumped.completionReason, "completed", JSON.stringify(jumped.error));
+  assert.deepEqual(jumped.state.history.map((h) => [h.stepId, h.transition]), [
+    ["plan.ship", "next"],
+    ["release.ship", "jump"],
+    ["complete.ship", "complete"],
+  ]);
+});
+
+Deno.test("cancelling the parent cancels its child; redriving the parent redrives that child, never a second one", async () => {
+  const { definition, store } = await setup();
+  const controller = new AbortController();
+  const script = shipBackend();
+  let drafts = 0;
+  // The child's first call is in flight when the parent is cancelled (Ctrl-C, the dashboard).
+  const backend = new ScriptedBackend(async (req) => {
+    if (req.stepId === "draft.release" && drafts++ === 0) {
+      controller.abort();
+      return { output: { plan: "never", next_action: { action: "next" } }, delayMs: 60_000 };
+    }
+    const answer = await script.complete(req);
+    return { text: answer.text, output: answer.structuredOutput };
+  });
+  const runner = new StepFlowRunner(definition, { backend, store });
+  const cancelled = await runner.run({ signal: controller.signal });
+  assert.equal(cancelled.completionReason, "cancelled");
+  const children = (await store.list()).filter((s) => s.agent === "release");
+  assert.equal(children.length, 1);
+  assert.equal(children[0].status, "cancelled");
+
+  const resumed = await new StepFlowRunner(definition, { backend, store }).run({
+    redrive: cancelled.runId,
+  });
+  assert.equal(resumed.completionReason, "waiting");
+  assert.equal(resumed.waiting?.child?.runId, children[0].runId, "the same child continues");
+  assert.equal((await store.list()).filter((s) => s.agent === "release").length, 1);
+});
+
+Deno.test("agent steps nest no deeper than maxAgentDepth (AGENT_STEP_DEPTH, onError applies)", async () => {
+  const { definition, store } = await setup();
+  const result = await new StepFlowRunner(definition, {
+    backend: shipBackend(),
+    store,
+    maxAgentDepth: 0,
+  }).run();
+  assert.equal(result.completionReason, "step_failed");
+  assert.equal(result.error?.code, "AGENT_STEP_DEPTH");
+  assert.match(result.error!.message, /beyond maxAgentDepth 0/);
+  assert.equal((await store.list()).length, 1, "no child run was started");
+});
+
+Deno.test("a handoff reference with no value leaves a required child parameter unset: AGENT_STEP_ARGS before any child starts", async () => {
+  const { definition, store } = await setup({ args: { version: "{handoff.nothing}" } });
+  const result = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
+  assert.equal(result.error?.code, "AGENT_STEP_ARGS");
+  assert.match(result.error!.message, /parameter "version" of agent "release" has no value/);
+  assert.equal((await store.list()).length, 1);
+});
