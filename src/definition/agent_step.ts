@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { errorMessage } from "../errors.ts";
 import { realpathOr } from "../prompt/confine.ts";
 import type { AgentConfig } from "./schema.ts";
+import { AgentNotFoundError } from "./errors.ts";
 import { closestMatch } from "./suggest.ts";
 import type { AgentDefinition, FlowStep } from "./types.ts";
 
@@ -170,9 +171,20 @@ export async function linkChildAgents(
     try {
       child = await load(dir, chain);
     } catch (error) {
-      problems.push(
-        `${at}: its agent "${step.agent}" (${dir}) does not load:\n${indent(errorMessage(error))}`,
-      );
+      if (error instanceof AgentNotFoundError) {
+        const guess = closestMatch(step.agent, error.available);
+        problems.push(
+          `${at}: its agent "${step.agent}" is not found (no agent.json in ${dir})${
+            guess ? `; did you mean "${guess}"?` : ""
+          } Name a folder under ${where.agentRoot} or a path from ${where.dir}.`,
+        );
+      } else {
+        problems.push(
+          `${at}: its agent "${step.agent}" (${dir}) does not load:\n${
+            indent(errorMessage(error))
+          }`,
+        );
+      }
       continue;
     }
     problems.push(...argsProblems(step, child, at));
