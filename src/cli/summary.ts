@@ -157,6 +157,7 @@ function featureNote(h: StepFlowResult["state"]["history"][number]): string | un
       v.pattern ? ` (${v.pattern})` : ""
     }`;
   }
+  if (h.child) return `child run ${h.child.runId} (${h.child.agent}): ${h.child.completionReason}`;
   return h.command ? `command ${h.command.name}: exit ${h.command.exitCode}` : undefined;
 }
 
