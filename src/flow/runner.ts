@@ -772,6 +772,17 @@ export class StepFlowRunner {
           : "it is not waiting for an answer (it was answered already, or it never reached an input step)",
       );
     }
+    if (pending.child && this.#options.store) {
+      // The child may have been answered directly since: then this answer is not its to take.
+      const child = await this.#options.store.loadCheckpoint(pending.child.runId);
+      const waiting = (child?.state as { waiting?: PendingInput } | undefined)?.waiting;
+      if (child?.status !== "waiting" || waiting?.requestId !== pending.requestId) {
+        throw notWaiting(
+          runId,
+          `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); continue this run with --resume ${runId}`,
+        );
+      }
+    }
     if (expired) {
       throw new StepflowError(
         "INPUT_WAIT_EXPIRED",

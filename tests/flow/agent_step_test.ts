@@ -165,3 +165,31 @@ Deno.test("a handoff reference with no value leaves a required child parameter u
   assert.match(result.error!.message, /parameter "version" of agent "release" has no value/);
   assert.equal((await store.list()).length, 1);
 });
+
+Deno.test("a child answered directly: the parent's answer is refused (nothing recorded), and --resume of the parent takes the child's result", async () => {
+  const { root, definition, store } = await setup();
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
+  const childId = first.waiting!.child!.runId;
+  const child = await loadAgentDefinition("release", { cwd: root });
+  const backend = shipBackend();
+  const childDone = await new StepFlowRunner(child, { backend, store }).answer(childId, {
+    decision: "next",
+  });
+  assert.equal(childDone.completionReason, "completed");
+  await assert.rejects(
+    new StepFlowRunner(definition, { backend, store }).answer(first.runId, { decision: "next" }),
+    (error: unknown) => {
+      assert.ok(error instanceof StepflowError);
+      assert.equal(error.code, "INPUT_NOT_WAITING");
+      assert.match(error.message, /\(it was answered directly\); continue this run with --resume/);
+      return true;
+    },
+  );
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "waiting");
+  const resumed = await new StepFlowRunner(definition, { backend, store }).run({
+    resume: first.runId,
+  });
+  assert.equal(resumed.completionReason, "completed", JSON.stringify(resumed.error));
+  assert.deepEqual(resumed.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
+  assert.equal((await store.list()).filter((s) => s.agent === "release").length, 1);
+});
