@@ -3,6 +3,7 @@
  * draws the agent step as its own kind. Real runs of the real runner over the file store.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { runStoreFor } from "../../src/store/mod.ts";
@@ -37,4 +38,52 @@ Deno.test("run page: a parent links to its child run (in its timeline) and the c
       `Parent run</span><a href="/runs/${first.runId}">${first.runId}</a> \\(agent step <code>release\\.ship</code>\\)`,
     ),
   );
+});
+
+Deno.test("dashboard: a parent waiting on its child shows the child's question and form; its answer continues both", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-ui-agent-" });
+  await writeShipAgents(root);
+  await Deno.writeTextFile(
+    join(root, "ship.script.json"),
+    JSON.stringify({
+      "complete.release": [{ output: { summary: "shipped", next_action: { action: "complete" } } }],
+      "complete.ship": [{ output: { summary: "done", next_action: { action: "complete" } } }],
+    }),
+  );
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  const store = runStoreFor(definition, { cwd: root });
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run({
+    cwd: root,
+  });
+  const { requestId } = first.waiting!;
+  const children: Deno.ChildProcess[] = [];
+  await using ui = await startDashboard(root, {
+    actions: {
+      runAgentArgs: ["--script", "ship.script.json"],
+      onSpawn: (c) => void children.push(c),
+    },
+  });
+  const page = await (await fetch(`${ui.url}runs/${first.runId}`)).text();
+  assert.match(page, /Ship 2\.0\.0\? The plan: tag, publish/);
+  assert.match(page, new RegExp(`id="answer-form"[^>]*data-request="${requestId}"`));
+  assert.match(page, /<option value="&quot;next&quot;">next<\/option>/, "the child's schema");
+  const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
+  const res = await fetch(`${ui.url}runs/${first.runId}/answer`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-stepflow-csrf": secret,
+      origin: new URL(ui.url).origin,
+    },
+    body: JSON.stringify({ requestId, value: { decision: "next" } }),
+  });
+  const text = await res.text();
+  assert.ok(res.status === 202 || res.status === 200, text);
+  assert.equal((await children.at(-1)!.status).code, 0);
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "completed");
+  const childId = first.waiting!.child!.runId;
+  assert.equal((await store.loadCheckpoint(childId))?.status, "completed");
+  const answers = (await store.readLog(childId)).filter((e) => e.type === "input_answer");
+  assert.equal(answers.length, 1);
+  assert.equal(answers[0].answeredBy, "dashboard");
 });
