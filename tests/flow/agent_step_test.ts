@@ -5,6 +5,8 @@ import { StepflowError } from "../../src/errors.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { FileRunStore } from "../../src/store/file.ts";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { freshSchema, pg } from "../store/pg_server.ts";
 import { shipBackend, writeShipAgents } from "./agent_step_fixtures.ts";
 
 async function setup(step: Record<string, unknown> = {}) {
@@ -192,4 +194,34 @@ Deno.test("a child answered directly: the parent's answer is refused (nothing re
   assert.equal(resumed.completionReason, "completed", JSON.stringify(resumed.error));
   assert.deepEqual(resumed.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
   assert.equal((await store.list()).filter((s) => s.agent === "release").length, 1);
+});
+
+Deno.test({
+  name:
+    "agent steps on PostgreSQL: the child is a run of its own in the same database, answered through the parent",
+  ignore: pg === undefined,
+  async fn() {
+    const { definition } = await setup();
+    const schema = freshSchema();
+    const store = new PostgresRunStore(pg!.url, { schema, agent: "ship" });
+    const other = new PostgresRunStore(pg!.url, { schema, agent: "ship" });
+    try {
+      const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
+      assert.equal(first.completionReason, "waiting");
+      const childId = first.waiting!.child!.runId;
+      assert.equal((await store.loadCheckpoint(childId))?.status, "waiting");
+      // Answered through another connection, as another process would.
+      const done = await new StepFlowRunner(definition, { backend: shipBackend(), store: other })
+        .answer(first.runId, { decision: "next" });
+      assert.equal(done.completionReason, "completed", JSON.stringify(done.error));
+      const child = (await store.loadCheckpoint(childId))!;
+      assert.equal(child.status, "completed");
+      assert.equal(child.agent, "release");
+      assert.equal((child.state.parent as { runId: string }).runId, first.runId);
+      assert.equal(done.usage.calls, 4);
+    } finally {
+      await store.close();
+      await other.close();
+    }
+  },
 });
