@@ -6,10 +6,9 @@
  * its handler's file (`step_check_gated.ts`, `step_gate_routed.ts`, `step_command.ts`).
  *
  * A handler keeps nothing between iterations itself: what must survive (counters, handoff) is in
- * the {@linkcode RunnerState}, which is checkpointed after every iteration. Kinds to come fit the same
- * shape: a step that runs a child flow awaits it through a dependency; a step that waits for input
- * returns an outcome the loop records before it stops (a new `Outcome` kind in `decisions.ts`,
- * handled by `advance` in `run_state.ts`).
+ * the {@linkcode RunnerState}, which is checkpointed after every iteration. A step that runs a child
+ * flow awaits it through a dependency (the agent step: `runChild`); a step that waits for input
+ * returns an outcome the loop records before it stops (the `wait` outcome in `decisions.ts`).
  *
  * @module
  */
