@@ -118,6 +118,8 @@ export class StepFlowRunner {
   #journal: RunJournal = createRunJournal(undefined);
   /** Whether the current run is a resume or redrive (see `restoreUnchanged`). */
   #continuing = false;
+  /** The runner of the agent step's child run being driven, if any (pause and resume reach it). */
+  #childRunner?: StepFlowRunner;
 
   /**
    * Creates a runner for one agent definition.
@@ -140,15 +142,17 @@ export class StepFlowRunner {
     return this.#state;
   }
 
-  /** Pauses the run before its next backend call. */
+  /** Pauses the run before its next backend call (and an agent step's child run being driven). */
   pause(): void {
+    this.#childRunner?.pause();
     if (this.#state !== "running" || !this.#control?.pause()) return;
     void this.#setState("paused");
     void this.#events.emit("onPause", this.#ctx);
   }
 
-  /** Resumes a paused run. */
+  /** Resumes a paused run (and its child run). */
   resume(): void {
+    this.#childRunner?.resume();
     const release = this.#control?.resume();
     if (!release) return;
     void this.#setState("running");
@@ -825,13 +829,27 @@ export class StepFlowRunner {
    * (the caller's, else the one this run created), stopped with this run, its start recorded in
    * this run's log and checkpoint before it starts.
    */
-  #runChild(
+  async #runChild(
     backend: LlmBackend,
     state: RunnerState,
     step: FlowStep,
     args: Record<string, unknown>,
   ): Promise<StepFlowResult> {
     const info = stepInfo(state, step);
+    try {
+      return await this.#driveChild(backend, state, step, args, info);
+    } finally {
+      this.#childRunner = undefined;
+    }
+  }
+
+  #driveChild(
+    backend: LlmBackend,
+    state: RunnerState,
+    step: FlowStep,
+    args: Record<string, unknown>,
+    info: StepInfo,
+  ): Promise<StepFlowResult> {
     return driveChild({
       state,
       step,
@@ -840,13 +858,16 @@ export class StepFlowRunner {
       signal: this.#control!.signal,
       maxDepth: this.#options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
-      runner: (definition) =>
-        new StepFlowRunner(definition, {
+      runner: (definition) => {
+        const child = new StepFlowRunner(definition, {
           ...this.#options,
           backend: this.#options.backend ?? backend,
           events: [],
           onWarning: (m) => this.#warn(`agent step "${step.id}" (${definition.name}): ${m}`),
-        }),
+        });
+        this.#childRunner = child;
+        return child;
+      },
       record: async (link) => {
         await this.#journal.log(state, {
           type: "agent_start",

@@ -7,7 +7,8 @@ import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { freshSchema, pg } from "../store/pg_server.ts";
-import { shipBackend, writeShipAgents } from "./agent_step_fixtures.ts";
+import { shipBackend, shipFiles, writeShipAgents } from "./agent_step_fixtures.ts";
+import { gateSchema, writeAgent } from "./fixtures.ts";
 
 async function setup(step: Record<string, unknown> = {}) {
   const root = await Deno.makeTempDir();
@@ -224,4 +225,64 @@ Deno.test({
       await other.close();
     }
   },
+});
+
+Deno.test("pausing the parent pauses its child: the child's next call waits for resume()", async () => {
+  const root = await Deno.makeTempDir();
+  await writeAgent(root, "two", {
+    agent: { name: "two", behavior: { completionType: "two" } },
+    registry: {
+      version: "1.0.0",
+      entryStepMapping: { two: "a.two" },
+      steps: {
+        "a.two": {
+          prompt: { c1: "steps", c2: "a", c3: "two" },
+          structuredGate: { allowedIntents: ["next"], intentField: "next_action.action" },
+          transitions: { next: { target: "complete.two" } },
+          outputSchemaRef: { file: "two.schema.json", schema: "#/definitions/a" },
+        },
+        "complete.two": {
+          prompt: { c1: "steps", c2: "complete", c3: "two" },
+          structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
+          outputSchemaRef: { file: "two.schema.json", schema: "#/definitions/complete" },
+        },
+      },
+    },
+    prompts: { "steps/a/two/f_default.md": "A", "steps/complete/two/f_default.md": "B" },
+    schemas: {
+      "two.schema.json": {
+        definitions: { a: gateSchema(["next"]), complete: gateSchema(["complete"]) },
+      },
+    },
+  });
+  const files = shipFiles({ agent: "two", args: {}, handoffFields: undefined });
+  const steps = files.registry.steps as Record<string, Record<string, unknown>>;
+  delete steps["release.ship"].handoffFields;
+  await writeAgent(root, "ship", files);
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  let resumed = false;
+  let runner: StepFlowRunner;
+  const backend = new ScriptedBackend((req) => {
+    if (req.stepId === "a.two") {
+      runner.pause();
+      setTimeout(() => {
+        resumed = true;
+        runner.resume();
+      }, 50);
+    }
+    if (req.stepId === "complete.two") {
+      assert.ok(resumed, "the child's next call came while the parent was paused");
+    }
+    const action = req.stepId.startsWith("complete.") ? "complete" : "next";
+    return { output: { version: "1", next_action: { action } } };
+  });
+  runner = new StepFlowRunner(definition, { backend });
+  const result = await runner.run();
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  assert.deepEqual(backend.calls.map((c) => c.stepId), [
+    "plan.ship",
+    "a.two",
+    "complete.two",
+    "complete.ship",
+  ]);
 });
