@@ -261,7 +261,6 @@ Deno.test("pausing the parent pauses its child: the child's next call waits for 
   await writeAgent(root, "ship", files);
   const definition = await loadAgentDefinition("ship", { cwd: root });
   let resumed = false;
-  let runner: StepFlowRunner;
   const backend = new ScriptedBackend((req) => {
     if (req.stepId === "a.two") {
       runner.pause();
@@ -276,7 +275,7 @@ Deno.test("pausing the parent pauses its child: the child's next call waits for 
     const action = req.stepId.startsWith("complete.") ? "complete" : "next";
     return { output: { version: "1", next_action: { action } } };
   });
-  runner = new StepFlowRunner(definition, { backend });
+  const runner = new StepFlowRunner(definition, { backend });
   const result = await runner.run();
   assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
   assert.deepEqual(backend.calls.map((c) => c.stepId), [
