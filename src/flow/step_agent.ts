@@ -22,8 +22,8 @@ import type { StepFlowResult } from "./types.ts";
 /**
  * The child's parameters from the step's `args`: `{handoff.<key>}` takes the latest handoff value
  * of the key, `{uv-<name>}` the parent's parameter, anything else is passed as written. A reference
- * with no value leaves the parameter out (the child's default applies); the child's declared
- * parameters then check what is left (required ones present, types right).
+ * with no value leaves the parameter out, and its `default` applies as on the command line; the
+ * child's declared parameters then check what is left (required ones present, types right).
  *
  * @throws {StepflowError} `AGENT_STEP_ARGS` naming the parameter, its value and the fix
  */
@@ -42,7 +42,9 @@ export function childArgs(step: FlowStep, state: RunnerState): Record<string, un
   for (const [name, def] of Object.entries(params)) {
     const value = ownValue(args, name);
     if (value === undefined) {
-      if (def.required && def.default === undefined) {
+      // As run-agent does for a parameter not given: its default.
+      if (def.default !== undefined) setOwn(args, name, def.default);
+      else if (def.required) {
         throw argsError(
           step,
           name,

@@ -9,6 +9,9 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { freshSchema, pg } from "../store/pg_server.ts";
 import { shipBackend, shipFiles, writeShipAgents } from "./agent_step_fixtures.ts";
 import { gateSchema, writeAgent } from "./fixtures.ts";
+import { releaseFiles } from "./input_fixtures.ts";
+import { childArgs } from "../../src/flow/step_agent.ts";
+import type { RunnerState } from "../../src/flow/run_state.ts";
 
 async function setup(step: Record<string, unknown> = {}) {
   const root = await Deno.makeTempDir();
@@ -284,4 +287,42 @@ Deno.test("pausing the parent pauses its child: the child's next call waits for 
     "complete.two",
     "complete.ship",
   ]);
+});
+
+Deno.test("childArgs: handoff and parameter references, literals, the child's defaults, wrong types refused", async () => {
+  const root = await Deno.makeTempDir();
+  await writeAgent(root, "release", {
+    ...releaseFiles(),
+    agent: {
+      name: "release",
+      behavior: { completionType: "release" },
+      parameters: {
+        version: { type: "string", required: true },
+        channel: { type: "string", default: "stable", enum: ["stable", "beta"] },
+        dryRun: { type: "boolean" },
+      },
+    },
+  });
+  await writeAgent(root, "ship", {
+    ...shipFiles({ args: { version: "{handoff.version}", dryRun: "{uv-dry}" } }),
+    agent: {
+      name: "ship",
+      behavior: { completionType: "ship" },
+      parameters: { dry: { type: "boolean" } },
+    },
+  });
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  const step = definition.steps["release.ship"];
+  const state = (handoff: Record<string, unknown>, args: Record<string, unknown>) =>
+    ({ latestHandoff: handoff, args }) as unknown as RunnerState;
+  assert.deepEqual(childArgs(step, state({ version: "2.0" }, { dry: true })), {
+    version: "2.0",
+    dryRun: true,
+    channel: "stable",
+  });
+  assert.throws(
+    () => childArgs(step, state({ version: 2 }, {})),
+    code("AGENT_STEP_ARGS"),
+  );
+  assert.throws(() => childArgs(step, state({}, {})), /parameter "version" .* has no value/);
 });
