@@ -8,7 +8,12 @@
  * checkpoints. The loop keeps nothing of an iteration on the instance. The parts it uses live
  * beside it: the state and its checkpoints (`run_state.ts`, `checkpoint.ts`), the pure decisions
  * that turn an answer into an outcome (`decisions.ts`), pause and stop (`run_control.ts`), and the
- * backend call (`backend_call.ts`).
+ * backend call (`backend_call.ts`), an agent step's child run (`child_run.ts`).
+ *
+ * The file is long (~1000 lines) because what is left here shares the run's private members — its
+ * journal, control and events — with the loop: recording an iteration, failures, the wait and the
+ * answer, the child run's start record, run control. Each concern's decisions live in the files
+ * above; what stays is how it is recorded.
  *
  * @module
  */
