@@ -98,7 +98,7 @@ async function childDrive(
   parent: ParentRunLink,
   answer: RecordedAnswer | undefined,
 ): Promise<StepFlowResult> {
-  const checkpoint = await ctx.store?.loadCheckpoint(runId);
+  const checkpoint = await childCheckpoint(ctx.store, runId);
   const runner = ctx.runner(child);
   const signal = ctx.signal;
   const backendChoice = ctx.state.backendChoice;
@@ -132,6 +132,23 @@ async function childDrive(
     if (error instanceof StepflowError && error.code === "INPUT_WAITING") {
       return waitingResult(checkpoint);
     }
+    throw error;
+  }
+}
+
+/**
+ * The child's checkpoint; undefined when it has none yet — also when it was killed after its log
+ * began but before its first checkpoint (`RUN_CHECKPOINT_MISSING`): it then starts again under the
+ * same id, its new lines following the old ones.
+ */
+async function childCheckpoint(
+  store: RunStore | undefined,
+  runId: string,
+): Promise<RunCheckpoint | undefined> {
+  try {
+    return await store?.loadCheckpoint(runId);
+  } catch (error) {
+    if (error instanceof StepflowError && error.code === "RUN_CHECKPOINT_MISSING") return undefined;
     throw error;
   }
 }

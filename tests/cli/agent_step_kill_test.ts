@@ -1,7 +1,8 @@
 /**
  * SIGKILL campaign of agent steps (tests/kill_campaign.ts): a real `run-agent` of the "ship" agent,
  * whose agent step runs the "release" agent as a child run, is killed while the child run is being
- * started (its lock just taken, nothing of it recorded), while the child writes its checkpoint
+ * started (its lock just taken, nothing of it recorded; its log just begun, no checkpoint yet —
+ * it then starts again under the same id), while the child writes its checkpoint
  * file, and while the child's model call is in flight. The parent's id of the child is
  * recorded before the child starts, so after the user's `--resume` of the parent (which waits at
  * the child's input step) and the answer, every campaign has exactly one child run, and both runs
@@ -28,7 +29,7 @@ const SCRIPT = JSON.stringify({
 });
 const ARGS = ["--agent", "ship", "--script", "ship.script.json"];
 
-type Moment = "child-locked" | "child-checkpointing" | "child-calling";
+type Moment = "child-locked" | "child-log-begun" | "child-checkpointing" | "child-calling";
 
 /**
  * Resolves once the child's file for `moment` was created in the watched runs folder: the second
@@ -46,6 +47,7 @@ async function childMoment(watcher: Deno.FsWatcher, moment: Moment): Promise<voi
       const child = ids[1];
       if (child === undefined) continue;
       if (moment === "child-locked" && lock?.[1] === child) return;
+      if (moment === "child-log-begun" && name === `${child}.jsonl`) return;
       if (
         moment === "child-checkpointing" && name.includes(`${child}.checkpoint.json`) &&
         name.endsWith(".tmp")
@@ -59,7 +61,13 @@ async function childMoment(watcher: Deno.FsWatcher, moment: Moment): Promise<voi
 }
 
 Deno.test("run-agent killed (SIGKILL) while its agent step starts and runs the child: resume never starts a second child", async () => {
-  for (const moment of ["child-locked", "child-checkpointing", "child-calling"] as Moment[]) {
+  const moments: Moment[] = [
+    "child-locked",
+    "child-log-begun",
+    "child-checkpointing",
+    "child-calling",
+  ];
+  for (const moment of moments) {
     const user = await Deno.makeTempDir({ prefix: "stepflow-agent-kill-" });
     try {
       await writeShipAgents(user);
