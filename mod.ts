@@ -84,8 +84,11 @@ export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./s
 // The runner.
 export {
   type AnswerOptions,
+  type ChildRunLink,
   type CompletionReason,
+  DEFAULT_MAX_AGENT_DEPTH,
   type HistoryEntry,
+  type ParentRunLink,
   type PendingInput,
   type RecordedAnswer,
   type RunnerState,

@@ -133,6 +133,9 @@ export const ERROR_CODES = {
   flow: [
     "ABORTED",
     "ABORT_INTENT",
+    "AGENT_STEP_ARGS",
+    "AGENT_STEP_DEPTH",
+    "AGENT_STEP_FAILED",
     "BACKEND_RETRY",
     "CANCELLED",
     "COMMAND_NOT_ALLOWED",

@@ -530,6 +530,13 @@ async function validate(argv: readonly string[], scan: CliFlags, ctx: Context): 
       entryStepId: def.entryStepId,
     };
     mcpServers = def.agent.behavior.mcpServers;
+    const agentSteps = Object.values(def.steps).filter((s) => s.kind === "agent" && s.child)
+      .map((s) => ({
+        stepId: s.id,
+        agent: s.child!.name,
+        dir: displayPath(s.child!.dir, ctx.userDir),
+      }));
+    if (agentSteps.length > 0) report.agentSteps = agentSteps;
   } catch (error) {
     if (!(error instanceof AgentDefinitionError)) throw error;
     report = { agent, dir, problems: error.problems, warnings: error.warnings };

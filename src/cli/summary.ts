@@ -99,6 +99,8 @@ export interface ValidationReport {
   steps?: number;
   /** The entry step, when the definition loaded. */
   entryStepId?: string;
+  /** Agent steps and the child agent each runs (loaded and checked with the agent). */
+  agentSteps?: { stepId: string; agent: string; dir: string }[];
 }
 
 /** The `--validate` report: `OK …` or every problem numbered, then every warning. */
@@ -123,6 +125,9 @@ export function formatValidation(report: ValidationReport, color = false): strin
       ),
     );
     report.problems.forEach((p, i) => lines.push(numbered(i + 1, p)));
+  }
+  for (const step of report.agentSteps ?? []) {
+    lines.push(`  agent step ${step.stepId} runs agent "${step.agent}" (${step.dir}): valid`);
   }
   const w = report.warnings.length;
   if (w > 0) {
@@ -157,6 +162,7 @@ function featureNote(h: StepFlowResult["state"]["history"][number]): string | un
       v.pattern ? ` (${v.pattern})` : ""
     }`;
   }
+  if (h.child) return `child run ${h.child.runId} (${h.child.agent}): ${h.child.completionReason}`;
   return h.command ? `command ${h.command.name}: exit ${h.command.exitCode}` : undefined;
 }
 

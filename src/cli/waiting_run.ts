@@ -27,7 +27,9 @@ export function waitingText(
   form: AnswerForm | undefined,
 ): string {
   const lines = [
-    `Run ${runId} waits for an answer at input step "${waiting.stepId}":`,
+    waiting.child
+      ? `Run ${runId} waits for an answer at agent step "${waiting.stepId}" (its child run ${waiting.child.runId} waits at input step "${waiting.child.stepId}"; answer this run, and the child goes on with it):`
+      : `Run ${runId} waits for an answer at input step "${waiting.stepId}":`,
     ...waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`),
   ];
   if (waiting.expiresAt) {

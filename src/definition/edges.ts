@@ -51,9 +51,10 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
     edges.push({ from, to, label, kind });
   if (step.kind === "section") return edges;
 
-  if (step.kind === "command") {
+  if (step.kind === "command" || step.kind === "agent") {
     const next = step.transitions.next?.target;
-    add(next !== undefined ? { step: next } : { end: "complete" }, "exit 0");
+    const label = step.kind === "agent" ? "child completed" : "exit 0";
+    add(next !== undefined ? { step: next } : { end: "complete" }, label);
   } else if (step.kind === "closing") {
     add({ end: "complete" }, "end");
   } else if (step.check && !step.gate) {
@@ -114,7 +115,7 @@ export function stepEdges(step: FlowStep): FlowEdge[] {
 /** Where `onError: "continue"` leads: the step's `next` route (check `onPass`, gate `next`). */
 export function continueTarget(step: FlowStep): EdgeTarget | undefined {
   if (step.kind === "closing") return { end: "complete" };
-  if (step.kind === "command") {
+  if (step.kind === "command" || step.kind === "agent") {
     const next = step.transitions.next?.target;
     return next !== undefined ? { step: next } : { end: "complete" };
   }

@@ -39,12 +39,14 @@ export function flowToMermaid(definition: FlowGraphSource): string {
       ? label(step.id)
       : `${label(step.name)}<br/><small>${label(step.id)}</small>`;
     // Shapes say the kind: a closing step is a subroutine box, an input step (a person answers)
-    // a parallelogram, every other step a box.
+    // a parallelogram, an agent step (a child run) a hexagon naming its agent, every other step a box.
     lines.push(
       step.kind === "closing"
         ? `  ${nodeOf(step.id)}[["${text}"]]`
         : step.kind === "input"
         ? `  ${nodeOf(step.id)}[/"${text}"/]`
+        : step.kind === "agent"
+        ? `  ${nodeOf(step.id)}{{"${text}<br/><small>agent ${label(step.agent ?? "?")}</small>"}}`
         : `  ${nodeOf(step.id)}["${text}"]`,
     );
   }
@@ -74,6 +76,11 @@ export function flowToMermaid(definition: FlowGraphSource): string {
   if (inputs.length > 0) {
     lines.push("  classDef input fill:#ede9fe,stroke:#5b21b6");
     lines.push(`  class ${inputs.join(",")} input`);
+  }
+  const agents = steps.filter((s) => s.kind === "agent").map((s) => nodeOf(s.id));
+  if (agents.length > 0) {
+    lines.push("  classDef agent fill:#e0f2fe,stroke:#0369a1");
+    lines.push(`  class ${agents.join(",")} agent`);
   }
   if (missing.size > 0) lines.push("  classDef missing stroke-dasharray:4 4,color:#b00");
   return `${lines.join("\n")}\n`;

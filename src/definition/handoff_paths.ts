@@ -86,7 +86,7 @@ function propagateHandoffKeys(
     const step = byId.get(pending.pop()!);
     if (!step) continue;
     const before = keys.get(step.id)!;
-    const after = new Set([...before, ...(step.gate?.handoffFields ?? []).map(handoffKeyOf)]);
+    const after = new Set([...before, ...handoffFieldsOf(step).map(handoffKeyOf)]);
     for (const edge of stepEdges(step)) {
       const out = edge.kind === "error" ? before : after;
       if ("step" in edge.to) flowTo(edge.to.step, out);
@@ -114,7 +114,7 @@ export function pathWithoutKey(
     const id = queue[i];
     if (id === target) break;
     const step = byId.get(id)!;
-    const provides = (step.gate?.handoffFields ?? []).some((p) => handoffKeyOf(p) === key);
+    const provides = handoffFieldsOf(step).some((p) => handoffKeyOf(p) === key);
     for (const edge of stepEdges(step)) {
       if (provides && edge.kind !== "error") continue;
       const next = "step" in edge.to
@@ -172,7 +172,7 @@ export function checkHandoffs(
   const possible = possibleHandoffKeys(steps, entry);
   const providers = new Map<string, string[]>();
   for (const step of steps) {
-    for (const path of step.gate?.handoffFields ?? []) {
+    for (const path of handoffFieldsOf(step)) {
       const key = handoffKeyOf(path);
       const list = providers.get(key) ?? [];
       if (!list.includes(step.id)) list.push(step.id);
@@ -217,4 +217,9 @@ export function checkHandoffs(
     }
   }
   return problems;
+}
+
+/** The paths a step hands off: its gate's `handoffFields`, or an agent step's own. */
+function handoffFieldsOf(step: FlowStep): readonly string[] {
+  return step.gate?.handoffFields ?? step.handoffFields ?? [];
 }

@@ -19,7 +19,8 @@ import {
   StepsRegistrySchema,
 } from "./schema.ts";
 import { salvageParse } from "./salvage.ts";
-import type { AgentDefinition } from "./types.ts";
+import type { AgentDefinition, FlowStep } from "./types.ts";
+import { type AgentChainLink, linkChildAgents } from "./agent_step.ts";
 import { normalizeSteps, validateFlow } from "./validate.ts";
 import { formatZodIssues } from "./zod_issues.ts";
 
@@ -142,9 +143,18 @@ export async function listAgents(options: LoadAgentOptions = {}): Promise<AgentS
  * console.log(definition.entryStepId, Object.keys(definition.steps), definition.warnings);
  * ```
  */
-export async function loadAgentDefinition(
+export function loadAgentDefinition(
   nameOrDir: string,
   options: LoadAgentOptions = {},
+): Promise<AgentDefinition> {
+  return loadWithin(nameOrDir, options, []);
+}
+
+/** Loads an agent reached through the agent steps of `chain` (empty for the agent asked for). */
+async function loadWithin(
+  nameOrDir: string,
+  options: LoadAgentOptions,
+  chain: readonly AgentChainLink[],
 ): Promise<AgentDefinition> {
   const location = locateAgent(nameOrDir, options);
   const { dir } = location;
@@ -254,6 +264,18 @@ export async function loadAgentDefinition(
     warnings.push(...result.warnings);
     entryStepId = result.entryStepId;
     steps = result.steps as typeof steps;
+  }
+  if (problems.length === 0 && agent && registry) {
+    // Agent steps: their children load with the parent (and theirs with them), cycles refused.
+    const self = [...chain, { realDir, name: agent.name }];
+    problems.push(
+      ...await linkChildAgents(
+        steps as Record<string, FlowStep>,
+        { dir, agentRoot: location.agentRoot, registry: registryLabel },
+        self,
+        (childDir, childChain) => loadWithin(childDir, options, childChain),
+      ),
+    );
   }
 
   if (problems.length > 0 || !agent || !registry || entryStepId === undefined) {

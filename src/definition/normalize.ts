@@ -33,6 +33,7 @@ export function parseErrorPolicy(value: StepDefinition["onError"]): ErrorPolicy 
 export function stepKindOf(id: string, step: StepDefinition): StepKind {
   if (step.kind === "command") return "command";
   if (step.kind === "input") return "input";
+  if (step.kind === "agent") return "agent";
   if (id.startsWith(SECTION_PREFIX)) return "section";
   if (id.startsWith(CLOSING_PREFIX)) return "closing";
   if (step.check && !step.structuredGate) return "check";
@@ -79,5 +80,8 @@ export function normalizeStep(id: string, step: StepDefinition): FlowStep {
   if (step.command !== undefined) out.command = step.command;
   if (step.validation !== undefined) out.validation = step.validation;
   if (step.waitTimeout !== undefined) out.waitTimeout = step.waitTimeout;
+  if (step.agent !== undefined) out.agent = step.agent;
+  if (step.args !== undefined) out.args = step.args;
+  if (step.handoffFields !== undefined) out.handoffFields = step.handoffFields;
   return out;
 }

@@ -248,8 +248,17 @@ export const StepSchema = z.strictObject({
   disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
   timeoutMs: z.int().positive().optional(),
-  kind: z.enum(["command", "input"]).optional().describe(
-    '"command": run agent.json commands[command] instead of the model; "input": ask a person',
+  kind: z.enum(["command", "input", "agent"]).optional().describe(
+    '"command": run agent.json commands[command] instead of the model; "input": ask a person; "agent": run another agent',
+  ),
+  agent: z.string().min(1).optional().describe(
+    "Agent step: the child agent, a folder name under the agent root or a path from this agent's folder",
+  ),
+  args: z.record(z.string(), z.unknown()).optional().describe(
+    'Agent step: the child\'s parameters; "{handoff.<key>}" and "{uv-<name>}" take a value, anything else is literal',
+  ),
+  handoffFields: z.array(z.string().min(1)).optional().describe(
+    "Agent step: paths in the child's final output handed off under this step",
   ),
   command: z.string().min(1).optional().describe("Command step: a name in agent.json commands"),
   validation: StepValidationSchema.optional(),
@@ -301,9 +310,16 @@ export interface StepDefinition {
   timeoutMs?: number;
   /**
    * `"command"`: the step runs `agent.json` `commands[command]` instead of the model; `"input"`:
-   * the run waits for a person's answer (docs/agents.md, "Input steps").
+   * the run waits for a person's answer (docs/agents.md, "Input steps"); `"agent"`: another agent
+   * runs as a child run (docs/agents.md, "Agent steps").
    */
-  kind?: "command" | "input";
+  kind?: "command" | "input" | "agent";
+  /** Agent step: the child agent (a folder name under the agent root, or a path from this agent's folder). */
+  agent?: string;
+  /** Agent step: the child's parameters (`{handoff.<key>}` and `{uv-<name>}` take a value). */
+  args?: Record<string, unknown>;
+  /** Agent step: paths in the child's final output handed off under the step. */
+  handoffFields?: string[];
   /** Command step: the name of the command in agent.json `commands`. */
   command?: string;
   /** Validators run after the step's answer (retry with a pattern prompt on failure). */

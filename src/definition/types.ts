@@ -26,9 +26,10 @@ export type ErrorPolicy =
  * How a step routes: `check` (check-gated), `gate` (gate-routed), `closing`
  * (`complete.*`: runs once, then the run ends), `section` (`section.*`: a template, never run) or
  * `command` (`"kind": "command"`: runs an allowed command instead of the model) or `input`
- * (`"kind": "input"`: the run waits for a person's answer, then routes on it as a gate-routed step).
+ * (`"kind": "input"`: the run waits for a person's answer, then routes on it as a gate-routed step)
+ * or `agent` (`"kind": "agent"`: another agent runs the sub-task as a child run).
  */
-export type StepKind = "check" | "gate" | "closing" | "section" | "command" | "input";
+export type StepKind = "check" | "gate" | "closing" | "section" | "command" | "input" | "agent";
 
 /** A step with every default applied and its prompt reference normalised. */
 export interface FlowStep {
@@ -70,6 +71,14 @@ export interface FlowStep {
   validation?: StepValidation;
   /** Input step: the wait's limit and the intent taken when it passes. */
   waitTimeout?: WaitTimeout;
+  /** Agent step: the child agent as written (`agent`). */
+  agent?: string;
+  /** Agent step: the child's parameters as written (`args`). */
+  args?: Readonly<Record<string, unknown>>;
+  /** Agent step: paths in the child's final output handed off under the step. */
+  handoffFields?: readonly string[];
+  /** Agent step: the child agent, loaded with the parent (set by `loadAgentDefinition`). */
+  child?: AgentDefinition;
   /** The step exactly as written. */
   raw: StepDefinition;
 }

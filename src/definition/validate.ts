@@ -21,6 +21,7 @@ import {
   checkWaitTimeoutPlace,
 } from "./validate_features.ts";
 import { checkHandoffs } from "./handoff_paths.ts";
+import { checkAgentFieldsPlace, checkAgentStep } from "./agent_step.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -244,6 +245,11 @@ function checkStep(step: FlowStep, fail: (message: string) => void, routing: Ste
     fail('sets "command" but is not a command step: add "kind": "command", or remove "command".');
   }
   checkWaitTimeoutPlace(step, fail);
+  checkAgentFieldsPlace(step, fail);
+  if (step.kind === "agent") {
+    checkAgentStep(step, routing.agent, fail, routing.targetProblem);
+    return;
+  }
   if (step.kind === "command") {
     checkCommandStep(step, routing.agent, fail, routing.targetProblem);
     return;
@@ -427,7 +433,9 @@ function checkPromptForm(step: FlowStep, fail: (message: string) => void): void 
     );
     return;
   }
-  if (!step.prompt && step.kind !== "section" && step.kind !== "command") {
+  if (
+    !step.prompt && step.kind !== "section" && step.kind !== "command" && step.kind !== "agent"
+  ) {
     fail(
       'has no prompt: set "prompt": { "c1", "c2", "c3" } (or { "path" }), or top-level "c2" and "c3".',
     );

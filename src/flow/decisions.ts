@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { PendingInput } from "./input_request.ts";
 import type { CompletionCondition, GateIntent } from "../definition/schema.ts";
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { CheckVerdict } from "./check.ts";
@@ -30,7 +31,8 @@ export interface StepError {
 /**
  * What one iteration decided: run a step next, end the run, or (an input step) stop the run until
  * a person answers `prompt` — a wait is not an iteration: it records no history entry, and the
- * iteration that routes on the answer is the step's.
+ * iteration that routes on the answer is the step's. An agent step whose child run waits returns a
+ * wait with the child's request (`child`): the parent waits on the same question.
  */
 export type Outcome =
   | { kind: "goto"; stepId: string; transition: Transition }
@@ -41,7 +43,7 @@ export type Outcome =
     output?: unknown;
     error?: StepError;
   }
-  | { kind: "wait"; prompt: string };
+  | { kind: "wait"; prompt: string; child?: PendingInput };
 
 /** An outcome that moves the run (everything but a wait). */
 export type MovingOutcome = Exclude<Outcome, { kind: "wait" }>;

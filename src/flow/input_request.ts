@@ -31,6 +31,12 @@ export interface PendingInput {
   expiresAt?: string;
   /** The intent taken when the wait passes. */
   timeoutIntent?: string;
+  /**
+   * Set when an agent step's child run waits (the parent waits on the child's question): the
+   * child run, its input step, and the agent folder its `schemaRef` is read in. `stepId` is then
+   * the parent's agent step; an answer to the parent is recorded in the child and continues both.
+   */
+  child?: { runId: string; stepId: string; agentDir: string };
 }
 
 /** An answer recorded for the current input step, routed by the step's next iteration. */
@@ -68,7 +74,12 @@ export async function answerFormOf(
   definition: AgentDefinition,
   waiting: PendingInput,
 ): Promise<AnswerForm> {
-  const resolved = await resolveOutputSchema(definition.dir, waiting.schemaRef, waiting.stepId);
+  const dir = waiting.child?.agentDir ?? definition.dir;
+  const resolved = await resolveOutputSchema(
+    dir,
+    waiting.schemaRef,
+    waiting.child?.stepId ?? waiting.stepId,
+  );
   try {
     return answerForm(resolved.schema);
   } catch (error) {

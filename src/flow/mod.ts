@@ -8,6 +8,7 @@
 export type {
   CompletionReason,
   HistoryEntry,
+  ParentRunLink,
   RunOptions,
   RunUsage,
   StepFlowResult,
@@ -15,5 +16,7 @@ export type {
   Transition,
 } from "./types.ts";
 export { type RunnerState, StepFlowRunner } from "./runner.ts";
+export type { ChildRunLink } from "./run_state.ts";
+export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";
 export type { AnswerOptions, PendingInput, RecordedAnswer } from "./input_request.ts";
 export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";

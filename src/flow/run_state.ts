@@ -16,6 +16,7 @@ import { ownValue, setOwn } from "../own_record.ts";
 import type {
   CompletionReason,
   HistoryEntry,
+  ParentRunLink,
   RunOptions,
   RunUsage,
   StepFlowResult,
@@ -78,6 +79,13 @@ export interface RunnerState {
   waiting?: PendingInput;
   /** An answer recorded for the current input step; its next iteration routes on it. */
   answer?: RecordedAnswer;
+  /** A child run: the parent it belongs to (an agent step of another run started it). */
+  parent?: ParentRunLink;
+  /**
+   * The child run the current agent step started, recorded (and checkpointed) before the child
+   * starts, so a resume continues that child instead of starting another.
+   */
+  child?: ChildRunLink;
   /** Set once the run ended. */
   end?: {
     reason: CompletionReason;
@@ -85,6 +93,18 @@ export interface RunnerState {
     output?: unknown;
     error?: { code: string; message: string; stepId?: string };
   };
+}
+
+/** The child run of an agent step, as the parent's state keeps it while the child is unfinished. */
+export interface ChildRunLink {
+  /** The agent step. */
+  stepId: string;
+  /** The child run (same store). */
+  runId: string;
+  /** The child's agent. */
+  agent: string;
+  /** The child's usage already added to the parent's (the next drive adds only what is new). */
+  usage: RunUsage;
 }
 
 /** The store status a run that ended for each reason is recorded with (`waiting`: not ended). */
@@ -133,6 +153,7 @@ export function newRunnerState(
   if (inputText !== undefined) state.inputText = inputText;
   if (options.backendChoice !== undefined) state.backendChoice = options.backendChoice;
   if (options.group !== undefined) state.group = options.group;
+  if (options.parent !== undefined) state.parent = { ...options.parent };
   return state;
 }
 

@@ -8,7 +8,12 @@
  * checkpoints. The loop keeps nothing of an iteration on the instance. The parts it uses live
  * beside it: the state and its checkpoints (`run_state.ts`, `checkpoint.ts`), the pure decisions
  * that turn an answer into an outcome (`decisions.ts`), pause and stop (`run_control.ts`), and the
- * backend call (`backend_call.ts`).
+ * backend call (`backend_call.ts`), an agent step's child run (`child_run.ts`).
+ *
+ * The file is long (~1000 lines) because what is left here shares the run's private members — its
+ * journal, control and events — with the loop: recording an iteration, failures, the wait and the
+ * answer, the child run's start record, run control. Each concern's decisions live in the files
+ * above; what stays is how it is recorded.
  *
  * @module
  */
@@ -76,6 +81,7 @@ import {
   waitingResult,
 } from "./run_state.ts";
 import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
+import { DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
 import type { StepRecord, StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
@@ -122,6 +128,8 @@ export class StepFlowRunner {
   #journal: RunJournal = createRunJournal(undefined);
   /** Whether the current run is a resume or redrive (see `restoreUnchanged`). */
   #continuing = false;
+  /** The runner of the agent step's child run being driven, if any (pause and resume reach it). */
+  #childRunner?: StepFlowRunner;
 
   /**
    * Creates a runner for one agent definition.
@@ -144,15 +152,17 @@ export class StepFlowRunner {
     return this.#state;
   }
 
-  /** Pauses the run before its next backend call. */
+  /** Pauses the run before its next backend call (and an agent step's child run being driven). */
   pause(): void {
+    this.#childRunner?.pause();
     if (this.#state !== "running" || !this.#control?.pause()) return;
     void this.#setState("paused");
     void this.#events.emit("onPause", this.#ctx);
   }
 
-  /** Resumes a paused run. */
+  /** Resumes a paused run (and its child run). */
   resume(): void {
+    this.#childRunner?.resume();
     const release = this.#control?.resume();
     if (!release) return;
     void this.#setState("running");
@@ -292,7 +302,12 @@ export class StepFlowRunner {
       await store?.takeCancelRequest?.(runId);
       restored = options.resume ?? options.redrive
         ? await restoreRun(store, this.#def, runId, !options.resume, (m) => this.#warn(m))
-        : { state: newRunnerState(this.#def, options, runId), history: [], logEntries: 0 };
+        : {
+          state: newRunnerState(this.#def, options, runId),
+          history: [],
+          // A child run killed before its first checkpoint left log lines; its new start follows them.
+          logEntries: options.parent && store ? (await store.readLog(runId)).length : 0,
+        };
       answer = await this.#takeAnswer(restored.state, options.answer);
     } catch (error) {
       await lock?.release();
@@ -339,6 +354,10 @@ export class StepFlowRunner {
         delete state.waiting;
         state.answer = answer;
         await this.#journal.log(state, { type: "input_answer", ...answer });
+      } else if (state.waiting?.child) {
+        // Resumed without an answer: the agent step drives its child again (and waits again if
+        // the child still does).
+        delete state.waiting;
       }
       await this.#journal.checkpoint(state, "running");
       await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
@@ -409,6 +428,7 @@ export class StepFlowRunner {
       waitIfPaused: () => this.#control!.waitIfPaused(),
       log: (state, fields) => this.#journal.log(state, fields),
       warn: (message) => this.#warn(message),
+      runChild: (state, step, args) => this.#runChild(backend, state, step, args),
     };
     const control = this.#control!;
 
@@ -451,7 +471,7 @@ export class StepFlowRunner {
         result = { error };
       }
       if (result.outcome?.kind === "wait") {
-        await this.#wait(state, step, info, result.outcome.prompt);
+        await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
         break;
       }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
@@ -747,18 +767,35 @@ export class StepFlowRunner {
    * not an iteration: the counters go back, and the iteration that routes on the answer is the
    * step's.
    */
-  async #wait(state: RunnerState, step: FlowStep, info: StepInfo, prompt: string): Promise<void> {
+  async #wait(
+    state: RunnerState,
+    step: FlowStep,
+    info: StepInfo,
+    prompt: string,
+    child?: PendingInput,
+  ): Promise<void> {
     state.iteration--;
     state.order--;
     const now = Date.now();
-    const pending: PendingInput = {
-      requestId: crypto.randomUUID(),
-      stepId: step.id,
-      prompt,
-      schemaRef: step.outputSchemaRef!,
-      requestedAt: new Date(now).toISOString(),
-    };
-    if (step.waitTimeout) {
+    const pending: PendingInput = child
+      ? {
+        // The child's request, waited on by the parent's agent step (answered through the parent).
+        ...child,
+        stepId: step.id,
+        child: {
+          runId: state.child!.runId,
+          stepId: child.child?.stepId ?? child.stepId,
+          agentDir: child.child?.agentDir ?? step.child!.dir,
+        },
+      }
+      : {
+        requestId: crypto.randomUUID(),
+        stepId: step.id,
+        prompt,
+        schemaRef: step.outputSchemaRef!,
+        requestedAt: new Date(now).toISOString(),
+      };
+    if (!child && step.waitTimeout) {
       pending.expiresAt = new Date(now + step.waitTimeout.ms).toISOString();
       pending.timeoutIntent = step.waitTimeout.intent;
     }
@@ -770,6 +807,7 @@ export class StepFlowRunner {
       prompt: excerpt(prompt, PROMPT_EXCERPT_CHARS),
       schema: pending.schemaRef,
       ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
+      ...(pending.child ? { child: pending.child } : {}),
     });
     await this.#events.emit(
       "onStepLog",
@@ -792,10 +830,12 @@ export class StepFlowRunner {
     const pending = state.waiting;
     const runId = state.runId;
     const step = pending ? flowStep(this.#def, pending.stepId) : undefined;
-    const expired = pending !== undefined && step?.waitTimeout !== undefined &&
+    const expired = pending !== undefined &&
+      (step?.waitTimeout !== undefined || pending.child !== undefined) &&
       waitExpired(pending, Date.now());
     if (given === undefined) {
-      if (!pending || expired) return undefined;
+      // A child's wait: resuming drives the child again (answered directly, it may have moved on).
+      if (!pending || expired || pending.child) return undefined;
       throw new StepflowError(
         "INPUT_WAITING",
         `Run ${runId} waits for an answer at input step "${pending.stepId}"; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value '<json>'.`,
@@ -812,6 +852,17 @@ export class StepFlowRunner {
           : "it is not waiting for an answer (it was answered already, or it never reached an input step)",
       );
     }
+    if (pending.child && this.#options.store) {
+      // The child may have been answered directly since: then this answer is not its to take.
+      const child = await this.#options.store.loadCheckpoint(pending.child.runId);
+      const waiting = (child?.state as { waiting?: PendingInput } | undefined)?.waiting;
+      if (child?.status !== "waiting" || waiting?.requestId !== pending.requestId) {
+        throw notWaiting(
+          runId,
+          `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); continue this run with --resume ${runId}`,
+        );
+      }
+    }
     if (expired) {
       throw new StepflowError(
         "INPUT_WAIT_EXPIRED",
@@ -819,9 +870,9 @@ export class StepFlowRunner {
         { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
       );
     }
-    const schema = await new OutputSchemaCache(this.#def.dir).resolve(
+    const schema = await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
       pending.schemaRef,
-      pending.stepId,
+      pending.child?.stepId ?? pending.stepId,
     );
     // An answer is untrusted input like a model's: bounded the same way before anything reads it.
     const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
@@ -843,6 +894,73 @@ export class StepFlowRunner {
       answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
       answeredAt: new Date().toISOString(),
     };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Agent steps: the child run
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Runs or continues an agent step's child run (`driveChild`): on this run's store and backend
+   * (the caller's, else the one this run created), stopped with this run, its start recorded in
+   * this run's log and checkpoint before it starts.
+   */
+  async #runChild(
+    backend: LlmBackend,
+    state: RunnerState,
+    step: FlowStep,
+    args: Record<string, unknown>,
+  ): Promise<StepFlowResult> {
+    const info = stepInfo(state, step);
+    try {
+      return await this.#driveChild(backend, state, step, args, info);
+    } finally {
+      this.#childRunner = undefined;
+    }
+  }
+
+  #driveChild(
+    backend: LlmBackend,
+    state: RunnerState,
+    step: FlowStep,
+    args: Record<string, unknown>,
+    info: StepInfo,
+  ): Promise<StepFlowResult> {
+    return driveChild({
+      state,
+      step,
+      args,
+      store: this.#options.store,
+      signal: this.#control!.signal,
+      maxDepth: this.#options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
+      parentAgent: this.#def.name,
+      runner: (definition) => {
+        const child = new StepFlowRunner(definition, {
+          ...this.#options,
+          backend: this.#options.backend ?? backend,
+          events: [],
+          onWarning: (m) => this.#warn(`agent step "${step.id}" (${definition.name}): ${m}`),
+        });
+        this.#childRunner = child;
+        return child;
+      },
+      record: async (link) => {
+        await this.#journal.log(state, {
+          type: "agent_start",
+          stepId: step.id,
+          childRunId: link.runId,
+          agent: link.agent,
+        });
+        // Durable before the child starts: a resume continues this child, never a second one.
+        await this.#journal.checkpoint(state, "running");
+        await this.#events.emit(
+          "onStepLog",
+          info,
+          `child run ${link.runId} (agent ${link.agent}) started`,
+          "info",
+        );
+      },
+    });
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { StepDependencies } from "./step_handler.ts";
-import type { StepFlowRunnerOptions } from "./types.ts";
+import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 /** What the runner lends every iteration of a run: its resources and its effects. */
 export interface RunResources {
@@ -51,6 +51,12 @@ export interface RunResources {
   log(state: RunnerState, fields: { type: string; [k: string]: unknown }): Promise<void>;
   /** Warns the person running the agent. */
   warn(message: string): void;
+  /** Runs or continues the child run of an agent step. */
+  runChild(
+    state: RunnerState,
+    step: FlowStep,
+    args: Record<string, unknown>,
+  ): Promise<StepFlowResult>;
 }
 
 /** The dependencies of one iteration; `wasStarted` tells the loop whether `step_start` is logged. */
@@ -123,5 +129,9 @@ export class IterationDependencies implements StepDependencies {
   /** See {@linkcode StepDependencies.warn}. */
   warn(message: string): void {
     this.#run.warn(message);
+  }
+  /** See {@linkcode StepDependencies.runChild}. */
+  runChild(args: Record<string, unknown>): Promise<StepFlowResult> {
+    return this.#run.runChild(this.#state, this.#step, args);
   }
 }

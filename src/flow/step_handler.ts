@@ -6,10 +6,9 @@
  * its handler's file (`step_check_gated.ts`, `step_gate_routed.ts`, `step_command.ts`).
  *
  * A handler keeps nothing between iterations itself: what must survive (counters, handoff) is in
- * the {@linkcode RunnerState}, which is checkpointed after every iteration. Kinds to come fit the same
- * shape: a step that runs a child flow awaits it through a dependency; a step that waits for input
- * returns an outcome the loop records before it stops (a new `Outcome` kind in `decisions.ts`,
- * handled by `advance` in `run_state.ts`).
+ * the {@linkcode RunnerState}, which is checkpointed after every iteration. A step that runs a child
+ * flow awaits it through a dependency (the agent step: `runChild`); a step that waits for input
+ * returns an outcome the loop records before it stops (the `wait` outcome in `decisions.ts`).
  *
  * @module
  */
@@ -23,12 +22,12 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { Outcome } from "./decisions.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
-import type { HistoryEntry, StepFlowRunnerOptions } from "./types.ts";
+import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 /** The fields of its history entry a step fills in (the loop adds id, iteration, timing, route). */
 export type StepRecord = Pick<
   HistoryEntry,
-  "answer" | "checkResult" | "intent" | "command" | "input"
+  "answer" | "checkResult" | "intent" | "command" | "input" | "child"
 >;
 
 /** A failure a step reports while still deciding its own outcome (a schema strike). */
@@ -98,6 +97,12 @@ export interface StepDependencies {
   log(fields: { type: string; [k: string]: unknown }): Promise<void>;
   /** A warning for the person running the agent. */
   warn(message: string): void;
+  /**
+   * Runs the step's child agent (`step.child`) as its own recorded run with `args`, or continues
+   * the child the run already started at this step (its id is recorded before it starts), and
+   * returns how the child's drive ended (agent steps).
+   */
+  runChild(args: Record<string, unknown>): Promise<StepFlowResult>;
 }
 
 /**

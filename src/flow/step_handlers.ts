@@ -6,6 +6,7 @@
  * @module
  */
 import type { StepKind } from "../definition/types.ts";
+import { runAgentStep } from "./step_agent.ts";
 import { runCheckGatedStep } from "./step_check_gated.ts";
 import { runCommandKindStep } from "./step_command.ts";
 import { runGateRoutedStep } from "./step_gate_routed.ts";
@@ -22,4 +23,5 @@ export const STEP_HANDLERS: Readonly<Record<RunnableStepKind, StepHandler>> = Ob
   closing: runGateRoutedStep,
   command: runCommandKindStep,
   input: runInputStep,
+  agent: runAgentStep,
 });

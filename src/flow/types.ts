@@ -70,6 +70,11 @@ export interface HistoryEntry {
    * `waitTimeout` passed unanswered, `timedOut` (the intent is the timeout's).
    */
   input?: { requestId: string; answeredBy?: string; answeredAt?: string; timedOut?: boolean };
+  /**
+   * An agent step's child run: its id (in the same store), its agent, and how its drive ended
+   * (`completed`, `waiting`, or why it failed).
+   */
+  child?: { runId: string; agent: string; completionReason: CompletionReason };
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -150,6 +155,23 @@ export interface StepFlowRunnerOptions {
    * (`RunStore.takeCancelRequest`, e.g. the dashboard's Cancel); default 1000 ms.
    */
   cancelPollMs?: number;
+  /**
+   * How deep agent steps may nest: a run whose agent step would start a child this many levels
+   * below the top run fails that step with `AGENT_STEP_DEPTH` (default 8, `DEFAULT_MAX_AGENT_DEPTH`).
+   */
+  maxAgentDepth?: number;
+}
+
+/** The run an agent step's child run belongs to (in the child's state, checkpoint and summary). */
+export interface ParentRunLink {
+  /** The parent run. */
+  runId: string;
+  /** The parent's agent. */
+  agent: string;
+  /** The parent's agent step that runs this child. */
+  stepId: string;
+  /** How many agent steps lie between the top run and this one (a top run's child: 1). */
+  depth: number;
 }
 
 /** Options of one run. */
@@ -186,4 +208,9 @@ export interface RunOptions {
    * ({@linkcode StepFlowRunner.answer} is the short form).
    */
   answer?: AnswerOptions & { value: unknown };
+  /**
+   * Set by an agent step for its child run: the parent it belongs to (kept in the child's state,
+   * checkpoint and summary). Callers leave it out.
+   */
+  parent?: ParentRunLink;
 }

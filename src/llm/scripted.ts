@@ -75,6 +75,8 @@ const ENTRY_KEYS = new Set([
  *
  * - a list is consumed in call order, whatever the step;
  * - a {@linkcode ScriptedScript} map is consumed per step id (`<stepId>#check` for check calls);
+ *   a key `<agent>/<stepId>` answers that agent's step only and is preferred over `<stepId>` (a
+ *   parent agent and the child its agent step runs may have steps of the same id);
  * - a function answers every call.
  *
  * Every request is recorded in {@linkcode ScriptedBackend.calls}. Running out of answers is an error
@@ -213,7 +215,10 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
       this.#listIndex++;
       return entry;
     }
-    const key = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    // `<agent>/<stepId>` first: a parent and its child agent (agent steps) may share step ids.
+    const base = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    const scoped = req.agent ? `${req.agent}/${base}` : undefined;
+    const key = scoped !== undefined && this.#byStep!.has(scoped) ? scoped : base;
     const list = this.#byStep!.get(key);
     const index = this.#stepIndex.get(key) ?? 0;
     if (!list || index >= list.length) {

@@ -75,6 +75,8 @@ export interface LoggedHistoryEntry {
   error?: string;
   /** An input step's answer: who answered and when, or that the wait timed out. */
   input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
+  /** An agent step's child run. */
+  child?: { runId: string; agent: string; completionReason: string };
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -330,6 +332,10 @@ export function formatRunHistory(
     if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
   }
   if (facts.length) lines.push(facts.join(" · "));
+  const parent = state.parent as { runId?: unknown; stepId?: unknown } | undefined;
+  if (typeof parent?.runId === "string") {
+    lines.push(`child run of ${parent.runId} (its agent step "${String(parent.stepId)}")`);
+  }
   if (end?.error?.message) {
     lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
   }
@@ -356,6 +362,8 @@ export function formatRunHistory(
       ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
       : e.input
       ? inputNote(e.input)
+      : e.child
+      ? `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`
       : "";
     rows.push([
       String(n),

@@ -67,6 +67,8 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   }
   const stepId = end?.stepId ?? state.currentStepId;
   if (typeof stepId === "string") summary.stepId = stepId;
+  const parent = state.parent as Record<string, unknown> | undefined;
+  if (typeof parent?.runId === "string") summary.parentRunId = parent.runId;
   return summary;
 }
 

@@ -94,6 +94,8 @@ export interface RunSummary {
   };
   /** The step the run is at (running, paused) or ended on. */
   stepId?: string;
+  /** For a child run (an agent step of another run started it): the parent run's id. */
+  parentRunId?: string;
   /** Why the run ended (the state's `end.reason`), once it ended. */
   completionReason?: string;
   /**

@@ -51,6 +51,7 @@ a.group { display:inline-block; margin-left:6px; padding:0 6px; border:1px solid
 svg.graph .node rect { fill:#fff; stroke:#8896a6; stroke-width:1.4; }
 svg.graph .node.closing rect { stroke-width:3; }
 svg.graph .node.input rect { fill:#ede9fe; stroke:#5b21b6; stroke-dasharray:6 3; }
+svg.graph .node.agent rect { fill:#e0f2fe; stroke:#0369a1; stroke-width:2px; rx:14px; }
 svg.graph .node.terminal rect { fill:#eef2f6; rx:23; }
 svg.graph .node.missing rect { stroke:var(--bad); stroke-dasharray:4 4; }
 svg.graph .node.visited rect { fill:#e3efff; stroke:var(--accent); stroke-width:2.4; }

@@ -233,7 +233,13 @@ ${
       : ""
   }
 <div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
-<div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>
+<div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
+    parentOf(cp)
+      ? h`<div><span>Parent run</span><a href="${runHref(parentOf(cp)!.runId)}">${
+        parentOf(cp)!.runId
+      }</a> (agent step <code>${parentOf(cp)!.stepId}</code>)</div>`
+      : ""
+  }
 ${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}${
     s?.error ? h`<div class="warn wide">${s.error}</div>` : ""
   }</div>`;
@@ -363,6 +369,9 @@ export function timelineRow(runId: string, row: Row): Html {
           row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
         }`,
       )
+      : "",
+    childRunOf(row) !== undefined
+      ? field("child run", h`<a href="${runHref(childRunOf(row)!)}">${childRunOf(row)!}</a>`)
       : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
   ];
@@ -581,4 +590,18 @@ function tokens(run: RunSummary): string {
 function isCheck(value: unknown): value is { result: string; message: string } {
   return typeof value === "object" && value !== null &&
     typeof (value as Record<string, unknown>).result === "string";
+}
+
+/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
+function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
+  const child = row.end?.child as { runId?: unknown } | undefined;
+  return typeof child?.runId === "string" ? child.runId : row.childRunId;
+}
+
+/** The parent run of a child run (agent steps), from its checkpoint's state. */
+function parentOf(cp: RunCheckpoint | undefined): { runId: string; stepId: string } | undefined {
+  const parent = cp?.state.parent as { runId?: unknown; stepId?: unknown } | undefined;
+  return typeof parent?.runId === "string"
+    ? { runId: parent.runId, stepId: String(parent.stepId ?? "") }
+    : undefined;
 }

@@ -61,6 +61,8 @@ export type Row =
     tokens?: { input: number; output: number; costUsd?: number };
     /** The handoff the step produced. */
     handoff?: unknown;
+    /** An agent step's child run (from its `agent_start` line, before the step ends). */
+    childRunId?: string;
   }
   | {
     kind: "event";
@@ -142,6 +144,12 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         if (prompt) row.prompt = prompt;
         timeline.firstStep ??= row.stepId;
         timeline.rows.push(row);
+        touched.add(row.index);
+        break;
+      }
+      case "agent_start": {
+        const row = open ?? startedRow(timeline, entry);
+        if (typeof entry.childRunId === "string") row.childRunId = entry.childRunId;
         touched.add(row.index);
         break;
       }

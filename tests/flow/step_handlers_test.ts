@@ -55,6 +55,7 @@ function harness(def: AgentDefinition, backend: LlmBackend) {
     waitIfPaused: () => Promise.resolve(),
     log: () => Promise.resolve(),
     warn: (message) => void warnings.push(message),
+    runChild: () => Promise.reject(new Error("this agent has no agent step")),
   });
   return { state, deps, started, warnings };
 }

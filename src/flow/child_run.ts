@@ -1,0 +1,209 @@
+/**
+ * The child run of an agent step: started once, continued thereafter. The child's run id is put in
+ * the parent's state and checkpointed before the child starts (`record`), so a parent killed at any
+ * moment and resumed continues that same child — from its own checkpoint, or from nothing when it
+ * never wrote one — and never starts a second one. A child that already ended gives its recorded
+ * result; a child that waits for an answer gives its request (the parent then waits on it), and an
+ * answer given to the parent is recorded in the child. The child's usage is added to the parent's
+ * as it grows (each drive adds only what is new).
+ *
+ * @module
+ */
+import type { AgentDefinition, FlowStep } from "../definition/types.ts";
+import { StepflowError } from "../errors.ts";
+import type { RunCheckpoint, RunStore } from "../store/types.ts";
+import { newRunId } from "../store/run_id.ts";
+import type { RecordedAnswer } from "./input_request.ts";
+import type { ChildRunLink, RunnerState } from "./run_state.ts";
+import type { ParentRunLink, RunOptions, RunUsage, StepFlowResult } from "./types.ts";
+
+/** How deep agent steps nest by default (`StepFlowRunnerOptions.maxAgentDepth`). */
+export const DEFAULT_MAX_AGENT_DEPTH = 8;
+
+/** What drives a child run: a runner of the child's agent (the parent's options, no events). */
+export interface ChildRunner {
+  /** `StepFlowRunner.run`. */
+  run(options: RunOptions): Promise<StepFlowResult>;
+}
+
+/** What {@linkcode driveChild} needs from the parent run. */
+export interface ChildRunContext {
+  /** The parent's state (its `child` link is set and cleared here). */
+  state: RunnerState;
+  /** The agent step. */
+  step: FlowStep;
+  /** The child's parameters. */
+  args: Record<string, unknown>;
+  /** The parent's store (the child is recorded in it too). */
+  store?: RunStore;
+  /** The parent's signal: a stopped parent stops its child. */
+  signal: AbortSignal;
+  /** `maxAgentDepth`. */
+  maxDepth: number;
+  /** The parent's agent name. */
+  parentAgent: string;
+  /** A runner of the child's agent. */
+  runner(definition: AgentDefinition): ChildRunner;
+  /** Logs the child's start and checkpoints the parent's state (with the link) before it starts. */
+  record(link: ChildRunLink): Promise<void>;
+}
+
+/** Runs or continues the agent step's child run; returns how its drive ended. */
+export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> {
+  const { state, step } = ctx;
+  const child = step.child;
+  if (!child) {
+    throw new StepflowError(
+      "AGENT_STEP_FAILED",
+      `Agent step "${step.id}": its agent "${step.agent}" was not loaded with the parent; load the parent with loadAgentDefinition.`,
+      { details: { stepId: step.id } },
+    );
+  }
+  const depth = (state.parent?.depth ?? 0) + 1;
+  if (depth > ctx.maxDepth) {
+    throw new StepflowError(
+      "AGENT_STEP_DEPTH",
+      `Agent step "${step.id}" of run ${state.runId} would start a child ${depth} agent steps below the top run, beyond maxAgentDepth ${ctx.maxDepth}. Flatten the agents, or raise maxAgentDepth.`,
+      { details: { stepId: step.id, depth, maxAgentDepth: ctx.maxDepth } },
+    );
+  }
+  let link = state.child?.stepId === step.id ? state.child : undefined;
+  if (!link) {
+    link = { stepId: step.id, runId: newRunId(), agent: child.name, usage: zeroUsage() };
+    state.child = link;
+    await ctx.record(link);
+  }
+  const answer = state.answer?.stepId === step.id ? state.answer : undefined;
+  if (answer) delete state.answer;
+  const parent: ParentRunLink = {
+    runId: state.runId,
+    agent: ctx.parentAgent,
+    stepId: step.id,
+    depth,
+  };
+  const result = await childDrive(ctx, child, link.runId, parent, answer);
+  addUsage(state.usage, result.usage, link.usage);
+  link.usage = { ...result.usage };
+  // An unfinished child stays linked (a resume or an answer continues it), and so does a child
+  // stopped with its parent (a redrive of the parent redrives it); an ended one does not, so the
+  // step's next iteration (a retry, a loop back) starts a new child.
+  if (result.completionReason !== "waiting" && !ctx.signal.aborted) delete state.child;
+  return result;
+}
+
+async function childDrive(
+  ctx: ChildRunContext,
+  child: AgentDefinition,
+  runId: string,
+  parent: ParentRunLink,
+  answer: RecordedAnswer | undefined,
+): Promise<StepFlowResult> {
+  const checkpoint = await childCheckpoint(ctx.store, runId);
+  const runner = ctx.runner(child);
+  const signal = ctx.signal;
+  const backendChoice = ctx.state.backendChoice;
+  if (!checkpoint) {
+    return await runner.run({
+      runId,
+      args: ctx.args,
+      cwd: ctx.state.cwd,
+      signal,
+      parent,
+      ...(backendChoice ? { backendChoice } : {}),
+    });
+  }
+  const ended = endedResult(checkpoint);
+  if (ended && STOPPED.has(ended.completionReason)) {
+    // Stopped with its parent (cancel, Ctrl-C, the run time limit): it goes on where it stopped.
+    return await runner.run({ redrive: runId, signal });
+  }
+  if (ended) return ended;
+  if (answer) {
+    return await runner.run({
+      resume: runId,
+      signal,
+      answer: { value: answer.value, answeredBy: answer.answeredBy, requestId: answer.requestId },
+    });
+  }
+  try {
+    return await runner.run({ resume: runId, signal });
+  } catch (error) {
+    // Still waiting for its answer: the parent waits on the same request.
+    if (error instanceof StepflowError && error.code === "INPUT_WAITING") {
+      return waitingResult(checkpoint);
+    }
+    throw error;
+  }
+}
+
+/**
+ * The child's checkpoint; undefined when it has none yet — also when it was killed after its log
+ * began but before its first checkpoint (`RUN_CHECKPOINT_MISSING`): it then starts again under the
+ * same id, its new lines following the old ones.
+ */
+async function childCheckpoint(
+  store: RunStore | undefined,
+  runId: string,
+): Promise<RunCheckpoint | undefined> {
+  try {
+    return await store?.loadCheckpoint(runId);
+  } catch (error) {
+    if (error instanceof StepflowError && error.code === "RUN_CHECKPOINT_MISSING") return undefined;
+    throw error;
+  }
+}
+
+type CheckpointState = Partial<RunnerState>;
+
+/** How a child stopped with its parent ends (the parent's redrive redrives it). */
+const STOPPED: ReadonlySet<string> = new Set(["cancelled", "aborted", "timeout"]);
+
+/** The result of a child run that ended, from its checkpoint; undefined while it has not. */
+function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
+  const state = checkpoint.state as CheckpointState;
+  const end = state.end;
+  if (!end) return undefined;
+  const result = baseResult(checkpoint, end.reason, end.stepId);
+  result.success = end.reason === "completed";
+  if (end.output !== undefined) result.output = end.output;
+  if (end.error && end.reason !== "completed") result.error = end.error;
+  return result;
+}
+
+function waitingResult(checkpoint: RunCheckpoint): StepFlowResult {
+  const state = checkpoint.state as CheckpointState;
+  const result = baseResult(checkpoint, "waiting", state.currentStepId ?? "");
+  if (state.waiting) result.waiting = state.waiting;
+  return result;
+}
+
+function baseResult(
+  checkpoint: RunCheckpoint,
+  reason: StepFlowResult["completionReason"],
+  stepId: string,
+): StepFlowResult {
+  const state = checkpoint.state as CheckpointState;
+  return {
+    success: false,
+    runId: checkpoint.runId,
+    finalStepId: stepId,
+    completionReason: reason,
+    iterations: state.iteration ?? 0,
+    state: { history: [], handoff: state.handoff ?? {} },
+    usage: { ...zeroUsage(), ...state.usage },
+  };
+}
+
+function zeroUsage(): RunUsage {
+  return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
+}
+
+/** Adds to `total` what `now` has beyond `counted` (a child's usage already added before). */
+function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
+  total.inputTokens += Math.max(0, now.inputTokens - counted.inputTokens);
+  total.outputTokens += Math.max(0, now.outputTokens - counted.outputTokens);
+  total.costUsd += Math.max(0, now.costUsd - counted.costUsd);
+  total.calls += Math.max(0, now.calls - counted.calls);
+  const without = Math.max(0, (now.callsWithoutUsage ?? 0) - (counted.callsWithoutUsage ?? 0));
+  total.callsWithoutUsage = (total.callsWithoutUsage ?? 0) + without;
+}
