@@ -2,7 +2,7 @@
  * `StepFlowRunner`: the loop that runs an agent's step flow (docs/runner.md).
  *
  * Read `run()` then `#loop()` top to bottom: each pass of the loop is one iteration — the handler
- * of the current step's kind runs the step (`step_handlers.ts`: check-gated, gate-routed, command)
+ * of the current step's kind runs the step (`step_handlers.ts`: check-gated, gate-routed, command, input, agent)
  * and returns its outcome; the loop records it (history, events, log), lets a failure go through
  * the step's `onError` policy and completion conditions end a run that would go on, routes and
  * checkpoints. The loop keeps nothing of an iteration on the instance. The parts it uses live
@@ -10,7 +10,7 @@
  * that turn an answer into an outcome (`decisions.ts`), pause and stop (`run_control.ts`), and the
  * backend call (`backend_call.ts`), an agent step's child run (`child_run.ts`).
  *
- * The file is long (~1000 lines) because what is left here shares the run's private members — its
+ * Long because: what is left here shares the run's private members — its
  * journal, control and events — with the loop: recording an iteration, failures, the wait and the
  * answer, the child run's start record, run control. Each concern's decisions live in the files
  * above; what stays is how it is recorded.
