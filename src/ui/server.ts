@@ -25,8 +25,6 @@ import {
 import { APP_CSS, APP_JS } from "./assets.ts";
 import type { Html } from "./html.ts";
 import {
-  agentPage,
-  agentsPage,
   errorPage,
   finalOutput,
   rowPart,
@@ -38,6 +36,7 @@ import {
   type RunView,
   timelineRow,
 } from "./pages.ts";
+import { agentPage, agentsPage } from "./agent_pages.ts";
 import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
 import {
