@@ -5,7 +5,8 @@
  * same-origin Origin on every action, and no method but GET/HEAD (POST for actions). The routes
  * are one table ({@linkcode DASHBOARD_ROUTES}); the guards on what a request names are in
  * `http_guard.ts`, the live streams in `live.ts`, the response headers in `responses.ts`. It is
- * built on `Deno.serve` alone, without an HTTP framework (docs/architecture.md says why).
+ * built on `Deno.serve` alone, without an HTTP framework: "Why the dashboard's server is
+ * hand-written" in the architecture page of docs/ gives the measurements.
  *
  * @module
  */
