@@ -1,10 +1,12 @@
 /**
- * The dashboard's HTTP server (`deno task ui`): read-only pages over the run stores, a live view
- * of running runs by server-sent events, and the security model — loopback only by default (with
- * a Host-header check against DNS rebinding), a token on every request when bound wider, a strict
- * Content-Security-Policy, and no method but GET/HEAD. It is long because the routes, the live
- * streams and the token check share one request's state; the guards on what a request names are
- * in `http_guard.ts`.
+ * The dashboard's HTTP server (`deno task ui`): read-only pages over the run stores, the actions
+ * (when allowed), and the security model — loopback only by default (with a Host-header check
+ * against DNS rebinding), a token on every request when bound wider, a per-server secret and a
+ * same-origin Origin on every action, and no method but GET/HEAD (POST for actions). The routes
+ * are one table ({@linkcode DASHBOARD_ROUTES}); the guards on what a request names are in
+ * `http_guard.ts`, the live streams in `live.ts`, the response headers in `responses.ts`. It is
+ * built on `Deno.serve` alone, without an HTTP framework: "Why the dashboard's server is
+ * hand-written" in the architecture page of docs/ gives the measurements.
  *
  * @module
  */
@@ -12,9 +14,7 @@ import { isValidRunGroup, MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { runAgentCommand } from "../invocation.ts";
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
-import { sleep } from "../backoff.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
-import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
 import {
   answerApproval,
   answerRun,
@@ -23,21 +23,15 @@ import {
   runAction,
 } from "./actions.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
-import type { Html } from "./html.ts";
 import {
   errorPage,
-  finalOutput,
   rowPart,
   rowPartText,
-  runGraph,
-  runMeta,
   runPage,
   runsListPage,
-  type RunView,
-  timelineRow,
 } from "./pages.ts";
 import { agentPage, agentsPage } from "./agent_pages.ts";
-import { plansPage, planSpecPage, toolPlanFile, toolPlanKey, toolPlanPage } from "./plans.ts";
+import { plansPage, planSpecPage, toolPlanFile, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
 import {
   bindError,
@@ -48,11 +42,18 @@ import {
   routeParam,
   sameOriginPath,
 } from "./http_guard.ts";
+import { addWaitingForm, liveEvents, loadRunView, planEvents } from "./live.ts";
+import {
+  asset,
+  CONTENT_SECURITY_POLICY,
+  jsonResponse,
+  page,
+  securityHeaders,
+  text,
+} from "./responses.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
-import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
-import { isOpenStatus } from "../run_statuses.ts";
 
-export { isLoopback, malformedSegment, sameOriginPath };
+export { CONTENT_SECURITY_POLICY, isLoopback, malformedSegment, sameOriginPath };
 
 /** Options of {@linkcode dashboardHandler}. */
 export interface DashboardHandlerOptions {
@@ -80,18 +81,6 @@ export interface DashboardHandlerOptions {
    */
   actions?: DashboardActionOptions;
 }
-
-/** The Content-Security-Policy of every response: only the app's own script and styles. */
-export const CONTENT_SECURITY_POLICY: string = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
 
 const TOKEN_COOKIE = "stepflow_token";
 
@@ -389,201 +378,6 @@ function toolPlansDir(data: DashboardData): string {
   return resolve(data.source.cwd, data.source.toolPlans ?? "plans");
 }
 
-/** Reads a run for its page: checkpoint, summary, whole log folded, the agent. */
-async function loadRunView(data: DashboardData, runId: string): Promise<RunView> {
-  const store = (await data.storeOf(runId))!;
-  const view: RunView = { runId, timeline: newTimeline() };
-  try {
-    view.checkpoint = await store.loadCheckpoint(runId);
-  } catch (error) {
-    view.problem = errorMessage(error);
-  }
-  view.summary = await data.summaryOf(runId);
-  const log = await store.readLog(runId);
-  foldLog(view.timeline, log);
-  const agent = view.checkpoint?.agent ?? view.summary?.agent;
-  if (agent) {
-    const loaded = await data.agent(agent);
-    view.definition = loaded.definition;
-    view.definitionError = loaded.error;
-  }
-  if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
-    view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
-  }
-  return view;
-}
-
-/** For a waiting run: its question and the answer form of its step's schema (read now). */
-async function addWaitingForm(view: RunView): Promise<void> {
-  if (view.checkpoint?.status !== "waiting" || !view.definition) return;
-  const waiting = view.checkpoint.state.waiting as PendingInput | undefined;
-  if (!waiting || typeof waiting.stepId !== "string") return;
-  try {
-    view.waiting = { request: waiting, form: await answerFormOf(view.definition, waiting) };
-  } catch (error) {
-    view.waiting = { request: waiting, problem: errorMessage(error) };
-  }
-}
-
-function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
-  const status = checkpoint?.status ?? summary?.status;
-  return isOpenStatus(status);
-}
-
-/**
- * Server-sent events of a running run: the rows, graph, header and output its new log entries
- * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended.
- * The server reads the new entries every `intervalMs` through the store's `readLogFrom`.
- */
-async function liveEvents(
-  data: DashboardData,
-  runId: string,
-  from: number,
-  intervalMs: number,
-  closing?: AbortSignal,
-): Promise<Response> {
-  const store = (await data.storeOf(runId))!;
-  const view = await loadRunView(data, runId);
-  // Rebuild the fold exactly as the page had it, then send what came after.
-  const timeline = newTimeline();
-  const log = await store.readLog(runId);
-  foldLog(timeline, log.slice(0, from));
-  view.timeline = timeline;
-  return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log) => {
-      if (entries.length === 0) return;
-      const touched = foldLog(timeline, entries);
-      events.send(
-        "rows",
-        [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
-      );
-      events.send("graph", runGraph(view).text);
-      events.send("header", runMeta(view).text);
-      events.send("output", finalOutput(view).text);
-    };
-    try {
-      push(log.slice(from));
-      while (events.open) {
-        // A run that reached an input step stops being driven: the page reloads for its form.
-        if (timeline.waiting) {
-          const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
-          if (checkpoint?.status === "waiting") {
-            events.send("waiting", {});
-            break;
-          }
-        }
-        if (timeline.runEnd) {
-          try {
-            view.checkpoint = await store.loadCheckpoint(runId);
-          } catch { /* shown on reload */ }
-          view.summary = undefined;
-          events.send("header", runMeta(view).text);
-          // The run's output is in its final checkpoint, read just now.
-          events.send("output", finalOutput(view).text);
-          events.send("end", {});
-          break;
-        }
-        await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries));
-        events.keepAlive();
-      }
-    } catch (error) {
-      if (events.open) events.send("problem", errorMessage(error));
-    }
-  });
-}
-
-/**
- * Server-sent events of a tool plan's page: `changed` once the plan file or its approval requests
- * differ from `since` (the page then reloads). The server compares every `intervalMs` (at least
- * 250 ms); the page never polls.
- */
-function planEvents(
-  file: string,
-  since: string,
-  intervalMs: number,
-  closing?: AbortSignal,
-): Response {
-  return eventStream(": following the plan", closing, async (events) => {
-    try {
-      while (events.open) {
-        if (await toolPlanKey(file) !== since) {
-          events.send("changed", {});
-          break;
-        }
-        await sleep(Math.max(250, intervalMs), events.signal);
-        events.keepAlive();
-      }
-    } catch { /* the stream ends; the page reloads on its own next visit */ }
-  });
-}
-
-/** What a follower of {@linkcode eventStream} writes to. */
-interface EventSink {
-  /** Sends one event with a JSON payload. */
-  send(event: string, value: unknown): void;
-  /** Sends a comment line when nothing was sent for 15 s, so proxies keep the stream open. */
-  keepAlive(): void;
-  /** False once the browser went away or the server is closing. */
-  readonly open: boolean;
-  /** Aborted when the browser goes away or the server closes (for waits between reads). */
-  readonly signal: AbortSignal;
-}
-
-/**
- * A server-sent-events response: `opening` as a first comment (clients and proxies see the stream
- * open at once), then whatever `follow` sends until it returns. It ends when the browser goes away
- * (the stream is cancelled, which aborts `gone`) or the server closes — not on the request's
- * signal, which Deno aborts as soon as a streaming response has started.
- */
-function eventStream(
-  opening: string,
-  closing: AbortSignal | undefined,
-  follow: (events: EventSink) => Promise<void>,
-): Response {
-  const gone = new AbortController();
-  const signal = closing ? AbortSignal.any([gone.signal, closing]) : gone.signal;
-  const encoder = new TextEncoder();
-  let closed = false;
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      let lastBeat = Date.now();
-      const events: EventSink = {
-        send: (event, value) => {
-          controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(value)}\n\n`));
-          lastBeat = Date.now();
-        },
-        keepAlive: () => {
-          if (Date.now() - lastBeat <= 15_000) return;
-          controller.enqueue(encoder.encode(": keep-alive\n\n"));
-          lastBeat = Date.now();
-        },
-        get open() {
-          return !closed && !signal.aborted;
-        },
-        signal,
-      };
-      controller.enqueue(encoder.encode(`${opening}\n\n`));
-      await follow(events);
-      if (!closed) {
-        closed = true;
-        controller.close();
-      }
-    },
-    cancel() {
-      closed = true;
-      gone.abort();
-    },
-  });
-  return new Response(body, {
-    headers: {
-      ...securityHeaders(),
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-store",
-    },
-  });
-}
-
 /** Checks the token; returns the response to send instead when it is missing or wrong. */
 function checkToken(request: Request, url: URL, token: string): Response | undefined {
   const inQuery = url.searchParams.get("token");
@@ -626,46 +420,6 @@ function intParam(url: URL, name: string): number | undefined {
   const value = url.searchParams.get(name);
   if (value === null || !/^\d{1,9}$/.test(value)) return undefined;
   return Number(value);
-}
-
-function securityHeaders(): Record<string, string> {
-  return {
-    "content-security-policy": CONTENT_SECURITY_POLICY,
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-    "cross-origin-resource-policy": "same-origin",
-  };
-}
-
-function page(status: number, body: string | Html): Response {
-  return new Response(String(body), {
-    status,
-    headers: {
-      ...securityHeaders(),
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-    },
-  });
-}
-
-function asset(body: string, type: string): Response {
-  return new Response(body, {
-    headers: { ...securityHeaders(), "content-type": type, "cache-control": "no-cache" },
-  });
-}
-
-function jsonResponse(value: unknown): Response {
-  return new Response(JSON.stringify(value), {
-    headers: { ...securityHeaders(), "content-type": "application/json; charset=utf-8" },
-  });
-}
-
-function text(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(body, {
-    status,
-    headers: { ...securityHeaders(), "content-type": "text/plain; charset=utf-8", ...headers },
-  });
 }
 
 /** Options of {@linkcode serveDashboard}. */
