@@ -23,13 +23,7 @@ import {
   runAction,
 } from "./actions.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
-import {
-  errorPage,
-  rowPart,
-  rowPartText,
-  runPage,
-  runsListPage,
-} from "./pages.ts";
+import { errorPage, rowPart, rowPartText, runPage, runsListPage } from "./pages.ts";
 import { agentPage, agentsPage } from "./agent_pages.ts";
 import { plansPage, planSpecPage, toolPlanFile, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
