@@ -12,7 +12,12 @@ import { shortDiff } from "../text_diff.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactText, type Secret } from "./redact.ts";
 import { ScriptedBackend, type ScriptedEntry } from "./scripted.ts";
-import type { ToolTurnBackend, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
+import {
+  type ToolTurnBackend,
+  type ToolTurnRequest,
+  type ToolTurnResponse,
+  turnAsRequest,
+} from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "./types.ts";
 
 /**
@@ -169,16 +174,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
    * the entries that follow.
    */
   async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
-    const first = req.messages[0];
-    const asRequest: LlmRequest = {
-      kind: req.kind ?? "step",
-      agent: req.agent ?? "",
-      stepId: req.stepId,
-      iteration: req.iteration,
-      prompt: first?.role === "user" ? first.content : "",
-      cwd: req.cwd ?? ".",
-    };
-    if (req.systemPrompt !== undefined) asRequest.systemPrompt = req.systemPrompt;
+    const asRequest = turnAsRequest(req);
     const turn = req.messages.filter((m) => m.role === "assistant").length;
     this.#take(asRequest, turn);
     return await this.#scripted.toolTurn(req, opts);

@@ -1,6 +1,11 @@
 import { StepflowError } from "../errors.ts";
 import { sleep } from "../backoff.ts";
-import type { ToolTurnBackend, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
+import {
+  type ToolTurnBackend,
+  type ToolTurnRequest,
+  type ToolTurnResponse,
+  turnAsRequest,
+} from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
 /**
@@ -151,19 +156,7 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
   async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
     this.toolTurns.push(req);
     opts.signal?.throwIfAborted();
-    const first = req.messages[0];
-    const asRequest: LlmRequest = {
-      kind: req.kind ?? "step",
-      agent: req.agent ?? "",
-      stepId: req.stepId,
-      iteration: req.iteration,
-      prompt: first?.role === "user" ? first.content : "",
-      cwd: req.cwd ?? ".",
-    };
-    if (req.systemPrompt !== undefined) asRequest.systemPrompt = req.systemPrompt;
-    if (req.model !== undefined) asRequest.model = req.model;
-    if (req.sessionId !== undefined) asRequest.sessionId = req.sessionId;
-    if (req.outputSchema !== undefined) asRequest.outputSchema = req.outputSchema;
+    const asRequest = turnAsRequest(req);
     this.calls.push(asRequest);
     const entry = this.#responder ? await this.#responder(asRequest) : this.#next(asRequest);
     const calls = isObject(entry) ? (entry as ScriptedEntryObject).toolCalls : undefined;

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { LlmBackend, LlmCallOptions, LlmRequestKind, LlmUsage } from "./types.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmRequestKind, LlmUsage } from "./types.ts";
 
 /** A tool as offered to the model. */
 export interface ToolSpec {
@@ -107,4 +107,33 @@ export function supportsToolTurns(backend: LlmBackend): backend is LlmBackend & 
 /** An id for a call the server sent without one. */
 export function generatedCallId(): string {
   return `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+}
+
+/**
+ * A tool turn as the plain request of its call: the step's prompt (the turn's first user message),
+ * the system prompt, model, session and schema — what a scripted or replayed backend keys and
+ * checks its answers by.
+ *
+ * @example
+ * ```ts
+ * import { turnAsRequest } from "./tool_turn.ts";
+ * turnAsRequest({ stepId: "s1", iteration: 1, messages: [{ role: "user", content: "Hi" }], tools: [] })
+ *   .prompt; // "Hi"
+ * ```
+ */
+export function turnAsRequest(req: ToolTurnRequest): LlmRequest {
+  const first = req.messages[0];
+  const request: LlmRequest = {
+    kind: req.kind ?? "step",
+    agent: req.agent ?? "",
+    stepId: req.stepId,
+    iteration: req.iteration,
+    prompt: first?.role === "user" ? first.content : "",
+    cwd: req.cwd ?? ".",
+  };
+  if (req.systemPrompt !== undefined) request.systemPrompt = req.systemPrompt;
+  if (req.model !== undefined) request.model = req.model;
+  if (req.sessionId !== undefined) request.sessionId = req.sessionId;
+  if (req.outputSchema !== undefined) request.outputSchema = req.outputSchema;
+  return request;
 }
