@@ -86,7 +86,12 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     const runId = String(answer.runId);
     assert.match(text(result), new RegExp(`Run ${runId} of agent "haiku" completed`));
     // One notification per step event: the run's start, two step starts, two step ends, the end.
-    assert.equal(progress.length, 6, progress.join("\n"));
+    // The server sends the end line before the result; the SDK client dispatches notifications a
+    // microtask after reading them and forgets a request's progress handler when its result comes,
+    // so when both arrive in one read (a loaded machine) the client drops the end line. Every step's
+    // line is always there.
+    assert.ok(progress.length === 5 || progress.length === 6, progress.join("\n"));
+    if (progress.length === 6) assert.match(progress[5], new RegExp(`run ${runId} succeeded`));
     assert.match(progress[0], new RegExp(`run ${runId} started`));
     assert.match(progress[4], /step draft\.haiku #2 → complete check ok/);
 
