@@ -91,7 +91,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     // so when both arrive in one read (a loaded machine) the client drops the end line. Every step's
     // line is always there.
     assert.ok(progress.length === 5 || progress.length === 6, progress.join("\n"));
-    if (progress.length === 6) assert.match(progress[5], /run succeeded: completed at draft\.haiku/);
+    if (progress.length === 6) {
+      assert.match(progress[5], /run succeeded: completed at draft\.haiku/);
+    }
     assert.match(progress[0], new RegExp(`run ${runId} started`));
     assert.match(progress[4], /step draft\.haiku #2 → complete check ok/);
 
