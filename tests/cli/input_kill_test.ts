@@ -27,6 +27,15 @@ async function pathAppears(file: string, ended: AbortSignal): Promise<void> {
   }
 }
 
+/** Resolves once `file` holds `text` (checked every 2 ms), or when the process ended. */
+async function fileHas(file: string, text: string, ended: AbortSignal): Promise<void> {
+  while (!ended.aborted) {
+    const content = await Deno.readTextFile(file).catch(() => "");
+    if (content.includes(text)) return;
+    await pause(2);
+  }
+}
+
 const SCRIPT = JSON.stringify({
   "draft.release": [{ output: { plan: "tag, build, publish", next_action: { action: "next" } } }],
   "complete.release": [{
@@ -63,7 +72,13 @@ Deno.test("run-agent --answer killed (SIGKILL) at every moment: the answer is re
             return await pathAppears(join(runs, `${runId}.lock`), ended);
           }
           if (moment === "recording") {
-            return await tempFilesCreated(watcher!, 1); // <runId>.checkpoint.json.tmp
+            // Mid-write of the checkpoint that records the answer (its temp file) — or, when that
+            // event reaches a loaded machine's watcher late, the moment the answer's line is in
+            // the log, before the next step starts: both are the answer's recording.
+            return await Promise.race([
+              tempFilesCreated(watcher!, 1), // <runId>.checkpoint.json.tmp
+              fileHas(join(runs, `${runId}.jsonl`), '"type":"input_answer"', ended),
+            ]);
           }
           // The answered run goes on: the next step's call is in flight.
           const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
