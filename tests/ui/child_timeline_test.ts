@@ -1,0 +1,114 @@
+/**
+ * The parent's run page opens an agent step's child run nested in its timeline (on demand, from
+ * the child's log in the same store), through the real dashboard server over a real release-train
+ * run of the real runner with the example's scripted backend.
+ */
+import assert from "node:assert/strict";
+import { cp } from "node:fs/promises";
+import { join } from "node:path";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { loadScriptFile } from "../../src/llm/script_file.ts";
+import { runStoreFor } from "../../src/store/location.ts";
+import { CHILD_ROWS_SHOWN } from "../../src/ui/child_timeline.ts";
+import { REPO_ROOT } from "../definition/fixtures.ts";
+import { startDashboard } from "./browser.ts";
+
+/** A temp project holding both example agents, and a finished release-train run. */
+export async function releaseTrainRun(): Promise<
+  { root: string; parentId: string; childId: string; storeDir: string }
+> {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-ui-train-" });
+  for (const name of ["release-train", "release-approval"]) {
+    await cp(join(REPO_ROOT, ".agent", name), join(root, ".agent", name), { recursive: true });
+  }
+  const definition = await loadAgentDefinition("release-train", { cwd: root });
+  const backend = await loadScriptFile(join(root, ".agent", "release-train", "demo.script.yaml"));
+  const store = runStoreFor(definition, { cwd: root, durability: "process" });
+  const runner = new StepFlowRunner(definition, { backend, store });
+  const first = await runner.run({ args: { train: "november" }, cwd: root });
+  assert.equal(first.completionReason, "waiting");
+  const done = await runner.answer(first.runId, { decision: "next", note: "smooth" });
+  assert.equal(done.completionReason, "completed", JSON.stringify(done.error));
+  return {
+    root,
+    parentId: first.runId,
+    childId: first.waiting!.child!.runId,
+    storeDir: store.dir,
+  };
+}
+
+/** The index of the parent's agent-step row, read from its page. */
+function agentRowIndex(page: string): number {
+  const row = page.match(/id="row-(\d+)" data-step="ship\.train"/);
+  assert.ok(row, "the page has the agent step's row");
+  return Number(row[1]);
+}
+
+Deno.test("run page: the agent step's row opens the child run's timeline nested under it, linking both ways", async () => {
+  const { root, parentId, childId } = await releaseTrainRun();
+  await using ui = await startDashboard(root);
+  const page = await (await fetch(`${ui.url}runs/${parentId}`)).text();
+  const index = agentRowIndex(page);
+  const src = `/runs/${parentId}/rows/${index}/child`;
+  assert.match(page, new RegExp(`<details class="child" data-src="${src}">`));
+  assert.doesNotMatch(page, /data-step="plan\.release"/, "the child's rows load when opened");
+
+  const res = await fetch(new URL(src, ui.url));
+  assert.equal(res.status, 200);
+  const nested = await res.text();
+  assert.match(nested, new RegExp(`Child run <a href="/runs/${childId}">${childId}</a>`));
+  assert.match(nested, /class="status completed"/);
+  for (const step of ["plan.release", "approve.release", "complete.release"]) {
+    assert.match(nested, new RegExp(`data-step="${step.replace(".", "\\.")}"`), step);
+  }
+  // The nested rows' ids and parts name the child run: they do not clash with the parent's rows.
+  assert.doesNotMatch(nested, /id="row-/);
+  assert.match(nested, new RegExp(`id="run-${childId}-row-\\d+"`));
+  assert.match(nested, new RegExp(`data-src="/runs/${childId}/rows/\\d+/prompt"`));
+  // And the child's page links back to the parent.
+  const childPage = await (await fetch(`${ui.url}runs/${childId}`)).text();
+  assert.match(childPage, new RegExp(`Parent run</span><a href="/runs/${parentId}">`));
+  // A row without a child run has no such part.
+  assert.equal((await fetch(`${ui.url}runs/${parentId}/rows/0/child`)).status, 404);
+});
+
+Deno.test("run page: a child with many rows shows the first ones and a link; a missing child says so", async () => {
+  const { root, parentId, childId, storeDir } = await releaseTrainRun();
+  // Many more child iterations than are shown nested: copies of its step lines, as the runner
+  // would append them over a long child run.
+  const logFile = join(storeDir, `${childId}.jsonl`);
+  const lines = (await Deno.readTextFile(logFile)).trimEnd().split("\n");
+  const steps = lines.filter((l) => /"type":"step_(start|end)"/.test(l));
+  assert.ok(steps.length >= 2, "the child logged its steps");
+  const extra = Array.from({ length: CHILD_ROWS_SHOWN }, () => steps).flat();
+  await Deno.writeTextFile(logFile, [...lines, ...extra].join("\n") + "\n");
+  await using ui = await startDashboard(root);
+  const page = await (await fetch(`${ui.url}runs/${parentId}`)).text();
+  const src = `${ui.url}runs/${parentId}/rows/${agentRowIndex(page)}/child`;
+  const nested = await (await fetch(src)).text();
+  assert.equal(nested.match(/class="row /g)?.length, CHILD_ROWS_SHOWN);
+  assert.match(
+    nested,
+    new RegExp(
+      `Showing the first ${CHILD_ROWS_SHOWN} of \\d+ rows\\. <a href="/runs/${childId}">The child run's page</a>`,
+    ),
+  );
+
+  await Deno.remove(logFile);
+  await Deno.remove(join(storeDir, `${childId}.checkpoint.json`)).catch(() => {});
+  const missing = await fetch(src);
+  assert.equal(missing.status, 200);
+  assert.match(
+    await missing.text(),
+    /is not in this store \(yet\): it has no checkpoint and no log/,
+  );
+  // A log that cannot be read (here a folder where the file should be).
+  await Deno.mkdir(logFile);
+  const unreadable = await fetch(src);
+  assert.equal(unreadable.status, 200);
+  assert.match(
+    await unreadable.text(),
+    new RegExp(`<div class="errors">Could not read the child run <a href="/runs/${childId}">`),
+  );
+});
