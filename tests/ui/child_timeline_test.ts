@@ -5,7 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { FileRunStore } from "../../src/store/file.ts";
 import { CHILD_ROWS_SHOWN } from "../../src/ui/child_timeline.ts";
+import { timelineRow } from "../../src/ui/pages.ts";
+import { foldLog, newTimeline } from "../../src/ui/timeline.ts";
 import { startDashboard } from "./browser.ts";
 import { releaseTrainRun } from "./release_train.ts";
 
@@ -82,4 +85,38 @@ Deno.test("run page: a child with many rows shows the first ones and a link; a m
     await unreadable.text(),
     new RegExp(`<div class="errors">Could not read the child run <a href="/runs/${childId}">`),
   );
+});
+
+Deno.test("timeline row: nested one level deep — an agent step's row drawn nested links its child run, it does not nest it", async () => {
+  const { parentId, childId, storeDir } = await releaseTrainRun();
+  const store = new FileRunStore(storeDir);
+  const timeline = newTimeline();
+  foldLog(timeline, await store.readLog(parentId));
+  const agentRow = timeline.rows.find((r) => r.kind === "iteration" && r.stepId === "ship.train")!;
+  const top = timelineRow(parentId, agentRow).text;
+  assert.match(top, /<details class="child"/);
+  const nested = timelineRow(parentId, agentRow, { nested: true }).text;
+  assert.match(nested, new RegExp(`child run</span> <a href="/runs/${childId}">${childId}</a>`));
+  assert.doesNotMatch(nested, /<details class="child"/);
+  assert.match(nested, new RegExp(`id="run-${parentId}-row-${agentRow.index}"`));
+});
+
+Deno.test("run page: a hostile child run id in the parent's log is refused by the store and shown as text", async () => {
+  const { root, parentId, childId, storeDir } = await releaseTrainRun();
+  const logFile = join(storeDir, `${parentId}.jsonl`);
+  const hostile = `"><script>window.x=1</script>`;
+  const log = await Deno.readTextFile(logFile);
+  await Deno.writeTextFile(
+    logFile,
+    log.replaceAll(childId, JSON.stringify(hostile).slice(1, -1)),
+  );
+  await using ui = await startDashboard(root);
+  const page = await (await fetch(`${ui.url}runs/${parentId}`)).text();
+  assert.doesNotMatch(page, /<script>window/);
+  const nested = await (await fetch(`${ui.url}runs/${parentId}/rows/${agentRowIndex(page)}/child`))
+    .text();
+  assert.doesNotMatch(nested, /<script>window/);
+  assert.match(nested, /Could not read the child run <a href="\/runs\/%22%3E%3Cscript%3E/);
+  assert.match(nested, /&lt;script&gt;window\.x=1&lt;\/script&gt;/);
+  assert.match(nested, /Invalid run id/);
 });
