@@ -234,6 +234,7 @@ async function nestedChildRun(browser: Browser) {
   assert.equal(await agentRow.locator(".child-timeline").count(), 0, "loaded on demand");
   await agentRow.locator("details.child summary").click();
   const nested = agentRow.locator('details.child[data-loaded="true"] .child-timeline');
+  await nested.waitFor(); // (evaluateAll does not wait for the fetch)
   const steps = await nested.locator(".row.iteration").evaluateAll((rows) =>
     rows.map((r) => r.getAttribute("data-step"))
   );
