@@ -318,8 +318,19 @@ function endOf(checkpoint: RunCheckpoint | undefined): Record<string, unknown> |
     : undefined;
 }
 
+/** How {@linkcode timelineRow} draws a row. */
+export interface TimelineRowOptions {
+  /**
+   * The row is drawn inside its parent run's timeline: its id names its run (the page's own rows
+   * keep `row-N`, which the live view swaps), and an agent step's child run shows as a link only
+   * (a grandchild is not nested further).
+   */
+  nested?: boolean;
+}
+
 /** One timeline row. */
-export function timelineRow(runId: string, row: Row): Html {
+export function timelineRow(runId: string, row: Row, options: TimelineRowOptions = {}): Html {
+  const rowId = options.nested ? `run-${runId}-row-${row.index}` : `row-${row.index}`;
   if (row.kind === "event") {
     const e = row.entry;
     const extra = e.type === "run_end"
@@ -331,7 +342,7 @@ export function timelineRow(runId: string, row: Row): Html {
       : e.message !== undefined
       ? String(e.message)
       : "";
-    return h`<div class="row event" id="row-${row.index}" data-type="${row.type}"><span class="k">${
+    return h`<div class="row event" id="${rowId}" data-type="${row.type}"><span class="k">${
       formatTime(row.ts)
     }</span> <b>${row.type}</b> ${extra}</div>`;
   }
@@ -341,6 +352,7 @@ export function timelineRow(runId: string, row: Row): Html {
   const classes = `row iteration${errors.length ? " failed" : ""}${row.end ? "" : " open"}`;
   const field = (label: string, value: HtmlValue) =>
     h`<span><span class="k">${label}</span> ${value}</span>`;
+  const child = childRunOf(row);
   const line = [
     h`<b>#${row.iteration ?? ""}</b>`,
     field(
@@ -368,9 +380,7 @@ export function timelineRow(runId: string, row: Row): Html {
         }`,
       )
       : "",
-    childRunOf(row) !== undefined
-      ? field("child run", h`<a href="${runHref(childRunOf(row)!)}">${childRunOf(row)!}</a>`)
-      : "",
+    child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
   ];
   // Prompts, answers and handoffs are fetched when opened: a run of 1000 iterations would
@@ -379,7 +389,7 @@ export function timelineRow(runId: string, row: Row): Html {
     h`<details class="${name.replace(/\d+$/, "")}" data-src="${
       partHref(runId, row.index, name)
     }"><summary>${summary}</summary><div class="body"></div></details>`;
-  return h`<div class="${classes}" id="row-${row.index}" data-step="${row.stepId}"><div class="line">${line}</div>${
+  return h`<div class="${classes}" id="${rowId}" data-step="${row.stepId}"><div class="line">${line}</div>${
     isCheck(end.checkResult)
       ? h`<div><span class="k">check</span> ${end.checkResult.result}: ${end.checkResult.message}</div>`
       : ""
@@ -395,8 +405,15 @@ export function timelineRow(runId: string, row: Row): Html {
     )
   }${row.answer ? part("answer", `Raw answer (${row.answer.length} chars)`) : ""}${
     row.handoff !== undefined ? part("handoff", "Handoff after this iteration") : ""
+  }${
+    child !== undefined && !options.nested
+      ? part(CHILD_PART, `Child run's timeline (${child})`)
+      : ""
   }</div>`;
 }
+
+/** The row part of an agent step's row that opens its child run's timeline nested under it. */
+export const CHILD_PART = "child";
 
 /**
  * The text of a row's part (`prompt`, `answer`, `handoff`, `reaskN`) as recorded, or undefined.
@@ -482,7 +499,7 @@ function isCheck(value: unknown): value is { result: string; message: string } {
 }
 
 /** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
-function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
+export function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
   const child = row.end?.child as { runId?: unknown } | undefined;
   return typeof child?.runId === "string" ? child.runId : row.childRunId;
 }

@@ -23,7 +23,16 @@ import {
   runAction,
 } from "./actions.ts";
 import { APP_CSS, APP_JS } from "./assets.ts";
-import { errorPage, rowPart, rowPartText, runPage, runsListPage } from "./pages.ts";
+import {
+  CHILD_PART,
+  childRunOf,
+  errorPage,
+  rowPart,
+  rowPartText,
+  runPage,
+  runsListPage,
+} from "./pages.ts";
+import { childTimeline } from "./child_timeline.ts";
 import { agentPage, agentsPage } from "./agent_pages.ts";
 import { plansPage, planSpecPage, toolPlanFile, toolPlanPage } from "./plans.ts";
 import { DashboardData, type DashboardSource } from "./source.ts";
@@ -236,6 +245,7 @@ export const DASHBOARD_ROUTES = {
       "/runs/{run}/events",
       "/runs/{run}/rows/0/prompt",
       "/runs/{run}/rows/0/prompt/full",
+      "/runs/{run}/rows/0/child",
     ],
   },
   approvalAction: {
@@ -337,6 +347,10 @@ async function route(
       const timeline = newTimeline();
       foldLog(timeline, await store.readLog(runId));
       const row = timeline.rows[Number(match[3])];
+      const child = row?.kind === "iteration" ? childRunOf(row) : undefined;
+      if (match[4] === CHILD_PART && child !== undefined && !match[5]) {
+        return page(200, await childTimeline(store, child));
+      }
       const part = rowPartText(row, match[4]);
       if (!row || !part) return text(404, "This run has no such row part.");
       if (match[5]) {

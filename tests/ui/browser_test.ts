@@ -7,6 +7,7 @@
  *   run followed live, a run of 1000 iterations opened in under a second;
  * - actions: Cancel a running run, then Redrive it through the real `run-agent` to completion;
  * - approvals: Approve and Deny the waiting steps of a real `run-plan --approvals dashboard`;
+ * - agent steps: the parent's agent-step row opens the child run's timeline nested under it;
  * - PostgreSQL: the runs list and a run page over the PostgreSQL store.
  */
 import assert from "node:assert/strict";
@@ -26,6 +27,7 @@ import {
   startDashboard,
   textOnceShown,
 } from "./browser.ts";
+import { releaseTrainRun } from "./release_train.ts";
 import { demoProject, FINISH, holdAt, reachingCall, runFlow } from "./fixtures.ts";
 
 const TEN_MB = 10 * 1024 * 1024;
@@ -59,6 +61,10 @@ Deno.test({
       t.step(
         "approvals: Approve and Deny waiting tool-plan steps of a real run-plan",
         () => approveAndDeny(browser),
+      ),
+      t.step(
+        "agent step: the parent's row opens the child run's timeline nested under it",
+        () => nestedChildRun(browser),
       ),
       t.step({
         name: "over PostgreSQL: the runs list and a run page",
@@ -214,6 +220,28 @@ async function runsChecks(
     assert.ok(best <= 1000, `opened in ${best.toFixed(0)} ms`);
   });
 
+  assert.deepEqual(tab.errors, []);
+}
+
+/** A release-train run: opening its agent step's child part shows the child's steps, linked. */
+async function nestedChildRun(browser: Browser) {
+  const { root, parentId, childId } = await releaseTrainRun();
+  await using ui = await startDashboard(root);
+  await using tab = await openTab(browser);
+  const { page } = tab;
+  await page.goto(`${ui.url}runs/${parentId}`);
+  const agentRow = page.locator('#timeline .row.iteration[data-step="ship.train"]').last();
+  assert.equal(await agentRow.locator(".child-timeline").count(), 0, "loaded on demand");
+  await agentRow.locator("details.child summary").click();
+  const nested = agentRow.locator('details.child[data-loaded="true"] .child-timeline');
+  await nested.waitFor(); // (evaluateAll does not wait for the fetch)
+  const steps = await nested.locator(".row.iteration").evaluateAll((rows) =>
+    rows.map((r) => r.getAttribute("data-step"))
+  );
+  assert.deepEqual(steps, ["plan.release", "approve.release", "complete.release"]);
+  await nested.locator(`.note a[href="/runs/${childId}"]`).click();
+  await page.waitForURL(new RegExp(`/runs/${childId}$`));
+  await page.locator(`a[href="/runs/${parentId}"]`).first().waitFor();
   assert.deepEqual(tab.errors, []);
 }
 
