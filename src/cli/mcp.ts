@@ -67,7 +67,8 @@ const FLAGS = defineFlags({
 const USAGE = `Usage: deno task mcp [options]
 
 Serves the agents under .agent/ to MCP clients as tools: run_<agent> (its parameters as the
-input schema), list_runs and show_run. Over stdio unless --port is given.
+input schema), answer_run (answers a run waiting at an input step), list_runs and show_run.
+Over stdio unless --port is given.
 
 Options:
 ${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}

@@ -1,13 +1,12 @@
 /**
  * The tools `deno task mcp` serves, independent of the MCP wire: one `run_<agent>` tool per agent
- * under the agent root (its input schema from agent.json `parameters`), `list_runs` and
- * `show_run`. Every call answers a {@linkcode ToolAnswer}; every problem — an unknown tool or agent,
+ * under the agent root (its input schema from agent.json `parameters`), `answer_run` (answers a
+ * run that waits at an input step and continues it), `list_runs` and `show_run`. Every call answers a {@linkcode ToolAnswer}; every problem — an unknown tool or agent,
  * bad arguments, a backend that cannot start — is thrown as a `StepflowError` that the server
  * turns into an MCP tool error, so a client's mistake never stops the server.
  *
- * Answering a waiting run (a run paused for input) is not a tool yet: runs that wait for input do
- * not exist in the runner. When they do, an `answer_run` tool joins {@linkcode listAgentTools} and
- * {@linkcode callAgentTool} beside `show_run`, and `show_run` already shows such a run's status.
+ * A run that stops at an input step is not an error: its answer says it waits, asks its question and
+ * names the run id to give `answer_run`.
  *
  * @module
  */
@@ -18,6 +17,7 @@ import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
+import type { PendingInput } from "../flow/input_request.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
@@ -27,9 +27,15 @@ import { formatRunHistory, formatRunList, historyFromLog } from "../store/format
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { isValidRunId } from "../store/run_id.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
-import { checkToolArguments, parametersInputSchema, type ToolInputSchema } from "./tool_schema.ts";
+import {
+  checkAnswerValue,
+  checkToolArguments,
+  parametersInputSchema,
+  type ToolInputSchema,
+} from "./tool_schema.ts";
 
 /** Prefix of the tool that runs an agent: `run_haiku` runs agent `haiku`. */
 export const RUN_TOOL_PREFIX = "run_";
@@ -92,7 +98,7 @@ export interface ToolAnswer {
 /**
  * The tools served for the agents under `options.cwd`'s `.agent/`: `run_<agent>` for each agent
  * that loads (an agent that does not is left out, with a warning naming its problem), then
- * `list_runs` and `show_run`. Read anew on each call, so agents added while serving appear.
+ * `answer_run`, `list_runs` and `show_run`. Read anew on each call, so agents added while serving appear.
  */
 export async function listAgentTools(options: AgentToolsOptions): Promise<AgentTool[]> {
   const tools: AgentTool[] = [];
@@ -130,7 +136,27 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
     description: "The agent (folder name under .agent/)",
     ...(names.length > 0 ? { enum: names } : {}),
   };
+  const runIdProperty = {
+    type: "string",
+    description: "The run id (from list_runs or a run's answer)",
+  };
   tools.push(
+    {
+      name: "answer_run",
+      title: "Answer a waiting run",
+      description:
+        "Answers a run that waits at an input step (a run_<agent> or answer_run result with status waiting) and continues it: the value must match the question's answer schema. Answers the run's output like run_<agent>; a run can be answered once.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          agent: agentProperty,
+          runId: runIdProperty,
+          value: { description: "The answer: JSON matching the waiting step's answer schema" },
+        },
+        required: ["agent", "runId", "value"],
+        additionalProperties: false,
+      },
+    },
     {
       name: "list_runs",
       title: "List recorded runs",
@@ -151,7 +177,7 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
         type: "object",
         properties: {
           agent: agentProperty,
-          runId: { type: "string", description: "The run id (from list_runs or a run's answer)" },
+          runId: runIdProperty,
         },
         required: ["agent", "runId"],
         additionalProperties: false,
@@ -163,8 +189,9 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
 
 /**
  * Calls tool `name` with the client's `args`. Throws `MCP_TOOL_UNKNOWN`, `MCP_ARGUMENTS_INVALID`,
- * `AGENT_NOT_FOUND`, `RUN_NOT_FOUND` or a backend's setup error; a run that ends without success
- * is an answer with `isError`.
+ * `AGENT_NOT_FOUND`, `RUN_NOT_FOUND`, an answer's refusal (`INPUT_NOT_WAITING`,
+ * `INPUT_ANSWER_INVALID`, `INPUT_WAIT_EXPIRED`) or a backend's setup error; a run that ends
+ * without success is an answer with `isError`, a run that waits for an answer is not.
  */
 export async function callAgentTool(
   name: string,
@@ -174,6 +201,7 @@ export async function callAgentTool(
 ): Promise<ToolAnswer> {
   if (name === "list_runs") return await listRuns(args, options);
   if (name === "show_run") return await showRun(args, options);
+  if (name === "answer_run") return await answerRun(args, options, context);
   if (name.startsWith(RUN_TOOL_PREFIX)) {
     const agent = name.slice(RUN_TOOL_PREFIX.length);
     const served = (await listAgents({ cwd: options.cwd })).some((a) => a.name === agent);
@@ -224,6 +252,64 @@ async function runAgent(
     definition.agent.parameters ?? {},
     rawArgs,
   );
+  return await drive(definition, options, context, (runner, backendChoice) =>
+    runner.run({
+      args,
+      cwd: options.cwd,
+      backendChoice,
+      signal: context.signal,
+      ...(inputText !== undefined ? { inputText } : {}),
+    }));
+}
+
+/** `answer_run`: records the answer (as `mcp`) and continues the run to its next wait or end. */
+async function answerRun(
+  rawArgs: unknown,
+  options: AgentToolsOptions,
+  context: ToolCallContext,
+): Promise<ToolAnswer> {
+  const { agent, runId, value } = checkRunArguments("answer_run", rawArgs, {
+    agent: true,
+    runId: true,
+    value: true,
+  });
+  if (!isValidRunId(runId)) {
+    throw new StepflowError(
+      "MCP_ARGUMENTS_INVALID",
+      `Invalid arguments for answer_run: runId ${
+        JSON.stringify(runId!.slice(0, 200))
+      } is not a run id (letters, digits, "_" or "-"); copy it from the waiting run's answer or list_runs.`,
+      { details: { tool: "answer_run", problems: ["runId: not a run id"] } },
+    );
+  }
+  checkAnswerValue(value);
+  const definition = await loadServedAgent(agent!, options);
+  return await drive(
+    definition,
+    options,
+    context,
+    (runner, backendChoice) =>
+      runner.answer(runId, value, {
+        answeredBy: "mcp",
+        backendChoice,
+        signal: context.signal,
+      }),
+  );
+}
+
+/**
+ * One drive of a run (a new run or an answered one): the backend and store chosen as `run-agent`
+ * chooses them, progress lines to the client, the store closed after.
+ */
+async function drive(
+  definition: AgentDefinition,
+  options: AgentToolsOptions,
+  context: ToolCallContext,
+  go: (
+    runner: StepFlowRunner,
+    backendChoice: ReturnType<typeof recordableChoice>,
+  ) => Promise<StepFlowResult>,
+): Promise<ToolAnswer> {
   const behavior = definition.agent.behavior;
   const given = options.backend;
   const name = given.backend ?? (given.script !== undefined ? "scripted" : undefined) ??
@@ -259,21 +345,18 @@ async function runAgent(
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
       ...(model !== undefined ? { model } : {}),
     });
-    result = await runner.run({
-      args,
-      cwd: options.cwd,
-      backendChoice: recordableChoice(choice),
-      signal: context.signal,
-      ...(inputText !== undefined ? { inputText } : {}),
-    });
+    result = await go(runner, recordableChoice(choice));
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
   return runAnswer(definition.name, result);
 }
 
-/** A run's answer: its id and how it ended, then its output as JSON. */
+/** A run's answer: its id and how it ended (or what it waits for), then its output as JSON. */
 function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
+  if (result.completionReason === "waiting" && result.waiting) {
+    return waitingAnswer(agent, result, result.waiting);
+  }
   const structured: Record<string, unknown> = {
     runId: result.runId,
     agent,
@@ -294,6 +377,45 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
   }
   return { text: lines.join("\n"), structured, ...(result.success ? {} : { isError: true }) };
+}
+
+/** A run stopped at an input step: not an error — its question, and how to answer it. */
+function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingInput): ToolAnswer {
+  const structured: Record<string, unknown> = {
+    runId: result.runId,
+    agent,
+    status: "waiting",
+    success: false,
+    completionReason: "waiting",
+    finalStepId: result.finalStepId,
+    iterations: result.iterations,
+    waiting: waitingView(waiting),
+  };
+  const text = [
+    `Run ${result.runId} of agent "${agent}" is waiting for an answer at input step "${waiting.stepId}":`,
+    waiting.prompt.trimEnd(),
+    answerHint(agent, result.runId, waiting),
+  ].join("\n");
+  return { text, structured };
+}
+
+/** What a client needs of a waiting run's request (the request id and schema reference stay inside). */
+function waitingView(waiting: PendingInput): Record<string, unknown> {
+  return {
+    stepId: waiting.stepId,
+    question: waiting.prompt,
+    requestedAt: waiting.requestedAt,
+    ...(waiting.expiresAt !== undefined ? { expiresAt: waiting.expiresAt } : {}),
+    ...(waiting.timeoutIntent !== undefined ? { timeoutIntent: waiting.timeoutIntent } : {}),
+  };
+}
+
+function answerHint(agent: string, runId: string, waiting: PendingInput): string {
+  return `Answer it with the answer_run tool: { "agent": ${
+    JSON.stringify(agent)
+  }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${
+    waiting.expiresAt ? ` before ${waiting.expiresAt}` : ""
+  }.`;
 }
 
 /** `list_runs`: one agent's runs, or every served agent's. */
@@ -354,10 +476,18 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
         ANSWER_DEPTH,
       ),
     };
-    const text = formatRunHistory(checkpoint, log, {
+    let text = formatRunHistory(checkpoint, log, {
       runId: runId!,
       ...(summary?.live !== undefined ? { live: summary.live } : {}),
     });
+    // The checkpoint is read from disk: use its request only when it has the shape one has.
+    const waiting = (checkpoint?.status === "waiting" ? checkpoint.state.waiting : undefined) as
+      | PendingInput
+      | undefined;
+    if (typeof waiting?.stepId === "string" && typeof waiting.prompt === "string") {
+      structured.waiting = waitingView(waiting);
+      text += `\n${answerHint(definition.name, runId!, waiting)}`;
+    }
     return { text, structured };
   });
 }
@@ -379,20 +509,23 @@ async function withStore<T>(
   }
 }
 
-/** The `agent` and `runId` arguments of `list_runs` / `show_run`, checked. */
+/** The `agent`, `runId` (and `value`) arguments of `list_runs`, `show_run`, `answer_run`, checked. */
 function checkRunArguments(
   tool: string,
   rawArgs: unknown,
-  required: { agent: boolean; runId: boolean },
-): { agent?: string; runId?: string } {
+  required: { agent: boolean; runId: boolean; value?: boolean },
+): { agent?: string; runId?: string; value?: unknown } {
   const given = (rawArgs ?? {}) as Record<string, unknown>;
   const problems: string[] = [];
   if (typeof given !== "object" || Array.isArray(given)) {
     problems.push("the arguments must be an object");
   } else {
     const allowed = required.runId ? ["agent", "runId"] : ["agent"];
+    if (required.value) {
+      if (!Object.hasOwn(given, "value")) problems.push("value: required, but not given");
+    }
     for (const key of Object.keys(given)) {
-      if (!allowed.includes(key)) {
+      if (!allowed.includes(key) && !(required.value && key === "value")) {
         problems.push(`${JSON.stringify(key.slice(0, 100))} is not an argument of ${tool}`);
       }
     }
@@ -415,5 +548,6 @@ function checkRunArguments(
   return {
     ...(typeof given.agent === "string" ? { agent: given.agent } : {}),
     ...(typeof given.runId === "string" ? { runId: given.runId } : {}),
+    ...(required.value ? { value: given.value } : {}),
   };
 }

@@ -89,7 +89,7 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): AgentMcpSe
       { name: SERVER_NAME, version: options.version },
       {
         instructions:
-          "Each run_<agent> tool runs a stepflow agent and answers its output and run id; list_runs and show_run read recorded runs.",
+          "Each run_<agent> tool runs a stepflow agent and answers its output and run id; a run that waits for a person's answer says so, and answer_run answers it; list_runs and show_run read recorded runs.",
       },
     );
     // Declared here, not in the options, where McpServer would add its own handlers and announce

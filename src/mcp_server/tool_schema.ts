@@ -214,3 +214,82 @@ function invalid(agent: string, problems: string[]): StepflowError {
     { details: { agent, problems: problems.slice(0, 20) } },
   );
 }
+
+/** Deepest nesting of an `answer_run` value (an input step's answer is a small form). */
+export const MAX_ANSWER_DEPTH = 64;
+
+/** Most values (objects, lists, strings, numbers…) in one `answer_run` value. */
+export const MAX_ANSWER_NODES = 100_000;
+
+/**
+ * Checks an `answer_run` value before the runner sees it: any JSON, but bounded — nesting at most
+ * {@linkcode MAX_ANSWER_DEPTH}, at most {@linkcode MAX_ANSWER_NODES} values, each string and list
+ * within the argument limits, only finite numbers. Walks without recursion and reads own keys
+ * only; whether the value fits the step's schema is the runner's check. Throws
+ * `MCP_ARGUMENTS_INVALID` naming the first problem and where it is.
+ *
+ * @example
+ * ```ts
+ * import { checkAnswerValue } from "./tool_schema.ts";
+ * checkAnswerValue({ decision: "next", note: "ship it" }); // fine
+ * ```
+ */
+export function checkAnswerValue(value: unknown): void {
+  const pending: AnswerNode[] = [{ value, key: "value", depth: 0 }];
+  let nodes = 0;
+  while (pending.length > 0) {
+    const node = pending.pop()!;
+    const v = node.value;
+    let problem: string | undefined;
+    if (++nodes > MAX_ANSWER_NODES) {
+      problem = `holds more than ${MAX_ANSWER_NODES} values; an answer is a small form`;
+      node.parent = undefined;
+      node.key = "value";
+    } else if (node.depth > MAX_ANSWER_DEPTH) {
+      problem = `nested deeper than ${MAX_ANSWER_DEPTH} levels`;
+    } else if (typeof v === "string") {
+      problem = stringProblem(v);
+    } else if (typeof v === "number" && !Number.isFinite(v)) {
+      problem = `expects a finite number, got ${kindOf(v)}`;
+    } else if (Array.isArray(v)) {
+      if (v.length > MAX_ARRAY_ARGUMENT) {
+        problem = `has ${v.length} elements; at most ${MAX_ARRAY_ARGUMENT} are accepted`;
+      } else {
+        v.forEach((item, i) =>
+          pending.push({ value: item, key: `[${i}]`, parent: node, depth: node.depth + 1 })
+        );
+      }
+    } else if (v !== null && typeof v === "object") {
+      for (const key of Object.keys(v)) {
+        if (key.length > MAX_STRING_ARGUMENT) problem = `has a key of ${key.length} characters`;
+        const child = (v as Record<string, unknown>)[key];
+        const shown = key.length > 40 ? `${key.slice(0, 40)}…` : key;
+        pending.push({ value: child, key: `.${shown}`, parent: node, depth: node.depth + 1 });
+      }
+    } else if (v !== null && typeof v !== "boolean" && typeof v !== "number") {
+      problem = `expects JSON, got ${kindOf(v)}`;
+    }
+    if (problem) {
+      const where = `${answerPath(node)}: ${problem}`;
+      throw new StepflowError(
+        "MCP_ARGUMENTS_INVALID",
+        `Invalid arguments for answer_run: ${where}. Send the answer the run's question asks for (show_run shows it).`,
+        { details: { tool: "answer_run", problems: [where] } },
+      );
+    }
+  }
+}
+
+/** One value met while checking an answer; the path is built only for the one with a problem. */
+interface AnswerNode {
+  value: unknown;
+  key: string;
+  parent?: AnswerNode;
+  depth: number;
+}
+
+function answerPath(node: AnswerNode): string {
+  const keys: string[] = [];
+  for (let at: AnswerNode | undefined = node; at; at = at.parent) keys.push(at.key);
+  return keys.reverse().join("");
+}

@@ -20,12 +20,12 @@ Deno.test("mcp HTTP sessions: beyond the limit the least recently used session i
       clients.push(client);
       return client;
     };
-    const first = await connect();
+    const first = await connect(); // no agents: answer_run, list_runs, show_run
     const second = await connect();
-    assert.equal((await first.listTools()).tools.length, 2); // first is now the most recent
+    assert.equal((await first.listTools()).tools.length, 3); // first is now the most recent
     const third = await connect(); // closes second, the least recently used
-    assert.equal((await third.listTools()).tools.length, 2);
-    assert.equal((await first.listTools()).tools.length, 2);
+    assert.equal((await third.listTools()).tools.length, 3);
+    assert.equal((await first.listTools()).tools.length, 3);
     await assert.rejects(second.listTools(), /Unknown or ended session/);
   } finally {
     for (const client of clients) await client.close().catch(() => {});

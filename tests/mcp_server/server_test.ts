@@ -62,6 +62,7 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t: { name: string }) => t.name), [
       "run_haiku",
+      "answer_run",
       "list_runs",
       "show_run",
     ]);
@@ -147,7 +148,102 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
       assert.equal(answer.isError, true, call.name);
       assert.match(text(answer), expected);
     }
-    assert.equal((await client.listTools()).tools.length, 3);
+    assert.equal((await client.listTools()).tools.length, 4);
+  } finally {
+    await client.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad answer, records a good one once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-mcp-" });
+  const agent = "release-approval";
+  await copyDir(join(REPO_ROOT, ".agent", agent), join(dir, ".agent", agent));
+  const { client } = await stdioClient(dir, ["--script", `.agent/${agent}/demo.script.yaml`]);
+  try {
+    const tools = (await client.listTools()).tools;
+    const answerTool = tools.find((t: { name: string }) => t.name === "answer_run")!;
+    assert.deepEqual(answerTool.inputSchema.required, ["agent", "runId", "value"]);
+
+    // The run stops at the input step: not an error, it says what it waits for.
+    const first = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.4.0" } });
+    assert.equal(first.isError, undefined, text(first));
+    const waiting = first.structuredContent as Record<string, unknown>;
+    assert.equal(waiting.status, "waiting");
+    assert.equal(waiting.completionReason, "waiting");
+    const runId = String(waiting.runId);
+    const question = waiting.waiting as Record<string, unknown>;
+    assert.equal(question.stepId, "approve.release");
+    assert.match(String(question.question), /1\.4\.0/);
+    assert.match(text(first), /is waiting for an answer at input step "approve\.release"/);
+    assert.match(text(first), new RegExp(`answer_run tool: .*"runId": "${runId}"`));
+
+    // show_run asks the same question.
+    const shown = await client.callTool({ name: "show_run", arguments: { agent, runId } });
+    assert.equal((shown.structuredContent as Record<string, unknown>).shownStatus, "waiting");
+    assert.deepEqual((shown.structuredContent as Record<string, unknown>).waiting, question);
+    assert.match(text(shown), /Waiting for an answer at input step "approve\.release"/);
+    assert.match(text(shown), /answer_run tool/);
+
+    // Bad answers are tool errors naming why, and nothing is recorded: the run still waits.
+    const bad = [
+      [{ decision: "maybe" }, /^INPUT_ANSWER_INVALID: /],
+      [{ decision: "next", extra: deepList(100) }, /^MCP_ARGUMENTS_INVALID: .*nested deeper/],
+      [{ decision: "x".repeat(2_000_000) }, /^MCP_ARGUMENTS_INVALID: .*characters long/],
+    ] as const;
+    for (const [value, expected] of bad) {
+      const refused = await client.callTool({
+        name: "answer_run",
+        arguments: { agent, runId, value },
+      });
+      assert.equal(refused.isError, true);
+      assert.match(text(refused), expected);
+    }
+    for (
+      const [args, expected] of [
+        [{ agent, runId: "../x", value: {} }, /^MCP_ARGUMENTS_INVALID: .*is not a run id/],
+        [{ agent: "../..", runId, value: {} }, /^MCP_TOOL_UNKNOWN: There is no agent/],
+        [{ agent, runId }, /^MCP_ARGUMENTS_INVALID: .*value: required/],
+      ] as const
+    ) {
+      const refused = await client.callTool({ name: "answer_run", arguments: args });
+      assert.equal(refused.isError, true);
+      assert.match(text(refused), expected);
+    }
+    const still = await client.callTool({ name: "show_run", arguments: { agent, runId } });
+    assert.equal((still.structuredContent as Record<string, unknown>).shownStatus, "waiting");
+    assert.doesNotMatch(JSON.stringify(still.structuredContent), /answeredBy/);
+
+    // A good answer is recorded as `mcp` and continues the run, with progress, to its end.
+    const progress: string[] = [];
+    const done = await client.callTool(
+      { name: "answer_run", arguments: { agent, runId, value: { decision: "next", note: "go" } } },
+      undefined,
+      { onprogress: (p: Progress) => void progress.push(p.message ?? "") },
+    );
+    assert.equal(done.isError, undefined, text(done));
+    const end = done.structuredContent as Record<string, unknown>;
+    assert.equal(end.runId, runId);
+    assert.equal(end.success, true);
+    assert.equal(end.completionReason, "completed");
+    assert.match(JSON.stringify(end.output), /1\.4\.0 was released/);
+    assert.match(text(done), new RegExp(`Run ${runId} of agent "${agent}" completed`));
+    assert.ok(progress.some((line) => /complete\.release/.test(line)), progress.join("\n"));
+    const after = await client.callTool({ name: "show_run", arguments: { agent, runId } });
+    const history = (after.structuredContent as Record<string, unknown>).history as {
+      stepId: string;
+      input?: { answeredBy?: string };
+    }[];
+    const answered = history.find((entry) => entry.stepId === "approve.release");
+    assert.equal(answered?.input?.answeredBy, "mcp");
+
+    // A second answer is refused: the run no longer waits.
+    const again = await client.callTool({
+      name: "answer_run",
+      arguments: { agent, runId, value: { decision: "abort" } },
+    });
+    assert.equal(again.isError, true);
+    assert.match(text(again), /^INPUT_NOT_WAITING: /);
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
@@ -224,6 +320,7 @@ Deno.test("mcp over streamable HTTP: tools, a run with progress, a cancelled run
       const { tools } = await client.listTools();
       assert.deepEqual(tools.map((t: { name: string }) => t.name), [
         "run_haiku",
+        "answer_run",
         "list_runs",
         "show_run",
       ]);

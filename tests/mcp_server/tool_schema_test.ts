@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import type { ParameterDefinition } from "../../src/definition/schema.ts";
 import { StepflowError } from "../../src/errors.ts";
 import {
+  checkAnswerValue,
   checkToolArguments,
+  MAX_ANSWER_DEPTH,
+  MAX_ANSWER_NODES,
   MAX_ARRAY_ARGUMENT,
   MAX_STRING_ARGUMENT,
   parametersInputSchema,
@@ -126,4 +129,42 @@ Deno.test("mcp arguments: huge strings and lists and deep values are refused wit
   );
   // A message never quotes a huge value.
   assert.ok(problemOf({ topic: long }).length < 500);
+});
+
+function answerProblem(value: unknown): string | undefined {
+  try {
+    checkAnswerValue(value);
+    return undefined;
+  } catch (error) {
+    assert.ok(error instanceof StepflowError);
+    assert.equal(error.code, "MCP_ARGUMENTS_INVALID");
+    return error.message;
+  }
+}
+
+Deno.test("checkAnswerValue: any bounded JSON passes; deep, huge, non-JSON values are refused with where", () => {
+  assert.equal(answerProblem({ decision: "next", note: "go", list: [1, true, null] }), undefined);
+  assert.equal(answerProblem("yes"), undefined);
+  assert.equal(answerProblem(JSON.parse('{"constructor":{"__proto__":1}}')), undefined);
+  let deep: unknown = "leaf";
+  for (let i = 0; i < MAX_ANSWER_DEPTH; i++) deep = [deep];
+  assert.equal(answerProblem(deep), undefined);
+  assert.match(answerProblem([deep])!, /nested deeper than 64 levels/);
+  let deeper: unknown = 1;
+  for (let i = 0; i < 200_000; i++) deeper = { a: deeper }; // no recursion: no stack overflow
+  assert.match(answerProblem(deeper)!, /^Invalid arguments for answer_run: value(\.a)+: nested/);
+  assert.match(
+    answerProblem({ note: "x".repeat(MAX_STRING_ARGUMENT + 1) })!,
+    /value\.note: is 1048577 characters long/,
+  );
+  assert.match(
+    answerProblem({ list: new Array(MAX_ARRAY_ARGUMENT + 1).fill(0) })!,
+    /value\.list: has 10001 elements/,
+  );
+  const wide = Object.fromEntries(
+    Array.from({ length: 20 }, (_, i) => [`k${i}`, new Array(MAX_ANSWER_NODES / 10).fill(0)]),
+  );
+  assert.match(answerProblem(wide)!, /holds more than 100000 values/);
+  assert.match(answerProblem(undefined)!, /value: expects JSON, got undefined/);
+  assert.match(answerProblem({ n: Infinity })!, /value\.n: expects a finite number/);
 });
