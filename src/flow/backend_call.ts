@@ -83,6 +83,9 @@ export interface CallContext {
   mcpServers?: RunMcpServers;
 }
 
+/** A call without tools takes none of the tool loop's hooks (one shared empty object). */
+const NO_TOOL_HOOKS: Readonly<Record<string, never>> = Object.freeze({});
+
 /**
  * Sends `request` for `step` once the run is not paused: the run's session is continued, the call is
  * cancelled with the run and timed out after `timeoutMs` (`STEP_TIMEOUT`), and the response's usage,
@@ -109,11 +112,13 @@ export async function callBackend(
       backend,
       request,
       { signal, onRetry: context.onRetry },
-      {
-        ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
-        ...(context.onTurn ? { onTurn: context.onTurn } : {}),
-        ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
-      },
+      request.allowedTools?.length
+        ? {
+          ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
+          ...(context.onTurn ? { onTurn: context.onTurn } : {}),
+          ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
+        }
+        : NO_TOOL_HOOKS,
     );
   } catch (error) {
     if (runSignal.aborted) throw runSignal.reason;

@@ -36,7 +36,7 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunLock, RunStore } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
-import { backendRetryError, callBackend } from "./backend_call.ts";
+import { backendRetryError, callBackend, type CallContext } from "./backend_call.ts";
 import { RunMcpServers } from "./run_mcp_servers.ts";
 import {
   createRunJournal,
@@ -611,10 +611,11 @@ export class StepFlowRunner {
     step: FlowStep,
     calls: RecordedCall[],
   ): Promise<LlmResponse> {
+    // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
+    if (!this.#journal.recording) return this.#sendCall(backend, request, state, step, undefined);
     // The model's turns of a step with tools, so a recording asks for the same tool calls.
     const turns: ToolTurnResponse[] = [];
     const keep = (outcome: { response: LlmResponse } | { error: string }) => {
-      if (!this.#journal.recording) return;
       const model = (this.#options.backend ?? backend) as { model?: unknown };
       const name = typeof model.model === "string" ? model.model : undefined;
       calls.push(recordedCall(request, outcome, name, turns));
@@ -642,13 +643,15 @@ export class StepFlowRunner {
     request: LlmRequest,
     state: RunnerState,
     step: FlowStep,
-    turns: ToolTurnResponse[],
+    turns: ToolTurnResponse[] | undefined,
   ): Promise<LlmResponse> {
+    // The tool loop's hooks exist only for a step that offers tools.
+    const tools = request.allowedTools?.length ? this.#toolHooks(state, step, turns) : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
-      ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
+      ...tools,
       onRetry: (retry) => {
         void this.#events.emit(
           "onStepRetry",
@@ -664,15 +667,27 @@ export class StepFlowRunner {
           reason: retry.reason,
         });
       },
+    });
+  }
+
+  /**
+   * The tool loop's hooks of a step with tools: a line under the step and a `tool_call` log entry
+   * per call, the run's MCP servers, and each model turn kept for a recording.
+   */
+  #toolHooks(
+    state: RunnerState,
+    step: FlowStep,
+    turns: ToolTurnResponse[] | undefined,
+  ): Pick<CallContext, "onToolCall" | "onTurn" | "mcpServers"> {
+    return {
+      ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
       onToolCall: (record) => {
         const level = record.isError ? "warn" : "info";
         void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
         void this.#journal.log(state, toolCallLogFields(record));
       },
-      onTurn: (turn) => {
-        if (this.#journal.recording) turns.push(turn);
-      },
-    });
+      ...(turns ? { onTurn: (turn: ToolTurnResponse) => void turns.push(turn) } : {}),
+    };
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */
