@@ -17,6 +17,7 @@ import { STORE_ENV } from "../store/select.ts";
 import { readLogFrom } from "../store/types.ts";
 import { decideApproval } from "../plan/file_approver.ts";
 import { type PlanFolders, toolPlanFile } from "./plans.ts";
+import type { AgentDefinition } from "../definition/types.ts";
 import type { DashboardData } from "./source.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 
@@ -110,14 +111,7 @@ export async function runAction(
       throw refused(`Run ${runId} is being driven by a live process; wait for it or cancel it.`);
     }
     const agent = checkpoint.agent;
-    const loaded = await data.agent(agent);
-    if (!loaded.definition) {
-      throw refused(
-        `Agent "${agent}" of run ${runId} does not load, so the run cannot be continued: ${
-          errorMessage(loaded.error)
-        }`,
-      );
-    }
+    const loaded = await loadedAgentOf(data, agent, runId, "continued");
     const named = (await data.namedStoreOf(runId))!;
     if (named.runAgentStore === undefined) {
       const agentDir = runStoreFor(loaded.definition, { cwd: data.source.cwd }).dir;
@@ -145,6 +139,24 @@ export async function runAction(
 
 function refused(message: string): StepflowError {
   return new StepflowError("UI_ACTION_REFUSED", message);
+}
+
+/** The agent of a run an action continues, or refused when it does not load (`verb`: what fails). */
+async function loadedAgentOf(
+  data: DashboardData,
+  agent: string,
+  runId: string,
+  verb: "continued" | "answered",
+): Promise<{ definition: AgentDefinition }> {
+  const loaded = await data.agent(agent);
+  if (!loaded.definition) {
+    throw refused(
+      `Agent "${agent}" of run ${runId} does not load, so the run cannot be ${verb}: ${
+        errorMessage(loaded.error)
+      }`,
+    );
+  }
+  return { definition: loaded.definition };
 }
 
 /**
@@ -221,14 +233,7 @@ export async function answerRun(
       );
     }
     const agent = checkpoint.agent;
-    const loaded = await data.agent(agent);
-    if (!loaded.definition) {
-      throw refused(
-        `Agent "${agent}" of run ${runId} does not load, so the run cannot be answered: ${
-          errorMessage(loaded.error)
-        }`,
-      );
-    }
+    await loadedAgentOf(data, agent, runId, "answered");
     const named = (await data.namedStoreOf(runId))!;
     return await spawnRunAgent(data, "answer", runId, agent, options, named.runAgentStore, value);
   } catch (error) {
