@@ -182,4 +182,4 @@ Deno.test({
   },
 });
 
-if (cluster) globalThis.addEventListener("unload", () => void cluster.stop());
+if (cluster) globalThis.addEventListener("unload", () => cluster.stopSync());
