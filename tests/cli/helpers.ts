@@ -296,3 +296,17 @@ export function report(summary: string) {
 export function hasStackTrace(text: string): boolean {
   return /^\s+at .+:\d+:\d+\)?$/m.test(text);
 }
+
+/** Reads `stream` into `sink.text` until `marker` appears (or the stream ends). */
+export async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  sink: { text: string },
+  marker?: string,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  while (marker === undefined || !sink.text.includes(marker)) {
+    const chunk = await reader.read();
+    if (chunk.done) return;
+    sink.text += decoder.decode(chunk.value, { stream: true });
+  }
+}

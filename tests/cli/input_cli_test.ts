@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeAgent } from "../flow/fixtures.ts";
 import { releaseFiles } from "../flow/input_fixtures.ts";
-import { REPO_ROOT, runTask, spawnCli } from "./helpers.ts";
+import { readUntil, REPO_ROOT, runTask, spawnCli } from "./helpers.ts";
 
 const SCRIPT = JSON.stringify({
   "draft.release": [{ output: { plan: "tag, build, publish", next_action: { action: "next" } } }],
@@ -215,17 +215,4 @@ Deno.test({
 
 async function logText(dir: string, runId: string): Promise<string> {
   return await Deno.readTextFile(join(dir, `${runId}.jsonl`));
-}
-
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  sink: { text: string },
-  marker?: string,
-): Promise<void> {
-  const decoder = new TextDecoder();
-  while (marker === undefined || !sink.text.includes(marker)) {
-    const chunk = await reader.read();
-    if (chunk.done) return;
-    sink.text += decoder.decode(chunk.value, { stream: true });
-  }
 }

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createInterruptHandler, INTERRUPT_GRACE_MS } from "../../src/cli/run_agent.ts";
-import { REPO_ROOT, work, writeFiles, writeTinyAgent } from "./helpers.ts";
+import { readUntil, REPO_ROOT, work, writeFiles, writeTinyAgent } from "./helpers.ts";
 
 Deno.test("interrupt handler: first cancels, a repeat within the grace window is ignored, a later one quits", () => {
   let clock = 0;
@@ -33,20 +33,6 @@ async function slowAgent(): Promise<string> {
     "slow.json": { "work.task": [{ ...work("complete"), delayMs: 30_000 }] },
   });
   return user;
-}
-
-/** Reads `stream` into `sink.text` until `marker` appears (or the stream ends). */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  sink: { text: string },
-  marker?: string,
-): Promise<void> {
-  const decoder = new TextDecoder();
-  while (marker === undefined || !sink.text.includes(marker)) {
-    const chunk = await reader.read();
-    if (chunk.done) return;
-    sink.text += decoder.decode(chunk.value, { stream: true });
-  }
 }
 
 Deno.test("run-agent: the same Ctrl-C delivered twice (as deno task does) still cancels and prints the result", async () => {
