@@ -1036,8 +1036,9 @@ function answerText(answer: { text: string; structuredOutput?: unknown }): strin
 }
 
 /**
- * Takes the run's lock. For an answer, a run another process holds is not waiting (it runs, or
- * another answer was recorded and continues it): that is `INPUT_NOT_WAITING`, not a lock error.
+ * Takes the run's lock. For an answer, a run another process holds or drove on since it was read
+ * is not waiting (it runs, or another answer was recorded and continues it): that is
+ * `INPUT_NOT_WAITING`, not a lock error.
  */
 async function lockRun(
   store: RunStore | undefined,
@@ -1052,6 +1053,11 @@ async function lockRun(
         runId,
         "another process drives it right now (it runs, or another answer was recorded first and continues it)",
       );
+    }
+    // Between reading the waiting run and locking it, another answer was recorded and drove it on:
+    // for this answer that is the same "not waiting any more", not a generic conflict.
+    if (answering && error instanceof StepflowError && error.code === "RUN_CHANGED") {
+      throw notWaiting(runId, "another answer was recorded first and the run went on from it");
     }
     throw error;
   }
