@@ -177,6 +177,8 @@ export {
   type RunContext,
   type RunState,
   type StepInfo,
+  type StepLogLevel,
+  type ToolCallEvent,
 } from "./src/events/mod.ts";
 
 // Run stores: the contract, the three stores, choosing one, and printing recorded runs.

@@ -32,6 +32,7 @@ import {
   type PermissionPolicy,
 } from "../tools/permissions.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
+import type { ToolCallEvent } from "../events/types.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -99,6 +100,11 @@ export interface ToolLoopOptions {
   onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
+  /**
+   * Told as each call moves on — `requested`, `decided`, `finished`, in that order — and awaited:
+   * a call runs only once its `decided` report returned (a store records it before it acts).
+   */
+  onToolCallEvent?: (event: ToolCallEvent & { stepId: string }) => void | Promise<void>;
   /**
    * Told after each model turn, before its calls run: the turns that ask for calls, then the final
    * answer's turn (the runner keeps them for recordings, so a replay asks for the same calls).
@@ -197,11 +203,15 @@ export async function completeWithTools(
     for (const [index, call] of answer.toolCalls.entries()) {
       const record = index < MAX_CALLS_PER_TURN
         ? await runCall(call, request, loop, offered, options.signal)
-        : invalid(
-          call,
-          request,
-          `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+        : await reportInvalid(
+          loop,
+          invalid(
+            call,
+            request,
+            `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+          ),
         );
+      await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
       loop.onToolCall?.(record);
       results.push({
         id: call.id,
@@ -239,33 +249,51 @@ async function runCall(
   offered: ReadonlySet<string>,
   signal: AbortSignal | undefined,
 ): Promise<ToolCallRecord> {
+  const parsed = parseArguments(call.arguments);
+  await loop.onToolCallEvent?.({
+    phase: "requested",
+    stepId: request.stepId,
+    callId: call.id,
+    tool: String(call.name).slice(0, 200),
+    ...(parsed.ok ? { args: parsed.args } : {}),
+  });
   if (!offered.has(call.name)) {
     const list = [...offered].join(", ") || "(none)";
-    return invalid(
-      call,
-      request,
-      `The tool "${
-        String(call.name).slice(0, 100)
-      }" is not available in this step. Available tools: ${list}.`,
+    return await reportInvalid(
+      loop,
+      invalid(
+        call,
+        request,
+        `The tool "${
+          String(call.name).slice(0, 100)
+        }" is not available in this step. Available tools: ${list}.`,
+      ),
     );
   }
-  const parsed = parseArguments(call.arguments);
-  if (!parsed.ok) return invalid(call, request, `Arguments of ${call.name}: ${parsed.problem}`);
+  if (!parsed.ok) {
+    return await reportInvalid(
+      loop,
+      invalid(call, request, `Arguments of ${call.name}: ${parsed.problem}`),
+    );
+  }
   const checked = loop.tools.validateArgs(call.name, parsed.args);
   if (!checked.ok) {
-    return invalid(
-      call,
-      request,
-      `Invalid arguments for ${call.name}: ${
-        formatIssues(checked.issues)
-      }. Fix them and call again.`,
-      parsed.args,
+    return await reportInvalid(
+      loop,
+      invalid(
+        call,
+        request,
+        `Invalid arguments for ${call.name}: ${
+          formatIssues(checked.issues)
+        }. Fix them and call again.`,
+        parsed.args,
+      ),
     );
   }
   const args = checked.args as Record<string, unknown>;
   const decision = await decide(call.name, args, request, loop);
   if (decision.behavior !== "allow") {
-    return {
+    const refused: ToolCallRecord = {
       stepId: request.stepId,
       id: call.id,
       tool: call.name,
@@ -276,7 +304,18 @@ async function runCall(
       isError: true,
       durationMs: 0,
     };
+    await loop.onToolCallEvent?.(callEvent("decided", refused));
+    return refused;
   }
+  await loop.onToolCallEvent?.({
+    phase: "decided",
+    stepId: request.stepId,
+    callId: call.id,
+    tool: call.name,
+    args,
+    decision: "allow",
+    decidedBy: decision.by,
+  });
   const started = performance.now();
   let result: string;
   let isError = false;
@@ -338,6 +377,36 @@ async function decide(
     by: "denied when asked",
     reason: `${decision.reason} It was denied when asked.`,
   };
+}
+
+/** The `decided` report of a call found invalid before any permission was asked. */
+async function reportInvalid(
+  loop: ToolLoopOptions,
+  record: ToolCallRecord,
+): Promise<ToolCallRecord> {
+  await loop.onToolCallEvent?.(callEvent("decided", record));
+  return record;
+}
+
+/** A call's report at `phase`, with its decision (the result fields are added for `finished`). */
+function callEvent(
+  phase: ToolCallEvent["phase"],
+  record: ToolCallRecord,
+): ToolCallEvent & { stepId: string } {
+  const event: ToolCallEvent & { stepId: string } = {
+    phase,
+    stepId: record.stepId,
+    callId: record.id,
+    tool: record.tool,
+    decision: record.decision,
+  };
+  if (record.args) event.args = record.args;
+  if (record.decidedBy) event.decidedBy = record.decidedBy;
+  return event;
+}
+
+function finishedFields(record: ToolCallRecord): Partial<ToolCallEvent> {
+  return { result: record.result, isError: record.isError, durationMs: record.durationMs };
 }
 
 function refusalText(tool: string, decision: PermissionDecision): string {

@@ -12,4 +12,5 @@ export {
   type RunState,
   type StepInfo,
   type StepLogLevel,
+  type ToolCallEvent,
 } from "./types.ts";

@@ -70,6 +70,14 @@ export interface ExecutorEvents {
    * recovery's decision, a tool's log line or progress. `level` says how much it matters.
    */
   onStepLog?(info: StepInfo, message: string, level: StepLogLevel): void | Promise<void>;
+  /**
+   * A tool call of a step moves on: the model asked for it (`requested`), its permission was
+   * decided (`decided`: allowed, refused or invalid, and by whom), it ended (`finished`, with a
+   * bounded excerpt of its result and its duration). Every call reports the three in that order.
+   */
+  onToolCall?(info: StepInfo, call: ToolCallEvent): void | Promise<void>;
+  /** The model's text of a step as it is written (a piece at a time, on backends that stream). */
+  onStepText?(info: StepInfo, text: string): void | Promise<void>;
   /** The run was aborted (by `abort()`, a signal, or an abort intent). */
   onAbort?(ctx: RunContext): void | Promise<void>;
   /** The run was paused. */
@@ -80,6 +88,40 @@ export interface ExecutorEvents {
   onTimeout?(ctx: RunContext): void | Promise<void>;
   /** The run state changed. */
   onStateChange?(newState: RunState, oldState: RunState, ctx: RunContext): void | Promise<void>;
+}
+
+/**
+ * One moment of a tool call, as {@linkcode ExecutorEvents.onToolCall} reports it.
+ *
+ * @example
+ * ```ts
+ * import type { ToolCallEvent } from "./types.ts";
+ * const finished: ToolCallEvent = {
+ *   phase: "finished", callId: "c1", tool: "Edit", args: { file_path: "src/app.ts" },
+ *   decision: "allow", decidedBy: "acceptEdits mode", result: "Edited.", isError: false,
+ *   durationMs: 4,
+ * };
+ * ```
+ */
+export interface ToolCallEvent {
+  /** `requested` (the model asked), `decided` (permission settled), `finished` (it ended). */
+  phase: "requested" | "decided" | "finished";
+  /** The call's id (unique within its model turn; the backend's, or one stepflow gave it). */
+  callId: string;
+  /** The tool, as the model named it (bounded). */
+  tool: string;
+  /** The arguments, when they parsed as an object. */
+  args?: Record<string, unknown>;
+  /** From `decided` on: `allow` (it runs), `deny` (refused) or `invalid` (unknown, bad arguments). */
+  decision?: "allow" | "deny" | "invalid";
+  /** From `decided` on: who decided — a rule, the mode, whoever answered an ask. */
+  decidedBy?: string;
+  /** On `finished`: the result or error text the model is sent (bounded). */
+  result?: string;
+  /** On `finished`: true when the model got an error. */
+  isError?: boolean;
+  /** On `finished`: milliseconds the tool ran (0 when it did not run). */
+  durationMs?: number;
 }
 
 /** How much a {@linkcode ExecutorEvents.onStepLog} message matters. */
@@ -103,4 +145,6 @@ export const EVENT_NAMES: readonly EventName[] = [
   "onTimeout",
   "onStateChange",
   "onStepLog",
+  "onToolCall",
+  "onStepText",
 ];

@@ -11,7 +11,7 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
-import type { ToolCallRecord } from "../engine/tool_loop.ts";
+import type { ToolCallRecord, ToolLoopOptions } from "../engine/tool_loop.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
@@ -77,6 +77,8 @@ export interface CallContext {
   onRetry(retry: RetryInfo): void;
   /** Told after each tool call of a step with tools (shown and logged by the runner). */
   onToolCall?(record: ToolCallRecord): void;
+  /** Told as each tool call is requested, decided and finished (awaited before the call runs). */
+  onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
   /** Told after each model turn of a step with tools (kept for recordings). */
   onTurn?(turn: ToolTurnResponse): void;
   /** The run's MCP servers, started once and closed at the run's end. */
@@ -115,6 +117,7 @@ export async function callBackend(
       request.allowedTools?.length
         ? {
           ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
+          ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
           ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
         }

@@ -678,9 +678,12 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
-  ): Pick<CallContext, "onToolCall" | "onTurn" | "mcpServers"> {
+  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers"> {
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
+      onToolCallEvent: async ({ stepId: _stepId, ...call }) => {
+        await this.#events.emit("onToolCall", stepInfo(state, step), call);
+      },
       onToolCall: (record) => {
         const level = record.isError ? "warn" : "info";
         void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);

@@ -20,7 +20,12 @@ import { RunMcpServers } from "./run_mcp_servers.ts";
 export type StepToolOptions =
   & Pick<
     ToolLoopOptions,
-    "onPermissionRequest" | "onToolCall" | "onTurn" | "maxToolTurns" | "maxBadCalls"
+    | "onPermissionRequest"
+    | "onToolCall"
+    | "onToolCallEvent"
+    | "onTurn"
+    | "maxToolTurns"
+    | "maxBadCalls"
   >
   & {
     /**

@@ -351,3 +351,45 @@ Deno.test("tool loop: cancelling stops the loop and the running command", async 
   controller.abort(new Error("cancelled by the user"));
   await assert.rejects(call, /cancelled by the user/);
 });
+
+Deno.test("tool loop: every call reports requested, decided, finished in order, and runs only after decided returned", async () => {
+  const cwd = await project();
+  const events: string[] = [];
+  const { loop } = setup(
+    [
+      {
+        toolCalls: [
+          { name: "Read", arguments: { file_path: "app.ts" } },
+          { name: "Bash", arguments: { command: "cat app.ts" } },
+          { name: "Nope", arguments: "{" },
+        ],
+      },
+      "done",
+    ],
+    ["Read", "Bash(ls:*)"],
+    "default",
+    {
+      onToolCallEvent: async (e) => {
+        // Slow on purpose: the call must not run before this report returned.
+        await new Promise((r) => setTimeout(r, 1));
+        events.push(`${e.tool}:${e.phase}:${e.decision ?? "-"}:${e.durationMs ?? "-"}`);
+      },
+      onToolCall: (r) => events.push(`${r.tool}:record`),
+    },
+  );
+  await completeWithTools(request(cwd), loop);
+  assert.deepEqual(events.map((e) => e.replace(/:\d+$/, ":N")), [
+    "Read:requested:-:-",
+    "Read:decided:allow:-",
+    "Read:finished:allow:N",
+    "Read:record",
+    "Bash:requested:-:-",
+    "Bash:decided:deny:-",
+    "Bash:finished:deny:N",
+    "Bash:record",
+    "Nope:requested:-:-",
+    "Nope:decided:invalid:-",
+    "Nope:finished:invalid:N",
+    "Nope:record",
+  ]);
+});
