@@ -75,6 +75,8 @@ export interface CallContext {
   waitIfPaused(): Promise<void>;
   /** Told before the backend retries a failed call. */
   onRetry(retry: RetryInfo): void;
+  /** Told of each piece of the model's text as it streams (when anyone listens). */
+  onText?(text: string): void;
   /** Told after each tool call of a step with tools (shown and logged by the runner). */
   onToolCall?(record: ToolCallRecord): void;
   /** Told as each tool call is requested, decided and finished (awaited before the call runs). */
@@ -113,7 +115,7 @@ export async function callBackend(
     response = await completeStepCall(
       backend,
       request,
-      { signal, onRetry: context.onRetry },
+      { signal, onRetry: context.onRetry, ...(context.onText ? { onText: context.onText } : {}) },
       request.allowedTools?.length
         ? {
           ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),

@@ -652,6 +652,13 @@ export class StepFlowRunner {
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
       ...tools,
+      // Streamed text costs an event per piece: only when someone listens.
+      ...(this.#events.has("onStepText")
+        ? {
+          onText: (text: string) =>
+            void this.#events.emit("onStepText", stepInfo(state, step), text),
+        }
+        : {}),
       onRetry: (retry) => {
         void this.#events.emit(
           "onStepRetry",

@@ -83,6 +83,11 @@ export interface LlmCallOptions {
    * The runner forwards it as an `onStepRetry` event, so every retry is visible.
    */
   onRetry?: (info: RetryInfo) => void;
+  /**
+   * Called with each piece of the model's text as it arrives, on backends that stream. The pieces
+   * are what the answer's `text` is made of; a retried attempt starts its text again.
+   */
+  onText?: (text: string) => void;
 }
 
 /**
