@@ -37,6 +37,11 @@ export interface McpToolInfo {
   readOnly: boolean;
   /** The server says repeating it has no further effect (`annotations.idempotentHint`). */
   idempotent: boolean;
+  /**
+   * It may destroy or overwrite something: `annotations.destructiveHint`, which MCP defaults to
+   * true; meaningless for a read-only tool.
+   */
+  destructive: boolean;
 }
 
 /** A content block of a tool result, as MCP defines it (the fields stepflow reads). */
@@ -162,6 +167,7 @@ export class McpConnection {
           inputSchema: tool.inputSchema as Record<string, unknown>,
           readOnly: tool.annotations?.readOnlyHint === true,
           idempotent: tool.annotations?.idempotentHint === true,
+          destructive: tool.annotations?.destructiveHint !== false,
         });
       }
       cursor = page.nextCursor;
