@@ -95,11 +95,11 @@ export function unknownMcpToolMessage(
   return `the MCP server "${server}" has no tool "${tool}".${meant} Its tools: ${listOf(own)}.`;
 }
 
-/** At most 30 names, then how many more. */
+/** At most 12 names, then how many more. */
 function listOf(names: readonly string[]): string {
   if (names.length === 0) return "(none)";
-  const shown = names.slice(0, 30).join(", ");
-  return names.length > 30 ? `${shown}, … (${names.length - 30} more)` : shown;
+  const shown = names.slice(0, 12).join(", ");
+  return names.length > 12 ? `${shown}, … (${names.length - 12} more)` : shown;
 }
 
 /**
