@@ -44,7 +44,7 @@ export function toRegistryTool(
       // mcpNeedsApproval); agent steps decide by their permission rules instead.
       ...(mcpNeedsApproval(info)
         ? {
-          needsApproval: () => `the MCP server does not mark ${name} read-only or non-destructive`,
+          needsApproval: () => "MCP tool not marked read-only or non-destructive",
         }
         : {}),
       async execute(args: Record<string, unknown>, ctx) {
