@@ -10,6 +10,7 @@
 import { resolve } from "node:path";
 import type { McpServerConfig } from "../definition/mcp_servers.ts";
 import { type ConnectedMcpServers, loadMcpClient } from "../flow/run_mcp_servers.ts";
+import { errorMessage } from "../errors.ts";
 import { readMcpConfigFile } from "../mcp/config_file.ts";
 import { mcpServersUsed } from "../mcp/tool_names.ts";
 import type { ToolRegistry } from "../tools/registry.ts";
@@ -19,9 +20,9 @@ export const MCP_CONFIG_FLAG = {
   type: "string",
   value: "FILE",
   description: [
-    'MCP servers whose tools steps may call as mcp__<server>__<tool>: a JSON file { "mcpServers":',
-    '{ name: { command, args?, env? } | { type: "http", url, headers? } } } (Claude Code\'s',
-    ".mcp.json); only the servers used are started, and all are closed at the end",
+    "MCP servers for steps to call as mcp__<server>__<tool>: a JSON file like",
+    'Claude Code\'s .mcp.json, { "mcpServers": { name: { command, args? } | { type:',
+    '"http", url } } }; only the servers used start, all closed at the end',
   ].join("\n"),
 } as const;
 
@@ -64,8 +65,9 @@ export class McpTools {
 
   /**
    * Reads the configuration (once) and declares its servers in the registry, then starts those
-   * that `toolNames` name (`"all"`: every server) and are not started yet, registering their tools.
-   * Names of servers the file does not have start nothing: validation reports them.
+   * that `toolNames` name and are not started yet, registering their tools. Names of servers the
+   * file does not have start nothing: validation reports them. `"all"` starts every server, and
+   * one that cannot start is left out with a note instead of failing.
    *
    * @throws StepflowError `MCP_CONFIG_INVALID`, `MCP_CONNECT_FAILED`, `MCP_CONNECT_TIMEOUT`
    */
@@ -73,15 +75,35 @@ export class McpTools {
     const configs = await this.#read();
     if (!configs || this.#closed) return;
     const started = new Set(this.#started.flatMap((s) => s.servers.map((x) => x.name)));
-    const wanted =
-      (toolNames === "all" ? [...configs.keys()] : mcpServersUsed(toolNames, configs.keys()))
-        .filter((name) => !started.has(name));
+    const everyServer = toolNames === "all";
+    const wanted = (everyServer ? [...configs.keys()] : mcpServersUsed(toolNames, configs.keys()))
+      .filter((name) => !started.has(name));
     if (wanted.length === 0) return;
     const mcp = await loadMcpClient();
-    const servers = await mcp.connectMcpServers(
-      new Map(wanted.map((name) => [name, configs.get(name)!])),
-      { cwd: this.#options.cwd },
-    );
+    const connect = (names: string[]) =>
+      mcp.connectMcpServers(new Map(names.map((name) => [name, configs.get(name)!])), {
+        cwd: this.#options.cwd,
+      });
+    if (!everyServer) {
+      // The plan or script needs each of them: one that cannot start stops the command.
+      this.#add(await connect(wanted));
+      return;
+    }
+    // Offering every server's tools (to a model writing a plan): one that cannot start is left out.
+    const settled = await Promise.allSettled(wanted.map((name) => connect([name])));
+    settled.forEach((result, i) => {
+      if (result.status === "fulfilled") this.#add(result.value);
+      else {
+        this.#options.note(
+          `MCP server "${wanted[i]}" is left out, its tools are not offered: ${
+            errorMessage(result.reason)
+          }`,
+        );
+      }
+    });
+  }
+
+  #add(servers: ConnectedMcpServers): void {
     this.#started.push(servers);
     for (const tool of servers.tools) this.#options.registry.register(tool);
     const summary = servers.servers.map((s) =>

@@ -378,3 +378,46 @@ Deno.test("run-plan and qplan reach an MCP server over streamable HTTP", async (
     await server.close();
   }
 });
+
+Deno.test("run-plan --generate and qplan prompt offer every configured server's tools; a server that cannot start is left out", async () => {
+  const dir = await userFolder();
+  const config = JSON.parse(await Deno.readTextFile(join(dir, ".mcp.json")));
+  config.mcpServers.broken = { command: join(dir, "no-such-server") };
+  await Deno.writeTextFile(join(dir, "all.json"), JSON.stringify(config));
+  await Deno.writeTextFile(
+    join(dir, "answers.yaml"),
+    [
+      "plan.generate:",
+      "  - output:",
+      "      steps:",
+      "        - { id: a, description: Echo, tool: mcp__everything__echo, args: { message: made } }",
+    ].join("\n"),
+  );
+  const out = await runPlan(dir, [
+    "--generate",
+    "Echo something",
+    "gen.json",
+    "--script",
+    "answers.yaml",
+    "--mcp-config",
+    "all.json",
+    "--yes",
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  assert.match(
+    out.stderr,
+    /MCP server "broken" is left out, its tools are not offered: MCP server "broken" could not be started/,
+  );
+  const saved = JSON.parse(await Deno.readTextFile(join(dir, "gen.json")));
+  assert.equal(saved.steps[0].result.value, "Echo: made");
+  for (const server of ["everything", "fs", "spare"]) {
+    assert.equal((await pidsOf(dir, server)).length, 1, server);
+  }
+  await assertAllClosed(dir, ["everything", "fs", "spare"]);
+
+  const prompt = await qplan(dir, ["prompt", "Sum two numbers", "--mcp-config", ".mcp.json"]);
+  assert.equal(prompt.code, 0, prompt.stderr);
+  assert.match(prompt.stdout, /mcp__everything__get-sum/);
+  assert.match(prompt.stdout, /mcp__fs__read_text_file/);
+  await assertAllClosed(dir, ["everything", "fs", "spare"]);
+});
