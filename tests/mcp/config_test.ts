@@ -6,6 +6,7 @@ import {
   parseMcpConfigText,
   readMcpConfigFile,
 } from "../../src/mcp/config_file.ts";
+import { timeoutFromEnv } from "../../src/mcp/timeouts.ts";
 import {
   configuredMcpServers,
   mcpServersUsed,
@@ -176,4 +177,29 @@ Deno.test("MCP tool names: the server read back, and names that name nothing exp
     /no MCP server is configured; configure "x"/,
   );
   assert.deepEqual(configuredMcpServers(registered, ["web"]), ["fs", "web"]);
+});
+
+Deno.test("MCP_TIMEOUT and MCP_TOOL_TIMEOUT: milliseconds replacing the defaults; anything else refused", () => {
+  assert.equal(
+    timeoutFromEnv("MCP_TOOL_TIMEOUT", 120_000, { MCP_TOOL_TIMEOUT: "300000" }),
+    300_000,
+  );
+  assert.equal(timeoutFromEnv("MCP_TOOL_TIMEOUT", 120_000, { MCP_TOOL_TIMEOUT: " 5 " }), 5);
+  assert.equal(timeoutFromEnv("MCP_TOOL_TIMEOUT", 120_000, {}), 120_000);
+  assert.equal(timeoutFromEnv("MCP_TOOL_TIMEOUT", 120_000, { MCP_TOOL_TIMEOUT: "" }), 120_000);
+  for (const bad of ["0", "-1", "1.5", "10s", "abc", "99999999999"]) {
+    const error = (() => {
+      try {
+        timeoutFromEnv("MCP_TIMEOUT", 30_000, { MCP_TIMEOUT: bad });
+      } catch (e) {
+        return e;
+      }
+    })();
+    assert.ok(error instanceof StepflowError, bad);
+    assert.equal(error.code, "MCP_CONFIG_INVALID");
+    assert.match(
+      error.message,
+      /^MCP_TIMEOUT=".*" is not a timeout: set a whole number of milliseconds/,
+    );
+  }
 });

@@ -421,3 +421,26 @@ Deno.test("run-plan --generate and qplan prompt offer every configured server's 
   assert.match(prompt.stdout, /mcp__fs__read_text_file/);
   await assertAllClosed(dir, ["everything", "fs", "spare"]);
 });
+
+Deno.test("run-plan: MCP_TOOL_TIMEOUT bounds a call — the step fails with MCP_CALL_TIMEOUT naming the limit", async () => {
+  const dir = await userFolder();
+  await Deno.writeTextFile(
+    join(dir, "plan.json"),
+    planOf([{
+      id: "long",
+      tool: "mcp__everything__trigger-long-running-operation",
+      args: { duration: 60, steps: 3 },
+    }]),
+  );
+  const child = spawnCli("run-plan", ["plan.json", "--mcp-config", ".mcp.json", "--yes"], {
+    userDir: dir,
+    env: { MCP_TOOL_TIMEOUT: "400" },
+  });
+  const out = await finish(child);
+  assert.equal(out.code, 1, out.stderr);
+  assert.match(
+    out.stdout + out.stderr,
+    /MCP server "everything" did not answer within 400 ms while calling trigger-long-running-operation\. Try again, or raise the call timeout \(MCP_TOOL_TIMEOUT, in ms\)/,
+  );
+  await assertAllClosed(dir, ["everything"]);
+});
