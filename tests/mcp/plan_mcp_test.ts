@@ -444,3 +444,25 @@ Deno.test("run-plan: MCP_TOOL_TIMEOUT bounds a call — the step fails with MCP_
   );
   await assertAllClosed(dir, ["everything"]);
 });
+
+Deno.test("Ctrl-C on qplan run during an MCP call aborts the script and closes the servers before the process exits", async () => {
+  const dir = await userFolder();
+  await Deno.writeTextFile(
+    join(dir, "long.qplan"),
+    'step id="a" {\n  mcp__everything__trigger-long-running-operation duration=60 steps=60\n}',
+  );
+  const child = spawnCli("qplan", ["run", "long.qplan", "--mcp-config", ".mcp.json"], {
+    userDir: dir,
+  });
+  const reader = child.stderr.getReader();
+  const sink = { text: "" };
+  await readUntil(reader, sink, "step a #1 started");
+  const [pid] = await pidsOf(dir, "everything");
+  assert.equal(running(pid), true);
+  child.kill("SIGINT");
+  await readUntil(reader, sink);
+  reader.releaseLock();
+  const out = await finish(child);
+  assert.equal(out.code, 130, sink.text);
+  assert.deepEqual(groupMembers(pid), []);
+});
