@@ -69,6 +69,41 @@ async function assertAllClosed(dir: string, servers: string[]): Promise<void> {
   }
 }
 
+/** A plan of one step calling server-everything's 60-second operation, reporting `steps` times. */
+async function writeLongPlan(dir: string, steps: number): Promise<void> {
+  await Deno.writeTextFile(
+    join(dir, "plan.json"),
+    planOf([{
+      id: "long",
+      tool: "mcp__everything__trigger-long-running-operation",
+      args: { duration: 60, steps },
+    }]),
+  );
+}
+
+/**
+ * Sends Ctrl-C to `child` once its stderr shows `marker` (the call under way), then checks that it
+ * exits 130 with server-everything closed by the command — gone when the process has exited, not
+ * left to die with it.
+ */
+async function interruptMidCall(
+  dir: string,
+  child: Deno.ChildProcess,
+  marker: string,
+): Promise<void> {
+  const reader = child.stderr.getReader();
+  const sink = { text: "" };
+  await readUntil(reader, sink, marker);
+  const [pid] = await pidsOf(dir, "everything");
+  assert.equal(running(pid), true);
+  child.kill("SIGINT");
+  await readUntil(reader, sink);
+  reader.releaseLock();
+  const out = await finish(child);
+  assert.equal(out.code, 130, sink.text);
+  assert.deepEqual(groupMembers(pid), []);
+}
+
 Deno.test("run-plan --mcp-config: steps call server-everything and server-filesystem tools; only the servers named start, once; all closed at the end", async () => {
   const dir = await userFolder();
   await Deno.writeTextFile(
@@ -216,14 +251,7 @@ Deno.test("run-plan --mcp-config: a missing file, a misspelt key, an unset varia
 
 Deno.test("run-plan: a server that dies mid-call fails the step with MCP_SERVER_EXITED at once — not a hang", async () => {
   const dir = await userFolder();
-  await Deno.writeTextFile(
-    join(dir, "plan.json"),
-    planOf([{
-      id: "long",
-      tool: "mcp__everything__trigger-long-running-operation",
-      args: { duration: 60, steps: 60 },
-    }]),
-  );
+  await writeLongPlan(dir, 60);
   let stderr = "";
   let killed = false;
   const done = runMain(runPlanMain, ["plan.json", "--mcp-config", ".mcp.json", "--yes"], {
@@ -253,29 +281,12 @@ Deno.test("run-plan: a server that dies mid-call fails the step with MCP_SERVER_
 
 Deno.test("Ctrl-C on run-plan during an MCP call cancels the run and closes the servers before the process exits", async () => {
   const dir = await userFolder();
-  await Deno.writeTextFile(
-    join(dir, "plan.json"),
-    planOf([{
-      id: "long",
-      tool: "mcp__everything__trigger-long-running-operation",
-      args: { duration: 60, steps: 60 },
-    }]),
+  await writeLongPlan(dir, 60);
+  await interruptMidCall(
+    dir,
+    spawnCli("run-plan", ["plan.json", "--mcp-config", ".mcp.json", "--yes"], { userDir: dir }),
+    "step long #1 · ",
   );
-  const child = spawnCli("run-plan", ["plan.json", "--mcp-config", ".mcp.json", "--yes"], {
-    userDir: dir,
-  });
-  const reader = child.stderr.getReader();
-  const sink = { text: "" };
-  await readUntil(reader, sink, "step long #1 · ");
-  const [pid] = await pidsOf(dir, "everything");
-  assert.equal(running(pid), true);
-  child.kill("SIGINT");
-  await readUntil(reader, sink);
-  reader.releaseLock();
-  const out = await finish(child);
-  assert.equal(out.code, 130, sink.text);
-  // Closed by the command, not left to die with it: gone when the process has exited.
-  assert.deepEqual(groupMembers(pid), []);
   const saved = JSON.parse(await Deno.readTextFile(join(dir, "plan.json")));
   assert.equal(saved.steps[0].status, "pending");
 });
@@ -424,14 +435,7 @@ Deno.test("run-plan --generate and qplan prompt offer every configured server's 
 
 Deno.test("run-plan: MCP_TOOL_TIMEOUT bounds a call — the step fails with MCP_CALL_TIMEOUT naming the limit", async () => {
   const dir = await userFolder();
-  await Deno.writeTextFile(
-    join(dir, "plan.json"),
-    planOf([{
-      id: "long",
-      tool: "mcp__everything__trigger-long-running-operation",
-      args: { duration: 60, steps: 3 },
-    }]),
-  );
+  await writeLongPlan(dir, 3);
   const child = spawnCli("run-plan", ["plan.json", "--mcp-config", ".mcp.json", "--yes"], {
     userDir: dir,
     env: { MCP_TOOL_TIMEOUT: "400" },
@@ -451,18 +455,9 @@ Deno.test("Ctrl-C on qplan run during an MCP call aborts the script and closes t
     join(dir, "long.qplan"),
     'step id="a" {\n  mcp__everything__trigger-long-running-operation duration=60 steps=60\n}',
   );
-  const child = spawnCli("qplan", ["run", "long.qplan", "--mcp-config", ".mcp.json"], {
-    userDir: dir,
-  });
-  const reader = child.stderr.getReader();
-  const sink = { text: "" };
-  await readUntil(reader, sink, "step a #1 started");
-  const [pid] = await pidsOf(dir, "everything");
-  assert.equal(running(pid), true);
-  child.kill("SIGINT");
-  await readUntil(reader, sink);
-  reader.releaseLock();
-  const out = await finish(child);
-  assert.equal(out.code, 130, sink.text);
-  assert.deepEqual(groupMembers(pid), []);
+  await interruptMidCall(
+    dir,
+    spawnCli("qplan", ["run", "long.qplan", "--mcp-config", ".mcp.json"], { userDir: dir }),
+    "step a #1 started",
+  );
 });
