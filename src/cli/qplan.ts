@@ -37,6 +37,10 @@ import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { assertFolderFlag } from "./kit/folder_flag.ts";
+import { MCP_CONFIG_FLAG, McpTools } from "./mcp_tools.ts";
+import { scriptModules } from "../qplan/script_modules.ts";
+import type { ApproveTool } from "../qplan/core/executor.ts";
+import { ToolRegistry } from "../tools/registry.ts";
 
 /** Where the CLI reads and writes: the CLI kit's {@linkcode CliIo} (`signal` aborts a run). */
 export type QPlanCliIo = CliIo;
@@ -67,6 +71,14 @@ const FLAGS = defineFlags({
     value: "LIST",
     multiple: true,
     description: "extra modules: http, html, ai (comma-separated)",
+  },
+  mcpConfig: MCP_CONFIG_FLAG,
+  approve: {
+    type: "string",
+    value: "TOOLS",
+    multiple: true,
+    description: "run these modules without asking, when they need approval (comma-separated,\n" +
+      "e.g. mcp__files__write_file); other approvals are denied",
   },
   backend: {
     ...BACKEND_FLAGS.backend,
@@ -162,7 +174,8 @@ function parseOptions(args: string[]): Options {
   const { flags, positionals } = parseCommandFlags(args, FLAGS, { hint: " (see --help)" });
   const enable = flags.enable.flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
     .filter(Boolean);
-  return { ...flags, enable, positionals };
+  const approve = flags.approve.flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean);
+  return { ...flags, enable, approve, positionals };
 }
 
 function oneFile(options: Options, command: string, cwd: string): string {
@@ -293,12 +306,16 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
   await assertFolderFlag(workspaceRoot, "--workspace");
   const modules = knownModules(options);
   const backend = await backendOf(options, io);
+  const tools = new ToolRegistry();
   const registry = createQPlanRegistry({
+    registry: tools,
     ...modules,
     ai: true,
     backend,
     print: (line) => (options.json ? io.stderr : io.stdout).write(`${line}\n`),
   });
+  await using mcp = mcpTools(options, io, tools, workspaceRoot);
+  await mcp.start(scriptModules(source));
   const events = options.quiet
     ? []
     : [createProgressPrinter((line) => io.stderr.write(`${line}\n`))];
@@ -310,6 +327,7 @@ async function cmdRun(options: Options, io: QPlanCliIo): Promise<number> {
     signal: io.signal,
     workspaceRoot,
     runId: options.runId,
+    approve: approveListed(options.approve),
   });
 
   const code = result.error?.code;
@@ -364,7 +382,17 @@ async function cmdValidate(options: Options, io: QPlanCliIo): Promise<number> {
   // The backend is built (not called) so that a script whose `ai` lines have none, or whose
   // backend flags are wrong, fails validation exactly as `run` would.
   const backend = await backendOf(options, io);
-  const registry = createQPlanRegistry({ ...knownModules(options), ai: true, backend });
+  const tools = new ToolRegistry();
+  const registry = createQPlanRegistry({
+    registry: tools,
+    ...knownModules(options),
+    ai: true,
+    backend,
+  });
+  // The servers the script names are started to learn their tools and argument schemas.
+  const workspaceRoot = resolve(io.cwd, options.workspace ?? ".");
+  await using mcp = mcpTools(options, io, tools, workspaceRoot);
+  await mcp.start(scriptModules(source));
   const validation = validateScript(source, { params, registry });
   const errors = validation.issues.filter((i) => i.severity === "error").length;
   const warnings = validation.issues.length - errors;
@@ -422,10 +450,42 @@ async function cmdPrompt(options: Options, io: QPlanCliIo): Promise<number> {
     );
   }
   const modules = knownModules(options);
-  const registry = createQPlanRegistry({ ...modules });
+  const tools = new ToolRegistry();
+  const registry = createQPlanRegistry({ registry: tools, ...modules });
+  // Every configured server's tools are offered to the model writing the script.
+  await using mcp = mcpTools(options, io, tools, resolve(io.cwd, options.workspace ?? "."));
+  await mcp.start("all");
   const params = Object.keys(await readParams(options, io));
   io.stdout.write(`${buildScriptPrompt(options.positionals.join(" "), registry, { params })}\n`);
   return EXIT_CODES.success;
+}
+
+/** The MCP servers of `--mcp-config` for a script's registry (none without the flag). */
+function mcpTools(
+  options: Options,
+  io: QPlanCliIo,
+  registry: ToolRegistry,
+  cwd: string,
+): McpTools {
+  return new McpTools({
+    configFile: options.mcpConfig,
+    userDir: io.cwd,
+    env: io.env,
+    cwd,
+    registry,
+    note: (line) => {
+      if (!options.quiet) io.stderr.write(`${line}\n`);
+    },
+  });
+}
+
+/** Approves the modules `--approve` names; denies the others, saying how to allow them. */
+function approveListed(approved: readonly string[]): ApproveTool {
+  return ({ tool, reason }) =>
+    approved.includes(tool) ? true : {
+      approved: false,
+      reason: `${reason ? `${reason}; ` : ""}pass --approve ${tool} to let it run`,
+    };
 }
 
 /** Runs `qplan` on the real process: Ctrl-C aborts a run (twice quits at once). */

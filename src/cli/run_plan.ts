@@ -36,8 +36,8 @@ import type { LlmBackend } from "../llm/types.ts";
 import { startPlan } from "../plan/executor.ts";
 import { fileApprover, firstApproval, recordedApprover } from "../plan/file_approver.ts";
 import { generatePlan, revisePlan } from "../plan/generate.ts";
-import { readPlanJson, resetPlan, writePlanFile } from "../plan/plan_file.ts";
-import { renderPlanReview } from "../plan/review.ts";
+import { planToolNames, readPlanJson, resetPlan, writePlanFile } from "../plan/plan_file.ts";
+import { approvalNotes, renderPlanReview } from "../plan/review.ts";
 import { parseOnError } from "../plan/on_error.ts";
 import type { Approver, ExecutionSummary, Plan } from "../plan/types.ts";
 import { assertValidPlan } from "../plan/validate.ts";
@@ -58,6 +58,7 @@ import {
   parsePositiveInt,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { MCP_CONFIG_FLAG, McpTools } from "./mcp_tools.ts";
 import { type CliIo, type CliWriter, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
@@ -156,6 +157,7 @@ const FLAGS = defineFlags({
     default: 4,
   },
   enableHttp: { type: "boolean", description: "Allow the http_get tool" },
+  mcpConfig: MCP_CONFIG_FLAG,
   enableCommands: {
     type: "boolean",
     description: "Allow the run_command tool (it always asks for approval)",
@@ -273,6 +275,8 @@ async function dispatch(argv: readonly string[], io: RunPlanIo, userDir: string)
     }
   }
   const ctx = await planContext(flags, io, userDir, planFile);
+  // Declared after the lock: the servers are closed before the lock is released.
+  await using _servers = ctx.mcp;
 
   let plan = await loadOrGenerate(ctx);
   if (flags.restart) plan = resetPlan(plan);
@@ -341,6 +345,8 @@ interface PlanContext {
   planFile: string;
   workspaceRoot: string;
   tools: ToolRegistry;
+  /** The MCP servers of `--mcp-config`, started for the tools the plan names. */
+  mcp: McpTools;
   /** Where the review goes: stdout, or stderr with `--json` (stdout then holds the summary). */
   out: CliWriter;
   /** The LLM backend, made on first use (generating, revising, recovering). */
@@ -369,6 +375,14 @@ async function planContext(
     planFile,
     workspaceRoot,
     tools,
+    mcp: new McpTools({
+      configFile: flags.mcpConfig,
+      userDir,
+      env: io.env,
+      cwd: workspaceRoot,
+      registry: tools,
+      note: (line) => io.stderr.write(`${line}\n`),
+    }),
     out: flags.json ? io.stderr : io.stdout,
     backend: async () => (backend ??= await selectBackend(flags, io, userDir)),
     madeBackend: () => backend,
@@ -390,14 +404,19 @@ async function llmOptions(ctx: PlanContext) {
 async function loadOrGenerate(ctx: PlanContext): Promise<Plan> {
   const { flags, io, planFile } = ctx;
   if (flags.generate === undefined) {
+    const raw = await readPlanJson(planFile);
+    // The MCP servers the plan names, before validation: their tools' names and schemas are theirs.
+    await ctx.mcp.start(planToolNames(raw));
     // Shape, tools, arguments and references are checked in one pass, every problem at once.
-    return assertValidPlan(await readPlanJson(planFile), ctx.tools, planFile);
+    return assertValidPlan(raw, ctx.tools, planFile);
   }
   if (!flags.force && await pathVisible(planFile)) {
     throw new UsageError(
       `${planFile} exists already. Pass --force to replace it, or name another file: run-plan --generate "…" other.json.`,
     );
   }
+  // The planner may use any configured server's tools.
+  await ctx.mcp.start("all");
   io.stderr.write(`Planning: ${flags.generate}\n`);
   const plan = await generatePlan(flags.generate, await llmOptions(ctx));
   await writePlanFile(planFile, plan);
@@ -426,7 +445,7 @@ async function reviseAndSave(ctx: PlanContext, plan: Plan, feedback: string): Pr
 
 /** Shows the plan review table, with the approval each step will ask for. */
 async function showReview(ctx: PlanContext, plan: Plan): Promise<void> {
-  const approvals = await approvalsFor(plan, ctx.tools, ctx.workspaceRoot);
+  const approvals = await approvalNotes(plan, ctx.tools, ctx.workspaceRoot);
   ctx.out.write(`${renderPlanReview(plan, { approvals })}\n`);
 }
 
@@ -528,28 +547,6 @@ async function runWithProgress(plan: Plan, s: RunSettings): Promise<ExecutionSum
     ...(s.io.signal ? { signal: s.io.signal } : {}),
   });
   return await run.summary;
-}
-
-/** Approval notes for the review: static reasons, and dynamic ones where the args are known. */
-async function approvalsFor(
-  plan: Plan,
-  tools: ToolRegistry,
-  workspaceRoot: string,
-): Promise<Map<string, string>> {
-  const notes = new Map<string, string>();
-  for (const step of plan.steps) {
-    if (step.status === "completed" || step.status === "skipped") continue;
-    if (step.requiresApproval) {
-      notes.set(step.id, "the step asks for approval");
-      continue;
-    }
-    if (!tools.has(step.tool)) continue;
-    const reason = await tools.approvalReason(step.tool, step.args, { workspaceRoot }).catch(
-      () => undefined,
-    );
-    if (reason) notes.set(step.id, reason);
-  }
-  return notes;
 }
 
 async function selectBackend(flags: Flags, io: RunPlanIo, userDir: string): Promise<LlmBackend> {

@@ -12,12 +12,13 @@ import type { ListToolsResult } from "@modelcontextprotocol/sdk/types.js";
 import { StepflowError } from "../errors.ts";
 import type { McpServerConfig } from "../definition/mcp_servers.ts";
 import { ProcessTransport } from "./process_transport.ts";
+import { MCP_TIMEOUT_ENV, MCP_TOOL_TIMEOUT_ENV, timeoutFromEnv } from "./timeouts.ts";
 
 /** Timeouts and surroundings of a connection. */
 export interface McpConnectOptions {
-  /** Milliseconds to start the server and finish the MCP handshake (default 30,000). */
+  /** Milliseconds to start the server and finish the MCP handshake (default `$MCP_TIMEOUT`, else 30,000). */
   connectTimeoutMs?: number;
-  /** Milliseconds a tool call may take (default 120,000). */
+  /** Milliseconds a tool call may take (default `$MCP_TOOL_TIMEOUT`, else 120,000). */
   callTimeoutMs?: number;
   /** Working folder of a stdio server (default: stepflow's). */
   cwd?: string;
@@ -37,6 +38,11 @@ export interface McpToolInfo {
   readOnly: boolean;
   /** The server says repeating it has no further effect (`annotations.idempotentHint`). */
   idempotent: boolean;
+  /**
+   * It may destroy or overwrite something: `annotations.destructiveHint`, which MCP defaults to
+   * true; meaningless for a read-only tool.
+   */
+  destructive: boolean;
 }
 
 /** A content block of a tool result, as MCP defines it (the fields stepflow reads). */
@@ -108,15 +114,13 @@ export class McpConnection {
     config: McpServerConfig,
     options: McpConnectOptions = {},
   ): Promise<McpConnection> {
+    const connectTimeoutMs = options.connectTimeoutMs ??
+      timeoutFromEnv(MCP_TIMEOUT_ENV, MCP_CONNECT_TIMEOUT_MS);
+    const callTimeoutMs = options.callTimeoutMs ??
+      timeoutFromEnv(MCP_TOOL_TIMEOUT_ENV, MCP_CALL_TIMEOUT_MS);
     const transport = createTransport(config, options);
     const client = new Client({ name: "stepflow", version: "1" });
-    const connectTimeoutMs = options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS;
-    const connection = new McpConnection(
-      name,
-      client,
-      transport,
-      options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
-    );
+    const connection = new McpConnection(name, client, transport, callTimeoutMs);
     const timeout = AbortSignal.timeout(connectTimeoutMs);
     try {
       await client.connect(transport, { timeout: connectTimeoutMs, signal: timeout });
@@ -128,7 +132,9 @@ export class McpConnection {
           "MCP_CONNECT_TIMEOUT",
           `MCP server "${name}" did not complete the handshake within ${connectTimeoutMs} ms and was stopped. Check that ${
             describeServer(config)
-          } is an MCP server, or raise the connect timeout.${tail(stderr)}`,
+          } is an MCP server, or raise the connect timeout (${MCP_TIMEOUT_ENV}, in ms).${
+            tail(stderr)
+          }`,
           { details: { server: name, timeoutMs: connectTimeoutMs } },
         );
       }
@@ -162,6 +168,7 @@ export class McpConnection {
           inputSchema: tool.inputSchema as Record<string, unknown>,
           readOnly: tool.annotations?.readOnlyHint === true,
           idempotent: tool.annotations?.idempotentHint === true,
+          destructive: tool.annotations?.destructiveHint !== false,
         });
       }
       cursor = page.nextCursor;
@@ -234,7 +241,7 @@ export class McpConnection {
       if (timeout.aborted || isTimeout(error)) {
         throw new StepflowError(
           "MCP_CALL_TIMEOUT",
-          `MCP server "${this.name}" did not answer within ${this.#callTimeoutMs} ms while ${what}. Try again, or raise the call timeout.`,
+          `MCP server "${this.name}" did not answer within ${this.#callTimeoutMs} ms while ${what}. Try again, or raise the call timeout (${MCP_TOOL_TIMEOUT_ENV}, in ms).`,
           { details: { server: this.name, timeoutMs: this.#callTimeoutMs } },
         );
       }

@@ -29,4 +29,5 @@ export {
   type McpToolInfo,
 } from "./connection.ts";
 export { connectMcpServers, McpServers, type McpServerSummary } from "./servers.ts";
-export { mcpToolName, resultText } from "./tools.ts";
+export { mcpNeedsApproval, resultText } from "./tools.ts";
+export { mcpToolName, parseMcpToolName } from "./tool_names.ts";

@@ -9,14 +9,10 @@ import { StepflowError } from "../errors.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import type { AnyTool, ArgIssue, ToolArgsSchema } from "../tools/types.ts";
 import type { McpCallResult, McpConnection, McpToolInfo } from "./connection.ts";
+import { mcpToolName } from "./tool_names.ts";
 
 /** Tool names a model API accepts (Anthropic and OpenAI alike). */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** The registry name of a server's tool. */
-export function mcpToolName(server: string, tool: string): string {
-  return `mcp__${server}__${tool}`;
-}
 
 /**
  * The registry tool for one MCP tool, or a reason to skip it (a name a model API would refuse).
@@ -44,6 +40,13 @@ export function toRegistryTool(
       jsonSchema,
       readOnly: info.readOnly,
       idempotent: info.readOnly,
+      // Tool plans and QPlan scripts ask before a tool that may destroy something (see
+      // mcpNeedsApproval); agent steps decide by their permission rules instead.
+      ...(mcpNeedsApproval(info)
+        ? {
+          needsApproval: () => "MCP tool not marked read-only or non-destructive",
+        }
+        : {}),
       async execute(args: Record<string, unknown>, ctx) {
         const reportProgress = ctx.reportProgress;
         const result = await connection.callTool(info.name, args, {
@@ -63,6 +66,15 @@ export function toRegistryTool(
       },
     },
   };
+}
+
+/**
+ * Whether a tool-plan step or QPlan action calling this MCP tool needs an approval: unless the
+ * server marks it read-only (`readOnlyHint`) or not destructive (`destructiveHint: false`, a tool
+ * that only adds). MCP's default for a tool without annotations is "may destroy", so it asks.
+ */
+export function mcpNeedsApproval(info: Pick<McpToolInfo, "readOnly" | "destructive">): boolean {
+  return !info.readOnly && info.destructive;
 }
 
 /**

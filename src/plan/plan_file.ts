@@ -79,3 +79,13 @@ function positionOf(text: string, message: string): { line: number; column: numb
   const line = before.split("\n").length;
   return { line, column: offset - before.lastIndexOf("\n") };
 }
+
+/** The `tool` of every step of a plan read from a file, as far as its shape can be read. */
+export function planToolNames(plan: unknown): string[] {
+  const steps = (plan as { steps?: unknown } | null)?.steps;
+  if (!Array.isArray(steps)) return [];
+  return steps.flatMap((s) => {
+    const tool = (s as { tool?: unknown } | null)?.tool;
+    return typeof tool === "string" ? [tool] : [];
+  });
+}

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Plan, Step, StepStatus } from "./types.ts";
+import type { Plan, PlanToolRegistry, Step, StepStatus } from "./types.ts";
 
 /** Options of {@linkcode renderPlanReview}. */
 export interface ReviewOptions {
@@ -115,4 +115,29 @@ function truncate(text: string, max: number): string {
 
 function pad(text: string, width: number): string {
   return text + " ".repeat(Math.max(0, width - [...text].length));
+}
+
+/**
+ * The approval notes of {@linkcode renderPlanReview}: per step still to run, why it will ask for an
+ * approval — the step asks, or its tool does for these arguments (where they are known already).
+ */
+export async function approvalNotes(
+  plan: Plan,
+  tools: PlanToolRegistry,
+  workspaceRoot: string,
+): Promise<Map<string, string>> {
+  const notes = new Map<string, string>();
+  for (const step of plan.steps) {
+    if (step.status === "completed" || step.status === "skipped") continue;
+    if (step.requiresApproval) {
+      notes.set(step.id, "the step asks for approval");
+      continue;
+    }
+    if (!tools.has(step.tool)) continue;
+    const reason = await tools.approvalReason(step.tool, step.args, { workspaceRoot }).catch(
+      () => undefined,
+    );
+    if (reason) notes.set(step.id, reason);
+  }
+  return notes;
 }

@@ -283,6 +283,8 @@ export interface PlanToolRegistry {
   approvalReason(name: string, args: unknown, ctx: PlanToolContext): Promise<string | undefined>;
   /** Validates and runs a tool. */
   invoke(name: string, args: unknown, ctx: PlanToolContext): Promise<unknown>;
+  /** The MCP servers configured for the registry, for messages about `mcp__…` names. */
+  mcpServerNames?(): string[];
 }
 
 /** The decision of an LLM asked to recover from a failed step. */

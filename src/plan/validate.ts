@@ -9,6 +9,7 @@ import { buildGraph, dependsTransitively, findCycles, type PlanGraph } from "./g
 import { collectRefs, type FoundRef } from "./refs.ts";
 import { fillStepOrders, formatPath, planIssueMessages, PlanSchema } from "./schema.ts";
 import { closestMatch } from "../definition/suggest.ts";
+import { configuredMcpServers, unknownMcpToolMessage } from "../mcp/tool_names.ts";
 import type { Plan, PlanProblem, PlanToolRegistry, PlanValidation, Step } from "./types.ts";
 
 /**
@@ -144,9 +145,13 @@ export function checkSteps(
 
   const toolNames = tools?.describe().map((t) => t.name) ?? [];
   const known = toolNames.join(", ");
-  const toolGuess = (name: string) => {
+  const mcpServers = tools ? configuredMcpServers(toolNames, tools.mcpServerNames?.()) : [];
+  const unknownTool = (name: string) => {
+    const mcp = unknownMcpToolMessage(name, toolNames, mcpServers);
+    if (mcp !== undefined) return `Unknown tool: ${name}: ${mcp}`;
     const guess = closestMatch(name, toolNames);
-    return guess === undefined ? "" : ` Did you mean "${guess}"?`;
+    return `Unknown tool: ${name}.${guess === undefined ? "" : ` Did you mean "${guess}"?`}` +
+      ` Available tools: ${known || "(none)"}.`;
   };
   let seen: Uint32Array | undefined;
   let epoch = 0;
@@ -159,9 +164,7 @@ export function checkSteps(
           code: "UNKNOWN_TOOL",
           stepId: step.id,
           path: ["steps", i, "tool"],
-          message: `Step "${step.id}": Unknown tool: ${step.tool}.${
-            toolGuess(step.tool)
-          } Available tools: ${known || "(none)"}.`,
+          message: `Step "${step.id}": ${unknownTool(step.tool)}`,
         });
       } else {
         const checked = tools.validateArgs(step.tool, step.args);

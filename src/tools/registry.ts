@@ -37,6 +37,7 @@ export interface ToolDescriptor {
 export class ToolRegistry {
   readonly #tools = new Map<string, AnyTool>();
   readonly #descriptors = new Map<string, ToolDescriptor>();
+  readonly #mcpServers = new Set<string>();
 
   /** Adds a tool. A second tool with the same name is an error (no silent override). */
   register<A, R>(tool: Tool<A, R>): this {
@@ -55,6 +56,21 @@ export class ToolRegistry {
     this.#tools.set(tool.name, tool as AnyTool);
     this.#descriptors.delete(tool.name);
     return this;
+  }
+
+  /**
+   * Records the MCP servers configured for this registry (their `mcp__<server>__<tool>` tools are
+   * registered once the servers are connected), so that validation can tell a misspelt server from
+   * a tool its server lacks.
+   */
+  declareMcpServers(names: Iterable<string>): this {
+    for (const name of names) this.#mcpServers.add(name);
+    return this;
+  }
+
+  /** The MCP servers declared (see {@linkcode ToolRegistry.declareMcpServers}), sorted. */
+  mcpServerNames(): string[] {
+    return [...this.#mcpServers].sort();
   }
 
   /** The tool called `name`, or undefined. */

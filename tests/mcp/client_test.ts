@@ -15,7 +15,7 @@ import { offeredTools } from "../../src/tools/permissions.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { seed001Files, writeAgent } from "../flow/fixtures.ts";
-import { freePort, groupGone, running, serverCommand } from "./npm_servers.ts";
+import { freePort, groupGone, running, serverCommand, startHttpEverything } from "./npm_servers.ts";
 
 async function failure(p: Promise<unknown>): Promise<StepflowError> {
   const error = await p.then(() => undefined, (e) => e);
@@ -220,32 +220,12 @@ Deno.test("connectMcpServers: one server failing closes the others", async () =>
 });
 
 Deno.test("streamable HTTP: server-everything over HTTP, headers sent, tools callable", async () => {
-  const everything = await serverCommand("mcp-server-everything");
-  const port = freePort();
-  const server = new Deno.Command(everything, {
-    args: ["streamableHttp"],
-    env: { PORT: String(port) },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-    detached: true,
-  }).spawn();
+  const server = await startHttpEverything();
   try {
-    // Wait for the server's own "listening" line, not for a fixed time.
-    const reader = server.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = "";
-    while (!/listening on port/i.test(seen)) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the HTTP server ended: ${seen}`);
-      seen += value;
-    }
-    void (async () => {
-      while (!(await reader.read()).done) { /* drain */ }
-    })().catch(() => {});
     const servers = await connectMcpServers(
       new Map([["web", {
         type: "http" as const,
-        url: `http://127.0.0.1:${port}/mcp`,
+        url: server.url,
         headers: { "X-Stepflow-Test": "1" },
       }]]),
     );
@@ -269,10 +249,7 @@ Deno.test("streamable HTTP: server-everything over HTTP, headers sent, tools cal
       /MCP server "gone" could not be reached \(http:\/\/127\.0\.0\.1:\d+\/mcp\)/,
     );
   } finally {
-    try {
-      Deno.kill(-server.pid, "SIGKILL");
-    } catch { /* gone */ }
-    await server.status;
+    await server.close();
   }
 });
 

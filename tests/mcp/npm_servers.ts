@@ -125,3 +125,48 @@ export function freePort(): number {
   listener.close();
   return port;
 }
+
+/** server-everything serving streamable HTTP on a free loopback port; `close()` kills it. */
+export interface HttpEverything {
+  /** Its MCP endpoint. */
+  url: string;
+  /** Stops it (its whole process group). */
+  close(): Promise<void>;
+}
+
+/** Starts server-everything in its streamable HTTP mode and waits for its "listening" line. */
+export async function startHttpEverything(): Promise<HttpEverything> {
+  const everything = await serverCommand("mcp-server-everything");
+  const port = freePort();
+  const server = new Deno.Command(everything, {
+    args: ["streamableHttp"],
+    env: { PORT: String(port) },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+  const close = async () => {
+    try {
+      Deno.kill(-server.pid, "SIGKILL");
+    } catch { /* gone */ }
+    await server.status;
+  };
+  try {
+    // Wait for the server's own "listening" line, not for a fixed time.
+    const reader = server.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = "";
+    while (!/listening on port/i.test(seen)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the HTTP server ended: ${seen}`);
+      seen += value;
+    }
+    void (async () => {
+      while (!(await reader.read()).done) { /* drain */ }
+    })().catch(() => {});
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, close };
+}

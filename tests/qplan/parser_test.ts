@@ -11,6 +11,7 @@ import {
   type Statement,
   tokenize,
 } from "../../src/qplan/mod.ts";
+import { scriptModules } from "../../src/qplan/script_modules.ts";
 
 function syntaxError(source: string): QPlanSyntaxError {
   try {
@@ -146,6 +147,42 @@ Deno.test("actions: options become op, AND chains, args of every value kind, out
     "math",
   ]);
   assert.equal((script.body[2] as ActionStatement).args.length, 3);
+});
+
+Deno.test("actions: an MCP tool name keeps the '-' written against it; anywhere else '-' is minus", () => {
+  const a = only("mcp__everything__get-sum a=1 b=-2 -> s", "action");
+  assert.equal(a.module, "mcp__everything__get-sum");
+  assert.deepEqual(a.args.map((x) => x.key), ["a", "b"]);
+  assert.equal(a.output, "s");
+  assert.equal(only("mcp__x__get-2fa-v2 -> t", "action").module, "mcp__x__get-2fa-v2");
+  // Spaced, it is an operator: an error after an action, as before.
+  assert.match(syntaxError("mcp__a__b - c").message, /unexpected "-" after the mcp__a__b action/);
+  // Only MCP names: other modules are as they were.
+  assert.match(syntaxError("math-add a=1").message, /unexpected "-" after the math action/);
+  const body = parseScript('step id="s" {\n  mcp__fs__read-file path="a" -> t\n}').body;
+  const step = body[0] as Extract<Statement, { kind: "step" }>;
+  const read = step.children[0] as ActionStatement;
+  assert.deepEqual([read.module, read.line, read.column], ["mcp__fs__read-file", 2, 3]);
+});
+
+Deno.test("scriptModules: every module a script calls, in every kind of block, each once", () => {
+  const source = [
+    "mcp__a__top -> x",
+    'step id="s" {',
+    "  if x { mcp__b__then } else { mcp__c__else }",
+    "  while false { mcp__d__loop }",
+    "  each v in [1] { parallel { mcp__e__par } }",
+    '  step id="t" { mcp__a__top -> y }',
+    "}",
+  ].join("\n");
+  assert.deepEqual(scriptModules(source).sort(), [
+    "mcp__a__top",
+    "mcp__b__then",
+    "mcp__c__else",
+    "mcp__d__loop",
+    "mcp__e__par",
+  ]);
+  assert.deepEqual(scriptModules("step {"), []);
 });
 
 Deno.test('special forms: ai "prompt" USING a, b and print "text", k=v, var', () => {

@@ -30,12 +30,44 @@ export class ActionParser extends ExpressionParser {
     );
   }
 
+  /**
+   * The module name starting with `token`. MCP tool names (`mcp__<server>__<tool>`) may hold `-`
+   * (`mcp__everything__get-sum`), which QPlan names cannot: after an `mcp__` name, a `-` and the
+   * name or number written right against it (no space) continue the module's name.
+   */
+  #mcpToolName(token: Token): string {
+    if (!token.value.startsWith("mcp__")) return token.value;
+    let name = token.value;
+    let end = token.end;
+    for (;;) {
+      const dash = this.peek();
+      const part = this.peek(1);
+      if (
+        dash.type !== "op" || dash.value !== "-" || dash.offset !== end ||
+        (part.type !== "ident" && part.type !== "number") || part.offset !== dash.end
+      ) break;
+      this.next();
+      this.next();
+      name += `-${part.value}`;
+      end = part.end;
+      // A name and a number can also touch each other after a dash ("get-2fa").
+      for (let next = this.peek(); next.type !== "op" && next.offset === end; next = this.peek()) {
+        if (next.type !== "ident" && next.type !== "number") break;
+        name += this.next().value;
+        end = next.end;
+      }
+    }
+    token.value = name;
+    token.end = end;
+    return name;
+  }
+
   /** An action line (`module option arg=value … -> output`) at the cursor. */
   protected action(): ActionStatement {
     const moduleToken = this.next();
     const node: ActionStatement = {
       kind: "action",
-      module: moduleToken.value,
+      module: this.#mcpToolName(moduleToken),
       options: [],
       args: [],
       site: this.sites++,

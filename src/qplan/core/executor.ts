@@ -44,7 +44,8 @@ import { errorMessage } from "../../errors.ts";
 
 /**
  * Asks whether a tool that needs approval (`requiresApproval`, or `needsApproval(args)` said so)
- * may run with these arguments. `reason` is the tool's own reason when it gave one.
+ * may run with these arguments. `reason` is the tool's own reason when it gave one. A denial may
+ * say why (`{ approved: false, reason }`): the run's error quotes it.
  */
 export type ApproveTool = (request: {
   tool: string;
@@ -52,7 +53,10 @@ export type ApproveTool = (request: {
   stepId?: string;
   line: number;
   reason?: string;
-}) => boolean | Promise<boolean>;
+}) =>
+  | boolean
+  | { approved: boolean; reason?: string }
+  | Promise<boolean | { approved: boolean; reason?: string }>;
 
 /**
  * What a loop does with what its body threw — the one place `break` and `continue` are handled, for
@@ -516,8 +520,12 @@ export class Executor {
       line: node.line,
     };
     if (reason !== undefined) request.reason = reason;
-    const ok = await this.#approve(request);
-    if (!ok) throw new QPlanRuntimeError(`Module '${node.module}' was not approved`, where);
+    const answer = await this.#approve(request);
+    const decision = typeof answer === "boolean" ? { approved: answer } : answer;
+    if (!decision.approved) {
+      const why = decision.reason ? `: ${decision.reason}` : "";
+      throw new QPlanRuntimeError(`Module '${node.module}' was not approved${why}`, where);
+    }
     const r = this.#call(site, args, frame);
     if (r !== undefined) await r;
   }

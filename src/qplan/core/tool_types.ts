@@ -30,6 +30,8 @@ export interface QPlanToolRegistry {
   list(): QPlanTool[];
   /** Prompt-ready descriptions (JSON Schemas of the inputs). */
   describe(): ToolDescriptor[];
+  /** The MCP servers configured for the registry, for messages about `mcp__…` names. */
+  mcpServerNames?(): string[];
 }
 
 /** Formats argument issues as `path: message; path: message`. */

@@ -9,6 +9,7 @@ import type { Expr, PlanMetaEntry, Script, Statement } from "./ast.ts";
 import { PLAN_META_KEYS } from "./ast.ts";
 import { isIdentifier, KEYWORDS } from "./tokenizer.ts";
 import { closestMatch } from "../../definition/suggest.ts";
+import { configuredMcpServers, unknownMcpToolMessage } from "../../mcp/tool_names.ts";
 import { blockingConstruct, resolveSteps, stepLabel } from "../step/step_resolver.ts";
 import { STEP_ATTRIBUTES } from "../step/step_parser.ts";
 import type { ResolvedStep, StepResolution } from "../step/step_types.ts";
@@ -321,26 +322,38 @@ class Walker {
     this.defined.add(name);
   }
 
+  /** The issue of an action whose module is not in the registry, with the closest name. */
+  unknownModule(module: string): { code: string; message: string; hint: string } {
+    const names = this.registry!.list().map((t) => t.name);
+    const servers = configuredMcpServers(names, this.registry!.mcpServerNames?.());
+    const mcp = unknownMcpToolMessage(module, names, servers);
+    if (mcp !== undefined) {
+      return {
+        code: "unknown-module",
+        message: `unknown module '${module}': ${mcp}`,
+        hint: "MCP tools are modules named mcp__<server>__<tool>.",
+      };
+    }
+    const guess = closestMatch(module, [...names, ...STATEMENT_WORDS]);
+    const meant = guess === undefined
+      ? ""
+      : names.includes(guess)
+      ? ` (did you mean '${guess}'?)`
+      : ` (did you mean the '${guess}' statement?)`;
+    return {
+      code: "unknown-module",
+      message: `unknown module '${module}'${meant}`,
+      hint: `Available modules: ${names.join(", ") || "(none)"}.`,
+    };
+  }
+
   statement(stmt: Statement, scope: Scope): void {
     const at = { line: stmt.line, column: stmt.column };
     switch (stmt.kind) {
       case "action": {
         const tool = this.registry?.get(stmt.module);
         if (this.registry && !tool) {
-          const names = this.registry.list().map((t) => t.name);
-          const guess = closestMatch(stmt.module, [...names, ...STATEMENT_WORDS]);
-          const meant = guess === undefined
-            ? ""
-            : names.includes(guess)
-            ? ` (did you mean '${guess}'?)`
-            : ` (did you mean the '${guess}' statement?)`;
-          this.issues.push({
-            severity: "error",
-            code: "unknown-module",
-            message: `unknown module '${stmt.module}'${meant}`,
-            hint: `Available modules: ${names.join(", ") || "(none)"}.`,
-            ...at,
-          });
+          this.issues.push({ severity: "error", ...this.unknownModule(stmt.module), ...at });
         } else if (tool?.unavailable !== undefined) {
           this.issues.push({
             severity: "error",
