@@ -334,18 +334,18 @@ export abstract class ChatApiBackend implements LlmBackend {
 
   /**
    * Throws `BACKEND_BAD_RESPONSE` (not retried) when the answer to a streamed request of this
-   * exchange is not `text/event-stream` — a server that cannot stream answered with JSON or a
-   * page — after closing `stream`. Call it once the SDK returned the stream, before reading it.
+   * exchange is JSON or a page rather than server-sent events — a server that cannot stream —
+   * after closing `stream`. Call it once the SDK returned the stream, before reading it.
    */
   protected checkEventStream(stream: unknown): void {
     const type = errorBodies.getStore()?.contentType;
-    if (type === undefined || /text\/event-stream/i.test(type)) return;
+    // Only a body that is plainly not events is refused: some servers send events under another
+    // type, or none, and are read as events.
+    if (type === undefined || !/json|html|xml/i.test(type)) return;
     (stream as { controller?: AbortController }).controller?.abort();
     throw new BackendError(
       "BACKEND_BAD_RESPONSE",
-      `${this.name} backend: a streamed answer was asked for, but the server answered with ${
-        type || "no content type"
-      } instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
+      `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
       { backend: this.name },
     );
   }

@@ -26,7 +26,7 @@ export interface FakeReply {
   json?: unknown;
   /** Raw body text (sent with `contentType`, default application/json). */
   raw?: string;
-  /** Content type of `raw`. */
+  /** Content type of `raw` (default application/json) or `sse` (default text/event-stream). */
   contentType?: string;
   /** Extra response headers. */
   headers?: Record<string, string>;
@@ -108,7 +108,7 @@ export function startFakeServer(replies: FakeReply[] = []): FakeServer {
       const headers = new Headers(reply.headers);
       const sse = reply.sse ?? streamedForm(reply, body, new URL(request.url).pathname);
       if (sse) {
-        headers.set("content-type", "text/event-stream");
+        headers.set("content-type", reply.contentType ?? "text/event-stream");
         return new Response(sseBody(sse, reply.sseEnd ?? "close", closing.signal), {
           status: reply.status ?? 200,
           headers,

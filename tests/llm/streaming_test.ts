@@ -393,6 +393,17 @@ Deno.test("openai: tool-call pieces without an index (some local servers) still 
   });
 });
 
+Deno.test("openai: events under another content type (a lax local server) are read as events", async () => {
+  await withServer(async (server) => {
+    server.push({
+      sse: openAiChunks(openAiCompletion("lax but fine"), { includeUsage: true }),
+      contentType: "text/plain",
+    });
+    const res = await PROTOCOLS.openai.backend(server).complete(stepRequest());
+    assert.equal(res.text, "lax but fine");
+  });
+});
+
 Deno.test("STEPFLOW_STREAM turns streaming off or on; anything else is a usage error", async () => {
   const build = (value: string | undefined, stream?: boolean) =>
     createBackend({
