@@ -45,7 +45,8 @@ interface OpenBlock {
  * arguments were not JSON rather than the call failing.
  *
  * @throws {StreamInterrupted} when the stream ends before `message_stop`, carries an `error`
- *   event, or breaks off (retried by the retry policy unless the error says the request is wrong)
+ *   event, or breaks off before `message_delta` gave the stop reason (retried by the retry policy
+ *   unless the error says the request is wrong)
  * @throws the abort reason when `signal` fired (the SDK ends its iteration quietly on an abort)
  */
 export async function readAnthropicStream(
@@ -125,7 +126,9 @@ export async function readAnthropicStream(
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    throw streamFailure(error, received);
+    // Cut after message_delta gave the stop reason: the answer is whole.
+    if (message.stop_reason === undefined) throw streamFailure(error, received);
+    stopped = true;
   }
   if (signal.aborted) throw signal.reason;
   if (!stopped) {

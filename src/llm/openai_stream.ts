@@ -40,7 +40,9 @@ interface OpenCall {
  * has no name or id, else opens a new one; calls without an id get one from the tool loop.
  *
  * @throws {StreamInterrupted} when the stream ends before a `finish_reason`, carries an error, or
- *   breaks off (retried by the retry policy unless the error says the request is wrong)
+ *   breaks off before it (retried by the retry policy unless the error says the request is
+ *   wrong); a stream that breaks off after the finish reason is a whole answer (its usage may be
+ *   missing)
  * @throws the abort reason when `signal` fired (the SDK ends its iteration quietly on an abort)
  */
 export async function readOpenAiStream(
@@ -79,7 +81,8 @@ export async function readOpenAiStream(
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    throw streamFailure(error, content.length);
+    // Cut after the finish: the answer is whole, only the usage chunk may be lost.
+    if (finish === undefined) throw streamFailure(error, content.length);
   }
   if (signal.aborted) throw signal.reason;
   if (finish === undefined) {

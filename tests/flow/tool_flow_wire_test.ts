@@ -167,6 +167,46 @@ for (const protocol of ["anthropic", "openai"] as const) {
   }
 }
 
+Deno.test("a stream cut after its text arrived: the step's retry event comes first, then the text again", async () => {
+  const { root, def } = await seedAgent();
+  const answer = "The answer is off by one.";
+  const events = anthropicEvents(anthropicMessage(answer));
+  const server = startFakeServer([
+    { sse: events.slice(0, 6), sseEnd: "cut" },
+    anthropicMessage(answer),
+    anthropicMessage(CHECK_OK),
+    anthropicMessage("Fixed."),
+    anthropicMessage(CHECK_OK),
+    anthropicMessage("Looks good."),
+    anthropicMessage(CHECK_OK),
+  ]);
+  try {
+    const seen: string[] = [];
+    const runner = new StepFlowRunner(def, {
+      backend: new AnthropicBackend({
+        baseUrl: server.url,
+        model: "claude-sonnet-5-5",
+        retry: { initialDelayMs: 1, maxDelayMs: 5 },
+      }),
+      events: {
+        onStepText: (info, text) => void (info.stepId === "s_a8f3" && seen.push(text)),
+        onStepRetry: (info) => void (info.stepId === "s_a8f3" && seen.push("<retry>")),
+      },
+    });
+    const result = await runner.run({ args: { topic: "the answer" }, cwd: root });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    const retry = seen.indexOf("<retry>");
+    assert.ok(retry > 0, JSON.stringify(seen));
+    assert.ok(
+      answer.startsWith(seen.slice(0, retry).join("")),
+      "the cut attempt's text came first",
+    );
+    assert.equal(seen.slice(retry + 1).join(""), answer + CHECK_OK, "then the whole answer again");
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("a streamed answer that hangs after its first chunk ends with the step timeout", async () => {
   const { root, def } = await seedAgent();
   const events = anthropicEvents(anthropicMessage("An analysis that never ends."));

@@ -181,7 +181,7 @@ for (const protocol of ["anthropic", "openai"] as const) {
 
   Deno.test(`${protocol}: an overloaded error event mid-stream is retried; a request error is not`, async () => {
     await withServer(async (server) => {
-      const events = p.events("Some text first.");
+      const events = p.events("Some text first, and much more text that never arrives.");
       const overloaded = protocol === "anthropic" ? "overloaded_error" : "server_error";
       server.push(
         { sse: [...events.slice(0, 4), p.errorEvent(overloaded, "Overloaded")] },
@@ -390,6 +390,21 @@ Deno.test("openai: tool-call pieces without an index (some local servers) still 
     const results = messages.filter((m) => m.role === "tool").map((m) => m.content!);
     assert.match(results[0], /answer = 41/);
     assert.match(results[1], /app\.ts/);
+  });
+});
+
+Deno.test("a stream cut after its stop reason is a whole answer, not retried", async () => {
+  await withServer(async (server) => {
+    const anthropic = anthropicEvents(anthropicMessage("whole"));
+    server.push({ sse: anthropic.slice(0, -1), sseEnd: "cut" }); // all but message_stop
+    const a = await PROTOCOLS.anthropic.backend(server).complete(stepRequest());
+    assert.equal(a.text, "whole");
+    const openai = openAiChunks(openAiCompletion("whole"), { includeUsage: true });
+    server.push({ sse: openai.slice(0, -2), sseEnd: "cut" }); // no usage chunk, no [DONE]
+    const o = await PROTOCOLS.openai.backend(server).complete(stepRequest());
+    assert.equal(o.text, "whole");
+    assert.equal(o.usage, undefined);
+    assert.equal(server.requests.length, 2);
   });
 });
 
