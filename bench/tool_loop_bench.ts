@@ -6,30 +6,13 @@
  */
 import { z } from "zod";
 import { completeWithTools } from "../src/engine/tool_loop.ts";
-import type { ToolTurnBackend, ToolTurnRequest, ToolTurnResponse } from "../src/llm/tool_turn.ts";
 import { McpConnection } from "../src/mcp/connection.ts";
 import { ToolRegistry } from "../src/tools/registry.ts";
 import { serverCommand } from "../tests/mcp/npm_servers.ts";
+import { BENCH_REQUEST, BYPASS_POLICY, InstantModel } from "./tool_loop_fixtures.ts";
 
 const CALLS = 1_000;
 const PER_TURN = 32;
-
-/** A model that answers at once: `PER_TURN` no-op calls per turn until `CALLS`, then the answer. */
-class InstantModel implements ToolTurnBackend {
-  readonly name = "instant";
-  made = 0;
-  toolTurn(_request: ToolTurnRequest): Promise<ToolTurnResponse> {
-    if (this.made >= CALLS) return Promise.resolve({ text: "done", toolCalls: [] });
-    const n = Math.min(PER_TURN, CALLS - this.made);
-    const toolCalls = Array.from({ length: n }, (_, i) => ({
-      id: `c${this.made + i}`,
-      name: "noop",
-      arguments: { value: i },
-    }));
-    this.made += n;
-    return Promise.resolve({ text: "", toolCalls });
-  }
-}
 
 const tools = new ToolRegistry().register({
   name: "noop",
@@ -37,26 +20,16 @@ const tools = new ToolRegistry().register({
   inputSchema: z.object({ value: z.number() }).strict(),
   execute: () => "ok",
 });
-// The no-op tool is no agent tool a rule could name: run it in bypassPermissions mode (the decision
-// is still made for every call).
-const policy = { mode: "bypassPermissions" as const, allow: [], deny: [] };
-const request = {
-  kind: "step" as const,
-  agent: "bench",
-  stepId: "s",
-  iteration: 1,
-  prompt: "Go.",
-  cwd: ".",
-};
-
 Deno.bench(
   `tool loop: ${CALLS} no-op calls with a zero-latency model (÷${CALLS} = per call)`,
   async () => {
-    await completeWithTools(request, {
-      backend: new InstantModel(),
+    await completeWithTools(BENCH_REQUEST, {
+      backend: new InstantModel(CALLS, PER_TURN, "noop"),
       tools,
       offered: ["noop"],
-      policy,
+      // The no-op tool is no agent tool a rule could name: bypassPermissions (the decision is
+      // still made for every call).
+      policy: BYPASS_POLICY,
       maxToolTurns: CALLS,
     });
   },

@@ -83,6 +83,7 @@ export const RUN_AGENT_FLAGS = defineFlags({
   baseUrl: BACKEND_FLAGS.baseUrl,
   script: BACKEND_FLAGS.script,
   maxAttempts: BACKEND_FLAGS.maxAttempts,
+  noStream: BACKEND_FLAGS.noStream,
   maxIterations: {
     type: "string",
     value: "N",
@@ -224,6 +225,8 @@ export interface CliFlags {
   script?: string;
   /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
   maxAttempts?: number;
+  /** `--no-stream`: the chat backends ask for plain answers instead of streams. */
+  noStream: boolean;
   /** `--max-iterations N`, checked to be a positive integer. */
   maxIterations?: number;
   /** `--allow-fallback`. */

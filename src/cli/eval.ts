@@ -177,6 +177,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
         ...(flags.model !== undefined ? { model: flags.model } : {}),
         ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
         ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+        ...(flags.noStream ? { noStream: true } : {}),
       },
       {
         cwd: userDir,

@@ -861,9 +861,10 @@ async function selectBackend(
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
   const choice = mergeBackendChoice(recorded ?? { backend: name }, given);
-  // How calls are made (not recorded with the run): the retry limit and the replay mode.
+  // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
   const backend = await backendFromFlags({ ...choice, ...how }, {

@@ -23,6 +23,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "base-url",
   "script",
   "max-attempts",
+  "no-stream",
   "max-iterations",
   "allow-fallback",
   "allow-run",

@@ -33,6 +33,7 @@ import {
 } from "../tools/permissions.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
+import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -93,6 +94,12 @@ export interface ToolLoopOptions {
   maxToolTurns?: number;
   /** Bad calls in a row (default {@linkcode DEFAULT_MAX_BAD_TOOL_CALLS}). */
   maxBadCalls?: number;
+  /**
+   * Characters of tool results the step's conversation holds (default 200,000, ~50k tokens):
+   * past it the oldest results are replaced by a short note, down to half, the latest turn's
+   * never (see `ToolResultBudget` in src/engine/tool_result_budget.ts). `Infinity`: no bound.
+   */
+  maxToolResultChars?: number;
   /**
    * Answers an "ask" decision: `true` runs the call. Without it nobody can be asked, so the call
    * is refused and the model is told which rule or mode would allow it.
@@ -161,6 +168,7 @@ export async function completeWithTools(
   let usageKnown = true;
   let cost = 0;
   let badInARow = 0;
+  const budget = new ToolResultBudget(loop.maxToolResultChars ?? DEFAULT_MAX_TOOL_RESULT_CHARS);
   for (let turn = 1;; turn++) {
     options.signal?.throwIfAborted();
     const answer = await loop.backend.toolTurn({
@@ -231,6 +239,7 @@ export async function completeWithTools(
       }
     }
     messages.push({ role: "tool", results });
+    budget.add(messages);
   }
   if (sessionId) response.sessionId = sessionId;
   if (usageKnown) response.usage = usage;

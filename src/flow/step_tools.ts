@@ -26,6 +26,7 @@ export type StepToolOptions =
     | "onTurn"
     | "maxToolTurns"
     | "maxBadCalls"
+    | "maxToolResultChars"
   >
   & {
     /**

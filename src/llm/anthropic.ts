@@ -12,7 +12,9 @@ import {
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
+  isAsyncIterable,
 } from "./chat_backend.ts";
+import { type AnthropicMessage, readAnthropicStream } from "./anthropic_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
 import { generatedCallId, type ToolTurnMessage } from "./tool_turn.ts";
 import type { LlmUsage } from "./types.ts";
@@ -51,6 +53,8 @@ export interface AnthropicMessagesBody {
   messages: { role: "user" | "assistant"; content: string | AnthropicContentBlock[] }[];
   system?: string | { type: "text"; text: string; cache_control?: AnthropicCacheControl }[];
   output_config?: { format: { type: "json_schema"; schema: Record<string, unknown> } };
+  /** Answer as server-sent events (the backend's `stream` option, default true). */
+  stream?: boolean;
   tools?: {
     name: string;
     description?: string;
@@ -84,18 +88,6 @@ export interface AnthropicMessagesClient {
       body: AnthropicMessagesBody,
       options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
     ): PromiseLike<unknown>;
-  };
-}
-
-interface AnthropicMessage {
-  content?: { type: string; text?: string; id?: unknown; name?: unknown; input?: unknown }[];
-  stop_reason?: string | null;
-  stop_details?: { category?: string | null; explanation?: string | null } | null;
-  usage?: {
-    input_tokens?: number | null;
-    output_tokens?: number | null;
-    cache_creation_input_tokens?: number | null;
-    cache_read_input_tokens?: number | null;
   };
 }
 
@@ -190,10 +182,12 @@ export class AnthropicBackend extends ChatApiBackend {
     if (request.schema) {
       body.output_config = { format: { type: "json_schema", schema: request.schema } };
     }
-    const message = await client.messages.create(body, {
-      signal: request.signal,
-      maxRetries: 0,
-    }) as AnthropicMessage;
+    const message = this.streams
+      ? await this.#streamed(client, body, request)
+      : await client.messages.create(body, {
+        signal: request.signal,
+        maxRetries: 0,
+      }) as AnthropicMessage;
     if (!message || typeof message !== "object" || !Array.isArray(message.content)) {
       throw badResponse(this.name, "no content array", message);
     }
@@ -218,6 +212,24 @@ export class AnthropicBackend extends ChatApiBackend {
     }
     if (message.stop_reason === "max_tokens") result.truncated = true;
     return result;
+  }
+
+  /**
+   * Sends `body` with `stream: true` and reads the events into the message (text reported to
+   * `onText` as it arrives); a stream that breaks off is a `StreamInterrupted` (src/llm/stream_failure.ts).
+   */
+  async #streamed(
+    client: AnthropicMessagesClient,
+    body: AnthropicMessagesBody,
+    request: ChatExchangeRequest,
+  ): Promise<AnthropicMessage> {
+    const events = await client.messages.create({ ...body, stream: true }, {
+      signal: request.signal,
+      maxRetries: 0,
+    });
+    this.checkEventStream(events);
+    if (!isAsyncIterable(events)) throw badResponse(this.name, "no event stream", events);
+    return await readAnthropicStream(events, request.signal, request.onText);
   }
 
   /** Says which variable to check. */

@@ -14,6 +14,8 @@ import type { RetryExhausted } from "./retry.ts";
  * - `BACKEND_UNAVAILABLE` — 408/409/429/5xx persisted through every attempt;
  * - `BACKEND_TIMEOUT` — no answer within the per-call timeout, on every attempt;
  * - `BACKEND_NETWORK` — the server could not be reached, on every attempt;
+ * - `BACKEND_STREAM_INTERRUPTED` — a streamed answer broke off after it began (the connection cut
+ *   before the API's end event, an `error` event in the stream), on every attempt;
  * - `BACKEND_BAD_RESPONSE` — the server answered with a body that is not the API's format;
  * - `BACKEND_REFUSED` — the model refused to answer;
  * - `BACKEND_NOT_INSTALLED` — the SDK or the Claude Code executable cannot be loaded;
@@ -135,6 +137,11 @@ export function fromRetryExhausted(
     advice = `Raise the per-call timeout${
       context.timeoutMs ? ` (now ${context.timeoutMs} ms)` : ""
     } with timeoutMs / stepTimeoutMs, or use a faster model.`;
+  } else if (kind === "stream") {
+    code = "BACKEND_STREAM_INTERRUPTED";
+    advice = failure.failure.retryable
+      ? "The server kept breaking off its streamed answer; try again later, or turn streaming off for this server (--no-stream, STEPFLOW_STREAM=0, or stream: false) if it cannot stream reliably."
+      : "Fix what the server says, or turn streaming off for this server (--no-stream, STEPFLOW_STREAM=0, or stream: false) if it cannot stream.";
   } else if (kind === "network") {
     code = "BACKEND_NETWORK";
     advice = hints.network ?? "Check the network connection and the base URL.";

@@ -20,6 +20,7 @@ import {
   type SdkErrorClasses,
   withRetry,
 } from "./retry.ts";
+import { StreamInterrupted } from "./stream_failure.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
@@ -80,6 +81,12 @@ export interface ChatBackendOptions {
   pricing?: Record<string, ModelPricing>;
   /** Bounds of the in-memory conversation history. */
   conversation?: ConversationLimits;
+  /**
+   * Ask for the answer as a stream of server-sent events (default true): the text reaches
+   * `LlmCallOptions.onText` as it is written, and a call that hangs mid-answer is seen. `false`
+   * sends plain requests, for servers that cannot stream (`--no-stream`, `STEPFLOW_STREAM=0`).
+   */
+  stream?: boolean;
 }
 
 /** One exchange as a chat backend sends it. */
@@ -100,6 +107,8 @@ export interface ChatExchangeRequest {
   tools?: ToolSpec[];
   /** A tool turn's messages after `turns` (the history): the prompt, tool calls and results. */
   toolMessages?: ToolTurnMessage[];
+  /** Told each piece of text as a streamed answer arrives (see `LlmCallOptions.onText`). */
+  onText?: (text: string) => void;
 }
 
 /** What one exchange returned. */
@@ -165,8 +174,11 @@ export function costOf(
 /** The most of an HTTP error body read to find its message, in bytes. */
 export const ERROR_BODY_READ_MAX = 64 * 1024;
 
-/** Where the `fetch` of the SDK clients leaves the message of an error body, per exchange. */
-const errorBodies = new AsyncLocalStorage<{ message?: string }>();
+/**
+ * Where the `fetch` of the SDK clients leaves, per exchange, the message of an error body and the
+ * content type of a successful answer (a streamed request answered with JSON is not a stream).
+ */
+const errorBodies = new AsyncLocalStorage<{ message?: string; contentType?: string }>();
 
 /**
  * The `fetch` given to the SDK clients: a plain `fetch`, except that the body of an error
@@ -181,6 +193,9 @@ async function fetchKeepingErrorBodies(
 ): Promise<Response> {
   const response = await fetch(input, init);
   const capture = errorBodies.getStore();
+  if (capture !== undefined && response.ok) {
+    capture.contentType = response.headers.get("content-type") ?? "";
+  }
   if (response.ok || capture === undefined || response.body === null) return response;
   const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
   capture.message = describeErrorBody(text);
@@ -284,6 +299,11 @@ export abstract class ChatApiBackend implements LlmBackend {
     };
   }
 
+  /** Whether answers are asked for as streams (the `stream` option; default true). */
+  get streams(): boolean {
+    return this.options.stream ?? true;
+  }
+
   /** The structured-output mode in force (`auto` turns into `prompt` after a schema rejection). */
   get structuredOutputMode(): StructuredOutputMode {
     return this.#schemaMode;
@@ -300,6 +320,9 @@ export abstract class ChatApiBackend implements LlmBackend {
    * {@linkcode classifyHttpFailure}), with the message read from the error body.
    */
   protected classify(error: unknown): FailureClass {
+    if (error instanceof StreamInterrupted) {
+      return { retryable: error.retryable, kind: "stream", reason: error.message };
+    }
     const bodyMessage = error !== null && typeof error === "object"
       ? this.#bodyMessages.get(error)
       : undefined;
@@ -307,6 +330,24 @@ export abstract class ChatApiBackend implements LlmBackend {
       classes: this.sdkErrorClasses,
       ...(bodyMessage !== undefined ? { bodyMessage } : {}),
     });
+  }
+
+  /**
+   * Throws `BACKEND_BAD_RESPONSE` (not retried) when the answer to a streamed request of this
+   * exchange is JSON or a page rather than server-sent events — a server that cannot stream —
+   * after closing `stream`. Call it once the SDK returned the stream, before reading it.
+   */
+  protected checkEventStream(stream: unknown): void {
+    const type = errorBodies.getStore()?.contentType;
+    // Only a body that is plainly not events is refused: some servers send events under another
+    // type, or none, and are read as events.
+    if (type === undefined || !/json|html|xml/i.test(type)) return;
+    (stream as { controller?: AbortController }).controller?.abort();
+    throw new BackendError(
+      "BACKEND_BAD_RESPONSE",
+      `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
+      { backend: this.name },
+    );
   }
 
   /** One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify}. */
@@ -417,6 +458,7 @@ export abstract class ChatApiBackend implements LlmBackend {
               ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
               ...parts,
               ...(native ? { schema } : {}),
+              ...(opts.onText ? { onText: opts.onText } : {}),
               stepId: req.stepId,
               signal,
             }),
@@ -505,6 +547,12 @@ function withSchemaInstruction(
 function isSchemaRejection(failure: FailureClass): boolean {
   return (failure.status === 400 || failure.status === 422) &&
     SCHEMA_PARAMETER.test(failure.reason);
+}
+
+/** True for what an SDK returns for a streamed request: an async iterable of events. */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return value !== null && typeof value === "object" &&
+    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }
 
 /** The `BACKEND_BAD_RESPONSE` error for an answer that is not in the API's format. */

@@ -39,6 +39,7 @@ export const BACKEND_ENV_VARS: readonly string[] = Object.freeze([
   "ANTHROPIC_BASE_URL",
   "OPENAI_API_KEY",
   "OPENAI_BASE_URL",
+  "STEPFLOW_STREAM",
 ]);
 
 /** What to build; see {@linkcode createBackend}. */
@@ -80,6 +81,11 @@ export interface BackendSpec {
   structuredOutput?: StructuredOutputMode;
   /** `anthropic` / `openai`: answer-token limit. */
   maxTokens?: number;
+  /**
+   * `anthropic` / `openai`: ask for streamed answers (default true, or `STEPFLOW_STREAM`: `0`,
+   * `false`, `off`, `no` turn it off); `false` for servers that cannot stream (`--no-stream`).
+   */
+  stream?: boolean;
   /** `anthropic` / `openai`: prices per model, to report `costUsd`. */
   pricing?: Record<string, ModelPricing>;
   /** `claude-code`: further options (executable path, allowed tools, permission mode, …). */
@@ -92,8 +98,8 @@ export interface BackendSpec {
  * | name | needs | reads |
  * | --- | --- | --- |
  * | `claude-code` | Claude Code logged in (or `ANTHROPIC_API_KEY`) | — |
- * | `anthropic` | `ANTHROPIC_API_KEY` (or a `baseUrl` gateway) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` |
- * | `openai` | `OPENAI_API_KEY`, or a `baseUrl` of a local server (no key) | `OPENAI_API_KEY`, `OPENAI_BASE_URL` |
+ * | `anthropic` | `ANTHROPIC_API_KEY` (or a `baseUrl` gateway) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `STEPFLOW_STREAM` |
+ * | `openai` | `OPENAI_API_KEY`, or a `baseUrl` of a local server (no key) | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `STEPFLOW_STREAM` |
  * | `scripted` | `script` | — |
  *
  * No SDK is loaded here: each backend imports its SDK on its first call.
@@ -178,7 +184,7 @@ async function createAnthropic(spec: BackendSpec, env: Record<string, string | u
   }
   const { AnthropicBackend } = await import("./anthropic.ts");
   return new AnthropicBackend({
-    ...chatOptions(spec),
+    ...chatOptions(spec, env),
     model: spec.model ?? DEFAULT_ANTHROPIC_MODEL,
     ...(apiKey ? { apiKey } : {}),
     ...(baseUrl ? { baseUrl } : {}),
@@ -206,7 +212,7 @@ async function createOpenAi(spec: BackendSpec, env: Record<string, string | unde
   }
   const { OPENAI_DEFAULT_BASE_URL, OpenAiBackend } = await import("./openai.ts");
   return new OpenAiBackend({
-    ...chatOptions(spec),
+    ...chatOptions(spec, env),
     model: spec.model ?? DEFAULT_OPENAI_MODEL,
     ...(apiKey ? { apiKey } : {}),
     baseUrl: baseUrl ?? OPENAI_DEFAULT_BASE_URL,
@@ -221,14 +227,28 @@ function common(spec: BackendSpec) {
   };
 }
 
-function chatOptions(spec: BackendSpec) {
+function chatOptions(spec: BackendSpec, env: Record<string, string | undefined>) {
+  const stream = spec.stream ?? streamFromEnv(env.STEPFLOW_STREAM);
   return {
     ...common(spec),
+    ...(stream !== undefined ? { stream } : {}),
     ...(spec.onWarning ? { onWarning: spec.onWarning } : {}),
     ...(spec.structuredOutput ? { structuredOutput: spec.structuredOutput } : {}),
     ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
     ...(spec.pricing ? { pricing: spec.pricing } : {}),
   };
+}
+
+/** `STEPFLOW_STREAM` as a switch: unset or empty is the default; anything but on/off is refused. */
+function streamFromEnv(value: string | undefined): boolean | undefined {
+  const v = value?.trim().toLowerCase();
+  if (!v) return undefined;
+  if (["1", "true", "on", "yes"].includes(v)) return true;
+  if (["0", "false", "off", "no"].includes(v)) return false;
+  throw new UsageError(
+    `STEPFLOW_STREAM must be 1/true/on or 0/false/off (streamed answers from the anthropic and openai backends), got "${value}".`,
+    { variable: "STEPFLOW_STREAM" },
+  );
 }
 
 function checkUrl(value: string, backend: string): string {

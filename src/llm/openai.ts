@@ -14,7 +14,9 @@ import {
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
+  isAsyncIterable,
 } from "./chat_backend.ts";
+import { type ChatCompletion, readOpenAiStream } from "./openai_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
 import { generatedCallId, type ToolCallRequest, type ToolTurnMessage } from "./tool_turn.ts";
 
@@ -48,6 +50,10 @@ export interface OpenAiChatBody {
   };
   max_tokens?: number;
   max_completion_tokens?: number;
+  /** Answer as server-sent chunks (the backend's `stream` option, default true). */
+  stream?: boolean;
+  /** With `stream`: the usage in a last chunk. */
+  stream_options?: { include_usage: boolean };
 }
 
 /** One chat message: plain turns, an assistant turn with tool calls, or a tool's result. */
@@ -74,18 +80,6 @@ export interface OpenAiChatClient {
       ): PromiseLike<unknown>;
     };
   };
-}
-
-interface ChatCompletion {
-  choices?: {
-    message?: { content?: string | null; refusal?: string | null; tool_calls?: unknown };
-    finish_reason?: string | null;
-  }[];
-  usage?: {
-    prompt_tokens?: number;
-    completion_tokens?: number;
-    prompt_tokens_details?: { cached_tokens?: number | null } | null;
-  } | null;
 }
 
 type OpenAiModule = SdkErrorClasses & {
@@ -189,10 +183,12 @@ export class OpenAiBackend extends ChatApiBackend {
       if (this.isCompatibleServer) body.max_tokens = this.#options.maxTokens;
       else body.max_completion_tokens = this.#options.maxTokens;
     }
-    const completion = await client.chat.completions.create(body, {
-      signal: request.signal,
-      maxRetries: 0,
-    }) as ChatCompletion;
+    const completion = this.streams
+      ? await this.#streamed(client, body, request)
+      : await client.chat.completions.create(body, {
+        signal: request.signal,
+        maxRetries: 0,
+      }) as ChatCompletion;
     const choice = completion && typeof completion === "object" && Array.isArray(completion.choices)
       ? completion.choices[0]
       : undefined;
@@ -214,6 +210,25 @@ export class OpenAiBackend extends ChatApiBackend {
     if (choice.message.refusal) result.refusal = choice.message.refusal;
     if (choice.finish_reason === "length") result.truncated = true;
     return result;
+  }
+
+  /**
+   * Sends `body` with `stream: true` (usage asked for in the last chunk) and reads the chunks into
+   * the completion, text reported to `onText` as it arrives; a stream that breaks off is a
+   * `StreamInterrupted` (src/llm/stream_failure.ts).
+   */
+  async #streamed(
+    client: OpenAiChatClient,
+    body: OpenAiChatBody,
+    request: ChatExchangeRequest,
+  ): Promise<ChatCompletion> {
+    const chunks = await client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal: request.signal, maxRetries: 0 },
+    );
+    this.checkEventStream(chunks);
+    if (!isAsyncIterable(chunks)) throw badResponse(this.name, "no chunk stream", chunks);
+    return await readOpenAiStream(chunks, request.signal, request.onText);
   }
 
   /** Says which variable or server option to check. */

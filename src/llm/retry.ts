@@ -143,8 +143,11 @@ export function isRetryableStatus(status: number): boolean {
 export interface FailureClass {
   /** Whether another attempt may succeed. */
   retryable: boolean;
-  /** `http` (the server answered with an error status), `network`, `timeout` or `other`. */
-  kind: "http" | "network" | "timeout" | "other";
+  /**
+   * `http` (the server answered with an error status), `network`, `timeout`, `stream` (a streamed
+   * answer broke off after it began: cut, an `error` event, not server-sent events) or `other`.
+   */
+  kind: "http" | "network" | "timeout" | "stream" | "other";
   /** The HTTP status, when the server answered. */
   status?: number;
   /** The server's `Retry-After`, in ms. */

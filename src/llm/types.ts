@@ -85,7 +85,9 @@ export interface LlmCallOptions {
   onRetry?: (info: RetryInfo) => void;
   /**
    * Called with each piece of the model's text as it arrives, on backends that stream. The pieces
-   * are what the answer's `text` is made of; a retried attempt starts its text again.
+   * are what the answer's `text` is made of; a retried attempt starts its text again, and the
+   * retry is reported to `onRetry` before its first piece (a display clears what it showed). The
+   * `anthropic` and `openai` backends stream unless their `stream` option is false.
    */
   onText?: (text: string) => void;
 }

@@ -49,6 +49,7 @@ Deno.test("parseCommandLine: CLI flags", () => {
     baseUrl: "http://x/v1",
     script: "s.yaml",
     maxIterations: 7,
+    noStream: false,
     allowFallback: true,
     allowRun: false,
     skipValidators: false,

@@ -115,9 +115,51 @@ Deno.test("cli: --backend openai --base-url --model runs issue-solver on a local
     assert.equal(server.requests.length, 4);
     assert.ok(server.requests.every((r) => r.body.model === "llama3.2"));
     assert.equal(server.requests[0].headers.authorization, "Bearer not-needed", "no key needed");
+    assert.ok(server.requests.every((r) => r.body.stream === true), "streamed by default");
   } finally {
     await server.close();
   }
+});
+
+Deno.test("cli: --no-stream and STEPFLOW_STREAM=0 send plain requests; a bad STEPFLOW_STREAM exits 2", async () => {
+  const args = (url: string) => [
+    "--agent",
+    "issue-solver",
+    "--backend",
+    "openai",
+    "--base-url",
+    `${url}/v1`,
+    "--model",
+    "llama3.2",
+    "--json",
+    "--topic",
+    "x",
+  ];
+  const script = parseYaml(
+    await Deno.readTextFile(`${ROOT}.agent/issue-solver/demo.script.yaml`),
+  ) as Record<string, { output: unknown }[]>;
+  const answers = () =>
+    [
+      script["initial.issue"][0],
+      script["continuation.issue"][0],
+      script["continuation.issue"][1],
+      script["complete.issue"][0],
+    ].map((a) => openAiCompletion(JSON.stringify(a.output)));
+  for (const [extra, env] of [[["--no-stream"], {}], [[], { STEPFLOW_STREAM: "0" }]] as const) {
+    const server = startFakeServer(answers());
+    try {
+      const { code, stderr } = await runAgent([...args(server.url), ...extra], env);
+      assert.equal(code, 0, stderr);
+      assert.equal(server.requests.length, 4);
+      assert.ok(server.requests.every((r) => r.body.stream === undefined), "plain requests");
+    } finally {
+      await server.close();
+    }
+  }
+  const bad = await runAgent(args("http://127.0.0.1:9"), { STEPFLOW_STREAM: "maybe" });
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /STEPFLOW_STREAM must be 1\/true\/on or 0\/false\/off/);
+  assertNoStackTrace(bad.stderr);
 });
 
 Deno.test("cli: a local server that is not running is BACKEND_NETWORK, retried, with a hint", async () => {

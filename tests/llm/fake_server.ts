@@ -6,6 +6,14 @@
  * Reply builders speak each API's wire format: {@linkcode anthropicMessage},
  * {@linkcode anthropicToolUse}, {@linkcode anthropicError}, {@linkcode openAiCompletion},
  * {@linkcode openAiToolCalls}, {@linkcode openAiError}.
+ *
+ * Streaming: a request with `"stream": true` gets its (successful JSON) reply as the API would
+ * stream it — Messages API events (`message_start`, `content_block_*` with `text_delta` and
+ * `input_json_delta` fragments, `message_delta` with the usage, `message_stop`) or chat-completion
+ * chunks (`delta.content` pieces, `delta.tool_calls` pieces by index with `arguments` in fragments,
+ * a usage chunk when `stream_options.include_usage`, `[DONE]`). Error replies stay JSON, as the
+ * APIs send them before a stream. {@linkcode anthropicEvents} and {@linkcode openAiChunks} give
+ * those events, so a test can script a broken stream: `{ sse: events.slice(0, 4), sseEnd: "cut" }`.
  */
 
 import type { LlmRequest } from "../../src/llm/types.ts";
@@ -18,12 +26,28 @@ export interface FakeReply {
   json?: unknown;
   /** Raw body text (sent with `contentType`, default application/json). */
   raw?: string;
-  /** Content type of `raw`. */
+  /** Content type of `raw` (default application/json) or `sse` (default text/event-stream). */
   contentType?: string;
   /** Extra response headers. */
   headers?: Record<string, string>;
   /** Wait before answering (ends early when the server closes). */
   delayMs?: number;
+  /** Server-sent events to answer with (`text/event-stream`), in order. */
+  sse?: SseEvent[];
+  /**
+   * How a `sse` answer ends after its events: `close` (default: the body ends), `cut` (the
+   * connection is dropped mid-body) or `hang` (nothing more is sent until the client gives up or
+   * the server closes).
+   */
+  sseEnd?: "close" | "cut" | "hang";
+}
+
+/** One server-sent event: `event: <event>` (when given) and `data: <data>`. */
+export interface SseEvent {
+  /** The event's name (Messages API: `message_start`, …; chat completions send none). */
+  event?: string;
+  /** The data line: JSON text, or `[DONE]`. */
+  data: string;
 }
 
 /** A request the server received. */
@@ -82,6 +106,14 @@ export function startFakeServer(replies: FakeReply[] = []): FakeServer {
       }
       if (reply.delayMs) await wait(reply.delayMs, closing.signal);
       const headers = new Headers(reply.headers);
+      const sse = reply.sse ?? streamedForm(reply, body, new URL(request.url).pathname);
+      if (sse) {
+        headers.set("content-type", reply.contentType ?? "text/event-stream");
+        return new Response(sseBody(sse, reply.sseEnd ?? "close", closing.signal), {
+          status: reply.status ?? 200,
+          headers,
+        });
+      }
       if (reply.raw !== undefined) {
         headers.set("content-type", reply.contentType ?? "application/json");
         return new Response(reply.raw, { status: reply.status ?? 200, headers });
@@ -103,6 +135,202 @@ export function startFakeServer(replies: FakeReply[] = []): FakeServer {
       await server.shutdown();
     },
   };
+}
+
+/** The events of a successful JSON reply to a request that asked for a stream; else undefined. */
+function streamedForm(
+  reply: FakeReply,
+  body: Record<string, unknown>,
+  path: string,
+): SseEvent[] | undefined {
+  if (body.stream !== true || reply.raw !== undefined || (reply.status ?? 200) !== 200) {
+    return undefined;
+  }
+  if (path.endsWith("/messages")) return anthropicEvents(reply);
+  if (path.endsWith("/chat/completions")) {
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    return openAiChunks(reply, { includeUsage: options?.include_usage === true });
+  }
+  return undefined;
+}
+
+/** The body of an SSE answer: the events, then the end `end` asks for. */
+function sseBody(
+  events: SseEvent[],
+  end: "close" | "cut" | "hang",
+  closing: AbortSignal,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const text = events.map((e) => `${e.event ? `event: ${e.event}\n` : ""}data: ${e.data}\n\n`);
+  let sent = false;
+  return new ReadableStream({
+    // Pulled when the server wants more: the events first; the end once they were taken, so a
+    // cut comes after the events went out, not instead of them.
+    pull(controller) {
+      if (!sent) {
+        sent = true;
+        if (text.length) controller.enqueue(encoder.encode(text.join("")));
+        if (end === "close") controller.close();
+        return;
+      }
+      if (end === "cut") {
+        controller.error(new Error("fake server: connection cut"));
+        return;
+      }
+      return new Promise<void>((resolve) => {
+        const finish = () => {
+          try {
+            controller.close();
+          } catch {
+            // The client went away first.
+          }
+          resolve();
+        };
+        if (closing.aborted) finish();
+        else closing.addEventListener("abort", finish, { once: true });
+      });
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** `text` in pieces of at most `size` characters (one empty piece for empty text). */
+function pieces(text: string, size: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+/**
+ * The Messages API events that stream a `/v1/messages` JSON reply (see {@linkcode anthropicMessage},
+ * {@linkcode anthropicToolUse}): text in `text_delta` pieces of 8 characters, each tool call's
+ * input as `input_json_delta` fragments of 10 characters, the usage split between `message_start`
+ * (input and cache counts) and `message_delta` (output), and a `ping` as the API sends one.
+ */
+export function anthropicEvents(reply: FakeReply): SseEvent[] {
+  const message = reply.json as {
+    content: { type: string; text?: string; id?: string; name?: string; input?: unknown }[];
+    stop_reason: string;
+    stop_details?: unknown;
+    usage: Record<string, unknown>;
+  };
+  const event = (name: string, data: Record<string, unknown>): SseEvent => ({
+    event: name,
+    data: JSON.stringify({ type: name, ...data }),
+  });
+  const events: SseEvent[] = [
+    event("message_start", {
+      message: {
+        ...message,
+        content: [],
+        stop_reason: null,
+        usage: { ...message.usage, output_tokens: 1 },
+      },
+    }),
+    event("ping", {}),
+  ];
+  for (const [index, block] of message.content.entries()) {
+    if (block.type === "tool_use") {
+      events.push(event("content_block_start", {
+        index,
+        content_block: { type: "tool_use", id: block.id, name: block.name, input: {} },
+      }));
+      for (const part of pieces(JSON.stringify(block.input), 10)) {
+        events.push(event("content_block_delta", {
+          index,
+          delta: { type: "input_json_delta", partial_json: part },
+        }));
+      }
+    } else {
+      events.push(
+        event("content_block_start", { index, content_block: { type: "text", text: "" } }),
+      );
+      for (const part of pieces(block.text ?? "", 8)) {
+        events.push(
+          event("content_block_delta", { index, delta: { type: "text_delta", text: part } }),
+        );
+      }
+    }
+    events.push(event("content_block_stop", { index }));
+  }
+  events.push(
+    event("message_delta", {
+      delta: {
+        stop_reason: message.stop_reason,
+        stop_sequence: null,
+        ...(message.stop_details ? { stop_details: message.stop_details } : {}),
+      },
+      usage: { output_tokens: message.usage.output_tokens },
+    }),
+    event("message_stop", {}),
+  );
+  return events;
+}
+
+/**
+ * The chunks that stream a `/chat/completions` JSON reply (see {@linkcode openAiCompletion},
+ * {@linkcode openAiToolCalls}): a role chunk, the content in pieces of 8 characters, each tool call
+ * as a first piece (index, id when the reply has one, name) and its `arguments` in fragments of 10
+ * characters (an object sent whole), the finish reason, the usage chunk when `includeUsage`, then
+ * `[DONE]`.
+ */
+export function openAiChunks(
+  reply: FakeReply,
+  options: { includeUsage?: boolean } = {},
+): SseEvent[] {
+  const completion = reply.json as {
+    id: string;
+    model: string;
+    created: number;
+    choices: {
+      message: { content: string | null; refusal?: string | null; tool_calls?: unknown[] };
+      finish_reason: string;
+    }[];
+    usage?: unknown;
+  };
+  const choice = completion.choices[0];
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null): SseEvent => ({
+    data: JSON.stringify({
+      id: completion.id,
+      object: "chat.completion.chunk",
+      created: completion.created,
+      model: completion.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    }),
+  });
+  const chunks: SseEvent[] = [chunk({ role: "assistant", content: "" })];
+  for (const part of pieces(choice.message.content ?? "", 8)) chunks.push(chunk({ content: part }));
+  if (choice.message.refusal) chunks.push(chunk({ refusal: choice.message.refusal }));
+  for (const [index, raw] of (choice.message.tool_calls ?? []).entries()) {
+    const call = raw as { id?: string; function: { name: string; arguments: unknown } };
+    const args = call.function.arguments;
+    chunks.push(chunk({
+      tool_calls: [{
+        index,
+        ...(call.id !== undefined ? { id: call.id } : {}),
+        type: "function",
+        function: { name: call.function.name, arguments: typeof args === "string" ? "" : args },
+      }],
+    }));
+    if (typeof args !== "string") continue;
+    for (const part of pieces(args, 10)) {
+      chunks.push(chunk({ tool_calls: [{ index, function: { arguments: part } }] }));
+    }
+  }
+  chunks.push(chunk({}, choice.finish_reason));
+  if (options.includeUsage && completion.usage) {
+    chunks.push({
+      data: JSON.stringify({
+        id: completion.id,
+        object: "chat.completion.chunk",
+        created: completion.created,
+        model: completion.model,
+        choices: [],
+        usage: completion.usage,
+      }),
+    });
+  }
+  chunks.push({ data: "[DONE]" });
+  return chunks;
 }
 
 function wait(ms: number, signal: AbortSignal): Promise<void> {

@@ -200,8 +200,14 @@ Deno.test("openai: malformed bodies are BACKEND_BAD_RESPONSE", async () => {
     const html = await backend().complete(stepRequest()).then(() => undefined, (e) => e);
     assert.ok(html instanceof BackendError);
     assert.equal(html.code, "BACKEND_BAD_RESPONSE");
-    assert.match(html.message, /no choices\[0\]\.message.*<html>Bad gateway/);
-    assert.equal(server.requests.length, 2, "neither was retried");
+    assert.match(html.message, /text\/html instead of server-sent events.*--no-stream/);
+    server.push({ raw: "<html>Bad gateway</html>", contentType: "text/html" });
+    const plain = await backend({ stream: false }).complete(stepRequest())
+      .then(() => undefined, (e) => e);
+    assert.ok(plain instanceof BackendError);
+    assert.equal(plain.code, "BACKEND_BAD_RESPONSE");
+    assert.match(plain.message, /no choices\[0\]\.message.*<html>Bad gateway/);
+    assert.equal(server.requests.length, 3, "none was retried");
   });
 });
 

@@ -115,6 +115,7 @@ Deno.test("anthropic: a tool loop marks tools, system and the last turn; usage k
         "tools",
         "system",
         "messages",
+        "stream",
       ]);
       assert.equal(JSON.stringify(body.tools), JSON.stringify(bodies[0].tools));
       assert.equal(JSON.stringify(body.system), JSON.stringify(bodies[0].system));

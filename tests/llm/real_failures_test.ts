@@ -247,7 +247,13 @@ Deno.test("anthropic: an answer without usage has usage undefined, not zeros", a
   try {
     const { usage: _, ...json } = anthropicMessage("hello").json as Record<string, unknown>;
     server.push({ json }, { json: { ...json, usage: { input_tokens: 5 } } });
-    const backend = new AnthropicBackend({ baseUrl: server.url, apiKey: "k", model: "m" });
+    // Plain answers: a streamed one always has message_start's usage.
+    const backend = new AnthropicBackend({
+      baseUrl: server.url,
+      apiKey: "k",
+      model: "m",
+      stream: false,
+    });
     const res = await backend.complete(stepRequest());
     assert.equal(res.text, "hello");
     assert.equal(res.usage, undefined);

@@ -217,7 +217,11 @@ Deno.test("openai: malformed tool_calls from a server are read defensively, neve
     openAiCompletion("recovered"),
   ]);
   try {
-    const backend = new OpenAiBackend({ baseUrl: `${server.url}/v1`, model: "qwen3" });
+    const backend = new OpenAiBackend({
+      baseUrl: `${server.url}/v1`,
+      model: "qwen3",
+      stream: false,
+    });
     const answer = await completeStepCall(
       backend,
       stepRequest({ cwd, allowedTools: ["Read"] }),

@@ -13,7 +13,9 @@ import type { LlmBackend } from "../../llm/types.ts";
 import { defineFlags, type FlagsOf, parsePositiveInt } from "./flags.ts";
 
 /** The backend flags, parsed (`replay`: run-agent's `--replay strict|lenient`, read with its own flags). */
-export type BackendFlags = FlagsOf<typeof BACKEND_FLAGS> & {
+export type BackendFlags = Omit<FlagsOf<typeof BACKEND_FLAGS>, "noStream"> & {
+  /** `--no-stream`: plain requests instead of streamed answers (commands that declare it). */
+  noStream?: boolean;
   /** `--replay strict|lenient` (run-agent): how a replay file treats a changed prompt. */
   replay?: ReplayMode;
 };
@@ -77,6 +79,7 @@ export async function backendFromFlags(
     ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
     ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
     ...(flags.maxAttempts !== undefined ? { retry: { maxAttempts: flags.maxAttempts } } : {}),
+    ...(flags.noStream ? { stream: false } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
@@ -116,5 +119,10 @@ export const BACKEND_FLAGS = defineFlags({
       (raw) =>
         `--max-attempts expects a positive integer (attempts per model call, default 3), got "${raw}".`,
     ),
+  },
+  noStream: {
+    type: "boolean",
+    description:
+      "Ask anthropic/openai for plain answers, not streams (servers that cannot stream; STEPFLOW_STREAM=0)",
   },
 });
