@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { ToolCallEvent } from "../events/types.ts";
 import type { RetryInfo } from "./retry.ts";
 
 /** Why the backend is being called. */
@@ -88,6 +89,12 @@ export interface LlmCallOptions {
    * are what the answer's `text` is made of; a retried attempt starts its text again.
    */
   onText?: (text: string) => void;
+  /**
+   * Called as each tool call the backend runs itself moves on — `requested`, `decided`,
+   * `finished`, in that order — on backends that run their own tools (`claude-code`: Claude Code
+   * decides and runs them). Calls of stepflow's tool loop are reported by the loop, not here.
+   */
+  onToolCallEvent?: (event: ToolCallEvent) => void | Promise<void>;
 }
 
 /**

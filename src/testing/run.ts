@@ -236,6 +236,7 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
     "onStepRetry",
     "onStepJump",
     "onStepLog",
+    "onToolCall",
     "onAbort",
     "onPause",
     "onResume",
@@ -245,7 +246,7 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
   const handlers: Record<string, (...args: unknown[]) => void> = {};
   for (const name of names) {
     handlers[name] = (first: unknown, ...rest: unknown[]) => {
-      const stepId = name.startsWith("onStep")
+      const stepId = name.startsWith("onStep") || name === "onToolCall"
         ? (first as { stepId?: string } | undefined)?.stepId
         : undefined;
       events.push({ name, ...(stepId !== undefined ? { stepId } : {}), args: rest });
