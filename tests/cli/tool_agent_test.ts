@@ -28,3 +28,43 @@ Deno.test("run-agent: the tool-fixer demo edits the user's folder through the CL
     'export function greet(name: string): string {\n  return "Hello, " + name;\n}\n',
   );
 });
+
+Deno.test("run-agent: each tool call is a line under its step; --verbose adds its arguments, result and the model's text", async () => {
+  const user = await Deno.makeTempDir({ prefix: "stepflow_cli_tools_" });
+  await cp(join(REPO_ROOT, ".agent/tool-fixer"), join(user, ".agent/tool-fixer"), {
+    recursive: true,
+  });
+  const args = (extra: string[]) => [
+    "--agent",
+    "tool-fixer",
+    "--backend",
+    "scripted",
+    "--script",
+    join(user, ".agent/tool-fixer/demo.script.yaml"),
+    "--topic",
+    "the greeting misses a space",
+    ...extra,
+  ];
+  const plain = await finish(spawnCli("run-agent", args([]), { userDir: user }));
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.match(plain.stderr, /step s_f1e0 #2 ↳ Edit tmp\/tool-fixer-demo\/greet\.ts ✓ \d+ ms\n/);
+  assert.match(
+    plain.stderr,
+    /step s_f1e0 #2 ↳ Bash rm -rf tmp\/tool-fixer-demo ✗ refused \(rule Bash\(rm:\*\)\)\n/,
+  );
+  assert.equal(plain.stderr.match(/↳ Edit/g)?.length, 1, "one line per call");
+  assert.doesNotMatch(plain.stderr, /args \{|›/, "no arguments or text without --verbose");
+
+  await Deno.remove(join(user, "tmp"), { recursive: true });
+  const verbose = await finish(spawnCli("run-agent", args(["--verbose"]), { userDir: user }));
+  assert.equal(verbose.code, 0, verbose.stderr);
+  assert.match(
+    verbose.stderr,
+    /↳ Edit tmp\/tool-fixer-demo\/greet\.ts ✓ \d+ ms\n.* {4}args \{"file_path":"tmp\/tool-fixer-demo\/greet\.ts","old_string":"\\"Hello,\\" \+ name",.*\n.* {4}result Edited tmp\/tool-fixer-demo\/greet\.ts: 1 replacement\.\n/,
+  );
+  assert.match(
+    verbose.stderr,
+    /step s_f1d0 #1 › I'll set up the sample, then look for the greeting\.\n[^]*step s_f1d0 #1 ↳ Write/,
+  );
+  assert.match(verbose.stderr, /answer, \d+ chars \(streamed above\)/);
+});
