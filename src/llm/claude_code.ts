@@ -180,7 +180,10 @@ interface Cumulative {
  *   session of this turn, so the iterations of a run continue one conversation;
  * - the call's `signal` aborts the query (and ends the Claude Code process);
  * - `usage` and `costUsd` come from the result message (`modelUsage`, `total_cost_usd`); as those
- *   totals are cumulative over a resumed session, the backend reports each call's increase.
+ *   totals are cumulative over a resumed session, the backend reports each call's increase;
+ * - the tools Claude Code uses are reported to the call's `onToolCallEvent` (`tool_use` →
+ *   `requested`, Claude Code's decision → `decided` by `"claude-code"`, `tool_result` →
+ *   `finished`), and with an `onText` the model's text streams to it (`includePartialMessages`).
  *
  * Claude Code uses its own login (`claude` then `/login`) or `ANTHROPIC_API_KEY`.
  *
