@@ -114,6 +114,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
     name: backend.name,
     complete: (request, options) =>
       observed(request, () => backend.complete(request, options), (r) => r),
+    ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
   };
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {

@@ -316,6 +316,7 @@ export function startFlowTelemetry(
       const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
         name: backend.name,
         complete: (request, options) => traced(request, () => backend.complete(request, options)),
+        ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
       };
       // A backend that runs tool turns keeps doing so through the wrapper (a span per turn).
       if (supportsToolTurns(backend)) {

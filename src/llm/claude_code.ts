@@ -201,6 +201,8 @@ interface Cumulative {
 export class ClaudeCodeBackend implements LlmBackend {
   /** Always `"claude-code"`. */
   readonly name = "claude-code";
+  /** Claude Code's tool calls are reported to `onToolCallEvent`. */
+  readonly reportsToolCalls = true;
   /** The retry policy in force. */
   readonly retryPolicy: RetryPolicy;
   /** The per-call timeout in ms (0: none). */

@@ -114,4 +114,9 @@ export interface LlmBackend {
   readonly name: string;
   /** Runs one call. */
   complete(req: LlmRequest, opts?: LlmCallOptions): Promise<LlmResponse>;
+  /**
+   * True on a backend that runs its own tools and reports every call it makes through
+   * `LlmCallOptions.onToolCallEvent` (`claude-code`), so a run on it knows which tools ran.
+   */
+  readonly reportsToolCalls?: boolean;
 }

@@ -9,7 +9,14 @@ import { parse as parseYaml } from "yaml";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import type { ToolCallEvent } from "../../src/events/types.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { observeBackend } from "../../src/cli/progress.ts";
 import { ClaudeCodeBackend } from "../../src/llm/claude_code.ts";
+import {
+  assertCompleted,
+  assertNoToolCall,
+  assertToolCall,
+  runAgentForTest,
+} from "../../src/testing/mod.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { fakeClaude } from "./fake_claude.ts";
 import { stepRequest } from "./fake_server.ts";
@@ -208,6 +215,34 @@ Deno.test("claude-code through the runner: its tool calls are onToolCall events 
       ],
     );
     assert.equal(logged[0].args, '{"file_path":"src/app.ts"}');
+  } finally {
+    await fake.cleanup();
+  }
+});
+
+Deno.test("claude-code in the testing kit: the tool calls Claude Code reports can be asserted", async () => {
+  const dir = fileURLToPath(new URL("../../.agent/haiku", import.meta.url));
+  const fake = await fakeClaude([
+    {
+      result: "Red leaves on the path\nthe old gate creaks in the wind\nautumn walks us home",
+      tool_calls: [CALLS[0]],
+    },
+    { structured_output: { result: "ok", message: "5-7-5" } },
+  ]);
+  try {
+    const backend = new ClaudeCodeBackend(fake.options);
+    assert.equal(observeBackend(backend, {}).reportsToolCalls, true, "wrappers keep it");
+    const run = await runAgentForTest({
+      agent: dir,
+      script: backend,
+      args: { topic: "autumn" },
+      cwd: fake.dir,
+      env: {},
+    });
+    assertCompleted(run);
+    assertToolCall(run, "Read", { input: { file_path: "src/app.ts" }, decision: "allow" });
+    assertNoToolCall(run, "Bash");
+    assert.equal(run.toolCalls?.[0].result, "     1\texport const answer = 41;");
   } finally {
     await fake.cleanup();
   }
