@@ -111,24 +111,25 @@ export class ClaudeStreamReader {
     if (!this.#listeners.onText || message.parent_tool_use_id) return;
     const event = asRecord(message.event);
     if (event.type === "message_start") {
-      this.#streaming = stringOf(asRecord(event.message).id);
+      this.#streaming = stringOf(asRecord(event.message).id) ?? this.#unnamedId();
       return;
     }
     const delta = asRecord(event.delta);
     if (event.type !== "content_block_delta" || delta.type !== "text_delta") return;
     if (typeof delta.text !== "string" || delta.text === "") return;
-    if (this.#streaming) this.#streamed.add(this.#streaming);
+    this.#streaming ??= this.#unnamedId();
+    this.#streamed.add(this.#streaming);
     this.#text(delta.text, this.#streaming);
   }
 
   async #assistant(message: Record<string, unknown>): Promise<void> {
     const inner = asRecord(message.message);
-    const id = stringOf(inner.id);
+    const id = stringOf(inner.id) ?? this.#unnamedId();
     const topLevel = !message.parent_tool_use_id;
     for (const block of blocksOf(inner.content)) {
       if (block.type === "text" && topLevel && typeof block.text === "string") {
         // Text already streamed as deltas is not sent twice.
-        if (!(id && this.#streamed.has(id))) this.#text(block.text, id);
+        if (!this.#streamed.has(id)) this.#text(block.text, id);
       } else if (block.type === "tool_use") {
         await this.#requested(block);
       }
@@ -148,7 +149,7 @@ export class ClaudeStreamReader {
   }
 
   async #requested(block: Block): Promise<void> {
-    const id = stringOf(block.id) ?? `claude_call_${++this.#unnamed}`;
+    const id = stringOf(block.id) ?? this.#unnamedId();
     const tool = String(block.name ?? "?").slice(0, 200);
     const call: OpenCall = { tool, started: performance.now() };
     const input = block.input;
@@ -195,12 +196,16 @@ export class ClaudeStreamReader {
     });
   }
 
+  /** An id for what Claude Code sent without one (a message, a call). */
+  #unnamedId(): string {
+    return `unnamed_${++this.#unnamed}`;
+  }
+
   /** A piece of text; the text of a later message starts on a new line. */
-  #text(text: string, messageId: string | undefined): void {
+  #text(text: string, messageId: string): void {
     const onText = this.#listeners.onText;
     if (!onText) return;
-    const newMessage = messageId === undefined || messageId !== this.#lastTextMessage;
-    const piece = this.#wroteText && newMessage ? `\n${text}` : text;
+    const piece = this.#wroteText && messageId !== this.#lastTextMessage ? `\n${text}` : text;
     this.#lastTextMessage = messageId;
     this.#wroteText = true;
     try {

@@ -11,6 +11,7 @@ import type { ToolCallEvent } from "../../src/events/types.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { observeBackend } from "../../src/cli/progress.ts";
 import { ClaudeCodeBackend } from "../../src/llm/claude_code.ts";
+import { ClaudeStreamReader } from "../../src/llm/claude_code_stream.ts";
 import {
   assertCompleted,
   assertNoToolCall,
@@ -246,4 +247,69 @@ Deno.test("claude-code in the testing kit: the tool calls Claude Code reports ca
   } finally {
     await fake.cleanup();
   }
+});
+
+Deno.test("claude-code stream reader: messages without ids, odd inputs and non-text results are read safely", async () => {
+  const events: ToolCallEvent[] = [];
+  const pieces: string[] = [];
+  const reader = new ClaudeStreamReader({
+    onToolCallEvent: (event) => void events.push(event),
+    onText: (text) => void pieces.push(text),
+  });
+  const delta = (text: string) => ({
+    type: "stream_event",
+    parent_tool_use_id: null,
+    event: { type: "content_block_delta", delta: { type: "text_delta", text } },
+  });
+  // Deltas of a message whose start carried no id are one message's text: no line breaks added.
+  await reader.read({
+    type: "stream_event",
+    parent_tool_use_id: null,
+    event: { type: "message_start" },
+  });
+  for (const piece of ["Wor", "king", "…"]) await reader.read(delta(piece));
+  await reader.read({
+    type: "assistant",
+    parent_tool_use_id: null,
+    message: {
+      content: [
+        null,
+        "text",
+        { type: "tool_use", name: "x".repeat(500), input: ["not", "an", "object"] },
+        { type: "tool_use", id: "t2", name: "Read", input: { file_path: "a.png" } },
+      ],
+    },
+  });
+  await reader.read({ type: "user", message: { content: "a prompt echoed back" } });
+  await reader.read({
+    type: "user",
+    message: {
+      content: [
+        {
+          type: "tool_result",
+          tool_use_id: "t2",
+          content: [{ type: "image" }, { type: "text", text: "ok" }],
+        },
+        { type: "tool_result", tool_use_id: "never-asked", content: "?" },
+      ],
+    },
+  });
+  await reader.read({ type: "tool_progress", tool_use_id: "never-asked" });
+  await reader.end();
+  assert.deepEqual(pieces, ["Wor", "king", "…"]);
+  const [first, second] = [events[0], events[1]];
+  assert.equal(first.phase, "requested");
+  assert.equal(first.tool.length, 200, "a huge tool name is cut");
+  assert.equal(first.args, undefined, "arguments that are not an object are left out");
+  assert.match(first.callId, /^unnamed_/);
+  assert.equal(second.callId, "t2");
+  const finished = events.filter((e) => e.phase === "finished");
+  assert.deepEqual(
+    finished.map((e) => [e.callId === "t2" ? "t2" : "unnamed", e.result, e.isError]),
+    [
+      ["t2", "[image]\nok", false],
+      ["unnamed", "Claude Code ended its turn without a result for this call.", true],
+    ],
+  );
+  assert.equal(events.length, 6, "nothing for a result or progress of a call never asked for");
 });
