@@ -186,7 +186,7 @@ export const RUN_AGENT_FLAGS = defineFlags({
   },
   verbose: {
     type: "boolean",
-    description: "One progress line per event, even on a terminal",
+    description: "One line per event even on a terminal, plus answers, tool details, streamed text",
   },
   help: {
     type: "boolean",

@@ -22,6 +22,7 @@ import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
+import { oneLine, toolCallLine, toolCallTarget } from "../events/tool_call_line.ts";
 import {
   AttemptCounter,
   createProgressLines,
@@ -113,6 +114,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
     name: backend.name,
     complete: (request, options) =>
       observed(request, () => backend.complete(request, options), (r) => r),
+    ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
   };
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {
@@ -179,6 +181,8 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
       const began = callStarted.get(request);
       callStarted.delete(request);
       if (!options.verbose) return;
+      // The rest of the text that streamed during the call comes before the call's end.
+      const streamed = lines.endText(request.stepId);
       const took = began === undefined ? "" : ` in ${((now() - began) / 1000).toFixed(1)}s`;
       if (error !== undefined) {
         line(
@@ -198,7 +202,12 @@ export function createLineProgress(options: LineProgressOptions): ProgressRender
             : " (tokens unknown)"
         }`,
       );
-      if (response) options.write(rawAnswer(response.text));
+      // Text that streamed was printed as it came: the answer is not printed a second time.
+      if (streamed) {
+        if (response) {
+          line(`    answer, ${formatCount(response.text.length)} chars (streamed above)`);
+        }
+      } else if (response) options.write(rawAnswer(response.text));
     },
     warn(message) {
       line(c.yellow(`warning: ${message}`));
@@ -260,6 +269,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     events: liveEvents(status, { draw, print, colors: c }),
     onCallStart(request) {
       status.call = request.kind === "step" ? "waiting for the model" : `${request.kind} call`;
+      status.text = undefined;
       draw();
     },
     onCallEnd(_request, response) {
@@ -267,6 +277,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
       if (usage) status.tokens += usage.inputTokens + usage.outputTokens;
       else if (response) status.unknownCalls++;
       status.call = undefined;
+      status.text = undefined;
       draw();
     },
     warn(message) {
@@ -292,7 +303,14 @@ interface LiveStatus {
   unknownCalls: number;
   paused: boolean;
   stopping?: string;
+  /** The end of the model's text as it streams (shown in place of the call). */
+  text?: string;
+  /** The step (and iteration) whose tool calls were last printed. */
+  callsOf?: string;
 }
+
+/** Characters of the streamed text the status line keeps. */
+const LIVE_TEXT_CHARS = 60;
 
 /** The status line for `status`, `elapsedMs` into the run, cut to the terminal's `columns`. */
 function statusLine(
@@ -312,6 +330,7 @@ function statusLine(
   }
   if (status.paused) parts.push("paused");
   else if (status.stopping) parts.push(status.stopping);
+  else if (status.text) parts.push(`“…${status.text}”`);
   else if (status.call) parts.push(status.call);
   if (status.last) parts.push(`last ${status.last}`);
   if (status.tokens > 0) parts.push(`${formatCount(status.tokens)} tokens`);
@@ -376,6 +395,28 @@ function liveEvents(status: LiveStatus, { draw, print, colors: c }: LiveScreen):
     onStepRetry(info, attempt, error) {
       status.call = `${retryLabel(error)} ${attempt}`;
       print(`${c.yellow(status.call)} ${info.stepId}: ${retryReason(error)}`);
+    },
+    onToolCall(info, call) {
+      if (call.phase === "requested") {
+        const target = toolCallTarget(call);
+        status.call = `${oneLine(call.tool, 40)}${target ? ` ${target}` : ""}…`;
+        status.text = undefined;
+        draw();
+        return;
+      }
+      if (call.phase !== "finished") return;
+      // The calls of a step are printed under one line naming it.
+      const of = `${info.stepId} #${info.iteration ?? info.order}`;
+      if (status.callsOf !== of) print(c.bold(of));
+      status.callsOf = of;
+      const text = `  ${toolCallLine(call)}`;
+      status.call = "waiting for the model";
+      print(call.isError ? c.yellow(text) : text);
+    },
+    onStepText(_info, text) {
+      const recent = `${status.text ?? ""}${text}`.slice(-2 * LIVE_TEXT_CHARS);
+      status.text = oneLine(recent, Infinity).slice(-LIVE_TEXT_CHARS);
+      draw();
     },
     onPause() {
       status.paused = true;

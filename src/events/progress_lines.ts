@@ -16,6 +16,8 @@
  * @module
  */
 import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
+import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
+import { StreamedLines } from "./streamed_lines.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
@@ -28,7 +30,10 @@ export interface ProgressLinesOptions {
   color?: boolean;
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
-  /** Also print state changes (`--verbose`). */
+  /**
+   * Also print state changes, each tool call's arguments and result excerpt, and the model's text
+   * as it streams, line by line (`--verbose`).
+   */
   verbose?: boolean;
   /** Show a short preview of each step's result at its end (default true). */
   results?: boolean;
@@ -42,6 +47,11 @@ export interface ProgressLines {
   line(text: string): void;
   /** The colours in use. */
   readonly colors: Palette;
+  /**
+   * Prints the unfinished line of `stepId`'s streamed text (`verbose` only); true when any of its
+   * text streamed since the last call (a call's end, where `--verbose` shows the answer).
+   */
+  endText(stepId: string): boolean;
 }
 
 /** How a step-flow run ended, as far as its summary line needs (the flow's `StepFlowResult`). */
@@ -176,6 +186,13 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
     return `${indentOf(info)}step ${c.bold(info.stepId)}${n > 0 ? ` #${n}` : ""}`;
   };
 
+  const streamed = new StreamedLines();
+  /** The step each streamed text belongs to, until its text is flushed. */
+  const streaming = new Map<string, StepInfo>();
+  const flushText = (info: StepInfo) => {
+    for (const text of streamed.flush(info.stepId)) line(`${step(info)} ${c.dim("›")} ${text}`);
+  };
+
   const events: ExecutorEvents = {
     onPlanStart(plan, ctx) {
       const verb = ctx.mode === "resume"
@@ -201,6 +218,7 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(`${step(info)} started${extras.length > 0 ? ` (${extras.join(", ")})` : ""}`);
     },
     onStepEnd(info, result) {
+      flushText(info);
       const reported = errorReported.delete(info.order);
       if (isFlowReport(result)) {
         line(`${step(info)} ${describeStepEnd(result, c, reported)}`);
@@ -220,6 +238,7 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(`${step(info)} ${end.ok ? text : c.yellow(text)}`);
     },
     onStepError(info, error) {
+      flushText(info);
       errorReported.add(info.order);
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
@@ -237,6 +256,27 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
         }`,
       );
     },
+    onToolCall(info, call) {
+      // The text the model wrote before asking for the call comes first.
+      if (call.phase === "requested") flushText(info);
+      if (call.phase !== "finished") return;
+      const text = `${step(info)} ${toolCallLine(call)}`;
+      line(call.isError ? c.yellow(text) : text);
+      if (!options.verbose) return;
+      const pad = " ".repeat(indentOf(info).length + 4);
+      for (const detail of toolCallDetails(call)) line(c.dim(`${pad}${detail}`));
+    },
+    // Streamed text is printed (line by line) only with --verbose; then the backend streams it.
+    ...(options.verbose
+      ? {
+        onStepText(info: StepInfo, text: string) {
+          streaming.set(info.stepId, info);
+          for (const full of streamed.add(info.stepId, text)) {
+            line(`${step(info)} ${c.dim("›")} ${full}`);
+          }
+        },
+      }
+      : {}),
     onPause: () => line("run paused"),
     onResume: () => line("run resumed"),
     onAbort: () => line(c.yellow("run stopping: cancel or abort requested")),
@@ -261,7 +301,13 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(status === "completed" ? c.green(text) : c.red(text));
     },
   };
-  return { events, line, colors: c };
+  const endText = (stepId: string) => {
+    const info = streaming.get(stepId);
+    streaming.delete(stepId);
+    if (info) flushText(info);
+    return info !== undefined;
+  };
+  return { events, line, colors: c, endText };
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import type { RetryInfo } from "../llm/retry.ts";
-import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
-import type { ToolCallRecord, ToolLoopOptions } from "../engine/tool_loop.ts";
+import type { ToolLoopOptions } from "../engine/tool_loop.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
@@ -77,9 +77,10 @@ export interface CallContext {
   onRetry(retry: RetryInfo): void;
   /** Told of each piece of the model's text as it streams (when anyone listens). */
   onText?(text: string): void;
-  /** Told after each tool call of a step with tools (shown and logged by the runner). */
-  onToolCall?(record: ToolCallRecord): void;
-  /** Told as each tool call is requested, decided and finished (awaited before the call runs). */
+  /**
+   * Told as each tool call is requested, decided and finished — the tool loop's calls (awaited
+   * before the call runs) and those of a backend that runs its own tools (`claude-code`).
+   */
   onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
   /** Told after each model turn of a step with tools (kept for recordings). */
   onTurn?(turn: ToolTurnResponse): void;
@@ -115,10 +116,9 @@ export async function callBackend(
     response = await completeStepCall(
       backend,
       request,
-      { signal, onRetry: context.onRetry, ...(context.onText ? { onText: context.onText } : {}) },
+      callOptions(context, signal, request.stepId),
       request.allowedTools?.length
         ? {
-          ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
           ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
@@ -140,6 +140,15 @@ export async function callBackend(
   addUsage(state.usage, response);
   if (response.sessionId) state.sessionId = response.sessionId;
   return response;
+}
+
+/** The backend's own options of a call: its signal, and who hears of retries, text, tool calls. */
+function callOptions(context: CallContext, signal: AbortSignal, stepId: string): LlmCallOptions {
+  const options: LlmCallOptions = { signal, onRetry: context.onRetry };
+  if (context.onText) options.onText = context.onText;
+  const onToolCallEvent = context.onToolCallEvent;
+  if (onToolCallEvent) options.onToolCallEvent = (call) => onToolCallEvent({ ...call, stepId });
+  return options;
 }
 
 /** Adds one response to the run's usage. */

@@ -20,7 +20,7 @@
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
-import type { RunContext, RunState, StepInfo } from "../events/types.ts";
+import type { RunContext, RunState, StepInfo, ToolCallEvent } from "../events/types.ts";
 import { agentBackend } from "../llm/agent_backend.ts";
 import {
   exceedsDepth,
@@ -46,7 +46,7 @@ import {
   type RunJournal,
 } from "./checkpoint.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
-import { toolCallLine, toolCallLogFields } from "./tool_call_log.ts";
+import { toolCallLogFields } from "./tool_call_log.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -646,11 +646,13 @@ export class StepFlowRunner {
     turns: ToolTurnResponse[] | undefined,
   ): Promise<LlmResponse> {
     // The tool loop's hooks exist only for a step that offers tools.
-    const tools = request.allowedTools?.length ? this.#toolHooks(state, step, turns) : undefined;
+    const tools = request.allowedTools?.length ? this.#toolHooks(turns) : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
+      // Calls of the tool loop and of a backend that runs its own tools (claude-code) alike.
+      onToolCallEvent: ({ stepId: _stepId, ...call }) => this.#reportToolCall(state, step, call),
       ...tools,
       // Streamed text costs an event per piece: only when someone listens.
       ...(this.#events.has("onStepText")
@@ -678,26 +680,23 @@ export class StepFlowRunner {
   }
 
   /**
-   * The tool loop's hooks of a step with tools: a line under the step and a `tool_call` log entry
-   * per call, the run's MCP servers, and each model turn kept for a recording.
+   * The tool loop's hooks of a step with tools: the run's MCP servers, and each model turn kept for
+   * a recording.
    */
-  #toolHooks(
-    state: RunnerState,
-    step: FlowStep,
-    turns: ToolTurnResponse[] | undefined,
-  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers"> {
+  #toolHooks(turns: ToolTurnResponse[] | undefined): Pick<CallContext, "onTurn" | "mcpServers"> {
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
-      onToolCallEvent: async ({ stepId: _stepId, ...call }) => {
-        await this.#events.emit("onToolCall", stepInfo(state, step), call);
-      },
-      onToolCall: (record) => {
-        const level = record.isError ? "warn" : "info";
-        void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
-        void this.#journal.log(state, toolCallLogFields(record));
-      },
       ...(turns ? { onTurn: (turn: ToolTurnResponse) => void turns.push(turn) } : {}),
     };
+  }
+
+  /**
+   * The one path of a tool call's moments, whoever ran it (the tool loop, or a backend that runs
+   * its own tools): an `onToolCall` event each, and a `tool_call` line in the run log once it ended.
+   */
+  async #reportToolCall(state: RunnerState, step: FlowStep, call: ToolCallEvent): Promise<void> {
+    await this.#events.emit("onToolCall", stepInfo(state, step), call);
+    if (call.phase === "finished") void this.#journal.log(state, toolCallLogFields(step.id, call));
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */

@@ -4,7 +4,9 @@
  * - `stepflow.run <agent>` — the whole run (or resumed/redriven part of it);
  * - `stepflow.step <stepId>` — one iteration of a step, child of the run span;
  * - `stepflow.backend <kind>` — one backend call (`step`, `check`, `reask`), child of its step span,
- *   and the active span while the call runs (so instrumented `fetch` calls nest under it).
+ *   and the active span while the call runs (so instrumented `fetch` calls nest under it);
+ * - `stepflow.tool <tool>` — one tool call, from the model's request to its result, child of its
+ *   step span (the tool loop's calls and those Claude Code runs itself alike).
  *
  * Nothing is created unless a tracer provider is registered — by the application, or by Deno itself
  * when started with `OTEL_DENO=true` — and that is checked once per run, so a run without tracing
@@ -26,7 +28,7 @@ import {
 } from "@opentelemetry/api";
 import { errorMessage, StepflowError } from "../errors.ts";
 import type { EventEmitter } from "../events/emitter.ts";
-import type { ExecutorEvents, RunContext, StepInfo } from "../events/types.ts";
+import type { ExecutorEvents, RunContext, StepInfo, ToolCallEvent } from "../events/types.ts";
 import { supportsToolTurns, type ToolTurnBackend } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmResponse } from "../llm/types.ts";
 import type { StepFlowResult } from "./types.ts";
@@ -55,6 +57,12 @@ export const SPAN_ATTRIBUTES: Readonly<{
   callsWithoutUsage: "stepflow.usage.calls_without_usage";
   backend: "gen_ai.system";
   model: "gen_ai.request.model";
+  toolName: "gen_ai.tool.name";
+  toolCallId: "gen_ai.tool.call.id";
+  toolDecision: "stepflow.tool.decision";
+  toolDecidedBy: "stepflow.tool.decided_by";
+  toolIsError: "stepflow.tool.is_error";
+  toolDurationMs: "stepflow.tool.duration_ms";
 }> = Object.freeze({
   agent: "stepflow.agent",
   runId: "stepflow.run.id",
@@ -75,6 +83,12 @@ export const SPAN_ATTRIBUTES: Readonly<{
   callsWithoutUsage: "stepflow.usage.calls_without_usage",
   backend: "gen_ai.system",
   model: "gen_ai.request.model",
+  toolName: "gen_ai.tool.name",
+  toolCallId: "gen_ai.tool.call.id",
+  toolDecision: "stepflow.tool.decision",
+  toolDecidedBy: "stepflow.tool.decided_by",
+  toolIsError: "stepflow.tool.is_error",
+  toolDurationMs: "stepflow.tool.duration_ms",
 });
 
 const A = SPAN_ATTRIBUTES;
@@ -130,8 +144,15 @@ export function startFlowTelemetry(
   let runContext: Context = ROOT_CONTEXT;
   let step: { span: Span; context: Context; input: number; output: number } | undefined;
   let runId = "";
+  /** The tool calls in flight, by call id. */
+  const tools = new Map<string, Span>();
 
+  const endTools = () => {
+    for (const span of tools.values()) span.end();
+    tools.clear();
+  };
   const endStep = () => {
+    endTools();
     step?.span.end();
     step = undefined;
   };
@@ -179,6 +200,43 @@ export function startFlowTelemetry(
       if (r.checkResult?.result) attributes[A.checkResult] = r.checkResult.result;
       step.span.setAttributes(attributes);
       endStep();
+    },
+    onToolCall(info: StepInfo, call: ToolCallEvent) {
+      if (call.phase === "requested") {
+        const attributes: Attributes = {
+          [A.agent]: agent,
+          [A.runId]: runId,
+          [A.stepId]: info.stepId,
+          [A.iteration]: info.iteration ?? info.order,
+          [A.toolName]: call.tool,
+          [A.toolCallId]: call.callId,
+        };
+        tools.get(call.callId)?.end();
+        const parent = step?.context ?? runContext;
+        const span = tracer.startSpan(`stepflow.tool ${call.tool}`, {
+          kind: SpanKind.INTERNAL,
+          attributes,
+        }, parent);
+        tools.set(call.callId, span);
+        return;
+      }
+      const span = tools.get(call.callId);
+      if (!span) return;
+      if (call.decision) span.setAttribute(A.toolDecision, call.decision);
+      if (call.decidedBy) span.setAttribute(A.toolDecidedBy, call.decidedBy);
+      if (call.phase !== "finished") return;
+      span.setAttributes({
+        [A.toolIsError]: call.isError ?? false,
+        [A.toolDurationMs]: call.durationMs ?? 0,
+      });
+      if (call.isError) {
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: (call.result ?? "").split("\n", 1)[0].slice(0, 200),
+        });
+      }
+      span.end();
+      tools.delete(call.callId);
     },
     onPlanEnd(_plan: unknown, ctx: RunContext) {
       endStep();
@@ -258,6 +316,7 @@ export function startFlowTelemetry(
       const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
         name: backend.name,
         complete: (request, options) => traced(request, () => backend.complete(request, options)),
+        ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
       };
       // A backend that runs tool turns keeps doing so through the wrapper (a span per turn).
       if (supportsToolTurns(backend)) {
@@ -267,6 +326,7 @@ export function startFlowTelemetry(
       return wrapped;
     },
     fail(error: unknown) {
+      endTools();
       if (step) recordError(step.span, error);
       endStep();
       if (run) {

@@ -1,70 +1,45 @@
 /**
- * How one tool call of a step is shown and recorded: a progress line (`↳ Edit src/app.ts ✓ 4 ms`,
- * an `onStepLog` event under the step) and a `tool_call` line in the run log with the decision, who
- * made it, the duration and a bounded excerpt of the arguments and the result.
+ * How one tool call of a step is recorded: a `tool_call` line in the run log with the decision, who
+ * made it, the duration and a bounded excerpt of the arguments and the result. (Progress views draw
+ * the call from its `onToolCall` events: `events/tool_call_line.ts`.)
  *
  * @module
  */
-import type { ToolCallRecord } from "../engine/tool_loop.ts";
+import type { ToolCallEvent } from "../events/types.ts";
 
 /** Characters of the arguments and of the result kept in a run-log line. */
 export const TOOL_LOG_EXCERPT_CHARS = 2_000;
 
 /**
- * The progress line of a call: the tool, what it acted on, and how it ended.
+ * The run-log line of a finished call (`type: "tool_call"`), its texts bounded.
  *
  * @example
  * ```ts
- * import { toolCallLine } from "./tool_call_log.ts";
- * toolCallLine({
- *   stepId: "fix", id: "c1", tool: "Edit", args: { file_path: "src/app.ts" },
- *   decision: "allow", result: "Edited src/app.ts: 1 replacement.", isError: false, durationMs: 4,
- * }); // "↳ Edit src/app.ts ✓ 4 ms"
+ * import { toolCallLogFields } from "./tool_call_log.ts";
+ * toolCallLogFields("fix", {
+ *   phase: "finished", callId: "c1", tool: "Edit", args: { file_path: "src/app.ts" },
+ *   decision: "allow", decidedBy: "acceptEdits mode", result: "Edited.", isError: false,
+ *   durationMs: 4,
+ * }); // { type: "tool_call", stepId: "fix", callId: "c1", tool: "Edit", … }
  * ```
  */
-export function toolCallLine(record: ToolCallRecord): string {
-  const target = targetOf(record);
-  const head = `↳ ${record.tool}${target ? ` ${target}` : ""}`;
-  if (record.decision === "deny") return `${head} ✗ refused (${record.decidedBy ?? "permissions"})`;
-  if (record.decision === "invalid") return `${head} ✗ invalid call: ${firstLine(record.result)}`;
-  if (record.isError) return `${head} ✗ ${firstLine(record.result)} (${record.durationMs} ms)`;
-  return `${head} ✓ ${record.durationMs} ms`;
-}
-
-/** The run-log line of a call (`type: "tool_call"`), its texts bounded. */
-export function toolCallLogFields(record: ToolCallRecord): { type: string; [k: string]: unknown } {
+export function toolCallLogFields(
+  stepId: string,
+  call: ToolCallEvent,
+): { type: string; [k: string]: unknown } {
   const fields: { type: string; [k: string]: unknown } = {
     type: "tool_call",
-    stepId: record.stepId,
-    callId: record.id,
-    tool: record.tool,
-    decision: record.decision,
-    isError: record.isError,
-    durationMs: record.durationMs,
-    result: clip(record.result),
+    stepId,
+    callId: call.callId,
+    tool: call.tool,
+    decision: call.decision,
+    isError: call.isError ?? false,
+    durationMs: call.durationMs ?? 0,
+    result: clip(call.result ?? ""),
   };
-  if (record.decidedBy) fields.decidedBy = record.decidedBy;
-  if (record.args) fields.args = clip(JSON.stringify(record.args));
+  if (call.decidedBy) fields.decidedBy = call.decidedBy;
+  if (call.args) fields.args = clip(JSON.stringify(call.args));
   return fields;
-}
-
-/** The argument that says what a call acted on: a path, a pattern, a command. */
-function targetOf(record: ToolCallRecord): string {
-  const args = record.args ?? {};
-  for (const key of ["file_path", "command", "pattern", "path"]) {
-    const value = args[key];
-    if (typeof value === "string" && value) return shorten(value, 60);
-  }
-  return "";
-}
-
-function firstLine(text: string): string {
-  return shorten(text.split("\n", 1)[0], 100);
-}
-
-function shorten(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ");
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
 function clip(text: string): string {

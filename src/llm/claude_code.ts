@@ -18,6 +18,7 @@ import {
   withRetry,
 } from "./retry.ts";
 import { loadSdk } from "./sdk_loader.ts";
+import { ClaudeStreamReader } from "./claude_code_stream.ts";
 import { type McpServerConfig, parseMcpServersOrThrow } from "../definition/mcp_servers.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
@@ -131,6 +132,8 @@ export interface ClaudeQueryOptions {
   settingSources?: ("user" | "project" | "local")[];
   /** MCP servers (agent.json `behavior.mcpServers`, `${VAR}` expanded). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** Stream the model's text as deltas (`stream_event` messages), set when someone listens. */
+  includePartialMessages?: boolean;
 }
 
 /** The part of the Claude Agent SDK this backend calls (checked against the SDK in tests). */
@@ -177,7 +180,10 @@ interface Cumulative {
  *   session of this turn, so the iterations of a run continue one conversation;
  * - the call's `signal` aborts the query (and ends the Claude Code process);
  * - `usage` and `costUsd` come from the result message (`modelUsage`, `total_cost_usd`); as those
- *   totals are cumulative over a resumed session, the backend reports each call's increase.
+ *   totals are cumulative over a resumed session, the backend reports each call's increase;
+ * - the tools Claude Code uses are reported to the call's `onToolCallEvent` (`tool_use` →
+ *   `requested`, Claude Code's decision → `decided` by `"claude-code"`, `tool_result` →
+ *   `finished`), and with an `onText` the model's text streams to it (`includePartialMessages`).
  *
  * Claude Code uses its own login (`claude` then `/login`) or `ANTHROPIC_API_KEY`.
  *
@@ -195,6 +201,8 @@ interface Cumulative {
 export class ClaudeCodeBackend implements LlmBackend {
   /** Always `"claude-code"`. */
   readonly name = "claude-code";
+  /** Claude Code's tool calls are reported to `onToolCallEvent`. */
+  readonly reportsToolCalls = true;
   /** The retry policy in force. */
   readonly retryPolicy: RetryPolicy;
   /** The per-call timeout in ms (0: none). */
@@ -228,7 +236,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     const listeners = [this.#options.onRetry, opts.onRetry];
     try {
       return await withRetry(
-        (signal) => this.#turn(sdk, req, { permissionMode, mcpServers }, signal, listeners),
+        (signal) => this.#turn(sdk, req, { permissionMode, mcpServers }, signal, listeners, opts),
         {
           backend: this.name,
           policy: this.retryPolicy,
@@ -274,6 +282,7 @@ export class ClaudeCodeBackend implements LlmBackend {
     call: { permissionMode?: string; mcpServers?: Record<string, McpServerConfig> },
     signal: AbortSignal,
     listeners: (RetryListener | undefined)[],
+    opts: LlmCallOptions,
   ): Promise<LlmResponse> {
     const abortController = new AbortController();
     const onAbort = () => abortController.abort(signal.reason);
@@ -284,6 +293,16 @@ export class ClaudeCodeBackend implements LlmBackend {
       stderr.push(data);
       if (stderr.length > 40) stderr.shift();
     });
+    // Tool calls and text are read from the stream only when someone listens.
+    const reader = opts.onToolCallEvent || opts.onText
+      ? new ClaudeStreamReader({
+        ...(opts.onToolCallEvent ? { onToolCallEvent: opts.onToolCallEvent } : {}),
+        ...(opts.onText ? { onText: opts.onText } : {}),
+      })
+      : undefined;
+    if (opts.onText && !("includePartialMessages" in options)) {
+      options.includePartialMessages = true;
+    }
     const query = sdk.query({ prompt: req.prompt, options });
     let result: SdkMessage | undefined;
     let initSessionId: string | undefined;
@@ -293,6 +312,7 @@ export class ClaudeCodeBackend implements LlmBackend {
       for await (const raw of query) {
         const message = raw as SdkMessage;
         this.#notify(message);
+        await reader?.read(raw as Record<string, unknown>);
         if (message.type === "system" && message.subtype === "init") {
           initSessionId = message.session_id;
         } else if (message.type === "system" && message.subtype === "api_retry") {
@@ -301,6 +321,7 @@ export class ClaudeCodeBackend implements LlmBackend {
           assistantError = message.error;
         } else if (message.type === "result") {
           result = message;
+          await reader?.end();
         }
       }
       finished = true;

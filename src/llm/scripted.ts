@@ -85,7 +85,8 @@ const ENTRY_KEYS = new Set([
  * - a function answers every call.
  *
  * Every request is recorded in {@linkcode ScriptedBackend.calls}. Running out of answers is an error
- * that names the call, never a silent default.
+ * that names the call, never a silent default. An answer's text is also given to the call's
+ * `onText` a word at a time, as a streaming backend would.
  *
  * @example
  * ```ts
@@ -146,7 +147,9 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
         { details: { stepId: req.stepId } },
       );
     }
-    return await toResponse(entry, req, opts.signal);
+    const response = await toResponse(entry, req, opts.signal);
+    streamText(response.text, opts.onText);
+    return response;
   }
 
   /**
@@ -172,9 +175,11 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
         })),
       };
       if (obj.usage) response.usage = obj.usage;
+      streamText(response.text, opts.onText);
       return response;
     }
     const answer = await toResponse(entry, asRequest, opts.signal);
+    streamText(answer.text, opts.onText);
     const response: ToolTurnResponse = { text: answer.text, toolCalls: [] };
     if (answer.structuredOutput !== undefined) response.structuredOutput = answer.structuredOutput;
     if (answer.sessionId) response.sessionId = answer.sessionId;
@@ -227,6 +232,12 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     this.#stepIndex.set(key, index + 1);
     return list[index];
   }
+}
+
+/** An answer's text as a streaming backend gives it: a word (with its spaces) at a time. */
+function streamText(text: string, onText: ((text: string) => void) | undefined): void {
+  if (!onText || text === "") return;
+  for (const piece of text.match(/\s*\S+\s*/g) ?? [text]) onText(piece);
 }
 
 function isObject(entry: unknown): boolean {

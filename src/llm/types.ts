@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { ToolCallEvent } from "../events/types.ts";
 import type { RetryInfo } from "./retry.ts";
 
 /** Why the backend is being called. */
@@ -90,6 +91,12 @@ export interface LlmCallOptions {
    * `anthropic` and `openai` backends stream unless their `stream` option is false.
    */
   onText?: (text: string) => void;
+  /**
+   * Called as each tool call the backend runs itself moves on — `requested`, `decided`,
+   * `finished`, in that order — on backends that run their own tools (`claude-code`: Claude Code
+   * decides and runs them). Calls of stepflow's tool loop are reported by the loop, not here.
+   */
+  onToolCallEvent?: (event: ToolCallEvent) => void | Promise<void>;
 }
 
 /**
@@ -109,4 +116,9 @@ export interface LlmBackend {
   readonly name: string;
   /** Runs one call. */
   complete(req: LlmRequest, opts?: LlmCallOptions): Promise<LlmResponse>;
+  /**
+   * True on a backend that runs its own tools and reports every call it makes through
+   * `LlmCallOptions.onToolCallEvent` (`claude-code`), so a run on it knows which tools ran.
+   */
+  readonly reportsToolCalls?: boolean;
 }

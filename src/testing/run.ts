@@ -118,7 +118,8 @@ export interface TestRun {
   /**
    * Every tool call the run handled, in order (its `tool_call` log lines): what the model asked
    * for, what was decided and what it got back. `undefined` when the backend runs its tools itself
-   * and reports none (`claude-code`, a backend without tool turns): then nobody can tell.
+   * and reports none (a backend without tool turns that does not report its calls, as `claude-code`
+   * does): then nobody can tell.
    */
   toolCalls: TestToolCall[] | undefined;
   /** The run log. */
@@ -236,6 +237,7 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
     "onStepRetry",
     "onStepJump",
     "onStepLog",
+    "onToolCall",
     "onAbort",
     "onPause",
     "onResume",
@@ -245,7 +247,7 @@ function recorder(events: RecordedEvent[]): ExecutorEvents {
   const handlers: Record<string, (...args: unknown[]) => void> = {};
   for (const name of names) {
     handlers[name] = (first: unknown, ...rest: unknown[]) => {
-      const stepId = name.startsWith("onStep")
+      const stepId = name.startsWith("onStep") || name === "onToolCall"
         ? (first as { stepId?: string } | undefined)?.stepId
         : undefined;
       events.push({ name, ...(stepId !== undefined ? { stepId } : {}), args: rest });
@@ -283,7 +285,9 @@ export function runToolCalls(
   log: readonly RunLogEntry[],
   calls: readonly TestCall[],
 ): TestToolCall[] | undefined {
-  return supportsToolTurns(backend) ? testToolCalls(log, calls) : undefined;
+  return supportsToolTurns(backend) || backend.reportsToolCalls === true
+    ? testToolCalls(log, calls)
+    : undefined;
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   observeBackend,
 } from "../../src/cli/progress.ts";
 import { StepflowError } from "../../src/errors.ts";
-import type { StepInfo } from "../../src/events/types.ts";
+import type { StepInfo, ToolCallEvent } from "../../src/events/types.ts";
 import type { StepFlowResult } from "../../src/flow/types.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
@@ -356,4 +356,113 @@ Deno.test("live progress: a run that waits for an answer says so, and its summar
     out.at(-1)!,
     /^… waiting for an answer at approve\.release after 1 iteration \(.*\) in 00:00\.0\n$/,
   );
+});
+
+const edit = (
+  phase: ToolCallEvent["phase"],
+  extra: Partial<ToolCallEvent> = {},
+): ToolCallEvent => ({
+  phase,
+  callId: "c1",
+  tool: "Edit",
+  args: { file_path: "src/app.ts", old_string: "41", new_string: "42" },
+  ...(phase === "requested" ? {} : { decision: "allow", decidedBy: "acceptEdits mode" }),
+  ...(phase === "finished"
+    ? { result: "Edited src/app.ts: 1 replacement.", isError: false, durationMs: 4 }
+    : {}),
+  ...extra,
+});
+
+Deno.test("line progress: a line per finished tool call; streamed text only with --verbose", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLineProgress({ write: (s) => void out.push(s), color: false, now: t.now });
+  const step = info("work.task", 2);
+  for (const phase of ["requested", "decided", "finished"] as const) {
+    await p.events.onToolCall?.(step, edit(phase));
+  }
+  await p.events.onToolCall?.(
+    step,
+    edit("finished", { decision: "deny", decidedBy: "nobody to ask", isError: true }),
+  );
+  assert.deepEqual(out, [
+    "[00:00.000] step work.task #2 ↳ Edit src/app.ts ✓ 4 ms\n",
+    "[00:00.000] step work.task #2 ↳ Edit src/app.ts ✗ refused (nobody to ask)\n",
+  ]);
+  assert.equal(p.events.onStepText, undefined, "without --verbose nobody asks for the text");
+});
+
+Deno.test("line progress --verbose: a call's arguments and result excerpt; the text line by line, not again at the call's end", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLineProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    verbose: true,
+    now: t.now,
+  });
+  const step = info("work.task", 2);
+  p.onCallStart?.(request("step"));
+  for (const piece of ["I'll ", "fix the\nanswer", " now."]) {
+    await p.events.onStepText?.(step, piece);
+  }
+  await p.events.onToolCall?.(step, edit("requested"));
+  const long = Array.from({ length: 10 }, (_, i) => `line ${i + 1} \x1b[31mred\x1b[0m`).join("\n");
+  await p.events.onToolCall?.(step, edit("finished", { result: long }));
+  await p.events.onStepText?.(step, "Done.");
+  p.onCallEnd?.(request("step"), { text: "Done." });
+  const text = out.join("").replaceAll("[00:00.000] ", "");
+  assert.equal(
+    text,
+    [
+      "  call step of work.task #2 started",
+      "step work.task #2 › I'll fix the",
+      "step work.task #2 › answer now.",
+      "step work.task #2 ↳ Edit src/app.ts ✓ 4 ms",
+      '    args {"file_path":"src/app.ts","old_string":"41","new_string":"42"}',
+      "    result line 1 ?[31mred?[0m",
+      "           line 2 ?[31mred?[0m",
+      "           line 3 ?[31mred?[0m",
+      "           … (7 more lines)",
+      "step work.task #2 › Done.",
+      "  call step of work.task answered (tokens unknown)",
+      "    answer, 5 chars (streamed above)",
+      "",
+    ].join("\n"),
+  );
+});
+
+Deno.test("live progress: tool calls are lines under their step; the streamed text ends the status line", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now: t.now,
+    columns: 200,
+    intervalMs: 10_000,
+    minRedrawMs: 0,
+  });
+  const step = info("work.task", 2);
+  await p.events.onStepStart?.(step);
+  p.onCallStart?.(request("step"));
+  for (const piece of ["I'll fix ", "the answer ".repeat(10), "\x1b[2Jnow"]) {
+    await p.events.onStepText?.(step, piece);
+  }
+  assert.equal(
+    out.at(-1),
+    "\r\x1b[2K⠋ 00:00.0  work.task · iteration 2 · “…e answer the answer the answer the answer the answer ?[2Jnow”",
+  );
+  await p.events.onToolCall?.(step, edit("requested"));
+  assert.match(out.at(-1)!, /iteration 2 · Edit src\/app\.ts…$/);
+  await p.events.onToolCall?.(step, edit("finished"));
+  await p.events.onToolCall?.(step, { ...edit("finished"), callId: "c2", durationMs: 7 });
+  const permanent = out.filter((s) => s.endsWith("\n"));
+  assert.deepEqual(permanent, [
+    "work.task #2\n",
+    "  ↳ Edit src/app.ts ✓ 4 ms\n",
+    "  ↳ Edit src/app.ts ✓ 7 ms\n",
+  ]);
+  assert.match(out.at(-1)!, /iteration 2 · waiting for the model$/);
+  p.finish();
 });

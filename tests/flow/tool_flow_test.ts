@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { AgentDefinitionError } from "../../src/definition/errors.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { toolCallLine } from "../../src/events/tool_call_line.ts";
+import type { ToolCallEvent } from "../../src/events/types.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { seed001Files, writeAgent } from "./fixtures.ts";
@@ -175,7 +177,7 @@ Deno.test("the loader checks tool rules and modes: typos are problems with a did
   await loadAgentDefinition("good", { cwd: root });
 });
 
-Deno.test("each tool call is a line under its step (onStepLog) and a tool_call line in the run log", async () => {
+Deno.test("each tool call is three onToolCall events under its step and a tool_call line in the run log", async () => {
   const { root, def } = await setup({
     allowedTools: ["Read", "Edit(docs/**)"],
     permissionMode: "default",
@@ -201,17 +203,39 @@ Deno.test("each tool call is a line under its step (onStepLog) and a tool_call l
     "s_c9d4#check": [ok],
   });
   const store = new MemoryRunStore();
-  const lines: [string, string, string][] = [];
+  const calls: [string, ToolCallEvent][] = [];
+  const logs: string[] = [];
   const result = await new StepFlowRunner(def, {
     backend,
     store,
-    events: { onStepLog: (info, message, level) => void lines.push([info.stepId, message, level]) },
+    events: {
+      onToolCall: (info, call) => void calls.push([info.stepId, call]),
+      onStepLog: (_info, message) => void logs.push(message),
+    },
   }).run({ args: { topic: "x" }, cwd: root, runId: "tools-1" });
   assert.equal(result.success, true, JSON.stringify(result.error));
-  assert.equal(lines.length, 3);
-  assert.match(lines[0][1], /^↳ Read src\/app\.ts ✓ \d+ ms$/);
-  assert.deepEqual(lines[1], ["s_a8f3", "↳ Edit src/app.ts ✗ refused (nobody to ask)", "warn"]);
-  assert.match(lines[2][1], /^↳ Nope ✗ invalid call: The tool "Nope" is not available/);
+  assert.deepEqual(
+    calls.map(([stepId, c]) => [stepId, c.tool, c.phase, c.decision ?? null]),
+    [
+      ["s_a8f3", "Read", "requested", null],
+      ["s_a8f3", "Read", "decided", "allow"],
+      ["s_a8f3", "Read", "finished", "allow"],
+      ["s_a8f3", "Edit", "requested", null],
+      ["s_a8f3", "Edit", "decided", "deny"],
+      ["s_a8f3", "Edit", "finished", "deny"],
+      ["s_a8f3", "Nope", "requested", null],
+      ["s_a8f3", "Nope", "decided", "invalid"],
+      ["s_a8f3", "Nope", "finished", "invalid"],
+    ],
+  );
+  const finished = calls.map(([, c]) => c).filter((c) => c.phase === "finished");
+  assert.match(toolCallLine(finished[0]), /^↳ Read src\/app\.ts ✓ \d+ ms$/);
+  assert.equal(toolCallLine(finished[1]), "↳ Edit src/app.ts ✗ refused (nobody to ask)");
+  assert.match(
+    toolCallLine(finished[2]),
+    /^↳ Nope ✗ invalid call: The tool "Nope" is not available/,
+  );
+  assert.deepEqual(logs, [], "a call is shown once: by its events, not by a log line too");
   const logged = (await store.readLog("tools-1")).filter((e) => e.type === "tool_call");
   assert.deepEqual(
     logged.map((e) => [e.stepId, e.tool, e.decision, e.decidedBy, e.isError]),

@@ -200,3 +200,73 @@ Deno.test("spans of a step with tools: the traced backend still runs tool turns,
     assert.equal(calls.length, 4, "two turns for the step that called a tool, one for each other");
   });
 });
+
+Deno.test("a span per tool call: child of its step, with the tool, decision, who decided, error and duration", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-otel-tools-" });
+  const files = seed001Files();
+  Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
+    allowedTools: ["Glob", "Edit(docs/**)"],
+    permissionMode: "default",
+  });
+  await writeAgent(root, "looker", files);
+  const def = await loadAgentDefinition("looker", { cwd: root });
+  await withExporter(async (exporter) => {
+    const ok = { output: { result: "ok", message: "fine" } };
+    const backend = new ScriptedBackend({
+      s_a8f3: [
+        {
+          toolCalls: [
+            { name: "Glob", arguments: { pattern: "*" }, id: "c_glob" },
+            {
+              name: "Edit",
+              arguments: { file_path: "x.txt", old_string: "a", new_string: "b" },
+              id: "c_edit",
+            },
+          ],
+        },
+        "Seen.",
+      ],
+      "s_a8f3#check": [ok],
+      s_b2c1: ["Done."],
+      "s_b2c1#check": [ok],
+      s_c9d4: ["Fine."],
+      "s_c9d4#check": [ok],
+    });
+    const result = await new StepFlowRunner(def, { backend }).run({
+      args: { topic: "t" },
+      cwd: root,
+      runId: "otel-tools",
+    });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    const spans = exporter.getFinishedSpans();
+    const step = spans.find((s) => s.name === "stepflow.step s_a8f3")!;
+    const tools = spans.filter((s) => s.name.startsWith("stepflow.tool "));
+    assert.deepEqual(tools.map((s) => s.name), ["stepflow.tool Glob", "stepflow.tool Edit"]);
+    const [glob, edit] = tools;
+    assert.equal(parentOf(glob), step.spanContext().spanId);
+    assert.equal(parentOf(edit), step.spanContext().spanId);
+    const { [A.toolDurationMs]: duration, ...attributes } = glob.attributes;
+    assert.equal(typeof duration, "number");
+    assert.deepEqual(attributes, {
+      [A.agent]: "code-improver",
+      [A.runId]: "otel-tools",
+      [A.stepId]: "s_a8f3",
+      [A.iteration]: 1,
+      [A.toolName]: "Glob",
+      [A.toolCallId]: "c_glob",
+      [A.toolDecision]: "allow",
+      [A.toolDecidedBy]: "rule Glob",
+      [A.toolIsError]: false,
+    });
+    assert.equal(glob.status.code, 0);
+    assert.equal(edit.attributes[A.toolDecision], "deny");
+    assert.equal(edit.attributes[A.toolDecidedBy], "nobody to ask");
+    assert.equal(edit.attributes[A.toolIsError], true);
+    assert.equal(edit.attributes[A.toolDurationMs], 0);
+    assert.equal(edit.status.code, 2); // ERROR
+    assert.match(edit.status.message!, /^Permission denied: Edit/);
+    assert.ok(
+      glob.startTime[0] * 1e9 + glob.startTime[1] <= edit.startTime[0] * 1e9 + edit.startTime[1],
+    );
+  });
+});
