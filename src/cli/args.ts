@@ -105,7 +105,13 @@ export const RUN_AGENT_FLAGS = defineFlags({
   resume: {
     type: "string",
     value: "RUN_ID",
-    description: "Continue an interrupted run (the step in flight runs again from its start)",
+    description:
+      "Continue an interrupted run (the step in flight runs again from its start; a step with tools continues inside)",
+  },
+  rerunUnfinishedCall: {
+    type: "boolean",
+    description:
+      "With --resume: run again a tool call the run was killed in although its tool is not idempotent",
   },
   redrive: {
     type: "string",
@@ -236,6 +242,8 @@ export interface CliFlags {
   resume?: string;
   /** `--redrive RUN_ID`. */
   redrive?: string;
+  /** `--rerun-unfinished-call` (with `--resume`): a non-idempotent call killed mid-way runs again. */
+  rerunUnfinishedCall: boolean;
   /** `--answer RUN_ID`: answer a waiting run and continue it. */
   answer?: string;
   /** `--value JSON`: the answer of `--answer`. */

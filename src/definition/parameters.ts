@@ -34,6 +34,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "value",
   "answered-by",
   "resume",
+  "rerun-unfinished-call",
   "redrive",
   "runs",
   "show",

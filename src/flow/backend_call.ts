@@ -12,7 +12,6 @@ import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
 import type { ToolCallRecord, ToolLoopOptions } from "../engine/tool_loop.ts";
-import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 import type { RunMcpServers } from "./run_mcp_servers.ts";
@@ -81,8 +80,10 @@ export interface CallContext {
   onToolCall?(record: ToolCallRecord): void;
   /** Told as each tool call is requested, decided and finished (awaited before the call runs). */
   onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
-  /** Told after each model turn of a step with tools (kept for recordings). */
-  onTurn?(turn: ToolTurnResponse): void;
+  /** Told after each model turn of a step with tools (kept for recordings, logged). */
+  onTurn?: ToolLoopOptions["onTurn"];
+  /** Where a step killed in the middle left this call (its recorded turns and results). */
+  resume?: ToolLoopOptions["resume"];
   /** The run's MCP servers, started once and closed at the run's end. */
   mcpServers?: RunMcpServers;
 }
@@ -121,6 +122,7 @@ export async function callBackend(
           ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
+          ...(context.resume ? { resume: context.resume } : {}),
           ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
         }
         : NO_TOOL_HOOKS,

@@ -46,7 +46,14 @@ import {
   type RunJournal,
 } from "./checkpoint.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
-import { toolCallLine, toolCallLogFields } from "./tool_call_log.ts";
+import { toolCallLine } from "./tool_call_log.ts";
+import {
+  resumedLine,
+  type ResumedStep,
+  resumedSummary,
+  unfinishedCallError,
+} from "./tool_call_resume.ts";
+import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -130,6 +137,10 @@ export class StepFlowRunner {
   #continuing = false;
   /** The runner of the agent step's child run being driven, if any (pause and resume reach it). */
   #childRunner?: StepFlowRunner;
+  /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
+  #resumedStep?: ResumedStep;
+  /** The current iteration's durable tool calls (a recorded step with tools). */
+  #inStep?: StepCallJournal;
 
   /**
    * Creates a runner for one agent definition.
@@ -309,6 +320,15 @@ export class StepFlowRunner {
           logEntries: options.parent && store ? (await store.readLog(runId)).length : 0,
         };
       answer = await this.#takeAnswer(restored.state, options.answer);
+      const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
+      if (unfinished.length > 0 && !options.rerunUnfinishedCall) {
+        throw unfinishedCallError(
+          runId,
+          this.#def.name,
+          restored.inStep!.marker.stepId,
+          unfinished,
+        );
+      }
     } catch (error) {
       await lock?.release();
       if (
@@ -320,6 +340,7 @@ export class StepFlowRunner {
     }
     const { state, history } = restored;
     this.#continuing = restored.before !== undefined;
+    this.#resumedStep = restored.inStep;
     if (options.backendChoice) state.backendChoice = options.backendChoice;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
@@ -348,6 +369,7 @@ export class StepFlowRunner {
         stepId: state.currentStepId,
         args: state.args,
         historyLength: state.historyLength,
+        ...(restored.inStep ? { inStep: resumedSummary(restored.inStep) } : {}),
       });
       if (answer) {
         // The answer and the move out of `waiting` are one checkpoint: both or neither.
@@ -455,11 +477,23 @@ export class StepFlowRunner {
       }
 
       // 2. The iteration starts: counted and announced.
+      const agentTools = def.agent.behavior.allowedTools;
+      this.#inStep = StepCallJournal.enter(
+        this.#journal,
+        state,
+        step,
+        agentTools,
+        this.#resumedStep,
+      );
+      this.#resumedStep = undefined;
       state.iteration++;
       state.order++;
       const info = stepInfo(state, step);
       const startedAt = new Date();
       await this.#events.emit("onStepStart", info);
+      if (this.#inStep?.resumed) {
+        await this.#events.emit("onStepLog", info, resumedLine(this.#inStep.resumed), "info");
+      }
 
       // 3. The handler of the step's kind runs the step (src/flow/step_handlers.ts).
       const deps = new IterationDependencies(resources, state, step, info);
@@ -468,7 +502,11 @@ export class StepFlowRunner {
         // flowStep never returns a `section` step (a template), so every kind here has a handler.
         result = await STEP_HANDLERS[step.kind as RunnableStepKind](step, state, deps);
       } catch (error) {
+        // A store that failed to record a tool call stops the run, as a failed checkpoint does.
+        if (error instanceof InStepFlushFailed) throw error.cause;
         result = { error };
+      } finally {
+        this.#inStep = undefined;
       }
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
@@ -612,9 +650,13 @@ export class StepFlowRunner {
     calls: RecordedCall[],
   ): Promise<LlmResponse> {
     // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
-    if (!this.#journal.recording) return this.#sendCall(backend, request, state, step, undefined);
+    if (!this.#journal.recording) {
+      return this.#sendCall(backend, request, state, step, undefined, calls.length);
+    }
     // The model's turns of a step with tools, so a recording asks for the same tool calls.
     const turns: ToolTurnResponse[] = [];
+    // Its place among the iteration's calls names a tool-loop call's lines in the run log.
+    const callIndex = calls.length;
     const keep = (outcome: { response: LlmResponse } | { error: string }) => {
       const model = (this.#options.backend ?? backend) as { model?: unknown };
       const name = typeof model.model === "string" ? model.model : undefined;
@@ -622,7 +664,7 @@ export class StepFlowRunner {
     };
     let response: LlmResponse;
     try {
-      response = await this.#sendCall(backend, request, state, step, turns);
+      response = await this.#sendCall(backend, request, state, step, turns, callIndex);
     } catch (error) {
       // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
       if (
@@ -644,9 +686,12 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
+    callIndex: number,
   ): Promise<LlmResponse> {
     // The tool loop's hooks exist only for a step that offers tools.
-    const tools = request.allowedTools?.length ? this.#toolHooks(state, step, turns) : undefined;
+    const tools = request.allowedTools?.length
+      ? this.#toolHooks(state, step, turns, callIndex)
+      : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
@@ -678,25 +723,32 @@ export class StepFlowRunner {
   }
 
   /**
-   * The tool loop's hooks of a step with tools: a line under the step and a `tool_call` log entry
-   * per call, the run's MCP servers, and each model turn kept for a recording.
+   * The tool loop's hooks of a step with tools: a line under the step per call, the run's MCP
+   * servers, each model turn kept for a recording — and, when the run is recorded, each turn and
+   * call made durable (`step_call_journal.ts`).
    */
   #toolHooks(
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
-  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers"> {
+    callIndex: number,
+  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers" | "resume"> {
+    const recorder = this.#inStep?.recorder(callIndex);
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
-      onToolCallEvent: async ({ stepId: _stepId, ...call }) => {
+      ...(recorder?.resume ? { resume: recorder.resume } : {}),
+      onToolCallEvent: async ({ stepId: _stepId, idempotent, ...call }) => {
+        await recorder?.moment(call, idempotent);
         await this.#events.emit("onToolCall", stepInfo(state, step), call);
       },
       onToolCall: (record) => {
         const level = record.isError ? "warn" : "info";
         void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
-        void this.#journal.log(state, toolCallLogFields(record));
       },
-      ...(turns ? { onTurn: (turn: ToolTurnResponse) => void turns.push(turn) } : {}),
+      onTurn: async (response: ToolTurnResponse, replayed: boolean) => {
+        turns?.push(response);
+        await recorder?.turn(response, replayed);
+      },
     };
   }
 

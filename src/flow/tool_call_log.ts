@@ -6,6 +6,7 @@
  * @module
  */
 import type { ToolCallRecord } from "../engine/tool_loop.ts";
+import type { ToolCallEvent } from "../events/types.ts";
 
 /** Characters of the arguments and of the result kept in a run-log line. */
 export const TOOL_LOG_EXCERPT_CHARS = 2_000;
@@ -48,8 +49,56 @@ export function toolCallLogFields(record: ToolCallRecord): { type: string; [k: s
   return fields;
 }
 
+/**
+ * The `tool_call_start` line of a call that was allowed, written before it runs: where it is in
+ * the step (`call`, `turn`), the tool, an excerpt of its arguments, who allowed it and whether its
+ * tool is idempotent (a resume runs an unfinished call again only then).
+ */
+export function toolCallStartFields(
+  stepId: string,
+  where: { call: number; turn: number },
+  call: ToolCallEvent,
+  idempotent: boolean | undefined,
+): { type: string; [k: string]: unknown } {
+  const target = targetOf(call);
+  return {
+    type: "tool_call_start",
+    stepId,
+    ...where,
+    callId: call.callId,
+    tool: call.tool,
+    ...(call.args ? { args: clip(JSON.stringify(call.args)) } : {}),
+    ...(target ? { target } : {}),
+    ...(call.decidedBy ? { decidedBy: call.decidedBy } : {}),
+    idempotent: idempotent === true,
+  };
+}
+
+/** The record of a call as its `finished` report gives it. */
+export function recordOfEvent(stepId: string, call: ToolCallEvent): ToolCallRecord {
+  return {
+    stepId,
+    id: call.callId,
+    tool: call.tool,
+    ...(call.args ? { args: call.args } : {}),
+    decision: call.decision ?? "invalid",
+    ...(call.decidedBy ? { decidedBy: call.decidedBy } : {}),
+    result: call.result ?? "",
+    isError: call.isError ?? false,
+    durationMs: call.durationMs ?? 0,
+  };
+}
+
+/**
+ * The whole result of a call, as `content`, when the `tool_call` line's excerpt cut it: what a
+ * resumed step sends the model again. Results are bounded before (`AGENT_TOOL_LIMITS.readChars`).
+ */
+export function replayContent(result: string | undefined): { content?: string } {
+  return result !== undefined && result.length > TOOL_LOG_EXCERPT_CHARS ? { content: result } : {};
+}
+
 /** The argument that says what a call acted on: a path, a pattern, a command. */
-function targetOf(record: ToolCallRecord): string {
+function targetOf(record: { args?: Record<string, unknown> }): string {
   const args = record.args ?? {};
   for (const key of ["file_path", "command", "pattern", "path"]) {
     const value = args[key];

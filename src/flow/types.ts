@@ -209,6 +209,13 @@ export interface RunOptions {
    */
   answer?: AnswerOptions & { value: unknown };
   /**
+   * With `resume`: run again a tool call the run was killed in the middle of although its tool is
+   * not idempotent (its effect may happen twice). Without it such a resume stops with
+   * `TOOL_CALL_UNFINISHED` before anything runs (docs/durable-runs.md, "Inside a step with tools").
+   * CLI: `--rerun-unfinished-call`.
+   */
+  rerunUnfinishedCall?: boolean;
+  /**
    * Set by an agent step for its child run: the parent it belongs to (kept in the child's state,
    * checkpoint and summary). Callers leave it out.
    */
