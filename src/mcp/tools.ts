@@ -43,7 +43,8 @@ export function toRegistryTool(
       inputSchema: jsonSchemaArgs(jsonSchema, compiler),
       jsonSchema,
       readOnly: info.readOnly,
-      idempotent: info.readOnly,
+      // A tool that changes nothing can run twice; so can one the server says is idempotent.
+      idempotent: info.readOnly || info.idempotent,
       async execute(args: Record<string, unknown>, ctx) {
         const reportProgress = ctx.reportProgress;
         const result = await connection.callTool(info.name, args, {
