@@ -88,6 +88,7 @@ export {
   type CompletionReason,
   DEFAULT_MAX_AGENT_DEPTH,
   type HistoryEntry,
+  type InStepMarker,
   type ParentRunLink,
   type PendingInput,
   type RecordedAnswer,
