@@ -55,7 +55,12 @@ export interface PermissionAsk {
   reason: string;
   /** The `allowedTools` rule that would allow it without asking. */
   suggestion?: string;
+  /** The call's id within its model turn. */
+  callId?: string;
 }
+
+/** An answer to a {@linkcode PermissionAsk}: allowed or not, and who answered (when known). */
+export type PermissionAnswer = boolean | { allow: boolean; by?: string };
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -94,10 +99,13 @@ export interface ToolLoopOptions {
   /** Bad calls in a row (default {@linkcode DEFAULT_MAX_BAD_TOOL_CALLS}). */
   maxBadCalls?: number;
   /**
-   * Answers an "ask" decision: `true` runs the call. Without it nobody can be asked, so the call
-   * is refused and the model is told which rule or mode would allow it.
+   * Answers an "ask" decision: `true` (or `{ allow: true }`) runs the call; `by` names who
+   * answered, for the call's record (`approved when asked by ops`). Without it nobody can be asked,
+   * so the call is refused and the model is told which rule or mode would allow it.
    */
-  onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
+  onPermissionRequest?: (
+    ask: PermissionAsk,
+  ) => PermissionAnswer | Promise<PermissionAnswer>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
@@ -343,7 +351,7 @@ async function runCall(
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
     ? { behavior: "allow" as const, reason: "", by: startedBy }
-    : await decide(call.name, args, request, loop);
+    : await decide(call.name, args, request, loop, call.id);
   if (decision.behavior !== "allow") {
     const refused: ToolCallRecord = {
       stepId: request.stepId,
@@ -409,6 +417,7 @@ async function decide(
   args: Record<string, unknown>,
   request: LlmRequest,
   loop: ToolLoopOptions,
+  callId?: string,
 ): Promise<PermissionDecision & { by: string }> {
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
   const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
@@ -424,11 +433,14 @@ async function decide(
   }
   const ask: PermissionAsk = { stepId: request.stepId, tool, args, reason: decision.reason };
   if (decision.suggestion) ask.suggestion = decision.suggestion;
-  const allowed = await loop.onPermissionRequest(ask);
-  return allowed ? { ...decision, behavior: "allow", by: "approved when asked" } : {
+  if (callId !== undefined) ask.callId = callId;
+  const answer = await loop.onPermissionRequest(ask);
+  const allowed = typeof answer === "boolean" ? answer : answer.allow;
+  const who = typeof answer === "object" && answer.by ? ` by ${answer.by}` : "";
+  return allowed ? { ...decision, behavior: "allow", by: `approved when asked${who}` } : {
     ...decision,
     behavior: "deny",
-    by: "denied when asked",
+    by: `denied when asked${who}`,
     reason: `${decision.reason} It was denied when asked.`,
   };
 }

@@ -82,6 +82,8 @@ export interface CallContext {
   onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
   /** Told after each model turn of a step with tools (kept for recordings, logged). */
   onTurn?: ToolLoopOptions["onTurn"];
+  /** Answers a tool call's permission ask (a recorded answer, or the run waits). */
+  onPermissionRequest?: ToolLoopOptions["onPermissionRequest"];
   /** Where a step killed in the middle left this call (its recorded turns and results). */
   resume?: ToolLoopOptions["resume"];
   /** The run's MCP servers, started once and closed at the run's end. */
@@ -123,6 +125,9 @@ export async function callBackend(
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
           ...(context.resume ? { resume: context.resume } : {}),
+          ...(context.onPermissionRequest
+            ? { onPermissionRequest: context.onPermissionRequest }
+            : {}),
           ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
         }
         : NO_TOOL_HOOKS,

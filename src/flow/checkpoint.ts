@@ -265,8 +265,10 @@ export async function restoreRun(
       `Run ${runId}: the checkpoint records ${state.historyLength} history entries but the log holds ${history.length}. The log was truncated; refusing to resume from a state that would lose history.`,
     );
   }
+  // The marker stays in the state until the step is entered again: a checkpoint saved before that
+  // (an answer recorded for a worker to continue) still says where the step left off.
   const marker = state.inStep;
-  delete state.inStep;
+  if (redrive) delete state.inStep;
   const inStep = !redrive && isInStepMarker(marker) && marker.stepId === state.currentStepId &&
       marker.iteration === state.iteration + 1
     ? rebuildStep(log, marker)

@@ -54,6 +54,8 @@ import {
   unfinishedCallError,
 } from "./tool_call_resume.ts";
 import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
+import { answeredPermission, permissionPending, PermissionWait } from "./permission_wait.ts";
+import type { PermissionAsk } from "../engine/tool_loop.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -68,7 +70,7 @@ import {
   type RecordedAnswer,
   waitExpired,
 } from "./input_request.ts";
-import { OutputSchemaCache } from "./output_validator.ts";
+import { OutputSchemaCache, permissionAnswerSchema } from "./output_validator.ts";
 import { flowStep } from "./router.ts";
 import {
   createRunnerControl,
@@ -477,6 +479,8 @@ export class StepFlowRunner {
       }
 
       // 2. The iteration starts: counted and announced.
+      // The step is entered again: what the marker said is in #resumedStep now.
+      delete state.inStep;
       const agentTools = def.agent.behavior.allowedTools;
       this.#inStep = StepCallJournal.enter(
         this.#journal,
@@ -498,15 +502,21 @@ export class StepFlowRunner {
       // 3. The handler of the step's kind runs the step (src/flow/step_handlers.ts).
       const deps = new IterationDependencies(resources, state, step, info);
       let result: StepResult;
+      const inStep = this.#inStep;
       try {
         // flowStep never returns a `section` step (a template), so every kind here has a handler.
         result = await STEP_HANDLERS[step.kind as RunnableStepKind](step, state, deps);
       } catch (error) {
-        // A store that failed to record a tool call stops the run, as a failed checkpoint does.
-        if (error instanceof InStepFlushFailed) throw error.cause;
         result = { error };
       } finally {
         this.#inStep = undefined;
+      }
+      // (A handler may return a call's error as its result: a check call's, for one.)
+      // A store that failed to record a tool call stops the run, as a failed checkpoint does.
+      if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof PermissionWait && inStep) {
+        await this.#waitForPermission(state, inStep, info, result.error);
+        break;
       }
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
@@ -732,10 +742,26 @@ export class StepFlowRunner {
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
     callIndex: number,
-  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers" | "resume"> {
+  ): Pick<
+    CallContext,
+    "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers" | "resume" | "onPermissionRequest"
+  > {
     const recorder = this.#inStep?.recorder(callIndex);
+    const asks = this.#options.permissionAsks ?? this.#def.agent.behavior.permissionAsks;
+    // A wait needs the step recorded (its answer resumes the run inside the step).
+    const waits = asks === "wait" && this.#inStep !== undefined;
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
+      ...(waits || state.answer?.permission
+        ? {
+          onPermissionRequest: (ask: PermissionAsk) => {
+            const answered = answeredPermission(state, ask);
+            if (answered !== undefined) return answered;
+            if (waits) throw new PermissionWait(ask);
+            return false;
+          },
+        }
+        : {}),
       ...(recorder?.resume ? { resume: recorder.resume } : {}),
       onToolCallEvent: async ({ stepId: _stepId, idempotent, ...call }) => {
         await recorder?.moment(call, idempotent);
@@ -895,6 +921,37 @@ export class StepFlowRunner {
   }
 
   /**
+   * Records that the run waits for permission for a tool call (`permissionAsks: "wait"`): the
+   * request in the run state, an `input_request` log line, and the state put back as the step
+   * found it with the step's marker, so the `waiting` checkpoint run() saves is one the answer
+   * resumes inside the step from (the call then runs or is refused).
+   */
+  async #waitForPermission(
+    state: RunnerState,
+    inStep: StepCallJournal,
+    info: StepInfo,
+    wait: PermissionWait,
+  ): Promise<void> {
+    const pending = permissionPending(wait.ask, new Date());
+    await this.#journal.log(state, {
+      type: "input_request",
+      stepId: pending.stepId,
+      requestId: pending.requestId,
+      prompt: excerpt(pending.prompt, PROMPT_EXCERPT_CHARS),
+      schema: pending.schemaRef,
+      permission: pending.permission,
+    });
+    inStep.suspend(state);
+    state.waiting = pending;
+    await this.#events.emit(
+      "onStepLog",
+      info,
+      `waiting for permission to run ${pending.permission!.tool} (run ${state.runId})`,
+      "info",
+    );
+  }
+
+  /**
    * What a drive of a restored run does about its wait: with an answer, the answer to record
    * (checked against the step's schema; nothing is recorded when it is refused); without one, a
    * waiting run continues only when its `waitTimeout` passed (the step then takes the timeout's
@@ -913,9 +970,13 @@ export class StepFlowRunner {
     if (given === undefined) {
       // A child's wait: resuming drives the child again (answered directly, it may have moved on).
       if (!pending || expired || pending.child) return undefined;
+      const what = pending.permission
+        ? `for permission to run ${pending.permission.tool} in step "${pending.stepId}"`
+        : `for an answer at input step "${pending.stepId}"`;
+      const value = pending.permission ? `'{"decision":"allow"}' (or "deny")` : "'<json>'";
       throw new StepflowError(
         "INPUT_WAITING",
-        `Run ${runId} waits for an answer at input step "${pending.stepId}"; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value '<json>'.`,
+        `Run ${runId} waits ${what}; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value ${value}.`,
         { details: { runId, stepId: pending.stepId, requestId: pending.requestId } },
       );
     }
@@ -947,10 +1008,12 @@ export class StepFlowRunner {
         { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
       );
     }
-    const schema = await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
-      pending.schemaRef,
-      pending.child?.stepId ?? pending.stepId,
-    );
+    const schema = pending.permission
+      ? permissionAnswerSchema()
+      : await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
+        pending.schemaRef,
+        pending.child?.stepId ?? pending.stepId,
+      );
     // An answer is untrusted input like a model's: bounded the same way before anything reads it.
     const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
       ? [`(root): must not be nested deeper than ${MAX_OUTPUT_DEPTH} levels`]
@@ -970,6 +1033,9 @@ export class StepFlowRunner {
       value: given.value,
       answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
       answeredAt: new Date().toISOString(),
+      ...(pending.permission
+        ? { permission: { tool: pending.permission.tool, callId: pending.permission.callId } }
+        : {}),
     };
   }
 

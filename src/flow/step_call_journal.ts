@@ -132,6 +132,26 @@ export class StepCallJournal {
   }
 
   /**
+   * Puts `state` back as the step found it, with the step's marker: for a run that stops inside
+   * the step and waits (a permission ask), so its `waiting` checkpoint is one a resume continues
+   * inside the step from, with the counters the step started with.
+   */
+  suspend(state: RunnerState): void {
+    const live = state as unknown as Record<string, unknown>;
+    for (const key of Object.keys(live)) {
+      if (!Object.hasOwn(this.#snapshot, key)) delete live[key];
+    }
+    Object.assign(state, {
+      ...this.#snapshot,
+      schemaStrikes: { ...this.#snapshot.schemaStrikes },
+      handoff: { ...this.#snapshot.handoff },
+      latestHandoff: { ...this.#snapshot.latestHandoff },
+      usage: { ...this.#snapshot.usage },
+      inStep: this.marker,
+    });
+  }
+
+  /**
    * Makes what the step logged so far durable: the checkpoint the step started from, saved again
    * with the step's marker.
    */

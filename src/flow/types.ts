@@ -132,6 +132,13 @@ export interface StepFlowRunnerOptions {
   /** Let command steps and validators run the commands agent.json `commands` lists (`--allow-run`). */
   allowRun?: boolean;
   /**
+   * A tool call that asks for permission when nobody can be asked: `"refuse"` (the model is told
+   * why) or `"wait"` (the run records the request and waits for `{ "decision": "allow" | "deny" }`,
+   * as at an input step; needs a store). Default: agent.json `behavior.permissionAsks`, else
+   * `"refuse"`. CLI: `--permission-asks`.
+   */
+  permissionAsks?: "refuse" | "wait";
+  /**
    * Skip step validators (each skip warns): for scripted dry runs where the commands cannot pass.
    * Command steps still run.
    */
