@@ -101,6 +101,16 @@ export const RUN_AGENT_FLAGS = defineFlags({
     type: "boolean",
     description: "Do not run step validators (warns each time; for scripted dry runs)",
   },
+  permissionAsks: {
+    type: "string",
+    value: "MODE",
+    description:
+      "A tool call that asks for permission with nobody to ask: refuse (default) or wait (the run waits for --answer)",
+    parse: (raw): "refuse" | "wait" => {
+      if (raw === "refuse" || raw === "wait") return raw;
+      throw new UsageError(`--permission-asks expects refuse or wait, got "${raw}".`);
+    },
+  },
   // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
   resume: {
     type: "string",
@@ -238,6 +248,8 @@ export interface CliFlags {
   allowRun: boolean;
   /** `--skip-validators`. */
   skipValidators: boolean;
+  /** `--permission-asks refuse|wait` (else agent.json `behavior.permissionAsks`). */
+  permissionAsks?: "refuse" | "wait";
   /** `--resume RUN_ID`. */
   resume?: string;
   /** `--redrive RUN_ID`. */

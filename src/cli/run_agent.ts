@@ -692,6 +692,7 @@ async function run(
         allowFallback: flags.allowFallback,
         allowRun: flags.allowRun,
         skipValidators: flags.skipValidators,
+        ...(flags.permissionAsks ? { permissionAsks: flags.permissionAsks } : {}),
         onWarning: (message) => drive.warn(message),
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
