@@ -149,3 +149,33 @@ Deno.test("without the opt-in, an ask with nobody to ask is refused (the run doe
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("a permission answer recorded for another process (as workers do) resumes inside the step there", async () => {
+  const { root, def } = await setup("wait");
+  try {
+    const store = new MemoryRunStore();
+    const waiting = await new StepFlowRunner(def, { backend: new ScriptedBackend(script()), store })
+      .run({ args: { topic: "t" }, cwd: root });
+    assert.equal(waiting.completionReason, "waiting");
+    const recorded = await new StepFlowRunner(def, { store }).recordAnswer(
+      waiting.runId,
+      { decision: "allow" },
+      { answeredBy: "dashboard" },
+    );
+    assert.deepEqual(recorded.permission?.tool, "Bash");
+    // The checkpoint that left `waiting` still says where the step left off.
+    const checkpoint = (await store.loadCheckpoint(waiting.runId))!;
+    assert.equal(checkpoint.status, "running");
+    assert.ok((checkpoint.state as { inStep?: unknown }).inStep);
+    const backend = new ScriptedBackend(script());
+    const result = await new StepFlowRunner(def, { backend, store }).run({ resume: waiting.runId });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    assert.equal(await Deno.readTextFile(join(root, "out.txt")), "done\n");
+    const call = (await store.readLog(waiting.runId)).find((e) =>
+      e.type === "tool_call" && e.tool === "Bash"
+    )!;
+    assert.equal(call.decidedBy, "approved when asked by dashboard");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
