@@ -91,6 +91,7 @@ export {
   type InStepMarker,
   type ParentRunLink,
   type PendingInput,
+  type PermissionRequest,
   type RecordedAnswer,
   type RunnerState,
   type RunOptions,

@@ -24,6 +24,7 @@ import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
+  choiceFlag,
   cleanParseMessage,
   declaredTable,
   defineFlags,
@@ -104,24 +105,18 @@ export const RUN_AGENT_FLAGS = defineFlags({
   permissionAsks: {
     type: "string",
     value: "MODE",
-    description:
-      "A tool call that asks for permission with nobody to ask: refuse (default) or wait (the run waits for --answer)",
-    parse: (raw): "refuse" | "wait" => {
-      if (raw === "refuse" || raw === "wait") return raw;
-      throw new UsageError(`--permission-asks expects refuse or wait, got "${raw}".`);
-    },
+    description: "An ask with nobody to ask: refuse (default) or wait (for --answer)",
+    parse: choiceFlag("--permission-asks", ["refuse", "wait"] as const),
   },
   // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
   resume: {
     type: "string",
     value: "RUN_ID",
-    description:
-      "Continue an interrupted run (the step in flight runs again from its start; a step with tools continues inside)",
+    description: "Continue an interrupted run (from its step in flight, or inside it: tools)",
   },
   rerunUnfinishedCall: {
     type: "boolean",
-    description:
-      "With --resume: run again a tool call the run was killed in although its tool is not idempotent",
+    description: "With --resume: re-run the non-idempotent tool call the run was killed in",
   },
   redrive: {
     type: "string",
@@ -170,10 +165,7 @@ export const RUN_AGENT_FLAGS = defineFlags({
     value: "MODE",
     description:
       "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
-    parse: (raw): ReplayMode => {
-      if ((REPLAY_MODES as readonly string[]).includes(raw)) return raw as ReplayMode;
-      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${raw}".`);
-    },
+    parse: choiceFlag<ReplayMode>("--replay", REPLAY_MODES),
   },
   asScript: {
     type: "boolean",
