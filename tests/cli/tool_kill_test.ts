@@ -36,7 +36,7 @@ const SCRIPT = JSON.stringify({
       ],
     },
     // Long enough to be killed in, after the Bash call's end was made durable.
-    { delayMs: 1500, toolCalls: [{ name: "Read", arguments: { file_path: "out.txt" } }] },
+    { delayMs: 800, toolCalls: [{ name: "Read", arguments: { file_path: "out.txt" } }] },
     "Appended one line.",
   ],
   "s_b2c1#check": [ok],
@@ -143,7 +143,6 @@ async function campaign(
   rerun: boolean,
 ) {
   const what = `${target.name}, ${moment}`;
-  await Deno.remove(join(user, "out.txt")).catch(() => {});
   await killAtMoment({
     describe: what,
     tries: 3,
@@ -153,10 +152,18 @@ async function campaign(
         stdout: "null",
         stderr: "null",
       }),
-    arm: () => (_child, ended) =>
-      moment === "bash-running"
-        ? until(async () => await bashLines(user) > 0, ended)
-        : until(() => target.bashEndDurable(user), ended),
+    arm: () => {
+      // A run that ended before its moment is tried again, from no line.
+      try {
+        Deno.removeSync(join(user, "out.txt"));
+      } catch {
+        // none yet
+      }
+      return (_child, ended) =>
+        moment === "bash-running"
+          ? until(async () => await bashLines(user) > 0, ended)
+          : until(() => target.bashEndDurable(user), ended);
+    },
     afterRun: () => {},
   });
   assert.equal(await bashLines(user), 1, `${what}: Bash ran once before the kill`);
