@@ -8,6 +8,7 @@
  * @module
  */
 import type { FlowStep } from "../definition/types.ts";
+import { StepflowError } from "../errors.ts";
 import type { ToolLoopResume } from "../engine/tool_loop.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
@@ -159,6 +160,10 @@ export class StepCallJournal {
     try {
       await this.#journal.checkpoint({ ...this.#snapshot, inStep: this.marker }, "running");
     } catch (error) {
+      // A worker shutting down suspends its runs after a committed checkpoint: this one is
+      // committed, and the step goes on to its end, where the iteration's checkpoint suspends it
+      // (stopping here would leave a call started that never ran, which a resume must refuse).
+      if (error instanceof StepflowError && error.code === "RUN_SUSPENDED") return;
       throw new InStepFlushFailed(error);
     }
   }

@@ -229,3 +229,43 @@ Deno.test("a resumed step replays finished calls to the model: the conversation 
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("a worker suspending its runs does not stop a step with tools mid-call: the step ends, then the run is suspended", async () => {
+  const { root, def } = await setup();
+  try {
+    const store = new CrashingStore();
+    // As PostgresRunStore does while its worker shuts down: commit, then say so.
+    const save = store.saveCheckpoint.bind(store);
+    store.saveCheckpoint = async (checkpoint) => {
+      await save(checkpoint);
+      if (
+        checkpoint.status === "running" && store.writes > store.toolStep.from && store.toolStep.from
+      ) {
+        throw new StepflowError("RUN_SUSPENDED", `Run ${checkpoint.runId} was suspended.`);
+      }
+    };
+    await assert.rejects(
+      () =>
+        new StepFlowRunner(def, { backend: new ScriptedBackend(toolScript()), store }).run({
+          args: { topic: "t" },
+          cwd: root,
+          runId: "s",
+        }),
+      (e) => e instanceof StepflowError && e.code === "RUN_SUSPENDED",
+    );
+    // Suspended at the end of the step with tools, not inside it: nothing is left unfinished.
+    const checkpoint = (await store.loadCheckpoint("s"))!;
+    assert.equal((checkpoint.state as { inStep?: unknown }).inStep, undefined);
+    assert.equal(checkpoint.state.currentStepId, "s_c9d4");
+    assert.equal(await lines(root), 1);
+    store.saveCheckpoint = save;
+    const result = await new StepFlowRunner(def, {
+      backend: new ScriptedBackend(toolScript()),
+      store,
+    }).run({ resume: "s" });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    assert.equal(await lines(root), 1);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
