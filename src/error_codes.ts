@@ -162,6 +162,7 @@ export const ERROR_CODES = {
     "STEP_TIMEOUT",
     "STRUCTURED_OUTPUT_UNAVAILABLE",
     "TIMEOUT",
+    "TOOL_CALL_UNFINISHED",
     "VALIDATION_FAILED",
   ],
   /** Tool plans: validation, execution, approvals, editing, recovery. */

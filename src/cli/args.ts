@@ -24,6 +24,7 @@ import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
 import {
+  choiceFlag,
   cleanParseMessage,
   declaredTable,
   defineFlags,
@@ -102,11 +103,21 @@ export const RUN_AGENT_FLAGS = defineFlags({
     type: "boolean",
     description: "Do not run step validators (warns each time; for scripted dry runs)",
   },
+  permissionAsks: {
+    type: "string",
+    value: "MODE",
+    description: "An ask with nobody to ask: refuse (default) or wait (for --answer)",
+    parse: choiceFlag("--permission-asks", ["refuse", "wait"] as const),
+  },
   // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
   resume: {
     type: "string",
     value: "RUN_ID",
-    description: "Continue an interrupted run (the step in flight runs again from its start)",
+    description: "Continue an interrupted run (from its step in flight, or inside it: tools)",
+  },
+  rerunUnfinishedCall: {
+    type: "boolean",
+    description: "With --resume: re-run the non-idempotent tool call the run was killed in",
   },
   redrive: {
     type: "string",
@@ -155,10 +166,7 @@ export const RUN_AGENT_FLAGS = defineFlags({
     value: "MODE",
     description:
       "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
-    parse: (raw): ReplayMode => {
-      if ((REPLAY_MODES as readonly string[]).includes(raw)) return raw as ReplayMode;
-      throw new UsageError(`--replay expects ${REPLAY_MODES.join(" or ")}, got "${raw}".`);
-    },
+    parse: choiceFlag<ReplayMode>("--replay", REPLAY_MODES),
   },
   asScript: {
     type: "boolean",
@@ -235,10 +243,14 @@ export interface CliFlags {
   allowRun: boolean;
   /** `--skip-validators`. */
   skipValidators: boolean;
+  /** `--permission-asks refuse|wait` (else agent.json `behavior.permissionAsks`). */
+  permissionAsks?: "refuse" | "wait";
   /** `--resume RUN_ID`. */
   resume?: string;
   /** `--redrive RUN_ID`. */
   redrive?: string;
+  /** `--rerun-unfinished-call` (with `--resume`): a non-idempotent call killed mid-way runs again. */
+  rerunUnfinishedCall: boolean;
   /** `--answer RUN_ID`: answer a waiting run and continue it. */
   answer?: string;
   /** `--value JSON`: the answer of `--answer`. */

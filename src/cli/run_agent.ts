@@ -167,6 +167,11 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
       throw new UsageError(`${flag} goes with --answer RUN_ID; add --answer.`);
     }
   }
+  if (scan.rerunUnfinishedCall && scan.resume === undefined) {
+    throw new UsageError(
+      "--rerun-unfinished-call goes with --resume RUN_ID (it re-runs the tool call an interrupted run stopped in); add --resume.",
+    );
+  }
   if (durable.length > 1 || (durable.length === 1 && modes.length > 0)) {
     throw new UsageError(
       `${
@@ -687,6 +692,7 @@ async function run(
         allowFallback: flags.allowFallback,
         allowRun: flags.allowRun,
         skipValidators: flags.skipValidators,
+        ...(flags.permissionAsks ? { permissionAsks: flags.permissionAsks } : {}),
         onWarning: (message) => drive.warn(message),
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
@@ -741,6 +747,7 @@ async function run(
         ...(inputText !== undefined ? { inputText } : {}),
         ...signal,
         ...(flags.resume !== undefined ? { resume: flags.resume } : {}),
+        ...(flags.rerunUnfinishedCall ? { rerunUnfinishedCall: true } : {}),
         ...(flags.redrive !== undefined ? { redrive: flags.redrive } : {}),
         ...(flags.group !== undefined ? { group: flags.group } : {}),
       });

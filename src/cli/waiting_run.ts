@@ -29,6 +29,8 @@ export function waitingText(
   const lines = [
     waiting.child
       ? `Run ${runId} waits for an answer at agent step "${waiting.stepId}" (its child run ${waiting.child.runId} waits at input step "${waiting.child.stepId}"; answer this run, and the child goes on with it):`
+      : waiting.permission
+      ? `Run ${runId} waits for permission to run ${waiting.permission.tool} in step "${waiting.stepId}":`
       : `Run ${runId} waits for an answer at input step "${waiting.stepId}":`,
     ...waiting.prompt.trimEnd().split("\n").map((line) => `  ${line}`),
   ];
@@ -131,5 +133,6 @@ export function continuationFlags(flags: CliFlags): string[] {
   if (flags.allowRun) out.push("--allow-run");
   if (flags.allowFallback) out.push("--allow-fallback");
   if (flags.skipValidators) out.push("--skip-validators");
+  if (flags.permissionAsks) out.push("--permission-asks", flags.permissionAsks);
   return out;
 }

@@ -441,6 +441,9 @@ export const AgentConfigSchema = z.strictObject({
     allowedTools: z.array(z.string()).optional(),
     disallowedTools: z.array(z.string()).optional(),
     permissionMode: z.string().optional(),
+    permissionAsks: z.enum(["refuse", "wait"]).optional().describe(
+      'A tool call that asks for permission with nobody to ask: "refuse" (default) or "wait" (the run waits for an allow/deny answer, as at an input step)',
+    ),
     mcpServers: z.record(z.string(), z.unknown()).optional().describe(
       'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
     ),
@@ -493,6 +496,12 @@ export interface AgentConfig {
     allowedTools?: string[];
     disallowedTools?: string[];
     permissionMode?: string;
+    /**
+     * A tool call that asks for permission when nobody can be asked: `"refuse"` (the default: the
+     * model is told why) or `"wait"` (the run records the request and waits for an allow/deny
+     * answer — `--answer`, the dashboard, `StepFlowRunner.answer` — like an input step).
+     */
+    permissionAsks?: "refuse" | "wait";
     mcpServers?: Record<string, unknown>;
     backend?: string;
     model?: string;

@@ -56,7 +56,12 @@ export interface PermissionAsk {
   reason: string;
   /** The `allowedTools` rule that would allow it without asking. */
   suggestion?: string;
+  /** The call's id within its model turn. */
+  callId?: string;
 }
+
+/** An answer to a {@linkcode PermissionAsk}: allowed or not, and who answered (when known). */
+export type PermissionAnswer = boolean | { allow: boolean; by?: string };
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -101,22 +106,63 @@ export interface ToolLoopOptions {
    */
   maxToolResultChars?: number;
   /**
-   * Answers an "ask" decision: `true` runs the call. Without it nobody can be asked, so the call
-   * is refused and the model is told which rule or mode would allow it.
+   * Answers an "ask" decision: `true` (or `{ allow: true }`) runs the call; `by` names who
+   * answered, for the call's record (`approved when asked by ops`). Without it nobody can be asked,
+   * so the call is refused and the model is told which rule or mode would allow it.
+>>>>>>> h-durable
    */
-  onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
+  onPermissionRequest?: (
+    ask: PermissionAsk,
+  ) => PermissionAnswer | Promise<PermissionAnswer>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
    * Told as each call moves on — `requested`, `decided`, `finished`, in that order — and awaited:
    * a call runs only once its `decided` report returned (a store records it before it acts).
    */
-  onToolCallEvent?: (event: ToolCallEvent & { stepId: string }) => void | Promise<void>;
+  onToolCallEvent?: (event: ToolLoopCallEvent) => void | Promise<void>;
   /**
    * Told after each model turn, before its calls run: the turns that ask for calls, then the final
    * answer's turn (the runner keeps them for recordings, so a replay asks for the same calls).
+   * `replayed` is true for a turn taken from {@linkcode ToolLoopOptions.resume}, not the model.
    */
-  onTurn?: (turn: ToolTurnResponse) => void;
+  onTurn?: (turn: ToolTurnResponse, replayed: boolean) => void | Promise<void>;
+  /**
+   * Where an interrupted call left off (a run killed in the middle of a step): the conversation is
+   * rebuilt from these turns instead of asking the model again, a call with a recorded result is
+   * not run again (its result goes back to the model as it was), and a call that was started but
+   * has no result runs again under its recorded decision (the caller decides whether that is safe).
+   */
+  resume?: ToolLoopResume;
+}
+
+/** A call's report to {@linkcode ToolLoopOptions.onToolCallEvent}: the event, its step, and more. */
+export type ToolLoopCallEvent = ToolCallEvent & {
+  /** The step. */
+  stepId: string;
+  /**
+   * On `decided` with `allow`: whether the tool may run twice without harm (idempotent or
+   * read-only). A recorder must make the `decided` report durable before a call that is not.
+   */
+  idempotent?: boolean;
+};
+
+/**
+ * The recorded part of an interrupted tool-loop call (see {@linkcode ToolLoopOptions.resume}).
+ * Calls are keyed by `<turn>:<callId>` (ids are unique within a turn only; turns count from 1).
+ */
+export interface ToolLoopResume {
+  /** The model's turns in order; the last may be the final answer (no calls). */
+  turns: ToolTurnResponse[];
+  /** The calls that finished: what the model was sent. */
+  finished: ReadonlyMap<string, { result: string; isError: boolean }>;
+  /** The calls that were allowed and started, with who allowed them. */
+  started: ReadonlyMap<string, string>;
+}
+
+/** The key of a call in {@linkcode ToolLoopResume}: its turn (from 1) and its id. */
+export function resumeKey(turn: number, callId: string): string {
+  return `${turn}:${callId}`;
 }
 
 /**
@@ -169,9 +215,12 @@ export async function completeWithTools(
   let cost = 0;
   let badInARow = 0;
   const budget = new ToolResultBudget(loop.maxToolResultChars ?? DEFAULT_MAX_TOOL_RESULT_CHARS);
+  const replay = loop.resume;
   for (let turn = 1;; turn++) {
     options.signal?.throwIfAborted();
-    const answer = await loop.backend.toolTurn({
+    // A resumed call takes its recorded turns first; the model answers the turns after them.
+    const recorded = replay?.turns[turn - 1];
+    const answer = recorded ?? await loop.backend.toolTurn({
       kind: request.kind,
       agent: request.agent,
       cwd: request.cwd,
@@ -185,7 +234,7 @@ export async function completeWithTools(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
-    loop.onTurn?.(answer);
+    await loop.onTurn?.(answer, recorded !== undefined);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) addTokenCounts(usage, answer.usage);
     else usageKnown = false;
@@ -209,8 +258,16 @@ export async function completeWithTools(
     messages.push({ role: "assistant", text: answer.text, toolCalls: answer.toolCalls });
     const results: ToolResultMessage[] = [];
     for (const [index, call] of answer.toolCalls.entries()) {
+      const key = resumeKey(turn, call.id);
+      const done = replay?.finished.get(key);
+      if (done) {
+        // Finished before the interruption: its result goes back to the model as it was.
+        results.push({ id: call.id, name: call.name, content: done.result, isError: done.isError });
+        badInARow = done.isError ? badInARow + 1 : 0;
+        continue;
+      }
       const record = index < MAX_CALLS_PER_TURN
-        ? await runCall(call, request, loop, offered, options.signal)
+        ? await runCall(call, request, loop, offered, options.signal, replay?.started.get(key))
         : await reportInvalid(
           loop,
           invalid(
@@ -257,6 +314,7 @@ async function runCall(
   loop: ToolLoopOptions,
   offered: ReadonlySet<string>,
   signal: AbortSignal | undefined,
+  startedBy: string | undefined,
 ): Promise<ToolCallRecord> {
   const parsed = parseArguments(call.arguments);
   await loop.onToolCallEvent?.({
@@ -300,7 +358,10 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
-  const decision = await decide(call.name, args, request, loop);
+  // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
+  const decision = startedBy !== undefined
+    ? { behavior: "allow" as const, reason: "", by: startedBy }
+    : await decide(call.name, args, request, loop, call.id);
   if (decision.behavior !== "allow") {
     const refused: ToolCallRecord = {
       stepId: request.stepId,
@@ -316,6 +377,7 @@ async function runCall(
     await loop.onToolCallEvent?.(callEvent("decided", refused));
     return refused;
   }
+  const descriptor = loop.tools.descriptor(call.name);
   await loop.onToolCallEvent?.({
     phase: "decided",
     stepId: request.stepId,
@@ -324,6 +386,7 @@ async function runCall(
     args,
     decision: "allow",
     decidedBy: decision.by,
+    idempotent: descriptor?.idempotent === true || descriptor?.readOnly === true,
   });
   const started = performance.now();
   let result: string;
@@ -364,6 +427,7 @@ async function decide(
   args: Record<string, unknown>,
   request: LlmRequest,
   loop: ToolLoopOptions,
+  callId?: string,
 ): Promise<PermissionDecision & { by: string }> {
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
   const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
@@ -379,11 +443,14 @@ async function decide(
   }
   const ask: PermissionAsk = { stepId: request.stepId, tool, args, reason: decision.reason };
   if (decision.suggestion) ask.suggestion = decision.suggestion;
-  const allowed = await loop.onPermissionRequest(ask);
-  return allowed ? { ...decision, behavior: "allow", by: "approved when asked" } : {
+  if (callId !== undefined) ask.callId = callId;
+  const answer = await loop.onPermissionRequest(ask);
+  const allowed = typeof answer === "boolean" ? answer : answer.allow;
+  const who = typeof answer === "object" && answer.by ? ` by ${answer.by}` : "";
+  return allowed ? { ...decision, behavior: "allow", by: `approved when asked${who}` } : {
     ...decision,
     behavior: "deny",
-    by: "denied when asked",
+    by: `denied when asked${who}`,
     reason: `${decision.reason} It was denied when asked.`,
   };
 }
@@ -401,8 +468,8 @@ async function reportInvalid(
 function callEvent(
   phase: ToolCallEvent["phase"],
   record: ToolCallRecord,
-): ToolCallEvent & { stepId: string } {
-  const event: ToolCallEvent & { stepId: string } = {
+): ToolLoopCallEvent {
+  const event: ToolLoopCallEvent = {
     phase,
     stepId: record.stepId,
     callId: record.id,

@@ -12,7 +12,6 @@ import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
 import type { ToolLoopOptions } from "../engine/tool_loop.ts";
-import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 import type { RunMcpServers } from "./run_mcp_servers.ts";
@@ -78,12 +77,18 @@ export interface CallContext {
   /** Told of each piece of the model's text as it streams (when anyone listens). */
   onText?(text: string): void;
   /**
-   * Told as each tool call is requested, decided and finished — the tool loop's calls (awaited
-   * before the call runs) and those of a backend that runs its own tools (`claude-code`).
+   * Told as each tool call of the tool loop is requested, decided and finished (awaited: a call
+   * runs only once its `decided` report returned, so it can be recorded first).
    */
   onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
-  /** Told after each model turn of a step with tools (kept for recordings). */
-  onTurn?(turn: ToolTurnResponse): void;
+  /** Told of the tool calls of a backend that runs its own tools (`claude-code`). */
+  onBackendToolCall?: ToolLoopOptions["onToolCallEvent"];
+  /** Told after each model turn of a step with tools (kept for recordings, logged). */
+  onTurn?: ToolLoopOptions["onTurn"];
+  /** Answers a tool call's permission ask (a recorded answer, or the run waits). */
+  onPermissionRequest?: ToolLoopOptions["onPermissionRequest"];
+  /** Where a step killed in the middle left this call (its recorded turns and results). */
+  resume?: ToolLoopOptions["resume"];
   /** The run's MCP servers, started once and closed at the run's end. */
   mcpServers?: RunMcpServers;
 }
@@ -121,6 +126,10 @@ export async function callBackend(
         ? {
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
+          ...(context.resume ? { resume: context.resume } : {}),
+          ...(context.onPermissionRequest
+            ? { onPermissionRequest: context.onPermissionRequest }
+            : {}),
           ...(context.mcpServers ? { mcpServers: context.mcpServers } : {}),
         }
         : NO_TOOL_HOOKS,
@@ -146,8 +155,10 @@ export async function callBackend(
 function callOptions(context: CallContext, signal: AbortSignal, stepId: string): LlmCallOptions {
   const options: LlmCallOptions = { signal, onRetry: context.onRetry };
   if (context.onText) options.onText = context.onText;
-  const onToolCallEvent = context.onToolCallEvent;
-  if (onToolCallEvent) options.onToolCallEvent = (call) => onToolCallEvent({ ...call, stepId });
+  const onBackendToolCall = context.onBackendToolCall;
+  if (onBackendToolCall) {
+    options.onToolCallEvent = (call) => onBackendToolCall({ ...call, stepId });
+  }
   return options;
 }
 

@@ -13,11 +13,14 @@ import { setOwn } from "../own_record.ts";
 import { flowStep } from "./router.ts";
 import { enterStep, type RunnerState } from "./run_state.ts";
 import type { HistoryEntry } from "./types.ts";
+import { isInStepMarker, rebuildStep, type ResumedStep } from "./tool_call_resume.ts";
 
 /** Writes one run's log lines and checkpoints to its store (nothing without a store). */
 export interface RunJournal {
   /** True when there is a store (callers skip building log lines otherwise). */
   readonly recording: boolean;
+  /** Lines the run log holds so far (the position of the next line). */
+  readonly lines: number;
   /** Appends a line to the run log. */
   log(state: RunnerState, fields: { type: string; [k: string]: unknown }): Promise<void>;
   /** Saves the state as the run's checkpoint with `status`. */
@@ -132,6 +135,9 @@ export function createRunJournal(
 ): RunJournal {
   return {
     recording: store !== undefined,
+    get lines() {
+      return logEntries;
+    },
     async log(state, fields) {
       if (!store) return;
       const line = logEntries++;
@@ -180,6 +186,11 @@ export interface RestoredRun {
    * back when the drive cannot even use its backend (see {@linkcode restoreUnchanged}).
    */
   before?: { state: RunnerState; status: RunStatus };
+  /**
+   * For a run killed in the middle of a step with tools (its checkpoint holds `inStep`): the
+   * recorded turns and tool calls the step continues from. Never for a redrive.
+   */
+  inStep?: ResumedStep;
 }
 
 /**
@@ -254,6 +265,14 @@ export async function restoreRun(
       `Run ${runId}: the checkpoint records ${state.historyLength} history entries but the log holds ${history.length}. The log was truncated; refusing to resume from a state that would lose history.`,
     );
   }
+  // The marker stays in the state until the step is entered again: a checkpoint saved before that
+  // (an answer recorded for a worker to continue) still says where the step left off.
+  const marker = state.inStep;
+  if (redrive) delete state.inStep;
+  const inStep = !redrive && isInStepMarker(marker) && marker.stepId === state.currentStepId &&
+      marker.iteration === state.iteration + 1
+    ? rebuildStep(log, marker)
+    : undefined;
   const logged = resolveLoggedHandoff(runId, state, checkpoint.state, log);
   // The run as it was, large handoff values put back, for a drive whose backend cannot start.
   const before = copyState(checkpoint.state as unknown as RunnerState, () => {});
@@ -264,6 +283,7 @@ export async function restoreRun(
     logEntries: log.length,
     logged,
     before: { state: before, status: checkpoint.status },
+    ...(inStep ? { inStep } : {}),
   };
 }
 

@@ -15,6 +15,39 @@ import type { OutputSchemaRef } from "../definition/schema.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 
+/** The answer schema of every permission request. */
+export const PERMISSION_ANSWER_SCHEMA: Readonly<Record<string, unknown>> = Object.freeze({
+  type: "object",
+  properties: {
+    decision: {
+      enum: ["allow", "deny"],
+      description: "allow: the call runs; deny: it is refused and the model is told",
+    },
+  },
+  required: ["decision"],
+  additionalProperties: false,
+});
+
+/** The `schemaRef` a permission request carries: the built-in answer schema, not a file. */
+export const PERMISSION_SCHEMA_REF: OutputSchemaRef = Object.freeze({
+  file: "(built in)",
+  schema: "#/permission-answer",
+});
+
+/** What a permission request asks about (in {@linkcode PendingInput.permission}). */
+export interface PermissionRequest {
+  /** The tool. */
+  tool: string;
+  /** The call's id within its model turn (the answer applies to this call only). */
+  callId: string;
+  /** Why it asks. */
+  reason: string;
+  /** The `allowedTools` rule that would allow it without asking. */
+  suggestion?: string;
+  /** The path or command it acts on, bounded. */
+  target?: string;
+}
+
 /** The request a waiting run waits on (in the run state while the run waits). */
 export interface PendingInput {
   /** Identifies this wait: an answer may name it, so an answer meant for an earlier wait is refused. */
@@ -37,6 +70,12 @@ export interface PendingInput {
    * the parent's agent step; an answer to the parent is recorded in the child and continues both.
    */
   child?: { runId: string; stepId: string; agentDir: string };
+  /**
+   * Set when a tool call waits for permission (`behavior.permissionAsks: "wait"`): the call. The
+   * answer's schema is then the built-in {@linkcode PERMISSION_ANSWER_SCHEMA}
+   * (`{ "decision": "allow" | "deny" }`), and `schemaRef` is {@linkcode PERMISSION_SCHEMA_REF}.
+   */
+  permission?: PermissionRequest;
 }
 
 /** An answer recorded for the current input step, routed by the step's next iteration. */
@@ -51,6 +90,8 @@ export interface RecordedAnswer {
   answeredBy: string;
   /** When the answer was recorded (ISO). */
   answeredAt: string;
+  /** For a permission request: the call it allows or refuses. */
+  permission?: { tool: string; callId: string };
 }
 
 /** How an answer is given to {@linkcode StepFlowRunner.answer}. */
@@ -74,6 +115,7 @@ export async function answerFormOf(
   definition: AgentDefinition,
   waiting: PendingInput,
 ): Promise<AnswerForm> {
+  if (waiting.permission) return answerForm(PERMISSION_ANSWER_SCHEMA);
   const dir = waiting.child?.agentDir ?? definition.dir;
   const resolved = await resolveOutputSchema(
     dir,

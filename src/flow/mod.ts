@@ -17,6 +17,12 @@ export type {
 } from "./types.ts";
 export { type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink } from "./run_state.ts";
+export type { InStepMarker } from "./tool_call_resume.ts";
 export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";
-export type { AnswerOptions, PendingInput, RecordedAnswer } from "./input_request.ts";
+export type {
+  AnswerOptions,
+  PendingInput,
+  PermissionRequest,
+  RecordedAnswer,
+} from "./input_request.ts";
 export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";

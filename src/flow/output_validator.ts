@@ -14,6 +14,7 @@ import {
 } from "../definition/output_schema.ts";
 import { compileErrorMessage, createSchemaCompiler } from "../definition/schema_compiler.ts";
 import { formatValidationErrors } from "../llm/json_schema.ts";
+import { PERMISSION_ANSWER_SCHEMA } from "./input_request.ts";
 
 /** A resolved, compiled output schema. */
 export interface CompiledOutputSchema {
@@ -86,6 +87,20 @@ export class OutputSchemaCache {
     this.#entries.set(key, { files: resolved.files, compiled });
     return compiled;
   }
+}
+
+let permissionSchema: CompiledOutputSchema | undefined;
+
+/** The compiled answer schema of a permission request (`{ "decision": "allow" | "deny" }`). */
+export function permissionAnswerSchema(): CompiledOutputSchema {
+  if (permissionSchema) return permissionSchema;
+  const schema = { ...PERMISSION_ANSWER_SCHEMA };
+  return permissionSchema = {
+    schema,
+    file: "the permission answer schema",
+    pointer: '{ "decision": "allow" | "deny" }',
+    validate: createSchemaCompiler()(schema),
+  };
 }
 
 /** True when `stamp.file` still has the mtime and size it had when read. */

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { InStepMarker } from "./tool_call_resume.ts";
 import { resolve } from "node:path";
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { BackendChoice } from "../llm/backend_choice.ts";
@@ -86,6 +87,12 @@ export interface RunnerState {
    * starts, so a resume continues that child instead of starting another.
    */
   child?: ChildRunLink;
+  /**
+   * Only in a checkpoint saved in the middle of a step with tools (the state the step started
+   * from, saved again so that a tool call's start is durable before it acts): where the step's
+   * lines begin, so a resume continues inside the step (`tool_call_resume.ts`).
+   */
+  inStep?: InStepMarker;
   /** Set once the run ended. */
   end?: {
     reason: CompletionReason;

@@ -48,6 +48,15 @@ import {
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
 import { toolCallLogFields } from "./tool_call_log.ts";
 import {
+  resumedLine,
+  type ResumedStep,
+  resumedSummary,
+  unfinishedCallError,
+} from "./tool_call_resume.ts";
+import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
+import { answeredPermission, permissionPending, PermissionWait } from "./permission_wait.ts";
+import type { PermissionAsk } from "../engine/tool_loop.ts";
+import {
   completionOutcome,
   failureOutcome,
   maxIterationsError,
@@ -61,7 +70,7 @@ import {
   type RecordedAnswer,
   waitExpired,
 } from "./input_request.ts";
-import { OutputSchemaCache } from "./output_validator.ts";
+import { OutputSchemaCache, permissionAnswerSchema } from "./output_validator.ts";
 import { flowStep } from "./router.ts";
 import {
   createRunnerControl,
@@ -130,6 +139,10 @@ export class StepFlowRunner {
   #continuing = false;
   /** The runner of the agent step's child run being driven, if any (pause and resume reach it). */
   #childRunner?: StepFlowRunner;
+  /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
+  #resumedStep?: ResumedStep;
+  /** The current iteration's durable tool calls (a recorded step with tools). */
+  #inStep?: StepCallJournal;
 
   /**
    * Creates a runner for one agent definition.
@@ -309,6 +322,15 @@ export class StepFlowRunner {
           logEntries: options.parent && store ? (await store.readLog(runId)).length : 0,
         };
       answer = await this.#takeAnswer(restored.state, options.answer);
+      const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
+      if (unfinished.length > 0 && !options.rerunUnfinishedCall) {
+        throw unfinishedCallError(
+          runId,
+          this.#def.name,
+          restored.inStep!.marker.stepId,
+          unfinished,
+        );
+      }
     } catch (error) {
       await lock?.release();
       if (
@@ -320,6 +342,7 @@ export class StepFlowRunner {
     }
     const { state, history } = restored;
     this.#continuing = restored.before !== undefined;
+    this.#resumedStep = restored.inStep;
     if (options.backendChoice) state.backendChoice = options.backendChoice;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
@@ -348,6 +371,7 @@ export class StepFlowRunner {
         stepId: state.currentStepId,
         args: state.args,
         historyLength: state.historyLength,
+        ...(restored.inStep ? { inStep: resumedSummary(restored.inStep) } : {}),
       });
       if (answer) {
         // The answer and the move out of `waiting` are one checkpoint: both or neither.
@@ -455,20 +479,44 @@ export class StepFlowRunner {
       }
 
       // 2. The iteration starts: counted and announced.
+      // The step is entered again: what the marker said is in #resumedStep now.
+      delete state.inStep;
+      const agentTools = def.agent.behavior.allowedTools;
+      this.#inStep = StepCallJournal.enter(
+        this.#journal,
+        state,
+        step,
+        agentTools,
+        this.#resumedStep,
+      );
+      this.#resumedStep = undefined;
       state.iteration++;
       state.order++;
       const info = stepInfo(state, step);
       const startedAt = new Date();
       await this.#events.emit("onStepStart", info);
+      if (this.#inStep?.resumed) {
+        await this.#events.emit("onStepLog", info, resumedLine(this.#inStep.resumed), "info");
+      }
 
       // 3. The handler of the step's kind runs the step (src/flow/step_handlers.ts).
       const deps = new IterationDependencies(resources, state, step, info);
       let result: StepResult;
+      const inStep = this.#inStep;
       try {
         // flowStep never returns a `section` step (a template), so every kind here has a handler.
         result = await STEP_HANDLERS[step.kind as RunnableStepKind](step, state, deps);
       } catch (error) {
         result = { error };
+      } finally {
+        this.#inStep = undefined;
+      }
+      // (A handler may return a call's error as its result: a check call's, for one.)
+      // A store that failed to record a tool call stops the run, as a failed checkpoint does.
+      if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof PermissionWait && inStep) {
+        await this.#waitForPermission(state, inStep, info, result.error);
+        break;
       }
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
@@ -612,9 +660,13 @@ export class StepFlowRunner {
     calls: RecordedCall[],
   ): Promise<LlmResponse> {
     // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
-    if (!this.#journal.recording) return this.#sendCall(backend, request, state, step, undefined);
+    if (!this.#journal.recording) {
+      return this.#sendCall(backend, request, state, step, undefined, calls.length);
+    }
     // The model's turns of a step with tools, so a recording asks for the same tool calls.
     const turns: ToolTurnResponse[] = [];
+    // Its place among the iteration's calls names a tool-loop call's lines in the run log.
+    const callIndex = calls.length;
     const keep = (outcome: { response: LlmResponse } | { error: string }) => {
       const model = (this.#options.backend ?? backend) as { model?: unknown };
       const name = typeof model.model === "string" ? model.model : undefined;
@@ -622,7 +674,7 @@ export class StepFlowRunner {
     };
     let response: LlmResponse;
     try {
-      response = await this.#sendCall(backend, request, state, step, turns);
+      response = await this.#sendCall(backend, request, state, step, turns, callIndex);
     } catch (error) {
       // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
       if (
@@ -644,15 +696,19 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
+    callIndex: number,
   ): Promise<LlmResponse> {
     // The tool loop's hooks exist only for a step that offers tools.
-    const tools = request.allowedTools?.length ? this.#toolHooks(turns) : undefined;
+    const tools = request.allowedTools?.length
+      ? this.#toolHooks(state, step, turns, callIndex)
+      : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
       // Calls of the tool loop and of a backend that runs its own tools (claude-code) alike.
-      onToolCallEvent: ({ stepId: _stepId, ...call }) => this.#reportToolCall(state, step, call),
+      onBackendToolCall: ({ stepId: _stepId, ...call }) =>
+        this.#reportToolCall(state, step, call, false),
       ...tools,
       // Streamed text costs an event per piece: only when someone listens.
       ...(this.#events.has("onStepText")
@@ -680,13 +736,44 @@ export class StepFlowRunner {
   }
 
   /**
-   * The tool loop's hooks of a step with tools: the run's MCP servers, and each model turn kept for
-   * a recording.
+   * The tool loop's hooks of a step with tools: a line under the step per call, the run's MCP
+   * servers, each model turn kept for a recording — and, when the run is recorded, each turn and
+   * call made durable (`step_call_journal.ts`).
    */
-  #toolHooks(turns: ToolTurnResponse[] | undefined): Pick<CallContext, "onTurn" | "mcpServers"> {
+  #toolHooks(
+    state: RunnerState,
+    step: FlowStep,
+    turns: ToolTurnResponse[] | undefined,
+    callIndex: number,
+  ): Pick<
+    CallContext,
+    "onToolCallEvent" | "onTurn" | "mcpServers" | "resume" | "onPermissionRequest"
+  > {
+    const recorder = this.#inStep?.recorder(callIndex);
+    const asks = this.#options.permissionAsks ?? this.#def.agent.behavior.permissionAsks;
+    // A wait needs the step recorded (its answer resumes the run inside the step).
+    const waits = asks === "wait" && this.#inStep !== undefined;
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
-      ...(turns ? { onTurn: (turn: ToolTurnResponse) => void turns.push(turn) } : {}),
+      ...(waits || state.answer?.permission
+        ? {
+          onPermissionRequest: (ask: PermissionAsk) => {
+            const answered = answeredPermission(state, ask);
+            if (answered !== undefined) return answered;
+            if (waits) throw new PermissionWait(ask);
+            return false;
+          },
+        }
+        : {}),
+      ...(recorder?.resume ? { resume: recorder.resume } : {}),
+      onToolCallEvent: async ({ stepId: _stepId, idempotent, ...call }) => {
+        await recorder?.moment(call, idempotent);
+        await this.#reportToolCall(state, step, call, recorder !== undefined);
+      },
+      onTurn: async (response: ToolTurnResponse, replayed: boolean) => {
+        turns?.push(response);
+        await recorder?.turn(response, replayed);
+      },
     };
   }
 
@@ -694,9 +781,17 @@ export class StepFlowRunner {
    * The one path of a tool call's moments, whoever ran it (the tool loop, or a backend that runs
    * its own tools): an `onToolCall` event each, and a `tool_call` line in the run log once it ended.
    */
-  async #reportToolCall(state: RunnerState, step: FlowStep, call: ToolCallEvent): Promise<void> {
+  async #reportToolCall(
+    state: RunnerState,
+    step: FlowStep,
+    call: ToolCallEvent,
+    recorded: boolean,
+  ): Promise<void> {
     await this.#events.emit("onToolCall", stepInfo(state, step), call);
-    if (call.phase === "finished") void this.#journal.log(state, toolCallLogFields(step.id, call));
+    // A recorded tool-loop call has its lines written by the step's call journal already.
+    if (call.phase === "finished" && !recorded) {
+      void this.#journal.log(state, toolCallLogFields(step.id, call));
+    }
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */
@@ -842,6 +937,37 @@ export class StepFlowRunner {
   }
 
   /**
+   * Records that the run waits for permission for a tool call (`permissionAsks: "wait"`): the
+   * request in the run state, an `input_request` log line, and the state put back as the step
+   * found it with the step's marker, so the `waiting` checkpoint run() saves is one the answer
+   * resumes inside the step from (the call then runs or is refused).
+   */
+  async #waitForPermission(
+    state: RunnerState,
+    inStep: StepCallJournal,
+    info: StepInfo,
+    wait: PermissionWait,
+  ): Promise<void> {
+    const pending = permissionPending(wait.ask, new Date());
+    await this.#journal.log(state, {
+      type: "input_request",
+      stepId: pending.stepId,
+      requestId: pending.requestId,
+      prompt: excerpt(pending.prompt, PROMPT_EXCERPT_CHARS),
+      schema: pending.schemaRef,
+      permission: pending.permission,
+    });
+    inStep.suspend(state);
+    state.waiting = pending;
+    await this.#events.emit(
+      "onStepLog",
+      info,
+      `waiting for permission to run ${pending.permission!.tool} (run ${state.runId})`,
+      "info",
+    );
+  }
+
+  /**
    * What a drive of a restored run does about its wait: with an answer, the answer to record
    * (checked against the step's schema; nothing is recorded when it is refused); without one, a
    * waiting run continues only when its `waitTimeout` passed (the step then takes the timeout's
@@ -860,9 +986,13 @@ export class StepFlowRunner {
     if (given === undefined) {
       // A child's wait: resuming drives the child again (answered directly, it may have moved on).
       if (!pending || expired || pending.child) return undefined;
+      const what = pending.permission
+        ? `for permission to run ${pending.permission.tool} in step "${pending.stepId}"`
+        : `for an answer at input step "${pending.stepId}"`;
+      const value = pending.permission ? `'{"decision":"allow"}' (or "deny")` : "'<json>'";
       throw new StepflowError(
         "INPUT_WAITING",
-        `Run ${runId} waits for an answer at input step "${pending.stepId}"; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value '<json>'.`,
+        `Run ${runId} waits ${what}; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value ${value}.`,
         { details: { runId, stepId: pending.stepId, requestId: pending.requestId } },
       );
     }
@@ -894,10 +1024,12 @@ export class StepFlowRunner {
         { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
       );
     }
-    const schema = await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
-      pending.schemaRef,
-      pending.child?.stepId ?? pending.stepId,
-    );
+    const schema = pending.permission
+      ? permissionAnswerSchema()
+      : await new OutputSchemaCache(pending.child?.agentDir ?? this.#def.dir).resolve(
+        pending.schemaRef,
+        pending.child?.stepId ?? pending.stepId,
+      );
     // An answer is untrusted input like a model's: bounded the same way before anything reads it.
     const problems = exceedsDepth(given.value, MAX_OUTPUT_DEPTH)
       ? [`(root): must not be nested deeper than ${MAX_OUTPUT_DEPTH} levels`]
@@ -917,6 +1049,9 @@ export class StepFlowRunner {
       value: given.value,
       answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
       answeredAt: new Date().toISOString(),
+      ...(pending.permission
+        ? { permission: { tool: pending.permission.tool, callId: pending.permission.callId } }
+        : {}),
     };
   }
 

@@ -24,6 +24,7 @@ export type StepToolOptions =
     | "onToolCall"
     | "onToolCallEvent"
     | "onTurn"
+    | "resume"
     | "maxToolTurns"
     | "maxBadCalls"
     | "maxToolResultChars"

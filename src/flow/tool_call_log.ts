@@ -6,6 +6,7 @@
  * @module
  */
 import type { ToolCallEvent } from "../events/types.ts";
+import { toolCallTarget } from "../events/tool_call_line.ts";
 
 /** Characters of the arguments and of the result kept in a run-log line. */
 export const TOOL_LOG_EXCERPT_CHARS = 2_000;
@@ -40,6 +41,39 @@ export function toolCallLogFields(
   if (call.decidedBy) fields.decidedBy = call.decidedBy;
   if (call.args) fields.args = clip(JSON.stringify(call.args));
   return fields;
+}
+
+/**
+ * The `tool_call_start` line of a call that was allowed, written before it runs: where it is in
+ * the step (`call`, `turn`), the tool, an excerpt of its arguments, who allowed it and whether its
+ * tool is idempotent (a resume runs an unfinished call again only then).
+ */
+export function toolCallStartFields(
+  stepId: string,
+  where: { call: number; turn: number },
+  call: ToolCallEvent,
+  idempotent: boolean | undefined,
+): { type: string; [k: string]: unknown } {
+  const target = toolCallTarget(call);
+  return {
+    type: "tool_call_start",
+    stepId,
+    ...where,
+    callId: call.callId,
+    tool: call.tool,
+    ...(call.args ? { args: clip(JSON.stringify(call.args)) } : {}),
+    ...(target ? { target } : {}),
+    ...(call.decidedBy ? { decidedBy: call.decidedBy } : {}),
+    idempotent: idempotent === true,
+  };
+}
+
+/**
+ * The whole result of a call, as `content`, when the `tool_call` line's excerpt cut it: what a
+ * resumed step sends the model again. Results are bounded before (`AGENT_TOOL_LIMITS.readChars`).
+ */
+export function replayContent(result: string | undefined): { content?: string } {
+  return result !== undefined && result.length > TOOL_LOG_EXCERPT_CHARS ? { content: result } : {};
 }
 
 function clip(text: string): string {

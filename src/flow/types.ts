@@ -132,6 +132,13 @@ export interface StepFlowRunnerOptions {
   /** Let command steps and validators run the commands agent.json `commands` lists (`--allow-run`). */
   allowRun?: boolean;
   /**
+   * A tool call that asks for permission when nobody can be asked: `"refuse"` (the model is told
+   * why) or `"wait"` (the run records the request and waits for `{ "decision": "allow" | "deny" }`,
+   * as at an input step; needs a store). Default: agent.json `behavior.permissionAsks`, else
+   * `"refuse"`. CLI: `--permission-asks`.
+   */
+  permissionAsks?: "refuse" | "wait";
+  /**
    * Skip step validators (each skip warns): for scripted dry runs where the commands cannot pass.
    * Command steps still run.
    */
@@ -208,6 +215,13 @@ export interface RunOptions {
    * ({@linkcode StepFlowRunner.answer} is the short form).
    */
   answer?: AnswerOptions & { value: unknown };
+  /**
+   * With `resume`: run again a tool call the run was killed in the middle of although its tool is
+   * not idempotent (its effect may happen twice). Without it such a resume stops with
+   * `TOOL_CALL_UNFINISHED` before anything runs (docs/durable-runs.md, "Inside a step with tools").
+   * CLI: `--rerun-unfinished-call`.
+   */
+  rerunUnfinishedCall?: boolean;
   /**
    * Set by an agent step for its child run: the parent it belongs to (kept in the child's state,
    * checkpoint and summary). Callers leave it out.

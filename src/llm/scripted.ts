@@ -84,6 +84,11 @@ const ENTRY_KEYS = new Set([
  *   parent agent and the child its agent step runs may have steps of the same id);
  * - a function answers every call.
  *
+ * In a step with tools, the answer to a turn is the one at the conversation's turn count: a
+ * conversation that arrives with earlier turns already in it (a run resumed inside a step, its
+ * turns replayed from the run log) skips the answers those turns used, as a model would go on
+ * from the conversation it is sent.
+ *
  * Every request is recorded in {@linkcode ScriptedBackend.calls}. Running out of answers is an error
  * that names the call, never a silent default. An answer's text is also given to the call's
  * `onText` a word at a time, as a streaming backend would.
@@ -161,6 +166,7 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     opts.signal?.throwIfAborted();
     const asRequest = turnAsRequest(req);
     this.calls.push(asRequest);
+    if (!this.#responder) this.#skipAnswered(asRequest, req);
     const entry = this.#responder ? await this.#responder(asRequest) : this.#next(asRequest);
     const calls = isObject(entry) ? (entry as ScriptedEntryObject).toolCalls : undefined;
     if (calls && calls.length > 0) {
@@ -200,6 +206,31 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     return n;
   }
 
+  /**
+   * Skips the answers of the turns a conversation holds that this backend did not give (a resumed
+   * conversation): the entry used is the conversation's first one plus its model turns so far.
+   */
+  #skipAnswered(asRequest: LlmRequest, req: ToolTurnRequest): void {
+    const answered = req.messages.filter((m) => m.role === "assistant").length;
+    const key = this.#list ? "" : this.#key(asRequest);
+    const given = answered === 0 ? 0 : this.#turnsGiven.get(key) ?? 0;
+    const skip = Math.max(0, answered - given);
+    if (this.#list) this.#listIndex += skip;
+    else this.#stepIndex.set(key, (this.#stepIndex.get(key) ?? 0) + skip);
+    this.#turnsGiven.set(key, answered + 1);
+  }
+
+  /** Per script key: the model turns the current tool conversation holds after this backend's answer. */
+  readonly #turnsGiven = new Map<string, number>();
+
+  /** The script key of a request (map form). */
+  #key(req: LlmRequest): string {
+    // `<agent>/<stepId>` first: a parent and its child agent (agent steps) may share step ids.
+    const base = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    const scoped = req.agent ? `${req.agent}/${base}` : undefined;
+    return scoped !== undefined && this.#byStep!.has(scoped) ? scoped : base;
+  }
+
   #next(req: LlmRequest): ScriptedEntry {
     if (this.#list) {
       const entry = this.#list[this.#listIndex];
@@ -213,10 +244,7 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
       this.#listIndex++;
       return entry;
     }
-    // `<agent>/<stepId>` first: a parent and its child agent (agent steps) may share step ids.
-    const base = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
-    const scoped = req.agent ? `${req.agent}/${base}` : undefined;
-    const key = scoped !== undefined && this.#byStep!.has(scoped) ? scoped : base;
+    const key = this.#key(req);
     const list = this.#byStep!.get(key);
     const index = this.#stepIndex.get(key) ?? 0;
     if (!list || index >= list.length) {

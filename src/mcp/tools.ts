@@ -39,7 +39,8 @@ export function toRegistryTool(
       inputSchema: jsonSchemaArgs(jsonSchema, compiler),
       jsonSchema,
       readOnly: info.readOnly,
-      idempotent: info.readOnly,
+      // A tool that changes nothing can run twice; so can one the server says is idempotent.
+      idempotent: info.readOnly || info.idempotent,
       // Tool plans and QPlan scripts ask before a tool that may destroy something (see
       // mcpNeedsApproval); agent steps decide by their permission rules instead.
       ...(mcpNeedsApproval(info)

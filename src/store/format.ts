@@ -395,9 +395,22 @@ export function formatRunHistory(
     (isOpenStatus(status) || status === "interrupted") && lastStart &&
     typeof lastStart.iteration === "number" && lastStart.iteration > lastKept
   ) {
+    // A step with tools whose calls were recorded (the checkpoint's `inStep`) continues inside.
+    const inStep = state.inStep as { stepId?: unknown; iteration?: unknown } | undefined;
+    const inside = inStep?.stepId === lastStart.stepId && inStep?.iteration === lastStart.iteration;
+    const finished = inside
+      ? log.filter((l) =>
+        l.type === "tool_call" && l.stepId === lastStart.stepId &&
+        l.iteration === lastStart.iteration
+      ).length
+      : 0;
     lines.push(
       c.status(
-        `Iteration ${lastStart.iteration} (step "${lastStart.stepId}") was in flight when the run stopped; resume runs it again from its start.`,
+        `Iteration ${lastStart.iteration} (step "${lastStart.stepId}") was in flight when the run stopped; ${
+          inside
+            ? `resume continues inside it (${finished} recorded tool call(s) replayed, not run again).`
+            : "resume runs it again from its start."
+        }`,
         "warn",
       ),
     );

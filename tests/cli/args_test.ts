@@ -53,6 +53,7 @@ Deno.test("parseCommandLine: CLI flags", () => {
     allowFallback: true,
     allowRun: false,
     skipValidators: false,
+    rerunUnfinishedCall: false,
     json: true,
     verbose: true,
     help: false,

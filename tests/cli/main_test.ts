@@ -213,5 +213,9 @@ Deno.test("main: exit 2 when the backend cannot be used at all", async () => {
     const modes = await runMain(["--list", "--init", "x"], { cwd: dir });
     assert.equal(modes.code, EXIT.usage);
     assert.match(modes.stderr, /--list and --init cannot be combined/);
+    // Re-running an unfinished tool call is a way to resume, nothing else.
+    const rerun = await runMain(["--agent", "tiny", "--rerun-unfinished-call"], { cwd: dir });
+    assert.equal(rerun.code, EXIT.usage);
+    assert.match(rerun.stderr, /--rerun-unfinished-call goes with --resume RUN_ID/);
   });
 });

@@ -393,3 +393,79 @@ Deno.test("tool loop: every call reports requested, decided, finished in order, 
     "Nope:record",
   ]);
 });
+
+Deno.test("resume: recorded turns are not asked again, finished calls not run again, a started call re-runs under its recorded decision", async () => {
+  const root = await project();
+  try {
+    // The scripted model answers by turn count: its first two answers are the recorded turns'.
+    const asked: PermissionAsk[] = [];
+    const script = ["(recorded turn 1)", "(recorded turn 2)", "Done."];
+    const { backend, loop, records } = setup(script, ["Read", "Bash"], "default", {
+      onPermissionRequest: (ask) => {
+        asked.push(ask);
+        return false;
+      },
+      resume: {
+        turns: [
+          { text: "", toolCalls: [{ id: "a", name: "Read", arguments: { file_path: "app.ts" } }] },
+          {
+            text: "Appending.",
+            toolCalls: [
+              { id: "a", name: "Bash", arguments: { command: "echo one >> out.txt" } },
+              { id: "b", name: "Bash", arguments: { command: "echo two >> out.txt" } },
+            ],
+          },
+        ],
+        // Turn 1's Read and turn 2's first Bash finished; turn 2's second Bash had started.
+        finished: new Map([
+          ["1:a", { result: "recorded read", isError: false }],
+          ["2:a", { result: "recorded bash", isError: false }],
+        ]),
+        started: new Map([["2:a", "approved when asked"], ["2:b", "approved when asked"]]),
+      },
+    });
+    const answer = await completeWithTools(request(root), loop);
+    assert.equal(answer.text, "Done.");
+    // Only the one call without a result ran: nobody was asked again (it was approved before).
+    assert.equal(await Deno.readTextFile(join(root, "out.txt")), "two\n");
+    assert.deepEqual(asked, []);
+    assert.deepEqual(records.map((r) => [r.id, r.tool, r.decidedBy]), [
+      ["b", "Bash", "approved when asked"],
+    ]);
+    // The model was asked once, with the whole conversation: the recorded results as they were.
+    assert.equal(backend.toolTurns.length, 1);
+    const messages = backend.toolTurns[0].messages;
+    assert.equal(messages.filter((m) => m.role === "assistant").length, 2);
+    const results = messages.flatMap((m) => m.role === "tool" ? m.results : []);
+    assert.deepEqual(results.map((r) => r.content), ["recorded read", "recorded bash", ""]);
+    assert.equal(backend.remaining(), 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("resume: a recorded final turn ends the call without asking the model", async () => {
+  const root = await project();
+  try {
+    const { backend, loop } = setup([], ["Read"], "default", {
+      resume: {
+        turns: [{
+          text: '{"done":true}',
+          toolCalls: [],
+          usage: { inputTokens: 5, outputTokens: 2 },
+        }],
+        finished: new Map(),
+        started: new Map(),
+      },
+    });
+    const answer = await completeWithTools(
+      request(root, { outputSchema: { type: "object" } }),
+      loop,
+    );
+    assert.deepEqual(answer.structuredOutput, { done: true });
+    assert.deepEqual(answer.usage, { inputTokens: 5, outputTokens: 2 });
+    assert.equal(backend.toolTurns.length, 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

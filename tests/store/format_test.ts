@@ -190,6 +190,15 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
     /\nInterrupted: continue it with deno task run-agent --agent pipeline --resume r1\n/,
   );
   assert.match(interrupted, /was in flight when the run stopped/);
+  // Killed inside a step with tools whose calls were recorded: the resume continues inside it.
+  const inside = formatRunHistory(
+    { ...checkpoint, state: { ...checkpoint.state, inStep: { stepId: "work.c", iteration: 3 } } },
+    [...log, line("tool_call", { iteration: 3, stepId: "work.c", tool: "Bash" })],
+  );
+  assert.match(
+    inside,
+    /Iteration 3 \(step "work.c"\) was in flight when the run stopped; resume continues inside it \(1 recorded tool call\(s\) replayed, not run again\)\./,
+  );
   // Driven now: no advice to resume it (that would be refused while its process lives).
   const live = formatRunHistory(checkpoint, log, { live: true, command: "x" });
   assert.match(

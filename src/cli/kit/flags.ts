@@ -232,6 +232,25 @@ export function cleanParseMessage(error: unknown): string {
  * console.log(parseWholeNumber("8420"), parseWholeNumber("0x50"), parseWholeNumber("")); // 8420 undefined undefined
  * ```
  */
+/**
+ * The `parse` of a flag that takes one of `choices`: the value, or a usage error naming them.
+ *
+ * @example
+ * ```ts
+ * import { choiceFlag } from "./flags.ts";
+ * choiceFlag("--mode", ["fast", "safe"] as const)("safe"); // "safe"
+ * ```
+ */
+export function choiceFlag<T extends string>(
+  flag: string,
+  choices: readonly T[],
+): (raw: string) => T {
+  return (raw) => {
+    if ((choices as readonly string[]).includes(raw)) return raw as T;
+    throw new UsageError(`${flag} expects ${choices.join(" or ")}, got "${raw}".`);
+  };
+}
+
 export function parseWholeNumber(raw: string): number | undefined {
   if (!/^\d{1,15}$/.test(raw)) return undefined;
   return Number(raw);

@@ -1,0 +1,88 @@
+/**
+ * Permission asks that wait: with `behavior.permissionAsks: "wait"` (or the runner's
+ * `permissionAsks` option), a tool call that asks for permission when nobody can be asked does not
+ * refuse — the run records the request and waits, exactly as at an input step (status `waiting`,
+ * answered with `--answer RUN_ID --value '{"decision":"allow"}'`, the dashboard's form,
+ * `StepFlowRunner.answer`, workers). The answer's shape is fixed (`{ "decision": "allow" | "deny" }`);
+ * the answer resumes the run inside the step (its turns and finished calls replayed from the run
+ * log) and the call runs or is refused, its record naming who answered.
+ *
+ * @module
+ */
+import type { PermissionAnswer, PermissionAsk } from "../engine/tool_loop.ts";
+import {
+  type PendingInput,
+  PERMISSION_SCHEMA_REF,
+  type PermissionRequest,
+  type RecordedAnswer,
+} from "./input_request.ts";
+
+/** Thrown by the runner's permission hook to stop the step and make the run wait. */
+export class PermissionWait extends Error {
+  /** The ask that waits. */
+  readonly ask: PermissionAsk;
+  /** @param ask the ask that waits */
+  constructor(ask: PermissionAsk) {
+    super(`the tool call ${ask.tool} waits for permission`);
+    this.ask = ask;
+  }
+}
+
+/** The request a run waits on for `ask` (its prompt says what runs and how to answer). */
+export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
+  const target = targetOf(ask.args);
+  const permission: PermissionRequest = {
+    tool: ask.tool,
+    callId: ask.callId ?? "",
+    reason: ask.reason,
+    ...(ask.suggestion ? { suggestion: ask.suggestion } : {}),
+    ...(target ? { target } : {}),
+  };
+  const rule = ask.suggestion
+    ? ` (to allow it without asking next time, add "${ask.suggestion}" to allowedTools)`
+    : "";
+  return {
+    requestId: crypto.randomUUID(),
+    stepId: ask.stepId,
+    prompt: `Step "${ask.stepId}" asks to run ${ask.tool}${
+      target ? ` ${target}` : ""
+    }: ${ask.reason} Allow it? Answer {"decision":"allow"} or {"decision":"deny"}${rule}.`,
+    schemaRef: PERMISSION_SCHEMA_REF,
+    requestedAt: now.toISOString(),
+    permission,
+  };
+}
+
+/**
+ * The permission hook of a step: a recorded answer to this very call (same step, tool and call
+ * id) decides it, once; otherwise, when asks wait, the step stops and the run waits
+ * ({@linkcode PermissionWait}); otherwise `undefined` (the call is refused as nobody can be asked).
+ */
+export function answeredPermission(
+  state: { answer?: RecordedAnswer },
+  ask: PermissionAsk,
+): PermissionAnswer | undefined {
+  const answer = state.answer;
+  const asked = answer?.permission;
+  if (
+    !answer || !asked || answer.stepId !== ask.stepId || asked.tool !== ask.tool ||
+    asked.callId !== (ask.callId ?? "")
+  ) {
+    return undefined;
+  }
+  delete state.answer;
+  const decision = (answer.value as { decision?: unknown }).decision;
+  return { allow: decision === "allow", by: answer.answeredBy };
+}
+
+/** The argument that says what a call acts on (a path, a command), on one line, bounded. */
+function targetOf(args: Record<string, unknown>): string {
+  for (const key of ["command", "file_path", "pattern", "path", "url"]) {
+    const value = args[key];
+    if (typeof value === "string" && value) {
+      const flat = value.replace(/\s+/g, " ");
+      return flat.length > 120 ? `${flat.slice(0, 120)}…` : flat;
+    }
+  }
+  return "";
+}
