@@ -80,6 +80,21 @@ svg.graph marker path { fill:#6b7886; }
 .timeline .line { display:flex; flex-wrap:wrap; gap:6px 16px; align-items:baseline; }
 .timeline .line b { min-width:3em; }
 .timeline .k { color:var(--muted); font-size:12px; }
+.calls { margin:4px 0; }
+ol.calls-list { margin:2px 0; padding-left:2.8em; font-size:13px; }
+li.call details { margin:1px 0; }
+li.call summary { color:var(--fg); overflow-wrap:anywhere; }
+li.call .mark { display:inline-block; width:1.2em; text-align:center; font-weight:700; }
+li.call.ok .mark { color:var(--ok); }
+li.call.error .mark, li.call.invalid .mark, li.call.error .state, li.call.invalid .state {
+  color:var(--bad); }
+li.call.denied { background:#fde2e1; border-radius:4px; }
+li.call.denied .mark, li.call.denied .state { color:var(--bad); font-weight:600; }
+li.call.running .mark, li.call.asking .mark, li.call.running .state, li.call.asking .state {
+  color:var(--run); font-weight:600; }
+li.call.unfinished .mark, li.call.unfinished .state { color:var(--warn); }
+li.call code.args, li.call .result { color:var(--muted); }
+.call-meta { margin:4px 0; padding:8px; }
 details { margin:4px 0; } summary { cursor:pointer; color:var(--accent); font-size:13px; }
 pre { white-space:pre-wrap; word-break:break-word; background:#f3f5f8; border:1px solid var(--line);
   border-radius:4px; padding:8px; margin:4px 0; max-height:420px; overflow:auto;
@@ -225,9 +240,31 @@ export const APP_JS = `"use strict";
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);
+  // A row swapped in keeps the sections the reader opened (and what they loaded).
+  function keepOpen(el, markup) {
+    var box = document.createElement("div");
+    box.innerHTML = markup;
+    var fresh = box.firstElementChild;
+    var opened = el.querySelectorAll("details[open][data-src]");
+    for (var i = 0; fresh && i < opened.length; i++) {
+      var src = opened[i].getAttribute("data-src");
+      var twins = fresh.querySelectorAll("details[data-src]");
+      for (var j = 0; j < twins.length; j++) {
+        if (twins[j].getAttribute("data-src") !== src) continue;
+        // A section whose content changed since (a call that finished) loads again.
+        var same = opened[i].getAttribute("data-version") === twins[j].getAttribute("data-version");
+        if (same && opened[i].getAttribute("data-loaded") === "true") {
+          twins[j].setAttribute("data-loaded", "true");
+          twins[j].querySelector(".body").innerHTML = opened[i].querySelector(".body").innerHTML;
+        }
+        twins[j].open = true;
+      }
+    }
+    if (fresh) el.replaceWith(fresh); else el.outerHTML = markup;
+  }
   function swap(id, markup, parentId) {
     var el = document.getElementById(id);
-    if (el) { el.outerHTML = markup; return; }
+    if (el) { keepOpen(el, markup); return; }
     var parent = document.getElementById(parentId);
     if (parent) parent.insertAdjacentHTML("beforeend", markup);
   }

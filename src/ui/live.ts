@@ -10,7 +10,7 @@ import { errorMessage } from "../errors.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
-import { finalOutput, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
+import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
@@ -76,13 +76,17 @@ export async function liveEvents(
   const log = await store.readLog(runId);
   foldLog(timeline, log.slice(0, from));
   view.timeline = timeline;
+  const followed = isFollowed(view);
   return eventStream(": following the run log", closing, async (events) => {
     const push = (entries: typeof log) => {
       if (entries.length === 0) return;
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
-        [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
+        [...touched].map((i) => ({
+          index: i,
+          html: timelineRow(runId, timeline.rows[i], { live: followed && !timeline.runEnd }).text,
+        })),
       );
       events.send("graph", runGraph(view).text);
       events.send("header", runMeta(view).text);

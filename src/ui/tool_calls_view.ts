@@ -1,0 +1,242 @@
+/**
+ * The tool calls of a timeline row on the page: one line per call — tool, an excerpt of its
+ * arguments, how it ended (duration, refused, error, running), the permission decision and who
+ * made it, an excerpt of its result — each opening on demand to the arguments and result as the
+ * log recorded them. Bounded: a row shows its first and last {@linkcode CALLS_SHOWN_AT_EACH_END}
+ * calls and "… N more calls" between them (opened on demand, at most
+ * {@linkcode HIDDEN_CALLS_SHOWN}), so a step with thousands of calls does not make a huge page.
+ * Everything shown is escaped (model-controlled text).
+ *
+ * @module
+ */
+import { formatDuration, formatTime, json, rowPartHref as partHref } from "./display_format.ts";
+import { type Html, html as h } from "./html.ts";
+import type { IterationRow } from "./timeline.ts";
+import type { ToolCallView } from "./tool_calls.ts";
+
+/** Calls shown at the start and at the end of a row; the ones between are behind a link. */
+export const CALLS_SHOWN_AT_EACH_END = 10;
+
+/** Calls the "… N more calls" section shows when opened; the rest are counted. */
+export const HIDDEN_CALLS_SHOWN = 500;
+
+/** Characters of the arguments and of the result shown on a call's line. */
+export const CALL_LINE_EXCERPT = 120;
+
+/** Characters of the arguments or result shown when a call is opened. */
+export const CALL_TEXT_LIMIT = 20_000;
+
+/** The row part that lists the calls between the first and last ones shown. */
+export const HIDDEN_CALLS_PART = "calls";
+
+/** How a call is shown now. */
+export type CallState = "ok" | "error" | "denied" | "invalid" | "asking" | "running" | "unfinished";
+
+/**
+ * The state of a call: finished (ok, error, denied, invalid), or not finished yet — running (or
+ * waiting for its permission decision) while the run is `live`, else it did not finish.
+ */
+export function callState(call: ToolCallView, live: boolean): CallState {
+  if (call.decision === "deny") return "denied";
+  if (call.decision === "invalid") return "invalid";
+  if (!call.finished) {
+    if (!live || call.stopped) return "unfinished";
+    return call.decision === undefined ? "asking" : "running";
+  }
+  return call.isError ? "error" : "ok";
+}
+
+/**
+ * The tool calls block of an iteration row (nothing for a row without calls). `live`: the run is
+ * followed live, so an unfinished call is running, not abandoned.
+ */
+export function toolCallsBlock(runId: string, row: IterationRow, live: boolean): Html | string {
+  const calls = row.calls?.list;
+  if (!calls || calls.length === 0) return "";
+  const total = calls.length;
+  const cut = total > 2 * CALLS_SHOWN_AT_EACH_END;
+  const head = cut ? CALLS_SHOWN_AT_EACH_END : total;
+  const tailFrom = cut ? total - CALLS_SHOWN_AT_EACH_END : total;
+  const items = (from: number, to: number) => {
+    const out: Html[] = [];
+    for (let i = from; i < to; i++) out.push(callItem(runId, row.index, i, calls[i], live));
+    return out;
+  };
+  return h`<div class="calls" data-calls="${total}"><div class="k">${callsSummary(calls, live)}${
+    row.calls!.turns ? ` · in ${row.calls!.turns} model turns` : ""
+  }</div><ol class="calls-list">${items(0, head)}</ol>${
+    cut
+      ? h`<details class="calls-more" data-src="${
+        partHref(runId, row.index, HIDDEN_CALLS_PART)
+      }" data-version="${total}-${row.calls!.open.size}"><summary>… ${
+        tailFrom - head
+      } more calls (${
+        head + 1
+      }–${tailFrom})</summary><div class="body"></div></details><ol class="calls-list" start="${
+        tailFrom + 1
+      }">${items(tailFrom, total)}</ol>`
+      : ""
+  }</div>`;
+}
+
+/**
+ * The calls a row hides between its first and last ones (the `calls` part), at most
+ * {@linkcode HIDDEN_CALLS_SHOWN}; undefined when the row hides none.
+ */
+export function hiddenCalls(runId: string, row: IterationRow, live: boolean): Html | undefined {
+  const calls = row.calls?.list;
+  if (!calls || calls.length <= 2 * CALLS_SHOWN_AT_EACH_END) return undefined;
+  const from = CALLS_SHOWN_AT_EACH_END;
+  const to = calls.length - CALLS_SHOWN_AT_EACH_END;
+  const end = Math.min(to, from + HIDDEN_CALLS_SHOWN);
+  const out: Html[] = [];
+  for (let i = from; i < end; i++) out.push(callItem(runId, row.index, i, calls[i], live));
+  return h`<ol class="calls-list" start="${from + 1}">${out}</ol>${
+    end < to
+      ? h`<div class="note">Showing ${end - from} of the ${to - from} calls hidden here; calls ${
+        end + 1
+      }–${to} are in the run log (its <code>tool_call</code> lines).</div>`
+      : ""
+  }`;
+}
+
+/** The call of a row part named `callN`, or undefined. */
+export function callOfPart(row: IterationRow, name: string): ToolCallView | undefined {
+  const match = /^call(\d+)$/.exec(name);
+  return match ? row.calls?.list[Number(match[1])] : undefined;
+}
+
+/** A call opened: every field the log recorded, the arguments and the result. */
+export function callDetails(call: ToolCallView, live: boolean): Html {
+  const field = (label: string, value: Html | string) =>
+    h`<div><span>${label}</span>${value}</div>`;
+  const fields = [
+    field("Tool", h`<code>${call.tool}</code>`),
+    field("Call id", h`<code>${call.callId}</code>`),
+    field("State", stateText(call, callState(call, live))),
+    field("Decision", call.decision ?? "not decided yet"),
+    call.decidedBy !== undefined ? field("Decided by", call.decidedBy) : "",
+    call.decidedAt !== undefined ? field("Decided at", formatTime(call.decidedAt)) : "",
+    call.durationMs !== undefined ? field("Duration", formatDuration(call.durationMs)) : "",
+    field("Logged at", formatTime(call.ts)),
+  ];
+  return h`<div class="meta call-meta">${fields}</div><div class="k">Arguments</div>${
+    call.args === undefined
+      ? h`<div class="note">None recorded.</div>`
+      : cutText(prettyArgs(call.args))
+  }<div class="k">Result</div>${
+    call.result === undefined
+      ? h`<div class="note">${call.finished ? "None recorded." : "Not finished."}</div>`
+      : cutText(call.result)
+  }`;
+}
+
+/** One call's line (its details load when opened). */
+function callItem(
+  runId: string,
+  rowIndex: number,
+  index: number,
+  call: ToolCallView,
+  live: boolean,
+) {
+  const state = callState(call, live);
+  const args = call.args === undefined ? "" : excerpt(call.args);
+  const result = call.result === undefined ? "" : excerpt(call.result);
+  return h`<li class="call ${state}" data-call="${index}" data-tool="${call.tool}" data-state="${state}"><details data-src="${
+    partHref(runId, rowIndex, `call${index}`)
+  }" data-version="${state}"><summary><span class="mark">${
+    MARKS[state]
+  }</span> <b>${call.tool}</b>${
+    args ? h` <code class="args">${args}</code>` : ""
+  } <span class="state">${stateText(call, state)}</span>${
+    call.decision !== undefined ? h` <span class="k decision">${decisionText(call)}</span>` : ""
+  }${
+    result ? h` <span class="result">→ ${result}</span>` : ""
+  }</summary><div class="body"></div></details></li>`;
+}
+
+const MARKS: Record<CallState, string> = {
+  ok: "✓",
+  error: "✗",
+  denied: "⊘",
+  invalid: "✗",
+  asking: "…",
+  running: "◌",
+  unfinished: "?",
+};
+
+function stateText(call: ToolCallView, state: CallState): string {
+  switch (state) {
+    case "ok":
+      return formatDuration(call.durationMs ?? 0);
+    case "error":
+      return `error · ${formatDuration(call.durationMs ?? 0)}`;
+    case "denied":
+      return "refused";
+    case "invalid":
+      return "invalid call";
+    case "asking":
+      return "waiting for a permission decision…";
+    case "running":
+      return "running…";
+    case "unfinished":
+      return "did not finish";
+  }
+}
+
+/** `allowed · rule Edit`, `refused · rule Bash(rm:*)`, `invalid`. */
+function decisionText(call: ToolCallView): string {
+  const word = call.decision === "allow"
+    ? "allowed"
+    : call.decision === "deny"
+    ? "refused"
+    : call.decision!;
+  const when = call.decidedAt ? ` at ${formatTime(call.decidedAt)}` : "";
+  return call.decidedBy ? `${word} · ${call.decidedBy}${when}` : `${word}${when}`;
+}
+
+/** The counts of a row's calls: `4 tool calls · 1 refused · 1 running`. */
+function callsSummary(calls: readonly ToolCallView[], live: boolean): string {
+  const counts = new Map<CallState, number>();
+  for (const call of calls) {
+    const state = callState(call, live);
+    counts.set(state, (counts.get(state) ?? 0) + 1);
+  }
+  const parts = [`${calls.length} tool call${calls.length === 1 ? "" : "s"}`];
+  const named: [CallState, string][] = [
+    ["denied", "refused"],
+    ["invalid", "invalid"],
+    ["error", "failed"],
+    ["asking", "waiting for a decision"],
+    ["running", "running"],
+    ["unfinished", "did not finish"],
+  ];
+  for (const [state, word] of named) {
+    const n = counts.get(state);
+    if (n) parts.push(`${n} ${word}`);
+  }
+  return parts.join(" · ");
+}
+
+/** The first {@linkcode CALL_LINE_EXCERPT} characters, whitespace flattened (cut before: linear). */
+function excerpt(text: string): string {
+  const head = text.slice(0, CALL_LINE_EXCERPT + 1).replace(/\s+/g, " ");
+  return head.length > CALL_LINE_EXCERPT ? `${head.slice(0, CALL_LINE_EXCERPT)}…` : head;
+}
+
+/** The arguments indented when they are whole JSON (a cut excerpt is shown as logged). */
+function prettyArgs(args: string): string {
+  if (args.length > CALL_TEXT_LIMIT || !args.startsWith("{")) return args;
+  try {
+    return json(JSON.parse(args));
+  } catch {
+    return args;
+  }
+}
+
+function cutText(text: string): Html {
+  if (text.length <= CALL_TEXT_LIMIT) return h`<pre>${text}</pre>`;
+  return h`<pre>${
+    text.slice(0, CALL_TEXT_LIMIT)
+  }</pre><div class="note">Showing ${CALL_TEXT_LIMIT} of ${text.length} characters.</div>`;
+}

@@ -1,0 +1,324 @@
+/**
+ * Each timeline row of the run page lists the tool calls of its iteration: tool, arguments and
+ * result excerpts, duration, the permission decision and who made it — a refused call apart, a
+ * call not finished yet as running while the run is live — bounded for a step of 1,000 calls and
+ * escaped for a model's hostile names and arguments. Runs are real runs of the `tool-fixer`
+ * example agent by the real runner with a scripted model whose calls run the real tools, recorded
+ * into the file store and PostgreSQL; the live view is read from the real event stream.
+ */
+import assert from "node:assert/strict";
+import type { ScriptedScript } from "../../src/llm/scripted.ts";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import type { RunLogEntry } from "../../src/store/types.ts";
+import { timelineRow } from "../../src/ui/pages.ts";
+import { discoverStores } from "../../src/ui/source.ts";
+import { foldLog, type IterationRow, newTimeline } from "../../src/ui/timeline.ts";
+import { freshDatabase, pg } from "../store/pg_server.ts";
+import { startDashboard } from "./browser.ts";
+import { holdAt } from "./fixtures.ts";
+import { DEMO_SCRIPT, manyCalls, runTools, toolProject } from "./tool_runs.ts";
+
+/** The iteration rows of a run page, in order, as their HTML. */
+function iterationRows(page: string): string[] {
+  return page.split('<div class="row ').slice(1).filter((r) => r.startsWith("iteration"));
+}
+
+/** `tool:state` of each call a row shows, in order. */
+function callsOf(row: string): string[] {
+  return [
+    ...row.matchAll(
+      /<li class="call [a-z]+" data-call="\d+" data-tool="([^"]*)" data-state="([a-z]+)"/g,
+    ),
+  ]
+    .map((m) => `${m[1]}:${m[2]}`);
+}
+
+/** The demo, but the first step's check says "ng" once: the step runs again with other calls. */
+const RETRIED: ScriptedScript = {
+  ...DEMO_SCRIPT,
+  s_f1d0: [
+    DEMO_SCRIPT.s_f1d0[0],
+    DEMO_SCRIPT.s_f1d0[1],
+    "Somewhere in greet.ts.",
+    DEMO_SCRIPT.s_f1d0[2],
+    DEMO_SCRIPT.s_f1d0[3],
+  ],
+  "s_f1d0#check": [
+    { output: { result: "ng", message: "Name the line" } },
+    ...DEMO_SCRIPT["s_f1d0#check"],
+  ],
+};
+
+Deno.test("tool calls: each iteration's row lists its own calls — decision, who decided, duration, excerpts", async () => {
+  const project = await toolProject();
+  const result = await runTools(project, { runId: "tools", script: RETRIED });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  await using ui = await startDashboard(project.root);
+  const page = await (await fetch(`${ui.url}runs/tools`)).text();
+  const rows = iterationRows(page);
+  // The step that ran twice keeps each attempt's calls apart; a check call's Read is its step's.
+  assert.deepEqual(rows.map(callsOf), [
+    ["Write:ok", "Grep:ok"],
+    ["Read:ok"],
+    ["Edit:ok", "Bash:denied", "Bash:ok", "Read:ok"],
+  ]);
+  assert.match(rows[0], /<div class="k">2 tool calls<\/div>/);
+  assert.match(rows[2], /<div class="k">4 tool calls · 1 refused<\/div>/);
+  const edit = rows[2].slice(rows[2].indexOf('data-tool="Edit"'), rows[2].indexOf("</li>"));
+  assert.match(
+    edit,
+    /<b>Edit<\/b> <code class="args">\{&quot;file_path&quot;:&quot;tmp\/tool-fixer-demo\/greet\.ts&quot;/,
+  );
+  assert.match(edit, /<span class="state">\d+ ms<\/span>/);
+  assert.match(edit, /<span class="k decision">allowed · rule Edit<\/span>/);
+  assert.match(
+    edit,
+    /<span class="result">→ Edited tmp\/tool-fixer-demo\/greet\.ts: 1 replacement\.<\/span>/,
+  );
+  // The refused call is told apart: its class, its mark, and the rule that refused it.
+  const denied = rows[2].slice(rows[2].indexOf('<li class="call denied"'));
+  assert.match(
+    denied,
+    /^<li class="call denied" data-call="1" data-tool="Bash" data-state="denied">/,
+  );
+  assert.match(denied, /<span class="mark">⊘<\/span> <b>Bash<\/b>/);
+  assert.match(
+    denied,
+    /<span class="state">refused<\/span> <span class="k decision">refused · rule Bash\(rm:\*\)<\/span>/,
+  );
+
+  // Opened, a call shows every recorded field, its arguments indented and its result.
+  const rowIndex = Number(page.match(/id="row-(\d+)" data-step="s_f1e0"/)![1]);
+  const opened = await (await fetch(`${ui.url}runs/tools/rows/${rowIndex}/call1`)).text();
+  assert.match(opened, /<span>Decision<\/span>deny/);
+  assert.match(opened, /<span>Decided by<\/span>rule Bash\(rm:\*\)/);
+  assert.match(
+    opened,
+    /<pre>\{\n {2}&quot;command&quot;: &quot;rm -rf tmp\/tool-fixer-demo&quot;,/,
+  );
+  assert.match(opened, /<pre>Permission denied: Bash is refused by the rule/);
+  assert.equal((await fetch(`${ui.url}runs/tools/rows/${rowIndex}/call9`)).status, 404);
+  // A row with few calls hides none.
+  assert.equal((await fetch(`${ui.url}runs/tools/rows/${rowIndex}/calls`)).status, 404);
+});
+
+Deno.test("tool calls: a step of 1,000 calls shows its first and last ten, the rest on demand", async () => {
+  const project = await toolProject();
+  const script: ScriptedScript = {
+    s_f1d0: [...manyCalls(1000, 25), "Looked everywhere."],
+    "s_f1d0#check": [{ output: { result: "ok", message: "fine" } }],
+    s_f1e0: ["Nothing to fix."],
+    "s_f1e0#check": [{ output: { result: "ok", message: "fine" } }],
+  };
+  const result = await runTools(project, { runId: "many", script });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  await using ui = await startDashboard(project.root);
+  const page = await (await fetch(`${ui.url}runs/many`)).text();
+  const row = iterationRows(page)[0];
+  assert.match(row, /<div class="k">1000 tool calls<\/div>/);
+  const shown = [...row.matchAll(/data-call="(\d+)"/g)].map((m) => Number(m[1]));
+  assert.deepEqual(shown, [...Array(10).keys(), ...Array.from({ length: 10 }, (_, i) => 990 + i)]);
+  assert.match(row, /<summary>… 980 more calls \(11–990\)<\/summary>/);
+  assert.match(row, /<ol class="calls-list" start="991">/);
+  assert.match(row, /nothing-1\/\*\.none/);
+  assert.match(row, /nothing-1000\/\*\.none/);
+  assert.ok(row.length < 20_000, `the row is ${row.length} characters`);
+
+  const rowIndex = Number(page.match(/id="row-(\d+)" data-step="s_f1d0"/)![1]);
+  const hidden = await (await fetch(`${ui.url}runs/many/rows/${rowIndex}/calls`)).text();
+  const listed = [...hidden.matchAll(/data-call="(\d+)"/g)].map((m) => Number(m[1]));
+  assert.equal(listed.length, 500);
+  assert.equal(listed[0], 10);
+  assert.equal(listed.at(-1), 509);
+  assert.match(hidden, /<ol class="calls-list" start="11">/);
+  assert.match(
+    hidden,
+    /Showing 500 of the 980 calls hidden here; calls 511–990 are in the run log/,
+  );
+  const call500 = await (await fetch(`${ui.url}runs/many/rows/${rowIndex}/call499`)).text();
+  assert.match(call500, /nothing-500\/\*\.none/);
+});
+
+Deno.test("tool calls: a model's hostile tool names, ids and arguments are shown as text, bounded", async () => {
+  const project = await toolProject();
+  const attack = "<script>window.__pwned=1</script>";
+  const script: ScriptedScript = {
+    s_f1d0: [
+      {
+        toolCalls: [
+          { id: "__proto__", name: attack, arguments: { x: '<img src=x onerror="alert(1)">' } },
+          { id: "constructor", name: "constructor", arguments: {} },
+          {
+            id: "__proto__",
+            name: "Write",
+            arguments: { file_path: "tmp/h.txt", content: attack + "x".repeat(200_000) },
+          },
+        ],
+      },
+      "Done.",
+    ],
+    "s_f1d0#check": [{ output: { result: "ok", message: "fine" } }],
+    s_f1e0: ["Nothing to fix."],
+    "s_f1e0#check": [{ output: { result: "ok", message: "fine" } }],
+  };
+  const result = await runTools(project, { runId: "hostile", script });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  await using ui = await startDashboard(project.root);
+  const page = await (await fetch(`${ui.url}runs/hostile`)).text();
+  assert.ok(!page.includes("<script>window"), "no model text as markup");
+  assert.ok(!page.includes("<img"), "no model text as markup");
+  const row = iterationRows(page)[0];
+  assert.deepEqual(callsOf(row), [
+    "&lt;script&gt;window.__pwned=1&lt;/script&gt;:invalid",
+    "constructor:invalid",
+    "Write:ok",
+  ]);
+  // The Write's 200,000-character argument: an excerpt on the line, the log's excerpt when opened.
+  const write = row.slice(row.indexOf('data-tool="Write"'));
+  const args = write.match(/<code class="args">([^<]*)<\/code>/)![1];
+  assert.ok(args.endsWith("…") && args.length < 400, args);
+  const rowIndex = Number(page.match(/id="row-(\d+)" data-step="s_f1d0"/)![1]);
+  const opened = await (await fetch(`${ui.url}runs/hostile/rows/${rowIndex}/call2`)).text();
+  assert.ok(opened.length < 10_000, `${opened.length} characters`);
+  assert.match(
+    opened,
+    /&lt;script&gt;window\.__pwned=1&lt;\/script&gt;x+… \(200\d{3} characters\)/,
+  );
+  assert.ok(!opened.includes("<script>window"));
+  const invalid = await (await fetch(`${ui.url}runs/hostile/rows/${rowIndex}/call1`)).text();
+  assert.match(invalid, /<span>Call id<\/span><code>constructor<\/code>/);
+  assert.match(invalid, /<span>Decision<\/span>invalid/);
+});
+
+Deno.test("tool calls: a call appears in its row live, over the run's event stream", async () => {
+  const project = await toolProject();
+  // Held before the model's second turn: the Write has run, the Grep has not been asked for.
+  using hold = holdAt(2);
+  const run = runTools(project, { runId: "live", beforeAnswer: hold.beforeAnswer });
+  await hold.reached;
+  await using ui = await startDashboard(project.root, { liveIntervalMs: 20 });
+  const page = await (await fetch(`${ui.url}runs/live`)).text();
+  assert.deepEqual(iterationRows(page).map(callsOf), [["Write:ok"]]);
+  const live = page.match(/data-live="([^"]+)"/)![1];
+  const response = await fetch(new URL(live.replaceAll("&amp;", "&"), ui.url));
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let received = "";
+  const until = async (pattern: RegExp) => {
+    while (!pattern.test(received)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`stream ended before ${pattern}: ${received.slice(-2000)}`);
+      received += value;
+    }
+  };
+  hold.release();
+  await until(/event: rows\ndata: [^\n]*data-tool=\\"Grep\\" data-state=\\"ok\\"/);
+  await until(/event: end\n/);
+  assert.match(received, /data-tool=\\"Bash\\" data-state=\\"denied\\"/);
+  await reader.cancel();
+  assert.equal((await run).completionReason, "completed");
+});
+
+Deno.test("tool calls: a call logged as started shows running while the run is live, then finished", () => {
+  // The lines of a run in the middle of a step: a call allowed and started (its `tool_call_start`
+  // line, written before the tool runs), with the extra fields and line types such logs carry.
+  const ts = "2026-01-01T00:00:00.000Z";
+  const base = { ts, runId: "r", iteration: 1 };
+  const log: RunLogEntry[] = [
+    { ...base, type: "run_start", stepId: "s" },
+    { ...base, type: "step_start", stepId: "s", attempt: 1 },
+    { ...base, type: "tool_turn", stepId: "s", turn: 1, calls: [{ id: "c1", name: "Bash" }] },
+    {
+      ...base,
+      type: "tool_call_start",
+      stepId: "s",
+      turn: 1,
+      callId: "c1",
+      tool: "Bash",
+      args: '{"command":"npm test"}',
+      decision: "allow",
+      decidedBy: "asked: dashboard (Approve)",
+      decidedAt: "2026-01-01T00:00:01.000Z",
+      idempotent: false,
+    },
+  ];
+  const timeline = newTimeline();
+  foldLog(timeline, log);
+  // No row for the model's turn: it belongs to the step's row.
+  assert.deepEqual(timeline.rows.map((r) => r.kind), ["event", "iteration"]);
+  const row = timeline.rows[1] as IterationRow;
+  const running = timelineRow("r", row, { live: true }).text;
+  assert.match(
+    running,
+    /<li class="call running" data-call="0" data-tool="Bash" data-state="running">/,
+  );
+  assert.match(running, /<span class="state">running…<\/span>/);
+  assert.match(running, /allowed · asked: dashboard \(Approve\) at 2026-01-01 00:00:01Z/);
+  assert.match(running, /1 tool call · 1 running · in 1 model turns/);
+  // Not followed live (nobody drives the run): it did not finish.
+  assert.match(timelineRow("r", row, { live: false }).text, /data-state="unfinished"/);
+
+  // Its finished line completes the same call (one call, not two); odd field types are ignored.
+  const touched = foldLog(timeline, [{
+    ...base,
+    type: "tool_call",
+    stepId: "s",
+    callId: "c1",
+    tool: "Bash",
+    decision: "allow",
+    isError: false,
+    durationMs: 1200,
+    result: "ok 12 tests",
+    content: "the whole output",
+    surprise: { nested: true },
+  }, { ...base, type: "tool_call", stepId: "s", callId: 7, tool: 42, durationMs: "slow" }]);
+  assert.deepEqual([...touched], [1]);
+  const done = timelineRow("r", row, { live: true }).text;
+  assert.deepEqual(callsOf(done), ["Bash:ok", ":ok"]);
+  assert.match(done, /<span class="state">1\.2 s<\/span>/);
+
+  // A run that stops with a call unfinished: the call did not finish, even if the run goes on.
+  foldLog(timeline, [
+    {
+      ...base,
+      type: "tool_call_start",
+      stepId: "s",
+      callId: "c2",
+      tool: "Read",
+      decision: "allow",
+    },
+    { ...base, type: "run_resume", stepId: "s" },
+  ]);
+  assert.match(
+    timelineRow("r", row, { live: true }).text,
+    /data-tool="Read" data-state="unfinished"/,
+  );
+});
+
+Deno.test({
+  name: "tool calls: over PostgreSQL, the run page lists each row's calls as over the file store",
+  ignore: pg === undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const url = await freshDatabase(pg!);
+    const project = await toolProject();
+    const store = new PostgresRunStore(url, { agent: "tool-fixer", onWarning: () => {} });
+    try {
+      const result = await runTools(project, { runId: "pg-tools", store });
+      assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+      await using ui = await startDashboard(project.root, {
+        stores: await discoverStores(project.root, url),
+      });
+      const page = await (await fetch(`${ui.url}runs/pg-tools`)).text();
+      assert.deepEqual(iterationRows(page).map(callsOf), [
+        ["Write:ok", "Grep:ok", "Read:ok"],
+        ["Edit:ok", "Bash:denied", "Bash:ok", "Read:ok"],
+      ]);
+      const rowIndex = Number(page.match(/id="row-(\d+)" data-step="s_f1e0"/)![1]);
+      const opened = await (await fetch(`${ui.url}runs/pg-tools/rows/${rowIndex}/call2`)).text();
+      assert.match(opened, /<span>Decided by<\/span>rule Bash\(grep:\*\)/);
+    } finally {
+      await store.close();
+    }
+  },
+});
