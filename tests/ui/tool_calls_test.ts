@@ -7,6 +7,7 @@
  * into the file store and PostgreSQL; the live view is read from the real event stream.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import type { ScriptedScript } from "../../src/llm/scripted.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import type { RunLogEntry } from "../../src/store/types.ts";
@@ -16,6 +17,7 @@ import { foldLog, type IterationRow, newTimeline } from "../../src/ui/timeline.t
 import { freshDatabase, pg } from "../store/pg_server.ts";
 import { startDashboard } from "./browser.ts";
 import { holdAt } from "./fixtures.ts";
+import { releaseTrainRun } from "./release_train.ts";
 import { DEMO_SCRIPT, manyCalls, runTools, toolProject } from "./tool_runs.ts";
 
 /** The iteration rows of a run page, in order, as their HTML. */
@@ -321,4 +323,43 @@ Deno.test({
       await store.close();
     }
   },
+});
+
+Deno.test("tool calls: an agent step's child run shows its calls nested, running while the child runs", async () => {
+  const { root, parentId, childId, storeDir } = await releaseTrainRun();
+  // The child in the middle of a step with a call started (as a log records it before the tool
+  // runs), its checkpoint still `running`.
+  const logFile = join(storeDir, `${childId}.jsonl`);
+  const ts = new Date().toISOString();
+  const lines = [
+    { ts, runId: childId, iteration: 9, type: "step_start", stepId: "plan.release", attempt: 1 },
+    {
+      ts,
+      runId: childId,
+      iteration: 9,
+      type: "tool_call_start",
+      stepId: "plan.release",
+      callId: "c1",
+      tool: "Bash",
+      args: '{"command":"deno task test"}',
+      decision: "allow",
+      decidedBy: "bypassPermissions mode",
+    },
+  ];
+  await Deno.writeTextFile(logFile, lines.map((l) => JSON.stringify(l) + "\n").join(""), {
+    append: true,
+  });
+  const checkpointFile = join(storeDir, `${childId}.checkpoint.json`);
+  const checkpoint = JSON.parse(await Deno.readTextFile(checkpointFile));
+  await using ui = await startDashboard(root);
+  const page = await (await fetch(`${ui.url}runs/${parentId}`)).text();
+  const index = Number(page.match(/id="row-(\d+)" data-step="ship\.train"/)![1]);
+  const nested = async () =>
+    await (await fetch(`${ui.url}runs/${parentId}/rows/${index}/child`)).text();
+  // The child ended (completed): the call did not finish.
+  assert.match(await nested(), /data-tool="Bash" data-state="unfinished"/);
+  assert.match(await nested(), new RegExp(`data-src="/runs/${childId}/rows/\\d+/call0"`));
+  checkpoint.status = "running";
+  await Deno.writeTextFile(checkpointFile, JSON.stringify(checkpoint));
+  assert.match(await nested(), /data-tool="Bash" data-state="running"/);
 });
