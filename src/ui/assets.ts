@@ -240,27 +240,30 @@ export const APP_JS = `"use strict";
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);
-  // A row swapped in keeps the sections the reader opened (and what they loaded).
+  // A row swapped in keeps the sections as the reader left them: open or closed, and what an
+  // open one loaded — unless what it shows changed since (a call finished): it loads again.
   function keepOpen(el, markup) {
     var box = document.createElement("div");
     box.innerHTML = markup;
     var fresh = box.firstElementChild;
-    var opened = el.querySelectorAll("details[open][data-src]");
-    for (var i = 0; fresh && i < opened.length; i++) {
-      var src = opened[i].getAttribute("data-src");
-      var twins = fresh.querySelectorAll("details[data-src]");
-      for (var j = 0; j < twins.length; j++) {
-        if (twins[j].getAttribute("data-src") !== src) continue;
-        // A section whose content changed since (a call that finished) loads again.
-        var same = opened[i].getAttribute("data-version") === twins[j].getAttribute("data-version");
-        if (same && opened[i].getAttribute("data-loaded") === "true") {
-          twins[j].setAttribute("data-loaded", "true");
-          twins[j].querySelector(".body").innerHTML = opened[i].querySelector(".body").innerHTML;
-        }
-        twins[j].open = true;
+    if (!fresh) { el.outerHTML = markup; return; }
+    var before = el.querySelectorAll("details[data-src]");
+    var twins = fresh.querySelectorAll("details[data-src]");
+    var bySrc = {};
+    for (var i = 0; i < twins.length; i++) bySrc["=" + twins[i].getAttribute("data-src")] = twins[i];
+    for (var j = 0; j < before.length; j++) {
+      var old = before[j];
+      var twin = bySrc["=" + old.getAttribute("data-src")];
+      if (!twin) continue;
+      var same = old.getAttribute("data-version") === twin.getAttribute("data-version");
+      if (old.open && same && old.getAttribute("data-loaded") === "true" &&
+          twin.getAttribute("data-loaded") !== "true") {
+        twin.setAttribute("data-loaded", "true");
+        twin.querySelector(".body").innerHTML = old.querySelector(".body").innerHTML;
       }
+      twin.open = old.open;
     }
-    if (fresh) el.replaceWith(fresh); else el.outerHTML = markup;
+    el.replaceWith(fresh);
   }
   function swap(id, markup, parentId) {
     var el = document.getElementById(id);

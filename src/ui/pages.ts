@@ -27,7 +27,7 @@ import {
   rowPartHref as partHref,
   usageText,
 } from "./display_format.ts";
-import { toolCallsBlock } from "./tool_calls_view.ts";
+import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
 
 export { formatDuration } from "./display_format.ts";
 
@@ -183,11 +183,18 @@ export function runPage(view: RunView): string {
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
     <h2>Timeline</h2>
-    <div id="timeline" class="timeline">${
-    view.timeline.rows.map((r) => timelineRow(view.runId, r, { live: isFollowed(view) }))
-  }</div>
+    <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
   return layout(`Run ${view.runId}`, body, view.live);
+}
+
+/** The rows of the run page: the calls of the last rows with calls drawn open. */
+function timelineRows(view: RunView): Html[] {
+  const live = isFollowed(view);
+  const callsOpen = rowsWithCallsOpen(view.timeline.rows);
+  return view.timeline.rows.map((r) =>
+    timelineRow(view.runId, r, { live, callsOpen: callsOpen.has(r.index) })
+  );
 }
 
 /**
@@ -344,6 +351,8 @@ export interface TimelineRowOptions {
   nested?: boolean;
   /** The run is followed live: a tool call not finished yet is running (else it did not finish). */
   live?: boolean;
+  /** Draw the row's tool calls open (default); false: their section loads when opened. */
+  callsOpen?: boolean;
 }
 
 /** One timeline row. */
@@ -414,7 +423,7 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
   }${errors.length ? h`<div class="errors">${errors.map((e) => h`<div>${e}</div>`)}</div>` : ""}${
     row.retries.map((r) => h`<div class="warn">${r}</div>`)
   }${row.prompt ? part("prompt", `Prompt sent (${row.prompt.length} chars)`) : ""}${
-    toolCallsBlock(runId, row, options.live === true)
+    toolCallsBlock(runId, row, options.live === true, options.callsOpen !== false)
   }${
     row.reasks.map((r, i) =>
       h`<div class="reask"><div class="warn">Re-ask ${i + 1}: ${r.reason}</div><ul class="errors">${

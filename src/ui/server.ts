@@ -55,7 +55,14 @@ import {
   text,
 } from "./responses.ts";
 import { foldLog, type IterationRow, newTimeline, type Timeline } from "./timeline.ts";
-import { callDetails, callOfPart, HIDDEN_CALLS_PART, hiddenCalls } from "./tool_calls_view.ts";
+import {
+  callDetails,
+  callOfPart,
+  CALLS_PART,
+  callsList,
+  HIDDEN_CALLS_PART,
+  hiddenCalls,
+} from "./tool_calls_view.ts";
 import type { Html } from "./html.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 
@@ -251,6 +258,7 @@ export const DASHBOARD_ROUTES = {
       "/runs/{run}/rows/0/child",
       "/runs/{run}/rows/0/call0",
       "/runs/{run}/rows/0/calls",
+      "/runs/{run}/rows/0/morecalls",
     ],
   },
   approvalAction: {
@@ -376,8 +384,8 @@ async function route(
 }
 
 /**
- * A row's tool-call part — `callN` (one call opened) or `calls` (the calls between the first and
- * last ones the row shows) — or undefined when the row has no such part.
+ * A row's tool-call part — `callN` (one call opened), `calls` (the row's calls, first and last
+ * ones) or `morecalls` (the calls between them) — or undefined when the row has no such part.
  */
 async function toolCallPart(
   data: DashboardData,
@@ -387,13 +395,14 @@ async function toolCallPart(
   timeline: Timeline,
 ): Promise<Html | undefined> {
   const call = callOfPart(row, name);
-  if (!call && name !== HIDDEN_CALLS_PART) return undefined;
+  if (!call && name !== CALLS_PART && name !== HIDDEN_CALLS_PART) return undefined;
   // An unfinished call is running only while a process drives the run.
   const summary = row.calls?.open.size && !timeline.runEnd
     ? await data.summaryOf(runId)
     : undefined;
   const live = isOpenStatus(summary?.status) && summary?.live !== false;
-  return call ? callDetails(call, live) : hiddenCalls(runId, row, live);
+  if (call) return callDetails(call, live);
+  return name === CALLS_PART ? callsList(runId, row, live) : hiddenCalls(runId, row, live);
 }
 
 /** The largest answer body read (an answer is a form's worth of JSON). */

@@ -4,14 +4,16 @@
  * made it, an excerpt of its result — each opening on demand to the arguments and result as the
  * log recorded them. Bounded: a row shows its first and last {@linkcode CALLS_SHOWN_AT_EACH_END}
  * calls and "… N more calls" between them (opened on demand, at most
- * {@linkcode HIDDEN_CALLS_SHOWN}), so a step with thousands of calls does not make a huge page.
+ * {@linkcode HIDDEN_CALLS_SHOWN}), so a step with thousands of calls does not make a huge page; and
+ * only the last {@linkcode CALL_ROWS_OPEN} rows with calls draw them with the page, so neither
+ * does a run of thousands of iterations.
  * Everything shown is escaped (model-controlled text).
  *
  * @module
  */
 import { formatDuration, formatTime, json, rowPartHref as partHref } from "./display_format.ts";
-import { type Html, html as h } from "./html.ts";
-import type { IterationRow } from "./timeline.ts";
+import { type Html, html as h, raw } from "./html.ts";
+import type { IterationRow, Row } from "./timeline.ts";
 import type { ToolCallView } from "./tool_calls.ts";
 
 /** Calls shown at the start and at the end of a row; the ones between are behind a link. */
@@ -26,8 +28,17 @@ export const CALL_LINE_EXCERPT = 120;
 /** Characters of the arguments or result shown when a call is opened. */
 export const CALL_TEXT_LIMIT = 20_000;
 
-/** The row part that lists the calls between the first and last ones shown. */
-export const HIDDEN_CALLS_PART = "calls";
+/** The row part that lists a row's calls (the first and last ones). */
+export const CALLS_PART = "calls";
+
+/** The row part that lists the calls between the first and last ones a row shows. */
+export const HIDDEN_CALLS_PART = "morecalls";
+
+/**
+ * Iteration rows of a run page whose calls are drawn with the page (the last ones); the calls of
+ * earlier rows load when opened.
+ */
+export const CALL_ROWS_OPEN = 20;
 
 /** How a call is shown now. */
 export type CallState = "ok" | "error" | "denied" | "invalid" | "asking" | "running" | "unfinished";
@@ -47,12 +58,36 @@ export function callState(call: ToolCallView, live: boolean): CallState {
 }
 
 /**
- * The tool calls block of an iteration row (nothing for a row without calls). `live`: the run is
- * followed live, so an unfinished call is running, not abandoned.
+ * The tool calls section of an iteration row (nothing for a row without calls): the counts, and
+ * the calls' lines — drawn in the page when `open`, else loaded when the reader opens it (the
+ * {@linkcode CALLS_PART} part), so a run of many iterations does not carry every call's line.
+ * `live`: the run is followed live, so an unfinished call is running, not abandoned.
  */
-export function toolCallsBlock(runId: string, row: IterationRow, live: boolean): Html | string {
+export function toolCallsBlock(
+  runId: string,
+  row: IterationRow,
+  live: boolean,
+  open: boolean,
+): Html | string {
   const calls = row.calls?.list;
   if (!calls || calls.length === 0) return "";
+  return h`<details class="calls" data-calls="${calls.length}" data-src="${
+    partHref(runId, row.index, CALLS_PART)
+  }" data-version="${callsVersion(row)}"${open ? raw(' open data-loaded="true"') : ""}><summary>${
+    callsSummary(calls, live)
+  }${row.calls!.turns ? ` · in ${row.calls!.turns} model turns` : ""}</summary><div class="body">${
+    open ? callsList(runId, row, live) : ""
+  }</div></details>`;
+}
+
+/**
+ * The lines of a row's calls (the {@linkcode CALLS_PART} part): its first and last
+ * {@linkcode CALLS_SHOWN_AT_EACH_END} calls and, between them, "… N more calls" (the
+ * {@linkcode HIDDEN_CALLS_PART} part); undefined for a row without calls.
+ */
+export function callsList(runId: string, row: IterationRow, live: boolean): Html | undefined {
+  const calls = row.calls?.list;
+  if (!calls || calls.length === 0) return undefined;
   const total = calls.length;
   const cut = total > 2 * CALLS_SHOWN_AT_EACH_END;
   const head = cut ? CALLS_SHOWN_AT_EACH_END : total;
@@ -62,25 +97,42 @@ export function toolCallsBlock(runId: string, row: IterationRow, live: boolean):
     for (let i = from; i < to; i++) out.push(callItem(runId, row.index, i, calls[i], live));
     return out;
   };
-  return h`<div class="calls" data-calls="${total}"><div class="k">${callsSummary(calls, live)}${
-    row.calls!.turns ? ` · in ${row.calls!.turns} model turns` : ""
-  }</div><ol class="calls-list">${items(0, head)}</ol>${
+  return h`<ol class="calls-list">${items(0, head)}</ol>${
     cut
       ? h`<details class="calls-more" data-src="${
         partHref(runId, row.index, HIDDEN_CALLS_PART)
-      }" data-version="${total}-${row.calls!.open.size}"><summary>… ${
-        tailFrom - head
-      } more calls (${
+      }" data-version="${callsVersion(row)}"><summary>… ${tailFrom - head} more calls (${
         head + 1
       }–${tailFrom})</summary><div class="body"></div></details><ol class="calls-list" start="${
         tailFrom + 1
       }">${items(tailFrom, total)}</ol>`
       : ""
-  }</div>`;
+  }`;
 }
 
 /**
- * The calls a row hides between its first and last ones (the `calls` part), at most
+ * The rows of a run page whose calls are drawn open: the last {@linkcode CALL_ROWS_OPEN} rows
+ * with calls, and a row whose step has not ended (it is being followed).
+ */
+export function rowsWithCallsOpen(rows: readonly Row[]): Set<number> {
+  const open = new Set<number>();
+  let drawn = 0;
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const row = rows[i];
+    if (row.kind !== "iteration" || !row.calls?.list.length) continue;
+    if (drawn < CALL_ROWS_OPEN || !row.end) open.add(row.index);
+    drawn++;
+  }
+  return open;
+}
+
+/** What a section of calls shows changed when a call was added or finished: reload it then. */
+function callsVersion(row: IterationRow): string {
+  return `${row.calls!.list.length}-${row.calls!.open.size}`;
+}
+
+/**
+ * The calls a row hides between its first and last ones (the `morecalls` part), at most
  * {@linkcode HIDDEN_CALLS_SHOWN}; undefined when the row hides none.
  */
 export function hiddenCalls(runId: string, row: IterationRow, live: boolean): Html | undefined {

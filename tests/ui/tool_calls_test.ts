@@ -64,8 +64,8 @@ Deno.test("tool calls: each iteration's row lists its own calls — decision, wh
     ["Read:ok"],
     ["Edit:ok", "Bash:denied", "Bash:ok", "Read:ok"],
   ]);
-  assert.match(rows[0], /<div class="k">2 tool calls<\/div>/);
-  assert.match(rows[2], /<div class="k">4 tool calls · 1 refused<\/div>/);
+  assert.match(rows[0], /<summary>2 tool calls<\/summary>/);
+  assert.match(rows[2], /<summary>4 tool calls · 1 refused<\/summary>/);
   const edit = rows[2].slice(rows[2].indexOf('data-tool="Edit"'), rows[2].indexOf("</li>"));
   assert.match(
     edit,
@@ -100,8 +100,9 @@ Deno.test("tool calls: each iteration's row lists its own calls — decision, wh
   );
   assert.match(opened, /<pre>Permission denied: Bash is refused by the rule/);
   assert.equal((await fetch(`${ui.url}runs/tools/rows/${rowIndex}/call9`)).status, 404);
-  // A row with few calls hides none.
-  assert.equal((await fetch(`${ui.url}runs/tools/rows/${rowIndex}/calls`)).status, 404);
+  // A row with few calls hides none; a row without calls has no calls part.
+  assert.equal((await fetch(`${ui.url}runs/tools/rows/${rowIndex}/morecalls`)).status, 404);
+  assert.equal((await fetch(`${ui.url}runs/tools/rows/0/calls`)).status, 404);
 });
 
 Deno.test("tool calls: a step of 1,000 calls shows its first and last ten, the rest on demand", async () => {
@@ -117,7 +118,7 @@ Deno.test("tool calls: a step of 1,000 calls shows its first and last ten, the r
   await using ui = await startDashboard(project.root);
   const page = await (await fetch(`${ui.url}runs/many`)).text();
   const row = iterationRows(page)[0];
-  assert.match(row, /<div class="k">1000 tool calls<\/div>/);
+  assert.match(row, /<summary>1000 tool calls<\/summary>/);
   const shown = [...row.matchAll(/data-call="(\d+)"/g)].map((m) => Number(m[1]));
   assert.deepEqual(shown, [...Array(10).keys(), ...Array.from({ length: 10 }, (_, i) => 990 + i)]);
   assert.match(row, /<summary>… 980 more calls \(11–990\)<\/summary>/);
@@ -127,7 +128,7 @@ Deno.test("tool calls: a step of 1,000 calls shows its first and last ten, the r
   assert.ok(row.length < 20_000, `the row is ${row.length} characters`);
 
   const rowIndex = Number(page.match(/id="row-(\d+)" data-step="s_f1d0"/)![1]);
-  const hidden = await (await fetch(`${ui.url}runs/many/rows/${rowIndex}/calls`)).text();
+  const hidden = await (await fetch(`${ui.url}runs/many/rows/${rowIndex}/morecalls`)).text();
   const listed = [...hidden.matchAll(/data-call="(\d+)"/g)].map((m) => Number(m[1]));
   assert.equal(listed.length, 500);
   assert.equal(listed[0], 10);
@@ -139,6 +140,37 @@ Deno.test("tool calls: a step of 1,000 calls shows its first and last ten, the r
   );
   const call500 = await (await fetch(`${ui.url}runs/many/rows/${rowIndex}/call499`)).text();
   assert.match(call500, /nothing-500\/\*\.none/);
+});
+
+Deno.test("tool calls: a run of many iterations draws the calls of its last 20 rows with calls; earlier ones load when opened", async () => {
+  const project = await toolProject();
+  const result = await runTools(project, { runId: "long" });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  // 30 more iterations of the first step after the second, as the runner would append them over
+  // a long run: its lines copied (with their calls), the run's end after them.
+  const logFile = join(project.root, "tmp/logs/agents/tool-fixer/long.jsonl");
+  const lines = (await Deno.readTextFile(logFile)).trimEnd().split("\n");
+  const end = lines.findIndex((l) => l.includes('"type":"run_end"'));
+  const first = lines.findIndex((l) => l.includes('"type":"step_start"'));
+  const last = lines.findIndex((l) => l.includes('"type":"step_end"'));
+  const iteration = lines.slice(first, last + 1).filter((l) => !l.includes("store_checkpoint"));
+  const more = Array.from({ length: 30 }, () => iteration).flat();
+  await Deno.writeTextFile(
+    logFile,
+    [...lines.slice(0, end), ...more, ...lines.slice(end)].join("\n") + "\n",
+  );
+  await using ui = await startDashboard(project.root);
+  const page = await (await fetch(`${ui.url}runs/long`)).text();
+  const rows = iterationRows(page);
+  assert.equal(rows.length, 32);
+  const open = rows.map((r) => /<details class="calls"[^>]* open data-loaded="true">/.test(r));
+  assert.deepEqual(open, [...Array(12).fill(false), ...Array(20).fill(true)]);
+  assert.deepEqual(callsOf(rows[1]), [], "an early row's calls are not in the page");
+  assert.match(rows[1], /<summary>4 tool calls · 1 refused<\/summary>/);
+  assert.deepEqual(callsOf(rows[31]), ["Write:ok", "Grep:ok", "Read:ok"]);
+  const src = rows[1].match(/<details class="calls" data-calls="4" data-src="([^"]+)"/)![1];
+  const loaded = await (await fetch(new URL(src, ui.url))).text();
+  assert.deepEqual(callsOf(loaded), ["Edit:ok", "Bash:denied", "Bash:ok", "Read:ok"]);
 });
 
 Deno.test("tool calls: a model's hostile tool names, ids and arguments are shown as text, bounded", async () => {
