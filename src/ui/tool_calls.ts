@@ -84,7 +84,7 @@ export function addToolCall(calls: RowCalls, entry: RunLogEntry): void {
   let call: ToolCallView;
   if (known !== undefined) call = calls.list[known];
   else {
-    call = { callId, tool: "", ts: entry.ts, finished: false };
+    call = { callId, tool: "", ts: text(entry.ts) ?? "", finished: false };
     calls.list.push(call);
     if (!finished) calls.open.set(callId, calls.list.length - 1);
   }

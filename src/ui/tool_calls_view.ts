@@ -25,6 +25,9 @@ export const HIDDEN_CALLS_SHOWN = 500;
 /** Characters of the arguments and of the result shown on a call's line. */
 export const CALL_LINE_EXCERPT = 120;
 
+/** Characters of a call's short fields (tool, id, who decided) shown when it is opened. */
+export const CALL_FIELD_LIMIT = 1_000;
+
 /** Characters of the arguments or result shown when a call is opened. */
 export const CALL_TEXT_LIMIT = 20_000;
 
@@ -163,14 +166,14 @@ export function callDetails(call: ToolCallView, live: boolean): Html {
   const field = (label: string, value: Html | string) =>
     h`<div><span>${label}</span>${value}</div>`;
   const fields = [
-    field("Tool", h`<code>${call.tool}</code>`),
-    field("Call id", h`<code>${call.callId}</code>`),
+    field("Tool", h`<code>${clipped(call.tool)}</code>`),
+    field("Call id", h`<code>${clipped(call.callId)}</code>`),
     field("State", stateText(call, callState(call, live))),
-    field("Decision", call.decision ?? "not decided yet"),
-    call.decidedBy !== undefined ? field("Decided by", call.decidedBy) : "",
-    call.decidedAt !== undefined ? field("Decided at", formatTime(call.decidedAt)) : "",
+    field("Decision", clipped(call.decision ?? "not decided yet")),
+    call.decidedBy !== undefined ? field("Decided by", clipped(call.decidedBy)) : "",
+    call.decidedAt !== undefined ? field("Decided at", formatTime(clipped(call.decidedAt))) : "",
     call.durationMs !== undefined ? field("Duration", formatDuration(call.durationMs)) : "",
-    field("Logged at", formatTime(call.ts)),
+    field("Logged at", formatTime(clipped(call.ts))),
   ];
   return h`<div class="meta call-meta">${fields}</div><div class="k">Arguments</div>${
     call.args === undefined
@@ -192,13 +195,12 @@ function callItem(
   live: boolean,
 ) {
   const state = callState(call, live);
+  const tool = excerpt(call.tool) || "?";
   const args = call.args === undefined ? "" : excerpt(call.args);
   const result = call.result === undefined ? "" : excerpt(call.result);
-  return h`<li class="call ${state}" data-call="${index}" data-tool="${call.tool}" data-state="${state}"><details data-src="${
+  return h`<li class="call ${state}" data-call="${index}" data-tool="${tool}" data-state="${state}"><details data-src="${
     partHref(runId, rowIndex, `call${index}`)
-  }" data-version="${state}"><summary><span class="mark">${
-    MARKS[state]
-  }</span> <b>${call.tool}</b>${
+  }" data-version="${state}"><summary><span class="mark">${MARKS[state]}</span> <b>${tool}</b>${
     args ? h` <code class="args">${args}</code>` : ""
   } <span class="state">${stateText(call, state)}</span>${
     call.decision !== undefined ? h` <span class="k decision">${decisionText(call)}</span>` : ""
@@ -242,9 +244,9 @@ function decisionText(call: ToolCallView): string {
     ? "allowed"
     : call.decision === "deny"
     ? "refused"
-    : call.decision!;
-  const when = call.decidedAt ? ` at ${formatTime(call.decidedAt)}` : "";
-  return call.decidedBy ? `${word} · ${call.decidedBy}${when}` : `${word}${when}`;
+    : excerpt(call.decision!);
+  const when = call.decidedAt ? ` at ${formatTime(excerpt(call.decidedAt))}` : "";
+  return call.decidedBy ? `${word} · ${excerpt(call.decidedBy)}${when}` : `${word}${when}`;
 }
 
 /** The counts of a row's calls: `4 tool calls · 1 refused · 1 running`. */
@@ -274,6 +276,11 @@ function callsSummary(calls: readonly ToolCallView[], live: boolean): string {
 function excerpt(text: string): string {
   const head = text.slice(0, CALL_LINE_EXCERPT + 1).replace(/\s+/g, " ");
   return head.length > CALL_LINE_EXCERPT ? `${head.slice(0, CALL_LINE_EXCERPT)}…` : head;
+}
+
+/** A short field (a name, an id, who decided) as the log has it, cut if a log made it long. */
+function clipped(text: string): string {
+  return text.length > CALL_FIELD_LIMIT ? `${text.slice(0, CALL_FIELD_LIMIT)}…` : text;
 }
 
 /** The arguments indented when they are whole JSON (a cut excerpt is shown as logged). */

@@ -14,6 +14,7 @@ import type { RunLogEntry } from "../../src/store/types.ts";
 import { timelineRow } from "../../src/ui/pages.ts";
 import { discoverStores } from "../../src/ui/source.ts";
 import { foldLog, type IterationRow, newTimeline } from "../../src/ui/timeline.ts";
+import { callDetails } from "../../src/ui/tool_calls_view.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 import { startDashboard } from "./browser.ts";
 import { holdAt } from "./fixtures.ts";
@@ -307,8 +308,27 @@ Deno.test("tool calls: a call logged as started shows running while the run is l
   }, { ...base, type: "tool_call", stepId: "s", callId: 7, tool: 42, durationMs: "slow" }]);
   assert.deepEqual([...touched], [1]);
   const done = timelineRow("r", row, { live: true }).text;
-  assert.deepEqual(callsOf(done), ["Bash:ok", ":ok"]);
+  assert.deepEqual(callsOf(done), ["Bash:ok", "?:ok"]);
   assert.match(done, /<span class="state">1\.2 s<\/span>/);
+
+  // A log written by something else: huge names and fields are cut, on the line and opened.
+  const huge = "<b>" + "T".repeat(100_000);
+  foldLog(timeline, [{
+    ...base,
+    type: "tool_call",
+    stepId: "s",
+    callId: huge,
+    tool: huge,
+    decision: huge,
+    decidedBy: huge,
+    decidedAt: huge,
+    result: huge,
+    args: { deep: [huge] },
+  }]);
+  const line = timelineRow("r", row, { live: true }).text;
+  assert.ok(line.length < 10_000, `${line.length} characters`);
+  assert.ok(!line.includes("<b>TTT"));
+  assert.ok(callDetails(row.calls!.list[2], true).text.length < 50_000);
 
   // A run that stops with a call unfinished: the call did not finish, even if the run goes on.
   foldLog(timeline, [
