@@ -63,8 +63,8 @@ export function isToolCallLine(entry: RunLogEntry): boolean {
  *
  * @example
  * ```ts
- * import { addToolCall } from "./tool_calls.ts";
- * const calls = { list: [], open: new Map(), turns: 0 };
+ * import { addToolCall, type RowCalls } from "./tool_calls.ts";
+ * const calls: RowCalls = { list: [], open: new Map(), turns: 0 };
  * const ts = "2026-01-01T00:00:00.000Z";
  * addToolCall(calls, { ts, runId: "r", type: "tool_call_start", callId: "c1", tool: "Read" });
  * addToolCall(calls, {
