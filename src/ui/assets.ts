@@ -95,6 +95,7 @@ li.call.running .mark, li.call.asking .mark, li.call.running .state, li.call.ask
 li.call.unfinished .mark, li.call.unfinished .state { color:var(--warn); }
 li.call code.args, li.call .result { color:var(--muted); }
 .call-meta { margin:4px 0; padding:8px; }
+.calls .grant { color:var(--ok); font-size:13px; margin:2px 0 2px 1.2em; }
 details { margin:4px 0; } summary { cursor:pointer; color:var(--accent); font-size:13px; }
 pre { white-space:pre-wrap; word-break:break-word; background:#f3f5f8; border:1px solid var(--line);
   border-radius:4px; padding:8px; margin:4px 0; max-height:420px; overflow:auto;

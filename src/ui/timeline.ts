@@ -8,7 +8,13 @@
  */
 import type { RunLogEntry } from "../store/types.ts";
 import type { LoggedUsage } from "../store/format.ts";
-import { addToolCall, isToolCallLine, type RowCalls, stopOpenCalls } from "./tool_calls.ts";
+import {
+  addGrant,
+  addToolCall,
+  isToolCallLine,
+  type RowCalls,
+  stopOpenCalls,
+} from "./tool_calls.ts";
 
 /** A model text as the log records it: the text (possibly truncated) and its full length. */
 export interface LoggedText {
@@ -225,11 +231,14 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       default: {
-        // A step's tool calls and model turns belong to its row, not rows of their own.
-        if (isToolCallLine(entry) || entry.type === "tool_turn") {
+        // A step's tool calls, model turns and permission grants belong to its row.
+        if (
+          isToolCallLine(entry) || entry.type === "tool_turn" || entry.type === "permission_grant"
+        ) {
           const row = callRow(timeline, entry);
-          const calls = row.calls ??= { list: [], open: new Map(), turns: 0 };
+          const calls = row.calls ??= { list: [], open: new Map(), turns: 0, grants: [] };
           if (entry.type === "tool_turn") calls.turns++;
+          else if (entry.type === "permission_grant") addGrant(calls, entry);
           else addToolCall(calls, entry);
           touched.add(row.index);
           break;
@@ -299,9 +308,13 @@ function callRow(timeline: Timeline, entry: RunLogEntry): IterationRow {
   return startedRow(timeline, entry);
 }
 
+/**
+ * The iteration still open (started, not ended): the newest one, even after a line of another kind
+ * (a permission grant, a run resumed inside the step) — its end and errors are still its own.
+ */
 function openRow(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
-  const last = timeline.rows[timeline.rows.length - 1];
-  return last?.kind === "iteration" && !last.end ? last : undefined;
+  const row = timeline.current;
+  return row && !row.end ? row : undefined;
 }
 
 function lastIteration(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {

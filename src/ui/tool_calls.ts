@@ -4,7 +4,8 @@
  * arguments and result excerpts, decision and who made it, duration); a log may also record it
  * earlier — allowed and starting (a `tool_call_start` line), or any moment before it finished (a
  * `tool_call_<moment>` line, or a `tool_call` line whose `phase` is not `finished`) — and the
- * finished line then completes the same call. Lines are read loosely: fields of the wrong
+ * finished line then completes the same call. A rule someone allowed for the rest of the run when
+ * a call asked (a `permission_grant` line) is kept with the calls. Lines are read loosely: fields of the wrong
  * type are ignored, unknown fields and phases tolerated, nothing a model wrote is trusted.
  *
  * @module
@@ -50,6 +51,34 @@ export interface RowCalls {
   open: Map<string, number>;
   /** The model's tool turns, when the log records them (`tool_turn` lines). */
   turns: number;
+  /** Rules allowed for the rest of the run by whoever answered an ask (`permission_grant`). */
+  grants: PermissionGrantView[];
+}
+
+/** A rule someone allowed for the rest of the run when a call asked ("always"). */
+export interface PermissionGrantView {
+  /** The rule (`Bash(npm test)`). */
+  rule: string;
+  /** Who allowed it. */
+  grantedBy?: string;
+  /** When (ISO). */
+  grantedAt?: string;
+  /** The call that asked. */
+  callId?: string;
+}
+
+/** Adds a `permission_grant` line (a rule without a string `rule` is left out). */
+export function addGrant(calls: RowCalls, entry: RunLogEntry): void {
+  const rule = text(entry.rule);
+  if (rule === undefined) return;
+  const grant: PermissionGrantView = { rule };
+  const grantedBy = text(entry.grantedBy);
+  if (grantedBy !== undefined) grant.grantedBy = grantedBy;
+  const grantedAt = text(entry.grantedAt);
+  if (grantedAt !== undefined) grant.grantedAt = grantedAt;
+  const callId = text(entry.callId);
+  if (callId !== undefined) grant.callId = callId;
+  calls.grants.push(grant);
 }
 
 /** The log line types that record a tool call (`tool_call`, and `tool_call_<moment>`). */
@@ -64,7 +93,7 @@ export function isToolCallLine(entry: RunLogEntry): boolean {
  * @example
  * ```ts
  * import { addToolCall, type RowCalls } from "./tool_calls.ts";
- * const calls: RowCalls = { list: [], open: new Map(), turns: 0 };
+ * const calls: RowCalls = { list: [], open: new Map(), turns: 0, grants: [] };
  * const ts = "2026-01-01T00:00:00.000Z";
  * addToolCall(calls, { ts, runId: "r", type: "tool_call_start", callId: "c1", tool: "Read" });
  * addToolCall(calls, {
@@ -89,6 +118,8 @@ export function addToolCall(calls: RowCalls, entry: RunLogEntry): void {
     if (!finished) calls.open.set(callId, calls.list.length - 1);
   }
   merge(call, entry);
+  // A start line is written once the call was allowed (it may not say so itself).
+  if (entry.type === "tool_call_start") call.decision ??= "allow";
   if (finished) {
     call.finished = true;
     delete call.stopped;

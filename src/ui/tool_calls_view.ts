@@ -19,6 +19,9 @@ import type { ToolCallView } from "./tool_calls.ts";
 /** Calls shown at the start and at the end of a row; the ones between are behind a link. */
 export const CALLS_SHOWN_AT_EACH_END = 10;
 
+/** Rules allowed for the rest of the run shown on a row (a log could hold any number). */
+const GRANTS_SHOWN = 10;
+
 /** Calls the "… N more calls" section shows when opened; the rest are counted. */
 export const HIDDEN_CALLS_SHOWN = 500;
 
@@ -72,13 +75,15 @@ export function toolCallsBlock(
   live: boolean,
   open: boolean,
 ): Html | string {
-  const calls = row.calls?.list;
-  if (!calls || calls.length === 0) return "";
-  return h`<details class="calls" data-calls="${calls.length}" data-src="${
-    partHref(runId, row.index, CALLS_PART)
-  }" data-version="${callsVersion(row)}"${open ? raw(' open data-loaded="true"') : ""}><summary>${
-    callsSummary(calls, live)
-  }${row.calls!.turns ? ` · in ${row.calls!.turns} model turns` : ""}</summary><div class="body">${
+  const calls = row.calls;
+  if (!calls || (calls.list.length === 0 && calls.grants.length === 0)) return "";
+  let summary = callsSummary(calls.list, live);
+  if (calls.turns) summary += ` · in ${calls.turns} model turns`;
+  if (calls.grants.length) summary += ` · ${calls.grants.length} allowed for the run`;
+  const src = partHref(runId, row.index, CALLS_PART);
+  return h`<details class="calls" data-calls="${calls.list.length}" data-src="${src}" data-version="${
+    callsVersion(row)
+  }"${open ? raw(' open data-loaded="true"') : ""}><summary>${summary}</summary><div class="body">${
     open ? callsList(runId, row, live) : ""
   }</div></details>`;
 }
@@ -90,7 +95,7 @@ export function toolCallsBlock(
  */
 export function callsList(runId: string, row: IterationRow, live: boolean): Html | undefined {
   const calls = row.calls?.list;
-  if (!calls || calls.length === 0) return undefined;
+  if (!calls || (calls.length === 0 && row.calls!.grants.length === 0)) return undefined;
   const total = calls.length;
   const cut = total > 2 * CALLS_SHOWN_AT_EACH_END;
   const head = cut ? CALLS_SHOWN_AT_EACH_END : total;
@@ -100,7 +105,7 @@ export function callsList(runId: string, row: IterationRow, live: boolean): Html
     for (let i = from; i < to; i++) out.push(callItem(runId, row.index, i, calls[i], live));
     return out;
   };
-  return h`<ol class="calls-list">${items(0, head)}</ol>${
+  return h`${grantLines(row)}<ol class="calls-list">${items(0, head)}</ol>${
     cut
       ? h`<details class="calls-more" data-src="${
         partHref(runId, row.index, HIDDEN_CALLS_PART)
@@ -122,16 +127,31 @@ export function rowsWithCallsOpen(rows: readonly Row[]): Set<number> {
   let drawn = 0;
   for (let i = rows.length - 1; i >= 0; i--) {
     const row = rows[i];
-    if (row.kind !== "iteration" || !row.calls?.list.length) continue;
+    if (row.kind !== "iteration" || !row.calls) continue;
     if (drawn < CALL_ROWS_OPEN || !row.end) open.add(row.index);
     drawn++;
   }
   return open;
 }
 
+/** The rules allowed for the rest of the run during the iteration (the first ten). */
+function grantLines(row: IterationRow): Html[] {
+  const grants = row.calls!.grants;
+  const lines = grants.slice(0, GRANTS_SHOWN).map((g) =>
+    h`<div class="grant">⊕ Allowed for the rest of the run: <code>${excerpt(g.rule)}</code>${
+      g.grantedBy !== undefined ? ` · by ${excerpt(g.grantedBy)}` : ""
+    }${g.grantedAt !== undefined ? ` at ${formatTime(excerpt(g.grantedAt))}` : ""}</div>`
+  );
+  if (grants.length > GRANTS_SHOWN) {
+    lines.push(h`<div class="note">… and ${grants.length - GRANTS_SHOWN} more rules.</div>`);
+  }
+  return lines;
+}
+
 /** What a section of calls shows changed when a call was added or finished: reload it then. */
 function callsVersion(row: IterationRow): string {
-  return `${row.calls!.list.length}-${row.calls!.open.size}`;
+  const calls = row.calls!;
+  return `${calls.list.length}-${calls.open.size}-${calls.grants.length}`;
 }
 
 /**

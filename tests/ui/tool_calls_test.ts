@@ -254,8 +254,9 @@ Deno.test("tool calls: a call appears in its row live, over the run's event stre
 });
 
 Deno.test("tool calls: a call logged as started shows running while the run is live, then finished", () => {
-  // The lines of a run in the middle of a step: a call allowed and started (its `tool_call_start`
-  // line, written before the tool runs), with the extra fields and line types such logs carry.
+  // The lines of a run in the middle of a step: a rule someone allowed for the run when the call
+  // asked, the model's turn, and the call allowed and started (its `tool_call_start` line, written
+  // before the tool runs — it names who allowed it, not the decision), with extra fields.
   const ts = "2026-01-01T00:00:00.000Z";
   const base = { ts, runId: "r", iteration: 1 };
   const log: RunLogEntry[] = [
@@ -264,21 +265,31 @@ Deno.test("tool calls: a call logged as started shows running while the run is l
     { ...base, type: "tool_turn", stepId: "s", turn: 1, calls: [{ id: "c1", name: "Bash" }] },
     {
       ...base,
+      type: "permission_grant",
+      stepId: "s",
+      callId: "c1",
+      rule: "Bash(npm test)",
+      grantedBy: "terminal (erin)",
+      grantedAt: "2026-01-01T00:00:01.000Z",
+    },
+    {
+      ...base,
       type: "tool_call_start",
       stepId: "s",
+      call: 0,
       turn: 1,
       callId: "c1",
       tool: "Bash",
       args: '{"command":"npm test"}',
-      decision: "allow",
-      decidedBy: "asked: dashboard (Approve)",
+      target: "npm test",
+      decidedBy: "terminal (erin)",
       decidedAt: "2026-01-01T00:00:01.000Z",
       idempotent: false,
     },
   ];
   const timeline = newTimeline();
   foldLog(timeline, log);
-  // No row for the model's turn: it belongs to the step's row.
+  // No row for the model's turn or the grant: they belong to the step's row.
   assert.deepEqual(timeline.rows.map((r) => r.kind), ["event", "iteration"]);
   const row = timeline.rows[1] as IterationRow;
   const running = timelineRow("r", row, { live: true }).text;
@@ -287,8 +298,12 @@ Deno.test("tool calls: a call logged as started shows running while the run is l
     /<li class="call running" data-call="0" data-tool="Bash" data-state="running">/,
   );
   assert.match(running, /<span class="state">running…<\/span>/);
-  assert.match(running, /allowed · asked: dashboard \(Approve\) at 2026-01-01 00:00:01Z/);
-  assert.match(running, /1 tool call · 1 running · in 1 model turns/);
+  assert.match(running, /allowed · terminal \(erin\) at 2026-01-01 00:00:01Z/);
+  assert.match(running, /1 tool call · 1 running · in 1 model turns · 1 allowed for the run/);
+  assert.match(
+    running,
+    /⊕ Allowed for the rest of the run: <code>Bash\(npm test\)<\/code> · by terminal \(erin\) at 2026-01-01 00:00:01Z/,
+  );
   // Not followed live (nobody drives the run): it did not finish.
   assert.match(timelineRow("r", row, { live: false }).text, /data-state="unfinished"/);
 
@@ -346,6 +361,10 @@ Deno.test("tool calls: a call logged as started shows running while the run is l
     timelineRow("r", row, { live: true }).text,
     /data-tool="Read" data-state="unfinished"/,
   );
+  // The step's end after lines of other kinds is still its own row's.
+  foldLog(timeline, [{ ...base, type: "step_end", stepId: "s", entry: { stepId: "s" } }]);
+  assert.deepEqual(timeline.rows.map((r) => r.kind), ["event", "iteration", "event"]);
+  assert.ok(row.end);
 });
 
 Deno.test({
