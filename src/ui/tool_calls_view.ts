@@ -258,15 +258,16 @@ function stateText(call: ToolCallView, state: CallState): string {
   }
 }
 
-/** `allowed · rule Edit`, `refused · rule Bash(rm:*)`, `invalid`. */
+/**
+ * `allowed · rule Edit`; a refused call's line already says `refused`: `by rule Bash(rm:*)`;
+ * `invalid`.
+ */
 function decisionText(call: ToolCallView): string {
-  const word = call.decision === "allow"
-    ? "allowed"
-    : call.decision === "deny"
-    ? "refused"
-    : excerpt(call.decision!);
   const when = call.decidedAt ? ` at ${formatTime(excerpt(call.decidedAt))}` : "";
-  return call.decidedBy ? `${word} · ${excerpt(call.decidedBy)}${when}` : `${word}${when}`;
+  const by = call.decidedBy === undefined ? "" : excerpt(call.decidedBy);
+  if (call.decision === "deny") return `${by ? `by ${by}` : "by the permissions"}${when}`;
+  const word = call.decision === "allow" ? "allowed" : excerpt(call.decision!);
+  return by ? `${word} · ${by}${when}` : `${word}${when}`;
 }
 
 /** The counts of a row's calls: `4 tool calls · 1 refused · 1 running`. */

@@ -87,7 +87,7 @@ Deno.test("tool calls: each iteration's row lists its own calls — decision, wh
   assert.match(denied, /<span class="mark">⊘<\/span> <b>Bash<\/b>/);
   assert.match(
     denied,
-    /<span class="state">refused<\/span> <span class="k decision">refused · rule Bash\(rm:\*\)<\/span>/,
+    /<span class="state">refused<\/span> <span class="k decision">by rule Bash\(rm:\*\)<\/span>/,
   );
 
   // Opened, a call shows every recorded field, its arguments indented and its result.
