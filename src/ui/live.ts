@@ -76,10 +76,13 @@ export async function liveEvents(
   const log = await store.readLog(runId);
   foldLog(timeline, log.slice(0, from));
   view.timeline = timeline;
-  const followed = isFollowed(view);
+  // A call not finished yet is running while a process drives the run — as one does once the log
+  // grows under the stream, though nobody did when the page opened (a resume elsewhere).
+  let followed = isFollowed(view);
   return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log) => {
+    const push = (entries: typeof log, growing: boolean) => {
       if (entries.length === 0) return;
+      if (growing) followed = true;
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
@@ -93,7 +96,7 @@ export async function liveEvents(
       events.send("output", finalOutput(view).text);
     };
     try {
-      push(log.slice(from));
+      push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
         if (timeline.waiting) {
@@ -115,7 +118,7 @@ export async function liveEvents(
           break;
         }
         await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries));
+        push(await readLogFrom(store, runId, timeline.entries), true);
         events.keepAlive();
       }
     } catch (error) {

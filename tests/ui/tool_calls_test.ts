@@ -253,6 +253,53 @@ Deno.test("tool calls: a call appears in its row live, over the run's event stre
   assert.equal((await run).completionReason, "completed");
 });
 
+Deno.test("tool calls: a run nobody drives shows its unfinished call as such; once its log grows again, a new call runs", async () => {
+  const project = await toolProject();
+  const result = await runTools(project, { runId: "left" });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  // The run as a killed process leaves it: `running`, nobody holding it, in the middle of its
+  // first step with a call started and not finished.
+  const dir = join(project.root, "tmp/logs/agents/tool-fixer");
+  const lines = (await Deno.readTextFile(join(dir, "left.jsonl"))).trimEnd().split("\n");
+  const firstCall = lines.findIndex((l) => l.includes('"type":"tool_call"'));
+  const base = { ts: new Date().toISOString(), runId: "left", iteration: 1, stepId: "s_f1d0" };
+  const start = (callId: string, tool: string) =>
+    JSON.stringify({ ...base, type: "tool_call_start", callId, tool, decidedBy: "rule " + tool });
+  await Deno.writeTextFile(
+    join(dir, "left.jsonl"),
+    [...lines.slice(0, firstCall + 1), start("c-grep", "Grep")].join("\n") + "\n",
+  );
+  const checkpointFile = join(dir, "left.checkpoint.json");
+  const checkpoint = JSON.parse(await Deno.readTextFile(checkpointFile));
+  checkpoint.status = "running";
+  delete checkpoint.state.end;
+  await Deno.writeTextFile(checkpointFile, JSON.stringify(checkpoint));
+
+  await using ui = await startDashboard(project.root, { liveIntervalMs: 20 });
+  const page = await (await fetch(`${ui.url}runs/left`)).text();
+  assert.match(page, /data-status="interrupted"/);
+  assert.deepEqual(iterationRows(page).map(callsOf), [["Write:ok", "Grep:unfinished"]]);
+  const live = page.match(/data-live="([^"]+)"/)![1];
+  // (A run that never shows the call would keep the stream open: the test fails after 20 s.)
+  const reader = (await fetch(new URL(live.replaceAll("&amp;", "&"), ui.url), {
+    signal: AbortSignal.timeout(20_000),
+  })).body!.pipeThrough(new TextDecoderStream()).getReader();
+  let received = "";
+  // Resumed by another process: its lines arrive under the open stream.
+  await Deno.writeTextFile(
+    join(dir, "left.jsonl"),
+    [JSON.stringify({ ...base, type: "run_resume" }), start("c-read", "Read")].join("\n") + "\n",
+    { append: true },
+  );
+  while (!/data-tool=\\"Read\\" data-state=\\"running\\"/.test(received)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`stream ended: ${received}`);
+    received += value;
+  }
+  assert.match(received, /data-tool=\\"Grep\\" data-state=\\"unfinished\\"/);
+  await reader.cancel();
+});
+
 Deno.test("tool calls: a call logged as started shows running while the run is live, then finished", () => {
   // The lines of a run in the middle of a step: a rule someone allowed for the run when the call
   // asked, the model's turn, and the call allowed and started (its `tool_call_start` line, written
