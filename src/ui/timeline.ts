@@ -1,7 +1,7 @@
 /**
  * Folds a run log into the rows of the dashboard's timeline: one row per iteration (from its
- * `step_start` to its `step_end`/`step_error`, with the re-asks and retries in between) and one
- * row per run event (start, resume, redrive, end). The fold is incremental — the live view feeds
+ * `step_start` to its `step_end`/`step_error`, with the re-asks, retries and tool calls in
+ * between) and one row per run event (start, resume, redrive, end). The fold is incremental — the live view feeds
  * it the new entries of a running run and re-renders only the rows they touched.
  *
  * @module
