@@ -80,6 +80,22 @@ svg.graph marker path { fill:#6b7886; }
 .timeline .line { display:flex; flex-wrap:wrap; gap:6px 16px; align-items:baseline; }
 .timeline .line b { min-width:3em; }
 .timeline .k { color:var(--muted); font-size:12px; }
+.calls { margin:4px 0; }
+ol.calls-list { margin:2px 0; padding-left:2.8em; font-size:13px; }
+li.call details { margin:1px 0; }
+li.call summary { color:var(--fg); overflow-wrap:anywhere; }
+li.call .mark { display:inline-block; width:1.2em; text-align:center; font-weight:700; }
+li.call.ok .mark { color:var(--ok); }
+li.call.error .mark, li.call.invalid .mark, li.call.error .state, li.call.invalid .state {
+  color:var(--bad); }
+li.call.denied { background:#fde2e1; border-radius:4px; }
+li.call.denied .mark, li.call.denied .state { color:var(--bad); font-weight:600; }
+li.call.running .mark, li.call.asking .mark, li.call.running .state, li.call.asking .state {
+  color:var(--run); font-weight:600; }
+li.call.unfinished .mark, li.call.unfinished .state { color:var(--warn); }
+li.call code.args, li.call .result { color:var(--muted); }
+.call-meta { margin:4px 0; padding:8px; }
+.calls .grant { color:var(--ok); font-size:13px; margin:2px 0 2px 1.2em; }
 details { margin:4px 0; } summary { cursor:pointer; color:var(--accent); font-size:13px; }
 pre { white-space:pre-wrap; word-break:break-word; background:#f3f5f8; border:1px solid var(--line);
   border-radius:4px; padding:8px; margin:4px 0; max-height:420px; overflow:auto;
@@ -225,9 +241,34 @@ export const APP_JS = `"use strict";
   var url = body.getAttribute("data-live");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);
+  // A row swapped in keeps the sections as the reader left them: open or closed, and what an
+  // open one loaded — unless what it shows changed since (a call finished): it loads again.
+  function keepOpen(el, markup) {
+    var box = document.createElement("div");
+    box.innerHTML = markup;
+    var fresh = box.firstElementChild;
+    if (!fresh) { el.outerHTML = markup; return; }
+    var before = el.querySelectorAll("details[data-src]");
+    var twins = fresh.querySelectorAll("details[data-src]");
+    var bySrc = {};
+    for (var i = 0; i < twins.length; i++) bySrc["=" + twins[i].getAttribute("data-src")] = twins[i];
+    for (var j = 0; j < before.length; j++) {
+      var old = before[j];
+      var twin = bySrc["=" + old.getAttribute("data-src")];
+      if (!twin) continue;
+      var same = old.getAttribute("data-version") === twin.getAttribute("data-version");
+      if (old.open && same && old.getAttribute("data-loaded") === "true" &&
+          twin.getAttribute("data-loaded") !== "true") {
+        twin.setAttribute("data-loaded", "true");
+        twin.querySelector(".body").innerHTML = old.querySelector(".body").innerHTML;
+      }
+      twin.open = old.open;
+    }
+    el.replaceWith(fresh);
+  }
   function swap(id, markup, parentId) {
     var el = document.getElementById(id);
-    if (el) { el.outerHTML = markup; return; }
+    if (el) { keepOpen(el, markup); return; }
     var parent = document.getElementById(parentId);
     if (parent) parent.insertAdjacentHTML("beforeend", markup);
   }

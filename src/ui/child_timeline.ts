@@ -50,7 +50,7 @@ function nestedRows(
   return h`<div class="child-timeline" data-run="${childId}"><div class="note">Child run ${link}${
     status ? h` ${statusBadge({ status })}` : ""
   } — ${rows.length} timeline rows.</div>${
-    shown.map((row) => timelineRow(childId, row, { nested: true }))
+    shown.map((row) => timelineRow(childId, row, { nested: true, live: status === "running" }))
   }${
     rows.length > shown.length
       ? h`<div class="note">Showing the first ${shown.length} of ${rows.length} rows. <a href="${

@@ -1,6 +1,6 @@
 /**
  * How the dashboard's pages show numbers, times and values: token usage, cost, durations,
- * timestamps and JSON. Plain text; the pages escape it.
+ * timestamps and JSON, and the links of a timeline row's parts. Plain text; the pages escape it.
  *
  * @module
  */
@@ -40,4 +40,9 @@ export function json(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** The link of a timeline row's part (`prompt`, `answer`, `call3`, …), loaded when opened. */
+export function rowPartHref(runId: string, index: number, name: string): string {
+  return `/runs/${encodeURIComponent(runId)}/rows/${index}/${name}`;
 }

@@ -10,7 +10,7 @@ import { errorMessage } from "../errors.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
-import { finalOutput, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
+import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
@@ -76,20 +76,27 @@ export async function liveEvents(
   const log = await store.readLog(runId);
   foldLog(timeline, log.slice(0, from));
   view.timeline = timeline;
+  // A call not finished yet is running while a process drives the run — as one does once the log
+  // grows under the stream, though nobody did when the page opened (a resume elsewhere).
+  let followed = isFollowed(view);
   return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log) => {
+    const push = (entries: typeof log, growing: boolean) => {
       if (entries.length === 0) return;
+      if (growing) followed = true;
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
-        [...touched].map((i) => ({ index: i, html: timelineRow(runId, timeline.rows[i]).text })),
+        [...touched].map((i) => ({
+          index: i,
+          html: timelineRow(runId, timeline.rows[i], { live: followed && !timeline.runEnd }).text,
+        })),
       );
       events.send("graph", runGraph(view).text);
       events.send("header", runMeta(view).text);
       events.send("output", finalOutput(view).text);
     };
     try {
-      push(log.slice(from));
+      push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
         if (timeline.waiting) {
@@ -111,7 +118,7 @@ export async function liveEvents(
           break;
         }
         await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries));
+        push(await readLogFrom(store, runId, timeline.entries), true);
         events.keepAlive();
       }
     } catch (error) {

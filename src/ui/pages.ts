@@ -19,7 +19,15 @@ import type { RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
-import { cost, formatDuration, formatTime, json, usageText } from "./display_format.ts";
+import {
+  cost,
+  formatDuration,
+  formatTime,
+  json,
+  rowPartHref as partHref,
+  usageText,
+} from "./display_format.ts";
+import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
 
 export { formatDuration } from "./display_format.ts";
 
@@ -175,11 +183,26 @@ export function runPage(view: RunView): string {
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
     <h2>Timeline</h2>
-    <div id="timeline" class="timeline">${
-    view.timeline.rows.map((r) => timelineRow(view.runId, r))
-  }</div>
+    <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
   return layout(`Run ${view.runId}`, body, view.live);
+}
+
+/** The rows of the run page: the calls of the last rows with calls drawn open. */
+function timelineRows(view: RunView): Html[] {
+  const live = isFollowed(view);
+  const callsOpen = rowsWithCallsOpen(view.timeline.rows);
+  return view.timeline.rows.map((r) =>
+    timelineRow(view.runId, r, { live, callsOpen: callsOpen.has(r.index) })
+  );
+}
+
+/**
+ * Whether the page follows the run live with a process driving it: a tool call not finished yet
+ * is then running (in a run nobody drives, it did not finish).
+ */
+export function isFollowed(view: RunView): boolean {
+  return view.live !== undefined && view.summary?.live !== false;
 }
 
 /**
@@ -326,6 +349,10 @@ export interface TimelineRowOptions {
    * (a grandchild is not nested further).
    */
   nested?: boolean;
+  /** The run is followed live: a tool call not finished yet is running (else it did not finish). */
+  live?: boolean;
+  /** Draw the row's tool calls open (default); false: their section loads when opened. */
+  callsOpen?: boolean;
 }
 
 /** One timeline row. */
@@ -396,6 +423,8 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
   }${errors.length ? h`<div class="errors">${errors.map((e) => h`<div>${e}</div>`)}</div>` : ""}${
     row.retries.map((r) => h`<div class="warn">${r}</div>`)
   }${row.prompt ? part("prompt", `Prompt sent (${row.prompt.length} chars)`) : ""}${
+    toolCallsBlock(runId, row, options.live === true, options.callsOpen !== false)
+  }${
     row.reasks.map((r, i) =>
       h`<div class="reask"><div class="warn">Re-ask ${i + 1}: ${r.reason}</div><ul class="errors">${
         r.errors.map((e) => h`<li>${e}</li>`)
@@ -433,10 +462,6 @@ export function rowPartText(row: Row | undefined, name: string): LoggedText | un
 /** The body of a row's part, cut for display, with a link to the full text. */
 export function rowPart(runId: string, row: Row, name: string, text: LoggedText): Html {
   return textBlock(text, `${partHref(runId, row.index, name)}/full`);
-}
-
-function partHref(runId: string, index: number, name: string): string {
-  return `/runs/${encodeURIComponent(runId)}/rows/${index}/${name}`;
 }
 
 /** An error page. */

@@ -54,7 +54,17 @@ import {
   securityHeaders,
   text,
 } from "./responses.ts";
-import { foldLog, newTimeline } from "./timeline.ts";
+import { foldLog, type IterationRow, newTimeline, type Timeline } from "./timeline.ts";
+import {
+  callDetails,
+  callOfPart,
+  CALLS_PART,
+  callsList,
+  HIDDEN_CALLS_PART,
+  hiddenCalls,
+} from "./tool_calls_view.ts";
+import type { Html } from "./html.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 
 export { CONTENT_SECURITY_POLICY, isLoopback, malformedSegment, sameOriginPath };
 
@@ -246,6 +256,9 @@ export const DASHBOARD_ROUTES = {
       "/runs/{run}/rows/0/prompt",
       "/runs/{run}/rows/0/prompt/full",
       "/runs/{run}/rows/0/child",
+      "/runs/{run}/rows/0/call0",
+      "/runs/{run}/rows/0/calls",
+      "/runs/{run}/rows/0/morecalls",
     ],
   },
   approvalAction: {
@@ -351,6 +364,10 @@ async function route(
       if (match[4] === CHILD_PART && child !== undefined && !match[5]) {
         return page(200, await childTimeline(store, child));
       }
+      const calls = row?.kind === "iteration" && !match[5]
+        ? await toolCallPart(data, runId, row, match[4], timeline)
+        : undefined;
+      if (calls) return page(200, calls);
       const part = rowPartText(row, match[4]);
       if (!row || !part) return text(404, "This run has no such row part.");
       if (match[5]) {
@@ -364,6 +381,28 @@ async function route(
     return page(200, runPage(view));
   }
   return page(404, errorPage("Not found", `Nothing at ${path}.`));
+}
+
+/**
+ * A row's tool-call part — `callN` (one call opened), `calls` (the row's calls, first and last
+ * ones) or `morecalls` (the calls between them) — or undefined when the row has no such part.
+ */
+async function toolCallPart(
+  data: DashboardData,
+  runId: string,
+  row: IterationRow,
+  name: string,
+  timeline: Timeline,
+): Promise<Html | undefined> {
+  const call = callOfPart(row, name);
+  if (!call && name !== CALLS_PART && name !== HIDDEN_CALLS_PART) return undefined;
+  // An unfinished call is running only while a process drives the run.
+  const summary = row.calls?.open.size && !timeline.runEnd
+    ? await data.summaryOf(runId)
+    : undefined;
+  const live = isOpenStatus(summary?.status) && summary?.live !== false;
+  if (call) return callDetails(call, live);
+  return name === CALLS_PART ? callsList(runId, row, live) : hiddenCalls(runId, row, live);
 }
 
 /** The largest answer body read (an answer is a form's worth of JSON). */

@@ -1,13 +1,20 @@
 /**
  * Folds a run log into the rows of the dashboard's timeline: one row per iteration (from its
- * `step_start` to its `step_end`/`step_error`, with the re-asks and retries in between) and one
- * row per run event (start, resume, redrive, end). The fold is incremental — the live view feeds
+ * `step_start` to its `step_end`/`step_error`, with the re-asks, retries and tool calls in
+ * between) and one row per run event (start, resume, redrive, end). The fold is incremental — the live view feeds
  * it the new entries of a running run and re-renders only the rows they touched.
  *
  * @module
  */
 import type { RunLogEntry } from "../store/types.ts";
 import type { LoggedUsage } from "../store/format.ts";
+import {
+  addGrant,
+  addToolCall,
+  isToolCallLine,
+  type RowCalls,
+  stopOpenCalls,
+} from "./tool_calls.ts";
 
 /** A model text as the log records it: the text (possibly truncated) and its full length. */
 export interface LoggedText {
@@ -63,6 +70,8 @@ export type Row =
     handoff?: unknown;
     /** An agent step's child run (from its `agent_start` line, before the step ends). */
     childRunId?: string;
+    /** The tool calls of the iteration (its `tool_call` lines), once it made one. */
+    calls?: RowCalls;
   }
   | {
     kind: "event";
@@ -100,7 +109,12 @@ export interface Timeline {
   waiting?: boolean;
   /** The step entered first (for the start edge). */
   firstStep?: string;
+  /** The newest iteration row (tool calls go to it while it is open). */
+  current?: IterationRow;
 }
+
+/** A row of an iteration. */
+export type IterationRow = Extract<Row, { kind: "iteration" }>;
 
 /** An empty timeline. */
 export function newTimeline(): Timeline {
@@ -144,6 +158,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         if (prompt) row.prompt = prompt;
         timeline.firstStep ??= row.stepId;
         timeline.rows.push(row);
+        timeline.current = row;
         touched.add(row.index);
         break;
       }
@@ -179,6 +194,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       }
       case "step_error": {
         const row = open ?? startedRow(timeline, entry);
+        if (stopOpenCalls(row.calls)) touched.add(row.index);
         row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
         const answer = loggedText(entry.answer, at, "answer");
         if (answer) row.answer = answer;
@@ -187,6 +203,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       }
       case "step_end": {
         const row = open ?? startedRow(timeline, entry);
+        stopOpenCalls(row.calls);
         const end = isRecord(entry.entry) ? entry.entry : {};
         row.end = end;
         const answer = loggedText(entry.answer ?? end.answer, at, "answer");
@@ -214,6 +231,25 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       default: {
+        // A step's tool calls, model turns and permission grants belong to its row.
+        if (
+          isToolCallLine(entry) || entry.type === "tool_turn" || entry.type === "permission_grant"
+        ) {
+          const row = callRow(timeline, entry);
+          const calls = row.calls ??= { list: [], open: new Map(), turns: 0, grants: [] };
+          if (entry.type === "tool_turn") calls.turns++;
+          else if (entry.type === "permission_grant") addGrant(calls, entry);
+          else addToolCall(calls, entry);
+          touched.add(row.index);
+          break;
+        }
+        // A call not finished when the run stops, resumes or is redriven will not finish.
+        if (
+          entry.type === "run_end" || entry.type === "run_resume" || entry.type === "run_redrive"
+        ) {
+          const row = timeline.current;
+          if (row && stopOpenCalls(row.calls)) touched.add(row.index);
+        }
         // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
         if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
         if (entry.type === "input_request") timeline.waiting = true;
@@ -260,9 +296,25 @@ function addMove(timeline: Timeline, move: string, how: string): void {
   hows.add(how);
 }
 
+/**
+ * The row a tool call belongs to: the newest iteration while it is open and of the call's step
+ * (the runner logs a step's calls between its `step_start` and its `step_end`; a run resumed inside
+ * the step goes on logging them after its `run_resume` line), else a row of its own.
+ */
+function callRow(timeline: Timeline, entry: RunLogEntry): IterationRow {
+  const row = timeline.current;
+  const stepId = typeof entry.stepId === "string" ? entry.stepId : undefined;
+  if (row && !row.end && (stepId === undefined || stepId === row.stepId)) return row;
+  return startedRow(timeline, entry);
+}
+
+/**
+ * The iteration still open (started, not ended): the newest one, even after a line of another kind
+ * (a permission grant, a run resumed inside the step) — its end and errors are still its own.
+ */
 function openRow(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
-  const last = timeline.rows[timeline.rows.length - 1];
-  return last?.kind === "iteration" && !last.end ? last : undefined;
+  const row = timeline.current;
+  return row && !row.end ? row : undefined;
 }
 
 function lastIteration(timeline: Timeline): Extract<Row, { kind: "iteration" }> | undefined {
@@ -287,6 +339,7 @@ function startedRow(timeline: Timeline, entry: RunLogEntry): Extract<Row, { kind
   };
   timeline.firstStep ??= row.stepId;
   timeline.rows.push(row);
+  timeline.current = row;
   return row;
 }
 

@@ -1,12 +1,14 @@
 /**
  * `deno task screenshots`: regenerates the dashboard screenshots in docs/images/ from real runs
- * (the seed 004 agent, scripted backend, real file store) in Debian's chromium.
+ * (the seed 004 agent and the tool-fixer example, scripted backend, real file store) in Debian's
+ * chromium.
  *
  * @module
  */
 import { fileURLToPath } from "node:url";
 import { launchBrowser, openTab, startDashboard } from "./browser.ts";
 import { demoProject, runFlow } from "./fixtures.ts";
+import { runTools, toolProject } from "./tool_runs.ts";
 
 const OUT = fileURLToPath(new URL("../../docs/images/", import.meta.url));
 
@@ -36,3 +38,14 @@ for (const [file, path, prepare] of shots) {
   await page.screenshot({ path: OUT + file, fullPage: true });
   console.log(`wrote docs/images/${file}`);
 }
+
+// A tool-using run: its second step's calls (one refused), the Edit opened.
+const tools = await toolProject();
+await runTools(tools, { runId: "20261122T110000Z-7a21c4" });
+await using toolsUi = await startDashboard(tools.root);
+await page.goto(`${toolsUi.url}runs/20261122T110000Z-7a21c4`);
+const fix = page.locator('#timeline .row.iteration[data-step="s_f1e0"]');
+await fix.locator('li.call[data-tool="Edit"] summary').click();
+await fix.locator('li.call[data-tool="Edit"] details[data-loaded="true"]').waitFor();
+await fix.screenshot({ path: OUT + "dashboard-tool-calls.png" });
+console.log("wrote docs/images/dashboard-tool-calls.png");
