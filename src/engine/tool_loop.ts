@@ -47,6 +47,8 @@ const MAX_ARGUMENT_CHARS = 1024 * 1024;
 export interface PermissionAsk {
   /** The step. */
   stepId: string;
+  /** The call's id (the backend's, or one stepflow gave it). */
+  callId: string;
   /** The tool. */
   tool: string;
   /** Its validated arguments. */
@@ -55,6 +57,30 @@ export interface PermissionAsk {
   reason: string;
   /** The `allowedTools` rule that would allow it without asking. */
   suggestion?: string;
+}
+
+/**
+ * An answer to a {@linkcode PermissionAsk} that says more than yes or no: who answered (recorded as
+ * the call's `decidedBy`), and for a refusal what the model is told.
+ *
+ * @example
+ * ```ts
+ * import type { PermissionReply } from "./tool_loop.ts";
+ * const reply: PermissionReply = { allow: false, by: "reviewer", message: "Not on a Friday." };
+ * ```
+ */
+export interface PermissionReply {
+  /** True runs the call. */
+  allow: boolean;
+  /**
+   * Allow every call the ask's `suggestion` rule covers for the rest of the run. The runner
+   * remembers it (`StepFlowRunnerOptions.onPermissionRequest`); the loop alone runs this call.
+   */
+  always?: boolean;
+  /** Who answered, as the run log and history record it (default: who asked, e.g. `onPermissionRequest`). */
+  by?: string;
+  /** For a refusal: a sentence the model is told with it. */
+  message?: string;
 }
 
 /** What happened to one call, for logs and events. */
@@ -71,6 +97,10 @@ export interface ToolCallRecord {
   decision: "allow" | "deny" | "invalid";
   /** Who decided: a rule, the mode, or whoever answered an ask. */
   decidedBy?: string;
+  /** When the decision was made (ISO time); absent for an invalid call. */
+  decidedAt?: string;
+  /** For a call that asked or was refused: the `allowedTools` rule that would allow it. */
+  suggestion?: string;
   /** The result or error text sent to the model (bounded). */
   result: string;
   /** True when the model got an error. */
@@ -94,10 +124,17 @@ export interface ToolLoopOptions {
   /** Bad calls in a row (default {@linkcode DEFAULT_MAX_BAD_TOOL_CALLS}). */
   maxBadCalls?: number;
   /**
-   * Answers an "ask" decision: `true` runs the call. Without it nobody can be asked, so the call
-   * is refused and the model is told which rule or mode would allow it.
+   * Answers an "ask" decision: `true` (or a reply with `allow: true`) runs the call; `undefined`
+   * means nobody could answer. Without it, or when it returns `undefined`, the call is refused and
+   * the model is told which rule or mode would allow it.
    */
-  onPermissionRequest?: (ask: PermissionAsk) => boolean | Promise<boolean>;
+  onPermissionRequest?: (
+    ask: PermissionAsk,
+  ) =>
+    | boolean
+    | PermissionReply
+    | undefined
+    | Promise<boolean | PermissionReply | undefined>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
@@ -291,7 +328,12 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
-  const decision = await decide(call.name, args, request, loop);
+  const decision = await decide(call, args, request, loop);
+  const decided = {
+    decidedBy: decision.by,
+    decidedAt: decision.at,
+    ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
+  };
   if (decision.behavior !== "allow") {
     const refused: ToolCallRecord = {
       stepId: request.stepId,
@@ -299,7 +341,7 @@ async function runCall(
       tool: call.name,
       args,
       decision: "deny",
-      decidedBy: decision.by,
+      ...decided,
       result: refusalText(call.name, decision),
       isError: true,
       durationMs: 0,
@@ -315,6 +357,7 @@ async function runCall(
     args,
     decision: "allow",
     decidedBy: decision.by,
+    decidedAt: decision.at,
   });
   const started = performance.now();
   let result: string;
@@ -338,7 +381,7 @@ async function runCall(
     tool: call.name,
     args,
     decision: "allow",
-    decidedBy: decision.by,
+    ...decided,
     result: truncateOutput(
       result,
       AGENT_TOOL_LIMITS.readChars,
@@ -349,33 +392,52 @@ async function runCall(
   };
 }
 
-/** The decision, with an "ask" answered by whoever can, or refused when nobody can. */
+/**
+ * The decision, with an "ask" answered by whoever can, or refused when nobody can; `by` says who
+ * decided and `at` when.
+ */
 async function decide(
-  tool: string,
+  call: ToolCallRequest,
   args: Record<string, unknown>,
   request: LlmRequest,
   loop: ToolLoopOptions,
-): Promise<PermissionDecision & { by: string }> {
+): Promise<PermissionDecision & { by: string; at: string }> {
+  const tool = call.name;
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
   const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
   const by = decision.rule ? `rule ${decision.rule}` : `${loop.policy.mode} mode`;
-  if (decision.behavior !== "ask") return { ...decision, by };
-  if (!loop.onPermissionRequest) {
+  if (decision.behavior !== "ask") return { ...decision, by, at: new Date().toISOString() };
+  const ask: PermissionAsk = {
+    stepId: request.stepId,
+    callId: call.id,
+    tool,
+    args,
+    reason: decision.reason,
+  };
+  if (decision.suggestion) ask.suggestion = decision.suggestion;
+  const answer = await loop.onPermissionRequest?.(ask);
+  const at = new Date().toISOString();
+  if (answer === undefined) {
     return {
       ...decision,
       behavior: "deny",
       by: "nobody to ask",
+      at,
       reason: `${decision.reason} Nobody can be asked in this run, so the call was refused.`,
     };
   }
-  const ask: PermissionAsk = { stepId: request.stepId, tool, args, reason: decision.reason };
-  if (decision.suggestion) ask.suggestion = decision.suggestion;
-  const allowed = await loop.onPermissionRequest(ask);
-  return allowed ? { ...decision, behavior: "allow", by: "approved when asked" } : {
+  const reply = typeof answer === "boolean" ? { allow: answer } : answer;
+  if (reply.allow) {
+    return { ...decision, behavior: "allow", by: reply.by ?? "approved when asked", at };
+  }
+  return {
     ...decision,
     behavior: "deny",
-    by: "denied when asked",
-    reason: `${decision.reason} It was denied when asked.`,
+    by: reply.by ?? "denied when asked",
+    at,
+    reason: `${decision.reason} It was denied when asked${
+      reply.message ? `: ${reply.message}` : "."
+    }`,
   };
 }
 
@@ -402,6 +464,7 @@ function callEvent(
   };
   if (record.args) event.args = record.args;
   if (record.decidedBy) event.decidedBy = record.decidedBy;
+  if (record.decidedAt) event.decidedAt = record.decidedAt;
   return event;
 }
 

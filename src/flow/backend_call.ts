@@ -19,8 +19,8 @@ import type { RunMcpServers } from "./run_mcp_servers.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
- * has one, and model, tools and permission mode (the run's `model` override, else the step's, else
- * agent.json `behavior`).
+ * has one, and model, tools and permission mode (the run's `model` and `permissionMode` overrides,
+ * else the step's, else agent.json `behavior`).
  */
 export function stepRequest(
   definition: AgentDefinition,
@@ -50,7 +50,8 @@ export function stepRequest(
   if (behavior.mcpServers && Object.keys(behavior.mcpServers).length) {
     request.mcpServers = behavior.mcpServers;
   }
-  const permissionMode = step.permissionMode ?? behavior.permissionMode;
+  // The run's mode (`--permission-mode`) is over the step's and the agent's.
+  const permissionMode = state.permissionMode ?? step.permissionMode ?? behavior.permissionMode;
   if (permissionMode) request.permissionMode = permissionMode;
   return request;
 }
@@ -77,6 +78,8 @@ export interface CallContext {
   onRetry(retry: RetryInfo): void;
   /** Told of each piece of the model's text as it streams (when anyone listens). */
   onText?(text: string): void;
+  /** Answers a tool call that asks for permission (see `runPermissionHook`). */
+  onPermissionRequest?: ToolLoopOptions["onPermissionRequest"];
   /** Told after each tool call of a step with tools (shown and logged by the runner). */
   onToolCall?(record: ToolCallRecord): void;
   /** Told as each tool call is requested, decided and finished (awaited before the call runs). */
@@ -118,6 +121,9 @@ export async function callBackend(
       { signal, onRetry: context.onRetry, ...(context.onText ? { onText: context.onText } : {}) },
       request.allowedTools?.length
         ? {
+          ...(context.onPermissionRequest
+            ? { onPermissionRequest: context.onPermissionRequest }
+            : {}),
           ...(context.onToolCall ? { onToolCall: context.onToolCall } : {}),
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),

@@ -47,6 +47,8 @@ import {
 } from "./checkpoint.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
 import { toolCallLine, toolCallLogFields } from "./tool_call_log.ts";
+import { parsePermissionMode } from "../definition/permission_rule.ts";
+import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -201,14 +203,15 @@ export class StepFlowRunner {
   answer(
     runId: string,
     value: unknown,
-    options: AnswerOptions & Pick<RunOptions, "signal" | "backendChoice"> = {},
+    options: AnswerOptions & Pick<RunOptions, "signal" | "backendChoice" | "permissionMode"> = {},
   ): Promise<StepFlowResult> {
-    const { signal, backendChoice, ...answer } = options;
+    const { signal, backendChoice, permissionMode, ...answer } = options;
     return this.run({
       resume: runId,
       answer: { ...answer, value },
       ...(signal ? { signal } : {}),
       ...(backendChoice ? { backendChoice } : {}),
+      ...(permissionMode ? { permissionMode } : {}),
     });
   }
 
@@ -287,6 +290,7 @@ export class StepFlowRunner {
     // Lock before reading a checkpoint: a second process resuming the same run must fail here, not
     // continue from a checkpoint the first one is about to move past.
     if (options.group !== undefined) assertRunGroup(options.group, "RunOptions.group");
+    if (options.permissionMode !== undefined) assertRunPermissionMode(options.permissionMode);
     const runId = options.resume ?? options.redrive ?? options.runId ?? newRunId();
     if (options.answer && !options.resume) {
       throw new StepflowError(
@@ -321,6 +325,7 @@ export class StepFlowRunner {
     const { state, history } = restored;
     this.#continuing = restored.before !== undefined;
     if (options.backendChoice) state.backendChoice = options.backendChoice;
+    if (options.permissionMode) state.permissionMode = options.permissionMode;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
@@ -422,7 +427,8 @@ export class StepFlowRunner {
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
       schemas: new OutputSchemaCache(def.dir),
       logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
-      call: (request, state, step, calls) => this.#call(backend, request, state, step, calls),
+      call: (request, state, step, calls, toolCalls) =>
+        this.#call(backend, request, state, step, calls, toolCalls),
       reask: (state, step, reask) => this.#reask(state, step, reask),
       commandContext: (state, step) => this.#commandContext(state, step),
       waitIfPaused: () => this.#control!.waitIfPaused(),
@@ -476,6 +482,8 @@ export class StepFlowRunner {
       }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
       const entry = historyEntry(state, step, startedAt, result.record);
+      if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
+      if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
@@ -610,9 +618,12 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     calls: RecordedCall[],
+    toolCalls: IterationToolCalls,
   ): Promise<LlmResponse> {
     // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
-    if (!this.#journal.recording) return this.#sendCall(backend, request, state, step, undefined);
+    if (!this.#journal.recording) {
+      return this.#sendCall(backend, request, state, step, undefined, toolCalls);
+    }
     // The model's turns of a step with tools, so a recording asks for the same tool calls.
     const turns: ToolTurnResponse[] = [];
     const keep = (outcome: { response: LlmResponse } | { error: string }) => {
@@ -622,7 +633,7 @@ export class StepFlowRunner {
     };
     let response: LlmResponse;
     try {
-      response = await this.#sendCall(backend, request, state, step, turns);
+      response = await this.#sendCall(backend, request, state, step, turns, toolCalls);
     } catch (error) {
       // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
       if (
@@ -644,9 +655,12 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
+    toolCalls: IterationToolCalls,
   ): Promise<LlmResponse> {
     // The tool loop's hooks exist only for a step that offers tools.
-    const tools = request.allowedTools?.length ? this.#toolHooks(state, step, turns) : undefined;
+    const tools = request.allowedTools?.length
+      ? this.#toolHooks(state, step, turns, toolCalls)
+      : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
@@ -678,16 +692,37 @@ export class StepFlowRunner {
   }
 
   /**
-   * The tool loop's hooks of a step with tools: a line under the step and a `tool_call` log entry
-   * per call, the run's MCP servers, and each model turn kept for a recording.
+   * The tool loop's hooks of a step with tools: who answers a call that asks (the run's grants,
+   * then `onPermissionRequest`), a line under the step, a `tool_call` log entry and a history
+   * summary per call, the run's MCP servers, and each model turn kept for a recording.
    */
   #toolHooks(
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
-  ): Pick<CallContext, "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers"> {
+    toolCalls: IterationToolCalls,
+  ): Pick<
+    CallContext,
+    "onPermissionRequest" | "onToolCall" | "onToolCallEvent" | "onTurn" | "mcpServers"
+  > {
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
+      onPermissionRequest: runPermissionHook({
+        runId: state.runId,
+        agent: state.agent,
+        iteration: state.iteration,
+        cwd: state.cwd,
+        grants: () => state.permissionGrants ?? [],
+        signal: this.#control!.signal,
+        ...(this.#options.onPermissionRequest
+          ? { answerer: this.#options.onPermissionRequest }
+          : {}),
+        recordGrant: async (grant) => {
+          (state.permissionGrants ??= []).push(grant);
+          await this.#journal.log(state, { type: "permission_grant", ...grant });
+        },
+        warn: (message) => this.#warn(message),
+      }),
       onToolCallEvent: async ({ stepId: _stepId, ...call }) => {
         await this.#events.emit("onToolCall", stepInfo(state, step), call);
       },
@@ -695,6 +730,7 @@ export class StepFlowRunner {
         const level = record.isError ? "warn" : "info";
         void this.#events.emit("onStepLog", stepInfo(state, step), toolCallLine(record), level);
         void this.#journal.log(state, toolCallLogFields(record));
+        noteToolCall(toolCalls, record);
       },
       ...(turns ? { onTurn: (turn: ToolTurnResponse) => void turns.push(turn) } : {}),
     };
@@ -1017,6 +1053,18 @@ export class StepFlowRunner {
 
   #warn(message: string): void {
     (this.#options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`)))(message);
+  }
+}
+
+/** `RunOptions.permissionMode`: one of the modes the tool loop applies. */
+function assertRunPermissionMode(mode: unknown): void {
+  const parsed = parsePermissionMode(mode);
+  if (!parsed.ok) {
+    throw new StepflowError(
+      "PERMISSION_MODE_INVALID",
+      `RunOptions.permissionMode: ${parsed.problem}.`,
+      { details: { permissionMode: mode } },
+    );
   }
 }
 

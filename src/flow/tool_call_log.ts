@@ -23,9 +23,12 @@ export const TOOL_LOG_EXCERPT_CHARS = 2_000;
  * ```
  */
 export function toolCallLine(record: ToolCallRecord): string {
-  const target = targetOf(record);
+  const target = toolCallTarget(record);
   const head = `↳ ${record.tool}${target ? ` ${target}` : ""}`;
-  if (record.decision === "deny") return `${head} ✗ refused (${record.decidedBy ?? "permissions"})`;
+  if (record.decision === "deny") {
+    const how = record.decidedBy === "nobody to ask" ? howToAllow(record) : "";
+    return `${head} ✗ refused (${record.decidedBy ?? "permissions"})${how ? `: ${how}` : ""}`;
+  }
   if (record.decision === "invalid") return `${head} ✗ invalid call: ${firstLine(record.result)}`;
   if (record.isError) return `${head} ✗ ${firstLine(record.result)} (${record.durationMs} ms)`;
   return `${head} ✓ ${record.durationMs} ms`;
@@ -44,12 +47,36 @@ export function toolCallLogFields(record: ToolCallRecord): { type: string; [k: s
     result: clip(record.result),
   };
   if (record.decidedBy) fields.decidedBy = record.decidedBy;
+  if (record.decidedAt) fields.decidedAt = record.decidedAt;
+  if (record.decision === "deny" && record.suggestion) {
+    // How to allow it: the rule, and the mode that would (edits only: no mode but
+    // bypassPermissions runs other tools, and that is not advice to give in a log).
+    fields.allowWith = {
+      allowedTools: record.suggestion,
+      ...(EDIT_TOOLS.has(record.tool) ? { permissionMode: "acceptEdits" } : {}),
+    };
+  }
   if (record.args) fields.args = clip(JSON.stringify(record.args));
   return fields;
 }
 
-/** The argument that says what a call acted on: a path, a pattern, a command. */
-function targetOf(record: ToolCallRecord): string {
+/** The agent tools `acceptEdits` runs without asking inside the working folder. */
+const EDIT_TOOLS = new Set(["Write", "Edit"]);
+
+/**
+ * How a refused call could be allowed, in a few words: the `allowedTools` rule, and for an edit the
+ * permission mode (`--permission-mode` of `run-agent`).
+ */
+export function howToAllow(record: Pick<ToolCallRecord, "tool" | "suggestion">): string {
+  if (!record.suggestion) return "";
+  const mode = EDIT_TOOLS.has(record.tool)
+    ? " or permission mode acceptEdits (--permission-mode acceptEdits)"
+    : "";
+  return `allow it with allowedTools "${record.suggestion}"${mode}`;
+}
+
+/** The argument that says what a call acted on: a path, a pattern, a command (shortened). */
+export function toolCallTarget(record: Pick<ToolCallRecord, "args">): string {
   const args = record.args ?? {};
   for (const key of ["file_path", "command", "pattern", "path"]) {
     const value = args[key];

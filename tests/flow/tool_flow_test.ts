@@ -210,7 +210,12 @@ Deno.test("each tool call is a line under its step (onStepLog) and a tool_call l
   assert.equal(result.success, true, JSON.stringify(result.error));
   assert.equal(lines.length, 3);
   assert.match(lines[0][1], /^↳ Read src\/app\.ts ✓ \d+ ms$/);
-  assert.deepEqual(lines[1], ["s_a8f3", "↳ Edit src/app.ts ✗ refused (nobody to ask)", "warn"]);
+  // Nobody to ask: the line says how to allow it.
+  assert.deepEqual(lines[1], [
+    "s_a8f3",
+    '↳ Edit src/app.ts ✗ refused (nobody to ask): allow it with allowedTools "Edit(src/app.ts)" or permission mode acceptEdits (--permission-mode acceptEdits)',
+    "warn",
+  ]);
   assert.match(lines[2][1], /^↳ Nope ✗ invalid call: The tool "Nope" is not available/);
   const logged = (await store.readLog("tools-1")).filter((e) => e.type === "tool_call");
   assert.deepEqual(
@@ -222,6 +227,11 @@ Deno.test("each tool call is a line under its step (onStepLog) and a tool_call l
     ],
   );
   assert.equal(logged[0].args, '{"file_path":"src/app.ts"}');
+  assert.deepEqual(logged[1].allowWith, {
+    allowedTools: "Edit(src/app.ts)",
+    permissionMode: "acceptEdits",
+  });
+  assert.ok(!Number.isNaN(Date.parse(String(logged[1].decidedAt))));
   assert.equal(logged[0].result, "     1\texport const answer = 41;");
   assert.match(
     String(logged[1].result),
