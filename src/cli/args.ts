@@ -23,6 +23,7 @@ import { ownValue, setOwn } from "../own_record.ts";
 import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { parsePermissionMode, type PermissionMode } from "../definition/permission_rule.ts";
 import {
   cleanParseMessage,
   declaredTable,
@@ -100,6 +101,17 @@ export const RUN_AGENT_FLAGS = defineFlags({
   skipValidators: {
     type: "boolean",
     description: "Do not run step validators (warns each time; for scripted dry runs)",
+  },
+  permissionMode: {
+    type: "string",
+    value: "MODE",
+    description:
+      "Permission mode of every step's tool calls for this run (over agent.json's; kept on resume)",
+    parse: (raw): PermissionMode => {
+      const parsed = parsePermissionMode(raw);
+      if (parsed.ok) return parsed.mode;
+      throw new UsageError(`--permission-mode: ${parsed.problem}.`);
+    },
   },
   // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
   resume: {
@@ -232,6 +244,8 @@ export interface CliFlags {
   allowRun: boolean;
   /** `--skip-validators`. */
   skipValidators: boolean;
+  /** `--permission-mode MODE`: the permission mode of every step of the run (`RunOptions`). */
+  permissionMode?: PermissionMode;
   /** `--resume RUN_ID`. */
   resume?: string;
   /** `--redrive RUN_ID`. */

@@ -27,6 +27,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "allow-fallback",
   "allow-run",
   "skip-validators",
+  "permission-mode",
   "store",
   "submit",
   "wait",

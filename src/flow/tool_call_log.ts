@@ -90,7 +90,9 @@ function firstLine(text: string): string {
 }
 
 function shorten(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ");
+  // A model wrote it, and it reaches terminals: no escape sequences, one line.
+  // deno-lint-ignore no-control-regex
+  const flat = text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
