@@ -26,7 +26,7 @@ Deno.test("the permission question shows bounded arguments with control characte
   const text = permissionQuestion(
     ask({ file_path: "src/app.ts\u001b[2J", content, ...many }),
   );
-  assert.doesNotMatch(text, /\x1b/);
+  assert.ok(!text.includes("\u001b"), text);
   assert.match(text, /file_path: src\/app\.ts\\x1b\[2J\n/);
   assert.match(text, /… 34 more lines/);
   assert.match(text, /… 10 more arguments/);
