@@ -14,6 +14,8 @@ import { MAX_HISTORY_TOOL_CALLS } from "../../src/flow/permission_asks.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { seed001Files, writeAgent } from "./fixtures.ts";
+import { ClaudeCodeBackend } from "../../src/llm/claude_code.ts";
+import { fakeClaude, flag } from "../llm/fake_claude.ts";
 
 const ok = { output: { result: "ok", message: "fine" } };
 
@@ -274,4 +276,41 @@ Deno.test("a history entry lists at most MAX_HISTORY_TOOL_CALLS calls and counts
   assert.equal(entry.toolCalls?.length, MAX_HISTORY_TOOL_CALLS);
   assert.equal(entry.toolCallsOmitted, 7);
   assert.deepEqual(entry.toolCalls![0].decidedBy, "rule Glob");
+});
+
+Deno.test("claude-code keeps Claude Code's own permission handling: the run's mode reaches it, nobody is asked here", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Bash(npm test)"],
+    permissionMode: "default",
+  });
+  const check = { structured_output: { result: "ok", message: "fine" } };
+  const fake = await fakeClaude([
+    { result: "Analysed." },
+    check,
+    { result: "Implemented." },
+    check,
+    { result: "Reviewed." },
+    check,
+  ]);
+  try {
+    let asked = 0;
+    const result = await new StepFlowRunner(def, {
+      backend: new ClaudeCodeBackend(fake.options),
+      onPermissionRequest: () => {
+        asked++;
+        return true;
+      },
+    }).run({ args: { topic: "x" }, cwd: root, permissionMode: "acceptEdits" });
+    assert.equal(result.success, true, JSON.stringify(result.error));
+    assert.equal(asked, 0);
+    const runs = await fake.runs();
+    assert.equal(runs.length, 6);
+    for (const run of runs) {
+      assert.equal(flag(run, "permission-mode"), "acceptEdits");
+      assert.equal(flag(run, "allowedTools"), "Read,Bash(npm test)");
+    }
+    assert.ok(result.state.history.every((h) => h.toolCalls === undefined));
+  } finally {
+    await fake.cleanup();
+  }
 });
