@@ -69,10 +69,8 @@ const EDIT_TOOLS = new Set(["Write", "Edit"]);
  */
 export function howToAllow(record: Pick<ToolCallRecord, "tool" | "suggestion">): string {
   if (!record.suggestion) return "";
-  const mode = EDIT_TOOLS.has(record.tool)
-    ? " or permission mode acceptEdits (--permission-mode acceptEdits)"
-    : "";
-  return `allow it with allowedTools "${record.suggestion}"${mode}`;
+  const mode = EDIT_TOOLS.has(record.tool) ? " or --permission-mode acceptEdits" : "";
+  return `allow with allowedTools "${record.suggestion}"${mode}`;
 }
 
 /** The argument that says what a call acted on: a path, a pattern, a command (shortened). */

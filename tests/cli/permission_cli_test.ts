@@ -56,7 +56,7 @@ Deno.test("run-agent without a terminal: a call that asks is refused; the line, 
     assert.equal(run.code, 0, run.stderr);
     assert.match(
       run.stderr,
-      /↳ Bash echo one ✗ refused \(nobody to ask\): allow it with allowedTools "Bash\(echo:\*\)"\n/,
+      /↳ Bash echo one ✗ refused \(nobody to ask\): allow with allowedTools "Bash\(echo:\*\)"\n/,
     );
     // What the model wrote never reaches the terminal as an escape sequence.
     assert.ok(!run.stderr.includes("\u001b"), run.stderr);

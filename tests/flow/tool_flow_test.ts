@@ -213,7 +213,7 @@ Deno.test("each tool call is a line under its step (onStepLog) and a tool_call l
   // Nobody to ask: the line says how to allow it.
   assert.deepEqual(lines[1], [
     "s_a8f3",
-    '↳ Edit src/app.ts ✗ refused (nobody to ask): allow it with allowedTools "Edit(src/app.ts)" or permission mode acceptEdits (--permission-mode acceptEdits)',
+    '↳ Edit src/app.ts ✗ refused (nobody to ask): allow with allowedTools "Edit(src/app.ts)" or --permission-mode acceptEdits',
     "warn",
   ]);
   assert.match(lines[2][1], /^↳ Nope ✗ invalid call: The tool "Nope" is not available/);
