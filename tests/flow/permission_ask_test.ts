@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import type { RunPermissionAsk } from "../../src/flow/types.ts";
+import type { ToolCallEvent } from "../../src/events/types.ts";
 import { MAX_HISTORY_TOOL_CALLS } from "../../src/flow/permission_asks.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
@@ -65,9 +66,11 @@ Deno.test('onPermissionRequest answers asks with the run\'s context; "always" co
   const asks: RunPermissionAsk[] = [];
   const backend = new ScriptedBackend(echoes());
   const store = new MemoryRunStore();
+  const decided: ToolCallEvent[] = [];
   const result = await new StepFlowRunner(def, {
     backend,
     store,
+    events: { onToolCall: (_info, call) => void (call.phase === "decided" && decided.push(call)) },
     onPermissionRequest: (ask) => {
       asks.push(ask);
       return ask.args.command === "echo one" ? "always" : { allow: false, by: "reviewer bot" };
@@ -106,6 +109,11 @@ Deno.test('onPermissionRequest answers asks with the run\'s context; "always" co
   ]);
   assert.ok(log.indexOf(grants[0]) < log.indexOf(calls[0]));
   for (const c of calls) assert.ok(!Number.isNaN(Date.parse(String(c.decidedAt))));
+  // The `decided` events carry the same who and when.
+  assert.deepEqual(
+    decided.map((e) => [e.decidedBy, e.decidedAt]),
+    calls.map((c) => [c.decidedBy, c.decidedAt]),
+  );
   // The history entries list the calls, briefly.
   const [analyse, implement] = result.state.history;
   assert.deepEqual(analyse.toolCalls?.map((c) => [c.tool, c.target, c.decision, c.isError]), [
