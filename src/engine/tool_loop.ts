@@ -77,7 +77,10 @@ export interface PermissionReply {
    * remembers it (`StepFlowRunnerOptions.onPermissionRequest`); the loop alone runs this call.
    */
   always?: boolean;
-  /** Who answered, as the run log and history record it (default: who asked, e.g. `onPermissionRequest`). */
+  /**
+   * Who answered, as the call's `decidedBy` (default here: `approved when asked` / `denied when
+   * asked`; the runner's: `onPermissionRequest`).
+   */
   by?: string;
   /** For a refusal: a sentence the model is told with it. */
   message?: string;
