@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { cp } from "node:fs/promises";
 import { join } from "node:path";
-import { finish, readUntil, REPO_ROOT, spawnCli } from "./helpers.ts";
+import { finish, HAS_SCRIPT, readUntil, REPO_ROOT, spawnAtTerminal, spawnCli } from "./helpers.ts";
 
 const ok = { output: { result: "ok", message: "fine" } };
 const bash = (command: string) => ({ toolCalls: [{ name: "Bash", arguments: { command } }] });
@@ -117,12 +117,6 @@ Deno.test("run-agent --permission-mode sets the run's mode over agent.json's, re
   }
 });
 
-const HAS_SCRIPT = new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((o) => o.success, () => false);
-
 Deno.test({
   name:
     "run-agent at a real terminal asks each call that needs permission: yes, no, always for this run",
@@ -130,18 +124,7 @@ Deno.test({
   fn: async () => {
     const user = await askingAgent();
     try {
-      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-      const command = [
-        `cd ${quote(REPO_ROOT)} &&`,
-        `INIT_CWD=${quote(user)} NO_COLOR=1 USER=erin`,
-        `${quote(Deno.execPath())} run -A src/cli/run_agent.ts ${RUN.map(quote).join(" ")}`,
-      ].join(" ");
-      const child = new Deno.Command("script", {
-        args: ["-qec", command, "/dev/null"],
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
+      const child = spawnAtTerminal(RUN, { userDir: user, env: { USER: "erin" } });
       const out = { text: "" };
       const reader = child.stdout.getReader();
       const writer = child.stdin.getWriter();
