@@ -53,6 +53,9 @@ export async function askPermission(
   io: PermissionPromptIo,
 ): Promise<PermissionReply> {
   const release = io.hold?.();
+  // A question nobody needs any more says so, so a late answer is not taken for it.
+  const withdraw = () => io.write("\n  (no answer needed any more: the step stopped)\n");
+  ask.signal.addEventListener("abort", withdraw, { once: true });
   try {
     io.write(permissionQuestion(ask));
     const always = ask.suggestion ? ` (allows "${visible(ask.suggestion)}")` : "";
@@ -71,6 +74,7 @@ export async function askPermission(
     }
     return { ...answered.value, by: io.who };
   } finally {
+    ask.signal.removeEventListener("abort", withdraw);
     release?.();
   }
 }

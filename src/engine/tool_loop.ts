@@ -129,10 +129,12 @@ export interface ToolLoopOptions {
   /**
    * Answers an "ask" decision: `true` (or a reply with `allow: true`) runs the call; `undefined`
    * means nobody could answer. Without it, or when it returns `undefined`, the call is refused and
-   * the model is told which rule or mode would allow it.
+   * the model is told which rule or mode would allow it. `signal` is the call's (cancel, timeout):
+   * an answerer that waits for a person stops waiting when it fires.
    */
   onPermissionRequest?: (
     ask: PermissionAsk,
+    signal?: AbortSignal,
   ) =>
     | boolean
     | PermissionReply
@@ -331,7 +333,7 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
-  const decision = await decide(call, args, request, loop);
+  const decision = await decide(call, args, request, loop, signal);
   const decided = {
     decidedBy: decision.by,
     decidedAt: decision.at,
@@ -404,6 +406,7 @@ async function decide(
   args: Record<string, unknown>,
   request: LlmRequest,
   loop: ToolLoopOptions,
+  signal: AbortSignal | undefined,
 ): Promise<PermissionDecision & { by: string; at: string }> {
   const tool = call.name;
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
@@ -418,7 +421,7 @@ async function decide(
     reason: decision.reason,
   };
   if (decision.suggestion) ask.suggestion = decision.suggestion;
-  const answer = await loop.onPermissionRequest?.(ask);
+  const answer = await loop.onPermissionRequest?.(ask, signal);
   const at = new Date().toISOString();
   if (answer === undefined) {
     return {

@@ -43,7 +43,10 @@ export interface RunAskContext {
   cwd: string;
   /** The grants the run holds now. */
   grants(): readonly PermissionGrant[];
-  /** The run's signal (cancel, Ctrl-C, time limit): an ask that is waiting stops with it. */
+  /**
+   * The run's signal (cancel, Ctrl-C, time limit), for a call that does not pass its own (which
+   * also fires on the step's timeout): an ask that is waiting stops with it.
+   */
   signal: AbortSignal;
   /** The runner's `onPermissionRequest`, when it has one. */
   answerer?: (ask: RunPermissionAsk) => PermissionAnswer | Promise<PermissionAnswer>;
@@ -62,7 +65,9 @@ export interface RunAskContext {
 export function runPermissionHook(
   ctx: RunAskContext,
 ): NonNullable<ToolLoopOptions["onPermissionRequest"]> {
-  return async (ask) => {
+  return async (ask, callSignal) => {
+    // The call's signal fires with the run's and on the step's timeout.
+    const signal = callSignal ?? ctx.signal;
     const grant = coveringGrant(ctx.grants(), ask, ctx.cwd);
     if (grant) {
       return { allow: true, by: `rule ${grant.rule}, allowed for this run by ${grant.grantedBy}` };
@@ -75,10 +80,10 @@ export function runPermissionHook(
         runId: ctx.runId,
         agent: ctx.agent,
         iteration: ctx.iteration,
-        signal: ctx.signal,
+        signal,
       });
     } catch (error) {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (signal.aborted) throw signal.reason;
       ctx.warn(
         `step "${ask.stepId}": onPermissionRequest failed (${
           errorMessage(error)

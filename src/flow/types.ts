@@ -139,7 +139,10 @@ export interface RunPermissionAsk extends PermissionAsk {
   agent: string;
   /** The run's iteration. */
   iteration: number;
-  /** Fires when the run stops (cancel, Ctrl-C, its time limit): stop waiting for a person then. */
+  /**
+   * Fires when the call stops — the run is cancelled or times out, or the step's `timeoutMs`
+   * passes: stop waiting for a person then.
+   */
   signal: AbortSignal;
 }
 

@@ -60,3 +60,26 @@ Deno.test("askPermission: yes, no, always; the terminal's input ending refuses t
   assert.equal(ended.by, "terminal (erin), input ended");
   assert.equal(held, 0); // the live line is back after every question
 });
+
+Deno.test("askPermission stops waiting when the call stops, and says the question is withdrawn", async () => {
+  const stop = new AbortController();
+  const written: string[] = [];
+  let held = 0;
+  // A terminal that never answers.
+  const lines = lineReader(new ReadableStream<Uint8Array>());
+  const asked = askPermission({ ...ask({}), signal: stop.signal }, {
+    lines,
+    write: (t) => {
+      written.push(t);
+      if (t.endsWith("[y/n/a]: ")) stop.abort(new Error("step timed out"));
+    },
+    who: "terminal",
+    hold: () => {
+      held++;
+      return () => void held--;
+    },
+  });
+  await assert.rejects(asked, /step timed out/);
+  assert.match(written.join(""), /no answer needed any more: the step stopped/);
+  assert.equal(held, 0);
+});

@@ -322,3 +322,25 @@ Deno.test("claude-code keeps Claude Code's own permission handling: the run's mo
     await fake.cleanup();
   }
 });
+
+Deno.test("an answer that never comes ends with the step's timeout: the answerer's signal fires", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Bash(npm test)"],
+    permissionMode: "default",
+  });
+  let withdrawn = false;
+  const result = await new StepFlowRunner(def, {
+    backend: new ScriptedBackend(echoes()),
+    stepTimeoutMs: 200,
+    onPermissionRequest: (ask) =>
+      new Promise((_, reject) => {
+        ask.signal.addEventListener("abort", () => {
+          withdrawn = true;
+          reject(ask.signal.reason);
+        });
+      }),
+  }).run({ args: { topic: "x" }, cwd: root });
+  assert.equal(result.success, false);
+  assert.equal(result.error?.code, "STEP_TIMEOUT");
+  assert.equal(withdrawn, true);
+});
