@@ -77,6 +77,8 @@ export function runPermissionHook(
     try {
       answer = await ctx.answerer({
         ...ask,
+        // A copy: what runs is what was decided on, whatever the answerer does with its ask.
+        args: structuredClone(ask.args),
         runId: ctx.runId,
         agent: ctx.agent,
         iteration: ctx.iteration,

@@ -72,8 +72,13 @@ Deno.test('onPermissionRequest answers asks with the run\'s context; "always" co
     store,
     events: { onToolCall: (_info, call) => void (call.phase === "decided" && decided.push(call)) },
     onPermissionRequest: (ask) => {
-      asks.push(ask);
-      return ask.args.command === "echo one" ? "always" : { allow: false, by: "reviewer bot" };
+      asks.push(structuredClone({ ...ask, signal: undefined }) as unknown as RunPermissionAsk);
+      const answer = ask.args.command === "echo one"
+        ? "always"
+        : { allow: false, by: "reviewer bot" };
+      // Changing the ask changes nothing that runs.
+      ask.args.command = "echo changed";
+      return answer;
     },
   }).run({ args: { topic: "x" }, cwd: root, runId: "asks-1" });
   assert.equal(result.success, true, JSON.stringify(result.error));
@@ -87,7 +92,7 @@ Deno.test('onPermissionRequest answers asks with the run\'s context; "always" co
   assert.equal(asks[0].iteration, 1);
   assert.equal(typeof asks[0].callId, "string");
   assert.match(asks[0].reason, /Bash/);
-  assert.ok(asks[0].signal instanceof AbortSignal);
+  assert.equal(asks[0].signal, undefined); // (dropped by the copy above; the next test uses it)
   assert.deepEqual(toolResults(backend).map((r) => r.split("\n")[0]), [
     "Bash: one",
     "Bash: two",
