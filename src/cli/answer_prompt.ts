@@ -51,23 +51,46 @@ export async function askAnswer(
 
 async function askField(field: AnswerField, io: AnswerPromptIo): Promise<unknown> {
   io.write(fieldQuestion(field));
+  const answered = await askUntilValid(io, `${fieldLabel(field)}${fieldHint(field)}: `, (text) => {
+    if (text !== "") return parseField(field, text);
+    if (field.default !== undefined) return { ok: true, value: field.default };
+    if (!field.required) return { ok: true, value: undefined };
+    return { ok: false, problem: `"${field.name}" is required.` };
+  });
+  if (!answered) {
+    throw new UsageError(
+      `The terminal's input ended before "${field.name}" was answered; nothing was recorded. Answer with --answer RUN_ID --value '<json>'.`,
+    );
+  }
+  return answered.value;
+}
+
+/**
+ * Asks `prompt` until a line (trimmed) parses, telling the person what was wrong each time; the
+ * one question loop of the terminal prompts (an input step's fields, a tool call's permission).
+ * Returns `undefined` when the terminal's input ends first.
+ *
+ * @example
+ * ```ts
+ * import { askUntilValid } from "./answer_prompt.ts";
+ * import { lineReader } from "./kit/line_reader.ts";
+ * const lines = lineReader(ReadableStream.from([new TextEncoder().encode("maybe\ny\n")]));
+ * const yes = (t: string) =>
+ *   t === "y" ? { ok: true as const, value: true } : { ok: false as const, problem: "y or n" };
+ * console.log(await askUntilValid({ lines, write: () => {} }, "Go? ", yes)); // { value: true }
+ * ```
+ */
+export async function askUntilValid<T>(
+  io: AnswerPromptIo,
+  prompt: string,
+  parse: (text: string) => { ok: true; value: T } | { ok: false; problem: string },
+): Promise<{ value: T } | undefined> {
   for (;;) {
-    io.write(`${fieldLabel(field)}${fieldHint(field)}: `);
+    io.write(prompt);
     const line = await io.lines.next(io.signal);
-    if (line === undefined) {
-      throw new UsageError(
-        `The terminal's input ended before "${field.name}" was answered; nothing was recorded. Answer with --answer RUN_ID --value '<json>'.`,
-      );
-    }
-    const text = line.trim();
-    if (text === "") {
-      if (field.default !== undefined) return field.default;
-      if (!field.required) return undefined;
-      io.write(`  "${field.name}" is required.\n`);
-      continue;
-    }
-    const parsed = parseField(field, text);
-    if (parsed.ok) return parsed.value;
+    if (line === undefined) return undefined;
+    const parsed = parse(line.trim());
+    if (parsed.ok) return { value: parsed.value };
     io.write(`  ${parsed.problem}\n`);
   }
 }

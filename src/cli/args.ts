@@ -23,6 +23,7 @@ import { ownValue, setOwn } from "../own_record.ts";
 import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { parsePermissionMode, type PermissionMode } from "../definition/permission_rule.ts";
 import {
   choiceFlag,
   cleanParseMessage,
@@ -108,6 +109,17 @@ export const RUN_AGENT_FLAGS = defineFlags({
     value: "MODE",
     description: "An ask with nobody to ask: refuse (default) or wait (for --answer)",
     parse: choiceFlag("--permission-asks", ["refuse", "wait"] as const),
+  },
+  permissionMode: {
+    type: "string",
+    value: "MODE",
+    description:
+      "Permission mode of every step's tool calls for this run (over agent.json's; kept on resume)",
+    parse: (raw): PermissionMode => {
+      const parsed = parsePermissionMode(raw);
+      if (parsed.ok) return parsed.mode;
+      throw new UsageError(`--permission-mode: ${parsed.problem}.`);
+    },
   },
   // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
   resume: {
@@ -245,6 +257,8 @@ export interface CliFlags {
   skipValidators: boolean;
   /** `--permission-asks refuse|wait` (else agent.json `behavior.permissionAsks`). */
   permissionAsks?: "refuse" | "wait";
+  /** `--permission-mode MODE`: the permission mode of every step of the run (`RunOptions`). */
+  permissionMode?: PermissionMode;
   /** `--resume RUN_ID`. */
   resume?: string;
   /** `--redrive RUN_ID`. */

@@ -78,6 +78,11 @@ export interface ProgressRenderer extends CallObserver {
   warn(message: string): void;
   /** Ends the display: the live line is replaced by `result`'s summary; timers stop. */
   finish(result?: StepFlowResult): void;
+  /**
+   * Clears the live line and stops redrawing it while a question is asked at the terminal;
+   * returns the function that brings it back. Absent where nothing is redrawn.
+   */
+  hold?(): () => void;
 }
 
 /**
@@ -237,11 +242,12 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   let frame = 0;
   let drawn = false;
   let finished = false;
+  let held = false;
 
   const minRedrawMs = options.minRedrawMs ?? 40;
   let lastDraw = -Infinity;
   const draw = (force = false) => {
-    if (finished) return;
+    if (finished || held) return;
     const t = now();
     if (!force && drawn && t - lastDraw < minRedrawMs) return;
     options.write(`\r\x1b[2K${statusLine(status, now() - start, frame, columns, c)}`);
@@ -282,6 +288,14 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
     },
     warn(message) {
       print(c.yellow(`warning: ${message}`));
+    },
+    hold() {
+      clear();
+      held = true;
+      return () => {
+        held = false;
+        draw(true);
+      };
     },
     finish(result) {
       if (finished) return;

@@ -23,7 +23,8 @@ import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
-import type { StepFlowResult } from "../flow/types.ts";
+import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
+import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
@@ -697,7 +698,22 @@ async function run(
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
+        ...(ask
+          ? {
+            onPermissionRequest: (request: RunPermissionAsk) =>
+              askPermission(request, {
+                lines: ask.lines,
+                write: ask.write,
+                who: who("terminal"),
+                ...(drive.hold ? { hold: () => drive.hold!() } : {}),
+              }),
+          }
+          : {}),
       });
+    const permissionMode = flags.permissionMode !== undefined
+      ? { permissionMode: flags.permissionMode }
+      : {};
     const signal = ctx.io.signal ? { signal: ctx.io.signal } : {};
     const answerAtTerminal = async (
       runId: string,
@@ -713,6 +729,7 @@ async function run(
             answeredBy: flags.answeredBy ?? who("terminal"),
             requestId: waiting.requestId,
             backendChoice,
+            ...permissionMode,
             ...signal,
           });
         } catch (error) {
@@ -729,6 +746,7 @@ async function run(
       result = await runner(progress).answer(flags.answer, given.value, {
         answeredBy: flags.answeredBy ?? who("cli"),
         backendChoice,
+        ...permissionMode,
         ...signal,
       });
     } else if (flags.answer !== undefined) {
@@ -744,6 +762,7 @@ async function run(
         args: params,
         cwd: ctx.userDir,
         backendChoice,
+        ...permissionMode,
         ...(inputText !== undefined ? { inputText } : {}),
         ...signal,
         ...(flags.resume !== undefined ? { resume: flags.resume } : {}),

@@ -70,6 +70,7 @@ export async function submitAndFollow(
     if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
     if (flags.model !== undefined) request.model = flags.model;
     if (flags.group !== undefined) request.group = flags.group;
+    if (flags.permissionMode !== undefined) request.permissionMode = flags.permissionMode;
     const runId = await submitRun(store, definition, request, { url: setting.value });
     if (!flags.wait) {
       ctx.io.stdout.write(

@@ -29,6 +29,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "allow-run",
   "skip-validators",
   "permission-asks",
+  "permission-mode",
   "store",
   "submit",
   "wait",

@@ -48,6 +48,8 @@ const MAX_ARGUMENT_CHARS = 1024 * 1024;
 export interface PermissionAsk {
   /** The step. */
   stepId: string;
+  /** The call's id (the backend's, or one stepflow gave it). */
+  callId: string;
   /** The tool. */
   tool: string;
   /** Its validated arguments. */
@@ -56,12 +58,34 @@ export interface PermissionAsk {
   reason: string;
   /** The `allowedTools` rule that would allow it without asking. */
   suggestion?: string;
-  /** The call's id within its model turn. */
-  callId?: string;
 }
 
-/** An answer to a {@linkcode PermissionAsk}: allowed or not, and who answered (when known). */
-export type PermissionAnswer = boolean | { allow: boolean; by?: string };
+/**
+ * An answer to a {@linkcode PermissionAsk} that says more than yes or no: who answered (recorded as
+ * the call's `decidedBy`), and for a refusal what the model is told.
+ *
+ * @example
+ * ```ts
+ * import type { PermissionReply } from "./tool_loop.ts";
+ * const reply: PermissionReply = { allow: false, by: "reviewer", message: "Not on a Friday." };
+ * ```
+ */
+export interface PermissionReply {
+  /** True runs the call. */
+  allow: boolean;
+  /**
+   * Allow every call the ask's `suggestion` rule covers for the rest of the run. The runner
+   * remembers it (`StepFlowRunnerOptions.onPermissionRequest`); the loop alone runs this call.
+   */
+  always?: boolean;
+  /**
+   * Who answered, as the call's `decidedBy` (default here: `approved when asked` / `denied when
+   * asked`; the runner's: `onPermissionRequest`).
+   */
+  by?: string;
+  /** For a refusal: a sentence the model is told with it. */
+  message?: string;
+}
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -77,6 +101,10 @@ export interface ToolCallRecord {
   decision: "allow" | "deny" | "invalid";
   /** Who decided: a rule, the mode, or whoever answered an ask. */
   decidedBy?: string;
+  /** When the decision was made (ISO time); absent for an invalid call. */
+  decidedAt?: string;
+  /** For a call that asked or was refused: the `allowedTools` rule that would allow it. */
+  suggestion?: string;
   /** The result or error text sent to the model (bounded). */
   result: string;
   /** True when the model got an error. */
@@ -106,14 +134,19 @@ export interface ToolLoopOptions {
    */
   maxToolResultChars?: number;
   /**
-   * Answers an "ask" decision: `true` (or `{ allow: true }`) runs the call; `by` names who
-   * answered, for the call's record (`approved when asked by ops`). Without it nobody can be asked,
-   * so the call is refused and the model is told which rule or mode would allow it.
->>>>>>> h-durable
+   * Answers an "ask" decision: `true` (or a reply with `allow: true`) runs the call; `undefined`
+   * means nobody could answer. Without it, or when it returns `undefined`, the call is refused and
+   * the model is told which rule or mode would allow it. `signal` is the call's (cancel, timeout):
+   * an answerer that waits for a person stops waiting when it fires.
    */
   onPermissionRequest?: (
     ask: PermissionAsk,
-  ) => PermissionAnswer | Promise<PermissionAnswer>;
+    signal?: AbortSignal,
+  ) =>
+    | boolean
+    | PermissionReply
+    | undefined
+    | Promise<boolean | PermissionReply | undefined>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
@@ -154,8 +187,11 @@ export type ToolLoopCallEvent = ToolCallEvent & {
 export interface ToolLoopResume {
   /** The model's turns in order; the last may be the final answer (no calls). */
   turns: ToolTurnResponse[];
-  /** The calls that finished: what the model was sent. */
-  finished: ReadonlyMap<string, { result: string; isError: boolean }>;
+  /**
+   * The calls that finished: what the model was sent, and the call as it was reported when it
+   * ended (for the step's record of its calls; the replay does not report it again).
+   */
+  finished: ReadonlyMap<string, { result: string; isError: boolean; call?: ToolCallEvent }>;
   /** The calls that were allowed and started, with who allowed them. */
   started: ReadonlyMap<string, string>;
 }
@@ -360,8 +396,13 @@ async function runCall(
   const args = checked.args as Record<string, unknown>;
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
-    ? { behavior: "allow" as const, reason: "", by: startedBy }
-    : await decide(call.name, args, request, loop, call.id);
+    ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
+    : await decide(call, args, request, loop, signal);
+  const decided = {
+    decidedBy: decision.by,
+    decidedAt: decision.at,
+    ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
+  };
   if (decision.behavior !== "allow") {
     const refused: ToolCallRecord = {
       stepId: request.stepId,
@@ -369,7 +410,7 @@ async function runCall(
       tool: call.name,
       args,
       decision: "deny",
-      decidedBy: decision.by,
+      ...decided,
       result: refusalText(call.name, decision),
       isError: true,
       durationMs: 0,
@@ -387,6 +428,7 @@ async function runCall(
     decision: "allow",
     decidedBy: decision.by,
     idempotent: descriptor?.idempotent === true || descriptor?.readOnly === true,
+    decidedAt: decision.at,
   });
   const started = performance.now();
   let result: string;
@@ -410,7 +452,7 @@ async function runCall(
     tool: call.name,
     args,
     decision: "allow",
-    decidedBy: decision.by,
+    ...decided,
     result: truncateOutput(
       result,
       AGENT_TOOL_LIMITS.readChars,
@@ -421,37 +463,53 @@ async function runCall(
   };
 }
 
-/** The decision, with an "ask" answered by whoever can, or refused when nobody can. */
+/**
+ * The decision, with an "ask" answered by whoever can, or refused when nobody can; `by` says who
+ * decided and `at` when.
+ */
 async function decide(
-  tool: string,
+  call: ToolCallRequest,
   args: Record<string, unknown>,
   request: LlmRequest,
   loop: ToolLoopOptions,
-  callId?: string,
-): Promise<PermissionDecision & { by: string }> {
+  signal: AbortSignal | undefined,
+): Promise<PermissionDecision & { by: string; at: string }> {
+  const tool = call.name;
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
   const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
   const by = decision.rule ? `rule ${decision.rule}` : `${loop.policy.mode} mode`;
-  if (decision.behavior !== "ask") return { ...decision, by };
-  if (!loop.onPermissionRequest) {
+  if (decision.behavior !== "ask") return { ...decision, by, at: new Date().toISOString() };
+  const ask: PermissionAsk = {
+    stepId: request.stepId,
+    callId: call.id,
+    tool,
+    args,
+    reason: decision.reason,
+  };
+  if (decision.suggestion) ask.suggestion = decision.suggestion;
+  const answer = await loop.onPermissionRequest?.(ask, signal);
+  const at = new Date().toISOString();
+  if (answer === undefined) {
     return {
       ...decision,
       behavior: "deny",
       by: "nobody to ask",
+      at,
       reason: `${decision.reason} Nobody can be asked in this run, so the call was refused.`,
     };
   }
-  const ask: PermissionAsk = { stepId: request.stepId, tool, args, reason: decision.reason };
-  if (decision.suggestion) ask.suggestion = decision.suggestion;
-  if (callId !== undefined) ask.callId = callId;
-  const answer = await loop.onPermissionRequest(ask);
-  const allowed = typeof answer === "boolean" ? answer : answer.allow;
-  const who = typeof answer === "object" && answer.by ? ` by ${answer.by}` : "";
-  return allowed ? { ...decision, behavior: "allow", by: `approved when asked${who}` } : {
+  const reply = typeof answer === "boolean" ? { allow: answer } : answer;
+  if (reply.allow) {
+    return { ...decision, behavior: "allow", by: reply.by ?? "approved when asked", at };
+  }
+  return {
     ...decision,
     behavior: "deny",
-    by: `denied when asked${who}`,
-    reason: `${decision.reason} It was denied when asked.`,
+    by: reply.by ?? "denied when asked",
+    at,
+    reason: `${decision.reason} It was denied when asked${
+      reply.message ? `: ${reply.message}` : "."
+    }`,
   };
 }
 
@@ -478,6 +536,8 @@ function callEvent(
   };
   if (record.args) event.args = record.args;
   if (record.decidedBy) event.decidedBy = record.decidedBy;
+  if (record.decidedAt) event.decidedAt = record.decidedAt;
+  if (record.suggestion) event.suggestion = record.suggestion;
   return event;
 }
 

@@ -27,10 +27,41 @@ export function toolCallLine(call: ToolCallEvent): string {
   const target = toolCallTarget(call);
   const head = `↳ ${oneLine(call.tool, 60)}${target ? ` ${target}` : ""}`;
   const result = call.result ?? "";
-  if (call.decision === "deny") return `${head} ✗ refused (${call.decidedBy ?? "permissions"})`;
+  if (call.decision === "deny") {
+    const how = call.decidedBy === "nobody to ask" ? howToAllow(call) : "";
+    return `${head} ✗ refused (${call.decidedBy ?? "permissions"})${how ? `: ${how}` : ""}`;
+  }
   if (call.decision === "invalid") return `${head} ✗ invalid call: ${firstLine(result)}`;
   if (call.isError) return `${head} ✗ ${firstLine(result)} (${call.durationMs ?? 0} ms)`;
   return `${head} ✓ ${call.durationMs ?? 0} ms`;
+}
+
+/** The agent tools `acceptEdits` runs without asking inside the working folder. */
+const EDIT_TOOLS: ReadonlySet<string> = new Set(["Write", "Edit"]);
+
+/**
+ * How a refused call could be allowed, in a few words: the `allowedTools` rule, and for an edit the
+ * permission mode (`--permission-mode` of `run-agent`). Empty when no rule would.
+ *
+ * @example
+ * ```ts
+ * import { howToAllow } from "./tool_call_line.ts";
+ * howToAllow({ tool: "Edit", suggestion: "Edit(src/app.ts)" });
+ * // 'allow with allowedTools "Edit(src/app.ts)" or --permission-mode acceptEdits'
+ * ```
+ */
+export function howToAllow(call: Pick<ToolCallEvent, "tool" | "suggestion">): string {
+  if (!call.suggestion) return "";
+  const mode = EDIT_TOOLS.has(call.tool) ? " or --permission-mode acceptEdits" : "";
+  return `allow with allowedTools "${oneLine(call.suggestion, 200)}"${mode}`;
+}
+
+/**
+ * The permission mode that would allow a refused call, for the run log's `allowWith`: only for
+ * edits (no mode but `bypassPermissions` runs other tools, and that is not advice to give).
+ */
+export function modeToAllow(tool: string): "acceptEdits" | undefined {
+  return EDIT_TOOLS.has(tool) ? "acceptEdits" : undefined;
 }
 
 /**

@@ -116,6 +116,10 @@ export interface ToolCallEvent {
   decision?: "allow" | "deny" | "invalid";
   /** From `decided` on: who decided — a rule, the mode, whoever answered an ask. */
   decidedBy?: string;
+  /** From `decided` on (except for an invalid call): when the decision was made (ISO time). */
+  decidedAt?: string;
+  /** For a refused call: the `allowedTools` rule that would allow it without asking. */
+  suggestion?: string;
   /** On `finished`: the result or error text the model is sent (bounded). */
   result?: string;
   /** On `finished`: true when the model got an error. */

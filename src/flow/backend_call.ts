@@ -18,8 +18,8 @@ import type { RunMcpServers } from "./run_mcp_servers.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
- * has one, and model, tools and permission mode (the run's `model` override, else the step's, else
- * agent.json `behavior`).
+ * has one, and model, tools and permission mode (the run's `model` and `permissionMode` overrides,
+ * else the step's, else agent.json `behavior`).
  */
 export function stepRequest(
   definition: AgentDefinition,
@@ -49,7 +49,8 @@ export function stepRequest(
   if (behavior.mcpServers && Object.keys(behavior.mcpServers).length) {
     request.mcpServers = behavior.mcpServers;
   }
-  const permissionMode = step.permissionMode ?? behavior.permissionMode;
+  // The run's mode (`--permission-mode`) is over the step's and the agent's.
+  const permissionMode = state.permissionMode ?? step.permissionMode ?? behavior.permissionMode;
   if (permissionMode) request.permissionMode = permissionMode;
   return request;
 }
@@ -85,7 +86,10 @@ export interface CallContext {
   onBackendToolCall?: ToolLoopOptions["onToolCallEvent"];
   /** Told after each model turn of a step with tools (kept for recordings, logged). */
   onTurn?: ToolLoopOptions["onTurn"];
-  /** Answers a tool call's permission ask (a recorded answer, or the run waits). */
+  /**
+   * Answers a tool call's permission ask: a recorded answer, the run's grants, the runner's
+   * `onPermissionRequest` — or the run waits.
+   */
   onPermissionRequest?: ToolLoopOptions["onPermissionRequest"];
   /** Where a step killed in the middle left this call (its recorded turns and results). */
   resume?: ToolLoopOptions["resume"];

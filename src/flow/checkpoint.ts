@@ -11,6 +11,7 @@ import type { RunCheckpoint, RunStatus, RunStore } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
 import { setOwn } from "../own_record.ts";
 import { flowStep } from "./router.ts";
+import { restoreGrants } from "./permission_asks.ts";
 import { enterStep, type RunnerState } from "./run_state.ts";
 import type { HistoryEntry } from "./types.ts";
 import { isInStepMarker, rebuildStep, type ResumedStep } from "./tool_call_resume.ts";
@@ -259,6 +260,10 @@ export async function restoreRun(
     }
   }
   history.length = Math.min(history.length, state.historyLength);
+  // A grant given after the last checkpoint (a crash mid-step) is in the log: the run keeps it.
+  const grants = state.permissionGrants = [...(state.permissionGrants ?? [])];
+  restoreGrants(grants, log);
+  if (grants.length === 0) delete state.permissionGrants;
   if (history.length !== state.historyLength) {
     throw new StepflowError(
       "RUN_LOG_INCOMPLETE",

@@ -102,6 +102,7 @@ async function childDrive(
   const runner = ctx.runner(child);
   const signal = ctx.signal;
   const backendChoice = ctx.state.backendChoice;
+  const permissionMode = ctx.state.permissionMode;
   if (!checkpoint) {
     return await runner.run({
       runId,
@@ -110,6 +111,7 @@ async function childDrive(
       signal,
       parent,
       ...(backendChoice ? { backendChoice } : {}),
+      ...(permissionMode ? { permissionMode } : {}),
     });
   }
   const ended = endedResult(checkpoint);

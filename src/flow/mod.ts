@@ -9,12 +9,19 @@ export type {
   CompletionReason,
   HistoryEntry,
   ParentRunLink,
+  PermissionAnswer,
+  PermissionAsk,
+  PermissionGrant,
+  PermissionReply,
   RunOptions,
+  RunPermissionAsk,
   RunUsage,
   StepFlowResult,
   StepFlowRunnerOptions,
+  ToolCallSummary,
   Transition,
 } from "./types.ts";
+export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
 export { type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink } from "./run_state.ts";
 export type { InStepMarker } from "./tool_call_resume.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { PermissionAnswer, PermissionAsk } from "../engine/tool_loop.ts";
+import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
 import {
   type PendingInput,
   PERMISSION_SCHEMA_REF,
@@ -61,18 +61,19 @@ export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
 export function answeredPermission(
   state: { answer?: RecordedAnswer },
   ask: PermissionAsk,
-): PermissionAnswer | undefined {
+): PermissionReply | undefined {
   const answer = state.answer;
   const asked = answer?.permission;
   if (
     !answer || !asked || answer.stepId !== ask.stepId || asked.tool !== ask.tool ||
-    asked.callId !== (ask.callId ?? "")
+    asked.callId !== ask.callId
   ) {
     return undefined;
   }
   delete state.answer;
   const decision = (answer.value as { decision?: unknown }).decision;
-  return { allow: decision === "allow", by: answer.answeredBy };
+  const allow = decision === "allow";
+  return { allow, by: `${allow ? "approved" : "denied"} when asked by ${answer.answeredBy}` };
 }
 
 /** The argument that says what a call acts on (a path, a command), on one line, bounded. */

@@ -14,10 +14,12 @@ import type { RunStatus } from "../store/types.ts";
 import type { MovingOutcome, StepError } from "./decisions.ts";
 import type { PendingInput, RecordedAnswer } from "./input_request.ts";
 import { ownValue, setOwn } from "../own_record.ts";
+import type { PermissionMode } from "../definition/permission_rule.ts";
 import type {
   CompletionReason,
   HistoryEntry,
   ParentRunLink,
+  PermissionGrant,
   RunOptions,
   RunUsage,
   StepFlowResult,
@@ -76,6 +78,13 @@ export interface RunnerState {
    * to continue on the same backend. Absent when the caller did not say.
    */
   backendChoice?: BackendChoice;
+  /**
+   * The permission mode of every step of the run (`RunOptions.permissionMode`,
+   * `run-agent --permission-mode`), over agent.json's and the steps'. Absent when not given.
+   */
+  permissionMode?: PermissionMode;
+  /** The "always for this run" answers given so far (each also a `permission_grant` log line). */
+  permissionGrants?: PermissionGrant[];
   /** Set while the run waits for an answer at an input step (status `waiting`). */
   waiting?: PendingInput;
   /** An answer recorded for the current input step; its next iteration routes on it. */
@@ -160,6 +169,7 @@ export function newRunnerState(
   if (inputText !== undefined) state.inputText = inputText;
   if (options.backendChoice !== undefined) state.backendChoice = options.backendChoice;
   if (options.group !== undefined) state.group = options.group;
+  if (options.permissionMode !== undefined) state.permissionMode = options.permissionMode;
   if (options.parent !== undefined) state.parent = { ...options.parent };
   return state;
 }

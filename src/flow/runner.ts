@@ -55,7 +55,8 @@ import {
 } from "./tool_call_resume.ts";
 import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
 import { answeredPermission, permissionPending, PermissionWait } from "./permission_wait.ts";
-import type { PermissionAsk } from "../engine/tool_loop.ts";
+import { parsePermissionMode } from "../definition/permission_rule.ts";
+import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -214,14 +215,15 @@ export class StepFlowRunner {
   answer(
     runId: string,
     value: unknown,
-    options: AnswerOptions & Pick<RunOptions, "signal" | "backendChoice"> = {},
+    options: AnswerOptions & Pick<RunOptions, "signal" | "backendChoice" | "permissionMode"> = {},
   ): Promise<StepFlowResult> {
-    const { signal, backendChoice, ...answer } = options;
+    const { signal, backendChoice, permissionMode, ...answer } = options;
     return this.run({
       resume: runId,
       answer: { ...answer, value },
       ...(signal ? { signal } : {}),
       ...(backendChoice ? { backendChoice } : {}),
+      ...(permissionMode ? { permissionMode } : {}),
     });
   }
 
@@ -300,6 +302,7 @@ export class StepFlowRunner {
     // Lock before reading a checkpoint: a second process resuming the same run must fail here, not
     // continue from a checkpoint the first one is about to move past.
     if (options.group !== undefined) assertRunGroup(options.group, "RunOptions.group");
+    if (options.permissionMode !== undefined) assertRunPermissionMode(options.permissionMode);
     const runId = options.resume ?? options.redrive ?? options.runId ?? newRunId();
     if (options.answer && !options.resume) {
       throw new StepflowError(
@@ -344,6 +347,7 @@ export class StepFlowRunner {
     this.#continuing = restored.before !== undefined;
     this.#resumedStep = restored.inStep;
     if (options.backendChoice) state.backendChoice = options.backendChoice;
+    if (options.permissionMode) state.permissionMode = options.permissionMode;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
     const mode = options.resume ? "resume" : options.redrive ? "redrive" : "start";
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
@@ -446,7 +450,8 @@ export class StepFlowRunner {
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
       schemas: new OutputSchemaCache(def.dir),
       logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
-      call: (request, state, step, calls) => this.#call(backend, request, state, step, calls),
+      call: (request, state, step, calls, toolCalls) =>
+        this.#call(backend, request, state, step, calls, toolCalls),
       reask: (state, step, reask) => this.#reask(state, step, reask),
       commandContext: (state, step) => this.#commandContext(state, step),
       waitIfPaused: () => this.#control!.waitIfPaused(),
@@ -524,6 +529,8 @@ export class StepFlowRunner {
       }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
       const entry = historyEntry(state, step, startedAt, result.record);
+      if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
+      if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
@@ -658,10 +665,11 @@ export class StepFlowRunner {
     state: RunnerState,
     step: FlowStep,
     calls: RecordedCall[],
+    toolCalls: IterationToolCalls,
   ): Promise<LlmResponse> {
     // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
     if (!this.#journal.recording) {
-      return this.#sendCall(backend, request, state, step, undefined, calls.length);
+      return this.#sendCall(backend, request, state, step, undefined, calls.length, toolCalls);
     }
     // The model's turns of a step with tools, so a recording asks for the same tool calls.
     const turns: ToolTurnResponse[] = [];
@@ -674,7 +682,7 @@ export class StepFlowRunner {
     };
     let response: LlmResponse;
     try {
-      response = await this.#sendCall(backend, request, state, step, turns, callIndex);
+      response = await this.#sendCall(backend, request, state, step, turns, callIndex, toolCalls);
     } catch (error) {
       // A failed call is part of the recording (a replay fails the same way); a stopped run's is not.
       if (
@@ -697,18 +705,19 @@ export class StepFlowRunner {
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
     callIndex: number,
+    toolCalls: IterationToolCalls,
   ): Promise<LlmResponse> {
     // The tool loop's hooks exist only for a step that offers tools.
     const tools = request.allowedTools?.length
-      ? this.#toolHooks(state, step, turns, callIndex)
+      ? this.#toolHooks(state, step, turns, callIndex, toolCalls)
       : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
-      // Calls of the tool loop and of a backend that runs its own tools (claude-code) alike.
+      // The calls of a backend that runs its own tools (claude-code) take the same path.
       onBackendToolCall: ({ stepId: _stepId, ...call }) =>
-        this.#reportToolCall(state, step, call, false),
+        this.#reportToolCall(state, step, call, toolCalls, false),
       ...tools,
       // Streamed text costs an event per piece: only when someone listens.
       ...(this.#events.has("onStepText")
@@ -736,39 +745,59 @@ export class StepFlowRunner {
   }
 
   /**
-   * The tool loop's hooks of a step with tools: a line under the step per call, the run's MCP
-   * servers, each model turn kept for a recording — and, when the run is recorded, each turn and
-   * call made durable (`step_call_journal.ts`).
+   * The tool loop's hooks of a step with tools: who answers a call that asks (a recorded answer
+   * to a wait, the run's grants, then `onPermissionRequest`, else the run waits when asks wait),
+   * each call reported (events, log, the history's summary), the run's MCP servers, each model
+   * turn kept for a recording — and, when the run is recorded, each turn and call made durable
+   * (`step_call_journal.ts`).
    */
   #toolHooks(
     state: RunnerState,
     step: FlowStep,
     turns: ToolTurnResponse[] | undefined,
     callIndex: number,
+    toolCalls: IterationToolCalls,
   ): Pick<
     CallContext,
     "onToolCallEvent" | "onTurn" | "mcpServers" | "resume" | "onPermissionRequest"
   > {
     const recorder = this.#inStep?.recorder(callIndex);
+    // Calls that finished before an interruption are replayed, not run: the iteration's record
+    // of its calls takes them as they were logged.
+    for (const done of recorder?.resume?.finished.values() ?? []) {
+      if (done.call) noteToolCall(toolCalls, done.call);
+    }
     const asks = this.#options.permissionAsks ?? this.#def.agent.behavior.permissionAsks;
     // A wait needs the step recorded (its answer resumes the run inside the step).
     const waits = asks === "wait" && this.#inStep !== undefined;
+    const ask = runPermissionHook({
+      runId: state.runId,
+      agent: state.agent,
+      iteration: state.iteration,
+      cwd: state.cwd,
+      grants: () => state.permissionGrants ?? [],
+      signal: this.#control!.signal,
+      ...(this.#options.onPermissionRequest ? { answerer: this.#options.onPermissionRequest } : {}),
+      recordGrant: async (grant) => {
+        (state.permissionGrants ??= []).push(grant);
+        await this.#journal.log(state, { type: "permission_grant", ...grant });
+      },
+      warn: (message) => this.#warn(message),
+    });
     return {
       ...(this.#mcpServers ? { mcpServers: this.#mcpServers } : {}),
-      ...(waits || state.answer?.permission
-        ? {
-          onPermissionRequest: (ask: PermissionAsk) => {
-            const answered = answeredPermission(state, ask);
-            if (answered !== undefined) return answered;
-            if (waits) throw new PermissionWait(ask);
-            return false;
-          },
-        }
-        : {}),
+      onPermissionRequest: async (request, signal) => {
+        const answered = answeredPermission(state, request);
+        if (answered !== undefined) return answered;
+        const reply = await ask(request, signal);
+        if (reply !== undefined) return reply;
+        if (waits) throw new PermissionWait(request);
+        return undefined;
+      },
       ...(recorder?.resume ? { resume: recorder.resume } : {}),
       onToolCallEvent: async ({ stepId: _stepId, idempotent, ...call }) => {
         await recorder?.moment(call, idempotent);
-        await this.#reportToolCall(state, step, call, recorder !== undefined);
+        await this.#reportToolCall(state, step, call, toolCalls, recorder !== undefined);
       },
       onTurn: async (response: ToolTurnResponse, replayed: boolean) => {
         turns?.push(response);
@@ -779,19 +808,21 @@ export class StepFlowRunner {
 
   /**
    * The one path of a tool call's moments, whoever ran it (the tool loop, or a backend that runs
-   * its own tools): an `onToolCall` event each, and a `tool_call` line in the run log once it ended.
+   * its own tools): an `onToolCall` event each, and once it ended its summary in the iteration's
+   * history entry and a `tool_call` line in the run log.
    */
   async #reportToolCall(
     state: RunnerState,
     step: FlowStep,
     call: ToolCallEvent,
+    toolCalls: IterationToolCalls,
     recorded: boolean,
   ): Promise<void> {
     await this.#events.emit("onToolCall", stepInfo(state, step), call);
+    if (call.phase !== "finished") return;
+    noteToolCall(toolCalls, call);
     // A recorded tool-loop call has its lines written by the step's call journal already.
-    if (call.phase === "finished" && !recorded) {
-      void this.#journal.log(state, toolCallLogFields(step.id, call));
-    }
+    if (!recorded) void this.#journal.log(state, toolCallLogFields(step.id, call));
   }
 
   /** Agent features: what a command step or validator needs to run an allowed command. */
@@ -1151,6 +1182,18 @@ export class StepFlowRunner {
 
   #warn(message: string): void {
     (this.#options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`)))(message);
+  }
+}
+
+/** `RunOptions.permissionMode`: one of the modes the tool loop applies. */
+function assertRunPermissionMode(mode: unknown): void {
+  const parsed = parsePermissionMode(mode);
+  if (!parsed.ok) {
+    throw new StepflowError(
+      "PERMISSION_MODE_INVALID",
+      `RunOptions.permissionMode: ${parsed.problem}.`,
+      { details: { permissionMode: mode } },
+    );
   }
 }
 

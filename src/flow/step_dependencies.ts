@@ -15,6 +15,7 @@ import type { PromptResolver } from "../prompt/resolver.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
+import type { IterationToolCalls } from "./permission_asks.ts";
 import type { StepDependencies } from "./step_handler.ts";
 import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
@@ -40,6 +41,7 @@ export interface RunResources {
     state: RunnerState,
     step: FlowStep,
     calls: RecordedCall[],
+    toolCalls: IterationToolCalls,
   ): Promise<LlmResponse>;
   /** Makes a re-ask visible. */
   reask(state: RunnerState, step: FlowStep, info: ReaskInfo): Promise<void>;
@@ -65,6 +67,8 @@ export class IterationDependencies implements StepDependencies {
   wasStarted = false;
   /** The iteration's backend calls, for its `step_end` log entry (replay files). */
   readonly calls: RecordedCall[] = [];
+  /** The iteration's tool calls, for its history entry. */
+  readonly toolCalls: IterationToolCalls = { list: [], omitted: 0 };
   readonly #run: RunResources;
   readonly #state: RunnerState;
   readonly #step: FlowStep;
@@ -108,7 +112,7 @@ export class IterationDependencies implements StepDependencies {
   }
   /** See {@linkcode StepDependencies.call}. */
   call(request: LlmRequest): Promise<LlmResponse> {
-    return this.#run.call(request, this.#state, this.#step, this.calls);
+    return this.#run.call(request, this.#state, this.#step, this.calls, this.toolCalls);
   }
   /** See {@linkcode StepDependencies.reask}. */
   reask(info: ReaskInfo): Promise<void> {

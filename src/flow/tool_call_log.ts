@@ -6,7 +6,7 @@
  * @module
  */
 import type { ToolCallEvent } from "../events/types.ts";
-import { toolCallTarget } from "../events/tool_call_line.ts";
+import { modeToAllow, toolCallTarget } from "../events/tool_call_line.ts";
 
 /** Characters of the arguments and of the result kept in a run-log line. */
 export const TOOL_LOG_EXCERPT_CHARS = 2_000;
@@ -39,6 +39,12 @@ export function toolCallLogFields(
     result: clip(call.result ?? ""),
   };
   if (call.decidedBy) fields.decidedBy = call.decidedBy;
+  if (call.decidedAt) fields.decidedAt = call.decidedAt;
+  if (call.decision === "deny" && call.suggestion) {
+    // How to allow it: the rule, and for an edit the mode.
+    const mode = modeToAllow(call.tool);
+    fields.allowWith = { allowedTools: call.suggestion, ...(mode ? { permissionMode: mode } : {}) };
+  }
   if (call.args) fields.args = clip(JSON.stringify(call.args));
   return fields;
 }

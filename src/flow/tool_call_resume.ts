@@ -18,6 +18,7 @@
  *
  * @module
  */
+import type { ToolCallEvent } from "../events/types.ts";
 import type { ToolLoopResume } from "../engine/tool_loop.ts";
 import { resumeKey } from "../engine/tool_loop.ts";
 import { StepflowError } from "../errors.ts";
@@ -69,7 +70,7 @@ export function isInStepMarker(value: unknown): value is InStepMarker {
 
 interface MutableCall {
   turns: Map<number, ToolTurnResponse>;
-  finished: Map<string, { result: string; isError: boolean }>;
+  finished: Map<string, { result: string; isError: boolean; call?: ToolCallEvent }>;
   started: Map<string, string>;
   startedTools: Map<string, { tool: string; idempotent: boolean; target?: string }>;
 }
@@ -135,7 +136,11 @@ export function rebuildStep(
     } else {
       const content = typeof line.content === "string" ? line.content : line.result;
       if (typeof content !== "string") continue;
-      call.finished.set(key, { result: content, isError: line.isError === true });
+      call.finished.set(key, {
+        result: content,
+        isError: line.isError === true,
+        call: finishedCall(line, line.callId),
+      });
     }
   }
   const calls = new Map<number, ToolLoopResume>();
@@ -251,4 +256,31 @@ export function resumedLine(resumed: ResumedStep): string {
     `resumed inside the step: ${summary.finishedCalls} finished tool call(s) replayed from the run log`,
     ...again,
   ].join("; ");
+}
+
+/** A `tool_call` log line as the `finished` report it was written from (its texts as logged). */
+function finishedCall(line: { [key: string]: unknown }, callId: string): ToolCallEvent {
+  const decision = line.decision === "allow" || line.decision === "deny"
+    ? line.decision
+    : "invalid";
+  const call: ToolCallEvent = {
+    phase: "finished",
+    callId,
+    tool: String(line.tool),
+    decision,
+    isError: line.isError === true,
+    durationMs: typeof line.durationMs === "number" ? line.durationMs : 0,
+  };
+  if (typeof line.decidedBy === "string") call.decidedBy = line.decidedBy;
+  if (typeof line.decidedAt === "string") call.decidedAt = line.decidedAt;
+  if (typeof line.result === "string") call.result = line.result;
+  if (typeof line.args === "string") {
+    try {
+      const args = JSON.parse(line.args);
+      if (args && typeof args === "object" && !Array.isArray(args)) call.args = args;
+    } catch {
+      // An excerpt cut short: the summary goes without its arguments.
+    }
+  }
+  return call;
 }

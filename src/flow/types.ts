@@ -9,6 +9,10 @@ import type { RunUsage } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
 import type { AnswerOptions, PendingInput } from "./input_request.ts";
+import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
+import type { PermissionMode } from "../definition/permission_rule.ts";
+
+export type { PermissionAsk, PermissionReply };
 
 /** How a history entry left its step. */
 export type Transition =
@@ -75,10 +79,92 @@ export interface HistoryEntry {
    * (`completed`, `waiting`, or why it failed).
    */
   child?: { runId: string; agent: string; completionReason: CompletionReason };
+  /**
+   * The tool calls of a step with tools, in order: who decided each, when, and how it ended — the
+   * first 50 (`MAX_HISTORY_TOOL_CALLS`; the run log's `tool_call` lines hold every call).
+   */
+  toolCalls?: ToolCallSummary[];
+  /** Tool calls of this iteration after the first 50, not listed in `toolCalls`. */
+  toolCallsOmitted?: number;
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
   durationMs: number;
+}
+
+/**
+ * One tool call as a history entry lists it (the run log's `tool_call` line has the arguments and
+ * the result too).
+ *
+ * @example
+ * ```ts
+ * import type { ToolCallSummary } from "./types.ts";
+ * const call: ToolCallSummary = {
+ *   callId: "c1", tool: "Bash", target: "npm test", decision: "allow",
+ *   decidedBy: "terminal (erin)", decidedAt: "2026-11-26T21:00:00.000Z", isError: false,
+ *   durationMs: 812,
+ * };
+ * ```
+ */
+export interface ToolCallSummary {
+  /** The call's id. */
+  callId: string;
+  /** The tool. */
+  tool: string;
+  /** What it acted on: a path, a pattern, a command (shortened). */
+  target?: string;
+  /** `allow` (ran), `deny` (refused) or `invalid` (unknown tool, bad arguments). */
+  decision: "allow" | "deny" | "invalid";
+  /**
+   * Who decided: `rule <rule>`, `<mode> mode`, `nobody to ask`, or whoever answered an ask
+   * (`terminal (erin)`, `onPermissionRequest`, what an answerer's `by` says).
+   */
+  decidedBy?: string;
+  /** When it was decided (ISO time). */
+  decidedAt?: string;
+  /** True when the model got an error. */
+  isError: boolean;
+  /** Milliseconds the tool ran. */
+  durationMs: number;
+}
+
+/**
+ * A permission ask as the runner's `onPermissionRequest` receives it: the call, why it asks, the
+ * rule that would allow it, and the run it belongs to.
+ */
+export interface RunPermissionAsk extends PermissionAsk {
+  /** The run. */
+  runId: string;
+  /** The agent. */
+  agent: string;
+  /** The run's iteration. */
+  iteration: number;
+  /**
+   * Fires when the call stops — the run is cancelled or times out, or the step's `timeoutMs`
+   * passes: stop waiting for a person then.
+   */
+  signal: AbortSignal;
+}
+
+/**
+ * An answer to a {@linkcode RunPermissionAsk}: `true` runs the call, `false` refuses it,
+ * `"always"` runs it and every later call the ask's `suggestion` rule covers, for the rest of the
+ * run; a {@linkcode PermissionReply} says the same and who answered.
+ */
+export type PermissionAnswer = boolean | "always" | PermissionReply;
+
+/** An "always for this run" answer, as the run keeps it (state and run log). */
+export interface PermissionGrant {
+  /** The `allowedTools` rule it adds for the rest of the run (the ask's suggestion). */
+  rule: string;
+  /** The step that asked. */
+  stepId: string;
+  /** The call that asked. */
+  callId: string;
+  /** Who answered. */
+  grantedBy: string;
+  /** When (ISO time). */
+  grantedAt: string;
 }
 
 /** Token usage and cost summed over a run: one type, declared with the progress lines in events. */
@@ -167,6 +253,25 @@ export interface StepFlowRunnerOptions {
    * below the top run fails that step with `AGENT_STEP_DEPTH` (default 8, `DEFAULT_MAX_AGENT_DEPTH`).
    */
   maxAgentDepth?: number;
+  /**
+   * Answers the tool calls that ask for permission (the step's `permissionMode` and `allowedTools`
+   * neither allow nor refuse them). Awaited before the call runs; the time it takes counts toward
+   * the step's timeout. Without it a call that asks is refused — unless an earlier `"always"` of
+   * this run covers it — and the model is told which rule or mode would allow it. An answerer
+   * that throws or answers something else refuses the call and warns. Child runs of agent steps
+   * use it too. Not used by `claude-code`, which keeps Claude Code's own permission handling.
+   *
+   * @example
+   * ```ts ignore
+   * const runner = new StepFlowRunner(def, {
+   *   onPermissionRequest: (ask) => {
+   *     if (ask.tool === "Bash" && String(ask.args.command).startsWith("npm ")) return "always";
+   *     return { allow: false, by: "policy bot", message: "only npm commands may run" };
+   *   },
+   * });
+   * ```
+   */
+  onPermissionRequest?: (ask: RunPermissionAsk) => PermissionAnswer | Promise<PermissionAnswer>;
 }
 
 /** The run an agent step's child run belongs to (in the child's state, checkpoint and summary). */
@@ -210,6 +315,13 @@ export interface RunOptions {
    * `recordedBackendChoice`). On a resume or redrive it replaces the recorded choice.
    */
   backendChoice?: BackendChoice;
+  /**
+   * The permission mode of every step of this run, over agent.json's and the steps'
+   * `permissionMode` (`run-agent --permission-mode`). Recorded in the run's state: a resume or
+   * redrive keeps it, and replaces it when given again; child runs of agent steps take it too.
+   * Not one of the modes: `PERMISSION_MODE_INVALID`.
+   */
+  permissionMode?: PermissionMode;
   /**
    * With `resume`: the answer to the input step the run waits at, recorded and routed on
    * ({@linkcode StepFlowRunner.answer} is the short form).

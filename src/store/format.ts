@@ -77,10 +77,30 @@ export interface LoggedHistoryEntry {
   input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** An agent step's child run. */
   child?: { runId: string; agent: string; completionReason: string };
+  /** The iteration's tool calls (the first 50) and how many more it made. */
+  toolCalls?: LoggedToolCall[];
+  /** Tool calls after the listed ones. */
+  toolCallsOmitted?: number;
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
   durationMs: number;
+}
+
+/** One tool call as a history entry lists it (the runner's `ToolCallSummary`). */
+export interface LoggedToolCall {
+  /** The tool. */
+  tool: string;
+  /** What it acted on. */
+  target?: string;
+  /** `allow`, `deny` or `invalid`. */
+  decision: string;
+  /** Who decided. */
+  decidedBy?: string;
+  /** True when the model got an error. */
+  isError?: boolean;
+  /** Milliseconds it ran. */
+  durationMs?: number;
 }
 
 /** One row of a run's timeline: a recorded iteration, or a resume/redrive marker. */
@@ -344,6 +364,7 @@ export function formatRunHistory(
 
   const rows: string[][] = [];
   const separators = new Map<number, string>();
+  const details = new Map<number, string[]>();
   let n = 0;
   for (const row of timeline) {
     if (row.kind === "marker") {
@@ -377,6 +398,9 @@ export function formatRunHistory(
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
       note,
     ]);
+    if (Array.isArray(e.toolCalls) && e.toolCalls.length > 0) {
+      details.set(rows.length - 1, toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c));
+    }
   }
   if (rows.length === 0 && separators.size === 0) {
     lines.push("No iteration was recorded.");
@@ -385,7 +409,7 @@ export function formatRunHistory(
       table(
         ["#", "ITER", "STEP", "TRY", "INTENT", "TRANSITION", "NEXT", "DURATION", "TOKENS", "NOTE"],
         rows,
-        { right: new Set([0, 1, 3, 7, 8]), header: c.dim, separators },
+        { right: new Set([0, 1, 3, 7, 8]), header: c.dim, separators, details },
       ),
     );
   }
@@ -435,6 +459,35 @@ function restartSentence(status: string): string {
     : `Continue it from the step it was ${
       status === "timeout" ? "stopped at (timeout)" : `${status} at`
     }`;
+}
+
+/** Tool calls listed under one history row, at most. */
+const SHOWN_TOOL_CALLS = 10;
+
+/**
+ * The lines under a history row for its tool calls: `↳ Bash npm test ✓ · terminal (erin)`, the
+ * first {@linkcode SHOWN_TOOL_CALLS}, then how many more (the run log has every call).
+ */
+function toolCallLines(
+  calls: readonly LoggedToolCall[],
+  omitted: number,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const lines = calls.slice(0, SHOWN_TOOL_CALLS).map((call) => {
+    const head = `${oneLine(String(call.tool))}${call.target ? ` ${oneLine(call.target)}` : ""}`;
+    const how = call.decision === "deny"
+      ? c.status("✗ refused", "bad")
+      : call.decision === "invalid"
+      ? c.status("✗ invalid call", "bad")
+      : call.isError
+      ? c.status("✗ failed", "bad")
+      : c.status("✓", "good");
+    const by = call.decidedBy ? ` · ${oneLine(call.decidedBy)}` : "";
+    return c.dim(`    ↳ ${head} `) + how + c.dim(by);
+  });
+  const more = calls.length - SHOWN_TOOL_CALLS + omitted;
+  if (more > 0) lines.push(c.dim(`    … ${more} more tool calls (the run log has every call)`));
+  return lines;
 }
 
 /** The note of an input step's history row: who answered and when, or the timeout. */
@@ -612,6 +665,8 @@ function table(
     right?: Set<number>;
     header?: (t: string) => string;
     separators?: Map<number, string>;
+    /** Lines printed under a row, outside the columns. */
+    details?: Map<number, string[]>;
   } = {},
 ): string {
   const widths = headers.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ""))));
@@ -627,6 +682,7 @@ function table(
     const sep = opts.separators?.get(i);
     if (sep) out.push(sep);
     out.push(render(row));
+    out.push(...opts.details?.get(i) ?? []);
   });
   const trailing = opts.separators?.get(rows.length);
   if (trailing) out.push(trailing);

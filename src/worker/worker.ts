@@ -16,6 +16,7 @@
  *
  * @module
  */
+import type { PermissionMode } from "../definition/permission_rule.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -93,6 +94,8 @@ export interface SubmittedRequest {
   model?: string;
   /** `--group`: the group the run starts in (`RunOptions.group`). */
   group?: string;
+  /** `--permission-mode`: the permission mode of every step (`RunOptions.permissionMode`). */
+  permissionMode?: PermissionMode;
 }
 
 /** A running worker. */
@@ -301,6 +304,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           args: request.args ?? {},
           ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
           ...(request.group !== undefined ? { group: request.group } : {}),
+          ...(request.permissionMode !== undefined
+            ? { permissionMode: request.permissionMode }
+            : {}),
         },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);

@@ -310,3 +310,34 @@ export async function readUntil(
     sink.text += decoder.decode(chunk.value, { stream: true });
   }
 }
+
+/** True when util-linux `script` is here: the tests at a real terminal run under it. */
+export const HAS_SCRIPT: Promise<boolean> = new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((o) => o.success, () => false);
+
+/**
+ * Starts `deno task --quiet run-agent ARGS` on a pseudo-terminal (util-linux `script`), as a person
+ * at a terminal would: its stdin, stdout and stderr are the terminal (read them all from the child's
+ * stdout; a `\r` written to its stdin ends a line, a `\x03` is a real Ctrl-C).
+ */
+export function spawnAtTerminal(
+  args: readonly string[],
+  options: { userDir: string; env?: Record<string, string> },
+): Deno.ChildProcess {
+  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const env = { INIT_CWD: options.userDir, NO_COLOR: "1", ...options.env };
+  const command = [
+    `cd ${quote(REPO_ROOT)} &&`,
+    ...Object.entries(env).map(([key, value]) => `${key}=${quote(value)}`),
+    `${quote(Deno.execPath())} task --quiet run-agent ${args.map(quote).join(" ")}`,
+  ].join(" ");
+  return new Deno.Command("script", {
+    args: ["-qec", command, "/dev/null"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}

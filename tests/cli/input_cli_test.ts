@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeAgent } from "../flow/fixtures.ts";
 import { releaseFiles } from "../flow/input_fixtures.ts";
-import { readUntil, REPO_ROOT, runTask, spawnCli } from "./helpers.ts";
+import { HAS_SCRIPT, readUntil, runTask, spawnAtTerminal, spawnCli } from "./helpers.ts";
 
 const SCRIPT = JSON.stringify({
   "draft.release": [{ output: { plan: "tag, build, publish", next_action: { action: "next" } } }],
@@ -159,30 +159,13 @@ Deno.test("run-agent --answer from two processes at once: exactly one answer is 
   }
 });
 
-const HAS_SCRIPT = new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((o) => o.success, () => false);
-
 Deno.test({
   name: "run-agent at a real terminal asks the question field by field and goes on",
   ignore: !(await HAS_SCRIPT),
   fn: async () => {
     const user = await releaseAgent();
     try {
-      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-      const command = [
-        `cd ${quote(REPO_ROOT)} &&`,
-        `INIT_CWD=${quote(user)} NO_COLOR=1 USER=erin`,
-        `${quote(Deno.execPath())} task --quiet run-agent ${START.map(quote).join(" ")}`,
-      ].join(" ");
-      const child = new Deno.Command("script", {
-        args: ["-qec", command, "/dev/null"],
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
+      const child = spawnAtTerminal(START, { userDir: user, env: { USER: "erin" } });
       const out = { text: "" };
       const reader = child.stdout.getReader();
       const writer = child.stdin.getWriter();

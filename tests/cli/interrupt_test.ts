@@ -5,7 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { createInterruptHandler, INTERRUPT_GRACE_MS } from "../../src/cli/run_agent.ts";
-import { readUntil, REPO_ROOT, work, writeFiles, writeTinyAgent } from "./helpers.ts";
+import {
+  HAS_SCRIPT,
+  readUntil,
+  REPO_ROOT,
+  spawnAtTerminal,
+  work,
+  writeFiles,
+  writeTinyAgent,
+} from "./helpers.ts";
 
 Deno.test("interrupt handler: first cancels, a repeat within the grace window is ignored, a later one quits", () => {
   let clock = 0;
@@ -68,35 +76,17 @@ Deno.test("run-agent: the same Ctrl-C delivered twice (as deno task does) still 
   }
 });
 
-const HAS_SCRIPT = new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-})
-  .output().then((o) => o.success, () => false);
-
 Deno.test({
   name: "run-agent: one Ctrl-C on a real terminal under deno task cancels and prints the result",
   ignore: !(await HAS_SCRIPT),
   fn: async () => {
     const user = await slowAgent();
     try {
-      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-      const command = [
-        `cd ${quote(REPO_ROOT)} &&`,
-        `INIT_CWD=${quote(user)} NO_COLOR=1`,
-        `${
-          quote(Deno.execPath())
-        } task --quiet run-agent --agent tiny --script slow.json --topic x`,
-      ].join(" ");
-      // `script` runs the command on a pseudo-terminal; a \x03 written to it is a real Ctrl-C:
-      // the terminal sends SIGINT to the whole foreground process group (deno task and the CLI).
-      const child = new Deno.Command("script", {
-        args: ["-qec", command, "/dev/null"],
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
+      // A \x03 written to the pseudo-terminal is a real Ctrl-C: the terminal sends SIGINT to the
+      // whole foreground process group (deno task and the CLI).
+      const child = spawnAtTerminal(["--agent", "tiny", "--script", "slow.json", "--topic", "x"], {
+        userDir: user,
+      });
       const out = { text: "" };
       const reader = child.stdout.getReader();
       await readUntil(reader, out, "work.task");

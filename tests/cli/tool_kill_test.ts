@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { comparableHistory, seed001Files, writeAgent } from "../flow/fixtures.ts";
 import { killAtMoment, pause } from "../kill_campaign.ts";
 import { finish, spawnCli } from "./helpers.ts";
 import { FileRunStore } from "../../src/store/file.ts";
@@ -67,11 +67,9 @@ const bashLines = async (user: string) =>
 async function historyOf(store: RunStore, runId: string) {
   const checkpoint = (await store.loadCheckpoint(runId))!;
   assert.equal(checkpoint.status, "completed", runId);
-  return historyFromLog(await store.readLog(runId), checkpoint.state.historyLength as number)
-    .map((e) => {
-      const { startedAt: _at, durationMs: _ms, ...rest } = e as unknown as Record<string, unknown>;
-      return rest;
-    });
+  return comparableHistory(
+    historyFromLog(await store.readLog(runId), checkpoint.state.historyLength as number),
+  );
 }
 
 /** Resolves once `found()` is true (checked every 20 ms), or when the process ended first. */

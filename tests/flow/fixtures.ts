@@ -310,3 +310,21 @@ export function seed004LoopBackend(
     return ++n < iterations - 1 ? repeat : complete;
   });
 }
+
+/**
+ * A run's history entries with what differs between two runs of the same script left out: the
+ * times, and of each recorded tool call its decision time, duration and the id the scripted
+ * backend makes up (which counts the turns its process answered).
+ */
+export function comparableHistory(entries: readonly unknown[]): Record<string, unknown>[] {
+  return entries.map((e) => {
+    const { startedAt: _at, durationMs: _ms, ...rest } = e as Record<string, unknown>;
+    if (Array.isArray(rest.toolCalls)) {
+      rest.toolCalls = rest.toolCalls.map((c: Record<string, unknown>) => {
+        const { decidedAt: _d, durationMs: _t, callId: _id, ...call } = c;
+        return call;
+      });
+    }
+    return rest;
+  });
+}

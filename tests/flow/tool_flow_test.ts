@@ -230,7 +230,11 @@ Deno.test("each tool call is three onToolCall events under its step and a tool_c
   );
   const finished = calls.map(([, c]) => c).filter((c) => c.phase === "finished");
   assert.match(toolCallLine(finished[0]), /^↳ Read src\/app\.ts ✓ \d+ ms$/);
-  assert.equal(toolCallLine(finished[1]), "↳ Edit src/app.ts ✗ refused (nobody to ask)");
+  // Nobody to ask: the line says how to allow it.
+  assert.equal(
+    toolCallLine(finished[1]),
+    '↳ Edit src/app.ts ✗ refused (nobody to ask): allow with allowedTools "Edit(src/app.ts)" or --permission-mode acceptEdits',
+  );
   assert.match(
     toolCallLine(finished[2]),
     /^↳ Nope ✗ invalid call: The tool "Nope" is not available/,
@@ -246,6 +250,11 @@ Deno.test("each tool call is three onToolCall events under its step and a tool_c
     ],
   );
   assert.equal(logged[0].args, '{"file_path":"src/app.ts"}');
+  assert.deepEqual(logged[1].allowWith, {
+    allowedTools: "Edit(src/app.ts)",
+    permissionMode: "acceptEdits",
+  });
+  assert.ok(!Number.isNaN(Date.parse(String(logged[1].decidedAt))));
   assert.equal(logged[0].result, "     1\texport const answer = 41;");
   assert.match(
     String(logged[1].result),

@@ -15,7 +15,7 @@ import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts"
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { historyFromLog } from "../../src/store/format.ts";
 import type { RunCheckpoint, RunLogEntry, RunStore } from "../../src/store/types.ts";
-import { seed001Files, writeAgent } from "./fixtures.ts";
+import { comparableHistory, seed001Files, writeAgent } from "./fixtures.ts";
 import { FULL_CAMPAIGN } from "../kill_campaign.ts";
 
 const ok = { output: { result: "ok", message: "fine" } };
@@ -110,12 +110,9 @@ const lines = async (root: string) =>
 
 async function historyOf(store: RunStore, runId: string) {
   const checkpoint = (await store.loadCheckpoint(runId))!;
-  return historyFromLog(await store.readLog(runId), checkpoint.state.historyLength as number)
-    .map((e) => {
-      // Everything but the times.
-      const { startedAt: _at, durationMs: _ms, ...rest } = e as unknown as Record<string, unknown>;
-      return rest;
-    });
+  return comparableHistory(
+    historyFromLog(await store.readLog(runId), checkpoint.state.historyLength as number),
+  );
 }
 
 Deno.test("a run stopped at any write of a step with tools resumes inside the step: no Bash twice, history as uninterrupted", async () => {

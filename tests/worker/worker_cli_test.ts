@@ -209,7 +209,18 @@ Deno.test({
     try {
       // Submitting does not need a worker: the job waits in the queue while the worker starts.
       const [submitted] = await Promise.all([
-        runAgent(root, ["--agent", "pipeline", "--topic", "x", "--store", db, "--submit"]),
+        // The run's permission mode travels with it to the worker that starts it.
+        runAgent(root, [
+          "--agent",
+          "pipeline",
+          "--topic",
+          "x",
+          "--store",
+          db,
+          "--submit",
+          "--permission-mode",
+          "acceptEdits",
+        ]),
         waitFor(
           "the worker",
           () => Promise.resolve(/taking runs/.test(firstErr.text()) || undefined),
@@ -235,6 +246,7 @@ Deno.test({
       const committed = (await store.readLog(runId)).filter((e) => e.type === "step_end").length;
       assert.equal(committed, 3);
       assert.equal(paused?.state.historyLength, 3);
+      assert.equal(paused?.state.permissionMode, "acceptEdits");
 
       // Any worker resumes the handed-back run: the second one runs in this process. Its answer to
       // the first step of a new run waits until --wait has named the worker driving that run.
