@@ -26,11 +26,8 @@ import type { LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "../llm/t
 import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
-import {
-  decidePermission,
-  type PermissionDecision,
-  type PermissionPolicy,
-} from "../tools/permissions.ts";
+import type { PermissionPolicy } from "../tools/permissions.ts";
+import { decide, type PermissionDeciders, refusalText } from "./tool_permission.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
@@ -44,48 +41,8 @@ export const MAX_CALLS_PER_TURN = 32;
 /** Characters of a call's arguments given as text. */
 const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
-/** A call waiting for someone to allow it (a terminal prompt, the dashboard, code). */
-export interface PermissionAsk {
-  /** The step. */
-  stepId: string;
-  /** The call's id (the backend's, or one stepflow gave it). */
-  callId: string;
-  /** The tool. */
-  tool: string;
-  /** Its validated arguments. */
-  args: Record<string, unknown>;
-  /** Why it asks. */
-  reason: string;
-  /** The `allowedTools` rule that would allow it without asking. */
-  suggestion?: string;
-}
-
-/**
- * An answer to a {@linkcode PermissionAsk} that says more than yes or no: who answered (recorded as
- * the call's `decidedBy`), and for a refusal what the model is told.
- *
- * @example
- * ```ts
- * import type { PermissionReply } from "./tool_loop.ts";
- * const reply: PermissionReply = { allow: false, by: "reviewer", message: "Not on a Friday." };
- * ```
- */
-export interface PermissionReply {
-  /** True runs the call. */
-  allow: boolean;
-  /**
-   * Allow every call the ask's `suggestion` rule covers for the rest of the run. The runner
-   * remembers it (`StepFlowRunnerOptions.onPermissionRequest`); the loop alone runs this call.
-   */
-  always?: boolean;
-  /**
-   * Who answered, as the call's `decidedBy` (default here: `approved when asked` / `denied when
-   * asked`; the runner's: `onPermissionRequest`).
-   */
-  by?: string;
-  /** For a refusal: a sentence the model is told with it. */
-  message?: string;
-}
+// The permission ask and its answer live beside the decision (tool_permission.ts).
+export type { PermissionAsk, PermissionReply } from "./tool_permission.ts";
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -139,14 +96,7 @@ export interface ToolLoopOptions {
    * the model is told which rule or mode would allow it. `signal` is the call's (cancel, timeout):
    * an answerer that waits for a person stops waiting when it fires.
    */
-  onPermissionRequest?: (
-    ask: PermissionAsk,
-    signal?: AbortSignal,
-  ) =>
-    | boolean
-    | PermissionReply
-    | undefined
-    | Promise<boolean | PermissionReply | undefined>;
+  onPermissionRequest?: PermissionDeciders["onPermissionRequest"];
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
@@ -463,56 +413,6 @@ async function runCall(
   };
 }
 
-/**
- * The decision, with an "ask" answered by whoever can, or refused when nobody can; `by` says who
- * decided and `at` when.
- */
-async function decide(
-  call: ToolCallRequest,
-  args: Record<string, unknown>,
-  request: LlmRequest,
-  loop: ToolLoopOptions,
-  signal: AbortSignal | undefined,
-): Promise<PermissionDecision & { by: string; at: string }> {
-  const tool = call.name;
-  const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
-  const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
-  const by = decision.rule ? `rule ${decision.rule}` : `${loop.policy.mode} mode`;
-  if (decision.behavior !== "ask") return { ...decision, by, at: new Date().toISOString() };
-  const ask: PermissionAsk = {
-    stepId: request.stepId,
-    callId: call.id,
-    tool,
-    args,
-    reason: decision.reason,
-  };
-  if (decision.suggestion) ask.suggestion = decision.suggestion;
-  const answer = await loop.onPermissionRequest?.(ask, signal);
-  const at = new Date().toISOString();
-  if (answer === undefined) {
-    return {
-      ...decision,
-      behavior: "deny",
-      by: "nobody to ask",
-      at,
-      reason: `${decision.reason} Nobody can be asked in this run, so the call was refused.`,
-    };
-  }
-  const reply = typeof answer === "boolean" ? { allow: answer } : answer;
-  if (reply.allow) {
-    return { ...decision, behavior: "allow", by: reply.by ?? "approved when asked", at };
-  }
-  return {
-    ...decision,
-    behavior: "deny",
-    by: reply.by ?? "denied when asked",
-    at,
-    reason: `${decision.reason} It was denied when asked${
-      reply.message ? `: ${reply.message}` : "."
-    }`,
-  };
-}
-
 /** The `decided` report of a call found invalid before any permission was asked. */
 async function reportInvalid(
   loop: ToolLoopOptions,
@@ -543,15 +443,6 @@ function callEvent(
 
 function finishedFields(record: ToolCallRecord): Partial<ToolCallEvent> {
   return { result: record.result, isError: record.isError, durationMs: record.durationMs };
-}
-
-function refusalText(tool: string, decision: PermissionDecision): string {
-  const how = decision.suggestion
-    ? ` The user can allow it by adding "${decision.suggestion}" to allowedTools${
-      tool === "Write" || tool === "Edit" ? ' or with permissionMode "acceptEdits"' : ""
-    }.`
-    : "";
-  return `Permission denied: ${decision.reason}${how} Do not retry this call; continue without it or answer.`;
 }
 
 function invalid(

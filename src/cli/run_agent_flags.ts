@@ -1,0 +1,275 @@
+/**
+ * The flags of `run-agent`, declared once: their help rows, the parser's table and the type of the
+ * parsed flags ({@linkcode CliFlags}) follow from {@linkcode RUN_AGENT_FLAGS}. Parsing is in
+ * `args.ts`.
+ *
+ * @module
+ */
+import { UsageError } from "../errors.ts";
+import type { Exactly } from "../type_equality.ts";
+import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
+import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { parsePermissionMode, type PermissionMode } from "../definition/permission_rule.ts";
+import {
+  choiceFlag,
+  declaredTable,
+  defineFlags,
+  type FlagsOf,
+  type FlagSpec,
+  parsePositiveInt,
+} from "./kit/flags.ts";
+
+/**
+ * Every flag of `run-agent`, in `--help` order: the type of its parsed flags ({@linkcode CliFlags}),
+ * its parser and its help rows follow from it. Any other `--<key>` is one of the agent's declared
+ * parameters.
+ */
+export const RUN_AGENT_FLAGS = defineFlags({
+  agent: {
+    type: "string",
+    value: "NAME",
+    description: "Agent to run: a name under .agent/ or a folder path",
+  },
+  list: {
+    type: "boolean",
+    description: "List the agents under .agent/ with their descriptions",
+  },
+  validate: {
+    type: "boolean",
+    description: "Check the agent's definition; print every problem and warning",
+  },
+  connect: {
+    type: "boolean",
+    description: "With --validate: start each MCP server (behavior.mcpServers), list its tools",
+  },
+  init: {
+    type: "string",
+    value: "NAME",
+    description: "Scaffold a working gate-routed agent in .agent/NAME",
+  },
+  graph: {
+    type: "boolean",
+    description: "Print the agent's flow as a Mermaid flowchart",
+  },
+  backend: BACKEND_FLAGS.backend,
+  model: {
+    ...BACKEND_FLAGS.model,
+    description: "Model for every call (overrides the agent and its steps)",
+  },
+  baseUrl: BACKEND_FLAGS.baseUrl,
+  script: BACKEND_FLAGS.script,
+  maxAttempts: BACKEND_FLAGS.maxAttempts,
+  noStream: BACKEND_FLAGS.noStream,
+  maxIterations: {
+    type: "string",
+    value: "N",
+    description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
+    parse: parsePositiveInt("--max-iterations"),
+  },
+  allowFallback: {
+    type: "boolean",
+    description: "Allow fallback prompts (development only; each use warns)",
+  },
+  allowRun: {
+    type: "boolean",
+    description: "Let command steps and validators run the commands agent.json lists",
+  },
+  skipValidators: {
+    type: "boolean",
+    description: "Do not run step validators (warns each time; for scripted dry runs)",
+  },
+  permissionAsks: {
+    type: "string",
+    value: "MODE",
+    description: "An ask with nobody to ask: refuse (default) or wait (for --answer)",
+    parse: choiceFlag("--permission-asks", ["refuse", "wait"] as const),
+  },
+  permissionMode: {
+    type: "string",
+    value: "MODE",
+    description:
+      "Permission mode of every step's tool calls for this run (over agent.json's; kept on resume)",
+    parse: (raw): PermissionMode => {
+      const parsed = parsePermissionMode(raw);
+      if (parsed.ok) return parsed.mode;
+      throw new UsageError(`--permission-mode: ${parsed.problem}.`);
+    },
+  },
+  // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
+  resume: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Continue an interrupted run (from its step in flight, or inside it: tools)",
+  },
+  rerunUnfinishedCall: {
+    type: "boolean",
+    description: "With --resume: re-run the non-idempotent tool call the run was killed in",
+  },
+  redrive: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Restart a failed run from its failed step",
+  },
+  answer: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Answer the run waiting at an input step (with --value, or JSON on stdin)",
+  },
+  value: {
+    type: "string",
+    value: "JSON",
+    description: "The answer of --answer, as JSON (checked against the step's schema)",
+  },
+  answeredBy: {
+    type: "string",
+    value: "WHO",
+    description: "Who gives the answer of --answer, as the history records it (default: cli)",
+  },
+  runs: {
+    type: "boolean",
+    description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
+  },
+  show: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Print one recorded run's history as a table",
+  },
+  group: {
+    name: "run-group",
+    type: "string",
+    value: "NAME",
+    description: "Start the run in this group; with --runs, list only the group's runs",
+  },
+  // -- end of durable-run flags --
+  // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
+  record: {
+    type: "string",
+    value: "FILE",
+    description: "After the run, write its backend calls as a replay file (YAML) to FILE",
+  },
+  replay: {
+    type: "string",
+    value: "MODE",
+    description:
+      "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
+    parse: choiceFlag<ReplayMode>("--replay", REPLAY_MODES),
+  },
+  asScript: {
+    type: "boolean",
+    description: "With --show RUN_ID: print the run as a replay file instead of a table",
+  },
+  // -- end of replay flags --
+  // -- scale-out flags: --store URL, --submit, --wait --
+  store: {
+    type: "string",
+    value: "URL",
+    description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
+  },
+  submit: {
+    type: "boolean",
+    description: "Queue the run for the workers (PostgreSQL store) and print its id",
+  },
+  wait: {
+    type: "boolean",
+    description: "With --submit: follow the queued run live until it ends",
+  },
+  // -- end of scale-out flags --
+  json: {
+    type: "boolean",
+    description: "Print exactly one JSON object (the result) on stdout",
+  },
+  verbose: {
+    type: "boolean",
+    description: "One line per event even on a terminal, plus answers, tool details, streamed text",
+  },
+  help: {
+    type: "boolean",
+    short: "h",
+    description: "Show this help (with --agent: also its parameters)",
+  },
+});
+
+/** `run-agent`'s flags as rows (name, type, short alias): what an agent parameter may not be named. */
+export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(declaredTable(RUN_AGENT_FLAGS));
+
+/**
+ * The CLI's own flags, parsed. Written out (not `FlagsOf<typeof RUN_AGENT_FLAGS>`) because it is
+ * public API, which needs explicit types; the check below keeps it exactly the declaration's type.
+ */
+export interface CliFlags {
+  /** `--agent NAME`. */
+  agent?: string;
+  /** `--list`. */
+  list: boolean;
+  /** `--validate`. */
+  validate: boolean;
+  /** `--connect` (with `--validate`): start each MCP server and list its tools. */
+  connect: boolean;
+  /** `--init NAME`. */
+  init?: string;
+  /** `--graph`. */
+  graph: boolean;
+  /** `--backend NAME`. */
+  backend?: string;
+  /** `--model MODEL`. */
+  model?: string;
+  /** `--base-url URL`. */
+  baseUrl?: string;
+  /** `--script FILE`. */
+  script?: string;
+  /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
+  maxAttempts?: number;
+  /** `--no-stream`: the chat backends ask for plain answers instead of streams. */
+  noStream: boolean;
+  /** `--max-iterations N`, checked to be a positive integer. */
+  maxIterations?: number;
+  /** `--allow-fallback`. */
+  allowFallback: boolean;
+  /** `--allow-run`: command steps and validators may run agent.json `commands`. */
+  allowRun: boolean;
+  /** `--skip-validators`. */
+  skipValidators: boolean;
+  /** `--permission-asks refuse|wait` (else agent.json `behavior.permissionAsks`). */
+  permissionAsks?: "refuse" | "wait";
+  /** `--permission-mode MODE`: the permission mode of every step of the run (`RunOptions`). */
+  permissionMode?: PermissionMode;
+  /** `--resume RUN_ID`. */
+  resume?: string;
+  /** `--redrive RUN_ID`. */
+  redrive?: string;
+  /** `--rerun-unfinished-call` (with `--resume`): a non-idempotent call killed mid-way runs again. */
+  rerunUnfinishedCall: boolean;
+  /** `--answer RUN_ID`: answer a waiting run and continue it. */
+  answer?: string;
+  /** `--value JSON`: the answer of `--answer`. */
+  value?: string;
+  /** `--answered-by WHO`: who the history says answered. */
+  answeredBy?: string;
+  /** `--runs`. */
+  runs: boolean;
+  /** `--show RUN_ID`. */
+  show?: string;
+  /** `--run-group NAME`: the group of a new run, or the group `--runs` lists. */
+  group?: string;
+  /** `--record FILE`: write the run's replay file there. */
+  record?: string;
+  /** `--replay strict|lenient`. */
+  replay?: ReplayMode;
+  /** `--as-script`. */
+  asScript: boolean;
+  /** `--store URL`: the run store (a folder or a PostgreSQL URL) instead of the agent's. */
+  store?: string;
+  /** `--submit`. */
+  submit: boolean;
+  /** `--wait`. */
+  wait: boolean;
+  /** `--json`. */
+  json: boolean;
+  /** `--verbose`. */
+  verbose: boolean;
+  /** `--help` / `-h`. */
+  help: boolean;
+}
+
+// Compile-time proof that CliFlags is exactly what the declaration parses to.
+const _cliFlagsMatchDeclaration: Exactly<FlagsOf<typeof RUN_AGENT_FLAGS>, CliFlags> = true;
