@@ -174,6 +174,11 @@ export function createRunJournal(
 
 /** A run to continue: its state, its history, and how many lines its log holds. */
 export interface RestoredRun {
+  /**
+   * True when the state holds a recorded answer whose `input_answer` line is not in the log (the
+   * drive that recorded it stopped between its checkpoint and the line): the next drive writes it.
+   */
+  answerUnlogged?: boolean;
   /** The state to continue from (a copy the loop may change). */
   state: RunnerState;
   /** The history so far, read back from the run log. */
@@ -282,6 +287,11 @@ export async function restoreRun(
   // The run as it was, large handoff values put back, for a drive whose backend cannot start.
   const before = copyState(checkpoint.state as unknown as RunnerState, () => {});
   resolveLoggedHandoff(runId, before, checkpoint.state, log);
+  // An answer's line follows the checkpoint that commits it: a drive stopped between the two left
+  // the answer committed and its line unwritten, which the next drive writes.
+  const answerId = state.answer?.requestId;
+  const answerUnlogged = answerId !== undefined &&
+    !log.some((line) => line.type === "input_answer" && line.requestId === answerId);
   return {
     state,
     history,
@@ -289,6 +299,7 @@ export async function restoreRun(
     logged,
     before: { state: before, status: checkpoint.status },
     ...(inStep ? { inStep } : {}),
+    ...(answerUnlogged ? { answerUnlogged } : {}),
   };
 }
 

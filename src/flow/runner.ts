@@ -270,11 +270,13 @@ export class StepFlowRunner {
       const { state } = restored;
       const answer = (await this.#takeAnswer(state, { ...options, value }))!;
       const journal = createRunJournal(store, restored.logEntries, restored.logged);
-      // The answer and the move out of `waiting` are one checkpoint: both or neither.
+      // The answer and the move out of `waiting` are one checkpoint: both or neither. Its log line
+      // follows the commit, so a process killed in between never leaves an answer line for a run
+      // that still waits (the next drive writes a missing line: `answerUnlogged`).
       delete state.waiting;
       state.answer = answer;
-      await journal.log(state, { type: "input_answer", ...answer });
       await journal.checkpoint(state, "running");
+      await journal.log(state, { type: "input_answer", ...answer });
       return answer;
     } finally {
       await lock?.release();
@@ -381,13 +383,17 @@ export class StepFlowRunner {
         // The answer and the move out of `waiting` are one checkpoint: both or neither.
         delete state.waiting;
         state.answer = answer;
-        await this.#journal.log(state, { type: "input_answer", ...answer });
       } else if (state.waiting?.child) {
         // Resumed without an answer: the agent step drives its child again (and waits again if
         // the child still does).
         delete state.waiting;
       }
       await this.#journal.checkpoint(state, "running");
+      // The answer's line follows the checkpoint that commits it (see `recordAnswer`), or is
+      // written now when the drive that committed it stopped before writing it.
+      if (state.answer && (answer || restored.answerUnlogged)) {
+        await this.#journal.log(state, { type: "input_answer", ...state.answer });
+      }
       await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
       const end = state.end;
       if (end) {

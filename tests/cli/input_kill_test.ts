@@ -103,7 +103,13 @@ Deno.test("run-agent --answer killed (SIGKILL) at every moment: the answer is re
         assert.equal(status, "running", "killed after recording: an interrupted run");
         assert.equal(recorded.length, 1);
       }
-      assert.equal(recorded.length === 1, status !== "waiting", `${moment}: recorded iff moved on`);
+      // The checkpoint that moves the run on records the answer; its log line follows it. So a run
+      // that still waits has no answer line, and one killed between the two gets its line from the
+      // next drive (checked below: exactly one in the end).
+      if (status === "waiting") {
+        assert.equal(recorded.length, 0, `${moment}: no line while it waits`);
+      }
+      assert.ok(recorded.length <= 1, `${moment}: at most one answer line`);
       const recovered = status === "waiting"
         ? await runTask([...ARGS, "--answer", runId, "--value", '{"decision":"next"}'], {
           userDir: user,

@@ -246,3 +246,41 @@ Deno.test("a waiting run survives its process: a new runner over the same folder
     "complete.release",
   ]);
 });
+
+Deno.test("an answer committed by a process that stopped before its log line: the next drive writes the line, once", async () => {
+  const { definition, store } = await setup();
+  const backend = releaseBackend();
+  const first = await new StepFlowRunner(definition, { backend, store }).run({
+    args: { version: "1.2.0" },
+  });
+  // A store whose process "dies" at the answer's line: after the checkpoint that committed it.
+  const dying = new Proxy(store, {
+    get(target, key) {
+      if (key === "append") {
+        return (runId: string, entry: { type: string }) =>
+          entry.type === "input_answer"
+            ? Promise.reject(new Error("simulated kill before the answer's line"))
+            : target.append(runId, entry as Parameters<FileRunStore["append"]>[1]);
+      }
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  await assert.rejects(
+    new StepFlowRunner(definition, { backend, store: dying }).recordAnswer(first.runId, {
+      decision: "next",
+    }, { answeredBy: "ops" }),
+    /simulated kill/,
+  );
+  assert.equal((await store.loadCheckpoint(first.runId))!.status, "running", "the answer holds");
+  const lines = async () =>
+    (await store.readLog(first.runId)).filter((e) => e.type === "input_answer");
+  assert.equal((await lines()).length, 0, "its line was never written");
+  const done = await new StepFlowRunner(definition, { backend, store }).run({
+    resume: first.runId,
+  });
+  assert.equal(done.success, true, JSON.stringify(done.error));
+  const answers = await lines();
+  assert.equal(answers.length, 1, "written by the resume, once");
+  assert.equal(answers[0].answeredBy, "ops");
+});
