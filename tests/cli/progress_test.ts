@@ -4,6 +4,7 @@ import {
   createLiveProgress,
   formatClock,
   formatCount,
+  type LiveProgressOptions,
   observeBackend,
 } from "../../src/cli/progress.ts";
 import { StepflowError } from "../../src/errors.ts";
@@ -15,6 +16,19 @@ import type { LlmRequest } from "../../src/llm/types.ts";
 function clock(start = 1000) {
   let t = start;
   return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+/** A live renderer writing into `out` at a wide terminal, redrawn on every event (no timer). */
+function liveInto(out: string[], now: () => number, extra: Partial<LiveProgressOptions> = {}) {
+  return createLiveProgress({
+    write: (s) => void out.push(s),
+    color: false,
+    now,
+    columns: 200,
+    intervalMs: 10_000,
+    minRedrawMs: 0,
+    ...extra,
+  });
 }
 
 function info(stepId: string, iteration: number, desc = stepId): StepInfo {
@@ -154,14 +168,7 @@ Deno.test("line progress: --verbose adds backend calls and state changes; colour
 Deno.test("live progress: redraws one line in place, then leaves only the summary", async () => {
   const t = clock();
   const out: string[] = [];
-  const p = createLiveProgress({
-    write: (s) => void out.push(s),
-    color: false,
-    now: t.now,
-    columns: 200,
-    intervalMs: 10_000,
-    minRedrawMs: 0,
-  });
+  const p = liveInto(out, t.now);
   const e = p.events;
   await e.onStepStart?.(info("work.task", 1));
   t.advance(2345);
@@ -266,14 +273,7 @@ Deno.test("progress on a resumed run says so and keeps counting tokens from the 
   assert.equal(lines[1], "[00:00.000] run r1 redriven: agent demo after iteration 2\n");
 
   const out: string[] = [];
-  const live = createLiveProgress({
-    write: (s) => void out.push(s),
-    color: false,
-    now: t.now,
-    columns: 200,
-    intervalMs: 10_000,
-    minRedrawMs: 0,
-  });
+  const live = liveInto(out, t.now);
   await live.events.onPlanStart?.({ name: "demo" }, ctx);
   await live.events.onStepStart?.(info("work.task", 3));
   live.onCallEnd?.(request("step"), { text: "", usage: { inputTokens: 200, outputTokens: 34 } });
@@ -315,14 +315,7 @@ Deno.test("re-asks get their own progress line; --verbose prints the raw answer"
   assert.match(text, /answer, 9,000 chars \(first 8,192 shown\):\n {4}y{8192}\n/);
 
   const live: string[] = [];
-  const l = createLiveProgress({
-    write: (s) => void live.push(s),
-    color: false,
-    now: t.now,
-    columns: 200,
-    intervalMs: 10_000,
-    minRedrawMs: 0,
-  });
+  const l = liveInto(live, t.now);
   await l.events.onStepStart?.(info("work.task", 1));
   l.onCallEnd?.(request("step"), { text: "{}" });
   await l.events.onStepRetry?.(info("work.task", 1), 1, reask);
@@ -334,14 +327,7 @@ Deno.test("re-asks get their own progress line; --verbose prints the raw answer"
 Deno.test("live progress: a run that waits for an answer says so, and its summary is not a failure", async () => {
   const t = clock();
   const out: string[] = [];
-  const p = createLiveProgress({
-    write: (s) => void out.push(s),
-    color: false,
-    now: t.now,
-    columns: 200,
-    intervalMs: 10_000,
-    minRedrawMs: 0,
-  });
+  const p = liveInto(out, t.now);
   await p.events.onStepStart?.(info("approve.release", 2));
   await p.events.onStateChange?.("waiting", "running", { runId: "r1" });
   assert.match(out.at(-1)!, /approve\.release · iteration 2 · waiting for an answer$/);
@@ -435,14 +421,7 @@ Deno.test("line progress --verbose: a call's arguments and result excerpt; the t
 Deno.test("live progress: tool calls are lines under their step; the streamed text ends the status line", async () => {
   const t = clock();
   const out: string[] = [];
-  const p = createLiveProgress({
-    write: (s) => void out.push(s),
-    color: false,
-    now: t.now,
-    columns: 200,
-    intervalMs: 10_000,
-    minRedrawMs: 0,
-  });
+  const p = liveInto(out, t.now);
   const step = info("work.task", 2);
   await p.events.onStepStart?.(step);
   p.onCallStart?.(request("step"));
