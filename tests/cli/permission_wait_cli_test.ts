@@ -5,22 +5,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { finish, spawnCli } from "./helpers.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 
-const ok = { output: { result: "ok", message: "fine" } };
-const SCRIPT = JSON.stringify({
+const SCRIPT = JSON.stringify(seed001Script({
   s_a8f3: ["Plan."],
-  "s_a8f3#check": [ok],
   s_b2c1: [
     { toolCalls: [{ name: "Bash", arguments: { command: "echo done >> out.txt" } }] },
     "Appended.",
   ],
-  "s_b2c1#check": [ok],
-  s_c9d4: ["Done."],
-  "s_c9d4#check": [ok],
-});
+}));
 const AGENT = ["--agent", "code-improver", "--script", "ask.script.json"];
 
 Deno.test("run-agent --permission-asks wait: the run waits for the permission, --answer allows the call", async () => {

@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { comparableHistory, seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { comparableHistory, seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { killAtMoment, pause } from "../kill_campaign.ts";
 import { finish, spawnCli } from "./helpers.ts";
 import { FileRunStore } from "../../src/store/file.ts";
@@ -22,10 +22,8 @@ import { historyFromLog } from "../../src/store/format.ts";
 import type { RunStore } from "../../src/store/types.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 
-const ok = { output: { result: "ok", message: "fine" } };
-const SCRIPT = JSON.stringify({
+const SCRIPT = JSON.stringify(seed001Script({
   s_a8f3: ["Plan: append a line."],
-  "s_a8f3#check": [ok],
   s_b2c1: [
     { toolCalls: [{ name: "Read", arguments: { file_path: "src/app.ts" } }] },
     {
@@ -39,10 +37,7 @@ const SCRIPT = JSON.stringify({
     { delayMs: 800, toolCalls: [{ name: "Read", arguments: { file_path: "out.txt" } }] },
     "Appended one line.",
   ],
-  "s_b2c1#check": [ok],
-  s_c9d4: ["Done."],
-  "s_c9d4#check": [ok],
-});
+}));
 const ARGS = ["--agent", "code-improver", "--script", "tool.script.json", "--topic", "t"];
 
 async function setup(): Promise<string> {

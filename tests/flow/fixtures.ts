@@ -4,7 +4,11 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import {
+  ScriptedBackend,
+  type ScriptedEntry,
+  type ScriptedScript,
+} from "../../src/llm/scripted.ts";
 import type { LlmUsage } from "../../src/llm/types.ts";
 
 /** Files of an agent: agent.json, the registry, prompts (by path under prompts/), schemas. */
@@ -327,4 +331,24 @@ export function comparableHistory(entries: readonly unknown[]): Record<string, u
     }
     return rest;
   });
+}
+
+/** The scripted answer of a check that passes. */
+const PASSING_CHECK = { output: { result: "ok", message: "fine" } };
+
+/**
+ * A script for the seed001 agent ({@linkcode seed001Files}): the given entries of its three steps
+ * (a step not given answers "Done."), and every check passing.
+ */
+export function seed001Script(
+  steps: { s_a8f3?: ScriptedEntry[]; s_b2c1?: ScriptedEntry[]; s_c9d4?: ScriptedEntry[] },
+): ScriptedScript {
+  return {
+    s_a8f3: steps.s_a8f3 ?? ["Done."],
+    "s_a8f3#check": [PASSING_CHECK],
+    s_b2c1: steps.s_b2c1 ?? ["Done."],
+    "s_b2c1#check": [PASSING_CHECK],
+    s_c9d4: steps.s_c9d4 ?? ["Done."],
+    "s_c9d4#check": [PASSING_CHECK],
+  };
 }

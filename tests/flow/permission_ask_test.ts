@@ -14,11 +14,9 @@ import type { ToolCallEvent } from "../../src/events/types.ts";
 import { MAX_HISTORY_TOOL_CALLS } from "../../src/flow/permission_asks.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { seed001Files, writeAgent } from "./fixtures.ts";
+import { seed001Files, seed001Script, writeAgent } from "./fixtures.ts";
 import { ClaudeCodeBackend } from "../../src/llm/claude_code.ts";
 import { fakeClaude, flag } from "../llm/fake_claude.ts";
-
-const ok = { output: { result: "ok", message: "fine" } };
 
 async function setup(behavior: Record<string, unknown>) {
   const root = await Deno.makeTempDir({ prefix: "stepflow_permission_ask_" });
@@ -40,14 +38,11 @@ const edit = (from: string, to: string) => ({
 
 /** A flow whose first two steps run shell commands (Bash asks in default mode). */
 function echoes(): ScriptedScript {
-  return {
+  return seed001Script({
     s_a8f3: [bash("echo one"), bash("echo two"), "Analysed."],
-    "s_a8f3#check": [ok],
     s_b2c1: [bash("echo three"), bash("ls src"), "Implemented."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Reviewed."],
-    "s_c9d4#check": [ok],
-  };
+  });
 }
 
 function toolResults(backend: ScriptedBackend): string[] {
@@ -150,14 +145,11 @@ Deno.test("a refusal reply's message reaches the model; a failing or nonsense an
     new Error("policy service down"),
   ];
   const warnings: string[] = [];
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [bash("echo one"), bash("echo two"), bash("echo three"), "Analysed."],
-    "s_a8f3#check": [ok],
     s_b2c1: ["Implemented."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Reviewed."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const result = await new StepFlowRunner(def, {
     backend,
     onWarning: (m) => void warnings.push(m),
@@ -191,14 +183,11 @@ Deno.test("RunOptions.permissionMode is over agent.json's, recorded, and kept wh
     allowedTools: ["Read", "Edit(docs/**)"],
     permissionMode: "default",
   });
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [edit("41", "42"), "Analysed."],
-    "s_a8f3#check": [ok],
     s_b2c1: [edit("42", "43"), "Implemented."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Reviewed."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const store = new MemoryRunStore();
   const stop = new AbortController();
   const first = await new StepFlowRunner(def, {
@@ -272,14 +261,11 @@ Deno.test("a history entry lists at most MAX_HISTORY_TOOL_CALLS calls and counts
   const turns = Array.from({ length: 3 }, (_, i) => ({
     toolCalls: Array.from({ length: i < 2 ? 25 : many - 50 }, () => glob),
   }));
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [...turns, "Analysed."],
-    "s_a8f3#check": [ok],
     s_b2c1: ["Implemented."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Reviewed."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const result = await new StepFlowRunner(def, { backend }).run({
     args: { topic: "x" },
     cwd: root,

@@ -13,23 +13,17 @@ import { answerFormOf } from "../../src/flow/input_request.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { seed001Files, writeAgent } from "./fixtures.ts";
-
-const ok = { output: { result: "ok", message: "fine" } };
+import { seed001Files, seed001Script, writeAgent } from "./fixtures.ts";
 
 function script(): ScriptedScript {
-  return {
+  return seed001Script({
     s_a8f3: ["Plan: append a line."],
-    "s_a8f3#check": [ok],
     s_b2c1: [
       { toolCalls: [{ name: "Read", arguments: { file_path: "src/app.ts" } }] },
       { toolCalls: [{ name: "Bash", arguments: { command: "echo done >> out.txt" } }] },
       "Done what I could.",
     ],
-    "s_b2c1#check": [ok],
-    s_c9d4: ["Done."],
-    "s_c9d4#check": [ok],
-  };
+  });
 }
 
 async function setup(permissionAsks?: "wait" | "refuse") {

@@ -11,9 +11,7 @@ import { toolCallLine } from "../../src/events/tool_call_line.ts";
 import type { ToolCallEvent } from "../../src/events/types.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { seed001Files, writeAgent } from "./fixtures.ts";
-
-const ok = { output: { result: "ok", message: "fine" } };
+import { seed001Files, seed001Script, writeAgent } from "./fixtures.ts";
 
 type Steps = Record<string, Record<string, unknown>>;
 
@@ -33,13 +31,12 @@ Deno.test("seed 001 with tools: read, edit, run a command; a tool outside the al
     allowedTools: ["Read", "Write", "Edit", "Bash", "Glob", "Grep"],
     permissionMode: "acceptEdits",
   });
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [
       { toolCalls: [{ name: "Grep", arguments: { pattern: "answer", output_mode: "content" } }] },
       { toolCalls: [{ name: "WebFetch", arguments: { url: "https://example.com" } }] },
       "The answer is off by one.",
     ],
-    "s_a8f3#check": [ok],
     s_b2c1: [
       {
         toolCalls: [{
@@ -50,10 +47,8 @@ Deno.test("seed 001 with tools: read, edit, run a command; a tool outside the al
       { toolCalls: [{ name: "Bash", arguments: { command: "grep -c 42 src/app.ts" } }] },
       "Fixed.",
     ],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Looks good."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const result = await new StepFlowRunner(def, { backend }).run({
     args: { topic: "the answer" },
     cwd: root,
@@ -80,9 +75,8 @@ Deno.test("a step narrows the agent's tools and mode: a tool it drops is not off
     { allowedTools: ["Read", "Edit"], permissionMode: "acceptEdits" },
     (steps) => Object.assign(steps.s_b2c1, { allowedTools: ["Read"], permissionMode: "default" }),
   );
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: ["Analysed."],
-    "s_a8f3#check": [ok],
     s_b2c1: [
       {
         toolCalls: [{
@@ -92,10 +86,8 @@ Deno.test("a step narrows the agent's tools and mode: a tool it drops is not off
       },
       "I may not edit here.",
     ],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Reviewed."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const result = await new StepFlowRunner(def, { backend }).run({
     args: { topic: "x" },
     cwd: root,
@@ -182,7 +174,7 @@ Deno.test("each tool call is three onToolCall events under its step and a tool_c
     allowedTools: ["Read", "Edit(docs/**)"],
     permissionMode: "default",
   });
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [
       {
         toolCalls: [
@@ -196,12 +188,8 @@ Deno.test("each tool call is three onToolCall events under its step and a tool_c
       },
       "Looked.",
     ],
-    "s_a8f3#check": [ok],
-    s_b2c1: ["Done."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Fine."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const store = new MemoryRunStore();
   const calls: [string, ToolCallEvent][] = [];
   const logs: string[] = [];

@@ -15,16 +15,13 @@ import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts"
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { historyFromLog } from "../../src/store/format.ts";
 import type { RunCheckpoint, RunLogEntry, RunStore } from "../../src/store/types.ts";
-import { comparableHistory, seed001Files, writeAgent } from "./fixtures.ts";
+import { comparableHistory, seed001Files, seed001Script, writeAgent } from "./fixtures.ts";
 import { FULL_CAMPAIGN } from "../kill_campaign.ts";
-
-const ok = { output: { result: "ok", message: "fine" } };
 
 /** The implementation step reads, appends a line with Bash (not idempotent), reads again. */
 export function toolScript(): ScriptedScript {
-  return {
+  return seed001Script({
     s_a8f3: ["Plan: append a line."],
-    "s_a8f3#check": [ok],
     s_b2c1: [
       { toolCalls: [{ name: "Read", arguments: { file_path: "src/app.ts" } }] },
       {
@@ -37,10 +34,7 @@ export function toolScript(): ScriptedScript {
       { toolCalls: [{ name: "Read", arguments: { file_path: "out.txt" } }] },
       "Appended one line.",
     ],
-    "s_b2c1#check": [ok],
-    s_c9d4: ["Done."],
-    "s_c9d4#check": [ok],
-  };
+  });
 }
 
 /** A store that stops recording at its `crashAt`-th write (append or checkpoint), like a kill. */

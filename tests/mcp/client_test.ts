@@ -14,7 +14,7 @@ import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { offeredTools } from "../../src/tools/permissions.ts";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
-import { seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { freePort, groupGone, running, serverCommand, startHttpEverything } from "./npm_servers.ts";
 
 async function failure(p: Promise<unknown>): Promise<StepflowError> {
@@ -313,18 +313,13 @@ Deno.test("agent.json mcpServers: a step's tool loop starts the allowed servers,
   });
   await writeAgent(root, "code-improver", files);
   const def = await loadAgentDefinition("code-improver", { cwd: root });
-  const ok = { output: { result: "ok", message: "fine" } };
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [
       { toolCalls: [{ name: "mcp__everything__echo", arguments: { message: "via agent.json" } }] },
       "Echoed.",
     ],
-    "s_a8f3#check": [ok],
-    s_b2c1: ["Done."],
-    "s_b2c1#check": [ok],
     s_c9d4: ["Fine."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   Deno.env.set("MCP_EVERYTHING", everything);
   try {
     const result = await new StepFlowRunner(def, { backend }).run({

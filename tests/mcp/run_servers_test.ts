@@ -9,7 +9,7 @@ import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { finish, spawnCli } from "../cli/helpers.ts";
-import { seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { groupGone, groupMembers, running, serverCommand } from "./npm_servers.ts";
 import { openAiCompletion, openAiToolCalls, startFakeServer } from "../llm/fake_server.ts";
 
@@ -43,20 +43,16 @@ async function startedPids(pidFile: string): Promise<number[]> {
 const echo = (message: string) => ({
   toolCalls: [{ name: "mcp__everything__echo", arguments: { message } }],
 });
-const ok = { output: { result: "ok", message: "fine" } };
 
 Deno.test("a run starts each MCP server once for all its steps and checks, and closes it at the end", async () => {
   const { root, pidFile } = await agentWithServer();
   const def = await loadAgentDefinition("code-improver", { cwd: root });
   let alive: boolean[] = [];
-  const backend = new ScriptedBackend({
+  const backend = new ScriptedBackend(seed001Script({
     s_a8f3: [echo("one"), "Echoed one."],
-    "s_a8f3#check": [ok],
     s_b2c1: [echo("two"), "Echoed two."],
-    "s_b2c1#check": [ok],
     s_c9d4: [echo("three"), "Echoed three."],
-    "s_c9d4#check": [ok],
-  });
+  }));
   const result = await new StepFlowRunner(def, { backend }).run({
     args: { topic: "t" },
     cwd: root,
@@ -88,7 +84,7 @@ Deno.test("a cancelled run closes its MCP servers", async () => {
       }
       return echo("before the cancel");
     }
-    return ok;
+    return { output: { result: "ok", message: "fine" } };
   });
   const result = await new StepFlowRunner(def, { backend }).run({
     args: { topic: "t" },

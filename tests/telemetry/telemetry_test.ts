@@ -14,7 +14,7 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { SPAN_ATTRIBUTES as A, TRACER_NAME, tracingEnabled } from "../../src/flow/telemetry.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
-import { seed001Files, writeAgent } from "../flow/fixtures.ts";
+import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { pipelineFiles, pipelineScript } from "../store/helpers.ts";
 
 async function pipeline() {
@@ -181,15 +181,10 @@ Deno.test("spans of a step with tools: the traced backend still runs tool turns,
   await writeAgent(root, "looker", files);
   const def = await loadAgentDefinition("looker", { cwd: root });
   await withExporter(async (exporter) => {
-    const ok = { output: { result: "ok", message: "fine" } };
-    const backend = new ScriptedBackend({
+    const backend = new ScriptedBackend(seed001Script({
       s_a8f3: [{ toolCalls: [{ name: "Glob", arguments: { pattern: "*" } }] }, "Seen."],
-      "s_a8f3#check": [ok],
-      s_b2c1: ["Done."],
-      "s_b2c1#check": [ok],
       s_c9d4: ["Fine."],
-      "s_c9d4#check": [ok],
-    });
+    }));
     const result = await new StepFlowRunner(def, { backend }).run({
       args: { topic: "t" },
       cwd: root,
@@ -211,8 +206,7 @@ Deno.test("a span per tool call: child of its step, with the tool, decision, who
   await writeAgent(root, "looker", files);
   const def = await loadAgentDefinition("looker", { cwd: root });
   await withExporter(async (exporter) => {
-    const ok = { output: { result: "ok", message: "fine" } };
-    const backend = new ScriptedBackend({
+    const backend = new ScriptedBackend(seed001Script({
       s_a8f3: [
         {
           toolCalls: [
@@ -226,12 +220,8 @@ Deno.test("a span per tool call: child of its step, with the tool, decision, who
         },
         "Seen.",
       ],
-      "s_a8f3#check": [ok],
-      s_b2c1: ["Done."],
-      "s_b2c1#check": [ok],
       s_c9d4: ["Fine."],
-      "s_c9d4#check": [ok],
-    });
+    }));
     const result = await new StepFlowRunner(def, { backend }).run({
       args: { topic: "t" },
       cwd: root,
