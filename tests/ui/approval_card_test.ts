@@ -104,6 +104,13 @@ Deno.test("dashboard: a run waiting for a tool's permission is listed as such an
   assert.match(page, /data-choice="&quot;allow&quot;">Approve<\/button>/);
   assert.match(page, /data-choice="&quot;deny&quot;">Deny<\/button>/);
   assert.doesNotMatch(page, /approve-command|<select/, "the card replaces the generic form");
+  const secret = page.match(/data-csrf="([0-9a-f]+)"/)![1];
+  const cancel = await fetch(`${ui.url}runs/${runId}/cancel`, {
+    method: "POST",
+    headers: { "x-stepflow-csrf": secret, origin: new URL(ui.url).origin },
+  });
+  assert.equal(cancel.status, 409);
+  assert.match((await cancel.json()).message, /waits for Approve or Deny of a Bash call/);
 });
 
 Deno.test({
