@@ -9,7 +9,8 @@ import { sleep } from "../backoff.ts";
 import { errorMessage } from "../errors.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
-import { agentRunCommand } from "../cli/run_hint.ts";
+import { runAgentCommand, shellQuote } from "../invocation.ts";
+import { redactUrl } from "../store/pg_connection.ts";
 import { isPermissionPending, waitingCallArgs } from "./approval_card.ts";
 import {
   readLogFrom,
@@ -58,10 +59,20 @@ export async function loadRunView(
     const named = await data.namedStoreOf(runId);
     await addWaitingForm(view, {
       log,
-      command: agentRunCommand(data.source.cwd, agent, named?.runAgentStore),
+      command: answerCommand(data.source.cwd, agent, named?.runAgentStore),
     });
   }
   return view;
+}
+
+/**
+ * `run-agent … --agent NAME` as the user runs it from `cwd`, with `--store` for a PostgreSQL store
+ * (its password shown as `***`: type it, or set `STEPFLOW_STORE`) — what the `run-agent` hints
+ * print, up to the run flag.
+ */
+function answerCommand(cwd: string, agent: string, store: string | undefined): string {
+  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
+  return `${runAgentCommand(cwd)} --agent ${shellQuote(agent)}${storeFlag}`;
 }
 
 /** What the waiting block of a page is built from, besides the run's checkpoint. */
