@@ -64,6 +64,10 @@ Deno.test("dashboard: a run waiting for a tool's permission is listed as such an
       /<span class="status waiting">waiting<\/span> <span class="waiting-for approval"[^>]*>· approve <code>Bash<\/code>/,
     );
     const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+    assert.match(
+      page,
+      /<span class="status waiting">waiting<\/span> <span class="waiting-for approval"/,
+    );
     const card = page.slice(page.indexOf('id="approval-card"'), page.indexOf("</section>"));
     assert.match(card, /data-tool="Bash"/);
     assert.match(card, /asks to run <code>Bash<\/code>/);
