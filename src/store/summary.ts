@@ -10,7 +10,8 @@ import type { RunCheckpoint, RunSummary } from "./types.ts";
  * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
  * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
- * `currentStepId`, and `end.{reason, stepId, error}`.
+ * `currentStepId`, `end.{reason, stepId, error}` and, for a waiting run, `waiting.{stepId,
+ * permission.tool}`.
  *
  * @example
  * ```ts
@@ -69,7 +70,26 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   if (typeof stepId === "string") summary.stepId = stepId;
   const parent = state.parent as Record<string, unknown> | undefined;
   if (typeof parent?.runId === "string") summary.parentRunId = parent.runId;
+  if (checkpoint.status === "waiting") {
+    const waitingFor = waitingForOf(state.waiting);
+    if (waitingFor) summary.waitingFor = waitingFor;
+  }
   return summary;
+}
+
+/** The longest step id or tool name a listing repeats from a waiting request. */
+const MAX_WAITING_NAME = 200;
+
+/** What a waiting run's request waits for (step, and the tool of a permission ask), when readable. */
+function waitingForOf(waiting: unknown): RunSummary["waitingFor"] {
+  const request = waiting as { stepId?: unknown; permission?: { tool?: unknown } } | undefined;
+  if (typeof request?.stepId !== "string") return undefined;
+  const out: NonNullable<RunSummary["waitingFor"]> = {
+    stepId: request.stepId.slice(0, MAX_WAITING_NAME),
+  };
+  const tool = request.permission?.tool;
+  if (typeof tool === "string") out.tool = tool.slice(0, MAX_WAITING_NAME);
+  return out;
 }
 
 /** The first line of `text`, cut to `max` characters. */

@@ -117,6 +117,12 @@ export interface RunSummary {
    * happened, the attempts, the last error and the fix).
    */
   error?: string;
+  /**
+   * For a `waiting` run: what it waits for — the step, and `tool` when a tool call of that step
+   * waits for permission (Approve/Deny) rather than an input step for an answer. Read from the
+   * state's `waiting` request.
+   */
+  waitingFor?: { stepId: string; tool?: string };
 }
 
 /**

@@ -81,8 +81,14 @@ export async function runAction(
     const active = isOpenStatus(checkpoint.status);
     if (action === "cancel") {
       if (checkpoint.status === "waiting") {
+        const tool = (checkpoint.state.waiting as { permission?: { tool?: unknown } } | undefined)
+          ?.permission?.tool;
         throw refused(
-          `Run ${runId} waits for an answer at an input step; no process drives it, so there is nothing to cancel. Answer it on its page, or leave it.`,
+          `Run ${runId} waits ${
+            typeof tool === "string"
+              ? `for Approve or Deny of a ${tool} call`
+              : "for an answer at an input step"
+          }; no process drives it, so there is nothing to cancel. Answer it on its page, or leave it.`,
         );
       }
       if (!active) {

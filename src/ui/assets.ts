@@ -38,6 +38,10 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .status.waiting { background:#ede9fe; color:#5b21b6; }
 .waiting { border:1px solid #c4b5fd; border-radius:6px; padding:.5rem 1rem; margin:1rem 0; }
 .waiting .prompt { white-space:pre-wrap; }
+.approval dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem; margin:.5rem 0; }
+.approval dt { color:var(--muted); } .approval dd { margin:0; word-break:break-word; }
+.approval button.approve { background:#dcfce7; } .approval button.deny { background:#fee2e2; }
+.waiting-for { font-size:12px; color:#5b21b6; }
 .answer .field { display:flex; gap:.5rem; align-items:baseline; margin:.4rem 0; }
 .answer .field label { min-width:10rem; }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
@@ -173,7 +177,11 @@ export const APP_JS = `"use strict";
     if (!form || form.id !== "answer-form") return;
     e.preventDefault();
     var out = form.querySelector("[role=status]");
-    var btn = form.querySelector("button[type=submit]");
+    var buttons = form.querySelectorAll("button[type=submit]");
+    var setBusy = function (busy) { for (var b = 0; b < buttons.length; b++) buttons[b].disabled = busy; };
+    // An approval card's Approve / Deny: the button pressed is the choice.
+    var choice = e.submitter ? e.submitter.getAttribute("data-choice") : null;
+    if (choice !== null) form.querySelector("input[type=hidden][data-kind=choice]").value = choice;
     var value = {};
     var fields = form.querySelectorAll("[data-path]");
     try {
@@ -199,7 +207,7 @@ export const APP_JS = `"use strict";
       out.className = "bad";
       return;
     }
-    btn.disabled = true;
+    setBusy(true);
     out.textContent = "…";
     fetch(form.getAttribute("data-run") + "/answer", {
       method: "POST",
@@ -217,10 +225,10 @@ export const APP_JS = `"use strict";
       out.className = res.ok ? "ok" : "bad";
       form.setAttribute("data-done", res.ok ? "ok" : "refused");
       if (res.ok) setTimeout(function () { location.reload(); }, 1000);
-      else btn.disabled = false;
+      else setBusy(false);
     }, function (err) {
       out.textContent = "Could not send: " + err;
-      btn.disabled = false;
+      setBusy(false);
     });
   });
   // A tool plan's page reloads when its plan file or approval requests change.

@@ -9,15 +9,33 @@ import { sleep } from "../backoff.ts";
 import { errorMessage } from "../errors.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
-import { readLogFrom, type RunCheckpoint, type RunSummary } from "../store/types.ts";
+import { runAgentCommand, shellQuote } from "../invocation.ts";
+import { redactUrl } from "../store/pg_connection.ts";
+import { isPermissionPending, waitingCallArgs } from "./approval_card.ts";
+import {
+  readLogFrom,
+  type RunCheckpoint,
+  type RunLogEntry,
+  type RunSummary,
+} from "../store/types.ts";
 import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 
+/** What {@linkcode loadRunView} adds to the view. */
+export interface RunViewOptions {
+  /** For a waiting run: its question and answer form, or its approval card. */
+  waiting?: boolean;
+}
+
 /** Reads a run for its page: checkpoint, summary, whole log folded, the agent. */
-export async function loadRunView(data: DashboardData, runId: string): Promise<RunView> {
+export async function loadRunView(
+  data: DashboardData,
+  runId: string,
+  options: RunViewOptions = {},
+): Promise<RunView> {
   const store = (await data.storeOf(runId))!;
   const view: RunView = { runId, timeline: newTimeline() };
   try {
@@ -37,11 +55,39 @@ export async function loadRunView(data: DashboardData, runId: string): Promise<R
   if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
     view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
   }
+  if (options.waiting && agent) {
+    const named = await data.namedStoreOf(runId);
+    await addWaitingForm(view, {
+      log,
+      command: answerCommand(data.source.cwd, agent, named?.runAgentStore),
+    });
+  }
   return view;
 }
 
-/** For a waiting run: its question and the answer form of its step's schema (read now). */
-export async function addWaitingForm(view: RunView): Promise<void> {
+/**
+ * `run-agent … --agent NAME` as the user runs it from `cwd`, with `--store` for a PostgreSQL store
+ * (its password shown as `***`: type it, or set `STEPFLOW_STORE`) — what the `run-agent` hints
+ * print, up to the run flag.
+ */
+function answerCommand(cwd: string, agent: string, store: string | undefined): string {
+  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
+  return `${runAgentCommand(cwd)} --agent ${shellQuote(agent)}${storeFlag}`;
+}
+
+/** What the waiting block of a page is built from, besides the run's checkpoint. */
+export interface WaitingContext {
+  /** The run log (a tool call's arguments are read from its `tool_turn` line). */
+  log?: readonly RunLogEntry[];
+  /** `run-agent … --agent NAME` as the user runs it here (the commands a card prints). */
+  command?: string;
+}
+
+/**
+ * For a waiting run: its question and the answer form of its step's schema (read now) — or, for a
+ * tool call waiting for permission, what its approval card shows.
+ */
+export async function addWaitingForm(view: RunView, context: WaitingContext = {}): Promise<void> {
   if (view.checkpoint?.status !== "waiting" || !view.definition) return;
   const waiting = view.checkpoint.state.waiting as PendingInput | undefined;
   if (!waiting || typeof waiting.stepId !== "string") return;
@@ -49,6 +95,11 @@ export async function addWaitingForm(view: RunView): Promise<void> {
     view.waiting = { request: waiting, form: await answerFormOf(view.definition, waiting) };
   } catch (error) {
     view.waiting = { request: waiting, problem: errorMessage(error) };
+  }
+  if (context.command) view.waiting.command = context.command;
+  if (isPermissionPending(waiting) && context.log) {
+    const args = waitingCallArgs(context.log, waiting);
+    if (args) view.waiting.args = args;
   }
 }
 

@@ -87,7 +87,7 @@ export function runsListPage(
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
         <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
-        <td>${statusBadge(run)}</td>
+        <td>${statusBadge(run)}${waitingForNote(run)}</td>
         <td class="end">${run.completionReason ?? ""}${
       run.endError ? h`<div class="note warn">${run.endError}</div>` : ""
     }</td>
@@ -238,7 +238,9 @@ export function runMeta(view: RunView): Html {
   const status = recorded ? shownStatus({ status: recorded, live: s?.live }) : "unknown";
   const end = view.timeline.runEnd;
   return h`<div class="meta" id="run-meta" data-status="${status}">
-<div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}</div>
+<div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}${
+    status === "waiting" && s ? waitingForNote(s) : ""
+  }</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 ${
     s?.group
@@ -512,6 +514,18 @@ function groupBadge(group: string | undefined): Html | string {
 export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
   const status = shownStatus(run);
   return h`<span class="status ${status}">${status}</span>`;
+}
+
+/**
+ * What a waiting run waits for, after its badge: ` · approve Bash` for a tool call waiting for
+ * permission, ` · answer STEP` for an input step (nothing for other runs).
+ */
+export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
+  const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
+  if (!waitingFor) return "";
+  return waitingFor.tool !== undefined
+    ? h` <span class="waiting-for approval" title="a tool call of step ${waitingFor.stepId} waits for Approve/Deny">· approve <code>${waitingFor.tool}</code></span>`
+    : h` <span class="waiting-for input" title="an input step waits for an answer">· answer <code>${waitingFor.stepId}</code></span>`;
 }
 
 function tokens(run: RunSummary): string {

@@ -45,7 +45,7 @@ import {
   routeParam,
   sameOriginPath,
 } from "./http_guard.ts";
-import { addWaitingForm, liveEvents, loadRunView, planEvents } from "./live.ts";
+import { liveEvents, loadRunView, planEvents } from "./live.ts";
 import {
   asset,
   CONTENT_SECURITY_POLICY,
@@ -375,9 +375,8 @@ async function route(
       }
       return page(200, rowPart(runId, row, match[4], part));
     }
-    const view = await loadRunView(data, runId);
+    const view = await loadRunView(data, runId, { waiting: true });
     if (csrf) view.actions = { csrf };
-    await addWaitingForm(view);
     return page(200, runPage(view));
   }
   return page(404, errorPage("Not found", `Nothing at ${path}.`));

@@ -4,13 +4,15 @@
  * for a choice, yes/no for a boolean, a text or number input, a JSON text area for the rest. The
  * page script (`assets.ts`) builds the answer from the fields and POSTs it to /runs/ID/answer with
  * the server's secret; the server records it through `run-agent --answer`, so the first answer
- * wins and the schema is checked there.
+ * wins and the schema is checked there. A tool call waiting for permission gets its approval card
+ * instead (`approval_card.ts`), answered through the same form script and action.
  *
  * @module
  */
 import type { AnswerField, AnswerForm } from "../definition/answer_form.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 import { type Html, html as h } from "./html.ts";
+import { type ApprovalArgs, approvalCard, isPermissionPending } from "./approval_card.ts";
 
 /** A waiting run's request and its form (or why there is none). */
 export interface WaitingView {
@@ -20,11 +22,22 @@ export interface WaitingView {
   form?: AnswerForm;
   /** Why there is no form. */
   problem?: string;
+  /** `run-agent … --agent NAME` as the user runs it here (the commands a page prints). */
+  command?: string;
+  /** A tool call's arguments, for a run waiting for its permission (the approval card). */
+  args?: ApprovalArgs;
 }
 
 /** The question block, with the form when actions are allowed (`csrf`). */
 export function waitingBlock(runId: string, waiting: WaitingView, csrf?: string): Html {
   const request = waiting.request;
+  if (isPermissionPending(request)) {
+    return approvalCard(runId, request, {
+      command: waiting.command ?? "run-agent",
+      ...(csrf ? { csrf } : {}),
+      ...(waiting.args ? { args: waiting.args } : {}),
+    });
+  }
   const question = h`<div class="question" id="waiting-question">
     <h2>Waiting for an answer at <code>${request.stepId}</code></h2>
     <pre class="prompt">${request.prompt}</pre>${

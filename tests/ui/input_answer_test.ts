@@ -50,6 +50,11 @@ Deno.test("dashboard: a waiting run's answer is refused without the secret, chec
   const list = await (await fetch(`${ui.url}?status=waiting`)).text();
   assert.match(list, new RegExp(`data-run="${runId}"`));
   assert.match(list, /<span class="status waiting">waiting<\/span>/);
+  // Waiting for an answer, not for a tool call's approval.
+  assert.match(
+    list,
+    /<span class="waiting-for input"[^>]*>· answer <code>approve\.release<\/code>/,
+  );
 
   const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
   assert.match(page, /Waiting for an answer at <code>approve\.release<\/code>/);
