@@ -23,6 +23,11 @@ export const PERMISSION_ANSWER_SCHEMA: Readonly<Record<string, unknown>> = Objec
       enum: ["allow", "deny"],
       description: "allow: the call runs; deny: it is refused and the model is told",
     },
+    reason: {
+      type: "string",
+      maxLength: 500,
+      description: "optional; with deny, told to the model with the refusal",
+    },
   },
   required: ["decision"],
   additionalProperties: false,

@@ -10,6 +10,7 @@
  * @module
  */
 import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
+import { oneLine } from "../events/tool_call_line.ts";
 import {
   type PendingInput,
   PERMISSION_SCHEMA_REF,
@@ -38,15 +39,18 @@ export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
     ...(ask.suggestion ? { suggestion: ask.suggestion } : {}),
     ...(target ? { target } : {}),
   };
+  // The rule may hold a whole command: the prompt shows it bounded (the request keeps it whole).
   const rule = ask.suggestion
-    ? ` (to allow it without asking next time, add "${ask.suggestion}" to allowedTools)`
+    ? ` (to allow it without asking next time, add "${
+      oneLine(ask.suggestion, 300)
+    }" to allowedTools)`
     : "";
   return {
     requestId: crypto.randomUUID(),
     stepId: ask.stepId,
     prompt: `Step "${ask.stepId}" asks to run ${ask.tool}${
       target ? ` ${target}` : ""
-    }: ${ask.reason} Allow it? Answer {"decision":"allow"} or {"decision":"deny"}${rule}.`,
+    }: ${ask.reason} Allow it? Answer {"decision":"allow"} or {"decision":"deny"} (a denial may add a "reason" the model is told)${rule}.`,
     schemaRef: PERMISSION_SCHEMA_REF,
     requestedAt: now.toISOString(),
     permission,
@@ -71,19 +75,20 @@ export function answeredPermission(
     return undefined;
   }
   delete state.answer;
-  const decision = (answer.value as { decision?: unknown }).decision;
+  const { decision, reason } = answer.value as { decision?: unknown; reason?: unknown };
   const allow = decision === "allow";
-  return { allow, by: `${allow ? "approved" : "denied"} when asked by ${answer.answeredBy}` };
+  const by = `${allow ? "approved" : "denied"} when asked by ${answer.answeredBy}`;
+  // A denial's reason is told to the model with the refusal.
+  return !allow && typeof reason === "string" && reason.trim()
+    ? { allow, by, message: oneLine(reason, 500) }
+    : { allow, by };
 }
 
 /** The argument that says what a call acts on (a path, a command), on one line, bounded. */
 function targetOf(args: Record<string, unknown>): string {
   for (const key of ["command", "file_path", "pattern", "path", "url"]) {
     const value = args[key];
-    if (typeof value === "string" && value) {
-      const flat = value.replace(/\s+/g, " ");
-      return flat.length > 120 ? `${flat.slice(0, 120)}…` : flat;
-    }
+    if (typeof value === "string" && value) return oneLine(value, 120);
   }
   return "";
 }

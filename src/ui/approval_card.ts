@@ -129,6 +129,9 @@ function buttons(runId: string, request: PendingInput, csrf: string): Html {
       <input type="hidden" id="approval-decision" data-path="${
     JSON.stringify(["decision"])
   }" data-kind="choice" data-required="true" value="">
+      <input type="text" id="approval-reason" class="approval-reason" maxlength="500" data-path="${
+    JSON.stringify(["reason"])
+  }" data-kind="string" placeholder="Reason (optional; told to the model with a denial)" value="">
       <button type="submit" class="approve" data-choice="${
     JSON.stringify("allow")
   }">Approve</button>

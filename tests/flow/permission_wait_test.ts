@@ -65,10 +65,10 @@ for (const decision of ["allow", "deny"] as const) {
       assert.equal((await store.loadCheckpoint(waiting.runId))!.status, "waiting");
       // The dashboard's and the terminal's form: one choice.
       const form = await answerFormOf(def, request);
-      assert.deepEqual(form.fields.map((f) => [f.name, f.choices]), [["decision", [
-        "allow",
-        "deny",
-      ]]]);
+      assert.deepEqual(form.fields.map((f) => [f.name, f.choices]), [
+        ["decision", ["allow", "deny"]],
+        ["reason", undefined],
+      ]);
 
       // A bad answer is refused; nothing is recorded.
       await assert.rejects(
@@ -80,7 +80,7 @@ for (const decision of ["allow", "deny"] as const) {
       const backend = new ScriptedBackend(script());
       const result = await new StepFlowRunner(def, { backend, store }).answer(
         waiting.runId,
-        { decision },
+        decision === "deny" ? { decision, reason: "not on a Friday" } : { decision },
         { answeredBy: "ops" },
       );
       assert.equal(result.success, true, JSON.stringify(result.error));
@@ -92,6 +92,10 @@ for (const decision of ["allow", "deny"] as const) {
       assert.equal(last.role, "tool");
       const bash = last.role === "tool" ? last.results[0] : undefined;
       assert.equal(bash?.isError, decision === "deny");
+      // A denial's reason is told to the model with the refusal.
+      if (decision === "deny") {
+        assert.match(String(bash?.content), /denied when asked: not on a Friday/);
+      }
       const log = await store.readLog(waiting.runId);
       const call = log.find((e) => e.type === "tool_call" && e.tool === "Bash")!;
       assert.equal(

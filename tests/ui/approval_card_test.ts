@@ -139,6 +139,8 @@ Deno.test({
       const { page, errors } = tab;
       await page.goto(`${ui.url}runs/${run.runId}`);
       const shown = await textOnceShown(page, "#answer-result.ok");
+      // A denial's reason goes to the model with the refusal.
+      if (button === "Deny") await page.fill("#approval-reason", "not on a Friday");
       await page.click(`#approval-card button:has-text("${button}")`);
       assert.match(await shown(), /answer recorded|finished/);
       await Promise.all(children.map((c) => c.status));
@@ -146,7 +148,9 @@ Deno.test({
       const log = await run.store.readLog(run.runId);
       const answer = log.find((e) => e.type === "input_answer")!;
       assert.deepEqual([answer.value, answer.answeredBy], [
-        { decision: button === "Approve" ? "allow" : "deny" },
+        button === "Approve"
+          ? { decision: "allow" }
+          : { decision: "deny", reason: "not on a Friday" },
         "dashboard",
       ]);
       const call = log.find((e) => e.type === "tool_call" && e.callId === "c_ask")!;
@@ -158,7 +162,10 @@ Deno.test({
         assert.equal(call.decidedBy, "denied when asked by dashboard");
         assert.equal(await exists(out), false, "a denied call never runs");
         // The model was told: the call's result is the refusal.
-        assert.match(String(call.result), /Permission denied: .*denied when asked/);
+        assert.match(
+          String(call.result),
+          /Permission denied: .*denied when asked: not on a Friday/,
+        );
       }
       // After the page's reload: completed, no card, and the call's record in the step's list.
       await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 20_000 });
