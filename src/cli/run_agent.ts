@@ -239,7 +239,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   }
   if (scan.submit) {
     return await submitAndFollow(
-      parseAgentCommandLine(argv, definition, { requireParameters: true }),
+      parseAgentCommandLine(argv, definition, { requireParameters: !continuing }),
       definition,
       { ...ctx, stdin: () => readStdinText(ctx) },
     );
@@ -352,7 +352,14 @@ async function showRuns(
     );
     const status = checkpoint ? shownStatus(summary ?? checkpoint) : undefined;
     ctx.io.stdout.write(
-      `${jsonOutput({ ...(status ? { shownStatus: status } : {}), checkpoint, history })}\n`,
+      `${
+        jsonOutput({
+          ...(status ? { shownStatus: status } : {}),
+          ...(summary?.error ? { error: summary.error } : {}),
+          checkpoint,
+          history,
+        })
+      }\n`,
     );
   } else {
     ctx.io.stdout.write(
@@ -363,7 +370,7 @@ async function showRuns(
           command,
           ...(summary?.live !== undefined ? { live: summary.live } : {}),
         })
-      }\n`,
+      }\n${summary?.error ? `! ${summary.error}\n` : ""}`,
     );
   }
   return EXIT_CODES.success;
