@@ -2,8 +2,8 @@
  * A worker killed (SIGKILL) while a Bash call of a step with tools runs: the worker that takes the
  * run over finds the call started but unfinished (`TOOL_CALL_UNFINISHED`, Bash is not idempotent).
  * It does not retry the job (no second attempt in the queue): it holds the run — open, shown
- * `interrupted` with the error's message by `--runs`, `--show` and the summary the dashboard
- * reads, and in its own log — and Bash runs again only when someone asks for it:
+ * `interrupted` with the error's message by `--runs`, `--show` and the dashboard, and in its own
+ * log — and Bash runs again only when someone asks for it:
  * `--resume RUN_ID --rerun-unfinished-call --submit --wait` hands it back and a worker completes it.
  */
 import assert from "node:assert/strict";
@@ -12,6 +12,8 @@ import { seed001Files, writeAgent } from "../flow/fixtures.ts";
 import { runCli, spawnCli } from "../cli/helpers.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { pgConnectionOf } from "../../src/store/postgres.ts";
+import { discoverStores } from "../../src/ui/source.ts";
+import { startDashboard } from "../ui/browser.ts";
 import { waitFor } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 
@@ -135,6 +137,17 @@ Deno.test({
       const shown = await cli("--show", runId);
       assert.match(shown.stdout, /Interrupted/);
       assert.match(shown.stdout, /--rerun-unfinished-call --submit/);
+
+      const stores = await discoverStores(user, db);
+      try {
+        await using ui = await startDashboard(user, { stores });
+        const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+        assert.match(page, /data-status="interrupted"/);
+        assert.match(page, /was stopped \(killed or crashed\) in step/);
+        assert.match(page, /--rerun-unfinished-call --submit/);
+      } finally {
+        for (const s of stores) await (s.store as PostgresRunStore).close();
+      }
 
       // --submit --resume without the permission would be held again: refused, with the way on.
       const bare = await cli("--resume", runId, "--submit");
