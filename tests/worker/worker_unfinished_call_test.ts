@@ -166,6 +166,11 @@ Deno.test({
         [runId],
       )).rows[0];
       assert.doesNotMatch(request.request, /rerunUnfinishedCall/, "the permission was taken once");
+      // An ended run is not handed back.
+      const again = await cli("--resume", runId, "--rerun-unfinished-call", "--submit");
+      assert.notEqual(again.code, 0);
+      assert.match(again.stderr, /is completed: only an open run that nobody drives/);
+      assert.doesNotMatch(again.stderr, /\n\s+at /, "no stack trace");
     } finally {
       try {
         first.kill("SIGKILL");
