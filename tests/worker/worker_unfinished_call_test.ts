@@ -12,7 +12,9 @@ import { seed001Files, writeAgent } from "../flow/fixtures.ts";
 import { runCli, spawnCli } from "../cli/helpers.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { pgConnectionOf } from "../../src/store/postgres.ts";
+import type { StepflowError } from "../../src/errors.ts";
 import { discoverStores } from "../../src/ui/source.ts";
+import { followRun } from "../../src/worker/submit.ts";
 import { startDashboard } from "../ui/browser.ts";
 import { waitFor } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
@@ -130,6 +132,13 @@ Deno.test({
       assert.equal(await bashLines(user), 1, "the held run ran nothing");
       assert.equal((await store.summary(runId))?.status, "running");
       assert.equal((await store.summary(runId))?.live, false);
+
+      // `--submit --wait` following the run ends with the message (exit 2, as a --resume here).
+      await assert.rejects(followRun(store, runId), (error: StepflowError) => {
+        assert.equal(error.code, "TOOL_CALL_UNFINISHED");
+        assert.equal(error.message, held);
+        return true;
+      });
 
       const listed = await cli("--runs");
       assert.match(listed.stdout, new RegExp(`${runId}.*interrupted`));
