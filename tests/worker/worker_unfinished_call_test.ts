@@ -14,6 +14,7 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { pgConnectionOf } from "../../src/store/postgres.ts";
 import type { StepflowError } from "../../src/errors.ts";
 import { discoverStores } from "../../src/ui/source.ts";
+import { openRunQueue } from "../../src/worker/queue.ts";
 import { followRun } from "../../src/worker/submit.ts";
 import { startDashboard } from "../ui/browser.ts";
 import { waitFor } from "../store/helpers.ts";
@@ -157,6 +158,22 @@ Deno.test({
       } finally {
         for (const s of stores) await (s.store as PostgresRunStore).close();
       }
+
+      // A resume here without the permission is refused the same way and leaves the run held.
+      const refused = await cli("--resume", runId);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.match(refused.stderr, /TOOL_CALL_UNFINISHED|was stopped \(killed or crashed\)/);
+      assert.equal((await store.summary(runId))?.error, held);
+      // A stale job of the held run (the dead worker's, once it expires) is dropped.
+      const queue = await openRunQueue(db);
+      await queue.send(runId);
+      await queue.stop({ graceful: false });
+      await waitFor(
+        "the dropped job",
+        () =>
+          Promise.resolve(/held until someone continues it/.test(secondErr.text()) || undefined),
+      );
+      assert.equal(await bashLines(user), 1, "the held run ran nothing");
 
       // --submit --resume without the permission would be held again: refused, with the way on.
       const bare = await cli("--resume", runId, "--submit");
