@@ -59,6 +59,7 @@ import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
@@ -344,6 +345,8 @@ async function showRuns(
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
+  // Open with an error: the workers hold it (else the error is why the queue gave it up).
+  const held = summary?.error !== undefined && isOpenStatus(summary.status);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -369,8 +372,9 @@ async function showRuns(
           runId,
           command,
           ...(summary?.live !== undefined ? { live: summary.live } : {}),
+          ...(held ? { held: summary!.error } : {}),
         })
-      }\n${summary?.error ? `! ${summary.error}\n` : ""}`,
+      }\n${summary?.error && !held ? `! ${summary.error}\n` : ""}`,
     );
   }
   return EXIT_CODES.success;

@@ -362,7 +362,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   // A resume that needs a person: held with the error's message and both ways to continue.
   const hold = async (runId: string, agent: string, reason: string): Promise<void> => {
     const message =
-      `${reason} The workers do not retry it (that cannot help): the run stays interrupted until someone continues it, here or on the workers: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call --submit.`;
+      `${reason} The workers do not retry it (retrying cannot help): it stays interrupted until someone continues it, with that command (add --store with this database's URL, or set STEPFLOW_STORE) or on the workers: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call --submit.`;
     const held = await markHeld(store, runId, message).catch((error) => {
       log(`warning: run ${runId}: recording why it is held failed (${errorMessage(error)})`);
       return false;

@@ -144,9 +144,16 @@ Deno.test({
       const listed = await cli("--runs");
       assert.match(listed.stdout, new RegExp(`${runId}.*interrupted`));
       assert.match(listed.stdout, new RegExp(`! ${runId}: Run ${runId} was stopped`));
+      // No plain --resume hint for it: that would stop at the same call.
+      assert.doesNotMatch(listed.stdout, /Continue an interrupted run with/);
       const shown = await cli("--show", runId);
-      assert.match(shown.stdout, /Interrupted/);
+      assert.match(shown.stdout, / · interrupted\n/);
+      assert.match(shown.stdout, /Held by the workers: Run \S+ was stopped/);
       assert.match(shown.stdout, /--rerun-unfinished-call --submit/);
+      assert.doesNotMatch(shown.stdout, /Interrupted: continue it with/);
+      const shownJson = JSON.parse((await cli("--show", runId, "--json")).stdout);
+      assert.equal(shownJson.shownStatus, "interrupted");
+      assert.equal(shownJson.error, held);
 
       const stores = await discoverStores(user, db);
       try {
