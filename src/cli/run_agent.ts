@@ -59,6 +59,7 @@ import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { isOpenStatus } from "../run_statuses.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
 import { submitAndFollow } from "./submit.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
@@ -239,7 +240,7 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
   }
   if (scan.submit) {
     return await submitAndFollow(
-      parseAgentCommandLine(argv, definition, { requireParameters: true }),
+      parseAgentCommandLine(argv, definition, { requireParameters: !continuing }),
       definition,
       { ...ctx, stdin: () => readStdinText(ctx) },
     );
@@ -344,6 +345,8 @@ async function showRuns(
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
+  // Open with an error: the workers hold it (else the error is why the queue gave it up).
+  const held = summary?.error !== undefined && isOpenStatus(summary.status);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -352,7 +355,14 @@ async function showRuns(
     );
     const status = checkpoint ? shownStatus(summary ?? checkpoint) : undefined;
     ctx.io.stdout.write(
-      `${jsonOutput({ ...(status ? { shownStatus: status } : {}), checkpoint, history })}\n`,
+      `${
+        jsonOutput({
+          ...(status ? { shownStatus: status } : {}),
+          ...(summary?.error ? { error: summary.error } : {}),
+          checkpoint,
+          history,
+        })
+      }\n`,
     );
   } else {
     ctx.io.stdout.write(
@@ -362,8 +372,9 @@ async function showRuns(
           runId,
           command,
           ...(summary?.live !== undefined ? { live: summary.live } : {}),
+          ...(held ? { held: summary!.error } : {}),
         })
-      }\n`,
+      }\n${summary?.error && !held ? `! ${summary.error}\n` : ""}`,
     );
   }
   return EXIT_CODES.success;

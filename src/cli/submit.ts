@@ -11,7 +11,7 @@ import { formatRunHistory } from "../store/format.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { resolveStoreSetting } from "../store/select.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
-import { followRun, submitRun } from "../worker/submit.ts";
+import { followRun, resubmitWithRerun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
@@ -39,8 +39,10 @@ export async function submitAndFollow(
   ctx: SubmitContext,
 ): Promise<number> {
   const { flags, params } = commandLine;
+  // `--resume RUN_ID --rerun-unfinished-call --submit` hands a held run back to the workers.
+  const handBack = flags.resume !== undefined && flags.rerunUnfinishedCall;
   const conflicting = [
-    flags.resume !== undefined ? "--resume" : "",
+    flags.resume !== undefined && !handBack ? "--resume" : "",
     flags.redrive !== undefined ? "--redrive" : "",
     flags.backend !== undefined ? "--backend" : "",
     flags.script !== undefined ? "--script" : "",
@@ -50,7 +52,9 @@ export async function submitAndFollow(
     throw new UsageError(
       `--submit queues a new run for the workers, which choose the backend and resume runs themselves; drop ${
         conflicting.join(", ")
-      } (pass --backend/--script to \`${stepflowCommand("worker", userDirOf(ctx.io))}\`).`,
+      } (pass --backend/--script to \`${
+        stepflowCommand("worker", userDirOf(ctx.io))
+      }\`; a run the workers hold goes back to them with --resume RUN_ID --rerun-unfinished-call --submit).`,
     );
   }
   const setting = resolveStoreSetting(definition, {
@@ -64,6 +68,7 @@ export async function submitAndFollow(
   }
   const store = new PostgresRunStore(setting.value, { agent: definition.name });
   try {
+    if (handBack) return await handBackRun(store, flags.resume!, setting.value, flags, ctx);
     const request: SubmittedRequest = { args: params };
     const inputText = await ctx.stdin();
     if (inputText !== undefined) request.inputText = inputText;
@@ -83,6 +88,33 @@ export async function submitAndFollow(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `--resume RUN_ID --rerun-unfinished-call --submit [--wait]`: the run goes back on the queue with
+ * the permission to run its unfinished tool call again; prints its id (or follows it).
+ */
+async function handBackRun(
+  store: PostgresRunStore,
+  runId: string,
+  url: string,
+  flags: CommandLine["flags"],
+  ctx: SubmitContext,
+): Promise<number> {
+  const before = (await store.readLog(runId)).length;
+  await resubmitWithRerun(store, runId, { url });
+  if (!flags.wait) {
+    ctx.io.stdout.write(
+      flags.json
+        ? `${JSON.stringify({ runId, status: "queued", rerunUnfinishedCall: true })}\n`
+        : `${runId}\n`,
+    );
+    return EXIT_CODES.success;
+  }
+  ctx.io.stderr.write(
+    `run ${runId} back on the queue (its unfinished tool call may run again); waiting for a worker…\n`,
+  );
+  return await followQueuedRun(store, runId, flags, ctx, before);
 }
 
 /**

@@ -35,6 +35,11 @@ export interface HistoryFormatOptions extends FormatOptions {
    * drives is shown `interrupted`, as `--runs` shows it.
    */
   live?: boolean;
+  /**
+   * Why the workers hold the interrupted run and how to continue it (its listing's `error`): shown
+   * instead of the plain `--resume` hint, which would stop at the same point.
+   */
+  held?: string;
 }
 
 /** Token usage as the runner records it (cumulative in `step_end` lines). */
@@ -262,7 +267,8 @@ export function formatRunList(
     if (s.error) lines.push(c.status(`! ${s.runId}: ${s.error}`, "bad"));
   }
   // One hint per kind of run that can be continued, naming the newest such run.
-  const interrupted = summaries.find((s) => shownStatus(s) === "interrupted");
+  // (A run the workers hold says how to continue it in its `!` line: a plain --resume would stop.)
+  const interrupted = summaries.find((s) => shownStatus(s) === "interrupted" && !s.error);
   if (interrupted) {
     lines.push(
       `Continue an interrupted run with: ${continueWith(options, "resume", interrupted.runId)}`,
@@ -523,6 +529,8 @@ function whatNext(
         c,
       ),
     );
+  } else if (status === "interrupted" && options.held) {
+    out.push(c.status(`Held by the workers: ${options.held}`, "bad"));
   } else if (status === "interrupted") {
     out.push(
       c.status(`Interrupted: continue it with ${continueWith(options, "resume", runId)}`, "warn"),

@@ -667,7 +667,10 @@ export class PostgresRunStore implements RunStore {
         "no checkpoint: the process stopped before its first checkpoint",
       );
     }
-    if (row.given_up !== null) {
+    if (row.given_up !== null && isOpenStatus(row.status ?? undefined)) {
+      // Held by the workers (a resume that needs a person): open, shown interrupted, with why.
+      summary.error = row.given_up;
+    } else if (row.given_up !== null) {
       // The queue gave the run up: whatever its checkpoint says, no worker will drive it again.
       summary.status = "failed";
       summary.error = row.given_up;

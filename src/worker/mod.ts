@@ -21,7 +21,13 @@ export {
   type SubmittedRequest,
   type WorkerOptions,
 } from "./worker.ts";
-export { type FollowHandlers, followRun, type SubmitOptions, submitRun } from "./submit.ts";
+export {
+  type FollowHandlers,
+  followRun,
+  resubmitWithRerun,
+  type SubmitOptions,
+  submitRun,
+} from "./submit.ts";
 export {
   openRunQueue,
   RUN_QUEUE,
@@ -33,9 +39,12 @@ export { agentContentHash } from "./agent_hash.ts";
 export {
   claimOrphans,
   markGivenUp,
+  markHeld,
   markTaken,
   recordSubmission,
+  releaseHeld,
   submissionOf,
   type SubmittedRun,
+  takeRerunUnfinishedCall,
 } from "./submissions.ts";
 export { type AnswerSubmittedOptions, answerSubmittedRun } from "./answer.ts";

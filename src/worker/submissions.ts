@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { isOpenStatus, OPEN_RUN_STATUSES } from "../run_statuses.ts";
 import { assertRunId } from "../store/run_id.ts";
 import { NOT_ENDED_SQL } from "../store/pg_connection.ts";
 import { pgConnectionOf, type PostgresRunStore } from "../store/postgres.ts";
@@ -34,6 +35,11 @@ export interface SubmittedRun {
   worker?: string;
   /** Why the queue gave the run up ({@linkcode markGivenUp}); status `failed`. */
   givenUp?: string;
+  /**
+   * Why the workers hold the run ({@linkcode markHeld}): it stays open (shown `interrupted`) and no
+   * worker takes it until someone continues it.
+   */
+  held?: string;
 }
 
 /**
@@ -92,7 +98,11 @@ export async function submissionOf(
     started: row.started,
   };
   if (row.worker !== null) submitted.worker = row.worker;
-  if (row.given_up !== null) submitted.givenUp = row.given_up;
+  if (row.given_up !== null) {
+    // A run given up is `failed`; a held one keeps its open status.
+    if (isOpenStatus(submitted.status)) submitted.held = row.given_up;
+    else submitted.givenUp = row.given_up;
+  }
   return submitted;
 }
 
@@ -139,6 +149,78 @@ export async function markGivenUp(
            OR lease_expires_at < clock_timestamp())
        RETURNING run_id`,
     [runId, text],
+  )).rows.length > 0;
+}
+
+/**
+ * Holds an open run that a worker cannot continue without a person (a resume stopped by
+ * `TOOL_CALL_UNFINISHED`): the run keeps its open status (shown `interrupted`), `message` (what
+ * happened, what to check, how to continue) is shown by `--runs`, `--show` and the dashboard as a
+ * given-up run's reason is, and {@linkcode claimOrphans} never re-queues it. One statement, only
+ * while nobody holds a live lease of the run. A later checkpoint (a resume by hand) or
+ * {@linkcode releaseHeld} clears the hold.
+ *
+ * @param store the run store
+ * @param runId the run
+ * @param message why, and how to continue (cut to 4 000 characters)
+ * @returns true when the run was held
+ */
+export async function markHeld(
+  store: PostgresRunStore,
+  runId: string,
+  message: string,
+): Promise<boolean> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
+  return (await c.query(
+    `UPDATE ${c.schema}.runs SET given_up = $2, given_up_at = clock_timestamp()
+       WHERE run_id = $1 AND request IS NOT NULL AND status = ANY($3::text[])
+         AND (lease_owner IS NULL OR lease_expires_at IS NULL
+           OR lease_expires_at < clock_timestamp())
+       RETURNING run_id`,
+    [runId, text, OPEN_RUN_STATUSES],
+  )).rows.length > 0;
+}
+
+/**
+ * Hands an open submitted run that nobody drives (held, or interrupted) back to the workers with
+ * the user's permission to run its unfinished tool call again: the hold is cleared and the
+ * request records `rerunUnfinishedCall`, which the next worker to resume the run takes
+ * ({@linkcode takeRerunUnfinishedCall}). Returns false when the run is not such a run (not
+ * submitted, ended, waiting, or a live lease holds it); the caller queues the run.
+ */
+export async function releaseHeld(store: PostgresRunStore, runId: string): Promise<boolean> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  return (await c.query(
+    `UPDATE ${c.schema}.runs SET given_up = NULL, given_up_at = NULL,
+         request = (request::jsonb || '{"rerunUnfinishedCall": true}'::jsonb)::json
+       WHERE run_id = $1 AND request IS NOT NULL AND status = ANY($2::text[])
+         AND (lease_owner IS NULL OR lease_expires_at IS NULL
+           OR lease_expires_at < clock_timestamp())
+       RETURNING run_id`,
+    [runId, OPEN_RUN_STATUSES],
+  )).rows.length > 0;
+}
+
+/**
+ * Takes the permission {@linkcode releaseHeld} recorded, once: true when the run's request held
+ * it (it is removed in the same statement). A worker that dies after taking it leaves the run
+ * without it: the next resume stops at the unfinished call again rather than run it unasked.
+ */
+export async function takeRerunUnfinishedCall(
+  store: PostgresRunStore,
+  runId: string,
+): Promise<boolean> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  return (await c.query(
+    `UPDATE ${c.schema}.runs SET request = (request::jsonb - 'rerunUnfinishedCall')::json
+       WHERE run_id = $1 AND request IS NOT NULL
+         AND (request::jsonb -> 'rerunUnfinishedCall') = 'true'::jsonb
+       RETURNING run_id`,
+    [runId],
   )).rows.length > 0;
 }
 

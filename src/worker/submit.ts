@@ -12,7 +12,7 @@ import type { PostgresRunStore } from "../store/postgres.ts";
 import type { RunCheckpoint, RunLogEntry } from "../store/types.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
-import { recordSubmission, submissionOf } from "./submissions.ts";
+import { recordSubmission, releaseHeld, submissionOf } from "./submissions.ts";
 import type { SubmittedRequest } from "./worker.ts";
 
 /** Options of {@linkcode submitRun}. */
@@ -53,9 +53,15 @@ export async function submitRun(
     agentHash: await agentContentHash(definition.dir),
     request: request as Record<string, unknown>,
   });
+  await sendToQueue(runId, options);
+  return runId;
+}
+
+/** Puts `runId` on the queue (the given one, else one opened and closed for it). */
+async function sendToQueue(runId: string, options: SubmitOptions): Promise<void> {
   if (options.queue) {
     await options.queue.send(runId);
-    return runId;
+    return;
   }
   const queue = await openRunQueue(options.url, {
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
@@ -65,7 +71,53 @@ export async function submitRun(
   } finally {
     await queue.stop({ graceful: false });
   }
-  return runId;
+}
+
+/**
+ * `run-agent --agent NAME --resume RUN_ID --rerun-unfinished-call --submit`: hands a submitted run
+ * that nobody drives — held by the workers because its resume stopped at a tool call its dead
+ * worker was running (`TOOL_CALL_UNFINISHED`), or interrupted — back to the queue, with the
+ * permission to run that call again. The worker that resumes it takes the permission once.
+ *
+ * @example
+ * ```ts ignore
+ * import { PostgresRunStore } from "jsr:@stepflow/core";
+ * import { resubmitWithRerun } from "jsr:@stepflow/core/worker";
+ * const url = "postgres://stepflow@db.internal/stepflow";
+ * await resubmitWithRerun(new PostgresRunStore(url), "20260101-000000-abcd", { url });
+ * ```
+ *
+ * @throws {StepflowError} `RUN_NOT_FOUND` when the run was not submitted to the workers,
+ *   `RUN_LOCKED` when a worker drives it, `RUN_NOT_RESUMABLE` when it ended or waits for an answer
+ */
+export async function resubmitWithRerun(
+  store: PostgresRunStore,
+  runId: string,
+  options: Omit<SubmitOptions, "runId">,
+): Promise<void> {
+  if (!await releaseHeld(store, runId)) {
+    const submitted = await submissionOf(store, runId);
+    if (!submitted) {
+      throw new StepflowError(
+        "RUN_NOT_FOUND",
+        `Run ${runId} is not a run submitted to the workers in ${store.displayUrl}. Resume it in this process instead: leave out --submit.`,
+        { details: { runId } },
+      );
+    }
+    if (submitted.worker !== undefined) {
+      throw new StepflowError(
+        "RUN_LOCKED",
+        `Run ${runId} is driven by worker ${submitted.worker} right now; nothing to hand back. Follow it with --show ${runId}.`,
+        { details: { runId, worker: submitted.worker } },
+      );
+    }
+    throw new StepflowError(
+      "RUN_NOT_RESUMABLE",
+      `Run ${runId} is ${submitted.status}: only an open run that nobody drives (interrupted, or held by the workers) goes back to them with --rerun-unfinished-call.`,
+      { details: { runId, status: submitted.status } },
+    );
+  }
+  await sendToQueue(runId, options);
 }
 
 /** What {@linkcode followRun} reports as the run moves. */
@@ -81,6 +133,8 @@ export interface FollowHandlers {
  *
  * @throws {StepflowError} `RUN_NOT_FOUND` when the run disappears (pruned or never submitted)
  * @throws {StepflowError} `RUN_GIVEN_UP` when the queue gave the run up (no worker takes it again)
+ * @throws {StepflowError} `TOOL_CALL_UNFINISHED` when the workers hold the run: its resume stopped
+ *   at a tool call its dead worker was running (continue it with {@linkcode resubmitWithRerun})
  */
 export async function followRun(
   store: PostgresRunStore,
@@ -103,6 +157,10 @@ export async function followRun(
       );
     }
     if (summary.worker !== worker) handlers.onWorker?.(worker = summary.worker);
+    if (summary.held !== undefined) {
+      // A worker's resume stopped at a call that needs a person; no worker takes it until then.
+      throw new StepflowError("TOOL_CALL_UNFINISHED", summary.held, { details: { runId } });
+    }
     if (summary.givenUp !== undefined) {
       throw new StepflowError("RUN_GIVEN_UP", `Run ${runId} failed: ${summary.givenUp}`, {
         details: { runId },

@@ -13,6 +13,10 @@
  *   the worker's copy of the agent is refused (`AGENT_DEFINITION_MISMATCH`) and left queued.
  * - A run whose job failed its last retry is marked `failed` with the reason
  *   ({@linkcode markGivenUp}): no worker would take it again.
+ * - A run whose resume stops at a tool call that was running when its worker died and may not run
+ *   twice (`TOOL_CALL_UNFINISHED`) is not retried: retrying cannot help. It is held
+ *   ({@linkcode markHeld}): open, shown `interrupted` with the error's message, until someone
+ *   resumes it by hand or submits the resume (`--resume RUN_ID --rerun-unfinished-call --submit`).
  *
  * @module
  */
@@ -34,7 +38,14 @@ import { isOpenStatus, NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
-import { claimOrphans, markGivenUp, markTaken, submissionOf } from "./submissions.ts";
+import {
+  claimOrphans,
+  markGivenUp,
+  markHeld,
+  markTaken,
+  submissionOf,
+  takeRerunUnfinishedCall,
+} from "./submissions.ts";
 
 /** Options of {@linkcode startWorker}. */
 export interface WorkerOptions {
@@ -96,6 +107,11 @@ export interface SubmittedRequest {
   group?: string;
   /** `--permission-mode`: the permission mode of every step (`RunOptions.permissionMode`). */
   permissionMode?: PermissionMode;
+  /**
+   * `--resume RUN_ID --rerun-unfinished-call --submit`: the next resume may run again the tool call
+   * its worker died in (`RunOptions.rerunUnfinishedCall`). Taken once, by the worker that resumes.
+   */
+  rerunUnfinishedCall?: boolean;
 }
 
 /** A running worker. */
@@ -251,6 +267,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       return;
     }
     if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
+    if (submitted.held !== undefined) {
+      log(`run ${runId}: held until someone continues it (--show ${runId}); job dropped.`);
+      return;
+    }
     const { definition, hash } = await agentFor(submitted.agent);
     if (hash !== submitted.agentHash) {
       const error = new StepflowError(
@@ -296,18 +316,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
     try {
       const backendChoice = recordableChoice(choice);
+      const rerun = checkpoint ? await takeRerunUnfinishedCall(store, runId) : false;
       const result = await runner.run(
-        checkpoint ? { resume: runId, cwd, backendChoice } : {
-          runId,
-          cwd,
-          backendChoice,
-          args: request.args ?? {},
-          ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
-          ...(request.group !== undefined ? { group: request.group } : {}),
-          ...(request.permissionMode !== undefined
-            ? { permissionMode: request.permissionMode }
-            : {}),
-        },
+        checkpoint
+          ? { resume: runId, cwd, backendChoice, ...(rerun ? { rerunUnfinishedCall: true } : {}) }
+          : {
+            runId,
+            cwd,
+            backendChoice,
+            args: request.args ?? {},
+            ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
+            ...(request.group !== undefined ? { group: request.group } : {}),
+            ...(request.permissionMode !== undefined
+              ? { permissionMode: request.permissionMode }
+              : {}),
+          },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
     } catch (error) {
@@ -321,6 +344,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         log(`run ${runId}: ${errorMessage(error)}`);
         return; // another worker drives it
       }
+      if (code === "TOOL_CALL_UNFINISHED") {
+        await hold(runId, definition.name, errorMessage(error));
+        return; // the job is done: retrying cannot help
+      }
       log(`error: run ${runId}: ${errorMessage(error)}`);
       throw error;
     }
@@ -330,6 +357,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         log(`warning: pruning runs of ${definition.name} failed: ${errorMessage(error)}`)
       );
     }
+  };
+
+  // A resume that needs a person: held with the error's message and both ways to continue.
+  const hold = async (runId: string, agent: string, reason: string): Promise<void> => {
+    const message =
+      `${reason} The workers do not retry it (retrying cannot help): it stays interrupted until someone continues it, with that command (add --store with this database's URL, or set STEPFLOW_STORE) or on the workers: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call --submit.`;
+    const held = await markHeld(store, runId, message).catch((error) => {
+      log(`warning: run ${runId}: recording why it is held failed (${errorMessage(error)})`);
+      return false;
+    });
+    log(
+      `error: run ${runId} (TOOL_CALL_UNFINISHED), held${
+        held ? "" : " (not recorded: another worker holds it now, or it ended)"
+      }: ${message}`,
+    );
   };
 
   const track = (runId: string): Promise<void> => {
