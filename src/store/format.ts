@@ -585,10 +585,21 @@ function statusText(s: RunSummary): string {
   if (s.problem) return s.problem.startsWith("no checkpoint") ? "no checkpoint" : "unreadable";
   const status = shownStatus(s);
   if (status === "interrupted") return status;
+  if (status === "waiting" && s.waitingFor) return `waiting · ${waitingForText(s.waitingFor)}`;
   if (s.completionReason && s.completionReason !== s.status) {
     return `${s.status} (${s.completionReason})`;
   }
   return s.status;
+}
+
+/**
+ * What a waiting run waits for, as the dashboard says it: `approve TOOL` for a tool call waiting
+ * for permission, `answer STEP` for an input step. Names come from the checkpoint: one line.
+ */
+function waitingForText(waitingFor: NonNullable<RunSummary["waitingFor"]>): string {
+  return waitingFor.tool !== undefined
+    ? `approve ${oneLine(waitingFor.tool)}`
+    : `answer ${oneLine(waitingFor.stepId)}`;
 }
 
 type Tone = "good" | "warn" | "bad" | "plain";

@@ -54,7 +54,7 @@ Deno.test("run-agent without a terminal: the run waits, the CLI prints the quest
       ),
     );
     const waiting = await runTask(["--agent", "release", "--runs"], { userDir: user });
-    assert.match(waiting.stdout, new RegExp(`${id}.*waiting`));
+    assert.match(waiting.stdout, new RegExp(`${id} .* waiting · answer approve\\.release `));
     // The printed command is the one that answers: run it as a shell would, from the user's folder.
     // (Without the INIT_CWD of the `deno task test` running this test: deno task keeps one it
     // inherits, and a shell of the user has none.)

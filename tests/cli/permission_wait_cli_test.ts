@@ -41,6 +41,15 @@ Deno.test("run-agent --permission-asks wait: the run waits for the permission, -
     const store = new FileRunStore(join(user, "tmp", "logs", "agents", "code-improver"));
     const [run] = await store.list();
     assert.equal(run.status, "waiting");
+    const listed = await finish(spawnCli("run-agent", [...AGENT, "--runs"], { userDir: user }));
+    assert.match(listed.stdout, new RegExp(`${run.runId} .* waiting · approve Bash `));
+    const listedJson = await finish(
+      spawnCli("run-agent", [...AGENT, "--runs", "--json"], { userDir: user }),
+    );
+    assert.deepEqual(JSON.parse(listedJson.stdout)[0].waitingFor, {
+      stepId: "s_b2c1",
+      tool: "Bash",
+    });
     const answered = await finish(
       spawnCli("run-agent", [
         ...AGENT,
