@@ -14,7 +14,7 @@ import { flowStep } from "./router.ts";
 import { restoreGrants } from "./permission_asks.ts";
 import { enterStep, type RunnerState } from "./run_state.ts";
 import type { HistoryEntry } from "./types.ts";
-import { isInStepMarker, rebuildStep, type ResumedStep } from "./tool_call_resume.ts";
+import { type ResumedStep, resumedStepOf } from "./tool_call_resume.ts";
 
 /** Writes one run's log lines and checkpoints to its store (nothing without a store). */
 export interface RunJournal {
@@ -277,12 +277,8 @@ export async function restoreRun(
   }
   // The marker stays in the state until the step is entered again: a checkpoint saved before that
   // (an answer recorded for a worker to continue) still says where the step left off.
-  const marker = state.inStep;
   if (redrive) delete state.inStep;
-  const inStep = !redrive && isInStepMarker(marker) && marker.stepId === state.currentStepId &&
-      marker.iteration === state.iteration + 1
-    ? rebuildStep(log, marker)
-    : undefined;
+  const inStep = redrive ? undefined : resumedStepOf(state, log);
   const logged = resolveLoggedHandoff(runId, state, checkpoint.state, log);
   // The run as it was, large handoff values put back, for a drive whose backend cannot start.
   const before = copyState(checkpoint.state as unknown as RunnerState, () => {});

@@ -68,6 +68,30 @@ export function isInStepMarker(value: unknown): value is InStepMarker {
     Number.isInteger(m.fromLine) && (m.fromLine as number) >= 0;
 }
 
+/**
+ * The step a resume of a run whose checkpoint state is `state` continues inside, with its recorded
+ * calls — or undefined when the run did not stop inside a step with tools (no marker, or a marker
+ * of another step or iteration: the step is then entered afresh). What `--resume` acts on, and what
+ * the dashboard reads to say beforehand that a resume would stop at an unfinished call.
+ *
+ * @example
+ * ```ts
+ * import { resumedStepOf } from "./tool_call_resume.ts";
+ * const state = { currentStepId: "fix", iteration: 1, inStep: { stepId: "fix", iteration: 2, fromLine: 0 } };
+ * console.log(resumedStepOf(state, [])?.marker.stepId); // "fix"
+ * ```
+ */
+export function resumedStepOf(
+  state: { inStep?: unknown; currentStepId?: unknown; iteration?: unknown },
+  log: readonly { type: string; [key: string]: unknown }[],
+): ResumedStep | undefined {
+  const marker = state.inStep;
+  return isInStepMarker(marker) && marker.stepId === state.currentStepId &&
+      typeof state.iteration === "number" && marker.iteration === state.iteration + 1
+    ? rebuildStep(log, marker)
+    : undefined;
+}
+
 interface MutableCall {
   turns: Map<number, ToolTurnResponse>;
   finished: Map<string, { result: string; isError: boolean; call?: ToolCallEvent }>;

@@ -20,6 +20,13 @@ import { type PlanFolders, toolPlanFile } from "./plans.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import type { DashboardData } from "./source.ts";
 import { isOpenStatus } from "../run_statuses.ts";
+import { unfinishedCallError } from "../flow/tool_call_resume.ts";
+import {
+  callLabel,
+  confirmedCallIds,
+  type UnfinishedCallNotice,
+  unfinishedCallNotice,
+} from "./unfinished_call.ts";
 
 /** Options of the dashboard's actions; present = actions allowed. */
 export interface DashboardActionOptions {
@@ -40,8 +47,12 @@ export interface DashboardActionOptions {
   startTimeoutMs?: number;
 }
 
-/** The dashboard's actions. */
-export type DashboardAction = "cancel" | "resume" | "redrive";
+/**
+ * The dashboard's actions. `rerun` is a resume that re-runs the unfinished tool call a plain
+ * resume would stop at (`--resume RUN_ID --rerun-unfinished-call`; for a run the workers hold,
+ * with `--submit`), sent with the calls the user confirmed.
+ */
+export type DashboardAction = "cancel" | "resume" | "redrive" | "rerun";
 
 /** What an action answers: an HTTP status and a sentence for the page. */
 export interface ActionOutcome {
@@ -54,7 +65,8 @@ export interface ActionOutcome {
 }
 
 /**
- * Runs one action on a run.
+ * Runs one action on a run. `body` is the action's JSON body: for `rerun`, the confirmation
+ * `{ "calls": ["callId", …] }` naming the unfinished calls the page showed.
  *
  * @example
  * ```ts ignore
@@ -67,6 +79,7 @@ export async function runAction(
   action: DashboardAction,
   runId: string,
   options: DashboardActionOptions,
+  body?: unknown,
 ): Promise<ActionOutcome> {
   const store = await data.storeOf(runId);
   if (!store) {
@@ -112,11 +125,21 @@ export async function runAction(
           `Cancel requested: the process driving run ${runId} ends it (cancelled) within about a second.`,
       };
     }
-    assertContinuable(runId, checkpoint.status, action);
+    assertContinuable(runId, checkpoint.status, action === "rerun" ? "resume" : action);
     if (summary?.live) {
       throw refused(`Run ${runId} is being driven by a live process; wait for it or cancel it.`);
     }
     const agent = checkpoint.agent;
+    const notice = action === "redrive"
+      ? undefined
+      : unfinishedCallNotice(checkpoint, summary, await store.readLog(runId));
+    if (action === "resume" && notice) {
+      // The refusal the resume itself would end with, before any process starts.
+      throw notice.held !== undefined
+        ? new StepflowError("TOOL_CALL_UNFINISHED", notice.held, { details: { runId } })
+        : unfinishedCallError(runId, agent, notice.stepId, notice.calls);
+    }
+    if (action === "rerun") checkConfirmed(runId, notice, body);
     const loaded = await loadedAgentOf(data, agent, runId, "continued");
     const named = (await data.namedStoreOf(runId))!;
     if (named.runAgentStore === undefined) {
@@ -130,7 +153,8 @@ export async function runAction(
         );
       }
     }
-    return await spawnRunAgent(data, action, runId, agent, options, named.runAgentStore);
+    const how = action !== "rerun" ? action : notice?.held !== undefined ? "handBack" : "rerun";
+    return await spawnRunAgent(data, how, runId, agent, options, named.runAgentStore);
   } catch (error) {
     if (error instanceof StepflowError) {
       return {
@@ -145,6 +169,38 @@ export async function runAction(
 
 function refused(message: string): StepflowError {
   return new StepflowError("UI_ACTION_REFUSED", message);
+}
+
+/**
+ * Refuses a re-run unless the run still stops at an unfinished call and the confirmation names
+ * exactly its calls: a page shown before the run changed must not re-run a call nobody saw.
+ */
+function checkConfirmed(
+  runId: string,
+  notice: UnfinishedCallNotice | undefined,
+  body: unknown,
+): void {
+  if (!notice) {
+    throw refused(
+      `Run ${runId} has no unfinished tool call to re-run: a plain Resume continues it. Reload the page.`,
+    );
+  }
+  const calls = (typeof body === "object" && body !== null ? body : {}) as { calls?: unknown };
+  const confirmed = Array.isArray(calls.calls) && calls.calls.every((c) => typeof c === "string")
+    ? [...calls.calls].sort()
+    : undefined;
+  if (!confirmed) {
+    throw refused(
+      `A re-run names the calls it confirms: a JSON body { "calls": ["callId", …] }, as the run page sends.`,
+    );
+  }
+  if (JSON.stringify(confirmed) !== JSON.stringify(confirmedCallIds(notice))) {
+    throw refused(
+      `Run ${runId} now stops at other unfinished calls than the ones confirmed (${
+        notice.calls.map(callLabel).join(", ") || "none recorded"
+      }); reload the page and check them.`,
+    );
+  }
 }
 
 /** The agent of a run an action continues, or refused when it does not load (`verb`: what fails). */
@@ -251,13 +307,15 @@ export async function answerRun(
 }
 
 /**
- * Starts `run-agent --agent NAME --resume|--redrive|--answer RUN_ID` and answers once the run has
- * started (its `run_resume`/`run_redrive` line is in the log; for an answer, its `input_answer`
- * line), or with the child's error when it exits before that.
+ * Starts `run-agent --agent NAME --resume|--redrive|--answer RUN_ID` (`rerun`: `--resume RUN_ID
+ * --rerun-unfinished-call`; `handBack`: that with `--submit`, for a run the workers hold) and
+ * answers once the run has started (its `run_resume`/`run_redrive` line is in the log; for an
+ * answer, its `input_answer` line; a hand-back once the run is queued again: the child exits), or
+ * with the child's error when it exits before that.
  */
 async function spawnRunAgent(
   data: DashboardData,
-  action: "resume" | "redrive" | "answer",
+  action: "resume" | "redrive" | "answer" | "rerun" | "handBack",
   runId: string,
   agent: string,
   options: DashboardActionOptions,
@@ -268,13 +326,16 @@ async function spawnRunAgent(
   const before = (await store.readLog(runId)).length;
   const [cmd, ...base] = options.runAgentCommand ?? defaultRunAgentCommand();
   const answering = action === "answer" ? ["--answered-by", "dashboard"] : [];
+  const rerun = action === "rerun" || action === "handBack";
+  const flags = rerun
+    ? ["--resume", runId, "--rerun-unfinished-call", ...(action === "handBack" ? ["--submit"] : [])]
+    : [`--${action}`, runId];
   const child = new Deno.Command(cmd, {
     args: [
       ...base,
       "--agent",
       agent,
-      `--${action}`,
-      runId,
+      ...flags,
       ...answering,
       ...(options.runAgentArgs ?? []),
     ],
@@ -296,7 +357,13 @@ async function spawnRunAgent(
     await writer.write(new TextEncoder().encode(JSON.stringify(answer)));
     await writer.close().catch(() => {});
   }
-  const marker = action === "answer" ? "input_answer" : `run_${action}`;
+  const command = `run-agent ${flags.join(" ")}`;
+  // A hand-back only queues the run: its child exits once it did.
+  const marker = action === "answer"
+    ? "input_answer"
+    : action === "handBack"
+    ? undefined
+    : `run_${rerun ? "resume" : action}`;
   let stderr = "";
   const drained = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
     new WritableStream({ write: (chunk) => void (stderr = (stderr + chunk).slice(-4000)) }),
@@ -306,11 +373,13 @@ async function spawnRunAgent(
   const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
   while (Date.now() < deadline) {
     const added = await readLogFrom(store, runId, before).catch(() => []);
-    if (added.some((e) => e.type === marker)) {
+    if (marker && added.some((e) => e.type === marker)) {
       return {
         status: 202,
         message: action === "answer"
           ? `Run ${runId}: answer recorded; the run goes on (run-agent, pid ${child.pid}).`
+          : action === "rerun"
+          ? `Run ${runId}: resume started, re-running the unfinished call (run-agent, pid ${child.pid}).`
           : `Run ${runId}: ${action} started (run-agent, pid ${child.pid}).`,
       };
     }
@@ -321,12 +390,17 @@ async function spawnRunAgent(
       if (action === "answer" && exited.code === 4) {
         return { status: 200, message: `Run ${runId}: answered; it waits again at its next step.` };
       }
+      if (exited.success && action === "handBack") {
+        return {
+          status: 202,
+          message:
+            `Run ${runId}: handed back to the workers; the one that takes it re-runs the unfinished call.`,
+        };
+      }
       return exited.success ? { status: 200, message: `Run ${runId}: ${action} finished.` } : {
         status: 409,
         code: "UI_ACTION_FAILED",
-        message: `run-agent --${action} ${runId} exited with code ${exited.code}${
-          why ? `: ${why}` : ""
-        }`,
+        message: `${command} exited with code ${exited.code}${why ? `: ${why}` : ""}`,
       };
     }
     await sleep(50);

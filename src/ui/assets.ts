@@ -25,6 +25,9 @@ a { color:var(--accent); }
 .actions button { padding:4px 12px; border:1px solid var(--line); border-radius:6px;
   background:var(--card); cursor:pointer; font:inherit; }
 .actions .ok { color:var(--ok); } .actions .bad { color:var(--bad); }
+.actions .confirm { display:inline-flex; gap:8px; align-items:center; }
+.actions .confirm[hidden] { display:none; }
+.notice { border:1px solid var(--line); border-radius:6px; padding:4px 12px; margin:10px 0; }
 table { border-collapse:collapse; width:100%; background:var(--card); }
 th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { font-weight:600; color:var(--muted); background:#eef2f6; }
@@ -142,6 +145,18 @@ export const APP_JS = `"use strict";
   }, true);
   // Actions (--allow-actions): POST with the server's secret; the answer is shown, then the page
   // reloads so a resumed run shows live and a cancelled one its end.
+  // A confirm step: a data-arm button shows what it names (the real action) and hides itself;
+  // data-disarm puts it back.
+  document.addEventListener("click", function (e) {
+    var btn = e.target && e.target.closest ? e.target.closest("button[data-arm],button[data-disarm]") : null;
+    if (!btn) return;
+    var armed = btn.hasAttribute("data-arm");
+    var step = document.getElementById(btn.getAttribute(armed ? "data-arm" : "data-disarm"));
+    if (!step) return;
+    var opener = document.querySelector('button[data-arm="' + step.id + '"]');
+    step.hidden = !armed;
+    if (opener) opener.hidden = armed;
+  });
   document.addEventListener("click", function (e) {
     var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
     var box = btn ? btn.closest(".actions[data-csrf]") : null;
@@ -149,10 +164,14 @@ export const APP_JS = `"use strict";
     var out = box.querySelector("[role=status]");
     btn.disabled = true;
     out.textContent = "…";
+    var body = btn.getAttribute("data-body");
+    var headers = { "x-stepflow-csrf": box.getAttribute("data-csrf") };
+    if (body !== null) headers["content-type"] = "application/json";
     fetch(box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"), {
       method: "POST",
       credentials: "same-origin",
-      headers: { "x-stepflow-csrf": box.getAttribute("data-csrf") }
+      headers: headers,
+      body: body === null ? undefined : body
     }).then(function (r) {
       return r.text().then(function (t) {
         var message = t;

@@ -20,6 +20,7 @@ import {
 } from "../store/types.ts";
 import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
+import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
@@ -54,6 +55,14 @@ export async function loadRunView(
   }
   if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
     view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
+  }
+  const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
+  if (notice && agent) {
+    const named = await data.namedStoreOf(runId);
+    view.unfinished = {
+      notice,
+      command: answerCommand(data.source.cwd, agent, named?.runAgentStore),
+    };
   }
   if (options.waiting && agent) {
     const named = await data.namedStoreOf(runId);

@@ -14,6 +14,7 @@ import { errorMessage } from "../errors.ts";
 import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
 import { graphSvg } from "./graph_svg.ts";
+import { rerunControl, unfinishedCallBlock, type UnfinishedCallNotice } from "./unfinished_call.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
@@ -166,6 +167,11 @@ export interface RunView {
   actions?: { csrf: string };
   /** A waiting run's question and answer form. */
   waiting?: WaitingView;
+  /**
+   * An interrupted run whose resume would stop at an unfinished tool call, and the `run-agent …
+   * --agent NAME` command the page's hints start with.
+   */
+  unfinished?: { notice: UnfinishedCallNotice; command: string };
 }
 
 /** The run page. */
@@ -176,6 +182,14 @@ export function runPage(view: RunView): string {
     view.live ? h`<span id="live-badge" class="live">● live</span>` : ""
   }</h1>
     <div id="meta-host">${runMeta(view)}</div>
+    ${
+    view.unfinished
+      ? unfinishedCallBlock(view.runId, view.unfinished.notice, {
+        actions: view.actions !== undefined,
+        command: view.unfinished.command,
+      })
+      : ""
+  }
     ${view.actions ? runActions(view, view.actions.csrf) : ""}
     ${view.waiting ? waitingBlock(view.runId, view.waiting, view.actions?.csrf) : ""}
     <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
@@ -207,7 +221,8 @@ export function isFollowed(view: RunView): boolean {
 
 /**
  * The action buttons the run's state allows: Cancel while a process drives it, Resume when
- * interrupted, Redrive once it ended without success (none otherwise: the block still carries the
+ * interrupted (with "Resume, re-running …" first when a plain resume would stop at an unfinished
+ * tool call), Redrive once it ended without success (none otherwise: the block still carries the
  * secret). The server checks again on every action.
  */
 export function runActions(view: RunView, csrf: string): Html {
@@ -217,7 +232,11 @@ export function runActions(view: RunView, csrf: string): Html {
   const button = (action: string, label: string) =>
     h`<button type="button" data-action="${action}">${label}</button>`;
   if (active && view.summary?.live !== false) buttons.push(button("cancel", "Cancel run"));
-  if (active && view.summary?.live === false) buttons.push(button("resume", "Resume"));
+  if (active && view.summary?.live === false) {
+    // Offered first when the plain resume would stop at an unfinished call (which it then says).
+    if (view.unfinished) buttons.push(rerunControl(view.unfinished.notice));
+    buttons.push(button("resume", "Resume"));
+  }
   // A waiting run has not failed: it is answered (its form), not redriven.
   if (status && !active && status !== "completed" && status !== "waiting") {
     buttons.push(button("redrive", "Redrive"));

@@ -165,7 +165,7 @@ export function dashboardHandler(
 }
 
 /**
- * An action: POST /runs/ID/cancel|resume|redrive or /plans/tool/NAME/approvals/STEP/REQUEST/
+ * An action: POST /runs/ID/cancel|resume|rerun|redrive or /plans/tool/NAME/approvals/STEP/REQUEST/
  * approve|deny, with the secret and a same-origin Origin.
  */
 async function action(
@@ -206,12 +206,17 @@ async function action(
     const body = await answerBody(request);
     if (body instanceof Response) return body;
     outcome = await answerRun(data, decode(match[1])!, body, options);
+  } else if (match && decode(match[1]) !== undefined && match[2] === "rerun") {
+    // The confirmation: the unfinished calls the page showed (see unfinished_call.ts).
+    const body = await answerBody(request, "confirmation");
+    if (body instanceof Response) return body;
+    outcome = await runAction(data, "rerun", decode(match[1])!, options, body);
   } else if (match && decode(match[1]) !== undefined) {
     outcome = await runAction(data, match[2] as DashboardAction, decode(match[1])!, options);
   } else {
     return text(
       404,
-      "No such action: POST /runs/ID/cancel, /resume, /redrive or /answer, or /plans/tool/NAME/approvals/STEP/REQUEST/approve or /deny.",
+      "No such action: POST /runs/ID/cancel, /resume, /rerun, /redrive or /answer, or /plans/tool/NAME/approvals/STEP/REQUEST/approve or /deny.",
     );
   }
   return new Response(JSON.stringify(outcome), {
@@ -271,10 +276,11 @@ export const DASHBOARD_ROUTES = {
   },
   runAction: {
     method: "POST",
-    pattern: /^\/runs\/([^/]+)\/(cancel|resume|redrive|answer)$/,
+    pattern: /^\/runs\/([^/]+)\/(cancel|resume|rerun|redrive|answer)$/,
     forms: [
       "/runs/{run}/cancel",
       "/runs/{run}/resume",
+      "/runs/{run}/rerun",
       "/runs/{run}/redrive",
       "/runs/{run}/answer",
     ],
@@ -408,15 +414,15 @@ async function toolCallPart(
 const MAX_ANSWER_BYTES = 1_000_000;
 
 /** The JSON body of POST /runs/ID/answer, or the response refusing it. */
-async function answerBody(request: Request): Promise<unknown | Response> {
+async function answerBody(request: Request, what = "answer"): Promise<unknown | Response> {
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_ANSWER_BYTES) return text(413, "An answer is at most 1 MB of JSON.");
+  if (declared > MAX_ANSWER_BYTES) return text(413, `The ${what} is at most 1 MB of JSON.`);
   const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.length > MAX_ANSWER_BYTES) return text(413, "An answer is at most 1 MB of JSON.");
+  if (bytes.length > MAX_ANSWER_BYTES) return text(413, `The ${what} is at most 1 MB of JSON.`);
   try {
     return JSON.parse(new TextDecoder().decode(bytes));
   } catch (error) {
-    return text(400, `The answer is not JSON: ${errorMessage(error)}`);
+    return text(400, `The ${what} is not JSON: ${errorMessage(error)}`);
   }
 }
 
