@@ -337,7 +337,8 @@ async function spawnRunAgent(
       agent,
       ...flags,
       ...answering,
-      ...(options.runAgentArgs ?? []),
+      // The workers choose the backend of a run handed back to them (--submit refuses one).
+      ...(action === "handBack" ? [] : options.runAgentArgs ?? []),
     ],
     cwd: data.source.cwd,
     // The store goes by environment, not argv: a URL's password stays out of the process list.

@@ -82,16 +82,13 @@ export function callLabel(call: UnfinishedCall): string {
   return cut ? `${call.tool} ${cut}` : call.tool;
 }
 
-/** What to check before running the call again, by tool. */
+/** What to check before running the call again, by tool (its target is named beside it). */
 function whatToCheck(call: UnfinishedCall): string {
-  const target = call.target ? callLabel(call).slice(call.tool.length + 1) : undefined;
   if (call.tool === "Bash") {
-    return `whether the command${
-      target ? ` ${target}` : ""
-    } ran already — the files, services or remote state it changes`;
+    return "whether the command ran already — the files, services or remote state it changes";
   }
   if (call.tool === "Write" || call.tool === "Edit") {
-    return `whether ${target ?? "the file"} already holds the change`;
+    return "whether the file already holds the change";
   }
   return `whether ${call.tool} already did its work (what it changes)`;
 }

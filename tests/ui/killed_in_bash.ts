@@ -9,6 +9,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FileRunStore } from "../../src/store/file.ts";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import type { RunStore } from "../../src/store/types.ts";
 import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { spawnCli } from "../cli/helpers.ts";
 import { pause } from "../kill_campaign.ts";
@@ -25,14 +27,17 @@ export interface KilledRun {
   root: string;
   /** The run. */
   runId: string;
-  /** The agent's file store. */
-  store: FileRunStore;
+  /** The agent's store (the file store, or the PostgreSQL store of `url`). */
+  store: RunStore;
   /** Lines out.txt holds: one per time the Bash call ran. */
   bashRuns(): Promise<number>;
 }
 
-/** Writes the project, starts the run and kills it once its Bash call runs. */
-export async function killedInBash(): Promise<KilledRun> {
+/**
+ * Writes the project, starts the run (in the PostgreSQL store of `pgUrl` when given) and kills it
+ * once its Bash call runs.
+ */
+export async function killedInBash(pgUrl?: string): Promise<KilledRun> {
   const root = await Deno.makeTempDir({ prefix: "stepflow-ui-killed-" });
   const files = seed001Files();
   Object.assign((files.agent as { behavior: Record<string, unknown> }).behavior, {
@@ -55,7 +60,15 @@ export async function killedInBash(): Promise<KilledRun> {
       .length;
   const child = spawnCli(
     "run-agent",
-    ["--agent", "code-improver", "--script", SCRIPT_FILE, "--topic", "t"],
+    [
+      "--agent",
+      "code-improver",
+      "--script",
+      SCRIPT_FILE,
+      "--topic",
+      "t",
+      ...(pgUrl ? ["--store", pgUrl] : []),
+    ],
     { userDir: root, stdout: "null", stderr: "null" },
   );
   let ended = false;
@@ -65,7 +78,9 @@ export async function killedInBash(): Promise<KilledRun> {
   assert.ok(!ended, "run-agent ended before its Bash call could be killed");
   child.kill("SIGKILL");
   await status;
-  const store = new FileRunStore(join(root, "tmp", "logs", "agents", "code-improver"));
+  const store = pgUrl
+    ? new PostgresRunStore(pgUrl, { agent: "code-improver" })
+    : new FileRunStore(join(root, "tmp", "logs", "agents", "code-improver"));
   const [run] = await store.list();
   assert.equal(run?.status, "running");
   return { root, runId: run.runId, store, bashRuns };

@@ -35,7 +35,7 @@ Deno.test({
       assert.match(notice, /Resume would stop here/);
       assert.match(notice, /in step\s+<code>s_b2c1<\/code>/);
       assert.ok(notice.includes(`<code>Bash ${escapeHtml(BASH_COMMAND)}</code>`), notice);
-      assert.match(notice, /check whether the command echo done &gt;&gt; out\.txt .* ran already/);
+      assert.match(notice, /— check whether the command ran already/);
       assert.match(
         notice,
         new RegExp(`--agent code-improver --resume ${run.runId} --rerun-unfinished-call</code>`),
