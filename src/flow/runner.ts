@@ -328,7 +328,13 @@ export class StepFlowRunner {
         };
       answer = await this.#takeAnswer(restored.state, options.answer);
       const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
-      if (unfinished.length > 0 && !options.rerunUnfinishedCall) {
+      // Asked here, under the run's lock: a permission stored with the run is used by this drive
+      // only, never by a duplicate that lost the lock (RerunUnfinishedCallCheck).
+      const rerun = options.rerunUnfinishedCall;
+      if (
+        unfinished.length > 0 &&
+        !(typeof rerun === "function" ? await rerun(unfinished) === true : rerun)
+      ) {
         throw unfinishedCallError(
           runId,
           this.#def.name,
