@@ -123,11 +123,16 @@ Deno.test({
 
       // Not retried: the job the takeover ran completed; nothing waits to run it again.
       const c = await pgConnectionOf(store);
-      const jobs = (await c.query<{ state: string; retry_count: number }>(
-        `SELECT state, retry_count FROM stepflow_queue.job WHERE data->>'runId' = $1`,
-        [runId],
-      )).rows;
-      assert.ok(jobs.some((j) => j.state === "completed"), JSON.stringify(jobs));
+      const jobsOfRun = async () =>
+        (await c.query<{ state: string; retry_count: number }>(
+          `SELECT state, retry_count FROM stepflow_queue.job WHERE data->>'runId' = $1`,
+          [runId],
+        )).rows;
+      // The queue completes the job once the worker's handler returned, just after its log line.
+      const jobs = await waitFor("the takeover's job completed", async () => {
+        const rows = await jobsOfRun();
+        return rows.some((j) => j.state === "completed") ? rows : undefined;
+      });
       // The dead worker's job stays active (it would expire in a day; a worker then drops it).
       assert.deepEqual(
         jobs.filter((j) => j.state !== "completed" && j.state !== "active"),
