@@ -178,7 +178,7 @@ export interface RerunPermission {
  * while nobody holds a live lease of the run and only when its rerun permission is still the one
  * the stopped drive saw (`seen`; none when omitted): a permission given since (the user asked
  * while this worker was stopping) leaves the run to the job that came with it. The permission the
- * drive saw, which did not cover the calls, is removed. A later checkpoint (a resume by hand) or
+ * drive saw, which did not cover the calls, is removed (so is a value that is no permission). A later checkpoint (a resume by hand) or
  * {@linkcode releaseHeld} clears the hold.
  *
  * @param store the run store
@@ -202,7 +202,8 @@ export async function markHeld(
        WHERE run_id = $1 AND request IS NOT NULL AND status = ANY($3::text[])
          AND (lease_owner IS NULL OR lease_expires_at IS NULL
            OR lease_expires_at < clock_timestamp())
-         AND (request::jsonb -> 'rerunUnfinishedCall') IS NOT DISTINCT FROM $4::jsonb
+         AND (jsonb_typeof(request::jsonb -> 'rerunUnfinishedCall' -> 'beforeLine') IS NULL
+           OR (request::jsonb -> 'rerunUnfinishedCall') = $4::jsonb)
        RETURNING run_id`,
     [runId, text, OPEN_RUN_STATUSES, seen ? JSON.stringify(seen) : null],
   )).rows.length > 0;

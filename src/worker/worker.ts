@@ -344,8 +344,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
-      // Ended or waiting: the calls the permission covered are behind the run.
-      if (seen) await clearRerunPermission(store, runId);
+      // Ended or waiting: the calls a permission covered are behind the run.
+      if (seen || request.rerunUnfinishedCall !== undefined) {
+        await clearRerunPermission(store, runId).catch((error) =>
+          warn(`removing its used rerun permission failed: ${errorMessage(error)}`)
+        );
+      }
     } catch (error) {
       const code = error instanceof StepflowError ? error.code : "";
       if (code === "RUN_SUSPENDED") {
