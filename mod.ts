@@ -98,6 +98,7 @@ export {
   type PermissionReply,
   type PermissionRequest,
   type RecordedAnswer,
+  type RerunUnfinishedCallCheck,
   type RunnerState,
   type RunOptions,
   type RunPermissionAsk,

@@ -13,6 +13,7 @@ export type {
   PermissionAsk,
   PermissionGrant,
   PermissionReply,
+  RerunUnfinishedCallCheck,
   RunOptions,
   RunPermissionAsk,
   RunUsage,

@@ -51,6 +51,7 @@ import {
   resumedLine,
   type ResumedStep,
   resumedSummary,
+  type UnfinishedCall,
   unfinishedCallError,
 } from "./tool_call_resume.ts";
 import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
@@ -328,7 +329,7 @@ export class StepFlowRunner {
         };
       answer = await this.#takeAnswer(restored.state, options.answer);
       const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
-      if (unfinished.length > 0 && !options.rerunUnfinishedCall) {
+      if (unfinished.length > 0 && !await rerunAllowed(options.rerunUnfinishedCall, unfinished)) {
         throw unfinishedCallError(
           runId,
           this.#def.name,
@@ -1226,6 +1227,18 @@ function answerText(answer: { text: string; structuredOutput?: unknown }): strin
   return answer.structuredOutput === undefined
     ? answer.text
     : `${answer.text}\n${JSON.stringify(answer.structuredOutput)}`;
+}
+
+/**
+ * Whether the unfinished calls a resume found may run again: `RunOptions.rerunUnfinishedCall`, or
+ * what its check answers. Asked after the run's lock was taken, so a permission stored with the
+ * run is used by the drive that holds it only, never by a duplicate that lost the lock.
+ */
+async function rerunAllowed(
+  rerun: RunOptions["rerunUnfinishedCall"],
+  unfinished: readonly UnfinishedCall[],
+): Promise<boolean> {
+  return typeof rerun === "function" ? await rerun(unfinished) === true : rerun === true;
 }
 
 /**

@@ -48,6 +48,11 @@ export interface UnfinishedCall {
   target?: string;
   /** Whether the tool may run twice without harm. */
   idempotent: boolean;
+  /**
+   * The run-log line (0-based) of the call's latest `tool_call_start`: a call started again after
+   * a resume has a later one, which tells a permission given for the earlier start from it.
+   */
+  startLine: number;
 }
 
 /** The recorded tool-loop calls of the step a run was killed in. */
@@ -96,7 +101,10 @@ interface MutableCall {
   turns: Map<number, ToolTurnResponse>;
   finished: Map<string, { result: string; isError: boolean; call?: ToolCallEvent }>;
   started: Map<string, string>;
-  startedTools: Map<string, { tool: string; idempotent: boolean; target?: string }>;
+  startedTools: Map<
+    string,
+    { tool: string; idempotent: boolean; target?: string; startLine: number }
+  >;
 }
 
 /**
@@ -156,6 +164,7 @@ export function rebuildStep(
         tool: String(line.tool),
         idempotent: line.idempotent === true,
         ...(typeof line.target === "string" ? { target: line.target } : {}),
+        startLine: i,
       });
     } else {
       const content = typeof line.content === "string" ? line.content : line.result;

@@ -286,6 +286,23 @@ export interface ParentRunLink {
   depth: number;
 }
 
+/**
+ * Asked by a resume that found tool calls started and never finished whose tools are not
+ * idempotent (`RunOptions.rerunUnfinishedCall`), once the drive holds the run's lock: true lets
+ * them run again.
+ *
+ * @example
+ * ```ts
+ * import type { RerunUnfinishedCallCheck } from "@stepflow/core";
+ * // Only calls started before log line 42 (the ones the user saw unfinished) may run again.
+ * const check: RerunUnfinishedCallCheck = (calls) => calls.every((c) => c.startLine < 42);
+ * console.log(check([{ tool: "Bash", callId: "c1", startLine: 40 }])); // true
+ * ```
+ */
+export type RerunUnfinishedCallCheck = (
+  calls: readonly { tool: string; callId: string; target?: string; startLine: number }[],
+) => boolean | Promise<boolean>;
+
 /** Options of one run. */
 export interface RunOptions {
   /** `{uv-<name>}` values (CLI parameters). */
@@ -332,8 +349,14 @@ export interface RunOptions {
    * not idempotent (its effect may happen twice). Without it such a resume stops with
    * `TOOL_CALL_UNFINISHED` before anything runs (docs/durable-runs.md, "Inside a step with tools").
    * CLI: `--rerun-unfinished-call`.
+   *
+   * A function is asked instead, once, only when such calls were found, and only after this drive
+   * holds the run's lock (so a permission stored elsewhere is read by the one drive that uses it,
+   * never by a duplicate that loses the lock); it gets those calls, each with the run-log line of
+   * its latest start, and returns whether they may run again. The workers use it for the
+   * permission `--resume RUN_ID --rerun-unfinished-call --submit` records on a submitted run.
    */
-  rerunUnfinishedCall?: boolean;
+  rerunUnfinishedCall?: boolean | RerunUnfinishedCallCheck;
   /**
    * Set by an agent step for its child run: the parent it belongs to (kept in the child's state,
    * checkpoint and summary). Callers leave it out.

@@ -38,13 +38,15 @@ export {
 export { agentContentHash } from "./agent_hash.ts";
 export {
   claimOrphans,
+  clearRerunPermission,
   markGivenUp,
   markHeld,
   markTaken,
   recordSubmission,
   releaseHeld,
+  type RerunPermission,
+  rerunPermissionOf,
   submissionOf,
   type SubmittedRun,
-  takeRerunUnfinishedCall,
 } from "./submissions.ts";
 export { type AnswerSubmittedOptions, answerSubmittedRun } from "./answer.ts";

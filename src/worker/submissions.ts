@@ -153,49 +153,78 @@ export async function markGivenUp(
 }
 
 /**
+ * The permission `--resume RUN_ID --rerun-unfinished-call --submit` records on a submitted run
+ * ({@linkcode releaseHeld}), as its request keeps it: the tool calls started before run-log line
+ * `beforeLine` (0-based; the lines the run had when the permission was given) may run again.
+ *
+ * It is not taken by whoever reads it first: the worker that resumes the run asks for it only
+ * once it holds the run's lock (`RunOptions.rerunUnfinishedCall` as a function), so a duplicate
+ * job that loses the lock cannot use it up. It stays on the run until the run ends or is held
+ * again, and covers only calls whose latest start is before `beforeLine`: a worker that dies
+ * before the call ran again leaves it for the next worker, while a call that started running again
+ * (a new start line, at or after `beforeLine`) and was cut off again is not covered — the run is
+ * held again rather than run the call a third time unasked.
+ */
+export interface RerunPermission {
+  /** The calls whose latest `tool_call_start` line is before this one (0-based) may run again. */
+  beforeLine: number;
+}
+
+/**
  * Holds an open run that a worker cannot continue without a person (a resume stopped by
  * `TOOL_CALL_UNFINISHED`): the run keeps its open status (shown `interrupted`), `message` (what
  * happened, what to check, how to continue) is shown by `--runs`, `--show` and the dashboard as a
  * given-up run's reason is, and {@linkcode claimOrphans} never re-queues it. One statement, only
- * while nobody holds a live lease of the run. A later checkpoint (a resume by hand) or
+ * while nobody holds a live lease of the run and only when its rerun permission is still the one
+ * the stopped drive saw (`seen`; none when omitted): a permission given since (the user asked
+ * while this worker was stopping) leaves the run to the job that came with it. The permission the
+ * drive saw, which did not cover the calls, is removed (so is a value that is no permission). A later checkpoint (a resume by hand) or
  * {@linkcode releaseHeld} clears the hold.
  *
  * @param store the run store
  * @param runId the run
  * @param message why, and how to continue (cut to 4 000 characters)
+ * @param seen the rerun permission the stopped drive read, if any
  * @returns true when the run was held
  */
 export async function markHeld(
   store: PostgresRunStore,
   runId: string,
   message: string,
+  seen?: RerunPermission,
 ): Promise<boolean> {
   assertRunId(runId);
   const c = await pgConnectionOf(store);
   const text = message.length > MAX_GIVEN_UP ? `${message.slice(0, MAX_GIVEN_UP - 1)}…` : message;
   return (await c.query(
-    `UPDATE ${c.schema}.runs SET given_up = $2, given_up_at = clock_timestamp()
+    `UPDATE ${c.schema}.runs SET given_up = $2, given_up_at = clock_timestamp(),
+         request = (request::jsonb - 'rerunUnfinishedCall')::json
        WHERE run_id = $1 AND request IS NOT NULL AND status = ANY($3::text[])
          AND (lease_owner IS NULL OR lease_expires_at IS NULL
            OR lease_expires_at < clock_timestamp())
+         AND (jsonb_typeof(request::jsonb -> 'rerunUnfinishedCall' -> 'beforeLine') IS NULL
+           OR (request::jsonb -> 'rerunUnfinishedCall') = $4::jsonb)
        RETURNING run_id`,
-    [runId, text, OPEN_RUN_STATUSES],
+    [runId, text, OPEN_RUN_STATUSES, seen ? JSON.stringify(seen) : null],
   )).rows.length > 0;
 }
 
 /**
  * Hands an open submitted run that nobody drives (held, or interrupted) back to the workers with
- * the user's permission to run its unfinished tool call again: the hold is cleared and the
- * request records `rerunUnfinishedCall`, which the next worker to resume the run takes
- * ({@linkcode takeRerunUnfinishedCall}). Returns false when the run is not such a run (not
- * submitted, ended, waiting, or a live lease holds it); the caller queues the run.
+ * the user's permission to run its unfinished tool calls again: the hold is cleared and the
+ * request records a {@linkcode RerunPermission} for the calls started before the run's current
+ * last log line, which the worker that resumes the run reads under the run's lock
+ * ({@linkcode rerunPermissionOf}). Returns false when the run is not such a run (not submitted,
+ * ended, waiting, or a live lease holds it); the caller queues the run.
  */
 export async function releaseHeld(store: PostgresRunStore, runId: string): Promise<boolean> {
   assertRunId(runId);
   const c = await pgConnectionOf(store);
   return (await c.query(
     `UPDATE ${c.schema}.runs SET given_up = NULL, given_up_at = NULL,
-         request = (request::jsonb || '{"rerunUnfinishedCall": true}'::jsonb)::json
+         request = (request::jsonb || jsonb_build_object('rerunUnfinishedCall',
+           jsonb_build_object('beforeLine',
+             (SELECT count(*) FROM ${c.schema}.run_log WHERE run_log.run_id = $1))))::json
        WHERE run_id = $1 AND request IS NOT NULL AND status = ANY($2::text[])
          AND (lease_owner IS NULL OR lease_expires_at IS NULL
            OR lease_expires_at < clock_timestamp())
@@ -205,11 +234,33 @@ export async function releaseHeld(store: PostgresRunStore, runId: string): Promi
 }
 
 /**
- * Takes the permission {@linkcode releaseHeld} recorded, once: true when the run's request held
- * it (it is removed in the same statement). A worker that dies after taking it leaves the run
- * without it: the next resume stops at the unfinished call again rather than run it unasked.
+ * The {@linkcode RerunPermission} the run's request holds (undefined when none, or when it is not
+ * one). Read, not taken: see {@linkcode RerunPermission} for why it stays.
  */
-export async function takeRerunUnfinishedCall(
+export async function rerunPermissionOf(
+  store: PostgresRunStore,
+  runId: string,
+): Promise<RerunPermission | undefined> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const row = (await c.query<{ permission: string | null }>(
+    `SELECT (request::jsonb -> 'rerunUnfinishedCall')::text AS permission
+       FROM ${c.schema}.runs WHERE run_id = $1`,
+    [runId],
+  )).rows[0];
+  if (!row?.permission) return undefined;
+  const parsed = JSON.parse(row.permission) as { beforeLine?: unknown } | null;
+  const beforeLine = parsed?.beforeLine;
+  return typeof beforeLine === "number" && Number.isInteger(beforeLine) && beforeLine >= 0
+    ? { beforeLine }
+    : undefined;
+}
+
+/**
+ * Removes the run's rerun permission once the run ended or waits (it covered calls that ran
+ * since). True when there was one.
+ */
+export async function clearRerunPermission(
   store: PostgresRunStore,
   runId: string,
 ): Promise<boolean> {
@@ -217,8 +268,7 @@ export async function takeRerunUnfinishedCall(
   const c = await pgConnectionOf(store);
   return (await c.query(
     `UPDATE ${c.schema}.runs SET request = (request::jsonb - 'rerunUnfinishedCall')::json
-       WHERE run_id = $1 AND request IS NOT NULL
-         AND (request::jsonb -> 'rerunUnfinishedCall') = 'true'::jsonb
+       WHERE run_id = $1 AND request IS NOT NULL AND request::jsonb ? 'rerunUnfinishedCall'
        RETURNING run_id`,
     [runId],
   )).rows.length > 0;

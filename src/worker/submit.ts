@@ -77,7 +77,8 @@ async function sendToQueue(runId: string, options: SubmitOptions): Promise<void>
  * `run-agent --agent NAME --resume RUN_ID --rerun-unfinished-call --submit`: hands a submitted run
  * that nobody drives — held by the workers because its resume stopped at a tool call its dead
  * worker was running (`TOOL_CALL_UNFINISHED`), or interrupted — back to the queue, with the
- * permission to run that call again. The worker that resumes it takes the permission once.
+ * permission to run that call again: the worker that holds the run's lease reads it, and it covers
+ * the call as it was left, once (`RerunPermission`).
  *
  * @example
  * ```ts ignore

@@ -17,6 +17,8 @@
  *   twice (`TOOL_CALL_UNFINISHED`) is not retried: retrying cannot help. It is held
  *   ({@linkcode markHeld}): open, shown `interrupted` with the error's message, until someone
  *   resumes it by hand or submits the resume (`--resume RUN_ID --rerun-unfinished-call --submit`).
+ *   That permission is read by the worker that resumes the run only once it holds the run's lock,
+ *   and stays until the calls it covers ran again ({@linkcode RerunPermission}).
  *
  * @module
  */
@@ -40,11 +42,13 @@ import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
 import {
   claimOrphans,
+  clearRerunPermission,
   markGivenUp,
   markHeld,
   markTaken,
+  type RerunPermission,
+  rerunPermissionOf,
   submissionOf,
-  takeRerunUnfinishedCall,
 } from "./submissions.ts";
 
 /** Options of {@linkcode startWorker}. */
@@ -108,10 +112,11 @@ export interface SubmittedRequest {
   /** `--permission-mode`: the permission mode of every step (`RunOptions.permissionMode`). */
   permissionMode?: PermissionMode;
   /**
-   * `--resume RUN_ID --rerun-unfinished-call --submit`: the next resume may run again the tool call
-   * its worker died in (`RunOptions.rerunUnfinishedCall`). Taken once, by the worker that resumes.
+   * `--resume RUN_ID --rerun-unfinished-call --submit`: a resume may run again the tool calls
+   * started before that log line (`RunOptions.rerunUnfinishedCall`), read by the worker that holds
+   * the run's lock ({@linkcode RerunPermission}).
    */
-  rerunUnfinishedCall?: boolean;
+  rerunUnfinishedCall?: RerunPermission;
 }
 
 /** A running worker. */
@@ -314,25 +319,37 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
+    // The user's permission to run unfinished calls again is read only by the drive that holds
+    // the run's lock (the runner asks once it does): a duplicate job losing the race never sees
+    // it. It is not taken: it covers the calls started before its log line, so it survives this
+    // worker dying before they ran again, and does not cover them once they started again.
+    let seen: RerunPermission | undefined;
+    const mayRerun = async (calls: readonly { startLine: number }[]) => {
+      seen = await rerunPermissionOf(store, runId);
+      return seen !== undefined && calls.every((call) => call.startLine < seen!.beforeLine);
+    };
     try {
       const backendChoice = recordableChoice(choice);
-      const rerun = checkpoint ? await takeRerunUnfinishedCall(store, runId) : false;
       const result = await runner.run(
-        checkpoint
-          ? { resume: runId, cwd, backendChoice, ...(rerun ? { rerunUnfinishedCall: true } : {}) }
-          : {
-            runId,
-            cwd,
-            backendChoice,
-            args: request.args ?? {},
-            ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
-            ...(request.group !== undefined ? { group: request.group } : {}),
-            ...(request.permissionMode !== undefined
-              ? { permissionMode: request.permissionMode }
-              : {}),
-          },
+        checkpoint ? { resume: runId, cwd, backendChoice, rerunUnfinishedCall: mayRerun } : {
+          runId,
+          cwd,
+          backendChoice,
+          args: request.args ?? {},
+          ...(request.inputText !== undefined ? { inputText: request.inputText } : {}),
+          ...(request.group !== undefined ? { group: request.group } : {}),
+          ...(request.permissionMode !== undefined
+            ? { permissionMode: request.permissionMode }
+            : {}),
+        },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+      // Ended or waiting: the calls a permission covered are behind the run.
+      if (seen || request.rerunUnfinishedCall !== undefined) {
+        await clearRerunPermission(store, runId).catch((error) =>
+          warn(`removing its used rerun permission failed: ${errorMessage(error)}`)
+        );
+      }
     } catch (error) {
       const code = error instanceof StepflowError ? error.code : "";
       if (code === "RUN_SUSPENDED") {
@@ -345,7 +362,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         return; // another worker drives it
       }
       if (code === "TOOL_CALL_UNFINISHED") {
-        await hold(runId, definition.name, errorMessage(error));
+        await hold(runId, definition.name, errorMessage(error), seen);
         return; // the job is done: retrying cannot help
       }
       log(`error: run ${runId}: ${errorMessage(error)}`);
@@ -360,16 +377,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   };
 
   // A resume that needs a person: held with the error's message and both ways to continue.
-  const hold = async (runId: string, agent: string, reason: string): Promise<void> => {
+  const hold = async (
+    runId: string,
+    agent: string,
+    reason: string,
+    seen: RerunPermission | undefined,
+  ): Promise<void> => {
     const message =
       `${reason} The workers do not retry it (retrying cannot help): it stays interrupted until someone continues it, with that command (add --store with this database's URL, or set STEPFLOW_STORE) or on the workers: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call --submit.`;
-    const held = await markHeld(store, runId, message).catch((error) => {
+    const held = await markHeld(store, runId, message, seen).catch((error) => {
       log(`warning: run ${runId}: recording why it is held failed (${errorMessage(error)})`);
       return false;
     });
     log(
       `error: run ${runId} (TOOL_CALL_UNFINISHED), held${
-        held ? "" : " (not recorded: another worker holds it now, or it ended)"
+        held ? "" : " (not recorded: another worker holds it now, it ended, or it was handed back)"
       }: ${message}`,
     );
   };

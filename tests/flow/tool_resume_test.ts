@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
+import type { RunOptions } from "../../src/flow/types.ts";
 import { ScriptedBackend, type ScriptedScript } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { historyFromLog } from "../../src/store/format.ts";
@@ -148,7 +149,7 @@ Deno.test("a run stopped at any write of a step with tools resumes inside the st
       store.restart();
       if (!(await store.loadCheckpoint(runId))) continue; // stopped before its first checkpoint
       const ran = await lines(root);
-      const resume = (rerunUnfinishedCall?: boolean) =>
+      const resume = (rerunUnfinishedCall?: RunOptions["rerunUnfinishedCall"]) =>
         new StepFlowRunner(def, {
           backend: new ScriptedBackend(toolScript()),
           store,
@@ -166,7 +167,20 @@ Deno.test("a run stopped at any write of a step with tools resumes inside the st
         assert.match(error.message, /--rerun-unfinished-call/);
         assert.equal(await lines(root), ran, `write ${at}: nothing ran on the refused resume`);
         unfinished++;
-        result = await resume(true);
+        // A check function is asked once, under the lock, with the calls and their start lines.
+        const asked: { callId: string; tool: string; startLine: number }[][] = [];
+        await assert.rejects(
+          resume((calls) => (asked.push([...calls]), false)),
+          (refused: StepflowError) => refused.code === "TOOL_CALL_UNFINISHED",
+        );
+        assert.equal(await lines(root), ran, `write ${at}: a check saying no ran nothing`);
+        assert.equal(asked.length, 1);
+        const [call] = asked[0];
+        const start = (await store.readLog(runId))[call.startLine];
+        assert.equal(start.type, "tool_call_start", `write ${at}`);
+        assert.equal(start.callId, call.callId);
+        assert.equal(call.tool, "Bash");
+        result = await resume(unfinished % 2 === 0 ? true : () => Promise.resolve(true));
         assert.equal(await lines(root), ran + 1, `write ${at}: the allowed re-run ran Bash again`);
       }
       assert.equal(result.success, true, `write ${at}: ${JSON.stringify(result.error)}`);

@@ -4,12 +4,16 @@
  * is started when STEPFLOW_TEST_PG_URL is unset).
  */
 import assert from "node:assert/strict";
-import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { pgConnectionOf, PostgresRunStore } from "../../src/store/postgres.ts";
 import {
   claimOrphans,
+  clearRerunPermission,
   markGivenUp,
+  markHeld,
   markTaken,
   recordSubmission,
+  releaseHeld,
+  rerunPermissionOf,
   submissionOf,
 } from "../../src/worker/submissions.ts";
 import { waitFor } from "../store/helpers.ts";
@@ -91,6 +95,56 @@ Deno.test({
       // A huge last error is cut, not stored whole.
       assert.equal(await markGivenUp(store, "r2", "x".repeat(100_000)), true);
       assert.equal((await store.summary("r2"))?.error?.length, 4_000);
+    } finally {
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "queue bookkeeping: a rerun permission is read, not taken; a hold removes the one its drive saw and yields to one given since",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, { schema: freshSchema(), leaseMs: 300 });
+    try {
+      await recordSubmission(store, { runId: "r1", agent: "demo", agentHash: "h", request: {} });
+      // Started by a worker that died: running, with two log lines.
+      const c = await pgConnectionOf(store);
+      await c.query(`UPDATE ${c.schema}.runs SET status = 'running' WHERE run_id = 'r1'`);
+      await c.query(
+        `INSERT INTO ${c.schema}.run_log (run_id, seq, entry) VALUES ('r1', 0, '{}'), ('r1', 1, '{}')`,
+      );
+      assert.equal(await rerunPermissionOf(store, "r1"), undefined);
+      assert.equal(await markHeld(store, "r1", "held: why"), true);
+      assert.equal((await submissionOf(store, "r1"))?.held, "held: why");
+      // Handed back: the hold is cleared and the permission covers the calls started so far.
+      assert.equal(await releaseHeld(store, "r1"), true);
+      assert.equal((await submissionOf(store, "r1"))?.held, undefined);
+      const seen = await rerunPermissionOf(store, "r1");
+      assert.deepEqual(seen, { beforeLine: 2 });
+      assert.deepEqual(await rerunPermissionOf(store, "r1"), seen, "reading does not take it");
+      // A drive that saw no permission does not hold a run that has one now: its job resumes it.
+      assert.equal(await markHeld(store, "r1", "held again"), false);
+      assert.equal((await submissionOf(store, "r1"))?.held, undefined);
+      // A drive that saw this permission and still stopped holds the run and removes it.
+      assert.equal(await markHeld(store, "r1", "held again", seen), true);
+      assert.equal(await rerunPermissionOf(store, "r1"), undefined);
+      // A live lease blocks a hand-back; an ended-or-waiting run's permission is cleared once.
+      const lock = await store.lock("r1");
+      assert.equal(await releaseHeld(store, "r1"), false);
+      await lock.release();
+      assert.equal(await releaseHeld(store, "r1"), true);
+      assert.equal(await clearRerunPermission(store, "r1"), true);
+      assert.equal(await clearRerunPermission(store, "r1"), false);
+      assert.equal(await rerunPermissionOf(store, "nobody"), undefined);
+      // A value that is no permission (no line bound) covers nothing, and does not block a hold.
+      await c.query(
+        `UPDATE ${c.schema}.runs SET request = '{"rerunUnfinishedCall": true}' WHERE run_id = 'r1'`,
+      );
+      assert.equal(await rerunPermissionOf(store, "r1"), undefined);
+      assert.equal(await markHeld(store, "r1", "held"), true);
+      assert.equal(await clearRerunPermission(store, "r1"), false, "the hold removed it");
     } finally {
       await store.close();
     }

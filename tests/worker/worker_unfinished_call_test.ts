@@ -4,7 +4,10 @@
  * It does not retry the job (no second attempt in the queue): it holds the run — open, shown
  * `interrupted` with the error's message by `--runs`, `--show` and the dashboard, and in its own
  * log — and Bash runs again only when someone asks for it:
- * `--resume RUN_ID --rerun-unfinished-call --submit --wait` hands it back and a worker completes it.
+ * `--resume RUN_ID --rerun-unfinished-call --submit` hands it back. That permission is used only by
+ * the worker that holds the run's lease (duplicate jobs that lose the lock leave it), and covers
+ * the call the user saw unfinished, not a new start of it: a worker killed while running it again
+ * leaves the run held again, and asking once more completes it.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -82,6 +85,8 @@ Deno.test({
     const first = spawnCli("worker", workerArgs, { userDir: user, stdout: "null" });
     const firstErr = collect(first.stderr);
     let second: Deno.ChildProcess | undefined;
+    const others: Deno.ChildProcess[] = [];
+    const streams: Promise<void>[] = [];
     try {
       const submitted = await cli("--topic", "t", "--submit");
       assert.equal(submitted.code, 0, submitted.stderr);
@@ -118,11 +123,16 @@ Deno.test({
 
       // Not retried: the job the takeover ran completed; nothing waits to run it again.
       const c = await pgConnectionOf(store);
-      const jobs = (await c.query<{ state: string; retry_count: number }>(
-        `SELECT state, retry_count FROM stepflow_queue.job WHERE data->>'runId' = $1`,
-        [runId],
-      )).rows;
-      assert.ok(jobs.some((j) => j.state === "completed"), JSON.stringify(jobs));
+      const jobsOfRun = async () =>
+        (await c.query<{ state: string; retry_count: number }>(
+          `SELECT state, retry_count FROM stepflow_queue.job WHERE data->>'runId' = $1`,
+          [runId],
+        )).rows;
+      // The queue completes the job once the worker's handler returned, just after its log line.
+      const jobs = await waitFor("the takeover's job completed", async () => {
+        const rows = await jobsOfRun();
+        return rows.some((j) => j.state === "completed") ? rows : undefined;
+      });
       // The dead worker's job stays active (it would expire in a day; a worker then drops it).
       assert.deepEqual(
         jobs.filter((j) => j.state !== "completed" && j.state !== "active"),
@@ -187,18 +197,77 @@ Deno.test({
       assert.equal(bare.code, 2, bare.stderr);
       assert.match(bare.stderr, /--resume RUN_ID --rerun-unfinished-call --submit/);
 
-      // The documented continuation: a worker resumes it and runs Bash again, as asked.
-      const resumed = await cli("--resume", runId, "--rerun-unfinished-call", "--submit", "--wait");
-      assert.equal(resumed.code, 0, resumed.stderr);
-      assert.match(resumed.stdout, /completed/);
-      assert.equal(await bashLines(user), 2, "Bash ran once more, as asked");
-      assert.equal((await store.loadCheckpoint(runId))?.status, "completed");
+      // The documented continuation, raced: the hand-back is queued while another drive holds
+      // the run's lease (a duplicate job that won the lock first), and two workers get jobs of
+      // the run. The workers that lose the lock must not use the permission up: it is read only
+      // under the lock, by the drive that resumes the run, and Bash runs again exactly once.
+      second.kill("SIGTERM");
+      await second.status;
+      second = undefined;
+      const handed = await cli("--resume", runId, "--rerun-unfinished-call", "--submit");
+      assert.equal(handed.code, 0, handed.stderr);
+      const request = async () =>
+        (await c.query<{ request: string }>(
+          `SELECT request::text AS request FROM ${c.schema}.runs WHERE run_id = $1`,
+          [runId],
+        )).rows[0].request;
+      assert.match(await request(), /"rerunUnfinishedCall": \{"beforeLine": \d+\}/);
+      const rival = new PostgresRunStore(db, { agent: "code-improver" });
+      const lease = await rival.lock(runId);
+      const duplicate = await openRunQueue(db);
+      await duplicate.send(runId);
+      const racers = [0, 1].map(() => {
+        const child = spawnCli("worker", workerArgs, { userDir: user, stdout: "null" });
+        return { child, err: collect(child.stderr) };
+      });
+      racers.forEach((r) => (others.push(r.child), streams.push(r.err.done)));
+      const lost = () =>
+        racers.map((r) => r.err.text()).join("").split(`is being driven by ${rival.owner}`)
+          .length - 1;
+      await waitFor("both jobs lost to the lease", () => Promise.resolve(lost() >= 2 || undefined));
+      assert.match(await request(), /rerunUnfinishedCall/, "the losers left the permission");
+      assert.equal(await bashLines(user), 1, "nothing ran while the lease was held");
+      // The lease is released; two jobs of the run race for it.
+      await lease.release();
+      await rival.close();
+      await duplicate.send(runId);
+      await duplicate.send(runId);
+      await duplicate.stop({ graceful: false });
+      // One racer resumes it with the permission and runs Bash again; it is killed in that call.
+      await waitFor("Bash run again", async () => (await bashLines(user)) > 1 || undefined);
+      const winner = await waitFor("the winner", async () => (await store.summary(runId))?.worker);
+      const winnerPid = Number(winner.split(":").pop());
+      const survivor = racers.find((r) => r.child.pid !== winnerPid)!;
+      assert.ok(racers.some((r) => r.child.pid === winnerPid), winner);
+      Deno.kill(winnerPid, "SIGKILL");
+      // The permission covered the call the user saw unfinished, not this new start of it: the
+      // survivor takes the run over and holds it again rather than run Bash a third time unasked.
+      const heldAgain = await waitFor(
+        "the run held again",
+        async () => (await store.summary(runId))?.error,
+        20_000,
+      );
+      assert.match(heldAgain, /--rerun-unfinished-call --submit/);
+      assert.equal(await bashLines(user), 2, "Bash ran exactly once more");
+      assert.doesNotMatch(await request(), /rerunUnfinishedCall/, "the spent permission is gone");
+
+      // Asked again: the survivor resumes it and completes it.
+      const last = await cli("--resume", runId, "--rerun-unfinished-call", "--submit", "--wait");
+      assert.equal(last.code, 0, last.stderr);
+      assert.match(last.stdout, /completed/);
+      assert.equal(await bashLines(user), 3);
       assert.equal((await store.summary(runId))?.error, undefined);
-      const request = (await c.query<{ request: string }>(
-        `SELECT request::text AS request FROM ${c.schema}.runs WHERE run_id = $1`,
-        [runId],
-      )).rows[0];
-      assert.doesNotMatch(request.request, /rerunUnfinishedCall/, "the permission was taken once");
+      await waitFor(
+        "the survivor's log",
+        () =>
+          Promise.resolve(
+            new RegExp(`run ${runId}: completed after`).test(survivor.err.text()) || undefined,
+          ),
+      );
+      await waitFor(
+        "the permission cleared",
+        async () => !/rerunUnfinishedCall/.test(await request()) || undefined,
+      );
       // An ended run is not handed back.
       const again = await cli("--resume", runId, "--rerun-unfinished-call", "--submit");
       assert.notEqual(again.code, 0);
@@ -210,10 +279,15 @@ Deno.test({
       } catch {
         // gone
       }
-      if (second) {
-        second.kill("SIGTERM");
-        await second.status;
+      for (const child of [...(second ? [second] : []), ...others]) {
+        try {
+          child.kill("SIGTERM");
+        } catch {
+          // gone
+        }
+        await child.status;
       }
+      await Promise.all(streams);
       await store.close();
       await Deno.remove(user, { recursive: true }).catch(() => {});
     }
