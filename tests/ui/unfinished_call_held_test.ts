@@ -45,7 +45,12 @@ Deno.test({
       const log = await store.readLog(run.runId);
       const start = log.find((e) => e.type === "tool_call_start")!;
       const refusal = unfinishedCallError(run.runId, "code-improver", "s_b2c1", [
-        { tool: "Bash", callId: String(start.callId), idempotent: false },
+        {
+          tool: "Bash",
+          callId: String(start.callId),
+          idempotent: false,
+          startLine: log.indexOf(start),
+        },
       ]);
       assert.ok(await markHeld(store, run.runId, refusal.message));
 
@@ -74,7 +79,12 @@ Deno.test({
       assert.match(rerun.json.message, /handed back to the workers/);
       const submitted = await submissionOf(store, run.runId);
       assert.equal(submitted?.held, undefined, "the hold is cleared");
-      assert.equal(submitted?.request.rerunUnfinishedCall, true, "the permission is recorded");
+      // The permission covers the calls started before the hand-back (the log's length then).
+      assert.deepEqual(
+        submitted?.request.rerunUnfinishedCall,
+        { beforeLine: (await store.readLog(run.runId)).length },
+        "the permission is recorded",
+      );
       assert.equal(await run.bashRuns(), 1, "nothing ran here: a worker re-runs the call");
     } finally {
       await ui.close();
