@@ -80,7 +80,14 @@ Deno.test("run-agent killed (SIGKILL) while its agent step starts and runs the c
         watch: runs,
         spawn: () => spawnCli("run-agent", ARGS, { userDir: user, stdout: "null" }),
         arm: (watcher) => () => childMoment(watcher!, moment),
-        afterRun: () => {},
+        // A try that ended before the moment (a late watcher event on a loaded machine: the run
+        // reached its wait) leaves its runs behind; the next try starts from an empty folder, so
+        // the campaign still has one parent and one child.
+        afterRun: async (killed) => {
+          if (killed) return;
+          await Deno.remove(runs, { recursive: true });
+          await Deno.mkdir(runs, { recursive: true });
+        },
       });
       const store = new FileRunStore(runs);
       const parents = (await store.list()).filter((s) => s.agent === "ship");
