@@ -16,7 +16,7 @@
  */
 import type { ExecutorEvents, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
-import { supportsToolTurns, type ToolTurnBackend } from "../llm/tool_turn.ts";
+import { supportsToolTurns, type ToolTurnBackend, turnAsRequest } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { errorMessage } from "../errors.ts";
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
@@ -124,16 +124,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {
     wrapped.toolTurn = (turn, options) => {
-      const first = turn.messages[0];
-      const request: LlmRequest = {
-        kind: turn.kind ?? "step",
-        agent: turn.agent ?? "",
-        stepId: turn.stepId,
-        iteration: turn.iteration,
-        prompt: first?.role === "user" ? first.content : "",
-        cwd: turn.cwd ?? ".",
-      };
-      if (turn.model) request.model = turn.model;
+      const request = turnAsRequest(turn);
       return observed(request, () => backend.toolTurn(turn, options), (r) => {
         const response: LlmResponse = { text: r.text };
         if (r.usage) response.usage = r.usage;

@@ -90,7 +90,8 @@ export function toolCallDetails(call: ToolCallEvent): string[] {
 }
 
 /**
- * What a call acts on, as its line shows it: a path, a pattern, a command (empty when none).
+ * What a call acts on, as its line shows it: a path, a pattern, a command (empty when none), on one
+ * line of at most `max` characters.
  *
  * @example
  * ```ts
@@ -99,11 +100,11 @@ export function toolCallDetails(call: ToolCallEvent): string[] {
  * // "npm test"
  * ```
  */
-export function toolCallTarget(call: ToolCallEvent): string {
+export function toolCallTarget(call: Pick<ToolCallEvent, "args">, max = 60): string {
   const args = call.args ?? {};
   for (const key of ["file_path", "command", "pattern", "path", "url"]) {
     const value = args[key];
-    if (typeof value === "string" && value) return oneLine(value, 60);
+    if (typeof value === "string" && value) return oneLine(value, max);
   }
   return "";
 }

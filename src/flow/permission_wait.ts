@@ -10,7 +10,7 @@
  * @module
  */
 import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
-import { oneLine } from "../events/tool_call_line.ts";
+import { oneLine, toolCallTarget } from "../events/tool_call_line.ts";
 import {
   type PendingInput,
   PERMISSION_SCHEMA_REF,
@@ -31,7 +31,7 @@ export class PermissionWait extends Error {
 
 /** The request a run waits on for `ask` (its prompt says what runs and how to answer). */
 export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
-  const target = targetOf(ask.args);
+  const target = toolCallTarget(ask, 120);
   const permission: PermissionRequest = {
     tool: ask.tool,
     callId: ask.callId ?? "",
@@ -82,13 +82,4 @@ export function answeredPermission(
   return !allow && typeof reason === "string" && reason.trim()
     ? { allow, by, message: oneLine(reason, 500) }
     : { allow, by };
-}
-
-/** The argument that says what a call acts on (a path, a command), on one line, bounded. */
-function targetOf(args: Record<string, unknown>): string {
-  for (const key of ["command", "file_path", "pattern", "path", "url"]) {
-    const value = args[key];
-    if (typeof value === "string" && value) return oneLine(value, 120);
-  }
-  return "";
 }

@@ -10,7 +10,7 @@
  * @module
  */
 import { StepflowError } from "../errors.ts";
-import type { PromptVariables } from "../prompt/variables.ts";
+import { stepPromptVariables } from "./step_prompt.ts";
 import { gateOutcome } from "./decisions.ts";
 import { waitExpired } from "./input_request.ts";
 import type { RunnerState } from "./run_state.ts";
@@ -85,14 +85,7 @@ async function inputPrompt(
   state: RunnerState,
   deps: StepDependencies,
 ): Promise<string> {
-  const vars: PromptVariables = {
-    uv: state.args,
-    inputText: state.inputText,
-    iteration: state.iteration,
-    stepId: step.id,
-    handoff: state.latestHandoff,
-    parameters: deps.definition.agent.parameters ?? {},
-  };
+  const vars = stepPromptVariables(step, state, deps);
   if (!step.prompt) {
     throw new StepflowError(
       "PROMPT_NOT_FOUND",

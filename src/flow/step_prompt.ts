@@ -21,6 +21,25 @@ export interface PreparedStep {
 }
 
 /**
+ * The variables a step's prompt is resolved with: the run's arguments and input text, the
+ * iteration, the step, the latest handoff values and the agent's declared parameters.
+ */
+export function stepPromptVariables(
+  step: Pick<FlowStep, "id">,
+  state: RunnerState,
+  deps: Pick<StepDependencies, "definition">,
+): PromptVariables {
+  return {
+    uv: state.args,
+    inputText: state.inputText,
+    iteration: state.iteration,
+    stepId: step.id,
+    handoff: state.latestHandoff,
+    parameters: deps.definition.agent.parameters ?? {},
+  };
+}
+
+/**
  * Resolves the step's prompts and builds its request; logs `step_start` with the prompt. After a
  * failed step validation of this step, the retry prompt reports it (src/flow/validators.ts).
  */
@@ -30,14 +49,7 @@ export async function prepareStep(
   deps: StepDependencies,
 ): Promise<PreparedStep> {
   const def = deps.definition;
-  const vars: PromptVariables = {
-    uv: state.args,
-    inputText: state.inputText,
-    iteration: state.iteration,
-    stepId: step.id,
-    handoff: state.latestHandoff,
-    parameters: def.agent.parameters ?? {},
-  };
+  const vars = stepPromptVariables(step, state, deps);
   const retry = state.validationRetry?.stepId === step.id ? state.validationRetry : undefined;
   if (retry) vars.validation = retry;
   const systemPromptPath = def.agent.behavior.systemPromptPath;
