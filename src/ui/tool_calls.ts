@@ -72,12 +72,7 @@ export function addGrant(calls: RowCalls, entry: RunLogEntry): void {
   const rule = text(entry.rule);
   if (rule === undefined) return;
   const grant: PermissionGrantView = { rule };
-  const grantedBy = text(entry.grantedBy);
-  if (grantedBy !== undefined) grant.grantedBy = grantedBy;
-  const grantedAt = text(entry.grantedAt);
-  if (grantedAt !== undefined) grant.grantedAt = grantedAt;
-  const callId = text(entry.callId);
-  if (callId !== undefined) grant.callId = callId;
+  copyTexts(grant, entry, ["grantedBy", "grantedAt", "callId"]);
   calls.grants.push(grant);
 }
 
@@ -136,18 +131,11 @@ export function stopOpenCalls(calls: RowCalls | undefined): boolean {
 
 /** Copies the fields a line gives (of the right type) onto the call. */
 function merge(call: ToolCallView, entry: RunLogEntry): void {
-  const tool = text(entry.tool);
-  if (tool !== undefined) call.tool = tool;
+  copyTexts(call, entry, ["tool", "decision", "decidedBy", "decidedAt"]);
   const args = excerpt(entry.args);
   if (args !== undefined) call.args = args;
   const result = excerpt(entry.result);
   if (result !== undefined) call.result = result;
-  const decision = text(entry.decision);
-  if (decision !== undefined) call.decision = decision;
-  const decidedBy = text(entry.decidedBy);
-  if (decidedBy !== undefined) call.decidedBy = decidedBy;
-  const decidedAt = text(entry.decidedAt);
-  if (decidedAt !== undefined) call.decidedAt = decidedAt;
   if (typeof entry.isError === "boolean") call.isError = entry.isError;
   if (typeof entry.durationMs === "number" && Number.isFinite(entry.durationMs)) {
     call.durationMs = entry.durationMs;
@@ -156,6 +144,18 @@ function merge(call: ToolCallView, entry: RunLogEntry): void {
 
 function text(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
+}
+
+/** Copies each of `keys` that the line gives as text onto `target` (other types are left out). */
+function copyTexts<T extends object>(
+  target: T,
+  entry: RunLogEntry,
+  keys: readonly (keyof T & string)[],
+): void {
+  for (const key of keys) {
+    const value = text(entry[key]);
+    if (value !== undefined) (target as Record<string, unknown>)[key] = value;
+  }
 }
 
 /**
