@@ -157,17 +157,15 @@ export const APP_JS = `"use strict";
     step.hidden = !armed;
     if (opener) opener.hidden = armed;
   });
-  document.addEventListener("click", function (e) {
-    var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
-    var box = btn ? btn.closest(".actions[data-csrf]") : null;
-    if (!btn || !box) return;
-    var out = box.querySelector("[role=status]");
-    btn.disabled = true;
-    out.textContent = "…";
-    var body = btn.getAttribute("data-body");
+  // One POST of an action or an answer, with the server's secret: the reply's message is shown,
+  // the box and its status marked done or refused; a success reloads the page a moment later, a
+  // refusal or a failure to send makes the buttons usable again.
+  var postAction = function (url, body, box, out, setBusy) {
     var headers = { "x-stepflow-csrf": box.getAttribute("data-csrf") };
     if (body !== null) headers["content-type"] = "application/json";
-    fetch(box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"), {
+    setBusy(true);
+    out.textContent = "…";
+    fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: headers,
@@ -184,11 +182,23 @@ export const APP_JS = `"use strict";
       box.setAttribute("data-done", res.ok ? "ok" : "refused");
       out.setAttribute("data-done", res.ok ? "ok" : "refused");
       if (res.ok) setTimeout(function () { location.reload(); }, 1000);
-      else btn.disabled = false;
+      else setBusy(false);
     }, function (err) {
       out.textContent = "Could not send: " + err;
-      btn.disabled = false;
+      setBusy(false);
     });
+  };
+  document.addEventListener("click", function (e) {
+    var btn = e.target && e.target.closest ? e.target.closest("button[data-action]") : null;
+    var box = btn ? btn.closest(".actions[data-csrf]") : null;
+    if (!btn || !box) return;
+    postAction(
+      box.getAttribute("data-run") + "/" + btn.getAttribute("data-action"),
+      btn.getAttribute("data-body"),
+      box,
+      box.querySelector("[role=status]"),
+      function (busy) { btn.disabled = busy; }
+    );
   });
   // A waiting run's answer form: the fields become the answer object, POSTed with the secret.
   document.addEventListener("submit", function (e) {
@@ -226,29 +236,13 @@ export const APP_JS = `"use strict";
       out.className = "bad";
       return;
     }
-    setBusy(true);
-    out.textContent = "…";
-    fetch(form.getAttribute("data-run") + "/answer", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "x-stepflow-csrf": form.getAttribute("data-csrf"), "content-type": "application/json" },
-      body: JSON.stringify({ requestId: form.getAttribute("data-request"), value: value })
-    }).then(function (r) {
-      return r.text().then(function (t) {
-        var message = t;
-        try { message = JSON.parse(t).message; } catch (_) { /* plain text */ }
-        return { ok: r.ok, message: message };
-      });
-    }).then(function (res) {
-      out.textContent = res.message;
-      out.className = res.ok ? "ok" : "bad";
-      form.setAttribute("data-done", res.ok ? "ok" : "refused");
-      if (res.ok) setTimeout(function () { location.reload(); }, 1000);
-      else setBusy(false);
-    }, function (err) {
-      out.textContent = "Could not send: " + err;
-      setBusy(false);
-    });
+    postAction(
+      form.getAttribute("data-run") + "/answer",
+      JSON.stringify({ requestId: form.getAttribute("data-request"), value: value }),
+      form,
+      out,
+      setBusy
+    );
   });
   // A tool plan's page reloads when its plan file or approval requests change.
   var watch = document.getElementById("plan-watch");
