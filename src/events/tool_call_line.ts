@@ -96,8 +96,7 @@ export function toolCallDetails(call: ToolCallEvent): string[] {
  * @example
  * ```ts
  * import { toolCallTarget } from "./tool_call_line.ts";
- * toolCallTarget({ phase: "requested", callId: "c1", tool: "Bash", args: { command: "npm test" } });
- * // "npm test"
+ * toolCallTarget({ args: { command: "npm test" } }); // "npm test"
  * ```
  */
 export function toolCallTarget(call: Pick<ToolCallEvent, "args">, max = 60): string {
