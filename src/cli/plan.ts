@@ -95,7 +95,7 @@ const PLAN_BACKEND_FLAGS = defineFlags({
 const HELP_FLAG = defineFlags({ help: { type: "boolean", short: "h", description: "Show help" } });
 
 /** Each subcommand's flags (type and parser follow; HELP above groups them by subcommand). */
-const SUBCOMMAND_FLAGS = {
+export const PLAN_SUBCOMMAND_FLAGS = {
   new: defineFlags({
     ...PLAN_BACKEND_FLAGS,
     name: { type: "string", value: "NAME", description: "File name of the plan" },
@@ -139,7 +139,7 @@ const SUBCOMMAND_FLAGS = {
   }),
 } as const;
 
-const HELP = `Usage: deno task plan <command> [options]
+const HELP = `Usage: stepflow plan <command> [options]
 
 Commands:
   new "<description>"      Generate a plan with an LLM and write planspec/<snake_name>.md
@@ -169,7 +169,12 @@ planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
-75 another process is running the plan (try again later), 130 interrupted.`;
+75 another process is running the plan (try again later), 130 interrupted.
+
+Examples:
+  stepflow plan new "Add rate limiting to the public API"
+  stepflow plan show rate_limiting --full
+  stepflow plan run rate_limiting --backend anthropic`;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -230,11 +235,11 @@ function report(error: unknown, cli: PlanCliIo): number {
  * Parses the arguments of `plan <command>`: a usage error names the subcommand; a value a flag's
  * `parse` refuses is reported as it is (read after the usage check).
  */
-function parse<C extends keyof typeof SUBCOMMAND_FLAGS>(
+function parse<C extends keyof typeof PLAN_SUBCOMMAND_FLAGS>(
   command: C,
   args: string[],
-): { flags: FlagsOf<typeof SUBCOMMAND_FLAGS[C]>; positionals: string[] } {
-  const decls: FlagDecls = SUBCOMMAND_FLAGS[command];
+): { flags: FlagsOf<typeof PLAN_SUBCOMMAND_FLAGS[C]>; positionals: string[] } {
+  const decls: FlagDecls = PLAN_SUBCOMMAND_FLAGS[command];
   let parsed;
   try {
     parsed = parseFlags(args, declaredTable(decls), { hint: " (see plan --help)" });
@@ -242,7 +247,7 @@ function parse<C extends keyof typeof SUBCOMMAND_FLAGS>(
     throw new UsageError(`plan ${command}: ${errorMessage(error)}`);
   }
   return {
-    flags: readDeclaredFlags(SUBCOMMAND_FLAGS[command], parsed.values),
+    flags: readDeclaredFlags(PLAN_SUBCOMMAND_FLAGS[command], parsed.values),
     positionals: parsed.positionals,
   };
 }

@@ -10,11 +10,12 @@ import type { AnswerForm } from "../definition/answer_form.ts";
 import { errorMessage, UsageError } from "../errors.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 export { answerFormOf as formOf } from "../flow/input_request.ts";
+import { exampleAnswer } from "../definition/answer_form.ts";
+export { exampleAnswer };
 import type { RunStore } from "../store/types.ts";
 import type { CliFlags } from "./args.ts";
 import { askAnswer } from "./answer_prompt.ts";
 import type { LineReader } from "./kit/line_reader.ts";
-import { shellQuote } from "../invocation.ts";
 
 /**
  * The lines printed when a run waits and nobody is at a terminal: the question, the run id, when
@@ -23,7 +24,7 @@ import { shellQuote } from "../invocation.ts";
 export function waitingText(
   waiting: PendingInput,
   runId: string,
-  command: string,
+  answerCommand: (value: string) => string,
   form: AnswerForm | undefined,
 ): string {
   const lines = [
@@ -36,40 +37,17 @@ export function waitingText(
   ];
   if (waiting.expiresAt) {
     lines.push(
-      `The wait passes at ${waiting.expiresAt}; after that, --resume ${runId} takes the intent "${waiting.timeoutIntent}".`,
+      `The wait passes at ${waiting.expiresAt}; after that, resuming the run takes the intent "${waiting.timeoutIntent}".`,
     );
   }
-  const example = form ? JSON.stringify(exampleAnswer(form)) : "<json>";
-  lines.push(
-    "Answer it with:",
-    `  ${command} --answer ${runId} --value ${shellQuote(example)}`,
-  );
+  // Without a readable schema only a permission's answer is known; else the JSON is to be filled.
+  const example = form
+    ? JSON.stringify(exampleAnswer(form))
+    : waiting.permission
+    ? JSON.stringify({ decision: "allow" })
+    : "<json>";
+  lines.push("Answer it with:", `  ${answerCommand(example)}`);
   return `${lines.join("\n")}\n`;
-}
-
-/** An answer with every required field filled (a choice's first value, text, 0, false). */
-export function exampleAnswer(form: AnswerForm): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of form.fields) {
-    if (!field.required && field.kind !== "choice") continue;
-    const value = field.default ??
-      (field.kind === "choice"
-        ? field.choices![0]
-        : field.kind === "boolean"
-        ? false
-        : field.kind === "number" || field.kind === "integer"
-        ? 0
-        : field.kind === "string"
-        ? "…"
-        : null);
-    let node = out;
-    for (const key of field.path.slice(0, -1)) {
-      node[key] ??= {};
-      node = node[key] as Record<string, unknown>;
-    }
-    node[field.path[field.path.length - 1]] = value;
-  }
-  return out;
 }
 
 /** Where a terminal answer is asked. */
@@ -126,7 +104,7 @@ export function parseAnswerValue(text: string | undefined, source: string): unkn
 /**
  * The flags a continuation of this run needs again — what may run — so the printed `--answer`
  * command continues the run the way it started. The backend needs none: the run recorded how it
- * was chosen; the store is part of the command (`agentRunCommand`, its password hidden).
+ * was chosen; the store is part of the command (`commandLine`, its password hidden).
  */
 export function continuationFlags(flags: CliFlags): string[] {
   const out: string[] = [];

@@ -24,6 +24,7 @@ import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
+import { commandLine, commandRenderer } from "../invocation.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
@@ -117,7 +118,9 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
       options.onWarning?.(
         `Agent "${summary.name}" is not served: ${
           error instanceof Error ? error.message.split("\n")[0] : String(error)
-        } (check it with: deno task run-agent --agent ${summary.name} --validate)`,
+        } (check it with: ${
+          commandLine({ action: "validate", agent: summary.name }, { cwd: options.cwd })
+        })`,
       );
       continue;
     }
@@ -440,11 +443,13 @@ async function listRuns(rawArgs: unknown, options: AgentToolsOptions): Promise<T
   runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   const text = runs.length === 0
     ? `No runs recorded${agent !== undefined ? ` for agent "${agent}"` : ""}.`
-    : `${runs.length} run(s), newest first:\n${formatRunList(runs)}`;
+    : `${runs.length} run(s), newest first:\n${
+      formatRunList(runs, { commandFor: commandRenderer({ cwd: options.cwd }, options.store) })
+    }`;
   return { text, structured: { runs } };
 }
 
-/** `show_run`: one run's status, steps and output, as `run-agent --show` prints it. */
+/** `show_run`: one run's status, steps and output, as `stepflow show` prints it. */
 async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<ToolAnswer> {
   const { agent, runId } = checkRunArguments("show_run", rawArgs, { agent: true, runId: true });
   const definition = await loadServedAgent(agent!, options);
@@ -478,6 +483,7 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
     };
     let text = formatRunHistory(checkpoint, log, {
       runId: runId!,
+      commandFor: commandRenderer({ cwd: options.cwd }, options.store),
       ...(summary?.live !== undefined ? { live: summary.live } : {}),
     });
     // The checkpoint is read from disk: use its request only when it has the shape one has.

@@ -1,5 +1,6 @@
 /**
- * Terminal renderings of recorded runs: the run list (`--runs`) and one run's history (`--show`).
+ * Terminal renderings of recorded runs: the run list (`stepflow runs`) and one run's history
+ * (`stepflow show`).
  * Pure functions of what a store returns; the CLI only prints them.
  *
  * Long because: the two views share one set of small text helpers (colours, the table, times and
@@ -13,17 +14,17 @@ import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare } from "../token_counts.ts";
+import { type CommandRenderer, plainCommandLine } from "../invocation.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
   /** Use ANSI colours (default false). */
   color?: boolean;
   /**
-   * The command that continues a run, up to the run flag (`deno task run-agent --agent demo`):
-   * hints print it whole, followed by `--resume RUN_ID` or `--redrive RUN_ID`, so they work as
-   * printed. Without it, hints name the flag alone.
+   * How a hint prints its next step (`{ action: "resume", runId }`) as a command: the CLI passes
+   * one that works where the user stands. Default: `stepflow <action> …`.
    */
-  command?: string;
+  commandFor?: CommandRenderer;
 }
 
 /** Options of {@linkcode formatRunHistory}. */
@@ -37,9 +38,15 @@ export interface HistoryFormatOptions extends FormatOptions {
   live?: boolean;
   /**
    * Why the workers hold the interrupted run and how to continue it (its listing's `error`): shown
-   * instead of the plain `--resume` hint, which would stop at the same point.
+   * instead of the plain resume hint, which would stop at the same point.
    */
   held?: string;
+  /**
+   * An answer that fits the waiting run's question, as JSON (the CLI fills one from the step's
+   * schema): the printed answer command carries it. Default: `{"decision":"allow"}` for a tool
+   * call waiting for permission, else `<json>` to be filled in.
+   */
+  answerValue?: string;
 }
 
 /** Token usage as the runner records it (cumulative in `step_end` lines). */
@@ -239,8 +246,11 @@ export function formatRunList(
   const groups = summaries.some((s) => s.group !== undefined);
   // Runs on a backend with a prompt cache show how much of their input it served.
   const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
+  // A listing of several agents' runs names each run's agent.
+  const agents = new Set(summaries.map((s) => s.agent)).size > 1;
   const rows = summaries.map((s) => [
     s.runId,
+    ...(agents ? [s.agent] : []),
     time(s.startedAt),
     c.status(statusText(s), statusTone(s)),
     s.steps === undefined ? "" : String(s.steps),
@@ -251,14 +261,18 @@ export function formatRunList(
     ...(groups ? [s.group ?? ""] : []),
     ...(workers ? [s.worker ?? ""] : []),
   ]);
-  const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"];
+  const headers = [
+    "RUN ID",
+    ...(agents ? ["AGENT"] : []),
+    ...["STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"],
+  ];
   if (cached) headers.push("CACHE READ/WRITE");
   headers.push("STEP");
   if (groups) headers.push("GROUP");
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
-      right: new Set(cached ? [3, 4, 5, 6] : [3, 4, 5]),
+      right: new Set((cached ? [3, 4, 5, 6] : [3, 4, 5]).map((i) => agents ? i + 1 : i)),
       header: c.dim,
     }),
   ];
@@ -267,7 +281,7 @@ export function formatRunList(
     if (s.error) lines.push(c.status(`! ${s.runId}: ${s.error}`, "bad"));
   }
   // One hint per kind of run that can be continued, naming the newest such run.
-  // (A run the workers hold says how to continue it in its `!` line: a plain --resume would stop.)
+  // (A run the workers hold says how to continue it in its `!` line: a plain resume would stop.)
   const interrupted = summaries.find((s) => shownStatus(s) === "interrupted" && !s.error);
   if (interrupted) {
     lines.push(
@@ -450,15 +464,15 @@ export function formatRunHistory(
 
 // -------------------------------------------------------------------------------------------------
 
-/** Statuses of runs that ended without success: `--redrive` restarts them. */
+/** Statuses of runs that ended without success: a redrive restarts them. */
 const REDRIVABLE: ReadonlySet<string> = new Set(["failed", "aborted", "cancelled", "timeout"]);
 
-/** `deno task run-agent --agent demo --resume ID` (or `--resume ID` without a command). */
+/** `stepflow resume ID` (or `redrive`), as {@linkcode FormatOptions.commandFor} writes it. */
 function continueWith(options: FormatOptions, verb: "resume" | "redrive", runId: string): string {
-  return `${options.command ? `${options.command} ` : ""}--${verb} ${runId}`;
+  return (options.commandFor ?? plainCommandLine)({ action: verb, runId });
 }
 
-/** What `--redrive` does for a run that ended with `status`. */
+/** What a redrive does for a run that ended with `status`. */
 function restartSentence(status: string): string {
   return status === "failed"
     ? "Restart it from its failed step"
@@ -522,12 +536,7 @@ function whatNext(
     );
   } else if (status === "waiting") {
     out.push(
-      ...waitingLines(
-        state.waiting,
-        options.command ?? `run-agent --agent ${checkpoint.agent}`,
-        runId,
-        c,
-      ),
+      ...waitingLines(state.waiting, options, runId, c),
     );
   } else if (status === "interrupted" && options.held) {
     out.push(c.status(`Held by the workers: ${options.held}`, "bad"));
@@ -551,7 +560,7 @@ function whatNext(
 /** What a waiting run waits for and the command that answers it (`--show`). */
 function waitingLines(
   waiting: unknown,
-  command: string,
+  options: HistoryFormatOptions,
   runId: string,
   c: ReturnType<typeof palette>,
 ): string[] {
@@ -567,12 +576,24 @@ function waitingLines(
   }
   if (typeof w.expiresAt === "string") {
     lines.push(
-      `The wait passes at ${time(w.expiresAt)}; then --resume takes the intent "${
+      `The wait passes at ${time(w.expiresAt)}; then resuming the run takes the intent "${
         String(w.timeoutIntent)
       }".`,
     );
   }
-  lines.push(`Answer it with: ${command} --answer ${runId} --value '<json>'`);
+  const value = options.answerValue ??
+    (typeof w.permission === "object" && w.permission !== null
+      ? JSON.stringify({ decision: "allow" })
+      : "<json>");
+  lines.push(
+    `Answer it with: ${
+      (options.commandFor ?? plainCommandLine)({
+        action: "answer",
+        runId,
+        args: ["--value", value],
+      })
+    }`,
+  );
   return lines;
 }
 

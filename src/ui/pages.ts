@@ -20,6 +20,7 @@ import type { RunPage, RunQuery } from "./source.ts";
 import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
+import type { CommandRenderer } from "../invocation.ts";
 import {
   cost,
   formatDuration,
@@ -64,12 +65,13 @@ export function layout(title: string, body: Html, live?: string): string {
 /**
  * The runs list: filters, one page of runs, the pager.
  *
- * @param runAgent the command that starts run-agent where the user stands (for the empty list)
+ * @param listAgents the command that lists the agents, as it works where the user stands (for the
+ * empty list)
  */
 export function runsListPage(
   page: RunPage,
   query: RunQuery,
-  runAgent = "deno task run-agent",
+  listAgents = "stepflow list",
 ): string {
   const link = (p: number) => {
     const params = new URLSearchParams();
@@ -137,7 +139,7 @@ export function runsListPage(
     page.all === 0
       ? h`
         <p
-          class="note">No runs recorded yet. Run an agent (<code>${runAgent} --agent NAME</code>) and reload.</p>
+          class="note">No runs recorded yet. Run an agent (<code>${listAgents}</code> lists them) and reload.</p>
       `
       : ""
   }
@@ -168,10 +170,10 @@ export interface RunView {
   /** A waiting run's question and answer form. */
   waiting?: WaitingView;
   /**
-   * An interrupted run whose resume would stop at an unfinished tool call, and the `run-agent …
-   * --agent NAME` command the page's hints start with.
+   * An interrupted run whose resume would stop at an unfinished tool call, and how the page's
+   * hints write their commands where the user stands.
    */
-  unfinished?: { notice: UnfinishedCallNotice; command: string };
+  unfinished?: { notice: UnfinishedCallNotice; commandFor: CommandRenderer };
 }
 
 /** The run page. */
@@ -186,7 +188,7 @@ export function runPage(view: RunView): string {
     view.unfinished
       ? unfinishedCallBlock(view.runId, view.unfinished.notice, {
         actions: view.actions !== undefined,
-        command: view.unfinished.command,
+        commandFor: view.unfinished.commandFor,
       })
       : ""
   }

@@ -11,7 +11,7 @@
  * @module
  */
 import { isValidRunGroup, MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
-import { runAgentCommand } from "../invocation.ts";
+import { commandLine } from "../invocation.ts";
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -319,7 +319,10 @@ async function route(
     const result = await data.runPage(query);
     if (path === "/api/runs") return jsonResponse(result);
     // The command to start a run, as it works in the project's folder.
-    return page(200, runsListPage(result, query, runAgentCommand(data.source.cwd)));
+    return page(
+      200,
+      runsListPage(result, query, commandLine({ action: "list" }, { cwd: data.source.cwd })),
+    );
   }
   if (path === "/agents") return page(200, agentsPage(await data.agentOverview()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
