@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { isAbsolute } from "node:path";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError, UsageError } from "../errors.ts";
 import {
@@ -49,7 +50,14 @@ export function agentCliContext(io: Partial<CliIo>): AgentCliContext {
  * the `--store` the user named (its password as `***`).
  */
 export function nextCommand(ctx: AgentCliContext, store?: string): CommandRenderer {
-  return commandRenderer({ cwd: ctx.userDir }, store);
+  const render = commandRenderer({ cwd: ctx.userDir }, store);
+  // An agent named by its folder (an error's `dir`) is printed as the user names it.
+  return (next) =>
+    render(
+      next.agent !== undefined && isAbsolute(next.agent)
+        ? { ...next, agent: agentOperandOf(next.agent, ctx.userDir) }
+        : next,
+    );
 }
 
 /**

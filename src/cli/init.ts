@@ -70,7 +70,7 @@ export interface InitAgentResult {
 export async function initAgent(name: string, options: InitAgentOptions): Promise<InitAgentResult> {
   if (!AGENT_NAME.test(name)) {
     throw new UsageError(
-      `Invalid agent name "${name}" for --init: use letters, digits, "_" and "-", starting with a letter or digit (e.g. --init my-agent).`,
+      `Invalid agent name "${name}": use letters, digits, "_" and "-", starting with a letter or digit (e.g. my-agent).`,
     );
   }
   const template = options.template ?? DEFAULT_TEMPLATE;

@@ -221,10 +221,8 @@ export async function restoreRun(
   if (!checkpoint) {
     throw new StepflowError(
       "RUN_NOT_FOUND",
-      `No run ${runId} was found to ${verb}. List runs with --runs.`,
-      {
-        details: { runId },
-      },
+      `No run ${runId} was found to ${verb}; the recorded runs are listed by the next command.`,
+      { details: { runId, next: { action: "runs" } } },
     );
   }
   if (checkpoint.agent !== definition.name) {

@@ -28,7 +28,8 @@ export function assertContinuable(
   if (mode === "redrive" && status === "waiting") {
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",
-      `Run ${runId} is waiting for an answer at an input step; it has not failed. Answer it (run-agent --answer ${runId} --value '<json>'), or resume it once its waitTimeout passed.`,
+      `Run ${runId} is waiting for an answer at an input step; it has not failed. Answer it, or resume it once its waitTimeout passed.`,
+      { details: { runId, next: { action: "answer", runId, args: ["--value", "<json>"] } } },
     );
   }
   if (mode === "resume" && status === "waiting") return; // the runner checks the answer or the timeout
@@ -44,8 +45,11 @@ export function assertContinuable(
     throw new StepflowError(
       "RUN_NOT_RESUMABLE",
       `Run ${runId} already ended (${status}); nothing to resume.${
-        status === "completed" ? "" : ` Use --redrive ${runId} to restart it from its failed step.`
+        status === "completed" ? "" : " Redrive it to restart it from its failed step."
       }`,
+      status === "completed"
+        ? { details: { runId } }
+        : { details: { runId, next: { action: "redrive", runId } } },
     );
   }
 }

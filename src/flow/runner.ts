@@ -1027,11 +1027,18 @@ export class StepFlowRunner {
       const what = pending.permission
         ? `for permission to run ${pending.permission.tool} in step "${pending.stepId}"`
         : `for an answer at input step "${pending.stepId}"`;
-      const value = pending.permission ? `'{"decision":"allow"}' (or "deny")` : "'<json>'";
+      const value = pending.permission ? '{"decision":"allow"}' : "<json>";
       throw new StepflowError(
         "INPUT_WAITING",
-        `Run ${runId} waits ${what}; resuming it needs the answer. Answer it with: run-agent --agent ${this.#def.name} --answer ${runId} --value ${value}.`,
-        { details: { runId, stepId: pending.stepId, requestId: pending.requestId } },
+        `Run ${runId} waits ${what}; resuming it needs the answer: answer the run instead.`,
+        {
+          details: {
+            runId,
+            stepId: pending.stepId,
+            requestId: pending.requestId,
+            next: { action: "answer", runId, args: ["--value", value] },
+          },
+        },
       );
     }
     if (!pending || (given.requestId !== undefined && given.requestId !== pending.requestId)) {
@@ -1051,15 +1058,23 @@ export class StepFlowRunner {
       if (child?.status !== "waiting" || waiting?.requestId !== pending.requestId) {
         throw notWaiting(
           runId,
-          `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); continue this run with --resume ${runId}`,
+          `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); resume this run to go on`,
+          "resume",
         );
       }
     }
     if (expired) {
       throw new StepflowError(
         "INPUT_WAIT_EXPIRED",
-        `Run ${runId}: the wait at input step "${pending.stepId}" passed at ${pending.expiresAt} (waitTimeout); the answer was not recorded. Resume the run (--resume ${runId}) to take the timeout's intent "${pending.timeoutIntent}".`,
-        { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
+        `Run ${runId}: the wait at input step "${pending.stepId}" passed at ${pending.expiresAt} (waitTimeout); the answer was not recorded. Resume the run to take the timeout's intent "${pending.timeoutIntent}".`,
+        {
+          details: {
+            runId,
+            stepId: pending.stepId,
+            expiresAt: pending.expiresAt,
+            next: { action: "resume", runId },
+          },
+        },
       );
     }
     const schema = pending.permission
@@ -1269,10 +1284,16 @@ async function lockRun(
   }
 }
 
-function notWaiting(runId: string, why: string): StepflowError {
+function notWaiting(
+  runId: string,
+  why: string,
+  next: "show" | "resume" = "show",
+): StepflowError {
   return new StepflowError(
     "INPUT_NOT_WAITING",
-    `Run ${runId} cannot take this answer: ${why}. See its state with --show ${runId}.`,
-    { details: { runId } },
+    `Run ${runId} cannot take this answer: ${why}.${
+      next === "show" ? " Its history shows where it is." : ""
+    }`,
+    { details: { runId, next: { action: next, runId } } },
   );
 }

@@ -2,8 +2,8 @@
  * Replay files from run logs. The runner keeps every backend call in the `calls` of its
  * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
- * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
- * `run-agent --show RUN_ID --as-script` both go through it.
+ * prompt's fingerprint and text, and tool calls. `stepflow run AGENT --record FILE` and
+ * `stepflow show RUN_ID --as-script` both go through it.
  *
  * @module
  */
@@ -234,7 +234,7 @@ export function replayYaml(doc: ReplayDocument): string {
   const h = doc.header;
   const comment = [
     `# stepflow replay of run ${h.runId} of agent "${h.agent}" (${doc.count} backend calls).`,
-    `# Replay: deno task run-agent --agent ${h.agent} --script THIS_FILE [the run's parameters]`,
+    `# Replay: stepflow run ${h.agent} --script THIS_FILE [the run's parameters]`,
     "# Each entry answers one call; its prompt must still match `fingerprint` (docs/testing.md).",
   ];
   const body = stringifyYaml(

@@ -12,7 +12,7 @@ import { EXIT_CODES } from "./exit_codes.ts";
 import { BACKEND_SETUP_CODES } from "../../llm/backend_error.ts";
 import type { CliWriter } from "./io.ts";
 import { palette } from "../../palette.ts";
-import { asNextStep, type CommandRenderer } from "../../invocation.ts";
+import { asNextStep, type CommandRenderer, plainCommandLine } from "../../invocation.ts";
 
 /**
  * Backend failures that mean "fix your setup" rather than "the run failed" (missing or refused
@@ -80,7 +80,11 @@ export function reportError(error: unknown, stderr: CliWriter, options: ReportOp
     if (error.warnings.length > 0) {
       write(`Warnings:\n${error.warnings.map((w) => `  - ${w}`).join("\n")}`);
     }
-    write(`Fix the files above; \`--validate\` re-checks the agent without running it.`);
+    write(
+      `Fix the files above; \`${
+        (options.nextStep ?? plainCommandLine)({ action: "validate", agent: error.dir })
+      }\` re-checks the agent without running it.`,
+    );
     return EXIT_CODES.usage;
   }
   if (error instanceof StepflowError) {
