@@ -116,7 +116,7 @@ export const RUN_PLAN_FLAGS = defineFlags({
     type: "string",
     value: "MODE",
     description: [
-      '"dashboard": also let the dashboard (deno task ui --allow-actions) approve or deny',
+      '"dashboard": also let the dashboard (stepflow ui --allow-actions) approve or deny',
       "waiting steps: requests are written to <plan.json>.approvals/; the first answer",
       "(dashboard or terminal) wins. Without a terminal this starts the run, and steps",
       'wait for the dashboard instead of being denied (default: "terminal")',
@@ -124,7 +124,7 @@ export const RUN_PLAN_FLAGS = defineFlags({
     parse: (raw): "terminal" | "dashboard" => {
       if (raw === "terminal" || raw === "dashboard") return raw;
       throw new UsageError(
-        `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from deno task ui --allow-actions), got "${raw}".`,
+        `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from stepflow ui --allow-actions), got "${raw}".`,
       );
     },
     default: "terminal",

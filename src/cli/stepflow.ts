@@ -120,7 +120,7 @@ export async function stepflowMain(
       const loaded = await commandEntry(d.name)!.load();
       if (!loaded.main) {
         full.stderr.write(
-          `error: stepflow ${d.name} serves until it is stopped; run it as a process.\n`,
+          `error: stepflow ${d.name} runs as a process of its own (it serves until stopped).\n`,
         );
         return EXIT_CODES.usage;
       }

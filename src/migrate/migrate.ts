@@ -303,9 +303,9 @@ async function finishAgent(
         `steps.${unreachable[1]}`,
         `no transition leads to it; climpt's verdict handler may have picked it by name on later iterations — add a transition to it if the agent relied on that (stepflow: ${w})`,
       );
-    } else agent.notes.add("defect", "stepflow --validate warning", w);
+    } else agent.notes.add("defect", "validate: warning", w);
   }
-  for (const e of loadErrors) agent.notes.add("person", "stepflow --validate error", e);
+  for (const e of loadErrors) agent.notes.add("person", "validate: error", e);
 
   const report = renderMigrationReport({
     agent: agent.name,

@@ -456,7 +456,7 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
   if (cookie && same(cookie.slice(TOKEN_COOKIE.length + 1), token)) return undefined;
   return text(
     401,
-    "This dashboard needs its token: open the URL with ?token=… that `deno task ui` printed.",
+    "This dashboard needs its token: open the URL with ?token=… that `stepflow ui` printed.",
   );
 }
 
@@ -518,7 +518,7 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
   if (!loopback && !options.token) {
     throw new StepflowError(
       "UI_TOKEN_REQUIRED",
-      `The dashboard refuses to listen on ${hostname} without a token: anyone who can reach that interface could read every prompt and answer. Start it through \`deno task ui --host ${hostname}\` (which generates a token) or pass one.`,
+      `The dashboard refuses to listen on ${hostname} without a token: anyone who can reach that interface could read every prompt and answer. Start it through \`stepflow ui --host ${hostname}\` (which generates a token) or pass one.`,
       { details: { hostname } },
     );
   }

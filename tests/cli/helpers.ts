@@ -341,3 +341,65 @@ export function spawnAtTerminal(
     stderr: "piped",
   }).spawn();
 }
+
+/** What a command typed in a shell left behind. */
+export interface ShellResult extends Spawned {
+  /** stdout and stderr together, stdout first. */
+  out: string;
+}
+
+/** A temporary install of the one `stepflow` command, for tests from folders outside the checkout. */
+export interface InstalledStepflow {
+  /** The folder holding the `stepflow` script. */
+  bin: string;
+  /** The environment a shell gets: `PATH` with `bin` and this Deno first, `NO_COLOR`. */
+  env: Record<string, string>;
+  /** Runs `command` with `sh -c` in `cwd`, as typed in a shell there (no `INIT_CWD`). */
+  sh(command: string, cwd: string, options?: { stdin?: string }): Promise<ShellResult>;
+  /** Removes the install. */
+  remove(): Promise<void>;
+}
+
+/**
+ * `deno task install` into a temporary `DENO_INSTALL_ROOT`, so the machine is untouched: the
+ * `stepflow` a user gets, on a `PATH` of its own.
+ */
+export async function installStepflow(): Promise<InstalledStepflow> {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-install-" });
+  const install = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "install"],
+    cwd: REPO_ROOT,
+    env: { DENO_INSTALL_ROOT: root },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!install.success) {
+    throw new Error(`deno task install failed: ${new TextDecoder().decode(install.stderr)}`);
+  }
+  const bin = join(root, "bin");
+  // deno's install script calls `deno`: the one running this test.
+  const path = [bin, dirname(Deno.execPath()), Deno.env.get("PATH") ?? ""].join(":");
+  const env = { PATH: path, NO_COLOR: "1", HOME: Deno.env.get("HOME") ?? root };
+  const sh = async (command: string, cwd: string, options: { stdin?: string } = {}) => {
+    // As typed in a shell: no INIT_CWD from an enclosing `deno task` (the test runner's own).
+    const child = new Deno.Command("env", {
+      args: ["-u", "INIT_CWD", "sh", "-c", command],
+      cwd,
+      env,
+      stdin: options.stdin === undefined ? "null" : "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    if (options.stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(options.stdin));
+      await writer.close();
+    }
+    const result = await child.output();
+    const decoder = new TextDecoder();
+    const stdout = decoder.decode(result.stdout);
+    const stderr = decoder.decode(result.stderr);
+    return { code: result.code, stdout, stderr, out: stdout + stderr };
+  };
+  return { bin, env, sh, remove: () => Deno.remove(root, { recursive: true }) };
+}

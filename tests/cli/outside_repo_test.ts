@@ -112,7 +112,9 @@ Deno.test("outside the checkout: a usage error of ui shows its help as the comma
     assert.match(result.out, /Unknown option --prot/);
     assert.ok(
       result.out.includes(
-        `Usage: deno run -A --config ${config} ${join(REPO_ROOT, "src", "cli", "mod.ts")} ui [--store`,
+        `Usage: deno run -A --config ${config} ${
+          join(REPO_ROOT, "src", "cli", "mod.ts")
+        } ui [--store`,
       ),
       result.out,
     );
@@ -127,10 +129,15 @@ Deno.test("stepflowPrefix: deno task inside the checkout, --config outside, JSR 
   assert.equal(stepflowPrefix(join(REPO_ROOT, "some", "sub"), none), "deno task stepflow");
   assert.equal(
     stepflowPrefix("/elsewhere/project", none),
-    `deno run -A --config ${join(REPO_ROOT, "deno.json")} ${join(REPO_ROOT, "src", "cli", "mod.ts")}`,
+    `deno run -A --config ${join(REPO_ROOT, "deno.json")} ${
+      join(REPO_ROOT, "src", "cli", "mod.ts")
+    }`,
   );
   assert.equal(
-    stepflowPrefix("/x", { ...none, moduleUrl: "https://jsr.io/@stepflow/core/0.1.0/src/invocation.ts" }),
+    stepflowPrefix("/x", {
+      ...none,
+      moduleUrl: "https://jsr.io/@stepflow/core/0.1.0/src/invocation.ts",
+    }),
     JSR_RUN_AGENT,
   );
   assert.match(

@@ -11,7 +11,7 @@
  */
 import type { StepflowAction } from "../../invocation.ts";
 import type { FlagDecls } from "../kit/flags.ts";
-import { type CliIo, processIo } from "../kit/io.ts";
+import { type CliIo, fullIo, processIo, userDirOf } from "../kit/io.ts";
 import { listenForInterrupt } from "../kit/interrupt.ts";
 import type { Operand, Subcommand } from "./command.ts";
 
@@ -171,6 +171,13 @@ export const COMMANDS: readonly CommandEntry[] = Object.freeze(
         return {
           flags: m.MIGRATE_FLAGS,
           operands: [{ name: "FROM", complete: ["climpt"] }, { name: "PATH", complete: "dir" }],
+          main: async (argv, io) => {
+            const full = fullIo(io);
+            const result = await m.runMigrateCli(argv, userDirOf(full));
+            full.stdout.write(result.stdout);
+            full.stderr.write(result.stderr);
+            return result.code;
+          },
           cli: m.migrateCli,
         };
       },
