@@ -14,11 +14,18 @@
 import { resolve } from "node:path";
 import { listAgents, loadAgentDefinition } from "../definition/load.ts";
 import { errorMessage, UsageError } from "../errors.ts";
-import type { StepflowAction } from "../invocation.ts";
+import type { NextStep, StepflowAction } from "../invocation.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import { agentCliContext, nextCommand } from "./agent_context.ts";
-import { type CliFlags, rejectMistypedCliFlags, scanCommandLine, usageText } from "./args.ts";
+import {
+  CLI_FLAGS,
+  type CliFlags,
+  rejectMistypedCliFlags,
+  scanCommandLine,
+  usageText,
+} from "./args.ts";
+import { declaredTable } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
@@ -103,7 +110,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   if (translated.mode !== undefined) {
     ctx.io.stderr.write(
       `hint: run-agent's ${translated.mode} is now a subcommand (the old form goes away in a later release): ${
-        nextCommand(ctx)({ action: translated.name, args: translated.argv })
+        nextCommand(ctx)(hintOf(translated))
       }\n`,
     );
   }
@@ -159,12 +166,76 @@ function withoutModeFlags(argv: readonly string[], keepSubmit: boolean): string[
   return out;
 }
 
+/** The new form of `translated` as a next step: its `--store` apart (the password hidden). */
+function hintOf(translated: Translated): NextStep {
+  const args: string[] = [];
+  let store: string | undefined;
+  for (let i = 0; i < translated.argv.length; i++) {
+    const arg = translated.argv[i];
+    if (arg === "--store" && i + 1 < translated.argv.length) store = translated.argv[++i];
+    else if (arg.startsWith("--store=")) store = arg.slice("--store=".length);
+    else args.push(arg);
+  }
+  return { action: translated.name, args, ...(store !== undefined ? { store } : {}) };
+}
+
+/**
+ * `argv` without the flags of the old form that `name`'s subcommand does not take (the old form
+ * ignored them in that mode: `--show ID --script s.json`), with their values. Anything else (an
+ * agent's parameter, a mistyped flag) is left for the subcommand to judge.
+ */
+function onlyTakenFlags(name: StepflowAction, argv: readonly string[]): string[] {
+  const taken = TAKES[name];
+  if (!taken) return [...argv];
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const match = /^--([^=]+)(=.*)?$/s.exec(arg);
+    const decl = match ? OLD_FLAGS.get(match[1]) : undefined;
+    if (!decl || taken.has(match![1])) {
+      out.push(arg);
+      if (decl?.type === "string" && match![2] === undefined && i + 1 < argv.length) {
+        out.push(argv[++i]);
+      }
+      continue;
+    }
+    if (decl.type === "string" && match![2] === undefined) i++;
+  }
+  return out;
+}
+
+/** Every flag of the old form by name. */
+const OLD_FLAGS = new Map(CLI_FLAGS.map((f) => [f.name, f]));
+
+/** The flags each subcommand that takes no agent parameters declares (by name). */
+const TAKES: Readonly<Partial<Record<StepflowAction, ReadonlySet<string>>>> = Object.fromEntries(
+  ([
+    ["list", list.command],
+    ["init", init.command],
+    ["validate", validate.command],
+    ["graph", graph.command],
+    ["runs", runs.command],
+    ["show", show.command],
+    ["resume", resume.command],
+    ["redrive", redrive.command],
+    ["answer", answer.command],
+  ] as const).map((
+    [name, command],
+  ) => [name, new Set(declaredTable(command.flags).map((f) => f.name))]),
+);
+
 /** Checks an old command line as the old form did, then names its subcommand and command line. */
 async function translate(
   argv: readonly string[],
   scan: CliFlags,
   userDir: string,
 ): Promise<Translated> {
+  // A mistyped CLI flag (--lst) is named before anything else, in every mode.
+  rejectMistypedCliFlags(argv);
   const modes = (["list", "init", "validate", "graph"] as const).filter((m) =>
     m === "init" ? scan.init !== undefined : scan[m]
   );
@@ -211,6 +282,18 @@ async function translate(
     );
   }
   const handBack = scan.resume !== undefined && scan.submit;
+  const translated = await pick(argv, scan, handBack, durable, userDir);
+  return { ...translated, argv: onlyTakenFlags(translated.name, translated.argv) };
+}
+
+/** The subcommand of an old command line (checked by {@linkcode translate}). */
+async function pick(
+  argv: readonly string[],
+  scan: CliFlags,
+  handBack: boolean,
+  durable: readonly string[],
+  userDir: string,
+): Promise<Translated> {
   const rest = withoutModeFlags(argv, handBack);
   if (scan.list) return { name: "list", argv: rest, mode: "--list" };
   if (scan.init !== undefined) return { name: "init", argv: [scan.init, ...rest], mode: "--init" };

@@ -247,10 +247,10 @@ export function formatRunList(
   // Runs on a backend with a prompt cache show how much of their input it served.
   const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
   // A listing of several agents' runs names each run's agent.
-  const agents = new Set(summaries.map((s) => s.agent)).size > 1;
+  const agents = new Set(summaries.flatMap((s) => s.agent ? [s.agent] : [])).size > 1;
   const rows = summaries.map((s) => [
     s.runId,
-    ...(agents ? [s.agent] : []),
+    ...(agents ? [s.agent ?? ""] : []),
     time(s.startedAt),
     c.status(statusText(s), statusTone(s)),
     s.steps === undefined ? "" : String(s.steps),

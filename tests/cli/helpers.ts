@@ -8,7 +8,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CliIo } from "../../src/cli/kit/io.ts";
 import { runMigrateCli } from "../../src/cli/migrate.ts";
-import { main as runAgentMain } from "../../src/cli/run_agent.ts";
+import { stepflowMain } from "../../src/cli/stepflow.ts";
+import { stepflowPrefix } from "../../src/invocation.ts";
 
 /** The repository root (where deno.json and its tasks live). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -131,7 +132,7 @@ export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
 }
 
 /** A CLI's in-process entry: `main(argv, io)` resolving to the exit code. */
-export type CliMain = (argv: string[], io: Partial<CliIo>) => Promise<number>;
+export type CliMain = (argv: readonly string[], io: Partial<CliIo>) => Promise<number>;
 
 /**
  * Runs `cli` in-process the way {@linkcode runTask} runs it in a subprocess: `INIT_CWD` is the user
@@ -165,7 +166,8 @@ export async function runMain(
  */
 export async function runCli(args: string[], options: RunTaskOptions): Promise<Spawned> {
   const task = options.task ?? "run-agent";
-  if (task === "run-agent") return await runMain(runAgentMain, args, options);
+  // `stepflow`: a subcommand (`show RUN_ID`), or the old run-agent form (`--agent NAME …`).
+  if (task === "run-agent") return await runMain(stepflowMain, args, options);
   if (task === "migrate") return await runMigrateCli(args, options.userDir);
   throw new Error(`runCli: no in-process entry for the task "${task}"; use runTask`);
 }
@@ -402,4 +404,20 @@ export async function installStepflow(): Promise<InstalledStepflow> {
     return { code: result.code, stdout, stderr, out: stdout + stderr };
   };
   return { bin, env, sh, remove: () => Deno.remove(root, { recursive: true }) };
+}
+
+/**
+ * The arguments of a command stepflow printed for `userDir` (`<stepflow> resume RUN_ID …`): the
+ * words after the command's start, split as a shell splits them (single quotes kept together), for
+ * {@linkcode runCli}.
+ */
+export function printedArgs(command: string, userDir: string): string[] {
+  const starts = [stepflowPrefix(userDir), "deno task stepflow", "stepflow"];
+  const start = starts.find((s) => command.startsWith(`${s} `));
+  if (start === undefined) throw new Error(`not a stepflow command: ${command}`);
+  const words: string[] = [];
+  for (const m of command.slice(start.length + 1).matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)) {
+    words.push(m[1] !== undefined ? m[1].replaceAll("'\\''", "'") : m[2]);
+  }
+  return words;
 }

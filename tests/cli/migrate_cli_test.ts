@@ -146,7 +146,7 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
     assert.equal(clash.code, 2);
     assert.match(
       clash.stdout,
-      /parameters\.resume: its CLI flag --resume clashes with run-agent's own --resume/,
+      /parameters\.resume: its CLI flag --resume clashes with the CLI's own --resume/,
     );
     await writeFiles(join(dir, ".agent", "p"), {
       ...agent({ resume: { type: "boolean", flag: "resume-session" } }),

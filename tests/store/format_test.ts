@@ -171,7 +171,7 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
     [
       "Run r1 · agent pipeline · running",
       "started 2026-03-01 10:00:00Z · updated 2026-03-01 10:00:12Z · 12.3s · 2 iterations · tokens 300 in / 30 out · $0.0123",
-      "Not finished: continue it with --resume r1",
+      "Not finished: continue it with stepflow resume r1",
       "",
       "#  ITER  STEP    TRY  INTENT  TRANSITION  NEXT       DURATION  TOKENS  NOTE",
       "1     1  work.a    1  next    next        work.next      1.5s  100/10  check ok: fine really",
@@ -220,7 +220,7 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
   }, log);
   assert.match(failed, /· failed \(step_failed\)\n/);
   assert.match(failed, /\nError STEP_FAILED: Step failed: quota\n/);
-  assert.match(failed, /Restart it from its failed step with --redrive r1\n/);
+  assert.match(failed, /Restart it from its failed step with stepflow redrive r1\n/);
   assert.doesNotMatch(failed, /in flight/);
 
   const orphan = formatRunHistory(undefined, [line("run_start")]);

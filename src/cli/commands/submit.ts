@@ -5,6 +5,7 @@
  * @module
  */
 import { loadAgentDefinition } from "../../definition/load.ts";
+import { UsageError } from "../../errors.ts";
 import { assertRunGroup } from "../../store/run_group.ts";
 import { nextCommand, runAgentSubcommand } from "../agent_context.ts";
 import { readStdinText } from "../agent_run.ts";
@@ -70,6 +71,17 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     const { operands, rest } = splitOperands(argv, SUBMIT_FLAGS, 1);
     ctx.verbose = scanFlags(rest, SUBMIT_FLAGS).verbose;
     if (wantsHelp(rest)) return await agentHelp(command, operands[0], ctx);
+    // The workers choose the backend: say so, rather than "Unknown option", to someone used to run.
+    const backend = ["--backend", "--script", "--base-url"].filter((flag) =>
+      rest.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
+    );
+    if (backend.length > 0) {
+      throw new UsageError(
+        `submit queues a run for the workers, which choose the backend; drop ${
+          backend.join(", ")
+        } (a worker takes them: \`${nextCommand(ctx)({ action: "worker", args: ["--help"] })}\`).`,
+      );
+    }
     const agent = operands[0] ?? await missingAgent(command, rest, ctx);
     const definition = await loadAgentDefinition(agent, { cwd: ctx.userDir });
     const { flags, params } = parseWithParameters(rest, SUBMIT_FLAGS, {
