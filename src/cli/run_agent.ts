@@ -109,9 +109,9 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
   if (translated.mode !== undefined) {
     ctx.io.stderr.write(
-      `hint: run-agent's ${translated.mode} is now a subcommand (the old form goes away in a later release): ${
+      `hint: this is now \`${
         nextCommand(ctx)(hintOf(translated))
-      }\n`,
+      }\` (run-agent's ${translated.mode} goes away in a later release)\n`,
     );
   }
   return await MAINS[translated.name]!(translated.argv, io);
@@ -172,8 +172,11 @@ function hintOf(translated: Translated): NextStep {
   let store: string | undefined;
   for (let i = 0; i < translated.argv.length; i++) {
     const arg = translated.argv[i];
-    if (arg === "--store" && i + 1 < translated.argv.length) store = translated.argv[++i];
+    const next = translated.argv[i + 1];
+    if (arg === "--store" && next !== undefined) store = translated.argv[++i];
     else if (arg.startsWith("--store=")) store = arg.slice("--store=".length);
+    // An agent under .agent/ (a plain name) is found by the run id alone.
+    else if (arg === "--agent" && next !== undefined && !/[/\\]|^\./.test(next)) i++;
     else args.push(arg);
   }
   return { action: translated.name, args, ...(store !== undefined ? { store } : {}) };
