@@ -224,3 +224,5 @@ export {
   type ShownStatus,
   shownStatus,
 } from "./src/store/mod.ts";
+/** A next step as data (`{ action: "resume", runId }`) and how a formatter prints one. */
+export type { CommandRenderer, NextStep, StepflowAction } from "./src/invocation.ts";

@@ -19,7 +19,30 @@ import { redactUrl } from "./redact_url.ts";
 /** The command that runs the CLI from JSR (when this module was not loaded from a checkout). */
 export const JSR_RUN_AGENT = "deno run -A jsr:@stepflow/core/cli";
 
-/** Every subcommand of `stepflow` (`stepflow <subcommand> …`), in the order `--help` lists them. */
+/** A subcommand of `stepflow` (`stepflow <subcommand> …`): what a {@linkcode NextStep} asks to do. */
+export type StepflowAction =
+  | "run"
+  | "validate"
+  | "graph"
+  | "list"
+  | "init"
+  | "runs"
+  | "show"
+  | "resume"
+  | "redrive"
+  | "answer"
+  | "submit"
+  | "worker"
+  | "ui"
+  | "mcp"
+  | "eval"
+  | "migrate"
+  | "plan"
+  | "run-plan"
+  | "qplan"
+  | "completions";
+
+/** Every subcommand of `stepflow`, in the order `--help` lists them. */
 export const STEPFLOW_SUBCOMMANDS = [
   "run",
   "validate",
@@ -41,10 +64,12 @@ export const STEPFLOW_SUBCOMMANDS = [
   "run-plan",
   "qplan",
   "completions",
-] as const;
+] as const satisfies readonly StepflowAction[];
 
-/** A subcommand of `stepflow`: what a {@linkcode NextStep} asks to do. */
-export type StepflowAction = typeof STEPFLOW_SUBCOMMANDS[number];
+// Every action is listed: a name missing above does not compile.
+const _everyAction: [Exclude<StepflowAction, typeof STEPFLOW_SUBCOMMANDS[number]>] extends [never]
+  ? true
+  : never = true;
 
 /** The subcommands whose subject is a recorded run (`stepflow show RUN_ID`). */
 export const RUN_ACTIONS: ReadonlySet<StepflowAction> = new Set([

@@ -152,8 +152,7 @@ Commands:
 Backend options (new, run):
 ${declaredHelpLines(PLAN_BACKEND_FLAGS, { width: 25 }).join("\n")}
 
-new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan),
-           --yes (no confirmation question on a terminal)
+new:       --name NAME (default: the title in snake_case), --print (show it), --yes (no question)
 show:      --full (no folding), --expand IDS, --collapse IDS (comma-separated), --color, --no-color
 list:      --archive (list planspec/archive/ instead)
 archive:   --force (archive a plan that is not complete)
@@ -162,10 +161,8 @@ run:       --max-rounds N (3), --max-attempts N (3), --interactive (ask question
 
 Names resolve as planspec/<name>.md, then Tasks/<name>/plan.md, then as a file path; relative paths
 resolve against the folder the task was started from. A killed 'plan run' continues where it
-stopped when run again.
-
-Scripted step ids: planspec.generate, planspec.step.<id>, planspec.reflect.<id>, planspec.replan,
-planspec.children.<id>, planspec.regenerate.
+stopped when run again. Scripted step ids: planspec.generate, planspec.step.<id>,
+planspec.reflect.<id>, planspec.replan, planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
@@ -173,7 +170,6 @@ Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, bloc
 
 Examples:
   stepflow plan new "Add rate limiting to the public API"
-  stepflow plan show rate_limiting --full
   stepflow plan run rate_limiting --backend anthropic`;
 
 /**

@@ -132,7 +132,7 @@ export async function finish(child: Deno.ChildProcess): Promise<CommandResult> {
 }
 
 /** A CLI's in-process entry: `main(argv, io)` resolving to the exit code. */
-export type CliMain = (argv: readonly string[], io: Partial<CliIo>) => Promise<number>;
+export type CliMain = (argv: string[], io: Partial<CliIo>) => Promise<number>;
 
 /**
  * Runs `cli` in-process the way {@linkcode runTask} runs it in a subprocess: `INIT_CWD` is the user
