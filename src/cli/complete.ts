@@ -84,7 +84,9 @@ export async function complete(
     const names = [...byName].filter(([name, decl]) => decl.multiple || !rest.includes(`--${name}`))
       .map(([name]) => `--${name}`);
     if (shape.parameters && given[0] !== undefined) {
-      names.push(...await parameterFlags(given[0], place));
+      for (const [flag, repeats] of await parameterFlags(given[0], place)) {
+        if (repeats || !rest.includes(flag)) names.push(flag);
+      }
     }
     return matching(names, current);
   }
@@ -140,13 +142,20 @@ async function valuesOf(
   return matching(Array.isArray(how) ? how : [], current);
 }
 
-/** `--<flag>` of each parameter of the agent `agent` (none when it does not load). */
-async function parameterFlags(agent: string, place: CompletionPlace): Promise<string[]> {
+/**
+ * `--<flag>` of each parameter of the agent `agent`, and whether it repeats (an `array`); none when
+ * the agent does not load.
+ */
+async function parameterFlags(
+  agent: string,
+  place: CompletionPlace,
+): Promise<[string, boolean][]> {
   try {
     const definition = await loadAgentDefinition(agent, { cwd: place.cwd });
-    return Object.entries(definition.agent.parameters ?? {}).map(([key, p]) =>
-      `--${p.flag ?? key}`
-    );
+    return Object.entries(definition.agent.parameters ?? {}).map(([key, p]) => [
+      `--${p.flag ?? key}`,
+      p.type === "array",
+    ]);
   } catch {
     return [];
   }
