@@ -74,6 +74,7 @@ export const command: Subcommand<typeof RUN_FLAGS> = defineSubcommand({
 /** Runs `stepflow run` in-process; returns the exit code. */
 export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
   return await runAgentSubcommand("run", io, async (ctx) => {
+    rejectAgentFlag(command, argv, ctx);
     const { operands, rest } = splitOperands(argv, RUN_FLAGS, 1);
     const scan = scanFlags(rest, RUN_FLAGS);
     ctx.verbose = scan.verbose;
@@ -140,4 +141,23 @@ export async function missingAgent(
       nextCommand(ctx)({ action: "init", agent: "my-agent" })
     }\`.`;
   throw new UsageError(`Name the agent after "${subcommand.name}". ${known}`);
+}
+
+/**
+ * `stepflow run --agent NAME` (the old form's habit): the agent is the subcommand's first word;
+ * said with the command that works.
+ */
+export function rejectAgentFlag(
+  subcommand: Subcommand,
+  argv: readonly string[],
+  ctx: AgentCliContext,
+): void {
+  const at = argv.findIndex((arg) => arg === "--agent" || arg.startsWith("--agent="));
+  if (at === -1) return;
+  const name = argv[at].includes("=") ? argv[at].slice("--agent=".length) : argv[at + 1];
+  throw new UsageError(
+    `${subcommand.name} takes the agent as its first word, without --agent: \`${
+      nextCommand(ctx)({ action: subcommand.name, agent: name ?? "my-agent" })
+    }\`.`,
+  );
 }

@@ -24,7 +24,7 @@ import {
   WAIT_FLAG,
 } from "../run_agent_flags.ts";
 import { submitAndFollow } from "../submit.ts";
-import { agentHelp, missingAgent } from "./run.ts";
+import { agentHelp, missingAgent, rejectAgentFlag } from "./run.ts";
 import {
   defineSubcommand,
   scanFlags,
@@ -68,6 +68,7 @@ export const command: Subcommand<typeof SUBMIT_FLAGS> = defineSubcommand({
 /** Runs `stepflow submit` in-process; returns the exit code. */
 export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
   return await runAgentSubcommand("submit", io, async (ctx) => {
+    rejectAgentFlag(command, argv, ctx);
     const { operands, rest } = splitOperands(argv, SUBMIT_FLAGS, 1);
     ctx.verbose = scanFlags(rest, SUBMIT_FLAGS).verbose;
     if (wantsHelp(rest)) return await agentHelp(command, operands[0], ctx);
