@@ -13,7 +13,6 @@
  */
 import { closestMatch } from "../definition/suggest.ts";
 import { localizeCommands, STEPFLOW_SUBCOMMANDS, stepflowPrefix } from "../invocation.ts";
-import { complete } from "./complete.ts";
 import { commandEntry, COMMANDS } from "./commands/registry.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "./kit/io.ts";
@@ -107,6 +106,8 @@ export async function stepflowMain(
       return EXIT_CODES.success;
     }
     case "complete": {
+      // Loaded only for completion: it reads the agents and their stores.
+      const { complete } = await import("./complete.ts");
       const result = await complete(d.words, { cwd: userDirOf(full), env: full.env });
       full.stdout.write([result.kind, ...result.candidates].join("\n") + "\n");
       return EXIT_CODES.success;
