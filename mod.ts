@@ -99,6 +99,7 @@ export {
   type PermissionRequest,
   type RecordedAnswer,
   type RerunUnfinishedCallCheck,
+  type RunHandle,
   type RunnerState,
   type RunOptions,
   type RunPermissionAsk,

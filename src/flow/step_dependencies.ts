@@ -16,6 +16,7 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { IterationToolCalls } from "./permission_asks.ts";
+import type { StepCallJournal } from "./step_call_journal.ts";
 import type { StepDependencies } from "./step_handler.ts";
 import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
@@ -35,13 +36,14 @@ export interface RunResources {
   readonly schemas: OutputSchemaCache;
   /** Logs `step_start`. */
   logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void>;
-  /** One backend call for `step`. */
+  /** One backend call for `step` (`inStep`: the iteration's call journal, when recorded). */
   call(
     request: LlmRequest,
     state: RunnerState,
     step: FlowStep,
     calls: RecordedCall[],
     toolCalls: IterationToolCalls,
+    inStep: StepCallJournal | undefined,
   ): Promise<LlmResponse>;
   /** Makes a re-ask visible. */
   reask(state: RunnerState, step: FlowStep, info: ReaskInfo): Promise<void>;
@@ -72,12 +74,23 @@ export class IterationDependencies implements StepDependencies {
   readonly #run: RunResources;
   readonly #state: RunnerState;
   readonly #step: FlowStep;
+  readonly #inStep: StepCallJournal | undefined;
 
-  /** Binds the run's resources to one iteration of `step`. */
-  constructor(run: RunResources, state: RunnerState, step: FlowStep, readonly info: StepInfo) {
+  /**
+   * Binds the run's resources to one iteration of `step`; `inStep` is the iteration's call
+   * journal (a recorded step with tools).
+   */
+  constructor(
+    run: RunResources,
+    state: RunnerState,
+    step: FlowStep,
+    readonly info: StepInfo,
+    inStep: StepCallJournal | undefined,
+  ) {
     this.#run = run;
     this.#state = state;
     this.#step = step;
+    this.#inStep = inStep;
   }
 
   /** The agent. */
@@ -112,7 +125,14 @@ export class IterationDependencies implements StepDependencies {
   }
   /** See {@linkcode StepDependencies.call}. */
   call(request: LlmRequest): Promise<LlmResponse> {
-    return this.#run.call(request, this.#state, this.#step, this.calls, this.toolCalls);
+    return this.#run.call(
+      request,
+      this.#state,
+      this.#step,
+      this.calls,
+      this.toolCalls,
+      this.#inStep,
+    );
   }
   /** See {@linkcode StepDependencies.reask}. */
   reask(info: ReaskInfo): Promise<void> {
