@@ -27,7 +27,13 @@ import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import type { PermissionPolicy } from "../tools/permissions.ts";
-import { decide, type PermissionDeciders, refusalText } from "./tool_permission.ts";
+import {
+  decide,
+  type PermissionAsk,
+  type PermissionDeciders,
+  type PermissionReply,
+  refusalText,
+} from "./tool_permission.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
@@ -42,7 +48,22 @@ export const MAX_CALLS_PER_TURN = 32;
 const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
 // The permission ask and its answer live beside the decision (tool_permission.ts).
-export type { PermissionAsk, PermissionReply } from "./tool_permission.ts";
+export type {
+  PermissionAnswerOrWait,
+  PermissionAsk,
+  PermissionReply,
+  PermissionWaits,
+} from "./tool_permission.ts";
+
+/**
+ * How a tool-loop call ended without an answer: a call's permission ask waits (its answerer said
+ * `"wait"`). The loop stopped before that call ran; nothing after it ran either. The caller makes
+ * its run wait and, once answered, calls again with {@linkcode ToolLoopOptions.resume}.
+ */
+export interface ToolLoopWait {
+  /** The ask that waits. */
+  waiting: PermissionAsk;
+}
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -93,10 +114,14 @@ export interface ToolLoopOptions {
   /**
    * Answers an "ask" decision: `true` (or a reply with `allow: true`) runs the call; `undefined`
    * means nobody could answer. Without it, or when it returns `undefined`, the call is refused and
-   * the model is told which rule or mode would allow it. `signal` is the call's (cancel, timeout):
-   * an answerer that waits for a person stops waiting when it fires.
+   * the model is told which rule or mode would allow it. `signal` is the call's (cancel,
+   * timeout): an answerer that waits for a person stops waiting when it fires. (An answerer that
+   * may say `"wait"` instead goes through {@linkcode runToolLoop}.)
    */
-  onPermissionRequest?: PermissionDeciders["onPermissionRequest"];
+  onPermissionRequest?: (
+    ask: PermissionAsk,
+    signal?: AbortSignal,
+  ) => boolean | PermissionReply | undefined | Promise<boolean | PermissionReply | undefined>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
   /**
@@ -183,6 +208,26 @@ export async function completeWithTools(
   loop: ToolLoopOptions,
   options: LlmCallOptions = {},
 ): Promise<LlmResponse> {
+  // Its answerer never says "wait" (ToolLoopOptions' type), so the loop never ends with a wait.
+  return await runToolLoop(request, loop, options) as LlmResponse;
+}
+
+/** {@linkcode ToolLoopOptions} whose answerer may say `"wait"` (see {@linkcode runToolLoop}). */
+export type WaitingToolLoopOptions = Omit<ToolLoopOptions, "onPermissionRequest"> & {
+  /** {@linkcode ToolLoopOptions.onPermissionRequest}, or `"wait"`: the call waits. */
+  onPermissionRequest?: PermissionDeciders["onPermissionRequest"];
+};
+
+/**
+ * {@linkcode completeWithTools} for a caller whose permission asks may wait: an answerer that says
+ * `"wait"` ends the loop at that call, before it runs, with a {@linkcode ToolLoopWait} — returned,
+ * never thrown, so the caller's run waits as it does for any other wait.
+ */
+export async function runToolLoop(
+  request: LlmRequest,
+  loop: WaitingToolLoopOptions,
+  options: LlmCallOptions = {},
+): Promise<LlmResponse | ToolLoopWait> {
   const maxTurns = loop.maxToolTurns ?? DEFAULT_MAX_TOOL_TURNS;
   const maxBad = loop.maxBadCalls ?? DEFAULT_MAX_BAD_TOOL_CALLS;
   const offered = new Set(loop.offered);
@@ -262,6 +307,8 @@ export async function completeWithTools(
             `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
           ),
         );
+      // A call whose ask waits ends the loop here: it has not run, and neither has any after it.
+      if ("waiting" in record) return record;
       await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
       loop.onToolCall?.(record);
       results.push({
@@ -297,11 +344,11 @@ export async function completeWithTools(
 async function runCall(
   call: ToolCallRequest,
   request: LlmRequest,
-  loop: ToolLoopOptions,
+  loop: WaitingToolLoopOptions,
   offered: ReadonlySet<string>,
   signal: AbortSignal | undefined,
   startedBy: string | undefined,
-): Promise<ToolCallRecord> {
+): Promise<ToolCallRecord | ToolLoopWait> {
   const parsed = parseArguments(call.arguments);
   await loop.onToolCallEvent?.({
     phase: "requested",
@@ -348,6 +395,7 @@ async function runCall(
   const decision = startedBy !== undefined
     ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
     : await decide(call, args, request, loop, signal);
+  if (decision.behavior === "wait") return { waiting: decision.ask };
   const decided = {
     decidedBy: decision.by,
     decidedAt: decision.at,
@@ -415,7 +463,7 @@ async function runCall(
 
 /** The `decided` report of a call found invalid before any permission was asked. */
 async function reportInvalid(
-  loop: ToolLoopOptions,
+  loop: WaitingToolLoopOptions,
   record: ToolCallRecord,
 ): Promise<ToolCallRecord> {
   await loop.onToolCallEvent?.(callEvent("decided", record));

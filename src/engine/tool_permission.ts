@@ -57,26 +57,38 @@ export interface PermissionReply {
   message?: string;
 }
 
+/**
+ * What whoever is asked may answer: allow or refuse (`true`, `false`, a {@linkcode PermissionReply}),
+ * `undefined` when nobody could answer (the call is refused), or `"wait"`: nobody can answer now,
+ * and the call waits — the loop stops at it and returns the ask ({@linkcode PermissionWaits}).
+ */
+export type PermissionAnswerOrWait = boolean | PermissionReply | "wait" | undefined;
+
 /** What deciding a call needs from the loop. */
 export interface PermissionDeciders {
   /** The registry (a read-only tool is decided as such). */
   tools: ToolRegistry;
   /** The step's permissions. */
   policy: PermissionPolicy;
-  /** Answers an ask; `undefined` (or none): nobody could. */
+  /** Answers an ask (see {@linkcode PermissionAnswerOrWait}); none: nobody could. */
   onPermissionRequest?: (
     ask: PermissionAsk,
     signal?: AbortSignal,
-  ) =>
-    | boolean
-    | PermissionReply
-    | undefined
-    | Promise<boolean | PermissionReply | undefined>;
+  ) => PermissionAnswerOrWait | Promise<PermissionAnswerOrWait>;
+}
+
+/** A call whose ask waits for an answer nobody can give now: nothing is decided, nothing runs. */
+export interface PermissionWaits {
+  /** Tells it from a decision. */
+  behavior: "wait";
+  /** The ask that waits. */
+  ask: PermissionAsk;
 }
 
 /**
  * The decision, with an "ask" answered by whoever can, or refused when nobody can; `by` says who
- * decided and `at` when.
+ * decided and `at` when. An ask whose answerer says `"wait"` is no decision: it is returned as
+ * {@linkcode PermissionWaits}.
  */
 export async function decide(
   call: ToolCallRequest,
@@ -84,7 +96,7 @@ export async function decide(
   request: LlmRequest,
   loop: PermissionDeciders,
   signal: AbortSignal | undefined,
-): Promise<PermissionDecision & { by: string; at: string }> {
+): Promise<(PermissionDecision & { by: string; at: string }) | PermissionWaits> {
   const tool = call.name;
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
   const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
@@ -99,6 +111,7 @@ export async function decide(
   };
   if (decision.suggestion) ask.suggestion = decision.suggestion;
   const answer = await loop.onPermissionRequest?.(ask, signal);
+  if (answer === "wait") return { behavior: "wait", ask };
   const at = new Date().toISOString();
   if (answer === undefined) {
     return {

@@ -11,10 +11,11 @@ import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm
 import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
-import type { ToolLoopOptions } from "../engine/tool_loop.ts";
+import type { WaitingToolLoopOptions } from "../engine/tool_loop.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { RunUsage } from "./types.ts";
 import type { RunMcpServers } from "./run_mcp_servers.ts";
+import { waitFor, type WaitOutcome } from "./run_wait.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
@@ -81,18 +82,18 @@ export interface CallContext {
    * Told as each tool call of the tool loop is requested, decided and finished (awaited: a call
    * runs only once its `decided` report returned, so it can be recorded first).
    */
-  onToolCallEvent?: ToolLoopOptions["onToolCallEvent"];
+  onToolCallEvent?: WaitingToolLoopOptions["onToolCallEvent"];
   /** Told of the tool calls of a backend that runs its own tools (`claude-code`). */
-  onBackendToolCall?: ToolLoopOptions["onToolCallEvent"];
+  onBackendToolCall?: WaitingToolLoopOptions["onToolCallEvent"];
   /** Told after each model turn of a step with tools (kept for recordings, logged). */
-  onTurn?: ToolLoopOptions["onTurn"];
+  onTurn?: WaitingToolLoopOptions["onTurn"];
   /**
    * Answers a tool call's permission ask: a recorded answer, the run's grants, the runner's
-   * `onPermissionRequest` — or the run waits.
+   * `onPermissionRequest` — or `"wait"`: the run waits (the call returns a wait).
    */
-  onPermissionRequest?: ToolLoopOptions["onPermissionRequest"];
+  onPermissionRequest?: WaitingToolLoopOptions["onPermissionRequest"];
   /** Where a step killed in the middle left this call (its recorded turns and results). */
-  resume?: ToolLoopOptions["resume"];
+  resume?: WaitingToolLoopOptions["resume"];
   /** The run's MCP servers, started once and closed at the run's end. */
   mcpServers?: RunMcpServers;
 }
@@ -103,7 +104,9 @@ const NO_TOOL_HOOKS: Readonly<Record<string, never>> = Object.freeze({});
 /**
  * Sends `request` for `step` once the run is not paused: the run's session is continued, the call is
  * cancelled with the run and timed out after `timeoutMs` (`STEP_TIMEOUT`), and the response's usage,
- * cost and session go into the state.
+ * cost and session go into the state. A tool call whose permission waits makes the call return the
+ * run's wait instead of a response (nothing of it is counted: the step runs again from its
+ * recorded turns once answered).
  */
 export async function callBackend(
   backend: LlmBackend,
@@ -111,7 +114,7 @@ export async function callBackend(
   state: RunnerState,
   step: FlowStep,
   context: CallContext,
-): Promise<LlmResponse> {
+): Promise<LlmResponse | WaitOutcome> {
   await context.waitIfPaused();
   const runSignal = context.signal;
   runSignal.throwIfAborted();
@@ -120,7 +123,7 @@ export async function callBackend(
   const signal = timeoutMs
     ? AbortSignal.any([runSignal, AbortSignal.timeout(timeoutMs)])
     : runSignal;
-  let response: LlmResponse;
+  let response: Awaited<ReturnType<typeof completeStepCall>>;
   try {
     response = await completeStepCall(
       backend,
@@ -150,6 +153,7 @@ export async function callBackend(
     throw error;
   }
   runSignal.throwIfAborted();
+  if ("waiting" in response) return waitFor({ kind: "permission", ask: response.waiting });
   addUsage(state.usage, response);
   if (response.sessionId) state.sessionId = response.sessionId;
   return response;

@@ -44,14 +44,13 @@ import {
   type MovingOutcome,
   type StepError,
 } from "./decisions.ts";
-import type { PendingInput } from "./input_request.ts";
 import { OutputSchemaCache } from "./output_validator.ts";
-import { permissionPending, PermissionWait } from "./permission_wait.ts";
 import { flowStep } from "./router.ts";
 import { openRun } from "./run_open.ts";
 import { RunCalls } from "./run_calls.ts";
 import { createRunnerControl, type StopCause, watchStops } from "./run_control.ts";
 import { RunMcpServers } from "./run_mcp_servers.ts";
+import { pendingRequest, type WaitOutcome } from "./run_wait.ts";
 import {
   advance,
   endRun,
@@ -353,12 +352,9 @@ export class FlowRun {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
-      if (result.error instanceof PermissionWait && inStep) {
-        await this.#waitForPermission(state, inStep, info, result.error);
-        break;
-      }
+      // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
       if (result.outcome?.kind === "wait") {
-        await this.#wait(state, step, info, result.outcome.prompt, result.outcome.child);
+        await this.#wait(state, step, info, result.outcome, inStep);
         break;
       }
       if (result.handoff) storeHandoff(state, step.id, result.handoff);
@@ -569,94 +565,51 @@ export class FlowRun {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Waits: an input step, a tool call's permission, a child run's wait
+  // Waits: an input step's question, a tool call's permission, a child run's wait
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * Records that the run waits at an input step: the request in the run state (checkpointed
-   * `waiting` by drive()), an `input_request` log line, an `onStepLog` for progress views. A wait
-   * is not an iteration: the counters go back, and the iteration that routes on the answer is the
-   * step's.
+   * Records that the run waits: the request in the run state (checkpointed `waiting` by
+   * drive()), an `input_request` log line, an `onStepLog` for progress views. A wait is not an
+   * iteration: the counters go back (a tool call's permission puts the state back as the step
+   * found it, with the step's marker, so the answer resumes the run inside the step), and the
+   * iteration that goes on from the answer is the step's.
    */
   async #wait(
     state: RunnerState,
     step: FlowStep,
     info: StepInfo,
-    prompt: string,
-    child?: PendingInput,
+    outcome: WaitOutcome,
+    inStep: StepCallJournal | undefined,
   ): Promise<void> {
-    state.iteration--;
-    state.order--;
-    const now = Date.now();
-    const pending: PendingInput = child
-      ? {
-        // The child's request, waited on by the parent's agent step (answered through the parent).
-        ...child,
-        stepId: step.id,
-        child: {
-          runId: state.child!.runId,
-          stepId: child.child?.stepId ?? child.stepId,
-          agentDir: child.child?.agentDir ?? step.child!.dir,
-        },
-      }
-      : {
-        requestId: crypto.randomUUID(),
-        stepId: step.id,
-        prompt,
-        schemaRef: step.outputSchemaRef!,
-        requestedAt: new Date(now).toISOString(),
-      };
-    if (!child && step.waitTimeout) {
-      pending.expiresAt = new Date(now + step.waitTimeout.ms).toISOString();
-      pending.timeoutIntent = step.waitTimeout.intent;
+    const [wait, ...more] = outcome.waits;
+    if (more.length > 0) {
+      // No step kind waits on several things yet: the run state holds one request.
+      throw new Error(
+        `step "${step.id}" waits on ${outcome.waits.length} things; a run records one`,
+      );
     }
-    state.waiting = pending;
-    await this.#journal.log(state, {
-      type: "input_request",
-      stepId: step.id,
-      requestId: pending.requestId,
-      prompt: excerpt(prompt, PROMPT_EXCERPT_CHARS),
-      schema: pending.schemaRef,
-      ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
-      ...(pending.child ? { child: pending.child } : {}),
-    });
-    await this.#events.emit(
-      "onStepLog",
-      info,
-      `waiting for an answer (run ${state.runId})`,
-      "info",
-    );
-  }
-
-  /**
-   * Records that the run waits for permission for a tool call (`permissionAsks: "wait"`): the
-   * request in the run state, an `input_request` log line, and the state put back as the step
-   * found it with the step's marker, so the `waiting` checkpoint drive() saves is one the answer
-   * resumes inside the step from (the call then runs or is refused).
-   */
-  async #waitForPermission(
-    state: RunnerState,
-    inStep: StepCallJournal,
-    info: StepInfo,
-    wait: PermissionWait,
-  ): Promise<void> {
-    const pending = permissionPending(wait.ask, new Date());
+    // A permission wait (only in a recorded step with tools) puts back the state the step found.
+    const suspended = wait.kind === "permission" ? inStep : undefined;
+    if (!suspended) {
+      state.iteration--;
+      state.order--;
+    }
+    const pending = pendingRequest(wait, step, new Date());
     await this.#journal.log(state, {
       type: "input_request",
       stepId: pending.stepId,
       requestId: pending.requestId,
       prompt: excerpt(pending.prompt, PROMPT_EXCERPT_CHARS),
       schema: pending.schemaRef,
-      permission: pending.permission,
+      ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
+      ...(pending.child ? { child: pending.child } : {}),
+      ...(pending.permission ? { permission: pending.permission } : {}),
     });
-    inStep.suspend(state);
+    suspended?.suspend(state);
     state.waiting = pending;
-    await this.#events.emit(
-      "onStepLog",
-      info,
-      `waiting for permission to run ${pending.permission!.tool} (run ${state.runId})`,
-      "info",
-    );
+    const what = pending.permission ? `permission to run ${pending.permission.tool}` : "an answer";
+    await this.#events.emit("onStepLog", info, `waiting for ${what} (run ${state.runId})`, "info");
   }
 
   // ---------------------------------------------------------------------------------------------

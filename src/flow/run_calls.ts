@@ -19,11 +19,12 @@ import { backendRetryError, callBackend, type CallContext } from "./backend_call
 import type { RunJournal } from "./checkpoint.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
-import { answeredPermission, PermissionWait } from "./permission_wait.ts";
+import { answeredPermission } from "./permission_wait.ts";
 import type { RunnerControl } from "./run_control.ts";
 import type { RunMcpServers } from "./run_mcp_servers.ts";
 import { type RunnerState, stepInfo } from "./run_state.ts";
 import type { StepCallJournal } from "./step_call_journal.ts";
+import { isWait, type WaitOutcome } from "./run_wait.ts";
 import { toolCallLogFields } from "./tool_call_log.ts";
 import type { StepFlowRunnerOptions } from "./types.ts";
 
@@ -59,7 +60,8 @@ export class RunCalls {
   /**
    * One backend call of the current iteration (see `callBackend`), kept in `calls` for the
    * iteration's `step_end` entry when the run is recorded. `inStep` is the iteration's call
-   * journal (a recorded step with tools).
+   * journal (a recorded step with tools). A tool call whose permission waits makes it return the
+   * run's wait (see `run_wait.ts`), not a response.
    */
   async call(
     request: LlmRequest,
@@ -68,7 +70,7 @@ export class RunCalls {
     calls: RecordedCall[],
     toolCalls: IterationToolCalls,
     inStep: StepCallJournal | undefined,
-  ): Promise<LlmResponse> {
+  ): Promise<LlmResponse | WaitOutcome> {
     const run = this.#run;
     // Nothing to keep without a store (the hot path of in-memory runs stays as lean as the call).
     if (!run.journal.recording) {
@@ -83,7 +85,7 @@ export class RunCalls {
       const name = typeof model.model === "string" ? model.model : undefined;
       calls.push(recordedCall(request, outcome, name, turns));
     };
-    let response: LlmResponse;
+    let response: LlmResponse | WaitOutcome;
     try {
       response = await this.#send(request, state, step, turns, callIndex, toolCalls, inStep);
     } catch (error) {
@@ -96,7 +98,8 @@ export class RunCalls {
       }
       throw error;
     }
-    keep({ response });
+    // A call that waits is no call of the iteration's record: the step runs again once answered.
+    if (!isWait(response)) keep({ response });
     return response;
   }
 
@@ -109,7 +112,7 @@ export class RunCalls {
     callIndex: number,
     toolCalls: IterationToolCalls,
     inStep: StepCallJournal | undefined,
-  ): Promise<LlmResponse> {
+  ): Promise<LlmResponse | WaitOutcome> {
     const run = this.#run;
     // The tool loop's hooks exist only for a step that offers tools.
     const tools = request.allowedTools?.length
@@ -196,8 +199,8 @@ export class RunCalls {
         if (answered !== undefined) return answered;
         const reply = await ask(request, signal);
         if (reply !== undefined) return reply;
-        if (waits) throw new PermissionWait(request);
-        return undefined;
+        // Nobody answered: with asks that wait, the call waits (the tool loop returns it).
+        return waits ? "wait" : undefined;
       },
       ...(recorder?.resume ? { resume: recorder.resume } : {}),
       onToolCallEvent: async ({ stepId: _stepId, idempotent, ...call }) => {

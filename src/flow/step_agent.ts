@@ -16,6 +16,7 @@ import { StepflowError } from "../errors.ts";
 import { handoffKey, readPath } from "./gate.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { RunnerState } from "./run_state.ts";
+import { waitFor } from "./run_wait.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import type { StepFlowResult } from "./types.ts";
 
@@ -90,7 +91,9 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
     },
   };
   if (child.completionReason === "waiting" && child.waiting) {
-    return { outcome: { kind: "wait", prompt: child.waiting.prompt, child: child.waiting } };
+    return {
+      outcome: waitFor({ kind: "child", runId: child.runId, request: child.waiting }),
+    };
   }
   if (!child.success) return { record, error: childFailed(step, child) };
   const handoff = childHandoff(step, child.output);

@@ -17,6 +17,7 @@ import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { IterationToolCalls } from "./permission_asks.ts";
 import type { StepCallJournal } from "./step_call_journal.ts";
+import type { WaitOutcome } from "./run_wait.ts";
 import type { StepDependencies } from "./step_handler.ts";
 import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
@@ -44,7 +45,7 @@ export interface RunResources {
     calls: RecordedCall[],
     toolCalls: IterationToolCalls,
     inStep: StepCallJournal | undefined,
-  ): Promise<LlmResponse>;
+  ): Promise<LlmResponse | WaitOutcome>;
   /** Makes a re-ask visible. */
   reask(state: RunnerState, step: FlowStep, info: ReaskInfo): Promise<void>;
   /** What running an allowed command needs. */
@@ -124,7 +125,7 @@ export class IterationDependencies implements StepDependencies {
     return this.#run.logStepStart(this.#state, this.#step, prompt);
   }
   /** See {@linkcode StepDependencies.call}. */
-  call(request: LlmRequest): Promise<LlmResponse> {
+  call(request: LlmRequest): Promise<LlmResponse | WaitOutcome> {
     return this.#run.call(
       request,
       this.#state,

@@ -20,6 +20,7 @@ import {
 import type { HistoryEntry } from "../../src/flow/types.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
+import { isWait } from "../../src/flow/run_wait.ts";
 import { seed004Files, writeAgent } from "./fixtures.ts";
 
 const root = await Deno.makeTempDir({ prefix: "stepflow-run-parts-" });
@@ -178,7 +179,9 @@ Deno.test("callBackend waits while the run is paused before it sends", async () 
   await new Promise((r) => setTimeout(r, 10));
   assert.equal(backend.calls.length, 0);
   release();
-  assert.equal((await sent).text, "ok");
+  const response = await sent;
+  assert.ok(!isWait(response));
+  assert.equal(response.text, "ok");
 });
 
 Deno.test("run control: a pause holds waiters until resumed; a stop ends it and fires the signal", async () => {
