@@ -21,6 +21,7 @@ import { AgentDefinitionError } from "../definition/errors.ts";
 import { flowToMermaid } from "../definition/graph.ts";
 import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
+import { ownValue } from "../own_record.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
@@ -51,12 +52,18 @@ import {
   formatMcpConnectReport,
   type McpConnectReport,
 } from "./mcp_connect.ts";
-import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
+import {
+  type ChildRunEntry,
+  childRunsOf,
+  formatRunHistory,
+  formatRunList,
+  historyFromLog,
+} from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { submissionOf } from "../worker/submissions.ts";
 import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
-import type { RunCheckpoint, RunStore, RunSummary } from "../store/types.ts";
+import type { RunCheckpoint, RunLogEntry, RunStore, RunSummary } from "../store/types.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { isOpenStatus } from "../run_statuses.ts";
@@ -347,6 +354,7 @@ async function showRuns(
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
   // Open with an error: the workers hold it (else the error is why the queue gave it up).
   const held = summary?.error !== undefined && isOpenStatus(summary.status);
+  const children = await childStatuses(store, definition, log);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -361,6 +369,7 @@ async function showRuns(
           ...(summary?.error ? { error: summary.error } : {}),
           checkpoint,
           history,
+          ...(children.length > 0 ? { children } : {}),
         })
       }\n`,
     );
@@ -373,11 +382,38 @@ async function showRuns(
           command,
           ...(summary?.live !== undefined ? { live: summary.live } : {}),
           ...(held ? { held: summary!.error } : {}),
+          childStatus: new Map(children.map((child) => [child.runId, child.shownStatus ?? ""])),
         })
       }\n${summary?.error && !held ? `! ${summary.error}\n` : ""}`,
     );
   }
   return EXIT_CODES.success;
+}
+
+/**
+ * The child runs of a run's agent steps (its log's `agent_start` lines), each with its status: read
+ * from its own agent's store (where children are recorded), else this store (a child recorded
+ * before that, beside its parent); no status when neither holds it (pruned, or never started).
+ */
+async function childStatuses(
+  store: FileRunStore | PostgresRunStore,
+  definition: AgentDefinition,
+  log: readonly RunLogEntry[],
+): Promise<(ChildRunEntry & { shownStatus?: string })[]> {
+  const out: (ChildRunEntry & { shownStatus?: string })[] = [];
+  for (const child of childRunsOf(log)) {
+    const agent = ownValue(definition.steps, child.stepId)?.child;
+    let checkpoint: RunCheckpoint | undefined;
+    const own: RunStore = agent ? (store as RunStore).forAgent?.(agent) ?? store : store;
+    for (const where of new Set<RunStore>([own, store])) {
+      checkpoint = await where.loadCheckpoint(child.runId).catch(() => undefined);
+      if (checkpoint) break;
+    }
+    out.push(
+      checkpoint ? { ...child, shownStatus: shownStatus({ status: checkpoint.status }) } : child,
+    );
+  }
+  return out;
 }
 
 /** The run's listing line (status, liveness), or undefined when the store does not list it. */

@@ -7,6 +7,12 @@
  * answer given to the parent is recorded in the child. The child's usage is added to the parent's
  * as it grows (each drive adds only what is new).
  *
+ * The child is recorded as a run of its own agent: in the store its parent's store gives for that
+ * agent (`RunStore.forAgent`; the file store of an agent gives the child agent's own folder), so
+ * `--agent CHILD --runs` lists it and `--agent CHILD --show ID` shows it. The link says where
+ * (`store: "agent"`); a link without it — a child started before this, or one whose agent shares
+ * the parent's store — is continued in the parent's store, where it is.
+ *
  * @module
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
@@ -20,9 +26,9 @@ import type { ParentRunLink, RunOptions, RunUsage, StepFlowResult } from "./type
 /** How deep agent steps nest by default (`StepFlowRunnerOptions.maxAgentDepth`). */
 export const DEFAULT_MAX_AGENT_DEPTH = 8;
 
-/** What drives a child run: a runner of the child's agent (the parent's options, no events). */
+/** What drives a child run: a run of the child's agent (the parent's options, no events). */
 export interface ChildRunner {
-  /** `StepFlowRunner.run`. */
+  /** Drives the child run as `options` say (`StepFlowRunner.run`). */
   run(options: RunOptions): Promise<StepFlowResult>;
 }
 
@@ -34,7 +40,7 @@ export interface ChildRunContext {
   step: FlowStep;
   /** The child's parameters. */
   args: Record<string, unknown>;
-  /** The parent's store (the child is recorded in it too). */
+  /** The parent's store (the child is recorded in the store it gives for the child's agent). */
   store?: RunStore;
   /** The parent's signal: a stopped parent stops its child. */
   signal: AbortSignal;
@@ -42,8 +48,8 @@ export interface ChildRunContext {
   maxDepth: number;
   /** The parent's agent name. */
   parentAgent: string;
-  /** A runner of the child's agent. */
-  runner(definition: AgentDefinition): ChildRunner;
+  /** A runner of the child's agent, recording it in `store` (the child's, see `childStore`). */
+  runner(definition: AgentDefinition, store: RunStore | undefined): ChildRunner;
   /** Logs the child's start and checkpoints the parent's state (with the link) before it starts. */
   record(link: ChildRunLink): Promise<void>;
 }
@@ -69,7 +75,15 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
   }
   let link = state.child?.stepId === step.id ? state.child : undefined;
   if (!link) {
-    link = { stepId: step.id, runId: newRunId(), agent: child.name, usage: zeroUsage() };
+    // Recorded as a run of its own agent, in the store the parent's store gives for it.
+    const own = ctx.store?.forAgent?.(child) ?? ctx.store;
+    link = {
+      stepId: step.id,
+      runId: newRunId(),
+      agent: child.name,
+      usage: zeroUsage(),
+      ...(own !== ctx.store ? { store: "agent" as const } : {}),
+    };
     state.child = link;
     await ctx.record(link);
   }
@@ -81,7 +95,8 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     stepId: step.id,
     depth,
   };
-  const result = await childDrive(ctx, child, link.runId, parent, answer);
+  const store = childStore(ctx.store, link, child, state.runId);
+  const result = await childDrive(ctx, child, store, link.runId, parent, answer);
   addUsage(state.usage, result.usage, link.usage);
   link.usage = { ...result.usage };
   // An unfinished child stays linked (a resume or an answer continues it), and so does a child
@@ -91,15 +106,42 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
   return result;
 }
 
+/**
+ * The store a linked child run is recorded in: its own agent's (`RunStore.forAgent`) when the link
+ * says so, else the parent's. A link that says "its agent's" with a parent store that cannot say
+ * where that is (a file store made for one folder, not for an agent) is refused rather than
+ * continued in the wrong place: a child not found there would be started a second time.
+ *
+ * @throws {StepflowError} `AGENT_STEP_CHILD_STORE`
+ */
+export function childStore(
+  store: RunStore | undefined,
+  link: ChildRunLink,
+  child: AgentDefinition,
+  parentRunId: string,
+): RunStore | undefined {
+  if (link.store !== "agent") return store;
+  const own = store?.forAgent?.(child);
+  if (own === undefined || own === store) {
+    throw new StepflowError(
+      "AGENT_STEP_CHILD_STORE",
+      `Run ${parentRunId}: its agent step "${link.stepId}" started child run ${link.runId} as a run of agent "${child.name}", recorded in that agent's own store, but this runner's store cannot say where that is (a store made for one folder). Continue the run with the store of its agent (runStoreFor(definition) or selectRunStore(definition), as run-agent does).`,
+      { details: { runId: parentRunId, stepId: link.stepId, childRunId: link.runId } },
+    );
+  }
+  return own;
+}
+
 async function childDrive(
   ctx: ChildRunContext,
   child: AgentDefinition,
+  store: RunStore | undefined,
   runId: string,
   parent: ParentRunLink,
   answer: RecordedAnswer | undefined,
 ): Promise<StepFlowResult> {
-  const checkpoint = await childCheckpoint(ctx.store, runId);
-  const runner = ctx.runner(child);
+  const checkpoint = await childCheckpoint(store, runId);
+  const runner = ctx.runner(child, store);
   const signal = ctx.signal;
   const backendChoice = ctx.state.backendChoice;
   const permissionMode = ctx.state.permissionMode;

@@ -617,10 +617,11 @@ export class FlowRun {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * Runs or continues an agent step's child run (`driveChild`) as a run object of its own: on
-   * this run's store and backend (the caller's, else the one this run created), stopped with this
-   * run (its signal), paused and resumed with it, its start recorded in this run's log and
-   * checkpoint before it starts.
+   * Runs or continues an agent step's child run (`driveChild`) as a run object of its own:
+   * recorded as a run of its agent (in the store this run's store gives for it), on this run's
+   * backend (the caller's, else the one this run created), stopped with this run (its signal),
+   * paused and resumed with it, its start recorded in this run's log and checkpoint before it
+   * starts.
    */
   #runChild(
     backend: LlmBackend,
@@ -638,12 +639,14 @@ export class FlowRun {
       signal: this.#control.signal,
       maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
-      runner: (definition) => ({
+      runner: (definition, store) => ({
         run: async (runOptions) => {
           const child = new FlowRun({
             definition,
             options: {
               ...options,
+              // Recorded as a run of its own agent (child_run.ts says where).
+              store,
               backend: options.backend ?? backend,
               events: [],
               onWarning: (m) => this.#warn(`agent step "${step.id}" (${definition.name}): ${m}`),

@@ -25,6 +25,7 @@ import {
   waitExpired,
 } from "./input_request.ts";
 import { OutputSchemaCache, permissionAnswerSchema } from "./output_validator.ts";
+import { childStore as childStoreOf } from "./child_run.ts";
 import { flowStep } from "./router.ts";
 import { newRunnerState, type RunnerState } from "./run_state.ts";
 import { type UnfinishedCall, unfinishedCallError } from "./tool_call_resume.ts";
@@ -82,6 +83,10 @@ export async function openRun(
         // A child run killed before its first checkpoint left log lines; its new start follows them.
         logEntries: runOptions.parent && store ? (await store.readLog(runId)).length : 0,
       };
+    // A linked child recorded where this store cannot reach is refused before anything is written.
+    const link = restored.state.child;
+    const childAgent = link ? flowStep(definition, link.stepId)?.child : undefined;
+    if (link && childAgent) childStoreOf(store, link, childAgent, runId);
     const answer = await takeAnswer(definition, restored.state, runOptions.answer, store);
     const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
     if (unfinished.length > 0 && !await rerunAllowed(runOptions.rerunUnfinishedCall, unfinished)) {
@@ -103,8 +108,8 @@ export async function openRun(
  * waiting run continues only when its `waitTimeout` passed (the step then takes the timeout's
  * intent) or when it waits on a child run (the child is driven again).
  *
- * @param store where the child run of a waiting agent step is recorded (its checkpoint says
- *   whether it still waits on the same request)
+ * @param store the run's store (the child run a waiting agent step waits on is recorded in the
+ *   store it gives for the child's agent; its checkpoint says whether it still waits)
  * @throws {StepflowError} `INPUT_WAITING` (a wait without an answer), `INPUT_NOT_WAITING`,
  *   `INPUT_WAIT_EXPIRED`, `INPUT_ANSWER_INVALID`
  */
@@ -143,9 +148,15 @@ export async function takeAnswer(
         : "it is not waiting for an answer (it was answered already, or it never reached an input step)",
     );
   }
+  const link = pending.child && state.child?.runId === pending.child.runId
+    ? state.child
+    : undefined;
   if (pending.child && store) {
     // The child may have been answered directly since: then this answer is not its to take.
-    const child = await store.loadCheckpoint(pending.child.runId);
+    const childStore = link && step?.child
+      ? childStoreOf(store, link, step.child, runId) ?? store
+      : store;
+    const child = await childStore.loadCheckpoint(pending.child.runId);
     const waiting = (child?.state as { waiting?: PendingInput } | undefined)?.waiting;
     if (child?.status !== "waiting" || waiting?.requestId !== pending.requestId) {
       throw notWaiting(

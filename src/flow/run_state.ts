@@ -121,6 +121,13 @@ export interface ChildRunLink {
   agent: string;
   /** The child's usage already added to the parent's (the next drive adds only what is new). */
   usage: RunUsage;
+  /**
+   * `agent`: the child is recorded as a run of its own agent, in the store the parent's store
+   * gives for it (`RunStore.forAgent`: the file store's folder of the child agent). Absent: in the
+   * parent's store — every child whose agent shares the parent's store, and every child started
+   * before children were recorded with their own agent (such a run is continued where it is).
+   */
+  store?: "agent";
 }
 
 /** The store status a run that ended for each reason is recorded with (`waiting`: not ended). */

@@ -88,6 +88,7 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
       runId: child.runId,
       agent: step.child!.name,
       completionReason: child.completionReason,
+      usage: { ...child.usage },
     },
   };
   if (child.completionReason === "waiting" && child.waiting) {
@@ -129,7 +130,7 @@ function childFailed(step: FlowStep, child: StepFlowResult): StepflowError {
   const why = child.error ? `${child.error.code}: ${child.error.message}` : child.completionReason;
   return new StepflowError(
     "AGENT_STEP_FAILED",
-    `Agent step "${step.id}": the child run ${child.runId} of agent "${step.child?.name}" ended ${child.completionReason} (${why}). See it with --show ${child.runId}; the step's onError decides what the parent does.`,
+    `Agent step "${step.id}": the child run ${child.runId} of agent "${step.child?.name}" ended ${child.completionReason} (${why}). See it with --agent ${step.child?.name} --show ${child.runId}; the step's onError decides what the parent does.`,
     {
       details: {
         stepId: step.id,

@@ -75,10 +75,11 @@ export interface HistoryEntry {
    */
   input?: { requestId: string; answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /**
-   * An agent step's child run: its id (in the same store), its agent, and how its drive ended
-   * (`completed`, `waiting`, or why it failed).
+   * An agent step's child run: its id (a run of its own agent), its agent, how its drive ended
+   * (`completed`, `waiting`, or why it failed), and what it used in total (its own calls and its
+   * children's; the parent's `usage` includes it).
    */
-  child?: { runId: string; agent: string; completionReason: CompletionReason };
+  child?: { runId: string; agent: string; completionReason: CompletionReason; usage?: RunUsage };
   /**
    * The tool calls of a step with tools, in order: who decided each, when, and how it ended — the
    * first 50 (`MAX_HISTORY_TOOL_CALLS`; the run log's `tool_call` lines hold every call).

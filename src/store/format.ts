@@ -40,6 +40,51 @@ export interface HistoryFormatOptions extends FormatOptions {
    * instead of the plain `--resume` hint, which would stop at the same point.
    */
   held?: string;
+  /** The shown status of each child run (by run id), for the list of child runs. */
+  childStatus?: ReadonlyMap<string, string>;
+}
+
+/** A child run an agent step of a run started (its `agent_start` log line). */
+export interface ChildRunEntry {
+  /** The child run. */
+  runId: string;
+  /** Its agent: the child is recorded as a run of that agent. */
+  agent: string;
+  /** The parent's agent step that started it. */
+  stepId: string;
+  /** When the parent recorded its start (ISO). */
+  startedAt: string;
+}
+
+/**
+ * The child runs a run's agent steps started, in order, once each: from its log's `agent_start`
+ * lines (a resumed parent continues a child, never starts it twice).
+ *
+ * @example
+ * ```ts
+ * import { childRunsOf } from "./format.ts";
+ * const ts = "2026-01-01T00:00:00.000Z";
+ * const children = childRunsOf([
+ *   { ts, runId: "p", type: "agent_start", stepId: "review", childRunId: "c1", agent: "reviewer" },
+ * ]);
+ * console.log(children[0].agent); // "reviewer"
+ * ```
+ */
+export function childRunsOf(log: readonly RunLogEntry[]): ChildRunEntry[] {
+  const seen = new Set<string>();
+  const out: ChildRunEntry[] = [];
+  for (const line of log) {
+    if (line.type !== "agent_start" || typeof line.childRunId !== "string") continue;
+    if (seen.has(line.childRunId)) continue;
+    seen.add(line.childRunId);
+    out.push({
+      runId: line.childRunId,
+      agent: String(line.agent ?? "?"),
+      stepId: String(line.stepId ?? "?"),
+      startedAt: line.ts,
+    });
+  }
+  return out;
 }
 
 /** Token usage as the runner records it (cumulative in `step_end` lines). */
@@ -239,6 +284,8 @@ export function formatRunList(
   const groups = summaries.some((s) => s.group !== undefined);
   // Runs on a backend with a prompt cache show how much of their input it served.
   const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
+  // Child runs (an agent step of another run started them) name their parent.
+  const parents = summaries.some((s) => s.parentRunId !== undefined);
   const rows = summaries.map((s) => [
     s.runId,
     time(s.startedAt),
@@ -249,12 +296,14 @@ export function formatRunList(
     ...(cached ? [cacheColumn(s.usage)] : []),
     s.stepId ?? "",
     ...(groups ? [s.group ?? ""] : []),
+    ...(parents ? [s.parentRunId ?? ""] : []),
     ...(workers ? [s.worker ?? ""] : []),
   ]);
   const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"];
   if (cached) headers.push("CACHE READ/WRITE");
   headers.push("STEP");
   if (groups) headers.push("GROUP");
+  if (parents) headers.push("PARENT");
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
@@ -417,6 +466,20 @@ export function formatRunHistory(
         rows,
         { right: new Set([0, 1, 3, 7, 8]), header: c.dim, separators, details },
       ),
+    );
+  }
+  const children = childRunsOf(log);
+  if (children.length > 0) {
+    lines.push("", `Child runs (${children.length}):`);
+    const childRows = children.map((child) => [
+      child.runId,
+      child.agent,
+      child.stepId,
+      options.childStatus?.get(child.runId) ?? "",
+      `--agent ${child.agent} --show ${child.runId}`,
+    ]);
+    lines.push(
+      table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], childRows, { header: c.dim }),
     );
   }
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");

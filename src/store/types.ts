@@ -175,6 +175,23 @@ export interface RunStore {
    * process was driving the run to see.
    */
   takeCancelRequest?(runId: string): Promise<boolean>;
+  /**
+   * Optional: the store that records the runs of another agent `agent`, in the same place as
+   * this one — for an agent step's child run, recorded as a run of its own agent (listed and shown
+   * with that agent's runs). The file store made for an agent (`runStoreFor`, `selectRunStore`)
+   * answers the child agent's own folder (`logging.directory`, with its `logging.maxFiles`); a
+   * store that answers itself, or has no such method, records the child beside its parent (the
+   * PostgreSQL store: one database holds every agent's runs, each row naming its agent).
+   */
+  forAgent?(agent: AgentLoggingSource): RunStore;
+}
+
+/** What locating an agent's runs depends on: its name and agent.json `logging`. */
+export interface AgentLoggingSource {
+  /** The agent's name. */
+  name: string;
+  /** agent.json (only `logging` is read). */
+  agent: { logging?: { directory?: string; maxFiles?: number } };
 }
 
 /**
