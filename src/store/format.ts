@@ -468,20 +468,7 @@ export function formatRunHistory(
       ),
     );
   }
-  const children = childRunsOf(log);
-  if (children.length > 0) {
-    lines.push("", `Child runs (${children.length}):`);
-    const childRows = children.map((child) => [
-      child.runId,
-      child.agent,
-      child.stepId,
-      options.childStatus?.get(child.runId) ?? "",
-      `--agent ${child.agent} --show ${child.runId}`,
-    ]);
-    lines.push(
-      table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], childRows, { header: c.dim }),
-    );
-  }
+  lines.push(...childRunLines(log, options, c));
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
@@ -528,6 +515,28 @@ function restartSentence(status: string): string {
     : `Continue it from the step it was ${
       status === "timeout" ? "stopped at (timeout)" : `${status} at`
     }`;
+}
+
+/** The list of a run's child runs under its history (none when its agent steps started none). */
+function childRunLines(
+  log: readonly RunLogEntry[],
+  options: HistoryFormatOptions,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const children = childRunsOf(log);
+  if (children.length === 0) return [];
+  const rows = children.map((child) => [
+    child.runId,
+    child.agent,
+    child.stepId,
+    options.childStatus?.get(child.runId) ?? "",
+    `--agent ${child.agent} --show ${child.runId}`,
+  ]);
+  return [
+    "",
+    `Child runs (${children.length}):`,
+    table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], rows, { header: c.dim }),
+  ];
 }
 
 /** Tool calls listed under one history row, at most. */
