@@ -14,22 +14,22 @@
  * go on, routes and checkpoints. The loop keeps nothing of an iteration between passes. The parts
  * it uses live beside it: the state and its checkpoints (`run_state.ts`, `checkpoint.ts`), the
  * pure decisions that turn an answer into an outcome (`decisions.ts`), pause and stop
- * (`run_control.ts`), the backend calls (`run_calls.ts`), answers (`run_answer.ts`), an agent
- * step's child run (`child_run.ts`).
+ * (`run_control.ts`), opening a run (`run_open.ts`), the backend calls (`run_calls.ts`), what an
+ * iteration records (`iteration_record.ts`), waits (`run_wait.ts`), an agent step's child run
+ * (`child_run.ts`).
  *
- * Long because: the drive, the loop and what records an iteration, a failure, a wait and a child
- * run's start share the run's private members (journal, control, events); each concern's
- * decisions live in the files above, what stays is how it is recorded.
+ * Long because: the drive, the loop, a failure's policy, a wait and a child run's start share the
+ * run's private members (journal, control, events, children); each concern's decisions live in the
+ * files above, what stays is the run itself.
  *
  * @module
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
-import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
+import { excerpt, PROMPT_EXCERPT_CHARS } from "../engine/ask_structured.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { createEventEmitter, type EventEmitter } from "../events/emitter.ts";
 import type { ExecutorEvents, RunContext, RunState, StepInfo } from "../events/types.ts";
 import { BACKEND_SETUP_CODES } from "../llm/backend_error.ts";
-import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import { newRunId } from "../store/run_id.ts";
@@ -52,7 +52,6 @@ import { createRunnerControl, type StopCause, watchStops } from "./run_control.t
 import { RunMcpServers } from "./run_mcp_servers.ts";
 import { pendingRequest, type WaitOutcome } from "./run_wait.ts";
 import {
-  advance,
   endRun,
   type RunnerState,
   runResult,
@@ -63,7 +62,8 @@ import {
 } from "./run_state.ts";
 import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
 import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
-import type { StepRecord, StepResult } from "./step_handler.ts";
+import { historyEntry, IterationRecorder } from "./iteration_record.ts";
+import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
@@ -100,8 +100,12 @@ export class FlowRun {
   /** The run's MCP servers (chat backends): started on first use, closed when the run ends. */
   readonly #mcpServers = new RunMcpServers();
   #state: RunState = "idle";
+  /** Paused before its drive started: the drive pauses as soon as it runs. */
+  #pauseWhenStarted = false;
   #ctx: RunContext;
   #journal: RunJournal = createRunJournal(undefined);
+  /** Records each iteration to the journal and events (`iteration_record.ts`). */
+  #recorder: IterationRecorder;
   /** Whether this drive is a resume or redrive (see `restoreUnchanged`). */
   #continuing = false;
   /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
@@ -119,6 +123,7 @@ export class FlowRun {
       setup.handlers,
       (event, error) => this.#warn(`event handler ${event} threw: ${errorMessage(error)}`),
     );
+    this.#recorder = new IterationRecorder(this.#journal, this.#events, this.#runTimeout());
   }
 
   /** `idle` until the drive starts, then `running`, `paused`, `waiting`, or how it ended. */
@@ -129,6 +134,7 @@ export class FlowRun {
   /** Pauses the run before its next backend call, and every child run it drives. */
   pause(): void {
     for (const child of this.#children) child.pause();
+    if (this.#state === "idle") this.#pauseWhenStarted = true;
     if (this.#state !== "running" || !this.#control.pause()) return;
     void this.#setState("paused");
     void this.#events.emit("onPause", this.#ctx);
@@ -137,6 +143,7 @@ export class FlowRun {
   /** Resumes a paused run and its child runs. */
   resume(): void {
     for (const child of this.#children) child.resume();
+    this.#pauseWhenStarted = false;
     const release = this.#control.resume();
     if (!release) return;
     void this.#setState("running");
@@ -171,6 +178,7 @@ export class FlowRun {
     if (runOptions.backendChoice) state.backendChoice = runOptions.backendChoice;
     if (runOptions.permissionMode) state.permissionMode = runOptions.permissionMode;
     this.#journal = createRunJournal(store, restored.logEntries, restored.logged);
+    this.#recorder = new IterationRecorder(this.#journal, this.#events, this.#runTimeout());
     const mode = runOptions.resume ? "resume" : runOptions.redrive ? "redrive" : "start";
     // `mode` and the usage so far let progress views say "resumed" and keep counting tokens.
     this.#ctx = { runId: state.runId, agent: this.#def.name, args: state.args };
@@ -192,6 +200,7 @@ export class FlowRun {
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, startCtx);
+      if (this.#pauseWhenStarted) this.pause();
       await this.#journal.log(state, {
         type: `run_${mode}`,
         stepId: state.currentStepId,
@@ -285,10 +294,10 @@ export class FlowRun {
       }),
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
       schemas: new OutputSchemaCache(def.dir),
-      logStepStart: (state, step, prompt) => this.#logStepStart(state, step, prompt),
+      logStepStart: (state, step, prompt) => this.#recorder.stepStart(state, step, prompt),
       call: (request, state, step, recorded, toolCalls, inStep) =>
         calls.call(request, state, step, recorded, toolCalls, inStep),
-      reask: (state, step, reask) => this.#reask(state, step, reask),
+      reask: (state, step, reask) => this.#recorder.reask(state, step, reask),
       commandContext: (state, step) => this.#commandContext(state, step),
       waitIfPaused: () => this.#control.waitIfPaused(),
       log: (state, fields) => this.#journal.log(state, fields),
@@ -366,11 +375,11 @@ export class FlowRun {
       // told; completion conditions (agent.json `completion`) end a run that would go on.
       let outcome: MovingOutcome;
       if (result.outcome === undefined) {
-        if (!deps.wasStarted) await this.#logStepStart(state, step);
+        if (!deps.wasStarted) await this.#recorder.stepStart(state, step);
         outcome = await this.#onStepFailure(state, step, info, result.error, entry);
       } else if (result.failure) {
         const { error, code, fields } = result.failure;
-        await this.#reportError(state, info, entry, error, code, fields);
+        await this.#recorder.error(state, info, entry, error, code, fields);
         outcome = result.outcome;
       } else {
         const response = result.response;
@@ -390,95 +399,16 @@ export class FlowRun {
 
       // 5. History, events, log, the move to the next step, the checkpoint.
       entry.durationMs = Date.now() - startedAt.getTime();
-      await this.#record(state, history, entry, outcome, info, result.followingEntries, deps.calls);
-    }
-  }
-
-  /** The `step_start` log entry, with the prompt sent (cut to 16,384 characters) when known. */
-  async #logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void> {
-    if (!this.#journal.recording) return;
-    const fields: { type: string; [k: string]: unknown } = {
-      type: "step_start",
-      stepId: step.id,
-      attempt: state.attempt,
-    };
-    if (prompt !== undefined) fields.prompt = excerpt(prompt, PROMPT_EXCERPT_CHARS);
-    await this.#journal.log(state, fields);
-  }
-
-  /**
-   * Makes a re-ask visible before it is sent: an `onStepRetry` event whose error has the code
-   * `OUTPUT_REASK` (backend retries use `BACKEND_RETRY`), and a `step_reask` log entry with the
-   * rejected answer.
-   */
-  async #reask(state: RunnerState, step: FlowStep, reask: ReaskInfo): Promise<void> {
-    const error = new StepflowError(
-      "OUTPUT_REASK",
-      `Step "${step.id}": re-asking (${reask.attempt}) because ${reask.reason}${
-        reask.errors.length > 0 ? `: ${reask.errors.join("; ")}` : ""
-      }`,
-      { details: { stepId: step.id, reason: reask.reason, errors: reask.errors } },
-    );
-    await this.#events.emit("onStepRetry", stepInfo(state, step), reask.attempt, error);
-    await this.#journal.log(state, {
-      type: "step_reask",
-      stepId: step.id,
-      attempt: reask.attempt,
-      reason: reask.reason,
-      errors: reask.errors,
-      answer: reask.answer,
-    });
-  }
-
-  /** Records an iteration: the move to the next step, history, events, log, the checkpoint. */
-  async #record(
-    state: RunnerState,
-    history: HistoryEntry[],
-    entry: HistoryEntry,
-    outcome: MovingOutcome,
-    info: StepInfo,
-    following: readonly HistoryEntry[] = [],
-    calls: readonly RecordedCall[] = [],
-  ): Promise<void> {
-    advance(state, entry, outcome, this.#runTimeout());
-    history.push(entry);
-    // Each validator run is a history entry of its own, after the answer it checked.
-    for (const v of following) history.push(v);
-    state.historyLength = history.length;
-    await this.#events.emit("onStepEnd", info, {
-      transition: entry.transition,
-      intent: entry.intent,
-      nextStepId: entry.nextStepId,
-      checkResult: entry.checkResult,
-      error: entry.error,
-    });
-    // Built only when there is a store: this runs on every iteration.
-    if (this.#journal.recording) {
-      await this.#journal.log(state, {
-        type: "step_end",
-        stepId: entry.stepId,
+      await this.#recorder.iteration(
+        state,
+        history,
         entry,
-        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts).
-        ...(calls.length > 0 ? { calls } : {}),
-        ...(entry.answer ? { answer: entry.answer } : {}),
-        usage: { ...state.usage },
-        ...(Object.hasOwn(state.handoff, entry.stepId)
-          ? { handoff: state.handoff[entry.stepId] }
-          : {}),
-      });
-      for (const v of following) {
-        await this.#journal.log(state, {
-          type: "step_end",
-          stepId: v.stepId,
-          entry: v,
-          validator: true,
-        });
-      }
+        outcome,
+        info,
+        result.followingEntries,
+        deps.calls,
+      );
     }
-    // The iteration that ends the run is committed by drive() together with run_end under the
-    // terminal status: a terminal checkpoint committed here, before run_end, and a crash in between
-    // left an ended run without run_end that nothing resumes.
-    if (!state.end) await this.#journal.checkpoint(state, "running");
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -499,32 +429,6 @@ export class FlowRun {
   }
 
   /**
-   * Reports a failed iteration: the history entry's error, `onStepError` with `error`, and a
-   * `step_error` log line with `code` (plus `fields`). Returns the message.
-   */
-  async #reportError(
-    state: RunnerState,
-    info: StepInfo,
-    entry: HistoryEntry,
-    error: unknown,
-    code: string,
-    fields: Record<string, unknown> = {},
-  ): Promise<string> {
-    const message = errorMessage(error);
-    entry.error = message;
-    await this.#events.emit("onStepError", info, error);
-    await this.#journal.log(state, {
-      type: "step_error",
-      stepId: info.stepId,
-      code,
-      message,
-      ...fields,
-      ...(entry.answer ? { answer: entry.answer } : {}),
-    });
-    return message;
-  }
-
-  /**
    * An execution failure (docs/runner.md, "Error policies"): reported, then the step's `onError`
    * policy decides; a retry waits its backoff first, a jump is announced.
    */
@@ -541,7 +445,7 @@ export class FlowRun {
       return { kind: "end", reason: control.stopCause, transition: "abort" };
     }
     const code = error instanceof StepflowError ? error.code : "BACKEND_ERROR";
-    const message = await this.#reportError(state, info, entry, error, code);
+    const message = await this.#recorder.error(state, info, entry, error, code);
     // A resume or redrive whose backend cannot be used leaves the run as it was (drive() restores it).
     if (this.#continuing && BACKEND_SETUP_CODES.has(code)) throw error;
     const outcome = failureOutcome(step, { code, message }, state.errorRetries);
@@ -654,6 +558,8 @@ export class FlowRun {
             handlers: [],
           }, runOptions);
           this.#children.add(child);
+          // A parent paused meanwhile holds the child from its start.
+          if (this.#state === "paused") child.pause();
           try {
             return await child.drive();
           } finally {
@@ -710,24 +616,6 @@ export class FlowRun {
   #warn(message: string): void {
     (this.#options.onWarning ?? ((m: string) => console.warn(`[stepflow] ${m}`)))(message);
   }
-}
-
-/** The history entry of an iteration, with the fields its step filled in. */
-function historyEntry(
-  state: RunnerState,
-  step: FlowStep,
-  startedAt: Date,
-  record: StepRecord | undefined,
-): HistoryEntry {
-  return {
-    stepId: step.id,
-    iteration: state.iteration,
-    attempt: state.attempt,
-    transition: "next",
-    startedAt: startedAt.toISOString(),
-    durationMs: 0,
-    ...record,
-  };
 }
 
 /** An answer's text and structured output as one searchable text (`detect:keyword`). */

@@ -371,3 +371,22 @@ Deno.test("one runner drives a run id once at a time: the same id twice at once 
   });
   assert.equal((await first.result).completionReason, "completed");
 });
+
+Deno.test("a run paused through its handle before its drive started is held before its first call", async () => {
+  const { root, boss, store } = await setup();
+  const calls: string[] = [];
+  const backend = new ScriptedBackend((req) => {
+    calls.push(`${topicOf(req)} ${req.stepId}`);
+    return { output: answer(req) };
+  });
+  const runner = new StepFlowRunner(boss, { backend, store });
+  const held = runner.start({ args: { topic: "alpha" }, cwd: root });
+  held.pause();
+  const free = runner.start({ args: { topic: "beta" }, cwd: root });
+  assert.equal((await free.result).completionReason, "completed");
+  assert.equal(held.state, "paused");
+  assert.deepEqual(calls.filter((c) => c.startsWith("alpha")), []);
+  held.resume();
+  assert.equal((await held.result).completionReason, "completed");
+  assert.equal(calls.filter((c) => c.startsWith("alpha")).length, 4);
+});
