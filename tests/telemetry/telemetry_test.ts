@@ -49,15 +49,20 @@ Deno.test("spans of a run: run → step iteration → backend call, with agent, 
 
     const spans = exporter.getFinishedSpans();
     assert.ok(spans.every((s) => s.instrumentationScope.name === TRACER_NAME));
-    const runs = spans.filter((s) => s.name === "stepflow.run pipeline");
+    const runs = spans.filter((s) => s.name === "invoke_agent pipeline");
     const steps = spans.filter((s) => s.name.startsWith("stepflow.step "));
-    const calls = spans.filter((s) => s.name === "stepflow.backend step");
+    const calls = spans.filter((s) => s.name === "chat");
     assert.equal(runs.length, 1);
     assert.equal(steps.length, 6);
     assert.equal(calls.length, 6);
     const run = runs[0];
     assert.equal(parentOf(run), undefined);
+    assert.equal(run.kind, 0); // INTERNAL
     assert.deepEqual(run.attributes, {
+      [A.operation]: "invoke_agent",
+      [A.provider]: "scripted",
+      [A.agentName]: "pipeline",
+      [A.conversationId]: "otel-1",
       [A.agent]: "pipeline",
       [A.runId]: "otel-1",
       [A.runMode]: "start",
@@ -84,13 +89,18 @@ Deno.test("spans of a run: run → step iteration → backend call, with agent, 
       [A.outputTokens]: 20,
     });
     const buildCall = calls.find((s) => parentOf(s) === build.spanContext().spanId)!;
+    assert.equal(buildCall.kind, 2); // CLIENT
     assert.deepEqual(buildCall.attributes, {
+      [A.operation]: "chat",
+      [A.provider]: "scripted",
+      [A.conversationId]: "otel-1",
       [A.agent]: "pipeline",
       [A.runId]: "otel-1",
       [A.stepId]: "work.build",
       [A.iteration]: 2,
       [A.callKind]: "step",
       [A.backend]: "scripted",
+      [A.outputType]: "json",
       [A.inputTokens]: 200,
       [A.outputTokens]: 20,
     });
@@ -111,18 +121,18 @@ Deno.test("a failed step and run carry error status, the error code and the exce
     }).run({ args: { topic: "t" }, runId: "otel-2" });
     assert.equal(result.completionReason, "step_failed");
     const spans = exporter.getFinishedSpans();
-    const run = spans.find((s) => s.name === "stepflow.run pipeline")!;
+    const run = spans.find((s) => s.name === "invoke_agent pipeline")!;
     assert.equal(run.status.code, 2); // ERROR
     assert.match(run.status.message!, /Step "work\.build" failed: scripted backend error: quota/);
     assert.equal(run.attributes[A.errorCode], "BACKEND_ERROR");
+    assert.equal(run.attributes[A.errorType], "BACKEND_ERROR");
     const step = spans.find((s) => s.name === "stepflow.step work.build")!;
     assert.equal(step.status.code, 2);
     assert.equal(step.attributes[A.transition], "fail");
     assert.ok(step.events.some((e) => e.name === "exception"));
-    const call = spans.find((s) =>
-      s.name === "stepflow.backend step" && s.attributes[A.stepId] === "work.build"
-    )!;
+    const call = spans.find((s) => s.name === "chat" && s.attributes[A.stepId] === "work.build")!;
     assert.equal(call.status.code, 2);
+    assert.equal(call.attributes[A.errorType], "BACKEND_ERROR");
 
     // The redrive is its own run span, marked as such.
     exporter.reset();
@@ -130,7 +140,7 @@ Deno.test("a failed step and run carry error status, the error code and the exce
       backend: new ScriptedBackend(pipelineScript() as never),
       store,
     }).run({ redrive: "otel-2" });
-    const redrive = exporter.getFinishedSpans().find((s) => s.name === "stepflow.run pipeline")!;
+    const redrive = exporter.getFinishedSpans().find((s) => s.name === "invoke_agent pipeline")!;
     assert.equal(redrive.attributes[A.runMode], "redrive");
     assert.equal(redrive.attributes[A.completionReason], "completed");
   });
@@ -191,7 +201,9 @@ Deno.test("spans of a step with tools: the traced backend still runs tool turns,
     });
     assert.equal(result.success, true, JSON.stringify(result.error));
     assert.equal(backend.toolTurns.length, 7, "the tool loop ran through the traced backend");
-    const calls = exporter.getFinishedSpans().filter((s) => s.name === "stepflow.backend step");
+    const calls = exporter.getFinishedSpans().filter((s) =>
+      s.name === "chat" && s.attributes[A.callKind] === "step"
+    );
     assert.equal(calls.length, 4, "two turns for the step that called a tool, one for each other");
   });
 });
@@ -230,20 +242,22 @@ Deno.test("a span per tool call: child of its step, with the tool, decision, who
     assert.equal(result.success, true, JSON.stringify(result.error));
     const spans = exporter.getFinishedSpans();
     const step = spans.find((s) => s.name === "stepflow.step s_a8f3")!;
-    const tools = spans.filter((s) => s.name.startsWith("stepflow.tool "));
-    assert.deepEqual(tools.map((s) => s.name), ["stepflow.tool Glob", "stepflow.tool Edit"]);
+    const tools = spans.filter((s) => s.name.startsWith("execute_tool "));
+    assert.deepEqual(tools.map((s) => s.name), ["execute_tool Glob", "execute_tool Edit"]);
     const [glob, edit] = tools;
     assert.equal(parentOf(glob), step.spanContext().spanId);
     assert.equal(parentOf(edit), step.spanContext().spanId);
     const { [A.toolDurationMs]: duration, ...attributes } = glob.attributes;
     assert.equal(typeof duration, "number");
     assert.deepEqual(attributes, {
+      [A.operation]: "execute_tool",
+      [A.toolName]: "Glob",
+      [A.toolCallId]: "c_glob",
+      [A.toolType]: "function",
       [A.agent]: "code-improver",
       [A.runId]: "otel-tools",
       [A.stepId]: "s_a8f3",
       [A.iteration]: 1,
-      [A.toolName]: "Glob",
-      [A.toolCallId]: "c_glob",
       [A.toolDecision]: "allow",
       [A.toolDecidedBy]: "rule Glob",
       [A.toolIsError]: false,
@@ -254,6 +268,8 @@ Deno.test("a span per tool call: child of its step, with the tool, decision, who
     assert.equal(edit.attributes[A.toolIsError], true);
     assert.equal(edit.attributes[A.toolDurationMs], 0);
     assert.equal(edit.status.code, 2); // ERROR
+    assert.equal(edit.attributes[A.errorType], "permission_denied");
+    assert.equal(glob.attributes[A.toolArguments], undefined, "no content unless opted in");
     assert.match(edit.status.message!, /^Permission denied: Edit/);
     assert.ok(
       glob.startTime[0] * 1e9 + glob.startTime[1] <= edit.startTime[0] * 1e9 + edit.startTime[1],
