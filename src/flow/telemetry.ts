@@ -200,6 +200,8 @@ class RunTelemetry implements FlowTelemetry {
   #step: OpenStep | undefined;
   /** The tool calls in flight, by call id. */
   readonly #tools = new Map<string, Span>();
+  /** The model calls in flight (a run cut short ends them too). */
+  readonly #calls = new Set<Span>();
 
   constructor(
     options: FlowTelemetryOptions,
@@ -248,6 +250,11 @@ class RunTelemetry implements FlowTelemetry {
   }
 
   fail(error: unknown): void {
+    for (const span of this.#calls) {
+      recordError(span, error);
+      span.end();
+    }
+    this.#calls.clear();
     this.#endTools();
     if (this.#step) recordError(this.#step.span, error);
     this.#endStep();
@@ -457,6 +464,7 @@ class RunTelemetry implements FlowTelemetry {
       ? `${flavour.operation} ${model}`
       : flavour.operation;
     const span = this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
+    this.#calls.add(span);
     const owner = this.#step;
     const started = performance.now();
     return context.with(trace.setSpan(parent, span), async () => {
@@ -471,7 +479,8 @@ class RunTelemetry implements FlowTelemetry {
         recordError(span, error);
         throw error;
       } finally {
-        span.end();
+        // Ended already when the run was cut short while the call ran.
+        if (this.#calls.delete(span)) span.end();
         this.#recordCallMetrics(flavour, model, started, response, failure);
       }
     });

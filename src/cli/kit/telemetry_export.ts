@@ -165,6 +165,8 @@ export interface TelemetryExportOptions {
 }
 
 let active: TelemetryExport | undefined;
+let exitBoundMs = EXIT_FLUSH_MS;
+let exitEndpoint = "";
 
 /**
  * Starts the OTLP export the environment asks for and registers its providers with
@@ -190,13 +192,26 @@ export async function startTelemetryExport(
     );
     return undefined;
   }
-  diag.setLogger(diagnostics(warn), diagLevel(env.OTEL_LOG_LEVEL));
+  const say = onceEach(warn);
+  diag.setLogger(diagnostics(say), diagLevel(env.OTEL_LOG_LEVEL));
+  const endpoint = collectorEndpoint(env);
   const running: TelemetryExport = {
     plan,
     shutdown: async () => {
-      await Promise.allSettled(providers.map((p) => p.shutdown()));
+      const results = await Promise.allSettled(providers.map((p) => p.shutdown()));
+      for (const result of results) {
+        if (result.status === "rejected") {
+          say(
+            `stepflow telemetry: could not deliver to the collector at ${endpoint}: ${
+              plainMessage(errorMessage(result.reason))
+            }`,
+          );
+        }
+      }
     },
   };
+  exitBoundMs = flushBound(env);
+  exitEndpoint = endpoint;
   active = running;
   if (!options.handlesSigterm) listenForTermination();
   return running;
@@ -207,9 +222,10 @@ export async function startTelemetryExport(
  * open are ended first (recorded as cut short), and the wait is bounded by `boundMs`. Without an
  * export it exits at once.
  */
-export async function exitProcess(code: number, boundMs: number = EXIT_FLUSH_MS): Promise<never> {
+export async function exitProcess(code: number, boundMs?: number): Promise<never> {
   const running = active;
   if (running) {
+    boundMs ??= exitBoundMs;
     active = undefined;
     endOpenRuns(`the process exited (code ${code}) before the run ended`);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -220,9 +236,9 @@ export async function exitProcess(code: number, boundMs: number = EXIT_FLUSH_MS)
     clearTimeout(timer);
     if (elapsed) {
       console.error(
-        `stepflow telemetry: the collector did not take the last spans and metrics within ${
+        `stepflow telemetry: the collector at ${exitEndpoint} did not take the last spans and metrics within ${
           boundMs / 1000
-        } s; exiting without them.`,
+        } s (is it running?); exiting without them.`,
       );
     }
   }
@@ -319,6 +335,43 @@ async function registerProviders(
   return providers;
 }
 
+/** Where the spans go: the traces endpoint, else the base endpoint, else the default. */
+function collectorEndpoint(env: Record<string, string | undefined>): string {
+  return nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ??
+    nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT) ?? "http://localhost:4318";
+}
+
+/**
+ * How long the exit waits: the export timeout the user set (`OTEL_EXPORTER_OTLP_TIMEOUT`, the
+ * exporter gives up after it) with a little slack, else {@linkcode EXIT_FLUSH_MS}.
+ */
+function flushBound(env: Record<string, string | undefined>): number {
+  const timeout = positiveNumber(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT) ??
+    positiveNumber(env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  return timeout === undefined ? EXIT_FLUSH_MS : timeout + 500;
+}
+
+/** The message of an SDK error the SDK hands over as JSON text (its stack left out). */
+function plainMessage(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { message?: unknown };
+    if (typeof parsed?.message === "string") return parsed.message;
+  } catch {
+    // not JSON: the text is the message
+  }
+  return text.split("\n", 1)[0];
+}
+
+/** `warn` that says each distinct line once (a collector that is down fails every export). */
+function onceEach(warn: (line: string) => void): (line: string) => void {
+  const said = new Set<string>();
+  return (line) => {
+    if (said.has(line)) return;
+    said.add(line);
+    warn(line);
+  };
+}
+
 function positiveNumber(value: string | undefined): number | undefined {
   const n = Number(value);
   return value !== undefined && value.trim() !== "" && Number.isFinite(n) && n > 0 ? n : undefined;
@@ -343,7 +396,8 @@ function diagnostics(warn: (line: string) => void): DiagLogger {
   const line = (message: string, ...args: unknown[]) =>
     warn(
       `stepflow telemetry: ${
-        [message, ...args.map((a) => a instanceof Error ? a.message : String(a))].join(" ")
+        [message, ...args.map((a) => a instanceof Error ? a.message : String(a))].map(plainMessage)
+          .join(" ")
       }`,
     );
   return { error: line, warn: line, info: line, debug: line, verbose: line };
