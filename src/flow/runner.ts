@@ -369,13 +369,7 @@ export class StepFlowRunner {
         this.#warn(`cannot check for a cancel request of run ${runId}: ${errorMessage(error)}`),
     });
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
-    const telemetry = startFlowTelemetry({
-      definition: this.#def,
-      mode,
-      events: this.#events,
-      backend,
-      ...(state.parent ? { parent: state.parent } : {}),
-    });
+    const telemetry = startFlowTelemetry(this.#def, mode, this.#events, backend, state.parent);
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, startCtx);

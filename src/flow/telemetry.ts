@@ -60,6 +60,7 @@ import {
   errorType,
   GENAI_METRICS,
   SPAN_ATTRIBUTES as A,
+  toolErrorType,
   TRACER_NAME,
 } from "./telemetry_names.ts";
 import type { StepFlowResult } from "./types.ts";
@@ -95,8 +96,8 @@ export interface FlowTelemetry {
   fail(error: unknown): void;
 }
 
-/** What {@linkcode startFlowTelemetry} needs to know about the run. */
-export interface FlowTelemetryOptions {
+/** What {@linkcode RunTelemetry} knows about the run. */
+interface FlowTelemetryOptions {
   /** The agent (its name, and agent.json `description` when it has one). */
   definition: { name: string; agent?: { description?: string } };
   /** How the run starts: `start`, `resume` or `redrive`. */
@@ -104,9 +105,9 @@ export interface FlowTelemetryOptions {
   /** The runner's event emitter. */
   events: EventEmitter;
   /** The run's backend, when known before the run starts (its provider goes on the run span). */
-  backend?: LlmBackend;
+  backend?: LlmBackend | undefined;
   /** The parent run of a child run (an agent step's), whose step span is the run span's parent. */
-  parent?: { runId: string };
+  parent?: { runId: string } | undefined;
 }
 
 /**
@@ -114,18 +115,32 @@ export interface FlowTelemetryOptions {
  * run ends) and returns the backend wrapper. Returns undefined — and does nothing — when neither a
  * tracer nor a meter provider is registered.
  *
+ * @param definition the agent (its name, and agent.json `description` when it has one)
+ * @param mode how the run starts: `start`, `resume` or `redrive`
+ * @param events the runner's event emitter
+ * @param backend the run's backend, when known before the run starts (its provider goes on the
+ *   run span)
+ * @param parent the parent run of a child run (an agent step's): the run span's parent is that
+ *   run's open step span
+ *
  * @example
  * ```ts ignore
- * const telemetry = startFlowTelemetry({ definition, mode: "start", events: emitter, backend });
+ * const telemetry = startFlowTelemetry(definition, "start", emitter, backend, state.parent);
  * const traced = telemetry?.backend(backend) ?? backend;
  * ```
  */
-export function startFlowTelemetry(options: FlowTelemetryOptions): FlowTelemetry | undefined {
+export function startFlowTelemetry(
+  definition: FlowTelemetryOptions["definition"],
+  mode: FlowTelemetryOptions["mode"],
+  events: EventEmitter,
+  backend?: LlmBackend,
+  parent?: { runId: string },
+): FlowTelemetry | undefined {
   const tracing = tracingEnabled();
   const metering = metricsEnabled();
   if (!tracing && !metering) return undefined;
   return new RunTelemetry(
-    options,
+    { definition, mode, events, backend, parent },
     trace.getTracer(TRACER_NAME),
     metering ? instruments() : undefined,
     contentCaptureFromEnv(),
@@ -561,13 +576,6 @@ class RunTelemetry implements FlowTelemetry {
     instruments.tokenUsage.record(usage.inputTokens, { ...attributes, [A.tokenType]: "input" });
     instruments.tokenUsage.record(usage.outputTokens, { ...attributes, [A.tokenType]: "output" });
   }
-}
-
-/** `error.type` of a tool call the model got an error for. */
-function toolErrorType(call: ToolCallEvent): string {
-  if (call.decision === "deny") return "permission_denied";
-  if (call.decision === "invalid") return "invalid_call";
-  return "tool_error";
 }
 
 /** Content that cannot be written (arguments nested too deep to serialise) is left out, not thrown. */

@@ -181,6 +181,13 @@ export function backendFlavour(backendName: string): BackendFlavour {
   return BACKEND_FLAVOURS.get(backendName) ?? { provider: backendName, operation: "chat" };
 }
 
+/** `error.type` of a tool call the model got an error for: refused, invalid, or failed. */
+export function toolErrorType(call: { decision?: string }): string {
+  if (call.decision === "deny") return "permission_denied";
+  if (call.decision === "invalid") return "invalid_call";
+  return "tool_error";
+}
+
 /**
  * `error.type` of a failure: a stepflow error's stable code (docs/errors.md lists them), else the
  * error's class name, else `_OTHER` — a low-cardinality value, never the message.
