@@ -40,6 +40,7 @@ import {
   parsePositiveInt,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -276,8 +277,9 @@ function progressLine(o: EvalRunOutcome, done: number, total: number): string {
 }
 
 if (import.meta.main) {
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
   });
-  Deno.exit(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
+  await exitProcess(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
 }

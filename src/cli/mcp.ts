@@ -23,6 +23,7 @@ import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { declaredHelpLines, defineFlags, parseCommandFlags, portFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `mcp`, in `--help` order. */
@@ -180,6 +181,8 @@ function aborted(signal: AbortSignal): Promise<void> {
 }
 
 if (import.meta.main) {
+  // OTLP export when the environment asks for it; stopping the server flushes it.
+  await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
@@ -189,5 +192,5 @@ if (import.meta.main) {
     signal: interrupt.signal,
     log: (line) => console.error(line),
   });
-  Deno.exit(code);
+  await exitProcess(code);
 }

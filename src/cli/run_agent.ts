@@ -89,6 +89,7 @@ import {
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
@@ -136,11 +137,13 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
 
 /** Runs the CLI on the real process (signals, stdio) and exits with its code. */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
+  // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  return await exitProcess(code);
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import {
   readDeclaredFlags,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `worker`, in `--help` order: its type, parser and help rows follow from it. */
@@ -183,11 +184,13 @@ export async function workerMain(
 
 /** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
 export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
+  // OTLP export when the environment asks for it; the graceful stop flushes it.
+  await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
-  Deno.exit(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
+  return await exitProcess(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }
 
 if (import.meta.main) await workerCli();

@@ -196,7 +196,13 @@ export class FlowRun {
         ),
     });
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
-    const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
+    const telemetry = startFlowTelemetry(
+      this.#def,
+      mode,
+      this.#events,
+      opened.backend,
+      state.parent,
+    );
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, startCtx);

@@ -33,4 +33,10 @@ export type {
   PermissionRequest,
   RecordedAnswer,
 } from "./input_request.ts";
-export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";
+export {
+  metricsEnabled,
+  SEMCONV_VERSION,
+  SPAN_ATTRIBUTES,
+  TRACER_NAME,
+  tracingEnabled,
+} from "./telemetry.ts";

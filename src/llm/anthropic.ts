@@ -211,6 +211,8 @@ export class AnthropicBackend extends ChatApiBackend {
         (category ? ` (category: ${category})` : "");
     }
     if (message.stop_reason === "max_tokens") result.truncated = true;
+    if (typeof message.stop_reason === "string") result.finishReason = message.stop_reason;
+    if (typeof message.model === "string" && message.model) result.responseModel = message.model;
     return result;
   }
 

@@ -123,6 +123,10 @@ export interface ChatExchangeResult {
   truncated?: boolean;
   /** The tool calls the model asked for (tool turns only). */
   toolCalls?: ToolTurnResponse["toolCalls"];
+  /** The model the server says answered, when it says. */
+  responseModel?: string;
+  /** Why the answer ended, as the server said it. */
+  finishReason?: string;
 }
 
 /** Default per-attempt timeout of the chat backends. */
@@ -420,7 +424,7 @@ export abstract class ChatApiBackend implements LlmBackend {
       { role: "assistant", content: result.text },
     ]);
 
-    const response: LlmResponse = { text: result.text, sessionId };
+    const response: LlmResponse = { text: result.text, sessionId, ...answerFacts(result) };
     if (result.usage) {
       response.usage = result.usage;
       const cost = costOf(result.usage, this.options.pricing?.[model]);
@@ -521,6 +525,7 @@ export abstract class ChatApiBackend implements LlmBackend {
       ]);
     }
     const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId };
+    Object.assign(response, answerFacts(result));
     if (result.usage) {
       response.usage = result.usage;
       const cost = costOf(result.usage, this.options.pricing?.[model]);
@@ -532,6 +537,16 @@ export abstract class ChatApiBackend implements LlmBackend {
   #warn(message: string): void {
     (this.options.onWarning ?? console.warn)(message);
   }
+}
+
+/** The answering model and finish reason of an exchange, when the server said them. */
+function answerFacts(
+  result: ChatExchangeResult,
+): Pick<LlmResponse, "responseModel" | "finishReason"> {
+  return {
+    ...(result.responseModel ? { responseModel: result.responseModel } : {}),
+    ...(result.finishReason ? { finishReason: result.finishReason } : {}),
+  };
 }
 
 /** The step's messages with the schema instruction added to its prompt (the first message). */

@@ -86,6 +86,10 @@ export interface ToolTurnResponse {
   usage?: LlmUsage;
   /** Cost of this turn, when known. */
   costUsd?: number;
+  /** The model the server says answered (see `LlmResponse.responseModel`). */
+  responseModel?: string;
+  /** Why the turn ended, as the server said it (see `LlmResponse.finishReason`). */
+  finishReason?: string;
 }
 
 /** A backend that can run tool turns. */

@@ -73,6 +73,14 @@ export interface LlmResponse {
   usage?: LlmUsage;
   /** Cost in US dollars, when the backend knows it. */
   costUsd?: number;
+  /**
+   * The model the server says answered (OpenAI's `model`, Anthropic's `message.model`: often a
+   * dated name, `gpt-4o-2024-08-06` for `gpt-4o`), when it says. Telemetry reports it as
+   * `gen_ai.response.model`.
+   */
+  responseModel?: string;
+  /** Why the answer ended, as the server said it (`stop`, `end_turn`, `length`, `tool_calls`, …). */
+  finishReason?: string;
 }
 
 /** Per-call options. */
