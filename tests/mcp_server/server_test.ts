@@ -140,6 +140,16 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
         { name: "list_runs", arguments: { agent: 3 } },
         /^MCP_ARGUMENTS_INVALID: .*agent: expects a name/,
       ],
+      // `__proto__` as a key of its own (as JSON.parse makes it) is refused like any other
+      // undeclared argument, not dropped on the way in.
+      [
+        { name: "run_haiku", arguments: JSON.parse('{"topic":"x","__proto__":{"topic":"y"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not a parameter of agent "haiku"/,
+      ],
+      [
+        { name: "list_runs", arguments: JSON.parse('{"__proto__":{"agent":"haiku"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not an argument of list_runs/,
+      ],
     ] as const;
     for (const [call, expected] of bad) {
       const answer = await client.callTool(
@@ -149,6 +159,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
       assert.match(text(answer), expected);
     }
     assert.equal((await client.listTools()).tools.length, 4);
+    // None of them started a run: the first run is the only one recorded.
+    const runs = await client.callTool({ name: "list_runs", arguments: { agent: "haiku" } });
+    assert.equal((runs.structuredContent as { runs: unknown[] }).runs.length, 1, text(runs));
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
