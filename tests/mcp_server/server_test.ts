@@ -442,6 +442,45 @@ Deno.test("mcp process: exits 0 when stdin closes", async () => {
   }
 });
 
+Deno.test("mcp process: a message over 10 MiB closes the connection: stdout ends, exit 1, MCP_MESSAGE_TOO_LARGE", async () => {
+  const dir = await userFolder();
+  const server = rawServer(dir, []);
+  try {
+    await server.send(INITIALIZE);
+    await server.next((m) => m.id === 1);
+    await server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    // 11 MiB in one line, queued without waiting: a server that stops reading past its limit
+    // leaves the pipe full, and a server that ends breaks it.
+    const line = `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"${
+      "x".repeat(11 * 1024 * 1024)
+    }"}}\n`;
+    server.writer.write(new TextEncoder().encode(line)).catch(() => {});
+    // The client sees stdout end (no hang), and the process is gone. (Bounded, so that a server
+    // that keeps the connection open fails the test instead of hanging it.)
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hung = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("stdout still open after 60 s")), 60_000);
+    });
+    await assert.rejects(
+      Promise.race([server.next(() => false), hung]).finally(() => clearTimeout(timer)),
+      /the server closed stdout/,
+    );
+    const stderr = new TextDecoder().decode(
+      await new Response(server.child.stderr).arrayBuffer(),
+    );
+    const status = await server.child.status;
+    assert.equal(status.code, 1, stderr);
+    assert.match(stderr, /MCP_MESSAGE_TOO_LARGE: .*over 10 MiB/);
+    assert.doesNotMatch(stderr, /\n\s+at /); // no stack trace
+  } finally {
+    try {
+      server.child.kill("SIGKILL");
+    } catch { /* it ended */ }
+    await server.writer.close().catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("mcp process: SIGTERM during a run cancels it, records it and exits 0", async () => {
   const dir = await userFolder();
   const server = rawServer(dir, ["--script", "slow.script.yaml"]);
