@@ -95,6 +95,7 @@ export class McpConnection {
   readonly #transport: Transport;
   readonly #callTimeoutMs: number;
   #closedBy: "us" | "server" | undefined;
+  #oversizedDuring: string | undefined;
 
   private constructor(name: string, client: Client, transport: Transport, callTimeoutMs: number) {
     this.name = name;
@@ -251,6 +252,17 @@ export class McpConnection {
 
   #gone(what: string): StepflowError {
     const t = this.#transport instanceof ProcessTransport ? this.#transport : undefined;
+    if (t?.oversized !== undefined) {
+      // Later calls say what happened then: their own call never reached the server.
+      const during = this.#oversizedDuring ??= what;
+      return new StepflowError(
+        "MCP_MESSAGE_TOO_LARGE",
+        `MCP server "${this.name}" sent a message over ${
+          t.oversized / 1024 / 1024
+        } MiB while ${during}, more than one stdio message may hold; nothing after it can be read, so the server was stopped and its tools are unavailable for the rest of this run. Ask the tool for less (a part of the file, a page of the results, a narrower query).`,
+        { details: { server: this.name, maxBytes: t.oversized } },
+      );
+    }
     const status = t?.exitStatus;
     const how = status
       ? status.signal ? ` (killed by ${status.signal})` : ` (exit code ${status.code})`
