@@ -31,6 +31,7 @@ import { decide, type PermissionDeciders, refusalText } from "./tool_permission.
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
+import { boundToolCalls, MAX_ARGUMENT_CHARS } from "./tool_call_bounds.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -38,8 +39,6 @@ export const DEFAULT_MAX_TOOL_TURNS = 50;
 export const DEFAULT_MAX_BAD_TOOL_CALLS = 8;
 /** Calls one turn may ask for; the rest are answered with an error. */
 export const MAX_CALLS_PER_TURN = 32;
-/** Characters of a call's arguments given as text. */
-const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
 // The permission ask and its answer live beside the decision (tool_permission.ts).
 export type { PermissionAsk, PermissionReply } from "./tool_permission.ts";
@@ -206,7 +205,7 @@ export async function completeWithTools(
     options.signal?.throwIfAborted();
     // A resumed call takes its recorded turns first; the model answers the turns after them.
     const recorded = replay?.turns[turn - 1];
-    const answer = recorded ?? await loop.backend.toolTurn({
+    const asked = recorded ?? await loop.backend.toolTurn({
       kind: request.kind,
       agent: request.agent,
       cwd: request.cwd,
@@ -220,6 +219,8 @@ export async function completeWithTools(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
+    // Bounded before anything keeps it: the log, a recording, the conversation, events.
+    const { turn: answer, oversized } = boundToolCalls(asked, turn);
     await loop.onTurn?.(answer, recorded !== undefined);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) addTokenCounts(usage, answer.usage);
@@ -252,16 +253,19 @@ export async function completeWithTools(
         badInARow = done.isError ? badInARow + 1 : 0;
         continue;
       }
-      const record = index < MAX_CALLS_PER_TURN
-        ? await runCall(call, request, loop, offered, options.signal, replay?.started.get(key))
-        : await reportInvalid(
+      const size = oversized.get(index);
+      const record = index >= MAX_CALLS_PER_TURN || size !== undefined
+        ? await reportInvalid(
           loop,
           invalid(
             call,
             request,
-            `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+            size === undefined
+              ? `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`
+              : `Arguments of ${call.name}: more than ${MAX_ARGUMENT_CHARS} characters (${size}); send less.`,
           ),
-        );
+        )
+        : await runCall(call, request, loop, offered, options.signal, replay?.started.get(key));
       await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
       loop.onToolCall?.(record);
       results.push({
