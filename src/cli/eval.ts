@@ -160,7 +160,12 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   const userDir = userDirOf(io);
   const definition = await loadAgentDefinition(agent, { cwd: userDir });
   const casesPath = resolve(userDir, casesFile);
-  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
+  const cases = await loadEvalCases(
+    casesPath,
+    definition,
+    displayPath(casesPath, userDir),
+    userDir,
+  );
   const warn = (m: string) => io.stderr.write(`warning: ${m}\n`);
   const backendFor = async (c: EvalCase): Promise<LlmBackend> => {
     const script = c.script ??

@@ -37,6 +37,7 @@ import {
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
+import { boundToolCalls, MAX_ARGUMENT_CHARS } from "./tool_call_bounds.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -44,8 +45,6 @@ export const DEFAULT_MAX_TOOL_TURNS = 50;
 export const DEFAULT_MAX_BAD_TOOL_CALLS = 8;
 /** Calls one turn may ask for; the rest are answered with an error. */
 export const MAX_CALLS_PER_TURN = 32;
-/** Characters of a call's arguments given as text. */
-const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
 // The permission ask and its answer live beside the decision (tool_permission.ts).
 export type {
@@ -251,7 +250,7 @@ export async function runToolLoop(
     options.signal?.throwIfAborted();
     // A resumed call takes its recorded turns first; the model answers the turns after them.
     const recorded = replay?.turns[turn - 1];
-    const answer = recorded ?? await loop.backend.toolTurn({
+    const asked = recorded ?? await loop.backend.toolTurn({
       kind: request.kind,
       agent: request.agent,
       cwd: request.cwd,
@@ -265,6 +264,8 @@ export async function runToolLoop(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
+    // Bounded before anything keeps it: the log, a recording, the conversation, events.
+    const { turn: answer, oversized } = boundToolCalls(asked, turn);
     await loop.onTurn?.(answer, recorded !== undefined);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) addTokenCounts(usage, answer.usage);
@@ -297,16 +298,19 @@ export async function runToolLoop(
         badInARow = done.isError ? badInARow + 1 : 0;
         continue;
       }
-      const record = index < MAX_CALLS_PER_TURN
-        ? await runCall(call, request, loop, offered, options.signal, replay?.started.get(key))
-        : await reportInvalid(
+      const size = oversized.get(index);
+      const record = index >= MAX_CALLS_PER_TURN || size !== undefined
+        ? await reportInvalid(
           loop,
           invalid(
             call,
             request,
-            `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+            size === undefined
+              ? `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`
+              : `Arguments of ${call.name}: more than ${MAX_ARGUMENT_CHARS} characters (${size}); send less.`,
           ),
-        );
+        )
+        : await runCall(call, request, loop, offered, options.signal, replay?.started.get(key));
       // A call whose ask waits ends the loop here: it has not run, and neither has any after it.
       if ("waiting" in record) return record;
       await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
