@@ -36,7 +36,9 @@ import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { PromptResolver } from "../prompt/resolver.ts";
 import type { RunLock, RunStore } from "../store/types.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
-import { backendRetryError, callBackend, type CallContext } from "./backend_call.ts";
+import { callBackend, type CallContext } from "./backend_call.ts";
+import { callNotices } from "./call_notices.ts";
+import { RateLimitYield } from "../llm/retry.ts";
 import { RunMcpServers } from "./run_mcp_servers.ts";
 import {
   createRunJournal,
@@ -526,6 +528,8 @@ export class StepFlowRunner {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      // A wait given back (a worker's): the drive stops where a taken-over run would.
+      if (result.error instanceof RateLimitYield) throw result.error;
       if (result.error instanceof PermissionWait && inStep) {
         await this.#waitForPermission(state, inStep, info, result.error);
         break;
@@ -538,6 +542,7 @@ export class StepFlowRunner {
       const entry = historyEntry(state, step, startedAt, result.record);
       if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
       if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
+      if (deps.fallbacks.length > 0) entry.fallbacks = deps.fallbacks;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
@@ -733,21 +738,7 @@ export class StepFlowRunner {
             void this.#events.emit("onStepText", stepInfo(state, step), text),
         }
         : {}),
-      onRetry: (retry) => {
-        void this.#events.emit(
-          "onStepRetry",
-          stepInfo(state, step),
-          retry.attempt,
-          backendRetryError(retry),
-        );
-        void this.#journal.log(state, {
-          type: "backend_retry",
-          stepId: step.id,
-          attempt: retry.attempt,
-          delayMs: retry.delayMs,
-          reason: retry.reason,
-        });
-      },
+      ...callNotices(this.#events, this.#journal, state, step, this.#options),
     });
   }
 

@@ -317,6 +317,7 @@ export function startFlowTelemetry(
         name: backend.name,
         complete: (request, options) => traced(request, () => backend.complete(request, options)),
         ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
+        ...(backend.walksModelChains ? { walksModelChains: true } : {}),
       };
       // A backend that runs tool turns keeps doing so through the wrapper (a span per turn).
       if (supportsToolTurns(backend)) {

@@ -6,7 +6,9 @@
  *
  * @module
  */
+import type { ModelSetting } from "../definition/schema.ts";
 import { type BackendName, createBackend } from "./factory.ts";
+import { defaultModelOf } from "./model_chain.ts";
 import type { LlmBackend } from "./types.ts";
 
 /** The backend used when neither the caller (`backend`, `--backend`) nor agent.json names one. */
@@ -16,8 +18,8 @@ export const DEFAULT_BACKEND: BackendName = "claude-code";
 export interface AgentBehaviorBackend {
   /** Backend name (`claude-code`, `anthropic`, `openai`, `scripted`). */
   backend?: string;
-  /** Default model. */
-  model?: string;
+  /** Default model, or a fallback chain (its first model of this backend is the default). */
+  model?: ModelSetting;
 }
 
 /** Overrides and hooks of {@linkcode agentBackend}. */
@@ -46,7 +48,7 @@ export async function agentBackend(
   behavior: AgentBehaviorBackend,
   options: AgentBackendOptions = {},
 ): Promise<LlmBackend> {
-  const model = options.model ?? behavior.model;
+  const model = options.model ?? defaultModelOf(behavior.model);
   return await createBackend({
     name: behavior.backend ?? DEFAULT_BACKEND,
     ...(model ? { model } : {}),

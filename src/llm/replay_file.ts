@@ -9,6 +9,7 @@
  */
 import { stringify as stringifyYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
 import type { RunLogEntry } from "../store/types.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
@@ -26,8 +27,12 @@ export interface RecordedCall {
   prompt: string;
   /** The system prompt sent. */
   system?: string;
-  /** The model asked (the request's, else the backend's default). */
+  /** The model that answered (a model chain's choice, else the request's or the backend's default). */
   model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The model chain's fall-throughs before the answer (absent: none). */
+  fallbacks?: ModelFallbackEvent[];
   /** The answer, when the call succeeded. */
   answer?: {
     text: string;
