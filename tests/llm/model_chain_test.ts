@@ -8,6 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { BackendError } from "../../src/llm/backend_error.ts";
+import {
+  mergeBackendChoice,
+  recordableChoice,
+  recordedBackendChoice,
+} from "../../src/llm/backend_choice.ts";
 import { createBackend } from "../../src/llm/factory.ts";
 import { fallbackReason } from "../../src/llm/fallback_class.ts";
 import { ModelChainBackend } from "../../src/llm/model_chain.ts";
@@ -606,4 +611,31 @@ Deno.test("chain: one model is no chain — the call goes to the backend as it i
   const answer = await chain.complete(stepRequest({ model: "m" }));
   assert.deepEqual(answer, { text: "ok" });
   assert.equal((seen[0] as { modelChain?: unknown }).modelChain, undefined);
+});
+
+Deno.test("backend choice: --fallback-model names are recorded, kept on resume, replaced when given, dropped with the backend", () => {
+  const recorded = recordableChoice({
+    backend: "openai",
+    model: "gpt-5.4-mini",
+    baseUrl: "http://u:secret@127.0.0.1:8000/v1",
+    fallbackModels: ["gpt-5.4-nano"],
+  });
+  assert.deepEqual(recorded, {
+    backend: "openai",
+    model: "gpt-5.4-mini",
+    baseUrl: "http://127.0.0.1:8000/v1",
+    fallbackModels: ["gpt-5.4-nano"],
+  });
+  assert.deepEqual(recordedBackendChoice({ backendChoice: recorded }), recorded);
+  assert.deepEqual(mergeBackendChoice(recorded, {}).fallbackModels, ["gpt-5.4-nano"]);
+  assert.deepEqual(
+    mergeBackendChoice(recorded, { fallbackModels: ["gpt-5.4"] }).fallbackModels,
+    ["gpt-5.4"],
+  );
+  assert.equal(mergeBackendChoice(recorded, { backend: "anthropic" }).fallbackModels, undefined);
+  // A record with a bad list is not a choice (untrusted JSON from a checkpoint).
+  assert.equal(
+    recordedBackendChoice({ backendChoice: { backend: "openai", fallbackModels: [""] } }),
+    undefined,
+  );
 });
