@@ -155,9 +155,12 @@ export class ModelChainBackend implements LlmBackend {
     for (const [i, target] of usable.entries()) {
       try {
         const answer = await call(target.backend, requestFor(req, target.model), opts);
-        answer.backend = target.ref.backend;
-        if (target.ref.model !== undefined) answer.model = target.ref.model;
-        if (fallbacks.length > 0) answer.fallbacks = fallbacks;
+        // A backend that says who answered (a replay of a recorded chain) is taken at its word.
+        if (answer.model === undefined) {
+          answer.backend = target.ref.backend;
+          if (target.ref.model !== undefined) answer.model = target.ref.model;
+        }
+        if (fallbacks.length > 0) answer.fallbacks = [...fallbacks, ...(answer.fallbacks ?? [])];
         return answer;
       } catch (error) {
         if (opts.signal?.aborted) throw error;

@@ -207,6 +207,11 @@ function replayEntries(
     e.kind = entry.kind;
     e.iteration = entry.iteration;
     if (typeof entry.model === "string") e.model = entry.model;
+    if (typeof entry.backend === "string") e.backend = entry.backend;
+    // The call's fall-throughs, with the answer they led to (its last entry).
+    if (i === out.length - 1 && Array.isArray(entry.fallbacks) && entry.fallbacks.length > 0) {
+      e.fallbacks = entry.fallbacks;
+    }
     if (i > 0) continue;
     e.fingerprint = promptFingerprint(system, entry.prompt, secrets);
     if (system !== undefined) e.system = system;

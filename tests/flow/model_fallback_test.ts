@@ -16,6 +16,7 @@ import { clockTime } from "../../src/events/model_notice_text.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { createBackend } from "../../src/llm/factory.ts";
 import { replayFromLog } from "../../src/llm/replay_file.ts";
+import { ReplayBackend } from "../../src/llm/replay.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import {
   anthropicMessage,
@@ -143,7 +144,26 @@ Deno.test("a run whose agent model is a chain falls through on a rate limit, and
       env: {},
     });
     assert.equal(replay.calls["work.test"][0].model, "claude-haiku-4-5");
+    assert.equal(replay.calls["work.test"][0].backend, "anthropic");
     assert.equal(replay.calls["work.plan"][0].model, "gpt-5.4-mini");
+    // Replayed, the run tells the same fallback and records the same model.
+    const replayed: ModelFallbackEvent[] = [];
+    const again = await new StepFlowRunner(definition, {
+      backend: new ReplayBackend({ _replay: replay.header, ...replay.calls }),
+      store,
+      events: { onModelFallback: (_info, f) => void replayed.push(f) },
+      onWarning: () => {},
+    }).run({ args: { topic: "chains" }, runId: "run-replayed" });
+    assert.equal(again.finalStepId, "work.review", "the replay stops where the first drive failed");
+    assert.deepEqual(replayed, [fallbacks[0].fallback]);
+    assert.deepEqual(
+      again.state.history.find((h) => h.stepId === "work.test")!.fallbacks,
+      [fallbacks[0].fallback],
+    );
+    const replayedEnd = (await store.readLog("run-replayed")).find((e) =>
+      e.type === "step_end" && e.stepId === "work.test"
+    )!;
+    assert.equal((replayedEnd.calls as Record<string, unknown>[])[0].model, "claude-haiku-4-5");
   } finally {
     await primary.close();
     await fallback.close();
