@@ -408,14 +408,7 @@ export function formatRunHistory(
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
       note,
     ]);
-    const under = [
-      ...(Array.isArray(e.fallbacks) ? e.fallbacks.slice(0, SHOWN_TOOL_CALLS) : []).map((f) =>
-        c.status(`    ⤷ ${oneLine(fallbackText(f))}`, "warn")
-      ),
-      ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
-        ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
-        : []),
-    ];
+    const under = detailLines(e, c);
     if (under.length > 0) details.set(rows.length - 1, under);
   }
   if (rows.length === 0 && separators.size === 0) {
@@ -475,6 +468,17 @@ function restartSentence(status: string): string {
     : `Continue it from the step it was ${
       status === "timeout" ? "stopped at (timeout)" : `${status} at`
     }`;
+}
+
+/** The lines under a history row: its model chain's fallbacks, then its tool calls. */
+function detailLines(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string[] {
+  const fallbacks = Array.isArray(e.fallbacks) ? e.fallbacks.slice(0, SHOWN_TOOL_CALLS) : [];
+  return [
+    ...fallbacks.map((f) => c.status(`    ⤷ ${oneLine(fallbackText(f))}`, "warn")),
+    ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
+      ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
+      : []),
+  ];
 }
 
 /** Tool calls listed under one history row, at most. */
