@@ -32,7 +32,8 @@ export interface AgentBackendOptions {
 
 /**
  * Creates the agent's own backend: `behavior.backend` (default {@linkcode DEFAULT_BACKEND}) with
- * the model override, else `behavior.model`. Throws what `createBackend` throws for an unknown name
+ * the model override, else `behavior.model` (a chain's first model), able to walk model chains
+ * (a `ModelChainBackend`). Throws what `createBackend` throws for an unknown name
  * or a backend that cannot be set up.
  *
  * @example
@@ -52,6 +53,8 @@ export async function agentBackend(
   return await createBackend({
     name: behavior.backend ?? DEFAULT_BACKEND,
     ...(model ? { model } : {}),
+    // Walks the agent's and the steps' model chains, its conversation shared along them.
+    fallbackModels: [],
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
   });
 }
