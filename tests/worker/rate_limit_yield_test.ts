@@ -67,6 +67,11 @@ Deno.test({
   async fn() {
     const db = await freshDatabase(pg!);
     const ws = await pipelineWorkspace();
+    // The agent's own backend is the workers' (a submission's models belong to it).
+    const agentJson = join(ws.root, ".agent/pipeline/agent.json");
+    const agent = JSON.parse(await Deno.readTextFile(agentJson));
+    agent.behavior.backend = "openai";
+    await Deno.writeTextFile(agentJson, JSON.stringify(agent));
     const model = modelServer();
     const lines: string[] = [];
     const store = new PostgresRunStore(db, { agent: "pipeline", leaseMs: 400 });
@@ -89,7 +94,13 @@ Deno.test({
         url: db,
       });
       await waitFor("the 429", () => Promise.resolve(model.seen.find((s) => s.status === 429)));
-      const other = await submitRun(store, definition, { args: { topic: "other" } }, { url: db });
+      // Submitted with a fallback model (`--submit --fallback-model`): the worker's run records it.
+      const other = await submitRun(
+        store,
+        definition,
+        { args: { topic: "other" }, fallbackModels: ["gpt-5.4-nano"] },
+        { url: db },
+      );
       const completed = (runId: string) => async () =>
         (await store.loadCheckpoint(runId))?.status === "completed" || undefined;
       await waitFor("the other run to complete", completed(other), 30_000);
@@ -130,6 +141,13 @@ Deno.test({
         log.filter((e) => e.type.startsWith("run_")).map((e) => e.type),
         ["run_start", "run_resume", "run_end"],
       );
+      const otherChoice = (await store.loadCheckpoint(other))!.state as { backendChoice?: unknown };
+      assert.deepEqual(otherChoice.backendChoice, {
+        backend: "openai",
+        model: "gpt-5.4-mini",
+        baseUrl: model.url,
+        fallbackModels: ["gpt-5.4-nano"],
+      });
       const checkpoint = (await store.loadCheckpoint(limited))!;
       const history = (checkpoint.state as { historyLength: number }).historyLength;
       assert.equal(history, PIPELINE_STEPS.length + 1, "no iteration was recorded twice");
