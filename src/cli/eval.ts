@@ -19,6 +19,7 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import { UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { shellQuote, stepflowCommand } from "../invocation.ts";
@@ -188,8 +189,8 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       {
         cwd: userDir,
         fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
-        ...(definition.agent.behavior.model !== undefined
-          ? { fallbackModel: definition.agent.behavior.model }
+        ...(defaultModelOf(definition.agent.behavior.model) !== undefined
+          ? { defaultModel: defaultModelOf(definition.agent.behavior.model) }
           : {}),
         env: io.env,
         onWarning: warn,

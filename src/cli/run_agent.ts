@@ -27,6 +27,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
 import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -933,6 +934,7 @@ async function selectBackend(
   if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
   if (flags.model !== undefined) given.model = flags.model;
   if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  if (flags.fallbackModel.length > 0) given.fallbackModels = flags.fallbackModel;
   const name = backendName(flags, {
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
@@ -940,12 +942,20 @@ async function selectBackend(
   // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
     ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
-  const backend = await backendFromFlags({ ...choice, ...how }, {
+  const defaultModel = defaultModelOf(behavior.model);
+  // Always able to walk model chains (agent.json's, the steps', --fallback-model), with the
+  // options of these flags for the entries on other backends.
+  const { fallbackModels = [], ...chosen } = choice;
+  const backend = await backendFromFlags({ ...chosen, ...how, fallbackModel: fallbackModels }, {
     cwd: ctx.userDir,
-    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
+    ...(defaultModel !== undefined ? { defaultModel } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),

@@ -64,6 +64,18 @@ const FLAGS = defineFlags({
     description: "Model of every run (overrides the agent and the submission)",
   },
   baseUrl: BACKEND_FLAGS.baseUrl,
+  fallbackModel: {
+    ...BACKEND_FLAGS.fallbackModel,
+    description: "A model tried after each call's own when it is rate-limited, overloaded or down",
+  },
+  rateLimitYieldMs: {
+    type: "string",
+    value: "N",
+    description:
+      "A rate-limit wait at least N ms long gives the run's slot back until the reset (default 5000)",
+    parse: positive("--rate-limit-yield-ms"),
+    default: 5_000,
+  },
   leaseMs: {
     type: "string",
     value: "N",
@@ -157,6 +169,7 @@ export async function workerMain(
       concurrency: flags.concurrency,
       leaseMs: flags.leaseMs,
       pollMs: flags.pollMs,
+      rateLimitYieldMs: flags.rateLimitYieldMs,
       log: write,
     };
     // Flags override, field by field, the backend each run recorded (or the agent's, for a new run).
@@ -165,6 +178,7 @@ export async function workerMain(
     if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
     if (flags.model !== undefined) backend.model = flags.model;
     if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
+    if (flags.fallbackModel.length > 0) backend.fallbackModels = flags.fallbackModel;
     backendName(flags); // --script with another --backend is a usage error, at once
     options.backend = backend;
     options.env = env;

@@ -257,6 +257,7 @@ export async function runToolLoop(
       stepId: request.stepId,
       iteration: request.iteration,
       ...(request.model ? { model: request.model } : {}),
+      ...(request.modelChain ? { modelChain: request.modelChain } : {}),
       ...(request.systemPrompt ? { systemPrompt: request.systemPrompt } : {}),
       ...(sessionId ? { sessionId } : {}),
       // A copy: the conversation grows after this turn, and a backend may keep what it was sent.
@@ -271,6 +272,10 @@ export async function runToolLoop(
     if (answer.usage) addTokenCounts(usage, answer.usage);
     else usageKnown = false;
     cost += answer.costUsd ?? 0;
+    // The model chain's fall-throughs of every turn, and who answered the last one.
+    if (answer.fallbacks?.length) (response.fallbacks ??= []).push(...answer.fallbacks);
+    if (answer.model !== undefined) response.model = answer.model;
+    if (answer.backend !== undefined) response.backend = answer.backend;
     if (answer.toolCalls.length === 0) {
       response.text = answer.text;
       if (answer.structuredOutput !== undefined) {

@@ -66,6 +66,7 @@ import { historyEntry, IterationRecorder } from "./iteration_record.ts";
 import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { RateLimitYield } from "../llm/retry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
 import type {
   CompletionReason,
@@ -367,6 +368,8 @@ export class FlowRun {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      // A wait given back (a worker's): the drive stops where a taken-over run would.
+      if (result.error instanceof RateLimitYield) throw result.error;
       // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome, inStep);
@@ -376,6 +379,7 @@ export class FlowRun {
       const entry = historyEntry(state, step, startedAt, result.record);
       if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
       if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
+      if (deps.fallbacks.length > 0) entry.fallbacks = deps.fallbacks;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.

@@ -8,6 +8,8 @@
  *
  * @module
  */
+import type { ModelFallbackEvent } from "../events/types.ts";
+import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
@@ -131,6 +133,8 @@ export interface LoggedHistoryEntry {
   toolCalls?: LoggedToolCall[];
   /** Tool calls after the listed ones. */
   toolCallsOmitted?: number;
+  /** The model chain's fall-throughs of the iteration's calls. */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -453,9 +457,8 @@ export function formatRunHistory(
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
       note,
     ]);
-    if (Array.isArray(e.toolCalls) && e.toolCalls.length > 0) {
-      details.set(rows.length - 1, toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c));
-    }
+    const under = detailLines(e, c);
+    if (under.length > 0) details.set(rows.length - 1, under);
   }
   if (rows.length === 0 && separators.size === 0) {
     lines.push("No iteration was recorded.");
@@ -536,6 +539,17 @@ function childRunLines(
     "",
     `Child runs (${children.length}):`,
     table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], rows, { header: c.dim }),
+  ];
+}
+
+/** The lines under a history row: its model chain's fallbacks, then its tool calls. */
+function detailLines(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string[] {
+  const fallbacks = Array.isArray(e.fallbacks) ? e.fallbacks.slice(0, SHOWN_TOOL_CALLS) : [];
+  return [
+    ...fallbacks.map((f) => c.status(`    ⤷ ${oneLine(fallbackText(f))}`, "warn")),
+    ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
+      ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
+      : []),
   ];
 }
 

@@ -428,6 +428,7 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
         }`,
       )
       : "",
+    row.models ? field("answered by", modelsText(row.models)) : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
   ];
@@ -460,6 +461,14 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       ? part(CHILD_PART, `Child run's timeline (${child})`)
       : ""
   }</div>`;
+}
+
+/** `openai gpt-5.4` for one call, `anthropic a, openai b` for calls answered by different models. */
+function modelsText(models: readonly string[]): string {
+  const distinct = [...new Set(models)];
+  return distinct.length === 1 && models.length > 1
+    ? `${distinct[0]} (${models.length} calls)`
+    : models.join(", ");
 }
 
 /** The row part of an agent step's row that opens its child run's timeline nested under it. */

@@ -8,6 +8,8 @@
  */
 import type { RunLogEntry } from "../store/types.ts";
 import type { LoggedUsage } from "../store/format.ts";
+import type { FallbackReason, ModelRef } from "../events/types.ts";
+import { fallbackText, rateLimitWaitText } from "../events/model_notice_text.ts";
 import {
   addGrant,
   addToolCall,
@@ -58,8 +60,16 @@ export type Row =
     answer?: LoggedText;
     /** Re-asks before the accepted answer. */
     reasks: Reask[];
-    /** Backend retries (transport) and step retries (onError retry). */
+    /**
+     * Backend retries (transport), rate-limit waits, model-chain fallbacks and step retries
+     * (onError retry), in order.
+     */
     retries: string[];
+    /**
+     * Which model answered each of the iteration's calls (`backend model`, from its `step_end`),
+     * once it ended.
+     */
+    models?: string[];
     /** Errors recorded for the iteration. */
     errors: string[];
     /** The history entry of `step_end`, once the step ended. */
@@ -180,15 +190,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       case "backend_retry":
-      case "step_retry": {
+      case "step_retry":
+      case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
-        row.retries.push(
-          entry.type === "backend_retry"
-            ? `backend retry ${entry.attempt ?? "?"}: ${entry.reason ?? ""} (waited ${
-              entry.delayMs ?? "?"
-            } ms)`
-            : `step retry ${entry.attempt ?? "?"} (onError retry)`,
-        );
+        row.retries.push(retryText(entry));
         touched.add(row.index);
         break;
       }
@@ -221,6 +226,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           timeline.usage = usage;
         }
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
+        const models = answeringModels(entry.calls);
+        if (models.length > 0) row.models = models;
         const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
         timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
         if (typeof end.nextStepId === "string") {
@@ -277,6 +284,42 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+/** A row's line for a retry, a rate-limit wait or a model chain's fallback. */
+function retryText(entry: RunLogEntry): string {
+  if (entry.type === "step_retry") return `step retry ${entry.attempt ?? "?"} (onError retry)`;
+  if (entry.type === "model_fallback") {
+    const ref = (value: unknown): ModelRef =>
+      isRecord(value) && typeof value.backend === "string"
+        ? value as unknown as ModelRef
+        : { backend: "?" };
+    return fallbackText({
+      from: ref(entry.from),
+      to: ref(entry.to),
+      reason: String(entry.reason ?? "") as FallbackReason,
+      detail: String(entry.detail ?? ""),
+    });
+  }
+  const reason = String(entry.reason ?? "");
+  if (typeof entry.waitUntil === "string") {
+    const status = Number(/^HTTP (\d{3})/.exec(reason)?.[1] ?? 429);
+    return `${rateLimitWaitText({ until: entry.waitUntil, status })}${
+      entry.yielded === true ? ", the run's slot given back" : ""
+    } (backend retry ${entry.attempt ?? "?"}: ${reason})`;
+  }
+  return `backend retry ${entry.attempt ?? "?"}: ${reason} (waited ${entry.delayMs ?? "?"} ms)`;
+}
+
+/** `backend model` of each recorded call of a `step_end` that names its model (in call order). */
+function answeringModels(calls: unknown): string[] {
+  if (!Array.isArray(calls)) return [];
+  const out: string[] = [];
+  for (const call of calls.slice(0, 100)) {
+    if (!isRecord(call) || typeof call.model !== "string") continue;
+    out.push(typeof call.backend === "string" ? `${call.backend} ${call.model}` : call.model);
+  }
+  return out;
 }
 
 /**
