@@ -27,7 +27,8 @@ import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import type { PermissionPolicy } from "../tools/permissions.ts";
-import { decide, type PermissionDeciders, refusalText } from "./tool_permission.ts";
+import { decide, decideResumed, type PermissionDeciders, refusalText } from "./tool_permission.ts";
+import { pathGuard, reachCallPaths } from "../tools/call_paths.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
@@ -344,10 +345,12 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
+  // Its paths, resolved once: what the rules judge is what the tool acts on.
+  const paths = await reachCallPaths(call.name, args, request.cwd);
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
-    ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
-    : await decide(call, args, request, loop, signal);
+    ? decideResumed(loop.policy, call, args, request.cwd, startedBy, paths?.judged)
+    : await decide(call, args, request, loop, signal, paths?.judged);
   const decided = {
     decidedBy: decision.by,
     decidedAt: decision.at,
@@ -388,6 +391,7 @@ async function runCall(
       workspaceRoot: request.cwd,
       stepId: request.stepId,
       ...(signal ? { signal } : {}),
+      ...(paths ? { paths: pathGuard(loop.policy, request.cwd, call.name, paths) } : {}),
     });
     result = typeof value === "string" ? value : JSON.stringify(value ?? null);
   } catch (error) {

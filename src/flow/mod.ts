@@ -34,3 +34,4 @@ export type {
   RecordedAnswer,
 } from "./input_request.ts";
 export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";
+export type { ReachedPath } from "../tools/types.ts";

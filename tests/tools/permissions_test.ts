@@ -314,6 +314,20 @@ Deno.test("offered tools: named by allowedTools, minus bare disallowedTools", ()
     "mcp__gh__delete",
     "mcp__db__q",
   ];
-  assert.deepEqual(offeredTools(allow, deny, available), ["Read", "Edit", "Bash", "mcp__gh__list"]);
+  // A path rule offers its family: Edit(src/**) covers Write too (the rules table says so).
+  assert.deepEqual(offeredTools(allow, deny, available), [
+    "Read",
+    "Write",
+    "Edit",
+    "Bash",
+    "mcp__gh__list",
+  ]);
+  const edits = parsePermissionRules(["Edit(src/**)"]).rules;
+  assert.deepEqual(offeredTools(edits, [], available), ["Write", "Edit"]);
+  const reads = parsePermissionRules(["Read(docs/**)"]).rules;
+  assert.deepEqual(offeredTools(reads, [], available), ["Read", "Glob", "Grep"]);
+  // A bare deny still removes one tool of the family.
+  const noWrite = parsePermissionRules(["Write"]).rules;
+  assert.deepEqual(offeredTools(edits, noWrite, available), ["Edit"]);
   assert.deepEqual(offeredTools([], [], available), [], "no allowedTools: no tools");
 });
