@@ -13,7 +13,7 @@ import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { StepflowError } from "./errors.ts";
-import { openedPath, pinnedFolderPath } from "./opened_path.ts";
+import { O_NOFOLLOW, openedPath, pinnedFolderPath } from "./opened_path.ts";
 import { pidAlive } from "./pid_alive.ts";
 
 /** Options of {@linkcode writeFileAtomic}. */
@@ -77,7 +77,18 @@ async function writeInResolvedFolder(
   options: AtomicWriteOptions,
 ): Promise<void> {
   const dir = dirname(file);
-  const folder = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0));
+  const folder = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW)
+    .catch((error) => {
+      const code = (error as { code?: string }).code;
+      // Gone, or no longer a folder of its own (a link, a file) since it was checked.
+      if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
+        throw folderChanged(
+          file,
+          code === "ENOENT" ? "nothing (it was removed)" : "a link or a file",
+        );
+      }
+      throw error;
+    });
   try {
     // Through the opened folder where the system names it (Linux), else through its path.
     const base = pinnedFolderPath(folder.fd) ?? dir;
@@ -91,7 +102,8 @@ async function writeInResolvedFolder(
         // No descriptor path: the temporary file must be the one in the checked folder.
         const there = await Deno.lstat(join(dir, name)).catch(() => undefined);
         if (!there || there.ino !== identity.ino || there.dev !== identity.dev) {
-          throw folderChanged(file, await Deno.realPath(dir).catch(() => "(gone)"));
+          const now = await Deno.realPath(dir).catch(() => undefined);
+          throw folderChanged(file, now ? `"${now}"` : "nothing (it was removed)");
         }
       }
       options.signal?.throwIfAborted();
@@ -110,13 +122,13 @@ async function writeInResolvedFolder(
 /** Refuses (`PATH_CHANGED`) when the folder open as `fd` is not really `dir`. */
 async function checkFolder(fd: number, dir: string, file: string): Promise<void> {
   const where = await openedPath(fd) ?? await Deno.realPath(dir);
-  if (where !== dir) throw folderChanged(file, where);
+  if (where !== dir) throw folderChanged(file, `"${where}"`);
 }
 
 function folderChanged(file: string, where: string): StepflowError {
   return new StepflowError(
     "PATH_CHANGED",
-    `Refused to write "${file}": its folder changed after the path was checked — it now leads to "${where}" (a symbolic link swapped in, or the folder moved). Check the path again, then retry.`,
+    `Refused to write "${file}": its folder changed after the path was checked — it now leads to ${where} (a symbolic link swapped in, or the folder moved). Check the path again, then retry.`,
     { details: { path: file, folder: dirname(file), now: where } },
   );
 }

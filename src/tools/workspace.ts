@@ -187,9 +187,10 @@ async function firstLink(
     if (segment === "" || segment === "." || segment === ".." || !isInside(root, prefix)) {
       continue;
     }
-    const info = await Deno.lstat(prefix).catch(() => undefined);
-    if (!info) return undefined;
-    if (info.isSymlink) return { path: fromRoot(root, prefix), to: await Deno.readLink(prefix) };
+    // (Only to explain a refusal: a link swapped away meanwhile just goes unnamed.)
+    const to = await Deno.readLink(prefix).catch(() => undefined);
+    if (to !== undefined) return { path: fromRoot(root, prefix), to };
+    if (!(await Deno.lstat(prefix).then(() => true, () => false))) return undefined;
   }
   return undefined;
 }
