@@ -78,14 +78,13 @@ async function writeInResolvedFolder(
 ): Promise<void> {
   const dir = dirname(file);
   const folder = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW)
-    .catch((error) => {
+    .catch(async (error) => {
       const code = (error as { code?: string }).code;
       // Gone, or no longer a folder of its own (a link, a file) since it was checked.
-      if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
-        throw folderChanged(
-          file,
-          code === "ENOENT" ? "nothing (it was removed)" : "a link or a file",
-        );
+      if (code === "ENOENT") throw folderChanged(file, "nothing (it was removed)");
+      if (code === "ENOTDIR" || code === "ELOOP") {
+        const now = await Deno.realPath(dir).catch(() => undefined);
+        throw folderChanged(file, now ? `"${now}"` : "a link or a file");
       }
       throw error;
     });

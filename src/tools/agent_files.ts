@@ -103,7 +103,7 @@ export function createReadTool(): Tool<ReadArgs, string> {
     idempotent: true,
     readOnly: true,
     async execute(args, ctx) {
-      const file = await existingFile(ctx, args.file_path, "Read");
+      const { file } = await existingFile(ctx, args.file_path, "Read");
       const offset = args.offset ?? 1;
       const limit = args.limit ?? AGENT_TOOL_LIMITS.readLines;
       return await readLines(file, args.file_path, offset, limit, ctx.signal);
@@ -183,8 +183,8 @@ export function createEditTool(): Tool<EditArgs, string> {
           { details: { path: args.file_path } },
         );
       }
-      const file = await existingFile(ctx, args.file_path, "Edit");
-      const text = await readWholeText(file, args.file_path, "Edit", ctx.signal);
+      const { file, reached } = await existingFile(ctx, args.file_path, "Edit");
+      const text = readWholeText(file, args.file_path, "Edit", ctx.signal);
       const count = countOccurrences(text, args.old_string);
       if (count === 0) {
         throw new StepflowError(
@@ -208,7 +208,7 @@ export function createEditTool(): Tool<EditArgs, string> {
         ctx.workspaceRoot,
         args.file_path,
         "Edit",
-        file.reached,
+        reached,
       );
       await writeFileAtomic(target, edited, { signal: ctx.signal, resolvedFolder: true });
       return `Edited ${args.file_path}: ${count} replacement${count === 1 ? "" : "s"}.`;
@@ -217,7 +217,9 @@ export function createEditTool(): Tool<EditArgs, string> {
 }
 
 /** An existing file of the workspace, opened: the one the path was resolved (and judged) to. */
-interface ExistingFile extends OpenedFile {
+interface ExistingFile {
+  /** The file, open. */
+  file: OpenedFile;
   /** Where the path leads. */
   reached: ReachedPath;
 }
@@ -252,10 +254,10 @@ async function existingFile(
       if (why) throw pathChanged(tool, userPath, reached.abs, `a file with more names: ${why}`);
     }
   } catch (error) {
-    await opened.handle.close();
+    opened.close();
     throw error;
   }
-  return { ...opened, reached };
+  return { file: opened, reached };
 }
 
 function isFolder(tool: string, userPath: string): StepflowError {
@@ -267,12 +269,12 @@ function isFolder(tool: string, userPath: string): StepflowError {
 }
 
 /** A whole text file (bounded by `fileBytes`), refusing binary files; closes the file. */
-async function readWholeText(
+function readWholeText(
   file: OpenedFile,
   userPath: string,
   tool: string,
   signal?: AbortSignal,
-): Promise<string> {
+): string {
   try {
     if (file.size > AGENT_TOOL_LIMITS.fileBytes) {
       throw new StepflowError(
@@ -282,7 +284,7 @@ async function readWholeText(
       );
     }
     signal?.throwIfAborted();
-    const bytes = await file.handle.readFile();
+    const bytes = file.readAll(AGENT_TOOL_LIMITS.fileBytes);
     if (bytes.length > AGENT_TOOL_LIMITS.fileBytes) {
       throw new StepflowError(
         "FILE_TOO_LARGE",
@@ -293,7 +295,7 @@ async function readWholeText(
     if (looksBinary(bytes.subarray(0, 8192))) throw binaryFile(tool, userPath, bytes.length);
     return new TextDecoder().decode(bytes);
   } finally {
-    await file.handle.close();
+    file.close();
   }
 }
 
@@ -316,7 +318,6 @@ async function readLines(
   limit: number,
   signal?: AbortSignal,
 ): Promise<string> {
-  const { handle } = file;
   const out: string[] = [];
   let chars = 0;
   let lineNo = 0;
@@ -342,7 +343,7 @@ async function readLines(
     let size = 0;
     while (!full) {
       signal?.throwIfAborted();
-      const n = (await handle.read(buffer, 0, buffer.length, null)).bytesRead;
+      const n = await file.read(buffer);
       if (n === 0) break;
       size += n;
       const chunk = buffer.subarray(0, n);
@@ -364,7 +365,7 @@ async function readLines(
     if (!full && current !== "") take(current);
     if (size === 0 && lineNo === 0) return `(${userPath} is empty)`;
   } finally {
-    await handle.close();
+    file.close();
   }
   if (out.length === 0) {
     return `(${userPath} has ${lineNo} line${

@@ -323,18 +323,18 @@ async function readSearchable(
     return undefined;
   }
   try {
-    if (opened.isDirectory || opened.size > AGENT_TOOL_LIMITS.fileBytes) return undefined;
+    if (!opened.isFile || opened.size > AGENT_TOOL_LIMITS.fileBytes) return undefined;
     if (opened.hardLinks > 1 && guard?.hides({ ...seen, hardLinks: opened.hardLinks })) {
       return HIDDEN;
     }
-    const bytes = await opened.handle.readFile();
+    const bytes = opened.readAll(AGENT_TOOL_LIMITS.fileBytes);
     if (bytes.length > AGENT_TOOL_LIMITS.fileBytes) return undefined;
     if (looksBinary(bytes.subarray(0, 8192))) return undefined;
     return new TextDecoder().decode(bytes);
   } catch {
     return undefined;
   } finally {
-    await opened.handle.close();
+    opened.close();
   }
 }
 

@@ -153,17 +153,19 @@ export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileAr
             { details: { path: args.path } },
           );
         }
-        if (opened.size > limit) {
-          throw new StepflowError(
+        const tooLarge = (size: number) =>
+          new StepflowError(
             "FILE_TOO_LARGE",
-            `read_file: "${args.path}" is ${opened.size} bytes, more than the limit of ${limit}. Pass a larger maxBytes to read it.`,
-            { details: { path: args.path, size: opened.size, maxBytes: limit } },
+            `read_file: "${args.path}" is ${size} bytes, more than the limit of ${limit}. Pass a larger maxBytes to read it.`,
+            { details: { path: args.path, size, maxBytes: limit } },
           );
-        }
+        if (opened.size > limit) throw tooLarge(opened.size);
         ctx.signal?.throwIfAborted();
-        return await opened.handle.readFile({ encoding: "utf8", signal: ctx.signal });
+        const bytes = opened.readAll(limit);
+        if (bytes.length > limit) throw tooLarge(bytes.length);
+        return new TextDecoder().decode(bytes);
       } finally {
-        await opened.handle.close();
+        opened.close();
       }
     },
   };
@@ -208,9 +210,9 @@ export function createWriteFileTool(
       if (args.append) {
         const opened = await openResolved(checked, "write_file", args.path, "append");
         try {
-          await opened.handle.appendFile(bytes);
+          await opened.append(bytes);
         } finally {
-          await opened.handle.close();
+          opened.close();
         }
       } else {
         await writeFileAtomic(checked, bytes, { resolvedFolder: true });

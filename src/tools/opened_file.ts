@@ -7,27 +7,112 @@
  *
  * @module
  */
-import { constants } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
+import fs from "node:fs";
 import { StepflowError } from "../errors.ts";
-import { O_NOFOLLOW, O_NONBLOCK, openedPath } from "../opened_path.ts";
+import {
+  O_NOFOLLOW,
+  O_NONBLOCK,
+  openedPathSync,
+  type OpenedStat,
+  statOpened,
+} from "../opened_path.ts";
 
-/** An opened file and what `fstat` says of it. */
-export interface OpenedFile {
-  /** The open file (close it). */
-  handle: FileHandle;
-  /** Its size in bytes. */
-  size: number;
+const { constants } = fs;
+
+/**
+ * A file opened by {@linkcode openResolved}: what `fstat` said of it, and the few ways the tools
+ * use it. Close it.
+ */
+export class OpenedFile {
+  /** The descriptor. */
+  readonly fd: number;
+  /** Its size in bytes when it was opened. */
+  readonly size: number;
   /** How many names (hard links) it has. */
-  hardLinks: number;
+  readonly hardLinks: number;
   /** It is a folder (opening one for reading succeeds on most systems). */
-  isDirectory: boolean;
+  readonly isDirectory: boolean;
+  /** It is a regular file. */
+  readonly isFile: boolean;
+  #closed = false;
+
+  /** @param fd an open descriptor, @param info its `fstat` */
+  constructor(fd: number, info: OpenedStat) {
+    this.fd = fd;
+    this.size = info.size;
+    this.hardLinks = info.nlink;
+    this.isDirectory = info.isDirectory;
+    this.isFile = info.isFile;
+  }
+
+  /** Reads the next bytes into `buffer`; resolves to how many (0 at the end). */
+  read(buffer: Uint8Array): Promise<number> {
+    return new Promise((done, fail) =>
+      fs.read(this.fd, buffer, 0, buffer.length, null, (error, n) => error ? fail(error) : done(n))
+    );
+  }
+
+  /**
+   * The rest of the file — at most `limit + 1` bytes, so a caller sees that it is longer. Read at
+   * once (the tools read whole files of at most 10 MiB this way; `Read` streams with `read`): a
+   * search reading thousands of small files makes no round trip per file.
+   */
+  readAll(limit: number = Number.MAX_SAFE_INTEGER): Uint8Array {
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    // One read for a file that did not grow; then in steps.
+    let want = Math.min(this.size, limit) + 1;
+    for (;;) {
+      const chunk = new Uint8Array(Math.min(want, 1 << 20));
+      const n = fs.readSync(this.fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      // A short read of a regular file is its end; a file that grew is read on in steps.
+      if (total > limit || n < chunk.length) break;
+      want = Math.min(limit + 1 - total, 64 * 1024);
+    }
+    if (chunks.length === 1) return chunks[0];
+    const all = new Uint8Array(total);
+    let at = 0;
+    for (const chunk of chunks) {
+      all.set(chunk, at);
+      at += chunk.length;
+    }
+    return all;
+  }
+
+  /** Writes all of `bytes` (at the end, for a file opened to append). */
+  async append(bytes: Uint8Array): Promise<void> {
+    for (let at = 0; at < bytes.length;) {
+      at += await new Promise<number>((done, fail) =>
+        fs.write(
+          this.fd,
+          bytes,
+          at,
+          bytes.length - at,
+          null,
+          (error, n) => error ? fail(error) : done(n),
+        )
+      );
+    }
+  }
+
+  /** Closes it (once). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    fs.closeSync(this.fd);
+  }
 }
 
 /**
  * Opens `abs` — a real path a check resolved — for reading (or appending, creating the file when
  * missing), and makes sure the file opened is the one at `abs`. A named pipe does not block the
  * open. Errors of the system (`ENOENT`) are left to the caller, which knows how to word them.
+ *
+ * The open and its checks are a few system calls made at once (no round trip each): a search
+ * opening thousands of files pays little for them.
  *
  * @param tool names the tool in messages
  * @param userPath the path as the caller was given it, for messages
@@ -37,10 +122,11 @@ export interface OpenedFile {
  * ```ts
  * import { openResolved } from "./opened_file.ts";
  * const file = await openResolved(await Deno.realPath("deno.json"), "Read", "deno.json");
- * console.log(file.size);
- * await file.handle.close();
+ * const text = new TextDecoder().decode(file.readAll());
+ * file.close();
  * ```
  */
+// deno-lint-ignore require-await
 export async function openResolved(
   abs: string,
   tool: string,
@@ -50,9 +136,9 @@ export async function openResolved(
   const flags = how === "read"
     ? constants.O_RDONLY | O_NONBLOCK
     : constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
-  let handle: FileHandle;
+  let fd: number;
   try {
-    handle = await open(abs, flags | O_NOFOLLOW, 0o644);
+    fd = fs.openSync(abs, flags | O_NOFOLLOW, 0o644);
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === "ELOOP" || code === "EMLINK") {
@@ -61,26 +147,26 @@ export async function openResolved(
     throw error;
   }
   try {
-    const info = await handle.stat();
-    const where = await openedPath(handle.fd);
+    const info = statOpened(fd);
+    const where = openedPathSync(fd);
     if (where === undefined) {
       // No kernel name for it here: the file at `abs` now must be the one opened.
-      const real = await Deno.realPath(abs).catch(() => "(gone)");
-      const now = real === abs ? await Deno.stat(abs).catch(() => undefined) : undefined;
+      let real: string | undefined;
+      try {
+        real = fs.realpathSync(abs);
+      } catch {
+        real = undefined;
+      }
+      const now = real === abs ? fs.statSync(abs, { throwIfNoEntry: false }) : undefined;
       if (!now || now.ino !== info.ino || now.dev !== info.dev) {
-        throw pathChanged(tool, userPath, abs, real === abs ? "another file" : `"${real}"`);
+        throw pathChanged(tool, userPath, abs, real && real !== abs ? `"${real}"` : "another file");
       }
     } else if (where !== abs) {
       throw pathChanged(tool, userPath, abs, `"${where}"`);
     }
-    return {
-      handle,
-      size: info.size,
-      hardLinks: info.nlink,
-      isDirectory: info.isDirectory(),
-    };
+    return new OpenedFile(fd, info);
   } catch (error) {
-    await handle.close();
+    fs.closeSync(fd);
     throw error;
   }
 }

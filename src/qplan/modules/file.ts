@@ -51,9 +51,10 @@ export const fileTool: Tool<FileArgs, string> = {
       });
       try {
         if (opened.isDirectory) throw folder();
-        return await opened.handle.readFile({ encoding: "utf8", signal: ctx.signal });
+        ctx.signal?.throwIfAborted();
+        return new TextDecoder().decode(opened.readAll());
       } finally {
-        await opened.handle.close();
+        opened.close();
       }
     }
     if (data === undefined) {
