@@ -160,8 +160,38 @@ export async function prepareWriteInWorkspace(
       { details: { path: userPath } },
     );
   }
-  await Deno.mkdir(dirname(target.abs), { recursive: true });
+  await makeFolders(dirname(target.abs), tool, userPath);
   return target.abs;
+}
+
+/**
+ * Creates the missing folders of `dir` (a real path) one by one, never through a link: a folder
+ * that turns up as a link meanwhile is `PATH_CHANGED`, and nothing is created where it leads.
+ */
+async function makeFolders(dir: string, tool: string, userPath: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = dir;; at = dirname(at)) {
+    const info = await Deno.lstat(at).catch((error) => {
+      if (isMissing(error)) return undefined;
+      throw error;
+    });
+    if (info?.isDirectory) break;
+    if (info || dirname(at) === at) {
+      throw folderChanged(tool, userPath, at);
+    }
+    missing.unshift(at);
+  }
+  for (const folder of missing) {
+    try {
+      await Deno.mkdir(folder);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      const now = await Deno.lstat(folder);
+      if (!now.isDirectory) {
+        throw folderChanged(tool, userPath, folder);
+      }
+    }
+  }
 }
 
 /** The path a write through a dangling link would create, relative to the root (as far as known). */
@@ -210,9 +240,15 @@ async function locate(
   const root = await Deno.realPath(resolve(workspaceRoot));
   const lexical = resolve(root, userPath);
   if (!isInside(root, lexical)) throw escape(workspaceRoot, userPath, "it leaves the workspace");
-  const { real, rest } = userPath.split(SEPARATORS).includes("..")
-    ? await systemResolve(isAbsolute(userPath) ? parse(userPath).root : root, userPath)
-    : await nearestExisting(lexical);
+  const { real, rest } =
+    await (userPath.split(SEPARATORS).includes("..")
+      ? systemResolve(isAbsolute(userPath) ? parse(userPath).root : root, userPath)
+      : nearestExisting(lexical)).catch((error) => {
+        if (error instanceof Deno.errors.FilesystemLoop) {
+          throw escape(workspaceRoot, userPath, "its symbolic links lead round in a loop");
+        }
+        throw error;
+      });
   if (!isInside(root, real)) {
     throw escape(workspaceRoot, userPath, "a symbolic link leads outside the workspace");
   }
@@ -274,6 +310,14 @@ function fromRoot(root: string, abs: string): string {
 
 /** Path separators as the system reads them. */
 const SEPARATORS = sep === "\\" ? /[\\/]/ : /\//;
+
+function folderChanged(tool: string, userPath: string, folder: string): StepflowError {
+  return new StepflowError(
+    "PATH_CHANGED",
+    `${tool}: "${userPath}" changed after it was checked: its folder "${folder}" is now a symbolic link or a file. Nothing was written. Call again to have the path checked anew.`,
+    { details: { path: userPath, folder } },
+  );
+}
 
 /** True when `target` is `root` or lies below it (both absolute, normalised). */
 export function isInside(root: string, target: string): boolean {

@@ -161,9 +161,8 @@ Deno.test("a link swapped in after the check: the tool refuses (PATH_CHANGED) an
   );
   assert.match(
     seen[1],
-    /^Write: Error \(PATH_CHANGED\): Refused to write ".*\/src\/d\/config": its folder changed/,
+    /^Write: Error \(PATH_CHANGED\): Write: "src\/d\/config" changed after it was checked: its folder ".*\/src\/d" is now a symbolic link/,
   );
-  assert.match(seen[1], /now leads to ".*\/\.git"/);
   assert.match(
     seen[2],
     /^Read: Error \(PATH_CHANGED\): Read: "src\/note" changed after it was checked/,
@@ -336,6 +335,21 @@ Deno.test("a link to a folder: src/d -> ../.git is judged as .git for Read, Glob
     /^Write: Permission denied: .*"src\/d\/hooks\/pre-commit" is "\.git\/hooks\/pre-commit"/,
   );
   assert.equal(await Deno.lstat(join(root, ".git/hooks/pre-commit")).catch(() => "none"), "none");
+});
+
+Deno.test("a link loop is refused with a message that says so", async () => {
+  const root = await project();
+  await Deno.symlink("loop", join(root, "src/loop"));
+  const { seen } = await run(root, [
+    call("Read", { file_path: "src/loop" }),
+    call("Write", { file_path: "src/loop/x", content: "x" }),
+  ], { allow: ["Read", "Edit(src/**)"] });
+  for (const text of seen) {
+    assert.match(
+      text,
+      /PATH_ESCAPES_WORKSPACE\): Refused path "src\/loop.*": its symbolic links lead round in a loop/,
+    );
+  }
 });
 
 Deno.test("a dangling link: judged by the file a write would create, and never written through", async () => {
