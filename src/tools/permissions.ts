@@ -214,8 +214,9 @@ function hardLinkRefusal(policy: PermissionPolicy, file: ReachedPath): string | 
 
 /**
  * The tools a step offers the model: those of `available` that an `allowedTools` rule names (a
- * rule with a specifier offers its tool; `mcp__server` offers each of the server's tools), minus
- * those a bare `disallowedTools` rule removes altogether.
+ * rule with a specifier offers its tool — a path rule the tools it covers: `Edit(src/**)` offers
+ * `Edit` and `Write`; `mcp__server` offers each of the server's tools), minus those a bare
+ * `disallowedTools` rule removes altogether.
  *
  * @example
  * ```ts
