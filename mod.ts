@@ -118,6 +118,8 @@ export {
   tracingEnabled,
   type Transition,
 } from "./src/flow/mod.ts";
+// The paths a tool call reaches (in a permission ask).
+export type { ReachedPath } from "./src/flow/mod.ts";
 
 // LLM backends: the contract, the scripted backend, the real backends and the factory.
 export {

@@ -29,11 +29,13 @@ import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import type { PermissionPolicy } from "../tools/permissions.ts";
 import {
   decide,
+  decideResumed,
   type PermissionAsk,
   type PermissionDeciders,
   type PermissionReply,
   refusalText,
 } from "./tool_permission.ts";
+import { pathGuard, reachCallPaths } from "../tools/call_paths.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
@@ -400,10 +402,12 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
+  // Its paths, resolved once: what the rules judge is what the tool acts on.
+  const paths = await reachCallPaths(call.name, args, request.cwd);
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
-    ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
-    : await decide(call, args, request, loop, signal);
+    ? decideResumed(loop.policy, call, args, request.cwd, startedBy, paths?.judged)
+    : await decide(call, args, request, loop, signal, paths?.judged);
   if (decision.behavior === "wait") return { waiting: decision.ask };
   const decided = {
     decidedBy: decision.by,
@@ -445,6 +449,7 @@ async function runCall(
       workspaceRoot: request.cwd,
       stepId: request.stepId,
       ...(signal ? { signal } : {}),
+      ...(paths ? { paths: pathGuard(loop.policy, request.cwd, call.name, paths) } : {}),
     });
     result = typeof value === "string" ? value : JSON.stringify(value ?? null);
   } catch (error) {

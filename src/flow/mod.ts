@@ -40,3 +40,4 @@ export {
   TRACER_NAME,
   tracingEnabled,
 } from "./telemetry.ts";
+export type { ReachedPath } from "../tools/types.ts";
