@@ -28,6 +28,7 @@ export type StepToolOptions =
     | "maxToolTurns"
     | "maxBadCalls"
     | "maxToolResultChars"
+    | "runId"
   >
   & {
     /**
@@ -60,7 +61,7 @@ export async function completeStepCall(
   const { mcpServers, ...loopOptions } = tools;
   const servers = mcpServers ?? new RunMcpServers();
   try {
-    await servers.registerFor(request, policy, registry);
+    await servers.registerFor(request, policy, registry, loopOptions.runId);
     const offered = offeredTools(policy.allow, policy.deny, registry.list().map((t) => t.name));
     if (offered.length === 0) return await backend.complete(request, options);
     return await completeWithTools(
