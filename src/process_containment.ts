@@ -213,13 +213,17 @@ export async function spawnContained(
       // The group is gone already.
     }
   };
-  const status = child.status.then(async (status) => {
+  const status = child.status.then(async (status): Promise<Deno.CommandStatus> => {
     ended = true;
     // The supervisor killed what was left below it; the group is killed again all the same (and,
     // without a supervisor, what left it is found by its tag).
     group("SIGKILL");
     if (mode === "session") await reapTagged(tag);
-    return status;
+    // Asked to kill before it could listen, the supervisor died of the request itself (before it
+    // started the command): killed, as asked.
+    return status.signal === "SIGUSR1" && supervised
+      ? { success: false, code: 128 + 9, signal: "SIGKILL" }
+      : status;
   });
   return {
     child,

@@ -182,7 +182,6 @@ function aborted(signal: AbortSignal): Promise<void> {
 if (import.meta.main) {
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   const code = await mcpMain(Deno.args, {
     env: Deno.env.toObject(),

@@ -133,7 +133,7 @@ export async function runCli(argv: readonly string[] = Deno.args): Promise<never
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 // -------------------------------------------------------------------------------------------------

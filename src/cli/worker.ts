@@ -185,7 +185,6 @@ export async function workerMain(
 export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   Deno.exit(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }

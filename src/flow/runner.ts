@@ -58,6 +58,7 @@ import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
 import { answeredPermission, permissionPending, PermissionWait } from "./permission_wait.ts";
 import { parsePermissionMode } from "../definition/permission_rule.ts";
 import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
+import { refuseWhileCallsRun } from "./live_call_processes.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -328,6 +329,7 @@ export class StepFlowRunner {
           logEntries: options.parent && store ? (await store.readLog(runId)).length : 0,
         };
       answer = await this.#takeAnswer(restored.state, options.answer);
+      await refuseWhileCallsRun(runId, this.#def.name, restored.inStep);
       const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
       if (unfinished.length > 0 && !await rerunAllowed(options.rerunUnfinishedCall, unfinished)) {
         throw unfinishedCallError(
