@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seed001Files, seed001Script, writeAgent } from "../flow/fixtures.ts";
 import { escapePids, escapingCommand, stillAlive } from "../process_escapes.ts";
-import { finish, runCli, spawnCli } from "./helpers.ts";
+import { finish, readUntil, runCli, spawnCli } from "./helpers.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 
 const LINUX = Deno.build.os === "linux";
@@ -193,3 +193,20 @@ for (const signal of ["SIGKILL", "SIGTERM"] as const) {
     },
   });
 }
+
+Deno.test("ui: SIGTERM stops the dashboard like Ctrl-C (exit 0)", async () => {
+  const user = await Deno.makeTempDir({ prefix: "stepflow-proc-ui-" });
+  try {
+    const child = spawnCli("ui", ["--port", "0"], { userDir: user });
+    const reader = child.stdout.getReader();
+    const sink = { text: "" };
+    await readUntil(reader, sink, "stepflow dashboard: http");
+    child.kill("SIGTERM");
+    reader.releaseLock();
+    const out = await finish(child);
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.signal, null);
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
