@@ -218,7 +218,10 @@ export async function spawnContained(
     // The supervisor killed what was left below it; the group is killed again all the same (and,
     // without a supervisor, what left it is found by its tag).
     group("SIGKILL");
-    if (mode === "session") await reapTagged(tag);
+    // Without a supervisor — or when one was killed by a signal (a command can kill its parent,
+    // `kill -9 $PPID`, and what it started is then re-parented past it) — what left the group is
+    // found by its tag.
+    if (mode === "session" || status.signal !== null) await reapTagged(tag);
     // Asked to kill before it could listen, the supervisor died of the request itself (before it
     // started the command): killed, as asked.
     return status.signal === "SIGUSR1" && supervised

@@ -4,6 +4,7 @@
  * returns and when its parent process is killed with SIGKILL; the modes, exit codes and tags.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { containmentMode, liveRunProcesses, spawnContained } from "../src/process_containment.ts";
 import { createBashTool } from "../src/tools/agent_bash.ts";
 import { ToolRegistry } from "../src/tools/registry.ts";
@@ -189,4 +190,22 @@ Deno.test("STEPFLOW_PROCESS_CONTAINMENT: an unknown mode is PROCESS_CONTAINMENT_
   } finally {
     Deno.env.delete("STEPFLOW_PROCESS_CONTAINMENT");
   }
+});
+
+Deno.test({
+  name: "Bash: a command that kills its own supervisor (kill -9 $PPID) still leaves nothing behind",
+  ignore: !LINUX,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "stepflow-contain-" });
+    try {
+      const tools = new ToolRegistry().register(createBashTool());
+      await tools.invoke("Bash", {
+        command: escapingCommand("kill -9 $PPID; sleep 4710"),
+      }, { workspaceRoot: dir });
+      const pids = await escapePids(dir);
+      assert.deepEqual(await stillAlive(pids.values(), 5_000), [], JSON.stringify([...pids]));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
