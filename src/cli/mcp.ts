@@ -7,7 +7,7 @@
  * Over stdio, stdout carries the protocol and stderr the server's notes. The server stops when
  * stdin closes (the client went away), on SIGTERM and on Ctrl-C: runs in flight are cancelled and
  * record their end first; a second signal quits at once. Exit codes: 0 stopped, 2 usage or setup
- * error (a bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit.
+ * error (a bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit (143 after SIGTERM).
  *
  * @module
  */
