@@ -104,7 +104,8 @@ Options:
 ${declaredHelpLines(EVAL_FLAGS).join("\n")}
 
 Exit codes: 0 the pass rate reached --min-pass, 1 it did not, 2 usage or setup error,
-            130 interrupted with Ctrl-C (the runs measured so far are reported first).`;
+            130 interrupted with Ctrl-C, 143 with SIGTERM (the runs measured so far are reported
+            first).`;
 
 /** A parsed `--min-pass`: `0.8`, `80%`. */
 export function parseMinPass(raw: string): number {
@@ -287,5 +288,7 @@ if (import.meta.main) {
   using interrupt = listenForInterrupt({
     message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
   });
-  await exitProcess(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
+  await exitProcess(
+    interrupt.exitCode(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal })),
+  );
 }

@@ -8,7 +8,7 @@
  * stdin closes (the client went away), on SIGTERM and on Ctrl-C: runs in flight are cancelled and
  * record their end first; a second signal quits at once. Exit codes: 0 stopped, 1 the connection
  * was closed for a stdio message over 10 MiB (MCP_MESSAGE_TOO_LARGE), 2 usage or setup error (a
- * bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit.
+ * bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit (143 after SIGTERM).
  *
  * @module
  */
@@ -205,7 +205,6 @@ if (import.meta.main) {
   await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   const code = await mcpMain(Deno.args, {
     env: Deno.env.toObject(),

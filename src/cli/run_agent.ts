@@ -144,7 +144,7 @@ export async function runCli(argv: readonly string[] = Deno.args): Promise<never
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  return await exitProcess(code);
+  return await exitProcess(interrupt.exitCode(code));
 }
 
 // -------------------------------------------------------------------------------------------------

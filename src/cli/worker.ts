@@ -6,7 +6,8 @@
  * SIGTERM or Ctrl-C: graceful stop (each run commits its iteration in flight and goes back to the
  * queue); a second signal quits at once (the runs' leases then expire and another worker resumes
  * them), and so does a signal while the database does not answer. Exit codes: 0 stopped, 2 usage or
- * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit.
+ * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit (143 after
+ * SIGTERM).
  *
  * @module
  */
@@ -202,7 +203,6 @@ export async function workerCli(argv: readonly string[] = Deno.args): Promise<ne
   await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   return await exitProcess(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }

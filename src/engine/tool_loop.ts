@@ -125,6 +125,8 @@ export interface ToolLoopOptions {
   ) => boolean | PermissionReply | undefined | Promise<boolean | PermissionReply | undefined>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
+  /** The run the calls belong to: tools get it as `ToolContext.runId`. */
+  runId?: string;
   /**
    * Told as each call moves on — `requested`, `decided`, `finished`, in that order — and awaited:
    * a call runs only once its `decided` report returned (a store records it before it acts).
@@ -448,6 +450,7 @@ async function runCall(
     const value = await loop.tools.invoke(call.name, args, {
       workspaceRoot: request.cwd,
       stepId: request.stepId,
+      ...(loop.runId !== undefined ? { runId: loop.runId } : {}),
       ...(signal ? { signal } : {}),
       ...(paths ? { paths: pathGuard(loop.policy, request.cwd, call.name, paths) } : {}),
     });

@@ -145,6 +145,7 @@ export async function callBackend(
       callOptions(context, signal, request.stepId),
       request.allowedTools?.length
         ? {
+          runId: state.runId,
           ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
           ...(context.resume ? { resume: context.resume } : {}),

@@ -29,6 +29,7 @@ import { childStore as childStoreOf } from "./child_run.ts";
 import { flowStep } from "./router.ts";
 import { newRunnerState, type RunnerState } from "./run_state.ts";
 import { type UnfinishedCall, unfinishedCallError } from "./tool_call_resume.ts";
+import { refuseWhileCallsRun } from "./live_call_processes.ts";
 import type { RunOptions, StepFlowRunnerOptions } from "./types.ts";
 
 /** A run opened for its drive: locked, restored (or new), its answer checked. */
@@ -88,6 +89,7 @@ export async function openRun(
     const childAgent = link ? flowStep(definition, link.stepId)?.child : undefined;
     if (link && childAgent) childStoreOf(store, link, childAgent, runId);
     const answer = await takeAnswer(definition, restored.state, runOptions.answer, store);
+    await refuseWhileCallsRun(runId, definition.name, restored.inStep);
     const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
     if (unfinished.length > 0 && !await rerunAllowed(runOptions.rerunUnfinishedCall, unfinished)) {
       throw unfinishedCallError(runId, definition.name, restored.inStep!.marker.stepId, unfinished);

@@ -25,6 +25,8 @@ export interface McpConnectOptions {
   cwd?: string;
   /** Milliseconds between TERM and KILL when a stdio server is closed (default 2,000). */
   killGraceMs?: number;
+  /** The run the servers work for (their processes carry it as `STEPFLOW_RUN_ID`). */
+  runId?: string;
 }
 
 /** A tool as the server lists it. */
@@ -292,6 +294,7 @@ function createTransport(config: McpServerConfig, options: McpConnectOptions): T
     env: config.env,
     cwd: options.cwd,
     killGraceMs: options.killGraceMs,
+    ...(options.runId !== undefined ? { runId: options.runId } : {}),
   });
 }
 

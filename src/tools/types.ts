@@ -11,6 +11,11 @@ export interface ToolContext {
   signal?: AbortSignal;
   /** Id of the plan/script step invoking the tool, for logs. */
   stepId?: string;
+  /**
+   * The run the call belongs to, when a run makes it: the processes a tool starts carry it
+   * (`STEPFLOW_RUN_ID`), so a resume can tell whether they still run.
+   */
+  runId?: string;
   /** Reports progress of a long-running call (0–100), when the executor listens. */
   reportProgress?: (percent: number, message?: string) => void;
   /** Adds a log line to the step's progress, when the executor listens. */

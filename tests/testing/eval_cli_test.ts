@@ -260,42 +260,44 @@ Deno.test("eval cli: a workspace outside the project, missing or not a folder is
   });
 });
 
-Deno.test("eval cli: Ctrl-C prints the runs measured so far and exits 130", async () => {
-  await withHaiku(async (dir) => {
-    await Deno.writeTextFile(
-      join(dir, "slow.yaml"),
-      "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
-    );
-    await Deno.writeTextFile(
-      join(dir, "cases.jsonl"),
-      lines(
-        { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
-        { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
-      ),
-    );
-    const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
-    const stdoutText = new Response(child.stdout).text();
-    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = "";
-    while (!seen.includes("1/2 quick #1 pass")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    child.kill("SIGINT");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    const [status, stdout] = await Promise.all([child.status, stdoutText]);
-    assert.match(seen, /Stopping the eval/);
-    assert.equal(status.code, 130, stdout);
-    assert.match(stdout, /^quick\s+pass\s+1\/1/m);
-    assert.match(stdout, /^slow\s+not run\s+0\/0/m);
-    assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  Deno.test(`eval cli: ${signal === "SIGINT" ? "Ctrl-C" : "SIGTERM"} prints the runs measured so far and exits ${code}`, async () => {
+    await withHaiku(async (dir) => {
+      await Deno.writeTextFile(
+        join(dir, "slow.yaml"),
+        "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
+      );
+      await Deno.writeTextFile(
+        join(dir, "cases.jsonl"),
+        lines(
+          { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
+          { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
+        ),
+      );
+      const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
+      const stdoutText = new Response(child.stdout).text();
+      const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+      let seen = "";
+      while (!seen.includes("1/2 quick #1 pass")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      child.kill(signal);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      const [status, stdout] = await Promise.all([child.status, stdoutText]);
+      assert.match(seen, /Stopping the eval/);
+      assert.equal(status.code, code, stdout);
+      assert.match(stdout, /^quick\s+pass\s+1\/1/m);
+      assert.match(stdout, /^slow\s+not run\s+0\/0/m);
+      assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+    });
   });
-});
+}
 
 Deno.test("eval cli: the case file docs/testing.md shows passes from the checkout", async () => {
   const userDir = await Deno.makeTempDir({ prefix: "stepflow-eval-docs-" });

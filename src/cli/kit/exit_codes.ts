@@ -15,6 +15,7 @@ export const EXIT_CODES: Readonly<{
   internal: 70;
   locked: 75;
   interrupted: 130;
+  terminated: 143;
 }> = Object.freeze({
   /** The command did what was asked (a run completed). */
   success: 0,
@@ -38,6 +39,11 @@ export const EXIT_CODES: Readonly<{
   locked: 75,
   /** Cancelled with Ctrl-C (128 + SIGINT). */
   interrupted: 130,
+  /**
+   * Cancelled with SIGTERM (128 + SIGTERM: `timeout`, `kill`, systemd, Docker, CI): the same clean
+   * stop as Ctrl-C.
+   */
+  terminated: 143,
 });
 
 /** One of {@linkcode EXIT_CODES}. */
