@@ -96,6 +96,9 @@ import { DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
 import type { StepRecord, StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { meterBackend } from "./metered_backend.ts";
+import { BudgetExceeded, budgetSpentBeforeStep, budgetStopInStep, startRunSpend } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type {
   CompletionReason,
   HistoryEntry,
@@ -145,6 +148,8 @@ export class StepFlowRunner {
   #resumedStep?: ResumedStep;
   /** The current iteration's durable tool calls (a recorded step with tools). */
   #inStep?: StepCallJournal;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  #spend?: SpendLedger;
 
   /**
    * Creates a runner for one agent definition.
@@ -337,6 +342,17 @@ export class StepFlowRunner {
           unfinished,
         );
       }
+      // The budget and prices of this drive; a dollar budget without prices is refused here.
+      this.#spend = startRunSpend({
+        definition: this.#def,
+        state: restored.state,
+        runOptions: options,
+        budget: this.#options.budget,
+        pricing: this.#options.pricing,
+        model: this.#options.model,
+        backend,
+        recording: store !== undefined,
+      });
     } catch (error) {
       await lock?.release();
       if (
@@ -395,7 +411,9 @@ export class StepFlowRunner {
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
       }
-      await this.#loop(state, history, telemetry?.backend(backend) ?? backend);
+      // Every model call is metered by the run's ledger (metered_backend.ts).
+      const metered = meterBackend(backend, this.#spend!, (fields) => this.#journal.log(state, fields));
+      await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {
         await this.#journal.log(state, {
@@ -474,6 +492,11 @@ export class StepFlowRunner {
         this.#end(state, control.stopCause, state.currentStepId);
         break;
       }
+      const spent = budgetSpentBeforeStep(this.#spend!, state, def);
+      if (spent) {
+        this.#end(state, "budget_exceeded", state.currentStepId, spent);
+        break;
+      }
       if (state.iteration >= maxIterations) {
         const error = maxIterationsError(maxIterations, state.currentStepId);
         this.#end(state, "max_iterations", state.currentStepId, error);
@@ -526,6 +549,11 @@ export class StepFlowRunner {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof BudgetExceeded) {
+        const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
+        this.#end(state, "budget_exceeded", step.id, stop);
+        break;
+      }
       if (result.error instanceof PermissionWait && inStep) {
         await this.#waitForPermission(state, inStep, info, result.error);
         break;
@@ -720,6 +748,7 @@ export class StepFlowRunner {
       : undefined;
     return callBackend(backend, request, state, step, {
       signal: this.#control!.signal,
+      spend: this.#spend,
       timeoutMs: step.timeoutMs ?? this.#options.stepTimeoutMs ?? this.#def.limits.stepTimeoutMs,
       waitIfPaused: () => this.#control!.waitIfPaused(),
       // The calls of a backend that runs its own tools (claude-code) take the same path.
@@ -1131,6 +1160,7 @@ export class StepFlowRunner {
       signal: this.#control!.signal,
       maxDepth: this.#options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
+      spend: this.#spend,
       runner: (definition) => {
         const child = new StepFlowRunner(definition, {
           ...this.#options,

@@ -86,6 +86,8 @@ export interface ToolTurnResponse {
   usage?: LlmUsage;
   /** Cost of this turn, when known. */
   costUsd?: number;
+  /** The model that answered, when the backend knows it. */
+  model?: string;
 }
 
 /** A backend that can run tool turns. */

@@ -71,8 +71,52 @@ export interface LlmResponse {
    * zeros: the runner counts a call without usage as unknown (`callsWithoutUsage`), never as 0 tokens.
    */
   usage?: LlmUsage;
-  /** Cost in US dollars, when the backend knows it. */
+  /**
+   * Cost in US dollars, when the backend knows it (`claude-code` reports Claude Code's own figure).
+   * A run prices every other call from its price table (src/llm/pricing.ts).
+   */
   costUsd?: number;
+  /** The model that answered, when the backend knows it: what the call is priced by. */
+  model?: string;
+}
+
+/**
+ * What a backend knows of one attempt before it sends it, for the run's budget: the model, an upper
+ * bound of its prompt tokens, and the most output tokens it asks for.
+ */
+export interface AttemptBound {
+  /** The model the attempt is sent to. */
+  model: string;
+  /**
+   * At least as many tokens as the prompt can count: every byte of text the attempt sends (the
+   * history, system prompt, tools and schema included; a token is at least one byte) plus the
+   * API's own framing (see `promptTokenBound`).
+   */
+  promptTokens: number;
+  /** The most output tokens the attempt asks for (`max_tokens`), when it asks for a limit. */
+  maxOutputTokens?: number;
+}
+
+/**
+ * The run's spend meter, as a backend that knows the size of its attempts sees it: asked before
+ * each attempt (the first and every retry), told when one failed after it was sent. A backend that
+ * does not use it is metered per call instead (before the call, and with its usage after).
+ */
+export interface AttemptMeter {
+  /**
+   * Before an attempt: returns the most output tokens the attempt may ask for (lower than
+   * `bound.maxOutputTokens`, or a limit where it had none) so it stays within what the budget has
+   * left, or undefined to send it as it is. Throws (a spent budget) to stop the call: the backend
+   * lets that error through as it is, without retrying.
+   */
+  beforeAttempt(bound: AttemptBound): number | undefined;
+  /**
+   * An attempt failed. `maybeCharged`: it may have been charged although it gave no usage (a
+   * stream cut off mid-answer, a timeout after the request was sent) — the meter counts it at its
+   * worst case. A refused request (an HTTP error status) or a connection that never opened costs
+   * nothing.
+   */
+  attemptFailed(maybeCharged: boolean): void;
 }
 
 /** Per-call options. */
@@ -97,6 +141,12 @@ export interface LlmCallOptions {
    * decides and runs them). Calls of stepflow's tool loop are reported by the loop, not here.
    */
   onToolCallEvent?: (event: ToolCallEvent) => void | Promise<void>;
+  /**
+   * The run's spend meter (set by the runner; see {@linkcode AttemptMeter}): a backend that knows
+   * the size of its attempts asks it before each one. A wrapper that meters calls itself passes
+   * a call through unmetered when this is already set (an outer meter has it).
+   */
+  meter?: AttemptMeter;
 }
 
 /**
@@ -121,4 +171,9 @@ export interface LlmBackend {
    * `LlmCallOptions.onToolCallEvent` (`claude-code`), so a run on it knows which tools ran.
    */
   readonly reportsToolCalls?: boolean;
+  /**
+   * True on a backend whose answers carry their own `costUsd` (`claude-code`): a run with a dollar
+   * budget needs no price for its model then.
+   */
+  readonly reportsCost?: boolean;
 }

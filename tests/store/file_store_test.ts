@@ -321,6 +321,8 @@ Deno.test("the runner resumes from a FileRunStore written by another store insta
     costUsd: 0,
     calls: 6,
     callsWithoutUsage: 0,
+    // The test's scripted answers name no model: their cost is unknown, never $0.
+    callsWithoutCost: 6,
   });
   assert.deepEqual(ends[0].handoff, { note: "work.plan done" });
   assert.deepEqual(log.filter((l) => l.type.startsWith("run_")).map((l) => l.type), [

@@ -1,0 +1,803 @@
+/**
+ * The one spend ledger of a run: every model call and tool call is counted here, priced from the
+ * run's price table, and checked against the run's budget and the budget of every run above it
+ * (an agent step's child counts against its parent, and so on up).
+ *
+ * The ledger writes into the run's state (`usage`, `spendByStep`), so what it counted is in every
+ * checkpoint; a child's ledger adds what its run spends to its parent's state as it happens (and to
+ * the parent's link to it), so the parent's budget sees it at once. The checks:
+ *
+ * - {@linkcode SpendLedger.admit} before every model call: no call once a limit is reached;
+ * - {@linkcode CallTicket.beforeAttempt} before each attempt of a backend that knows the attempt's
+ *   size (the chat APIs: prompt bytes and `max_tokens`): its worst case must fit what is left — its
+ *   output limit is lowered until it does, and it is not sent when not even a small answer would;
+ * - {@linkcode SpendLedger.beforeToolCall} before every tool call;
+ * - after each call, with its real usage ({@linkcode CallTicket.settle}).
+ *
+ * Attempts in flight hold their worst case until they end, so calls made at the same time cannot
+ * together overrun what is left. See docs/budgets.md for the promise these checks keep.
+ *
+ * @module
+ */
+import type { RunBudget } from "../definition/schema.ts";
+import { StepflowError } from "../errors.ts";
+import {
+  costOf,
+  dearestInputUsd,
+  type FoundPrice,
+  type ModelPricing,
+  PriceTable,
+} from "../llm/pricing.ts";
+import type { AttemptBound, AttemptMeter, LlmUsage } from "../llm/types.ts";
+import { addTokenCounts } from "../token_counts.ts";
+import type { RunUsage } from "./types.ts";
+
+/** The smallest answer a call whose output limit the budget lowers may still ask for, in tokens. */
+export const MIN_CAPPED_OUTPUT_TOKENS = 1024;
+
+/** A budget's dimensions. */
+export type BudgetDimension = keyof RunBudget;
+
+/** What one step spent: its model calls, its tool calls and its child runs. */
+export interface StepSpend {
+  /** Known cost in US dollars. */
+  costUsd: number;
+  /** Input tokens. */
+  inputTokens: number;
+  /** Output tokens. */
+  outputTokens: number;
+  /** Model calls. */
+  calls: number;
+  /** Calls whose cost is unknown (absent when none). */
+  callsWithoutCost?: number;
+  /** Tool calls (absent when none). */
+  toolCalls?: number;
+}
+
+/** The part of a run's state the ledger keeps its counts in (the runner's state). */
+export interface SpendHolder {
+  /** The run. */
+  runId: string;
+  /** Its agent. */
+  agent: string;
+  /** The run's usage (replaced, not only changed, when a step's state is put back). */
+  usage: RunUsage;
+  /** Spend per step (replaced on every change: a step's saved state keeps the object it had). */
+  spendByStep?: Record<string, StepSpend>;
+  /** `model_call` lines of the run log counted in `usage`. */
+  loggedModelCalls?: number;
+}
+
+/** A limit a run reached, or would pass. */
+export interface LimitHit {
+  /** The run whose budget it is. */
+  runId: string;
+  /** That run's agent. */
+  agent: string;
+  /** Whether it is the budget of the run the call belongs to (else an ancestor's). */
+  own: boolean;
+  /** Which limit. */
+  dimension: BudgetDimension;
+  /** The limit. */
+  limit: number;
+  /** What was spent (and held by calls in flight). */
+  spent: number;
+  /** What the next call needed at most, when it was refused for that (not for a spent budget). */
+  need?: string;
+}
+
+/**
+ * A spent budget (or one the next call could overrun): the call or tool call is not made. The run
+ * ends `budget_exceeded` and stays resumable (docs/budgets.md).
+ */
+export class BudgetExceeded extends StepflowError {
+  /** The limit, when known (a child run's own budget is known to the child only). */
+  readonly hit?: LimitHit;
+  /** The kind of the refused model call (`step`, `check`, `reask`), when a model call was refused. */
+  readonly callKind?: string;
+
+  /**
+   * @param hit the limit, when known
+   * @param message what was refused and why
+   * @param callKind the kind of the refused model call
+   */
+  constructor(hit: LimitHit | undefined, message: string, callKind?: string) {
+    super("BUDGET_EXCEEDED", message, {
+      details: hit
+        ? {
+          runId: hit.runId,
+          dimension: hit.dimension,
+          limit: hit.limit,
+          spent: hit.spent,
+          ...(hit.own ? {} : { ancestor: true }),
+        }
+        : {},
+    });
+    if (hit) this.hit = hit;
+    if (callKind !== undefined) this.callKind = callKind;
+  }
+}
+
+/** How a limit is written: `$5.00`, `12,000 tokens`, `40 model calls`. */
+export function limitText(dimension: BudgetDimension, value: number): string {
+  switch (dimension) {
+    case "usd":
+      return usd(value);
+    case "tokens":
+      return `${count(value)} tokens`;
+    case "modelCalls":
+      return `${count(value)} model call${value === 1 ? "" : "s"}`;
+    case "toolCalls":
+      return `${count(value)} tool call${value === 1 ? "" : "s"}`;
+  }
+}
+
+/** `$0.1234` (four decimals under a dollar, two above). */
+export function usd(value: number): string {
+  return `$${value < 1 ? value.toFixed(4) : value.toFixed(2)}`;
+}
+
+function count(n: number): string {
+  return Math.round(n).toLocaleString("en-US");
+}
+
+/** A parent's account of one child run: where the child's spend is added as it happens. */
+export interface ChildAccount {
+  /** The parent's ledger. */
+  readonly parent: SpendLedger;
+  /** The parent's agent step the child runs for. */
+  readonly stepId: string;
+  /** The parent's link to the child: what of the child's spend the parent counted. */
+  readonly counted: RunUsage;
+}
+
+/** What a call or attempt holds of the budgets while it is in flight. */
+interface Hold {
+  usd: number;
+  tokens: number;
+}
+
+/** Spend to add: a call's, a tool call's, or an unmeasured attempt's. */
+interface SpendDelta {
+  inputTokens?: number;
+  outputTokens?: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  /** Known cost; `undefined` with `calls: 1` is a call of unknown cost. */
+  costUsd?: number;
+  calls?: number;
+  callsWithoutUsage?: number;
+  callsWithoutCost?: number;
+  toolCalls?: number;
+  estimatedUsd?: number;
+  estimatedTokens?: number;
+}
+
+/** Options of {@linkcode SpendLedger}. */
+export interface SpendLedgerOptions {
+  /** The run's state the counts live in. */
+  state: SpendHolder;
+  /** The run's own budget (agent.json `limits.budget` under the runner's `budget`). */
+  budget?: RunBudget;
+  /** The run's prices. */
+  prices: PriceTable;
+  /** The parent's account of this run, for a child run. */
+  parent?: ChildAccount;
+  /**
+   * True when every charge is written to the run log as a `model_call` line (the run has a store):
+   * `state.loggedModelCalls` then counts them, so a resume adds the lines it did not count.
+   */
+  recording?: boolean;
+}
+
+/** A model call (or an attempt that may have been charged) as the run log's `model_call` line has it. */
+export interface ModelCallLine {
+  /** The step. */
+  stepId: string;
+  /** `step`, `check`, `reask`. */
+  kind: string;
+  /** The model it was priced by. */
+  model?: string;
+  /** Its usage, when reported. */
+  usage?: LlmUsage;
+  /** Its cost, when known. */
+  costUsd?: number;
+  /** The price it was priced at, and where that price comes from. */
+  price?: { model: string; source: string } & ModelPricing;
+  /** An attempt that failed after it was sent (no usage): counted at its worst case. */
+  unmeasured?: true;
+  /** Its worst case in dollars, when it had no usage. */
+  estimatedUsd?: number;
+  /** Its worst case in tokens, when it had no usage. */
+  estimatedTokens?: number;
+}
+
+/** The run's ledger (see the module's note). */
+export class SpendLedger {
+  /** The run's own budget. */
+  readonly budget?: RunBudget;
+  /** The run's prices. */
+  readonly prices: PriceTable;
+  readonly #state: SpendHolder;
+  readonly #parent?: ChildAccount;
+  /** Worst cases of the attempts in flight (this run's and its children's). */
+  readonly #held: Hold = { usd: 0, tokens: 0 };
+  /** Model calls and tool calls in flight. */
+  #inflightCalls = 0;
+  #inflightTools = 0;
+  /** Set when spend could not be measured at all: a dollar or token budget can no longer be kept. */
+  #unmetered?: string;
+  /** True when this ledger or one above it has a budget (else the checks are skipped). */
+  readonly #checks: boolean;
+  readonly #recording: boolean;
+
+  /**
+   * A ledger over `options.state`.
+   *
+   * @param options the state, budget, prices and parent account
+   */
+  constructor(options: SpendLedgerOptions) {
+    this.#state = options.state;
+    this.prices = options.prices;
+    const budget = options.budget;
+    if (budget && Object.values(budget).some((v) => v !== undefined)) this.budget = budget;
+    this.#parent = options.parent;
+    this.#checks = this.budget !== undefined ||
+      (this.#parent !== undefined && this.#parent.parent.budgeted);
+    this.#recording = options.recording === true;
+  }
+
+  /** The run's state the counts live in. */
+  get state(): SpendHolder {
+    return this.#state;
+  }
+
+  /** The ledger of the run above this one (a child run's parent), when there is one. */
+  get parentLedger(): SpendLedger | undefined {
+    return this.#parent?.parent;
+  }
+
+  /** True when a budget applies to this run (its own or an ancestor's). */
+  get budgeted(): boolean {
+    return this.#checks;
+  }
+
+  /** This ledger and the ledgers above it, nearest first. */
+  #chain(): SpendLedger[] {
+    const chain: SpendLedger[] = [];
+    for (let l: SpendLedger | undefined = this; l && chain.length < 64; l = l.#parent?.parent) {
+      chain.push(l);
+    }
+    return chain;
+  }
+
+  /** What this run (children included) spent in `dimension`, with what is held in flight. */
+  #spent(dimension: BudgetDimension): number {
+    const u = this.#state.usage;
+    switch (dimension) {
+      case "usd":
+        return u.costUsd + (u.estimatedUsd ?? 0) + this.#held.usd;
+      case "tokens":
+        return u.inputTokens + u.outputTokens + (u.estimatedTokens ?? 0) + this.#held.tokens;
+      case "modelCalls":
+        return u.calls + this.#inflightCalls;
+      case "toolCalls":
+        return (u.toolCalls ?? 0) + this.#inflightTools;
+    }
+  }
+
+  /** The first limit of this ledger that is reached, when one is. */
+  #reached(dimensions: readonly BudgetDimension[]): LimitHit | undefined {
+    const budget = this.budget;
+    if (!budget) return undefined;
+    for (const dimension of dimensions) {
+      const limit = budget[dimension];
+      if (limit === undefined) continue;
+      const spent = this.#spent(dimension);
+      if (spent >= limit) return this.#hit(dimension, limit, spent);
+    }
+    if (this.#unmetered && (budget.usd !== undefined || budget.tokens !== undefined)) {
+      return this.#hit(budget.usd !== undefined ? "usd" : "tokens", 0, 0, this.#unmetered);
+    }
+    return undefined;
+  }
+
+  #hit(dimension: BudgetDimension, limit: number, spent: number, need?: string): LimitHit {
+    return {
+      runId: this.#state.runId,
+      agent: this.#state.agent,
+      own: true,
+      dimension,
+      limit,
+      spent,
+      ...(need !== undefined ? { need } : {}),
+    };
+  }
+
+  /**
+   * The first limit reached by this run or a run above it, when one is: the run must not go on (no
+   * model call, no tool call, no next step).
+   */
+  exhausted(): LimitHit | undefined {
+    if (!this.#checks) return undefined;
+    for (const [i, ledger] of this.#chain().entries()) {
+      const hit = ledger.#reached(ALL_DIMENSIONS);
+      if (hit) return i === 0 ? hit : { ...hit, own: false };
+    }
+    return undefined;
+  }
+
+  /**
+   * Admits one model call of `stepId` (a plain call, or one turn of the tool loop): throws
+   * {@linkcode BudgetExceeded} once a limit of this run or a run above it is reached. The ticket
+   * meters the call's attempts and counts its usage ({@linkcode CallTicket.settle}).
+   */
+  admit(stepId: string, kind: string, model: string | undefined): CallTicket {
+    if (this.#checks) {
+      const hit = this.exhausted();
+      if (hit) {
+        const what = `the next model call of step "${stepId}" (${kind})`;
+        throw new BudgetExceeded(hit, spentMessage(hit, what), kind);
+      }
+    }
+    return new CallTicket(this, stepId, kind, model);
+  }
+
+  /**
+   * Before a tool call runs: throws {@linkcode BudgetExceeded} once a limit is reached (no tool runs
+   * on a spent budget), and counts the call as in flight until {@linkcode SpendLedger.toolCallEnded}.
+   */
+  beforeToolCall(stepId: string, tool: string): void {
+    if (this.#checks) {
+      const hit = this.exhausted();
+      if (hit) {
+        throw new BudgetExceeded(hit, spentMessage(hit, `the tool call ${tool} of step "${stepId}"`));
+      }
+    }
+    for (const ledger of this.#chain()) ledger.#inflightTools++;
+  }
+
+  /** A tool call that {@linkcode SpendLedger.beforeToolCall} let run ended (`ran`: it was counted). */
+  toolCallEnded(stepId: string, ran: boolean): void {
+    for (const ledger of this.#chain()) ledger.#inflightTools = Math.max(0, ledger.#inflightTools - 1);
+    if (ran) this.#add(stepId, { toolCalls: 1 });
+  }
+
+  /** Counts a tool call the backend ran itself (`claude-code`: reported after it ran). */
+  countToolCall(stepId: string): void {
+    this.#add(stepId, { toolCalls: 1 });
+  }
+
+  /** The account a child run of agent step `stepId` adds its spend to (`counted`: the link's usage). */
+  childAccount(stepId: string, counted: RunUsage): ChildAccount {
+    return { parent: this, stepId, counted };
+  }
+
+  /**
+   * Adds to the parent what this (child) run spent that the parent has not counted yet: what an
+   * earlier drive spent (its log and checkpoint have it, the parent's link does not). Called once
+   * when a child's drive starts.
+   */
+  settleWithParent(): void {
+    const account = this.#parent;
+    if (!account) return;
+    const delta = usageDelta(this.#state.usage, account.counted);
+    if (delta) account.parent.#fromChild(account, delta);
+  }
+
+  /** Spend of a child run, added as it happens (and to the link that counts it). */
+  #fromChild(account: ChildAccount, delta: SpendDelta): void {
+    addDelta(account.counted, delta);
+    this.#add(account.stepId, delta);
+  }
+
+  /** Adds `delta` to the run's usage and its step's spend, then to the parent's. */
+  #add(stepId: string, delta: SpendDelta): void {
+    const state = this.#state;
+    addDelta(state.usage, delta);
+    const before = state.spendByStep?.[stepId];
+    const step: StepSpend = before
+      ? { ...before }
+      : { costUsd: 0, inputTokens: 0, outputTokens: 0, calls: 0 };
+    step.costUsd += delta.costUsd ?? 0;
+    step.inputTokens += delta.inputTokens ?? 0;
+    step.outputTokens += delta.outputTokens ?? 0;
+    step.calls += delta.calls ?? 0;
+    if (delta.callsWithoutCost) step.callsWithoutCost = (step.callsWithoutCost ?? 0) + delta.callsWithoutCost;
+    if (delta.toolCalls) step.toolCalls = (step.toolCalls ?? 0) + delta.toolCalls;
+    // Replaced, not changed: a step's saved state (a tool step's snapshot) keeps its own object.
+    const byStep: Record<string, StepSpend> = Object.create(null);
+    for (const [id, spend] of Object.entries(state.spendByStep ?? {})) {
+      Object.defineProperty(byStep, id, { value: spend, enumerable: true, writable: true });
+    }
+    Object.defineProperty(byStep, stepId, { value: step, enumerable: true, writable: true });
+    state.spendByStep = byStep;
+    const account = this.#parent;
+    if (account) account.parent.#fromChild(account, delta);
+  }
+
+  /** Marks spend as no longer measurable (a call without usage and without a bound). */
+  #markUnmetered(why: string): void {
+    for (const ledger of this.#chain()) ledger.#unmetered ??= why;
+  }
+
+  // The ticket's side: holds, attempts, and the call's charge.
+
+  /** @internal Checks an attempt against every budget of the chain; returns the output cap. */
+  _beforeAttempt(ticket: CallTicket, bound: AttemptBound): number | undefined {
+    if (!this.#checks) return undefined;
+    const found = this.prices.find(bound.model);
+    const inUsd = found ? bound.promptTokens * dearestInputUsd(found.pricing) : 0;
+    const outUsd = found ? found.pricing.outputUsdPerMTok / 1_000_000 : 0;
+    const smallest = Math.min(MIN_CAPPED_OUTPUT_TOKENS, bound.maxOutputTokens ?? Infinity);
+    let cap = Infinity;
+    for (const [i, ledger] of this.#chain().entries()) {
+      const budget = ledger.budget;
+      if (!budget) continue;
+      const mark = (hit: LimitHit): LimitHit => i === 0 ? hit : { ...hit, own: false };
+      const reached = ledger.#reached(ALL_DIMENSIONS);
+      if (reached) {
+        throw new BudgetExceeded(mark(reached), spentMessage(mark(reached), ticket.what), ticket.kind);
+      }
+      if (budget.usd !== undefined) {
+        const spent = ledger.#spent("usd");
+        if (!found) {
+          const hit = mark(ledger.#hit("usd", budget.usd, spent, "a price"));
+          throw new BudgetExceeded(
+            hit,
+            noPriceMessage(hit, bound.model, ticket.what, this.prices),
+            ticket.kind,
+          );
+        }
+        const left = budget.usd - spent;
+        const fits = outUsd > 0 ? Math.floor((left - inUsd) / outUsd) : Infinity;
+        if (fits < smallest) {
+          const worst = inUsd + outUsd * (bound.maxOutputTokens ?? MIN_CAPPED_OUTPUT_TOKENS);
+          const hit = mark(ledger.#hit("usd", budget.usd, spent, usd(worst)));
+          throw new BudgetExceeded(
+            hit,
+            tooDearMessage(hit, ticket.what, bound, found, usd(Math.max(0, left))),
+            ticket.kind,
+          );
+        }
+        cap = Math.min(cap, fits);
+      }
+      if (budget.tokens !== undefined) {
+        const spent = ledger.#spent("tokens");
+        const left = budget.tokens - spent;
+        const fits = left - bound.promptTokens;
+        if (fits < smallest) {
+          const worst = bound.promptTokens + (bound.maxOutputTokens ?? MIN_CAPPED_OUTPUT_TOKENS);
+          const hit = mark(ledger.#hit("tokens", budget.tokens, spent, `${count(worst)} tokens`));
+          throw new BudgetExceeded(
+            hit,
+            tooDearMessage(hit, ticket.what, bound, found, `${count(Math.max(0, left))} tokens`),
+            ticket.kind,
+          );
+        }
+        cap = Math.min(cap, fits);
+      }
+    }
+    const output = Math.min(cap, bound.maxOutputTokens ?? Infinity);
+    if (Number.isFinite(output)) {
+      ticket._hold({ usd: inUsd + output * outUsd, tokens: bound.promptTokens + output });
+    }
+    return cap < (bound.maxOutputTokens ?? Infinity) ? cap : undefined;
+  }
+
+  /** @internal Adds `hold` to (or, negative, takes it from) every ledger of the chain. */
+  _applyHold(hold: Hold, sign: 1 | -1): void {
+    for (const ledger of this.#chain()) {
+      ledger.#held.usd = Math.max(0, ledger.#held.usd + sign * hold.usd);
+      ledger.#held.tokens = Math.max(0, ledger.#held.tokens + sign * hold.tokens);
+    }
+  }
+
+  /** @internal A call in flight (`+1`) or ended (`-1`). */
+  _inflight(sign: 1 | -1): void {
+    for (const ledger of this.#chain()) {
+      ledger.#inflightCalls = Math.max(0, ledger.#inflightCalls + sign);
+    }
+  }
+
+  /** @internal Counts an attempt that failed but may have been charged, at its worst case. */
+  _unmeasured(ticket: CallTicket, worst: Hold | undefined): ModelCallLine {
+    const line: ModelCallLine = { stepId: ticket.stepId, kind: ticket.kind, unmeasured: true };
+    if (ticket.model !== undefined) line.model = ticket.model;
+    if (worst && (worst.usd > 0 || worst.tokens > 0)) {
+      line.estimatedUsd = worst.usd;
+      line.estimatedTokens = worst.tokens;
+    } else if (this.#checks) {
+      this.#markUnmetered(
+        `an attempt of step "${ticket.stepId}" failed after it was sent, with no usage and no bound`,
+      );
+    }
+    this.#count(line);
+    return line;
+  }
+
+  /** Counts a logged (or about to be logged) call: its spend, and the line among the logged ones. */
+  #count(line: ModelCallLine): void {
+    this.#add(line.stepId, lineDelta(line));
+    if (this.#recording) this.#state.loggedModelCalls = (this.#state.loggedModelCalls ?? 0) + 1;
+  }
+
+  /**
+   * Adds the `model_call` lines of `log` that the state does not count yet (those after the
+   * `state.loggedModelCalls` first ones): what a drive that stopped before its next checkpoint
+   * spent. Returns how many were added.
+   */
+  restoreFrom(log: readonly { type: string; [key: string]: unknown }[]): number {
+    const counted = this.#state.loggedModelCalls ?? 0;
+    let seen = 0;
+    let added = 0;
+    for (const entry of log) {
+      if (entry.type !== "model_call") continue;
+      if (seen++ < counted) continue;
+      const line = readModelCallLine(entry);
+      if (!line) continue;
+      this.#add(line.stepId, lineDelta(line));
+      added++;
+    }
+    this.#state.loggedModelCalls = seen;
+    return added;
+  }
+
+  /**
+   * @internal Counts a finished call: its usage priced at the table's price of its model (a
+   * backend's own `costUsd` wins), or, without usage, its worst case (estimated).
+   */
+  _charge(
+    ticket: CallTicket,
+    answer: { usage?: LlmUsage; costUsd?: number; model?: string },
+    worst: Hold | undefined,
+  ): ModelCallLine {
+    const { stepId } = ticket;
+    const model = answer.model ?? ticket.model;
+    const usage = answer.usage;
+    const found = answer.costUsd === undefined && usage ? this.prices.find(model) : undefined;
+    const costUsd = answer.costUsd ?? costOf(usage, found?.pricing);
+    const line: ModelCallLine = { stepId, kind: ticket.kind };
+    if (model !== undefined) line.model = model;
+    if (usage) line.usage = usage;
+    else if (worst && (worst.usd > 0 || worst.tokens > 0)) {
+      line.estimatedUsd = worst.usd;
+      line.estimatedTokens = worst.tokens;
+    } else if (this.#checks) {
+      this.#markUnmetered(`a call of step "${stepId}" reported no token usage`);
+    }
+    if (costUsd !== undefined) line.costUsd = costUsd;
+    else if (usage && this.#checks && this.#chain().some((l) => l.budget?.usd !== undefined)) {
+      this.#markUnmetered(`no price for model ${model ?? "(unnamed)"} (step "${stepId}")`);
+    }
+    if (found) line.price = { model: found.model, source: found.source, ...found.pricing };
+    this.#count(line);
+    return line;
+  }
+}
+
+/**
+ * Adds to `state` the `model_call` lines of `log` it does not count yet (see
+ * {@linkcode SpendLedger.restoreFrom}): what a drive killed before its next checkpoint spent.
+ */
+export function restoreSpend(
+  state: SpendHolder,
+  log: readonly { type: string; [key: string]: unknown }[],
+): number {
+  return new SpendLedger({ state, prices: EMPTY_PRICES }).restoreFrom(log);
+}
+
+/** The spend a `model_call` line records. */
+function lineDelta(line: ModelCallLine): SpendDelta {
+  const delta: SpendDelta = { calls: 1 };
+  const usage = line.usage;
+  if (usage) {
+    delta.inputTokens = usage.inputTokens;
+    delta.outputTokens = usage.outputTokens;
+    if (usage.cacheReadTokens) delta.cacheReadTokens = usage.cacheReadTokens;
+    if (usage.cacheWriteTokens) delta.cacheWriteTokens = usage.cacheWriteTokens;
+  } else delta.callsWithoutUsage = 1;
+  if (line.costUsd !== undefined) delta.costUsd = line.costUsd;
+  else delta.callsWithoutCost = 1;
+  if (line.estimatedUsd) delta.estimatedUsd = line.estimatedUsd;
+  if (line.estimatedTokens) delta.estimatedTokens = line.estimatedTokens;
+  return delta;
+}
+
+/** A logged `model_call` line as the call it recorded; undefined when it does not read as one. */
+function readModelCallLine(entry: Record<string, unknown>): ModelCallLine | undefined {
+  if (typeof entry.stepId !== "string") return undefined;
+  const line: ModelCallLine = {
+    stepId: entry.stepId,
+    kind: typeof entry.kind === "string" ? entry.kind : "step",
+  };
+  const usage = entry.usage as Record<string, unknown> | undefined;
+  if (
+    usage && typeof usage === "object" && isCount(usage.inputTokens) && isCount(usage.outputTokens)
+  ) {
+    line.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+    if (isCount(usage.cacheReadTokens)) line.usage.cacheReadTokens = usage.cacheReadTokens;
+    if (isCount(usage.cacheWriteTokens)) line.usage.cacheWriteTokens = usage.cacheWriteTokens;
+  }
+  if (isAmount(entry.costUsd)) line.costUsd = entry.costUsd;
+  if (isAmount(entry.estimatedUsd)) line.estimatedUsd = entry.estimatedUsd;
+  if (isAmount(entry.estimatedTokens)) line.estimatedTokens = entry.estimatedTokens;
+  return line;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+function isAmount(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0;
+}
+
+const EMPTY_PRICES = new PriceTable([]);
+
+const ALL_DIMENSIONS: readonly BudgetDimension[] = ["usd", "tokens", "modelCalls", "toolCalls"];
+
+/**
+ * One model call in the ledger: the attempt meter a chat backend asks before each attempt, and the
+ * charge when the call ends. Created by {@linkcode SpendLedger.admit}.
+ */
+export class CallTicket implements AttemptMeter {
+  /** The step. */
+  readonly stepId: string;
+  /** `step`, `check` or `reask`. */
+  readonly kind: string;
+  /** The model the call was made for, when known before it answers. */
+  readonly model?: string;
+  /** The `model_call` lines this call produced (failed attempts that may have been charged, the call). */
+  readonly lines: ModelCallLine[] = [];
+  readonly #ledger: SpendLedger;
+  #hold?: Hold;
+  #ended = false;
+
+  /** @internal */
+  constructor(ledger: SpendLedger, stepId: string, kind: string, model: string | undefined) {
+    this.#ledger = ledger;
+    this.stepId = stepId;
+    this.kind = kind;
+    if (model !== undefined) this.model = model;
+    ledger._inflight(1);
+  }
+
+  /** How messages name the call. */
+  get what(): string {
+    return `the next model call of step "${this.stepId}" (${this.kind})`;
+  }
+
+  /** See {@linkcode AttemptMeter.beforeAttempt}. */
+  beforeAttempt(bound: AttemptBound): number | undefined {
+    this.#release();
+    return this.#ledger._beforeAttempt(this, bound);
+  }
+
+  /** See {@linkcode AttemptMeter.attemptFailed}. */
+  attemptFailed(maybeCharged: boolean): void {
+    const worst = this.#hold;
+    this.#release();
+    if (maybeCharged) this.lines.push(this.#ledger._unmeasured(this, worst));
+  }
+
+  /** @internal Holds an attempt's worst case. */
+  _hold(hold: Hold): void {
+    this.#hold = hold;
+    this.#ledger._applyHold(hold, 1);
+  }
+
+  #release(): void {
+    if (!this.#hold) return;
+    this.#ledger._applyHold(this.#hold, -1);
+    this.#hold = undefined;
+  }
+
+  /**
+   * The call answered: counts its usage (priced by the answer's model, else the ticket's) and
+   * returns its line (its cost, the price used).
+   */
+  settle(answer: { usage?: LlmUsage; costUsd?: number; model?: string }): ModelCallLine {
+    const worst = this.#hold;
+    this.#end();
+    const line = this.#ledger._charge(this, answer, worst);
+    this.lines.push(line);
+    return line;
+  }
+
+  /** The call failed or was refused: nothing more to count (failed attempts were counted). */
+  abandon(): void {
+    this.#end();
+  }
+
+  #end(): void {
+    this.#release();
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#ledger._inflight(-1);
+  }
+}
+
+/** Adds `delta` to `usage` in place. */
+function addDelta(usage: RunUsage, delta: SpendDelta): void {
+  if (delta.inputTokens || delta.outputTokens || delta.cacheReadTokens || delta.cacheWriteTokens) {
+    addTokenCounts(usage, {
+      inputTokens: delta.inputTokens ?? 0,
+      outputTokens: delta.outputTokens ?? 0,
+      ...(delta.cacheReadTokens ? { cacheReadTokens: delta.cacheReadTokens } : {}),
+      ...(delta.cacheWriteTokens ? { cacheWriteTokens: delta.cacheWriteTokens } : {}),
+    });
+  }
+  if (delta.costUsd) usage.costUsd += delta.costUsd;
+  if (delta.calls) usage.calls += delta.calls;
+  if (delta.callsWithoutUsage) {
+    usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + delta.callsWithoutUsage;
+  }
+  if (delta.callsWithoutCost) {
+    usage.callsWithoutCost = (usage.callsWithoutCost ?? 0) + delta.callsWithoutCost;
+  }
+  if (delta.toolCalls) usage.toolCalls = (usage.toolCalls ?? 0) + delta.toolCalls;
+  if (delta.estimatedUsd) usage.estimatedUsd = (usage.estimatedUsd ?? 0) + delta.estimatedUsd;
+  if (delta.estimatedTokens) {
+    usage.estimatedTokens = (usage.estimatedTokens ?? 0) + delta.estimatedTokens;
+  }
+}
+
+/** What `now` has beyond `counted`, field by field (never below 0); undefined when nothing. */
+export function usageDelta(now: RunUsage, counted: RunUsage): SpendDelta | undefined {
+  const d = (a: number | undefined, b: number | undefined) => Math.max(0, (a ?? 0) - (b ?? 0));
+  const delta: SpendDelta = {
+    inputTokens: d(now.inputTokens, counted.inputTokens),
+    outputTokens: d(now.outputTokens, counted.outputTokens),
+    cacheReadTokens: d(now.cacheReadTokens, counted.cacheReadTokens),
+    cacheWriteTokens: d(now.cacheWriteTokens, counted.cacheWriteTokens),
+    costUsd: d(now.costUsd, counted.costUsd),
+    calls: d(now.calls, counted.calls),
+    callsWithoutUsage: d(now.callsWithoutUsage, counted.callsWithoutUsage),
+    callsWithoutCost: d(now.callsWithoutCost, counted.callsWithoutCost),
+    toolCalls: d(now.toolCalls, counted.toolCalls),
+    estimatedUsd: d(now.estimatedUsd, counted.estimatedUsd),
+    estimatedTokens: d(now.estimatedTokens, counted.estimatedTokens),
+  };
+  return Object.values(delta).some((v) => v) ? delta : undefined;
+}
+
+/** Adds to `total` what `now` has beyond `counted` (a child's usage counted before). */
+export function addUsageBeyond(total: RunUsage, now: RunUsage, counted: RunUsage): void {
+  const delta = usageDelta(now, counted);
+  if (delta) addDelta(total, delta);
+}
+
+function whose(hit: LimitHit): string {
+  return hit.own ? `Run ${hit.runId}'s budget` : `The budget of run ${hit.runId} (agent ${hit.agent}), which this run counts against,`;
+}
+
+function spentMessage(hit: LimitHit, what: string): string {
+  if (hit.need !== undefined && hit.limit === 0) {
+    return `${whose(hit)} can no longer be kept: ${hit.need}, so what the run spent is unknown; ${what} was not made.`;
+  }
+  return `${whose(hit)} is spent: ${limitText(hit.dimension, hit.spent)} of ${
+    limitText(hit.dimension, hit.limit)
+  }; ${what} was not made.`;
+}
+
+function noPriceMessage(hit: LimitHit, model: string, what: string, prices: PriceTable): string {
+  return `${whose(hit)} is in US dollars, but model ${model} has no price (prices from ${
+    prices.sources.join(", ")
+  }); ${what} was not made. Add the model to a pricing file (agent.json pricing, --pricing FILE, STEPFLOW_PRICING).`;
+}
+
+function tooDearMessage(
+  hit: LimitHit,
+  what: string,
+  bound: AttemptBound,
+  found: FoundPrice | undefined,
+  left: string,
+): string {
+  const output = bound.maxOutputTokens !== undefined
+    ? `${count(bound.maxOutputTokens)} output tokens`
+    : "an answer";
+  return `${whose(hit)} (${limitText(hit.dimension, hit.limit)}) has ${left} left, less than ${what} could cost: up to ${hit.need} (a prompt of at most ${
+    count(bound.promptTokens)
+  } tokens and ${output}${found ? ` at the prices of ${found.model}` : ""}, not even ${MIN_CAPPED_OUTPUT_TOKENS} output tokens fit); it was not sent.`;
+}
