@@ -81,6 +81,7 @@ import {
   waitingText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { PriceTable, readPriceFile } from "../llm/pricing.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
@@ -696,6 +697,12 @@ async function run(
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
     const backendChoice = recordableChoice(choice);
+    // --pricing FILE over STEPFLOW_PRICING=FILE, both over agent.json's and the built-in prices.
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, ctx.userDir);
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
     // One runner per drive, each with the progress renderer of that drive.
     const runner = (drive: ProgressRenderer) =>
       new StepFlowRunner(definition, {
@@ -709,6 +716,8 @@ async function run(
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        ...(Object.keys(budget).length ? { budget } : {}),
+        ...(pricing ? { pricing } : {}),
         // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
         ...(ask
           ? {
@@ -820,6 +829,17 @@ async function run(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "budget_exceeded") {
+    if (!flags.json) {
+      const command = `${
+        agentRunCommand(ctx.userDir, definition.name, flags.store)
+      } --resume ${result.runId}`;
+      ctx.io.stderr.write(
+        `The run stays resumable: raise its budget and carry on inside the step with ${command} --budget-usd <USD> (or --budget-tokens <N>).\n`,
+      );
+    }
+    return EXIT_CODES.budgetExceeded;
+  }
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -981,3 +1001,25 @@ function firstLine(text: string): string {
 }
 
 if (import.meta.main) await runCli();
+
+/**
+ * The prices of `--pricing FILE` over those of `STEPFLOW_PRICING=FILE`, each named by its file in
+ * the run log; undefined when neither is given.
+ */
+async function cliPricing(
+  flag: string | undefined,
+  env: string | undefined,
+  userDir: string,
+): Promise<PriceTable | undefined> {
+  let table = new PriceTable([]);
+  const fromEnv = env?.trim();
+  if (fromEnv) {
+    const file = resolve(userDir, fromEnv);
+    table = table.with(file, await readPriceFile(file, "the pricing file of STEPFLOW_PRICING"));
+  }
+  if (flag !== undefined) {
+    const file = resolve(userDir, flag);
+    table = table.with(file, await readPriceFile(file, "the pricing file of --pricing"));
+  }
+  return table.layers.length ? table : undefined;
+}

@@ -51,7 +51,11 @@ export function meterBackend(
     call: (options: LlmCallOptions) => Promise<R>,
   ): Promise<R> => {
     if (options.meter) return await call(options);
-    const ticket = ledger.admit(request.stepId, request.kind ?? "step", request.model ?? fallbackModel);
+    const ticket = ledger.admit(
+      request.stepId,
+      request.kind ?? "step",
+      request.model ?? fallbackModel,
+    );
     let answer: R;
     try {
       answer = await call({ ...options, meter: ticket });

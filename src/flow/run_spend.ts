@@ -76,7 +76,9 @@ export function startRunSpend(setup: RunSpendSetup): SpendLedger {
   if (given) state.budget = { ...state.budget, ...given };
   const budget = { ...definition.limits.budget, ...state.budget };
   let prices = PriceTable.builtIn();
-  if (definition.pricing) prices = prices.with(definition.pricing.source, definition.pricing.prices);
+  if (definition.pricing) {
+    prices = prices.with(definition.pricing.source, definition.pricing.prices);
+  }
   if (setup.pricing instanceof PriceTable) prices = prices.over(setup.pricing);
   else if (setup.pricing) prices = prices.with("the runner's pricing option", setup.pricing);
   const ledger = new SpendLedger({
@@ -156,7 +158,9 @@ function priceMissing(
   prices: PriceTable,
 ): StepflowError {
   const list = missing.map((m) =>
-    `${m.model === undefined ? "(no model named)" : m.model} (step "${m.stepId}" of agent ${m.agent})`
+    `${
+      m.model === undefined ? "(no model named)" : m.model
+    } (step "${m.stepId}" of agent ${m.agent})`
   ).join(", ");
   return new StepflowError(
     "BUDGET_PRICE_MISSING",
@@ -226,9 +230,13 @@ function stopError(
   if (refused) parts.push(refused);
   else if (hit) {
     parts.push(
-      `${hit.own ? `Run ${state.runId}'s budget` : `The budget of run ${hit.runId} (agent ${hit.agent})`} is spent (${
-        limitText(hit.dimension, hit.spent)
-      } of ${limitText(hit.dimension, hit.limit)}); step "${stepId}" was not started.`,
+      `${
+        hit.own
+          ? `Run ${state.runId}'s budget`
+          : `The budget of run ${hit.runId} (agent ${hit.agent})`
+      } is spent (${limitText(hit.dimension, hit.spent)} of ${
+        limitText(hit.dimension, hit.limit)
+      }); step "${stepId}" was not started.`,
     );
   }
   parts.push(`Spent: ${spentSummary(state)}.`);
@@ -265,7 +273,9 @@ export function topSteps(byStep: Readonly<Record<string, StepSpend>> | undefined
     const tokens = s.inputTokens + s.outputTokens;
     if (tokens) facts.push(`${tokens.toLocaleString("en-US")} tokens`);
     if (s.toolCalls) facts.push(`${s.toolCalls} tool call${s.toolCalls === 1 ? "" : "s"}`);
-    const cost = s.calls > 0 && (s.callsWithoutCost ?? 0) >= s.calls ? "cost unknown" : usd(s.costUsd);
+    const cost = s.calls > 0 && (s.callsWithoutCost ?? 0) >= s.calls
+      ? "cost unknown"
+      : usd(s.costUsd);
     return `"${id}" ${cost} (${facts.join(", ")})`;
   }).join(", ");
 }

@@ -97,7 +97,12 @@ import type { StepRecord, StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
 import { meterBackend } from "./metered_backend.ts";
-import { BudgetExceeded, budgetSpentBeforeStep, budgetStopInStep, startRunSpend } from "./run_spend.ts";
+import {
+  BudgetExceeded,
+  budgetSpentBeforeStep,
+  budgetStopInStep,
+  startRunSpend,
+} from "./run_spend.ts";
 import type { SpendLedger } from "./spend_ledger.ts";
 import type {
   CompletionReason,
@@ -412,7 +417,11 @@ export class StepFlowRunner {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
       }
       // Every model call is metered by the run's ledger (metered_backend.ts).
-      const metered = meterBackend(backend, this.#spend!, (fields) => this.#journal.log(state, fields));
+      const metered = meterBackend(
+        backend,
+        this.#spend!,
+        (fields) => this.#journal.log(state, fields),
+      );
       await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {

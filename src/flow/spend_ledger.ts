@@ -351,7 +351,10 @@ export class SpendLedger {
     if (this.#checks) {
       const hit = this.exhausted();
       if (hit) {
-        throw new BudgetExceeded(hit, spentMessage(hit, `the tool call ${tool} of step "${stepId}"`));
+        throw new BudgetExceeded(
+          hit,
+          spentMessage(hit, `the tool call ${tool} of step "${stepId}"`),
+        );
       }
     }
     for (const ledger of this.#chain()) ledger.#inflightTools++;
@@ -359,7 +362,9 @@ export class SpendLedger {
 
   /** A tool call that {@linkcode SpendLedger.beforeToolCall} let run ended (`ran`: it was counted). */
   toolCallEnded(stepId: string, ran: boolean): void {
-    for (const ledger of this.#chain()) ledger.#inflightTools = Math.max(0, ledger.#inflightTools - 1);
+    for (const ledger of this.#chain()) {
+      ledger.#inflightTools = Math.max(0, ledger.#inflightTools - 1);
+    }
     if (ran) this.#add(stepId, { toolCalls: 1 });
   }
 
@@ -403,7 +408,9 @@ export class SpendLedger {
     step.inputTokens += delta.inputTokens ?? 0;
     step.outputTokens += delta.outputTokens ?? 0;
     step.calls += delta.calls ?? 0;
-    if (delta.callsWithoutCost) step.callsWithoutCost = (step.callsWithoutCost ?? 0) + delta.callsWithoutCost;
+    if (delta.callsWithoutCost) {
+      step.callsWithoutCost = (step.callsWithoutCost ?? 0) + delta.callsWithoutCost;
+    }
     if (delta.toolCalls) step.toolCalls = (step.toolCalls ?? 0) + delta.toolCalls;
     // Replaced, not changed: a step's saved state (a tool step's snapshot) keeps its own object.
     const byStep: Record<string, StepSpend> = Object.create(null);
@@ -437,7 +444,11 @@ export class SpendLedger {
       const mark = (hit: LimitHit): LimitHit => i === 0 ? hit : { ...hit, own: false };
       const reached = ledger.#reached(ALL_DIMENSIONS);
       if (reached) {
-        throw new BudgetExceeded(mark(reached), spentMessage(mark(reached), ticket.what), ticket.kind);
+        throw new BudgetExceeded(
+          mark(reached),
+          spentMessage(mark(reached), ticket.what),
+          ticket.kind,
+        );
       }
       if (budget.usd !== undefined) {
         const spent = ledger.#spent("usd");
@@ -769,12 +780,16 @@ export function addUsageBeyond(total: RunUsage, now: RunUsage, counted: RunUsage
 }
 
 function whose(hit: LimitHit): string {
-  return hit.own ? `Run ${hit.runId}'s budget` : `The budget of run ${hit.runId} (agent ${hit.agent}), which this run counts against,`;
+  return hit.own
+    ? `Run ${hit.runId}'s budget`
+    : `The budget of run ${hit.runId} (agent ${hit.agent}), which this run counts against,`;
 }
 
 function spentMessage(hit: LimitHit, what: string): string {
   if (hit.need !== undefined && hit.limit === 0) {
-    return `${whose(hit)} can no longer be kept: ${hit.need}, so what the run spent is unknown; ${what} was not made.`;
+    return `${
+      whose(hit)
+    } can no longer be kept: ${hit.need}, so what the run spent is unknown; ${what} was not made.`;
   }
   return `${whose(hit)} is spent: ${limitText(hit.dimension, hit.spent)} of ${
     limitText(hit.dimension, hit.limit)
@@ -797,7 +812,11 @@ function tooDearMessage(
   const output = bound.maxOutputTokens !== undefined
     ? `${count(bound.maxOutputTokens)} output tokens`
     : "an answer";
-  return `${whose(hit)} (${limitText(hit.dimension, hit.limit)}) has ${left} left, less than ${what} could cost: up to ${hit.need} (a prompt of at most ${
+  return `${whose(hit)} (${
+    limitText(hit.dimension, hit.limit)
+  }) has ${left} left, less than ${what} could cost: up to ${hit.need} (a prompt of at most ${
     count(bound.promptTokens)
-  } tokens and ${output}${found ? ` at the prices of ${found.model}` : ""}, not even ${MIN_CAPPED_OUTPUT_TOKENS} output tokens fit); it was not sent.`;
+  } tokens and ${output}${
+    found ? ` at the prices of ${found.model}` : ""
+  }, not even ${MIN_CAPPED_OUTPUT_TOKENS} output tokens fit); it was not sent.`;
 }
