@@ -230,6 +230,8 @@ export class SpendLedger {
   /** True when this ledger or one above it has a budget (else the checks are skipped). */
   readonly #checks: boolean;
   readonly #recording: boolean;
+  /** This ledger and the ledgers above it, nearest first (fixed: a run's parent never changes). */
+  readonly #ledgers: readonly SpendLedger[];
 
   /**
    * A ledger over `options.state`.
@@ -245,6 +247,8 @@ export class SpendLedger {
     this.#checks = this.budget !== undefined ||
       (this.#parent !== undefined && this.#parent.parent.budgeted);
     this.#recording = options.recording === true;
+    const above = this.#parent ? this.#parent.parent.#ledgers : [];
+    this.#ledgers = [this, ...above];
   }
 
   /** The run's state the counts live in. */
@@ -263,12 +267,8 @@ export class SpendLedger {
   }
 
   /** This ledger and the ledgers above it, nearest first. */
-  #chain(): SpendLedger[] {
-    const chain: SpendLedger[] = [];
-    for (let l: SpendLedger | undefined = this; l && chain.length < 64; l = l.#parent?.parent) {
-      chain.push(l);
-    }
-    return chain;
+  #chain(): readonly SpendLedger[] {
+    return this.#ledgers;
   }
 
   /** What this run (children included) spent in `dimension`, with what is held in flight. */
