@@ -13,9 +13,15 @@ export function usageText(usage: NonNullable<RunSummary["usage"]>): string {
   return usage.inputTokens === 0 && usage.outputTokens === 0 ? "?" : `${known} + ?`;
 }
 
-/** A cost in US dollars: `$0.0042`, `$1.25`; empty when unknown or zero. */
-export function cost(usd: number | undefined): string {
-  return usd ? `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}` : "";
+/**
+ * A cost in US dollars: `$0.0042`, `$1.25`; `unknown` when no call could be priced (`null`),
+ * `$1.25 + unknown for 2` when some could not; empty when zero with nothing unknown.
+ */
+export function cost(usd: number | null | undefined, unknownCalls = 0): string {
+  if (usd === null) return "unknown";
+  const known = usd ? `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}` : "";
+  if (unknownCalls <= 0) return known;
+  return known ? `${known} + unknown for ${unknownCalls}` : "unknown";
 }
 
 /** `1.2 s`, `3 min 04 s`, `850 ms`. */

@@ -96,7 +96,7 @@ export function runsListPage(
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
         <td class="num">${tokens(run)}</td>
-        <td class="num">${cost(run.usage?.costUsd)}</td>
+        <td class="num">${cost(run.usage?.costUsd, run.usage?.callsWithoutCost)}</td>
       </tr>
     `
   );
@@ -274,7 +274,13 @@ ${
       ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
       : ""
   }
-<div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
+<div><span>Cost</span>${cost(usage?.costUsd, usage?.callsWithoutCost) || "–"}</div>${
+    budgetOf(cp) ? h`<div><span>Budget</span>${budgetOf(cp)!}</div>` : ""
+  }${
+    spentBySteps(cp)
+      ? h`<div class="wide"><span>Spent by step</span>${spentBySteps(cp)!}</div>`
+      : ""
+  }
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
     parentOf(cp)
       ? h`<div><span>Parent run</span><a href="${runHref(parentOf(cp)!.runId)}">${
@@ -354,6 +360,42 @@ function usageOfState(checkpoint: RunCheckpoint | undefined): RunSummary["usage"
   return checkpoint ? summarizeCheckpoint(checkpoint).usage : undefined;
 }
 
+/** The run's recorded budget (`$5.00, 200,000 tokens`), when one was given. */
+function budgetOf(checkpoint: RunCheckpoint | undefined): string | undefined {
+  const b = checkpoint?.state.budget as Record<string, unknown> | undefined;
+  if (!b || typeof b !== "object") return undefined;
+  const parts: string[] = [];
+  if (typeof b.usd === "number") parts.push(`$${b.usd.toFixed(2)}`);
+  if (typeof b.tokens === "number") parts.push(`${b.tokens} tokens`);
+  if (typeof b.modelCalls === "number") parts.push(`${b.modelCalls} model calls`);
+  if (typeof b.toolCalls === "number") parts.push(`${b.toolCalls} tool calls`);
+  return parts.length ? parts.join(", ") : undefined;
+}
+
+/** What each step spent (its child runs included), dearest first; undefined when nothing was. */
+function spentBySteps(checkpoint: RunCheckpoint | undefined): string | undefined {
+  const byStep = checkpoint?.state.spendByStep as Record<string, unknown> | undefined;
+  if (!byStep || typeof byStep !== "object") return undefined;
+  const rows: [string, number, number, number][] = [];
+  for (const [id, v] of Object.entries(byStep)) {
+    const s = v as Record<string, unknown>;
+    if (typeof s?.costUsd !== "number" || typeof s.calls !== "number") continue;
+    rows.push([
+      id,
+      s.costUsd,
+      s.calls,
+      typeof s.callsWithoutCost === "number" ? s.callsWithoutCost : 0,
+    ]);
+  }
+  if (rows.length === 0) return undefined;
+  rows.sort((a, b) => b[1] - a[1]);
+  return rows.slice(0, 10).map(([id, usd, calls, unknown]) =>
+    `${id} ${unknown >= calls ? "unknown" : cost(usd, unknown) || "$0"} (${calls} call${
+      calls === 1 ? "" : "s"
+    })`
+  ).join(" · ");
+}
+
 /** The `end` of a checkpoint's state (the runner's: reason, step, output), when it ended. */
 function endOf(checkpoint: RunCheckpoint | undefined): Record<string, unknown> | undefined {
   const end = checkpoint?.state.end;
@@ -424,8 +466,24 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       ? field(
         "tokens",
         `${row.tokens.input} / ${row.tokens.output}${
-          row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
+          row.tokens.costUsd || row.tokens.unknownCostCalls
+            ? ` · ${cost(row.tokens.costUsd, row.tokens.unknownCostCalls)}`
+            : ""
         }`,
+      )
+      : "",
+    row.modelCalls && row.modelCalls.length > 1
+      ? field(
+        "model calls",
+        row.modelCalls.map((c) =>
+          `${c.kind}${c.model ? ` ${c.model}` : ""} ${
+            c.estimatedUsd !== undefined
+              ? `cut off (up to ${cost(c.estimatedUsd)})`
+              : c.costUsd === null
+              ? "cost unknown"
+              : cost(c.costUsd) || "$0"
+          }`
+        ).join(" · "),
       )
       : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",

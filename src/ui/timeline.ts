@@ -38,6 +38,18 @@ export interface Reask {
   answer?: LoggedText;
 }
 
+/** One model call of an iteration, as its `model_call` line records it. */
+export interface RowModelCall {
+  /** `step`, `check`, `reask`. */
+  kind: string;
+  /** The model it was priced by. */
+  model?: string;
+  /** Its cost; `null` when unknown. */
+  costUsd: number | null;
+  /** For an attempt cut off after it was sent: its worst case, counted against the budget. */
+  estimatedUsd?: number;
+}
+
 /** A row of the timeline. */
 export type Row =
   | {
@@ -65,7 +77,9 @@ export type Row =
     /** The history entry of `step_end`, once the step ended. */
     end?: Record<string, unknown>;
     /** Tokens of this iteration (difference of the cumulative usage). */
-    tokens?: { input: number; output: number; costUsd?: number };
+    tokens?: { input: number; output: number; costUsd?: number; unknownCostCalls?: number };
+    /** The iteration's model calls (its `model_call` lines): each call's kind, model and cost. */
+    modelCalls?: RowModelCall[];
     /** The handoff the step produced. */
     handoff?: unknown;
     /** An agent step's child run (from its `agent_start` line, before the step ends). */
@@ -218,6 +232,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (usage.costUsd !== undefined) {
             row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
           }
+          const unpriced = (usage.callsWithoutCost ?? 0) - (before?.callsWithoutCost ?? 0);
+          if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
           timeline.usage = usage;
         }
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
@@ -227,6 +243,17 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           const how = String(end.intent ?? end.transition ?? "");
           addMove(timeline, `${stepId}>${end.nextStepId}`, how);
         }
+        touched.add(row.index);
+        break;
+      }
+      case "model_call": {
+        const row = callRow(timeline, entry);
+        (row.modelCalls ??= []).push({
+          kind: typeof entry.kind === "string" ? entry.kind : "step",
+          ...(typeof entry.model === "string" ? { model: entry.model } : {}),
+          costUsd: typeof entry.costUsd === "number" ? entry.costUsd : null,
+          ...(typeof entry.estimatedUsd === "number" ? { estimatedUsd: entry.estimatedUsd } : {}),
+        });
         touched.add(row.index);
         break;
       }
@@ -368,6 +395,9 @@ function usageOf(value: unknown): Timeline["usage"] {
       ? { cacheWriteTokens: value.cacheWriteTokens }
       : {}),
     ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
+    ...(typeof value.callsWithoutCost === "number"
+      ? { callsWithoutCost: value.callsWithoutCost }
+      : {}),
   };
 }
 

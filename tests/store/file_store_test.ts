@@ -263,7 +263,7 @@ Deno.test("list() reports status, steps, duration, tokens and whether a running 
     steps: 4,
     iterations: 5,
     durationMs: 60_000,
-    usage: { inputTokens: 1200, outputTokens: 34, costUsd: 0.5 },
+    usage: { inputTokens: 1200, outputTokens: 34, costUsd: 0.5, calls: 5 },
     stepId: "work.test",
     completionReason: "step_failed",
   });
