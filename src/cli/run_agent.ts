@@ -81,7 +81,9 @@ import {
   waitingText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { PriceTable, readPriceFile } from "../llm/pricing.ts";
+import { cliPricing } from "./kit/pricing.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
@@ -360,8 +362,10 @@ async function showRuns(
         jsonOutput({
           ...(status ? { shownStatus: status } : {}),
           ...(summary?.error ? { error: summary.error } : {}),
-          checkpoint,
+          checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
+          // Cost per run, step and call; a cost no call could be priced for is null.
+          cost: spendView(checkpoint, log),
         })
       }\n`,
     );
@@ -388,6 +392,21 @@ async function runSummary(
 ): Promise<RunSummary | undefined> {
   if (store instanceof PostgresRunStore) return await store.summary(runId);
   return (await store.list()).find((run) => run.runId === runId);
+}
+
+/** A run's result as `--json` prints it: a cost no call could be priced for is `null`, never 0. */
+function resultJson(result: StepFlowResult): unknown {
+  return { ...result, usage: { ...result.usage, costUsd: costOrNull(result.usage) } };
+}
+
+/** A checkpoint as `--show --json` prints it: its usage's unknown cost `null`, never 0. */
+function withKnownCost(checkpoint: RunCheckpoint): RunCheckpoint {
+  const usage = checkpoint.state.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage !== "object") return checkpoint;
+  const costUsd = costOrNull(
+    usage as { costUsd?: number; calls?: number; callsWithoutCost?: number },
+  );
+  return { ...checkpoint, state: { ...checkpoint.state, usage: { ...usage, costUsd } } };
 }
 
 /** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
@@ -804,7 +823,7 @@ async function run(
   }
   if (result.completionReason === "waiting" && result.waiting) {
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
-    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
       const form = await formOf(definition, result.waiting).catch(() => undefined);
       const command = [
@@ -816,7 +835,7 @@ async function run(
     return EXIT_CODES.waiting;
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -1001,25 +1020,3 @@ function firstLine(text: string): string {
 }
 
 if (import.meta.main) await runCli();
-
-/**
- * The prices of `--pricing FILE` over those of `STEPFLOW_PRICING=FILE`, each named by its file in
- * the run log; undefined when neither is given.
- */
-async function cliPricing(
-  flag: string | undefined,
-  env: string | undefined,
-  userDir: string,
-): Promise<PriceTable | undefined> {
-  let table = new PriceTable([]);
-  const fromEnv = env?.trim();
-  if (fromEnv) {
-    const file = resolve(userDir, fromEnv);
-    table = table.with(file, await readPriceFile(file, "the pricing file of STEPFLOW_PRICING"));
-  }
-  if (flag !== undefined) {
-    const file = resolve(userDir, flag);
-    table = table.with(file, await readPriceFile(file, "the pricing file of --pricing"));
-  }
-  return table.layers.length ? table : undefined;
-}

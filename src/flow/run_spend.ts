@@ -75,12 +75,7 @@ export function startRunSpend(setup: RunSpendSetup): SpendLedger {
   const given = account ? undefined : checkBudget(setup.budget);
   if (given) state.budget = { ...state.budget, ...given };
   const budget = { ...definition.limits.budget, ...state.budget };
-  let prices = PriceTable.builtIn();
-  if (definition.pricing) {
-    prices = prices.with(definition.pricing.source, definition.pricing.prices);
-  }
-  if (setup.pricing instanceof PriceTable) prices = prices.over(setup.pricing);
-  else if (setup.pricing) prices = prices.with("the runner's pricing option", setup.pricing);
+  const prices = runPriceTable(definition, setup.pricing);
   const ledger = new SpendLedger({
     state,
     budget,
@@ -94,6 +89,22 @@ export function startRunSpend(setup: RunSpendSetup): SpendLedger {
   }
   ledger.settleWithParent();
   return ledger;
+}
+
+/**
+ * The prices a run of `definition` uses: the built-in table, under agent.json `pricing`, under the
+ * runner's `pricing` option (`--pricing`, `STEPFLOW_PRICING`).
+ */
+export function runPriceTable(
+  definition: AgentDefinition,
+  pricing: PriceTable | Readonly<Record<string, ModelPricing>> | undefined,
+): PriceTable {
+  let prices = PriceTable.builtIn();
+  if (definition.pricing) {
+    prices = prices.with(definition.pricing.source, definition.pricing.prices);
+  }
+  if (pricing instanceof PriceTable) return prices.over(pricing);
+  return pricing ? prices.with("the runner's pricing option", pricing) : prices;
 }
 
 /** Checks a budget given through the runner's options (`--budget-usd`, `--budget-tokens`). */
