@@ -73,7 +73,7 @@ export interface CostCounts {
 /**
  * A cost as every surface writes it: `$0.0123`, `cost unknown` when no call could be priced,
  * `$0.0123 + unknown for 2 calls` when some could not — never `$0` for calls of unknown cost.
- * Empty when there is nothing to say (no calls, or a cost of 0 with no call counted).
+ * Empty when there is nothing to say (no calls, or a known cost of 0).
  *
  * @example
  * ```ts
@@ -87,7 +87,8 @@ export function formatCost(cost: CostCounts): string {
   const unknown = cost.callsWithoutCost ?? 0;
   const known = cost.costUsd ?? 0;
   if (cost.calls !== undefined && cost.calls > 0 && unknown >= cost.calls) return "cost unknown";
-  const amount = known > 0 || (cost.calls ?? 0) > unknown ? `$${known.toFixed(4)}` : "";
+  // A known cost of 0 is left out (a free model, or a record older than the unknown-cost count).
+  const amount = known > 0 ? `$${known.toFixed(4)}` : "";
   if (unknown === 0) return amount;
   const rest = `unknown for ${unknown} call${unknown === 1 ? "" : "s"}`;
   return amount ? `${amount} + ${rest}` : `cost ${rest}`;

@@ -168,7 +168,9 @@ export function formatUsage(usage: RunUsage | undefined): string {
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
   const unknown = usage.callsWithoutUsage ?? 0;
   if (unknown > 0) parts.push(unknownTokens(unknown));
-  const cost = formatCost(usage);
+  // A call whose tokens are unknown has an unknown cost: "tokens unknown" says so already.
+  const unpriced = Math.max(0, (usage.callsWithoutCost ?? 0) - unknown);
+  const cost = formatCost({ ...usage, calls: usage.calls - unknown, callsWithoutCost: unpriced });
   if (cost) parts.push(cost);
   return parts.join(", ");
 }

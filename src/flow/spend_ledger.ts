@@ -442,7 +442,9 @@ export class SpendLedger {
       const budget = ledger.budget;
       if (!budget) continue;
       const mark = (hit: LimitHit): LimitHit => i === 0 ? hit : { ...hit, own: false };
-      const reached = ledger.#reached(ALL_DIMENSIONS);
+      // The call itself was admitted (its model call counted in flight): its attempts answer to
+      // the dollars and tokens left.
+      const reached = ledger.#reached(SPEND_DIMENSIONS);
       if (reached) {
         throw new BudgetExceeded(
           mark(reached),
@@ -647,6 +649,7 @@ function isAmount(value: unknown): value is number {
 const EMPTY_PRICES = new PriceTable([]);
 
 const ALL_DIMENSIONS: readonly BudgetDimension[] = ["usd", "tokens", "modelCalls", "toolCalls"];
+const SPEND_DIMENSIONS: readonly BudgetDimension[] = ["usd", "tokens"];
 
 /**
  * One model call in the ledger: the attempt meter a chat backend asks before each attempt, and the

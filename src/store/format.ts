@@ -471,10 +471,10 @@ export function formatRunHistory(
       note,
     ]);
     const detail = [
-      ...(row.modelCalls ? modelCallLines(row.modelCalls, c) : []),
       ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
         ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
         : []),
+      ...(row.modelCalls ? modelCallLines(row.modelCalls, c) : []),
     ];
     if (detail.length > 0) details.set(rows.length - 1, detail);
   }

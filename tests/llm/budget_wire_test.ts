@@ -161,14 +161,14 @@ Deno.test("a stream cut off mid-answer counts at its worst case, and the retry i
   }
 });
 
-Deno.test("an attempt refused with HTTP 429 costs nothing; its retry goes", async () => {
+Deno.test("an attempt refused with HTTP 429 costs nothing; its retry goes, and a model-call budget counts the call once", async () => {
   const server = startFakeServer([
     anthropicError(429, "rate_limit_error", "slow down", { "retry-after-ms": "1" }),
     anthropicMessage("ok", { inputTokens: 20, outputTokens: 5 }),
   ]);
   try {
     const { backend, usage } = metered(
-      { usd: 1 },
+      { usd: 1, modelCalls: 1 },
       new AnthropicBackend({
         baseUrl: server.url,
         model: "claude-sonnet-4-5",
@@ -180,6 +180,13 @@ Deno.test("an attempt refused with HTTP 429 costs nothing; its retry goes", asyn
     assert.equal(server.requests.length, 2);
     assert.equal(usage.estimatedUsd, undefined);
     assert.equal(usage.calls, 1);
+    // The one call of the budget is made: a second is refused before it is sent.
+    await assert.rejects(
+      () => backend.complete(stepRequest({ prompt: PROMPT })),
+      (e: StepflowError) =>
+        e.code === "BUDGET_EXCEEDED" && /1 model call of 1 model call/.test(e.message),
+    );
+    assert.equal(server.requests.length, 2);
   } finally {
     await server.close();
   }
