@@ -61,12 +61,12 @@ export function meterBackend(
       answer = await call({ ...options, meter: ticket });
     } catch (error) {
       ticket.abandon();
-      await write(ticket.lines, log);
+      if (log && ticket.lines) await write(ticket.lines, log);
       throw error;
     }
     const line = ticket.settle(answer);
     if (line.costUsd !== undefined && answer.costUsd === undefined) answer.costUsd = line.costUsd;
-    await write(ticket.lines, log);
+    if (log) await write(ticket.lines!, log);
     return answer;
   };
   const wrapped: LlmBackend & Partial<ToolTurnBackend> & { readonly model?: string } = {
@@ -85,7 +85,6 @@ export function meterBackend(
   return wrapped;
 }
 
-async function write(lines: readonly ModelCallLine[], log: SpendLogger | undefined): Promise<void> {
-  if (!log) return;
+async function write(lines: readonly ModelCallLine[], log: SpendLogger): Promise<void> {
   for (const line of lines) await log({ type: "model_call", ...line });
 }

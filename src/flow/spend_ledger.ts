@@ -29,7 +29,6 @@ import {
   PriceTable,
 } from "../llm/pricing.ts";
 import type { AttemptBound, AttemptMeter, LlmUsage } from "../llm/types.ts";
-import { addTokenCounts } from "../token_counts.ts";
 import type { RunUsage } from "./types.ts";
 
 /** The smallest answer a call whose output limit the budget lowers may still ask for, in tokens. */
@@ -230,6 +229,8 @@ export class SpendLedger {
   /** True when this ledger or one above it has a budget (else the checks are skipped). */
   readonly #checks: boolean;
   readonly #recording: boolean;
+  /** Prices found per model (a run calls few models, every call asks). */
+  readonly #found = new Map<string | undefined, FoundPrice | undefined>();
   /** This ledger and the ledgers above it, nearest first (fixed: a run's parent never changes). */
   readonly #ledgers: readonly SpendLedger[];
 
@@ -249,11 +250,24 @@ export class SpendLedger {
     this.#recording = options.recording === true;
     const above = this.#parent ? this.#parent.parent.#ledgers : [];
     this.#ledgers = [this, ...above];
+    // The ledger changes the spend per step in place: on a copy of its own, never on an object a
+    // store or a saved state holds.
+    if (options.state.spendByStep) {
+      options.state.spendByStep = copySpendByStep(options.state.spendByStep);
+    }
   }
 
   /** The run's state the counts live in. */
   get state(): SpendHolder {
     return this.#state;
+  }
+
+  /** The price of `model` in the run's table (looked up once per model). */
+  #priceOf(model: string | undefined): FoundPrice | undefined {
+    if (this.#found.has(model)) return this.#found.get(model);
+    const found = this.prices.find(model);
+    if (this.#found.size < 256) this.#found.set(model, found);
+    return found;
   }
 
   /** The ledger of the run above this one (a child run's parent), when there is one. */
@@ -400,27 +414,49 @@ export class SpendLedger {
   #add(stepId: string, delta: SpendDelta): void {
     const state = this.#state;
     addDelta(state.usage, delta);
-    const before = state.spendByStep?.[stepId];
-    const step: StepSpend = before
-      ? { ...before }
-      : { costUsd: 0, inputTokens: 0, outputTokens: 0, calls: 0 };
-    step.costUsd += delta.costUsd ?? 0;
-    step.inputTokens += delta.inputTokens ?? 0;
-    step.outputTokens += delta.outputTokens ?? 0;
-    step.calls += delta.calls ?? 0;
+    const step = stepSpendOf(state, stepId);
+    if (delta.costUsd) step.costUsd += delta.costUsd;
+    if (delta.inputTokens) step.inputTokens += delta.inputTokens;
+    if (delta.outputTokens) step.outputTokens += delta.outputTokens;
+    if (delta.calls) step.calls += delta.calls;
     if (delta.callsWithoutCost) {
       step.callsWithoutCost = (step.callsWithoutCost ?? 0) + delta.callsWithoutCost;
     }
     if (delta.toolCalls) step.toolCalls = (step.toolCalls ?? 0) + delta.toolCalls;
-    // Replaced, not changed: a step's saved state (a tool step's snapshot) keeps its own object.
-    const byStep: Record<string, StepSpend> = Object.create(null);
-    for (const [id, spend] of Object.entries(state.spendByStep ?? {})) {
-      Object.defineProperty(byStep, id, { value: spend, enumerable: true, writable: true });
-    }
-    Object.defineProperty(byStep, stepId, { value: step, enumerable: true, writable: true });
-    state.spendByStep = byStep;
     const account = this.#parent;
     if (account) account.parent.#fromChild(account, delta);
+  }
+
+  /** {@linkcode SpendLedger.#add} of a line's spend, without building the delta (no parent to tell). */
+  #addLine(line: ModelCallLine): void {
+    const usage = this.#state.usage;
+    const step = stepSpendOf(this.#state, line.stepId);
+    usage.calls++;
+    step.calls++;
+    const used = line.usage;
+    if (used) {
+      usage.inputTokens += used.inputTokens;
+      usage.outputTokens += used.outputTokens;
+      step.inputTokens += used.inputTokens;
+      step.outputTokens += used.outputTokens;
+      if (used.cacheReadTokens) {
+        usage.cacheReadTokens = (usage.cacheReadTokens ?? 0) + used.cacheReadTokens;
+      }
+      if (used.cacheWriteTokens) {
+        usage.cacheWriteTokens = (usage.cacheWriteTokens ?? 0) + used.cacheWriteTokens;
+      }
+    } else usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + 1;
+    if (line.costUsd !== undefined) {
+      usage.costUsd += line.costUsd;
+      step.costUsd += line.costUsd;
+    } else {
+      usage.callsWithoutCost = (usage.callsWithoutCost ?? 0) + 1;
+      step.callsWithoutCost = (step.callsWithoutCost ?? 0) + 1;
+    }
+    if (line.estimatedUsd) usage.estimatedUsd = (usage.estimatedUsd ?? 0) + line.estimatedUsd;
+    if (line.estimatedTokens) {
+      usage.estimatedTokens = (usage.estimatedTokens ?? 0) + line.estimatedTokens;
+    }
   }
 
   /** Marks spend as no longer measurable (a call without usage and without a bound). */
@@ -433,15 +469,43 @@ export class SpendLedger {
   /** @internal Checks an attempt against every budget of the chain; returns the output cap. */
   _beforeAttempt(ticket: CallTicket, bound: AttemptBound): number | undefined {
     if (!this.#checks) return undefined;
-    const found = this.prices.find(bound.model);
-    const inUsd = found ? bound.promptTokens * dearestInputUsd(found.pricing) : 0;
+    const found = this.#priceOf(bound.model);
+    // The quick, looser bound first: a budget far from spent needs nothing closer.
+    const ceiling = bound.promptTokensCeiling;
+    if (ceiling !== undefined) {
+      const quick = this.#fit(ticket, bound, ceiling, found, false);
+      if (quick !== undefined) return this.#holdAttempt(ticket, bound, ceiling, found, quick);
+    }
+    const prompt = bound.promptTokens();
+    const cap = this.#fit(ticket, bound, prompt, found, true)!;
+    return this.#holdAttempt(ticket, bound, prompt, found, cap);
+  }
+
+  /**
+   * The output limit an attempt of `prompt` tokens may ask for under every budget of the chain
+   * (`Infinity`: no limit needed). Throws when a budget is spent, when a dollar budget meets a
+   * model without a price, and — when `final` — when not even a small answer fits; not `final`,
+   * it returns undefined instead whenever the attempt would be refused or limited (the caller then
+   * asks again with the closer bound).
+   */
+  #fit(
+    ticket: CallTicket,
+    bound: AttemptBound,
+    prompt: number,
+    found: FoundPrice | undefined,
+    final: boolean,
+  ): number | undefined {
+    const inUsd = found ? prompt * dearestInputUsd(found.pricing) : 0;
     const outUsd = found ? found.pricing.outputUsdPerMTok / 1_000_000 : 0;
-    const smallest = Math.min(MIN_CAPPED_OUTPUT_TOKENS, bound.maxOutputTokens ?? Infinity);
+    const requested = bound.maxOutputTokens ?? Infinity;
+    const smallest = Math.min(MIN_CAPPED_OUTPUT_TOKENS, requested);
     let cap = Infinity;
-    for (const [i, ledger] of this.#chain().entries()) {
+    const ledgers = this.#chain();
+    for (let i = 0; i < ledgers.length; i++) {
+      const ledger = ledgers[i];
       const budget = ledger.budget;
       if (!budget) continue;
-      const mark = (hit: LimitHit): LimitHit => i === 0 ? hit : { ...hit, own: false };
+      const mark = i === 0 ? ownHit : ancestorHit;
       // The call itself was admitted (its model call counted in flight): its attempts answer to
       // the dollars and tokens left.
       const reached = ledger.#reached(SPEND_DIMENSIONS);
@@ -465,11 +529,12 @@ export class SpendLedger {
         const left = budget.usd - spent;
         const fits = outUsd > 0 ? Math.floor((left - inUsd) / outUsd) : Infinity;
         if (fits < smallest) {
+          if (!final) return undefined;
           const worst = inUsd + outUsd * (bound.maxOutputTokens ?? MIN_CAPPED_OUTPUT_TOKENS);
           const hit = mark(ledger.#hit("usd", budget.usd, spent, usd(worst)));
           throw new BudgetExceeded(
             hit,
-            tooDearMessage(hit, ticket.what, bound, found, usd(Math.max(0, left))),
+            tooDearMessage(hit, ticket.what, bound, prompt, found, usd(Math.max(0, left))),
             ticket.kind,
           );
         }
@@ -478,24 +543,54 @@ export class SpendLedger {
       if (budget.tokens !== undefined) {
         const spent = ledger.#spent("tokens");
         const left = budget.tokens - spent;
-        const fits = left - bound.promptTokens;
+        const fits = left - prompt;
         if (fits < smallest) {
-          const worst = bound.promptTokens + (bound.maxOutputTokens ?? MIN_CAPPED_OUTPUT_TOKENS);
+          if (!final) return undefined;
+          const worst = prompt + (bound.maxOutputTokens ?? MIN_CAPPED_OUTPUT_TOKENS);
           const hit = mark(ledger.#hit("tokens", budget.tokens, spent, `${count(worst)} tokens`));
           throw new BudgetExceeded(
             hit,
-            tooDearMessage(hit, ticket.what, bound, found, `${count(Math.max(0, left))} tokens`),
+            tooDearMessage(
+              hit,
+              ticket.what,
+              bound,
+              prompt,
+              found,
+              `${count(Math.max(0, left))} tokens`,
+            ),
             ticket.kind,
           );
         }
         cap = Math.min(cap, fits);
       }
     }
-    const output = Math.min(cap, bound.maxOutputTokens ?? Infinity);
+    if (!final && cap < requested) return undefined;
+    return cap;
+  }
+
+  /** Holds an attempt's worst case; returns the output limit to send (undefined: as it is). */
+  #holdAttempt(
+    ticket: CallTicket,
+    bound: AttemptBound,
+    prompt: number,
+    found: FoundPrice | undefined,
+    cap: number,
+  ): number | undefined {
+    const requested = bound.maxOutputTokens ?? Infinity;
+    const output = Math.min(cap, requested);
     if (Number.isFinite(output)) {
-      ticket._hold({ usd: inUsd + output * outUsd, tokens: bound.promptTokens + output });
+      // Held at the bound the check used; an attempt that is then counted (cut off mid-answer)
+      // counts its worst case at the closer bound.
+      const worst = (tokens: number): Hold => ({
+        usd: found
+          ? tokens * dearestInputUsd(found.pricing) +
+            output * found.pricing.outputUsdPerMTok / 1_000_000
+          : 0,
+        tokens: tokens + output,
+      });
+      ticket._hold(worst(prompt), () => worst(bound.promptTokens()));
     }
-    return cap < (bound.maxOutputTokens ?? Infinity) ? cap : undefined;
+    return cap < requested ? cap : undefined;
   }
 
   /** @internal Adds `hold` to (or, negative, takes it from) every ledger of the chain. */
@@ -531,7 +626,8 @@ export class SpendLedger {
 
   /** Counts a logged (or about to be logged) call: its spend, and the line among the logged ones. */
   #count(line: ModelCallLine): void {
-    this.#add(line.stepId, lineDelta(line));
+    if (this.#parent) this.#add(line.stepId, lineDelta(line));
+    else this.#addLine(line);
     if (this.#recording) this.#state.loggedModelCalls = (this.#state.loggedModelCalls ?? 0) + 1;
   }
 
@@ -568,7 +664,7 @@ export class SpendLedger {
     const { stepId } = ticket;
     const model = answer.model ?? ticket.model;
     const usage = answer.usage;
-    const found = answer.costUsd === undefined && usage ? this.prices.find(model) : undefined;
+    const found = answer.costUsd === undefined && usage ? this.#priceOf(model) : undefined;
     const costUsd = answer.costUsd ?? costOf(usage, found?.pricing);
     const line: ModelCallLine = { stepId, kind: ticket.kind };
     if (model !== undefined) line.model = model;
@@ -583,7 +679,10 @@ export class SpendLedger {
     else if (usage && this.#checks && this.#chain().some((l) => l.budget?.usd !== undefined)) {
       this.#markUnmetered(`no price for model ${model ?? "(unnamed)"} (step "${stepId}")`);
     }
-    if (found) line.price = { model: found.model, source: found.source, ...found.pricing };
+    // The price used, for the run log (only a recorded run writes the line).
+    if (found && this.#recording) {
+      line.price = { model: found.model, source: found.source, ...found.pricing };
+    }
     this.#count(line);
     return line;
   }
@@ -648,6 +747,14 @@ function isAmount(value: unknown): value is number {
 
 const EMPTY_PRICES = new PriceTable([]);
 
+function ownHit(hit: LimitHit): LimitHit {
+  return hit;
+}
+
+function ancestorHit(hit: LimitHit): LimitHit {
+  return { ...hit, own: false };
+}
+
 const ALL_DIMENSIONS: readonly BudgetDimension[] = ["usd", "tokens", "modelCalls", "toolCalls"];
 const SPEND_DIMENSIONS: readonly BudgetDimension[] = ["usd", "tokens"];
 
@@ -663,9 +770,10 @@ export class CallTicket implements AttemptMeter {
   /** The model the call was made for, when known before it answers. */
   readonly model?: string;
   /** The `model_call` lines this call produced (failed attempts that may have been charged, the call). */
-  readonly lines: ModelCallLine[] = [];
+  lines?: ModelCallLine[];
   readonly #ledger: SpendLedger;
   #hold?: Hold;
+  #exactWorst?: () => Hold;
   #ended = false;
 
   /** @internal */
@@ -690,14 +798,15 @@ export class CallTicket implements AttemptMeter {
 
   /** See {@linkcode AttemptMeter.attemptFailed}. */
   attemptFailed(maybeCharged: boolean): void {
-    const worst = this.#hold;
+    const worst = this.#hold && maybeCharged ? this.#exactWorst?.() : undefined;
     this.#release();
-    if (maybeCharged) this.lines.push(this.#ledger._unmeasured(this, worst));
+    if (maybeCharged) (this.lines ??= []).push(this.#ledger._unmeasured(this, worst));
   }
 
-  /** @internal Holds an attempt's worst case. */
-  _hold(hold: Hold): void {
+  /** @internal Holds an attempt's worst case (`exact`: its worst case at the closer bound). */
+  _hold(hold: Hold, exact: () => Hold): void {
     this.#hold = hold;
+    this.#exactWorst = exact;
     this.#ledger._applyHold(hold, 1);
   }
 
@@ -705,6 +814,7 @@ export class CallTicket implements AttemptMeter {
     if (!this.#hold) return;
     this.#ledger._applyHold(this.#hold, -1);
     this.#hold = undefined;
+    this.#exactWorst = undefined;
   }
 
   /**
@@ -712,10 +822,10 @@ export class CallTicket implements AttemptMeter {
    * returns its line (its cost, the price used).
    */
   settle(answer: { usage?: LlmUsage; costUsd?: number; model?: string }): ModelCallLine {
-    const worst = this.#hold;
+    const worst = this.#hold && !answer.usage ? this.#exactWorst?.() : undefined;
     this.#end();
     const line = this.#ledger._charge(this, answer, worst);
-    this.lines.push(line);
+    (this.lines ??= []).push(line);
     return line;
   }
 
@@ -732,15 +842,37 @@ export class CallTicket implements AttemptMeter {
   }
 }
 
+/** A copy of a spend-per-step record (its entries copied too), on a null prototype. */
+export function copySpendByStep(
+  byStep: Readonly<Record<string, StepSpend>>,
+): Record<string, StepSpend> {
+  const copy: Record<string, StepSpend> = Object.create(null);
+  for (const [id, spend] of Object.entries(byStep)) {
+    if (spend && typeof spend === "object") {
+      Object.defineProperty(copy, id, { value: { ...spend }, enumerable: true, writable: true });
+    }
+  }
+  return copy;
+}
+
+/** The spend of `stepId` in `state` (created at 0 on its first call), to change in place. */
+function stepSpendOf(state: SpendHolder, stepId: string): StepSpend {
+  const byStep = state.spendByStep ??= Object.create(null) as Record<string, StepSpend>;
+  if (Object.hasOwn(byStep, stepId)) return byStep[stepId];
+  const step: StepSpend = { costUsd: 0, inputTokens: 0, outputTokens: 0, calls: 0 };
+  Object.defineProperty(byStep, stepId, { value: step, enumerable: true, writable: true });
+  return step;
+}
+
 /** Adds `delta` to `usage` in place. */
 function addDelta(usage: RunUsage, delta: SpendDelta): void {
-  if (delta.inputTokens || delta.outputTokens || delta.cacheReadTokens || delta.cacheWriteTokens) {
-    addTokenCounts(usage, {
-      inputTokens: delta.inputTokens ?? 0,
-      outputTokens: delta.outputTokens ?? 0,
-      ...(delta.cacheReadTokens ? { cacheReadTokens: delta.cacheReadTokens } : {}),
-      ...(delta.cacheWriteTokens ? { cacheWriteTokens: delta.cacheWriteTokens } : {}),
-    });
+  if (delta.inputTokens) usage.inputTokens += delta.inputTokens;
+  if (delta.outputTokens) usage.outputTokens += delta.outputTokens;
+  if (delta.cacheReadTokens) {
+    usage.cacheReadTokens = (usage.cacheReadTokens ?? 0) + delta.cacheReadTokens;
+  }
+  if (delta.cacheWriteTokens) {
+    usage.cacheWriteTokens = (usage.cacheWriteTokens ?? 0) + delta.cacheWriteTokens;
   }
   if (delta.costUsd) usage.costUsd += delta.costUsd;
   if (delta.calls) usage.calls += delta.calls;
@@ -809,6 +941,7 @@ function tooDearMessage(
   hit: LimitHit,
   what: string,
   bound: AttemptBound,
+  prompt: number,
   found: FoundPrice | undefined,
   left: string,
 ): string {
@@ -818,7 +951,7 @@ function tooDearMessage(
   return `${whose(hit)} (${
     limitText(hit.dimension, hit.limit)
   }) has ${left} left, less than ${what} could cost: up to ${hit.need} (a prompt of at most ${
-    count(bound.promptTokens)
+    count(prompt)
   } tokens and ${output}${
     found ? ` at the prices of ${found.model}` : ""
   }, not even ${MIN_CAPPED_OUTPUT_TOKENS} output tokens fit); it was not sent.`;

@@ -30,7 +30,7 @@ import type {
   LlmResponse,
   LlmUsage,
 } from "./types.ts";
-import { promptTokenBound } from "./prompt_bound.ts";
+import { type PromptParts, promptTokenBound, promptTokenCeiling } from "./prompt_bound.ts";
 import { costOf, type ModelPricing } from "./pricing.ts";
 
 /**
@@ -511,20 +511,20 @@ export abstract class ChatApiBackend implements LlmBackend {
     schema?: Record<string, unknown>,
   ): AttemptBound {
     const maxOutputTokens = this.options.maxTokens ?? this.defaultMaxTokens;
+    const prompt: PromptParts = {
+      ...(system ? { system } : {}),
+      turns: parts.turns,
+      ...(parts.toolMessages ? { toolMessages: parts.toolMessages } : {}),
+      ...(parts.tools ? { tools: parts.tools } : {}),
+      ...(native && schema ? { schema } : {}),
+    };
     let promptTokens: number | undefined;
     return {
       model,
       ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
-      // Counted only when a budget asks (a run without one never reads it).
-      get promptTokens(): number {
-        return promptTokens ??= promptTokenBound({
-          ...(system ? { system } : {}),
-          turns: parts.turns,
-          ...(parts.toolMessages ? { toolMessages: parts.toolMessages } : {}),
-          ...(parts.tools ? { tools: parts.tools } : {}),
-          ...(native && schema ? { schema } : {}),
-        });
-      },
+      promptTokensCeiling: promptTokenCeiling(prompt),
+      // Counted only when the ceiling does not fit what a budget has left.
+      promptTokens: () => promptTokens ??= promptTokenBound(prompt),
     };
   }
 

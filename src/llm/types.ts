@@ -90,9 +90,16 @@ export interface AttemptBound {
   /**
    * At least as many tokens as the prompt can count: every byte of text the attempt sends (the
    * history, system prompt, tools and schema included; a token is at least one byte) plus the
-   * API's own framing (see `promptTokenBound`).
+   * API's own framing (see `promptTokenBound`). A function: it reads the whole text, so it is
+   * asked only when the closer figure is needed.
    */
-  promptTokens: number;
+  promptTokens(): number;
+  /**
+   * A looser bound than `promptTokens()`, quicker to get (three bytes per character, the text not
+   * read), when the backend has one: the meter uses it while it fits what is left, and asks
+   * `promptTokens()` only when it does not.
+   */
+  promptTokensCeiling?: number;
   /** The most output tokens the attempt asks for (`max_tokens`), when it asks for a limit. */
   maxOutputTokens?: number;
 }
