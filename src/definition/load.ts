@@ -285,12 +285,7 @@ async function loadWithin(
   if (problems.length > 0 || !agent || !registry || entryStepId === undefined) {
     throw new AgentDefinitionError(dir, problems, warnings);
   }
-  const limits: AgentDefinition["limits"] = {
-    maxTotalIterations: agent.limits?.maxTotalIterations ?? DEFAULT_MAX_TOTAL_ITERATIONS,
-  };
-  if (agent.limits?.stepTimeoutMs !== undefined) limits.stepTimeoutMs = agent.limits.stepTimeoutMs;
-  if (agent.limits?.runTimeoutMs !== undefined) limits.runTimeoutMs = agent.limits.runTimeoutMs;
-  if (agent.limits?.budget !== undefined) limits.budget = agent.limits.budget;
+  const limits = resolvedLimits(agent);
   const definition: AgentDefinition = {
     name: agent.name,
     dir,
@@ -306,6 +301,17 @@ async function loadWithin(
     warnings,
   };
   return deepFreeze(definition);
+}
+
+/** agent.json `limits` with their defaults. */
+function resolvedLimits(agent: AgentConfig): AgentDefinition["limits"] {
+  const limits: AgentDefinition["limits"] = {
+    maxTotalIterations: agent.limits?.maxTotalIterations ?? DEFAULT_MAX_TOTAL_ITERATIONS,
+  };
+  if (agent.limits?.stepTimeoutMs !== undefined) limits.stepTimeoutMs = agent.limits.stepTimeoutMs;
+  if (agent.limits?.runTimeoutMs !== undefined) limits.runTimeoutMs = agent.limits.runTimeoutMs;
+  if (agent.limits?.budget !== undefined) limits.budget = agent.limits.budget;
+  return limits;
 }
 
 interface ParsedRegistry {

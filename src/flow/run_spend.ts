@@ -25,7 +25,7 @@ import {
   usd,
 } from "./spend_ledger.ts";
 import type { StepCallJournal } from "./step_call_journal.ts";
-import type { RunOptions } from "./types.ts";
+import type { RunOptions, StepFlowRunnerOptions } from "./types.ts";
 
 /**
  * The parent's account of a child run, by the options its parent's agent step runs it with (kept
@@ -39,52 +39,37 @@ export function attachChildAccount(options: RunOptions, account: ChildAccount): 
   return options;
 }
 
-/** What a drive's spend is set up from. */
-export interface RunSpendSetup {
-  /** The agent. */
-  definition: AgentDefinition;
-  /** The run's state (restored, or new). */
-  state: RunnerState;
-  /** The options of this drive. */
-  runOptions: RunOptions;
-  /** The runner's `budget` option (over agent.json `limits.budget`; recorded, kept by resumes). */
-  budget?: RunBudget;
-  /** The runner's `pricing` option (over agent.json `pricing` and the built-in table). */
-  pricing?: PriceTable | Readonly<Record<string, ModelPricing>>;
-  /** The runner's `model` override. */
-  model?: string;
-  /** The backend the run calls. */
-  backend: LlmBackend;
-  /** True when the run is recorded (each call gets a `model_call` line). */
-  recording: boolean;
-}
-
 /**
- * The ledger of a drive: the budget given now (checked) over the one the run recorded over
- * agent.json's, the run's prices, the parent's account for a child run. A dollar budget (this
- * run's or an ancestor's) with a model the run may call and the table cannot price is refused
- * before anything runs.
+ * The ledger of a drive: the budget given now (`runner.budget`, checked) over the one the run
+ * recorded over agent.json's, the run's prices (`runner.pricing`), the parent's account for a
+ * child run. A dollar budget (this run's or an ancestor's) with a model the run may call and the
+ * table cannot price is refused before anything runs.
  *
  * @throws {StepflowError} `BUDGET_INVALID` (a budget value out of range), `BUDGET_PRICE_MISSING`
  */
-export function startRunSpend(setup: RunSpendSetup): SpendLedger {
-  const { definition, state } = setup;
-  const account = childAccounts.get(setup.runOptions);
+export function startRunSpend(
+  definition: AgentDefinition,
+  runner: Pick<StepFlowRunnerOptions, "budget" | "pricing" | "model" | "store">,
+  runOptions: RunOptions,
+  state: RunnerState,
+  backend: LlmBackend,
+): SpendLedger {
+  const account = childAccounts.get(runOptions);
   // A child driven by its parent counts against the parent's budget through its account; the
   // runner's budget option is the parent's, not the child's own.
-  const given = account ? undefined : checkBudget(setup.budget);
+  const given = account ? undefined : checkBudget(runner.budget);
   if (given) state.budget = { ...state.budget, ...given };
   const budget = { ...definition.limits.budget, ...state.budget };
-  const prices = runPriceTable(definition, setup.pricing);
+  const prices = runPriceTable(definition, runner.pricing);
   const ledger = new SpendLedger({
     state,
     budget,
     prices,
-    recording: setup.recording,
+    recording: runner.store !== undefined,
     ...(account ? { parent: account } : {}),
   });
-  if (dollarBudgeted(ledger) && !setup.backend.reportsCost) {
-    const missing = unpricedModels(definition, setup.model, setup.backend, prices);
+  if (dollarBudgeted(ledger) && !backend.reportsCost) {
+    const missing = unpricedModels(definition, runner.model, backend, prices);
     if (missing.length > 0) throw priceMissing(definition, missing, prices);
   }
   ledger.settleWithParent();

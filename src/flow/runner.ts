@@ -347,17 +347,7 @@ export class StepFlowRunner {
           unfinished,
         );
       }
-      // The budget and prices of this drive; a dollar budget without prices is refused here.
-      this.#spend = startRunSpend({
-        definition: this.#def,
-        state: restored.state,
-        runOptions: options,
-        budget: this.#options.budget,
-        pricing: this.#options.pricing,
-        model: this.#options.model,
-        backend,
-        recording: store !== undefined,
-      });
+      this.#spend = startRunSpend(this.#def, this.#options, options, restored.state, backend);
     } catch (error) {
       await lock?.release();
       if (
@@ -416,12 +406,7 @@ export class StepFlowRunner {
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
       }
-      // Every model call is metered by the run's ledger (metered_backend.ts).
-      const metered = meterBackend(
-        backend,
-        this.#spend!,
-        (fields) => this.#journal.log(state, fields),
-      );
+      const metered = meterBackend(backend, this.#spend!, (f) => this.#journal.log(state, f));
       await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {

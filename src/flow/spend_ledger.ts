@@ -17,128 +17,51 @@
  * Attempts in flight hold their worst case until they end, so calls made at the same time cannot
  * together overrun what is left. See docs/budgets.md for the promise these checks keep.
  *
+ * Long because: the ledger and its call ticket share the chain's holds, in-flight counts and
+ * prices (a ticket is the ledger's view of one call); apart, each would reach into the other's
+ * internals. The records it writes are in spend_records.ts, its error and messages in
+ * budget_exceeded.ts.
+ *
  * @module
  */
 import type { RunBudget } from "../definition/schema.ts";
-import { StepflowError } from "../errors.ts";
-import {
-  costOf,
-  dearestInputUsd,
-  type FoundPrice,
-  type ModelPricing,
-  PriceTable,
-} from "../llm/pricing.ts";
+import { costOf, dearestInputUsd, type FoundPrice, PriceTable } from "../llm/pricing.ts";
 import type { AttemptBound, AttemptMeter, LlmUsage } from "../llm/types.ts";
 import type { RunUsage } from "./types.ts";
+import {
+  type BudgetDimension,
+  BudgetExceeded,
+  count,
+  type LimitHit,
+  MIN_CAPPED_OUTPUT_TOKENS,
+  noPriceMessage,
+  spentMessage,
+  tooDearMessage,
+  usd,
+} from "./budget_exceeded.ts";
+import {
+  addDelta,
+  copySpendByStep,
+  lineDelta,
+  type ModelCallLine,
+  readModelCallLine,
+  type SpendDelta,
+  type SpendHolder,
+  stepSpendOf,
+  usageDelta,
+} from "./spend_records.ts";
 
-/** The smallest answer a call whose output limit the budget lowers may still ask for, in tokens. */
-export const MIN_CAPPED_OUTPUT_TOKENS = 1024;
-
-/** A budget's dimensions. */
-export type BudgetDimension = keyof RunBudget;
-
-/** What one step spent: its model calls, its tool calls and its child runs. */
-export interface StepSpend {
-  /** Known cost in US dollars. */
-  costUsd: number;
-  /** Input tokens. */
-  inputTokens: number;
-  /** Output tokens. */
-  outputTokens: number;
-  /** Model calls. */
-  calls: number;
-  /** Calls whose cost is unknown (absent when none). */
-  callsWithoutCost?: number;
-  /** Tool calls (absent when none). */
-  toolCalls?: number;
-}
-
-/** The part of a run's state the ledger keeps its counts in (the runner's state). */
-export interface SpendHolder {
-  /** The run. */
-  runId: string;
-  /** Its agent. */
-  agent: string;
-  /** The run's usage (replaced, not only changed, when a step's state is put back). */
-  usage: RunUsage;
-  /** Spend per step (replaced on every change: a step's saved state keeps the object it had). */
-  spendByStep?: Record<string, StepSpend>;
-  /** `model_call` lines of the run log counted in `usage`. */
-  loggedModelCalls?: number;
-}
-
-/** A limit a run reached, or would pass. */
-export interface LimitHit {
-  /** The run whose budget it is. */
-  runId: string;
-  /** That run's agent. */
-  agent: string;
-  /** Whether it is the budget of the run the call belongs to (else an ancestor's). */
-  own: boolean;
-  /** Which limit. */
-  dimension: BudgetDimension;
-  /** The limit. */
-  limit: number;
-  /** What was spent (and held by calls in flight). */
-  spent: number;
-  /** What the next call needed at most, when it was refused for that (not for a spent budget). */
-  need?: string;
-}
-
-/**
- * A spent budget (or one the next call could overrun): the call or tool call is not made. The run
- * ends `budget_exceeded` and stays resumable (docs/budgets.md).
- */
-export class BudgetExceeded extends StepflowError {
-  /** The limit, when known (a child run's own budget is known to the child only). */
-  readonly hit?: LimitHit;
-  /** The kind of the refused model call (`step`, `check`, `reask`), when a model call was refused. */
-  readonly callKind?: string;
-
-  /**
-   * @param hit the limit, when known
-   * @param message what was refused and why
-   * @param callKind the kind of the refused model call
-   */
-  constructor(hit: LimitHit | undefined, message: string, callKind?: string) {
-    super("BUDGET_EXCEEDED", message, {
-      details: hit
-        ? {
-          runId: hit.runId,
-          dimension: hit.dimension,
-          limit: hit.limit,
-          spent: hit.spent,
-          ...(hit.own ? {} : { ancestor: true }),
-        }
-        : {},
-    });
-    if (hit) this.hit = hit;
-    if (callKind !== undefined) this.callKind = callKind;
-  }
-}
-
-/** How a limit is written: `$5.00`, `12,000 tokens`, `40 model calls`. */
-export function limitText(dimension: BudgetDimension, value: number): string {
-  switch (dimension) {
-    case "usd":
-      return usd(value);
-    case "tokens":
-      return `${count(value)} tokens`;
-    case "modelCalls":
-      return `${count(value)} model call${value === 1 ? "" : "s"}`;
-    case "toolCalls":
-      return `${count(value)} tool call${value === 1 ? "" : "s"}`;
-  }
-}
-
-/** `$0.1234` (four decimals under a dollar, two above). */
-export function usd(value: number): string {
-  return `$${value < 1 ? value.toFixed(4) : value.toFixed(2)}`;
-}
-
-function count(n: number): string {
-  return Math.round(n).toLocaleString("en-US");
-}
+// Where the ledger's records and its error are declared, for the files that use them with it.
+export { BudgetExceeded, limitText, MIN_CAPPED_OUTPUT_TOKENS, usd } from "./budget_exceeded.ts";
+export type { BudgetDimension, LimitHit } from "./budget_exceeded.ts";
+export {
+  addUsageBeyond,
+  copySpendByStep,
+  type ModelCallLine,
+  type SpendHolder,
+  type StepSpend,
+  usageDelta,
+} from "./spend_records.ts";
 
 /** A parent's account of one child run: where the child's spend is added as it happens. */
 export interface ChildAccount {
@@ -156,22 +79,6 @@ interface Hold {
   tokens: number;
 }
 
-/** Spend to add: a call's, a tool call's, or an unmeasured attempt's. */
-interface SpendDelta {
-  inputTokens?: number;
-  outputTokens?: number;
-  cacheReadTokens?: number;
-  cacheWriteTokens?: number;
-  /** Known cost; `undefined` with `calls: 1` is a call of unknown cost. */
-  costUsd?: number;
-  calls?: number;
-  callsWithoutUsage?: number;
-  callsWithoutCost?: number;
-  toolCalls?: number;
-  estimatedUsd?: number;
-  estimatedTokens?: number;
-}
-
 /** Options of {@linkcode SpendLedger}. */
 export interface SpendLedgerOptions {
   /** The run's state the counts live in. */
@@ -187,28 +94,6 @@ export interface SpendLedgerOptions {
    * `state.loggedModelCalls` then counts them, so a resume adds the lines it did not count.
    */
   recording?: boolean;
-}
-
-/** A model call (or an attempt that may have been charged) as the run log's `model_call` line has it. */
-export interface ModelCallLine {
-  /** The step. */
-  stepId: string;
-  /** `step`, `check`, `reask`. */
-  kind: string;
-  /** The model it was priced by. */
-  model?: string;
-  /** Its usage, when reported. */
-  usage?: LlmUsage;
-  /** Its cost, when known. */
-  costUsd?: number;
-  /** The price it was priced at, and where that price comes from. */
-  price?: { model: string; source: string } & ModelPricing;
-  /** An attempt that failed after it was sent (no usage): counted at its worst case. */
-  unmeasured?: true;
-  /** Its worst case in dollars, when it had no usage. */
-  estimatedUsd?: number;
-  /** Its worst case in tokens, when it had no usage. */
-  estimatedTokens?: number;
 }
 
 /** The run's ledger (see the module's note). */
@@ -699,52 +584,6 @@ export function restoreSpend(
   return new SpendLedger({ state, prices: EMPTY_PRICES }).restoreFrom(log);
 }
 
-/** The spend a `model_call` line records. */
-function lineDelta(line: ModelCallLine): SpendDelta {
-  const delta: SpendDelta = { calls: 1 };
-  const usage = line.usage;
-  if (usage) {
-    delta.inputTokens = usage.inputTokens;
-    delta.outputTokens = usage.outputTokens;
-    if (usage.cacheReadTokens) delta.cacheReadTokens = usage.cacheReadTokens;
-    if (usage.cacheWriteTokens) delta.cacheWriteTokens = usage.cacheWriteTokens;
-  } else delta.callsWithoutUsage = 1;
-  if (line.costUsd !== undefined) delta.costUsd = line.costUsd;
-  else delta.callsWithoutCost = 1;
-  if (line.estimatedUsd) delta.estimatedUsd = line.estimatedUsd;
-  if (line.estimatedTokens) delta.estimatedTokens = line.estimatedTokens;
-  return delta;
-}
-
-/** A logged `model_call` line as the call it recorded; undefined when it does not read as one. */
-function readModelCallLine(entry: Record<string, unknown>): ModelCallLine | undefined {
-  if (typeof entry.stepId !== "string") return undefined;
-  const line: ModelCallLine = {
-    stepId: entry.stepId,
-    kind: typeof entry.kind === "string" ? entry.kind : "step",
-  };
-  const usage = entry.usage as Record<string, unknown> | undefined;
-  if (
-    usage && typeof usage === "object" && isCount(usage.inputTokens) && isCount(usage.outputTokens)
-  ) {
-    line.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
-    if (isCount(usage.cacheReadTokens)) line.usage.cacheReadTokens = usage.cacheReadTokens;
-    if (isCount(usage.cacheWriteTokens)) line.usage.cacheWriteTokens = usage.cacheWriteTokens;
-  }
-  if (isAmount(entry.costUsd)) line.costUsd = entry.costUsd;
-  if (isAmount(entry.estimatedUsd)) line.estimatedUsd = entry.estimatedUsd;
-  if (isAmount(entry.estimatedTokens)) line.estimatedTokens = entry.estimatedTokens;
-  return line;
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= 0;
-}
-
-function isAmount(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0;
-}
-
 const EMPTY_PRICES = new PriceTable([]);
 
 function ownHit(hit: LimitHit): LimitHit {
@@ -840,119 +679,4 @@ export class CallTicket implements AttemptMeter {
     this.#ended = true;
     this.#ledger._inflight(-1);
   }
-}
-
-/** A copy of a spend-per-step record (its entries copied too), on a null prototype. */
-export function copySpendByStep(
-  byStep: Readonly<Record<string, StepSpend>>,
-): Record<string, StepSpend> {
-  const copy: Record<string, StepSpend> = Object.create(null);
-  for (const [id, spend] of Object.entries(byStep)) {
-    if (spend && typeof spend === "object") {
-      Object.defineProperty(copy, id, { value: { ...spend }, enumerable: true, writable: true });
-    }
-  }
-  return copy;
-}
-
-/** The spend of `stepId` in `state` (created at 0 on its first call), to change in place. */
-function stepSpendOf(state: SpendHolder, stepId: string): StepSpend {
-  const byStep = state.spendByStep ??= Object.create(null) as Record<string, StepSpend>;
-  if (Object.hasOwn(byStep, stepId)) return byStep[stepId];
-  const step: StepSpend = { costUsd: 0, inputTokens: 0, outputTokens: 0, calls: 0 };
-  Object.defineProperty(byStep, stepId, { value: step, enumerable: true, writable: true });
-  return step;
-}
-
-/** Adds `delta` to `usage` in place. */
-function addDelta(usage: RunUsage, delta: SpendDelta): void {
-  if (delta.inputTokens) usage.inputTokens += delta.inputTokens;
-  if (delta.outputTokens) usage.outputTokens += delta.outputTokens;
-  if (delta.cacheReadTokens) {
-    usage.cacheReadTokens = (usage.cacheReadTokens ?? 0) + delta.cacheReadTokens;
-  }
-  if (delta.cacheWriteTokens) {
-    usage.cacheWriteTokens = (usage.cacheWriteTokens ?? 0) + delta.cacheWriteTokens;
-  }
-  if (delta.costUsd) usage.costUsd += delta.costUsd;
-  if (delta.calls) usage.calls += delta.calls;
-  if (delta.callsWithoutUsage) {
-    usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + delta.callsWithoutUsage;
-  }
-  if (delta.callsWithoutCost) {
-    usage.callsWithoutCost = (usage.callsWithoutCost ?? 0) + delta.callsWithoutCost;
-  }
-  if (delta.toolCalls) usage.toolCalls = (usage.toolCalls ?? 0) + delta.toolCalls;
-  if (delta.estimatedUsd) usage.estimatedUsd = (usage.estimatedUsd ?? 0) + delta.estimatedUsd;
-  if (delta.estimatedTokens) {
-    usage.estimatedTokens = (usage.estimatedTokens ?? 0) + delta.estimatedTokens;
-  }
-}
-
-/** What `now` has beyond `counted`, field by field (never below 0); undefined when nothing. */
-export function usageDelta(now: RunUsage, counted: RunUsage): SpendDelta | undefined {
-  const d = (a: number | undefined, b: number | undefined) => Math.max(0, (a ?? 0) - (b ?? 0));
-  const delta: SpendDelta = {
-    inputTokens: d(now.inputTokens, counted.inputTokens),
-    outputTokens: d(now.outputTokens, counted.outputTokens),
-    cacheReadTokens: d(now.cacheReadTokens, counted.cacheReadTokens),
-    cacheWriteTokens: d(now.cacheWriteTokens, counted.cacheWriteTokens),
-    costUsd: d(now.costUsd, counted.costUsd),
-    calls: d(now.calls, counted.calls),
-    callsWithoutUsage: d(now.callsWithoutUsage, counted.callsWithoutUsage),
-    callsWithoutCost: d(now.callsWithoutCost, counted.callsWithoutCost),
-    toolCalls: d(now.toolCalls, counted.toolCalls),
-    estimatedUsd: d(now.estimatedUsd, counted.estimatedUsd),
-    estimatedTokens: d(now.estimatedTokens, counted.estimatedTokens),
-  };
-  return Object.values(delta).some((v) => v) ? delta : undefined;
-}
-
-/** Adds to `total` what `now` has beyond `counted` (a child's usage counted before). */
-export function addUsageBeyond(total: RunUsage, now: RunUsage, counted: RunUsage): void {
-  const delta = usageDelta(now, counted);
-  if (delta) addDelta(total, delta);
-}
-
-function whose(hit: LimitHit): string {
-  return hit.own
-    ? `Run ${hit.runId}'s budget`
-    : `The budget of run ${hit.runId} (agent ${hit.agent}), which this run counts against,`;
-}
-
-function spentMessage(hit: LimitHit, what: string): string {
-  if (hit.need !== undefined && hit.limit === 0) {
-    return `${
-      whose(hit)
-    } can no longer be kept: ${hit.need}, so what the run spent is unknown; ${what} was not made.`;
-  }
-  return `${whose(hit)} is spent: ${limitText(hit.dimension, hit.spent)} of ${
-    limitText(hit.dimension, hit.limit)
-  }; ${what} was not made.`;
-}
-
-function noPriceMessage(hit: LimitHit, model: string, what: string, prices: PriceTable): string {
-  return `${whose(hit)} is in US dollars, but model ${model} has no price (prices from ${
-    prices.sources.join(", ")
-  }); ${what} was not made. Add the model to a pricing file (agent.json pricing, --pricing FILE, STEPFLOW_PRICING).`;
-}
-
-function tooDearMessage(
-  hit: LimitHit,
-  what: string,
-  bound: AttemptBound,
-  prompt: number,
-  found: FoundPrice | undefined,
-  left: string,
-): string {
-  const output = bound.maxOutputTokens !== undefined
-    ? `${count(bound.maxOutputTokens)} output tokens`
-    : "an answer";
-  return `${whose(hit)} (${
-    limitText(hit.dimension, hit.limit)
-  }) has ${left} left, less than ${what} could cost: up to ${hit.need} (a prompt of at most ${
-    count(prompt)
-  } tokens and ${output}${
-    found ? ` at the prices of ${found.model}` : ""
-  }, not even ${MIN_CAPPED_OUTPUT_TOKENS} output tokens fit); it was not sent.`;
 }

@@ -22,15 +22,8 @@ import {
 } from "./retry.ts";
 import { StreamInterrupted } from "./stream_failure.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
-import type {
-  AttemptBound,
-  LlmBackend,
-  LlmCallOptions,
-  LlmRequest,
-  LlmResponse,
-  LlmUsage,
-} from "./types.ts";
-import { type PromptParts, promptTokenBound, promptTokenCeiling } from "./prompt_bound.ts";
+import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+import { attemptBound } from "./prompt_bound.ts";
 import { costOf, type ModelPricing } from "./pricing.ts";
 
 /**
@@ -434,7 +427,11 @@ export abstract class ChatApiBackend implements LlmBackend {
       // The run's budget may stop an attempt (its error goes through as it is) or lower its limit.
       let refused: { error: unknown } | undefined;
       const bound = meter
-        ? this.#attemptBound(model, req.systemPrompt, parts, native, schema)
+        ? attemptBound(model, this.options.maxTokens ?? this.defaultMaxTokens, {
+          ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+          ...parts,
+          ...(native && schema ? { schema } : {}),
+        })
         : undefined;
       try {
         return await withRetry(
@@ -500,32 +497,6 @@ export abstract class ChatApiBackend implements LlmBackend {
    */
   protected get defaultMaxTokens(): number | undefined {
     return undefined;
-  }
-
-  /** What the run's meter is told of an attempt: the model, its prompt's bound, its output limit. */
-  #attemptBound(
-    model: string,
-    system: string | undefined,
-    parts: Pick<ChatExchangeRequest, "turns" | "toolMessages" | "tools">,
-    native: boolean,
-    schema?: Record<string, unknown>,
-  ): AttemptBound {
-    const maxOutputTokens = this.options.maxTokens ?? this.defaultMaxTokens;
-    const prompt: PromptParts = {
-      ...(system ? { system } : {}),
-      turns: parts.turns,
-      ...(parts.toolMessages ? { toolMessages: parts.toolMessages } : {}),
-      ...(parts.tools ? { tools: parts.tools } : {}),
-      ...(native && schema ? { schema } : {}),
-    };
-    let promptTokens: number | undefined;
-    return {
-      model,
-      ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
-      promptTokensCeiling: promptTokenCeiling(prompt),
-      // Counted only when the ceiling does not fit what a budget has left.
-      promptTokens: () => promptTokens ??= promptTokenBound(prompt),
-    };
   }
 
   /**

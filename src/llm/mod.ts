@@ -9,6 +9,8 @@
  * @module
  */
 export type {
+  AttemptBound,
+  AttemptMeter,
   LlmBackend,
   LlmCallOptions,
   LlmRequest,
@@ -85,5 +87,13 @@ export type {
   RetryPolicy,
   SdkErrorClasses,
 } from "./retry.ts";
+export {
+  BUILT_IN_PRICES_DATE,
+  costOf,
+  type FoundPrice,
+  type PriceLayer,
+  PriceTable,
+  readPriceFile,
+} from "./pricing.ts";
 // The base class of this module's errors.
 export { StepflowError } from "../errors.ts";

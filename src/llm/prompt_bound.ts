@@ -10,6 +10,7 @@
  */
 import type { ChatTurn } from "./conversation.ts";
 import type { ToolSpec, ToolTurnMessage } from "./tool_turn.ts";
+import type { AttemptBound } from "./types.ts";
 
 /**
  * Tokens one call's framing may add beyond its text: the tool-use system prompt a server adds
@@ -32,6 +33,31 @@ export interface PromptParts {
   tools?: readonly ToolSpec[];
   /** The output schema sent as a parameter (native structured output). */
   schema?: Record<string, unknown>;
+}
+
+/**
+ * What the run's meter is told of a chat-API attempt (see `AttemptMeter`): the model, the quick
+ * bound of its prompt, the closer one when asked (read once), and the most output it asks for.
+ *
+ * @example
+ * ```ts
+ * import { attemptBound } from "./prompt_bound.ts";
+ * const bound = attemptBound("gpt-4o", 8192, { turns: [{ role: "user", content: "Hi" }] });
+ * console.log(bound.promptTokensCeiling, bound.promptTokens()); // 1046 1042
+ * ```
+ */
+export function attemptBound(
+  model: string,
+  maxOutputTokens: number | undefined,
+  prompt: PromptParts,
+): AttemptBound {
+  let promptTokens: number | undefined;
+  return {
+    model,
+    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
+    promptTokensCeiling: promptTokenCeiling(prompt),
+    promptTokens: () => promptTokens ??= promptTokenBound(prompt),
+  };
 }
 
 /** JSON text lengths of tool lists and schemas, which are the same objects on every turn. */

@@ -399,25 +399,7 @@ export function formatRunHistory(
   }
   if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
   if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
-  const usage = state.usage;
-  if (isUsage(usage)) {
-    facts.push(
-      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
-        usage.outputTokens.toLocaleString("en-US")
-      } out`,
-    );
-    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
-    if (cache) facts.push(`of the input: ${cache}`);
-    const unknown = usage.callsWithoutUsage ?? 0;
-    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
-    const cost = formatCost(usage);
-    if (cost) facts.push(cost);
-    if (typeof usage.estimatedUsd === "number" && usage.estimatedUsd > 0) {
-      facts.push(`up to $${usage.estimatedUsd.toFixed(4)} more in calls cut off`);
-    }
-  }
-  const budget = budgetText(state.budget);
-  if (budget) facts.push(`budget ${budget}`);
+  facts.push(...spendFacts(state));
   if (facts.length) lines.push(facts.join(" · "));
   const bySteps = spendBySteps(state.spendByStep);
   if (bySteps) lines.push(`Spent by step: ${bySteps}`);
@@ -483,19 +465,7 @@ export function formatRunHistory(
   } else {
     lines.push(
       table(
-        [
-          "#",
-          "ITER",
-          "STEP",
-          "TRY",
-          "INTENT",
-          "TRANSITION",
-          "NEXT",
-          "DURATION",
-          "TOKENS",
-          ...(costs ? ["COST"] : []),
-          "NOTE",
-        ],
+        costs ? HISTORY_HEADERS_WITH_COST : HISTORY_HEADERS,
         rows,
         {
           right: new Set([0, 1, 3, 7, 8, ...(costs ? [9] : [])]),
@@ -552,6 +522,46 @@ function restartSentence(status: string): string {
     : `Continue it from the step it was ${
       status === "timeout" ? "stopped at (timeout)" : `${status} at`
     }`;
+}
+
+/** The columns of `--show`'s history table, with a cost column once an iteration has a cost. */
+const HISTORY_HEADERS = [
+  "#",
+  "ITER",
+  "STEP",
+  "TRY",
+  "INTENT",
+  "TRANSITION",
+  "NEXT",
+  "DURATION",
+  "TOKENS",
+  "NOTE",
+];
+const HISTORY_HEADERS_WITH_COST = [...HISTORY_HEADERS.slice(0, -1), "COST", "NOTE"];
+
+/** What a run spent, for `--show`'s header: tokens, the prompt cache, cost, the budget. */
+function spendFacts(state: Record<string, unknown>): string[] {
+  const facts: string[] = [];
+  const usage = state.usage;
+  if (isUsage(usage)) {
+    facts.push(
+      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
+        usage.outputTokens.toLocaleString("en-US")
+      } out`,
+    );
+    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
+    if (cache) facts.push(`of the input: ${cache}`);
+    const unknown = usage.callsWithoutUsage ?? 0;
+    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
+    const cost = formatCost(usage);
+    if (cost) facts.push(cost);
+    if (typeof usage.estimatedUsd === "number" && usage.estimatedUsd > 0) {
+      facts.push(`up to $${usage.estimatedUsd.toFixed(4)} more in calls cut off`);
+    }
+  }
+  const budget = budgetText(state.budget);
+  if (budget) facts.push(`budget ${budget}`);
+  return facts;
 }
 
 /** A `model_call` log line as the call it records. */

@@ -21,11 +21,13 @@ import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import {
+  budgetOf,
   cost,
   formatDuration,
   formatTime,
   json,
   rowPartHref as partHref,
+  spentBySteps,
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
@@ -275,10 +277,10 @@ ${
       : ""
   }
 <div><span>Cost</span>${cost(usage?.costUsd, usage?.callsWithoutCost) || "–"}</div>${
-    budgetOf(cp) ? h`<div><span>Budget</span>${budgetOf(cp)!}</div>` : ""
+    budgetOf(cp?.state) ? h`<div><span>Budget</span>${budgetOf(cp?.state)!}</div>` : ""
   }${
-    spentBySteps(cp)
-      ? h`<div class="wide"><span>Spent by step</span>${spentBySteps(cp)!}</div>`
+    spentBySteps(cp?.state)
+      ? h`<div class="wide"><span>Spent by step</span>${spentBySteps(cp?.state)!}</div>`
       : ""
   }
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
@@ -358,42 +360,6 @@ export function finalOutput(view: RunView): Html {
 /** The usage of a checkpoint's state (summarized as the run list does), when recorded. */
 function usageOfState(checkpoint: RunCheckpoint | undefined): RunSummary["usage"] {
   return checkpoint ? summarizeCheckpoint(checkpoint).usage : undefined;
-}
-
-/** The run's recorded budget (`$5.00, 200,000 tokens`), when one was given. */
-function budgetOf(checkpoint: RunCheckpoint | undefined): string | undefined {
-  const b = checkpoint?.state.budget as Record<string, unknown> | undefined;
-  if (!b || typeof b !== "object") return undefined;
-  const parts: string[] = [];
-  if (typeof b.usd === "number") parts.push(`$${b.usd.toFixed(2)}`);
-  if (typeof b.tokens === "number") parts.push(`${b.tokens} tokens`);
-  if (typeof b.modelCalls === "number") parts.push(`${b.modelCalls} model calls`);
-  if (typeof b.toolCalls === "number") parts.push(`${b.toolCalls} tool calls`);
-  return parts.length ? parts.join(", ") : undefined;
-}
-
-/** What each step spent (its child runs included), dearest first; undefined when nothing was. */
-function spentBySteps(checkpoint: RunCheckpoint | undefined): string | undefined {
-  const byStep = checkpoint?.state.spendByStep as Record<string, unknown> | undefined;
-  if (!byStep || typeof byStep !== "object") return undefined;
-  const rows: [string, number, number, number][] = [];
-  for (const [id, v] of Object.entries(byStep)) {
-    const s = v as Record<string, unknown>;
-    if (typeof s?.costUsd !== "number" || typeof s.calls !== "number") continue;
-    rows.push([
-      id,
-      s.costUsd,
-      s.calls,
-      typeof s.callsWithoutCost === "number" ? s.callsWithoutCost : 0,
-    ]);
-  }
-  if (rows.length === 0) return undefined;
-  rows.sort((a, b) => b[1] - a[1]);
-  return rows.slice(0, 10).map(([id, usd, calls, unknown]) =>
-    `${id} ${unknown >= calls ? "unknown" : cost(usd, unknown) || "$0"} (${calls} call${
-      calls === 1 ? "" : "s"
-    })`
-  ).join(" · ");
 }
 
 /** The `end` of a checkpoint's state (the runner's: reason, step, output), when it ended. */

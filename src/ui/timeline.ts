@@ -246,17 +246,9 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         touched.add(row.index);
         break;
       }
-      case "model_call": {
-        const row = callRow(timeline, entry);
-        (row.modelCalls ??= []).push({
-          kind: typeof entry.kind === "string" ? entry.kind : "step",
-          ...(typeof entry.model === "string" ? { model: entry.model } : {}),
-          costUsd: typeof entry.costUsd === "number" ? entry.costUsd : null,
-          ...(typeof entry.estimatedUsd === "number" ? { estimatedUsd: entry.estimatedUsd } : {}),
-        });
-        touched.add(row.index);
+      case "model_call":
+        touched.add(addModelCall(timeline, entry));
         break;
-      }
       default: {
         // A step's tool calls, model turns and permission grants belong to its row.
         if (
@@ -333,6 +325,18 @@ function callRow(timeline: Timeline, entry: RunLogEntry): IterationRow {
   const stepId = typeof entry.stepId === "string" ? entry.stepId : undefined;
   if (row && !row.end && (stepId === undefined || stepId === row.stepId)) return row;
   return startedRow(timeline, entry);
+}
+
+/** A `model_call` line: the call, in its iteration's row; returns the row's index. */
+function addModelCall(timeline: Timeline, entry: RunLogEntry): number {
+  const row = callRow(timeline, entry);
+  (row.modelCalls ??= []).push({
+    kind: typeof entry.kind === "string" ? entry.kind : "step",
+    ...(typeof entry.model === "string" ? { model: entry.model } : {}),
+    costUsd: typeof entry.costUsd === "number" ? entry.costUsd : null,
+    ...(typeof entry.estimatedUsd === "number" ? { estimatedUsd: entry.estimatedUsd } : {}),
+  });
+  return row.index;
 }
 
 /**
