@@ -11,7 +11,7 @@ import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { ModelPricing, RunBudget } from "../definition/schema.ts";
 import { RunBudgetSchema } from "../definition/schema.ts";
 import { StepflowError } from "../errors.ts";
-import { PriceTable } from "../llm/pricing.ts";
+import { parsePrices, PriceTable } from "../llm/pricing.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { StepError } from "./decisions.ts";
 import type { RunnerState } from "./run_state.ts";
@@ -89,7 +89,9 @@ export function runPriceTable(
     prices = prices.with(definition.pricing.source, definition.pricing.prices);
   }
   if (pricing instanceof PriceTable) return prices.over(pricing);
-  return pricing ? prices.with("the runner's pricing option", pricing) : prices;
+  // Checked like a pricing file: it may come from a stored request (a run submitted to workers).
+  const where = "the runner's pricing option";
+  return pricing ? prices.with(where, parsePrices(pricing, where)) : prices;
 }
 
 /** Checks a budget given through the runner's options (`--budget-usd`, `--budget-tokens`). */

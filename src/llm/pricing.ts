@@ -95,6 +95,25 @@ export class PriceTable {
     return other.layers.length ? new PriceTable([...this.layers, ...other.layers]) : this;
   }
 
+  /**
+   * Every model's price in one list, later layers over earlier (the sources are not kept): for a
+   * table that travels as JSON (a run submitted to the workers).
+   */
+  flatten(): Record<string, ModelPricing> {
+    const flat: Record<string, ModelPricing> = Object.create(null);
+    for (const layer of this.layers) {
+      for (const [model, pricing] of layer.prices) {
+        Object.defineProperty(flat, model, {
+          value: pricing,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+    }
+    return flat;
+  }
+
   /** Where the prices come from, the shipped table first. */
   get sources(): string[] {
     return this.layers.map((l) => l.source);
