@@ -21,16 +21,15 @@ import type { LoggedText, Row, Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import {
-  budgetOf,
   cost,
   formatDuration,
   formatTime,
   json,
   rowPartHref as partHref,
-  spentBySteps,
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
+import { budgetStopNote, spendMeta } from "./spend_meta.ts";
 
 export { formatDuration } from "./display_format.ts";
 
@@ -239,8 +238,12 @@ export function runActions(view: RunView, csrf: string): Html {
     if (view.unfinished) buttons.push(rerunControl(view.unfinished.notice));
     buttons.push(button("resume", "Resume"));
   }
-  // A waiting run has not failed: it is answered (its form), not redriven.
-  if (status && !active && status !== "completed" && status !== "waiting") {
+  // A waiting run has not failed: it is answered (its form), not redriven; nor has a run its
+  // budget stopped: it goes on with a higher budget, from the command line.
+  if (
+    status && !active && status !== "completed" && status !== "waiting" &&
+    status !== "budget_exceeded"
+  ) {
     buttons.push(button("redrive", "Redrive"));
   }
   return h`<div id="run-actions" class="actions" data-csrf="${csrf}"
@@ -261,7 +264,7 @@ export function runMeta(view: RunView): Html {
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}${
     status === "waiting" && s ? waitingForNote(s) : ""
-  }</div>
+  }${status === "budget_exceeded" ? budgetStopNote(cp?.agent ?? s?.agent, view.runId) : ""}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 ${
     s?.group
@@ -277,11 +280,7 @@ ${
       : ""
   }
 <div><span>Cost</span>${cost(usage?.costUsd, usage?.callsWithoutCost) || "–"}</div>${
-    budgetOf(cp?.state) ? h`<div><span>Budget</span>${budgetOf(cp?.state)!}</div>` : ""
-  }${
-    spentBySteps(cp?.state)
-      ? h`<div class="wide"><span>Spent by step</span>${spentBySteps(cp?.state)!}</div>`
-      : ""
+    spendMeta(cp?.state)
   }
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
     parentOf(cp)

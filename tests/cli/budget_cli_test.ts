@@ -13,6 +13,7 @@ import { FileRunStore } from "../../src/store/file.ts";
 import { writeAgent } from "../flow/fixtures.ts";
 import { CALL_USD, closingAnswer, loopAnswer, looperFiles } from "../flow/budget_fixtures.ts";
 import { finish, REPO_ROOT, runCli, spawnCli } from "./helpers.ts";
+import { startDashboard } from "../ui/browser.ts";
 
 /** A user folder with the looper agent and its script (`repeats` repeat answers, then complete). */
 async function workspace(
@@ -80,6 +81,21 @@ Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume co
     show.stdout,
     /Stopped by its budget: raise it and carry on inside the step with .*--resume/,
   );
+
+  // The dashboard: the list's cost, the run page's cost, budget and spend by step, each row's cost,
+  // and no Redrive for a run that has not failed: the command that carries it on instead.
+  {
+    await using ui = await startDashboard(ws.root);
+    const list = await (await fetch(ui.url)).text();
+    assert.match(list, new RegExp(`${runId}[\\s\\S]*?<td class="num">\\$1\\.05</td>`));
+    const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
+    assert.match(page, /<span>Cost<\/span>\$1\.05/);
+    assert.match(page, /<span>Budget<\/span>\$1\.00/);
+    assert.match(page, /<span>Spent by step<\/span>work\.loop \$1\.05 \(3 calls\)/);
+    assert.match(page, /100000 \/ 10000 · \$0\.35/);
+    assert.doesNotMatch(page, /data-action="redrive"/);
+    assert.match(page, new RegExp(`Stopped by its budget: .*--resume ${runId} --budget-usd USD`));
+  }
 
   const json = await runCli(["--agent", "looper", "--show", runId, "--json"], { userDir: ws.root });
   const shown = JSON.parse(json.stdout);
