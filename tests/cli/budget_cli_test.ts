@@ -14,6 +14,7 @@ import { writeAgent } from "../flow/fixtures.ts";
 import { CALL_USD, closingAnswer, loopAnswer, looperFiles } from "../flow/budget_fixtures.ts";
 import { finish, REPO_ROOT, runCli, spawnCli } from "./helpers.ts";
 import { startDashboard } from "../ui/browser.ts";
+import { anthropicMessage, startFakeServer } from "../llm/fake_server.ts";
 
 /** A user folder with the looper agent and its script (`repeats` repeat answers, then complete). */
 async function workspace(
@@ -255,4 +256,43 @@ Deno.test("deno task eval reports the cost of each case and of the run group", a
   near(report.costUsd, 5 * CALL_USD);
   near(report.cases[0].costUsd, 2 * CALL_USD);
   assert.equal(report.callsWithoutCost, 0);
+});
+
+Deno.test("run-agent on the anthropic backend against a local Messages API server: the last call's max_tokens is lowered to what the budget has left, and the run stops at the budget plus one call", async () => {
+  const ws = await workspace(0);
+  const answer = (action: string) =>
+    anthropicMessage(JSON.stringify({ summary: action, next_action: { action } }), {
+      inputTokens: 100_000,
+      outputTokens: 10_000,
+    });
+  const server = startFakeServer(Array.from({ length: 6 }, () => answer("repeat")));
+  try {
+    const run = await runCli([
+      "--agent",
+      "looper",
+      "--backend",
+      "anthropic",
+      "--base-url",
+      server.url,
+      "--model",
+      "claude-sonnet-4-5",
+      "--budget-usd",
+      "1",
+    ], { userDir: ws.root, env: { ANTHROPIC_API_KEY: "sk-ant-test" } });
+    assert.equal(run.code, 5, run.stderr + run.stdout);
+    // $0.45 a call (100,000 × $3 + 10,000 × $15 per million): $0.90 after two; the third is sent
+    // with max_tokens lowered to what $0.10 buys after its prompt's worst case, then no fourth.
+    const limits = server.requests.map((r) => r.body.max_tokens as number);
+    assert.deepEqual(limits.slice(0, 2), [8192, 8192]);
+    assert.equal(limits.length, 3);
+    assert.ok(limits[2] < 8192 && limits[2] >= 1024, String(limits[2]));
+    const runId = await onlyRun(ws.runDir);
+    const state = (await new FileRunStore(ws.runDir).loadCheckpoint(runId))!.state as {
+      usage: { costUsd: number };
+    };
+    near(state.usage.costUsd, 3 * 0.45);
+    assert.ok(state.usage.costUsd <= 1 + 0.45);
+  } finally {
+    await server.close();
+  }
 });
