@@ -26,6 +26,7 @@ import { shellQuote, stepflowCommand } from "../invocation.ts";
 import { redactUrl } from "../store/pg_connection.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { assertRunGroup, newRunGroup } from "../store/run_group.ts";
+import { cliPricing } from "./kit/pricing.ts";
 import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
@@ -93,6 +94,7 @@ const EVAL_FLAGS = defineFlags({
   },
   allowRun: RUN_AGENT_FLAGS.allowRun,
   skipValidators: { type: "boolean", description: "Do not run step validators" },
+  pricing: RUN_AGENT_FLAGS.pricing,
   help: { type: "boolean", short: "h", description: "Show this help" },
 });
 
@@ -213,6 +215,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       cases.length === 1 ? "" : "s"
     } × ${runs} run${runs === 1 ? "" : "s"} (${concurrency} at once)…\n`,
   );
+  const pricing = await cliPricing(flags.pricing, io.env.STEPFLOW_PRICING, userDir);
   const started = performance.now();
   let outcomes: EvalRunOutcome[];
   try {
@@ -230,6 +233,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
         skipValidators: flags.skipValidators,
         ...(maxIterations !== undefined ? { maxTotalIterations: maxIterations } : {}),
         ...(flags.model !== undefined ? { model: flags.model } : {}),
+        ...(pricing ? { pricing } : {}),
       },
       ...(io.signal ? { signal: io.signal } : {}),
       onRunEnd: (o, done, total) => io.stderr.write(`${progressLine(o, done, total)}\n`),

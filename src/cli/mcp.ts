@@ -202,7 +202,7 @@ function aborted(signal: AbortSignal): Promise<void> {
 
 if (import.meta.main) {
   // OTLP export when the environment asks for it; stopping the server flushes it.
-  await startTelemetryExport({ handlesSigterm: true });
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
   });

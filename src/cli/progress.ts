@@ -117,12 +117,17 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
       throw error;
     }
   };
-  const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
+  // The backend's default model and flags go through: the run prices calls and checks a
+  // budget's prices by them.
+  const model = (backend as { model?: unknown }).model;
+  const wrapped: LlmBackend & Partial<ToolTurnBackend> & { model?: string } = {
     name: backend.name,
+    ...(typeof model === "string" ? { model } : {}),
     complete: (request, options) =>
       observed(request, () => backend.complete(request, options), (r) => r),
     ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
     ...(backend.walksModelChains ? { walksModelChains: true } : {}),
+    ...(backend.reportsCost ? { reportsCost: true } : {}),
   };
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {
@@ -132,6 +137,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
         const response: LlmResponse = { text: r.text };
         if (r.usage) response.usage = r.usage;
         if (r.costUsd !== undefined) response.costUsd = r.costUsd;
+        if (r.model !== undefined) response.model = r.model;
         return response;
       });
     };

@@ -89,6 +89,9 @@ import {
   waitingText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { cliPricing } from "./kit/pricing.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
@@ -371,9 +374,11 @@ async function showRuns(
         jsonOutput({
           ...(status ? { shownStatus: status } : {}),
           ...(summary?.error ? { error: summary.error } : {}),
-          checkpoint,
+          checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
           ...(children.length > 0 ? { children } : {}),
+          // Cost per run, step and call; a cost no call could be priced for is null.
+          cost: spendView(checkpoint, log),
         })
       }\n`,
     );
@@ -427,6 +432,21 @@ async function runSummary(
 ): Promise<RunSummary | undefined> {
   if (store instanceof PostgresRunStore) return await store.summary(runId);
   return (await store.list()).find((run) => run.runId === runId);
+}
+
+/** A run's result as `--json` prints it: a cost no call could be priced for is `null`, never 0. */
+function resultJson(result: StepFlowResult): unknown {
+  return { ...result, usage: { ...result.usage, costUsd: costOrNull(result.usage) } };
+}
+
+/** A checkpoint as `--show --json` prints it: its usage's unknown cost `null`, never 0. */
+function withKnownCost(checkpoint: RunCheckpoint): RunCheckpoint {
+  const usage = checkpoint.state.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage !== "object") return checkpoint;
+  const costUsd = costOrNull(
+    usage as { costUsd?: number; calls?: number; callsWithoutCost?: number },
+  );
+  return { ...checkpoint, state: { ...checkpoint.state, usage: { ...usage, costUsd } } };
 }
 
 /** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
@@ -736,6 +756,12 @@ async function run(
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
     const backendChoice = recordableChoice(choice);
+    // --pricing FILE over STEPFLOW_PRICING=FILE, both over agent.json's and the built-in prices.
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, ctx.userDir);
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
     // One runner per drive, each with the progress renderer of that drive.
     const runner = (drive: ProgressRenderer) =>
       new StepFlowRunner(definition, {
@@ -749,6 +775,8 @@ async function run(
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        ...(Object.keys(budget).length ? { budget } : {}),
+        ...(pricing ? { pricing } : {}),
         // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
         ...(ask
           ? {
@@ -835,7 +863,7 @@ async function run(
   }
   if (result.completionReason === "waiting" && result.waiting) {
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
-    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
       const form = await formOf(definition, result.waiting).catch(() => undefined);
       const command = [
@@ -847,7 +875,7 @@ async function run(
     return EXIT_CODES.waiting;
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -860,6 +888,17 @@ async function run(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "budget_exceeded") {
+    if (!flags.json) {
+      const command = `${
+        agentRunCommand(ctx.userDir, definition.name, flags.store)
+      } --resume ${result.runId}`;
+      ctx.io.stderr.write(
+        `The run stays resumable: raise its budget and carry on inside the step with ${command} --budget-usd <USD> (or --budget-tokens <N>).\n`,
+      );
+    }
+    return EXIT_CODES.budgetExceeded;
+  }
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)

@@ -69,6 +69,23 @@ export const RUN_AGENT_FLAGS = defineFlags({
     description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
     parse: parsePositiveInt("--max-iterations"),
   },
+  budgetUsd: {
+    type: "string",
+    value: "USD",
+    description: "Hard budget in US dollars, child runs included (with --resume: raises it)",
+    parse: parsePositiveAmount("--budget-usd"),
+  },
+  budgetTokens: {
+    type: "string",
+    value: "N",
+    description: "Hard budget in tokens, input plus output (with --resume: raises it)",
+    parse: parsePositiveInt("--budget-tokens"),
+  },
+  pricing: {
+    type: "string",
+    value: "FILE",
+    description: "Model prices (JSON) over agent.json's and the built-in table (STEPFLOW_PRICING)",
+  },
   allowFallback: {
     type: "boolean",
     description: "Allow fallback prompts (development only; each use warns)",
@@ -232,6 +249,12 @@ export interface CliFlags {
   noStream: boolean;
   /** `--max-iterations N`, checked to be a positive integer. */
   maxIterations?: number;
+  /** `--budget-usd USD`: the run's budget in US dollars, a positive number. */
+  budgetUsd?: number;
+  /** `--budget-tokens N`: the run's budget in tokens (input plus output), a positive integer. */
+  budgetTokens?: number;
+  /** `--pricing FILE`: model prices over agent.json's and the built-in table. */
+  pricing?: string;
   /** `--allow-fallback`. */
   allowFallback: boolean;
   /** `--allow-run`: command steps and validators may run agent.json `commands`. */
@@ -282,3 +305,16 @@ export interface CliFlags {
 
 // Compile-time proof that CliFlags is exactly what the declaration parses to.
 const _cliFlagsMatchDeclaration: Exactly<FlagsOf<typeof RUN_AGENT_FLAGS>, CliFlags> = true;
+
+/** Parses a positive amount of dollars (`5`, `0.25`, `12.5`). */
+function parsePositiveAmount(flag: string): (raw: string) => number {
+  return (raw) => {
+    const value = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new UsageError(
+        `${flag} expects a positive amount of US dollars such as 5 or 0.25, got "${raw}".`,
+      );
+    }
+    return value;
+  };
+}

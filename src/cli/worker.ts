@@ -200,7 +200,7 @@ export async function workerMain(
 /** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
 export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
   // OTLP export when the environment asks for it; the graceful stop flushes it.
-  await startTelemetryExport({ handlesSigterm: true });
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
   });

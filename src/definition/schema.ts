@@ -15,6 +15,21 @@ import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import {
+  type ModelPricing,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
+
+// The budget and price schemas live beside this file; agent.json's users import them from here.
+export {
+  type ModelPricing,
+  ModelPricingSchema,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
 
 /** Intents a structured gate routes on (docs/agents.md). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -518,7 +533,13 @@ export const AgentConfigSchema = z.strictObject({
     maxTotalIterations: z.int().positive().optional(),
     stepTimeoutMs: z.int().positive().optional(),
     runTimeoutMs: z.int().positive().optional(),
+    budget: RunBudgetSchema.optional().describe(
+      "A hard budget: checked before every model call and tool call (docs/budgets.md)",
+    ),
   }).optional(),
+  pricing: z.union([z.string().min(1), PriceListSchema]).optional().describe(
+    "Prices of the models this agent calls, over the built-in table: a JSON file in the agent folder, or the list itself",
+  ),
   completion: z.array(CompletionConditionSchema).optional().describe(
     "Completion conditions checked after every iteration",
   ),
@@ -563,7 +584,18 @@ export interface AgentConfig {
   /** Declared parameters. */
   parameters?: Record<string, ParameterDefinition>;
   /** Run limits. */
-  limits?: { maxTotalIterations?: number; stepTimeoutMs?: number; runTimeoutMs?: number };
+  limits?: {
+    maxTotalIterations?: number;
+    stepTimeoutMs?: number;
+    runTimeoutMs?: number;
+    /** A hard budget: checked before every model call and tool call. */
+    budget?: RunBudget;
+  };
+  /**
+   * Prices of the models this agent calls, over the built-in table: a JSON file inside the agent
+   * folder (`"pricing": "prices.json"`), or the list itself (model name → prices).
+   */
+  pricing?: string | Record<string, ModelPricing>;
   /** Completion conditions checked after every iteration. */
   completion?: CompletionCondition[];
   /** Commands that command steps and validators may run (only with `--allow-run`). */

@@ -21,7 +21,7 @@ import { StreamedLines } from "./streamed_lines.ts";
 import { fallbackText, rateLimitWaitText } from "./model_notice_text.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
-import { cacheShare } from "../token_counts.ts";
+import { cacheShare, formatCost } from "../token_counts.ts";
 
 /** Options of {@linkcode createProgressLines}. */
 export interface ProgressLinesOptions {
@@ -94,6 +94,22 @@ export interface RunUsage {
    * this is above 0. Absent in checkpoints written before it existed.
    */
   callsWithoutUsage?: number;
+  /**
+   * Backend calls whose cost is unknown — no usage, or no price for the model: `costUsd` covers only
+   * the other calls, so it is a lower bound whenever this is above 0 (and unknown when every call
+   * is one of them). Absent when every call was priced.
+   */
+  callsWithoutCost?: number;
+  /** Tool calls that ran (the tool loop's and a backend's own). Absent when none ran. */
+  toolCalls?: number;
+  /**
+   * Spend the run could not measure and counts against its budget at its worst case, in US dollars:
+   * attempts cut off after they were sent (the provider may have charged them), calls whose
+   * backend reported no usage. Not part of `costUsd`. Absent when there was none.
+   */
+  estimatedUsd?: number;
+  /** The same spend in tokens (input plus output, at the worst case). */
+  estimatedTokens?: number;
 }
 
 /** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */
@@ -135,7 +151,8 @@ export function unknownTokens(calls: number): string {
 /**
  * `1,234 tokens (1,200 in, 34 out; 900 cache read, 100 cache write), 4 calls, tokens unknown for
  * 1 call, $0.0123` (parts that are zero are left out). The cache reads and writes are part of the
- * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens.
+ * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens; a cost
+ * no call could be priced for is `cost unknown`, never `$0` (see `formatCost`).
  */
 export function formatUsage(usage: RunUsage | undefined): string {
   if (!usage) return "";
@@ -152,7 +169,10 @@ export function formatUsage(usage: RunUsage | undefined): string {
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
   const unknown = usage.callsWithoutUsage ?? 0;
   if (unknown > 0) parts.push(unknownTokens(unknown));
-  if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
+  // A call whose tokens are unknown has an unknown cost: "tokens unknown" says so already.
+  const unpriced = Math.max(0, (usage.callsWithoutCost ?? 0) - unknown);
+  const cost = formatCost({ ...usage, calls: usage.calls - unknown, callsWithoutCost: unpriced });
+  if (cost) parts.push(cost);
   return parts.join(", ");
 }
 

@@ -66,6 +66,9 @@ import { historyEntry, IterationRecorder } from "./iteration_record.ts";
 import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { meterBackend } from "./metered_backend.ts";
+import { BudgetExceeded, budgetSpentBeforeStep, budgetStopInStep } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import { RateLimitYield } from "../llm/retry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
 import type {
@@ -111,6 +114,8 @@ export class FlowRun {
   #continuing = false;
   /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
   #resumedStep?: ResumedStep;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  #spend?: SpendLedger;
 
   /** A run of `setup.definition` as `runOptions` say (a new run, a resume, a redrive). */
   constructor(setup: RunSetup, runOptions: RunOptions) {
@@ -171,6 +176,7 @@ export class FlowRun {
       (m) => this.#warn(m),
     );
     const { lock, restored, answer } = opened;
+    this.#spend = opened.spend;
     const { state, history } = restored;
     const runOptions = this.#runOptions;
     const store = this.#options.store;
@@ -230,7 +236,13 @@ export class FlowRun {
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
       }
-      await this.#loop(state, history, telemetry?.backend(opened.backend) ?? opened.backend);
+      // Every model call of the run passes through its meter (metered_backend.ts).
+      const metered = meterBackend(
+        opened.backend,
+        opened.spend,
+        (f) => this.#journal.log(state, f),
+      );
+      await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {
         await this.#journal.log(state, {
@@ -286,6 +298,7 @@ export class FlowRun {
       journal: this.#journal,
       control: this.#control,
       mcpServers: this.#mcpServers,
+      spend: this.#spend,
       warn: (message) => this.#warn(message),
     });
     const resources: RunResources = {
@@ -317,6 +330,11 @@ export class FlowRun {
       // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
       if (control.stopCause) {
         this.#end(state, control.stopCause, state.currentStepId);
+        break;
+      }
+      const spent = budgetSpentBeforeStep(this.#spend!, state, def);
+      if (spent) {
+        this.#end(state, "budget_exceeded", state.currentStepId, spent);
         break;
       }
       if (state.iteration >= maxIterations) {
@@ -368,6 +386,11 @@ export class FlowRun {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof BudgetExceeded) {
+        const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
+        this.#end(state, "budget_exceeded", step.id, stop);
+        break;
+      }
       // A wait given back (a worker's): the drive stops where a taken-over run would.
       if (result.error instanceof RateLimitYield) throw result.error;
       // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
@@ -553,6 +576,7 @@ export class FlowRun {
       signal: this.#control.signal,
       maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
+      spend: this.#spend,
       runner: (definition, store) => ({
         run: async (runOptions) => {
           const child = new FlowRun({

@@ -17,6 +17,7 @@ import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { callBackend, type CallContext } from "./backend_call.ts";
 import { callNotices } from "./call_notices.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type { RunJournal } from "./checkpoint.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
@@ -45,6 +46,8 @@ export interface RunCallContext {
   readonly control: RunnerControl;
   /** The run's MCP servers (started on first use, closed when the run ends). */
   readonly mcpServers: RunMcpServers;
+  /** The run's spend ledger (each tool call is admitted into it). */
+  readonly spend?: SpendLedger;
   /** Warns the person running the agent. */
   warn(message: string): void;
 }
@@ -121,6 +124,7 @@ export class RunCalls {
       : undefined;
     return callBackend(run.backend, request, state, step, {
       signal: run.control.signal,
+      spend: run.spend,
       timeoutMs: step.timeoutMs ?? run.options.stepTimeoutMs ?? run.definition.limits.stepTimeoutMs,
       waitIfPaused: () => run.control.waitIfPaused(),
       // The calls of a backend that runs its own tools (claude-code) take the same path.

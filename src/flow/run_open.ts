@@ -30,6 +30,8 @@ import { flowStep } from "./router.ts";
 import { newRunnerState, type RunnerState } from "./run_state.ts";
 import { type UnfinishedCall, unfinishedCallError } from "./tool_call_resume.ts";
 import { refuseWhileCallsRun } from "./live_call_processes.ts";
+import { startRunSpend } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type { RunOptions, StepFlowRunnerOptions } from "./types.ts";
 
 /** A run opened for its drive: locked, restored (or new), its answer checked. */
@@ -42,6 +44,8 @@ export interface OpenedRun {
   answer: RecordedAnswer | undefined;
   /** The backend: the caller's, else the agent's own. */
   backend: LlmBackend;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  spend: SpendLedger;
 }
 
 /**
@@ -94,7 +98,8 @@ export async function openRun(
     if (unfinished.length > 0 && !await rerunAllowed(runOptions.rerunUnfinishedCall, unfinished)) {
       throw unfinishedCallError(runId, definition.name, restored.inStep!.marker.stepId, unfinished);
     }
-    return { lock, restored, answer, backend };
+    const spend = startRunSpend(definition, options, runOptions, restored.state, backend);
+    return { lock, restored, answer, backend, spend };
   } catch (error) {
     await lock?.release();
     if (runOptions.answer && error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE") {

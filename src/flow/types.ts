@@ -11,6 +11,8 @@ import type { RunStore } from "../store/types.ts";
 import type { AnswerOptions, PendingInput } from "./input_request.ts";
 import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { ModelPricing, RunBudget } from "../definition/schema.ts";
+import type { PriceTable } from "../llm/pricing.ts";
 
 export type { PermissionAsk, PermissionReply };
 
@@ -40,7 +42,8 @@ export type CompletionReason =
   | "step_failed"
   | "cancelled"
   | "timeout"
-  | "waiting";
+  | "waiting"
+  | "budget_exceeded";
 
 /** One executed iteration (or schema strike) of a step. */
 export interface HistoryEntry {
@@ -261,6 +264,27 @@ export interface StepFlowRunnerOptions {
    * `maxRateLimitWaitMs` is slept in place.
    */
   rateLimitYieldMs?: number;
+  /**
+   * A hard budget for the run, over agent.json `limits.budget` dimension by dimension (CLI:
+   * `--budget-usd`, `--budget-tokens`): checked before every model call and tool call, summed over
+   * retries, re-asks, tool turns and child runs, recorded with the run so a resume keeps it; given
+   * again on a resume it replaces what was recorded (raise it to carry on a run it stopped). An
+   * exhausted budget ends the run `budget_exceeded`, resumably (docs/budgets.md). A dollar budget
+   * needs a price for every model the run may call (else `BUDGET_PRICE_MISSING`, before anything
+   * runs). Child runs of agent steps count against it; their own budget is their agent.json's.
+   *
+   * @example
+   * ```ts ignore
+   * const runner = new StepFlowRunner(def, { budget: { usd: 5, toolCalls: 200 } });
+   * ```
+   */
+  budget?: RunBudget;
+  /**
+   * Prices over agent.json `pricing` and the built-in table (`--pricing FILE`, `STEPFLOW_PRICING`):
+   * model name → `{ inputUsdPerMTok, outputUsdPerMTok, cacheReadUsdPerMTok?, cacheWriteUsdPerMTok? }`,
+   * or a `PriceTable` (its sources are named in the run log).
+   */
+  pricing?: PriceTable | Readonly<Record<string, ModelPricing>>;
   /** Receives warnings (fallback prompts, …). Default `console.warn`. */
   onWarning?: (message: string) => void;
   /**

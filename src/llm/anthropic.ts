@@ -147,6 +147,11 @@ export class AnthropicBackend extends ChatApiBackend {
     this.#options = options;
   }
 
+  /** The API requires an answer-token limit: 8192 unless `maxTokens` says otherwise. */
+  protected override get defaultMaxTokens(): number {
+    return DEFAULT_ANTHROPIC_MAX_TOKENS;
+  }
+
   #getClient(): Promise<AnthropicMessagesClient> {
     return this.sdkClient(async () => {
       const sdk = await loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name);
@@ -164,7 +169,7 @@ export class AnthropicBackend extends ChatApiBackend {
     // Written in the prompt's order (tools, system, messages): the cached prefix.
     const body: AnthropicMessagesBody = {
       model: request.model,
-      max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+      max_tokens: request.maxTokens ?? this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
       ...(request.tools?.length
         ? {
           tools: request.tools.map((t) => ({

@@ -23,6 +23,8 @@ import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch, StreamStalled } from "./stream_idle
 import { errorBodies, type ExchangeCapture, fetchKeepingErrorBodies } from "./chat_fetch.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+import { attemptBound } from "./prompt_bound.ts";
+import { costOf, type ModelPricing } from "./pricing.ts";
 
 /**
  * How a chat backend asks for structured output when the request has an `outputSchema`:
@@ -39,23 +41,8 @@ import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } fr
  */
 export type StructuredOutputMode = "auto" | "native" | "prompt";
 
-/** Price of a model per million tokens, in US dollars. */
-export interface ModelPricing {
-  /** Price of one million input (prompt) tokens. */
-  inputUsdPerMTok: number;
-  /** Price of one million output (completion) tokens. */
-  outputUsdPerMTok: number;
-  /**
-   * Price of one million input tokens read from the prompt cache (Anthropic: a tenth of the
-   * input price; OpenAI: a half or a tenth). Default: the input price, so a cost is never low.
-   */
-  cacheReadUsdPerMTok?: number;
-  /**
-   * Price of one million input tokens written to the prompt cache (Anthropic: 1.25 × the input
-   * price). Default: the input price.
-   */
-  cacheWriteUsdPerMTok?: number;
-}
+// The prices and the cost of a call live in the one pricing module; named here for the options.
+export type { ModelPricing };
 
 /** Options shared by {@linkcode AnthropicBackend} and {@linkcode OpenAiBackend}. */
 export interface ChatBackendOptions {
@@ -83,7 +70,11 @@ export interface ChatBackendOptions {
   structuredOutput?: StructuredOutputMode;
   /** Maximum answer tokens. */
   maxTokens?: number;
-  /** Prices per model name, to report `costUsd`; without an entry for the model, no cost is reported. */
+  /**
+   * Prices per model name, to report `costUsd` on the backend's own answers; without an entry for
+   * the model, no cost is reported. A run prices every call from its price table whatever this
+   * says (src/llm/pricing.ts): this is for calling the backend directly.
+   */
   pricing?: Record<string, ModelPricing>;
   /** Bounds of the in-memory conversation history. */
   conversation?: ConversationLimits;
@@ -115,6 +106,11 @@ export interface ChatExchangeRequest {
   toolMessages?: ToolTurnMessage[];
   /** Told each piece of text as a streamed answer arrives (see `LlmCallOptions.onText`). */
   onText?: (text: string) => void;
+  /**
+   * This attempt's answer-token limit, when the run's budget lowered it below the backend's own
+   * (`maxTokens`) or set one where it had none: send it instead.
+   */
+  maxTokens?: number;
 }
 
 /** What one exchange returned. */
@@ -155,31 +151,8 @@ export function schemaInstruction(schema: Record<string, unknown>): string {
   ].join("\n");
 }
 
-/**
- * The cost of `usage` at `pricing`, or `undefined` without pricing: the input tokens read from
- * or written to the prompt cache at their own prices (the input price when none is given), the
- * rest of the input and the output at theirs.
- *
- * @example
- * ```ts
- * import { costOf } from "./chat_backend.ts";
- * const pricing = { inputUsdPerMTok: 3, outputUsdPerMTok: 15, cacheReadUsdPerMTok: 0.3 };
- * console.log(costOf({ inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 1_000_000 }, pricing)); // 0.3
- * ```
- */
-export function costOf(
-  usage: LlmUsage | undefined,
-  pricing: ModelPricing | undefined,
-): number | undefined {
-  if (!usage || !pricing) return undefined;
-  const read = usage.cacheReadTokens ?? 0;
-  const written = usage.cacheWriteTokens ?? 0;
-  const uncached = Math.max(0, usage.inputTokens - read - written);
-  return (uncached * pricing.inputUsdPerMTok +
-    read * (pricing.cacheReadUsdPerMTok ?? pricing.inputUsdPerMTok) +
-    written * (pricing.cacheWriteUsdPerMTok ?? pricing.inputUsdPerMTok) +
-    usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
-}
+/** The cost of a call's usage at a model's prices (see `costOf` in src/llm/pricing.ts). */
+export { costOf };
 
 /**
  * The base of the chat-API backends. Subclasses implement {@linkcode ChatApiBackend.exchange}
@@ -414,10 +387,10 @@ export abstract class ChatApiBackend implements LlmBackend {
       { role: "assistant", content: result.text },
     ]);
 
-    const response: LlmResponse = { text: result.text, sessionId, ...answerFacts(result) };
+    const response: LlmResponse = { text: result.text, sessionId, model, ...answerFacts(result) };
     if (result.usage) {
       response.usage = result.usage;
-      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      const cost = costOf(result.usage, this.#ownPrice(model));
       if (cost !== undefined) response.costUsd = cost;
     }
     return response;
@@ -441,21 +414,47 @@ export abstract class ChatApiBackend implements LlmBackend {
     build: (native: boolean) => Pick<ChatExchangeRequest, "turns" | "toolMessages" | "tools">,
   ): Promise<ChatExchangeResult> {
     const schema = req.outputSchema;
+    const meter = opts.meter;
     for (;;) {
       const native = schema !== undefined && this.#schemaMode !== "prompt";
       const parts = build(native);
+      // The run's budget may stop an attempt (its error goes through as it is) or lower its limit.
+      let refused: { error: unknown } | undefined;
+      const bound = meter
+        ? attemptBound(model, this.options.maxTokens ?? this.defaultMaxTokens, {
+          ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+          ...parts,
+          ...(native && schema ? { schema } : {}),
+        })
+        : undefined;
       try {
         return await withRetry(
-          (signal) =>
-            this.#exchangeKeepingErrorBody({
-              model,
-              ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
-              ...parts,
-              ...(native ? { schema } : {}),
-              ...(opts.onText ? { onText: opts.onText } : {}),
-              stepId: req.stepId,
-              signal,
-            }),
+          async (signal) => {
+            let maxTokens: number | undefined;
+            if (meter) {
+              try {
+                maxTokens = meter.beforeAttempt(bound!);
+              } catch (error) {
+                refused = { error };
+                throw error;
+              }
+            }
+            try {
+              return await this.#exchangeKeepingErrorBody({
+                model,
+                ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+                ...parts,
+                ...(native ? { schema } : {}),
+                ...(opts.onText ? { onText: opts.onText } : {}),
+                ...(maxTokens !== undefined ? { maxTokens } : {}),
+                stepId: req.stepId,
+                signal,
+              });
+            } catch (error) {
+              meter?.attemptFailed(signal.aborted || this.#maybeCharged(error));
+              throw error;
+            }
+          },
           {
             backend: this.name,
             policy: this.retryPolicy,
@@ -470,6 +469,7 @@ export abstract class ChatApiBackend implements LlmBackend {
           },
         );
       } catch (error) {
+        if (refused) throw refused.error;
         if (!(error instanceof RetryExhausted)) throw error;
         if (native && this.#schemaMode === "auto" && isSchemaRejection(error.failure)) {
           this.#schemaMode = "prompt";
@@ -486,6 +486,23 @@ export abstract class ChatApiBackend implements LlmBackend {
         );
       }
     }
+  }
+
+  /**
+   * The most output tokens an attempt asks for when nothing lowers it: the `maxTokens` option, else
+   * the backend's own default (undefined: the request asks for no limit).
+   */
+  protected get defaultMaxTokens(): number | undefined {
+    return undefined;
+  }
+
+  /**
+   * Whether a failed attempt may have been charged: a stream cut off after it began, or anything
+   * but an HTTP error status and a connection that never opened (the server may have worked on it).
+   */
+  #maybeCharged(error: unknown): boolean {
+    const failure = this.classify(error);
+    return failure.kind !== "http" && failure.kind !== "network";
   }
 
   /**
@@ -517,14 +534,20 @@ export abstract class ChatApiBackend implements LlmBackend {
         { role: "assistant", content: result.text },
       ]);
     }
-    const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId };
+    const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId, model };
     Object.assign(response, answerFacts(result));
     if (result.usage) {
       response.usage = result.usage;
-      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      const cost = costOf(result.usage, this.#ownPrice(model));
       if (cost !== undefined) response.costUsd = cost;
     }
     return response;
+  }
+
+  /** The `pricing` option's price of `model` (own keys only: a model named `constructor` has none). */
+  #ownPrice(model: string): ModelPricing | undefined {
+    const prices = this.options.pricing;
+    return prices && Object.hasOwn(prices, model) ? prices[model] : undefined;
   }
 
   #warn(message: string): void {

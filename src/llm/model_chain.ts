@@ -82,11 +82,21 @@ export class ModelChainBackend implements LlmBackend {
   /** Always true: requests' `modelChain` is walked here (wrappers forward it). */
   readonly walksModelChains = true;
   /**
+   * True when every answer carries its own cost: the wrapped backend's do (`claude-code`) and no
+   * fallback leads to another backend.
+   */
+  readonly reportsCost?: boolean;
+  /**
    * One model turn of the tool loop, walked like {@linkcode ModelChainBackend.complete}; present
    * when the wrapped backend runs tool turns.
    */
   readonly toolTurn?: (req: ToolTurnRequest, opts?: LlmCallOptions) => Promise<ToolTurnResponse>;
   readonly #fallbacks: readonly ModelChainEntry[];
+
+  /** The models tried after every chain (`--fallback-model`), in order: what a budget must price. */
+  get fallbackModels(): string[] {
+    return this.#fallbacks.map((e) => typeof e === "string" ? e : e.model);
+  }
   readonly #build: ModelChainOptions["build"];
   readonly #members = new Map<string, Promise<LlmBackend>>();
   #conversations?: ConversationStore;
@@ -102,6 +112,9 @@ export class ModelChainBackend implements LlmBackend {
     this.name = primary.name;
     if (primary.reportsToolCalls) this.reportsToolCalls = true;
     this.#fallbacks = options.fallbacks ?? [];
+    if (primary.reportsCost && this.#fallbacks.every((e) => typeof e === "string")) {
+      this.reportsCost = true;
+    }
     this.#build = options.build;
     this.#conversations = sharedStore(primary)?.conversationStore;
     if (supportsToolTurns(primary)) {
@@ -156,9 +169,11 @@ export class ModelChainBackend implements LlmBackend {
       try {
         const answer = await call(target.backend, requestFor(req, target.model), opts);
         // A backend that says who answered (a replay of a recorded chain) is taken at its word.
-        if (answer.model === undefined) {
+        if (answer.backend === undefined) {
           answer.backend = target.ref.backend;
-          if (target.ref.model !== undefined) answer.model = target.ref.model;
+          if (answer.model === undefined && target.ref.model !== undefined) {
+            answer.model = target.ref.model;
+          }
         }
         if (fallbacks.length > 0) answer.fallbacks = [...fallbacks, ...(answer.fallbacks ?? [])];
         return answer;

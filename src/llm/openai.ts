@@ -179,9 +179,10 @@ export class OpenAiBackend extends ChatApiBackend {
         },
       };
     }
-    if (this.#options.maxTokens !== undefined) {
-      if (this.isCompatibleServer) body.max_tokens = this.#options.maxTokens;
-      else body.max_completion_tokens = this.#options.maxTokens;
+    const maxTokens = request.maxTokens ?? this.#options.maxTokens;
+    if (maxTokens !== undefined) {
+      if (this.isCompatibleServer) body.max_tokens = maxTokens;
+      else body.max_completion_tokens = maxTokens;
     }
     const completion = this.streams
       ? await this.#streamed(client, body, request)

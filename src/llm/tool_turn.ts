@@ -94,7 +94,7 @@ export interface ToolTurnResponse {
   responseModel?: string;
   /** Why the turn ended, as the server said it (see `LlmResponse.finishReason`). */
   finishReason?: string;
-  /** The model that answered, when a model chain chose it. */
+  /** The model that answered, when the backend knows it (a model chain's entry that answered). */
   model?: string;
   /** The backend that answered, when a model chain chose it. */
   backend?: string;

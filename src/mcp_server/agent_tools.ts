@@ -16,7 +16,7 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import { createProgressLines } from "../events/progress_lines.ts";
+import { createProgressLines, formatUsage } from "../events/progress_lines.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
@@ -28,6 +28,8 @@ import { formatRunHistory, formatRunList, historyFromLog } from "../store/format
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { isValidRunId } from "../store/run_id.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
@@ -368,6 +370,8 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
     completionReason: result.completionReason,
     finalStepId: result.finalStepId,
     iterations: result.iterations,
+    // What the run spent; a cost no call could be priced for is null (unknown, never 0).
+    usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
   };
@@ -376,6 +380,8 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
       result.success ? "completed" : `ended: ${result.completionReason}`
     } at step "${result.finalStepId}" after ${result.iterations} iteration(s).`,
   ];
+  const spent = formatUsage(result.usage);
+  if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
@@ -479,6 +485,8 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
         historyFromLog(log, typeof historyLength === "number" ? historyLength : undefined),
         ANSWER_DEPTH,
       ),
+      // Cost per run, step and call (a cost no call could be priced for is null).
+      cost: spendView(checkpoint, log),
     };
     let text = formatRunHistory(checkpoint, log, {
       runId: runId!,

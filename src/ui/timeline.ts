@@ -40,6 +40,18 @@ export interface Reask {
   answer?: LoggedText;
 }
 
+/** One model call of an iteration, as its `model_call` line records it. */
+export interface RowModelCall {
+  /** `step`, `check`, `reask`. */
+  kind: string;
+  /** The model it was priced by. */
+  model?: string;
+  /** Its cost; `null` when unknown. */
+  costUsd: number | null;
+  /** For an attempt cut off after it was sent: its worst case, counted against the budget. */
+  estimatedUsd?: number;
+}
+
 /** A row of the timeline. */
 export type Row =
   | {
@@ -75,7 +87,9 @@ export type Row =
     /** The history entry of `step_end`, once the step ended. */
     end?: Record<string, unknown>;
     /** Tokens of this iteration (difference of the cumulative usage). */
-    tokens?: { input: number; output: number; costUsd?: number };
+    tokens?: { input: number; output: number; costUsd?: number; unknownCostCalls?: number };
+    /** The iteration's model calls (its `model_call` lines): each call's kind, model and cost. */
+    modelCalls?: RowModelCall[];
     /** The handoff the step produced. */
     handoff?: unknown;
     /** An agent step's child run (from its `agent_start` line, before the step ends). */
@@ -223,6 +237,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (usage.costUsd !== undefined) {
             row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
           }
+          const unpriced = (usage.callsWithoutCost ?? 0) - (before?.callsWithoutCost ?? 0);
+          if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
           timeline.usage = usage;
         }
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
@@ -237,6 +253,9 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         touched.add(row.index);
         break;
       }
+      case "model_call":
+        touched.add(addModelCall(timeline, entry));
+        break;
       default: {
         // A step's tool calls, model turns and permission grants belong to its row.
         if (
@@ -351,6 +370,18 @@ function callRow(timeline: Timeline, entry: RunLogEntry): IterationRow {
   return startedRow(timeline, entry);
 }
 
+/** A `model_call` line: the call, in its iteration's row; returns the row's index. */
+function addModelCall(timeline: Timeline, entry: RunLogEntry): number {
+  const row = callRow(timeline, entry);
+  (row.modelCalls ??= []).push({
+    kind: typeof entry.kind === "string" ? entry.kind : "step",
+    ...(typeof entry.model === "string" ? { model: entry.model } : {}),
+    costUsd: typeof entry.costUsd === "number" ? entry.costUsd : null,
+    ...(typeof entry.estimatedUsd === "number" ? { estimatedUsd: entry.estimatedUsd } : {}),
+  });
+  return row.index;
+}
+
 /**
  * The iteration still open (started, not ended): the newest one, even after a line of another kind
  * (a permission grant, a run resumed inside the step) — its end and errors are still its own.
@@ -411,6 +442,9 @@ function usageOf(value: unknown): Timeline["usage"] {
       ? { cacheWriteTokens: value.cacheWriteTokens }
       : {}),
     ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
+    ...(typeof value.callsWithoutCost === "number"
+      ? { callsWithoutCost: value.callsWithoutCost }
+      : {}),
   };
 }
 

@@ -23,6 +23,7 @@
  * @module
  */
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { ModelPricing, RunBudget } from "../definition/schema.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -126,6 +127,13 @@ export interface SubmittedRequest {
   group?: string;
   /** `--permission-mode`: the permission mode of every step (`RunOptions.permissionMode`). */
   permissionMode?: PermissionMode;
+  /** `--budget-usd`, `--budget-tokens`: the run's budget (the runner's `budget`). */
+  budget?: RunBudget;
+  /**
+   * `--pricing FILE`, `STEPFLOW_PRICING` of the submitting process: the prices read there (the
+   * runner's `pricing`), since the workers may not see those files.
+   */
+  pricing?: Record<string, ModelPricing>;
   /**
    * `--resume RUN_ID --rerun-unfinished-call --submit`: a resume may run again the tool calls
    * started before that log line (`RunOptions.rerunUnfinishedCall`), read by the worker that holds
@@ -356,6 +364,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       ...(yields < MAX_RATE_LIMIT_YIELDS
         ? { rateLimitYieldMs: options.rateLimitYieldMs ?? DEFAULT_RATE_LIMIT_YIELD_MS }
         : {}),
+      ...(request.budget !== undefined ? { budget: request.budget } : {}),
+      ...(request.pricing !== undefined ? { pricing: request.pricing } : {}),
     });
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
     // The user's permission to run unfinished calls again is read only by the drive that holds

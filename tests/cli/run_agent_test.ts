@@ -114,13 +114,14 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
       ],
     );
     assert.equal(result.output.stepId, "complete.issue");
-    // The scripted backend reports no usage: the tokens are unknown, not 0.
+    // The scripted backend reports no usage: the tokens are unknown, not 0, and so is the cost.
     assert.deepEqual(result.usage, {
       inputTokens: 0,
       outputTokens: 0,
-      costUsd: 0,
+      costUsd: null,
       calls: 4,
       callsWithoutUsage: 4,
+      callsWithoutCost: 4,
     });
     assert.match(json.stderr, /run succeeded/, "progress still goes to stderr with --json");
   });

@@ -84,6 +84,10 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     assert.equal(answer.success, true);
     assert.equal(answer.completionReason, "completed");
     assert.match(String(answer.output), /Red leaves on the path/);
+    // The demo script reports no usage and the haiku names no model: its cost is unknown, never 0.
+    const usage = answer.usage as Record<string, unknown>;
+    assert.equal(usage.costUsd, null);
+    assert.equal(usage.callsWithoutCost, usage.calls);
     const runId = String(answer.runId);
     assert.match(text(result), new RegExp(`Run ${runId} of agent "haiku" completed`));
     // One notification per step event: the run's start, two step starts, two step ends, the end.
@@ -104,6 +108,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     assert.equal(shown.isError, undefined, text(shown));
     assert.equal((shown.structuredContent as Record<string, unknown>).shownStatus, "completed");
     assert.match(text(shown), /draft\.haiku/);
+    const cost = (shown.structuredContent as { cost: Record<string, unknown> }).cost;
+    assert.equal(cost.costUsd, null);
+    assert.equal((cost.modelCalls as unknown[]).length, usage.calls);
 
     const missing = await client.callTool({
       name: "show_run",
