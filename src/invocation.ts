@@ -228,6 +228,25 @@ export function asNextStep(value: unknown): NextStep | undefined {
 }
 
 /**
+ * The next step a recorded run's end names — its end error's `details.next`, such as the resume
+ * with a raised budget of a run its budget stopped — read from the run's recorded `state` (a
+ * checkpoint's); undefined when it names none.
+ *
+ * @example
+ * ```ts
+ * import { recordedNextStep } from "./invocation.ts";
+ * recordedNextStep({
+ *   end: { error: { details: { next: { action: "resume", runId: "r1", args: ["--budget-usd", "2"] } } } },
+ * }); // { action: "resume", runId: "r1", args: ["--budget-usd", "2"] }
+ * ```
+ */
+export function recordedNextStep(state: unknown): NextStep | undefined {
+  if (typeof state !== "object" || state === null) return undefined;
+  const end = (state as { end?: { error?: { details?: { next?: unknown } } } }).end;
+  return asNextStep(end?.error?.details?.next);
+}
+
+/**
  * How a printed command names the agent in folder `agentDir`: its folder name when it is
  * `.agent/<name>` of `userDir` (where agents are looked up by name), else its path from `userDir`
  * (`./agents/haiku`, or absolute when it is not below `userDir`).

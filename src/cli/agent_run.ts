@@ -13,6 +13,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
 import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { type CliFlags, type CommandLine, parseCommandLine } from "./args.ts";
@@ -26,7 +27,10 @@ import { formatResult } from "./summary.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { submissionOf } from "../worker/submissions.ts";
 import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
-import type { RunStore } from "../store/types.ts";
+import type { RunCheckpoint, RunStore } from "../store/types.ts";
+import { costOrNull } from "../token_counts.ts";
+import { cliPricing } from "./kit/pricing.ts";
+import { asNextStep } from "../invocation.ts";
 import { writeRecording } from "./replay_flags.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
@@ -61,6 +65,21 @@ const JSON_OUTPUT_DEPTH = 1_000;
  */
 export function jsonOutput(value: unknown): string {
   return JSON.stringify(boundDepth(value, JSON_OUTPUT_DEPTH), null, 2);
+}
+
+/** A run's result as `--json` prints it: a cost no call could be priced for is `null`, never 0. */
+function resultJson(result: StepFlowResult): unknown {
+  return { ...result, usage: { ...result.usage, costUsd: costOrNull(result.usage) } };
+}
+
+/** A checkpoint as `show --json` prints it: its usage's unknown cost `null`, never 0. */
+export function withKnownCost(checkpoint: RunCheckpoint): RunCheckpoint {
+  const usage = checkpoint.state.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage !== "object") return checkpoint;
+  const costUsd = costOrNull(
+    usage as { costUsd?: number; calls?: number; callsWithoutCost?: number },
+  );
+  return { ...checkpoint, state: { ...checkpoint.state, usage: { ...usage, costUsd } } };
 }
 
 /**
@@ -162,6 +181,12 @@ export async function runAgentFlow(
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
     const backendChoice = recordableChoice(choice);
+    // --pricing FILE over STEPFLOW_PRICING=FILE, both over agent.json's and the built-in prices.
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, ctx.userDir);
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
     // One runner per drive, each with the progress renderer of that drive.
     const runner = (drive: ProgressRenderer) =>
       new StepFlowRunner(definition, {
@@ -175,6 +200,8 @@ export async function runAgentFlow(
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        ...(Object.keys(budget).length ? { budget } : {}),
+        ...(pricing ? { pricing } : {}),
         // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
         ...(ask
           ? {
@@ -261,7 +288,7 @@ export async function runAgentFlow(
   }
   if (result.completionReason === "waiting" && result.waiting) {
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
-    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
       const form = await formOf(definition, result.waiting).catch(() => undefined);
       const runId = result.runId;
@@ -277,7 +304,7 @@ export async function runAgentFlow(
     return EXIT_CODES.waiting;
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -290,6 +317,19 @@ export async function runAgentFlow(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "budget_exceeded") {
+    if (!flags.json) {
+      // The next step the run's end names: the resume with a raised budget.
+      const next = asNextStep(result.error?.details?.next) ??
+        { action: "resume", runId: result.runId };
+      ctx.io.stderr.write(
+        `The run stays resumable: raise its budget and carry on inside the step with: ${
+          render(next.runId === result.runId && next.agent === undefined ? { ...next, agent } : next)
+        }\n`,
+      );
+    }
+    return EXIT_CODES.budgetExceeded;
+  }
   if (!flags.json) {
     const redrive = render({ action: "redrive", runId: result.runId, agent });
     // A configuration problem fails again on every redrive until the agent's files are fixed.
@@ -364,6 +404,7 @@ async function selectBackend(
   if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
   if (flags.model !== undefined) given.model = flags.model;
   if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  if (flags.fallbackModel.length > 0) given.fallbackModels = flags.fallbackModel;
   const name = backendName(flags, {
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
@@ -371,12 +412,20 @@ async function selectBackend(
   // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
     ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
-  const backend = await backendFromFlags({ ...choice, ...how }, {
+  const defaultModel = defaultModelOf(behavior.model);
+  // Always able to walk model chains (agent.json's, the steps', --fallback-model), with the
+  // options of these flags for the entries on other backends.
+  const { fallbackModels = [], ...chosen } = choice;
+  const backend = await backendFromFlags({ ...chosen, ...how, fallbackModel: fallbackModels }, {
     cwd: ctx.userDir,
-    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
+    ...(defaultModel !== undefined ? { defaultModel } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),

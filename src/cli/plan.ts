@@ -1,5 +1,5 @@
 /**
- * `deno task plan`: the PlanSpec command line (docs/planspec.md, "CLI: `deno task plan`").
+ * `stepflow plan` (`deno task plan`): the PlanSpec command line (docs/planspec.md).
  *
  * ```
  * deno task plan new "<description>"   generate a plan with an LLM → planspec/<snake_name>.md
@@ -11,8 +11,7 @@
  * ```
  *
  * Names resolve as `planspec/<name>.md`, then `Tasks/<name>/plan.md`, then as a path. Relative
- * paths and the `planspec/` folder are taken from `INIT_CWD` (set by `deno task` to the folder the
- * task was started from), else the current directory.
+ * paths and `planspec/` are from `INIT_CWD` (set by `deno task`), else the current directory.
  *
  * @module
  */
@@ -166,7 +165,8 @@ planspec.reflect.<id>, planspec.replan, planspec.children.<id>, planspec.regener
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
-75 another process is running the plan (try again later), 130 interrupted.
+75 another process is running the plan (try again later), 130 interrupted (Ctrl-C), 143 interrupted
+(SIGTERM).
 
 Examples:
   stepflow plan new "Add rate limiting to the public API"
@@ -594,7 +594,7 @@ export async function planCli(argv: readonly string[] = Deno.args): Promise<neve
     reason: new DOMException("interrupted", "AbortError"),
   });
   const code = await planMain([...argv], { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await planCli();

@@ -114,7 +114,8 @@ Options:
 ${declaredHelpLines(QPLAN_FLAGS, { width: 21 }).join("\n")}
 
 Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
-            2 usage error or a script that cannot run (syntax, validation, params, backend).
+            2 usage error or a script that cannot run (syntax, validation, params, backend),
+            130 interrupted with Ctrl-C, 143 with SIGTERM.
 
 Examples:
   stepflow qplan validate stats.qplan
@@ -499,7 +500,7 @@ export async function qplanCli(argv: readonly string[] = Deno.args): Promise<nev
     reason: new Error("interrupted (Ctrl-C)"),
   });
   const code = await qplanMain([...argv], { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await qplanCli();

@@ -29,6 +29,7 @@ import { declaredTable } from "./kit/flags.ts";
 import { displayPath } from "./kit/display_path.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, processIo } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 import { localizeCommands } from "../invocation.ts";
@@ -117,13 +118,18 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   return await MAINS[translated.name]!(translated.argv, io);
 }
 
-/** Runs an old-form command line on the real process (signals, stdio) and exits with its code. */
+/**
+ * Runs an old-form command line on the real process (signals, stdio) and exits with its code:
+ * SIGTERM cancels like Ctrl-C (exit 143); OTLP export when the environment asks for it
+ * (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
+ */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  return await exitProcess(interrupt.exitCode(code));
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ ${declaredHelpLines(RUN_PLAN_FLAGS, { width: 20 }).join("\n")}
 
 Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
 skipped because approval was not given; see --allow-skipped), 75 another process is running this
-plan file, 130 cancelled.
+plan file, 130 cancelled (Ctrl-C), 143 cancelled (SIGTERM).
 
 Examples:
   stepflow run-plan release.plan.json --yes
@@ -588,7 +588,7 @@ export async function runPlanCli(argv: readonly string[] = Deno.args): Promise<n
     reason: new Error("interrupted (Ctrl-C)"),
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await runPlanCli();

@@ -15,6 +15,21 @@ import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import {
+  type ModelPricing,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
+
+// The budget and price schemas live beside this file; agent.json's users import them from here.
+export {
+  type ModelPricing,
+  ModelPricingSchema,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
 
 /** Intents a structured gate routes on (docs/agents.md). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -225,6 +240,55 @@ export interface WaitTimeout {
   intent: GateIntent;
 }
 
+/** A model of a chain on another backend or server than the run's. */
+export const ModelOnBackendSchema = z.strictObject({
+  backend: z.enum(["openai", "anthropic"]).describe("The backend that serves this model"),
+  model: z.string().min(1),
+  baseUrl: z.string().min(1).optional().describe(
+    "The server (default: the backend's own: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the API)",
+  ),
+});
+/**
+ * A model of a chain on another backend or server than the run's: `{ "backend": "openai",
+ * "model": "gpt-5.4", "baseUrl": "http://127.0.0.1:8000/v1" }`.
+ */
+export interface ModelOnBackend {
+  /** The backend that serves the model. */
+  backend: "openai" | "anthropic";
+  /** The model. */
+  model: string;
+  /** The server (default: the backend's own, from its environment variables). */
+  baseUrl?: string;
+}
+
+/** One entry of a model chain: a model of the run's backend, or a model on another backend. */
+export const ModelChainEntrySchema = z.union([z.string().min(1), ModelOnBackendSchema]);
+/** One entry of a model chain: a model name (the run's backend) or a {@linkcode ModelOnBackend}. */
+export type ModelChainEntry = string | ModelOnBackend;
+
+/** `model` in agent.json and in a step: one model, or a fallback chain tried in order. */
+export const ModelSettingSchema = z.union([
+  z.string().min(1),
+  z.array(ModelChainEntrySchema).min(1),
+]).describe(
+  'A model name, or a fallback chain: ["claude-sonnet-5-5", { "backend": "openai", "model": "gpt-5.4" }] — a call falls through to the next entry on a rate limit, an overload or a 5xx after the retries, or a context-length refusal',
+);
+/**
+ * `model` in agent.json and in a step: a model name, or a fallback chain of entries tried in
+ * order (docs/backends.md, "Model fallback chains").
+ *
+ * @example
+ * ```ts
+ * import type { ModelSetting } from "./schema.ts";
+ * const chain: ModelSetting = [
+ *   "claude-sonnet-5-5",
+ *   "claude-haiku-4-5",
+ *   { backend: "openai", model: "gpt-5.4", baseUrl: "http://127.0.0.1:8000/v1" },
+ * ];
+ * ```
+ */
+export type ModelSetting = string | ModelChainEntry[];
+
 /** One step of the registry (both shapes; the validator enforces exactly one routing form). */
 export const StepSchema = z.strictObject({
   id: z.string().optional().describe("Must equal the step's key when present"),
@@ -243,7 +307,7 @@ export const StepSchema = z.strictObject({
   transitions: z.record(z.string(), TransitionTargetSchema).optional(),
   outputSchemaRef: OutputSchemaRefSchema.optional(),
   onError: OnErrorSchema.optional(),
-  model: z.string().optional(),
+  model: ModelSettingSchema.optional(),
   allowedTools: z.array(z.string()).optional(),
   disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
@@ -298,8 +362,8 @@ export interface StepDefinition {
   outputSchemaRef?: OutputSchemaRef;
   /** Error policy. */
   onError?: OnErrorValue;
-  /** Model override. */
-  model?: string;
+  /** Model override: a model, or a fallback chain. */
+  model?: ModelSetting;
   /** Tools override. */
   allowedTools?: string[];
   /** Refused tool rules (added to the agent's). */
@@ -448,7 +512,7 @@ export const AgentConfigSchema = z.strictObject({
       'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
     ),
     backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
-    model: z.string().min(1).optional(),
+    model: ModelSettingSchema.optional(),
   }),
   prompts: z.strictObject({
     registry: z.string().min(1).optional().describe(
@@ -469,7 +533,13 @@ export const AgentConfigSchema = z.strictObject({
     maxTotalIterations: z.int().positive().optional(),
     stepTimeoutMs: z.int().positive().optional(),
     runTimeoutMs: z.int().positive().optional(),
+    budget: RunBudgetSchema.optional().describe(
+      "A hard budget: checked before every model call and tool call (docs/budgets.md)",
+    ),
   }).optional(),
+  pricing: z.union([z.string().min(1), PriceListSchema]).optional().describe(
+    "Prices of the models this agent calls, over the built-in table: a JSON file in the agent folder, or the list itself",
+  ),
   completion: z.array(CompletionConditionSchema).optional().describe(
     "Completion conditions checked after every iteration",
   ),
@@ -504,7 +574,8 @@ export interface AgentConfig {
     permissionAsks?: "refuse" | "wait";
     mcpServers?: Record<string, unknown>;
     backend?: string;
-    model?: string;
+    /** A model, or a fallback chain (docs/backends.md, "Model fallback chains"). */
+    model?: ModelSetting;
   };
   /** Prompt settings. */
   prompts?: { registry?: string; fallbackDir?: string };
@@ -513,7 +584,18 @@ export interface AgentConfig {
   /** Declared parameters. */
   parameters?: Record<string, ParameterDefinition>;
   /** Run limits. */
-  limits?: { maxTotalIterations?: number; stepTimeoutMs?: number; runTimeoutMs?: number };
+  limits?: {
+    maxTotalIterations?: number;
+    stepTimeoutMs?: number;
+    runTimeoutMs?: number;
+    /** A hard budget: checked before every model call and tool call. */
+    budget?: RunBudget;
+  };
+  /**
+   * Prices of the models this agent calls, over the built-in table: a JSON file inside the agent
+   * folder (`"pricing": "prices.json"`), or the list itself (model name → prices).
+   */
+  pricing?: string | Record<string, ModelPricing>;
   /** Completion conditions checked after every iteration. */
   completion?: CompletionCondition[];
   /** Commands that command steps and validators may run (only with `--allow-run`). */
@@ -536,4 +618,6 @@ const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof CompletionConditionSchema>, CompletionCondition>,
   Exactly<z.infer<typeof CommandSpecSchema>, CommandSpec>,
   Exactly<z.infer<typeof WaitTimeoutSchema>, WaitTimeout>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Exactly<z.infer<typeof ModelOnBackendSchema>, ModelOnBackend>,
+  Exactly<z.infer<typeof ModelSettingSchema>, ModelSetting>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];

@@ -147,12 +147,24 @@ export type AnswerReading<T = unknown> =
   | { ok: true; value: T }
   | { ok: false; rejection: AnswerRejection };
 
-/** The options every {@linkcode askStructured} call takes, whatever its answer format. */
-export interface AskStructuredBaseOptions {
+/**
+ * The options every {@linkcode askStructured} call takes, whatever its answer format. `S` is what
+ * a call may return instead of an answer to end the ask (a step whose tool call waits for
+ * permission); `never` when calls always answer.
+ */
+export interface AskStructuredBaseOptions<S = never> {
   /** The request of the first call (its `outputSchema`, when set, is what the answer must match). */
   request: LlmRequest;
-  /** Makes one backend call (the caller adds its timeout, usage accounting, pause, …). */
-  call: (request: LlmRequest) => Promise<LlmResponse>;
+  /**
+   * Makes one backend call (the caller adds its timeout, usage accounting, pause, …). It may
+   * return a value `stops` recognises instead of a response: the ask then ends with it.
+   */
+  call: (request: LlmRequest) => Promise<LlmResponse | NoInfer<S>>;
+  /**
+   * Tells a call's result that ends the ask (see `call`) from a response; the ask then returns
+   * `{ ok: false, stopped }` without reading it or asking again. Needed when `S` is not `never`.
+   */
+  stops?: (result: LlmResponse | S) => result is S;
   /**
    * What a valid answer is, for the last line of a re-ask: "Answer again with only
    * <expected>." (default {@linkcode EXPECTED_JSON}).
@@ -170,8 +182,8 @@ export interface AskStructuredBaseOptions {
  * Options of {@linkcode askStructured}: a JSON answer checked by `validate` (read with
  * {@linkcode judgeAnswer}), or any answer read by `read` (PlanSpec text, a typed parse, …).
  */
-export type AskStructuredOptions<T = unknown> =
-  & AskStructuredBaseOptions
+export type AskStructuredOptions<T = unknown, S = never> =
+  & AskStructuredBaseOptions<S>
   & (
     | {
       /** Validates the JSON value of an answer; returns the problems (empty when it is valid). */
@@ -188,8 +200,16 @@ export type AskStructuredOptions<T = unknown> =
     }
   );
 
-/** The outcome of {@linkcode askStructured}. */
-export type AskStructuredResult<T = unknown> =
+/**
+ * The outcome of {@linkcode askStructured}: a valid answer, a rejected one, or (when calls may
+ * stop the ask, `S` not `never`) `{ ok: false, stopped }`.
+ */
+export type AskStructuredResult<T = unknown, S = never> =
+  | ([S] extends [never] ? never : {
+    ok: false;
+    /** What a call returned instead of an answer (see `AskStructuredBaseOptions.stops`). */
+    stopped: S;
+  })
   | {
     ok: true;
     /** The validated value. */
@@ -231,23 +251,29 @@ export type AskStructuredResult<T = unknown> =
  * console.log(result.ok, result.reasks); // true 1
  * ```
  */
-export async function askStructured<T = unknown>(
-  options: AskStructuredOptions<T>,
-): Promise<AskStructuredResult<T>> {
-  const { request, call } = options;
+export async function askStructured<T = unknown, S = never>(
+  options: AskStructuredOptions<T, S>,
+): Promise<AskStructuredResult<T, S>> {
+  type Result = AskStructuredResult<T, S>;
+  const { request, call, stops } = options;
   const maxReasks = options.maxReasks ?? 1;
   const maxDepth = options.maxDepth ?? MAX_OUTPUT_DEPTH;
   const read = options.read ??
     ((response: LlmResponse) =>
       judgeAnswer(response, options.validate!, maxDepth) as AnswerReading<T>);
-  let response = await call(request);
+  let result = await call(request);
   for (let reasks = 0;; reasks++) {
+    if (stops?.(result)) return { ok: false, stopped: result } as Result;
+    // Without `stops`, `S` is never: every result is a response.
+    const response = result as LlmResponse;
     const answer = excerpt(response.text, ANSWER_EXCERPT_CHARS);
     const judged = read(response);
-    if (judged.ok) return { ok: true, value: judged.value, response, answer, reasks };
-    if (reasks >= maxReasks) return { ok: false, ...judged.rejection, response, answer, reasks };
+    if (judged.ok) return { ok: true, value: judged.value, response, answer, reasks } as Result;
+    if (reasks >= maxReasks) {
+      return { ok: false, ...judged.rejection, response, answer, reasks } as Result;
+    }
     await options.onReask?.({ attempt: reasks + 1, answer, ...judged.rejection });
-    response = await call({
+    result = await call({
       ...request,
       kind: "reask",
       prompt: reaskPrompt(request.prompt, judged.rejection, options.expected),

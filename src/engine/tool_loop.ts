@@ -27,10 +27,19 @@ import { addTokenCounts } from "../token_counts.ts";
 import { AGENT_TOOL_LIMITS, truncateOutput } from "../tools/agent_limits.ts";
 import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import type { PermissionPolicy } from "../tools/permissions.ts";
-import { decide, type PermissionDeciders, refusalText } from "./tool_permission.ts";
+import {
+  decide,
+  decideResumed,
+  type PermissionAsk,
+  type PermissionDeciders,
+  type PermissionReply,
+  refusalText,
+} from "./tool_permission.ts";
+import { pathGuard, reachCallPaths } from "../tools/call_paths.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
+import { boundToolCalls, MAX_ARGUMENT_CHARS } from "./tool_call_bounds.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -38,11 +47,24 @@ export const DEFAULT_MAX_TOOL_TURNS = 50;
 export const DEFAULT_MAX_BAD_TOOL_CALLS = 8;
 /** Calls one turn may ask for; the rest are answered with an error. */
 export const MAX_CALLS_PER_TURN = 32;
-/** Characters of a call's arguments given as text. */
-const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
 // The permission ask and its answer live beside the decision (tool_permission.ts).
-export type { PermissionAsk, PermissionReply } from "./tool_permission.ts";
+export type {
+  PermissionAnswerOrWait,
+  PermissionAsk,
+  PermissionReply,
+  PermissionWaits,
+} from "./tool_permission.ts";
+
+/**
+ * How a tool-loop call ended without an answer: a call's permission ask waits (its answerer said
+ * `"wait"`). The loop stopped before that call ran; nothing after it ran either. The caller makes
+ * its run wait and, once answered, calls again with {@linkcode ToolLoopOptions.resume}.
+ */
+export interface ToolLoopWait {
+  /** The ask that waits. */
+  waiting: PermissionAsk;
+}
 
 /** What happened to one call, for logs and events. */
 export interface ToolCallRecord {
@@ -93,12 +115,18 @@ export interface ToolLoopOptions {
   /**
    * Answers an "ask" decision: `true` (or a reply with `allow: true`) runs the call; `undefined`
    * means nobody could answer. Without it, or when it returns `undefined`, the call is refused and
-   * the model is told which rule or mode would allow it. `signal` is the call's (cancel, timeout):
-   * an answerer that waits for a person stops waiting when it fires.
+   * the model is told which rule or mode would allow it. `signal` is the call's (cancel,
+   * timeout): an answerer that waits for a person stops waiting when it fires. (An answerer that
+   * may say `"wait"` instead goes through {@linkcode runToolLoop}.)
    */
-  onPermissionRequest?: PermissionDeciders["onPermissionRequest"];
+  onPermissionRequest?: (
+    ask: PermissionAsk,
+    signal?: AbortSignal,
+  ) => boolean | PermissionReply | undefined | Promise<boolean | PermissionReply | undefined>;
   /** Told after each call. */
   onToolCall?: (record: ToolCallRecord) => void;
+  /** The run the calls belong to: tools get it as `ToolContext.runId`. */
+  runId?: string;
   /**
    * Told as each call moves on — `requested`, `decided`, `finished`, in that order — and awaited:
    * a call runs only once its `decided` report returned (a store records it before it acts).
@@ -183,6 +211,26 @@ export async function completeWithTools(
   loop: ToolLoopOptions,
   options: LlmCallOptions = {},
 ): Promise<LlmResponse> {
+  // Its answerer never says "wait" (ToolLoopOptions' type), so the loop never ends with a wait.
+  return await runToolLoop(request, loop, options) as LlmResponse;
+}
+
+/** {@linkcode ToolLoopOptions} whose answerer may say `"wait"` (see {@linkcode runToolLoop}). */
+export type WaitingToolLoopOptions = Omit<ToolLoopOptions, "onPermissionRequest"> & {
+  /** {@linkcode ToolLoopOptions.onPermissionRequest}, or `"wait"`: the call waits. */
+  onPermissionRequest?: PermissionDeciders["onPermissionRequest"];
+};
+
+/**
+ * {@linkcode completeWithTools} for a caller whose permission asks may wait: an answerer that says
+ * `"wait"` ends the loop at that call, before it runs, with a {@linkcode ToolLoopWait} — returned,
+ * never thrown, so the caller's run waits as it does for any other wait.
+ */
+export async function runToolLoop(
+  request: LlmRequest,
+  loop: WaitingToolLoopOptions,
+  options: LlmCallOptions = {},
+): Promise<LlmResponse | ToolLoopWait> {
   const maxTurns = loop.maxToolTurns ?? DEFAULT_MAX_TOOL_TURNS;
   const maxBad = loop.maxBadCalls ?? DEFAULT_MAX_BAD_TOOL_CALLS;
   const offered = new Set(loop.offered);
@@ -206,13 +254,14 @@ export async function completeWithTools(
     options.signal?.throwIfAborted();
     // A resumed call takes its recorded turns first; the model answers the turns after them.
     const recorded = replay?.turns[turn - 1];
-    const answer = recorded ?? await loop.backend.toolTurn({
+    const asked = recorded ?? await loop.backend.toolTurn({
       kind: request.kind,
       agent: request.agent,
       cwd: request.cwd,
       stepId: request.stepId,
       iteration: request.iteration,
       ...(request.model ? { model: request.model } : {}),
+      ...(request.modelChain ? { modelChain: request.modelChain } : {}),
       ...(request.systemPrompt ? { systemPrompt: request.systemPrompt } : {}),
       ...(sessionId ? { sessionId } : {}),
       // A copy: the conversation grows after this turn, and a backend may keep what it was sent.
@@ -220,11 +269,17 @@ export async function completeWithTools(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
+    // Bounded before anything keeps it: the log, a recording, the conversation, events.
+    const { turn: answer, oversized } = boundToolCalls(asked, turn);
     await loop.onTurn?.(answer, recorded !== undefined);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) addTokenCounts(usage, answer.usage);
     else usageKnown = false;
     cost += answer.costUsd ?? 0;
+    // The model chain's fall-throughs of every turn, and who answered the last one.
+    if (answer.fallbacks?.length) (response.fallbacks ??= []).push(...answer.fallbacks);
+    if (answer.model !== undefined) response.model = answer.model;
+    if (answer.backend !== undefined) response.backend = answer.backend;
     if (answer.toolCalls.length === 0) {
       response.text = answer.text;
       if (answer.structuredOutput !== undefined) {
@@ -252,16 +307,21 @@ export async function completeWithTools(
         badInARow = done.isError ? badInARow + 1 : 0;
         continue;
       }
-      const record = index < MAX_CALLS_PER_TURN
-        ? await runCall(call, request, loop, offered, options.signal, replay?.started.get(key))
-        : await reportInvalid(
+      const size = oversized.get(index);
+      const record = index >= MAX_CALLS_PER_TURN || size !== undefined
+        ? await reportInvalid(
           loop,
           invalid(
             call,
             request,
-            `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+            size === undefined
+              ? `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`
+              : `Arguments of ${call.name}: more than ${MAX_ARGUMENT_CHARS} characters (${size}); send less.`,
           ),
-        );
+        )
+        : await runCall(call, request, loop, offered, options.signal, replay?.started.get(key));
+      // A call whose ask waits ends the loop here: it has not run, and neither has any after it.
+      if ("waiting" in record) return record;
       await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
       loop.onToolCall?.(record);
       results.push({
@@ -297,11 +357,11 @@ export async function completeWithTools(
 async function runCall(
   call: ToolCallRequest,
   request: LlmRequest,
-  loop: ToolLoopOptions,
+  loop: WaitingToolLoopOptions,
   offered: ReadonlySet<string>,
   signal: AbortSignal | undefined,
   startedBy: string | undefined,
-): Promise<ToolCallRecord> {
+): Promise<ToolCallRecord | ToolLoopWait> {
   const parsed = parseArguments(call.arguments);
   await loop.onToolCallEvent?.({
     phase: "requested",
@@ -344,10 +404,13 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
+  // Its paths, resolved once: what the rules judge is what the tool acts on.
+  const paths = await reachCallPaths(call.name, args, request.cwd);
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
-    ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
-    : await decide(call, args, request, loop, signal);
+    ? decideResumed(loop.policy, call, args, request.cwd, startedBy, paths?.judged)
+    : await decide(call, args, request, loop, signal, paths?.judged);
+  if (decision.behavior === "wait") return { waiting: decision.ask };
   const decided = {
     decidedBy: decision.by,
     decidedAt: decision.at,
@@ -387,7 +450,9 @@ async function runCall(
     const value = await loop.tools.invoke(call.name, args, {
       workspaceRoot: request.cwd,
       stepId: request.stepId,
+      ...(loop.runId !== undefined ? { runId: loop.runId } : {}),
       ...(signal ? { signal } : {}),
+      ...(paths ? { paths: pathGuard(loop.policy, request.cwd, call.name, paths) } : {}),
     });
     result = typeof value === "string" ? value : JSON.stringify(value ?? null);
   } catch (error) {
@@ -415,7 +480,7 @@ async function runCall(
 
 /** The `decided` report of a call found invalid before any permission was asked. */
 async function reportInvalid(
-  loop: ToolLoopOptions,
+  loop: WaitingToolLoopOptions,
   record: ToolCallRecord,
 ): Promise<ToolCallRecord> {
   await loop.onToolCallEvent?.(callEvent("decided", record));

@@ -7,6 +7,12 @@
  * answer given to the parent is recorded in the child. The child's usage is added to the parent's
  * as it grows (each drive adds only what is new).
  *
+ * The child is recorded as a run of its own agent: in the store its parent's store gives for that
+ * agent (`RunStore.forAgent`; the file store of an agent gives the child agent's own folder), so
+ * `stepflow runs CHILD` lists it and `stepflow show ID` shows it. The link says where
+ * (`store: "agent"`); a link without it — a child started before this, or one whose agent shares
+ * the parent's store — is continued in the parent's store, where it is.
+ *
  * @module
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
@@ -16,13 +22,15 @@ import { newRunId } from "../store/run_id.ts";
 import type { RecordedAnswer } from "./input_request.ts";
 import type { ChildRunLink, RunnerState } from "./run_state.ts";
 import type { ParentRunLink, RunOptions, RunUsage, StepFlowResult } from "./types.ts";
+import { addUsageBeyond, type SpendLedger } from "./spend_ledger.ts";
+import { attachChildAccount } from "./run_spend.ts";
 
 /** How deep agent steps nest by default (`StepFlowRunnerOptions.maxAgentDepth`). */
 export const DEFAULT_MAX_AGENT_DEPTH = 8;
 
-/** What drives a child run: a runner of the child's agent (the parent's options, no events). */
+/** What drives a child run: a run of the child's agent (the parent's options, no events). */
 export interface ChildRunner {
-  /** `StepFlowRunner.run`. */
+  /** Drives the child run as `options` say (`StepFlowRunner.run`). */
   run(options: RunOptions): Promise<StepFlowResult>;
 }
 
@@ -34,7 +42,7 @@ export interface ChildRunContext {
   step: FlowStep;
   /** The child's parameters. */
   args: Record<string, unknown>;
-  /** The parent's store (the child is recorded in it too). */
+  /** The parent's store (the child is recorded in the store it gives for the child's agent). */
   store?: RunStore;
   /** The parent's signal: a stopped parent stops its child. */
   signal: AbortSignal;
@@ -42,10 +50,15 @@ export interface ChildRunContext {
   maxDepth: number;
   /** The parent's agent name. */
   parentAgent: string;
-  /** A runner of the child's agent. */
-  runner(definition: AgentDefinition): ChildRunner;
+  /** A runner of the child's agent, recording it in `store` (the child's, see `childStore`). */
+  runner(definition: AgentDefinition, store: RunStore | undefined): ChildRunner;
   /** Logs the child's start and checkpoints the parent's state (with the link) before it starts. */
   record(link: ChildRunLink): Promise<void>;
+  /**
+   * The parent's spend ledger: the child's spend is added to it (and to the link) as it happens,
+   * and the child's calls are checked against the parent's budget too.
+   */
+  spend?: SpendLedger;
 }
 
 /** Runs or continues the agent step's child run; returns how its drive ended. */
@@ -69,7 +82,15 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
   }
   let link = state.child?.stepId === step.id ? state.child : undefined;
   if (!link) {
-    link = { stepId: step.id, runId: newRunId(), agent: child.name, usage: zeroUsage() };
+    // Recorded as a run of its own agent, in the store the parent's store gives for it.
+    const own = ctx.store?.forAgent?.(child) ?? ctx.store;
+    link = {
+      stepId: step.id,
+      runId: newRunId(),
+      agent: child.name,
+      usage: zeroUsage(),
+      ...(own !== ctx.store ? { store: "agent" as const } : {}),
+    };
     state.child = link;
     await ctx.record(link);
   }
@@ -81,25 +102,71 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     stepId: step.id,
     depth,
   };
-  const result = await childDrive(ctx, child, link.runId, parent, answer);
-  addUsage(state.usage, result.usage, link.usage);
+  const store = childStore(ctx.store, link, child, state.runId);
+  const result = await childDrive(ctx, child, store, link, parent, answer);
+  // The child's spend reached the parent as it happened (its ledger's account); what is left is
+  // what no ledger told the parent (a child run of another process, read from its checkpoint).
+  addUsageBeyond(state.usage, result.usage, link.usage);
   link.usage = { ...result.usage };
   // An unfinished child stays linked (a resume or an answer continues it), and so does a child
-  // stopped with its parent (a redrive of the parent redrives it); an ended one does not, so the
-  // step's next iteration (a retry, a loop back) starts a new child.
-  if (result.completionReason !== "waiting" && !ctx.signal.aborted) delete state.child;
+  // stopped with its parent (a redrive of the parent redrives it) or by a budget (a resume of the
+  // parent continues it); an ended one does not, so the step's next iteration (a retry, a loop
+  // back) starts a new child.
+  if (
+    result.completionReason !== "waiting" && result.completionReason !== "budget_exceeded" &&
+    !ctx.signal.aborted
+  ) {
+    delete state.child;
+  }
   return result;
+}
+
+/**
+ * The store a linked child run is recorded in: its own agent's (`RunStore.forAgent`) when the link
+ * says so, else the parent's. A link that says "its agent's" with a parent store that cannot say
+ * where that is (a file store made for one folder, not for an agent) is refused rather than
+ * continued in the wrong place: a child not found there would be started a second time.
+ *
+ * @throws {StepflowError} `AGENT_STEP_CHILD_STORE`
+ */
+export function childStore(
+  store: RunStore | undefined,
+  link: ChildRunLink,
+  child: AgentDefinition,
+  parentRunId: string,
+): RunStore | undefined {
+  if (link.store !== "agent") return store;
+  const own = store?.forAgent?.(child);
+  if (own === undefined || own === store) {
+    throw new StepflowError(
+      "AGENT_STEP_CHILD_STORE",
+      `Run ${parentRunId}: its agent step "${link.stepId}" started child run ${link.runId} as a run of agent "${child.name}", recorded in that agent's own store, but this runner's store cannot say where that is (a store made for one folder). Continue the run with the store of its agent (runStoreFor(definition) or selectRunStore(definition), as the stepflow command does).`,
+      { details: { runId: parentRunId, stepId: link.stepId, childRunId: link.runId } },
+    );
+  }
+  return own;
 }
 
 async function childDrive(
   ctx: ChildRunContext,
   child: AgentDefinition,
-  runId: string,
+  store: RunStore | undefined,
+  link: ChildRunLink,
   parent: ParentRunLink,
   answer: RecordedAnswer | undefined,
 ): Promise<StepFlowResult> {
-  const checkpoint = await childCheckpoint(ctx.store, runId);
-  const runner = ctx.runner(child);
+  const runId = link.runId;
+  const checkpoint = await childCheckpoint(store, runId);
+  const childRunner = ctx.runner(child, store);
+  // Each drive of the child adds its spend to the parent's ledger as it happens.
+  const runner: ChildRunner = {
+    run: (options) =>
+      childRunner.run(
+        ctx.spend
+          ? attachChildAccount(options, ctx.spend.childAccount(ctx.step.id, link.usage))
+          : options,
+      ),
+  };
   const signal = ctx.signal;
   const backendChoice = ctx.state.backendChoice;
   const permissionMode = ctx.state.permissionMode;
@@ -115,6 +182,8 @@ async function childDrive(
     });
   }
   const ended = endedResult(checkpoint);
+  // Stopped by a budget (its own or the parent's): it carries on inside its step.
+  if (checkpoint.status === "budget_exceeded") return await runner.run({ resume: runId, signal });
   if (ended && STOPPED.has(ended.completionReason)) {
     // Stopped with its parent (cancel, Ctrl-C, the run time limit): it goes on where it stopped.
     return await runner.run({ redrive: runId, signal });
@@ -198,14 +267,4 @@ function baseResult(
 
 function zeroUsage(): RunUsage {
   return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
-}
-
-/** Adds to `total` what `now` has beyond `counted` (a child's usage already added before). */
-function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
-  total.inputTokens += Math.max(0, now.inputTokens - counted.inputTokens);
-  total.outputTokens += Math.max(0, now.outputTokens - counted.outputTokens);
-  total.costUsd += Math.max(0, now.costUsd - counted.costUsd);
-  total.calls += Math.max(0, now.calls - counted.calls);
-  const without = Math.max(0, (now.callsWithoutUsage ?? 0) - (counted.callsWithoutUsage ?? 0));
-  total.callsWithoutUsage = (total.callsWithoutUsage ?? 0) + without;
 }

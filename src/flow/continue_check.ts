@@ -7,10 +7,12 @@
  */
 import { StepflowError } from "../errors.ts";
 import type { RunStatus } from "../store/types.ts";
+import { recordedNextStep } from "../invocation.ts";
 
 /**
  * Throws `RUN_NOT_RESUMABLE` (resume of a run that ended) or `RUN_NOT_REDRIVABLE` (redrive of a
- * completed or still running run).
+ * completed or still running run, or of one its budget stopped: its next step is the resume with
+ * the raised budget its end recorded, read from `state`, the run's recorded state).
  *
  * @example
  * ```ts
@@ -23,6 +25,7 @@ export function assertContinuable(
   runId: string,
   status: RunStatus,
   mode: "resume" | "redrive",
+  state?: unknown,
 ): void {
   const active = status === "running" || status === "paused";
   if (mode === "redrive" && status === "waiting") {
@@ -33,6 +36,14 @@ export function assertContinuable(
     );
   }
   if (mode === "resume" && status === "waiting") return; // the runner checks the answer or the timeout
+  if (status === "budget_exceeded") {
+    if (mode === "resume") return; // it carries on inside the step its budget stopped it in
+    throw new StepflowError(
+      "RUN_NOT_REDRIVABLE",
+      `Run ${runId} was stopped by its budget; it has not failed. Resume it with a higher budget to carry on inside its step.`,
+      { details: { runId, next: recordedNextStep(state) ?? { action: "resume", runId } } },
+    );
+  }
   if (mode === "redrive" && (status === "completed" || active)) {
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",
@@ -53,3 +64,4 @@ export function assertContinuable(
     );
   }
 }
+

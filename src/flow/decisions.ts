@@ -2,13 +2,13 @@
  * What the runner does after a response, as pure functions over data: a check verdict, a gate
  * reading, a schema strike, a completion condition or an execution failure in, an {@linkcode Outcome}
  * out (go to a step, or end the run and why). Nothing here calls a backend, emits an event, writes
- * a log or touches the run state: the loop in `runner.ts` does that with what these return, so every
+ * a log or touches the run state: the loop in `flow_run.ts` does that with what these return, so every
  * rule of docs/runner.md ("How one iteration runs", "Error policies") can be tested on plain
  * values.
  *
  * @module
  */
-import type { PendingInput } from "./input_request.ts";
+import type { WaitOutcome } from "./run_wait.ts";
 import type { CompletionCondition, GateIntent } from "../definition/schema.ts";
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { CheckVerdict } from "./check.ts";
@@ -26,13 +26,18 @@ export interface StepError {
   message: string;
   /** The step it happened at. */
   stepId?: string;
+  /**
+   * Facts about it as data; `next` is the step that carries the run on (a `NextStep`:
+   * `{ action: "resume", runId, args }` for a run its budget stopped), which the CLI prints as a
+   * command line and the dashboard as a command.
+   */
+  details?: Record<string, unknown>;
 }
 
 /**
- * What one iteration decided: run a step next, end the run, or (an input step) stop the run until
- * a person answers `prompt` — a wait is not an iteration: it records no history entry, and the
- * iteration that routes on the answer is the step's. An agent step whose child run waits returns a
- * wait with the child's request (`child`): the parent waits on the same question.
+ * What one iteration decided: run a step next, end the run, or wait ({@linkcode WaitOutcome}: the
+ * drive stops until what the run waits for is answered — a wait is not an iteration: it records
+ * no history entry, and the iteration that goes on from the answer is the step's).
  */
 export type Outcome =
   | { kind: "goto"; stepId: string; transition: Transition }
@@ -43,7 +48,7 @@ export type Outcome =
     output?: unknown;
     error?: StepError;
   }
-  | { kind: "wait"; prompt: string; child?: PendingInput };
+  | WaitOutcome;
 
 /** An outcome that moves the run (everything but a wait). */
 export type MovingOutcome = Exclude<Outcome, { kind: "wait" }>;

@@ -5,7 +5,9 @@
  * answered with `--answer RUN_ID --value '{"decision":"allow"}'`, the dashboard's form,
  * `StepFlowRunner.answer`, workers). The answer's shape is fixed (`{ "decision": "allow" | "deny" }`);
  * the answer resumes the run inside the step (its turns and finished calls replayed from the run
- * log) and the call runs or is refused, its record naming who answered.
+ * log) and the call runs or is refused, its record naming who answered. The wait itself is returned,
+ * not thrown: the run's permission hook answers `"wait"`, the tool loop stops at the call and
+ * returns it, and the step's handler returns it as its outcome (`run_wait.ts`).
  *
  * @module
  */
@@ -17,17 +19,6 @@ import {
   type PermissionRequest,
   type RecordedAnswer,
 } from "./input_request.ts";
-
-/** Thrown by the runner's permission hook to stop the step and make the run wait. */
-export class PermissionWait extends Error {
-  /** The ask that waits. */
-  readonly ask: PermissionAsk;
-  /** @param ask the ask that waits */
-  constructor(ask: PermissionAsk) {
-    super(`the tool call ${ask.tool} waits for permission`);
-    this.ask = ask;
-  }
-}
 
 /** The request a run waits on for `ask` (its prompt says what runs and how to answer). */
 export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
@@ -59,8 +50,8 @@ export function permissionPending(ask: PermissionAsk, now: Date): PendingInput {
 
 /**
  * The permission hook of a step: a recorded answer to this very call (same step, tool and call
- * id) decides it, once; otherwise, when asks wait, the step stops and the run waits
- * ({@linkcode PermissionWait}); otherwise `undefined` (the call is refused as nobody can be asked).
+ * id) decides it, once; otherwise `undefined` (the run's other answerers are asked next, and,
+ * when asks wait, the call waits).
  */
 export function answeredPermission(
   state: { answer?: RecordedAnswer },

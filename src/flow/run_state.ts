@@ -15,6 +15,8 @@ import type { MovingOutcome, StepError } from "./decisions.ts";
 import type { PendingInput, RecordedAnswer } from "./input_request.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { RunBudget } from "../definition/schema.ts";
+import type { StepSpend } from "./spend_ledger.ts";
 import type {
   CompletionReason,
   HistoryEntry,
@@ -71,8 +73,18 @@ export interface RunnerState {
   validationRetries?: number;
   /** The failed validation the next iteration's retry prompt reports. */
   validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
-  /** Summed usage. */
+  /** Summed usage: every model call and tool call of the run and of its child runs. */
   usage: RunUsage;
+  /**
+   * The budget given for the run (the runner's `budget` option: `--budget-usd`, `--budget-tokens`),
+   * over agent.json `limits.budget`. Kept by resume, redrive and workers; given again, it is raised
+   * (or lowered) dimension by dimension.
+   */
+  budget?: RunBudget;
+  /** What each step spent (its calls, its child runs): a budget stop names the top steps. */
+  spendByStep?: Record<string, StepSpend>;
+  /** The run log's `model_call` lines counted in `usage` (a resume adds the ones after them). */
+  loggedModelCalls?: number;
   /**
    * How the run's backend was chosen (`RunOptions.backendChoice`), for resume, redrive and workers
    * to continue on the same backend. Absent when the caller did not say.
@@ -107,7 +119,7 @@ export interface RunnerState {
     reason: CompletionReason;
     stepId: string;
     output?: unknown;
-    error?: { code: string; message: string; stepId?: string };
+    error?: { code: string; message: string; stepId?: string; details?: Record<string, unknown> };
   };
 }
 
@@ -121,6 +133,13 @@ export interface ChildRunLink {
   agent: string;
   /** The child's usage already added to the parent's (the next drive adds only what is new). */
   usage: RunUsage;
+  /**
+   * `agent`: the child is recorded as a run of its own agent, in the store the parent's store
+   * gives for it (`RunStore.forAgent`: the file store's folder of the child agent). Absent: in the
+   * parent's store — every child whose agent shares the parent's store, and every child started
+   * before children were recorded with their own agent (such a run is continued where it is).
+   */
+  store?: "agent";
 }
 
 /** The store status a run that ended for each reason is recorded with (`waiting`: not ended). */
@@ -135,6 +154,7 @@ export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Ob
   schema_resolution_failed: "failed",
   step_routing_failed: "failed",
   step_failed: "failed",
+  budget_exceeded: "budget_exceeded",
 });
 
 /** The state of a new run of `definition`, at its entry step. */

@@ -16,8 +16,10 @@ import { StepflowError } from "../errors.ts";
 import { handoffKey, readPath } from "./gate.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { RunnerState } from "./run_state.ts";
+import { waitFor } from "./run_wait.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import type { StepFlowResult } from "./types.ts";
+import { BudgetExceeded } from "./spend_ledger.ts";
 
 /**
  * The child's parameters from the step's `args`: `{handoff.<key>}` takes the latest handoff value
@@ -87,10 +89,22 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
       runId: child.runId,
       agent: step.child!.name,
       completionReason: child.completionReason,
+      usage: { ...child.usage },
     },
   };
   if (child.completionReason === "waiting" && child.waiting) {
-    return { outcome: { kind: "wait", prompt: child.waiting.prompt, child: child.waiting } };
+    return {
+      outcome: waitFor({ kind: "child", runId: child.runId, request: child.waiting }),
+    };
+  }
+  if (child.completionReason === "budget_exceeded") {
+    // Its budget or this run's stopped it: this run stops too, and a resume continues the child.
+    throw new BudgetExceeded(
+      undefined,
+      `Agent step "${step.id}": its child run ${child.runId} (agent ${step.child?.name}) was stopped by a budget: ${
+        child.error?.message ?? "budget exceeded"
+      }`,
+    );
   }
   if (!child.success) return { record, error: childFailed(step, child) };
   const handoff = childHandoff(step, child.output);

@@ -7,6 +7,7 @@
 import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { checkRequest } from "./backend_call.ts";
 import { interpretCheck } from "./check.ts";
+import { isWait } from "./run_wait.ts";
 import { checkOutcome } from "./decisions.ts";
 import type { StepHandler } from "./step_handler.ts";
 import { prepareStep } from "./step_prompt.ts";
@@ -15,6 +16,8 @@ import { prepareStep } from "./step_prompt.ts";
 export const runCheckGatedStep: StepHandler = async (step, state, deps) => {
   const { request, vars } = await prepareStep(step, state, deps);
   const response = await deps.call(request);
+  // A tool call that waits for permission: the run waits (the step runs again once answered).
+  if (isWait(response)) return { outcome: response };
   const answer = excerpt(response.text, ANSWER_EXCERPT_CHARS);
   state.checkRuns++;
   if (state.checkRuns < step.iterations.min) {
@@ -32,6 +35,7 @@ export const runCheckGatedStep: StepHandler = async (step, state, deps) => {
     // The step's own answer stays in its history entry when the check fails.
     return { error, record: { answer } };
   }
+  if (isWait(checked)) return { outcome: checked };
   const verdict = interpretCheck(checked);
   const decided = checkOutcome(step, state, verdict);
   Object.assign(state, decided.counters);

@@ -7,7 +7,7 @@
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { EventEmitter } from "../events/emitter.ts";
-import type { StepInfo } from "../events/types.ts";
+import type { ModelFallbackEvent, StepInfo } from "../events/types.ts";
 import type { ReaskInfo } from "../engine/ask_structured.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
@@ -16,6 +16,8 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { IterationToolCalls } from "./permission_asks.ts";
+import type { StepCallJournal } from "./step_call_journal.ts";
+import type { WaitOutcome } from "./run_wait.ts";
 import type { StepDependencies } from "./step_handler.ts";
 import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
@@ -35,14 +37,15 @@ export interface RunResources {
   readonly schemas: OutputSchemaCache;
   /** Logs `step_start`. */
   logStepStart(state: RunnerState, step: FlowStep, prompt?: string): Promise<void>;
-  /** One backend call for `step`. */
+  /** One backend call for `step` (`inStep`: the iteration's call journal, when recorded). */
   call(
     request: LlmRequest,
     state: RunnerState,
     step: FlowStep,
     calls: RecordedCall[],
     toolCalls: IterationToolCalls,
-  ): Promise<LlmResponse>;
+    inStep: StepCallJournal | undefined,
+  ): Promise<LlmResponse | WaitOutcome>;
   /** Makes a re-ask visible. */
   reask(state: RunnerState, step: FlowStep, info: ReaskInfo): Promise<void>;
   /** What running an allowed command needs. */
@@ -69,15 +72,28 @@ export class IterationDependencies implements StepDependencies {
   readonly calls: RecordedCall[] = [];
   /** The iteration's tool calls, for its history entry. */
   readonly toolCalls: IterationToolCalls = { list: [], omitted: 0 };
+  /** The model chain's fall-throughs of the iteration's answered calls, for its history entry. */
+  readonly fallbacks: ModelFallbackEvent[] = [];
   readonly #run: RunResources;
   readonly #state: RunnerState;
   readonly #step: FlowStep;
+  readonly #inStep: StepCallJournal | undefined;
 
-  /** Binds the run's resources to one iteration of `step`. */
-  constructor(run: RunResources, state: RunnerState, step: FlowStep, readonly info: StepInfo) {
+  /**
+   * Binds the run's resources to one iteration of `step`; `inStep` is the iteration's call
+   * journal (a recorded step with tools).
+   */
+  constructor(
+    run: RunResources,
+    state: RunnerState,
+    step: FlowStep,
+    readonly info: StepInfo,
+    inStep: StepCallJournal | undefined,
+  ) {
     this.#run = run;
     this.#state = state;
     this.#step = step;
+    this.#inStep = inStep;
   }
 
   /** The agent. */
@@ -111,8 +127,17 @@ export class IterationDependencies implements StepDependencies {
     return this.#run.logStepStart(this.#state, this.#step, prompt);
   }
   /** See {@linkcode StepDependencies.call}. */
-  call(request: LlmRequest): Promise<LlmResponse> {
-    return this.#run.call(request, this.#state, this.#step, this.calls, this.toolCalls);
+  async call(request: LlmRequest): Promise<LlmResponse | WaitOutcome> {
+    const response = await this.#run.call(
+      request,
+      this.#state,
+      this.#step,
+      this.calls,
+      this.toolCalls,
+      this.#inStep,
+    );
+    if ("fallbacks" in response && response.fallbacks) this.fallbacks.push(...response.fallbacks);
+    return response;
   }
   /** See {@linkcode StepDependencies.reask}. */
   reask(info: ReaskInfo): Promise<void> {

@@ -15,6 +15,7 @@ import type { CompiledOutputSchema } from "./output_validator.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import { prepareStep } from "./step_prompt.ts";
+import { isWait } from "./run_wait.ts";
 import { validateStep } from "./step_validation.ts";
 
 /** Runs one iteration of a gate-routed (or closing) step. */
@@ -38,10 +39,13 @@ export const runGateRoutedStep: StepHandler = async (step, state, deps) => {
   const asked = await askStructured({
     request,
     call: (req) => deps.call(req),
+    // A tool call that waits for permission ends the ask: the run waits.
+    stops: isWait,
     validate: (value) => validationProblems(schema.validate, value),
     maxReasks: deps.options.maxSchemaRetries ?? 1,
     onReask: (reask) => deps.reask(reask),
   });
+  if ("stopped" in asked) return { outcome: asked.stopped };
   const answer = asked.answer;
   if (!asked.ok) {
     const problems = [asked.reason, ...asked.errors];

@@ -1,14 +1,16 @@
 /**
  * What a step kind is to the runner: one {@linkcode StepHandler}, a function from the step, the run
  * state and the iteration's {@linkcode StepDependencies} to a {@linkcode StepResult}. The loop in
- * `runner.ts` only calls the handler of the current step's kind (`step_handlers.ts`), records the
+ * `flow_run.ts` only calls the handler of the current step's kind (`step_handlers.ts`), records the
  * result and routes; everything a kind does — prompts, backend calls, commands, validators — is in
  * its handler's file (`step_check_gated.ts`, `step_gate_routed.ts`, `step_command.ts`).
  *
  * A handler keeps nothing between iterations itself: what must survive (counters, handoff) is in
  * the {@linkcode RunnerState}, which is checkpointed after every iteration. A step that runs a child
- * flow awaits it through a dependency (the agent step: `runChild`); a step that waits for input
- * returns an outcome the loop records before it stops (the `wait` outcome in `decisions.ts`).
+ * flow awaits it through a dependency (the agent step: `runChild`). A step that cannot go on until
+ * someone answers — an input step, a tool call whose permission waits, a child run that waits —
+ * returns a wait as its outcome (`run_wait.ts`), which the loop records before the drive stops;
+ * nothing is thrown to mean "wait".
  *
  * @module
  */
@@ -22,6 +24,7 @@ import type { AgentCommandContext } from "./agent_command.ts";
 import type { Outcome } from "./decisions.ts";
 import type { OutputSchemaCache } from "./output_validator.ts";
 import type { RunnerState } from "./run_state.ts";
+import type { WaitOutcome } from "./run_wait.ts";
 import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 /** The fields of its history entry a step fills in (the loop adds id, iteration, timing, route). */
@@ -85,8 +88,12 @@ export interface StepDependencies {
    * known; when the step fails before, the loop logs it without a prompt.
    */
   started(prompt?: string): Promise<void>;
-  /** One backend call (step timeout, pause, cancel, retry notices, usage). */
-  call(request: LlmRequest): Promise<LlmResponse>;
+  /**
+   * One backend call (step timeout, pause, cancel, retry notices, usage). When a tool call of it
+   * waits for permission, the call returns the run's wait instead of a response: the handler
+   * returns it as its outcome (`isWait` in `run_wait.ts`).
+   */
+  call(request: LlmRequest): Promise<LlmResponse | WaitOutcome>;
   /** Makes a re-ask visible before it is sent (`onStepRetry` with `OUTPUT_REASK`, `step_reask`). */
   reask(info: ReaskInfo): Promise<void>;
   /** What running an allowed command needs (command steps, validators). */

@@ -13,6 +13,7 @@ import { StepflowError } from "../errors.ts";
 import { stepPromptVariables } from "./step_prompt.ts";
 import { gateOutcome } from "./decisions.ts";
 import { waitExpired } from "./input_request.ts";
+import { waitFor } from "./run_wait.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { StepDependencies, StepHandler, StepResult } from "./step_handler.ts";
 
@@ -54,7 +55,7 @@ export const runInputStep: StepHandler = async (step, state, deps) => {
   }
   // A new wait: the schema must resolve now (it is what the answer is checked against).
   await deps.schemas.resolve(step.outputSchemaRef!, step.id);
-  return { outcome: { kind: "wait", prompt: await inputPrompt(step, state, deps) } };
+  return { outcome: waitFor({ kind: "input", prompt: await inputPrompt(step, state, deps) }) };
 };
 
 async function routed(

@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { completeWithTools, type ToolLoopOptions } from "../engine/tool_loop.ts";
+import {
+  runToolLoop,
+  type ToolLoopOptions,
+  type ToolLoopWait,
+  type WaitingToolLoopOptions,
+} from "../engine/tool_loop.ts";
 import { StepflowError } from "../errors.ts";
 import { supportsToolTurns } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
@@ -16,10 +21,13 @@ import { offeredTools, type PermissionPolicy } from "../tools/permissions.ts";
 import { ToolRegistry } from "../tools/registry.ts";
 import { RunMcpServers } from "./run_mcp_servers.ts";
 
-/** What a run adds to a step's tool calls (asking for permission, hearing of each call). */
-export type StepToolOptions =
+/**
+ * What a run adds to a step's tool calls (asking for permission, hearing of each call); its
+ * answerer may say `"wait"` (the call then ends with a {@linkcode ToolLoopWait}).
+ */
+export type WaitingStepToolOptions =
   & Pick<
-    ToolLoopOptions,
+    WaitingToolLoopOptions,
     | "onPermissionRequest"
     | "onToolCall"
     | "onToolCallEvent"
@@ -28,6 +36,7 @@ export type StepToolOptions =
     | "maxToolTurns"
     | "maxBadCalls"
     | "maxToolResultChars"
+    | "runId"
   >
   & {
     /**
@@ -38,19 +47,37 @@ export type StepToolOptions =
     mcpServers?: RunMcpServers;
   };
 
+/** {@linkcode WaitingStepToolOptions} whose answerer answers at once (never `"wait"`). */
+export type StepToolOptions =
+  & Omit<WaitingStepToolOptions, "onPermissionRequest">
+  & Pick<ToolLoopOptions, "onPermissionRequest">;
+
 /**
  * Sends `request`: through the tool loop when it allows tools the backend can run, else as a plain
- * call.
+ * call. When the tools' answerer may say `"wait"`, a tool call whose permission ask waits ends the
+ * call with a {@linkcode ToolLoopWait}.
  *
  * @throws StepflowError `PERMISSION_RULE_INVALID` / `PERMISSION_MODE_INVALID` for rules or a mode
  *   that do not parse (the loader reports them earlier for agent.json)
  */
+export function completeStepCall(
+  backend: LlmBackend,
+  request: LlmRequest,
+  options: LlmCallOptions,
+  tools?: StepToolOptions,
+): Promise<LlmResponse>;
+export function completeStepCall(
+  backend: LlmBackend,
+  request: LlmRequest,
+  options: LlmCallOptions,
+  tools: WaitingStepToolOptions,
+): Promise<LlmResponse | ToolLoopWait>;
 export async function completeStepCall(
   backend: LlmBackend,
   request: LlmRequest,
   options: LlmCallOptions,
-  tools: StepToolOptions = {},
-): Promise<LlmResponse> {
+  tools: WaitingStepToolOptions = {},
+): Promise<LlmResponse | ToolLoopWait> {
   if (!request.allowedTools?.length || !supportsToolTurns(backend)) {
     return await backend.complete(request, options);
   }
@@ -60,10 +87,10 @@ export async function completeStepCall(
   const { mcpServers, ...loopOptions } = tools;
   const servers = mcpServers ?? new RunMcpServers();
   try {
-    await servers.registerFor(request, policy, registry);
+    await servers.registerFor(request, policy, registry, loopOptions.runId);
     const offered = offeredTools(policy.allow, policy.deny, registry.list().map((t) => t.name));
     if (offered.length === 0) return await backend.complete(request, options);
-    return await completeWithTools(
+    return await runToolLoop(
       request,
       { backend, tools: registry, offered, policy, ...loopOptions },
       options,

@@ -37,7 +37,14 @@ import {
 import { formatLogLine, lastGoodSentence, parseRunLog } from "./log_format.ts";
 import { summarizeCheckpoint } from "./summary.ts";
 import { FULL_LIST_EVERY_MS, type RunDirScan, RunListing, statKey } from "./file_listing.ts";
-import type { RunCheckpoint, RunLock, RunLogEntry, RunStore, RunSummary } from "./types.ts";
+import type {
+  AgentLoggingSource,
+  RunCheckpoint,
+  RunLock,
+  RunLogEntry,
+  RunStore,
+  RunSummary,
+} from "./types.ts";
 import { pathVisible, pathVisibleSync } from "../path_exists.ts";
 import { assertRunId, isValidRunId } from "./run_id.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
@@ -100,6 +107,12 @@ export interface FileRunStoreOptions {
    * `list()` checks every checkpoint (re-parsing changed ones only) and returns fresh objects.
    */
   listSettledFromCache?: boolean;
+  /**
+   * Where the runs of another agent are recorded (see `RunStore.forAgent`): `runStoreFor` sets it
+   * to that agent's own folder. Default: this store (a store made for one folder keeps an agent
+   * step's child run beside its parent).
+   */
+  forAgent?: (agent: AgentLoggingSource) => RunStore;
 }
 
 export { FULL_LIST_EVERY_MS };
@@ -199,6 +212,7 @@ export class FileRunStore implements RunStore {
   #dirReady = false;
   /** The listing cache (`list()`). */
   readonly #listing: RunListing;
+  readonly #forAgent?: (agent: AgentLoggingSource) => RunStore;
 
   /**
    * Creates a store over `dir`; nothing is touched on disk until the first write.
@@ -237,6 +251,7 @@ export class FileRunStore implements RunStore {
     }
     this.#cacheEvery = options.cacheEvery ?? DEFAULT_CACHE_EVERY;
     this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS;
+    this.#forAgent = options.forAgent;
     this.#listing = new RunListing({
       dir: this.dir,
       settledFromCache: options.listSettledFromCache ?? false,
@@ -285,6 +300,14 @@ export class FileRunStore implements RunStore {
       if (error instanceof Deno.errors.NotFound) return false;
       throw error;
     }
+  }
+
+  /**
+   * The store that records the runs of `agent` (an agent step's child run): the one the
+   * `forAgent` option gives (`runStoreFor`: that agent's own folder), else this store.
+   */
+  forAgent(agent: AgentLoggingSource): RunStore {
+    return this.#forAgent?.(agent) ?? this;
   }
 
   /**

@@ -6,14 +6,10 @@
  */
 import { join, resolve } from "node:path";
 import { FileRunStore, type FileRunStoreOptions } from "./file.ts";
+import type { AgentLoggingSource } from "./types.ts";
 
-/** What the run directory depends on: the agent's name and agent.json `logging`. */
-export interface AgentLoggingSource {
-  /** The agent's name. */
-  name: string;
-  /** agent.json (only `logging` is read). */
-  agent: { logging?: { directory?: string; maxFiles?: number } };
-}
+// What the run directory depends on (the agent's name and agent.json `logging`).
+export type { AgentLoggingSource };
 
 /**
  * The run directory used when agent.json has no `logging.directory`: `tmp/logs/agents/<agent>`
@@ -47,7 +43,9 @@ export function runStoreDirFor(
 
 /**
  * The {@linkcode FileRunStore} of an agent: its run directory (see {@linkcode runStoreDirFor}) and
- * `logging.maxFiles` as the number of runs to keep.
+ * `logging.maxFiles` as the number of runs to keep. Its `forAgent(other)` is the store of another
+ * agent made the same way (same `cwd` and options, the other agent's folder and `maxFiles`; one
+ * store per folder), where an agent step's child run is recorded.
  *
  * @param definition the agent
  * @param options `cwd` (default `Deno.cwd()`) and any store option (they override agent.json)
@@ -66,10 +64,25 @@ export function runStoreFor(
   definition: AgentLoggingSource,
   options: FileRunStoreOptions & { cwd?: string } = {},
 ): FileRunStore {
+  return agentStore(definition, options, new Map());
+}
+
+/** {@linkcode runStoreFor} within a family of stores made alike (one per folder). */
+function agentStore(
+  definition: AgentLoggingSource,
+  options: FileRunStoreOptions & { cwd?: string },
+  family: Map<string, FileRunStore>,
+): FileRunStore {
   const { cwd, ...storeOptions } = options;
+  const dir = runStoreDirFor(definition, cwd);
+  const known = family.get(dir);
+  if (known) return known;
   const maxRuns = definition.agent.logging?.maxFiles;
-  return new FileRunStore(runStoreDirFor(definition, cwd), {
+  const store = new FileRunStore(dir, {
     ...(maxRuns !== undefined ? { maxRuns } : {}),
+    forAgent: (other) => agentStore(other, options, family),
     ...storeOptions,
   });
+  family.set(dir, store);
+  return store;
 }

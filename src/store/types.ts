@@ -22,6 +22,7 @@ export interface RunLogEntry {
 }
 
 import type { RunStatus } from "../run_statuses.ts";
+import type { NextStep } from "../invocation.ts";
 
 // The one list of run states is in ../run_statuses.ts.
 export type { RunStatus };
@@ -89,8 +90,16 @@ export interface RunSummary {
     cacheReadTokens?: number;
     /** Of `inputTokens`, those written to the prompt cache (absent when none were). */
     cacheWriteTokens?: number;
-    costUsd?: number;
+    /**
+     * Cost in US dollars of the calls that could be priced; `null` when none could (unknown, never
+     * 0); absent when no call was made.
+     */
+    costUsd?: number | null;
+    /** Model calls made (absent in checkpoints written before it was listed). */
+    calls?: number;
     callsWithoutUsage?: number;
+    /** Calls whose cost is unknown (no usage, or no price for the model): `costUsd` is a lower bound. */
+    callsWithoutCost?: number;
   };
   /** The step the run is at (running, paused) or ended on. */
   stepId?: string;
@@ -103,6 +112,11 @@ export interface RunSummary {
    * 300 characters. Absent for a run that completed.
    */
   endError?: string;
+  /**
+   * The next step the run's end names (its end error's `details.next`, a `NextStep`): for a run
+   * its budget stopped, the resume with a raised budget. The CLI prints it as a command line.
+   */
+  endNext?: NextStep;
   /**
    * For a `running` or `paused` run: true while a live process holds its lock, false when nobody
    * drives it any more (an interrupted run, resumable with `--resume`). Absent when unknown.
@@ -175,6 +189,23 @@ export interface RunStore {
    * process was driving the run to see.
    */
   takeCancelRequest?(runId: string): Promise<boolean>;
+  /**
+   * Optional: the store that records the runs of another agent `agent`, in the same place as
+   * this one — for an agent step's child run, recorded as a run of its own agent (listed and shown
+   * with that agent's runs). The file store made for an agent (`runStoreFor`, `selectRunStore`)
+   * answers the child agent's own folder (`logging.directory`, with its `logging.maxFiles`); a
+   * store that answers itself, or has no such method, records the child beside its parent (the
+   * PostgreSQL store: one database holds every agent's runs, each row naming its agent).
+   */
+  forAgent?(agent: AgentLoggingSource): RunStore;
+}
+
+/** What locating an agent's runs depends on: its name and agent.json `logging`. */
+export interface AgentLoggingSource {
+  /** The agent's name. */
+  name: string;
+  /** agent.json (only `logging` is read). */
+  agent: { logging?: { directory?: string; maxFiles?: number } };
 }
 
 /**

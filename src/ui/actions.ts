@@ -126,7 +126,12 @@ export async function runAction(
           `Cancel requested: the process driving run ${runId} ends it (cancelled) within about a second.`,
       };
     }
-    assertContinuable(runId, checkpoint.status, action === "rerun" ? "resume" : action);
+    assertContinuable(
+      runId,
+      checkpoint.status,
+      action === "rerun" ? "resume" : action,
+      checkpoint.state,
+    );
     if (summary?.live) {
       throw refused(`Run ${runId} is being driven by a live process; wait for it or cancel it.`);
     }

@@ -1,6 +1,6 @@
 /**
  * An agent step's child run drawn inside its parent's timeline: opened on demand from the agent
- * step's row (`/runs/PARENT/rows/N/child`), read from the child's log in the parent's store.
+ * step's row (`/runs/PARENT/rows/N/child`), read from the child's log in the store that holds it.
  * Bounded: the first {@linkcode CHILD_ROWS_SHOWN} rows, then a link to the child's own page; a
  * grandchild shows as a link, never nested further.
  *
@@ -16,9 +16,10 @@ import { foldLog, newTimeline, type Row } from "./timeline.ts";
 export const CHILD_ROWS_SHOWN = 25;
 
 /**
- * The nested timeline of the child run `childId` (an agent step's), read from `store` — the
- * parent's store, where the runner records the child. A child missing from the store or whose log
- * cannot be read says so rather than failing the parent's page.
+ * The nested timeline of the child run `childId` (an agent step's), read from `store` — the store
+ * that holds it (its own agent's; a child recorded by an older version sits in its parent's). A
+ * child missing from the store or whose log cannot be read says so rather than failing the
+ * parent's page.
  */
 export async function childTimeline(store: RunStore, childId: string): Promise<Html> {
   const link = h`<a href="${runHref(childId)}">${childId}</a>`;

@@ -17,7 +17,15 @@ import {
   type RunLogEntry,
   type RunSummary,
 } from "../store/types.ts";
-import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
+import {
+  finalOutput,
+  isFollowed,
+  runActions,
+  runGraph,
+  runMeta,
+  type RunView,
+  timelineRow,
+} from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
 import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
@@ -55,37 +63,39 @@ export async function loadRunView(
   if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
     view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
   }
-  const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
-  if (notice && agent) {
+  if (agent) {
     const named = await data.namedStoreOf(runId);
-    view.unfinished = {
-      notice,
-      commandFor: runCommands(data.source.cwd, view.definition?.dir, named?.runAgentStore),
-    };
+    view.commandFor = runCommands(
+      data.source.cwd,
+      runId,
+      view.definition?.dir,
+      named?.runAgentStore,
+    );
   }
-  if (options.waiting && agent) {
-    const named = await data.namedStoreOf(runId);
-    await addWaitingForm(view, {
-      log,
-      commandFor: runCommands(data.source.cwd, view.definition?.dir, named?.runAgentStore),
-    });
+  const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
+  if (notice && view.commandFor) view.unfinished = { notice, commandFor: view.commandFor };
+  if (options.waiting && view.commandFor) {
+    await addWaitingForm(view, { log, commandFor: view.commandFor });
   }
   return view;
 }
 
 /**
- * How the page prints a command on the run (`stepflow answer RUN_ID …`), as it works from `cwd`:
- * `--agent` when the agent is not under `.agent/` there, `--store` for a PostgreSQL store (its
- * password shown as `***`: type it, or set `STEPFLOW_STORE`).
+ * How the page prints a command on the run `runId` (`stepflow answer RUN_ID …`), as it works from
+ * `cwd`: `--agent` when the agent is not under `.agent/` there, `--store` for a PostgreSQL store
+ * (its password shown as `***`: type it, or set `STEPFLOW_STORE`). A step on another run (the top
+ * run of a child its parent's budget stopped) is found by its id alone.
  */
 function runCommands(
   cwd: string,
+  runId: string,
   agentDir: string | undefined,
   store: string | undefined,
 ): CommandRenderer {
   const render = commandRenderer({ cwd }, store);
   const agent = agentDir === undefined ? undefined : agentOfRun(agentDir, cwd);
-  return (next) => render(agent !== undefined ? { ...next, agent } : next);
+  return (next) =>
+    render(agent !== undefined && next.runId === runId && !next.agent ? { ...next, agent } : next);
 }
 
 /** What the waiting block of a page is built from, besides the run's checkpoint. */
@@ -123,7 +133,8 @@ function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
 
 /**
  * Server-sent events of a running run: the rows, graph, header and output its new log entries
- * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended.
+ * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended,
+ * after the action buttons of the ended run when actions are allowed (`csrf`).
  * The server reads the new entries every `intervalMs` through the store's `readLogFrom`.
  */
 export async function liveEvents(
@@ -132,6 +143,7 @@ export async function liveEvents(
   from: number,
   intervalMs: number,
   closing?: AbortSignal,
+  csrf?: string,
 ): Promise<Response> {
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
@@ -178,6 +190,8 @@ export async function liveEvents(
           events.send("header", runMeta(view).text);
           // The run's output is in its final checkpoint, read just now.
           events.send("output", finalOutput(view).text);
+          // With actions, the buttons of the ended run: no Cancel any more, Redrive if it failed.
+          if (csrf) events.send("actions", runActions(view, csrf).text);
           events.send("end", {});
           break;
         }

@@ -363,7 +363,7 @@ async function route(
       );
     }
     if (match[2]) {
-      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs, closing);
+      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs, closing, csrf);
     }
     if (match[3] !== undefined) {
       const timeline = newTimeline();
@@ -371,7 +371,11 @@ async function route(
       const row = timeline.rows[Number(match[3])];
       const child = row?.kind === "iteration" ? childRunOf(row) : undefined;
       if (match[4] === CHILD_PART && child !== undefined && !match[5]) {
-        return page(200, await childTimeline(store, child));
+        // A child is recorded as a run of its own agent (its own store); older ones beside it.
+        const parentAgent = (await data.summaryOf(runId).catch(() => undefined))?.agent;
+        const stepId = row.kind === "iteration" ? row.stepId : "";
+        const childStore = await data.childStoreOf(child, parentAgent, stepId) ?? store;
+        return page(200, await childTimeline(childStore, child));
       }
       const calls = row?.kind === "iteration" && !match[5]
         ? await toolCallPart(data, runId, row, match[4], timeline)

@@ -330,6 +330,28 @@ export class DashboardData {
     return found === undefined ? undefined : this.source.stores[found.storeIndex].store;
   }
 
+  /**
+   * The store of the child run `childId` that agent step `stepId` of a run of `parentAgent`
+   * started: the store that lists it, else the folder of the step's child agent (where the runner
+   * records it, also while its files cannot be read); undefined when neither is shown here.
+   */
+  async childStoreOf(
+    childId: string,
+    parentAgent: string | undefined,
+    stepId: string,
+  ): Promise<RunStore | undefined> {
+    const listed = await this.storeOf(childId).catch(() => undefined);
+    if (listed || parentAgent === undefined) return listed;
+    const steps = (await this.agent(parentAgent)).definition?.steps;
+    const child = steps && Object.hasOwn(steps, stepId) ? steps[stepId].child : undefined;
+    if (!child) return undefined;
+    const dir = runStoreFor(child, { cwd: this.source.cwd }).dir;
+    return this.source.stores.find(({ store }) =>
+      store instanceof FileRunStore && store.dir === dir
+    )
+      ?.store;
+  }
+
   /** The {@linkcode NamedStore} holding a run. */
   async namedStoreOf(runId: string): Promise<NamedStore | undefined> {
     const found = await this.summaryOf(runId);

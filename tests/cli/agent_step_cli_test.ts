@@ -36,11 +36,41 @@ Deno.test("run-agent: --validate names each agent step's child; a waiting child 
     });
     assert.equal(answered.code, 0, answered.stderr);
     assert.match(answered.stdout, new RegExp(`child run ${childId} \\(release\\): completed`));
-    const shown = await runTask(["--agent", "ship", "--show", childId], { userDir: user });
+    // The child is a run of its own agent: listed and shown with it, naming its parent.
+    const shown = await runTask(["--agent", "release", "--show", childId], { userDir: user });
+    assert.equal(shown.code, 0, shown.stderr);
     assert.match(
       shown.stdout,
       new RegExp(`child run of ${runId} \\(its agent step "release\\.ship"\\)`),
     );
+    const childRuns = await runTask(["--agent", "release", "--runs"], { userDir: user });
+    assert.match(childRuns.stdout, /PARENT/);
+    assert.match(childRuns.stdout, new RegExp(`${childId} .* ${runId}`));
+    const childJson = await runTask(["--agent", "release", "--runs", "--json"], { userDir: user });
+    assert.equal(JSON.parse(childJson.stdout)[0].parentRunId, runId);
+    // The parent's --runs lists the parent only; its --show lists its child and how to see it.
+    const parentRuns = await runTask(["--agent", "ship", "--runs"], { userDir: user });
+    assert.doesNotMatch(parentRuns.stdout, new RegExp(childId));
+    const parentShown = await runTask(["--agent", "ship", "--show", runId], { userDir: user });
+    assert.match(parentShown.stdout, /Child runs \(1\):/);
+    assert.match(
+      parentShown.stdout,
+      new RegExp(`${childId} +release +release\\.ship +completed +\\S.* show ${childId}$`, "m"),
+    );
+    const parentJson = await runTask(["--agent", "ship", "--show", runId, "--json"], {
+      userDir: user,
+    });
+    assert.deepEqual(
+      JSON.parse(parentJson.stdout).children.map((c: { runId: string; shownStatus: string }) => [
+        c.runId,
+        c.shownStatus,
+      ]),
+      [[childId, "completed"]],
+    );
+    // Asked as a run of the parent's agent, the child is not there.
+    const misplaced = await runTask(["--agent", "ship", "--show", childId], { userDir: user });
+    assert.notEqual(misplaced.code, 0);
+    assert.match(misplaced.stderr, /No run .* of agent "ship"/);
   } finally {
     await Deno.remove(user, { recursive: true });
   }

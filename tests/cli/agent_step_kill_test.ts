@@ -6,7 +6,8 @@
  * file, and while the child's model call is in flight. The parent's id of the child is
  * recorded before the child starts, so after the user's `--resume` of the parent (which waits at
  * the child's input step) and the answer, every campaign has exactly one child run, and both runs
- * have the history of an uninterrupted run.
+ * have the history of an uninterrupted run. The child is recorded as a run of its own agent, in
+ * that agent's folder (`tmp/logs/agents/release`), the parent in its own.
  */
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
@@ -32,9 +33,9 @@ const ARGS = ["--agent", "ship", "--script", "ship.script.json"];
 type Moment = "child-locked" | "child-log-begun" | "child-checkpointing" | "child-calling";
 
 /**
- * Resolves once the child's file for `moment` was created in the watched runs folder: the second
- * run's lock (the first is the parent's), its checkpoint file's temp file (written mid-way), its
- * log (its first model call follows at once).
+ * Resolves once the child's file for `moment` was created under the watched folder (both agents'
+ * run folders): the second run's lock (the first is the parent's), its checkpoint file's temp file
+ * (written mid-way), its log (its first model call follows at once).
  */
 async function childMoment(watcher: Deno.FsWatcher, moment: Moment): Promise<void> {
   const ids: string[] = [];
@@ -72,24 +73,31 @@ Deno.test("run-agent killed (SIGKILL) while its agent step starts and runs the c
     try {
       await writeShipAgents(user);
       await Deno.writeTextFile(join(user, "ship.script.json"), SCRIPT);
-      const runs = join(user, "tmp", "logs", "agents", "ship");
-      await Deno.mkdir(runs, { recursive: true });
+      const agents = join(user, "tmp", "logs", "agents");
+      const runs = join(agents, "ship");
+      const childRuns = join(agents, "release");
+      const fresh = async () => {
+        for (const dir of [runs, childRuns]) {
+          await Deno.remove(dir, { recursive: true }).catch(() => {});
+          await Deno.mkdir(dir, { recursive: true });
+        }
+      };
+      await fresh();
       await killAtMoment({
         describe: moment,
         tries: 3,
-        watch: runs,
+        watch: agents,
         spawn: () => spawnCli("run-agent", ARGS, { userDir: user, stdout: "null" }),
         arm: (watcher) => () => childMoment(watcher!, moment),
         // A try that ended before the moment (a late watcher event on a loaded machine: the run
         // reached its wait) leaves its runs behind; the next try starts from an empty folder, so
         // the campaign still has one parent and one child.
         afterRun: async (killed) => {
-          if (killed) return;
-          await Deno.remove(runs, { recursive: true });
-          await Deno.mkdir(runs, { recursive: true });
+          if (!killed) await fresh();
         },
       });
       const store = new FileRunStore(runs);
+      const childStore = new FileRunStore(childRuns);
       const parents = (await store.list()).filter((s) => s.agent === "ship");
       assert.equal(parents.length, 1, moment);
       const parentId = parents[0].runId;
@@ -102,20 +110,26 @@ Deno.test("run-agent killed (SIGKILL) while its agent step starts and runs the c
       );
       assert.equal(answered.code, 0, `${moment}: ${answered.stderr}`);
 
-      const summaries = await store.list();
-      const children = summaries.filter((s) => s.agent === "release");
+      const children = await childStore.list();
       assert.equal(children.length, 1, `${moment}: exactly one child run`);
+      assert.equal(children[0].agent, "release");
       assert.equal(children[0].parentRunId, parentId);
       assert.equal(children[0].status, "completed");
-      const logs = [...Deno.readDirSync(runs)].filter((e) => e.name.endsWith(".jsonl"));
-      assert.equal(logs.length, 2, `${moment}: no log of another child`);
-      const history = async (runId: string) => {
-        const checkpoint = (await store.loadCheckpoint(runId))!;
-        return historyFromLog(await store.readLog(runId), checkpoint.state.historyLength as number)
+      const logs = (dir: string) =>
+        [...Deno.readDirSync(dir)].filter((e) => e.name.endsWith(".jsonl")).length;
+      assert.equal(logs(runs), 1, `${moment}: only the parent's log beside the parent`);
+      assert.equal(logs(childRuns), 1, `${moment}: no log of another child`);
+      const history = async (where: FileRunStore, runId: string) => {
+        const checkpoint = (await where.loadCheckpoint(runId))!;
+        return historyFromLog(await where.readLog(runId), checkpoint.state.historyLength as number)
           .map((e) => e.stepId);
       };
-      assert.deepEqual(await history(parentId), ["plan.ship", "release.ship", "complete.ship"]);
-      assert.deepEqual(await history(children[0].runId), [
+      assert.deepEqual(await history(store, parentId), [
+        "plan.ship",
+        "release.ship",
+        "complete.ship",
+      ]);
+      assert.deepEqual(await history(childStore, children[0].runId), [
         "draft.release",
         "approve.release",
         "complete.release",

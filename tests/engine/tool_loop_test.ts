@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   completeWithTools,
   type PermissionAsk,
+  runToolLoop,
   type ToolCallRecord,
   type ToolLoopOptions,
 } from "../../src/engine/tool_loop.ts";
@@ -468,4 +469,32 @@ Deno.test("resume: a recorded final turn ends the call without asking the model"
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("runToolLoop: an answerer that says wait ends the loop at that call, returned and not run", async () => {
+  const cwd = await project();
+  const { backend, loop, records } = setup(
+    [{
+      toolCalls: [
+        { id: "c1", name: "Read", arguments: { file_path: "app.ts" } },
+        { id: "c2", name: "Bash", arguments: { command: "touch made-by-c2" } },
+        { id: "c3", name: "Bash", arguments: { command: "touch made-by-c3" } },
+      ],
+    }, "never asked"],
+    ["Read", "Bash(echo:*)"],
+  );
+  const events: string[] = [];
+  const ended = await runToolLoop(request(cwd), {
+    ...loop,
+    onToolCallEvent: (e) => void events.push(`${e.phase} ${e.callId}`),
+    onPermissionRequest: () => "wait",
+  });
+  assert.ok("waiting" in ended, "the loop returns the wait");
+  assert.equal(ended.waiting.tool, "Bash");
+  assert.equal(ended.waiting.callId, "c2");
+  // The read ran; the call that waits was requested but never decided or run, nor any after it.
+  assert.deepEqual(events, ["requested c1", "decided c1", "finished c1", "requested c2"]);
+  assert.deepEqual(records.map((r) => r.id), ["c1"]);
+  assert.equal(await Deno.stat(join(cwd, "made-by-c2")).then(() => true, () => false), false);
+  assert.equal(backend.toolTurns.length, 1, "the model was not asked again");
 });

@@ -6,6 +6,7 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { runStoreDirFor, runStoreFor } from "../../src/store/location.ts";
 import { freshSchema, pg } from "../store/pg_server.ts";
 import { shipBackend, shipFiles, writeShipAgents } from "./agent_step_fixtures.ts";
 import { gateSchema, writeAgent } from "./fixtures.ts";
@@ -80,6 +81,16 @@ Deno.test("an agent step runs the child as its own run; the child's wait is the 
     runId: childId,
     agent: "release",
     completionReason: "completed",
+    // The child's total (draft.release and complete.release), which the parent's usage includes.
+    // The scripted backend's model has no price: both calls' cost is unknown, not $0.
+    usage: {
+      inputTokens: 20,
+      outputTokens: 10,
+      costUsd: 0,
+      calls: 2,
+      callsWithoutUsage: 0,
+      callsWithoutCost: 2,
+    },
   });
   assert.deepEqual(done.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
   assert.equal(backend.calls.at(-1)?.prompt.includes("Report: 2.0.0 shipped"), true);
@@ -325,4 +336,67 @@ Deno.test("childArgs: handoff and parameter references, literals, the child's de
     code("AGENT_STEP_ARGS"),
   );
   assert.throws(() => childArgs(step, state({}, {})), /parameter "version" .* has no value/);
+});
+
+Deno.test("a parent recorded before children were filed under their own agent (the child beside it) is answered and continued where its child is", async () => {
+  const root = await Deno.makeTempDir();
+  await writeShipAgents(root);
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  const release = await loadAgentDefinition("release", { cwd: root });
+  // The layout earlier versions wrote: the child's files in the parent's folder, its link in the
+  // parent's checkpoint without `store` (what a store made for one folder still writes).
+  const shipDir = runStoreDirFor(definition, root);
+  const before = new FileRunStore(shipDir);
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store: before })
+    .run({ cwd: root });
+  assert.equal(first.completionReason, "waiting");
+  const childId = first.waiting!.child!.runId;
+  const link = (await before.loadCheckpoint(first.runId))!.state.child as Record<string, unknown>;
+  assert.equal(link.runId, childId);
+  assert.equal("store" in link, false, "the link of an earlier version: no store named");
+  assert.equal((await before.loadCheckpoint(childId))?.status, "waiting");
+
+  // Continued with the agent's store, as run-agent does: the child is taken where it is.
+  const store = runStoreFor(definition, { cwd: root });
+  const done = await new StepFlowRunner(definition, { backend: shipBackend(), store }).answer(
+    first.runId,
+    { decision: "next" },
+  );
+  assert.equal(done.completionReason, "completed", JSON.stringify(done.error));
+  assert.equal(done.state.history[1].child?.runId, childId);
+  assert.equal((await before.loadCheckpoint(childId))?.status, "completed");
+  assert.deepEqual(await store.forAgent(release).list(), [], "no second child elsewhere");
+  assert.equal((await before.list()).filter((s) => s.agent === "release").length, 1);
+});
+
+Deno.test("a child filed under its own agent: continuing the parent with a store that cannot find it is AGENT_STEP_CHILD_STORE, nothing recorded", async () => {
+  const root = await Deno.makeTempDir();
+  await writeShipAgents(root);
+  const definition = await loadAgentDefinition("ship", { cwd: root });
+  const store = runStoreFor(definition, { cwd: root });
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run({
+    cwd: root,
+  });
+  assert.equal(first.completionReason, "waiting");
+  const link = (await store.loadCheckpoint(first.runId))!.state.child as Record<string, unknown>;
+  assert.equal(link.store, "agent");
+  const folderOnly = new FileRunStore(store.dir);
+  const logged = (await folderOnly.readLog(first.runId)).length;
+  for (
+    const attempt of [
+      () =>
+        new StepFlowRunner(definition, { backend: shipBackend(), store: folderOnly }).answer(
+          first.runId,
+          { decision: "next" },
+        ),
+      () =>
+        new StepFlowRunner(definition, { backend: shipBackend(), store: folderOnly }).run({
+          resume: first.runId,
+        }),
+    ]
+  ) {
+    await assert.rejects(attempt(), code("AGENT_STEP_CHILD_STORE"));
+  }
+  assert.equal((await folderOnly.loadCheckpoint(first.runId))?.status, "waiting");
+  assert.equal((await folderOnly.readLog(first.runId)).length, logged, "nothing was written");
 });

@@ -15,6 +15,7 @@ import { flowStep } from "../../src/flow/router.ts";
 import { newRunnerState, type RunnerState, stepInfo } from "../../src/flow/run_state.ts";
 import type { StepDependencies } from "../../src/flow/step_handler.ts";
 import { STEP_HANDLERS } from "../../src/flow/step_handlers.ts";
+import { waitFor } from "../../src/flow/run_wait.ts";
 import { out, seed001Files, seed004Files, writeAgent } from "./fixtures.ts";
 
 const root = await Deno.makeTempDir({ prefix: "stepflow-handlers-" });
@@ -115,4 +116,41 @@ Deno.test("check-gated handler: the verdict routes; a failed check call keeps th
   assert.equal(failed.outcome, undefined);
   assert.match(String(failed.error), /check down/);
   assert.equal(failed.record?.answer?.text, "analysed");
+});
+
+Deno.test("a call that comes back waiting (a tool call's permission) is the handler's outcome, never a thrown error", async () => {
+  const ask = {
+    stepId: "x",
+    callId: "c1",
+    tool: "Bash",
+    args: { command: "make" },
+    reason: "asks",
+  };
+  const waiting = waitFor({ kind: "permission", ask });
+  // Check-gated: the step's call answers, the check call waits.
+  const checkStep = flowStep(checkDef, "s_a8f3")!;
+  const checking = harness(checkDef, new ScriptedBackend(["analysed"]));
+  const checkDeps = checking.deps(checkStep);
+  let checkCalls = 0;
+  const checked = await STEP_HANDLERS.check(checkStep, checking.state, {
+    ...checkDeps,
+    call: (request) => ++checkCalls === 1 ? checkDeps.call(request) : Promise.resolve(waiting),
+  });
+  assert.equal(checked.outcome, waiting);
+  assert.equal(checked.error, undefined);
+  // Gate-routed: the first answer is invalid, and the re-ask waits: no further call, no failure.
+  const gateStep = flowStep(gateDef, "initial.issue")!;
+  const gating = harness(gateDef, new ScriptedBackend(["not json"]));
+  const gateDeps = gating.deps(gateStep);
+  const sent: string[] = [];
+  const gated = await STEP_HANDLERS.gate(gateStep, gating.state, {
+    ...gateDeps,
+    call: (request) => {
+      sent.push(request.kind);
+      return request.kind === "reask" ? Promise.resolve(waiting) : gateDeps.call(request);
+    },
+  });
+  assert.equal(gated.outcome, waiting);
+  assert.equal(gated.error, undefined);
+  assert.deepEqual(sent, ["step", "reask"]);
 });

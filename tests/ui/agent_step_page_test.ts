@@ -82,8 +82,10 @@ Deno.test("dashboard: a parent waiting on its child shows the child's question a
   assert.equal((await children.at(-1)!.status).code, 0);
   assert.equal((await store.loadCheckpoint(first.runId))?.status, "completed");
   const childId = first.waiting!.child!.runId;
-  assert.equal((await store.loadCheckpoint(childId))?.status, "completed");
-  const answers = (await store.readLog(childId)).filter((e) => e.type === "input_answer");
+  // The child is a run of its own agent, in that agent's folder.
+  const childStore = store.forAgent(await loadAgentDefinition("release", { cwd: root }));
+  assert.equal((await childStore.loadCheckpoint(childId))?.status, "completed");
+  const answers = (await childStore.readLog(childId)).filter((e) => e.type === "input_answer");
   assert.equal(answers.length, 1);
   assert.equal(answers[0].answeredBy, "dashboard");
 });

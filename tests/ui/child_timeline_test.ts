@@ -48,10 +48,10 @@ Deno.test("run page: the agent step's row opens the child run's timeline nested 
 });
 
 Deno.test("run page: a child with many rows shows the first ones and a link; a missing child says so", async () => {
-  const { root, parentId, childId, storeDir } = await releaseTrainRun();
+  const { root, parentId, childId, childStoreDir } = await releaseTrainRun();
   // Many more child iterations than are shown nested: copies of its step lines, as the runner
   // would append them over a long child run.
-  const logFile = join(storeDir, `${childId}.jsonl`);
+  const logFile = join(childStoreDir, `${childId}.jsonl`);
   const lines = (await Deno.readTextFile(logFile)).trimEnd().split("\n");
   const steps = lines.filter((l) => /"type":"step_(start|end)"/.test(l));
   assert.ok(steps.length >= 2, "the child logged its steps");
@@ -70,7 +70,7 @@ Deno.test("run page: a child with many rows shows the first ones and a link; a m
   );
 
   await Deno.remove(logFile);
-  await Deno.remove(join(storeDir, `${childId}.checkpoint.json`)).catch(() => {});
+  await Deno.remove(join(childStoreDir, `${childId}.checkpoint.json`)).catch(() => {});
   const missing = await fetch(src);
   assert.equal(missing.status, 200);
   assert.match(

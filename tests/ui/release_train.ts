@@ -11,12 +11,16 @@ import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { loadScriptFile } from "../../src/llm/script_file.ts";
+import type { FileRunStore } from "../../src/store/file.ts";
 import { runStoreFor } from "../../src/store/location.ts";
 import { REPO_ROOT } from "../definition/fixtures.ts";
 
-/** A temp project holding both example agents, and a finished release-train run. */
+/**
+ * A temp project holding both example agents, and a finished release-train run: the parent in
+ * `storeDir` (release-train's folder), its child, a run of release-approval, in `childStoreDir`.
+ */
 export async function releaseTrainRun(): Promise<
-  { root: string; parentId: string; childId: string; storeDir: string }
+  { root: string; parentId: string; childId: string; storeDir: string; childStoreDir: string }
 > {
   const root = await Deno.makeTempDir({ prefix: "stepflow-ui-train-" });
   for (const name of ["release-train", "release-approval"]) {
@@ -25,6 +29,7 @@ export async function releaseTrainRun(): Promise<
   const definition = await loadAgentDefinition("release-train", { cwd: root });
   const backend = await loadScriptFile(join(root, ".agent", "release-train", "demo.script.yaml"));
   const store = runStoreFor(definition, { cwd: root, durability: "process" });
+  const child = await loadAgentDefinition("release-approval", { cwd: root });
   const runner = new StepFlowRunner(definition, { backend, store });
   const first = await runner.run({ args: { train: "november" }, cwd: root });
   assert.equal(first.completionReason, "waiting");
@@ -35,5 +40,6 @@ export async function releaseTrainRun(): Promise<
     parentId: first.runId,
     childId: first.waiting!.child!.runId,
     storeDir: store.dir,
+    childStoreDir: (store.forAgent(child) as FileRunStore).dir,
   };
 }

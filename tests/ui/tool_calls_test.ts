@@ -453,10 +453,10 @@ Deno.test({
 });
 
 Deno.test("tool calls: an agent step's child run shows its calls nested, running while the child runs", async () => {
-  const { root, parentId, childId, storeDir } = await releaseTrainRun();
+  const { root, parentId, childId, childStoreDir } = await releaseTrainRun();
   // The child in the middle of a step with a call started (as a log records it before the tool
   // runs), its checkpoint still `running`.
-  const logFile = join(storeDir, `${childId}.jsonl`);
+  const logFile = join(childStoreDir, `${childId}.jsonl`);
   const ts = new Date().toISOString();
   const lines = [
     { ts, runId: childId, iteration: 9, type: "step_start", stepId: "plan.release", attempt: 1 },
@@ -476,7 +476,7 @@ Deno.test("tool calls: an agent step's child run shows its calls nested, running
   await Deno.writeTextFile(logFile, lines.map((l) => JSON.stringify(l) + "\n").join(""), {
     append: true,
   });
-  const checkpointFile = join(storeDir, `${childId}.checkpoint.json`);
+  const checkpointFile = join(childStoreDir, `${childId}.checkpoint.json`);
   const checkpoint = JSON.parse(await Deno.readTextFile(checkpointFile));
   await using ui = await startDashboard(root);
   const page = await (await fetch(`${ui.url}runs/${parentId}`)).text();

@@ -13,6 +13,7 @@ import type { StepflowAction } from "../../invocation.ts";
 import type { FlagDecls } from "../kit/flags.ts";
 import { type CliIo, fullIo, processIo, userDirOf } from "../kit/io.ts";
 import { listenForInterrupt } from "../kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "../kit/telemetry_export.ts";
 import type { Operand, Subcommand } from "./command.ts";
 
 /** A subcommand's flags and operands, for completion (and the nested ones of `plan`, `qplan`). */
@@ -46,18 +47,21 @@ export interface CommandEntry {
 }
 
 /**
- * Runs a subcommand's `main` on the real process: the first Ctrl-C cancels the run in flight and
- * still prints its result, a second one (0.5 s later or more) quits at once.
+ * Runs a subcommand's `main` on the real process: the first Ctrl-C (or SIGTERM) cancels the run in
+ * flight and still prints its result, a second one (0.5 s later or more) quits at once; after
+ * SIGTERM the exit code is 143. Spans and metrics are exported over OTLP when the environment asks
+ * for it (OTEL_EXPORTER_OTLP_ENDPOINT) and flushed before the exit.
  */
 export async function onProcess(
   main: (argv: readonly string[], io: Partial<CliIo>) => Promise<number>,
   argv: readonly string[],
 ): Promise<never> {
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  return await exitProcess(interrupt.exitCode(code));
 }
 
 /** A subcommand declared with `defineSubcommand`, as the registry loads it. */

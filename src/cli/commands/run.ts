@@ -56,7 +56,8 @@ export const command: Subcommand<typeof RUN_FLAGS> = defineSubcommand({
     "Runs the agent's step flow (.agent/AGENT, or a folder path) and records every step, so the",
     "run can be resumed or redriven. Text piped on stdin becomes {input_text}. Exit codes: 0",
     "completed, 1 did not succeed, 2 usage or setup error, 4 waits for an answer (no terminal to",
-    "ask), 130 cancelled with Ctrl-C.",
+    "ask), 5 stopped by its budget (resumable with a higher one), 130 cancelled with Ctrl-C, 143",
+    "cancelled with SIGTERM.",
   ].join("\n"),
   operands: [{ name: "AGENT", complete: "agent" }],
   parameters: true,
@@ -67,6 +68,7 @@ export const command: Subcommand<typeof RUN_FLAGS> = defineSubcommand({
     "git diff | stepflow run reviewer --backend anthropic",
     "stepflow run haiku --backend openai --base-url http://127.0.0.1:11434/v1 --topic autumn",
     "stepflow run haiku --topic autumn --record tests/haiku.replay.yaml",
+    "stepflow run issue-solver --topic t --budget-usd 2 --fallback-model gpt-4o-mini",
   ],
   main,
 });

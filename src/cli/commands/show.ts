@@ -9,11 +9,19 @@ import { exampleAnswer, formOf } from "../waiting_run.ts";
 import type { PendingInput } from "../../flow/input_request.ts";
 import { pathVisible } from "../../path_exists.ts";
 import { FileRunStore } from "../../store/file.ts";
-import { formatRunHistory, historyFromLog } from "../../store/format.ts";
+import {
+  type ChildRunEntry,
+  childRunsOf,
+  formatRunHistory,
+  historyFromLog,
+} from "../../store/format.ts";
 import { PostgresRunStore } from "../../store/postgres.ts";
 import { shownStatus } from "../../store/run_status.ts";
 import { selectRunStore } from "../../store/select.ts";
-import type { RunCheckpoint, RunSummary } from "../../store/types.ts";
+import type { RunCheckpoint, RunLogEntry, RunStore, RunSummary } from "../../store/types.ts";
+import { spendView } from "../../store/spend_view.ts";
+import { ownValue } from "../../own_record.ts";
+import { agentOfRun as agentOfRunIn } from "../../invocation.ts";
 import { isOpenStatus } from "../../run_statuses.ts";
 import {
   type AgentCliContext,
@@ -21,7 +29,7 @@ import {
   nextCommand,
   runAgentSubcommand,
 } from "../agent_context.ts";
-import { jsonOutput } from "../agent_run.ts";
+import { jsonOutput, withKnownCost } from "../agent_run.ts";
 import { definitionOfRun } from "../find_run.ts";
 import { displayPath } from "../kit/display_path.ts";
 import { EXIT_CODES } from "../kit/exit_codes.ts";
@@ -43,7 +51,10 @@ export const SHOW_FLAGS = defineFlags({
   ...AGENT_FLAG,
   ...AS_SCRIPT_FLAG,
   ...STORE_FLAG,
-  json: { ...JSON_FLAG.json, description: "Print { shownStatus, checkpoint, history } as JSON" },
+  json: {
+    ...JSON_FLAG.json,
+    description: "Print { shownStatus, checkpoint, history, children, cost } as JSON",
+  },
   ...HELP_FLAG,
 });
 
@@ -52,9 +63,10 @@ export const command: Subcommand<typeof SHOW_FLAGS> = defineSubcommand({
   name: "show",
   usage: ["show RUN_ID [--agent NAME] [--json | --as-script]"],
   about: [
-    "Prints a recorded run: status, times, tokens, its history as a table, and what comes next",
-    "(the command that answers, resumes or redrives it). The run is found by its id among the",
-    "agents under .agent/; --agent names the agent when it lives elsewhere.",
+    "Prints a recorded run: status, times, tokens, cost, its history as a table, its child runs,",
+    "and what comes next (the command that answers, resumes or redrives it). The run is found by",
+    "its id among the agents under .agent/ (a child run too, recorded under its own agent);",
+    "--agent names the agent when it lives elsewhere.",
   ].join("\n"),
   operands: [{ name: "RUN_ID", complete: "run" }],
   flags: SHOW_FLAGS,
@@ -142,6 +154,7 @@ async function showRun(
   const summary = checkpoint ? await runSummary(store, runId) : undefined;
   // Open with an error: the workers hold it (else the error is why the queue gave it up).
   const held = summary?.error !== undefined && isOpenStatus(summary.status);
+  const children = await childStatuses(store, definition, log, ctx.userDir);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -154,8 +167,13 @@ async function showRun(
         jsonOutput({
           ...(status ? { shownStatus: status } : {}),
           ...(summary?.error ? { error: summary.error } : {}),
-          checkpoint,
+          checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
+          ...(children.length > 0
+            ? { children: children.map(({ agentOperand: _, ...child }) => child) }
+            : {}),
+          // Cost per run, step and call; a cost no call could be priced for is null.
+          cost: spendView(checkpoint, log),
         })
       }\n`,
     );
@@ -168,8 +186,20 @@ async function showRun(
       formatRunHistory(checkpoint, log, {
         color: ctx.stdoutColor,
         runId,
-        commandFor: (next) => render(agent !== undefined ? { ...next, agent } : next),
+        // The run's own steps name its agent when the id alone does not find it.
+        commandFor: (next) =>
+          render(
+            agent !== undefined && next.runId === runId && next.agent === undefined
+              ? { ...next, agent }
+              : next,
+          ),
         ...(answerValue !== undefined ? { answerValue } : {}),
+        childStatus: new Map(children.map((child) => [child.runId, child.shownStatus ?? ""])),
+        childAgent: new Map(
+          children.flatMap((child) =>
+            child.agentOperand !== undefined ? [[child.runId, child.agentOperand]] : []
+          ),
+        ),
         ...(summary?.live !== undefined ? { live: summary.live } : {}),
         ...(held ? { held: summary!.error } : {}),
       })
@@ -189,6 +219,41 @@ async function exampleAnswerOf(
   if (typeof waiting?.stepId !== "string" || waiting.permission) return undefined;
   const form = await formOf(definition, waiting).catch(() => undefined);
   return form ? JSON.stringify(exampleAnswer(form)) : undefined;
+}
+
+/** A child run of the shown run, with its status and how a printed command names its agent. */
+type ChildStatus = ChildRunEntry & { shownStatus?: string; agentOperand?: string };
+
+/**
+ * The child runs of a run's agent steps (its log's `agent_start` lines), each with its status: read
+ * from its own agent's store (where children are recorded), else this store (a child recorded
+ * before that, beside its parent); no status when neither holds it (pruned, or never started).
+ * `agentOperand` is set when the child's id alone does not find it (its agent is not under
+ * `.agent/` where the user stands).
+ */
+async function childStatuses(
+  store: FileRunStore | PostgresRunStore,
+  definition: AgentDefinition,
+  log: readonly RunLogEntry[],
+  userDir: string,
+): Promise<ChildStatus[]> {
+  const out: ChildStatus[] = [];
+  for (const child of childRunsOf(log)) {
+    const agent = ownValue(definition.steps, child.stepId)?.child;
+    let checkpoint: RunCheckpoint | undefined;
+    const own: RunStore = agent ? (store as RunStore).forAgent?.(agent) ?? store : store;
+    for (const where of new Set<RunStore>([own, store])) {
+      checkpoint = await where.loadCheckpoint(child.runId).catch(() => undefined);
+      if (checkpoint) break;
+    }
+    const operand = agent ? agentOfRunIn(agent.dir, userDir) : undefined;
+    out.push({
+      ...child,
+      ...(checkpoint ? { shownStatus: shownStatus({ status: checkpoint.status }) } : {}),
+      ...(operand !== undefined ? { agentOperand: operand } : {}),
+    });
+  }
+  return out;
 }
 
 /** The run's listing line (status, liveness), or undefined when the store does not list it. */

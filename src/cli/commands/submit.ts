@@ -36,7 +36,11 @@ import {
 /** The flags of `stepflow submit`: what travels with the run (the worker chooses the backend). */
 export const SUBMIT_FLAGS = defineFlags({
   model: RUN_BACKEND_FLAGS.model,
+  fallbackModel: RUN_BACKEND_FLAGS.fallbackModel,
   maxIterations: RUN_OPTION_FLAGS.maxIterations,
+  budgetUsd: RUN_OPTION_FLAGS.budgetUsd,
+  budgetTokens: RUN_OPTION_FLAGS.budgetTokens,
+  pricing: RUN_OPTION_FLAGS.pricing,
   permissionMode: RUN_OPTION_FLAGS.permissionMode,
   ...GROUP_FLAG,
   ...STORE_FLAG,
@@ -52,8 +56,10 @@ export const command: Subcommand<typeof SUBMIT_FLAGS> = defineSubcommand({
   usage: ["submit AGENT [--<parameter> value …] [--store postgres://…] [--wait]"],
   about: [
     "Queues a run of the agent for the workers (stepflow worker) and prints its id. Parameters,",
-    "piped stdin, --model, --max-iterations and --permission-mode travel with the run; the worker",
-    "chooses the backend. --wait follows the run live and exits with its end (0, 1) or wait (4).",
+    "piped stdin, --model, --fallback-model, --max-iterations, --permission-mode, the budget and",
+    "the prices read now (--pricing, STEPFLOW_PRICING) travel with the run; the worker chooses",
+    "the backend. --wait follows the run live and exits with its end (0, 1), its wait (4) or its",
+    "budget's stop (5).",
   ].join("\n"),
   operands: [{ name: "AGENT", complete: "agent" }],
   parameters: true,
