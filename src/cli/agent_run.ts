@@ -324,7 +324,9 @@ export async function runAgentFlow(
         { action: "resume", runId: result.runId };
       ctx.io.stderr.write(
         `The run stays resumable: raise its budget and carry on inside the step with: ${
-          render(next.runId === result.runId && next.agent === undefined ? { ...next, agent } : next)
+          render(
+            next.runId === result.runId && next.agent === undefined ? { ...next, agent } : next,
+          )
         }\n`,
       );
     }

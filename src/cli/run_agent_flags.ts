@@ -69,13 +69,13 @@ export const RUN_OPTION_FLAGS = defineFlags({
   budgetUsd: {
     type: "string",
     value: "USD",
-    description: "Hard budget in US dollars, child runs included (with --resume: raises it)",
+    description: "Hard budget in US dollars, child runs included (on resume: raises it)",
     parse: parsePositiveAmount("--budget-usd"),
   },
   budgetTokens: {
     type: "string",
     value: "N",
-    description: "Hard budget in tokens, input plus output (with --resume: raises it)",
+    description: "Hard budget in tokens, input plus output (on resume: raises it)",
     parse: parsePositiveInt("--budget-tokens"),
   },
   pricing: {

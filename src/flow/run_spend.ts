@@ -321,10 +321,9 @@ function howToContinue(
   const args = raisedBudgetArgs(hit.dimension, raised);
   if (!hit.own) {
     return {
-      text:
-        `The run stays resumable: continue the top run ${hit.runId} with a higher budget (${
-          limitText(hit.dimension, raised)
-        }, say; it resumes this run inside its step).`,
+      text: `The run stays resumable: continue the top run ${hit.runId} with a higher budget (${
+        limitText(hit.dimension, raised)
+      }, say; it resumes this run inside its step).`,
       next: { action: "resume", runId: hit.runId, ...(args ? { args } : {}) },
     };
   }

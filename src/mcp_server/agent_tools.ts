@@ -25,7 +25,7 @@ import { defaultModelOf } from "../llm/model_chain.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
-import { commandLine, commandRenderer } from "../invocation.ts";
+import { asNextStep, commandLine, type CommandRenderer, commandRenderer } from "../invocation.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
@@ -358,11 +358,16 @@ async function drive(
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
-  return runAnswer(definition.name, result);
+  return runAnswer(definition.name, result, commandRenderer({ cwd: options.cwd }, options.store));
 }
 
-/** A run's answer: its id and how it ended (or what it waits for), then its output as JSON. */
-function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
+/**
+ * A run's answer: its id and how it ended (or what it waits for), then its output as JSON. The next
+ * step a run's end names (the resume with a raised budget of a run its budget stopped) is in the
+ * error as data (`next`) and in the text as the command that takes it.
+ */
+function runAnswer(agent: string, result: StepFlowResult, commandFor: CommandRenderer): ToolAnswer {
+  const next = asNextStep(result.error?.details?.next);
   if (result.completionReason === "waiting" && result.waiting) {
     return waitingAnswer(agent, result, result.waiting);
   }
@@ -376,7 +381,15 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
     // What the run spent; a cost no call could be priced for is null (unknown, never 0).
     usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
-    ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(result.error
+      ? {
+        error: {
+          code: result.error.code,
+          message: result.error.message,
+          ...(next ? { next } : {}),
+        },
+      }
+      : {}),
   };
   const lines = [
     `Run ${result.runId} of agent "${agent}" ${
@@ -386,6 +399,7 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
   const spent = formatUsage(result.usage);
   if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
+  if (next) lines.push(`Next: ${commandFor(next)}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
   }

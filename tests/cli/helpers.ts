@@ -58,8 +58,16 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
   };
 }
 
-/** A CLI by its `deno task` name. */
-export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker" | "migrate" | "ui";
+/** A CLI by its `deno task` name (`stepflow`: the one command, `src/cli/mod.ts`). */
+export type CliName =
+  | "stepflow"
+  | "run-agent"
+  | "run-plan"
+  | "plan"
+  | "qplan"
+  | "worker"
+  | "migrate"
+  | "ui";
 
 /** Options of {@linkcode spawnCli}. */
 export interface SpawnCliOptions {
@@ -95,7 +103,7 @@ export function spawnCli(
       ...before,
       "run",
       "-A",
-      join(REPO_ROOT, "src", "cli", `${cli.replace("-", "_")}.ts`),
+      join(REPO_ROOT, "src", "cli", cli === "stepflow" ? "mod.ts" : `${cli.replace("-", "_")}.ts`),
       ...args,
     ],
     cwd: REPO_ROOT,
