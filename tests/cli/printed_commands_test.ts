@@ -24,6 +24,11 @@ const SUBCOMMAND = new RegExp(
   `^(?:${[...STEPFLOW_SUBCOMMANDS].sort((a, b) => b.length - a.length).join("|")})\\b`,
 );
 
+/** Whether `command` (one of `prefixes`, then a subcommand) runs `subcommand`. */
+function isSubcommand(command: string, prefixes: readonly string[], subcommand: string): boolean {
+  return prefixes.some((p) => command.startsWith(`${p} ${subcommand} `));
+}
+
 /** Decodes the entities the dashboard's escaping writes. */
 function decodeHtml(text: string): string {
   return text.replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&quot;", '"')
@@ -94,6 +99,9 @@ class Collector {
   readonly ran: Printed[] = [];
   readonly problems: string[] = [];
   readonly #found = new Map<string, boolean>();
+  readonly #done = new Set<string>();
+  /** The runs started on the default backend (see {@linkcode stepflow}). */
+  readonly #modelless = new Set<string>();
   constructor(readonly project: string, readonly prefixes: string[]) {}
 
   /** Collects the commands of `text` (checking it names no bare mode flag), returns them. */
@@ -108,17 +116,41 @@ class Collector {
     return commands;
   }
 
-  /** Runs `stepflow <argv>` from the project folder, in-process. */
-  async stepflow(argv: readonly string[], stdin?: string): Promise<Result> {
+  /**
+   * Runs `stepflow <argv>` from the project folder, in-process. With `modelless`, a run on the
+   * default backend — `run` without `--script` or `--backend`, and a resume or redrive of such a
+   * run — is cancelled (as by Ctrl-C) once its first step starts: the default backend is Claude
+   * Code, which nobody is logged in to here and which takes 10 s or more to say so. By then the
+   * command was found, parsed, and its agent loaded and its run started, which is what pasting it
+   * has to show.
+   */
+  async stepflow(
+    argv: readonly string[],
+    options: { stdin?: string; modelless?: boolean } = {},
+  ): Promise<Result> {
     let stdout = "";
     let stderr = "";
+    const cancel = new AbortController();
+    const onDefault = options.modelless && (
+      (argv[0] === "run" && !argv.includes("--script") && !argv.includes("--backend")) ||
+      ((argv[0] === "resume" || argv[0] === "redrive") && this.#modelless.has(argv[1]))
+    );
     const code = await stepflowMain(argv, {
       stdout: { write: (t) => void (stdout += t) },
-      stderr: { write: (t) => void (stderr += t) },
-      stdin: stdin === undefined ? null : new Blob([stdin]).stream(),
+      stderr: {
+        write: (t) => {
+          stderr += t;
+          if (!onDefault) return;
+          const started = /^\[[\d:.]+\] run (\S+) started/m.exec(t);
+          if (started) this.#modelless.add(started[1]);
+          if (/^\[[\d:.]+\] step \S+ #\d+ started/m.test(t)) cancel.abort();
+        },
+      },
+      stdin: options.stdin === undefined ? null : new Blob([options.stdin]).stream(),
       env: { NO_COLOR: "1" },
       cwd: this.project,
       isTerminal: { stdin: false, stdout: false, stderr: false },
+      signal: cancel.signal,
     });
     return { code, stdout, stderr, out: stdout + stderr };
   }
@@ -140,7 +172,7 @@ class Collector {
     }
     if (!this.#found.get(prefix)) return { code: 127, stdout: "", stderr: "", out: "" };
     const words = await sh(`printf '%s\\0' ${command.slice(prefix.length + 1)}`, this.project);
-    return await this.stepflow(words.stdout.split("\0").slice(0, -1));
+    return await this.stepflow(words.stdout.split("\0").slice(0, -1), { modelless: true });
   }
 
   /**
@@ -150,6 +182,10 @@ class Collector {
   async runAll(scenario: string, commands: readonly string[], depth = 1): Promise<void> {
     for (const command of commands) {
       this.ran.push({ scenario, command });
+      // A command printed again (the list and the scaffold both say how to run an agent) is run
+      // once; an answer every time it is printed: the second is refused, and says where to look.
+      if (this.#done.has(command) && !isSubcommand(command, this.prefixes, "answer")) continue;
+      this.#done.add(command);
       const result = await this.#pasted(command);
       const what = `${scenario}\n  printed: ${command}\n  exit ${result.code}\n${result.out}`;
       if (result.code === 127) this.problems.push(`not found when pasted: ${what}`);
