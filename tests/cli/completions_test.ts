@@ -80,48 +80,43 @@ Deno.test("stepflow completions bash|zsh|fish: each shell completes through step
   const p = await project();
   try {
     const sh = (command: string) => stepflow.sh(command, p.dir);
+    // The scripts as `stepflow completions SHELL` prints them (in-process: install_test.ts spawns
+    // it); the shells then call the installed stepflow's __complete.
     const script = async (shell: string) => {
+      const printed = await runCli(["completions", shell], { userDir: p.dir });
+      assert.equal(printed.code, 0, printed.stderr);
       const path = join(p.dir, `completion.${shell}`);
-      const printed = await sh(`stepflow completions ${shell} > ${path}`);
-      assert.equal(printed.code, 0, printed.out);
+      await Deno.writeTextFile(path, printed.stdout);
       return path;
     };
-    const unknown = await sh("stepflow completions tcsh");
+    const unknown = await runCli(["completions", "tcsh"], { userDir: p.dir });
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /No completion for the shell "tcsh"/);
     // Each shell sources the script and completes as on a Tab; the test lines are a file of
-    // their own (no quoting of quotes).
+    // their own (no quoting of quotes). The shells run at once.
     const run = async (shell: string, lines: string[]) => {
       const file = join(p.dir, `complete-test.${shell}`);
       await Deno.writeTextFile(file, [`source ${await script(shell)}`, ...lines, ""].join("\n"));
       return await sh(`${shell} ${file}`);
     };
-    if (shells.bash) {
-      const tab = (...words: string[]) =>
-        `COMP_WORDS=(${words.map((w) => `"${w}"`).join(" ")}); COMP_CWORD=${
-          words.length - 1
-        }; _stepflow; echo "[\${COMPREPLY[*]}]"`;
-      const out = await run("bash", [
-        tab("stepflow", "res"),
-        tab("stepflow", "answer", ""),
-      ]);
-      assert.equal(out.stdout, `[resume]\n[${p.waiting}]\n`, out.out);
-    }
-    if (shells.zsh) {
-      const out = await run("zsh", [
+    const tab = (...words: string[]) =>
+      `COMP_WORDS=(${words.map((w) => `"${w}"`).join(" ")}); COMP_CWORD=${
+        words.length - 1
+      }; _stepflow; echo "[\${COMPREPLY[*]}]"`;
+    await Promise.all([
+      shells.bash && run("bash", [tab("stepflow", "res"), tab("stepflow", "answer", "")]).then(
+        (out) => assert.equal(out.stdout, `[resume]\n[${p.waiting}]\n`, out.out),
+      ),
+      shells.zsh && run("zsh", [
         'compadd() { print -r -- "$@" }',
         "words=(stepflow res); CURRENT=2; _stepflow",
         'words=(stepflow answer ""); CURRENT=3; _stepflow',
-      ]);
-      assert.equal(out.stdout, `-- resume\n-- ${p.waiting}\n`, out.out);
-    }
-    if (shells.fish) {
-      const out = await run("fish", [
+      ]).then((out) => assert.equal(out.stdout, `-- resume\n-- ${p.waiting}\n`, out.out)),
+      shells.fish && run("fish", [
         'complete -C "stepflow res"',
         'complete -C "stepflow answer "',
-      ]);
-      assert.equal(out.stdout, `resume\n${p.waiting}\n`, out.out);
-    }
+      ]).then((out) => assert.equal(out.stdout, `resume\n${p.waiting}\n`, out.out)),
+    ]);
   } finally {
     await stepflow.remove();
     await Deno.remove(p.dir, { recursive: true });

@@ -20,28 +20,51 @@ Deno.test("deno task install: stepflow runs every subcommand from an unrelated f
   const project = await Deno.makeTempDir({ prefix: "stepflow-project-" });
   const sh = (command: string) => stepflow.sh(command, project);
   try {
-    const help = await sh("stepflow --help");
+    // Each stepflow is a Deno process of its own: the ones that do not depend on each other start
+    // together, in three rounds (before the agent exists, once it exists, once it has run).
+    await Deno.writeTextFile(join(project, "hi.qplan"), 'step id="s" {\n  print "hi"\n}\n');
+    const [help, helps, typo, init, qplan, qplanUsage, plan, uiUsage, bash, words] = await Promise
+      .all([
+        sh("stepflow --help"),
+        // Each subcommand has its own help, with examples, written as it is typed here (the
+        // servers' here; every other one's in-process in stepflow_test.ts, which checks them).
+        Promise.all(["run", "ui", "mcp", "worker"].map((name) => sh(`stepflow ${name} --help`))),
+        sh("stepflow run-plna plan.json"),
+        sh("stepflow init my-agent"),
+        // The other commands by name, with their files resolved in the project folder.
+        sh("stepflow qplan run hi.qplan --quiet"),
+        sh("stepflow qplan run"),
+        sh("stepflow plan list"),
+        sh("stepflow ui --prot 0"),
+        // Completion comes from the declarations and the folder.
+        sh("stepflow completions bash"),
+        sh("stepflow __complete sh"),
+      ]);
     assert.equal(help.code, 0, help.out);
     for (const name of STEPFLOW_SUBCOMMANDS) {
       assert.match(help.stdout, new RegExp(`^  ${name} +\\S`, "m"), name);
     }
-    // Each subcommand has its own help, with examples, written as it is typed here (the servers'
-    // here; every other one's in-process in stepflow_test.ts, whose examples are checked there).
-    await Promise.all(["run", "ui", "mcp", "worker"].map(async (name) => {
-      const result = await sh(`stepflow ${name} --help`);
+    ["run", "ui", "mcp", "worker"].forEach((name, i) => {
+      const result = helps[i];
       assert.equal(result.code, 0, `stepflow ${name} --help\n${result.out}`);
       assert.match(result.stdout, /^Examples:$/m, name);
       assert.match(result.stdout, new RegExp(`^ {2}(\\S+ \\| )?stepflow ${name}\\b`, "m"), name);
       assert.doesNotMatch(result.out, /deno task|deno run/, name);
-    }));
+    });
     // A mistyped subcommand is named, with the closest one.
-    const typo = await sh("stepflow run-plna plan.json");
     assert.equal(typo.code, 2, typo.out);
     assert.match(typo.stderr, /^error: Unknown subcommand "run-plna"\. Did you mean run-plan\?$/m);
     assert.match(typo.stderr, /Run `stepflow --help` for the subcommands\./);
+    assert.deepEqual([qplan.code, qplan.out], [0, "hi\n"]);
+    assert.equal(qplanUsage.code, 2);
+    assert.match(qplanUsage.out, /needs a script file: stepflow qplan run FILE/);
+    assert.match(plan.out, /Create one with: stepflow plan new/);
+    assert.equal(uiUsage.code, 2, uiUsage.out);
+    assert.match(uiUsage.out, /^Usage: stepflow ui /m);
+    assert.match(bash.stdout, /complete .*-F _stepflow stepflow/);
+    assert.equal(words.stdout, "words\nshow\n");
 
     // The agent subcommands, end to end.
-    const init = await sh("stepflow init my-agent");
     assert.equal(init.code, 0, init.out);
     assert.match(
       init.stdout,
@@ -53,59 +76,44 @@ Deno.test("deno task install: stepflow runs every subcommand from an unrelated f
       script,
       /^# {3}stepflow run my-agent --script \.agent\/my-agent\/demo\.script\.yaml \\$/m,
     );
-    const list = await sh("stepflow list");
+    const [list, validate, graph, ran] = await Promise.all([
+      sh("stepflow list"),
+      sh("stepflow validate my-agent"),
+      sh("stepflow graph my-agent"),
+      sh("stepflow run my-agent --script .agent/my-agent/demo.script.yaml --topic notes --json"),
+    ]);
     assert.match(list.stdout, /^Run one with: stepflow run my-agent --topic '…'$/m);
-    assert.equal((await sh("stepflow validate my-agent")).code, 0);
-    assert.match((await sh("stepflow graph my-agent")).stdout, /^flowchart TD$/m);
-    const ran = await sh(
-      "stepflow run my-agent --script .agent/my-agent/demo.script.yaml --topic notes --json",
-    );
+    assert.equal(validate.code, 0, validate.out);
+    assert.match(graph.stdout, /^flowchart TD$/m);
     assert.equal(ran.code, 0, ran.out);
     const runId = JSON.parse(ran.stdout).runId as string;
-    const runs = await sh("stepflow runs");
+
+    const [runs, agentRuns, show, resume, missing, old, runIds] = await Promise.all([
+      sh("stepflow runs"),
+      sh("stepflow runs my-agent"),
+      // A run is found by its id alone.
+      sh(`stepflow show ${runId}`),
+      sh(`stepflow resume ${runId}`),
+      sh("stepflow show 20200101T000000Z-000000"),
+      // The old form keeps working for a release, with a one-line hint to the new one.
+      sh(`stepflow --agent my-agent --show ${runId}`),
+      sh("stepflow __complete show ''"),
+    ]);
     assert.match(runs.stdout, new RegExp(`^${runId} +\\S+ \\S+ +completed`, "m"));
-    assert.match((await sh("stepflow runs my-agent")).stdout, /^Runs of agent "my-agent"/);
-    // A run is found by its id alone.
-    const show = await sh(`stepflow show ${runId}`);
+    assert.match(agentRuns.stdout, /^Runs of agent "my-agent"/);
     assert.equal(show.code, 0, show.out);
     assert.match(show.stdout, new RegExp(`^Run ${runId} · agent my-agent · completed`));
-    const resume = await sh(`stepflow resume ${runId}`);
     assert.equal(resume.code, 2, resume.out);
     assert.match(resume.stderr, /already ended \(completed\); nothing to resume/);
-    const missing = await sh("stepflow show 20200101T000000Z-000000");
     assert.equal(missing.code, 2, missing.out);
     assert.match(missing.stderr, /^Next: stepflow runs$/m);
-
-    // The old form keeps working for a release, with a one-line hint to the new one.
-    const old = await sh(`stepflow --agent my-agent --show ${runId}`);
     assert.equal(old.code, 0, old.out);
     assert.match(old.stdout, new RegExp(`^Run ${runId} · agent my-agent · completed`));
     assert.equal(
       old.stderr,
       `hint: this is now \`stepflow show ${runId}\` (run-agent's --show goes away in a later release)\n`,
     );
-
-    // Completion comes from the declarations and the folder.
-    assert.match(
-      (await sh("stepflow completions bash")).stdout,
-      /complete .*-F _stepflow stepflow/,
-    );
-    const words = await sh("stepflow __complete sh");
-    assert.equal(words.stdout, "words\nshow\n");
-    assert.equal((await sh("stepflow __complete show ''")).stdout, `words\n${runId}\n`);
-
-    // The other commands by name, with their files resolved in the project folder.
-    await Deno.writeTextFile(join(project, "hi.qplan"), 'step id="s" {\n  print "hi"\n}\n');
-    const qplan = await sh("stepflow qplan run hi.qplan --quiet");
-    assert.deepEqual([qplan.code, qplan.out], [0, "hi\n"]);
-    const qplanUsage = await sh("stepflow qplan run");
-    assert.equal(qplanUsage.code, 2);
-    assert.match(qplanUsage.out, /needs a script file: stepflow qplan run FILE/);
-    const plan = await sh("stepflow plan list");
-    assert.match(plan.out, /Create one with: stepflow plan new/);
-    const uiUsage = await sh("stepflow ui --prot 0");
-    assert.equal(uiUsage.code, 2, uiUsage.out);
-    assert.match(uiUsage.out, /^Usage: stepflow ui /m);
+    assert.equal(runIds.stdout, `words\n${runId}\n`);
   } finally {
     await stepflow.remove();
     await Deno.remove(project, { recursive: true });
