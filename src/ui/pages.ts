@@ -29,7 +29,7 @@ import {
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
-import { budgetStopNote, spendMeta } from "./spend_meta.ts";
+import { budgetStopNote, modelCallsText, spendMeta } from "./spend_meta.ts";
 
 export { formatDuration } from "./display_format.ts";
 
@@ -439,18 +439,7 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       : "",
     row.models ? field("answered by", modelsText(row.models)) : "",
     row.modelCalls && row.modelCalls.length > 1
-      ? field(
-        "model calls",
-        row.modelCalls.map((c) =>
-          `${c.kind}${c.model ? ` ${c.model}` : ""} ${
-            c.estimatedUsd !== undefined
-              ? `cut off (up to ${cost(c.estimatedUsd)})`
-              : c.costUsd === null
-              ? "cost unknown"
-              : cost(c.costUsd) || "$0"
-          }`
-        ).join(" · "),
-      )
+      ? field("model calls", modelCallsText(row.modelCalls))
       : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,

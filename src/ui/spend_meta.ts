@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { budgetOf, spentBySteps } from "./display_format.ts";
+import { budgetOf, cost, spentBySteps } from "./display_format.ts";
 import { type Html, html as h } from "./html.ts";
 
 /** The run's budget and its spend by step, as header rows (nothing when neither is known). */
@@ -24,4 +24,24 @@ export function budgetStopNote(agent: string | undefined, runId: string): Html {
   return h`<span class="note">Stopped by its budget: raise it and carry on inside the step with <code>run-agent --agent ${
     agent ?? "NAME"
   } --resume ${runId} --budget-usd USD</code>.</span>`;
+}
+
+/** An iteration's model calls: `step gpt-4o $0.0100 · reask gpt-4o cost unknown`. */
+export function modelCallsText(
+  calls: readonly {
+    kind: string;
+    model?: string;
+    costUsd: number | null;
+    estimatedUsd?: number;
+  }[],
+): string {
+  return calls.map((c) =>
+    `${c.kind}${c.model ? ` ${c.model}` : ""} ${
+      c.estimatedUsd !== undefined
+        ? `cut off (up to ${cost(c.estimatedUsd)})`
+        : c.costUsd === null
+        ? "cost unknown"
+        : cost(c.costUsd) || "$0"
+    }`
+  ).join(" · ");
 }
