@@ -10,6 +10,7 @@ import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_e
 import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
 import {
   classifyHttpFailure,
+  type ErrorBodyKind,
   type FailureClass,
   resolveRetryPolicy,
   RetryExhausted,
@@ -204,8 +205,8 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected sdkErrorClasses: SdkErrorClasses = {};
   #schemaMode: StructuredOutputMode;
   #client?: Promise<unknown>;
-  /** Error-body messages of failed exchanges, by the error the SDK threw. */
-  readonly #bodyMessages = new WeakMap<object, string>();
+  /** Error-body messages (and kinds) of failed exchanges, by the error the SDK threw. */
+  readonly #bodyMessages = new WeakMap<object, { message: string; kind?: ErrorBodyKind }>();
 
   /**
    * Checks the options; nothing is loaded or sent yet.
@@ -292,6 +293,12 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected abstract failureHints(model: string): FailureHints;
 
   /**
+   * What to say when the URL does not answer like this backend's API (a web page, a 501, a path
+   * that does not exist): which URL, and what the API's base URL looks like.
+   */
+  protected abstract notApiHint(): string;
+
+  /**
    * Classifies a failed exchange by the SDK's error classes, the status and the cause (see
    * {@linkcode classifyHttpFailure}), with the message read from the error body.
    */
@@ -307,12 +314,13 @@ export abstract class ChatApiBackend implements LlmBackend {
         ...(error.errorType !== undefined ? { errorType: error.errorType } : {}),
       };
     }
-    const bodyMessage = error !== null && typeof error === "object"
+    const body = error !== null && typeof error === "object"
       ? this.#bodyMessages.get(error)
       : undefined;
     return classifyHttpFailure(error, {
       classes: this.sdkErrorClasses,
-      ...(bodyMessage !== undefined ? { bodyMessage } : {}),
+      ...(body !== undefined ? { bodyMessage: body.message } : {}),
+      ...(body?.kind !== undefined ? { bodyKind: body.kind } : {}),
     });
   }
 
@@ -327,6 +335,14 @@ export abstract class ChatApiBackend implements LlmBackend {
     // type, or none, and are read as events.
     if (type === undefined || !/json|html|xml/i.test(type)) return;
     (stream as { controller?: AbortController }).controller?.abort();
+    if (/html/i.test(type)) {
+      // A web page is no API that cannot stream: turning streaming off would not help.
+      throw new BackendError(
+        "BACKEND_BAD_RESPONSE",
+        `${this.name} backend: the server answered with a web page (${type}). ${this.notApiHint()}`,
+        { backend: this.name },
+      );
+    }
     throw new BackendError(
       "BACKEND_BAD_RESPONSE",
       `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
@@ -349,7 +365,7 @@ export abstract class ChatApiBackend implements LlmBackend {
     } catch (error) {
       if (idle?.fired && !request.signal.aborted) throw new StreamStalled(idle.idleMs, error);
       if (capture.message !== undefined && error !== null && typeof error === "object") {
-        this.#bodyMessages.set(error, capture.message);
+        this.#bodyMessages.set(error, { message: capture.message, kind: capture.bodyKind });
       }
       throw error;
     } finally {
@@ -482,7 +498,7 @@ export abstract class ChatApiBackend implements LlmBackend {
           this.name,
           error,
           { stepId: req.stepId, timeoutMs: this.timeoutMs },
-          this.failureHints(model),
+          { ...this.failureHints(model), notApi: this.notApiHint() },
         );
       }
     }

@@ -99,10 +99,20 @@ export function jitteredBackoff(
 
 export { type HeadersLike, parseRetryAfter } from "./rate_limit_reset.ts";
 
-/** True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx. */
+/**
+ * True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx but 501 (Not Implemented)
+ * and 505 (HTTP Version Not Supported), which say what the server cannot do, not that it is busy.
+ */
 export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
+  return status === 408 || status === 409 || status === 429 ||
+    (status >= 500 && status !== 501 && status !== 505);
 }
+
+/**
+ * Statuses that say "nothing here answers this request" — no such path (404), not this method
+ * (405), not implemented (501): with a body that is not JSON, the URL is not the API at all.
+ */
+const NOT_SERVED_STATUSES: ReadonlySet<number> = new Set([404, 405, 501]);
 
 /** What a classifier says about one failed attempt. */
 export interface FailureClass {
@@ -124,6 +134,12 @@ export interface FailureClass {
   errorType?: string;
   /** A short human-readable reason (`HTTP 429 rate_limit_error: …`, `connection refused`, …). */
   reason: string;
+  /**
+   * True when the answer shows that the URL does not serve the backend's API: a 404, 405 or 501
+   * whose body is an HTML page, plain text or empty rather than the API's JSON (a web server, a
+   * wrong path). Never retried.
+   */
+  notApi?: boolean;
 }
 
 /**
@@ -149,6 +165,8 @@ export interface ClassifyContext {
    * only part of a body that is not in their API's error format.
    */
   bodyMessage?: string;
+  /** The kind of the raw error body (see {@linkcode errorBodyKind}). */
+  bodyKind?: ErrorBodyKind;
 }
 
 /**
@@ -189,6 +207,18 @@ export function classifyHttpFailure(error: unknown, context: ClassifyContext = {
       : isRetryableStatus(status);
     const text = context.bodyMessage !== undefined ? ` ${context.bodyMessage}` : apiErrorText(e);
     const errorType = apiErrorType(e);
+    if (
+      NOT_SERVED_STATUSES.has(status) && context.bodyKind !== undefined &&
+      context.bodyKind !== "json"
+    ) {
+      return {
+        retryable: false,
+        kind: "http",
+        status,
+        notApi: true,
+        reason: `HTTP ${status}${text}`,
+      };
+    }
     return {
       retryable,
       kind: "http",
@@ -289,13 +319,41 @@ export function describeErrorBody(text: string): string {
     parsed = undefined;
   }
   if (parsed !== undefined) return clip(describeJsonError(parsed), ERROR_BODY_MESSAGE_MAX);
-  if (/^<(!doctype|html|head|body|\?xml)/i.test(trimmed) || /<\/[a-z]+>/i.test(trimmed)) {
+  if (isHtml(trimmed)) {
     // `[^<>]*`, not `[^>]*`: a body of many `<` without `>` must not make these scans quadratic.
     const title = /<title[^<>]*>([^<]*)<\/title>/i.exec(trimmed)?.[1];
     const textOnly = (title && title.trim() !== "" ? title : trimmed).replace(/<[^<>]*>/g, " ");
     return clip(`${textOnly} (an HTML page)`, ERROR_BODY_MESSAGE_MAX);
   }
   return clip(trimmed, ERROR_BODY_MESSAGE_MAX);
+}
+
+/** What an error body is: the JSON an API answers with, an HTML page, other text, or nothing. */
+export type ErrorBodyKind = "json" | "html" | "text" | "empty";
+
+/**
+ * The kind of an HTTP error body, read as {@linkcode describeErrorBody} reads it.
+ *
+ * @example
+ * ```ts
+ * import { errorBodyKind } from "./retry.ts";
+ * errorBodyKind("<html><title>Error response</title></html>"); // "html"
+ * errorBodyKind('{"error":{"message":"no"}}'); // "json"
+ * ```
+ */
+export function errorBodyKind(text: string): ErrorBodyKind {
+  const trimmed = text.trim();
+  if (trimmed === "") return "empty";
+  try {
+    JSON.parse(trimmed);
+    return "json";
+  } catch {
+    return isHtml(trimmed) ? "html" : "text";
+  }
+}
+
+function isHtml(trimmed: string): boolean {
+  return /^<(!doctype|html|head|body|\?xml)/i.test(trimmed) || /<\/[a-z]+>/i.test(trimmed);
 }
 
 function describeJsonError(body: unknown): string {
