@@ -17,7 +17,8 @@ import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
 import { createProgressLines } from "../events/progress_lines.ts";
-import type { PendingInput } from "../flow/input_request.ts";
+import { answerFormOf, answerSchemaOf, type PendingInput } from "../flow/input_request.ts";
+import { exampleAnswer } from "../definition/answer_form.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
@@ -127,7 +128,7 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
       name: `${RUN_TOOL_PREFIX}${definition.name}`,
       title: `Run agent ${definition.agent.displayName ?? definition.name}`,
       description: `${
-        definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`
+        sentence(definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`)
       } Answers the run's output and its run id; cancelling the call cancels the run.`,
       inputSchema: parametersInputSchema(definition.agent.parameters ?? {}),
     });
@@ -353,13 +354,28 @@ async function drive(
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
-  return runAnswer(definition.name, result);
+  return await runAnswer(definition, result);
+}
+
+/**
+ * A description as a sentence of its own, so that the tool's own words after it do not run on
+ * (`…to approve. Answers the run's output…`, not `…to approve Answers…`).
+ */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === "" || /[.!?…。]["')\]]*$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 /** A run's answer: its id and how it ended (or what it waits for), then its output as JSON. */
-function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
+async function runAnswer(definition: AgentDefinition, result: StepFlowResult): Promise<ToolAnswer> {
+  const agent = definition.name;
   if (result.completionReason === "waiting" && result.waiting) {
-    return waitingAnswer(agent, result, result.waiting);
+    return waitingAnswer(
+      agent,
+      result,
+      result.waiting,
+      await answerGuide(definition, result.waiting),
+    );
   }
   const structured: Record<string, unknown> = {
     runId: result.runId,
@@ -383,8 +399,42 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
   return { text: lines.join("\n"), structured, ...(result.success ? {} : { isError: true }) };
 }
 
+/**
+ * What a client needs to give a waiting run its answer: the JSON Schema the value must match and a
+ * value that does (every required field filled, a choice's first value). Undefined when the
+ * step's schema cannot be read now (it changed since the run asked); the answer is then checked
+ * when given, as always.
+ */
+async function answerGuide(
+  definition: AgentDefinition,
+  waiting: PendingInput,
+): Promise<AnswerGuide | undefined> {
+  try {
+    const [schema, form] = await Promise.all([
+      answerSchemaOf(definition, waiting),
+      answerFormOf(definition, waiting),
+    ]);
+    return { schema, example: exampleAnswer(form) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer's schema and an example value (see {@linkcode answerGuide}). */
+interface AnswerGuide {
+  /** The JSON Schema the answer must match. */
+  schema: Record<string, unknown>;
+  /** A value that matches it. */
+  example: Record<string, unknown>;
+}
+
 /** A run stopped at an input step: not an error — its question, and how to answer it. */
-function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingInput): ToolAnswer {
+function waitingAnswer(
+  agent: string,
+  result: StepFlowResult,
+  waiting: PendingInput,
+  guide: AnswerGuide | undefined,
+): ToolAnswer {
   const structured: Record<string, unknown> = {
     runId: result.runId,
     agent,
@@ -393,33 +443,56 @@ function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingIn
     completionReason: "waiting",
     finalStepId: result.finalStepId,
     iterations: result.iterations,
-    waiting: waitingView(waiting),
+    waiting: waitingView(waiting, guide),
   };
   const text = [
     `Run ${result.runId} of agent "${agent}" is waiting for an answer at input step "${waiting.stepId}":`,
     waiting.prompt.trimEnd(),
-    answerHint(agent, result.runId, waiting),
+    answerHint(agent, result.runId, waiting, guide),
   ].join("\n");
   return { text, structured };
 }
 
-/** What a client needs of a waiting run's request (the request id and schema reference stay inside). */
-function waitingView(waiting: PendingInput): Record<string, unknown> {
+/**
+ * What a client needs of a waiting run's request (the request id and schema reference stay
+ * inside): the question, when it passes, and the answer's schema and an example value.
+ */
+function waitingView(
+  waiting: PendingInput,
+  guide: AnswerGuide | undefined,
+): Record<string, unknown> {
   return {
     stepId: waiting.stepId,
     question: waiting.prompt,
     requestedAt: waiting.requestedAt,
     ...(waiting.expiresAt !== undefined ? { expiresAt: waiting.expiresAt } : {}),
     ...(waiting.timeoutIntent !== undefined ? { timeoutIntent: waiting.timeoutIntent } : {}),
+    ...(guide ? { answerSchema: guide.schema, exampleValue: guide.example } : {}),
   };
 }
 
-function answerHint(agent: string, runId: string, waiting: PendingInput): string {
-  return `Answer it with the answer_run tool: { "agent": ${
-    JSON.stringify(agent)
-  }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${
-    waiting.expiresAt ? ` before ${waiting.expiresAt}` : ""
-  }.`;
+function answerHint(
+  agent: string,
+  runId: string,
+  waiting: PendingInput,
+  guide: AnswerGuide | undefined,
+): string {
+  const before = waiting.expiresAt ? ` before ${waiting.expiresAt}` : "";
+  if (!guide) {
+    return `Answer it with the answer_run tool: { "agent": ${
+      JSON.stringify(agent)
+    }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${before}.`;
+  }
+  return [
+    `The answer (value) must match this JSON Schema: ${JSON.stringify(guide.schema)}`,
+    "Answer it with the answer_run tool, for example:",
+    `  ${JSON.stringify({ agent, runId, value: guide.example })}`,
+    ...(waiting.expiresAt
+      ? [
+        `Answer before ${waiting.expiresAt}; then the wait passes and the step takes the intent "${waiting.timeoutIntent}".`,
+      ]
+      : []),
+  ].join("\n");
 }
 
 /** `list_runs`: one agent's runs, or every served agent's. */
@@ -489,8 +562,9 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
       | PendingInput
       | undefined;
     if (typeof waiting?.stepId === "string" && typeof waiting.prompt === "string") {
-      structured.waiting = waitingView(waiting);
-      text += `\n${answerHint(definition.name, runId!, waiting)}`;
+      const guide = await answerGuide(definition, waiting);
+      structured.waiting = waitingView(waiting, guide);
+      text += `\n${answerHint(definition.name, runId!, waiting, guide)}`;
     }
     return { text, structured };
   });
