@@ -49,6 +49,12 @@ export interface ProgressOptions {
   color: boolean;
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
+  /**
+   * When the clock shows 00:00, in `now()`'s units. Default: when the renderer is created. The
+   * renderer of a later drive of the same command (a run answered at the terminal goes on in a new
+   * drive) passes the first one's {@linkcode ProgressRenderer.startedAt}, so the clock goes on.
+   */
+  startedAt?: number;
 }
 
 /** Options of the live renderer. */
@@ -80,6 +86,8 @@ export interface ProgressRenderer extends CallObserver {
   warn(message: string): void;
   /** Ends the display: the live line is replaced by `result`'s summary; timers stop. */
   finish(result?: StepFlowResult): void;
+  /** When its clock shows 00:00 (see {@linkcode ProgressOptions.startedAt}). */
+  readonly startedAt?: number;
   /**
    * Clears the live line and stops redrawing it while a question is asked at the terminal;
    * returns the function that brings it back. Absent where nothing is redrawn.
@@ -165,10 +173,12 @@ export interface LineProgressOptions extends ProgressOptions {
  */
 export function createLineProgress(options: LineProgressOptions): ProgressRenderer {
   const now = options.now ?? (() => performance.now());
-  const lines = createProgressLines({ ...options, now });
+  const startedAt = options.startedAt ?? now();
+  const lines = createProgressLines({ ...options, now, startedAt });
   const { line, colors: c } = lines;
   const callStarted = new Map<LlmRequest, number>();
   return {
+    startedAt,
     events: lines.events,
     onCallStart(request) {
       callStarted.set(request, now());
@@ -229,7 +239,7 @@ const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", 
  */
 export function createLiveProgress(options: LiveProgressOptions): ProgressRenderer {
   const now = options.now ?? (() => performance.now());
-  const start = now();
+  const start = options.startedAt ?? now();
   const c = palette(options.color);
   const columns = Math.max(20, options.columns ?? 80);
   const status: LiveStatus = { attempt: 1, tokens: 0, unknownCalls: 0, paused: false };
@@ -266,6 +276,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   Deno.unrefTimer(timer);
 
   return {
+    startedAt: start,
     events: liveEvents(status, { draw, print, colors: c }),
     onCallStart(request) {
       status.call = request.kind === "step" ? "waiting for the model" : `${request.kind} call`;

@@ -20,6 +20,7 @@ import { resolve } from "node:path";
 import { AgentDefinitionError } from "../definition/errors.ts";
 import { flowToMermaid } from "../definition/graph.ts";
 import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load.ts";
+import { agentListLines, checkAgents } from "./agent_list.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { ownValue } from "../own_record.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -504,7 +505,7 @@ async function help(scan: CliFlags, ctx: Context): Promise<number> {
 }
 
 async function list(flags: CliFlags, ctx: Context): Promise<number> {
-  const agents = await listAgents({ cwd: ctx.userDir });
+  const agents = (await checkAgents(ctx.userDir)).map((a) => a.listed);
   const root = resolve(ctx.userDir, ".agent");
   if (flags.json) {
     ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
@@ -516,12 +517,13 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     );
     return EXIT_CODES.success;
   }
-  const width = Math.max(...agents.map((a) => a.name.length)) + 2;
   const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
-  for (const a of agents) {
-    const about = [a.displayName, a.description].filter(Boolean).join(" — ");
-    lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
-  }
+  lines.push(
+    ...agentListLines(
+      agents,
+      (name) => `${runAgentCommand(ctx.userDir)} --agent ${name} --validate`,
+    ),
+  );
   lines.push(
     "",
     `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
@@ -774,7 +776,7 @@ async function run(
       const form = await formOf(definition, waiting);
       for (;;) {
         const value = await askAtTerminal(waiting, runId, form, ask!);
-        progress = createProgress(flags, ctx);
+        progress = createProgress(flags, ctx, progress.startedAt);
         try {
           return await runner(progress).answer(runId, value, {
             answeredBy: flags.answeredBy ?? who("terminal"),
@@ -978,16 +980,17 @@ async function recordedChoice(
   }
 }
 
-function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
+function createProgress(flags: CliFlags, ctx: Context, startedAt?: number): ProgressRenderer {
   const write = (text: string) => ctx.io.stderr.write(text);
   const live = ctx.io.isTerminal.stderr && !flags.verbose && ctx.io.env.TERM !== "dumb";
   return live
     ? createLiveProgress({
       write,
       color: ctx.stderrColor,
+      startedAt,
       ...(ctx.io.columns !== undefined ? { columns: ctx.io.columns } : {}),
     })
-    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
+    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose, startedAt });
 }
 
 /**

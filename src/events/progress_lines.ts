@@ -32,6 +32,12 @@ export interface ProgressLinesOptions {
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
   /**
+   * When the clock shows 00:00, in `now()`'s units. Default: when the renderer is created. A
+   * renderer that takes over from an earlier drive's (a run answered at the terminal goes on in a
+   * new drive) passes that one's, so the clock goes on instead of starting again.
+   */
+  startedAt?: number;
+  /**
    * Also print state changes, each tool call's arguments and result excerpt, and the model's text
    * as it streams, line by line (`--verbose`).
    */
@@ -171,7 +177,7 @@ export function formatUsage(usage: RunUsage | undefined): string {
  */
 export function createProgressLines(options: ProgressLinesOptions): ProgressLines {
   const now = options.now ?? (() => performance.now());
-  const start = now();
+  const start = options.startedAt ?? now();
   const c = palette(options.color ?? false);
   const showResults = options.results ?? true;
   const attempts = new AttemptCounter();

@@ -390,7 +390,9 @@ async function runAnswer(definition: AgentDefinition, result: StepFlowResult): P
   const lines = [
     `Run ${result.runId} of agent "${agent}" ${
       result.success ? "completed" : `ended: ${result.completionReason}`
-    } at step "${result.finalStepId}" after ${result.iterations} iteration(s).`,
+    } at step "${result.finalStepId}" after ${result.iterations} iteration${
+      result.iterations === 1 ? "" : "s"
+    }.`,
   ];
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
   if (result.output !== undefined) {

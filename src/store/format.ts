@@ -395,21 +395,12 @@ export function formatRunHistory(
   } else if (log[0]) {
     facts.push(`started ${time(log[0].ts)}`);
   }
-  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
+  if (typeof state.iteration === "number") {
+    facts.push(`${state.iteration} iteration${state.iteration === 1 ? "" : "s"}`);
+  }
   if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
   const usage = state.usage;
-  if (isUsage(usage)) {
-    facts.push(
-      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
-        usage.outputTokens.toLocaleString("en-US")
-      } out`,
-    );
-    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
-    if (cache) facts.push(`of the input: ${cache}`);
-    const unknown = usage.callsWithoutUsage ?? 0;
-    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
-    if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
-  }
+  if (isUsage(usage)) facts.push(...usageFacts(usage));
   if (facts.length) lines.push(facts.join(" · "));
   const parent = state.parent as { runId?: unknown; stepId?: unknown } | undefined;
   if (typeof parent?.runId === "string") {
@@ -746,6 +737,28 @@ function cacheColumn(usage: RunSummary["usage"]): string {
 }
 
 /** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
+/**
+ * A run's tokens for `--show`: `tokens 1,200 in / 34 out`, what the cache served, the calls
+ * whose usage is unknown, the cost. Calls without usage are never shown as 0 tokens: when no call
+ * reported any, only `tokens unknown for N calls` is said.
+ */
+function usageFacts(usage: LoggedUsage): string[] {
+  const facts: string[] = [];
+  const unknown = usage.callsWithoutUsage ?? 0;
+  if (unknown === 0 || usage.inputTokens > 0 || usage.outputTokens > 0) {
+    facts.push(
+      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
+        usage.outputTokens.toLocaleString("en-US")
+      } out`,
+    );
+  }
+  const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
+  if (cache) facts.push(`of the input: ${cache}`);
+  if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
+  if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
+  return facts;
+}
+
 function tokens(input: number, output: number, unknownCalls = 0): string {
   const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
   if (unknownCalls === 0) return known;

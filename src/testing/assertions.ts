@@ -37,7 +37,11 @@ export function formatPath(run: TestRun, mark?: number): string {
   const end = `run ${r.completionReason} at ${r.finalStepId ?? "-"}${
     r.error ? ` [${r.error.code}] ${r.error.message.split("\n")[0].slice(0, 160)}` : ""
   }`;
-  return [`Path taken by "${run.agent}" (${entries.length} iterations):`, ...lines, `  ${end}`]
+  return [
+    `Path taken by "${run.agent}" (${entries.length} iteration${entries.length === 1 ? "" : "s"}):`,
+    ...lines,
+    `  ${end}`,
+  ]
     .join("\n");
 }
 

@@ -165,6 +165,10 @@ Deno.test({
   fn: async () => {
     const user = await releaseAgent();
     try {
+      // The plan takes 0.8 s: the clock of the drive after the answer goes on from there.
+      const slow = JSON.parse(SCRIPT);
+      slow["draft.release"][0].delayMs = 800;
+      await Deno.writeTextFile(join(user, "release.script.json"), JSON.stringify(slow));
       const child = spawnAtTerminal(START, { userDir: user, env: { USER: "erin" } });
       const out = { text: "" };
       const reader = child.stdout.getReader();
@@ -185,6 +189,11 @@ Deno.test({
       await child.stderr.cancel();
       assert.equal(status.code, 0, out.text);
       assert.match(out.text, /completed/);
+      // The live view's closing line counts from the run's start in this command, not from the
+      // answer (it said 00:00.0 when the clock started again).
+      const clock = out.text.match(/✓ succeeded: .* in (\d\d):(\d\d\.\d)/);
+      assert.ok(clock, out.text);
+      assert.ok(Number(clock[1]) * 60 + Number(clock[2]) >= 0.8, clock[0]);
       const shown = await runTask(["--agent", "release", "--runs"], { userDir: user });
       assert.match(shown.stdout, /completed/);
       const id = shown.stdout.match(/^(\d{8}T\d{6}Z-\w+)/m)?.[1]!;
