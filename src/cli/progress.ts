@@ -365,9 +365,17 @@ function finishLine(result: StepFlowResult, elapsedMs: number, c: Palette): stri
   const elapsed = formatClock(elapsedMs).slice(0, -2);
   const cancelled = result.completionReason === "cancelled";
   const waiting = result.completionReason === "waiting";
-  const mark = result.success ? "✓" : cancelled ? "■" : waiting ? "…" : "✗";
+  const declined = result.completionReason === "declined";
+  const mark = result.success ? "✓" : cancelled || declined ? "■" : waiting ? "…" : "✗";
   const text = `${mark} ${resultLine(result)} in ${elapsed}`;
-  const tone = result.success ? c.green : cancelled || waiting ? c.yellow : c.red;
+  // A person's "no" is neither a success nor a failure: no colour.
+  const tone = result.success
+    ? c.green
+    : cancelled || waiting
+    ? c.yellow
+    : declined
+    ? (t: string) => t
+    : c.red;
   return tone(text);
 }
 

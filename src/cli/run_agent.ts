@@ -6,7 +6,7 @@
  * `INIT_CWD` (set by `deno task`): `.agent/`, `--script` and relative `--agent` paths resolve there.
  *
  * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
- * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
+ * error; 3 a person declined the run at an input step; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
  * 70 an unexpected internal error (a bug).
  *
  * Long because: it is the whole dispatch of
@@ -862,6 +862,7 @@ async function run(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "declined") return EXIT_CODES.incomplete; // a person said no
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)

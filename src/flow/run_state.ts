@@ -17,6 +17,7 @@ import { ownValue, setOwn } from "../own_record.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
 import type {
   CompletionReason,
+  DeclinedAnswer,
   HistoryEntry,
   ParentRunLink,
   PermissionGrant,
@@ -108,6 +109,8 @@ export interface RunnerState {
     stepId: string;
     output?: unknown;
     error?: { code: string; message: string; stepId?: string };
+    /** A person's decision that ended the run (reason `declined`). */
+    declined?: DeclinedAnswer;
   };
 }
 
@@ -134,6 +137,7 @@ export interface ChildRunLink {
 export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Object.freeze({
   completed: "completed",
   aborted: "aborted",
+  declined: "declined",
   cancelled: "cancelled",
   timeout: "timeout",
   waiting: "waiting",
@@ -213,6 +217,7 @@ export function advance(
     else enterStep(state, outcome.stepId);
   } else {
     endRun(state, outcome.reason, entry.stepId, runTimeoutMs, outcome.error, outcome.output);
+    if (outcome.declined) state.end!.declined = outcome.declined;
   }
 }
 
@@ -272,6 +277,7 @@ export function runResult(state: RunnerState, history: HistoryEntry[]): StepFlow
   };
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
+  if (end.declined) result.declined = end.declined;
   return result;
 }
 

@@ -16,7 +16,7 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import { createProgressLines } from "../events/progress_lines.ts";
+import { createProgressLines, noteText } from "../events/progress_lines.ts";
 import { answerFormOf, answerSchemaOf, type PendingInput } from "../flow/input_request.ts";
 import { exampleAnswer } from "../definition/answer_form.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
@@ -386,19 +386,29 @@ async function runAnswer(definition: AgentDefinition, result: StepFlowResult): P
     iterations: result.iterations,
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(result.declined ? { declined: boundDepth(result.declined, ANSWER_DEPTH) } : {}),
   };
+  const declined = result.completionReason === "declined" ? result.declined : undefined;
   const lines = [
     `Run ${result.runId} of agent "${agent}" ${
-      result.success ? "completed" : `ended: ${result.completionReason}`
+      result.success
+        ? "completed"
+        : declined
+        ? `was declined by ${declined.by}`
+        : `ended: ${result.completionReason}`
     } at step "${result.finalStepId}" after ${result.iterations} iteration${
       result.iterations === 1 ? "" : "s"
     }.`,
   ];
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
+  const note = noteText(declined?.note);
+  if (note) lines.push(`Note: ${note}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
   }
-  return { text: lines.join("\n"), structured, ...(result.success ? {} : { isError: true }) };
+  // A person's "no" is their decision, not a failed run: not a tool error.
+  const failed = !result.success && result.completionReason !== "declined";
+  return { text: lines.join("\n"), structured, ...(failed ? { isError: true } : {}) };
 }
 
 /**

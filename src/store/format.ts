@@ -15,6 +15,7 @@ import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare } from "../token_counts.ts";
+import { noteText } from "../events/progress_lines.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -380,6 +381,8 @@ export function formatRunHistory(
     ? "good"
     : isNotEnded(status) || status === "interrupted"
     ? "warn"
+    : status === "declined"
+    ? "plain"
     : "bad";
   lines.push(
     `${c.bold(`Run ${runId}`)} · agent ${checkpoint?.agent ?? "?"} · ${
@@ -409,6 +412,7 @@ export function formatRunHistory(
   if (end?.error?.message) {
     lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
   }
+  lines.push(...declinedLines(state.end));
   lines.push(...whatNext(checkpoint, status, state, runId, options, c));
   lines.push("");
 
@@ -442,7 +446,11 @@ export function formatRunHistory(
       e.stepId,
       String(e.attempt),
       e.intent ?? "",
-      c.status(e.transition, transitionTone(e.transition)),
+      // A person's "no" at an input step is their decision, not a failure.
+      c.status(
+        e.transition,
+        e.input?.answeredBy && e.transition === "abort" ? "plain" : transitionTone(e.transition),
+      ),
       e.nextStepId ?? "",
       duration(e.durationMs),
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
@@ -580,6 +588,21 @@ function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
   return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
 }
 
+/**
+ * Who stopped a declined run, when, at which step, and their note — from the checkpoint's
+ * `end.declined` (read from disk: used only when it has the shape the runner writes).
+ */
+function declinedLines(end: unknown): string[] {
+  const d = (end as { declined?: Record<string, unknown> } | undefined)?.declined;
+  if (!d || typeof d.by !== "string" || typeof d.stepId !== "string") return [];
+  const when = typeof d.at === "string" ? ` at ${time(d.at)}` : "";
+  const child = typeof d.childRunId === "string" ? ` (in its child run ${d.childRunId})` : "";
+  const lines = [`Declined by ${oneLine(d.by)}${when}, at step ${d.stepId}${child}.`];
+  const note = noteText(d.note);
+  if (note) lines.push(`Note: ${note}`);
+  return lines;
+}
+
 /** What a run's history page says comes next: why it cannot go on, or the command that continues it. */
 function whatNext(
   checkpoint: RunCheckpoint | undefined,
@@ -619,7 +642,8 @@ function whatNext(
     out.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
-  } else if (status !== "completed") {
+  } else if (status !== "completed" && status !== "declined") {
+    // (A declined run ended as a person decided: nothing is left to do.)
     out.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
   }
   return out;
@@ -685,6 +709,8 @@ function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
   if (isNotEnded(s.status) || s.status === "queued") return "warn";
+  // A person's decision to stop: neither a success nor a failure.
+  if (s.status === "declined") return "plain";
   return "bad";
 }
 

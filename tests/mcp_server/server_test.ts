@@ -281,6 +281,20 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     });
     assert.equal(again.isError, true);
     assert.match(text(again), /^INPUT_NOT_WAITING: /);
+
+    // A person's "no" is their decision, not a failed run: no tool error; who and the note said.
+    const other = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.5.0" } });
+    const otherId = String((other.structuredContent as Record<string, unknown>).runId);
+    const declined = await client.callTool({
+      name: "answer_run",
+      arguments: { agent, runId: otherId, value: { decision: "abort", note: "freeze" } },
+    });
+    assert.equal(declined.isError, undefined, text(declined));
+    const no = declined.structuredContent as Record<string, unknown>;
+    assert.equal(no.completionReason, "declined");
+    assert.equal((no.declined as Record<string, unknown>).by, "mcp");
+    assert.equal(no.error, undefined);
+    assert.match(text(declined), /was declined by mcp at step "approve\.release"[^]*Note: freeze/);
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
