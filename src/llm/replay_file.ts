@@ -2,7 +2,8 @@
  * Replay files from run logs. The runner keeps every backend call in the `calls` of its
  * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
- * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
+ * prompt's fingerprint and text, and tool calls — and, under `_answers`, the answers the run was
+ * given at its waits (`script_answers.ts`). `run-agent --record FILE` and
  * `run-agent --show RUN_ID --as-script` both go through it.
  *
  * @module
@@ -14,6 +15,7 @@ import type { RunLogEntry } from "../store/types.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
 import { REPLAY_HEADER_KEY } from "./replay.ts";
+import { ANSWERS_KEY, answersFromLog, type ScriptAnswer } from "./script_answers.ts";
 
 /** One backend call as the run log keeps it (in the `calls` of its iteration's `step_end`). */
 export interface RecordedCall {
@@ -106,6 +108,11 @@ export interface ReplayDocument {
   calls: Record<string, Record<string, unknown>[]>;
   /** How many calls the document holds. */
   count: number;
+  /**
+   * The answers the run was given at its waits (input steps, permission waits), in order, written
+   * under `_answers` so that a replay answers them again (absent when it was given none).
+   */
+  answers?: ScriptAnswer[];
 }
 
 /**
@@ -160,10 +167,13 @@ export function replayFromLog(
     header.note =
       "the run was redriven: replayed from its start, it stops where its first drive failed";
   }
+  const answers = answersFromLog(log);
+  if (answers.length > 0) header.answers = answers.length;
   return {
     header: redactDeep(header, secrets) as Record<string, unknown>,
     calls,
     count: kept.length,
+    ...(answers.length > 0 ? { answers: redactDeep(answers, secrets) as ScriptAnswer[] } : {}),
   };
 }
 
@@ -233,7 +243,7 @@ function isTurn(turn: unknown): turn is RecordedTurn {
  */
 export function replayText(doc: ReplayDocument, file: string): string {
   if (!file.toLowerCase().endsWith(".json")) return replayYaml(doc);
-  return `${JSON.stringify({ [REPLAY_HEADER_KEY]: doc.header, ...doc.calls }, null, 2)}\n`;
+  return `${JSON.stringify(documentObject(doc), null, 2)}\n`;
 }
 
 /**
@@ -247,9 +257,20 @@ export function replayYaml(doc: ReplayDocument): string {
     `# Replay: deno task run-agent --agent ${h.agent} --script THIS_FILE [the run's parameters]`,
     "# Each entry answers one call; its prompt must still match `fingerprint` (docs/testing.md).",
   ];
-  const body = stringifyYaml(
-    { [REPLAY_HEADER_KEY]: h, ...doc.calls },
-    { lineWidth: 0, aliasDuplicateObjects: false },
-  );
+  if (doc.answers) {
+    comment.push(
+      `# ${ANSWERS_KEY}: the answers the run was given at its waits, in order; the test kit and eval answer with them.`,
+    );
+  }
+  const body = stringifyYaml(documentObject(doc), { lineWidth: 0, aliasDuplicateObjects: false });
   return `${comment.join("\n")}\n${body}`;
+}
+
+/** The file's object: the header, the answers when there are any, then the calls per step. */
+function documentObject(doc: ReplayDocument): Record<string, unknown> {
+  return {
+    [REPLAY_HEADER_KEY]: doc.header,
+    ...(doc.answers ? { [ANSWERS_KEY]: doc.answers } : {}),
+    ...doc.calls,
+  };
 }
