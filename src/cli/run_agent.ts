@@ -70,6 +70,7 @@ import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
+import { childRunLogs } from "../flow/child_logs.ts";
 import { submitAndFollow } from "./submit.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
@@ -352,7 +353,8 @@ async function showRuns(
   }
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
-    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
+    const children = await childRunLogs(store, definition, log);
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env, children));
     return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
@@ -829,7 +831,7 @@ async function run(
       result = await answerAtTerminal(result.runId, result.waiting);
     }
     if (flags.record !== undefined) {
-      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
+      await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
   } finally {
     progress.finish(result);

@@ -203,7 +203,10 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
    * (`turnsBefore` 0), that the prompt is the one recorded.
    */
   #take(req: LlmRequest, turnsBefore: number): ReplayCallRecord {
-    const key = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    const plain = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    // A child run's calls are recorded under `<agent>/<stepId>` (its agent's, as in a script).
+    const own = `${req.agent}/${plain}`;
+    const key = this.#records.has(own) ? own : plain;
     const records = this.#records.get(key);
     const index = this.#used.get(key) ?? 0;
     const where = `the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration}${

@@ -98,6 +98,12 @@ export interface ReplayFromLogOptions {
   env: Record<string, string | undefined>;
   /** Extra header fields (backend, …). */
   header?: Record<string, unknown>;
+  /**
+   * The logs of the run's child runs (agent steps; `childRunLogs` in `src/flow/child_logs.ts`):
+   * their calls are recorded under `<agent>/<stepId>`, so that one file replays the run and its
+   * children, as one script answers both.
+   */
+  children?: readonly { agent: string; log: readonly RunLogEntry[] }[];
 }
 
 /** A replay document: the header and, per script key, the recorded calls. */
@@ -136,7 +142,11 @@ export function replayFromLog(
   options: ReplayFromLogOptions,
 ): ReplayDocument {
   const secrets = credentialSecrets(options.env);
-  const kept = recordedCalls(log);
+  const own = recordedCalls(log).map((call) => ({ call, prefix: "" }));
+  const children = (options.children ?? []).flatMap((child) =>
+    recordedCalls(child.log).map((call) => ({ call, prefix: `${child.agent}/` }))
+  );
+  const kept = [...own, ...children];
   const redriven = log.some((e) => e.type === "run_redrive");
   if (kept.length === 0) {
     throw new StepflowError(
@@ -147,8 +157,8 @@ export function replayFromLog(
   }
   const calls: Record<string, Record<string, unknown>[]> = {};
   let entries = 0;
-  for (const entry of kept) {
-    const key = entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId;
+  for (const { call: entry, prefix } of kept) {
+    const key = `${prefix}${entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId}`;
     const list = Object.hasOwn(calls, key) ? calls[key] : (calls[key] = []);
     const written = replayEntries(entry, secrets);
     list.push(...written);
@@ -161,6 +171,7 @@ export function replayFromLog(
     ...options.header,
     calls: kept.length,
     ...(entries !== kept.length ? { turns: entries } : {}),
+    ...(children.length > 0 ? { childCalls: children.length } : {}),
     written: new Date().toISOString(),
   };
   if (redriven) {

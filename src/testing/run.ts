@@ -21,6 +21,7 @@ import { supportsToolTurns } from "../llm/tool_turn.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { FileRunStore } from "../store/file.ts";
 import type { RunLogEntry } from "../store/types.ts";
+import { childRunLogs } from "../flow/child_logs.ts";
 import { answersPermissions, answerWaits, type ScriptAnswer, scriptAnswers } from "./answers.ts";
 
 /** One event the run emitted, in order. */
@@ -199,7 +200,13 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
     const log = await store.readLog(result.runId);
     const calls = recordedCalls(log).map(testCall);
     if (options.record !== undefined) {
-      const doc = replayFromLog(log, { agent: definition.name, runId: result.runId, env });
+      const children = await childRunLogs(store, definition, log);
+      const doc = replayFromLog(log, {
+        agent: definition.name,
+        runId: result.runId,
+        env,
+        children,
+      });
       const file = pathOf(options.record, cwd);
       await writeFileAtomic(file, replayText(doc, file));
     }

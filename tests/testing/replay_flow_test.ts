@@ -2,7 +2,10 @@
  * Record → replay through the real runner: every example agent under .agent/ and the converted
  * climpt fixture, run on its script in a store, turned into a replay file from the run log, and
  * replayed, take the same path (steps, intents, transitions, next steps) and hand off the same
- * values; a step with tools asks for the same tool calls, which run again. A changed prompt, a call past the end and a step the recording never saw fail clearly.
+ * values; a step with tools asks for the same tool calls, which run again; a run that waits for a
+ * person is recorded with the answer and replayed to its end (a parent whose child asks too, the
+ * child's calls recorded with it). A changed prompt, a call past the end and a step the recording
+ * never saw fail clearly.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -92,7 +95,7 @@ async function recordThenReplay(
 
 // The agents with an input step: the person's answer is recorded and replayed (a parent waiting on
 // its child's input step too).
-for (const agent of ["release-approval"]) {
+for (const agent of ["release-approval", "release-train"]) {
   Deno.test(`replay: example agent ${agent} records the person's answer and replays to the end`, async () => {
     const dir = join(ROOT, ".agent", agent);
     // Loaded here: the parent finds its child agent beside it, whatever the run's folder.
