@@ -7,7 +7,7 @@
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { describeErrorBody, type ErrorBodyKind, errorBodyKind } from "./retry.ts";
+import { describeErrorBody, type ErrorBodyKind, errorBodyKind } from "./error_body.ts";
 import { type IdleWatch, watchedResponse } from "./stream_idle.ts";
 
 /** What one exchange's `fetch` leaves for the backend (see the module documentation). */

@@ -17,8 +17,8 @@ import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
 import { createProgressLines, noteText } from "../events/progress_lines.ts";
-import { answerFormOf, answerSchemaOf, type PendingInput } from "../flow/input_request.ts";
-import { exampleAnswer } from "../definition/answer_form.ts";
+import type { PendingInput } from "../flow/input_request.ts";
+import { type AnswerGuide, answerGuide, answerHint, waitingView } from "./waiting_answer.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
@@ -411,35 +411,6 @@ async function runAnswer(definition: AgentDefinition, result: StepFlowResult): P
   return { text: lines.join("\n"), structured, ...(failed ? { isError: true } : {}) };
 }
 
-/**
- * What a client needs to give a waiting run its answer: the JSON Schema the value must match and a
- * value that does (every required field filled, a choice's first value). Undefined when the
- * step's schema cannot be read now (it changed since the run asked); the answer is then checked
- * when given, as always.
- */
-async function answerGuide(
-  definition: AgentDefinition,
-  waiting: PendingInput,
-): Promise<AnswerGuide | undefined> {
-  try {
-    const [schema, form] = await Promise.all([
-      answerSchemaOf(definition, waiting),
-      answerFormOf(definition, waiting),
-    ]);
-    return { schema, example: exampleAnswer(form) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The answer's schema and an example value (see {@linkcode answerGuide}). */
-interface AnswerGuide {
-  /** The JSON Schema the answer must match. */
-  schema: Record<string, unknown>;
-  /** A value that matches it. */
-  example: Record<string, unknown>;
-}
-
 /** A run stopped at an input step: not an error — its question, and how to answer it. */
 function waitingAnswer(
   agent: string,
@@ -463,48 +434,6 @@ function waitingAnswer(
     answerHint(agent, result.runId, waiting, guide),
   ].join("\n");
   return { text, structured };
-}
-
-/**
- * What a client needs of a waiting run's request (the request id and schema reference stay
- * inside): the question, when it passes, and the answer's schema and an example value.
- */
-function waitingView(
-  waiting: PendingInput,
-  guide: AnswerGuide | undefined,
-): Record<string, unknown> {
-  return {
-    stepId: waiting.stepId,
-    question: waiting.prompt,
-    requestedAt: waiting.requestedAt,
-    ...(waiting.expiresAt !== undefined ? { expiresAt: waiting.expiresAt } : {}),
-    ...(waiting.timeoutIntent !== undefined ? { timeoutIntent: waiting.timeoutIntent } : {}),
-    ...(guide ? { answerSchema: guide.schema, exampleValue: guide.example } : {}),
-  };
-}
-
-function answerHint(
-  agent: string,
-  runId: string,
-  waiting: PendingInput,
-  guide: AnswerGuide | undefined,
-): string {
-  const before = waiting.expiresAt ? ` before ${waiting.expiresAt}` : "";
-  if (!guide) {
-    return `Answer it with the answer_run tool: { "agent": ${
-      JSON.stringify(agent)
-    }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${before}.`;
-  }
-  return [
-    `The answer (value) must match this JSON Schema: ${JSON.stringify(guide.schema)}`,
-    "Answer it with the answer_run tool, for example:",
-    `  ${JSON.stringify({ agent, runId, value: guide.example })}`,
-    ...(waiting.expiresAt
-      ? [
-        `Answer before ${waiting.expiresAt}; then the wait passes and the step takes the intent "${waiting.timeoutIntent}".`,
-      ]
-      : []),
-  ].join("\n");
 }
 
 /** `list_runs`: one agent's runs, or every served agent's. */
