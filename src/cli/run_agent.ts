@@ -6,7 +6,7 @@
  * `INIT_CWD` (set by `deno task`): `.agent/`, `--script` and relative `--agent` paths resolve there.
  *
  * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
- * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
+ * error; 3 a person declined the run at an input step; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
  * 70 an unexpected internal error (a bug).
  *
  * Long because: it is the whole dispatch of
@@ -20,6 +20,7 @@ import { resolve } from "node:path";
 import { AgentDefinitionError } from "../definition/errors.ts";
 import { flowToMermaid } from "../definition/graph.ts";
 import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load.ts";
+import { agentListLines, checkAgents } from "./agent_list.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { ownValue } from "../own_record.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -69,6 +70,7 @@ import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
+import { childRunLogs } from "../flow/child_logs.ts";
 import { submitAndFollow } from "./submit.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
@@ -354,7 +356,8 @@ async function showRuns(
   }
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
-    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
+    const children = await childRunLogs(store, definition, log);
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env, children));
     return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
@@ -524,7 +527,7 @@ async function help(scan: CliFlags, ctx: Context): Promise<number> {
 }
 
 async function list(flags: CliFlags, ctx: Context): Promise<number> {
-  const agents = await listAgents({ cwd: ctx.userDir });
+  const agents = (await checkAgents(ctx.userDir)).map((a) => a.listed);
   const root = resolve(ctx.userDir, ".agent");
   if (flags.json) {
     ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
@@ -536,12 +539,13 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     );
     return EXIT_CODES.success;
   }
-  const width = Math.max(...agents.map((a) => a.name.length)) + 2;
   const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
-  for (const a of agents) {
-    const about = [a.displayName, a.description].filter(Boolean).join(" — ");
-    lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
-  }
+  lines.push(
+    ...agentListLines(
+      agents,
+      (name) => `${runAgentCommand(ctx.userDir)} --agent ${name} --validate`,
+    ),
+  );
   lines.push(
     "",
     `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
@@ -802,7 +806,7 @@ async function run(
       const form = await formOf(definition, waiting);
       for (;;) {
         const value = await askAtTerminal(waiting, runId, form, ask!);
-        progress = createProgress(flags, ctx);
+        progress = createProgress(flags, ctx, progress.startedAt);
         try {
           return await runner(progress).answer(runId, value, {
             answeredBy: flags.answeredBy ?? who("terminal"),
@@ -855,7 +859,7 @@ async function run(
       result = await answerAtTerminal(result.runId, result.waiting);
     }
     if (flags.record !== undefined) {
-      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
+      await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
   } finally {
     progress.finish(result);
@@ -899,6 +903,7 @@ async function run(
     }
     return EXIT_CODES.budgetExceeded;
   }
+  if (result.completionReason === "declined") return EXIT_CODES.incomplete; // a person said no
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -1017,16 +1022,17 @@ async function recordedChoice(
   }
 }
 
-function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
+function createProgress(flags: CliFlags, ctx: Context, startedAt?: number): ProgressRenderer {
   const write = (text: string) => ctx.io.stderr.write(text);
   const live = ctx.io.isTerminal.stderr && !flags.verbose && ctx.io.env.TERM !== "dumb";
   return live
     ? createLiveProgress({
       write,
       color: ctx.stderrColor,
+      startedAt,
       ...(ctx.io.columns !== undefined ? { columns: ctx.io.columns } : {}),
     })
-    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
+    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose, startedAt });
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { FailureHints } from "./backend_error.ts";
 import type { SdkErrorClasses } from "./retry.ts";
+import { urlWithoutCredentials } from "./backend_choice.ts";
 import {
   badResponse,
   ChatApiBackend,
@@ -237,6 +238,12 @@ export class AnthropicBackend extends ChatApiBackend {
     this.checkEventStream(events);
     if (!isAsyncIterable(events)) throw badResponse(this.name, "no event stream", events);
     return await readAnthropicStream(events, request.signal, request.onText);
+  }
+
+  /** Says that the URL is not the Anthropic Messages API, and what its base URL looks like. */
+  protected notApiHint(): string {
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? "https://api.anthropic.com");
+    return `The URL ${server} does not answer like the Anthropic Messages API: check --base-url (ANTHROPIC_BASE_URL) — the API's root without /v1 (the client adds /v1/messages), e.g. https://api.anthropic.com — and that the server there serves the Messages API.`;
   }
 
   /** Says which variable to check. */

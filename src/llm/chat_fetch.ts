@@ -7,13 +7,15 @@
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { describeErrorBody } from "./retry.ts";
+import { describeErrorBody, type ErrorBodyKind, errorBodyKind } from "./error_body.ts";
 import { type IdleWatch, watchedResponse } from "./stream_idle.ts";
 
 /** What one exchange's `fetch` leaves for the backend (see the module documentation). */
 export interface ExchangeCapture {
   /** The message read from an error body. */
   message?: string;
+  /** What the error body was: the API's JSON, an HTML page, other text, nothing. */
+  bodyKind?: ErrorBodyKind;
   /** The content type of a successful answer. */
   contentType?: string;
   /** Touched at each chunk of a successful answer (a streamed exchange's idle timeout). */
@@ -51,6 +53,7 @@ export async function fetchKeepingErrorBodies(
   if (response.ok || capture === undefined || response.body === null) return response;
   const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
   capture.message = describeErrorBody(text);
+  capture.bodyKind = errorBodyKind(text);
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   headers.delete("content-encoding");

@@ -343,12 +343,12 @@ function answeringModels(calls: unknown): string[] {
 
 /**
  * The end node a run that ended for `reason` goes to, named like its status: `done` (completed),
- * `aborted`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
+ * `aborted`, `declined`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
  * step…).
  */
 export function endNode(reason: string): string {
   if (reason === "completed") return "done";
-  if (reason === "aborted" || reason === "cancelled" || reason === "timeout") return reason;
+  if (["aborted", "declined", "cancelled", "timeout"].includes(reason)) return reason;
   return "failed";
 }
 

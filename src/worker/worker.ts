@@ -392,7 +392,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
             : {}),
         },
       );
-      log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+      log(
+        `run ${runId}: ${result.completionReason} after ${result.iterations} iteration${
+          result.iterations === 1 ? "" : "s"
+        }`,
+      );
       // Ended or waiting: the calls a permission covered are behind the run.
       if (seen || request.rerunUnfinishedCall !== undefined) {
         await clearRerunPermission(store, runId).catch((error) =>

@@ -211,6 +211,9 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     const tools = (await client.listTools()).tools;
     const answerTool = tools.find((t: { name: string }) => t.name === "answer_run")!;
     assert.deepEqual(answerTool.inputSchema.required, ["agent", "runId", "value"]);
+    // The agent's description (no final period) is a sentence of its own before the tool's words.
+    const runTool = tools.find((t: { name: string }) => t.name === `run_${agent}`)!;
+    assert.match(String(runTool.description), /, then reports\. Answers the run's output/);
 
     // The run stops at the input step: not an error, it says what it waits for.
     const first = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.4.0" } });
@@ -223,7 +226,28 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     assert.equal(question.stepId, "approve.release");
     assert.match(String(question.question), /1\.4\.0/);
     assert.match(text(first), /is waiting for an answer at input step "approve\.release"/);
-    assert.match(text(first), new RegExp(`answer_run tool: .*"runId": "${runId}"`));
+    // What the answer must be: the step's schema (without the file's other definitions) and a
+    // value that matches it, ready to send.
+    const schema = question.answerSchema as Record<string, unknown>;
+    assert.equal(schema.type, "object");
+    assert.deepEqual(
+      (schema.properties as Record<string, { enum?: string[] }>).decision.enum,
+      ["next", "abort"],
+    );
+    assert.equal(schema.definitions, undefined);
+    assert.deepEqual(question.exampleValue, { decision: "next" });
+    assert.ok(
+      text(first).includes(`must match this JSON Schema: ${JSON.stringify(schema)}`),
+      text(first),
+    );
+    assert.ok(
+      text(first).includes(
+        `answer_run tool, for example:\n  ${
+          JSON.stringify({ agent, runId, value: { decision: "next" } })
+        }`,
+      ),
+      text(first),
+    );
 
     // show_run asks the same question.
     const shown = await client.callTool({ name: "show_run", arguments: { agent, runId } });
@@ -294,6 +318,20 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     });
     assert.equal(again.isError, true);
     assert.match(text(again), /^INPUT_NOT_WAITING: /);
+
+    // A person's "no" is their decision, not a failed run: no tool error; who and the note said.
+    const other = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.5.0" } });
+    const otherId = String((other.structuredContent as Record<string, unknown>).runId);
+    const declined = await client.callTool({
+      name: "answer_run",
+      arguments: { agent, runId: otherId, value: { decision: "abort", note: "freeze" } },
+    });
+    assert.equal(declined.isError, undefined, text(declined));
+    const no = declined.structuredContent as Record<string, unknown>;
+    assert.equal(no.completionReason, "declined");
+    assert.equal((no.declined as Record<string, unknown>).by, "mcp");
+    assert.equal(no.error, undefined);
+    assert.match(text(declined), /was declined by mcp at step "approve\.release"[^]*Note: freeze/);
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
