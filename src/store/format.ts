@@ -12,6 +12,7 @@ import type { ModelFallbackEvent } from "../events/types.ts";
 import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
+import { iterationsOf } from "./summary.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare } from "../token_counts.ts";
@@ -395,7 +396,8 @@ export function formatRunHistory(
   } else if (log[0]) {
     facts.push(`started ${time(log[0].ts)}`);
   }
-  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
+  const iterations = iterationsOf(state);
+  if (iterations !== undefined) facts.push(`${iterations} iterations`);
   if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
   const usage = state.usage;
   if (isUsage(usage)) {

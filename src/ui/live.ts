@@ -149,10 +149,33 @@ export async function liveEvents(
   // A call not finished yet is running while a process drives the run — as one does once the log
   // grows under the stream, though nobody did when the page opened (a resume elsewhere).
   let followed = isFollowed(view);
+  // The header counts what the checkpoint records (as --show does): after an iteration's
+  // `step_end` line (the line before its checkpoint), the checkpoint is read again until it covers
+  // that line — a read or two per iteration, not one per tick.
+  let uncommitted: number | undefined;
+  const commitsIn = (entries: typeof log, first: number) => {
+    entries.forEach((entry, i) => {
+      if (entry.type === "step_end") uncommitted = first + i;
+    });
+  };
+  const readCommitted = async (): Promise<boolean> => {
+    if (uncommitted === undefined) return false;
+    const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
+    if (!checkpoint) return false;
+    const changed = checkpoint.updatedAt !== view.checkpoint?.updatedAt;
+    view.checkpoint = checkpoint;
+    if (checkpoint.logEntries > uncommitted) uncommitted = undefined;
+    return changed;
+  };
   return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log, growing: boolean) => {
-      if (entries.length === 0) return;
+    const push = async (entries: typeof log, growing: boolean) => {
+      if (entries.length === 0) {
+        if (await readCommitted()) events.send("header", runMeta(view).text);
+        return;
+      }
       if (growing) followed = true;
+      commitsIn(entries, timeline.entries);
+      await readCommitted();
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
@@ -166,7 +189,7 @@ export async function liveEvents(
       events.send("output", finalOutput(view).text);
     };
     try {
-      push(log.slice(from), false);
+      await push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
         if (timeline.waiting) {
@@ -190,7 +213,7 @@ export async function liveEvents(
           break;
         }
         await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries), true);
+        await push(await readLogFrom(store, runId, timeline.entries), true);
         events.keepAlive();
       }
     } catch (error) {

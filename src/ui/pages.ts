@@ -9,7 +9,7 @@ import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { SHOWN_STATUSES } from "../run_statuses.ts";
 import { shownStatus } from "../store/run_status.ts";
-import { summarizeCheckpoint } from "../store/summary.ts";
+import { iterationsOf, summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -268,7 +268,7 @@ ${
       : ""
   }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
-<div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
+<div><span>Iterations</span>${iterationsShown(view)}</div>
 <div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>${
     usage && cacheShare(usage, String)
       ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
@@ -347,6 +347,17 @@ export function finalOutput(view: RunView): Html {
       : h`<div class="note">The run recorded no output.</div>`
   }</div>
   `;
+}
+
+/**
+ * The run's iterations as every view counts them ({@linkcode iterationsOf}: its checkpoint's, as
+ * `--show`, the runs list and the API say) — not the timeline's iteration rows, which also hold an
+ * iteration killed before its checkpoint and one that stopped to wait (each runs again as a row of
+ * its own).
+ */
+function iterationsShown(view: RunView): number | string {
+  const state = view.checkpoint?.state;
+  return (state ? iterationsOf(state) : undefined) ?? view.summary?.iterations ?? "–";
 }
 
 /** The usage of a checkpoint's state (summarized as the run list does), when recorded. */
