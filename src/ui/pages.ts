@@ -84,15 +84,15 @@ export function runsListPage(
   const rows = page.runs.map((run) =>
     h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
+        <td class="run"><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
-        <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
-        <td>${statusBadge(run)}${waitingForNote(run)}</td>
+        <td class="agent"><a href="${agentHref(run.agent)}">${run.agent}</a></td>
+        <td class="state">${statusBadge(run)}${waitingForNote(run)}</td>
         <td class="end">${run.completionReason ?? ""}${
       run.endError ? h`<div class="note warn">${run.endError}</div>` : ""
     }</td>
-        <td>${formatTime(run.startedAt)}</td>
+        <td class="when">${formatTime(run.startedAt)}</td>
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
         <td class="num">${tokens(run)}</td>
@@ -118,7 +118,7 @@ export function runsListPage(
   }<span>page ${page.page} / ${pages}</span>${
     page.page < pages ? h`<a href="${link(page.page + 1)}" rel="next">older →</a>` : ""
   }</div>
-    <table id="runs">
+    <div class="table-scroll"><table id="runs">
       <thead>
         <tr>
           <th>Run</th>
@@ -133,7 +133,7 @@ export function runsListPage(
         </tr>
       </thead>
       <tbody>${rows}</tbody>
-    </table>${
+    </table></div>${
     page.all === 0
       ? h`
         <p
@@ -557,14 +557,16 @@ export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
 
 /**
  * What a waiting run waits for, after its badge: ` · approve Bash` for a tool call waiting for
- * permission, ` · answer STEP` for an input step (nothing for other runs).
+ * permission, ` · answer STEP` for an input step (nothing for other runs). Never broken inside: on
+ * the run page it follows the badge; the runs list puts it on a line of its own under the badge,
+ * without its `·` (the `sep` span).
  */
 export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
   const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
   if (!waitingFor) return "";
   return waitingFor.tool !== undefined
-    ? h` <span class="waiting-for approval" title="a tool call of step ${waitingFor.stepId} waits for Approve/Deny">· approve <code>${waitingFor.tool}</code></span>`
-    : h` <span class="waiting-for input" title="an input step waits for an answer">· answer <code>${waitingFor.stepId}</code></span>`;
+    ? h` <span class="waiting-for approval" title="a tool call (${waitingFor.tool}) of step ${waitingFor.stepId} waits for Approve/Deny"><span class="sep">· </span>approve <code>${waitingFor.tool}</code></span>`
+    : h` <span class="waiting-for input" title="the input step ${waitingFor.stepId} waits for an answer"><span class="sep">· </span>answer <code>${waitingFor.stepId}</code></span>`;
 }
 
 function tokens(run: RunSummary): string {
