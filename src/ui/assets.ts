@@ -87,6 +87,23 @@ svg.graph .edge.left text { text-anchor:end; }
 svg.graph .edge.taken path { stroke:var(--accent); stroke-width:3; }
 svg.graph .edge.taken text { fill:var(--accent); font-weight:600; }
 svg.graph marker path { fill:#6b7886; }
+.chart { margin:0; background:var(--card); border:1px solid var(--line); border-radius:8px;
+  padding:8px; overflow-x:auto; }
+svg.timeline-chart { display:block; font:11px system-ui, sans-serif; }
+svg.timeline-chart .axis line { stroke:#e3e8ee; }
+svg.timeline-chart .axis line.base { stroke:#9aa7b5; }
+svg.timeline-chart .axis text { fill:var(--muted); font-size:10px; text-anchor:middle; }
+svg.timeline-chart .labels text { fill:var(--fg); }
+svg.timeline-chart .bar, .chart .swatch { fill:#9aa7b5; background:#9aa7b5; }
+svg.timeline-chart .bar.ok, .chart .swatch.ok { fill:#2da44e; background:#2da44e; }
+svg.timeline-chart .bar.bad, .chart .swatch.bad { fill:var(--bad); background:var(--bad); }
+svg.timeline-chart .bar.warn, .chart .swatch.warn { fill:#d4a72c; background:#d4a72c; }
+svg.timeline-chart .bar.wait, .chart .swatch.wait { fill:#8b5cf6; background:#8b5cf6; }
+svg.timeline-chart .bar.run, .chart .swatch.run { fill:var(--run); background:var(--run); }
+svg.timeline-chart .bar.open { fill-opacity:.55; }
+svg.timeline-chart a:hover .bar, svg.timeline-chart a:focus .bar { stroke:#14202e; stroke-width:1.5; }
+.chart .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 3px 0 8px;
+  vertical-align:middle; }
 .timeline .row { content-visibility:auto; contain-intrinsic-size:auto 64px;
   background:var(--card); border:1px solid var(--line); border-radius:6px;
   margin:6px 0; padding:6px 10px; }
@@ -307,6 +324,7 @@ export const APP_JS = `"use strict";
     body.setAttribute("data-rows", String(document.querySelectorAll("#timeline .row").length));
   });
   source.addEventListener("graph", function (e) { swap("flow-graph", JSON.parse(e.data), "graph-host"); });
+  source.addEventListener("chart", function (e) { swap("run-chart", JSON.parse(e.data), "chart-host"); });
   source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
   source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
   // The run ended: its buttons change (Redrive instead of Cancel) — unless an answered action

@@ -28,6 +28,7 @@ import {
   timelineRow,
 } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
+import { runChart } from "./run_chart.ts";
 import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
@@ -185,6 +186,7 @@ export async function liveEvents(
         })),
       );
       events.send("graph", runGraph(view).text);
+      events.send("chart", runChart(runId, timeline, { live: followed && !timeline.runEnd }).text);
       events.send("header", runMeta(view).text);
       events.send("output", finalOutput(view).text);
     };

@@ -17,7 +17,7 @@ import { graphSvg } from "./graph_svg.ts";
 import { rerunControl, unfinishedCallBlock, type UnfinishedCallNotice } from "./unfinished_call.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
-import type { LoggedText, Row, Timeline } from "./timeline.ts";
+import { childRunOf, type LoggedText, type Row, type Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import {
@@ -26,11 +26,14 @@ import {
   formatTime,
   json,
   rowPartHref as partHref,
+  runHref,
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
+import { runChart } from "./run_chart.ts";
 
-export { formatDuration } from "./display_format.ts";
+export { formatDuration, runHref } from "./display_format.ts";
+export { childRunOf } from "./timeline.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -196,6 +199,8 @@ export function runPage(view: RunView): string {
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
+    <h2>Timing</h2>
+    <div id="chart-host">${runChart(view.runId, view.timeline, { live: isFollowed(view) })}</div>
     <h2>Timeline</h2>
     <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
@@ -531,11 +536,6 @@ function textBlock(text: { text: string; length: number }, fullHref?: string): H
   }`;
 }
 
-/** Link of a run page. */
-export function runHref(runId: string): string {
-  return `/runs/${encodeURIComponent(runId)}`;
-}
-
 /** Link of an agent page. */
 export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
@@ -576,12 +576,6 @@ function tokens(run: RunSummary): string {
 function isCheck(value: unknown): value is { result: string; message: string } {
   return typeof value === "object" && value !== null &&
     typeof (value as Record<string, unknown>).result === "string";
-}
-
-/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
-export function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
-  const child = row.end?.child as { runId?: unknown } | undefined;
-  return typeof child?.runId === "string" ? child.runId : row.childRunId;
 }
 
 /** The parent run of a child run (agent steps), from its checkpoint's state. */

@@ -54,6 +54,14 @@ export type Row =
     attempt?: number;
     /** When the step started (ISO). */
     ts: string;
+    /** When the newest line of the iteration was logged (ISO): where a stopped one stopped. */
+    lastTs: string;
+    /** When its `step_end` was logged (ISO), once it ended. */
+    endTs?: string;
+    /** When its agent step's child run started (the `agent_start` line, ISO). */
+    childTs?: string;
+    /** The iteration stopped to wait (an `input_request` while it was open: a child's, a call's). */
+    waited?: boolean;
     /** The prompt sent. */
     prompt?: LoggedText;
     /** The model's raw answer. */
@@ -126,6 +134,12 @@ export interface Timeline {
 /** A row of an iteration. */
 export type IterationRow = Extract<Row, { kind: "iteration" }>;
 
+/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
+export function childRunOf(row: IterationRow): string | undefined {
+  const child = row.end?.child as { runId?: unknown } | undefined;
+  return typeof child?.runId === "string" ? child.runId : row.childRunId;
+}
+
 /** An empty timeline. */
 export function newTimeline(): Timeline {
   return { rows: [], entries: 0, counts: new Map(), taken: new Map() };
@@ -160,6 +174,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           iteration: count(entry.iteration),
           attempt: count(entry.attempt),
           ts: entry.ts,
+          lastTs: entry.ts,
           reasks: [],
           retries: [],
           errors: [],
@@ -175,6 +190,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "agent_start": {
         const row = open ?? startedRow(timeline, entry);
         if (typeof entry.childRunId === "string") row.childRunId = entry.childRunId;
+        row.childTs = row.lastTs = entry.ts;
         touched.add(row.index);
         break;
       }
@@ -186,6 +202,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           errors: Array.isArray(entry.errors) ? entry.errors.map(String) : [],
           ...(answer ? { answer } : {}),
         });
+        row.lastTs = entry.ts;
         touched.add(row.index);
         break;
       }
@@ -194,6 +211,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
         row.retries.push(retryText(entry));
+        row.lastTs = entry.ts;
         touched.add(row.index);
         break;
       }
@@ -203,6 +221,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
         const answer = loggedText(entry.answer, at, "answer");
         if (answer) row.answer = answer;
+        row.lastTs = entry.ts;
         touched.add(row.index);
         break;
       }
@@ -211,6 +230,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         stopOpenCalls(row.calls);
         const end = isRecord(entry.entry) ? entry.entry : {};
         row.end = end;
+        row.endTs = row.lastTs = entry.ts;
         const answer = loggedText(entry.answer ?? end.answer, at, "answer");
         if (answer) row.answer = answer;
         const usage = usageOf(entry.usage);
@@ -247,6 +267,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (entry.type === "tool_turn") calls.turns++;
           else if (entry.type === "permission_grant") addGrant(calls, entry);
           else addToolCall(calls, entry);
+          row.lastTs = entry.ts;
           touched.add(row.index);
           break;
         }
@@ -259,7 +280,15 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         }
         // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
         if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
-        if (entry.type === "input_request") timeline.waiting = true;
+        if (entry.type === "input_request") {
+          timeline.waiting = true;
+          // The iteration that stopped to wait (a tool call's permission) stops here.
+          if (open) {
+            open.lastTs = entry.ts;
+            open.waited = true;
+            touched.add(open.index);
+          }
+        }
         if (entry.type === "input_answer" || entry.type === "input_timeout") {
           timeline.waiting = false;
         }
@@ -376,6 +405,7 @@ function startedRow(timeline: Timeline, entry: RunLogEntry): Extract<Row, { kind
     stepId: String(entry.stepId ?? ""),
     iteration: count(entry.iteration),
     ts: entry.ts,
+    lastTs: entry.ts,
     reasks: [],
     retries: [],
     errors: [],

@@ -11,6 +11,7 @@ import type { ScriptedToolCall } from "../../src/llm/scripted.ts";
 import type { RunPage } from "../../src/ui/source.ts";
 import { runCli } from "../cli/helpers.ts";
 import { startDashboard } from "./browser.ts";
+import { chartBars } from "./chart_bars.ts";
 import { killedInBash, SCRIPT_FILE } from "./killed_in_bash.ts";
 import { DEMO_SCRIPT, runTools, toolProject } from "./tool_runs.ts";
 import { demoProject, holdAt, runFlow } from "./fixtures.ts";
@@ -55,6 +56,12 @@ Deno.test("run page: a run killed in a step and resumed counts its iterations as
   const seen = await counts(ui.url, killed.root, "code-improver", killed.runId);
   // The killed iteration ran again after the resume: one row more than iterations.
   assert.equal(seen.rows, seen.show + 1, JSON.stringify(seen));
+  // The timing chart shows it stopped where it was killed, its Bash call with it.
+  const bars = chartBars(await (await fetch(`${ui.url}runs/${killed.runId}`)).text());
+  const fix = bars.filter((b) => b.title.startsWith("#2 s_b2c1"));
+  assert.deepEqual(fix.map((b) => b.title.split(" — ")[1]), ["interrupted", "completed"]);
+  const bash = bars.filter((b) => b.title.startsWith("Bash echo done"));
+  assert.deepEqual(bash.map((b) => b.title.split(" — ")[1]), ["interrupted", "completed"]);
   assert.deepEqual(
     { page: seen.page, api: seen.api, list: seen.list },
     { page: seen.show, api: seen.show, list: seen.show },
