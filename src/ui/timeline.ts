@@ -162,6 +162,11 @@ export function newTimeline(): Timeline {
  */
 export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Set<number> {
   const touched = new Set<number>();
+  // An entry of an iteration: its newest time, and its row re-rendered.
+  const touch = (row: IterationRow, entry: RunLogEntry) => {
+    row.lastTs = entry.ts;
+    touched.add(row.index);
+  };
   for (const entry of entries) {
     const at = timeline.entries++;
     const open = openRow(timeline);
@@ -190,8 +195,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "agent_start": {
         const row = open ?? startedRow(timeline, entry);
         if (typeof entry.childRunId === "string") row.childRunId = entry.childRunId;
-        row.childTs = row.lastTs = entry.ts;
-        touched.add(row.index);
+        row.childTs = entry.ts;
+        touch(row, entry);
         break;
       }
       case "step_reask": {
@@ -202,8 +207,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           errors: Array.isArray(entry.errors) ? entry.errors.map(String) : [],
           ...(answer ? { answer } : {}),
         });
-        row.lastTs = entry.ts;
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "backend_retry":
@@ -211,8 +215,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
         row.retries.push(retryText(entry));
-        row.lastTs = entry.ts;
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "step_error": {
@@ -221,8 +224,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
         const answer = loggedText(entry.answer, at, "answer");
         if (answer) row.answer = answer;
-        row.lastTs = entry.ts;
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "step_end": {
@@ -233,18 +235,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         row.endTs = row.lastTs = entry.ts;
         const answer = loggedText(entry.answer ?? end.answer, at, "answer");
         if (answer) row.answer = answer;
-        const usage = usageOf(entry.usage);
-        if (usage) {
-          const before = timeline.usage;
-          row.tokens = {
-            input: usage.inputTokens - (before?.inputTokens ?? 0),
-            output: usage.outputTokens - (before?.outputTokens ?? 0),
-          };
-          if (usage.costUsd !== undefined) {
-            row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
-          }
-          timeline.usage = usage;
-        }
+        addTokens(timeline, row, usageOf(entry.usage));
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
         const models = answeringModels(entry.calls);
         if (models.length > 0) row.models = models;
@@ -267,8 +258,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (entry.type === "tool_turn") calls.turns++;
           else if (entry.type === "permission_grant") addGrant(calls, entry);
           else addToolCall(calls, entry);
-          row.lastTs = entry.ts;
-          touched.add(row.index);
+          touch(row, entry);
           break;
         }
         // A call not finished when the run stops, resumes or is redriven will not finish.
@@ -284,9 +274,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           timeline.waiting = true;
           // The iteration that stopped to wait (a tool call's permission) stops here.
           if (open) {
-            open.lastTs = entry.ts;
             open.waited = true;
-            touched.add(open.index);
+            touch(open, entry);
           }
         }
         if (entry.type === "input_answer" || entry.type === "input_timeout") {
@@ -313,6 +302,18 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+/** The iteration's tokens: its `step_end`'s cumulative usage less the one before. */
+function addTokens(timeline: Timeline, row: IterationRow, usage: Timeline["usage"]): void {
+  if (!usage) return;
+  const before = timeline.usage;
+  row.tokens = {
+    input: usage.inputTokens - (before?.inputTokens ?? 0),
+    output: usage.outputTokens - (before?.outputTokens ?? 0),
+  };
+  if (usage.costUsd !== undefined) row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
+  timeline.usage = usage;
 }
 
 /** A row's line for a retry, a rate-limit wait or a model chain's fallback. */
