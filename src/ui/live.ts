@@ -34,6 +34,9 @@ import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
 
+/** Reads of a checkpoint the live view makes waiting for one iteration's (see liveEvents). */
+const COMMIT_READS = 40;
+
 /** What {@linkcode loadRunView} adds to the view. */
 export interface RunViewOptions {
   /** For a waiting run: its question and answer form, or its approval card. */
@@ -152,20 +155,23 @@ export async function liveEvents(
   let followed = isFollowed(view);
   // The header counts what the checkpoint records (as --show does): after an iteration's
   // `step_end` line (the line before its checkpoint), the checkpoint is read again until it covers
-  // that line — a read or two per iteration, not one per tick.
+  // that line — a read or two per iteration, not one per tick (and at most COMMIT_READS for one
+  // line: a run killed between the two never writes that checkpoint).
   let uncommitted: number | undefined;
+  let reads = 0;
   const commitsIn = (entries: typeof log, first: number) => {
     entries.forEach((entry, i) => {
-      if (entry.type === "step_end") uncommitted = first + i;
+      if (entry.type === "step_end") [uncommitted, reads] = [first + i, 0];
     });
   };
   const readCommitted = async (): Promise<boolean> => {
     if (uncommitted === undefined) return false;
+    if (++reads >= COMMIT_READS) uncommitted = undefined;
     const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
     if (!checkpoint) return false;
     const changed = checkpoint.updatedAt !== view.checkpoint?.updatedAt;
     view.checkpoint = checkpoint;
-    if (checkpoint.logEntries > uncommitted) uncommitted = undefined;
+    if (uncommitted !== undefined && checkpoint.logEntries > uncommitted) uncommitted = undefined;
     return changed;
   };
   return eventStream(": following the run log", closing, async (events) => {
