@@ -12,6 +12,7 @@ import type { ModelFallbackEvent } from "../events/types.ts";
 import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
+import { iterationsOf } from "./summary.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare, formatCost } from "../token_counts.ts";
@@ -569,9 +570,9 @@ function runFacts(
   } else if (log[0]) {
     facts.push(`started ${time(log[0].ts)}`);
   }
-  if (typeof state.iteration === "number") {
-    facts.push(`${state.iteration} iteration${state.iteration === 1 ? "" : "s"}`);
-  }
+  // The checkpoint's count, as the list, the API and the dashboard say it.
+  const iterations = iterationsOf(state);
+  if (iterations !== undefined) facts.push(`${iterations} iteration${iterations === 1 ? "" : "s"}`);
   if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
   facts.push(...spendFacts(state));
   return facts;
