@@ -33,7 +33,7 @@ async function counts(url: string, root: string, agent: string, runId: string) {
     rows,
     api: listed,
     list: Number(cells[1]?.[1]),
-    show: Number(/(\d+) iterations/.exec(show.stdout)?.[1]),
+    show: Number(/(\d+) iterations?\b/.exec(show.stdout)?.[1]),
   };
 }
 
