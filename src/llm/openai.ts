@@ -14,7 +14,6 @@ import {
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
-  isAsyncIterable,
 } from "./chat_backend.ts";
 import { type ChatCompletion, readOpenAiStream } from "./openai_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
@@ -77,7 +76,7 @@ export interface OpenAiChatClient {
       create(
         body: OpenAiChatBody,
         options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
-      ): PromiseLike<unknown>;
+      ): PromiseLike<unknown> & { asResponse(): PromiseLike<Response> };
     };
   };
 }
@@ -226,13 +225,15 @@ export class OpenAiBackend extends ChatApiBackend {
     body: OpenAiChatBody,
     request: ChatExchangeRequest,
   ): Promise<ChatCompletion> {
-    const chunks = await client.chat.completions.create(
+    // The raw body, read by our own event reader (src/llm/sse_events.ts): the client's stream
+    // layers cost more than the answer's parsing. The client still sends the request and turns
+    // an error status into its error.
+    const response = await client.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       { signal: request.signal, maxRetries: 0 },
-    );
-    this.checkEventStream(chunks);
-    if (!isAsyncIterable(chunks)) throw badResponse(this.name, "no chunk stream", chunks);
-    return await readOpenAiStream(chunks, request.signal, request.onText);
+    ).asResponse();
+    const events = await this.eventStream(response);
+    return await readOpenAiStream(events, request.signal, request.onText, request.idle);
   }
 
   /** Says which variable or server option to check. */
