@@ -307,6 +307,9 @@ function binaryFile(tool: string, userPath: string, size: number): StepflowError
   );
 }
 
+/** Bytes `Read` reads at a time. */
+const READ_CHUNK = 64 * 1024;
+
 /**
  * Streams `file` and returns lines `offset … offset+limit-1`, numbered, bounded by `readChars`. Only
  * one line (cut at `lineChars`) is held beyond the result, so a huge file or line costs little.
@@ -338,13 +341,20 @@ async function readLines(
   };
   try {
     const decoder = new TextDecoder();
-    const buffer = new Uint8Array(64 * 1024);
+    // A regular file's first read asks for its size and one byte more (a 64 KiB buffer, zeroed
+    // afresh, cost more than reading a small file); later reads take 64 KiB at a time.
+    let buffer = new Uint8Array(file.isFile ? Math.min(READ_CHUNK, file.size + 1) : READ_CHUNK);
     let first = true;
     let size = 0;
-    while (!full) {
+    let ended = false;
+    while (!full && !ended) {
       signal?.throwIfAborted();
-      const n = await file.read(buffer);
+      // A regular file's first chunk is read at once: a small file is then one system call, not
+      // two round trips through the thread pool (most of a small Read's time). The rest streams.
+      const n = first && file.isFile ? file.readSync(buffer) : await file.read(buffer);
       if (n === 0) break;
+      // A short read of a regular file is its end: no read just to learn that.
+      ended = file.isFile && n < buffer.length;
       size += n;
       const chunk = buffer.subarray(0, n);
       if (first && looksBinary(chunk.subarray(0, 8192))) {
@@ -352,6 +362,7 @@ async function readLines(
       }
       first = false;
       const text = decoder.decode(chunk, { stream: true });
+      if (!ended && buffer.length < READ_CHUNK) buffer = new Uint8Array(READ_CHUNK);
       let start = 0;
       for (let nl = text.indexOf("\n", start); nl !== -1; nl = text.indexOf("\n", start)) {
         appendPart(text.slice(start, nl));

@@ -67,6 +67,9 @@ export function clipLine(line: string): string {
   return line.length <= max ? line : `${line.slice(0, max)}… [line cut at ${max} characters]`;
 }
 
+/** The one strict decoder {@linkcode looksBinary} checks with. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * True when `head` (the first bytes of a file) looks binary: it holds a NUL byte or is not UTF-8.
  * A multi-byte character cut at the end of `head` does not count.
@@ -74,9 +77,17 @@ export function clipLine(line: string): string {
 export function looksBinary(head: Uint8Array): boolean {
   if (head.includes(0)) return true;
   try {
-    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: true });
+    strictUtf8.decode(head, { stream: true });
     return false;
   } catch {
     return true;
+  } finally {
+    // Forget a sequence cut at the end of `head` (the decoder is shared: a search checks
+    // thousands of files, and a decoder per file cost more than the check).
+    try {
+      strictUtf8.decode();
+    } catch {
+      // it was cut there: that is fine for a head
+    }
   }
 }
