@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { chunkReader } from "../chunk_reader.ts";
 import type { IdleWatch } from "./stream_idle.ts";
 
 /**
@@ -122,17 +123,13 @@ export class SseParser {
   }
 }
 
-/** Bytes one read of a body may fill (the buffer is reused from read to read). */
-const READ_BUFFER_BYTES = 64 * 1024;
-
 /**
  * Reads `body` to its end (or until the handler stops it), giving each event to `onEvent` as soon
  * as the chunk that completes it arrives. Each chunk touches `idle` (the idle timeout of streamed
  * answers). A body left unread is cancelled, so its connection is not left hanging.
  *
- * A byte stream (what `fetch` gives) is read into one reused buffer: a server that sends an event
- * per network write makes one read per event, and a fresh 64 KiB buffer per read (the default
- * reader's) was most of the garbage of a streamed tool turn.
+ * A byte stream (what `fetch` gives) is read into one reused buffer (`chunkReader`): a server
+ * that sends an event per network write makes one read per event.
  *
  * @throws what reading the body threw (a cut connection, an abort), and what the handler threw
  */
@@ -143,7 +140,7 @@ export async function readSseEvents(
 ): Promise<void> {
   const parser = new SseParser(onEvent);
   const decoder = new TextDecoder();
-  const reader = bytesReader(body);
+  const reader = chunkReader(body);
   let finished = false;
   try {
     for (;;) {
@@ -163,38 +160,4 @@ export async function readSseEvents(
     if (!finished) await reader.cancel();
     reader.release();
   }
-}
-
-/** Reads a body's chunks, into one reused buffer when it is a byte stream. */
-function bytesReader(body: ReadableStream<Uint8Array>): {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  cancel(): Promise<void>;
-  release(): void;
-} {
-  let byob: ReadableStreamBYOBReader | undefined;
-  try {
-    byob = body.getReader({ mode: "byob" });
-  } catch {
-    // Not a byte stream: its chunks are read as they come.
-  }
-  if (byob) {
-    const reader = byob;
-    let buffer: ArrayBuffer = new ArrayBuffer(READ_BUFFER_BYTES);
-    return {
-      async read() {
-        const result = await reader.read(new Uint8Array(buffer));
-        // The buffer was handed to the stream and comes back in the result (or is gone at the end).
-        if (result.value) buffer = result.value.buffer as ArrayBuffer;
-        return result as ReadableStreamReadResult<Uint8Array>;
-      },
-      cancel: () => reader.cancel().catch(() => {}),
-      release: () => reader.releaseLock(),
-    };
-  }
-  const reader = body.getReader();
-  return {
-    read: () => reader.read(),
-    cancel: () => reader.cancel().catch(() => {}),
-    release: () => reader.releaseLock(),
-  };
 }
