@@ -13,7 +13,14 @@ import { z } from "zod";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
-import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncationNotice } from "./agent_limits.ts";
+import {
+  AGENT_TOOL_LIMITS,
+  BINARY_CHECK_BYTES,
+  clipLine,
+  decodeText,
+  looksBinary,
+  truncationNotice,
+} from "./agent_limits.ts";
 import { type OpenedFile, openResolved, pathChanged } from "./opened_file.ts";
 import type { ReachedPath, Tool, ToolContext } from "./types.ts";
 import { prepareWriteInWorkspace, reachArgument } from "./workspace.ts";
@@ -292,8 +299,9 @@ function readWholeText(
         { details: { path: userPath, size: bytes.length } },
       );
     }
-    if (looksBinary(bytes.subarray(0, 8192))) throw binaryFile(tool, userPath, bytes.length);
-    return new TextDecoder().decode(bytes);
+    const text = decodeText(bytes);
+    if (text === undefined) throw binaryFile(tool, userPath, bytes.length);
+    return text;
   } finally {
     file.close();
   }
@@ -357,7 +365,7 @@ async function readLines(
       ended = file.isFile && n < buffer.length;
       size += n;
       const chunk = buffer.subarray(0, n);
-      if (first && looksBinary(chunk.subarray(0, 8192))) {
+      if (first && looksBinary(chunk.subarray(0, BINARY_CHECK_BYTES))) {
         throw binaryFile("Read", userPath, file.size);
       }
       first = false;
