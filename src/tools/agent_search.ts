@@ -163,6 +163,11 @@ export function createGrepTool(): Tool<GrepArgs, string> {
     readOnly: true,
     async execute(args, ctx) {
       const regex = compile(args.pattern, args["-i"] === true);
+      // A pattern without special characters is a plain word: a file without it is passed over
+      // without splitting it into lines (most of a search's files hold no match).
+      const literal = args["-i"] !== true && !REGEX_SPECIAL.test(args.pattern)
+        ? args.pattern
+        : undefined;
       if (args.glob !== undefined) checkPattern(args.glob, "Grep", "glob");
       const { root, reached } = await searchRoot(ctx, args.path, "Grep");
       const walk = reached.isDirectory
@@ -193,6 +198,7 @@ export function createGrepTool(): Tool<GrepArgs, string> {
           skipped++;
           continue;
         }
+        if (literal !== undefined && !text.includes(literal)) continue;
         const lines = text.split(/\r?\n/);
         if (lines.at(-1) === "") lines.pop();
         const hits = matchingLines(lines, regex);
@@ -217,6 +223,9 @@ export function createGrepTool(): Tool<GrepArgs, string> {
 }
 
 const narrowHint = "use a narrower pattern or path";
+
+/** Characters that make a pattern more than a plain word. */
+const REGEX_SPECIAL = /[\\^$.*+?()[\]{}|]/;
 
 function stoppedNote(): string {
   return `(search stopped after ${AGENT_TOOL_LIMITS.walkEntries} entries; use a narrower path)`;
