@@ -219,6 +219,8 @@ function concatAll(chunks: Uint8Array[], total: number): Uint8Array {
 export interface ChatServerProcess extends AsyncDisposable {
   /** `http://127.0.0.1:<port>/v1`. */
   baseUrl: string;
+  /** The server's process id. */
+  pid: number;
 }
 
 /** Starts the server with `script` in a child process; dispose of it to stop it. */
@@ -240,6 +242,7 @@ export async function startChatServer(script: ChatServerScript): Promise<ChatSer
   const port = Number(line.trim());
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    pid: child.pid,
     async [Symbol.asyncDispose]() {
       try {
         child.kill("SIGTERM");
