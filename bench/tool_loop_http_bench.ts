@@ -32,6 +32,8 @@ import { BENCH_REQUEST, BYPASS_POLICY } from "./tool_loop_fixtures.ts";
 
 const MANY = 1_000;
 const FEW = 100;
+/** Each bench is a whole step (tenths of a second to seconds): a few samples each. */
+const SAMPLES = { n: 8, warmup: 2 };
 
 // The working folder of the Read benches: 16 files of 3 bytes.
 const workspace = await Deno.makeTempDir({ prefix: "stepflow-http-bench-" });
@@ -88,12 +90,14 @@ for (const [perTurn, calls] of [[32, MANY], [1, FEW]] as const) {
   const url = await server(script);
   const group = `noop, ${perTurn} a turn`;
   Deno.bench({
+    ...SAMPLES,
     name: `stepflow openai, not streamed: ${calls} no-op calls, ${perTurn} a turn`,
     group,
     baseline: true,
     fn: stepflowStep(url, false, "noop", calls),
   });
   Deno.bench({
+    ...SAMPLES,
     name: `stepflow openai, streamed: ${calls} no-op calls, ${perTurn} a turn`,
     group,
     fn: stepflowStep(url, true, "noop", calls),
@@ -102,12 +106,14 @@ for (const [perTurn, calls] of [[32, MANY], [1, FEW]] as const) {
 
 const readUrl = await server({ calls: MANY, perTurn: 32, tool: "Read", args: "read" });
 Deno.bench({
+  ...SAMPLES,
   name: `stepflow openai + Read, not streamed: ${MANY} calls, 32 a turn`,
   group: "Read, 32 a turn",
   baseline: true,
   fn: stepflowStep(readUrl, false, "Read", MANY),
 });
 Deno.bench({
+  ...SAMPLES,
   name: `stepflow openai + Read, streamed: ${MANY} calls, 32 a turn`,
   group: "Read, 32 a turn",
   fn: stepflowStep(readUrl, true, "Read", MANY),
@@ -128,6 +134,7 @@ if (aisdk) {
     }),
   };
   Deno.bench({
+    ...SAMPLES,
     name: `AI SDK generateText + fs.readFile tool: ${MANY} calls, 32 a turn`,
     group: "Read, 32 a turn",
     async fn() {
@@ -141,6 +148,7 @@ if (aisdk) {
     },
   });
   Deno.bench({
+    ...SAMPLES,
     name: `AI SDK streamText + fs.readFile tool: ${MANY} calls, 32 a turn`,
     group: "Read, 32 a turn",
     async fn() {
@@ -159,9 +167,9 @@ if (aisdk) {
   );
 }
 
-// One streamed answer of 1k and 4k characters of text (4-character pieces, ~100 bytes each on
-// the wire), written one byte per write.
-for (const chars of [1_000, 4_000]) {
+// One streamed answer of 2k and 8k characters of text (4-character pieces, ~100 bytes each on
+// the wire: 50 and 200 kB), written one byte per write — the server's own writes are most of it.
+for (const chars of [2_000, 8_000]) {
   const url = await server({
     calls: 0,
     perTurn: 1,
@@ -170,9 +178,11 @@ for (const chars of [1_000, 4_000]) {
     writes: "byte",
   });
   Deno.bench({
+    n: 4,
+    warmup: 1,
     name: `streamed answer of ${chars} characters, one byte per write`,
     group: "one byte per write",
-    ...(chars === 1_000 ? { baseline: true } : {}),
+    ...(chars === 2_000 ? { baseline: true } : {}),
     async fn() {
       const backend = new OpenAiBackend({ baseUrl: url, model: "bench-model" });
       let seen = 0;
