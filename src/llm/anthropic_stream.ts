@@ -7,7 +7,6 @@
  */
 import { readSseEvents } from "./sse_events.ts";
 import { streamErrorEvent, streamFailure, StreamInterrupted } from "./stream_failure.ts";
-import type { IdleWatch } from "./stream_idle.ts";
 
 /** A Messages API answer, as this backend reads it (streamed or not). */
 export interface AnthropicMessage {
@@ -61,7 +60,7 @@ export async function readAnthropicStream(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
   onText?: (text: string) => void,
-  idle?: IdleWatch,
+  idle?: { touch(): void },
 ): Promise<AnthropicMessage> {
   const answer = new EventAssembler(onText);
   try {

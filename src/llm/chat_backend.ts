@@ -115,8 +115,8 @@ export interface ChatExchangeRequest {
   toolMessages?: ToolTurnMessage[];
   /** Told each piece of text as a streamed answer arrives (see `LlmCallOptions.onText`). */
   onText?: (text: string) => void;
-  /** A streamed exchange's idle watch: touch it as each chunk of the answer arrives. */
-  idle?: IdleWatch;
+  /** A streamed exchange's idle watch (the idle timeout): touch it as each chunk arrives. */
+  idle?: { touch(): void };
 }
 
 /** What one exchange returned. */

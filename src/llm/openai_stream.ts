@@ -7,7 +7,6 @@
  */
 import { readSseEvents } from "./sse_events.ts";
 import { streamErrorEvent, streamFailure, StreamInterrupted } from "./stream_failure.ts";
-import type { IdleWatch } from "./stream_idle.ts";
 
 /** A chat completion, as this backend reads it (streamed or not). */
 export interface ChatCompletion {
@@ -57,7 +56,7 @@ export async function readOpenAiStream(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
   onText?: (text: string) => void,
-  idle?: IdleWatch,
+  idle?: { touch(): void },
 ): Promise<ChatCompletion> {
   const answer = new ChunkAssembler(onText);
   try {

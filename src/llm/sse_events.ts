@@ -12,7 +12,6 @@
  * @module
  */
 import { chunkReader } from "../chunk_reader.ts";
-import type { IdleWatch } from "./stream_idle.ts";
 
 /**
  * Told each complete event: its `event:` field (undefined when there is none) and its `data:`
@@ -136,7 +135,7 @@ export class SseParser {
 export async function readSseEvents(
   body: ReadableStream<Uint8Array>,
   onEvent: SseEventHandler,
-  idle?: IdleWatch,
+  idle?: { touch(): void },
 ): Promise<void> {
   const parser = new SseParser(onEvent);
   const decoder = new TextDecoder();
