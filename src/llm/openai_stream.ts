@@ -62,6 +62,8 @@ export async function readOpenAiStream(
   try {
     await readSseEvents(body, (event, data) => {
       if (data === "[DONE]") return true;
+      // An event without data (a bare `event:` line some servers send to keep alive) says nothing.
+      if (data === "" && event !== "error") return;
       const chunk = parseEventJson(data);
       const error = event === "error" ? chunk?.error ?? chunk : chunk?.error;
       if (error) throw streamErrorEvent(error, answer.content.length);
