@@ -62,11 +62,11 @@ export async function readOpenAiStream(
   try {
     await readSseEvents(body, (event, data) => {
       if (data === "[DONE]") return true;
+      if (event === "error") throw streamErrorEvent(errorOf(data), answer.content.length);
       // An event without data (a bare `event:` line some servers send to keep alive) says nothing.
-      if (data === "" && event !== "error") return;
+      if (data === "") return;
       const chunk = parseEventJson(data);
-      const error = event === "error" ? chunk?.error ?? chunk : chunk?.error;
-      if (error) throw streamErrorEvent(error, answer.content.length);
+      if (chunk?.error) throw streamErrorEvent(chunk.error, answer.content.length);
       answer.add(chunk);
     }, idle);
   } catch (error) {
@@ -76,6 +76,16 @@ export async function readOpenAiStream(
   }
   if (signal.aborted) throw signal.reason;
   return answer.completion();
+}
+
+/** What an `error` event says: its JSON's `error` (or the whole JSON), else its text. */
+function errorOf(data: string): unknown {
+  try {
+    const body = JSON.parse(data);
+    return body !== null && typeof body === "object" && body.error ? body.error : body;
+  } catch {
+    return data;
+  }
 }
 
 /** The JSON of an event's data; a `SyntaxError` (not server-sent JSON) when it is not JSON. */
