@@ -13,7 +13,6 @@ import {
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
-  isAsyncIterable,
 } from "./chat_backend.ts";
 import { type AnthropicMessage, readAnthropicStream } from "./anthropic_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
@@ -88,7 +87,7 @@ export interface AnthropicMessagesClient {
     create(
       body: AnthropicMessagesBody,
       options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
-    ): PromiseLike<unknown>;
+    ): PromiseLike<unknown> & { asResponse(): PromiseLike<Response> };
   };
 }
 
@@ -231,13 +230,15 @@ export class AnthropicBackend extends ChatApiBackend {
     body: AnthropicMessagesBody,
     request: ChatExchangeRequest,
   ): Promise<AnthropicMessage> {
-    const events = await client.messages.create({ ...body, stream: true }, {
+    // The raw body, read by our own event reader (src/llm/sse_events.ts): the client's stream
+    // layers cost more than the answer's parsing. The client still sends the request and turns
+    // an error status into its error.
+    const response = await client.messages.create({ ...body, stream: true }, {
       signal: request.signal,
       maxRetries: 0,
-    });
-    this.checkEventStream(events);
-    if (!isAsyncIterable(events)) throw badResponse(this.name, "no event stream", events);
-    return await readAnthropicStream(events, request.signal, request.onText);
+    }).asResponse();
+    const events = await this.eventStream(response);
+    return await readAnthropicStream(events, request.signal, request.onText, request.idle);
   }
 
   /** Says that the URL is not the Anthropic Messages API, and what its base URL looks like. */

@@ -116,6 +116,8 @@ export interface ChatExchangeRequest {
    * (`maxTokens`) or set one where it had none: send it instead.
    */
   maxTokens?: number;
+  /** A streamed exchange's idle watch (the idle timeout): touch it as each chunk arrives. */
+  idle?: { touch(): void };
 }
 
 /** What one exchange returned. */
@@ -302,16 +304,16 @@ export abstract class ChatApiBackend implements LlmBackend {
   }
 
   /**
-   * Throws `BACKEND_BAD_RESPONSE` (not retried) when the answer to a streamed request of this
-   * exchange is JSON or a page rather than server-sent events — a server that cannot stream —
-   * after closing `stream`. Call it once the SDK returned the stream, before reading it.
+   * The body of the answer to a streamed request, to read as server-sent events. Throws
+   * `BACKEND_BAD_RESPONSE` (not retried), after cancelling the body, when the answer is JSON or a
+   * page rather than events — a server that cannot stream.
    */
-  protected checkEventStream(stream: unknown): void {
-    const type = errorBodies.getStore()?.contentType;
+  protected async eventStream(response: Response): Promise<ReadableStream<Uint8Array>> {
+    const type = response.headers.get("content-type") ?? "";
     // Only a body that is plainly not events is refused: some servers send events under another
     // type, or none, and are read as events.
-    if (type === undefined || !/json|html|xml/i.test(type)) return;
-    (stream as { controller?: AbortController }).controller?.abort();
+    if (response.body !== null && !/json|html|xml/i.test(type)) return response.body;
+    await response.body?.cancel().catch(() => {});
     if (/html/i.test(type)) {
       // A web page is no API that cannot stream: turning streaming off would not help.
       throw new BackendError(
@@ -322,7 +324,9 @@ export abstract class ChatApiBackend implements LlmBackend {
     }
     throw new BackendError(
       "BACKEND_BAD_RESPONSE",
-      `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
+      response.body === null
+        ? `${this.name} backend: a streamed answer was asked for, but the server's answer has no body.`
+        : `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
       { backend: this.name },
     );
   }
@@ -338,7 +342,10 @@ export abstract class ChatApiBackend implements LlmBackend {
     const capture: ExchangeCapture = idle ? { idle } : {};
     const signal = idle ? AbortSignal.any([request.signal, idle.signal]) : request.signal;
     try {
-      return await errorBodies.run(capture, () => this.exchange({ ...request, signal }));
+      return await errorBodies.run(
+        capture,
+        () => this.exchange({ ...request, signal, ...(idle ? { idle } : {}) }),
+      );
     } catch (error) {
       if (idle?.fired && !request.signal.aborted) throw new StreamStalled(idle.idleMs, error);
       if (capture.message !== undefined && error !== null && typeof error === "object") {
@@ -598,12 +605,6 @@ function withSchemaInstruction(
 function isSchemaRejection(failure: FailureClass): boolean {
   return (failure.status === 400 || failure.status === 422) &&
     SCHEMA_PARAMETER.test(failure.reason);
-}
-
-/** True for what an SDK returns for a streamed request: an async iterable of events. */
-export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return value !== null && typeof value === "object" &&
-    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }
 
 /** The `BACKEND_BAD_RESPONSE` error for an answer that is not in the API's format. */
