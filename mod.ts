@@ -91,6 +91,7 @@ export {
   type AnswerOptions,
   type ChildRunLink,
   type CompletionReason,
+  type DeclinedAnswer,
   DEFAULT_MAX_AGENT_DEPTH,
   type HistoryEntry,
   type InStepMarker,

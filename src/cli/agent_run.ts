@@ -227,7 +227,7 @@ export async function runAgentFlow(
       const form = await formOf(definition, waiting);
       for (;;) {
         const value = await askAtTerminal(waiting, runId, form, ask!);
-        progress = createProgress(flags, ctx);
+        progress = createProgress(flags, ctx, progress.startedAt);
         try {
           return await runner(progress).answer(runId, value, {
             answeredBy: flags.answeredBy ?? who("terminal"),
@@ -280,7 +280,7 @@ export async function runAgentFlow(
       result = await answerAtTerminal(result.runId, result.waiting);
     }
     if (flags.record !== undefined) {
-      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
+      await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
   } finally {
     progress.finish(result);
@@ -332,6 +332,7 @@ export async function runAgentFlow(
     }
     return EXIT_CODES.budgetExceeded;
   }
+  if (result.completionReason === "declined") return EXIT_CODES.incomplete; // a person said no
   if (!flags.json) {
     const redrive = render({ action: "redrive", runId: result.runId, agent });
     // A configuration problem fails again on every redrive until the agent's files are fixed.
@@ -450,16 +451,21 @@ async function recordedChoice(
   }
 }
 
-function createProgress(flags: CliFlags, ctx: AgentCliContext): ProgressRenderer {
+function createProgress(
+  flags: CliFlags,
+  ctx: AgentCliContext,
+  startedAt?: number,
+): ProgressRenderer {
   const write = (text: string) => ctx.io.stderr.write(text);
   const live = ctx.io.isTerminal.stderr && !flags.verbose && ctx.io.env.TERM !== "dumb";
   return live
     ? createLiveProgress({
       write,
       color: ctx.stderrColor,
+      startedAt,
       ...(ctx.io.columns !== undefined ? { columns: ctx.io.columns } : {}),
     })
-    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
+    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose, startedAt });
 }
 
 /**

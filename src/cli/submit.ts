@@ -32,7 +32,8 @@ export interface SubmitContext {
  * Queues the run (PostgreSQL store only), prints its id on stdout; with `--wait`, prints each
  * committed step on stderr and the run's history on stdout at the end. Exit code: 0 queued (or,
  * with `--wait`, completed), 1 the run ended without success (or the queue gave it up), 2 usage,
- * 4 the run waits for an answer at an input step (answer it with `--answer`).
+ * 3 a person declined the run at an input step, 4 the run waits for an answer at an input step
+ * (answer it with `--answer`).
  */
 export async function submitAndFollow(
   commandLine: CommandLine,
@@ -131,7 +132,7 @@ async function handBackRun(
  * `--wait`: follows a queued run (submitted, or answered and put back on the queue) until it ends
  * or waits again — each committed step from entry `skipEntries` on, on stderr; the run's history on
  * stdout — and returns the exit code: 0 completed, 1 ended without success (or the queue gave it
- * up), 4 waits for an answer.
+ * up), 3 a person declined it, 4 waits for an answer.
  */
 export async function followQueuedRun(
   store: PostgresRunStore,
@@ -181,6 +182,8 @@ export async function followQueuedRun(
   if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
   // Stopped by its budget: resumable, with its own exit code, as without workers.
   if (checkpoint.status === "budget_exceeded") return EXIT_CODES.budgetExceeded;
+  // Nor has one a person declined: their "no" has its own code too.
+  if (checkpoint.status === "declined") return EXIT_CODES.incomplete;
   return checkpoint.status === "completed" ? 0 : 1;
 }
 

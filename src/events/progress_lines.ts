@@ -32,6 +32,12 @@ export interface ProgressLinesOptions {
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
   /**
+   * When the clock shows 00:00, in `now()`'s units. Default: when the renderer is created. A
+   * renderer that takes over from an earlier drive's (a run answered at the terminal goes on in a
+   * new drive) passes that one's, so the clock goes on instead of starting again.
+   */
+  startedAt?: number;
+  /**
    * Also print state changes, each tool call's arguments and result excerpt, and the model's text
    * as it streams, line by line (`--verbose`).
    */
@@ -69,6 +75,8 @@ export interface RunOutcome {
   usage?: RunUsage;
   /** The error that ended it. */
   error?: { code: string; message: string };
+  /** Who stopped it, for a run a person declined (`completionReason` `declined`). */
+  declined?: { by: string; note?: unknown };
 }
 
 /**
@@ -140,7 +148,36 @@ export function resultLine(result: RunOutcome): string {
   if (result.completionReason === "waiting") return `waiting for an answer ${tail}`;
   // A cancelled run did not fail: the user stopped it (it can be continued).
   if (result.completionReason === "cancelled") return `cancelled ${tail}`;
+  // Nor did a declined one: a person decided to stop it.
+  if (result.completionReason === "declined") {
+    return `declined${result.declined ? ` by ${result.declined.by}` : ""} ${tail}`;
+  }
   return `${result.success ? "succeeded" : "failed"}: ${result.completionReason} ${tail}`;
+}
+
+/**
+ * What a person said besides their decision, on one line of at most 300 characters: a lone text
+ * as itself, fields as `key: value` (texts bare, anything else as JSON); undefined when there is
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * import { noteText } from "./progress_lines.ts";
+ * noteText({ note: "not this week" }); // "not this week"
+ * noteText({ note: "later", risk: 3 }); // "note: later, risk: 3"
+ * ```
+ */
+export function noteText(note: unknown): string | undefined {
+  // (JSON.stringify of an answer is safe: it was checked and bounded before it was recorded.)
+  if (note === undefined || note === null) return undefined;
+  const show = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+  if (typeof note !== "object" || Array.isArray(note)) return clip(show(note), NOTE_CHARS);
+  const entries = Object.entries(note as Record<string, unknown>);
+  if (entries.length === 0) return undefined;
+  if (entries.length === 1 && typeof entries[0][1] === "string") {
+    return clip(entries[0][1], NOTE_CHARS);
+  }
+  return clip(entries.map(([k, v]) => `${k}: ${show(v)}`).join(", "), NOTE_CHARS);
 }
 
 /** `tokens unknown for 3 calls`: the backend reported no usage for them. */
@@ -191,7 +228,7 @@ export function formatUsage(usage: RunUsage | undefined): string {
  */
 export function createProgressLines(options: ProgressLinesOptions): ProgressLines {
   const now = options.now ?? (() => performance.now());
-  const start = now();
+  const start = options.startedAt ?? now();
   const c = palette(options.color ?? false);
   const showResults = options.results ?? true;
   const attempts = new AttemptCounter();
@@ -314,7 +351,12 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       if (result) {
         const text = `run ${resultLine(result)}`;
         const waiting = result.completionReason === "waiting";
-        line(result.success ? c.green(text) : waiting ? c.yellow(text) : c.red(text));
+        const declined = result.completionReason === "declined";
+        line(
+          result.success ? c.green(text) : waiting ? c.yellow(text) : declined ? text : c.red(text),
+        );
+        const note = declined ? noteText(result.declined?.note) : undefined;
+        if (note) line(`  note: ${note}`);
         if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
         return;
       }
@@ -511,6 +553,9 @@ export function firstLine(text: string): string {
   const i = text.indexOf("\n");
   return i < 0 ? text : `${text.slice(0, i)} …`;
 }
+
+/** Characters of a person's note shown on one line. */
+const NOTE_CHARS = 300;
 
 function clip(text: string, max: number): string {
   const one = text.replace(/\s+/g, " ");

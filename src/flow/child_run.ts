@@ -238,6 +238,7 @@ function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   result.success = end.reason === "completed";
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
+  if (end.declined) result.declined = end.declined;
   return result;
 }
 

@@ -324,24 +324,10 @@ export class FlowRun {
       warn: (message) => this.#warn(message),
       runChild: (state, step, args) => this.#runChild(backend, state, step, args),
     };
-    const control = this.#control;
-
     while (!state.end) {
-      // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
-      if (control.stopCause) {
-        this.#end(state, control.stopCause, state.currentStepId);
-        break;
-      }
-      const spent = budgetSpentBeforeStep(this.#spend!, state);
-      if (spent) {
-        this.#end(state, "budget_exceeded", state.currentStepId, spent);
-        break;
-      }
-      if (state.iteration >= maxIterations) {
-        const error = maxIterationsError(maxIterations, state.currentStepId);
-        this.#end(state, "max_iterations", state.currentStepId, error);
-        break;
-      }
+      // 1. A stop, a spent budget, the iteration limit, or a current step the agent lacks ends
+      // the run here.
+      if (this.#endsBeforeStep(state, maxIterations)) break;
       const step = flowStep(def, state.currentStepId);
       if (!step) {
         // Every route is checked before it is taken; this guards the invariant, never a crash.
@@ -625,6 +611,28 @@ export class FlowRun {
   // ---------------------------------------------------------------------------------------------
 
   /** Ends the run before an iteration (stop, iteration limit, unknown step). */
+  /**
+   * Ends the run before its next iteration when it must stop: a stop asked for (cancel, abort, the
+   * run's time limit), a spent budget (its own or an ancestor's), the iteration limit. True when
+   * it ended.
+   */
+  #endsBeforeStep(state: RunnerState, maxIterations: number): boolean {
+    const at = state.currentStepId;
+    const stopCause = this.#control.stopCause;
+    if (stopCause) {
+      this.#end(state, stopCause, at);
+      return true;
+    }
+    const spent = budgetSpentBeforeStep(this.#spend!, state);
+    if (spent) {
+      this.#end(state, "budget_exceeded", at, spent);
+      return true;
+    }
+    if (state.iteration < maxIterations) return false;
+    this.#end(state, "max_iterations", at, maxIterationsError(maxIterations, at));
+    return true;
+  }
+
   #end(state: RunnerState, reason: CompletionReason, stepId: string, error?: StepError): void {
     endRun(state, reason, stepId, this.#runTimeout(), error);
   }

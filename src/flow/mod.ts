@@ -7,6 +7,7 @@
  */
 export type {
   CompletionReason,
+  DeclinedAnswer,
   HistoryEntry,
   ParentRunLink,
   PermissionAnswer,

@@ -19,6 +19,7 @@ import type { RunBudget } from "../definition/schema.ts";
 import type { StepSpend } from "./spend_ledger.ts";
 import type {
   CompletionReason,
+  DeclinedAnswer,
   HistoryEntry,
   ParentRunLink,
   PermissionGrant,
@@ -120,6 +121,8 @@ export interface RunnerState {
     stepId: string;
     output?: unknown;
     error?: { code: string; message: string; stepId?: string; details?: Record<string, unknown> };
+    /** A person's decision that ended the run (reason `declined`). */
+    declined?: DeclinedAnswer;
   };
 }
 
@@ -146,6 +149,7 @@ export interface ChildRunLink {
 export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Object.freeze({
   completed: "completed",
   aborted: "aborted",
+  declined: "declined",
   cancelled: "cancelled",
   timeout: "timeout",
   waiting: "waiting",
@@ -226,6 +230,7 @@ export function advance(
     else enterStep(state, outcome.stepId);
   } else {
     endRun(state, outcome.reason, entry.stepId, runTimeoutMs, outcome.error, outcome.output);
+    if (outcome.declined) state.end!.declined = outcome.declined;
   }
 }
 
@@ -285,6 +290,7 @@ export function runResult(state: RunnerState, history: HistoryEntry[]): StepFlow
   };
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
+  if (end.declined) result.declined = end.declined;
   return result;
 }
 

@@ -5,8 +5,8 @@
  * and routes on how the child's drive ended: completed → `transitions.next` (or the parent
  * completes when there is none) with the child's final output handed off (`handoffFields` pick
  * from it; `{handoff.output}` holds all of it when the step names none); the child waits for an
- * answer → the parent waits on the same question; anything else → the step's `onError`, as for
- * a command step.
+ * answer → the parent waits on the same question; a person declined the child's question → the
+ * parent ends `declined` too; anything else → the step's `onError`, as for a command step.
  *
  * @module
  */
@@ -105,6 +105,11 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
         child.error?.message ?? "budget exceeded"
       }`,
     );
+  }
+  if (child.completionReason === "declined" && child.declined) {
+    // The person answered this run's question (its child asked it): their "no" ends this run too.
+    const declined = { ...child.declined, stepId: step.id, childRunId: child.runId };
+    return { record, outcome: { kind: "end", reason: "declined", transition: "abort", declined } };
   }
   if (!child.success) return { record, error: childFailed(step, child) };
   const handoff = childHandoff(step, child.output);

@@ -30,11 +30,15 @@ export type Transition =
 
 /**
  * Why a run ended — or `waiting`: the run stopped at an input step until someone answers it
- * (it has not ended; {@linkcode StepFlowResult.waiting} says what it waits for).
+ * (it has not ended; {@linkcode StepFlowResult.waiting} says what it waits for). `declined`: a
+ * person's answer at an input step took the `abort` intent — their decision to stop, not a
+ * failure ({@linkcode StepFlowResult.declined} says who and what they said); `aborted` is a model's
+ * or the caller's stop.
  */
 export type CompletionReason =
   | "completed"
   | "aborted"
+  | "declined"
   | "max_iterations"
   | "retries_exhausted"
   | "schema_resolution_failed"
@@ -44,6 +48,40 @@ export type CompletionReason =
   | "timeout"
   | "waiting"
   | "budget_exceeded";
+
+/**
+ * A person's decision to stop the run: their answer at an input step took the `abort` intent (the
+ * run ends `declined`). In a parent run whose child asked the question, `stepId` is the parent's
+ * agent step and `childRunId` the child that was answered.
+ *
+ * @example
+ * ```ts
+ * import type { DeclinedAnswer } from "./types.ts";
+ * const declined: DeclinedAnswer = {
+ *   stepId: "approve.release", requestId: "req-1", by: "cli (erin)",
+ *   at: "2026-11-26T21:00:00.000Z", intent: "abort", note: { note: "not this week" },
+ * };
+ * ```
+ */
+export interface DeclinedAnswer {
+  /** The input step (in a parent run: its agent step whose child asked). */
+  stepId: string;
+  /** The request that was answered. */
+  requestId: string;
+  /** Who answered (`terminal (erin)`, `cli (erin)`, `mcp`, `dashboard (…)`, `api`, …). */
+  by: string;
+  /** When (ISO time). */
+  at: string;
+  /** The intent the answer took (`abort`; as mapped from `escalate`). */
+  intent: string;
+  /**
+   * What else the person said: their answer without its intent field (`{ note: "not this
+   * week" }`); absent when the answer held nothing else.
+   */
+  note?: unknown;
+  /** In a parent run: the child run whose input step was answered. */
+  childRunId?: string;
+}
 
 /** One executed iteration (or schema strike) of a step. */
 export interface HistoryEntry {
@@ -213,6 +251,11 @@ export interface StepFlowResult {
    * `StepFlowRunner.answer(runId, value)`.
    */
   waiting?: PendingInput;
+  /**
+   * Set when a person's answer stopped the run (`completionReason` `declined`): who decided, when,
+   * at which step, and their note. Such a run has no `error`: it did not fail.
+   */
+  declined?: DeclinedAnswer;
 }
 
 /** Options of a runner. */

@@ -6,13 +6,13 @@
  */
 import type { FailureHints } from "./backend_error.ts";
 import type { SdkErrorClasses } from "./retry.ts";
+import { urlWithoutCredentials } from "./backend_choice.ts";
 import {
   badResponse,
   ChatApiBackend,
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
-  isAsyncIterable,
 } from "./chat_backend.ts";
 import { type AnthropicMessage, readAnthropicStream } from "./anthropic_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
@@ -87,7 +87,7 @@ export interface AnthropicMessagesClient {
     create(
       body: AnthropicMessagesBody,
       options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
-    ): PromiseLike<unknown>;
+    ): PromiseLike<unknown> & { asResponse(): PromiseLike<Response> };
   };
 }
 
@@ -230,13 +230,21 @@ export class AnthropicBackend extends ChatApiBackend {
     body: AnthropicMessagesBody,
     request: ChatExchangeRequest,
   ): Promise<AnthropicMessage> {
-    const events = await client.messages.create({ ...body, stream: true }, {
+    // The raw body, read by our own event reader (src/llm/sse_events.ts): the client's stream
+    // layers cost more than the answer's parsing. The client still sends the request and turns
+    // an error status into its error.
+    const response = await client.messages.create({ ...body, stream: true }, {
       signal: request.signal,
       maxRetries: 0,
-    });
-    this.checkEventStream(events);
-    if (!isAsyncIterable(events)) throw badResponse(this.name, "no event stream", events);
-    return await readAnthropicStream(events, request.signal, request.onText);
+    }).asResponse();
+    const events = await this.eventStream(response);
+    return await readAnthropicStream(events, request.signal, request.onText, request.idle);
+  }
+
+  /** Says that the URL is not the Anthropic Messages API, and what its base URL looks like. */
+  protected notApiHint(): string {
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? "https://api.anthropic.com");
+    return `The URL ${server} does not answer like the Anthropic Messages API: check --base-url (ANTHROPIC_BASE_URL) — the API's root without /v1 (the client adds /v1/messages), e.g. https://api.anthropic.com — and that the server there serves the Messages API.`;
   }
 
   /** Says which variable to check. */

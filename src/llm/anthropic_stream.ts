@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { streamFailure, StreamInterrupted } from "./stream_failure.ts";
+import { readSseEvents } from "./sse_events.ts";
+import { streamErrorEvent, streamFailure, StreamInterrupted } from "./stream_failure.ts";
 
 /** A Messages API answer, as this backend reads it (streamed or not). */
 export interface AnthropicMessage {
@@ -46,101 +47,149 @@ interface OpenBlock {
  * ended; input that is not JSON is kept as its text, so that the tool loop tells the model its
  * arguments were not JSON rather than the call failing.
  *
+ * `body` is the response's server-sent events, read as the official client reads them: `ping`
+ * and unnamed events are skipped, an `error` event is the server's failure, and data that is not
+ * JSON is a broken stream. Each chunk read touches `idle`.
+ *
  * @throws {StreamInterrupted} when the stream ends before `message_stop`, carries an `error`
  *   event, or breaks off before `message_delta` gave the stop reason (retried by the retry policy
  *   unless the error says the request is wrong)
- * @throws the abort reason when `signal` fired (the SDK ends its iteration quietly on an abort)
+ * @throws the abort reason when `signal` fired
  */
 export async function readAnthropicStream(
-  events: AsyncIterable<unknown>,
+  body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
   onText?: (text: string) => void,
+  idle?: { touch(): void },
 ): Promise<AnthropicMessage> {
-  const message: AnthropicMessage = {};
-  const blocks = new Map<number, OpenBlock>();
-  let received = 0;
-  let stopped = false;
+  const answer = new EventAssembler(onText);
   try {
-    for await (const raw of events) {
-      const event = (raw ?? {}) as Record<string, unknown>;
-      switch (event.type) {
-        case "message_start": {
-          const start = (event.message ?? {}) as AnthropicMessage;
-          if (start.usage) message.usage = { ...start.usage };
-          if (typeof start.model === "string" && start.model) message.model = start.model;
-          break;
-        }
-        case "content_block_start": {
-          const index = Number(event.index);
-          const block = (event.content_block ?? {}) as Record<string, unknown>;
-          if (!Number.isInteger(index) || blocks.size >= MAX_BLOCKS) break;
-          const open: OpenBlock = {
-            type: String(block.type),
-            text: typeof block.text === "string" ? block.text : "",
-            json: "",
-          };
-          if (block.type === "tool_use") {
-            open.id = block.id;
-            open.name = block.name;
-            open.input = block.input;
-          }
-          blocks.set(index, open);
-          if (open.text) {
-            received += open.text.length;
-            onText?.(open.text);
-          }
-          break;
-        }
-        case "content_block_delta": {
-          const open = blocks.get(Number(event.index));
-          const delta = (event.delta ?? {}) as Record<string, unknown>;
-          if (!open) break;
-          if (delta.type === "text_delta" && typeof delta.text === "string") {
-            open.text += delta.text;
-            received += delta.text.length;
-            if (delta.text) onText?.(delta.text);
-          } else if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
-            open.json += delta.partial_json;
-          }
-          break;
-        }
-        case "message_delta": {
-          const delta = (event.delta ?? {}) as Record<string, unknown>;
-          if (typeof delta.stop_reason === "string") message.stop_reason = delta.stop_reason;
-          if (delta.stop_details && typeof delta.stop_details === "object") {
-            message.stop_details = delta.stop_details as AnthropicMessage["stop_details"];
-          }
-          // The counts of message_delta are cumulative: they replace those of message_start.
-          const usage = event.usage as AnthropicMessage["usage"] | undefined;
-          if (usage && typeof usage === "object") {
-            message.usage = { ...message.usage };
-            for (const [key, value] of Object.entries(usage)) {
-              if (typeof value === "number") {
-                (message.usage as Record<string, number>)[key] = value;
-              }
-            }
-          }
-          break;
-        }
-        case "message_stop":
-          stopped = true;
-          break;
+    await readSseEvents(body, (name, data) => {
+      if (name === undefined || name === "ping") return;
+      if (name === "error") {
+        throw streamErrorEvent(parsedOrText(data), answer.received);
       }
-    }
+      if (!data) return;
+      let event: unknown;
+      try {
+        event = JSON.parse(data);
+      } catch {
+        throw new SyntaxError(`the data of a "${name.slice(0, 40)}" event is not JSON`);
+      }
+      // Nothing the server sends after message_stop belongs to the answer.
+      return answer.add(event);
+    }, idle);
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     // Cut after message_delta gave the stop reason: the answer is whole.
-    if (message.stop_reason === undefined) throw streamFailure(error, received);
-    stopped = true;
+    if (answer.message.stop_reason === undefined) throw streamFailure(error, answer.received);
+    answer.stopped = true;
   }
   if (signal.aborted) throw signal.reason;
-  if (!stopped) {
+  if (!answer.stopped) {
     throw new StreamInterrupted("the stream ended before message_stop", {
-      receivedChars: received,
+      receivedChars: answer.received,
     });
   }
-  message.content = [...blocks.entries()].sort(([a], [b]) => a - b).map(([, b]) => blockOf(b));
+  const message = answer.message;
+  message.content = [...answer.blocks.entries()].sort(([a], [b]) => a - b).map(([, b]) =>
+    blockOf(b)
+  );
   return message;
+}
+
+/** An `error` event's data: its JSON, or its text when it is not JSON. */
+function parsedOrText(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
+}
+
+/** The message being assembled from the events of one streamed answer. */
+class EventAssembler {
+  readonly message: AnthropicMessage = {};
+  readonly blocks = new Map<number, OpenBlock>();
+  /** Characters of text received. */
+  received = 0;
+  /** `message_stop` came. */
+  stopped = false;
+  readonly #onText?: (text: string) => void;
+
+  constructor(onText?: (text: string) => void) {
+    this.#onText = onText;
+  }
+
+  /** Adds one event; true once it was `message_stop`. */
+  add(raw: unknown): boolean {
+    const event = (raw ?? {}) as Record<string, unknown>;
+    const message = this.message;
+    switch (event.type) {
+      case "message_start": {
+        const start = (event.message ?? {}) as AnthropicMessage;
+        if (start.usage) message.usage = { ...start.usage };
+        if (typeof start.model === "string" && start.model) message.model = start.model;
+        break;
+      }
+      case "content_block_start": {
+        const index = Number(event.index);
+        const block = (event.content_block ?? {}) as Record<string, unknown>;
+        if (!Number.isInteger(index) || this.blocks.size >= MAX_BLOCKS) break;
+        const open: OpenBlock = {
+          type: String(block.type),
+          text: typeof block.text === "string" ? block.text : "",
+          json: "",
+        };
+        if (block.type === "tool_use") {
+          open.id = block.id;
+          open.name = block.name;
+          open.input = block.input;
+        }
+        this.blocks.set(index, open);
+        if (open.text) {
+          this.received += open.text.length;
+          this.#onText?.(open.text);
+        }
+        break;
+      }
+      case "content_block_delta": {
+        const open = this.blocks.get(Number(event.index));
+        const delta = (event.delta ?? {}) as Record<string, unknown>;
+        if (!open) break;
+        if (delta.type === "text_delta" && typeof delta.text === "string") {
+          open.text += delta.text;
+          this.received += delta.text.length;
+          if (delta.text) this.#onText?.(delta.text);
+        } else if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
+          open.json += delta.partial_json;
+        }
+        break;
+      }
+      case "message_delta": {
+        const delta = (event.delta ?? {}) as Record<string, unknown>;
+        if (typeof delta.stop_reason === "string") message.stop_reason = delta.stop_reason;
+        if (delta.stop_details && typeof delta.stop_details === "object") {
+          message.stop_details = delta.stop_details as AnthropicMessage["stop_details"];
+        }
+        // The counts of message_delta are cumulative: they replace those of message_start.
+        const usage = event.usage as AnthropicMessage["usage"] | undefined;
+        if (usage && typeof usage === "object") {
+          message.usage = { ...message.usage };
+          for (const [key, value] of Object.entries(usage)) {
+            if (typeof value === "number") {
+              (message.usage as Record<string, number>)[key] = value;
+            }
+          }
+        }
+        break;
+      }
+      case "message_stop":
+        this.stopped = true;
+        return true;
+    }
+    return false;
+  }
 }
 
 /** A finished block as the API would have sent it without streaming. */

@@ -17,7 +17,8 @@ import { StreamStalled } from "./stream_idle.ts";
  * - `BACKEND_NETWORK` — the server could not be reached, on every attempt;
  * - `BACKEND_STREAM_INTERRUPTED` — a streamed answer broke off after it began (the connection cut
  *   before the API's end event, an `error` event in the stream), on every attempt;
- * - `BACKEND_BAD_RESPONSE` — the server answered with a body that is not the API's format;
+ * - `BACKEND_BAD_RESPONSE` — the server answered with a body that is not the API's format (also a
+ *   404, 405 or 501 with a page or text instead of the API's JSON: the URL is not the API);
  * - `BACKEND_REFUSED` — the model refused to answer;
  * - `BACKEND_NOT_INSTALLED` — the SDK or the Claude Code executable cannot be loaded;
  * - `BACKEND_ERROR` — anything else the backend reported.
@@ -94,6 +95,12 @@ export interface FailureHints {
   notFound?: string;
   /** Said on network errors (e.g. "Is the server at http://… running?"). */
   network?: string;
+  /**
+   * Said when the answer shows that the URL does not serve the backend's API (an HTML page or
+   * plain text for a 404, 405 or 501; e.g. "The server at … does not answer like an
+   * OpenAI-compatible API …").
+   */
+  notApi?: string;
 }
 
 /**
@@ -121,7 +128,11 @@ export function fromRetryExhausted(
   const head = `${backend} backend${where}: ${reason}${tried}.`;
   let code: BackendErrorCode;
   let advice: string;
-  if (failure.stopReason === "wait_too_long") {
+  if (failure.failure.notApi) {
+    code = "BACKEND_BAD_RESPONSE";
+    advice = hints.notApi ??
+      `The server does not answer like the ${backend} backend's API: check the base URL (--base-url).`;
+  } else if (failure.stopReason === "wait_too_long") {
     code = "BACKEND_UNAVAILABLE";
     advice = `The server asked to wait ${
       Math.ceil((retryAfterMs ?? 0) / 1000)

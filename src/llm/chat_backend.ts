@@ -3,6 +3,10 @@
  * the retry policy and per-call timeout, native structured output with a prompt-and-extract
  * fallback, and usage/cost accounting. Each backend only says how to send one exchange.
  *
+ * Long because: it is the one base class of both chat backends — the exchange with its retry,
+ * idle watch and error-body reading, the structured-output modes and the usage accounting share
+ * its session state; split apart, each part would reach into the others' private fields.
+ *
  * @module
  */
 import { UsageError } from "../errors.ts";
@@ -10,6 +14,7 @@ import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_e
 import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
 import {
   classifyHttpFailure,
+  type ErrorBodyKind,
   type FailureClass,
   resolveRetryPolicy,
   RetryExhausted,
@@ -111,6 +116,8 @@ export interface ChatExchangeRequest {
    * (`maxTokens`) or set one where it had none: send it instead.
    */
   maxTokens?: number;
+  /** A streamed exchange's idle watch (the idle timeout): touch it as each chunk arrives. */
+  idle?: { touch(): void };
 }
 
 /** What one exchange returned. */
@@ -177,8 +184,8 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected sdkErrorClasses: SdkErrorClasses = {};
   #schemaMode: StructuredOutputMode;
   #client?: Promise<unknown>;
-  /** Error-body messages of failed exchanges, by the error the SDK threw. */
-  readonly #bodyMessages = new WeakMap<object, string>();
+  /** Error-body messages (and kinds) of failed exchanges, by the error the SDK threw. */
+  readonly #bodyMessages = new WeakMap<object, { message: string; kind?: ErrorBodyKind }>();
 
   /**
    * Checks the options; nothing is loaded or sent yet.
@@ -265,6 +272,12 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected abstract failureHints(model: string): FailureHints;
 
   /**
+   * What to say when the URL does not answer like this backend's API (a web page, a 501, a path
+   * that does not exist): which URL, and what the API's base URL looks like.
+   */
+  protected abstract notApiHint(): string;
+
+  /**
    * Classifies a failed exchange by the SDK's error classes, the status and the cause (see
    * {@linkcode classifyHttpFailure}), with the message read from the error body.
    */
@@ -280,29 +293,40 @@ export abstract class ChatApiBackend implements LlmBackend {
         ...(error.errorType !== undefined ? { errorType: error.errorType } : {}),
       };
     }
-    const bodyMessage = error !== null && typeof error === "object"
+    const body = error !== null && typeof error === "object"
       ? this.#bodyMessages.get(error)
       : undefined;
     return classifyHttpFailure(error, {
       classes: this.sdkErrorClasses,
-      ...(bodyMessage !== undefined ? { bodyMessage } : {}),
+      ...(body !== undefined ? { bodyMessage: body.message } : {}),
+      ...(body?.kind !== undefined ? { bodyKind: body.kind } : {}),
     });
   }
 
   /**
-   * Throws `BACKEND_BAD_RESPONSE` (not retried) when the answer to a streamed request of this
-   * exchange is JSON or a page rather than server-sent events — a server that cannot stream —
-   * after closing `stream`. Call it once the SDK returned the stream, before reading it.
+   * The body of the answer to a streamed request, to read as server-sent events. Throws
+   * `BACKEND_BAD_RESPONSE` (not retried), after cancelling the body, when the answer is JSON or a
+   * page rather than events — a server that cannot stream.
    */
-  protected checkEventStream(stream: unknown): void {
-    const type = errorBodies.getStore()?.contentType;
+  protected async eventStream(response: Response): Promise<ReadableStream<Uint8Array>> {
+    const type = response.headers.get("content-type") ?? "";
     // Only a body that is plainly not events is refused: some servers send events under another
     // type, or none, and are read as events.
-    if (type === undefined || !/json|html|xml/i.test(type)) return;
-    (stream as { controller?: AbortController }).controller?.abort();
+    if (response.body !== null && !/json|html|xml/i.test(type)) return response.body;
+    await response.body?.cancel().catch(() => {});
+    if (/html/i.test(type)) {
+      // A web page is no API that cannot stream: turning streaming off would not help.
+      throw new BackendError(
+        "BACKEND_BAD_RESPONSE",
+        `${this.name} backend: the server answered with a web page (${type}). ${this.notApiHint()}`,
+        { backend: this.name },
+      );
+    }
     throw new BackendError(
       "BACKEND_BAD_RESPONSE",
-      `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
+      response.body === null
+        ? `${this.name} backend: a streamed answer was asked for, but the server's answer has no body.`
+        : `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
       { backend: this.name },
     );
   }
@@ -318,11 +342,14 @@ export abstract class ChatApiBackend implements LlmBackend {
     const capture: ExchangeCapture = idle ? { idle } : {};
     const signal = idle ? AbortSignal.any([request.signal, idle.signal]) : request.signal;
     try {
-      return await errorBodies.run(capture, () => this.exchange({ ...request, signal }));
+      return await errorBodies.run(
+        capture,
+        () => this.exchange({ ...request, signal, ...(idle ? { idle } : {}) }),
+      );
     } catch (error) {
       if (idle?.fired && !request.signal.aborted) throw new StreamStalled(idle.idleMs, error);
       if (capture.message !== undefined && error !== null && typeof error === "object") {
-        this.#bodyMessages.set(error, capture.message);
+        this.#bodyMessages.set(error, { message: capture.message, kind: capture.bodyKind });
       }
       throw error;
     } finally {
@@ -482,7 +509,7 @@ export abstract class ChatApiBackend implements LlmBackend {
           this.name,
           error,
           { stepId: req.stepId, timeoutMs: this.timeoutMs },
-          this.failureHints(model),
+          { ...this.failureHints(model), notApi: this.notApiHint() },
         );
       }
     }
@@ -578,12 +605,6 @@ function withSchemaInstruction(
 function isSchemaRejection(failure: FailureClass): boolean {
   return (failure.status === 400 || failure.status === 422) &&
     SCHEMA_PARAMETER.test(failure.reason);
-}
-
-/** True for what an SDK returns for a streamed request: an async iterable of events. */
-export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return value !== null && typeof value === "object" &&
-    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }
 
 /** The `BACKEND_BAD_RESPONSE` error for an answer that is not in the API's format. */

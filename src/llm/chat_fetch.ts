@@ -1,32 +1,28 @@
 /**
  * The `fetch` the chat backends give the official SDK clients, and what it leaves per exchange:
  * the message of an error body (the SDKs keep only part of a body that is not in their API's
- * format), the content type of a successful answer (a streamed request answered with JSON is not a
- * stream), and the idle watch of a streamed answer (touched at each chunk).
+ * format); a streamed exchange's idle watch is touched when the answer's headers arrive.
  *
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { describeErrorBody } from "./retry.ts";
-import { type IdleWatch, watchedResponse } from "./stream_idle.ts";
+import { describeErrorBody, type ErrorBodyKind, errorBodyKind } from "./error_body.ts";
+import type { IdleWatch } from "./stream_idle.ts";
 
 /** What one exchange's `fetch` leaves for the backend (see the module documentation). */
 export interface ExchangeCapture {
   /** The message read from an error body. */
   message?: string;
-  /** The content type of a successful answer. */
-  contentType?: string;
-  /** Touched at each chunk of a successful answer (a streamed exchange's idle timeout). */
+  /** What the error body was: the API's JSON, an HTML page, other text, nothing. */
+  bodyKind?: ErrorBodyKind;
+  /** Touched when the answer's headers arrive (a streamed exchange's idle timeout). */
   idle?: IdleWatch;
 }
 
 /** The most of an HTTP error body read to find its message, in bytes. */
 export const ERROR_BODY_READ_MAX = 64 * 1024;
 
-/**
- * Where the `fetch` of the SDK clients leaves, per exchange, the message of an error body and the
- * content type of a successful answer (a streamed request answered with JSON is not a stream).
- */
+/** Where the `fetch` of the SDK clients leaves, per exchange, the message of an error body. */
 export const errorBodies: AsyncLocalStorage<ExchangeCapture> = new AsyncLocalStorage<
   ExchangeCapture
 >();
@@ -44,13 +40,11 @@ export async function fetchKeepingErrorBodies(
 ): Promise<Response> {
   const response = await fetch(input, init);
   const capture = errorBodies.getStore();
-  if (capture !== undefined && response.ok) {
-    capture.contentType = response.headers.get("content-type") ?? "";
-    if (capture.idle) return watchedResponse(response, capture.idle);
-  }
+  capture?.idle?.touch();
   if (response.ok || capture === undefined || response.body === null) return response;
   const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
   capture.message = describeErrorBody(text);
+  capture.bodyKind = errorBodyKind(text);
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   headers.delete("content-encoding");

@@ -14,7 +14,6 @@ import {
   type ChatBackendOptions,
   type ChatExchangeRequest,
   type ChatExchangeResult,
-  isAsyncIterable,
 } from "./chat_backend.ts";
 import { type ChatCompletion, readOpenAiStream } from "./openai_stream.ts";
 import { loadSdk } from "./sdk_loader.ts";
@@ -70,16 +69,20 @@ export type OpenAiMessage =
   }
   | { role: "tool"; tool_call_id: string; content: string };
 
-/** The part of the OpenAI client this backend calls. */
+/**
+ * The part of the OpenAI client this backend calls: its request method, with the body as JSON text
+ * (see {@linkcode OpenAiBackend}'s exchange for why not `chat.completions.create`).
+ */
 export interface OpenAiChatClient {
-  chat: {
-    completions: {
-      create(
-        body: OpenAiChatBody,
-        options?: { signal?: AbortSignal; timeout?: number; maxRetries?: number },
-      ): PromiseLike<unknown>;
-    };
-  };
+  post(
+    path: string,
+    options: {
+      body: string;
+      headers: Record<string, string>;
+      signal?: AbortSignal;
+      maxRetries?: number;
+    },
+  ): PromiseLike<unknown> & { asResponse(): PromiseLike<Response> };
 }
 
 type OpenAiModule = SdkErrorClasses & {
@@ -186,10 +189,7 @@ export class OpenAiBackend extends ChatApiBackend {
     }
     const completion = this.streams
       ? await this.#streamed(client, body, request)
-      : await client.chat.completions.create(body, {
-        signal: request.signal,
-        maxRetries: 0,
-      }) as ChatCompletion;
+      : await postChat(client, body, request.signal) as ChatCompletion;
     const choice = completion && typeof completion === "object" && Array.isArray(completion.choices)
       ? completion.choices[0]
       : undefined;
@@ -227,13 +227,22 @@ export class OpenAiBackend extends ChatApiBackend {
     body: OpenAiChatBody,
     request: ChatExchangeRequest,
   ): Promise<ChatCompletion> {
-    const chunks = await client.chat.completions.create(
+    // The raw body, read by our own event reader (src/llm/sse_events.ts): the client's stream
+    // layers cost more than the answer's parsing. The client still sends the request and turns
+    // an error status into its error.
+    const response = await postChat(
+      client,
       { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal: request.signal, maxRetries: 0 },
-    );
-    this.checkEventStream(chunks);
-    if (!isAsyncIterable(chunks)) throw badResponse(this.name, "no chunk stream", chunks);
-    return await readOpenAiStream(chunks, request.signal, request.onText);
+      request.signal,
+    ).asResponse();
+    const events = await this.eventStream(response);
+    return await readOpenAiStream(events, request.signal, request.onText, request.idle);
+  }
+
+  /** Says that the URL is no OpenAI-compatible API, and what its base URL looks like. */
+  protected notApiHint(): string {
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL);
+    return `The URL ${server} does not answer like an OpenAI-compatible API: check --base-url (OPENAI_BASE_URL) — the API's root, which usually ends in /v1 (Ollama http://127.0.0.1:11434/v1, vLLM http://127.0.0.1:8000/v1, LM Studio http://127.0.0.1:1234/v1) — and that the server there serves the OpenAI chat completions API.`;
   }
 
   /** Says which variable or server option to check. */
@@ -252,6 +261,25 @@ export class OpenAiBackend extends ChatApiBackend {
         : `Could not connect to ${server}: is the server at ${server} running? Check the network and --base-url (OPENAI_BASE_URL).`,
     };
   }
+}
+
+/**
+ * `POST /chat/completions` through the client (its headers, auth and error classes), the body
+ * written as JSON text here: `chat.completions.create` serializes it with a replacer function
+ * called for every value (to learn its `stream` key), several times the cost of `JSON.stringify`
+ * — a millisecond or more per turn once a tool loop's conversation is long.
+ */
+function postChat(
+  client: OpenAiChatClient,
+  body: OpenAiChatBody,
+  signal: AbortSignal,
+): PromiseLike<unknown> & { asResponse(): PromiseLike<Response> } {
+  return client.post("/chat/completions", {
+    body: JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+    signal,
+    maxRetries: 0,
+  });
 }
 
 /** A `json_schema.name` the API accepts (`^[a-zA-Z0-9_-]{1,64}$`), derived from the step id. */

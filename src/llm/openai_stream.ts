@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { streamFailure, StreamInterrupted } from "./stream_failure.ts";
+import { readSseEvents } from "./sse_events.ts";
+import { streamErrorEvent, streamFailure, StreamInterrupted } from "./stream_failure.ts";
 
 /** A chat completion, as this backend reads it (streamed or not). */
 export interface ChatCompletion {
@@ -41,73 +42,127 @@ interface OpenCall {
  * and the usage. A server that sends a call without `index` continues the last call when the piece
  * has no name or id, else opens a new one; calls without an id get one from the tool loop.
  *
+ * `body` is the response's server-sent events, read as the official client reads them: `[DONE]`
+ * ends them, an event that is not JSON is a broken stream, and an `error` event (or a chunk with
+ * an `error`) is the server's failure. Each chunk read touches `idle`.
+ *
  * @throws {StreamInterrupted} when the stream ends before a `finish_reason`, carries an error, or
  *   breaks off before it (retried by the retry policy unless the error says the request is
  *   wrong); a stream that breaks off after the finish reason is a whole answer (its usage may be
  *   missing)
- * @throws the abort reason when `signal` fired (the SDK ends its iteration quietly on an abort)
+ * @throws the abort reason when `signal` fired
  */
 export async function readOpenAiStream(
-  chunks: AsyncIterable<unknown>,
+  body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
   onText?: (text: string) => void,
+  idle?: { touch(): void },
 ): Promise<ChatCompletion> {
-  let content = "";
-  let refusal = "";
-  let finish: string | undefined;
-  let usage: ChatCompletion["usage"];
-  let model: string | undefined;
-  const calls: OpenCall[] = [];
-  const byIndex = new Map<number, OpenCall>();
+  const answer = new ChunkAssembler(onText);
   try {
-    for await (const raw of chunks) {
-      const chunk = (raw ?? {}) as { choices?: unknown; usage?: unknown; model?: unknown };
-      if (typeof chunk.model === "string" && chunk.model) model = chunk.model;
-      if (chunk.usage && typeof chunk.usage === "object") {
-        usage = chunk.usage as ChatCompletion["usage"];
-      }
-      // The first choice (the only one asked for); servers that send no index mean it too.
-      const choice = (Array.isArray(chunk.choices) ? chunk.choices : []).find((c) =>
-        c !== null && typeof c === "object" &&
-        ((c as { index?: unknown }).index ?? 0) === 0
-      ) as { delta?: Record<string, unknown>; finish_reason?: unknown } | undefined;
-      if (!choice) continue;
-      const delta = choice.delta ?? {};
-      if (typeof delta.content === "string" && delta.content) {
-        content += delta.content;
-        onText?.(delta.content);
-      }
-      if (typeof delta.refusal === "string") refusal += delta.refusal;
-      if (Array.isArray(delta.tool_calls)) addCallPieces(delta.tool_calls, calls, byIndex);
-      if (typeof choice.finish_reason === "string" && choice.finish_reason) {
-        finish = choice.finish_reason;
-      }
-    }
+    await readSseEvents(body, (event, data) => {
+      if (data === "[DONE]") return true;
+      if (event === "error") throw streamErrorEvent(errorOf(data), answer.content.length);
+      // An event without data (a bare `event:` line some servers send to keep alive) says nothing.
+      if (data === "") return;
+      const chunk = parseEventJson(data);
+      if (chunk?.error) throw streamErrorEvent(chunk.error, answer.content.length);
+      answer.add(chunk);
+    }, idle);
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     // Cut after the finish: the answer is whole, only the usage chunk may be lost.
-    if (finish === undefined) throw streamFailure(error, content.length);
+    if (answer.finish === undefined) throw streamFailure(error, answer.content.length);
   }
   if (signal.aborted) throw signal.reason;
-  if (finish === undefined) {
-    throw new StreamInterrupted("the stream ended before a finish_reason", {
-      receivedChars: content.length,
-    });
+  return answer.completion();
+}
+
+/** What an `error` event says: its JSON's `error` (or the whole JSON), else its text. */
+function errorOf(data: string): unknown {
+  try {
+    const body = JSON.parse(data);
+    return body !== null && typeof body === "object" && body.error ? body.error : body;
+  } catch {
+    return data;
   }
-  const message: NonNullable<ChatCompletion["choices"]>[number]["message"] = { content };
-  if (refusal) message.refusal = refusal;
-  if (calls.length) {
-    message.tool_calls = calls.map((c) => ({
-      ...(c.id ? { id: c.id } : {}),
-      type: "function",
-      function: { name: c.name, arguments: c.arguments },
-    }));
+}
+
+/** The JSON of an event's data; a `SyntaxError` (not server-sent JSON) when it is not JSON. */
+function parseEventJson(data: string): Record<string, unknown> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new SyntaxError("an event's data is not JSON");
   }
-  return {
-    choices: [{ message, finish_reason: finish }],
-    ...(usage ? { usage } : {}),
-    ...(model ? { model } : {}),
-  };
+  return value !== null && typeof value === "object" ? value as Record<string, unknown> : undefined;
+}
+
+/** The completion being assembled from the chunks of one streamed answer. */
+class ChunkAssembler {
+  content = "";
+  refusal = "";
+  finish: string | undefined;
+  usage: ChatCompletion["usage"];
+  model: string | undefined;
+  readonly calls: OpenCall[] = [];
+  readonly byIndex = new Map<number, OpenCall>();
+  readonly #onText?: (text: string) => void;
+
+  constructor(onText?: (text: string) => void) {
+    this.#onText = onText;
+  }
+
+  /** Adds one chunk (`chat.completion.chunk`). */
+  add(raw: Record<string, unknown> | undefined): void {
+    const chunk = (raw ?? {}) as { choices?: unknown; usage?: unknown; model?: unknown };
+    if (typeof chunk.model === "string" && chunk.model) this.model = chunk.model;
+    if (chunk.usage && typeof chunk.usage === "object") {
+      this.usage = chunk.usage as ChatCompletion["usage"];
+    }
+    // The first choice (the only one asked for); servers that send no index mean it too.
+    const choice = (Array.isArray(chunk.choices) ? chunk.choices : []).find((c) =>
+      c !== null && typeof c === "object" &&
+      ((c as { index?: unknown }).index ?? 0) === 0
+    ) as { delta?: Record<string, unknown>; finish_reason?: unknown } | undefined;
+    if (!choice) return;
+    const delta = choice.delta ?? {};
+    if (typeof delta.content === "string" && delta.content) {
+      this.content += delta.content;
+      this.#onText?.(delta.content);
+    }
+    if (typeof delta.refusal === "string") this.refusal += delta.refusal;
+    if (Array.isArray(delta.tool_calls)) addCallPieces(delta.tool_calls, this.calls, this.byIndex);
+    if (typeof choice.finish_reason === "string" && choice.finish_reason) {
+      this.finish = choice.finish_reason;
+    }
+  }
+
+  /** The completion, once the stream ended. */
+  completion(): ChatCompletion {
+    if (this.finish === undefined) {
+      throw new StreamInterrupted("the stream ended before a finish_reason", {
+        receivedChars: this.content.length,
+      });
+    }
+    const message: NonNullable<ChatCompletion["choices"]>[number]["message"] = {
+      content: this.content,
+    };
+    if (this.refusal) message.refusal = this.refusal;
+    if (this.calls.length) {
+      message.tool_calls = this.calls.map((c) => ({
+        ...(c.id ? { id: c.id } : {}),
+        type: "function",
+        function: { name: c.name, arguments: c.arguments },
+      }));
+    }
+    return {
+      choices: [{ message, finish_reason: this.finish }],
+      ...(this.usage ? { usage: this.usage } : {}),
+      ...(this.model ? { model: this.model } : {}),
+    };
+  }
 }
 
 /** Adds the `delta.tool_calls` pieces of one chunk to the calls being assembled. */

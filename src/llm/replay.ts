@@ -13,6 +13,7 @@ import { shortDiff } from "../text_diff.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactText, type Secret } from "./redact.ts";
 import { ScriptedBackend, type ScriptedEntry } from "./scripted.ts";
+import { ANSWERS_KEY, parseScriptAnswers, type ScriptAnswer } from "./script_answers.ts";
 import {
   type ToolTurnBackend,
   type ToolTurnRequest,
@@ -119,6 +120,12 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
   readonly name = "replay";
   /** Every drift seen, in order (lenient replays go on; strict ones fail at the first). */
   readonly drifts: ReplayDrift[] = [];
+  /**
+   * The answers the recording gives the run's waits (its `_answers`: what the person answered at
+   * input steps and permission waits), in order — the test kit and `deno task eval` answer with
+   * them; the backend itself never reads them.
+   */
+  readonly answers: readonly ScriptAnswer[] = [];
   readonly #scripted: ScriptedBackend;
   readonly #records = new Map<string, ReplayCallRecord[]>();
   readonly #used = new Map<string, number>();
@@ -141,6 +148,10 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
     const answers: Record<string, ScriptedEntry[]> = {};
     for (const [key, entries] of Object.entries(script)) {
       if (key === REPLAY_HEADER_KEY) continue;
+      if (key === ANSWERS_KEY) {
+        this.answers = parseScriptAnswers(entries, `Replay ${this.#source}`);
+        continue;
+      }
       if (!Array.isArray(entries)) {
         throw new StepflowError(
           "SCRIPT_INVALID",
@@ -192,7 +203,10 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
    * (`turnsBefore` 0), that the prompt is the one recorded.
    */
   #take(req: LlmRequest, turnsBefore: number): ReplayCallRecord {
-    const key = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    const plain = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
+    // A child run's calls are recorded under `<agent>/<stepId>` (its agent's, as in a script).
+    const own = `${req.agent}/${plain}`;
+    const key = this.#records.has(own) ? own : plain;
     const records = this.#records.get(key);
     const index = this.#used.get(key) ?? 0;
     const where = `the ${req.kind} call of step "${req.stepId}" (iteration ${req.iteration}${

@@ -11,6 +11,14 @@
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { backoffDelay, sleep } from "../backoff.ts";
 import { type HeadersLike, headerValue, serverWaitMs } from "./rate_limit_reset.ts";
+import { clip, type ErrorBodyKind } from "./error_body.ts";
+
+export {
+  describeErrorBody,
+  ERROR_BODY_MESSAGE_MAX,
+  type ErrorBodyKind,
+  errorBodyKind,
+} from "./error_body.ts";
 
 /** How often and how patiently a failed backend call is retried. */
 export interface RetryPolicy {
@@ -99,10 +107,20 @@ export function jitteredBackoff(
 
 export { type HeadersLike, parseRetryAfter } from "./rate_limit_reset.ts";
 
-/** True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx. */
+/**
+ * True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx but 501 (Not Implemented)
+ * and 505 (HTTP Version Not Supported), which say what the server cannot do, not that it is busy.
+ */
 export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
+  return status === 408 || status === 409 || status === 429 ||
+    (status >= 500 && status !== 501 && status !== 505);
 }
+
+/**
+ * Statuses that say "nothing here answers this request" — no such path (404), not this method
+ * (405), not implemented (501): with a body that is not JSON, the URL is not the API at all.
+ */
+const NOT_SERVED_STATUSES: ReadonlySet<number> = new Set([404, 405, 501]);
 
 /** What a classifier says about one failed attempt. */
 export interface FailureClass {
@@ -124,6 +142,12 @@ export interface FailureClass {
   errorType?: string;
   /** A short human-readable reason (`HTTP 429 rate_limit_error: …`, `connection refused`, …). */
   reason: string;
+  /**
+   * True when the answer shows that the URL does not serve the backend's API: a 404, 405 or 501
+   * whose body is an HTML page, plain text or empty rather than the API's JSON (a web server, a
+   * wrong path). Never retried.
+   */
+  notApi?: boolean;
 }
 
 /**
@@ -149,6 +173,8 @@ export interface ClassifyContext {
    * only part of a body that is not in their API's error format.
    */
   bodyMessage?: string;
+  /** The kind of the raw error body (see {@linkcode errorBodyKind}). */
+  bodyKind?: ErrorBodyKind;
 }
 
 /**
@@ -189,6 +215,18 @@ export function classifyHttpFailure(error: unknown, context: ClassifyContext = {
       : isRetryableStatus(status);
     const text = context.bodyMessage !== undefined ? ` ${context.bodyMessage}` : apiErrorText(e);
     const errorType = apiErrorType(e);
+    if (
+      NOT_SERVED_STATUSES.has(status) && context.bodyKind !== undefined &&
+      context.bodyKind !== "json"
+    ) {
+      return {
+        retryable: false,
+        kind: "http",
+        status,
+        notApi: true,
+        reason: `HTTP ${status}${text}`,
+      };
+    }
     return {
       retryable,
       kind: "http",
@@ -261,70 +299,6 @@ function apiErrorText(e: { error?: unknown; message?: string }): string {
   if (type || message) return ` ${[type, message].filter(Boolean).join(": ")}`;
   const text = e.message?.replace(/^\d{3}\s*/, "").trim();
   return text ? ` ${text}` : "";
-}
-
-/** The longest error message kept from an error body, in characters. */
-export const ERROR_BODY_MESSAGE_MAX = 300;
-
-/**
- * The message of an HTTP error body, whatever its shape: the OpenAI and Anthropic formats
- * (`{"error": {"type", "message"}}`), `{"message": …}`, `{"error": "text"}` (both kept when both are
- * there), FastAPI's `{"detail": …}`, an HTML page (its `<title>`, else its text) or plain text;
- * whitespace collapsed and cut at {@linkcode ERROR_BODY_MESSAGE_MAX} characters.
- *
- * @example
- * ```ts
- * import { describeErrorBody } from "./retry.ts";
- * describeErrorBody('{"error":"SyntaxError","message":"Unexpected token }"}');
- * // "SyntaxError: Unexpected token }"
- * ```
- */
-export function describeErrorBody(text: string): string {
-  const trimmed = text.trim();
-  if (trimmed === "") return "(empty body)";
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(trimmed);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed !== undefined) return clip(describeJsonError(parsed), ERROR_BODY_MESSAGE_MAX);
-  if (/^<(!doctype|html|head|body|\?xml)/i.test(trimmed) || /<\/[a-z]+>/i.test(trimmed)) {
-    // `[^<>]*`, not `[^>]*`: a body of many `<` without `>` must not make these scans quadratic.
-    const title = /<title[^<>]*>([^<]*)<\/title>/i.exec(trimmed)?.[1];
-    const textOnly = (title && title.trim() !== "" ? title : trimmed).replace(/<[^<>]*>/g, " ");
-    return clip(`${textOnly} (an HTML page)`, ERROR_BODY_MESSAGE_MAX);
-  }
-  return clip(trimmed, ERROR_BODY_MESSAGE_MAX);
-}
-
-function describeJsonError(body: unknown): string {
-  if (typeof body === "string") return body;
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    return JSON.stringify(body);
-  }
-  const record = body as Record<string, unknown>;
-  const parts: string[] = [];
-  const add = (value: unknown) => {
-    if (typeof value === "string" && value.trim() !== "" && !parts.includes(value)) {
-      parts.push(value);
-    }
-  };
-  const inner = record.error;
-  if (inner && typeof inner === "object" && !Array.isArray(inner)) {
-    const e = inner as Record<string, unknown>;
-    add(e.type ?? e.code);
-    add(e.message);
-  } else add(inner);
-  add(record.message);
-  if (typeof record.detail === "string") add(record.detail);
-  else if (record.detail !== undefined) add(JSON.stringify(record.detail));
-  return parts.length ? parts.join(": ") : JSON.stringify(body);
-}
-
-function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** Reported once per retry, before the backoff wait. */

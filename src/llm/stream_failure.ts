@@ -63,25 +63,15 @@ export class StreamInterrupted extends Error {
 }
 
 /**
- * The {@linkcode StreamInterrupted} for an error thrown while a stream was read: the SDK's error
- * for an `error` event (its API error type decides the retry), a body that is not valid
- * server-sent events (not retried) or a connection lost mid-way (retried).
+ * The {@linkcode StreamInterrupted} for an error thrown while a stream was read: an `error` event
+ * (already a {@linkcode StreamInterrupted}, see {@linkcode streamErrorEvent}), a body that is not
+ * valid server-sent events (a `SyntaxError`; not retried) or a connection lost mid-way (retried).
  *
- * @param error what the SDK's stream iterator threw
+ * @param error what reading the stream threw
  * @param receivedChars characters of text received before
  */
 export function streamFailure(error: unknown, receivedChars: number): StreamInterrupted {
   if (error instanceof StreamInterrupted) return error;
-  const apiError = streamErrorEvent(error);
-  if (apiError) {
-    const what = [apiError.type, apiError.message].filter(Boolean).join(": ") || "no details";
-    return new StreamInterrupted(`the server sent an error in the stream: ${what}`, {
-      retryable: !NOT_RETRYABLE_TYPES.test(apiError.type ?? ""),
-      receivedChars,
-      cause: error,
-      ...(apiError.type !== undefined ? { errorType: apiError.type.slice(0, 100) } : {}),
-    });
-  }
   if (error instanceof SyntaxError) {
     return new StreamInterrupted(
       `the stream is not valid server-sent events (${errorMessage(error)})`,
@@ -95,15 +85,30 @@ export function streamFailure(error: unknown, receivedChars: number): StreamInte
 }
 
 /**
- * The type and message of an `error` event as the SDKs throw it: an error without an HTTP status
- * whose `error` is the event's body (Anthropic: `{ type: "error", error: { type, message } }`;
- * OpenAI: `{ message, type, code }`).
+ * The {@linkcode StreamInterrupted} for an `error` event in a stream: its API error type decides
+ * the retry. `body` is the event's data as JSON — Anthropic: `{ type: "error", error: { type,
+ * message } }`; OpenAI: `{ message, type, code }` — or its text when it is not JSON.
+ *
+ * @example
+ * ```ts
+ * import { streamErrorEvent } from "./stream_failure.ts";
+ * const failure = streamErrorEvent({ type: "error", error: { type: "overloaded_error", message: "busy" } }, 0);
+ * console.log(failure.retryable, failure.errorType); // true "overloaded_error"
+ * ```
  */
-function streamErrorEvent(error: unknown): { type?: string; message?: string } | undefined {
-  if (error === null || typeof error !== "object") return undefined;
-  const e = error as { status?: unknown; error?: unknown };
-  if (e.status !== undefined && e.status !== null) return undefined;
-  const body = e.error;
+export function streamErrorEvent(body: unknown, receivedChars: number): StreamInterrupted {
+  const event = errorOfEvent(body);
+  const what = [event?.type, event?.message].filter(Boolean).join(": ") ||
+    (typeof body === "string" && body.trim() ? body.slice(0, 300) : "no details");
+  return new StreamInterrupted(`the server sent an error in the stream: ${what}`, {
+    retryable: !NOT_RETRYABLE_TYPES.test(event?.type ?? ""),
+    receivedChars,
+    ...(event?.type !== undefined ? { errorType: event.type.slice(0, 100) } : {}),
+  });
+}
+
+/** The type and message of an `error` event's body (the outer object, or its `error`). */
+function errorOfEvent(body: unknown): { type?: string; message?: string } | undefined {
   if (body === null || typeof body !== "object") return undefined;
   const outer = body as { error?: unknown; type?: unknown; message?: unknown; code?: unknown };
   const inner = outer.error !== null && typeof outer.error === "object"

@@ -109,24 +109,3 @@ export class IdleWatch {
     }, Math.max(1, ms));
   }
 }
-
-/**
- * `response` with a body that touches `watch` at each chunk (and once now: the headers came).
- */
-export function watchedResponse(response: Response, watch: IdleWatch): Response {
-  watch.touch();
-  if (response.body === null) return response;
-  const body = response.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        watch.touch();
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return new Response(body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
-}

@@ -11,6 +11,7 @@
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { chunkReader } from "../chunk_reader.ts";
 import { LineSplitter, LineTooLongError } from "./line_splitter.ts";
 import { type ContainedProcess, spawnContained } from "../process_containment.ts";
 
@@ -29,6 +30,8 @@ export interface ProcessTransportOptions {
   /** The run the server works for (its processes carry it as `STEPFLOW_RUN_ID`). */
   runId?: string;
 }
+
+const encoder = new TextEncoder();
 
 /** Lines of the server's standard error kept for error messages. */
 const STDERR_TAIL_LINES = 20;
@@ -111,7 +114,7 @@ export class ProcessTransport implements Transport {
   /** Sends one message as a line on the server's standard input. */
   async send(message: JSONRPCMessage): Promise<void> {
     if (!this.#writer || this.#closed || this.#exit) throw new Error("Not connected");
-    await this.#writer.write(new TextEncoder().encode(serializeMessage(message)));
+    await this.#writer.write(encoder.encode(serializeMessage(message)));
   }
 
   /**
@@ -154,8 +157,13 @@ export class ProcessTransport implements Transport {
   }
 
   async #readStdout(stream: ReadableStream<Uint8Array>): Promise<void> {
+    // One reused buffer: an answer is often one read, and a fresh 64 KiB buffer per read cost more
+    // than the answer. The splitter copies what it keeps of a chunk.
+    const reader = chunkReader(stream);
     try {
-      for await (const chunk of stream) {
+      for (;;) {
+        const { done, value: chunk } = await reader.read();
+        if (done) return;
         let lines: string[];
         try {
           lines = this.#lines.push(chunk);
@@ -180,6 +188,9 @@ export class ProcessTransport implements Transport {
       }
     } catch (error) {
       if (!this.#closed) this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      await reader.cancel();
+      reader.release();
     }
   }
 

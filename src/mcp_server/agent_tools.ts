@@ -16,8 +16,9 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import { createProgressLines, formatUsage } from "../events/progress_lines.ts";
+import { createProgressLines, formatUsage, noteText } from "../events/progress_lines.ts";
 import type { PendingInput } from "../flow/input_request.ts";
+import { type AnswerGuide, answerGuide, answerHint, waitingView } from "./waiting_answer.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
@@ -132,7 +133,7 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
       name: `${RUN_TOOL_PREFIX}${definition.name}`,
       title: `Run agent ${definition.agent.displayName ?? definition.name}`,
       description: `${
-        definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`
+        sentence(definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`)
       } Answers the run's output and its run id; cancelling the call cancels the run.`,
       inputSchema: parametersInputSchema(definition.agent.parameters ?? {}),
     });
@@ -358,7 +359,19 @@ async function drive(
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
-  return runAnswer(definition.name, result, commandRenderer({ cwd: options.cwd }, options.store));
+  return await runAnswer(definition, result, commandRenderer({ cwd: options.cwd }, options.store));
+}
+
+/** An error's code and message, as the answer gives them. */
+const errorFields = ({ code, message }: { code: string; message: string }) => ({ code, message });
+
+/**
+ * A description as a sentence of its own, so that the tool's own words after it do not run on
+ * (`…to approve. Answers the run's output…`, not `…to approve Answers…`).
+ */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === "" || /[.!?…。]["')\]]*$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 /**
@@ -366,10 +379,20 @@ async function drive(
  * step a run's end names (the resume with a raised budget of a run its budget stopped) is in the
  * error as data (`next`) and in the text as the command that takes it.
  */
-function runAnswer(agent: string, result: StepFlowResult, commandFor: CommandRenderer): ToolAnswer {
+async function runAnswer(
+  definition: AgentDefinition,
+  result: StepFlowResult,
+  commandFor: CommandRenderer,
+): Promise<ToolAnswer> {
+  const agent = definition.name;
   const next = asNextStep(result.error?.details?.next);
   if (result.completionReason === "waiting" && result.waiting) {
-    return waitingAnswer(agent, result, result.waiting);
+    return waitingAnswer(
+      agent,
+      result,
+      result.waiting,
+      await answerGuide(definition, result.waiting),
+    );
   }
   const structured: Record<string, unknown> = {
     runId: result.runId,
@@ -381,33 +404,42 @@ function runAnswer(agent: string, result: StepFlowResult, commandFor: CommandRen
     // What the run spent; a cost no call could be priced for is null (unknown, never 0).
     usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
-    ...(result.error
-      ? {
-        error: {
-          code: result.error.code,
-          message: result.error.message,
-          ...(next ? { next } : {}),
-        },
-      }
-      : {}),
+    ...(result.error ? { error: { ...errorFields(result.error), ...(next ? { next } : {}) } } : {}),
+    ...(result.declined ? { declined: boundDepth(result.declined, ANSWER_DEPTH) } : {}),
   };
+  const declined = result.completionReason === "declined" ? result.declined : undefined;
   const lines = [
     `Run ${result.runId} of agent "${agent}" ${
-      result.success ? "completed" : `ended: ${result.completionReason}`
-    } at step "${result.finalStepId}" after ${result.iterations} iteration(s).`,
+      result.success
+        ? "completed"
+        : declined
+        ? `was declined by ${declined.by}`
+        : `ended: ${result.completionReason}`
+    } at step "${result.finalStepId}" after ${result.iterations} iteration${
+      result.iterations === 1 ? "" : "s"
+    }.`,
   ];
   const spent = formatUsage(result.usage);
   if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
   if (next) lines.push(`Next: ${commandFor(next)}`);
+  const note = noteText(declined?.note);
+  if (note) lines.push(`Note: ${note}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
   }
-  return { text: lines.join("\n"), structured, ...(result.success ? {} : { isError: true }) };
+  // A person's "no" is their decision, not a failed run: not a tool error.
+  const failed = !result.success && result.completionReason !== "declined";
+  return { text: lines.join("\n"), structured, ...(failed ? { isError: true } : {}) };
 }
 
 /** A run stopped at an input step: not an error — its question, and how to answer it. */
-function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingInput): ToolAnswer {
+function waitingAnswer(
+  agent: string,
+  result: StepFlowResult,
+  waiting: PendingInput,
+  guide: AnswerGuide | undefined,
+): ToolAnswer {
   const structured: Record<string, unknown> = {
     runId: result.runId,
     agent,
@@ -416,33 +448,14 @@ function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingIn
     completionReason: "waiting",
     finalStepId: result.finalStepId,
     iterations: result.iterations,
-    waiting: waitingView(waiting),
+    waiting: waitingView(waiting, guide),
   };
   const text = [
     `Run ${result.runId} of agent "${agent}" is waiting for an answer at input step "${waiting.stepId}":`,
     waiting.prompt.trimEnd(),
-    answerHint(agent, result.runId, waiting),
+    answerHint(agent, result.runId, waiting, guide),
   ].join("\n");
   return { text, structured };
-}
-
-/** What a client needs of a waiting run's request (the request id and schema reference stay inside). */
-function waitingView(waiting: PendingInput): Record<string, unknown> {
-  return {
-    stepId: waiting.stepId,
-    question: waiting.prompt,
-    requestedAt: waiting.requestedAt,
-    ...(waiting.expiresAt !== undefined ? { expiresAt: waiting.expiresAt } : {}),
-    ...(waiting.timeoutIntent !== undefined ? { timeoutIntent: waiting.timeoutIntent } : {}),
-  };
-}
-
-function answerHint(agent: string, runId: string, waiting: PendingInput): string {
-  return `Answer it with the answer_run tool: { "agent": ${
-    JSON.stringify(agent)
-  }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${
-    waiting.expiresAt ? ` before ${waiting.expiresAt}` : ""
-  }.`;
 }
 
 /** `list_runs`: one agent's runs, or every served agent's. */
@@ -517,8 +530,9 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
       | PendingInput
       | undefined;
     if (typeof waiting?.stepId === "string" && typeof waiting.prompt === "string") {
-      structured.waiting = waitingView(waiting);
-      text += `\n${answerHint(definition.name, runId!, waiting)}`;
+      const guide = await answerGuide(definition, waiting);
+      structured.waiting = waitingView(waiting, guide);
+      text += `\n${answerHint(definition.name, runId!, waiting, guide)}`;
     }
     return { text, structured };
   });

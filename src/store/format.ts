@@ -13,6 +13,7 @@ import type { ModelFallbackEvent } from "../events/types.ts";
 import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
+import { iterationsOf } from "./summary.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare, formatCost } from "../token_counts.ts";
@@ -22,6 +23,7 @@ import {
   plainCommandLine,
   recordedNextStep,
 } from "../invocation.ts";
+import { noteText } from "../events/progress_lines.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -465,24 +467,15 @@ export function formatRunHistory(
     ? "good"
     : isNotEnded(status) || status === "interrupted"
     ? "warn"
+    : status === "declined"
+    ? "plain"
     : "bad";
   lines.push(
     `${c.bold(`Run ${runId}`)} · agent ${checkpoint?.agent ?? "?"} · ${
       c.status(status + reason, tone)
     }`,
   );
-  const facts: string[] = [];
-  if (checkpoint) {
-    facts.push(`started ${time(checkpoint.startedAt)}`);
-    facts.push(`updated ${time(checkpoint.updatedAt)}`);
-    const ms = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
-    if (Number.isFinite(ms) && ms >= 0) facts.push(duration(ms));
-  } else if (log[0]) {
-    facts.push(`started ${time(log[0].ts)}`);
-  }
-  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
-  if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
-  facts.push(...spendFacts(state));
+  const facts = runFacts(checkpoint, state, log);
   if (facts.length) lines.push(facts.join(" · "));
   const bySteps = spendBySteps(state.spendByStep);
   if (bySteps) lines.push(`Spent by step: ${bySteps}`);
@@ -493,6 +486,7 @@ export function formatRunHistory(
   if (end?.error?.message) {
     lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
   }
+  lines.push(...declinedLines(state.end));
   lines.push(...whatNext(checkpoint, status, state, runId, options, c));
   lines.push("");
 
@@ -528,7 +522,11 @@ export function formatRunHistory(
       e.stepId,
       String(e.attempt),
       e.intent ?? "",
-      c.status(e.transition, transitionTone(e.transition)),
+      // A person's "no" at an input step is their decision, not a failure.
+      c.status(
+        e.transition,
+        e.input?.answeredBy && e.transition === "abort" ? "plain" : transitionTone(e.transition),
+      ),
       e.nextStepId ?? "",
       duration(e.durationMs),
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
@@ -585,6 +583,29 @@ export function formatRunHistory(
     );
   }
   return lines.join("\n");
+}
+
+/** The run's facts under its title: when, how long, iterations, group, spend and budget. */
+function runFacts(
+  checkpoint: RunCheckpoint | undefined,
+  state: Record<string, unknown>,
+  log: readonly RunLogEntry[],
+): string[] {
+  const facts: string[] = [];
+  if (checkpoint) {
+    facts.push(`started ${time(checkpoint.startedAt)}`);
+    facts.push(`updated ${time(checkpoint.updatedAt)}`);
+    const ms = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
+    if (Number.isFinite(ms) && ms >= 0) facts.push(duration(ms));
+  } else if (log[0]) {
+    facts.push(`started ${time(log[0].ts)}`);
+  }
+  // The checkpoint's count, as the list, the API and the dashboard say it.
+  const iterations = iterationsOf(state);
+  if (iterations !== undefined) facts.push(`${iterations} iteration${iterations === 1 ? "" : "s"}`);
+  if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
+  facts.push(...spendFacts(state));
+  return facts;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -665,14 +686,17 @@ function spendFacts(state: Record<string, unknown>): string[] {
   const facts: string[] = [];
   const usage = state.usage;
   if (isUsage(usage)) {
-    facts.push(
-      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
-        usage.outputTokens.toLocaleString("en-US")
-      } out`,
-    );
+    const unknown = usage.callsWithoutUsage ?? 0;
+    // No "0 in / 0 out" for a run none of whose calls reported tokens: they are unknown, not 0.
+    if (unknown === 0 || usage.inputTokens > 0 || usage.outputTokens > 0) {
+      facts.push(
+        `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
+          usage.outputTokens.toLocaleString("en-US")
+        } out`,
+      );
+    }
     const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
     if (cache) facts.push(`of the input: ${cache}`);
-    const unknown = usage.callsWithoutUsage ?? 0;
     if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
     const cost = formatCost(usage);
     if (cost) facts.push(cost);
@@ -797,6 +821,21 @@ function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
   return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
 }
 
+/**
+ * Who stopped a declined run, when, at which step, and their note — from the checkpoint's
+ * `end.declined` (read from disk: used only when it has the shape the runner writes).
+ */
+function declinedLines(end: unknown): string[] {
+  const d = (end as { declined?: Record<string, unknown> } | undefined)?.declined;
+  if (!d || typeof d.by !== "string" || typeof d.stepId !== "string") return [];
+  const when = typeof d.at === "string" ? ` at ${time(d.at)}` : "";
+  const child = typeof d.childRunId === "string" ? ` (in its child run ${d.childRunId})` : "";
+  const lines = [`Declined by ${oneLine(d.by)}${when}, at step ${d.stepId}${child}.`];
+  const note = noteText(d.note);
+  if (note) lines.push(`Note: ${note}`);
+  return lines;
+}
+
 /** What a run's history page says comes next: why it cannot go on, or the command that continues it. */
 function whatNext(
   checkpoint: RunCheckpoint | undefined,
@@ -842,7 +881,8 @@ function whatNext(
     out.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
-  } else if (status !== "completed") {
+  } else if (status !== "completed" && status !== "declined") {
+    // (A declined run ended as a person decided: nothing is left to do.)
     out.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
   }
   return out;
@@ -920,6 +960,8 @@ function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
   if (isNotEnded(s.status) || s.status === "queued") return "warn";
+  // A person's decision to stop: neither a success nor a failure.
+  if (s.status === "declined") return "plain";
   return "bad";
 }
 
@@ -972,6 +1014,11 @@ function cacheColumn(usage: RunSummary["usage"]): string {
 }
 
 /** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
+/**
+ * A run's tokens for `--show`: `tokens 1,200 in / 34 out`, what the cache served, the calls
+ * whose usage is unknown, the cost. Calls without usage are never shown as 0 tokens: when no call
+ * reported any, only `tokens unknown for N calls` is said.
+ */
 function tokens(input: number, output: number, unknownCalls = 0): string {
   const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
   if (unknownCalls === 0) return known;

@@ -13,7 +13,14 @@ import { z } from "zod";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
-import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncationNotice } from "./agent_limits.ts";
+import {
+  AGENT_TOOL_LIMITS,
+  BINARY_CHECK_BYTES,
+  clipLine,
+  decodeText,
+  looksBinary,
+  truncationNotice,
+} from "./agent_limits.ts";
 import { type OpenedFile, openResolved, pathChanged } from "./opened_file.ts";
 import type { ReachedPath, Tool, ToolContext } from "./types.ts";
 import { prepareWriteInWorkspace, reachArgument } from "./workspace.ts";
@@ -292,8 +299,9 @@ function readWholeText(
         { details: { path: userPath, size: bytes.length } },
       );
     }
-    if (looksBinary(bytes.subarray(0, 8192))) throw binaryFile(tool, userPath, bytes.length);
-    return new TextDecoder().decode(bytes);
+    const text = decodeText(bytes);
+    if (text === undefined) throw binaryFile(tool, userPath, bytes.length);
+    return text;
   } finally {
     file.close();
   }
@@ -306,6 +314,9 @@ function binaryFile(tool: string, userPath: string, size: number): StepflowError
     { details: { path: userPath, size } },
   );
 }
+
+/** Bytes `Read` reads at a time. */
+const READ_CHUNK = 64 * 1024;
 
 /**
  * Streams `file` and returns lines `offset … offset+limit-1`, numbered, bounded by `readChars`. Only
@@ -338,20 +349,28 @@ async function readLines(
   };
   try {
     const decoder = new TextDecoder();
-    const buffer = new Uint8Array(64 * 1024);
+    // A regular file's first read asks for its size and one byte more (a 64 KiB buffer, zeroed
+    // afresh, cost more than reading a small file); later reads take 64 KiB at a time.
+    let buffer = new Uint8Array(file.isFile ? Math.min(READ_CHUNK, file.size + 1) : READ_CHUNK);
     let first = true;
     let size = 0;
-    while (!full) {
+    let ended = false;
+    while (!full && !ended) {
       signal?.throwIfAborted();
-      const n = await file.read(buffer);
+      // A regular file's first chunk is read at once: a small file is then one system call, not
+      // two round trips through the thread pool (most of a small Read's time). The rest streams.
+      const n = first && file.isFile ? file.readSync(buffer) : await file.read(buffer);
       if (n === 0) break;
+      // A short read of a regular file is its end: no read just to learn that.
+      ended = file.isFile && n < buffer.length;
       size += n;
       const chunk = buffer.subarray(0, n);
-      if (first && looksBinary(chunk.subarray(0, 8192))) {
+      if (first && looksBinary(chunk.subarray(0, BINARY_CHECK_BYTES))) {
         throw binaryFile("Read", userPath, file.size);
       }
       first = false;
       const text = decoder.decode(chunk, { stream: true });
+      if (!ended && buffer.length < READ_CHUNK) buffer = new Uint8Array(READ_CHUNK);
       let start = 0;
       for (let nl = text.indexOf("\n", start); nl !== -1; nl = text.indexOf("\n", start)) {
         appendPart(text.slice(start, nl));

@@ -67,6 +67,41 @@ export function clipLine(line: string): string {
   return line.length <= max ? line : `${line.slice(0, max)}… [line cut at ${max} characters]`;
 }
 
+/** The one strict decoder {@linkcode looksBinary} checks with (in streaming mode). */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+/** Strict, used whole (no state kept between calls). */
+const strictWhole = new TextDecoder("utf-8", { fatal: true });
+/** Invalid bytes past the checked head become U+FFFD. */
+const lenient = new TextDecoder();
+
+/** Bytes of a file's head that decide whether it is binary. */
+export const BINARY_CHECK_BYTES = 8192;
+
+/**
+ * The text of a whole file's `bytes`, or `undefined` when it looks binary (see
+ * {@linkcode looksBinary}: a NUL byte, or bytes that are not UTF-8, in its first 8 KiB). A file
+ * no longer than the check is checked and decoded in one pass (a search reads thousands of them).
+ *
+ * @example
+ * ```ts
+ * import { decodeText } from "./agent_limits.ts";
+ * console.log(decodeText(new TextEncoder().encode("héllo"))); // "héllo"
+ * console.log(decodeText(new Uint8Array([0x68, 0x00]))); // undefined
+ * ```
+ */
+export function decodeText(bytes: Uint8Array): string | undefined {
+  const head = bytes.subarray(0, BINARY_CHECK_BYTES);
+  if (head.includes(0)) return undefined;
+  if (bytes.length <= BINARY_CHECK_BYTES) {
+    try {
+      return strictWhole.decode(bytes);
+    } catch {
+      // Not UTF-8, or a character cut at the very end (which the check forgives): as below.
+    }
+  }
+  return looksBinary(head) ? undefined : lenient.decode(bytes);
+}
+
 /**
  * True when `head` (the first bytes of a file) looks binary: it holds a NUL byte or is not UTF-8.
  * A multi-byte character cut at the end of `head` does not count.
@@ -74,9 +109,17 @@ export function clipLine(line: string): string {
 export function looksBinary(head: Uint8Array): boolean {
   if (head.includes(0)) return true;
   try {
-    new TextDecoder("utf-8", { fatal: true }).decode(head, { stream: true });
+    strictUtf8.decode(head, { stream: true });
     return false;
   } catch {
     return true;
+  } finally {
+    // Forget a sequence cut at the end of `head` (the decoder is shared: a search checks
+    // thousands of files, and a decoder per file cost more than the check).
+    try {
+      strictUtf8.decode();
+    } catch {
+      // it was cut there: that is fine for a head
+    }
   }
 }

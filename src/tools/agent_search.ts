@@ -10,7 +10,7 @@ import path from "node:path";
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
-import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncateOutput } from "./agent_limits.ts";
+import { AGENT_TOOL_LIMITS, clipLine, decodeText, truncateOutput } from "./agent_limits.ts";
 import { type WalkedFile, walkFiles } from "./agent_walk.ts";
 import { globMatches } from "./glob_pattern.ts";
 import { openResolved, pathChanged } from "./opened_file.ts";
@@ -119,7 +119,7 @@ export function createGlobTool(): Tool<GlobArgs, string> {
       if (now !== reached.abs) throw pathChanged("Glob", args.path ?? ".", reached.abs, `"${now}"`);
       const found = walk.files.filter((f) => globMatches(f.rel, args.pattern));
       const matched = found.filter((f) => !ctx.paths?.hides(walked(root, reached, f)));
-      const timed = await Promise.all(matched.map(async (f) => ({ f, mtime: await mtimeOf(f) })));
+      const timed = matched.map((f) => ({ f, mtime: mtimeOf(f) }));
       timed.sort((a, b) => b.mtime - a.mtime || (a.f.fromRoot < b.f.fromRoot ? -1 : 1));
       const shown = timed.slice(0, AGENT_TOOL_LIMITS.globFiles).map((t) => t.f.fromRoot);
       const lines = shown.length ? shown : ["No files found"];
@@ -163,6 +163,11 @@ export function createGrepTool(): Tool<GrepArgs, string> {
     readOnly: true,
     async execute(args, ctx) {
       const regex = compile(args.pattern, args["-i"] === true);
+      // A pattern without special characters is a plain word: a file without it is passed over
+      // without splitting it into lines (most of a search's files hold no match).
+      const literal = args["-i"] !== true && !REGEX_SPECIAL.test(args.pattern)
+        ? args.pattern
+        : undefined;
       if (args.glob !== undefined) checkPattern(args.glob, "Grep", "glob");
       const { root, reached } = await searchRoot(ctx, args.path, "Grep");
       const walk = reached.isDirectory
@@ -193,6 +198,7 @@ export function createGrepTool(): Tool<GrepArgs, string> {
           skipped++;
           continue;
         }
+        if (literal !== undefined && !text.includes(literal)) continue;
         const lines = text.split(/\r?\n/);
         if (lines.at(-1) === "") lines.pop();
         const hits = matchingLines(lines, regex);
@@ -217,6 +223,9 @@ export function createGrepTool(): Tool<GrepArgs, string> {
 }
 
 const narrowHint = "use a narrower pattern or path";
+
+/** Characters that make a pattern more than a plain word. */
+const REGEX_SPECIAL = /[\\^$.*+?()[\]{}|]/;
 
 function stoppedNote(): string {
   return `(search stopped after ${AGENT_TOOL_LIMITS.walkEntries} entries; use a narrower path)`;
@@ -248,12 +257,18 @@ async function searchRoot(
 
 /** A file a search came across, as the rules judge it: below the path as written, and really. */
 function walked(root: string, searched: ReachedPath, file: WalkedFile): ReachedPath {
-  const written = searched.isDirectory
-    ? path.posix.join(searched.written, file.rel)
-    : searched.written;
+  // The common cases (the working folder searched, a file that is no link) need no path
+  // arithmetic: a search judges every file it walks.
+  const written = !searched.isDirectory
+    ? searched.written
+    : searched.written === "."
+    ? file.rel
+    : path.posix.join(searched.written, file.rel);
   return {
     written,
-    real: path.relative(root, file.real).split(path.sep).join("/"),
+    real: file.real === file.abs
+      ? file.fromRoot
+      : path.relative(root, file.real).split(path.sep).join("/"),
     abs: file.real,
     exists: true,
   };
@@ -295,9 +310,13 @@ function fileMatchesGlob(file: WalkedFile, glob: string): boolean {
     : globMatches(path.posix.basename(file.rel), glob);
 }
 
-async function mtimeOf(file: WalkedFile): Promise<number> {
+/**
+ * When `file` was last modified (0 when it is gone). Asked at once: a `stat` never waits for a
+ * file's content, and ten thousand of them through the thread pool were most of a Glob's time.
+ */
+function mtimeOf(file: WalkedFile): number {
   try {
-    return (await Deno.stat(file.abs)).mtime?.getTime() ?? 0;
+    return Deno.statSync(file.abs).mtime?.getTime() ?? 0;
   } catch {
     return 0;
   }
@@ -329,8 +348,7 @@ async function readSearchable(
     }
     const bytes = opened.readAll(AGENT_TOOL_LIMITS.fileBytes);
     if (bytes.length > AGENT_TOOL_LIMITS.fileBytes) return undefined;
-    if (looksBinary(bytes.subarray(0, 8192))) return undefined;
-    return new TextDecoder().decode(bytes);
+    return decodeText(bytes);
   } catch {
     return undefined;
   } finally {

@@ -23,7 +23,7 @@ type Token =
 
 /** Brace alternatives beyond this many are read literally. */
 const MAX_ALTERNATIVES = 64;
-const cache = new Map<string, Token[][]>();
+const cache = new Map<string, Machine[]>();
 const CACHE_LIMIT = 512;
 
 /**
@@ -40,11 +40,12 @@ const CACHE_LIMIT = 512;
 export function globMatches(path: string, pattern: string): boolean {
   let compiled = cache.get(pattern);
   if (!compiled) {
-    compiled = expand(pattern).map(tokenize);
+    compiled = expand(pattern).map((alt) => new Machine(tokenize(alt)));
     if (cache.size >= CACHE_LIMIT) cache.clear();
     cache.set(pattern, compiled);
   }
-  return compiled.some((tokens) => run(tokens, path));
+  for (const machine of compiled) if (machine.matches(path)) return true;
+  return false;
 }
 
 /** The brace alternatives of `pattern`, plus `dir` for a pattern `dir/**`. */
@@ -116,62 +117,99 @@ function tokenize(pattern: string): Token[] {
 }
 
 /**
- * Runs the pattern's state machine over `path`. State `i` waits at token `i`; state `-(i+1)` is
- * inside a `**\/` that has consumed characters (it may only leave after a `/`).
+ * One alternative of a compiled pattern, simulated over a path. States are token positions (the
+ * last one accepts) and, for a `**\/` token at `i`, `-i-1`: inside the folders it skips. The
+ * state sets live in typed arrays reused from run to run, with a generation stamp against
+ * duplicates: a search matches every file it walks (and each permission rule again), and a set
+ * and arrays allocated per character cost more than the matching. Runs are synchronous, so one
+ * scratch space per alternative is enough.
  */
-function run(tokens: Token[], path: string): boolean {
-  let states = closure(tokens, [0]);
-  for (const c of path) {
-    const next: number[] = [];
-    for (const state of states) {
-      if (state < 0) {
-        const i = -state - 1;
-        next.push(state);
-        if (c === "/") next.push(i + 1);
-        continue;
-      }
-      const token = tokens[state];
-      if (!token) continue;
-      switch (token.kind) {
-        case "char":
-          if (token.char === c) next.push(state + 1);
-          break;
-        case "one":
-          if (c !== "/") next.push(state + 1);
-          break;
-        case "class":
-          if (c !== "/" && inClass(token, c)) next.push(state + 1);
-          break;
-        case "star":
-          if (c !== "/") next.push(state);
-          break;
-        case "any":
-          next.push(state);
-          break;
-        case "dirs":
-          next.push(-state - 1);
-          if (c === "/") next.push(state + 1);
-          break;
-      }
-    }
-    if (next.length === 0) return false;
-    states = closure(tokens, next);
-  }
-  return states.includes(tokens.length);
-}
+class Machine {
+  readonly #tokens: Token[];
+  /** The state sets being read and written, as lists of states. */
+  #current: Int32Array;
+  #next: Int32Array;
+  /** By state (offset by the token count): the generation that last added it. */
+  readonly #stamp: Int32Array;
+  #generation = 0;
+  #count = 0;
 
-/** `states` plus every state reachable without consuming a character, without duplicates. */
-function closure(tokens: Token[], states: number[]): number[] {
-  const seen = new Set<number>();
-  const stack = [...states];
-  while (stack.length) {
-    const state = stack.pop()!;
-    if (seen.has(state)) continue;
-    seen.add(state);
-    const kind = state >= 0 ? tokens[state]?.kind : undefined;
-    if (kind === "star" || kind === "any" || kind === "dirs") stack.push(state + 1);
+  constructor(tokens: Token[]) {
+    this.#tokens = tokens;
+    const states = 2 * tokens.length + 1;
+    this.#current = new Int32Array(states);
+    this.#next = new Int32Array(states);
+    this.#stamp = new Int32Array(states);
   }
-  return [...seen];
+
+  /** True when `path` matches as a whole. */
+  matches(path: string): boolean {
+    const tokens = this.#tokens;
+    this.#begin();
+    this.#add(0);
+    for (const c of path) {
+      // The set just written is read; the other one is written.
+      const current = this.#next;
+      this.#next = this.#current;
+      this.#current = current;
+      const count = this.#count;
+      this.#begin();
+      for (let k = 0; k < count; k++) {
+        const state = current[k];
+        if (state < 0) {
+          this.#add(state);
+          if (c === "/") this.#add(-state);
+          continue;
+        }
+        const token = tokens[state];
+        if (!token) continue;
+        switch (token.kind) {
+          case "char":
+            if (token.char === c) this.#add(state + 1);
+            break;
+          case "one":
+            if (c !== "/") this.#add(state + 1);
+            break;
+          case "class":
+            if (c !== "/" && inClass(token, c)) this.#add(state + 1);
+            break;
+          case "star":
+            if (c !== "/") this.#add(state);
+            break;
+          case "any":
+            this.#add(state);
+            break;
+          case "dirs":
+            this.#add(-state - 1);
+            if (c === "/") this.#add(state + 1);
+            break;
+        }
+      }
+      if (this.#count === 0) return false;
+    }
+    return this.#stamp[2 * tokens.length] === this.#generation;
+  }
+
+  #begin(): void {
+    this.#generation++;
+    this.#count = 0;
+  }
+
+  /**
+   * Adds `state` to the set being written, with every state reachable from it without consuming
+   * a character (past `*`, `**`, `**\/`), once each.
+   */
+  #add(state: number): void {
+    const tokens = this.#tokens;
+    for (let s = state;; s++) {
+      const slot = s + tokens.length;
+      if (this.#stamp[slot] === this.#generation) return;
+      this.#stamp[slot] = this.#generation;
+      this.#next[this.#count++] = s;
+      const kind = s >= 0 ? tokens[s]?.kind : undefined;
+      if (kind !== "star" && kind !== "any" && kind !== "dirs") return;
+    }
+  }
 }
 
 function inClass(token: { chars: string; negate: boolean }, c: string): boolean {

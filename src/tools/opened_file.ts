@@ -53,6 +53,14 @@ export class OpenedFile {
   }
 
   /**
+   * Reads the next bytes into `buffer` at once (no round trip through the thread pool); resolves
+   * how many (0 at the end). For a regular file: a read from a pipe or a device may wait.
+   */
+  readSync(buffer: Uint8Array): number {
+    return fs.readSync(this.fd, buffer, 0, buffer.length, null);
+  }
+
+  /**
    * The rest of the file — at most `limit + 1` bytes, so a caller sees that it is longer. Read at
    * once (the tools read whole files of at most 10 MiB this way; `Read` streams with `read`): a
    * search reading thousands of small files makes no round trip per file.

@@ -285,7 +285,8 @@ function ruleMatches(
 
 /** The paths a deny rule is matched against: as written, as it really is, what a write creates. */
 function judgedPaths(path: ReachedPath): string[] {
-  const all = [path.written, path.real];
+  // Once when they are the same (a search judges every file it walks).
+  const all = path.written === path.real ? [path.written] : [path.written, path.real];
   if (path.dangling) all.push(path.dangling.target);
   return all;
 }
@@ -342,18 +343,35 @@ function bashMatches(
  * absolute path; a pattern without `/` matches a name at any depth.
  */
 function pathPatternMatches(pattern: string, rel: string, request: PermissionRequest): boolean {
-  let p = pattern;
+  const p = pattern;
   if (p.startsWith("//")) {
     const fromCwd = relative(request.cwd, p.slice(1)).split(sep).join("/");
     if (escapes(fromCwd)) return false;
-    p = fromCwd || ".";
-  } else if (p.startsWith("./")) p = p.slice(2);
-  else if (p.startsWith("/")) p = p.slice(1);
+    return globMatches(rel, relativePattern(fromCwd || "."));
+  }
+  // Kept: a search matches every file it walks against the rules.
+  let relativeOne = relativePatterns.get(p);
+  if (relativeOne === undefined) {
+    relativeOne = relativePattern(
+      p.startsWith("./") ? p.slice(2) : p.startsWith("/") ? p.slice(1) : p,
+    );
+    if (relativePatterns.size >= 256) relativePatterns.clear();
+    relativePatterns.set(p, relativeOne);
+  }
+  return globMatches(rel, relativeOne);
+}
+
+/** The glob a rule's pattern relative to the working folder stands for. */
+function relativePattern(pattern: string): string {
+  let p = pattern;
   if (p === "" || p === ".") p = "**";
   if (p.endsWith("/")) p = `${p}**`;
   if (!p.includes("/")) p = `**/${p}`;
-  return globMatches(rel, p);
+  return p;
 }
+
+/** Rule patterns (not `//…`) and the glob each stands for. */
+const relativePatterns = new Map<string, string>();
 
 /** The call's paths as written (read as text, not resolved), for a request without `paths`. */
 function writtenPaths(request: PermissionRequest): ReachedPath[] {

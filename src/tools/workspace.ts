@@ -3,6 +3,11 @@
  * workspace, to the file it really reaches ({@linkcode reachPath}); tools then act on that file
  * only (`openResolved`, `writeFileAtomic`'s `resolvedFolder`).
  *
+ * The resolution's system calls (`realpath`, `stat`, `readlink`) are made at once, not through
+ * the runtime's thread pool: each is one call on metadata that never waits for a file's content,
+ * and the round trip of an asynchronous call cost more than the call itself — a `Read` of a small
+ * file spent most of its time in them.
+ *
  * @module
  */
 import { dirname, isAbsolute, join, parse, relative, resolve, sep } from "node:path";
@@ -24,8 +29,9 @@ import type { ReachedPath, ToolContext } from "./types.ts";
  * await resolveInWorkspace(Deno.cwd(), "../etc/passwd").catch((e) => console.log(e.code));
  * ```
  */
+// deno-lint-ignore require-await
 export async function resolveInWorkspace(workspaceRoot: string, userPath: string): Promise<string> {
-  const { real, rest } = await locate(workspaceRoot, userPath);
+  const { real, rest } = locate(workspaceRoot, userPath);
   return rest ? resolve(real, rest) : real;
 }
 
@@ -51,8 +57,9 @@ export async function resolveInWorkspace(workspaceRoot: string, userPath: string
  * // { written: "link", real: ".git/config", link: { path: "link", to: "../.git/config" }, … }
  * ```
  */
+// deno-lint-ignore require-await
 export async function reachPath(workspaceRoot: string, userPath: string): Promise<ReachedPath> {
-  const { root, lexical, real, rest } = await locate(workspaceRoot, userPath);
+  const { root, lexical, real, rest } = locate(workspaceRoot, userPath);
   const abs = rest ? resolve(real, rest) : real;
   const reached: ReachedPath = {
     written: fromRoot(root, lexical),
@@ -61,27 +68,24 @@ export async function reachPath(workspaceRoot: string, userPath: string): Promis
     exists: rest === "",
   };
   if (rest === "") {
-    const info = await Deno.stat(abs).catch((error) => {
-      if (isMissing(error)) return undefined; // removed meanwhile: a path to create
-      throw error;
-    });
+    const info = statIfThere(abs); // removed meanwhile: a path to create
     if (!info) reached.exists = false;
     else if (info.isDirectory) reached.isDirectory = true;
     else if (info.isFile) reached.hardLinks = info.nlink ?? 1;
   } else {
     // The first missing entry is the only one that can be there at all: as a dangling link.
     const firstMissing = resolve(real, rest.split(sep)[0]);
-    const to = await Deno.readLink(firstMissing).catch(() => undefined);
+    const to = readLinkIfLink(firstMissing);
     if (to !== undefined) {
       reached.dangling = {
         path: fromRoot(root, firstMissing),
         to,
-        target: await danglingTarget(root, resolve(dirname(firstMissing), to), rest),
+        target: danglingTarget(root, resolve(dirname(firstMissing), to), rest),
       };
     }
   }
   if (reached.real !== reached.written) {
-    const link = await firstLink(root, userPath);
+    const link = firstLink(root, userPath);
     if (link) reached.link = link;
   }
   return reached;
@@ -195,11 +199,11 @@ async function makeFolders(dir: string, tool: string, userPath: string): Promise
 }
 
 /** The path a write through a dangling link would create, relative to the root (as far as known). */
-async function danglingTarget(root: string, target: string, rest: string): Promise<string> {
+function danglingTarget(root: string, target: string, rest: string): string {
   const below = rest.split(sep).slice(1).join(sep);
   const whole = below ? resolve(target, below) : target;
   try {
-    const found = await nearestExisting(whole);
+    const found = nearestExisting(whole);
     return fromRoot(root, found.rest ? resolve(found.real, found.rest) : found.real);
   } catch {
     return fromRoot(root, whole);
@@ -207,10 +211,7 @@ async function danglingTarget(root: string, target: string, rest: string): Promi
 }
 
 /** The first symbolic link on `userPath` below the root, read segment by segment as written. */
-async function firstLink(
-  root: string,
-  userPath: string,
-): Promise<{ path: string; to: string } | undefined> {
+function firstLink(root: string, userPath: string): { path: string; to: string } | undefined {
   let prefix = isAbsolute(userPath) ? "" : root;
   for (const segment of userPath.split(SEPARATORS)) {
     prefix = prefix === "" && segment === "" ? sep : join(prefix, segment);
@@ -218,9 +219,9 @@ async function firstLink(
       continue;
     }
     // (Only to explain a refusal: a link swapped away meanwhile just goes unnamed.)
-    const to = await Deno.readLink(prefix).catch(() => undefined);
+    const to = readLinkIfLink(prefix);
     if (to !== undefined) return { path: fromRoot(root, prefix), to };
-    if (!(await Deno.lstat(prefix).then(() => true, () => false))) return undefined;
+    if (!exists(prefix)) return undefined;
   }
   return undefined;
 }
@@ -230,25 +231,28 @@ async function firstLink(
  * a `..` segment is read as the system reads it — `src/link/../x`, where `src/link` leads to
  * `.git/hooks`, is `.git/x` — so what is judged is what a program given the path would open.
  */
-async function locate(
+function locate(
   workspaceRoot: string,
   userPath: string,
-): Promise<{ root: string; lexical: string; real: string; rest: string }> {
+): { root: string; lexical: string; real: string; rest: string } {
   if (typeof userPath !== "string" || userPath === "" || userPath.includes("\0")) {
     throw escape(workspaceRoot, String(userPath), "the path is empty or contains a NUL byte");
   }
-  const root = await Deno.realPath(resolve(workspaceRoot));
+  const root = Deno.realPathSync(resolve(workspaceRoot));
   const lexical = resolve(root, userPath);
   if (!isInside(root, lexical)) throw escape(workspaceRoot, userPath, "it leaves the workspace");
-  const { real, rest } =
-    await (userPath.split(SEPARATORS).includes("..")
+  let found: { real: string; rest: string };
+  try {
+    found = userPath.split(SEPARATORS).includes("..")
       ? systemResolve(isAbsolute(userPath) ? parse(userPath).root : root, userPath)
-      : nearestExisting(lexical)).catch((error) => {
-        if (error instanceof Deno.errors.FilesystemLoop) {
-          throw escape(workspaceRoot, userPath, "its symbolic links lead round in a loop");
-        }
-        throw error;
-      });
+      : nearestExisting(lexical);
+  } catch (error) {
+    if (error instanceof Deno.errors.FilesystemLoop) {
+      throw escape(workspaceRoot, userPath, "its symbolic links lead round in a loop");
+    }
+    throw error;
+  }
+  const { real, rest } = found;
   if (!isInside(root, real)) {
     throw escape(workspaceRoot, userPath, "a symbolic link leads outside the workspace");
   }
@@ -256,12 +260,12 @@ async function locate(
 }
 
 /** Walks up from `target` (absolute, normalised) to the nearest entry that exists. */
-async function nearestExisting(target: string): Promise<{ real: string; rest: string }> {
+function nearestExisting(target: string): { real: string; rest: string } {
   let existing = target;
   let rest = "";
   for (;;) {
     try {
-      return { real: await Deno.realPath(existing), rest };
+      return { real: Deno.realPathSync(existing), rest };
     } catch (error) {
       if (!isMissing(error)) throw error;
       const parent = resolve(existing, "..");
@@ -277,11 +281,8 @@ async function nearestExisting(target: string): Promise<{ real: string; rest: st
  * through its links, so a `..` climbs from where a link led. Below the first missing entry the
  * path is read as text (nothing there can be a link).
  */
-async function systemResolve(
-  start: string,
-  userPath: string,
-): Promise<{ real: string; rest: string }> {
-  let current = await Deno.realPath(start);
+function systemResolve(start: string, userPath: string): { real: string; rest: string } {
+  let current = Deno.realPathSync(start);
   const missing: string[] = [];
   for (const segment of userPath.split(SEPARATORS)) {
     if (segment === "" || segment === ".") continue;
@@ -292,7 +293,7 @@ async function systemResolve(
       missing.push(segment);
     } else {
       try {
-        current = await Deno.realPath(join(current, segment));
+        current = Deno.realPathSync(join(current, segment));
       } catch (error) {
         if (!isMissing(error)) throw error;
         missing.push(segment);
@@ -300,6 +301,35 @@ async function systemResolve(
     }
   }
   return { real: current, rest: missing.join(sep) };
+}
+
+/** `stat` of `path`, or undefined when nothing is there. */
+function statIfThere(path: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.statSync(path);
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Where the symbolic link `path` leads, or undefined when it is not one (or is gone). */
+function readLinkIfLink(path: string): string | undefined {
+  try {
+    return Deno.readLinkSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether anything (a link too) is at `path`. */
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `abs` relative to `root`, `/`-separated (`.` for the root itself). */

@@ -88,3 +88,8 @@ export function spentBySteps(state: Record<string, unknown> | undefined): string
     })`
   ).join(" · ");
 }
+
+/** Link of a run page. */
+export function runHref(runId: string): string {
+  return `/runs/${encodeURIComponent(runId)}`;
+}

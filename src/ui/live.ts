@@ -27,10 +27,14 @@ import {
   timelineRow,
 } from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
+import { runChart } from "./run_chart.ts";
 import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+
+/** Reads of a checkpoint the live view makes waiting for one iteration's (see liveEvents). */
+const COMMIT_READS = 40;
 
 /** What {@linkcode loadRunView} adds to the view. */
 export interface RunViewOptions {
@@ -155,10 +159,36 @@ export async function liveEvents(
   // A call not finished yet is running while a process drives the run — as one does once the log
   // grows under the stream, though nobody did when the page opened (a resume elsewhere).
   let followed = isFollowed(view);
+  // The header counts what the checkpoint records (as --show does): after an iteration's
+  // `step_end` line (the line before its checkpoint), the checkpoint is read again until it covers
+  // that line — a read or two per iteration, not one per tick (and at most COMMIT_READS for one
+  // line: a run killed between the two never writes that checkpoint).
+  let uncommitted: number | undefined;
+  let reads = 0;
+  const commitsIn = (entries: typeof log, first: number) => {
+    entries.forEach((entry, i) => {
+      if (entry.type === "step_end") [uncommitted, reads] = [first + i, 0];
+    });
+  };
+  const readCommitted = async (): Promise<boolean> => {
+    if (uncommitted === undefined) return false;
+    if (++reads >= COMMIT_READS) uncommitted = undefined;
+    const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
+    if (!checkpoint) return false;
+    const changed = checkpoint.updatedAt !== view.checkpoint?.updatedAt;
+    view.checkpoint = checkpoint;
+    if (uncommitted !== undefined && checkpoint.logEntries > uncommitted) uncommitted = undefined;
+    return changed;
+  };
   return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log, growing: boolean) => {
-      if (entries.length === 0) return;
+    const push = async (entries: typeof log, growing: boolean) => {
+      if (entries.length === 0) {
+        if (await readCommitted()) events.send("header", runMeta(view).text);
+        return;
+      }
       if (growing) followed = true;
+      commitsIn(entries, timeline.entries);
+      await readCommitted();
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
@@ -168,11 +198,12 @@ export async function liveEvents(
         })),
       );
       events.send("graph", runGraph(view).text);
+      events.send("chart", runChart(runId, timeline, { live: followed && !timeline.runEnd }).text);
       events.send("header", runMeta(view).text);
       events.send("output", finalOutput(view).text);
     };
     try {
-      push(log.slice(from), false);
+      await push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
         if (timeline.waiting) {
@@ -196,7 +227,7 @@ export async function liveEvents(
           break;
         }
         await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries), true);
+        await push(await readLogFrom(store, runId, timeline.entries), true);
         events.keepAlive();
       }
     } catch (error) {

@@ -9,7 +9,7 @@ import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { SHOWN_STATUSES } from "../run_statuses.ts";
 import { shownStatus } from "../store/run_status.ts";
-import { summarizeCheckpoint } from "../store/summary.ts";
+import { iterationsOf, summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -17,22 +17,25 @@ import { graphSvg } from "./graph_svg.ts";
 import { rerunControl, unfinishedCallBlock, type UnfinishedCallNotice } from "./unfinished_call.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
-import type { LoggedText, Row, Timeline } from "./timeline.ts";
+import { childRunOf, type LoggedText, type Row, type Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
-import { type CommandRenderer, plainCommandLine } from "../invocation.ts";
+import type { CommandRenderer } from "../invocation.ts";
 import {
   cost,
   formatDuration,
   formatTime,
   json,
   rowPartHref as partHref,
+  runHref,
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
-import { budgetStopNote, spendMeta } from "./spend_meta.ts";
+import { budgetStopNote, modelCallsText, spendMeta } from "./spend_meta.ts";
+import { runChart } from "./run_chart.ts";
 
-export { formatDuration } from "./display_format.ts";
+export { formatDuration, runHref } from "./display_format.ts";
+export { childRunOf } from "./timeline.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -66,8 +69,7 @@ export function layout(title: string, body: Html, live?: string): string {
 /**
  * The runs list: filters, one page of runs, the pager.
  *
- * @param listAgents the command that lists the agents, as it works where the user stands (for the
- * empty list)
+ * @param listAgents the command that lists the agents where the user stands (for the empty list)
  */
 export function runsListPage(
   page: RunPage,
@@ -87,15 +89,15 @@ export function runsListPage(
   const rows = page.runs.map((run) =>
     h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
+        <td class="run"><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
-        <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
-        <td>${statusBadge(run)}${waitingForNote(run)}</td>
+        <td class="agent"><a href="${agentHref(run.agent)}">${run.agent}</a></td>
+        <td class="state">${statusBadge(run)}${waitingForNote(run)}</td>
         <td class="end">${run.completionReason ?? ""}${
       run.endError ? h`<div class="note warn">${run.endError}</div>` : ""
     }</td>
-        <td>${formatTime(run.startedAt)}</td>
+        <td class="when">${formatTime(run.startedAt)}</td>
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
         <td class="num">${tokens(run)}</td>
@@ -121,7 +123,7 @@ export function runsListPage(
   }<span>page ${page.page} / ${pages}</span>${
     page.page < pages ? h`<a href="${link(page.page + 1)}" rel="next">older →</a>` : ""
   }</div>
-    <table id="runs">
+    <div class="table-scroll"><table id="runs">
       <thead>
         <tr>
           <th>Run</th>
@@ -136,7 +138,7 @@ export function runsListPage(
         </tr>
       </thead>
       <tbody>${rows}</tbody>
-    </table>${
+    </table></div>${
     page.all === 0
       ? h`
         <p
@@ -170,13 +172,9 @@ export interface RunView {
   actions?: { csrf: string };
   /** A waiting run's question and answer form. */
   waiting?: WaitingView;
-  /**
-   * An interrupted run whose resume would stop at an unfinished tool call, and how the page's
-   * hints write their commands where the user stands.
-   */
+  /** A run whose resume would stop at an unfinished tool call; how its hints write commands. */
   unfinished?: { notice: UnfinishedCallNotice; commandFor: CommandRenderer };
-  /** How the page writes a command on the run where the user stands (when its agent is known). */
-  commandFor?: CommandRenderer;
+  commandFor?: CommandRenderer; // How the page writes a command where the user stands.
 }
 
 /** The run page. */
@@ -201,6 +199,8 @@ export function runPage(view: RunView): string {
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
+    <h2>Timing</h2>
+    <div id="chart-host">${runChart(view.runId, view.timeline, { live: isFollowed(view) })}</div>
     <h2>Timeline</h2>
     <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
@@ -269,9 +269,7 @@ export function runMeta(view: RunView): Html {
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}${
     status === "waiting" && s ? waitingForNote(s) : ""
   }${
-    status === "budget_exceeded"
-      ? budgetStopNote(view.runId, cp?.state, view.commandFor ?? plainCommandLine)
-      : ""
+    status === "budget_exceeded" ? budgetStopNote(view.runId, cp?.state, view.commandFor) : ""
   }</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 ${
@@ -281,7 +279,7 @@ ${
       : ""
   }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
-<div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
+<div><span>Iterations</span>${iterationsShown(view)}</div>
 <div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>${
     usage && cacheShare(usage, String)
       ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
@@ -362,6 +360,17 @@ export function finalOutput(view: RunView): Html {
       : h`<div class="note">The run recorded no output.</div>`
   }</div>
   `;
+}
+
+/**
+ * The run's iterations as every view counts them ({@linkcode iterationsOf}: its checkpoint's, as
+ * `--show`, the runs list and the API say) — not the timeline's iteration rows, which also hold an
+ * iteration killed before its checkpoint and one that stopped to wait (each runs again as a row of
+ * its own).
+ */
+function iterationsShown(view: RunView): number | string {
+  const state = view.checkpoint?.state;
+  return (state ? iterationsOf(state) : undefined) ?? view.summary?.iterations ?? "–";
 }
 
 /** The usage of a checkpoint's state (summarized as the run list does), when recorded. */
@@ -447,18 +456,7 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       : "",
     row.models ? field("answered by", modelsText(row.models)) : "",
     row.modelCalls && row.modelCalls.length > 1
-      ? field(
-        "model calls",
-        row.modelCalls.map((c) =>
-          `${c.kind}${c.model ? ` ${c.model}` : ""} ${
-            c.estimatedUsd !== undefined
-              ? `cut off (up to ${cost(c.estimatedUsd)})`
-              : c.costUsd === null
-              ? "cost unknown"
-              : cost(c.costUsd) || "$0"
-          }`
-        ).join(" · "),
-      )
+      ? field("model calls", modelCallsText(row.modelCalls))
       : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
@@ -551,11 +549,6 @@ function textBlock(text: { text: string; length: number }, fullHref?: string): H
   }`;
 }
 
-/** Link of a run page. */
-export function runHref(runId: string): string {
-  return `/runs/${encodeURIComponent(runId)}`;
-}
-
 /** Link of an agent page. */
 export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
@@ -577,14 +570,16 @@ export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
 
 /**
  * What a waiting run waits for, after its badge: ` · approve Bash` for a tool call waiting for
- * permission, ` · answer STEP` for an input step (nothing for other runs).
+ * permission, ` · answer STEP` for an input step (nothing for other runs). Never broken inside: on
+ * the run page it follows the badge; the runs list puts it on a line of its own under the badge,
+ * without its `·` (the `sep` span).
  */
 export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
   const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
   if (!waitingFor) return "";
   return waitingFor.tool !== undefined
-    ? h` <span class="waiting-for approval" title="a tool call of step ${waitingFor.stepId} waits for Approve/Deny">· approve <code>${waitingFor.tool}</code></span>`
-    : h` <span class="waiting-for input" title="an input step waits for an answer">· answer <code>${waitingFor.stepId}</code></span>`;
+    ? h` <span class="waiting-for approval" title="a tool call (${waitingFor.tool}) of step ${waitingFor.stepId} waits for Approve/Deny"><span class="sep">· </span>approve <code>${waitingFor.tool}</code></span>`
+    : h` <span class="waiting-for input" title="the input step ${waitingFor.stepId} waits for an answer"><span class="sep">· </span>answer <code>${waitingFor.stepId}</code></span>`;
 }
 
 function tokens(run: RunSummary): string {
@@ -594,12 +589,6 @@ function tokens(run: RunSummary): string {
 function isCheck(value: unknown): value is { result: string; message: string } {
   return typeof value === "object" && value !== null &&
     typeof (value as Record<string, unknown>).result === "string";
-}
-
-/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
-export function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
-  const child = row.end?.child as { runId?: unknown } | undefined;
-  return typeof child?.runId === "string" ? child.runId : row.childRunId;
 }
 
 /** The parent run of a child run (agent steps), from its checkpoint's state. */

@@ -66,6 +66,14 @@ export type Row =
     attempt?: number;
     /** When the step started (ISO). */
     ts: string;
+    /** When the newest line of the iteration was logged (ISO): where a stopped one stopped. */
+    lastTs: string;
+    /** When its `step_end` was logged (ISO), once it ended. */
+    endTs?: string;
+    /** When its agent step's child run started (the `agent_start` line, ISO). */
+    childTs?: string;
+    /** The iteration stopped to wait (an `input_request` while it was open: a child's, a call's). */
+    waited?: boolean;
     /** The prompt sent. */
     prompt?: LoggedText;
     /** The model's raw answer. */
@@ -140,6 +148,12 @@ export interface Timeline {
 /** A row of an iteration. */
 export type IterationRow = Extract<Row, { kind: "iteration" }>;
 
+/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
+export function childRunOf(row: IterationRow): string | undefined {
+  const child = row.end?.child as { runId?: unknown } | undefined;
+  return typeof child?.runId === "string" ? child.runId : row.childRunId;
+}
+
 /** An empty timeline. */
 export function newTimeline(): Timeline {
   return { rows: [], entries: 0, counts: new Map(), taken: new Map() };
@@ -162,6 +176,11 @@ export function newTimeline(): Timeline {
  */
 export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Set<number> {
   const touched = new Set<number>();
+  // An entry of an iteration: its newest time, and its row re-rendered.
+  const touch = (row: IterationRow, entry: RunLogEntry) => {
+    row.lastTs = entry.ts;
+    touched.add(row.index);
+  };
   for (const entry of entries) {
     const at = timeline.entries++;
     const open = openRow(timeline);
@@ -174,6 +193,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           iteration: count(entry.iteration),
           attempt: count(entry.attempt),
           ts: entry.ts,
+          lastTs: entry.ts,
           reasks: [],
           retries: [],
           errors: [],
@@ -189,7 +209,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "agent_start": {
         const row = open ?? startedRow(timeline, entry);
         if (typeof entry.childRunId === "string") row.childRunId = entry.childRunId;
-        touched.add(row.index);
+        row.childTs = entry.ts;
+        touch(row, entry);
         break;
       }
       case "step_reask": {
@@ -200,7 +221,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           errors: Array.isArray(entry.errors) ? entry.errors.map(String) : [],
           ...(answer ? { answer } : {}),
         });
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "backend_retry":
@@ -208,7 +229,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
         row.retries.push(retryText(entry));
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "step_error": {
@@ -217,7 +238,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
         const answer = loggedText(entry.answer, at, "answer");
         if (answer) row.answer = answer;
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "step_end": {
@@ -225,22 +246,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         stopOpenCalls(row.calls);
         const end = isRecord(entry.entry) ? entry.entry : {};
         row.end = end;
+        row.endTs = row.lastTs = entry.ts;
         const answer = loggedText(entry.answer ?? end.answer, at, "answer");
         if (answer) row.answer = answer;
-        const usage = usageOf(entry.usage);
-        if (usage) {
-          const before = timeline.usage;
-          row.tokens = {
-            input: usage.inputTokens - (before?.inputTokens ?? 0),
-            output: usage.outputTokens - (before?.outputTokens ?? 0),
-          };
-          if (usage.costUsd !== undefined) {
-            row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
-          }
-          const unpriced = (usage.callsWithoutCost ?? 0) - (before?.callsWithoutCost ?? 0);
-          if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
-          timeline.usage = usage;
-        }
+        addTokens(timeline, row, usageOf(entry.usage));
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
         const models = answeringModels(entry.calls);
         if (models.length > 0) row.models = models;
@@ -266,7 +275,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (entry.type === "tool_turn") calls.turns++;
           else if (entry.type === "permission_grant") addGrant(calls, entry);
           else addToolCall(calls, entry);
-          touched.add(row.index);
+          touch(row, entry);
           break;
         }
         // A call not finished when the run stops, resumes or is redriven will not finish.
@@ -278,7 +287,14 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         }
         // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
         if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
-        if (entry.type === "input_request") timeline.waiting = true;
+        if (entry.type === "input_request") {
+          timeline.waiting = true;
+          // The iteration that stopped to wait (a tool call's permission) stops here.
+          if (open) {
+            open.waited = true;
+            touch(open, entry);
+          }
+        }
         if (entry.type === "input_answer" || entry.type === "input_timeout") {
           timeline.waiting = false;
         }
@@ -303,6 +319,20 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+/** The iteration's tokens: its `step_end`'s cumulative usage less the one before. */
+function addTokens(timeline: Timeline, row: IterationRow, usage: Timeline["usage"]): void {
+  if (!usage) return;
+  const before = timeline.usage;
+  row.tokens = {
+    input: usage.inputTokens - (before?.inputTokens ?? 0),
+    output: usage.outputTokens - (before?.outputTokens ?? 0),
+  };
+  if (usage.costUsd !== undefined) row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
+  const unpriced = (usage.callsWithoutCost ?? 0) - (before?.callsWithoutCost ?? 0);
+  if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
+  timeline.usage = usage;
 }
 
 /** A row's line for a retry, a rate-limit wait or a model chain's fallback. */
@@ -343,12 +373,12 @@ function answeringModels(calls: unknown): string[] {
 
 /**
  * The end node a run that ended for `reason` goes to, named like its status: `done` (completed),
- * `aborted`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
+ * `aborted`, `declined`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
  * step…).
  */
 export function endNode(reason: string): string {
   if (reason === "completed") return "done";
-  if (reason === "aborted" || reason === "cancelled" || reason === "timeout") return reason;
+  if (["aborted", "declined", "cancelled", "timeout"].includes(reason)) return reason;
   return "failed";
 }
 
@@ -407,6 +437,7 @@ function startedRow(timeline: Timeline, entry: RunLogEntry): Extract<Row, { kind
     stepId: String(entry.stepId ?? ""),
     iteration: count(entry.iteration),
     ts: entry.ts,
+    lastTs: entry.ts,
     reasks: [],
     retries: [],
     errors: [],

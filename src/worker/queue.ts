@@ -81,6 +81,11 @@ export interface RunQueue {
    * completed when it resolves and failed (retried by pg-boss) when it rejects.
    */
   work(concurrency: number, handler: RunJobHandler): Promise<void>;
+  /**
+   * Whether a job of the run waits in the queue to be taken (pg-boss states `created`, `retry`,
+   * a job queued for later included): a worker will take that one, so the run needs no other.
+   */
+  hasWaitingJob(runId: string): Promise<boolean>;
   /** Stops taking jobs; with `graceful`, waits up to `timeoutMs` for handlers in flight. */
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
 }
@@ -96,6 +101,10 @@ interface PgBossInstance {
     options: Record<string, unknown>,
   ): Promise<RunJob[] | null>;
   complete(name: string, id: string): Promise<unknown>;
+  findJobs(
+    name: string,
+    options: { data?: object; queued?: boolean; limit?: number },
+  ): Promise<unknown[]>;
   getDb(): { executeSql(text: string, values?: unknown[]): Promise<unknown> };
   fail(name: string, id: string, data: object): Promise<unknown>;
 }
@@ -299,6 +308,17 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
           }); an idle worker takes it at its next poll.`,
         )
       );
+    },
+    async hasWaitingJob(runId) {
+      try {
+        const jobs = await trackPgWait(
+          displayUrl,
+          () => boss.findJobs(RUN_QUEUE, { data: { runId }, queued: true, limit: 1 }),
+        );
+        return jobs.length > 0;
+      } catch (error) {
+        throw pgTimeoutError(error, url, timeouts) ?? error;
+      }
     },
     async work(concurrency, handler) {
       // One fetch loop per slot (pg-boss `fetch` takes one job with SKIP LOCKED): a slot that

@@ -312,11 +312,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     }
     if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
     if (submitted.held !== undefined) {
-      log(
-        `run ${runId}: held until someone continues it (\`${
-          plainCommandLine({ action: "show", runId })
-        }\` says how); job dropped.`,
-      );
+      const show = plainCommandLine({ action: "show", runId });
+      log(`run ${runId}: held until someone continues it (\`${show}\` says how); job dropped.`);
       return;
     }
     const { definition, hash } = await agentFor(submitted.agent);
@@ -397,7 +394,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
             : {}),
         },
       );
-      log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+      log(
+        `run ${runId}: ${result.completionReason} after ${result.iterations} iteration${
+          result.iterations === 1 ? "" : "s"
+        }`,
+      );
       // Ended or waiting: the calls a permission covered are behind the run.
       if (seen || request.rerunUnfinishedCall !== undefined) {
         await clearRerunPermission(store, runId).catch((error) =>
@@ -469,9 +470,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     );
   };
 
+  // The runs this worker drives right now (a count: two duplicate jobs of one run may be in flight).
+  const driving = new Map<string, number>();
   const track = (runId: string, job?: RunJobInfo): Promise<void> => {
+    driving.set(runId, (driving.get(runId) ?? 0) + 1);
     const work = drive(runId, job);
-    const settled = work.catch(() => {}).finally(() => inFlight.delete(settled));
+    const settled = work.catch(() => {}).finally(() => {
+      inFlight.delete(settled);
+      const left = (driving.get(runId) ?? 1) - 1;
+      if (left > 0) driving.set(runId, left);
+      else driving.delete(runId);
+    });
     inFlight.add(settled);
     return work;
   };
@@ -479,7 +488,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const reapEveryMs = Math.max(250, Math.floor(store.leaseMs / 2));
   const reap = async () => {
     try {
-      for (const runId of await claimOrphans(store)) {
+      // A run this worker drives is not its orphan, even between taking its job and its lease (a
+      // slow agent load on a busy machine) or between releasing the lease and recording a hold.
+      for (const runId of await claimOrphans(store, 100, [...driving.keys()])) {
+        // A job of it still waits (a queued run behind others, a re-queued one no worker took
+        // yet): that one is taken; a second would only be dropped.
+        if (await queue.hasWaitingJob(runId)) continue;
         log(`run ${runId}: its worker is gone (lease expired); re-queued`);
         await queue.send(runId);
       }

@@ -293,11 +293,24 @@ Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^Agents in \.agent \(2\):$/m);
     assert.match(list.stdout, /^ {2}broken +Has several problems$/m);
-    assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny$/m);
-    assert.deepEqual(JSON.parse(listJson.stdout).map((a: { name: string }) => a.name), [
-      "broken",
-      "tiny",
-    ]);
+    // An agent that does not load is marked, with its problems' count and the first of them.
+    assert.match(
+      list.stdout,
+      /^ {2}broken +Has several problems\n {10}✗ does not load \(\d+ problems\): \S/m,
+    );
+    assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny\n(?! +✗)/m);
+    assert.match(
+      list.stdout,
+      /^1 agent does not load; see why with: \S.* validate broken$/m,
+    );
+    const listed = JSON.parse(listJson.stdout) as {
+      name: string;
+      loads: boolean;
+      problems?: string[];
+    }[];
+    assert.deepEqual(listed.map((a) => [a.name, a.loads]), [["broken", false], ["tiny", true]]);
+    assert.ok(listed[0].problems!.length >= 3, "every problem in --json");
+    assert.equal(listed[1].problems, undefined);
 
     assert.equal(valid.code, 0, valid.stderr);
     assert.match(valid.stdout, /^OK: agent "tiny" is valid \(2 steps, entry work\.task\)/);

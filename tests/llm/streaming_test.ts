@@ -438,3 +438,24 @@ Deno.test("STEPFLOW_STREAM turns streaming off or on; anything else is a usage e
     (e) => e instanceof UsageError && /STEPFLOW_STREAM/.test(e.message),
   );
 });
+
+Deno.test("openai: a bare event: line is passed over; an error event whose data is no JSON is still the server's error, retried", async () => {
+  await withServer(async (server) => {
+    const chunks = openAiChunks(openAiCompletion("kept alive"), { includeUsage: true });
+    server.push({ sse: [chunks[0], { event: "keepalive", data: "" }, ...chunks.slice(1)] });
+    const res = await new OpenAiBackend({ baseUrl: `${server.url}/v1`, model: "m" })
+      .complete(stepRequest());
+    assert.equal(res.text, "kept alive");
+
+    server.push(
+      { sse: [chunks[0], { event: "error", data: "upstream timed out" }] },
+      { sse: chunks },
+    );
+    const retries: RetryInfo[] = [];
+    const again = await new OpenAiBackend({ baseUrl: `${server.url}/v1`, model: "m" })
+      .complete(stepRequest(), { onRetry: (r) => retries.push(r) });
+    assert.equal(again.text, "kept alive");
+    assert.equal(retries.length, 1);
+    assert.match(retries[0].reason, /error in the stream: upstream timed out/);
+  });
+});

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { copyDir, finish, REPO_ROOT } from "../cli/helpers.ts";
 import { openAiCompletion, startFakeServer } from "../llm/fake_server.ts";
+import { runAgentForTest } from "../../src/testing/mod.ts";
 
 function spawnEval(userDir: string, args: string[]): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
@@ -344,4 +345,72 @@ Deno.test("eval cli: --max-attempts N sets how often a model call that gets a 50
       await server.close();
     }
   });
+});
+
+Deno.test("eval cli: an agent with an input step is evaluated to its end: a case's answers, a recording's", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-eval-test-" });
+  try {
+    await copyDir(
+      join(REPO_ROOT, ".agent", "release-approval"),
+      join(dir, ".agent", "release-approval"),
+    );
+    const script = ".agent/release-approval/demo.script.yaml";
+    // A recording of a run a person approved: its answer is in it (`_answers`).
+    const recorded = await runAgentForTest({
+      agent: "release-approval",
+      cwd: dir,
+      script: join(dir, script),
+      args: { version: "1.4.0" },
+      answers: [{ value: { decision: "next", note: "ship it" }, by: "erin" }],
+      record: join(dir, "approved.replay.yaml"),
+      env: {},
+    });
+    assert.equal(recorded.result.completionReason, "completed");
+    await Deno.writeTextFile(
+      join(dir, "cases.jsonl"),
+      lines(
+        {
+          name: "approved",
+          args: { version: "1.4.0" },
+          script,
+          answers: [{ step: "approve.release", value: { decision: "next" } }],
+          expect: { path: ["plan.release", "approve.release", "complete.release"] },
+        },
+        {
+          name: "declined",
+          args: { version: "1.4.0" },
+          script,
+          answers: [{ value: { decision: "abort", note: "freeze" } }],
+          expect: { completed: false, path: ["plan.release", "approve.release"] },
+        },
+        { name: "replayed", args: { version: "1.4.0" }, script: "approved.replay.yaml" },
+        { name: "unanswered", args: { version: "1.4.0" }, script },
+      ),
+    );
+    const out = await finish(
+      spawnEval(dir, ["--agent", "release-approval", "--cases", "cases.jsonl"]),
+    );
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(out.stdout, /^approved\s+pass\s+1\/1/m);
+    assert.match(out.stdout, /^declined\s+pass\s+1\/1/m);
+    assert.match(out.stdout, /^replayed\s+pass\s+1\/1/m);
+    assert.match(
+      out.stdout,
+      /^unanswered\s+fail\s+0\/1 .*waits for an answer at step "approve\.release" and no answer was left/m,
+    );
+    assert.match(out.stdout, /^FAIL: 3 of 4 runs passed/m);
+
+    // A case's answers are checked with the rest of the file: a bad one names its line.
+    await Deno.writeTextFile(
+      join(dir, "bad.jsonl"),
+      lines({ args: { version: "1" }, script, answers: [{ decision: "next" }] }),
+    );
+    const bad = await finish(
+      spawnEval(dir, ["--agent", "release-approval", "--cases", "bad.jsonl"]),
+    );
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /bad\.jsonl:1: answers entry 1 has no "value"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

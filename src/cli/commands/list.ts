@@ -1,10 +1,11 @@
 /**
- * `stepflow list`: the agents under `.agent/`, with their display names and descriptions.
+ * `stepflow list`: the agents under `.agent/`, with their display names and descriptions; an agent
+ * that does not load is marked, with the command that shows its problems.
  *
  * @module
  */
 import { resolve } from "node:path";
-import { listAgents, loadAgentDefinition } from "../../definition/load.ts";
+import { agentListLines, checkAgents } from "../agent_list.ts";
 import { nextCommand, runAgentSubcommand } from "../agent_context.ts";
 import { displayPath } from "../kit/display_path.ts";
 import { EXIT_CODES } from "../kit/exit_codes.ts";
@@ -24,7 +25,8 @@ export const LIST_FLAGS = defineFlags({
 export const command: Subcommand<typeof LIST_FLAGS> = defineSubcommand({
   name: "list",
   usage: ["list [--json]"],
-  about: "Lists the agents under .agent/ in this folder: name, display name and description.",
+  about:
+    "Lists the agents under .agent/ in this folder: name, display name and description; an agent\nthat does not load is marked with its first problem.",
   operands: [],
   flags: LIST_FLAGS,
   examples: ["stepflow list", "stepflow list --json"],
@@ -39,7 +41,9 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
       ctx.io.stdout.write(`${subcommandHelp(command, ctx.userDir)}\n`);
       return EXIT_CODES.success;
     }
-    const agents = await listAgents({ cwd: ctx.userDir });
+    // Each agent loaded once: a mark on those that do not load, as the dashboard shows them.
+    const checked = await checkAgents(ctx.userDir);
+    const agents = checked.map((a) => a.listed);
     const root = resolve(ctx.userDir, ".agent");
     const render = nextCommand(ctx);
     if (flags.json) {
@@ -54,25 +58,21 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
       );
       return EXIT_CODES.success;
     }
-    const width = Math.max(...agents.map((a) => a.name.length)) + 2;
     const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
-    for (const a of agents) {
-      const about = [a.displayName, a.description].filter(Boolean).join(" — ");
-      lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
-    }
+    lines.push(...agentListLines(agents, (name) => render({ action: "validate", agent: name })));
     // The first agent that loads, with its required parameters: a command that runs as printed.
-    for (const a of agents) {
-      const definition = await loadAgentDefinition(a.name, { cwd: ctx.userDir }).catch(() =>
-        undefined
-      );
-      if (!definition) continue;
+    const first = checked.find((a) => a.definition !== undefined);
+    if (first) {
       lines.push(
         "",
         `Run one with: ${
-          render({ action: "run", agent: a.name, args: requiredParameterArgs(definition) })
+          render({
+            action: "run",
+            agent: first.listed.name,
+            args: requiredParameterArgs(first.definition!),
+          })
         }`,
       );
-      break;
     }
     ctx.io.stdout.write(`${lines.join("\n")}\n`);
     return EXIT_CODES.success;

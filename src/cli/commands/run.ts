@@ -55,9 +55,9 @@ export const command: Subcommand<typeof RUN_FLAGS> = defineSubcommand({
   about: [
     "Runs the agent's step flow (.agent/AGENT, or a folder path) and records every step, so the",
     "run can be resumed or redriven. Text piped on stdin becomes {input_text}. Exit codes: 0",
-    "completed, 1 did not succeed, 2 usage or setup error, 4 waits for an answer (no terminal to",
-    "ask), 5 stopped by its budget (resumable with a higher one), 130 cancelled with Ctrl-C, 143",
-    "cancelled with SIGTERM.",
+    "completed, 1 did not succeed, 2 usage or setup error, 3 a person declined it at an input step,",
+    "4 waits for an answer (no terminal to ask), 5 stopped by its budget (resumable with a higher",
+    "one), 130 cancelled with Ctrl-C, 143 cancelled with SIGTERM.",
   ].join("\n"),
   operands: [{ name: "AGENT", complete: "agent" }],
   parameters: true,

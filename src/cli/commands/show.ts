@@ -36,6 +36,7 @@ import { EXIT_CODES } from "../kit/exit_codes.ts";
 import { defineFlags } from "../kit/flags.ts";
 import type { CliIo } from "../kit/io.ts";
 import { replayFileOfRun } from "../replay_flags.ts";
+import { childRunLogs } from "../../flow/child_logs.ts";
 import { UsageError } from "../../errors.ts";
 import {
   AGENT_FLAG,
@@ -147,7 +148,9 @@ async function showRun(
     );
   }
   if (flags.asScript) {
-    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
+    // With the calls of its child runs (read from their own logs), so the file replays to its end.
+    const children = await childRunLogs(store, definition, log);
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env, children));
     return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as `runs` sees it: one status everywhere.

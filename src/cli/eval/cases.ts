@@ -13,6 +13,7 @@ import type { AgentDefinition } from "../../definition/types.ts";
 import { parameterFlag } from "../../definition/parameters.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
 import { isInside } from "../../tools/workspace.ts";
+import { parseScriptAnswers, type ScriptAnswer } from "../../llm/script_answers.ts";
 
 /** What a case expects; every field is optional, `completed` defaults to `true`. */
 export const EvalExpectationSchema = z.object({
@@ -50,6 +51,12 @@ export const EvalCaseSchema = z.object({
    * inside the project folder the eval runs in.
    */
   workspace: z.string().min(1).optional(),
+  /**
+   * The answers to the run's waits, in the order it waits (input steps, tool calls waiting for
+   * permission): `{ value, step?, tool?, by? }` each. Default: the `_answers` of the case's
+   * script or recording.
+   */
+  answers: z.array(z.unknown()).optional(),
   /** What the case expects. */
   expect: EvalExpectationSchema.optional(),
 }).strict();
@@ -71,6 +78,8 @@ export interface EvalCase {
   script?: string;
   /** Absolute path of the workspace template folder. */
   workspace?: string;
+  /** The answers to the run's waits (absent: the script's, if any). */
+  answers?: ScriptAnswer[];
   /** What the case expects. */
   expect: EvalExpectation;
 }
@@ -165,6 +174,14 @@ function parseCase(raw: string, line: number, dir: string, definition: AgentDefi
   if (c.stdin !== undefined) out.stdin = c.stdin;
   if (c.script !== undefined) out.script = resolve(dir, c.script);
   if (c.workspace !== undefined) out.workspace = resolve(dir, c.workspace);
+  if (c.answers !== undefined) {
+    try {
+      out.answers = parseScriptAnswers(c.answers, "the case", "answers");
+    } catch (error) {
+      // The line number says where; the message without its "the case: " prefix says what.
+      throw new Error(errorMessage(error).replace(/^the case: /, ""));
+    }
+  }
   return out;
 }
 

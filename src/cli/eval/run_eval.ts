@@ -25,6 +25,7 @@ import {
   assertPath,
 } from "../../testing/assertions.ts";
 import { runToolCalls, testCall, type TestRun } from "../../testing/run.ts";
+import { answersPermissions, answerWaits, scriptAnswers } from "../../testing/answers.ts";
 import { recordedCalls } from "../../llm/replay_file.ts";
 import { createRunCommandTool } from "../../tools/builtin_command.ts";
 import type { EvalCase } from "./cases.ts";
@@ -137,19 +138,36 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
     if (workspace) await cp(c.workspace!, workspace, { recursive: true });
     const cwd = workspace ?? options.cwd;
     const backend = await options.backendFor(c);
+    const answers = c.answers ?? scriptAnswers(backend);
     const runner = new StepFlowRunner(options.definition, {
       onWarning: () => {},
+      // A tool call's permission among the answers is waited for and answered, not refused.
+      ...(answersPermissions(answers) ? { permissionAsks: "wait" as const } : {}),
       ...options.runner,
       backend,
       store: options.store,
     });
-    const result = await runner.run({
+    const first = await runner.run({
       args: c.params,
       cwd,
       ...(options.group !== undefined ? { group: options.group } : {}),
       ...(c.stdin !== undefined ? { inputText: c.stdin } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    outcome.runId = first.runId;
+    // The run's waits (an input step, a permission) take the case's answers, else its script's.
+    let result = first;
+    let answered = 0;
+    try {
+      ({ result, used: answered } = await answerWaits(runner, first, answers, {
+        by: "eval",
+        source: c.answers ? `case "${c.name}"` : c.script ?? "the script",
+        ...(options.signal ? { signal: options.signal } : {}),
+      }));
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      outcome.failures.push(firstLine(errorMessage(error)));
+    }
     outcome.runId = result.runId;
     outcome.completionReason = result.completionReason;
     outcome.steps = result.iterations;
@@ -170,6 +188,7 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
       log,
       drifts: [],
       warnings: [],
+      answered,
     };
     outcome.failures.push(...structuralFailures(c, testRun));
     if (c.expect.judge !== undefined) {

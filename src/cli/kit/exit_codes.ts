@@ -27,7 +27,11 @@ export const EXIT_CODES: Readonly<{
    * backend that cannot be used at all (missing or refused credentials, SDK not installed).
    */
   usage: 2,
-  /** `run-plan`: every step ended, but some were skipped because approval was not given. */
+  /**
+   * A person said no, so the work was not all done: `run-plan` — every step ended, but some were
+   * skipped because approval was not given; `run-agent` — a person's answer at an input step
+   * stopped the run (it ended `declined`).
+   */
   incomplete: 3,
   /**
    * `run-agent`: the run waits for an answer at an input step and nobody is at a terminal to give
