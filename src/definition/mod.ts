@@ -36,7 +36,14 @@ export {
   type StructuredGate,
   type WaitTimeout,
 } from "./schema.ts";
-export type { AgentDefinition, AgentLimits, ErrorPolicy, FlowStep, StepKind } from "./types.ts";
+export type {
+  AgentDefinition,
+  AgentLimits,
+  ErrorPolicy,
+  FlowStep,
+  ItemErrorPolicy,
+  StepKind,
+} from "./types.ts";
 export {
   type AgentSummary,
   listAgents,

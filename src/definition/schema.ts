@@ -14,7 +14,8 @@
 import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_SOURCE } from "./step_id.ts";
-import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import { FLOW_ON_ERROR, ITEM_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import { MAX_CONCURRENCY, MAX_ITEMS_LIMIT } from "./fan_out_limits.ts";
 
 /** Intents a structured gate routes on (docs/agents.md). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -258,7 +259,25 @@ export const StepSchema = z.strictObject({
     'Agent step: the child\'s parameters; "{handoff.<key>}" and "{uv-<name>}" take a value, anything else is literal',
   ),
   handoffFields: z.array(z.string().min(1)).optional().describe(
-    "Agent step: paths in the child's final output handed off under this step",
+    "Agent step: paths in the child's final output handed off under this step (with forEach: picked from each child's output)",
+  ),
+  forEach: z.string().min(1).optional().describe(
+    'Fan-out step: "{handoff.<key>}" or "{uv-<name>}", an array; one child run per element, bound to {item} / {item.<path>} in args',
+  ),
+  concurrency: z.int().min(1).max(MAX_CONCURRENCY).optional().describe(
+    `Fan-out step: children in flight at once (1-${MAX_CONCURRENCY}, default 4)`,
+  ),
+  onItemError: z.union([
+    z.string().regex(
+      onErrorTextPattern(ITEM_ON_ERROR),
+      'onItemError must be "fail", "continue" or "retry=N"',
+    ),
+    z.strictObject({ retry: z.int().min(0) }),
+  ]).optional().describe(
+    'Fan-out step: a failed child — "fail" (default: cancel the others, the step fails), "continue", "retry=N"',
+  ),
+  maxItems: z.int().min(1).max(MAX_ITEMS_LIMIT).optional().describe(
+    `Fan-out step: the most items it takes (1-${MAX_ITEMS_LIMIT}, default 1000); more fail the step before any child starts`,
   ),
   command: z.string().min(1).optional().describe("Command step: a name in agent.json commands"),
   validation: StepValidationSchema.optional(),
@@ -320,6 +339,17 @@ export interface StepDefinition {
   args?: Record<string, unknown>;
   /** Agent step: paths in the child's final output handed off under the step. */
   handoffFields?: string[];
+  /**
+   * Fan-out step: the array to run the child agent over, one child run per element —
+   * `"{handoff.<key>}"` or `"{uv-<name>}"` (docs/agents.md, "Fan-out steps").
+   */
+  forEach?: string;
+  /** Fan-out step: children in flight at once (default 4). */
+  concurrency?: number;
+  /** Fan-out step: what a failed child does — `fail` (default), `continue`, `retry=N`. */
+  onItemError?: string | { retry: number };
+  /** Fan-out step: the most items it takes (default 1,000). */
+  maxItems?: number;
   /** Command step: the name of the command in agent.json `commands`. */
   command?: string;
   /** Validators run after the step's answer (retry with a pattern prompt on failure). */
