@@ -78,6 +78,12 @@ export interface ExecutorEvents {
   onToolCall?(info: StepInfo, call: ToolCallEvent): void | Promise<void>;
   /** The model's text of a step as it is written (a piece at a time, on backends that stream). */
   onStepText?(info: StepInfo, text: string): void | Promise<void>;
+  /**
+   * A fan-out step's children move on (the step-flow runner's agent steps with `forEach`): a child
+   * started, ended or waits, or a running one reached another step. `report` counts the items and
+   * lists the running ones with the step each is at; `report.change` says what just happened.
+   */
+  onFanOut?(info: StepInfo, report: FanOutReport): void | Promise<void>;
   /** The run was aborted (by `abort()`, a signal, or an abort intent). */
   onAbort?(ctx: RunContext): void | Promise<void>;
   /** The run was paused. */
@@ -128,6 +134,61 @@ export interface ToolCallEvent {
   durationMs?: number;
 }
 
+/**
+ * Where a fan-out step stands, as {@linkcode ExecutorEvents.onFanOut} reports it.
+ *
+ * @example
+ * ```ts
+ * import type { FanOutReport } from "./types.ts";
+ * const report: FanOutReport = {
+ *   agent: "file-reviewer", total: 40, completed: 12, failed: 1, running: 4, waiting: 0,
+ *   active: [{ index: 13, item: "src/cli.ts", runId: "20261126T210000Z-a1b2c3", stepId: "review.file" }],
+ *   change: { kind: "ended", index: 12, item: "src/app.ts", status: "completed", durationMs: 1840 },
+ * };
+ * ```
+ */
+export interface FanOutReport {
+  /** The child agent. */
+  agent: string;
+  /** Items. */
+  total: number;
+  /** Items whose child completed. */
+  completed: number;
+  /** Items that failed for good. */
+  failed: number;
+  /** Children running in this process. */
+  running: number;
+  /** Children that wait for an answer. */
+  waiting: number;
+  /** The running children: their item (index from 0, as one short line), run and current step. */
+  active: { index: number; item: string; runId: string; stepId?: string }[];
+  /** What just happened, when a child started, ended or began to wait. */
+  change?: {
+    /** `ended` (see `status`), `waiting` (it waits for an answer). */
+    kind: "ended" | "waiting";
+    /** The item's index (from 0). */
+    index: number;
+    /** The item as one short line. */
+    item: string;
+    /** The child run (absent when no child could start). */
+    runId?: string;
+    /** How it ended, as `--runs` spells it. */
+    status?: string;
+    /** From the child's start to its end. */
+    durationMs?: number;
+    /** What the child used in total. */
+    usage?: {
+      inputTokens: number;
+      outputTokens: number;
+      costUsd?: number;
+      calls?: number;
+      callsWithoutUsage?: number;
+    };
+    /** Why it failed. */
+    error?: string;
+  };
+}
+
 /** How much a {@linkcode ExecutorEvents.onStepLog} message matters. */
 export type StepLogLevel = "info" | "warn" | "error";
 
@@ -151,4 +212,5 @@ export const EVENT_NAMES: readonly EventName[] = [
   "onStepLog",
   "onToolCall",
   "onStepText",
+  "onFanOut",
 ];

@@ -96,7 +96,18 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     depth,
   };
   const store = childStore(ctx.store, link, child, state.runId);
-  const result = await childDrive(ctx, child, store, link.runId, parent, answer);
+  const result = await driveLinkedChild({
+    runner: ctx.runner(child, store),
+    store,
+    runId: link.runId,
+    args: ctx.args,
+    cwd: state.cwd,
+    signal: ctx.signal,
+    parent,
+    ...(state.backendChoice ? { backendChoice: state.backendChoice } : {}),
+    ...(state.permissionMode ? { permissionMode: state.permissionMode } : {}),
+    ...(answer ? { answer } : {}),
+  });
   addUsage(state.usage, result.usage, link.usage);
   link.usage = { ...result.usage };
   // An unfinished child stays linked (a resume or an answer continues it), and so does a child
@@ -132,36 +143,64 @@ export function childStore(
   return own;
 }
 
-async function childDrive(
-  ctx: ChildRunContext,
-  child: AgentDefinition,
-  store: RunStore | undefined,
-  runId: string,
-  parent: ParentRunLink,
-  answer: RecordedAnswer | undefined,
-): Promise<StepFlowResult> {
-  const checkpoint = await childCheckpoint(store, runId);
-  const runner = ctx.runner(child, store);
-  const signal = ctx.signal;
-  const backendChoice = ctx.state.backendChoice;
-  const permissionMode = ctx.state.permissionMode;
+/** A linked child run to start or continue: {@linkcode driveLinkedChild}. */
+export interface LinkedChild {
+  /** Runs the child's agent, recorded in `store`. */
+  runner: ChildRunner;
+  /** Where the child is recorded. */
+  store: RunStore | undefined;
+  /** The child's run id (recorded by the parent before the child starts). */
+  runId: string;
+  /** The child's parameters (used when it starts). */
+  args: Record<string, unknown>;
+  /** The child's working folder (the parent's). */
+  cwd: string;
+  /** The parent's signal: a stopped parent stops its child. */
+  signal: AbortSignal;
+  /** The parent the child belongs to. */
+  parent: ParentRunLink;
+  /** How the parent's backend was chosen (the child records the same). */
+  backendChoice?: RunOptions["backendChoice"];
+  /** The parent's permission mode. */
+  permissionMode?: RunOptions["permissionMode"];
+  /** An answer recorded in the parent for the child's wait (agent steps). */
+  answer?: RecordedAnswer;
+  /** Passed to a resume of the child (the parent's `--rerun-unfinished-call`). */
+  rerunUnfinishedCall?: RunOptions["rerunUnfinishedCall"];
+  /** A child that ended failed is redriven (a fan-out's failed item, when its step runs again). */
+  redriveFailed?: boolean;
+}
+
+/**
+ * Starts or continues a linked child run and returns how its drive ended: started under its id
+ * when it has no checkpoint yet; its recorded result when it ended (redriven when it was stopped
+ * with its parent, or failed and `redriveFailed`); resumed with the answer when one was given;
+ * else resumed — and a child that still waits for its answer gives its request without a drive.
+ */
+export async function driveLinkedChild(child: LinkedChild): Promise<StepFlowResult> {
+  const { runner, runId, signal } = child;
+  const checkpoint = await childCheckpoint(child.store, runId);
   if (!checkpoint) {
     return await runner.run({
       runId,
-      args: ctx.args,
-      cwd: ctx.state.cwd,
+      args: child.args,
+      cwd: child.cwd,
       signal,
-      parent,
-      ...(backendChoice ? { backendChoice } : {}),
-      ...(permissionMode ? { permissionMode } : {}),
+      parent: child.parent,
+      ...(child.backendChoice ? { backendChoice: child.backendChoice } : {}),
+      ...(child.permissionMode ? { permissionMode: child.permissionMode } : {}),
     });
   }
   const ended = endedResult(checkpoint);
-  if (ended && STOPPED.has(ended.completionReason)) {
+  if (
+    ended &&
+    (STOPPED.has(ended.completionReason) || (child.redriveFailed && !ended.success))
+  ) {
     // Stopped with its parent (cancel, Ctrl-C, the run time limit): it goes on where it stopped.
     return await runner.run({ redrive: runId, signal });
   }
   if (ended) return ended;
+  const answer = child.answer;
   if (answer) {
     return await runner.run({
       resume: runId,
@@ -170,7 +209,11 @@ async function childDrive(
     });
   }
   try {
-    return await runner.run({ resume: runId, signal });
+    return await runner.run({
+      resume: runId,
+      signal,
+      ...(child.rerunUnfinishedCall ? { rerunUnfinishedCall: child.rerunUnfinishedCall } : {}),
+    });
   } catch (error) {
     // Still waiting for its answer: the parent waits on the same request.
     if (error instanceof StepflowError && error.code === "INPUT_WAITING") {
@@ -185,7 +228,7 @@ async function childDrive(
  * began but before its first checkpoint (`RUN_CHECKPOINT_MISSING`): it then starts again under the
  * same id, its new lines following the old ones.
  */
-async function childCheckpoint(
+export async function childCheckpoint(
   store: RunStore | undefined,
   runId: string,
 ): Promise<RunCheckpoint | undefined> {
@@ -203,7 +246,7 @@ type CheckpointState = Partial<RunnerState>;
 const STOPPED: ReadonlySet<string> = new Set(["cancelled", "aborted", "timeout"]);
 
 /** The result of a child run that ended, from its checkpoint; undefined while it has not. */
-function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
+export function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   const state = checkpoint.state as CheckpointState;
   const end = state.end;
   if (!end) return undefined;
@@ -214,10 +257,12 @@ function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   return result;
 }
 
-function waitingResult(checkpoint: RunCheckpoint): StepFlowResult {
+/** The result of a child run that waits, from its checkpoint (its request, and all of them). */
+export function waitingResult(checkpoint: RunCheckpoint): StepFlowResult {
   const state = checkpoint.state as CheckpointState;
   const result = baseResult(checkpoint, "waiting", state.currentStepId ?? "");
   if (state.waiting) result.waiting = state.waiting;
+  if (state.waits) result.waits = state.waits;
   return result;
 }
 
@@ -238,12 +283,13 @@ function baseResult(
   };
 }
 
-function zeroUsage(): RunUsage {
+/** A usage with every count 0. */
+export function zeroUsage(): RunUsage {
   return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
 }
 
 /** Adds to `total` what `now` has beyond `counted` (a child's usage already added before). */
-function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
+export function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
   total.inputTokens += Math.max(0, now.inputTokens - counted.inputTokens);
   total.outputTokens += Math.max(0, now.outputTokens - counted.outputTokens);
   total.costUsd += Math.max(0, now.costUsd - counted.costUsd);
