@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { dirname } from "node:path";
 import { DEFAULT_CONCURRENCY } from "../definition/fan_out_limits.ts";
 import type { FlowStep } from "../definition/types.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -414,6 +415,7 @@ class FanOut {
       depth: this.#depth,
       item: slot.index,
       agentDir: ctx.parentDir,
+      agentRoot: agentRootOf(ctx.step, ctx.parentDir),
     };
     const redriveFailed = slot.redrive === true;
     delete slot.redrive;
@@ -853,4 +855,14 @@ function linkedStore(ctx: FanOutContext, slot: ItemSlot): RunStore | undefined {
     ctx.step.child!,
     ctx.state.runId,
   );
+}
+
+/**
+ * The agent root the parent was loaded with, as far as its fan-out step tells: the folder its agent
+ * named by name is in, else the folder of the parent's own (the usual `.agent/<name>` layout).
+ */
+function agentRootOf(step: FlowStep, parentDir: string): string {
+  const byName = step.agent !== undefined && !/[\\/]/.test(step.agent) &&
+    !step.agent.startsWith(".");
+  return dirname(byName && step.child ? step.child.dir : parentDir);
 }

@@ -20,7 +20,7 @@
  */
 import { loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
-import { StepflowError } from "../errors.ts";
+import { errorMessage, StepflowError } from "../errors.ts";
 import { sleep } from "../backoff.ts";
 import type { RunStore } from "../store/types.ts";
 import { childStore, endedResult, waitingResult } from "./child_run.ts";
@@ -160,11 +160,21 @@ export async function wakeParent(
   store: RunStore | undefined,
   drive: DriveRun,
   signal: AbortSignal | undefined,
+  warn: (message: string) => void,
 ): Promise<void> {
   if (parent?.item === undefined || parent.agentDir === undefined || !store) return;
   const parentDefinition = parent.agentDir === definition.dir
     ? definition
-    : await loadAgentDefinition(parent.agentDir).catch(() => undefined);
+    : await loadAgentDefinition(parent.agentDir, {
+      ...(parent.agentRoot ? { agentRoot: parent.agentRoot } : {}),
+    }).catch((error) => {
+      warn(
+        `child run of ${parent.runId} ended, but its parent's agent in ${parent.agentDir} does not load (${
+          errorMessage(error)
+        }); continue the parent with --resume ${parent.runId}`,
+      );
+      return undefined;
+    });
   if (!parentDefinition) return;
   const parentStore = store.forAgent?.(parentDefinition) ?? store;
   const checkpoint = await parentStore.loadCheckpoint(parent.runId).catch(() => undefined);

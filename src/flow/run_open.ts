@@ -221,14 +221,26 @@ export async function takeAnswer(
   if (fanOutItem !== undefined && pending.child && step?.child) {
     // A fan-out's child is answered in the child itself, under its lock (of two answers to it, one
     // is recorded): the step continues it; this run keeps no answer of its own.
-    const recorded = await recordAnswer(
-      step.child,
-      childStore,
-      pending.child.runId,
-      given.value,
-      { requestId: pending.requestId, answeredBy },
-      warn,
-    );
+    let recorded: RecordedAnswer;
+    try {
+      recorded = await recordAnswer(
+        step.child,
+        childStore,
+        pending.child.runId,
+        given.value,
+        { requestId: pending.requestId, answeredBy },
+        warn,
+      );
+    } catch (error) {
+      if (!(error instanceof StepflowError) || error.code !== "INPUT_NOT_WAITING") throw error;
+      // Another answer to the child is being recorded, or was: this one is not its to take.
+      throw notWaiting(
+        runId,
+        `its child run ${pending.child.runId} (item ${
+          fanOutItem + 1
+        }) no longer waits on request ${pending.requestId}: another answer to it was recorded first`,
+      );
+    }
     return {
       requestId: pending.requestId,
       stepId: pending.stepId,

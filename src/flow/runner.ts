@@ -318,7 +318,14 @@ export class StepFlowRunner {
     }
     // (A runner drives top runs only: a child its parent drives is not driven here.)
     if (result.completionReason !== "waiting") {
-      await wakeParent(run.parent, definition, store, this.#driveOf(run.signal), run.signal);
+      await wakeParent(
+        run.parent,
+        definition,
+        store,
+        this.#driveOf(run.signal),
+        run.signal,
+        (m) => this.#warn(m),
+      );
     }
     return result;
   }

@@ -309,6 +309,8 @@ export interface ParentRunLink {
    * waiting parent.
    */
   agentDir?: string;
+  /** The agent root the parent's agent steps name their agents under (with `agentDir`). */
+  agentRoot?: string;
 }
 
 /**

@@ -192,9 +192,10 @@ export function fleetResponder(model: FleetModel): (req: LlmRequest) => Scripted
       if (model.failing?.(path)) {
         return { error: `cannot review ${path}`, delayMs: model.delayMs?.(path) };
       }
-      const action = req.agent === "reviewer" && /confirm/.test(req.prompt) ? "next" : undefined;
+      // review.file is the confirm form's first step (it goes on to ask a person).
+      const action = req.stepId === "review.file" ? "next" : "complete";
       return {
-        output: { verdict: `ok ${path}`, next_action: { action: action ?? guessAction(req) } },
+        output: { verdict: `ok ${path}`, next_action: { action } },
         usage: USAGE,
         delayMs: model.delayMs?.(path) ?? 0,
       };
@@ -207,13 +208,4 @@ export function fleetResponder(model: FleetModel): (req: LlmRequest) => Scripted
     }
     return { output: { summary: "reported", next_action: { action: "complete" } }, usage: USAGE };
   };
-}
-
-/** The reviewer's review.file completes, unless its agent goes on to confirm (the schema says). */
-function guessAction(req: LlmRequest): string {
-  const intents = (req.outputSchema as {
-    properties?: { next_action?: { properties?: { action?: { enum?: string[] } } } };
-  })
-    ?.properties?.next_action?.properties?.action?.enum ?? ["complete"];
-  return intents.includes("next") && !intents.includes("complete") ? "next" : "complete";
 }

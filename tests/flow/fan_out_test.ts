@@ -131,3 +131,64 @@ Deno.test("onItemError retry=N gives a failing item new children, at most N", as
   const { counts } = result.state.handoff["review.each"] as { counts: unknown };
   assert.deepEqual(counts, { total: 3, completed: 3, failed: 0 });
 });
+
+Deno.test("children that wait make the run wait on each; each is answered on its own, in any order, and two answers to one child: one wins", async () => {
+  const { definition, store } = await setup({ concurrency: 4 }, "confirm");
+  const backend = new ScriptedBackend(fleetResponder({ files: files(3) }));
+  const runner = () => new StepFlowRunner(definition, { backend, store });
+  const first = await runner().run();
+  assert.equal(first.completionReason, "waiting", JSON.stringify(first.error));
+  assert.equal(first.waits?.length, 3);
+  const waits = first.waits!;
+  assert.deepEqual(waits.map((w) => w.child?.item), [0, 1, 2]);
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "waiting");
+  // Several waits: an answer must say which.
+  await assert.rejects(
+    runner().answer(first.runId, { decision: "next" }),
+    (e: Error & { code?: string }) => e.code === "INPUT_REQUEST_AMBIGUOUS",
+  );
+  // A bad answer is refused against the child's schema; nothing is recorded.
+  await assert.rejects(
+    runner().answer(first.runId, { decision: "maybe" }, { requestId: waits[1].requestId }),
+    (e: Error & { code?: string }) => e.code === "INPUT_ANSWER_INVALID",
+  );
+  // The second item first: its child goes on, the others still wait.
+  const second = await runner().answer(first.runId, { decision: "next", note: "b" }, {
+    requestId: waits[1].requestId,
+  });
+  assert.equal(second.completionReason, "waiting");
+  assert.deepEqual(second.waits?.map((w) => w.child?.item), [0, 2]);
+  assert.equal((await store.loadCheckpoint(waits[1].child!.runId))?.status, "completed");
+  // The two others at once, and a second answer to the third: exactly one of those two wins.
+  const answers = await Promise.allSettled([
+    runner().answer(first.runId, { decision: "next", note: "c1" }, {
+      requestId: waits[2].requestId,
+    }),
+    runner().answer(first.runId, { decision: "next", note: "a" }, {
+      requestId: waits[0].requestId,
+    }),
+    runner().answer(first.runId, { decision: "next", note: "c2" }, {
+      requestId: waits[2].requestId,
+    }),
+  ]);
+  const refused = answers.filter((a) => a.status === "rejected");
+  assert.equal(refused.length, 1, JSON.stringify(answers.map((a) => a.status)));
+  assert.equal(
+    ((refused[0] as PromiseRejectedResult).reason as { code?: string }).code,
+    "INPUT_NOT_WAITING",
+  );
+  // The run went on to its end in one of the answering drives.
+  let parent = await store.loadCheckpoint(first.runId);
+  for (let i = 0; i < 100 && parent?.status !== "completed"; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    parent = await store.loadCheckpoint(first.runId);
+  }
+  assert.equal(parent?.status, "completed");
+  const log = await store.readLog(first.runId);
+  const [fanOut] = fanOutsOf(log);
+  for (const item of fanOut.items.values()) assert.equal(item.children.length, 1);
+  const third = (await store.readLog(waits[2].child!.runId)).filter((e) =>
+    e.type === "input_answer"
+  );
+  assert.equal(third.length, 1);
+});
