@@ -104,8 +104,9 @@ Deno.test("under onItemError fail, the first failed child cancels the running on
   const { root, definition, store } = await setup({ onItemError: "fail", concurrency: 4 }, "tools");
   const pids = join(root, "pids");
   await Deno.mkdir(pids);
-  let backend!: ScriptedBackend;
-  backend = new ScriptedBackend(bashResponder(() => backend, pids, "src/f3.ts"));
+  const backend: ScriptedBackend = new ScriptedBackend(
+    bashResponder(() => backend, pids, "src/f3.ts"),
+  );
   const result = await new StepFlowRunner(definition, { backend, store }).run({ cwd: root });
   assert.equal(result.completionReason, "step_failed", JSON.stringify(result.error));
   assert.equal(result.error?.code, "FANOUT_ITEM_FAILED");
@@ -128,8 +129,7 @@ Deno.test("abort of the run reaches every running child: their Bash processes ar
   const { root, definition, store } = await setup({ concurrency: 3 }, "tools");
   const pids = join(root, "pids");
   await Deno.mkdir(pids);
-  let backend!: ScriptedBackend;
-  backend = new ScriptedBackend(bashResponder(() => backend, pids, "none"));
+  const backend: ScriptedBackend = new ScriptedBackend(bashResponder(() => backend, pids, "none"));
   const runner = new StepFlowRunner(definition, { backend, store });
   const handle = runner.start({ cwd: root });
   for (let i = 0; i < 200 && [...Deno.readDirSync(pids)].length < 3; i++) {
