@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
+import type { ExecutorEvents, FanOutReport, RunContext, StepInfo } from "./types.ts";
 import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
 import { StreamedLines } from "./streamed_lines.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -256,6 +256,16 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
         }`,
       );
     },
+    onFanOut(info, report) {
+      // A line per child as it ends with --verbose; without, only the children that did not complete.
+      const change = report.change;
+      if (change?.kind !== "ended") return;
+      const ok = change.status === "completed";
+      if (!ok && change.status === "cancelled" && !options.verbose) return;
+      if (ok && !options.verbose) return;
+      const text = `${step(info)} ${fanOutEndLine(report)}`;
+      line(ok ? text : c.yellow(text));
+    },
     onToolCall(info, call) {
       // The text the model wrote before asking for the call comes first.
       if (call.phase === "requested") flushText(info);
@@ -311,6 +321,45 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
 }
 
 // -------------------------------------------------------------------------------------------------
+
+/**
+ * Where a fan-out step stands: `12/40 done · 4 running · 1 failed` (waiting children, when any:
+ * `· 2 waiting`).
+ *
+ * @example
+ * ```ts
+ * import { fanOutCounts } from "./progress_lines.ts";
+ * fanOutCounts({ agent: "a", total: 40, completed: 11, failed: 1, running: 4, waiting: 0, active: [] });
+ * // "12/40 done · 4 running · 1 failed"
+ * ```
+ */
+export function fanOutCounts(report: FanOutReport): string {
+  const done = report.completed + report.failed;
+  const parts = [`${done}/${report.total} done`, `${report.running} running`];
+  if (report.failed > 0) parts.push(`${report.failed} failed`);
+  if (report.waiting > 0) parts.push(`${report.waiting} waiting`);
+  return parts.join(" · ");
+}
+
+/**
+ * The line of a fan-out child that ended: `item 3 (src/a.ts) completed in 1.2s · 300 tokens ·
+ * child RUN_ID (12/40 done · 4 running)`.
+ */
+export function fanOutEndLine(report: FanOutReport): string {
+  const change = report.change!;
+  const took = change.durationMs !== undefined
+    ? ` in ${(change.durationMs / 1000).toFixed(1)}s`
+    : "";
+  const usage = change.usage;
+  const tokens = usage && usage.inputTokens + usage.outputTokens > 0
+    ? ` · ${formatCount(usage.inputTokens + usage.outputTokens)} tokens`
+    : "";
+  const child = change.runId ? ` · child ${change.runId}` : "";
+  const why = change.error ? `: ${firstLine(change.error)}` : "";
+  return `item ${change.index + 1} (${change.item}) ${
+    change.status ?? "ended"
+  }${took}${why}${tokens}${child} (${fanOutCounts(report)})`;
+}
 
 /** `agent NAME, entry STEP` for a step flow; `"TITLE", N steps` for the other engines. */
 function describeRun(plan: unknown, ctx: RunContext): string {

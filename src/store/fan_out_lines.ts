@@ -199,3 +199,77 @@ function isUsage(value: unknown): value is FanOutUsage {
   const u = value as FanOutUsage | undefined;
   return typeof u?.inputTokens === "number" && typeof u.outputTokens === "number";
 }
+
+/** One item of a fan-out as `--show` and `--show --json` list it. */
+export interface FanOutItemRow {
+  /** The item's index in the `forEach` array (from 0). */
+  index: number;
+  /** The item as one short line (`?` for an item no child started for). */
+  item: string;
+  /**
+   * How its latest child ended, as `--runs` spells it; for one that has not: `statusOf` its run
+   * (`running`, `waiting`, `interrupted`, …), else `started`; `not started` for an item no child
+   * started for yet.
+   */
+  status: string;
+  /** Its latest child run. */
+  runId?: string;
+  /** Children it had (more than one under `onItemError: "retry=N"`). */
+  children: number;
+  /** When its first child started (ISO). */
+  startedAt?: string;
+  /** When its latest child ended (ISO). */
+  endedAt?: string;
+  /** From its first child's start to its latest child's end. */
+  durationMs?: number;
+  /** What its children used, summed. */
+  usage?: FanOutUsage;
+  /** Why it failed. */
+  error?: { code: string; message: string };
+}
+
+/**
+ * The items of a fan-out as rows, in item order: every item up to its `total`, each with how its
+ * latest child ended (or `statusOf` its run while it has not), its time and its usage.
+ */
+export function fanOutRows(
+  record: FanOutRecord,
+  statusOf: (runId: string) => string | undefined = () => undefined,
+): FanOutItemRow[] {
+  const rows: FanOutItemRow[] = [];
+  const total = Math.max(record.total, ...[...record.items.keys()].map((i) => i + 1));
+  for (let index = 0; index < total; index++) {
+    const item = record.items.get(index);
+    const last = item?.children[item.children.length - 1];
+    if (!item || !last) {
+      rows.push({ index, item: "?", status: "not started", children: 0 });
+      continue;
+    }
+    const row: FanOutItemRow = {
+      index,
+      item: item.item,
+      status: last.end?.status ?? statusOf(last.childRunId) ?? "started",
+      runId: last.childRunId,
+      children: item.children.length,
+      startedAt: item.children[0].end?.startedAt ?? item.children[0].startedAt,
+    };
+    if (last.end) {
+      row.endedAt = last.end.endedAt;
+      const ms = Date.parse(row.endedAt) - Date.parse(row.startedAt!);
+      if (Number.isFinite(ms) && ms >= 0) row.durationMs = ms;
+      if (last.end.error) row.error = last.end.error;
+    }
+    const usage = item.children.flatMap((c) => c.end?.usage ? [c.end.usage] : []);
+    if (usage.length > 0) {
+      row.usage = {
+        inputTokens: usage.reduce((n, u) => n + u.inputTokens, 0),
+        outputTokens: usage.reduce((n, u) => n + u.outputTokens, 0),
+        costUsd: usage.reduce((n, u) => n + (u.costUsd ?? 0), 0),
+        calls: usage.reduce((n, u) => n + (u.calls ?? 0), 0),
+        callsWithoutUsage: usage.reduce((n, u) => n + (u.callsWithoutUsage ?? 0), 0),
+      };
+    }
+    rows.push(row);
+  }
+  return rows;
+}

@@ -13,6 +13,7 @@ import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare } from "../token_counts.ts";
+import { fanOutRows, fanOutsOf } from "./fan_out_lines.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -127,6 +128,8 @@ export interface LoggedHistoryEntry {
   input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** An agent step's child run. */
   child?: { runId: string; agent: string; completionReason: string };
+  /** A fan-out step's children: its agent, items, how many completed and failed. */
+  fanOut?: { agent: string; total: number; completed: number; failed: number };
   /** The iteration's tool calls (the first 50) and how many more it made. */
   toolCalls?: LoggedToolCall[];
   /** Tool calls after the listed ones. */
@@ -440,6 +443,10 @@ export function formatRunHistory(
       ? inputNote(e.input)
       : e.child
       ? `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`
+      : e.fanOut
+      ? `fan-out ${e.fanOut.agent}: ${e.fanOut.total} items, ${e.fanOut.completed} completed${
+        e.fanOut.failed > 0 ? `, ${e.fanOut.failed} failed` : ""
+      }`
       : "";
     rows.push([
       String(n),
@@ -469,6 +476,7 @@ export function formatRunHistory(
     );
   }
   lines.push(...childRunLines(log, options, c));
+  lines.push(...fanOutSections(log, options, c));
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
@@ -537,6 +545,58 @@ function childRunLines(
     `Child runs (${children.length}):`,
     table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], rows, { header: c.dim }),
   ];
+}
+
+/**
+ * The items of each fan-out step the run ran (`fan_out_lines.ts`): one row per item in item order
+ * — the item, how its child ended (or stands), its time, its tokens and its child run.
+ */
+function fanOutSections(
+  log: readonly RunLogEntry[],
+  options: HistoryFormatOptions,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const out: string[] = [];
+  for (const record of fanOutsOf(log)) {
+    const rows = fanOutRows(record, (runId) => options.childStatus?.get(runId) || undefined);
+    const count = (status: string) => rows.filter((r) => r.status === status).length;
+    const failed = rows.filter((r) => FAILED_ITEM.has(r.status)).length;
+    const open = rows.length - count("completed") - failed;
+    out.push(
+      "",
+      `Fan-out ${record.stepId} (agent ${record.agent}): ${rows.length} item${
+        rows.length === 1 ? "" : "s"
+      } · ${count("completed")} completed · ${failed} failed${
+        open > 0 ? ` · ${open} not done` : ""
+      }`,
+      table(
+        ["#", "ITEM", "STATUS", "DURATION", "TOKENS", "CHILD RUN"],
+        rows.map((row) => [
+          String(row.index + 1),
+          clip(oneLine(row.item), 48),
+          c.status(
+            `${row.status}${row.children > 1 ? ` (${row.children} children)` : ""}`,
+            row.status === "completed" ? "good" : FAILED_ITEM.has(row.status) ? "bad" : "warn",
+          ),
+          row.durationMs !== undefined ? duration(row.durationMs) : "",
+          row.usage
+            ? tokens(row.usage.inputTokens, row.usage.outputTokens, row.usage.callsWithoutUsage)
+            : "",
+          row.runId ?? "",
+        ]),
+        { right: new Set([0, 3, 4]), header: c.dim },
+      ),
+      c.dim(`Show an item's child with: --agent ${record.agent} --show CHILD_RUN`),
+    );
+  }
+  return out;
+}
+
+/** Item statuses that count as failed. */
+const FAILED_ITEM: ReadonlySet<string> = new Set(["failed", "aborted", "cancelled", "timeout"]);
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** Tool calls listed under one history row, at most. */
@@ -666,9 +726,10 @@ function statusText(s: RunSummary): string {
 
 /**
  * What a waiting run waits for, as the dashboard says it: `approve TOOL` for a tool call waiting
- * for permission, `answer STEP` for an input step. Names come from the checkpoint: one line.
+ * for permission, `answer STEP` for an input step, `N answers` for a fan-out's waiting children. Names come from the checkpoint: one line.
  */
 function waitingForText(waitingFor: NonNullable<RunSummary["waitingFor"]>): string {
+  if ((waitingFor.answers ?? 1) > 1) return `${waitingFor.answers} answers`;
   return waitingFor.tool !== undefined
     ? `approve ${oneLine(waitingFor.tool)}`
     : `answer ${oneLine(waitingFor.stepId)}`;

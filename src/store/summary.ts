@@ -11,7 +11,7 @@ import type { RunCheckpoint, RunSummary } from "./types.ts";
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
  * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
  * `currentStepId`, `end.{reason, stepId, error}` and, for a waiting run, `waiting.{stepId,
- * permission.tool}`.
+ * permission.tool}` and how many requests `waits` lists.
  *
  * @example
  * ```ts
@@ -72,6 +72,10 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   if (typeof parent?.runId === "string") summary.parentRunId = parent.runId;
   if (checkpoint.status === "waiting") {
     const waitingFor = waitingForOf(state.waiting);
+    // A fan-out step whose children wait: as many answers as requests.
+    if (waitingFor && Array.isArray(state.waits) && state.waits.length > 1) {
+      waitingFor.answers = state.waits.length;
+    }
     if (waitingFor) summary.waitingFor = waitingFor;
   }
   return summary;

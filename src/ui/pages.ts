@@ -542,6 +542,11 @@ export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
 export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
   const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
   if (!waitingFor) return "";
+  if ((waitingFor.answers ?? 1) > 1) {
+    return h` <span class="waiting-for input" title="children of fan-out step ${waitingFor.stepId} wait for answers">· ${
+      String(waitingFor.answers)
+    } answers</span>`;
+  }
   return waitingFor.tool !== undefined
     ? h` <span class="waiting-for approval" title="a tool call of step ${waitingFor.stepId} waits for Approve/Deny">· approve <code>${waitingFor.tool}</code></span>`
     : h` <span class="waiting-for input" title="an input step waits for an answer">· answer <code>${waitingFor.stepId}</code></span>`;
