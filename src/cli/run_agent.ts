@@ -876,6 +876,12 @@ async function run(
     while (ask && result.completionReason === "waiting" && result.waiting) {
       result = await answerAtTerminal(result.runId, result.waiting);
     }
+    if (flags.answer !== undefined && result.runId !== flags.answer) {
+      // Another process drives the run: the answer went to its waiting child, driven here.
+      progress.warn(
+        `run ${flags.answer} is driven by another process; the answer was recorded in its child run ${result.runId}, which went on here (${result.completionReason}); the run takes its result there`,
+      );
+    }
     if (flags.record !== undefined) {
       await writeRecording(flags.record, store, result.runId, definition.name, ctx);
     }

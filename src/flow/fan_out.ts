@@ -471,7 +471,19 @@ class FanOut {
       return;
     }
     slot.phase = "stopped";
-    this.#halt ??= error;
+    this.#halt ??= this.#halted(slot, error);
+  }
+
+  /** A child's error that stops the run's drive, saying which item it is and how to go on. */
+  #halted(slot: ItemSlot, error: unknown): unknown {
+    if (!(error instanceof StepflowError)) return error;
+    const { state, step, parentAgent } = this.#ctx;
+    const rerun = error.code === "TOOL_CALL_UNFINISHED" ? " --rerun-unfinished-call" : "";
+    return new StepflowError(
+      error.code,
+      `${error.message}\nThat child run is item ${slot.index + 1} (${slot.label}) of fan-out step "${step.id}" of run ${state.runId}; its other children went on. Continue the run and its children with: run-agent --agent ${parentAgent} --resume ${state.runId}${rerun}.`,
+      { cause: error, ...(error.details ? { details: error.details } : {}) },
+    );
   }
 
   /**

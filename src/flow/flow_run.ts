@@ -99,6 +99,11 @@ export interface RunSetup {
    * the place back while its children run, so nested fan-outs cannot starve each other.
    */
   readonly holdsPlace?: boolean;
+  /**
+   * Output schemas shared with the other children of one fan-out step (one agent's schemas,
+   * compiled once for all of them); a run of its own otherwise.
+   */
+  readonly schemas?: OutputSchemaCache;
 }
 
 /** One run; see the module documentation. Create it, then `drive()` it once. */
@@ -340,7 +345,7 @@ export class FlowRun {
         onWarning: (m: string) => this.#warn(m),
       }),
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
-      schemas: new OutputSchemaCache(def.dir),
+      schemas: this.#setup.schemas ?? new OutputSchemaCache(def.dir),
       logStepStart: (state, step, prompt) => this.#recorder.stepStart(state, step, prompt),
       call: (request, state, step, recorded, toolCalls, inStep) =>
         calls.call(request, state, step, recorded, toolCalls, inStep),
@@ -628,7 +633,11 @@ export class FlowRun {
     definition: AgentDefinition,
     store: RunStore | undefined,
     label: string,
-    child: { handlers?: readonly ExecutorEvents[]; holdsPlace?: boolean } = {},
+    child: {
+      handlers?: readonly ExecutorEvents[];
+      holdsPlace?: boolean;
+      schemas?: OutputSchemaCache;
+    } = {},
   ): ChildRunner {
     const options = this.#options;
     return {
@@ -646,6 +655,7 @@ export class FlowRun {
           handlers: child.handlers ?? [],
           limiter: this.#limiter,
           ...(child.holdsPlace ? { holdsPlace: true } : {}),
+          ...(child.schemas ? { schemas: child.schemas } : {}),
         }, runOptions);
         this.#children.add(run);
         // A parent paused meanwhile holds the child from its start.
@@ -674,6 +684,8 @@ export class FlowRun {
     const options = this.#options;
     const journal = this.#journal;
     const holds = this.#setup.holdsPlace === true;
+    // The children are runs of one agent: its schemas are compiled once for all of them.
+    const schemas = new OutputSchemaCache(step.child!.dir);
     if (holds) this.#limiter.release();
     try {
       return await runFanOut({
@@ -692,6 +704,7 @@ export class FlowRun {
           this.#childRunner(step.child!, store, `fan-out step "${step.id}" (${step.child!.name})`, {
             handlers: [{ onStepStart: (child) => onStep(child.stepId) }],
             holdsPlace: true,
+            schemas,
           }),
         parentAgent: this.#def.name,
         parentDir: this.#def.dir,
