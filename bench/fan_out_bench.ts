@@ -47,7 +47,9 @@ Deno.bench({
   baseline: true,
   n: 20,
   warmup: 2,
-  fn: () => drive(one.chain, "chain", {}),
+  async fn() {
+    await drive(one.chain, "chain", {});
+  },
 });
 
 Deno.bench({
@@ -55,7 +57,9 @@ Deno.bench({
   group: "per child",
   n: 20,
   warmup: 2,
-  fn: () => drive(one.fan, "fan1", { items: items(CHAIN) }),
+  async fn() {
+    await drive(one.fan, "fan1", { items: items(CHAIN) });
+  },
 });
 
 Deno.bench({
@@ -63,7 +67,9 @@ Deno.bench({
   group: "per child",
   n: 20,
   warmup: 2,
-  fn: () => drive(four.fan, "fan4", { items: items(CHAIN) }),
+  async fn() {
+    await drive(four.fan, "fan4", { items: items(CHAIN) });
+  },
 });
 
 Deno.bench({
@@ -72,7 +78,9 @@ Deno.bench({
   baseline: true,
   n: 5,
   warmup: 1,
-  fn: () => drive(wide.fan, "fan100", { items: items(100) }),
+  async fn() {
+    await drive(wide.fan, "fan100", { items: items(100) });
+  },
 });
 
 Deno.bench({
@@ -80,5 +88,7 @@ Deno.bench({
   group: "linear",
   n: 2,
   warmup: 0,
-  fn: () => drive(wide.fan, "fan1000", { items: items(1_000) }),
+  async fn() {
+    await drive(wide.fan, "fan1000", { items: items(1_000) });
+  },
 });

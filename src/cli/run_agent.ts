@@ -136,10 +136,14 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
 }
 
-/** Runs the CLI on the real process (signals, stdio) and exits with its code. */
+/**
+ * Runs the CLI on the real process (signals, stdio) and exits with its code. SIGTERM cancels the
+ * run as Ctrl-C does, so its child runs and their processes end with it.
+ */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
+    alsoOn: ["SIGTERM"],
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
   Deno.exit(code);

@@ -8,6 +8,7 @@ export {
   EVENT_NAMES,
   type EventName,
   type ExecutorEvents,
+  type FanOutReport,
   type RunContext,
   type RunState,
   type StepInfo,

@@ -257,14 +257,8 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       );
     },
     onFanOut(info, report) {
-      // A line per child as it ends with --verbose; without, only the children that did not complete.
-      const change = report.change;
-      if (change?.kind !== "ended") return;
-      const ok = change.status === "completed";
-      if (!ok && change.status === "cancelled" && !options.verbose) return;
-      if (ok && !options.verbose) return;
-      const text = `${step(info)} ${fanOutEndLine(report)}`;
-      line(ok ? text : c.yellow(text));
+      const shown = childEndShown(report, options.verbose === true);
+      if (shown) line(`${step(info)} ${shown.ok ? shown.text : c.yellow(shown.text)}`);
     },
     onToolCall(info, call) {
       // The text the model wrote before asking for the call comes first.
@@ -339,6 +333,21 @@ export function fanOutCounts(report: FanOutReport): string {
   if (report.failed > 0) parts.push(`${report.failed} failed`);
   if (report.waiting > 0) parts.push(`${report.waiting} waiting`);
   return parts.join(" · ");
+}
+
+/**
+ * Whether a fan-out report gets a line: a child that ended — every one with `verbose`, else only one
+ * that failed (a child cancelled with its step or run is not news).
+ */
+function childEndShown(
+  report: FanOutReport,
+  verbose: boolean,
+): { text: string; ok: boolean } | undefined {
+  const status = report.change?.kind === "ended" ? report.change.status : undefined;
+  if (status === undefined) return undefined;
+  const ok = status === "completed";
+  if (!verbose && (ok || status === "cancelled")) return undefined;
+  return { text: fanOutEndLine(report), ok };
 }
 
 /**

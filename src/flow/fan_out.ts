@@ -466,8 +466,12 @@ class FanOut {
 
   /** The drive of a child threw: another process drives it, or it cannot go on by itself. */
   #childThrew(slot: ItemSlot, error: unknown): void {
-    if (error instanceof StepflowError && error.code === "RUN_LOCKED") {
-      slot.phase = "busy"; // answered and driven elsewhere: looked at again until it ends
+    if (
+      error instanceof StepflowError &&
+      (error.code === "RUN_LOCKED" || error.code === "RUN_CHANGED")
+    ) {
+      // Answered and driven elsewhere (or moved on just now): looked at again until it ends.
+      slot.phase = "busy";
       return;
     }
     slot.phase = "stopped";
@@ -481,7 +485,9 @@ class FanOut {
     const rerun = error.code === "TOOL_CALL_UNFINISHED" ? " --rerun-unfinished-call" : "";
     return new StepflowError(
       error.code,
-      `${error.message}\nThat child run is item ${slot.index + 1} (${slot.label}) of fan-out step "${step.id}" of run ${state.runId}; its other children went on. Continue the run and its children with: run-agent --agent ${parentAgent} --resume ${state.runId}${rerun}.`,
+      `${error.message}\nThat child run is item ${
+        slot.index + 1
+      } (${slot.label}) of fan-out step "${step.id}" of run ${state.runId}; its other children went on. Continue the run and its children with: run-agent --agent ${parentAgent} --resume ${state.runId}${rerun}.`,
       { cause: error, ...(error.details ? { details: error.details } : {}) },
     );
   }

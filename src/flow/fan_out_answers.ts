@@ -125,7 +125,8 @@ export async function answerWhileDriven(
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
-    if (!(error instanceof StepflowError) || error.code !== "RUN_LOCKED") throw error;
+    // The parent's drive took the child up first (it holds it, or moved it on meanwhile).
+    if (!takenElsewhere(error)) throw error;
     return await followChild(child.store!, child.runId, options.signal);
   }
 }
@@ -186,7 +187,16 @@ export async function wakeParent(
     });
   } catch (error) {
     // Another process took the parent up (or an answer to it) first: it goes on there.
-    if (error instanceof StepflowError && error.code === "RUN_LOCKED") return;
+    if (takenElsewhere(error)) return;
     throw error;
   }
+}
+
+/**
+ * Another process drives the run (`RUN_LOCKED`), or moved it on between this process's look at it
+ * and its lock (`RUN_CHANGED`): either way it goes on there.
+ */
+export function takenElsewhere(error: unknown): boolean {
+  return error instanceof StepflowError &&
+    (error.code === "RUN_LOCKED" || error.code === "RUN_CHANGED");
 }

@@ -274,6 +274,9 @@ export class FlowRun {
       // written now when the drive that committed it stopped before writing it.
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
+      } else if (answer?.child) {
+        // Recorded in a fan-out child; this run's log says who answered which child.
+        await this.#journal.log(state, { type: "input_answer", ...answer });
       }
       await this.#loop(state, history, telemetry?.backend(opened.backend) ?? opened.backend);
       const end = state.end;

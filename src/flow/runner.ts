@@ -16,7 +16,13 @@ import type { AnswerOptions, RecordedAnswer } from "./input_request.ts";
 import { FlowRun, type RunSetup } from "./flow_run.ts";
 import { recordAnswer } from "./run_open.ts";
 import { ChildLimiter } from "./child_limiter.ts";
-import { answerWhileDriven, type DriveRun, waitsMoved, wakeParent } from "./fan_out_answers.ts";
+import {
+  answerWhileDriven,
+  type DriveRun,
+  takenElsewhere,
+  waitsMoved,
+  wakeParent,
+} from "./fan_out_answers.ts";
 import type { RunOptions, StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 export type { RunnerState } from "./run_state.ts";
@@ -312,7 +318,7 @@ export class StepFlowRunner {
         return await this.#driveOf(run.signal)(definition, store, { resume: result.runId });
       } catch (error) {
         // Another process took the run up (it continues the answered child): this drive is done.
-        if (!(error instanceof StepflowError) || error.code !== "RUN_LOCKED") throw error;
+        if (!takenElsewhere(error)) throw error;
         return result;
       }
     }

@@ -435,19 +435,7 @@ export function formatRunHistory(
     }
     const e = row.entry;
     n++;
-    const note = e.error
-      ? c.status(`error: ${oneLine(e.error)}`, "bad")
-      : e.checkResult
-      ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
-      : e.input
-      ? inputNote(e.input)
-      : e.child
-      ? `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`
-      : e.fanOut
-      ? `fan-out ${e.fanOut.agent}: ${e.fanOut.total} items, ${e.fanOut.completed} completed${
-        e.fanOut.failed > 0 ? `, ${e.fanOut.failed} failed` : ""
-      }`
-      : "";
+    const note = historyNote(e, c);
     rows.push([
       String(n),
       String(e.iteration),
@@ -626,6 +614,17 @@ function toolCallLines(
   const more = calls.length - SHOWN_TOOL_CALLS + omitted;
   if (more > 0) lines.push(c.dim(`    … ${more} more tool calls (the run log has every call)`));
   return lines;
+}
+
+/** The NOTE column of a history row: its error, check verdict, answer, child run or fan-out. */
+function historyNote(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string {
+  if (e.error) return c.status(`error: ${oneLine(e.error)}`, "bad");
+  if (e.checkResult) return `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`;
+  if (e.input) return inputNote(e.input);
+  if (e.child) return `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`;
+  if (!e.fanOut) return "";
+  const failed = e.fanOut.failed > 0 ? `, ${e.fanOut.failed} failed` : "";
+  return `fan-out ${e.fanOut.agent}: ${e.fanOut.total} items, ${e.fanOut.completed} completed${failed}`;
 }
 
 /** The note of an input step's history row: who answered and when, or the timeout. */

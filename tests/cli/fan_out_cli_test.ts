@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFleetAgents } from "../flow/fan_out_fixtures.ts";
 import { groupGone, serverCommand } from "../mcp/npm_servers.ts";
-import { runCli } from "./helpers.ts";
+import { finish, runCli, spawnCli } from "./helpers.ts";
 import {
   fileList,
   type ItemRow,
@@ -209,4 +209,42 @@ Deno.test("run-agent: under onItemError fail, the cancelled children's Bash and 
     "cancelled",
     "failed",
   ]);
+});
+
+Deno.test("run-agent: SIGTERM cancels a fan-out like Ctrl-C: every running child ends cancelled, its Bash gone", async () => {
+  const dir = await user({ concurrency: 3 }, "tools");
+  const pids = join(dir, "pids");
+  await Deno.mkdir(pids);
+  const files = fileList(5);
+  await Deno.writeTextFile(
+    join(dir, "fleet.script.json"),
+    reviewScript({
+      files,
+      before: (path) => [{
+        toolCalls: [{
+          name: "Bash",
+          arguments: {
+            command: `echo $$ > ${join(pids, path.replaceAll("/", "_"))}; sleep 31.4159`,
+          },
+        }],
+      }],
+    }),
+  );
+  const child = spawnCli("run-agent", ARGS, { userDir: dir });
+  for (let i = 0; i < 600 && [...Deno.readDirSync(pids)].length < 3; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.equal([...Deno.readDirSync(pids)].length, 3, "three children in Bash");
+  child.kill("SIGTERM");
+  const out = await finish(child);
+  assert.equal(out.code, 130, out.stderr);
+  assert.match(out.stdout, /cancelled at review\.each/);
+  for (const entry of Deno.readDirSync(pids)) {
+    const pid = Number(await Deno.readTextFile(join(pids, entry.name)));
+    assert.deepEqual(await groupGone(pid), [], `Bash of ${entry.name} still runs`);
+  }
+  const listed = JSON.parse(
+    (await runCli(["--agent", "reviewer", "--runs", "--json"], { userDir: dir })).stdout,
+  ) as { status: string }[];
+  assert.deepEqual(listed.map((c) => c.status), ["cancelled", "cancelled", "cancelled"]);
 });
