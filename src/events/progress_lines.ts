@@ -351,7 +351,7 @@ function childEndShown(
 }
 
 /**
- * The line of a fan-out child that ended: `item 3 (src/a.ts) completed in 1.2s · 300 tokens ·
+ * The line of a fan-out child that ended: `item N (src/a.ts) completed in 1.2s · 300 tokens ·
  * child RUN_ID (12/40 done · 4 running)`.
  */
 export function fanOutEndLine(report: FanOutReport): string {

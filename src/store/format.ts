@@ -652,14 +652,15 @@ function whatNext(
       ),
     );
   } else if (status === "waiting") {
-    out.push(
-      ...waitingLines(
-        state.waiting,
-        options.command ?? `run-agent --agent ${checkpoint.agent}`,
-        runId,
-        c,
-      ),
-    );
+    const command = options.command ?? `run-agent --agent ${checkpoint.agent}`;
+    const waits = Array.isArray(state.waits) && state.waits.length > 1 ? state.waits : undefined;
+    if (waits) {
+      // A fan-out's waiting children: each answered on its own, named by its request id.
+      out.push(
+        c.status(`Waiting for ${waits.length} answers (each child run on its own):`, "warn"),
+      );
+      for (const wait of waits) out.push(...waitingLines(wait, command, runId, c, true));
+    } else out.push(...waitingLines(state.waiting, command, runId, c));
   } else if (status === "interrupted" && options.held) {
     out.push(c.status(`Held by the workers: ${options.held}`, "bad"));
   } else if (status === "interrupted") {
@@ -685,12 +686,18 @@ function waitingLines(
   command: string,
   runId: string,
   c: ReturnType<typeof palette>,
+  byRequest = false,
 ): string[] {
   const w = (typeof waiting === "object" && waiting !== null ? waiting : {}) as Record<
     string,
     unknown
   >;
-  const step = typeof w.stepId === "string" ? ` at input step "${w.stepId}"` : "";
+  const child = w.child as { runId?: unknown; stepId?: unknown; item?: unknown } | undefined;
+  const step = byRequest && typeof child?.runId === "string"
+    ? ` (item ${Number(child.item) + 1}, child run ${child.runId}, at "${String(child.stepId)}")`
+    : typeof w.stepId === "string"
+    ? ` at input step "${w.stepId}"`
+    : "";
   const since = typeof w.requestedAt === "string" ? ` since ${time(w.requestedAt)}` : "";
   const lines = [c.status(`Waiting for an answer${step}${since}.`, "warn")];
   if (typeof w.prompt === "string") {
@@ -703,7 +710,10 @@ function waitingLines(
       }".`,
     );
   }
-  lines.push(`Answer it with: ${command} --answer ${runId} --value '<json>'`);
+  const request = byRequest && typeof w.requestId === "string"
+    ? ` --request-id ${w.requestId}`
+    : "";
+  lines.push(`Answer it with: ${command} --answer ${runId}${request} --value '<json>'`);
   return lines;
 }
 

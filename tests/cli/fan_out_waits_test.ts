@@ -45,8 +45,13 @@ Deno.test("run-agent: three children wait; answered from other processes in any 
   const requests = commands.map((m) => m[2]);
   const listed = await runCli(["--agent", "fleet", "--runs"], { userDir: dir });
   assert.match(listed.stdout, /waiting · 3 answers/);
+  const shown = await runCli(["--agent", "fleet", "--show", runId], { userDir: dir });
+  assert.match(shown.stdout, /Waiting for 3 answers \(each child run on its own\):/);
+  assert.equal(shown.stdout.split(`--request-id`).length - 1, 3, shown.stdout);
+  assert.match(shown.stdout, /3 items · 0 completed · 0 failed · 3 not done/);
+  assert.match(shown.stdout, /^1 +src\/f0\.ts +waiting /m);
 
-  // Answers from three processes at once, the last item's first, and a second answer to item 2.
+  // Answers from three processes at once, the last item's first, and a second one to the second.
   const answer = (request: string, note: string) =>
     spawnCli("run-agent", [
       ...ARGS,
@@ -86,6 +91,6 @@ Deno.test("run-agent: three children wait; answered from other processes in any 
     const answers = (await children.readLog(child)).filter((e) => e.type === "input_answer");
     assert.equal(answers.length, 1, `item ${item.index}: one answer recorded`);
   }
-  const shown = await runCli(["--agent", "fleet", "--show", runId], { userDir: dir });
-  assert.match(shown.stdout, /3 items · 3 completed · 0 failed/);
+  const done = await runCli(["--agent", "fleet", "--show", runId], { userDir: dir });
+  assert.match(done.stdout, /3 items · 3 completed · 0 failed/);
 });
