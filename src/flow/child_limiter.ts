@@ -67,6 +67,14 @@ export class ChildLimiter {
     });
   }
 
+  /**
+   * Takes a place whether one is free or not: a run that gave its place back for its own fan-out
+   * and was stopped meanwhile takes it back at once (its parent gives it back when it ends).
+   */
+  take(): void {
+    this.#taken++;
+  }
+
   /** Gives a place back (to the longest waiter, if any). */
   release(): void {
     this.#taken = Math.max(0, this.#taken - 1);

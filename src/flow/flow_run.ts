@@ -717,7 +717,9 @@ export class FlowRun {
           : {}),
       });
     } finally {
-      if (holds) await this.#limiter.acquire();
+      if (holds) {
+        await this.#limiter.acquire(this.#control.signal).catch(() => this.#limiter.take());
+      }
     }
   }
 

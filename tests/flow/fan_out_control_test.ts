@@ -12,6 +12,7 @@ import type { LlmRequest } from "../../src/llm/types.ts";
 import { FileRunStore } from "../../src/store/file.ts";
 import { fanOutsOf } from "../../src/store/fan_out_lines.ts";
 import { fleetResponder, reviewedPath, USAGE, writeFleetAgents } from "./fan_out_fixtures.ts";
+import { gateSchema, writeAgent } from "./fixtures.ts";
 
 async function setup(step: Record<string, unknown> = {}, form?: "plain" | "confirm" | "tools") {
   const root = await Deno.makeTempDir();
@@ -202,4 +203,88 @@ Deno.test("pause holds the fan-out: no child starts or calls the model until res
   const result = await handle.result;
   assert.equal(result.completionReason, "completed");
   assert.equal(ended, 6);
+});
+
+Deno.test("a step's onError retry runs only the failed items again, as a redrive does", async () => {
+  const { definition, store } = await setup({
+    onItemError: "fail",
+    concurrency: 2,
+    onError: "retry=1",
+  });
+  let failures = 1;
+  const reviews = new Map<string, number>();
+  const responder = fleetResponder({ files: files(4) });
+  const backend = new ScriptedBackend((req) => {
+    if (req.stepId === "complete.review") {
+      const path = reviewedPath(req);
+      reviews.set(path, (reviews.get(path) ?? 0) + 1);
+      if (path === "src/f1.ts" && failures-- > 0) return { error: "flaky" };
+    }
+    return responder(req);
+  });
+  const result = await new StepFlowRunner(definition, {
+    backend,
+    store,
+    retryBackoff: { initialMs: 1 },
+  }).run();
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  assert.equal(reviews.get("src/f1.ts"), 2);
+  const [fanOut] = fanOutsOf(await store.readLog(result.runId));
+  for (const item of fanOut.items.values()) assert.equal(item.children.length, 1);
+  const attempts = result.state.history.filter((h) => h.stepId === "review.each");
+  assert.deepEqual(attempts.map((h) => h.transition), ["retry", "next"]);
+});
+
+Deno.test("nested fan-outs under a small maxChildren: a child that fans out gives its place back, nothing starves", async () => {
+  const root = await Deno.makeTempDir();
+  const word = { word: { type: "string", required: true } };
+  await writeAgent(root, "leaf", {
+    agent: { name: "leaf", behavior: { completionType: "leaf" }, parameters: word },
+    registry: {
+      version: "1.0.0",
+      entryStepMapping: { leaf: "complete.leaf" },
+      steps: {
+        "complete.leaf": {
+          prompt: { c1: "steps", c2: "complete", c3: "leaf" },
+          structuredGate: { allowedIntents: ["complete"], intentField: "next_action.action" },
+          outputSchemaRef: { file: "leaf.schema.json", schema: "#/definitions/leaf" },
+        },
+      },
+    },
+    prompts: { "steps/complete/leaf/f_default.md": "Say {uv-word}." },
+    schemas: { "leaf.schema.json": { definitions: { leaf: gateSchema(["complete"]) } } },
+  });
+  const fan = (name: string, child: string, param: string, args: Record<string, unknown>) => ({
+    agent: {
+      name,
+      behavior: { completionType: name },
+      parameters: { [param]: { type: "array" } },
+    },
+    registry: {
+      version: "1.0.0",
+      entryStepMapping: { [name]: "run.each" },
+      steps: {
+        "run.each": { kind: "agent", agent: child, forEach: `{uv-${param}}`, args, concurrency: 4 },
+      },
+    },
+    prompts: {},
+  });
+  await writeAgent(root, "middle", fan("middle", "leaf", "words", { word: "{item}" }));
+  await writeAgent(root, "outer", fan("outer", "middle", "groups", { words: "{item}" }));
+  const definition = await loadAgentDefinition("outer", { cwd: root });
+  const backend = new ScriptedBackend(() => ({
+    output: { summary: "said", next_action: { action: "complete" } },
+    delayMs: 5,
+  }));
+  const groups = [["a", "b", "c"], ["d", "e"], ["f", "g"], ["h"]];
+  const result = await new StepFlowRunner(definition, {
+    backend,
+    store: new FileRunStore(join(root, "runs")),
+    maxChildren: 2,
+    // Starved children would wait for a place forever: the time limit makes that a failure.
+  }).run({ args: { groups }, signal: AbortSignal.timeout(30_000) });
+  assert.equal(result.completionReason, "completed", JSON.stringify(result.error));
+  const { counts } = result.output as { counts: unknown };
+  assert.deepEqual(counts, { total: 4, completed: 4, failed: 0 });
+  assert.equal(backend.calls.length, 8);
 });
