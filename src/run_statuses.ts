@@ -19,7 +19,9 @@
  * - `paused` — stopped between iterations by a pause request; resumable;
  * - `waiting` — stopped at an input step until someone answers: not ended, but no process drives
  *   it and it holds no lock or lease (kind `waits`: never shown `interrupted`, never re-queued);
- * - `completed`, `failed`, `aborted`, `cancelled`, `timeout` — how it ended.
+ * - `completed`, `failed`, `aborted`, `cancelled`, `timeout` — how it ended;
+ * - `budget_exceeded` — stopped by its budget (kind `waits`: no process drives it, never re-queued,
+ *   kept by retention; `--resume` with a higher budget carries on inside the step it stopped in).
  */
 export const RUN_STATUS_KINDS = {
   running: "open",
@@ -30,6 +32,7 @@ export const RUN_STATUS_KINDS = {
   aborted: "ended",
   cancelled: "ended",
   timeout: "ended",
+  budget_exceeded: "waits",
 } as const satisfies Record<string, "open" | "waits" | "ended">;
 
 /** Status of a run as recorded in its checkpoint (a key of {@linkcode RUN_STATUS_KINDS}). */

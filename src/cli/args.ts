@@ -249,7 +249,8 @@ export function usageText(options: ParseOptions = {}): string {
     "",
     "Exit codes: 0 success, 1 the flow ran and did not succeed, 2 usage, definition or backend",
     "            setup error (e.g. missing API key), 4 the run waits for an answer (no terminal to",
-    "            ask; answer with --answer), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
+    "            ask; answer with --answer), 130 cancelled with Ctrl-C, 143 cancelled with SIGTERM,",
+    "            70 internal error (a bug).",
   ];
   if (options.parameters) {
     lines.push("", parameterList(options.parameters, options.agentName));

@@ -27,6 +27,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
 import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -90,7 +91,11 @@ import {
   waitsText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { cliPricing } from "./kit/pricing.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
@@ -141,12 +146,13 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
  * run as Ctrl-C does, so its child runs and their processes end with it.
  */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
+  // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  return await exitProcess(interrupt.exitCode(code));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -380,10 +386,12 @@ async function showRuns(
         jsonOutput({
           ...(status ? { shownStatus: status } : {}),
           ...(summary?.error ? { error: summary.error } : {}),
-          checkpoint,
+          checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
           ...(children.length > 0 ? { children } : {}),
           ...(fanOuts.json.length > 0 ? { fanOuts: fanOuts.json } : {}),
+          // Cost per run, step and call; a cost no call could be priced for is null.
+          cost: spendView(checkpoint, log),
         })
       }\n`,
     );
@@ -479,6 +487,21 @@ async function runSummary(
 ): Promise<RunSummary | undefined> {
   if (store instanceof PostgresRunStore) return await store.summary(runId);
   return (await store.list()).find((run) => run.runId === runId);
+}
+
+/** A run's result as `--json` prints it: a cost no call could be priced for is `null`, never 0. */
+function resultJson(result: StepFlowResult): unknown {
+  return { ...result, usage: { ...result.usage, costUsd: costOrNull(result.usage) } };
+}
+
+/** A checkpoint as `--show --json` prints it: its usage's unknown cost `null`, never 0. */
+function withKnownCost(checkpoint: RunCheckpoint): RunCheckpoint {
+  const usage = checkpoint.state.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage !== "object") return checkpoint;
+  const costUsd = costOrNull(
+    usage as { costUsd?: number; calls?: number; callsWithoutCost?: number },
+  );
+  return { ...checkpoint, state: { ...checkpoint.state, usage: { ...usage, costUsd } } };
 }
 
 /** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
@@ -788,6 +811,12 @@ async function run(
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
     const backendChoice = recordableChoice(choice);
+    // --pricing FILE over STEPFLOW_PRICING=FILE, both over agent.json's and the built-in prices.
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, ctx.userDir);
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
     // One runner per drive, each with the progress renderer of that drive.
     const runner = (drive: ProgressRenderer) =>
       new StepFlowRunner(definition, {
@@ -802,6 +831,8 @@ async function run(
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(flags.maxChildren !== undefined ? { maxChildren: flags.maxChildren } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        ...(Object.keys(budget).length ? { budget } : {}),
+        ...(pricing ? { pricing } : {}),
         // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
         ...(ask
           ? {
@@ -895,7 +926,7 @@ async function run(
   }
   if (result.completionReason === "waiting" && result.waiting) {
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
-    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
       const command = [
         agentRunCommand(ctx.userDir, definition.name, flags.store),
@@ -914,7 +945,7 @@ async function run(
     return EXIT_CODES.waiting;
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -927,6 +958,17 @@ async function run(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "budget_exceeded") {
+    if (!flags.json) {
+      const command = `${
+        agentRunCommand(ctx.userDir, definition.name, flags.store)
+      } --resume ${result.runId}`;
+      ctx.io.stderr.write(
+        `The run stays resumable: raise its budget and carry on inside the step with ${command} --budget-usd <USD> (or --budget-tokens <N>).\n`,
+      );
+    }
+    return EXIT_CODES.budgetExceeded;
+  }
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -1001,6 +1043,7 @@ async function selectBackend(
   if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
   if (flags.model !== undefined) given.model = flags.model;
   if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  if (flags.fallbackModel.length > 0) given.fallbackModels = flags.fallbackModel;
   const name = backendName(flags, {
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
@@ -1008,12 +1051,20 @@ async function selectBackend(
   // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
     ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
-  const backend = await backendFromFlags({ ...choice, ...how }, {
+  const defaultModel = defaultModelOf(behavior.model);
+  // Always able to walk model chains (agent.json's, the steps', --fallback-model), with the
+  // options of these flags for the entries on other backends.
+  const { fallbackModels = [], ...chosen } = choice;
+  const backend = await backendFromFlags({ ...chosen, ...how, fallbackModel: fallbackModels }, {
     cwd: ctx.userDir,
-    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
+    ...(defaultModel !== undefined ? { defaultModel } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),

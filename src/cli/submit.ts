@@ -15,6 +15,7 @@ import { followRun, resubmitWithRerun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { cliPricing } from "./kit/pricing.ts";
 import { type CliIo, userDirOf } from "./kit/io.ts";
 
 /** What `--submit` needs from the CLI. */
@@ -74,8 +75,17 @@ export async function submitAndFollow(
     if (inputText !== undefined) request.inputText = inputText;
     if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
     if (flags.model !== undefined) request.model = flags.model;
+    if (flags.fallbackModel.length > 0) request.fallbackModels = [...flags.fallbackModel];
     if (flags.group !== undefined) request.group = flags.group;
     if (flags.permissionMode !== undefined) request.permissionMode = flags.permissionMode;
+    // The budget travels with the run, and so do the prices read here (workers may not see files).
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
+    if (Object.keys(budget).length) request.budget = budget;
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, userDirOf(ctx.io));
+    if (pricing) request.pricing = pricing.flatten();
     const runId = await submitRun(store, definition, request, { url: setting.value });
     if (!flags.wait) {
       ctx.io.stdout.write(
@@ -166,6 +176,8 @@ export async function followQueuedRun(
   }
   // A run that waits for an answer has not failed: it has its own exit code, as without workers.
   if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
+  // Stopped by its budget: resumable, with its own exit code, as without workers.
+  if (checkpoint.status === "budget_exceeded") return EXIT_CODES.budgetExceeded;
   return checkpoint.status === "completed" ? 0 : 1;
 }
 

@@ -15,12 +15,19 @@
  *
  * @module
  */
-import type { ExecutorEvents, FanOutReport, RunContext, StepInfo } from "./types.ts";
+import type {
+  ExecutorEvents,
+  FanOutReport,
+  RateLimitWaitEvent,
+  RunContext,
+  StepInfo,
+} from "./types.ts";
 import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
 import { StreamedLines } from "./streamed_lines.ts";
+import { fallbackText, rateLimitWaitText } from "./model_notice_text.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
-import { cacheShare } from "../token_counts.ts";
+import { cacheShare, formatCost } from "../token_counts.ts";
 
 /** Options of {@linkcode createProgressLines}. */
 export interface ProgressLinesOptions {
@@ -93,6 +100,22 @@ export interface RunUsage {
    * this is above 0. Absent in checkpoints written before it existed.
    */
   callsWithoutUsage?: number;
+  /**
+   * Backend calls whose cost is unknown — no usage, or no price for the model: `costUsd` covers only
+   * the other calls, so it is a lower bound whenever this is above 0 (and unknown when every call
+   * is one of them). Absent when every call was priced.
+   */
+  callsWithoutCost?: number;
+  /** Tool calls that ran (the tool loop's and a backend's own). Absent when none ran. */
+  toolCalls?: number;
+  /**
+   * Spend the run could not measure and counts against its budget at its worst case, in US dollars:
+   * attempts cut off after they were sent (the provider may have charged them), calls whose
+   * backend reported no usage. Not part of `costUsd`. Absent when there was none.
+   */
+  estimatedUsd?: number;
+  /** The same spend in tokens (input plus output, at the worst case). */
+  estimatedTokens?: number;
 }
 
 /** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */
@@ -134,7 +157,8 @@ export function unknownTokens(calls: number): string {
 /**
  * `1,234 tokens (1,200 in, 34 out; 900 cache read, 100 cache write), 4 calls, tokens unknown for
  * 1 call, $0.0123` (parts that are zero are left out). The cache reads and writes are part of the
- * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens.
+ * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens; a cost
+ * no call could be priced for is `cost unknown`, never `$0` (see `formatCost`).
  */
 export function formatUsage(usage: RunUsage | undefined): string {
   if (!usage) return "";
@@ -151,7 +175,10 @@ export function formatUsage(usage: RunUsage | undefined): string {
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
   const unknown = usage.callsWithoutUsage ?? 0;
   if (unknown > 0) parts.push(unknownTokens(unknown));
-  if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
+  // A call whose tokens are unknown has an unknown cost: "tokens unknown" says so already.
+  const unpriced = Math.max(0, (usage.callsWithoutCost ?? 0) - unknown);
+  const cost = formatCost({ ...usage, calls: usage.calls - unknown, callsWithoutCost: unpriced });
+  if (cost) parts.push(cost);
   return parts.join(", ");
 }
 
@@ -243,11 +270,15 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
+      // A wait the server named has its own line (onRateLimitWait).
+      if (isServerWait(error)) return;
       line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
     },
     onStepJump(info, target) {
       line(`${step(info)} jump → ${target}`);
     },
+    onModelFallback: (info, fallback) => line(`${step(info)} ${c.yellow(fallbackText(fallback))}`),
+    onRateLimitWait: (info, wait) => line(`${step(info)} ${waitLine(wait, c)}`),
     onStepLog(info, message, level) {
       const text = `· ${firstLine(message)}`;
       line(
@@ -481,6 +512,21 @@ function describeStepEnd(r: StepEndReport, c: Palette, errorReported: boolean): 
   // An error reported by onStepError already has its own line; others (cancellation) show here.
   if (r.error && !errorReported) text += ` — ${firstLine(r.error)}`;
   return text;
+}
+
+/**
+ * True for a backend retry that waits for the time the server named: displays show its
+ * `onRateLimitWait` instead.
+ */
+export function isServerWait(error: unknown): boolean {
+  return error instanceof StepflowError && error.code === "BACKEND_RETRY" &&
+    typeof (error.details as { waitUntil?: unknown } | undefined)?.waitUntil === "string";
+}
+
+/** `waiting for the rate limit until 12:03:10 (HTTP 429 …; attempt 1/3)`, in yellow. */
+function waitLine(wait: RateLimitWaitEvent, c: Palette): string {
+  const what = `${rateLimitWaitText(wait)}${wait.yielded ? ", the run's slot given back" : ""}`;
+  return `${c.yellow(what)} (${wait.reason}; attempt ${wait.attempt}/${wait.maxAttempts})`;
 }
 
 /** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */

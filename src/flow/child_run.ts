@@ -22,6 +22,8 @@ import { newRunId } from "../store/run_id.ts";
 import type { RecordedAnswer } from "./input_request.ts";
 import type { ChildRunLink, RunnerState } from "./run_state.ts";
 import type { ParentRunLink, RunOptions, RunUsage, StepFlowResult } from "./types.ts";
+import { addUsageBeyond, type SpendLedger } from "./spend_ledger.ts";
+import { attachChildAccount } from "./run_spend.ts";
 
 /** How deep agent steps nest by default (`StepFlowRunnerOptions.maxAgentDepth`). */
 export const DEFAULT_MAX_AGENT_DEPTH = 8;
@@ -52,6 +54,11 @@ export interface ChildRunContext {
   runner(definition: AgentDefinition, store: RunStore | undefined): ChildRunner;
   /** Logs the child's start and checkpoints the parent's state (with the link) before it starts. */
   record(link: ChildRunLink): Promise<void>;
+  /**
+   * The parent's spend ledger: the child's spend is added to it (and to the link) as it happens,
+   * and the child's calls are checked against the parent's budget too.
+   */
+  spend?: SpendLedger;
 }
 
 /** Runs or continues the agent step's child run; returns how its drive ended. */
@@ -97,7 +104,8 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
   };
   const store = childStore(ctx.store, link, child, state.runId);
   const result = await driveLinkedChild({
-    runner: ctx.runner(child, store),
+    // Each drive of the child adds its spend to the parent's ledger as it happens.
+    runner: accountedRunner(ctx.runner(child, store), ctx.spend, step.id, link.usage),
     store,
     runId: link.runId,
     args: ctx.args,
@@ -108,12 +116,20 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     ...(state.permissionMode ? { permissionMode: state.permissionMode } : {}),
     ...(answer ? { answer } : {}),
   });
-  addUsage(state.usage, result.usage, link.usage);
+  // The child's spend reached the parent as it happened (its ledger's account); what is left is
+  // what no ledger told the parent (a child run of another process, read from its checkpoint).
+  addUsageBeyond(state.usage, result.usage, link.usage);
   link.usage = { ...result.usage };
   // An unfinished child stays linked (a resume or an answer continues it), and so does a child
-  // stopped with its parent (a redrive of the parent redrives it); an ended one does not, so the
-  // step's next iteration (a retry, a loop back) starts a new child.
-  if (result.completionReason !== "waiting" && !ctx.signal.aborted) delete state.child;
+  // stopped with its parent (a redrive of the parent redrives it) or by a budget (a resume of the
+  // parent continues it); an ended one does not, so the step's next iteration (a retry, a loop
+  // back) starts a new child.
+  if (
+    result.completionReason !== "waiting" && result.completionReason !== "budget_exceeded" &&
+    !ctx.signal.aborted
+  ) {
+    delete state.child;
+  }
   return result;
 }
 
@@ -141,6 +157,23 @@ export function childStore(
     );
   }
   return own;
+}
+
+/**
+ * `runner` whose drives count their spend in the parent's ledger `spend` as it happens (on
+ * `counted`, the parent's record of what it counted of that child), so every call of the child is
+ * checked against the parent's budget too; `runner` itself when the parent keeps no ledger.
+ */
+export function accountedRunner(
+  runner: ChildRunner,
+  spend: SpendLedger | undefined,
+  stepId: string,
+  counted: RunUsage,
+): ChildRunner {
+  if (!spend) return runner;
+  return {
+    run: (options) => runner.run(attachChildAccount(options, spend.childAccount(stepId, counted))),
+  };
 }
 
 /** A linked child run to start or continue: {@linkcode driveLinkedChild}. */
@@ -192,6 +225,8 @@ export async function driveLinkedChild(child: LinkedChild): Promise<StepFlowResu
     });
   }
   const ended = endedResult(checkpoint);
+  // Stopped by a budget (its own or the parent's): it carries on inside its step.
+  if (checkpoint.status === "budget_exceeded") return await runner.run({ resume: runId, signal });
   if (
     ended &&
     (STOPPED.has(ended.completionReason) || (child.redriveFailed && !ended.success))
@@ -286,14 +321,4 @@ function baseResult(
 /** A usage with every count 0. */
 export function zeroUsage(): RunUsage {
   return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
-}
-
-/** Adds to `total` what `now` has beyond `counted` (a child's usage already added before). */
-export function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
-  total.inputTokens += Math.max(0, now.inputTokens - counted.inputTokens);
-  total.outputTokens += Math.max(0, now.outputTokens - counted.outputTokens);
-  total.costUsd += Math.max(0, now.costUsd - counted.costUsd);
-  total.calls += Math.max(0, now.calls - counted.calls);
-  const without = Math.max(0, (now.callsWithoutUsage ?? 0) - (counted.callsWithoutUsage ?? 0));
-  total.callsWithoutUsage = (total.callsWithoutUsage ?? 0) + without;
 }

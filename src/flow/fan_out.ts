@@ -29,13 +29,14 @@ import { fanOutAt, type FanOutRecord } from "../store/fan_out_lines.ts";
 import { readLogFrom, type RunStore } from "../store/types.ts";
 import type { ChildLimiter } from "./child_limiter.ts";
 import {
-  addUsage,
+  accountedRunner,
   childCheckpoint,
   type ChildRunner,
   childStore,
   driveLinkedChild,
   zeroUsage,
 } from "./child_run.ts";
+import { addUsageBeyond, BudgetExceeded, type SpendLedger } from "./spend_ledger.ts";
 import {
   fanOutHandoff,
   fanOutItems,
@@ -105,6 +106,11 @@ export interface FanOutContext {
   rerunUnfinishedCall?: RunOptions["rerunUnfinishedCall"];
   /** How often waiting children are looked at (default {@linkcode FAN_OUT_POLL_MS}). */
   pollMs?: number;
+  /**
+   * The run's spend ledger: each child's spend is added to it as it happens, and every call of a
+   * child is checked against the run's budget (a spent budget starts no more children).
+   */
+  spend?: SpendLedger;
 }
 
 /** Runs (or continues) a fan-out step's iteration; see the module documentation. */
@@ -148,7 +154,10 @@ interface ItemSlot {
   child?: { runId: string; attempt: number; store?: "agent"; startedAt: string };
   /** Children of the item so far (the attempt of the next new one is this plus 1). */
   attempts: number;
-  /** What each of its children used in total (by child run id): the item's usage is the sum. */
+  /**
+   * What the run counted of each of its children (by child run id; a running child's grows as it
+   * spends): the item's usage is the sum.
+   */
   usage: Map<string, RunUsage>;
   /** When it is `waiting`: its child's requests. */
   waits?: PendingInput[];
@@ -175,6 +184,8 @@ class FanOut {
   #failure?: StepflowError;
   /** An error that stops the parent's drive (a child that cannot go on by itself). */
   #halt?: unknown;
+  /** The run's budget (or an ancestor's) is spent: no more children start, the run stops. */
+  #budgetSpent = false;
   #wake: () => void = () => {};
   /** A child ended while nobody waited for it (the next wait returns at once). */
   #woken = false;
@@ -239,11 +250,12 @@ class FanOut {
         concurrency: this.#concurrency,
         onItemError: policyText(step),
       });
-      this.#mark = state.fanOut = { stepId: step.id, startLine, total, usage: zeroUsage() };
+      this.#mark = state.fanOut = { stepId: step.id, startLine, total, counted: {} };
       this.#queue.push(...this.#items.map((s) => s.index));
       return;
     }
     this.#mark = mark;
+    mark.counted ??= {};
     if (mark.total !== total) {
       throw new StepflowError(
         "FANOUT_ITEMS_CHANGED",
@@ -258,7 +270,6 @@ class FanOut {
     this.#takeUp(record, mark.failed === true);
     // A step run again after it failed redrives its failed items (a redrive, an onError retry).
     delete mark.failed;
-    this.#addUsage();
   }
 
   /** Each item's place from the log: done, to continue, to start, or failed for good. */
@@ -267,9 +278,7 @@ class FanOut {
     for (const slot of this.#items) {
       const children = record?.items.get(slot.index)?.children ?? [];
       slot.attempts = children.length;
-      for (const c of children) {
-        if (c.end?.usage) slot.usage.set(c.childRunId, usageOf(c.end.usage));
-      }
+      for (const c of children) this.#takeUpUsage(slot, c.childRunId, c.end?.usage);
       const last = children[children.length - 1];
       if (!last) {
         this.#queue.push(slot.index);
@@ -310,12 +319,43 @@ class FanOut {
     }
   }
 
+  /**
+   * What the run counted of one child of a taken-up fan-out: an ended child's usage from its end
+   * line — what of it the checkpoint had not counted yet (it ended after the checkpoint) is added
+   * to the run's usage now; an unfinished child's count from the checkpoint (its next drive adds
+   * what it spent beyond that).
+   */
+  #takeUpUsage(slot: ItemSlot, runId: string, ended: Parameters<typeof usageOf>[0] | undefined) {
+    const counted = this.#mark.counted;
+    const before = ownCount(counted, runId);
+    if (!ended) {
+      slot.usage.set(runId, before ?? zeroUsage());
+      return;
+    }
+    const usage = usageOf(ended);
+    if (before) addUsageBeyond(this.#ctx.state.usage, usage, before);
+    delete counted[runId];
+    slot.usage.set(runId, usage);
+  }
+
   // -----------------------------------------------------------------------------------------------
   // Starting children
   // -----------------------------------------------------------------------------------------------
 
   get #stopped(): boolean {
-    return this.#ctx.signal.aborted || this.#failure !== undefined || this.#halt !== undefined;
+    return this.#ctx.signal.aborted || this.#failure !== undefined || this.#halt !== undefined ||
+      this.#budgetSpent;
+  }
+
+  /**
+   * True when the run's budget (or an ancestor's) leaves nothing for a new child: none starts. With
+   * children running, their calls in flight may hold what is left: the next one starts when they
+   * end and it is still there; with none running, the fan-out stops for the budget.
+   */
+  #noBudget(): boolean {
+    if (this.#ctx.spend?.exhausted() === undefined) return false;
+    if (this.#running.size === 0) this.#budgetSpent = true;
+    return true;
   }
 
   /**
@@ -327,7 +367,7 @@ class FanOut {
     const batch: ItemSlot[] = [];
     while (
       this.#queue.length > 0 && this.#running.size + batch.length < this.#concurrency &&
-      !this.#stopped
+      !this.#stopped && !this.#noBudget()
     ) {
       if (!limiter.tryAcquire()) {
         if (this.#running.size + batch.length > 0) break; // one of ours gives its place back
@@ -361,6 +401,8 @@ class FanOut {
           ...(own !== this.#ctx.store ? { store: "agent" as const } : {}),
           startedAt: new Date().toISOString(),
         };
+        // Counted from nothing, in the checkpoint that makes its link durable.
+        this.#countedOf(slot);
         await this.#write(() =>
           this.#ctx.log({
             type: "fanout_child",
@@ -419,11 +461,13 @@ class FanOut {
     };
     const redriveFailed = slot.redrive === true;
     delete slot.redrive;
+    const runner = ctx.childRunner(store, (stepId) => {
+      slot.at = stepId;
+      void this.#report();
+    });
     return driveLinkedChild({
-      runner: ctx.childRunner(store, (stepId) => {
-        slot.at = stepId;
-        void this.#report();
-      }),
+      // Its spend reaches the run's usage and budget as it happens.
+      runner: accountedRunner(runner, ctx.spend, ctx.step.id, this.#countedOf(slot)),
       store,
       runId: link.runId,
       args,
@@ -508,7 +552,6 @@ class FanOut {
       : { code: codeOf(thrown), message: errorMessage(thrown) };
     const endedAt = new Date().toISOString();
     if (child && slot.child) {
-      slot.usage.set(child.runId, { ...child.usage });
       const output = child.success ? itemOutput(ctx.step, child.output) : undefined;
       await this.#write(async () => {
         await ctx.log({
@@ -525,7 +568,7 @@ class FanOut {
           startedAt: slot.child!.startedAt,
           endedAt,
         });
-        this.#addUsage();
+        this.#countEnded(slot, child);
       });
       if (child.success) {
         slot.phase = "done";
@@ -534,8 +577,13 @@ class FanOut {
         return;
       }
     }
+    // Stopped by a budget (the run's, or its own): it continues inside its step on a resume.
+    if (child?.completionReason === "budget_exceeded") this.#budgetSpent = true;
     // Stopped with the run, or by the step itself (another item failed): not this item's failure.
-    if (ctx.signal.aborted || (status === "cancelled" && this.#failure)) {
+    if (
+      ctx.signal.aborted || (status === "cancelled" && this.#failure) ||
+      child?.completionReason === "budget_exceeded"
+    ) {
       slot.phase = "stopped";
       await this.#ended(slot, status, child);
       return;
@@ -669,6 +717,10 @@ class FanOut {
       setWaits(state, []);
       return { record, error: ctx.signal.reason ?? new Error("run stopped") };
     }
+    if (this.#budgetSpent) {
+      setWaits(state, []);
+      return { record, error: this.#budgetStop() };
+    }
     const waiting = this.#items.filter((s) => s.phase === "waiting");
     if (waiting.length > 0) {
       const waits = waiting.flatMap((slot) => this.#childWaits(slot));
@@ -699,16 +751,33 @@ class FanOut {
   #childUsage(): RunUsage {
     const total = zeroUsage();
     for (const slot of this.#items) {
-      for (const usage of slot.usage.values()) addUsage(total, usage, zeroUsage());
+      for (const usage of slot.usage.values()) addUsageBeyond(total, usage, zeroUsage());
     }
     return total;
   }
 
-  /** Adds to the run's usage what its children used beyond what it counted already. */
-  #addUsage(): void {
-    const now = this.#childUsage();
-    addUsage(this.#ctx.state.usage, now, this.#mark.usage);
-    this.#mark.usage = now;
+  /**
+   * What the run counted of the item's current child: the object the child's drives add their
+   * spend to (with the run's usage, in one step), kept in the fan-out's mark while the child has
+   * not ended — so every checkpoint says how much of the child's spend its usage holds.
+   */
+  #countedOf(slot: ItemSlot): RunUsage {
+    const runId = slot.child!.runId;
+    let counted = slot.usage.get(runId);
+    if (!counted) slot.usage.set(runId, counted = zeroUsage());
+    this.#mark.counted[runId] = counted;
+    return counted;
+  }
+
+  /**
+   * A child ended: what its result says it spent beyond what reached the run as it happened (a
+   * child another process drove, read from its checkpoint) is added to the run's usage.
+   */
+  #countEnded(slot: ItemSlot, child: StepFlowResult): void {
+    const counted = slot.usage.get(child.runId) ?? zeroUsage();
+    addUsageBeyond(this.#ctx.state.usage, child.usage, counted);
+    slot.usage.set(child.runId, { ...child.usage });
+    delete this.#mark.counted[child.runId];
   }
 
   async #report(change?: FanOutReport["change"]): Promise<void> {
@@ -770,6 +839,22 @@ class FanOut {
     await sleep(this.#ctx.pollMs ?? FAN_OUT_POLL_MS, this.#ctx.signal).catch(() => {});
   }
 
+  /** The stop of a spent budget: the run ends `budget_exceeded`, and a resume continues here. */
+  #budgetStop(): BudgetExceeded {
+    const open = this.#items.filter((s) => s.phase !== "done");
+    const started = open.filter((s) => s.child !== undefined).length;
+    return new BudgetExceeded(
+      this.#ctx.spend?.exhausted(),
+      `Fan-out step "${this.#ctx.step.id}" stopped for the budget with ${
+        this.#items.length - open.length
+      } of ${this.#items.length} items done: ${started} child run${
+        started === 1 ? "" : "s"
+      } to continue inside their step, ${
+        open.length - started
+      } not started; a resume with a higher budget carries them on.`,
+    );
+  }
+
   #itemFailed(slot: ItemSlot): StepflowError {
     const ctx = this.#ctx;
     const error = slot.result?.error;
@@ -793,7 +878,7 @@ class FanOut {
 }
 
 /** The statuses of a child stopped with its parent (or by its step): it is redriven, not failed. */
-const STOPPED: ReadonlySet<string> = new Set(["cancelled", "timeout"]);
+const STOPPED: ReadonlySet<string> = new Set(["cancelled", "timeout", "budget_exceeded"]);
 
 /** The step's result once every item ended: `results` and `counts` handed off, then `next`. */
 function settled(step: FlowStep, results: FanOutResult[], usage: RunUsage): StepResult {
@@ -856,6 +941,11 @@ function usageOf(
     calls: u.calls ?? 0,
     callsWithoutUsage: u.callsWithoutUsage ?? 0,
   };
+}
+
+/** The run's count of child `runId`, when the checkpoint has one (run ids are ours, but read safely). */
+function ownCount(counted: Record<string, RunUsage>, runId: string): RunUsage | undefined {
+  return Object.hasOwn(counted, runId) ? counted[runId] : undefined;
 }
 
 /** The store an item's child is recorded in (its link says: its agent's own, or the run's). */

@@ -71,6 +71,10 @@ import { historyEntry, IterationRecorder } from "./iteration_record.ts";
 import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { meterBackend } from "./metered_backend.ts";
+import { BudgetExceeded, budgetSpentBeforeStep, budgetStopInStep } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
+import { RateLimitYield } from "../llm/retry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
 import type {
   CompletionReason,
@@ -136,6 +140,8 @@ export class FlowRun {
   /** The backend this drive uses (the caller's, else the one it created): its children use it. */
   #backend?: LlmBackend;
   #parent?: ParentRunLink;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  #spend?: SpendLedger;
 
   /** A run of `setup.definition` as `runOptions` say (a new run, a resume, a redrive). */
   constructor(setup: RunSetup, runOptions: RunOptions) {
@@ -218,6 +224,7 @@ export class FlowRun {
       (m) => this.#warn(m),
     );
     const { lock, restored, answer } = opened;
+    this.#spend = opened.spend;
     const { state, history } = restored;
     if (state.parent) this.#parent = state.parent;
     const runOptions = this.#runOptions;
@@ -245,7 +252,13 @@ export class FlowRun {
         ),
     });
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
-    const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
+    const telemetry = startFlowTelemetry(
+      this.#def,
+      mode,
+      this.#events,
+      opened.backend,
+      state.parent,
+    );
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, startCtx);
@@ -278,7 +291,13 @@ export class FlowRun {
         // Recorded in a fan-out child; this run's log says who answered which child.
         await this.#journal.log(state, { type: "input_answer", ...answer });
       }
-      await this.#loop(state, history, telemetry?.backend(opened.backend) ?? opened.backend);
+      // Every model call of the run passes through its meter (metered_backend.ts).
+      const metered = meterBackend(
+        opened.backend,
+        opened.spend,
+        (f) => this.#journal.log(state, f),
+      );
+      await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {
         await this.#journal.log(state, {
@@ -334,6 +353,7 @@ export class FlowRun {
       journal: this.#journal,
       control: this.#control,
       mcpServers: this.#mcpServers,
+      spend: this.#spend,
       warn: (message) => this.#warn(message),
     });
     const resources: RunResources = {
@@ -360,19 +380,10 @@ export class FlowRun {
       runChild: (state, step, args) => this.#runChild(backend, state, step, args),
       fanOut: (state, step, info) => this.#runFanOut(backend, state, step, info),
     };
-    const control = this.#control;
-
     while (!state.end) {
-      // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
-      if (control.stopCause) {
-        this.#end(state, control.stopCause, state.currentStepId);
-        break;
-      }
-      if (state.iteration >= maxIterations) {
-        const error = maxIterationsError(maxIterations, state.currentStepId);
-        this.#end(state, "max_iterations", state.currentStepId, error);
-        break;
-      }
+      // 1. A stop, a spent budget, the iteration limit, or a current step the agent lacks ends
+      // the run here.
+      if (this.#endsBeforeStep(state, maxIterations)) break;
       const step = flowStep(def, state.currentStepId);
       if (!step) {
         // Every route is checked before it is taken; this guards the invariant, never a crash.
@@ -419,6 +430,13 @@ export class FlowRun {
       // does a fan-out child that cannot go on by itself (its resume refused a tool call's rerun).
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
       if (result.error instanceof FanOutHalted) throw result.error.cause;
+      if (result.error instanceof BudgetExceeded) {
+        const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
+        this.#end(state, "budget_exceeded", step.id, stop);
+        break;
+      }
+      // A wait given back (a worker's): the drive stops where a taken-over run would.
+      if (result.error instanceof RateLimitYield) throw result.error;
       // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome, inStep);
@@ -428,6 +446,7 @@ export class FlowRun {
       const entry = historyEntry(state, step, startedAt, result.record);
       if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
       if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
+      if (deps.fallbacks.length > 0) entry.fallbacks = deps.fallbacks;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
@@ -605,6 +624,7 @@ export class FlowRun {
       signal: this.#control.signal,
       maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
+      spend: this.#spend,
       runner: (definition, store) =>
         this.#childRunner(definition, store, `agent step "${step.id}" (${definition.name})`),
       record: async (link) => {
@@ -715,6 +735,7 @@ export class FlowRun {
         ...(this.#runOptions.rerunUnfinishedCall
           ? { rerunUnfinishedCall: this.#runOptions.rerunUnfinishedCall }
           : {}),
+        ...(this.#spend ? { spend: this.#spend } : {}),
       });
     } finally {
       if (holds) {
@@ -728,6 +749,28 @@ export class FlowRun {
   // ---------------------------------------------------------------------------------------------
 
   /** Ends the run before an iteration (stop, iteration limit, unknown step). */
+  /**
+   * Ends the run before its next iteration when it must stop: a stop asked for (cancel, abort, the
+   * run's time limit), a spent budget (its own or an ancestor's), the iteration limit. True when
+   * it ended.
+   */
+  #endsBeforeStep(state: RunnerState, maxIterations: number): boolean {
+    const at = state.currentStepId;
+    const stopCause = this.#control.stopCause;
+    if (stopCause) {
+      this.#end(state, stopCause, at);
+      return true;
+    }
+    const spent = budgetSpentBeforeStep(this.#spend!, state, this.#def);
+    if (spent) {
+      this.#end(state, "budget_exceeded", at, spent);
+      return true;
+    }
+    if (state.iteration < maxIterations) return false;
+    this.#end(state, "max_iterations", at, maxIterationsError(maxIterations, at));
+    return true;
+  }
+
   #end(state: RunnerState, reason: CompletionReason, stepId: string, error?: StepError): void {
     endRun(state, reason, stepId, this.#runTimeout(), error);
   }

@@ -25,6 +25,7 @@ export type {
 export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
 export { type RunHandle, type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink, FanOutMark } from "./run_state.ts";
+export type { StepSpend } from "./spend_records.ts";
 export type { InStepMarker } from "./tool_call_resume.ts";
 export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";
 export type {
@@ -33,4 +34,11 @@ export type {
   PermissionRequest,
   RecordedAnswer,
 } from "./input_request.ts";
-export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";
+export {
+  metricsEnabled,
+  SEMCONV_VERSION,
+  SPAN_ATTRIBUTES,
+  TRACER_NAME,
+  tracingEnabled,
+} from "./telemetry.ts";
+export type { ReachedPath } from "../tools/types.ts";

@@ -15,6 +15,8 @@ import type { MovingOutcome, StepError } from "./decisions.ts";
 import type { PendingInput, RecordedAnswer } from "./input_request.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { RunBudget } from "../definition/schema.ts";
+import type { StepSpend } from "./spend_ledger.ts";
 import type {
   CompletionReason,
   HistoryEntry,
@@ -71,8 +73,18 @@ export interface RunnerState {
   validationRetries?: number;
   /** The failed validation the next iteration's retry prompt reports. */
   validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
-  /** Summed usage. */
+  /** Summed usage: every model call and tool call of the run and of its child runs. */
   usage: RunUsage;
+  /**
+   * The budget given for the run (the runner's `budget` option: `--budget-usd`, `--budget-tokens`),
+   * over agent.json `limits.budget`. Kept by resume, redrive and workers; given again, it is raised
+   * (or lowered) dimension by dimension.
+   */
+  budget?: RunBudget;
+  /** What each step spent (its calls, its child runs): a budget stop names the top steps. */
+  spendByStep?: Record<string, StepSpend>;
+  /** The run log's `model_call` lines counted in `usage` (a resume adds the ones after them). */
+  loggedModelCalls?: number;
   /**
    * How the run's backend was chosen (`RunOptions.backendChoice`), for resume, redrive and workers
    * to continue on the same backend. Absent when the caller did not say.
@@ -151,8 +163,12 @@ export interface FanOutMark {
   startLine: number;
   /** How many items it runs over. */
   total: number;
-  /** The usage of its children already added to the run's `usage` (each drive adds what is new). */
-  usage: RunUsage;
+  /**
+   * What the run counted in its `usage` of each child that has not ended, by child run id: a
+   * child's spend reaches the run's usage (and budget) as it happens, and this is the record of how
+   * much did, kept in the same checkpoint, so a resume adds only what is new.
+   */
+  counted: Record<string, RunUsage>;
   /** The step failed (an item failed under `onItemError: "fail"`): its next run redrives failures. */
   failed?: true;
 }
@@ -169,6 +185,7 @@ export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Ob
   schema_resolution_failed: "failed",
   step_routing_failed: "failed",
   step_failed: "failed",
+  budget_exceeded: "budget_exceeded",
 });
 
 /** The state of a new run of `definition`, at its entry step. */

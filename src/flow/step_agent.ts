@@ -19,6 +19,7 @@ import type { RunnerState } from "./run_state.ts";
 import { waitFor } from "./run_wait.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import type { StepFlowResult } from "./types.ts";
+import { BudgetExceeded } from "./spend_ledger.ts";
 
 /**
  * The child's parameters from the step's `args`: `{handoff.<key>}` takes the latest handoff value
@@ -110,6 +111,15 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
     return {
       outcome: waitFor({ kind: "child", runId: child.runId, request: child.waiting }),
     };
+  }
+  if (child.completionReason === "budget_exceeded") {
+    // Its budget or this run's stopped it: this run stops too, and a resume continues the child.
+    throw new BudgetExceeded(
+      undefined,
+      `Agent step "${step.id}": its child run ${child.runId} (agent ${step.child?.name}) was stopped by a budget: ${
+        child.error?.message ?? "budget exceeded"
+      }`,
+    );
   }
   if (!child.success) return { record, error: childFailed(step, child) };
   const handoff = childHandoff(step, child.output);

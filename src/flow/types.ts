@@ -4,13 +4,15 @@
  * @module
  */
 import type { BackendChoice } from "../llm/backend_choice.ts";
-import type { ExecutorEvents } from "../events/types.ts";
+import type { ExecutorEvents, ModelFallbackEvent } from "../events/types.ts";
 import type { RunUsage } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
 import type { AnswerOptions, PendingInput } from "./input_request.ts";
 import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { ModelPricing, RunBudget } from "../definition/schema.ts";
+import type { PriceTable } from "../llm/pricing.ts";
 
 export type { PermissionAsk, PermissionReply };
 
@@ -40,7 +42,8 @@ export type CompletionReason =
   | "step_failed"
   | "cancelled"
   | "timeout"
-  | "waiting";
+  | "waiting"
+  | "budget_exceeded";
 
 /** One executed iteration (or schema strike) of a step. */
 export interface HistoryEntry {
@@ -92,6 +95,12 @@ export interface HistoryEntry {
   toolCalls?: ToolCallSummary[];
   /** Tool calls of this iteration after the first 50, not listed in `toolCalls`. */
   toolCallsOmitted?: number;
+  /**
+   * The fall-throughs of the model chain in this iteration's answered calls, in order: which
+   * entry failed, why, and which answered instead (the run log's `model_fallback` lines list every
+   * one, those of calls that failed in the end too).
+   */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -251,8 +260,42 @@ export interface StepFlowRunnerOptions {
   stepTimeoutMs?: number;
   /** Backoff of `onError: "retry=N"`: first delay, factor and cap (defaults 500 ms, 2, 30 s). */
   retryBackoff?: { initialMs?: number; factor?: number; maxMs?: number };
-  /** Model override for every call (else step `model`, else agent `behavior.model`). */
+  /**
+   * Model override for every call (else step `model`, else agent `behavior.model`, either of which
+   * may be a fallback chain). Fallbacks after it: `createBackend({ fallbackModels })`
+   * (`--fallback-model`).
+   */
   model?: string;
+  /**
+   * A wait the server asks for (its `Retry-After` or a rate-limit reset) at least this long, in ms,
+   * is not slept in the run: the drive stops where a taken-over run would (the iteration in flight
+   * is made again), `run()` rejects with `RateLimitYield` (code `RATE_LIMIT_YIELD`; `until` says
+   * when to continue) and its caller resumes the run then. Workers set it to give their slot back
+   * (`WorkerOptions.rateLimitYieldMs`). Unset (the default): every wait within the retry policy's
+   * `maxRateLimitWaitMs` is slept in place.
+   */
+  rateLimitYieldMs?: number;
+  /**
+   * A hard budget for the run, over agent.json `limits.budget` dimension by dimension (CLI:
+   * `--budget-usd`, `--budget-tokens`): checked before every model call and tool call, summed over
+   * retries, re-asks, tool turns and child runs, recorded with the run so a resume keeps it; given
+   * again on a resume it replaces what was recorded (raise it to carry on a run it stopped). An
+   * exhausted budget ends the run `budget_exceeded`, resumably (docs/budgets.md). A dollar budget
+   * needs a price for every model the run may call (else `BUDGET_PRICE_MISSING`, before anything
+   * runs). Child runs of agent steps count against it; their own budget is their agent.json's.
+   *
+   * @example
+   * ```ts ignore
+   * const runner = new StepFlowRunner(def, { budget: { usd: 5, toolCalls: 200 } });
+   * ```
+   */
+  budget?: RunBudget;
+  /**
+   * Prices over agent.json `pricing` and the built-in table (`--pricing FILE`, `STEPFLOW_PRICING`):
+   * model name → `{ inputUsdPerMTok, outputUsdPerMTok, cacheReadUsdPerMTok?, cacheWriteUsdPerMTok? }`,
+   * or a `PriceTable` (its sources are named in the run log).
+   */
+  pricing?: PriceTable | Readonly<Record<string, ModelPricing>>;
   /** Receives warnings (fallback prompts, …). Default `console.warn`. */
   onWarning?: (message: string) => void;
   /**

@@ -179,9 +179,10 @@ export class OpenAiBackend extends ChatApiBackend {
         },
       };
     }
-    if (this.#options.maxTokens !== undefined) {
-      if (this.isCompatibleServer) body.max_tokens = this.#options.maxTokens;
-      else body.max_completion_tokens = this.#options.maxTokens;
+    const maxTokens = request.maxTokens ?? this.#options.maxTokens;
+    if (maxTokens !== undefined) {
+      if (this.isCompatibleServer) body.max_tokens = maxTokens;
+      else body.max_completion_tokens = maxTokens;
     }
     const completion = this.streams
       ? await this.#streamed(client, body, request)
@@ -209,6 +210,10 @@ export class OpenAiBackend extends ChatApiBackend {
     }
     if (choice.message.refusal) result.refusal = choice.message.refusal;
     if (choice.finish_reason === "length") result.truncated = true;
+    if (typeof choice.finish_reason === "string") result.finishReason = choice.finish_reason;
+    if (typeof completion.model === "string" && completion.model) {
+      result.responseModel = completion.model;
+    }
     return result;
   }
 

@@ -16,17 +16,20 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import { createProgressLines } from "../events/progress_lines.ts";
+import { createProgressLines, formatUsage } from "../events/progress_lines.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { isValidRunId } from "../store/run_id.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
@@ -315,10 +318,12 @@ async function drive(
   const name = given.backend ?? (given.script !== undefined ? "scripted" : undefined) ??
     behavior.backend ?? DEFAULT_BACKEND;
   const choice = mergeBackendChoice({ backend: name.toLowerCase() }, given);
-  const model = choice.model ?? behavior.model;
+  const model = choice.model ?? defaultModelOf(behavior.model);
   const backend = await createBackend({
     name: choice.backend,
     ...(model !== undefined ? { model } : {}),
+    // Able to walk the agent's and the steps' model chains with these options.
+    fallbackModels: [...(choice.fallbackModels ?? [])],
     ...(choice.baseUrl !== undefined ? { baseUrl: choice.baseUrl } : {}),
     ...(choice.script !== undefined ? { script: resolve(options.cwd, choice.script) } : {}),
     env: options.env,
@@ -343,7 +348,8 @@ async function drive(
       store,
       ...(options.allowRun ? { allowRun: true } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-      ...(model !== undefined ? { model } : {}),
+      // Only a chosen model overrides the steps' own models (and chains).
+      ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     result = await go(runner, recordableChoice(choice));
   } finally {
@@ -364,6 +370,8 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
     completionReason: result.completionReason,
     finalStepId: result.finalStepId,
     iterations: result.iterations,
+    // What the run spent; a cost no call could be priced for is null (unknown, never 0).
+    usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
   };
@@ -372,6 +380,8 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
       result.success ? "completed" : `ended: ${result.completionReason}`
     } at step "${result.finalStepId}" after ${result.iterations} iteration(s).`,
   ];
+  const spent = formatUsage(result.usage);
+  if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
@@ -475,6 +485,8 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
         historyFromLog(log, typeof historyLength === "number" ? historyLength : undefined),
         ANSWER_DEPTH,
       ),
+      // Cost per run, step and call (a cost no call could be priced for is null).
+      cost: spendView(checkpoint, log),
     };
     let text = formatRunHistory(checkpoint, log, {
       runId: runId!,

@@ -237,7 +237,7 @@ Deno.test("run-agent: SIGTERM cancels a fan-out like Ctrl-C: every running child
   assert.equal([...Deno.readDirSync(pids)].length, 3, "three children in Bash");
   child.kill("SIGTERM");
   const out = await finish(child);
-  assert.equal(out.code, 130, out.stderr);
+  assert.equal(out.code, 143, out.stderr); // SIGTERM's exit code, as every command's
   assert.match(out.stdout, /cancelled at review\.each/);
   for (const entry of Deno.readDirSync(pids)) {
     const pid = Number(await Deno.readTextFile(join(pids, entry.name)));

@@ -82,7 +82,15 @@ Deno.test("an agent step runs the child as its own run; the child's wait is the 
     agent: "release",
     completionReason: "completed",
     // The child's total (draft.release and complete.release), which the parent's usage includes.
-    usage: { inputTokens: 20, outputTokens: 10, costUsd: 0, calls: 2, callsWithoutUsage: 0 },
+    // The scripted backend's model has no price: both calls' cost is unknown, not $0.
+    usage: {
+      inputTokens: 20,
+      outputTokens: 10,
+      costUsd: 0,
+      calls: 2,
+      callsWithoutUsage: 0,
+      callsWithoutCost: 2,
+    },
   });
   assert.deepEqual(done.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
   assert.equal(backend.calls.at(-1)?.prompt.includes("Report: 2.0.0 shipped"), true);

@@ -10,6 +10,8 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { ScriptedBackend, type ScriptedEntry } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { FileRunStore } from "../../src/store/file.ts";
+import { pidAlive } from "../../src/pid_alive.ts";
+import { sleep } from "../../src/backoff.ts";
 import { fanOutsOf } from "../../src/store/fan_out_lines.ts";
 import { fleetResponder, reviewedPath, USAGE, writeFleetAgents } from "./fan_out_fixtures.ts";
 import { gateSchema, writeAgent } from "./fixtures.ts";
@@ -95,10 +97,22 @@ function bashResponder(
   };
 }
 
+/**
+ * Whether the process still runs, given a moment to go: its supervisor kills the call's process
+ * group as the run stops, and reaps it just after (a zombie does not run).
+ */
 async function alive(pid: number): Promise<boolean> {
-  const { success } = await new Deno.Command("kill", { args: ["-0", String(pid)], stderr: "null" })
-    .output();
-  return success;
+  for (let i = 0; i < 500 && running(pid); i++) await sleep(10);
+  return running(pid);
+}
+
+function running(pid: number): boolean {
+  if (!pidAlive(pid)) return false;
+  try {
+    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
 }
 
 Deno.test("under onItemError fail, the first failed child cancels the running ones: their Bash processes are gone", async () => {

@@ -214,42 +214,90 @@ Deno.test("eval cli: a bad case file names every bad line and exits 2", async ()
   });
 });
 
-Deno.test("eval cli: Ctrl-C prints the runs measured so far and exits 130", async () => {
+Deno.test("eval cli: a workspace outside the project, missing or not a folder is a setup error (exit 2) before any run", async () => {
   await withHaiku(async (dir) => {
+    await Deno.mkdir(join(dir, "evals"));
+    await Deno.writeTextFile(join(dir, "notes.txt"), "a file\n");
+    await Deno.symlink("/etc", join(dir, "etc-link"));
+    const ws = (name: string, workspace: string) => ({
+      name,
+      args: { topic: "autumn" },
+      script: "../.agent/haiku/demo.script.yaml",
+      workspace,
+    });
     await Deno.writeTextFile(
-      join(dir, "slow.yaml"),
-      "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
-    );
-    await Deno.writeTextFile(
-      join(dir, "cases.jsonl"),
+      join(dir, "evals", "cases.jsonl"),
       lines(
-        { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
-        { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
+        ws("root", "/"),
+        ws("up", "../../../../etc"),
+        ws("link", "../etc-link"),
+        ws("missing", "../nope"),
+        ws("file", "../notes.txt"),
+        ws("inside", "../.agent"), // allowed: in the project (a parent of the case file's folder)
       ),
     );
-    const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
-    const stdoutText = new Response(child.stdout).text();
-    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = "";
-    while (!seen.includes("1/2 quick #1 pass")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    child.kill("SIGINT");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    const [status, stdout] = await Promise.all([child.status, stdoutText]);
-    assert.match(seen, /Stopping the eval/);
-    assert.equal(status.code, 130, stdout);
-    assert.match(stdout, /^quick\s+pass\s+1\/1/m);
-    assert.match(stdout, /^slow\s+not run\s+0\/0/m);
-    assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+    const out = await finish(
+      spawnEval(dir, ["--agent", "haiku", "--cases", "evals/cases.jsonl"]),
+    );
+    assert.equal(out.code, 2, `${out.stdout}\n${out.stderr}`);
+    assert.equal(out.stdout, "");
+    const real = await Deno.realPath(dir);
+    assert.match(out.stderr, /The case file has 5 problems:/);
+    assert.match(
+      out.stderr,
+      new RegExp(
+        `evals/cases\\.jsonl:1: workspace /: it is outside the project folder ${real}; a workspace is a folder inside the folder you run deno task eval in`,
+      ),
+    );
+    assert.match(out.stderr, /cases\.jsonl:2: workspace \/etc: it is outside the project folder/);
+    assert.match(
+      out.stderr,
+      /cases\.jsonl:3: workspace \S+\/etc-link: it is outside the project folder \S+ \(it leads to \/etc\)/,
+    );
+    assert.match(out.stderr, /cases\.jsonl:4: workspace \S+\/nope: no such folder/);
+    assert.match(out.stderr, /cases\.jsonl:5: workspace \S+\/notes\.txt: it is not a folder/);
+    assert.doesNotMatch(out.stderr, /cases\.jsonl:6:/);
   });
 });
+
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  Deno.test(`eval cli: ${signal === "SIGINT" ? "Ctrl-C" : "SIGTERM"} prints the runs measured so far and exits ${code}`, async () => {
+    await withHaiku(async (dir) => {
+      await Deno.writeTextFile(
+        join(dir, "slow.yaml"),
+        "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
+      );
+      await Deno.writeTextFile(
+        join(dir, "cases.jsonl"),
+        lines(
+          { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
+          { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
+        ),
+      );
+      const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
+      const stdoutText = new Response(child.stdout).text();
+      const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+      let seen = "";
+      while (!seen.includes("1/2 quick #1 pass")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      child.kill(signal);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      const [status, stdout] = await Promise.all([child.status, stdoutText]);
+      assert.match(seen, /Stopping the eval/);
+      assert.equal(status.code, code, stdout);
+      assert.match(stdout, /^quick\s+pass\s+1\/1/m);
+      assert.match(stdout, /^slow\s+not run\s+0\/0/m);
+      assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+    });
+  });
+}
 
 Deno.test("eval cli: the case file docs/testing.md shows passes from the checkout", async () => {
   const userDir = await Deno.makeTempDir({ prefix: "stepflow-eval-docs-" });

@@ -12,9 +12,11 @@ export const EXIT_CODES: Readonly<{
   usage: 2;
   incomplete: 3;
   waiting: 4;
+  budgetExceeded: 5;
   internal: 70;
   locked: 75;
   interrupted: 130;
+  terminated: 143;
 }> = Object.freeze({
   /** The command did what was asked (a run completed). */
   success: 0,
@@ -32,12 +34,22 @@ export const EXIT_CODES: Readonly<{
    * it; the run is recorded and is answered with `--answer RUN_ID --value '<json>'`.
    */
   waiting: 4,
+  /**
+   * `run-agent`: the run's budget is spent (`budget_exceeded`); the run is recorded and stays
+   * resumable: `--resume RUN_ID --budget-usd N` raises the budget and carries on inside the step.
+   */
+  budgetExceeded: 5,
   /** An unexpected internal error: a bug in stepflow (EX_SOFTWARE). */
   internal: 70,
   /** Another process holds the lock of the file (EX_TEMPFAIL: try again later). */
   locked: 75,
   /** Cancelled with Ctrl-C (128 + SIGINT). */
   interrupted: 130,
+  /**
+   * Cancelled with SIGTERM (128 + SIGTERM: `timeout`, `kill`, systemd, Docker, CI): the same clean
+   * stop as Ctrl-C.
+   */
+  terminated: 143,
 });
 
 /** One of {@linkcode EXIT_CODES}. */
