@@ -49,6 +49,7 @@ import {
   parseAnswerValue,
   pendingOf,
   waitingText,
+  waitsText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { STDIN_WAIT_MS } from "./kit/io.ts";
@@ -199,6 +200,7 @@ export async function runAgentFlow(
         onWarning: (message) => drive.warn(message),
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
+        ...(flags.maxChildren !== undefined ? { maxChildren: flags.maxChildren } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
         ...(Object.keys(budget).length ? { budget } : {}),
         ...(pricing ? { pricing } : {}),
@@ -249,13 +251,14 @@ export async function runAgentFlow(
     if (flags.answer !== undefined && given) {
       result = await runner(progress).answer(flags.answer, given.value, {
         answeredBy: flags.answeredBy ?? who("cli"),
+        ...(flags.requestId !== undefined ? { requestId: flags.requestId } : {}),
         backendChoice,
         ...permissionMode,
         ...signal,
       });
     } else if (flags.answer !== undefined) {
       // At a terminal without --value: the run's question is asked field by field.
-      const waiting = await pendingOf(store, flags.answer);
+      const waiting = await pendingOf(store, flags.answer, flags.requestId);
       if (!waiting) {
         result = await runner(progress).answer(flags.answer, undefined, signal); // says why
       } else {
@@ -279,6 +282,12 @@ export async function runAgentFlow(
     while (ask && result.completionReason === "waiting" && result.waiting) {
       result = await answerAtTerminal(result.runId, result.waiting);
     }
+    if (flags.answer !== undefined && result.runId !== flags.answer) {
+      // Another process drives the run: the answer went to its waiting child, driven here.
+      progress.warn(
+        `run ${flags.answer} is driven by another process; the answer was recorded in its child run ${result.runId}, which went on here (${result.completionReason}); the run takes its result there`,
+      );
+    }
     if (flags.record !== undefined) {
       await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
@@ -290,16 +299,29 @@ export async function runAgentFlow(
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
     if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
-      const form = await formOf(definition, result.waiting).catch(() => undefined);
       const runId = result.runId;
-      const answer = (value: string) =>
+      const answer = (value: string, requestId?: string) =>
         render({
           action: "answer",
           runId,
           agent,
-          args: ["--value", value, ...continuationFlags(flags)],
+          args: [
+            ...(requestId ? ["--request-id", requestId] : []),
+            "--value",
+            value,
+            ...continuationFlags(flags),
+          ],
         });
-      ctx.io.stdout.write(waitingText(result.waiting, runId, answer, form));
+      // A fan-out whose children wait: each question with the command that answers it.
+      const waits = result.waits ?? [result.waiting];
+      const forms = await Promise.all(
+        waits.map((w) => formOf(definition, w).catch(() => undefined)),
+      );
+      ctx.io.stdout.write(
+        waits.length > 1
+          ? waitsText(waits, runId, answer, forms)
+          : waitingText(result.waiting, runId, answer, forms[0]),
+      );
     }
     return EXIT_CODES.waiting;
   }

@@ -256,7 +256,13 @@ async function translate(
     scan.redrive !== undefined ? "--redrive" : "",
     scan.answer !== undefined ? "--answer" : "",
   ].filter(Boolean);
-  for (const [flag, given] of [["--value", scan.value], ["--answered-by", scan.answeredBy]]) {
+  for (
+    const [flag, given] of [
+      ["--value", scan.value],
+      ["--answered-by", scan.answeredBy],
+      ["--request-id", scan.requestId],
+    ]
+  ) {
     if (given !== undefined && scan.answer === undefined) {
       throw new UsageError(`${flag} goes with --answer RUN_ID; add --answer.`);
     }

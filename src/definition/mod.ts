@@ -46,6 +46,7 @@ export type {
   AgentPricing,
   ErrorPolicy,
   FlowStep,
+  ItemErrorPolicy,
   StepKind,
 } from "./types.ts";
 export {

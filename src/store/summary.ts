@@ -12,8 +12,8 @@ import { recordedNextStep } from "../invocation.ts";
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
  * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd, calls,
  * callsWithoutCost}` (a cost no call could be priced for is `null`: unknown, never 0),
- * `currentStepId`, `end.{reason, stepId, error}` (its `details.next` too) and, for a waiting run, `waiting.{stepId,
- * permission.tool}`.
+ * `currentStepId`, `end.{reason, stepId, error}` (its `details.next` too) and, for a waiting run,
+ * `waiting.{stepId, permission.tool}` and how many requests `waits` lists.
  *
  * @example
  * ```ts
@@ -82,6 +82,10 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   if (typeof parent?.runId === "string") summary.parentRunId = parent.runId;
   if (checkpoint.status === "waiting") {
     const waitingFor = waitingForOf(state.waiting);
+    // A fan-out step whose children wait: as many answers as requests.
+    if (waitingFor && Array.isArray(state.waits) && state.waits.length > 1) {
+      waitingFor.answers = state.waits.length;
+    }
     if (waitingFor) summary.waitingFor = waitingFor;
   }
   return summary;

@@ -37,6 +37,7 @@ import { defineFlags } from "../kit/flags.ts";
 import type { CliIo } from "../kit/io.ts";
 import { replayFileOfRun } from "../replay_flags.ts";
 import { childRunLogs } from "../../flow/child_logs.ts";
+import { fanOutRows, fanOutsOf } from "../../store/fan_out_lines.ts";
 import { UsageError } from "../../errors.ts";
 import {
   AGENT_FLAG,
@@ -158,6 +159,7 @@ async function showRun(
   // Open with an error: the workers hold it (else the error is why the queue gave it up).
   const held = summary?.error !== undefined && isOpenStatus(summary.status);
   const children = await childStatuses(store, definition, log, ctx.userDir);
+  const fanOuts = await fanOutReport(store, definition, log);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -175,6 +177,7 @@ async function showRun(
           ...(children.length > 0
             ? { children: children.map(({ agentOperand: _, ...child }) => child) }
             : {}),
+          ...(fanOuts.json.length > 0 ? { fanOuts: fanOuts.json } : {}),
           // Cost per run, step and call; a cost no call could be priced for is null.
           cost: spendView(checkpoint, log),
         })
@@ -197,7 +200,10 @@ async function showRun(
               : next,
           ),
         ...(answerValue !== undefined ? { answerValue } : {}),
-        childStatus: new Map(children.map((child) => [child.runId, child.shownStatus ?? ""])),
+        childStatus: new Map([
+          ...children.map((child) => [child.runId, child.shownStatus ?? ""] as const),
+          ...fanOuts.statuses,
+        ]),
         childAgent: new Map(
           children.flatMap((child) =>
             child.agentOperand !== undefined ? [[child.runId, child.agentOperand]] : []
@@ -266,4 +272,43 @@ async function runSummary(
 ): Promise<RunSummary | undefined> {
   if (store instanceof PostgresRunStore) return await store.summary(runId);
   return (await store.list()).find((run) => run.runId === runId);
+}
+
+/**
+ * The fan-outs of a run's log: the status of each child that has no end line yet (read from its
+ * agent's store: running, waiting, interrupted…), and the items as `--json` lists them (`fanOuts`:
+ * step, agent, total and one row per item).
+ */
+async function fanOutReport(
+  store: RunStore,
+  definition: AgentDefinition,
+  log: readonly RunLogEntry[],
+): Promise<{ statuses: Map<string, string>; json: Record<string, unknown>[] }> {
+  const statuses = new Map<string, string>();
+  const json: Record<string, unknown>[] = [];
+  for (const record of fanOutsOf(log)) {
+    const agent = ownValue(definition.steps, record.stepId)?.child;
+    const own: RunStore = agent ? store.forAgent?.(agent) ?? store : store;
+    // One listing per store (liveness included), not one per child.
+    const listings = new Map<RunStore, Map<string, RunSummary>>();
+    for (const item of record.items.values()) {
+      const last = item.children[item.children.length - 1];
+      if (!last || last.end) continue;
+      const where = last.store === "agent" ? own : store;
+      let listing = listings.get(where);
+      if (!listing) {
+        const runs = await where.list().catch(() => []);
+        listings.set(where, listing = new Map(runs.map((r) => [r.runId, r])));
+      }
+      const summary = listing.get(last.childRunId);
+      if (summary) statuses.set(last.childRunId, shownStatus(summary));
+    }
+    json.push({
+      stepId: record.stepId,
+      agent: record.agent,
+      total: record.total,
+      items: fanOutRows(record, (runId) => statuses.get(runId)),
+    });
+  }
+  return { statuses, json };
 }
