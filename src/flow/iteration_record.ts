@@ -10,6 +10,7 @@
 import type { FlowStep } from "../definition/types.ts";
 import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
+import { isoTime } from "../iso_time.ts";
 import type { EventEmitter } from "../events/emitter.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
@@ -158,7 +159,7 @@ export function historyEntry(
     iteration: state.iteration,
     attempt: state.attempt,
     transition: "next",
-    startedAt: startedAt.toISOString(),
+    startedAt: isoTime(startedAt.getTime()),
     durationMs: 0,
     ...record,
   };
