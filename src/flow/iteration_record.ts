@@ -97,9 +97,10 @@ export class IterationRecorder {
         type: "step_end",
         stepId: entry.stepId,
         entry,
-        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts).
+        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts). The answer's
+        // excerpt is the entry's own (`entry.answer`); logs of earlier versions repeated it beside
+        // the entry as `answer`, where readers still find it.
         ...(calls.length > 0 ? { calls } : {}),
-        ...(entry.answer ? { answer: entry.answer } : {}),
         usage: { ...state.usage },
         ...(Object.hasOwn(state.handoff, entry.stepId)
           ? { handoff: state.handoff[entry.stepId] }
