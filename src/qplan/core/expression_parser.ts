@@ -198,10 +198,14 @@ export class ExpressionParser extends TokenCursor {
     const open = this.next();
     this.enter(open);
     const items: Expr[] = [];
+    const literal = (value: number, line: number, column: number) =>
+      void items.push({ kind: "literal", value, line, column });
     while (!this.isOp("]")) {
       if (this.peek().type === "eof") {
         this.expected(`"]" to close the list opened at line ${open.line}, column ${open.column}`);
       }
+      // A run of plain numbers is read at once; the cursor is then at `]` or after a `,`.
+      if (this.numberRun(literal)) continue;
       items.push(this.#listItem());
       if (this.isOp(",")) {
         this.next();

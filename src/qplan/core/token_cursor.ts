@@ -54,6 +54,21 @@ export class TokenCursor {
     return t;
   }
 
+  /**
+   * At a number in a list, reads the plain numbers that follow it at once (see
+   * {@linkcode Tokenizer.numberRun}), calling `item` for each; the cursor is then at the `]` or at
+   * the token after the last `,` read. Returns false when there was no such run (nothing read).
+   */
+  protected numberRun(item: (value: number, line: number, column: number) => void): boolean {
+    const first = this.#current;
+    if (first.type !== "number" || this.#ahead.length > 0) return false;
+    const last = this.#tokenizer.numberRun(first, item);
+    if (last === undefined) return false;
+    this.#prev = last;
+    this.#current = this.#tokenizer.next();
+    return true;
+  }
+
   protected prev(): Token {
     return this.#prev ?? this.#current;
   }

@@ -156,6 +156,27 @@ function numberEnd(source: string, i: number): number {
   return end;
 }
 
+/** The end of the blanks (spaces, tabs, line breaks) at `i`. */
+function blanksEnd(source: string, i: number): number {
+  for (;;) {
+    const c = source.charCodeAt(i);
+    if (c === 32 || c === 10 || c === 9 || c === 13) i++;
+    else return i;
+  }
+}
+
+/** The value of the number `source[start, end)`: digits alone are summed, without a slice. */
+function numberValue(source: string, start: number, end: number): number {
+  if (end - start > 15) return Number(source.slice(start, end));
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const d = source.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return Number(source.slice(start, end));
+    value = value * 10 + d;
+  }
+  return value;
+}
+
 /**
  * Splits a script into tokens, ending with an `eof` token (every token of a {@linkcode Tokenizer}).
  *
@@ -207,6 +228,80 @@ export class Tokenizer {
   /** A tokenizer at the start of `source`. */
   constructor(source: string) {
     this.#source = source;
+  }
+
+  /**
+   * Reads on, without making their tokens, the plain numbers of a list that follow `first` (the
+   * number token returned last): `first, 2, 3.5, …`. Calls `item` with the value, line and column
+   * of every number a `,` or `]` follows (`first` included) and stops before the first thing that
+   * is not such a number — a `]`, a sign, a comment, an expression — so that `next()` reads on from
+   * there as if every token before it had been returned. Returns the last token read (a number
+   * before `]`, or the last `,`), or undefined when `first` is not followed by `,` or `]` (or when
+   * the tokenizer has read past `first`); then nothing was read.
+   *
+   * A literal list (`var [1, 2, …] -> xs`) is most of such a script: the two tokens of each item
+   * were most of reading it.
+   */
+  numberRun(
+    first: Token,
+    item: (value: number, line: number, column: number) => void,
+  ): Token | undefined {
+    if (this.#i !== first.end || this.#queued.length > 0 || this.#eof !== undefined) {
+      return undefined;
+    }
+    const source = this.#source;
+    let line = this.#line;
+    let lineStart = this.#lineStart;
+    let start = first.offset;
+    let end = first.end;
+    let value = Number(first.value);
+    let last: Token | undefined;
+    for (;;) {
+      const numberLine = line;
+      const numberColumn = start - lineStart + 1;
+      let i = blanksEnd(source, end);
+      for (let k = end; k < i; k++) {
+        if (source.charCodeAt(k) === 10) {
+          line++;
+          lineStart = k + 1;
+        }
+      }
+      const c = source.charCodeAt(i);
+      if (c !== 44 && c !== 93) break;
+      item(value, numberLine, numberColumn);
+      if (c === 93) {
+        last = {
+          type: "number",
+          value: source.slice(start, end),
+          line: numberLine,
+          column: numberColumn,
+          offset: start,
+          end,
+        };
+        this.#save(i, line, lineStart);
+        break;
+      }
+      last = { type: "op", value: ",", line, column: i - lineStart + 1, offset: i, end: i + 1 };
+      this.#save(i + 1, line, lineStart);
+      i = blanksEnd(source, i + 1);
+      for (let k = last.end; k < i; k++) {
+        if (source.charCodeAt(k) === 10) {
+          line++;
+          lineStart = k + 1;
+        }
+      }
+      if (!isDigit(source.charCodeAt(i))) break;
+      start = i;
+      end = numberEnd(source, i);
+      value = numberValue(source, start, end);
+    }
+    return last;
+  }
+
+  #save(i: number, line: number, lineStart: number): void {
+    this.#i = i;
+    this.#line = line;
+    this.#lineStart = lineStart;
   }
 
   /** Reads the rest of the script, for its lexical errors: throws the first one. */
