@@ -19,7 +19,10 @@
  * - `paused` — stopped between iterations by a pause request; resumable;
  * - `waiting` — stopped at an input step until someone answers: not ended, but no process drives
  *   it and it holds no lock or lease (kind `waits`: never shown `interrupted`, never re-queued);
- * - `completed`, `failed`, `aborted`, `cancelled`, `timeout` — how it ended.
+ * - `completed`, `failed`, `aborted`, `declined`, `cancelled`, `timeout` — how it ended
+ *   (`declined`: a person's answer at an input step stopped it — their decision, not a failure);
+ * - `budget_exceeded` — stopped by its budget (kind `waits`: no process drives it, never re-queued,
+ *   kept by retention; `--resume` with a higher budget carries on inside the step it stopped in).
  */
 export const RUN_STATUS_KINDS = {
   running: "open",
@@ -28,8 +31,10 @@ export const RUN_STATUS_KINDS = {
   completed: "ended",
   failed: "ended",
   aborted: "ended",
+  declined: "ended",
   cancelled: "ended",
   timeout: "ended",
+  budget_exceeded: "waits",
 } as const satisfies Record<string, "open" | "waits" | "ended">;
 
 /** Status of a run as recorded in its checkpoint (a key of {@linkcode RUN_STATUS_KINDS}). */
@@ -47,7 +52,8 @@ export type OpenRunStatus = {
 
 /**
  * The lifecycle state of a run as executors report it to event handlers: `idle` before it starts,
- * then its recorded status. `idle → running ⇄ paused → completed | failed | aborted | cancelled | timeout`;
+ * then its recorded status.
+ * `idle → running ⇄ paused → completed | failed | aborted | declined | cancelled | timeout`;
  * a step-flow run that reaches an input step ends its drive `waiting` (an answer starts the next).
  */
 export type RunState = "idle" | RunStatus;

@@ -59,3 +59,47 @@ export function cacheShare(
   if (usage.cacheWriteTokens) parts.push(`${count(usage.cacheWriteTokens)} cache write`);
   return parts.join(", ");
 }
+
+/** What a cost is known of: the known part, the calls, the calls whose cost is unknown. */
+export interface CostCounts {
+  /** Cost in US dollars of the calls whose cost is known. */
+  costUsd?: number;
+  /** Calls (undefined: not counted; the cost is then shown as it is). */
+  calls?: number;
+  /** Calls whose cost is unknown (no usage, or no price for the model). */
+  callsWithoutCost?: number;
+}
+
+/**
+ * A cost as every surface writes it: `$0.0123`, `cost unknown` when no call could be priced,
+ * `$0.0123 + unknown for 2 calls` when some could not — never `$0` for calls of unknown cost.
+ * Empty when there is nothing to say (no calls, or a known cost of 0).
+ *
+ * @example
+ * ```ts
+ * import { formatCost } from "./token_counts.ts";
+ * console.log(formatCost({ costUsd: 0.0123, calls: 3 })); // "$0.0123"
+ * console.log(formatCost({ costUsd: 0, calls: 2, callsWithoutCost: 2 })); // "cost unknown"
+ * console.log(formatCost({ costUsd: 0.5, calls: 3, callsWithoutCost: 1 })); // "$0.5000 + unknown for 1 call"
+ * ```
+ */
+export function formatCost(cost: CostCounts): string {
+  const unknown = cost.callsWithoutCost ?? 0;
+  const known = cost.costUsd ?? 0;
+  if (cost.calls !== undefined && cost.calls > 0 && unknown >= cost.calls) return "cost unknown";
+  // A known cost of 0 is left out (a free model, or a record older than the unknown-cost count).
+  const amount = known > 0 ? `$${known.toFixed(4)}` : "";
+  if (unknown === 0) return amount;
+  const rest = `unknown for ${unknown} call${unknown === 1 ? "" : "s"}`;
+  return amount ? `${amount} + ${rest}` : `cost ${rest}`;
+}
+
+/**
+ * A cost as JSON shows it: the dollars when every call was priced, `null` when none was (unknown,
+ * never 0), the known part otherwise (with `callsWithoutCost` beside it saying it is a lower bound).
+ */
+export function costOrNull(cost: CostCounts): number | null {
+  const unknown = cost.callsWithoutCost ?? 0;
+  if (cost.calls !== undefined && cost.calls > 0 && unknown >= cost.calls) return null;
+  return cost.costUsd ?? 0;
+}

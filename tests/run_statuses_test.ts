@@ -20,7 +20,14 @@ import { NOT_ENDED_SQL } from "../src/store/pg_connection.ts";
 Deno.test("run statuses: every list follows the one declaration", () => {
   assert.deepEqual(RUN_STATUSES, Object.keys(RUN_STATUS_KINDS));
   assert.deepEqual(OPEN_RUN_STATUSES, ["running", "paused"]);
-  assert.deepEqual(ENDED_RUN_STATUSES, ["completed", "failed", "aborted", "cancelled", "timeout"]);
+  assert.deepEqual(ENDED_RUN_STATUSES, [
+    "completed",
+    "failed",
+    "aborted",
+    "declined",
+    "cancelled",
+    "timeout",
+  ]);
   assert.deepEqual(SHOWN_STATUSES, ["queued", ...RUN_STATUSES, "interrupted"]);
   assert.deepEqual(NOT_ENDED_STATUSES, ["queued", "running", "paused"]);
   assert.equal(NOT_ENDED_SQL, "'queued', 'running', 'paused'");

@@ -248,8 +248,10 @@ export function usageText(options: ParseOptions = {}): string {
     }A parameter the agent declares in agent.json (see below)`,
     "",
     "Exit codes: 0 success, 1 the flow ran and did not succeed, 2 usage, definition or backend",
-    "            setup error (e.g. missing API key), 4 the run waits for an answer (no terminal to",
-    "            ask; answer with --answer), 130 cancelled with Ctrl-C, 70 internal error (a bug).",
+    "            setup error (e.g. missing API key), 3 a person declined the run at an input step,",
+    "            4 the run waits for an answer (no terminal to ask; answer with --answer), 5 its",
+    "            budget stopped the run (resumable), 130 cancelled with Ctrl-C, 143 cancelled with",
+    "            SIGTERM, 70 internal error (a bug).",
   ];
   if (options.parameters) {
     lines.push("", parameterList(options.parameters, options.agentName));

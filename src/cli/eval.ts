@@ -19,12 +19,14 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import { UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { shellQuote, stepflowCommand } from "../invocation.ts";
 import { redactUrl } from "../store/pg_connection.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { assertRunGroup, newRunGroup } from "../store/run_group.ts";
+import { cliPricing } from "./kit/pricing.ts";
 import { selectRunStore } from "../store/select.ts";
 import { type EvalCase, loadEvalCases } from "./eval/cases.ts";
 import { formatEvalReport, summarize } from "./eval/report.ts";
@@ -92,6 +94,7 @@ const EVAL_FLAGS = defineFlags({
   },
   allowRun: RUN_AGENT_FLAGS.allowRun,
   skipValidators: { type: "boolean", description: "Do not run step validators" },
+  pricing: RUN_AGENT_FLAGS.pricing,
   help: { type: "boolean", short: "h", description: "Show this help" },
 });
 
@@ -103,7 +106,8 @@ Options:
 ${declaredHelpLines(EVAL_FLAGS).join("\n")}
 
 Exit codes: 0 the pass rate reached --min-pass, 1 it did not, 2 usage or setup error,
-            130 interrupted with Ctrl-C (the runs measured so far are reported first).`;
+            130 interrupted with Ctrl-C, 143 with SIGTERM (the runs measured so far are reported
+            first).`;
 
 /** A parsed `--min-pass`: `0.8`, `80%`. */
 export function parseMinPass(raw: string): number {
@@ -160,7 +164,12 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   const userDir = userDirOf(io);
   const definition = await loadAgentDefinition(agent, { cwd: userDir });
   const casesPath = resolve(userDir, casesFile);
-  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
+  const cases = await loadEvalCases(
+    casesPath,
+    definition,
+    displayPath(casesPath, userDir),
+    userDir,
+  );
   const warn = (m: string) => io.stderr.write(`warning: ${m}\n`);
   const backendFor = async (c: EvalCase): Promise<LlmBackend> => {
     const script = c.script ??
@@ -183,8 +192,8 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       {
         cwd: userDir,
         fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
-        ...(definition.agent.behavior.model !== undefined
-          ? { fallbackModel: definition.agent.behavior.model }
+        ...(defaultModelOf(definition.agent.behavior.model) !== undefined
+          ? { defaultModel: defaultModelOf(definition.agent.behavior.model) }
           : {}),
         env: io.env,
         onWarning: warn,
@@ -206,6 +215,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       cases.length === 1 ? "" : "s"
     } × ${runs} run${runs === 1 ? "" : "s"} (${concurrency} at once)…\n`,
   );
+  const pricing = await cliPricing(flags.pricing, io.env.STEPFLOW_PRICING, userDir);
   const started = performance.now();
   let outcomes: EvalRunOutcome[];
   try {
@@ -223,6 +233,7 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
         skipValidators: flags.skipValidators,
         ...(maxIterations !== undefined ? { maxTotalIterations: maxIterations } : {}),
         ...(flags.model !== undefined ? { model: flags.model } : {}),
+        ...(pricing ? { pricing } : {}),
       },
       ...(io.signal ? { signal: io.signal } : {}),
       onRunEnd: (o, done, total) => io.stderr.write(`${progressLine(o, done, total)}\n`),
@@ -281,5 +292,7 @@ if (import.meta.main) {
   using interrupt = listenForInterrupt({
     message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
   });
-  await exitProcess(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
+  await exitProcess(
+    interrupt.exitCode(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal })),
+  );
 }

@@ -169,7 +169,8 @@ planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
-75 another process is running the plan (try again later), 130 interrupted.`;
+75 another process is running the plan (try again later), 130 interrupted (Ctrl-C), 143 interrupted
+(SIGTERM).`;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -593,7 +594,7 @@ export async function planCli(argv: readonly string[] = Deno.args): Promise<neve
     reason: new DOMException("interrupted", "AbortError"),
   });
   const code = await planMain([...argv], { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await planCli();

@@ -23,6 +23,7 @@ import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
 import { oneLine, toolCallLine, toolCallTarget } from "../events/tool_call_line.ts";
+import { fallbackText, modelRefText, rateLimitWaitText } from "../events/model_notice_text.ts";
 import {
   AttemptCounter,
   createProgressLines,
@@ -30,6 +31,7 @@ import {
   firstLine,
   formatClock,
   formatCount,
+  isServerWait,
   resultLine,
   retryLabel,
   retryReason,
@@ -47,6 +49,12 @@ export interface ProgressOptions {
   color: boolean;
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
+  /**
+   * When the clock shows 00:00, in `now()`'s units. Default: when the renderer is created. The
+   * renderer of a later drive of the same command (a run answered at the terminal goes on in a new
+   * drive) passes the first one's {@linkcode ProgressRenderer.startedAt}, so the clock goes on.
+   */
+  startedAt?: number;
 }
 
 /** Options of the live renderer. */
@@ -78,6 +86,8 @@ export interface ProgressRenderer extends CallObserver {
   warn(message: string): void;
   /** Ends the display: the live line is replaced by `result`'s summary; timers stop. */
   finish(result?: StepFlowResult): void;
+  /** When its clock shows 00:00 (see {@linkcode ProgressOptions.startedAt}). */
+  readonly startedAt?: number;
   /**
    * Clears the live line and stops redrawing it while a question is asked at the terminal;
    * returns the function that brings it back. Absent where nothing is redrawn.
@@ -115,11 +125,17 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
       throw error;
     }
   };
-  const wrapped: LlmBackend & Partial<ToolTurnBackend> = {
+  // The backend's default model and flags go through: the run prices calls and checks a
+  // budget's prices by them.
+  const model = (backend as { model?: unknown }).model;
+  const wrapped: LlmBackend & Partial<ToolTurnBackend> & { model?: string } = {
     name: backend.name,
+    ...(typeof model === "string" ? { model } : {}),
     complete: (request, options) =>
       observed(request, () => backend.complete(request, options), (r) => r),
     ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
+    ...(backend.walksModelChains ? { walksModelChains: true } : {}),
+    ...(backend.reportsCost ? { reportsCost: true } : {}),
   };
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {
@@ -129,6 +145,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
         const response: LlmResponse = { text: r.text };
         if (r.usage) response.usage = r.usage;
         if (r.costUsd !== undefined) response.costUsd = r.costUsd;
+        if (r.model !== undefined) response.model = r.model;
         return response;
       });
     };
@@ -162,10 +179,12 @@ export interface LineProgressOptions extends ProgressOptions {
  */
 export function createLineProgress(options: LineProgressOptions): ProgressRenderer {
   const now = options.now ?? (() => performance.now());
-  const lines = createProgressLines({ ...options, now });
+  const startedAt = options.startedAt ?? now();
+  const lines = createProgressLines({ ...options, now, startedAt });
   const { line, colors: c } = lines;
   const callStarted = new Map<LlmRequest, number>();
   return {
+    startedAt,
     events: lines.events,
     onCallStart(request) {
       callStarted.set(request, now());
@@ -226,7 +245,7 @@ const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", 
  */
 export function createLiveProgress(options: LiveProgressOptions): ProgressRenderer {
   const now = options.now ?? (() => performance.now());
-  const start = now();
+  const start = options.startedAt ?? now();
   const c = palette(options.color);
   const columns = Math.max(20, options.columns ?? 80);
   const status: LiveStatus = { attempt: 1, tokens: 0, unknownCalls: 0, paused: false };
@@ -263,6 +282,7 @@ export function createLiveProgress(options: LiveProgressOptions): ProgressRender
   Deno.unrefTimer(timer);
 
   return {
+    startedAt: start,
     events: liveEvents(status, { draw, print, colors: c }),
     onCallStart(request) {
       status.call = request.kind === "step" ? "waiting for the model" : `${request.kind} call`;
@@ -351,9 +371,17 @@ function finishLine(result: StepFlowResult, elapsedMs: number, c: Palette): stri
   const elapsed = formatClock(elapsedMs).slice(0, -2);
   const cancelled = result.completionReason === "cancelled";
   const waiting = result.completionReason === "waiting";
-  const mark = result.success ? "✓" : cancelled ? "■" : waiting ? "…" : "✗";
+  const declined = result.completionReason === "declined";
+  const mark = result.success ? "✓" : cancelled || declined ? "■" : waiting ? "…" : "✗";
   const text = `${mark} ${resultLine(result)} in ${elapsed}`;
-  const tone = result.success ? c.green : cancelled || waiting ? c.yellow : c.red;
+  // A person's "no" is neither a success nor a failure: no colour.
+  const tone = result.success
+    ? c.green
+    : cancelled || waiting
+    ? c.yellow
+    : declined
+    ? (t: string) => t
+    : c.red;
   return tone(text);
 }
 
@@ -398,8 +426,23 @@ function liveEvents(status: LiveStatus, { draw, print, colors: c }: LiveScreen):
       print(`${c.red("error")} ${info.stepId} #${info.iteration}: ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
+      if (isServerWait(error)) return; // shown by onRateLimitWait
       status.call = `${retryLabel(error)} ${attempt}`;
       print(`${c.yellow(status.call)} ${info.stepId}: ${retryReason(error)}`);
+    },
+    onRateLimitWait(info, wait) {
+      // On the status line until the call goes on (the next attempt's text, its end).
+      status.call = rateLimitWaitText(wait);
+      status.text = undefined;
+      print(
+        `${
+          c.yellow(status.call)
+        } ${info.stepId}: ${wait.reason} (attempt ${wait.attempt}/${wait.maxAttempts})`,
+      );
+    },
+    onModelFallback(info, fallback) {
+      status.call = `on ${modelRefText(fallback.to)}`;
+      print(`${c.yellow("fallback")} ${info.stepId}: ${fallbackText(fallback)}`);
     },
     onToolCall(info, call) {
       if (call.phase === "requested") {

@@ -114,7 +114,8 @@ Options:
 ${declaredHelpLines(FLAGS, { width: 21 }).join("\n")}
 
 Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
-            2 usage error or a script that cannot run (syntax, validation, params, backend).`;
+            2 usage error or a script that cannot run (syntax, validation, params, backend),
+            130 interrupted with Ctrl-C, 143 with SIGTERM.`;
 
 /**
  * Runs the `qplan` command line and returns the exit code. Never throws, never exits.
@@ -495,7 +496,7 @@ export async function qplanCli(argv: readonly string[] = Deno.args): Promise<nev
     reason: new Error("interrupted (Ctrl-C)"),
   });
   const code = await qplanMain([...argv], { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await qplanCli();

@@ -10,6 +10,8 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError, UsageError } from "../errors.ts";
 import { type ReplayDocument, replayFromLog, replayText, replayYaml } from "../llm/replay_file.ts";
 import type { RunLogEntry, RunStore } from "../store/types.ts";
+import type { AgentDefinition } from "../definition/types.ts";
+import { type ChildRunLog, childRunLogs } from "../flow/child_logs.ts";
 import type { CliFlags } from "./args.ts";
 import { displayPath } from "./kit/display_path.ts";
 import type { CliWriter } from "./kit/io.ts";
@@ -36,28 +38,42 @@ export function rejectMisplacedReplayFlags(scan: CliFlags): void {
   }
 }
 
-/** `--show RUN_ID --as-script`: the YAML replay file of a recorded run, redacted with `env`. */
+/**
+ * `--show RUN_ID --as-script`: the YAML replay file of a recorded run, redacted with `env`, with
+ * its child runs' calls when their logs are given (`childRunLogs`).
+ */
 export function replayFileOfRun(
   log: RunLogEntry[],
   agent: string,
   runId: string,
   env: Record<string, string | undefined>,
+  children?: readonly ChildRunLog[],
 ): string {
-  return replayYaml(replayFromLog(log, { agent, runId, env }));
+  return replayYaml(replayFromLog(log, { agent, runId, env, ...(children ? { children } : {}) }));
 }
 
-/** Writes the replay file of the run just made (`--record FILE`), atomically. */
+/**
+ * Writes the replay file of the run just made (`--record FILE`), atomically; given the agent's
+ * definition (not only its name), with the calls of its child runs.
+ */
 export async function writeRecording(
   file: string,
   store: RunStore,
   runId: string,
-  agent: string,
+  agent: string | AgentDefinition,
   ctx: { userDir: string; io: { env: Record<string, string | undefined>; stderr: CliWriter } },
 ): Promise<void> {
   const path = resolve(ctx.userDir, file);
   let doc: ReplayDocument;
   try {
-    doc = replayFromLog(await store.readLog(runId), { agent, runId, env: ctx.io.env });
+    const log = await store.readLog(runId);
+    const children = typeof agent === "string" ? [] : await childRunLogs(store, agent, log);
+    doc = replayFromLog(log, {
+      agent: typeof agent === "string" ? agent : agent.name,
+      runId,
+      env: ctx.io.env,
+      children,
+    });
   } catch (error) {
     if (error instanceof StepflowError && error.code === "REPLAY_NOT_RECORDED") {
       ctx.io.stderr.write(

@@ -6,7 +6,7 @@
  * `INIT_CWD` (set by `deno task`): `.agent/`, `--script` and relative `--agent` paths resolve there.
  *
  * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
- * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
+ * error; 3 a person declined the run at an input step; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
  * 70 an unexpected internal error (a bug).
  *
  * Long because: it is the whole dispatch of
@@ -20,6 +20,7 @@ import { resolve } from "node:path";
 import { AgentDefinitionError } from "../definition/errors.ts";
 import { flowToMermaid } from "../definition/graph.ts";
 import { listAgents, loadAgentDefinition, locateAgent } from "../definition/load.ts";
+import { agentListLines, checkAgents } from "./agent_list.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { ownValue } from "../own_record.ts";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -27,6 +28,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
 import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -68,6 +70,7 @@ import { assertRunGroup } from "../store/run_group.ts";
 import { shownStatus } from "../store/run_status.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { rejectMisplacedReplayFlags, replayFileOfRun, writeRecording } from "./replay_flags.ts";
+import { childRunLogs } from "../flow/child_logs.ts";
 import { submitAndFollow } from "./submit.ts";
 import { answerQueuedRun } from "./answer_queued.ts";
 import { backendFromFlags, backendName } from "./kit/backend.ts";
@@ -88,6 +91,9 @@ import {
   waitingText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { cliPricing } from "./kit/pricing.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
@@ -143,7 +149,7 @@ export async function runCli(argv: readonly string[] = Deno.args): Promise<never
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  return await exitProcess(code);
+  return await exitProcess(interrupt.exitCode(code));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -350,7 +356,8 @@ async function showRuns(
   }
   if (flags.asScript) {
     // -- replay: --show RUN_ID --as-script --
-    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env));
+    const children = await childRunLogs(store, definition, log);
+    ctx.io.stdout.write(replayFileOfRun(log, definition.name, runId, ctx.io.env, children));
     return EXIT_CODES.success;
   }
   // Liveness (who holds the run's lock or lease) as --runs sees it: one status everywhere.
@@ -370,9 +377,11 @@ async function showRuns(
         jsonOutput({
           ...(status ? { shownStatus: status } : {}),
           ...(summary?.error ? { error: summary.error } : {}),
-          checkpoint,
+          checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
           ...(children.length > 0 ? { children } : {}),
+          // Cost per run, step and call; a cost no call could be priced for is null.
+          cost: spendView(checkpoint, log),
         })
       }\n`,
     );
@@ -426,6 +435,21 @@ async function runSummary(
 ): Promise<RunSummary | undefined> {
   if (store instanceof PostgresRunStore) return await store.summary(runId);
   return (await store.list()).find((run) => run.runId === runId);
+}
+
+/** A run's result as `--json` prints it: a cost no call could be priced for is `null`, never 0. */
+function resultJson(result: StepFlowResult): unknown {
+  return { ...result, usage: { ...result.usage, costUsd: costOrNull(result.usage) } };
+}
+
+/** A checkpoint as `--show --json` prints it: its usage's unknown cost `null`, never 0. */
+function withKnownCost(checkpoint: RunCheckpoint): RunCheckpoint {
+  const usage = checkpoint.state.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage !== "object") return checkpoint;
+  const costUsd = costOrNull(
+    usage as { costUsd?: number; calls?: number; callsWithoutCost?: number },
+  );
+  return { ...checkpoint, state: { ...checkpoint.state, usage: { ...usage, costUsd } } };
 }
 
 /** Nesting kept by `--json` output; deeper values (stored by older versions) are elided. */
@@ -503,7 +527,7 @@ async function help(scan: CliFlags, ctx: Context): Promise<number> {
 }
 
 async function list(flags: CliFlags, ctx: Context): Promise<number> {
-  const agents = await listAgents({ cwd: ctx.userDir });
+  const agents = (await checkAgents(ctx.userDir)).map((a) => a.listed);
   const root = resolve(ctx.userDir, ".agent");
   if (flags.json) {
     ctx.io.stdout.write(`${JSON.stringify(agents, null, 2)}\n`);
@@ -515,12 +539,13 @@ async function list(flags: CliFlags, ctx: Context): Promise<number> {
     );
     return EXIT_CODES.success;
   }
-  const width = Math.max(...agents.map((a) => a.name.length)) + 2;
   const lines = [`Agents in ${displayPath(root, ctx.userDir)} (${agents.length}):`];
-  for (const a of agents) {
-    const about = [a.displayName, a.description].filter(Boolean).join(" — ");
-    lines.push(`  ${a.name.padEnd(width)}${about}`.trimEnd());
-  }
+  lines.push(
+    ...agentListLines(
+      agents,
+      (name) => `${runAgentCommand(ctx.userDir)} --agent ${name} --validate`,
+    ),
+  );
   lines.push(
     "",
     `Run one with: ${runAgentCommand(ctx.userDir)} --agent NAME [--<parameter> value …]`,
@@ -735,6 +760,12 @@ async function run(
       continued !== undefined ? await recordedChoice(store, continued) : undefined,
     );
     const backendChoice = recordableChoice(choice);
+    // --pricing FILE over STEPFLOW_PRICING=FILE, both over agent.json's and the built-in prices.
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, ctx.userDir);
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
     // One runner per drive, each with the progress renderer of that drive.
     const runner = (drive: ProgressRenderer) =>
       new StepFlowRunner(definition, {
@@ -748,6 +779,8 @@ async function run(
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
+        ...(Object.keys(budget).length ? { budget } : {}),
+        ...(pricing ? { pricing } : {}),
         // At a terminal, a tool call that asks is asked here (yes, no, always for this run).
         ...(ask
           ? {
@@ -773,7 +806,7 @@ async function run(
       const form = await formOf(definition, waiting);
       for (;;) {
         const value = await askAtTerminal(waiting, runId, form, ask!);
-        progress = createProgress(flags, ctx);
+        progress = createProgress(flags, ctx, progress.startedAt);
         try {
           return await runner(progress).answer(runId, value, {
             answeredBy: flags.answeredBy ?? who("terminal"),
@@ -826,7 +859,7 @@ async function run(
       result = await answerAtTerminal(result.runId, result.waiting);
     }
     if (flags.record !== undefined) {
-      await writeRecording(flags.record, store, result.runId, definition.name, ctx);
+      await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
   } finally {
     progress.finish(result);
@@ -834,7 +867,7 @@ async function run(
   }
   if (result.completionReason === "waiting" && result.waiting) {
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
-    if (flags.json) ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
       const form = await formOf(definition, result.waiting).catch(() => undefined);
       const command = [
@@ -846,7 +879,7 @@ async function run(
     return EXIT_CODES.waiting;
   }
   if (flags.json) {
-    ctx.io.stdout.write(`${jsonOutput(result)}\n`);
+    ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
   } else {
     ctx.io.stdout.write(
       `${
@@ -859,6 +892,18 @@ async function run(
     );
   }
   if (result.success) return EXIT_CODES.success;
+  if (result.completionReason === "budget_exceeded") {
+    if (!flags.json) {
+      const command = `${
+        agentRunCommand(ctx.userDir, definition.name, flags.store)
+      } --resume ${result.runId}`;
+      ctx.io.stderr.write(
+        `The run stays resumable: raise its budget and carry on inside the step with ${command} --budget-usd <USD> (or --budget-tokens <N>).\n`,
+      );
+    }
+    return EXIT_CODES.budgetExceeded;
+  }
+  if (result.completionReason === "declined") return EXIT_CODES.incomplete; // a person said no
   if (!flags.json) {
     const redrive = `${
       agentRunCommand(ctx.userDir, definition.name, flags.store)
@@ -933,6 +978,7 @@ async function selectBackend(
   if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
   if (flags.model !== undefined) given.model = flags.model;
   if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  if (flags.fallbackModel.length > 0) given.fallbackModels = flags.fallbackModel;
   const name = backendName(flags, {
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
@@ -940,12 +986,20 @@ async function selectBackend(
   // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
     ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
-  const backend = await backendFromFlags({ ...choice, ...how }, {
+  const defaultModel = defaultModelOf(behavior.model);
+  // Always able to walk model chains (agent.json's, the steps', --fallback-model), with the
+  // options of these flags for the entries on other backends.
+  const { fallbackModels = [], ...chosen } = choice;
+  const backend = await backendFromFlags({ ...chosen, ...how, fallbackModel: fallbackModels }, {
     cwd: ctx.userDir,
-    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
+    ...(defaultModel !== undefined ? { defaultModel } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),
@@ -968,16 +1022,17 @@ async function recordedChoice(
   }
 }
 
-function createProgress(flags: CliFlags, ctx: Context): ProgressRenderer {
+function createProgress(flags: CliFlags, ctx: Context, startedAt?: number): ProgressRenderer {
   const write = (text: string) => ctx.io.stderr.write(text);
   const live = ctx.io.isTerminal.stderr && !flags.verbose && ctx.io.env.TERM !== "dumb";
   return live
     ? createLiveProgress({
       write,
       color: ctx.stderrColor,
+      startedAt,
       ...(ctx.io.columns !== undefined ? { columns: ctx.io.columns } : {}),
     })
-    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose });
+    : createLineProgress({ write, color: ctx.stderrColor, verbose: flags.verbose, startedAt });
 }
 
 /**

@@ -58,13 +58,33 @@ export const RUN_AGENT_FLAGS = defineFlags({
   },
   baseUrl: BACKEND_FLAGS.baseUrl,
   script: BACKEND_FLAGS.script,
+  fallbackModel: BACKEND_FLAGS.fallbackModel,
   maxAttempts: BACKEND_FLAGS.maxAttempts,
+  maxRateLimitWaitMs: BACKEND_FLAGS.maxRateLimitWaitMs,
+  idleTimeoutMs: BACKEND_FLAGS.idleTimeoutMs,
   noStream: BACKEND_FLAGS.noStream,
   maxIterations: {
     type: "string",
     value: "N",
     description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
     parse: parsePositiveInt("--max-iterations"),
+  },
+  budgetUsd: {
+    type: "string",
+    value: "USD",
+    description: "Hard budget in US dollars, child runs included (with --resume: raises it)",
+    parse: parsePositiveAmount("--budget-usd"),
+  },
+  budgetTokens: {
+    type: "string",
+    value: "N",
+    description: "Hard budget in tokens, input plus output (with --resume: raises it)",
+    parse: parsePositiveInt("--budget-tokens"),
+  },
+  pricing: {
+    type: "string",
+    value: "FILE",
+    description: "Model prices (JSON) over agent.json's and the built-in table (STEPFLOW_PRICING)",
   },
   allowFallback: {
     type: "boolean",
@@ -217,12 +237,24 @@ export interface CliFlags {
   baseUrl?: string;
   /** `--script FILE`. */
   script?: string;
+  /** `--fallback-model NAME` (repeatable): models tried after each call's own model or chain. */
+  fallbackModel: string[];
   /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
   maxAttempts?: number;
+  /** `--max-rate-limit-wait-ms MS`: the longest server-asked wait (retry.maxRateLimitWaitMs). */
+  maxRateLimitWaitMs?: number;
+  /** `--idle-timeout-ms MS`: the idle timeout of streamed answers (0: off). */
+  idleTimeoutMs?: number;
   /** `--no-stream`: the chat backends ask for plain answers instead of streams. */
   noStream: boolean;
   /** `--max-iterations N`, checked to be a positive integer. */
   maxIterations?: number;
+  /** `--budget-usd USD`: the run's budget in US dollars, a positive number. */
+  budgetUsd?: number;
+  /** `--budget-tokens N`: the run's budget in tokens (input plus output), a positive integer. */
+  budgetTokens?: number;
+  /** `--pricing FILE`: model prices over agent.json's and the built-in table. */
+  pricing?: string;
   /** `--allow-fallback`. */
   allowFallback: boolean;
   /** `--allow-run`: command steps and validators may run agent.json `commands`. */
@@ -273,3 +305,16 @@ export interface CliFlags {
 
 // Compile-time proof that CliFlags is exactly what the declaration parses to.
 const _cliFlagsMatchDeclaration: Exactly<FlagsOf<typeof RUN_AGENT_FLAGS>, CliFlags> = true;
+
+/** Parses a positive amount of dollars (`5`, `0.25`, `12.5`). */
+function parsePositiveAmount(flag: string): (raw: string) => number {
+  return (raw) => {
+    const value = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new UsageError(
+        `${flag} expects a positive amount of US dollars such as 5 or 0.25, got "${raw}".`,
+      );
+    }
+    return value;
+  };
+}

@@ -206,7 +206,7 @@ ${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}
 
 Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
 skipped because approval was not given; see --allow-skipped), 75 another process is running this
-plan file, 130 cancelled.
+plan file, 130 cancelled (Ctrl-C), 143 cancelled (SIGTERM).
 `;
 
 /** The parsed command line of `run-plan`: its flags and the plan file (the one positional). */
@@ -584,7 +584,7 @@ export async function runPlanCli(argv: readonly string[] = Deno.args): Promise<n
     reason: new Error("interrupted (Ctrl-C)"),
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  Deno.exit(interrupt.exitCode(code));
 }
 
 if (import.meta.main) await runPlanCli();

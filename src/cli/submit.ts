@@ -15,6 +15,7 @@ import { followRun, resubmitWithRerun, submitRun } from "../worker/submit.ts";
 import type { SubmittedRequest } from "../worker/worker.ts";
 import type { CommandLine } from "./args.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
+import { cliPricing } from "./kit/pricing.ts";
 import { type CliIo, userDirOf } from "./kit/io.ts";
 
 /** What `--submit` needs from the CLI. */
@@ -31,7 +32,8 @@ export interface SubmitContext {
  * Queues the run (PostgreSQL store only), prints its id on stdout; with `--wait`, prints each
  * committed step on stderr and the run's history on stdout at the end. Exit code: 0 queued (or,
  * with `--wait`, completed), 1 the run ended without success (or the queue gave it up), 2 usage,
- * 4 the run waits for an answer at an input step (answer it with `--answer`).
+ * 3 a person declined the run at an input step, 4 the run waits for an answer at an input step
+ * (answer it with `--answer`).
  */
 export async function submitAndFollow(
   commandLine: CommandLine,
@@ -74,8 +76,17 @@ export async function submitAndFollow(
     if (inputText !== undefined) request.inputText = inputText;
     if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
     if (flags.model !== undefined) request.model = flags.model;
+    if (flags.fallbackModel.length > 0) request.fallbackModels = [...flags.fallbackModel];
     if (flags.group !== undefined) request.group = flags.group;
     if (flags.permissionMode !== undefined) request.permissionMode = flags.permissionMode;
+    // The budget travels with the run, and so do the prices read here (workers may not see files).
+    const budget = {
+      ...(flags.budgetUsd !== undefined ? { usd: flags.budgetUsd } : {}),
+      ...(flags.budgetTokens !== undefined ? { tokens: flags.budgetTokens } : {}),
+    };
+    if (Object.keys(budget).length) request.budget = budget;
+    const pricing = await cliPricing(flags.pricing, ctx.io.env.STEPFLOW_PRICING, userDirOf(ctx.io));
+    if (pricing) request.pricing = pricing.flatten();
     const runId = await submitRun(store, definition, request, { url: setting.value });
     if (!flags.wait) {
       ctx.io.stdout.write(
@@ -121,7 +132,7 @@ async function handBackRun(
  * `--wait`: follows a queued run (submitted, or answered and put back on the queue) until it ends
  * or waits again — each committed step from entry `skipEntries` on, on stderr; the run's history on
  * stdout — and returns the exit code: 0 completed, 1 ended without success (or the queue gave it
- * up), 4 waits for an answer.
+ * up), 3 a person declined it, 4 waits for an answer.
  */
 export async function followQueuedRun(
   store: PostgresRunStore,
@@ -166,6 +177,10 @@ export async function followQueuedRun(
   }
   // A run that waits for an answer has not failed: it has its own exit code, as without workers.
   if (checkpoint.status === "waiting") return EXIT_CODES.waiting;
+  // Stopped by its budget: resumable, with its own exit code, as without workers.
+  if (checkpoint.status === "budget_exceeded") return EXIT_CODES.budgetExceeded;
+  // Nor has one a person declined: their "no" has its own code too.
+  if (checkpoint.status === "declined") return EXIT_CODES.incomplete;
   return checkpoint.status === "completed" ? 0 : 1;
 }
 

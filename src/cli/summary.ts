@@ -6,6 +6,7 @@
  */
 import type { StepFlowResult } from "../flow/types.ts";
 import { formatUsage, palette } from "./progress.ts";
+import { noteText } from "../events/progress_lines.ts";
 
 /** Options of {@linkcode formatResult}. */
 export interface FormatResultOptions {
@@ -33,13 +34,19 @@ export function formatResult(result: StepFlowResult, options: FormatResultOption
   const lines: string[] = [];
   const it = `${result.iterations} iteration${result.iterations === 1 ? "" : "s"}`;
   const who = options.agentName ? `${options.agentName} ` : "";
-  // A cancelled run did not fail: the user stopped it, and it can be continued.
+  // A cancelled run did not fail: the user stopped it, and it can be continued. Nor did a declined
+  // one: a person decided to stop it (shown plain, neither green nor red).
+  const declined = result.completionReason === "declined" ? result.declined : undefined;
   const headline = result.success
     ? c.green(`✓ ${who}succeeded: ${result.completionReason} at ${result.finalStepId} after ${it}`)
     : result.completionReason === "cancelled"
     ? c.yellow(`■ ${who}cancelled at ${result.finalStepId} after ${it}`)
+    : result.completionReason === "declined"
+    ? `■ ${who}declined${declined ? ` by ${declined.by}` : ""} at ${result.finalStepId} after ${it}`
     : c.red(`✗ ${who}failed: ${result.completionReason} at ${result.finalStepId} after ${it}`);
   lines.push(headline);
+  const note = noteText(declined?.note);
+  if (note) lines.push(`  note: ${note}`);
   const facts = [`run ${result.runId}`];
   if (options.elapsedMs !== undefined) facts.push(`${(options.elapsedMs / 1000).toFixed(1)}s`);
   const usage = formatUsage(result.usage);

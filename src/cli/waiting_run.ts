@@ -10,6 +10,8 @@ import type { AnswerForm } from "../definition/answer_form.ts";
 import { errorMessage, UsageError } from "../errors.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 export { answerFormOf as formOf } from "../flow/input_request.ts";
+import { exampleAnswer } from "../definition/answer_form.ts";
+export { exampleAnswer };
 import type { RunStore } from "../store/types.ts";
 import type { CliFlags } from "./args.ts";
 import { askAnswer } from "./answer_prompt.ts";
@@ -45,31 +47,6 @@ export function waitingText(
     `  ${command} --answer ${runId} --value ${shellQuote(example)}`,
   );
   return `${lines.join("\n")}\n`;
-}
-
-/** An answer with every required field filled (a choice's first value, text, 0, false). */
-export function exampleAnswer(form: AnswerForm): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of form.fields) {
-    if (!field.required && field.kind !== "choice") continue;
-    const value = field.default ??
-      (field.kind === "choice"
-        ? field.choices![0]
-        : field.kind === "boolean"
-        ? false
-        : field.kind === "number" || field.kind === "integer"
-        ? 0
-        : field.kind === "string"
-        ? "…"
-        : null);
-    let node = out;
-    for (const key of field.path.slice(0, -1)) {
-      node[key] ??= {};
-      node = node[key] as Record<string, unknown>;
-    }
-    node[field.path[field.path.length - 1]] = value;
-  }
-  return out;
 }
 
 /** Where a terminal answer is asked. */

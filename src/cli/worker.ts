@@ -6,7 +6,8 @@
  * SIGTERM or Ctrl-C: graceful stop (each run commits its iteration in flight and goes back to the
  * queue); a second signal quits at once (the runs' leases then expire and another worker resumes
  * them), and so does a signal while the database does not answer. Exit codes: 0 stopped, 2 usage or
- * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit.
+ * setup error (a database that does not answer in time: RUN_STORE_TIMEOUT), 130 quit (143 after
+ * SIGTERM).
  *
  * @module
  */
@@ -64,6 +65,18 @@ const FLAGS = defineFlags({
     description: "Model of every run (overrides the agent and the submission)",
   },
   baseUrl: BACKEND_FLAGS.baseUrl,
+  fallbackModel: {
+    ...BACKEND_FLAGS.fallbackModel,
+    description: "A model tried after each call's own when it is rate-limited, overloaded or down",
+  },
+  rateLimitYieldMs: {
+    type: "string",
+    value: "N",
+    description:
+      "A rate-limit wait at least N ms long gives the run's slot back until the reset (default 5000)",
+    parse: positive("--rate-limit-yield-ms"),
+    default: 5_000,
+  },
   leaseMs: {
     type: "string",
     value: "N",
@@ -157,6 +170,7 @@ export async function workerMain(
       concurrency: flags.concurrency,
       leaseMs: flags.leaseMs,
       pollMs: flags.pollMs,
+      rateLimitYieldMs: flags.rateLimitYieldMs,
       log: write,
     };
     // Flags override, field by field, the backend each run recorded (or the agent's, for a new run).
@@ -165,6 +179,7 @@ export async function workerMain(
     if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
     if (flags.model !== undefined) backend.model = flags.model;
     if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
+    if (flags.fallbackModel.length > 0) backend.fallbackModels = flags.fallbackModel;
     backendName(flags); // --script with another --backend is a usage error, at once
     options.backend = backend;
     options.env = env;
@@ -185,10 +200,9 @@ export async function workerMain(
 /** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
 export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
   // OTLP export when the environment asks for it; the graceful stop flushes it.
-  await startTelemetryExport({ handlesSigterm: true });
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
-    alsoOn: ["SIGTERM"],
   });
   return await exitProcess(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }

@@ -207,3 +207,36 @@ export function intentFieldProblem(form: AnswerForm, intentField: string): strin
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * An answer with every required field filled (a choice's first value, text, 0, false): the value a
+ * printed answer command carries, so that it runs as printed.
+ *
+ * @example
+ * ```ts ignore
+ * exampleAnswer(form); // { decision: "next" }
+ * ```
+ */
+export function exampleAnswer(form: AnswerForm): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of form.fields) {
+    if (!field.required && field.kind !== "choice") continue;
+    const value = field.default ??
+      (field.kind === "choice"
+        ? field.choices![0]
+        : field.kind === "boolean"
+        ? false
+        : field.kind === "number" || field.kind === "integer"
+        ? 0
+        : field.kind === "string"
+        ? "…"
+        : null);
+    let node = out;
+    for (const key of field.path.slice(0, -1)) {
+      node[key] ??= {};
+      node = node[key] as Record<string, unknown>;
+    }
+    node[field.path[field.path.length - 1]] = value;
+  }
+  return out;
+}

@@ -8,6 +8,7 @@ import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { errorMessage } from "../errors.ts";
 import { isWithin } from "../prompt/c3l_path.ts";
 import { outsideLinkMessage, realLocation, realpathOr } from "../prompt/confine.ts";
+import { loadAgentPricing } from "./agent_pricing.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { AgentDefinitionError, AgentNotFoundError } from "./errors.ts";
 import { agentJsonSchema, registryJsonSchema } from "./json_schemas.ts";
@@ -278,14 +279,13 @@ async function loadWithin(
     );
   }
 
+  // agent.json `pricing`: the list, or the JSON file it names inside the folder.
+  const priced = await loadAgentPricing(agent?.pricing, dir, realDir, AGENT_FILE);
+  problems.push(...priced.problems);
   if (problems.length > 0 || !agent || !registry || entryStepId === undefined) {
     throw new AgentDefinitionError(dir, problems, warnings);
   }
-  const limits: AgentDefinition["limits"] = {
-    maxTotalIterations: agent.limits?.maxTotalIterations ?? DEFAULT_MAX_TOTAL_ITERATIONS,
-  };
-  if (agent.limits?.stepTimeoutMs !== undefined) limits.stepTimeoutMs = agent.limits.stepTimeoutMs;
-  if (agent.limits?.runTimeoutMs !== undefined) limits.runTimeoutMs = agent.limits.runTimeoutMs;
+  const limits = resolvedLimits(agent);
   const definition: AgentDefinition = {
     name: agent.name,
     dir,
@@ -297,9 +297,21 @@ async function loadWithin(
     steps,
     entryStepId,
     limits,
+    ...(priced.pricing ? { pricing: priced.pricing } : {}),
     warnings,
   };
   return deepFreeze(definition);
+}
+
+/** agent.json `limits` with their defaults. */
+function resolvedLimits(agent: AgentConfig): AgentDefinition["limits"] {
+  const limits: AgentDefinition["limits"] = {
+    maxTotalIterations: agent.limits?.maxTotalIterations ?? DEFAULT_MAX_TOTAL_ITERATIONS,
+  };
+  if (agent.limits?.stepTimeoutMs !== undefined) limits.stepTimeoutMs = agent.limits.stepTimeoutMs;
+  if (agent.limits?.runTimeoutMs !== undefined) limits.runTimeoutMs = agent.limits.runTimeoutMs;
+  if (agent.limits?.budget !== undefined) limits.budget = agent.limits.budget;
+  return limits;
 }
 
 interface ParsedRegistry {

@@ -22,6 +22,9 @@ export {
   type CompletionCondition,
   GATE_INTENTS,
   type GateIntent,
+  type ModelChainEntry,
+  type ModelOnBackend,
+  type ModelSetting,
   type OnErrorValue,
   type OnFail,
   type OnPass,
@@ -29,6 +32,7 @@ export {
   type ParameterDefinition,
   type PathPromptRef,
   type PromptRef,
+  type RunBudget,
   type StepDefinition,
   type StepsRegistry,
   type StepValidation,
@@ -36,7 +40,14 @@ export {
   type StructuredGate,
   type WaitTimeout,
 } from "./schema.ts";
-export type { AgentDefinition, AgentLimits, ErrorPolicy, FlowStep, StepKind } from "./types.ts";
+export type {
+  AgentDefinition,
+  AgentLimits,
+  AgentPricing,
+  ErrorPolicy,
+  FlowStep,
+  StepKind,
+} from "./types.ts";
 export {
   type AgentSummary,
   listAgents,

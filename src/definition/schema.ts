@@ -15,6 +15,32 @@ import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import {
+  type ModelPricing,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
+
+import { type ModelSetting, ModelSettingSchema } from "./model_setting_schema.ts";
+
+// The model, budget and price schemas live beside this file; agent.json's users import them from
+// here.
+export {
+  type ModelChainEntry,
+  ModelChainEntrySchema,
+  type ModelOnBackend,
+  ModelOnBackendSchema,
+  type ModelSetting,
+  ModelSettingSchema,
+} from "./model_setting_schema.ts";
+export {
+  type ModelPricing,
+  ModelPricingSchema,
+  PriceListSchema,
+  type RunBudget,
+  RunBudgetSchema,
+} from "./budget_schema.ts";
 
 /** Intents a structured gate routes on (docs/agents.md). */
 export const GATE_INTENTS: readonly ["next", "repeat", "jump", "complete", "abort"] = [
@@ -243,7 +269,7 @@ export const StepSchema = z.strictObject({
   transitions: z.record(z.string(), TransitionTargetSchema).optional(),
   outputSchemaRef: OutputSchemaRefSchema.optional(),
   onError: OnErrorSchema.optional(),
-  model: z.string().optional(),
+  model: ModelSettingSchema.optional(),
   allowedTools: z.array(z.string()).optional(),
   disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
@@ -298,8 +324,8 @@ export interface StepDefinition {
   outputSchemaRef?: OutputSchemaRef;
   /** Error policy. */
   onError?: OnErrorValue;
-  /** Model override. */
-  model?: string;
+  /** Model override: a model, or a fallback chain. */
+  model?: ModelSetting;
   /** Tools override. */
   allowedTools?: string[];
   /** Refused tool rules (added to the agent's). */
@@ -448,7 +474,7 @@ export const AgentConfigSchema = z.strictObject({
       'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
     ),
     backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
-    model: z.string().min(1).optional(),
+    model: ModelSettingSchema.optional(),
   }),
   prompts: z.strictObject({
     registry: z.string().min(1).optional().describe(
@@ -469,7 +495,13 @@ export const AgentConfigSchema = z.strictObject({
     maxTotalIterations: z.int().positive().optional(),
     stepTimeoutMs: z.int().positive().optional(),
     runTimeoutMs: z.int().positive().optional(),
+    budget: RunBudgetSchema.optional().describe(
+      "A hard budget: checked before every model call and tool call (docs/budgets.md)",
+    ),
   }).optional(),
+  pricing: z.union([z.string().min(1), PriceListSchema]).optional().describe(
+    "Prices of the models this agent calls, over the built-in table: a JSON file in the agent folder, or the list itself",
+  ),
   completion: z.array(CompletionConditionSchema).optional().describe(
     "Completion conditions checked after every iteration",
   ),
@@ -504,7 +536,8 @@ export interface AgentConfig {
     permissionAsks?: "refuse" | "wait";
     mcpServers?: Record<string, unknown>;
     backend?: string;
-    model?: string;
+    /** A model, or a fallback chain (docs/backends.md, "Model fallback chains"). */
+    model?: ModelSetting;
   };
   /** Prompt settings. */
   prompts?: { registry?: string; fallbackDir?: string };
@@ -513,7 +546,18 @@ export interface AgentConfig {
   /** Declared parameters. */
   parameters?: Record<string, ParameterDefinition>;
   /** Run limits. */
-  limits?: { maxTotalIterations?: number; stepTimeoutMs?: number; runTimeoutMs?: number };
+  limits?: {
+    maxTotalIterations?: number;
+    stepTimeoutMs?: number;
+    runTimeoutMs?: number;
+    /** A hard budget: checked before every model call and tool call. */
+    budget?: RunBudget;
+  };
+  /**
+   * Prices of the models this agent calls, over the built-in table: a JSON file inside the agent
+   * folder (`"pricing": "prices.json"`), or the list itself (model name → prices).
+   */
+  pricing?: string | Record<string, ModelPricing>;
   /** Completion conditions checked after every iteration. */
   completion?: CompletionCondition[];
   /** Commands that command steps and validators may run (only with `--allow-run`). */

@@ -7,7 +7,10 @@ import type { PromptReference } from "../prompt/c3l_path.ts";
 import type {
   AgentConfig,
   CheckDefinition,
+  ModelPricing,
+  ModelSetting,
   OutputSchemaRef,
+  RunBudget,
   StepDefinition,
   StepsRegistry,
   StepValidation,
@@ -55,8 +58,8 @@ export interface FlowStep {
   outputSchemaRef?: OutputSchemaRef;
   /** Parsed `onError` (default `fail`). */
   onError: ErrorPolicy;
-  /** Per-step model override. */
-  model?: string;
+  /** Per-step model override: a model, or a fallback chain. */
+  model?: ModelSetting;
   /** Per-step tool list (overrides the agent's). */
   allowedTools?: string[];
   /** Per-step refused tool rules (added to the agent's). */
@@ -91,6 +94,16 @@ export interface AgentLimits {
   stepTimeoutMs?: number;
   /** Timeout of the whole run, when set. */
   runTimeoutMs?: number;
+  /** The hard budget (`limits.budget`), when set. */
+  budget?: RunBudget;
+}
+
+/** agent.json `pricing` as loaded: the prices and where they came from (named in run logs). */
+export interface AgentPricing {
+  /** `<agent folder>/agent.json pricing`, or the file it names. */
+  source: string;
+  /** Prices by model name. */
+  prices: Readonly<Record<string, ModelPricing>>;
 }
 
 /** A loaded agent (deeply frozen by `loadAgentDefinition`). */
@@ -115,6 +128,8 @@ export interface AgentDefinition {
   entryStepId: string;
   /** Resolved limits. */
   limits: AgentLimits;
+  /** agent.json `pricing`, read and checked (the prices over the built-in table). */
+  pricing?: AgentPricing;
   /** Load-time warnings (unreachable steps, no path to completion, …). */
   warnings: readonly string[];
 }

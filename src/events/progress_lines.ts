@@ -15,12 +15,13 @@
  *
  * @module
  */
-import type { ExecutorEvents, RunContext, StepInfo } from "./types.ts";
+import type { ExecutorEvents, RateLimitWaitEvent, RunContext, StepInfo } from "./types.ts";
 import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
 import { StreamedLines } from "./streamed_lines.ts";
+import { fallbackText, rateLimitWaitText } from "./model_notice_text.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
-import { cacheShare } from "../token_counts.ts";
+import { cacheShare, formatCost } from "../token_counts.ts";
 
 /** Options of {@linkcode createProgressLines}. */
 export interface ProgressLinesOptions {
@@ -30,6 +31,12 @@ export interface ProgressLinesOptions {
   color?: boolean;
   /** Clock in milliseconds (tests pass a fake one). Default `performance.now`. */
   now?: () => number;
+  /**
+   * When the clock shows 00:00, in `now()`'s units. Default: when the renderer is created. A
+   * renderer that takes over from an earlier drive's (a run answered at the terminal goes on in a
+   * new drive) passes that one's, so the clock goes on instead of starting again.
+   */
+  startedAt?: number;
   /**
    * Also print state changes, each tool call's arguments and result excerpt, and the model's text
    * as it streams, line by line (`--verbose`).
@@ -68,6 +75,8 @@ export interface RunOutcome {
   usage?: RunUsage;
   /** The error that ended it. */
   error?: { code: string; message: string };
+  /** Who stopped it, for a run a person declined (`completionReason` `declined`). */
+  declined?: { by: string; note?: unknown };
 }
 
 /**
@@ -93,6 +102,22 @@ export interface RunUsage {
    * this is above 0. Absent in checkpoints written before it existed.
    */
   callsWithoutUsage?: number;
+  /**
+   * Backend calls whose cost is unknown — no usage, or no price for the model: `costUsd` covers only
+   * the other calls, so it is a lower bound whenever this is above 0 (and unknown when every call
+   * is one of them). Absent when every call was priced.
+   */
+  callsWithoutCost?: number;
+  /** Tool calls that ran (the tool loop's and a backend's own). Absent when none ran. */
+  toolCalls?: number;
+  /**
+   * Spend the run could not measure and counts against its budget at its worst case, in US dollars:
+   * attempts cut off after they were sent (the provider may have charged them), calls whose
+   * backend reported no usage. Not part of `costUsd`. Absent when there was none.
+   */
+  estimatedUsd?: number;
+  /** The same spend in tokens (input plus output, at the worst case). */
+  estimatedTokens?: number;
 }
 
 /** `[mm:ss.mmm]` of `ms` (minutes keep counting past 59). */
@@ -123,7 +148,36 @@ export function resultLine(result: RunOutcome): string {
   if (result.completionReason === "waiting") return `waiting for an answer ${tail}`;
   // A cancelled run did not fail: the user stopped it (it can be continued).
   if (result.completionReason === "cancelled") return `cancelled ${tail}`;
+  // Nor did a declined one: a person decided to stop it.
+  if (result.completionReason === "declined") {
+    return `declined${result.declined ? ` by ${result.declined.by}` : ""} ${tail}`;
+  }
   return `${result.success ? "succeeded" : "failed"}: ${result.completionReason} ${tail}`;
+}
+
+/**
+ * What a person said besides their decision, on one line of at most 300 characters: a lone text
+ * as itself, fields as `key: value` (texts bare, anything else as JSON); undefined when there is
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * import { noteText } from "./progress_lines.ts";
+ * noteText({ note: "not this week" }); // "not this week"
+ * noteText({ note: "later", risk: 3 }); // "note: later, risk: 3"
+ * ```
+ */
+export function noteText(note: unknown): string | undefined {
+  // (JSON.stringify of an answer is safe: it was checked and bounded before it was recorded.)
+  if (note === undefined || note === null) return undefined;
+  const show = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+  if (typeof note !== "object" || Array.isArray(note)) return clip(show(note), NOTE_CHARS);
+  const entries = Object.entries(note as Record<string, unknown>);
+  if (entries.length === 0) return undefined;
+  if (entries.length === 1 && typeof entries[0][1] === "string") {
+    return clip(entries[0][1], NOTE_CHARS);
+  }
+  return clip(entries.map(([k, v]) => `${k}: ${show(v)}`).join(", "), NOTE_CHARS);
 }
 
 /** `tokens unknown for 3 calls`: the backend reported no usage for them. */
@@ -134,7 +188,8 @@ export function unknownTokens(calls: number): string {
 /**
  * `1,234 tokens (1,200 in, 34 out; 900 cache read, 100 cache write), 4 calls, tokens unknown for
  * 1 call, $0.0123` (parts that are zero are left out). The cache reads and writes are part of the
- * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens.
+ * input tokens. Calls whose response carried no usage are counted apart, never as 0 tokens; a cost
+ * no call could be priced for is `cost unknown`, never `$0` (see `formatCost`).
  */
 export function formatUsage(usage: RunUsage | undefined): string {
   if (!usage) return "";
@@ -151,7 +206,10 @@ export function formatUsage(usage: RunUsage | undefined): string {
   if (usage.calls > 0) parts.push(`${usage.calls} call${usage.calls === 1 ? "" : "s"}`);
   const unknown = usage.callsWithoutUsage ?? 0;
   if (unknown > 0) parts.push(unknownTokens(unknown));
-  if (usage.costUsd > 0) parts.push(`$${usage.costUsd.toFixed(4)}`);
+  // A call whose tokens are unknown has an unknown cost: "tokens unknown" says so already.
+  const unpriced = Math.max(0, (usage.callsWithoutCost ?? 0) - unknown);
+  const cost = formatCost({ ...usage, calls: usage.calls - unknown, callsWithoutCost: unpriced });
+  if (cost) parts.push(cost);
   return parts.join(", ");
 }
 
@@ -170,7 +228,7 @@ export function formatUsage(usage: RunUsage | undefined): string {
  */
 export function createProgressLines(options: ProgressLinesOptions): ProgressLines {
   const now = options.now ?? (() => performance.now());
-  const start = now();
+  const start = options.startedAt ?? now();
   const c = palette(options.color ?? false);
   const showResults = options.results ?? true;
   const attempts = new AttemptCounter();
@@ -243,11 +301,15 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
+      // A wait the server named has its own line (onRateLimitWait).
+      if (isServerWait(error)) return;
       line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
     },
     onStepJump(info, target) {
       line(`${step(info)} jump → ${target}`);
     },
+    onModelFallback: (info, fallback) => line(`${step(info)} ${c.yellow(fallbackText(fallback))}`),
+    onRateLimitWait: (info, wait) => line(`${step(info)} ${waitLine(wait, c)}`),
     onStepLog(info, message, level) {
       const text = `· ${firstLine(message)}`;
       line(
@@ -289,7 +351,12 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       if (result) {
         const text = `run ${resultLine(result)}`;
         const waiting = result.completionReason === "waiting";
-        line(result.success ? c.green(text) : waiting ? c.yellow(text) : c.red(text));
+        const declined = result.completionReason === "declined";
+        line(
+          result.success ? c.green(text) : waiting ? c.yellow(text) : declined ? text : c.red(text),
+        );
+        const note = declined ? noteText(result.declined?.note) : undefined;
+        if (note) line(`  note: ${note}`);
         if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
         return;
       }
@@ -425,6 +492,21 @@ function describeStepEnd(r: StepEndReport, c: Palette, errorReported: boolean): 
   return text;
 }
 
+/**
+ * True for a backend retry that waits for the time the server named: displays show its
+ * `onRateLimitWait` instead.
+ */
+export function isServerWait(error: unknown): boolean {
+  return error instanceof StepflowError && error.code === "BACKEND_RETRY" &&
+    typeof (error.details as { waitUntil?: unknown } | undefined)?.waitUntil === "string";
+}
+
+/** `waiting for the rate limit until 12:03:10 (HTTP 429 …; attempt 1/3)`, in yellow. */
+function waitLine(wait: RateLimitWaitEvent, c: Palette): string {
+  const what = `${rateLimitWaitText(wait)}${wait.yielded ? ", the run's slot given back" : ""}`;
+  return `${c.yellow(what)} (${wait.reason}; attempt ${wait.attempt}/${wait.maxAttempts})`;
+}
+
 /** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */
 export function retryLabel(error: unknown): string {
   return error instanceof StepflowError && error.code === "OUTPUT_REASK" ? "re-ask" : "retry";
@@ -471,6 +553,9 @@ export function firstLine(text: string): string {
   const i = text.indexOf("\n");
   return i < 0 ? text : `${text.slice(0, i)} …`;
 }
+
+/** Characters of a person's note shown on one line. */
+const NOTE_CHARS = 300;
 
 function clip(text: string, max: number): string {
   const one = text.replace(/\s+/g, " ");

@@ -6,21 +6,22 @@
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
+import { modelChainFor } from "../llm/factory.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
-import { addTokenCounts } from "../token_counts.ts";
 import { CHECK_RESPONSE_SCHEMA } from "./check.ts";
 import { completeStepCall } from "./step_tools.ts";
-import type { WaitingToolLoopOptions } from "../engine/tool_loop.ts";
+import type { ToolLoopOptions, WaitingToolLoopOptions } from "../engine/tool_loop.ts";
 import type { RunnerState } from "./run_state.ts";
-import type { RunUsage } from "./types.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type { RunMcpServers } from "./run_mcp_servers.ts";
 import { waitFor, type WaitOutcome } from "./run_wait.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
- * has one, and model, tools and permission mode (the run's `model` and `permissionMode` overrides,
- * else the step's, else agent.json `behavior`).
+ * has one, and model (or model chain), tools and permission mode (the run's `model` and
+ * `permissionMode` overrides, else the step's, else agent.json `behavior`).
  */
 export function stepRequest(
   definition: AgentDefinition,
@@ -41,7 +42,14 @@ export function stepRequest(
   };
   if (systemPrompt !== undefined) request.systemPrompt = systemPrompt;
   const model = modelOverride ?? step.model ?? behavior.model;
-  if (model) request.model = model;
+  if (typeof model === "string") {
+    if (model) request.model = model;
+  } else if (model?.length) {
+    const first = model[0];
+    request.model = typeof first === "string" ? first : first.model;
+    // One model is no chain: the call goes to the backend as before.
+    if (model.length > 1 || typeof first !== "string") request.modelChain = [...model];
+  }
   const tools = step.allowedTools ?? behavior.allowedTools;
   if (tools) request.allowedTools = tools;
   // Refusals add up: a step cannot lift what the agent refuses.
@@ -74,8 +82,12 @@ export interface CallContext {
   timeoutMs: number | undefined;
   /** Resolves when the run is not paused (called before the call is sent). */
   waitIfPaused(): Promise<void>;
-  /** Told before the backend retries a failed call. */
+  /** Told before the backend retries a failed call (a rate-limit wait too: `waitUntil`). */
   onRetry(retry: RetryInfo): void;
+  /** Told when the call falls through to the next entry of its model chain. */
+  onFallback?(fallback: ModelFallbackEvent): void;
+  /** Server-asked waits at least this long end the call with `RateLimitYield` (not slept). */
+  yieldWaitsFromMs?: number;
   /** Told of each piece of the model's text as it streams (when anyone listens). */
   onText?(text: string): void;
   /**
@@ -96,6 +108,11 @@ export interface CallContext {
   resume?: WaitingToolLoopOptions["resume"];
   /** The run's MCP servers, started once and closed at the run's end. */
   mcpServers?: RunMcpServers;
+  /**
+   * The run's spend ledger: each tool call is checked against the budget before it runs and
+   * counted when it ran (the model calls are metered by the run's backend wrapper).
+   */
+  spend?: SpendLedger;
 }
 
 /** A call without tools takes none of the tool loop's hooks (one shared empty object). */
@@ -103,10 +120,11 @@ const NO_TOOL_HOOKS: Readonly<Record<string, never>> = Object.freeze({});
 
 /**
  * Sends `request` for `step` once the run is not paused: the run's session is continued, the call is
- * cancelled with the run and timed out after `timeoutMs` (`STEP_TIMEOUT`), and the response's usage,
- * cost and session go into the state. A tool call whose permission waits makes the call return the
- * run's wait instead of a response (nothing of it is counted: the step runs again from its
- * recorded turns once answered).
+ * cancelled with the run and timed out after `timeoutMs` (`STEP_TIMEOUT`), and the response's
+ * session goes into the state. Its usage and cost are counted call by call — each turn of the tool
+ * loop, each re-ask — by the run's spend ledger, through the metered backend the runner passes. A
+ * tool call whose permission waits makes the call return the run's wait instead of a response (the
+ * step runs again from its recorded turns once answered).
  */
 export async function callBackend(
   backend: LlmBackend,
@@ -126,12 +144,16 @@ export async function callBackend(
   let response: Awaited<ReturnType<typeof completeStepCall>>;
   try {
     response = await completeStepCall(
-      backend,
+      // A call with a model chain goes through the one walker of chains.
+      request.modelChain ? modelChainFor(backend) : backend,
       request,
       callOptions(context, signal, request.stepId),
       request.allowedTools?.length
         ? {
-          ...(context.onToolCallEvent ? { onToolCallEvent: context.onToolCallEvent } : {}),
+          runId: state.runId,
+          ...(context.onToolCallEvent
+            ? { onToolCallEvent: meteredToolCalls(context.onToolCallEvent, context.spend) }
+            : {}),
           ...(context.onTurn ? { onTurn: context.onTurn } : {}),
           ...(context.resume ? { resume: context.resume } : {}),
           ...(context.onPermissionRequest
@@ -154,31 +176,47 @@ export async function callBackend(
   }
   runSignal.throwIfAborted();
   if ("waiting" in response) return waitFor({ kind: "permission", ask: response.waiting });
-  addUsage(state.usage, response);
   if (response.sessionId) state.sessionId = response.sessionId;
   return response;
+}
+
+/**
+ * The tool loop's call reports with the budget's part: a call the loop is about to run is checked
+ * first (`BUDGET_EXCEEDED` stops the step before the tool acts), and counted once it ran.
+ */
+function meteredToolCalls(
+  report: NonNullable<ToolLoopOptions["onToolCallEvent"]>,
+  spend: SpendLedger | undefined,
+): NonNullable<ToolLoopOptions["onToolCallEvent"]> {
+  if (!spend) return report;
+  const running = new Set<string>();
+  return async (event) => {
+    if (event.phase === "decided" && event.decision === "allow") {
+      spend.beforeToolCall(event.stepId, event.tool);
+      running.add(event.callId);
+    } else if (event.phase === "finished" && running.delete(event.callId)) {
+      spend.toolCallEnded(event.stepId, true);
+    }
+    await report(event);
+  };
 }
 
 /** The backend's own options of a call: its signal, and who hears of retries, text, tool calls. */
 function callOptions(context: CallContext, signal: AbortSignal, stepId: string): LlmCallOptions {
   const options: LlmCallOptions = { signal, onRetry: context.onRetry };
   if (context.onText) options.onText = context.onText;
+  if (context.onFallback) options.onFallback = context.onFallback;
+  if (context.yieldWaitsFromMs !== undefined) options.yieldWaitsFromMs = context.yieldWaitsFromMs;
   const onBackendToolCall = context.onBackendToolCall;
+  const spend = context.spend;
   if (onBackendToolCall) {
-    options.onToolCallEvent = (call) => onBackendToolCall({ ...call, stepId });
+    options.onToolCallEvent = (call) => {
+      // A backend that runs its own tools reports them once they ran: they are counted then.
+      if (call.phase === "finished" && call.decision === "allow") spend?.countToolCall(stepId);
+      return onBackendToolCall({ ...call, stepId });
+    };
   }
   return options;
-}
-
-/** Adds one response to the run's usage. */
-export function addUsage(usage: RunUsage, response: LlmResponse): void {
-  usage.calls++;
-  if (response.usage) addTokenCounts(usage, response.usage);
-  else {
-    // No usage is not zero tokens: count the call as unknown so totals are never silently low.
-    usage.callsWithoutUsage = (usage.callsWithoutUsage ?? 0) + 1;
-  }
-  if (response.costUsd) usage.costUsd += response.costUsd;
 }
 
 /** The `BACKEND_RETRY` error an `onStepRetry` event carries for a backend's retry notice. */
@@ -186,6 +224,13 @@ export function backendRetryError(retry: RetryInfo): StepflowError {
   return new StepflowError(
     "BACKEND_RETRY",
     `${retry.backend} attempt ${retry.attempt}/${retry.maxAttempts} failed (${retry.reason}); retrying in ${retry.delayMs} ms`,
-    { cause: retry.error, details: { status: retry.status, delayMs: retry.delayMs } },
+    {
+      cause: retry.error,
+      details: {
+        status: retry.status,
+        delayMs: retry.delayMs,
+        ...(retry.waitUntil !== undefined ? { waitUntil: retry.waitUntil } : {}),
+      },
+    },
   );
 }

@@ -14,6 +14,7 @@ import { setOwn } from "../own_record.ts";
 import { flowStep } from "./router.ts";
 import { restoreGrants } from "./permission_asks.ts";
 import { enterStep, type RunnerState } from "./run_state.ts";
+import { restoreSpend } from "./spend_ledger.ts";
 import type { HistoryEntry } from "./types.ts";
 import { type ResumedStep, resumedStepOf } from "./tool_call_resume.ts";
 
@@ -236,6 +237,8 @@ export async function restoreRun(
   }
   const state = copyState(checkpoint.state as unknown as RunnerState, warn);
   assertContinuable(runId, checkpoint.status, verb);
+  // A run its budget stopped goes on from where it stopped (its end is not one).
+  if (checkpoint.status === "budget_exceeded") delete state.end;
   if (redrive) {
     const failedStep = state.end?.stepId ?? state.currentStepId;
     if (!flowStep(definition, failedStep)) {
@@ -256,6 +259,8 @@ export async function restoreRun(
     }
   }
   const log = await store.readLog(runId);
+  // What the run spent after its checkpoint (a drive killed mid-step) is in the log's model_call lines.
+  restoreSpend(state, log);
   // A crash between a step_end line and its checkpoint leaves a step_end the checkpoint does not
   // count; that step runs again, so every resume marker cuts history back to what it had.
   const history: HistoryEntry[] = [];

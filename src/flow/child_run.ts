@@ -22,6 +22,8 @@ import { newRunId } from "../store/run_id.ts";
 import type { RecordedAnswer } from "./input_request.ts";
 import type { ChildRunLink, RunnerState } from "./run_state.ts";
 import type { ParentRunLink, RunOptions, RunUsage, StepFlowResult } from "./types.ts";
+import { addUsageBeyond, type SpendLedger } from "./spend_ledger.ts";
+import { attachChildAccount } from "./run_spend.ts";
 
 /** How deep agent steps nest by default (`StepFlowRunnerOptions.maxAgentDepth`). */
 export const DEFAULT_MAX_AGENT_DEPTH = 8;
@@ -52,6 +54,11 @@ export interface ChildRunContext {
   runner(definition: AgentDefinition, store: RunStore | undefined): ChildRunner;
   /** Logs the child's start and checkpoints the parent's state (with the link) before it starts. */
   record(link: ChildRunLink): Promise<void>;
+  /**
+   * The parent's spend ledger: the child's spend is added to it (and to the link) as it happens,
+   * and the child's calls are checked against the parent's budget too.
+   */
+  spend?: SpendLedger;
 }
 
 /** Runs or continues the agent step's child run; returns how its drive ended. */
@@ -96,13 +103,21 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     depth,
   };
   const store = childStore(ctx.store, link, child, state.runId);
-  const result = await childDrive(ctx, child, store, link.runId, parent, answer);
-  addUsage(state.usage, result.usage, link.usage);
+  const result = await childDrive(ctx, child, store, link, parent, answer);
+  // The child's spend reached the parent as it happened (its ledger's account); what is left is
+  // what no ledger told the parent (a child run of another process, read from its checkpoint).
+  addUsageBeyond(state.usage, result.usage, link.usage);
   link.usage = { ...result.usage };
   // An unfinished child stays linked (a resume or an answer continues it), and so does a child
-  // stopped with its parent (a redrive of the parent redrives it); an ended one does not, so the
-  // step's next iteration (a retry, a loop back) starts a new child.
-  if (result.completionReason !== "waiting" && !ctx.signal.aborted) delete state.child;
+  // stopped with its parent (a redrive of the parent redrives it) or by a budget (a resume of the
+  // parent continues it); an ended one does not, so the step's next iteration (a retry, a loop
+  // back) starts a new child.
+  if (
+    result.completionReason !== "waiting" && result.completionReason !== "budget_exceeded" &&
+    !ctx.signal.aborted
+  ) {
+    delete state.child;
+  }
   return result;
 }
 
@@ -136,12 +151,22 @@ async function childDrive(
   ctx: ChildRunContext,
   child: AgentDefinition,
   store: RunStore | undefined,
-  runId: string,
+  link: ChildRunLink,
   parent: ParentRunLink,
   answer: RecordedAnswer | undefined,
 ): Promise<StepFlowResult> {
+  const runId = link.runId;
   const checkpoint = await childCheckpoint(store, runId);
-  const runner = ctx.runner(child, store);
+  const childRunner = ctx.runner(child, store);
+  // Each drive of the child adds its spend to the parent's ledger as it happens.
+  const runner: ChildRunner = {
+    run: (options) =>
+      childRunner.run(
+        ctx.spend
+          ? attachChildAccount(options, ctx.spend.childAccount(ctx.step.id, link.usage))
+          : options,
+      ),
+  };
   const signal = ctx.signal;
   const backendChoice = ctx.state.backendChoice;
   const permissionMode = ctx.state.permissionMode;
@@ -157,6 +182,8 @@ async function childDrive(
     });
   }
   const ended = endedResult(checkpoint);
+  // Stopped by a budget (its own or the parent's): it carries on inside its step.
+  if (checkpoint.status === "budget_exceeded") return await runner.run({ resume: runId, signal });
   if (ended && STOPPED.has(ended.completionReason)) {
     // Stopped with its parent (cancel, Ctrl-C, the run time limit): it goes on where it stopped.
     return await runner.run({ redrive: runId, signal });
@@ -211,6 +238,7 @@ function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   result.success = end.reason === "completed";
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
+  if (end.declined) result.declined = end.declined;
   return result;
 }
 
@@ -240,14 +268,4 @@ function baseResult(
 
 function zeroUsage(): RunUsage {
   return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
-}
-
-/** Adds to `total` what `now` has beyond `counted` (a child's usage already added before). */
-function addUsage(total: RunUsage, now: RunUsage, counted: RunUsage): void {
-  total.inputTokens += Math.max(0, now.inputTokens - counted.inputTokens);
-  total.outputTokens += Math.max(0, now.outputTokens - counted.outputTokens);
-  total.costUsd += Math.max(0, now.costUsd - counted.costUsd);
-  total.calls += Math.max(0, now.calls - counted.calls);
-  const without = Math.max(0, (now.callsWithoutUsage ?? 0) - (counted.callsWithoutUsage ?? 0));
-  total.callsWithoutUsage = (total.callsWithoutUsage ?? 0) + without;
 }

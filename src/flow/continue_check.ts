@@ -32,6 +32,13 @@ export function assertContinuable(
     );
   }
   if (mode === "resume" && status === "waiting") return; // the runner checks the answer or the timeout
+  if (status === "budget_exceeded") {
+    if (mode === "resume") return; // it carries on inside the step its budget stopped it in
+    throw new StepflowError(
+      "RUN_NOT_REDRIVABLE",
+      `Run ${runId} was stopped by its budget; it has not failed. Continue it inside its step with a higher budget: --resume ${runId} --budget-usd N (or --budget-tokens N).`,
+    );
+  }
   if (mode === "redrive" && (status === "completed" || active)) {
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",

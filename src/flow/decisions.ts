@@ -15,7 +15,7 @@ import type { CheckVerdict } from "./check.ts";
 import { completionReached } from "./completion.ts";
 import { interpretGate } from "./gate.ts";
 import { routeTransition } from "./router.ts";
-import type { CompletionReason, Transition } from "./types.ts";
+import type { CompletionReason, DeclinedAnswer, Transition } from "./types.ts";
 import type { ValidatorRun } from "./validators.ts";
 
 /** The run error of an outcome that ends the run unsuccessfully. */
@@ -41,6 +41,8 @@ export type Outcome =
     transition: Transition;
     output?: unknown;
     error?: StepError;
+    /** A person's decision that ended the run (reason `declined`). */
+    declined?: DeclinedAnswer;
   }
   | WaitOutcome;
 

@@ -66,6 +66,10 @@ import { historyEntry, IterationRecorder } from "./iteration_record.ts";
 import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { meterBackend } from "./metered_backend.ts";
+import { BudgetExceeded, budgetSpentBeforeStep, budgetStopInStep } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
+import { RateLimitYield } from "../llm/retry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
 import type {
   CompletionReason,
@@ -110,6 +114,8 @@ export class FlowRun {
   #continuing = false;
   /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
   #resumedStep?: ResumedStep;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  #spend?: SpendLedger;
 
   /** A run of `setup.definition` as `runOptions` say (a new run, a resume, a redrive). */
   constructor(setup: RunSetup, runOptions: RunOptions) {
@@ -170,6 +176,7 @@ export class FlowRun {
       (m) => this.#warn(m),
     );
     const { lock, restored, answer } = opened;
+    this.#spend = opened.spend;
     const { state, history } = restored;
     const runOptions = this.#runOptions;
     const store = this.#options.store;
@@ -229,7 +236,13 @@ export class FlowRun {
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
       }
-      await this.#loop(state, history, telemetry?.backend(opened.backend) ?? opened.backend);
+      // Every model call of the run passes through its meter (metered_backend.ts).
+      const metered = meterBackend(
+        opened.backend,
+        opened.spend,
+        (f) => this.#journal.log(state, f),
+      );
+      await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
       if (end) {
         await this.#journal.log(state, {
@@ -285,6 +298,7 @@ export class FlowRun {
       journal: this.#journal,
       control: this.#control,
       mcpServers: this.#mcpServers,
+      spend: this.#spend,
       warn: (message) => this.#warn(message),
     });
     const resources: RunResources = {
@@ -310,19 +324,10 @@ export class FlowRun {
       warn: (message) => this.#warn(message),
       runChild: (state, step, args) => this.#runChild(backend, state, step, args),
     };
-    const control = this.#control;
-
     while (!state.end) {
-      // 1. A stop, the iteration limit, or a current step the agent lacks ends the run here.
-      if (control.stopCause) {
-        this.#end(state, control.stopCause, state.currentStepId);
-        break;
-      }
-      if (state.iteration >= maxIterations) {
-        const error = maxIterationsError(maxIterations, state.currentStepId);
-        this.#end(state, "max_iterations", state.currentStepId, error);
-        break;
-      }
+      // 1. A stop, a spent budget, the iteration limit, or a current step the agent lacks ends
+      // the run here.
+      if (this.#endsBeforeStep(state, maxIterations)) break;
       const step = flowStep(def, state.currentStepId);
       if (!step) {
         // Every route is checked before it is taken; this guards the invariant, never a crash.
@@ -367,6 +372,13 @@ export class FlowRun {
       // (A handler may return a call's error as its result: a check call's, for one.)
       // A store that failed to record a tool call stops the run, as a failed checkpoint does.
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof BudgetExceeded) {
+        const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
+        this.#end(state, "budget_exceeded", step.id, stop);
+        break;
+      }
+      // A wait given back (a worker's): the drive stops where a taken-over run would.
+      if (result.error instanceof RateLimitYield) throw result.error;
       // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome, inStep);
@@ -376,6 +388,7 @@ export class FlowRun {
       const entry = historyEntry(state, step, startedAt, result.record);
       if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
       if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
+      if (deps.fallbacks.length > 0) entry.fallbacks = deps.fallbacks;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.
@@ -549,6 +562,7 @@ export class FlowRun {
       signal: this.#control.signal,
       maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
+      spend: this.#spend,
       runner: (definition, store) => ({
         run: async (runOptions) => {
           const child = new FlowRun({
@@ -597,6 +611,28 @@ export class FlowRun {
   // ---------------------------------------------------------------------------------------------
 
   /** Ends the run before an iteration (stop, iteration limit, unknown step). */
+  /**
+   * Ends the run before its next iteration when it must stop: a stop asked for (cancel, abort, the
+   * run's time limit), a spent budget (its own or an ancestor's), the iteration limit. True when
+   * it ended.
+   */
+  #endsBeforeStep(state: RunnerState, maxIterations: number): boolean {
+    const at = state.currentStepId;
+    const stopCause = this.#control.stopCause;
+    if (stopCause) {
+      this.#end(state, stopCause, at);
+      return true;
+    }
+    const spent = budgetSpentBeforeStep(this.#spend!, state, this.#def);
+    if (spent) {
+      this.#end(state, "budget_exceeded", at, spent);
+      return true;
+    }
+    if (state.iteration < maxIterations) return false;
+    this.#end(state, "max_iterations", at, maxIterationsError(maxIterations, at));
+    return true;
+  }
+
   #end(state: RunnerState, reason: CompletionReason, stepId: string, error?: StepError): void {
     endRun(state, reason, stepId, this.#runTimeout(), error);
   }

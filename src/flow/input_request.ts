@@ -115,6 +115,29 @@ export function waitExpired(pending: PendingInput, now: number): boolean {
   return pending.expiresAt !== undefined && Date.parse(pending.expiresAt) <= now;
 }
 
+/**
+ * The JSON Schema a waiting run's answer must match (its step's schema, read now; a permission's
+ * built-in one). The schema file's `definitions`/`$defs`, attached so that local `$ref`s resolve,
+ * are left out when the schema refers to none of them.
+ */
+export async function answerSchemaOf(
+  definition: AgentDefinition,
+  waiting: PendingInput,
+): Promise<Record<string, unknown>> {
+  if (waiting.permission) {
+    return structuredClone(PERMISSION_ANSWER_SCHEMA) as Record<string, unknown>;
+  }
+  const resolved = await resolveOutputSchema(
+    waiting.child?.agentDir ?? definition.dir,
+    waiting.schemaRef,
+    waiting.child?.stepId ?? waiting.stepId,
+  );
+  const own = { ...resolved.schema };
+  delete own.definitions;
+  delete own.$defs;
+  return JSON.stringify(own).includes('"$ref"') ? resolved.schema : own;
+}
+
 /** The answer form of a waiting run's request (its step's schema, read now). */
 export async function answerFormOf(
   definition: AgentDefinition,

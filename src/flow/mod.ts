@@ -7,6 +7,7 @@
  */
 export type {
   CompletionReason,
+  DeclinedAnswer,
   HistoryEntry,
   ParentRunLink,
   PermissionAnswer,
@@ -25,6 +26,7 @@ export type {
 export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
 export { type RunHandle, type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink } from "./run_state.ts";
+export type { StepSpend } from "./spend_records.ts";
 export type { InStepMarker } from "./tool_call_resume.ts";
 export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";
 export type {
@@ -40,3 +42,4 @@ export {
   TRACER_NAME,
   tracingEnabled,
 } from "./telemetry.ts";
+export type { ReachedPath } from "../tools/types.ts";

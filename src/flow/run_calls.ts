@@ -15,7 +15,9 @@ import type { ToolCallEvent } from "../events/types.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
-import { backendRetryError, callBackend, type CallContext } from "./backend_call.ts";
+import { callBackend, type CallContext } from "./backend_call.ts";
+import { callNotices } from "./call_notices.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type { RunJournal } from "./checkpoint.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
@@ -44,6 +46,8 @@ export interface RunCallContext {
   readonly control: RunnerControl;
   /** The run's MCP servers (started on first use, closed when the run ends). */
   readonly mcpServers: RunMcpServers;
+  /** The run's spend ledger (each tool call is admitted into it). */
+  readonly spend?: SpendLedger;
   /** Warns the person running the agent. */
   warn(message: string): void;
 }
@@ -120,6 +124,7 @@ export class RunCalls {
       : undefined;
     return callBackend(run.backend, request, state, step, {
       signal: run.control.signal,
+      spend: run.spend,
       timeoutMs: step.timeoutMs ?? run.options.stepTimeoutMs ?? run.definition.limits.stepTimeoutMs,
       waitIfPaused: () => run.control.waitIfPaused(),
       // The calls of a backend that runs its own tools (claude-code) take the same path.
@@ -132,21 +137,7 @@ export class RunCalls {
           onText: (text: string) => void run.events.emit("onStepText", stepInfo(state, step), text),
         }
         : {}),
-      onRetry: (retry) => {
-        void run.events.emit(
-          "onStepRetry",
-          stepInfo(state, step),
-          retry.attempt,
-          backendRetryError(retry),
-        );
-        void run.journal.log(state, {
-          type: "backend_retry",
-          stepId: step.id,
-          attempt: retry.attempt,
-          delayMs: retry.delayMs,
-          reason: retry.reason,
-        });
-      },
+      ...callNotices(run.events, run.journal, state, step, run.options),
     });
   }
 

@@ -32,7 +32,7 @@ export interface McpClientModule {
   /** See `connectMcpServers` in src/mcp/servers.ts. */
   connectMcpServers(
     configs: ReadonlyMap<string, McpServerConfig>,
-    options: { cwd?: string },
+    options: { cwd?: string; runId?: string },
   ): Promise<ConnectedMcpServers>;
 }
 
@@ -84,6 +84,7 @@ export class RunMcpServers {
     request: LlmRequest,
     policy: PermissionPolicy,
     registry: ToolRegistry,
+    runId?: string,
   ): Promise<void> {
     const configured = request.mcpServers;
     if (!configured) return Promise.resolve();
@@ -91,7 +92,7 @@ export class RunMcpServers {
       policy.allow.some((rule) => rule.kind === "mcp" && rule.server === name)
     );
     if (wanted.length === 0) return Promise.resolve();
-    const started = this.#queue.then(() => this.#start(configured, wanted, request.cwd));
+    const started = this.#queue.then(() => this.#start(configured, wanted, request.cwd, runId));
     this.#queue = started.catch(() => {});
     return started.then(() => {
       for (const name of wanted) {
@@ -103,7 +104,12 @@ export class RunMcpServers {
     });
   }
 
-  async #start(configured: Record<string, unknown>, wanted: string[], cwd: string): Promise<void> {
+  async #start(
+    configured: Record<string, unknown>,
+    wanted: string[],
+    cwd: string,
+    runId: string | undefined,
+  ): Promise<void> {
     if (this.#closed) throw new Error("RunMcpServers: the run's servers were closed");
     const missing = wanted.filter((name) => !this.#byName.has(name));
     if (missing.length === 0) return;
@@ -111,7 +117,7 @@ export class RunMcpServers {
     const all = mcp.parseMcpServersOrThrow(configured, Deno.env.toObject(), "behavior.mcpServers");
     const servers = await mcp.connectMcpServers(
       new Map(missing.map((name) => [name, all.get(name)!])),
-      { cwd },
+      { cwd, ...(runId !== undefined ? { runId } : {}) },
     );
     if (this.#closed) {
       await servers.close();

@@ -29,6 +29,9 @@ import { childStore as childStoreOf } from "./child_run.ts";
 import { flowStep } from "./router.ts";
 import { newRunnerState, type RunnerState } from "./run_state.ts";
 import { type UnfinishedCall, unfinishedCallError } from "./tool_call_resume.ts";
+import { refuseWhileCallsRun } from "./live_call_processes.ts";
+import { startRunSpend } from "./run_spend.ts";
+import type { SpendLedger } from "./spend_ledger.ts";
 import type { RunOptions, StepFlowRunnerOptions } from "./types.ts";
 
 /** A run opened for its drive: locked, restored (or new), its answer checked. */
@@ -41,6 +44,8 @@ export interface OpenedRun {
   answer: RecordedAnswer | undefined;
   /** The backend: the caller's, else the agent's own. */
   backend: LlmBackend;
+  /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
+  spend: SpendLedger;
 }
 
 /**
@@ -88,11 +93,13 @@ export async function openRun(
     const childAgent = link ? flowStep(definition, link.stepId)?.child : undefined;
     if (link && childAgent) childStoreOf(store, link, childAgent, runId);
     const answer = await takeAnswer(definition, restored.state, runOptions.answer, store);
+    await refuseWhileCallsRun(runId, definition.name, restored.inStep);
     const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
     if (unfinished.length > 0 && !await rerunAllowed(runOptions.rerunUnfinishedCall, unfinished)) {
       throw unfinishedCallError(runId, definition.name, restored.inStep!.marker.stepId, unfinished);
     }
-    return { lock, restored, answer, backend };
+    const spend = startRunSpend(definition, options, runOptions, restored.state, backend);
+    return { lock, restored, answer, backend, spend };
   } catch (error) {
     await lock?.release();
     if (runOptions.answer && error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE") {

@@ -15,8 +15,11 @@ import type { MovingOutcome, StepError } from "./decisions.ts";
 import type { PendingInput, RecordedAnswer } from "./input_request.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { RunBudget } from "../definition/schema.ts";
+import type { StepSpend } from "./spend_ledger.ts";
 import type {
   CompletionReason,
+  DeclinedAnswer,
   HistoryEntry,
   ParentRunLink,
   PermissionGrant,
@@ -71,8 +74,18 @@ export interface RunnerState {
   validationRetries?: number;
   /** The failed validation the next iteration's retry prompt reports. */
   validationRetry?: { stepId: string; command: string; output: string; pattern?: string };
-  /** Summed usage. */
+  /** Summed usage: every model call and tool call of the run and of its child runs. */
   usage: RunUsage;
+  /**
+   * The budget given for the run (the runner's `budget` option: `--budget-usd`, `--budget-tokens`),
+   * over agent.json `limits.budget`. Kept by resume, redrive and workers; given again, it is raised
+   * (or lowered) dimension by dimension.
+   */
+  budget?: RunBudget;
+  /** What each step spent (its calls, its child runs): a budget stop names the top steps. */
+  spendByStep?: Record<string, StepSpend>;
+  /** The run log's `model_call` lines counted in `usage` (a resume adds the ones after them). */
+  loggedModelCalls?: number;
   /**
    * How the run's backend was chosen (`RunOptions.backendChoice`), for resume, redrive and workers
    * to continue on the same backend. Absent when the caller did not say.
@@ -108,6 +121,8 @@ export interface RunnerState {
     stepId: string;
     output?: unknown;
     error?: { code: string; message: string; stepId?: string };
+    /** A person's decision that ended the run (reason `declined`). */
+    declined?: DeclinedAnswer;
   };
 }
 
@@ -134,6 +149,7 @@ export interface ChildRunLink {
 export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Object.freeze({
   completed: "completed",
   aborted: "aborted",
+  declined: "declined",
   cancelled: "cancelled",
   timeout: "timeout",
   waiting: "waiting",
@@ -142,6 +158,7 @@ export const TERMINAL_STATUS: Readonly<Record<CompletionReason, RunStatus>> = Ob
   schema_resolution_failed: "failed",
   step_routing_failed: "failed",
   step_failed: "failed",
+  budget_exceeded: "budget_exceeded",
 });
 
 /** The state of a new run of `definition`, at its entry step. */
@@ -213,6 +230,7 @@ export function advance(
     else enterStep(state, outcome.stepId);
   } else {
     endRun(state, outcome.reason, entry.stepId, runTimeoutMs, outcome.error, outcome.output);
+    if (outcome.declined) state.end!.declined = outcome.declined;
   }
 }
 
@@ -272,6 +290,7 @@ export function runResult(state: RunnerState, history: HistoryEntry[]): StepFlow
   };
   if (end.output !== undefined) result.output = end.output;
   if (end.error && end.reason !== "completed") result.error = end.error;
+  if (end.declined) result.declined = end.declined;
   return result;
 }
 

@@ -5,8 +5,8 @@
  * and routes on how the child's drive ended: completed → `transitions.next` (or the parent
  * completes when there is none) with the child's final output handed off (`handoffFields` pick
  * from it; `{handoff.output}` holds all of it when the step names none); the child waits for an
- * answer → the parent waits on the same question; anything else → the step's `onError`, as for
- * a command step.
+ * answer → the parent waits on the same question; a person declined the child's question → the
+ * parent ends `declined` too; anything else → the step's `onError`, as for a command step.
  *
  * @module
  */
@@ -19,6 +19,7 @@ import type { RunnerState } from "./run_state.ts";
 import { waitFor } from "./run_wait.ts";
 import type { StepHandler, StepResult } from "./step_handler.ts";
 import type { StepFlowResult } from "./types.ts";
+import { BudgetExceeded } from "./spend_ledger.ts";
 
 /**
  * The child's parameters from the step's `args`: `{handoff.<key>}` takes the latest handoff value
@@ -95,6 +96,20 @@ export const runAgentStep: StepHandler = async (step, state, deps) => {
     return {
       outcome: waitFor({ kind: "child", runId: child.runId, request: child.waiting }),
     };
+  }
+  if (child.completionReason === "budget_exceeded") {
+    // Its budget or this run's stopped it: this run stops too, and a resume continues the child.
+    throw new BudgetExceeded(
+      undefined,
+      `Agent step "${step.id}": its child run ${child.runId} (agent ${step.child?.name}) was stopped by a budget: ${
+        child.error?.message ?? "budget exceeded"
+      }`,
+    );
+  }
+  if (child.completionReason === "declined" && child.declined) {
+    // The person answered this run's question (its child asked it): their "no" ends this run too.
+    const declined = { ...child.declined, stepId: step.id, childRunId: child.runId };
+    return { record, outcome: { kind: "end", reason: "declined", transition: "abort", declined } };
   }
   if (!child.success) return { record, error: childFailed(step, child) };
   const handoff = childHandoff(step, child.output);

@@ -14,6 +14,7 @@ import type { ToolCallEvent } from "../events/types.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { RunJournal } from "./checkpoint.ts";
 import type { RunnerState } from "./run_state.ts";
+import { copySpendByStep } from "./spend_ledger.ts";
 import { replayContent, toolCallLogFields, toolCallStartFields } from "./tool_call_log.ts";
 import { type InStepMarker, type ResumedStep, toolTurnLogFields } from "./tool_call_resume.ts";
 
@@ -63,6 +64,8 @@ export class StepCallJournal {
       handoff: { ...state.handoff },
       latestHandoff: { ...state.latestHandoff },
       usage: { ...state.usage },
+      // The run's ledger changes the spend per step in place.
+      ...(state.spendByStep ? { spendByStep: copySpendByStep(state.spendByStep) } : {}),
     };
     this.marker = marker;
     if (resumed) this.resumed = resumed;
@@ -143,6 +146,9 @@ export class StepCallJournal {
       handoff: { ...this.#snapshot.handoff },
       latestHandoff: { ...this.#snapshot.latestHandoff },
       usage: { ...this.#snapshot.usage },
+      ...(this.#snapshot.spendByStep
+        ? { spendByStep: copySpendByStep(this.#snapshot.spendByStep) }
+        : {}),
       inStep: this.marker,
     });
   }

@@ -4,15 +4,16 @@
  * loop records the request and ends the drive with the run `waiting`. When the run continues
  * with an answer (recorded in the run state by `StepFlowRunner.answer`, already checked against
  * the step's schema), the step's iteration routes on it exactly as a gate-routed step routes on a
- * model's output (`gateOutcome`); when its `waitTimeout` passed unanswered, it takes the
- * timeout's intent instead.
+ * model's output (`gateOutcome`) — except that an answer taking `abort` ends the run `declined`
+ * (`declined.ts`); when its `waitTimeout` passed unanswered, it takes the timeout's intent instead.
  *
  * @module
  */
 import { StepflowError } from "../errors.ts";
 import { stepPromptVariables } from "./step_prompt.ts";
 import { gateOutcome } from "./decisions.ts";
-import { waitExpired } from "./input_request.ts";
+import { type RecordedAnswer, waitExpired } from "./input_request.ts";
+import { declinedOutcome } from "./declined.ts";
 import { waitFor } from "./run_wait.ts";
 import type { RunnerState } from "./run_state.ts";
 import type { StepDependencies, StepHandler, StepResult } from "./step_handler.ts";
@@ -27,7 +28,7 @@ export const runInputStep: StepHandler = async (step, state, deps) => {
     delete state.answer;
     await deps.started();
     const text = JSON.stringify(answer.value) ?? "null";
-    return await routed(deps, step, state, answer.value, {
+    return await routed(deps, step, state, answer.value, answer, {
       answer: { text: text.slice(0, ANSWER_TEXT_CHARS), length: text.length },
       input: {
         requestId: answer.requestId,
@@ -49,7 +50,7 @@ export const runInputStep: StepHandler = async (step, state, deps) => {
     });
     // The timeout's intent goes through the gate like an answer that picked it.
     const output = atPath(step.gate!.intentField, step.waitTimeout.intent);
-    return await routed(deps, step, state, output, {
+    return await routed(deps, step, state, output, undefined, {
       input: { requestId: pending.requestId, timedOut: true },
     });
   }
@@ -63,12 +64,14 @@ async function routed(
   step: Parameters<StepHandler>[0],
   state: RunnerState,
   value: unknown,
+  answer: RecordedAnswer | undefined,
   record: NonNullable<StepResult["record"]>,
 ): Promise<StepResult> {
   const gate = gateOutcome(deps.definition, step, value, state.iteration);
   if (gate.warning !== undefined) deps.warn(gate.warning);
   if (gate.intent !== undefined) record.intent = gate.intent;
-  const outcome = gate.outcome;
+  // A person's `abort` is their decision to stop (a timeout's is nobody's: it stays aborted).
+  const outcome = answer ? declinedOutcome(step, answer, gate.intent, gate.outcome) : gate.outcome;
   if (outcome.kind === "goto" && outcome.transition === "jump") {
     await deps.events.emit("onStepJump", deps.info, outcome.stepId);
   }

@@ -36,6 +36,7 @@ export type WaitingStepToolOptions =
     | "maxToolTurns"
     | "maxBadCalls"
     | "maxToolResultChars"
+    | "runId"
   >
   & {
     /**
@@ -86,7 +87,7 @@ export async function completeStepCall(
   const { mcpServers, ...loopOptions } = tools;
   const servers = mcpServers ?? new RunMcpServers();
   try {
-    await servers.registerFor(request, policy, registry);
+    await servers.registerFor(request, policy, registry, loopOptions.runId);
     const offered = offeredTools(policy.allow, policy.deny, registry.list().map((t) => t.name));
     if (offered.length === 0) return await backend.complete(request, options);
     return await runToolLoop(

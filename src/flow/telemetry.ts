@@ -252,6 +252,7 @@ class RunTelemetry implements FlowTelemetry {
       complete: (request, options) =>
         this.#traceCall(backend, request, () => backend.complete(request, options)),
       ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
+      ...(backend.walksModelChains ? { walksModelChains: true } : {}),
     };
     // A backend that runs tool turns keeps doing so through the wrapper (a span per turn).
     if (supportsToolTurns(backend)) {
@@ -544,7 +545,9 @@ class RunTelemetry implements FlowTelemetry {
         owner.output += usage.outputTokens;
       }
     }
-    if (response.responseModel) span.setAttribute(A.responseModel, response.responseModel);
+    // The server's name for the model, else the chain entry that answered (a model chain's).
+    const answered = response.responseModel ?? response.model;
+    if (answered) span.setAttribute(A.responseModel, answered);
     if (response.finishReason) span.setAttribute(A.finishReasons, [response.finishReason]);
     if (response.costUsd !== undefined) span.setAttribute(A.costUsd, response.costUsd);
     if (this.#captureContent) {
@@ -566,7 +569,8 @@ class RunTelemetry implements FlowTelemetry {
       [A.provider]: flavour.provider,
     };
     if (model) attributes[A.model] = model;
-    if (response?.responseModel) attributes[A.responseModel] = response.responseModel;
+    const answered = response?.responseModel ?? response?.model;
+    if (answered) attributes[A.responseModel] = answered;
     instruments.duration.record(
       (performance.now() - started) / 1000,
       failure === undefined ? attributes : { ...attributes, [A.errorType]: errorType(failure) },

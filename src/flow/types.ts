@@ -4,13 +4,15 @@
  * @module
  */
 import type { BackendChoice } from "../llm/backend_choice.ts";
-import type { ExecutorEvents } from "../events/types.ts";
+import type { ExecutorEvents, ModelFallbackEvent } from "../events/types.ts";
 import type { RunUsage } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
 import type { AnswerOptions, PendingInput } from "./input_request.ts";
 import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
+import type { ModelPricing, RunBudget } from "../definition/schema.ts";
+import type { PriceTable } from "../llm/pricing.ts";
 
 export type { PermissionAsk, PermissionReply };
 
@@ -28,11 +30,15 @@ export type Transition =
 
 /**
  * Why a run ended — or `waiting`: the run stopped at an input step until someone answers it
- * (it has not ended; {@linkcode StepFlowResult.waiting} says what it waits for).
+ * (it has not ended; {@linkcode StepFlowResult.waiting} says what it waits for). `declined`: a
+ * person's answer at an input step took the `abort` intent — their decision to stop, not a
+ * failure ({@linkcode StepFlowResult.declined} says who and what they said); `aborted` is a model's
+ * or the caller's stop.
  */
 export type CompletionReason =
   | "completed"
   | "aborted"
+  | "declined"
   | "max_iterations"
   | "retries_exhausted"
   | "schema_resolution_failed"
@@ -40,7 +46,42 @@ export type CompletionReason =
   | "step_failed"
   | "cancelled"
   | "timeout"
-  | "waiting";
+  | "waiting"
+  | "budget_exceeded";
+
+/**
+ * A person's decision to stop the run: their answer at an input step took the `abort` intent (the
+ * run ends `declined`). In a parent run whose child asked the question, `stepId` is the parent's
+ * agent step and `childRunId` the child that was answered.
+ *
+ * @example
+ * ```ts
+ * import type { DeclinedAnswer } from "./types.ts";
+ * const declined: DeclinedAnswer = {
+ *   stepId: "approve.release", requestId: "req-1", by: "cli (erin)",
+ *   at: "2026-11-26T21:00:00.000Z", intent: "abort", note: { note: "not this week" },
+ * };
+ * ```
+ */
+export interface DeclinedAnswer {
+  /** The input step (in a parent run: its agent step whose child asked). */
+  stepId: string;
+  /** The request that was answered. */
+  requestId: string;
+  /** Who answered (`terminal (erin)`, `cli (erin)`, `mcp`, `dashboard (…)`, `api`, …). */
+  by: string;
+  /** When (ISO time). */
+  at: string;
+  /** The intent the answer took (`abort`; as mapped from `escalate`). */
+  intent: string;
+  /**
+   * What else the person said: their answer without its intent field (`{ note: "not this
+   * week" }`); absent when the answer held nothing else.
+   */
+  note?: unknown;
+  /** In a parent run: the child run whose input step was answered. */
+  childRunId?: string;
+}
 
 /** One executed iteration (or schema strike) of a step. */
 export interface HistoryEntry {
@@ -87,6 +128,12 @@ export interface HistoryEntry {
   toolCalls?: ToolCallSummary[];
   /** Tool calls of this iteration after the first 50, not listed in `toolCalls`. */
   toolCallsOmitted?: number;
+  /**
+   * The fall-throughs of the model chain in this iteration's answered calls, in order: which
+   * entry failed, why, and which answered instead (the run log's `model_fallback` lines list every
+   * one, those of calls that failed in the end too).
+   */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -200,6 +247,11 @@ export interface StepFlowResult {
    * `StepFlowRunner.answer(runId, value)`.
    */
   waiting?: PendingInput;
+  /**
+   * Set when a person's answer stopped the run (`completionReason` `declined`): who decided, when,
+   * at which step, and their note. Such a run has no `error`: it did not fail.
+   */
+  declined?: DeclinedAnswer;
 }
 
 /** Options of a runner. */
@@ -240,8 +292,42 @@ export interface StepFlowRunnerOptions {
   stepTimeoutMs?: number;
   /** Backoff of `onError: "retry=N"`: first delay, factor and cap (defaults 500 ms, 2, 30 s). */
   retryBackoff?: { initialMs?: number; factor?: number; maxMs?: number };
-  /** Model override for every call (else step `model`, else agent `behavior.model`). */
+  /**
+   * Model override for every call (else step `model`, else agent `behavior.model`, either of which
+   * may be a fallback chain). Fallbacks after it: `createBackend({ fallbackModels })`
+   * (`--fallback-model`).
+   */
   model?: string;
+  /**
+   * A wait the server asks for (its `Retry-After` or a rate-limit reset) at least this long, in ms,
+   * is not slept in the run: the drive stops where a taken-over run would (the iteration in flight
+   * is made again), `run()` rejects with `RateLimitYield` (code `RATE_LIMIT_YIELD`; `until` says
+   * when to continue) and its caller resumes the run then. Workers set it to give their slot back
+   * (`WorkerOptions.rateLimitYieldMs`). Unset (the default): every wait within the retry policy's
+   * `maxRateLimitWaitMs` is slept in place.
+   */
+  rateLimitYieldMs?: number;
+  /**
+   * A hard budget for the run, over agent.json `limits.budget` dimension by dimension (CLI:
+   * `--budget-usd`, `--budget-tokens`): checked before every model call and tool call, summed over
+   * retries, re-asks, tool turns and child runs, recorded with the run so a resume keeps it; given
+   * again on a resume it replaces what was recorded (raise it to carry on a run it stopped). An
+   * exhausted budget ends the run `budget_exceeded`, resumably (docs/budgets.md). A dollar budget
+   * needs a price for every model the run may call (else `BUDGET_PRICE_MISSING`, before anything
+   * runs). Child runs of agent steps count against it; their own budget is their agent.json's.
+   *
+   * @example
+   * ```ts ignore
+   * const runner = new StepFlowRunner(def, { budget: { usd: 5, toolCalls: 200 } });
+   * ```
+   */
+  budget?: RunBudget;
+  /**
+   * Prices over agent.json `pricing` and the built-in table (`--pricing FILE`, `STEPFLOW_PRICING`):
+   * model name → `{ inputUsdPerMTok, outputUsdPerMTok, cacheReadUsdPerMTok?, cacheWriteUsdPerMTok? }`,
+   * or a `PriceTable` (its sources are named in the run log).
+   */
+  pricing?: PriceTable | Readonly<Record<string, ModelPricing>>;
   /** Receives warnings (fallback prompts, …). Default `console.warn`. */
   onWarning?: (message: string) => void;
   /**

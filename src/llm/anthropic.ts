@@ -6,6 +6,7 @@
  */
 import type { FailureHints } from "./backend_error.ts";
 import type { SdkErrorClasses } from "./retry.ts";
+import { urlWithoutCredentials } from "./backend_choice.ts";
 import {
   badResponse,
   ChatApiBackend,
@@ -147,6 +148,11 @@ export class AnthropicBackend extends ChatApiBackend {
     this.#options = options;
   }
 
+  /** The API requires an answer-token limit: 8192 unless `maxTokens` says otherwise. */
+  protected override get defaultMaxTokens(): number {
+    return DEFAULT_ANTHROPIC_MAX_TOKENS;
+  }
+
   #getClient(): Promise<AnthropicMessagesClient> {
     return this.sdkClient(async () => {
       const sdk = await loadSdk<AnthropicModule>("@anthropic-ai/sdk", this.name);
@@ -164,7 +170,7 @@ export class AnthropicBackend extends ChatApiBackend {
     // Written in the prompt's order (tools, system, messages): the cached prefix.
     const body: AnthropicMessagesBody = {
       model: request.model,
-      max_tokens: this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+      max_tokens: request.maxTokens ?? this.#options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
       ...(request.tools?.length
         ? {
           tools: request.tools.map((t) => ({
@@ -232,6 +238,12 @@ export class AnthropicBackend extends ChatApiBackend {
     this.checkEventStream(events);
     if (!isAsyncIterable(events)) throw badResponse(this.name, "no event stream", events);
     return await readAnthropicStream(events, request.signal, request.onText);
+  }
+
+  /** Says that the URL is not the Anthropic Messages API, and what its base URL looks like. */
+  protected notApiHint(): string {
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? "https://api.anthropic.com");
+    return `The URL ${server} does not answer like the Anthropic Messages API: check --base-url (ANTHROPIC_BASE_URL) — the API's root without /v1 (the client adds /v1/messages), e.g. https://api.anthropic.com — and that the server there serves the Messages API.`;
   }
 
   /** Says which variable to check. */
@@ -326,7 +338,21 @@ function toAnthropicMessages(messages: ToolTurnMessage[]): AnthropicMessagesBody
   });
 }
 
-/** The API needs an object as a `tool_use` input, even for a call whose arguments were broken. */
+/** Arguments text read back as the object it spells, up to this many characters. */
+const MAX_ARGUMENTS_TEXT = 1024 * 1024;
+
+/**
+ * The API needs an object as a `tool_use` input, even for a call whose arguments were broken. A
+ * call another provider made (a model chain fell through mid-loop) has its arguments as the JSON
+ * text OpenAI sends: read back as the object it spells.
+ */
 function toolInput(args: unknown): unknown {
+  if (typeof args === "string" && args.length <= MAX_ARGUMENTS_TEXT) {
+    try {
+      args = JSON.parse(args);
+    } catch {
+      return {};
+    }
+  }
   return args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
 }

@@ -3,15 +3,18 @@
  * the retry policy and per-call timeout, native structured output with a prompt-and-extract
  * fallback, and usage/cost accounting. Each backend only says how to send one exchange.
  *
+ * Long because: it is the one base class of both chat backends — the exchange with its retry,
+ * idle watch and error-body reading, the structured-output modes and the usage accounting share
+ * its session state; split apart, each part would reach into the others' private fields.
+ *
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { UsageError } from "../errors.ts";
 import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_error.ts";
 import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
 import {
   classifyHttpFailure,
-  describeErrorBody,
+  type ErrorBodyKind,
   type FailureClass,
   resolveRetryPolicy,
   RetryExhausted,
@@ -21,8 +24,12 @@ import {
   withRetry,
 } from "./retry.ts";
 import { StreamInterrupted } from "./stream_failure.ts";
+import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch, StreamStalled } from "./stream_idle.ts";
+import { errorBodies, type ExchangeCapture, fetchKeepingErrorBodies } from "./chat_fetch.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
+import { attemptBound } from "./prompt_bound.ts";
+import { costOf, type ModelPricing } from "./pricing.ts";
 
 /**
  * How a chat backend asks for structured output when the request has an `outputSchema`:
@@ -39,23 +46,8 @@ import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } fr
  */
 export type StructuredOutputMode = "auto" | "native" | "prompt";
 
-/** Price of a model per million tokens, in US dollars. */
-export interface ModelPricing {
-  /** Price of one million input (prompt) tokens. */
-  inputUsdPerMTok: number;
-  /** Price of one million output (completion) tokens. */
-  outputUsdPerMTok: number;
-  /**
-   * Price of one million input tokens read from the prompt cache (Anthropic: a tenth of the
-   * input price; OpenAI: a half or a tenth). Default: the input price, so a cost is never low.
-   */
-  cacheReadUsdPerMTok?: number;
-  /**
-   * Price of one million input tokens written to the prompt cache (Anthropic: 1.25 × the input
-   * price). Default: the input price.
-   */
-  cacheWriteUsdPerMTok?: number;
-}
+// The prices and the cost of a call live in the one pricing module; named here for the options.
+export type { ModelPricing };
 
 /** Options shared by {@linkcode AnthropicBackend} and {@linkcode OpenAiBackend}. */
 export interface ChatBackendOptions {
@@ -69,6 +61,12 @@ export interface ChatBackendOptions {
   retry?: Partial<RetryPolicy>;
   /** Per-attempt timeout in ms (default 600 000 = 10 min; 0 disables). */
   timeoutMs?: number;
+  /**
+   * Idle timeout of streamed answers in ms (default 300 000 = 5 min; 0 disables): an attempt whose
+   * server sends no byte for this long — before the answer starts or within it — is ended and
+   * retried, beside the whole-attempt `timeoutMs`.
+   */
+  idleTimeoutMs?: number;
   /** Called before every retry (see {@linkcode RetryInfo}). */
   onRetry?: RetryListener;
   /** Receives warnings (schema fallback, truncated answers). Default: `console.warn`. */
@@ -77,7 +75,11 @@ export interface ChatBackendOptions {
   structuredOutput?: StructuredOutputMode;
   /** Maximum answer tokens. */
   maxTokens?: number;
-  /** Prices per model name, to report `costUsd`; without an entry for the model, no cost is reported. */
+  /**
+   * Prices per model name, to report `costUsd` on the backend's own answers; without an entry for
+   * the model, no cost is reported. A run prices every call from its price table whatever this
+   * says (src/llm/pricing.ts): this is for calling the backend directly.
+   */
   pricing?: Record<string, ModelPricing>;
   /** Bounds of the in-memory conversation history. */
   conversation?: ConversationLimits;
@@ -109,6 +111,11 @@ export interface ChatExchangeRequest {
   toolMessages?: ToolTurnMessage[];
   /** Told each piece of text as a streamed answer arrives (see `LlmCallOptions.onText`). */
   onText?: (text: string) => void;
+  /**
+   * This attempt's answer-token limit, when the run's budget lowered it below the backend's own
+   * (`maxTokens`) or set one where it had none: send it instead.
+   */
+  maxTokens?: number;
 }
 
 /** What one exchange returned. */
@@ -149,85 +156,8 @@ export function schemaInstruction(schema: Record<string, unknown>): string {
   ].join("\n");
 }
 
-/**
- * The cost of `usage` at `pricing`, or `undefined` without pricing: the input tokens read from
- * or written to the prompt cache at their own prices (the input price when none is given), the
- * rest of the input and the output at theirs.
- *
- * @example
- * ```ts
- * import { costOf } from "./chat_backend.ts";
- * const pricing = { inputUsdPerMTok: 3, outputUsdPerMTok: 15, cacheReadUsdPerMTok: 0.3 };
- * console.log(costOf({ inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 1_000_000 }, pricing)); // 0.3
- * ```
- */
-export function costOf(
-  usage: LlmUsage | undefined,
-  pricing: ModelPricing | undefined,
-): number | undefined {
-  if (!usage || !pricing) return undefined;
-  const read = usage.cacheReadTokens ?? 0;
-  const written = usage.cacheWriteTokens ?? 0;
-  const uncached = Math.max(0, usage.inputTokens - read - written);
-  return (uncached * pricing.inputUsdPerMTok +
-    read * (pricing.cacheReadUsdPerMTok ?? pricing.inputUsdPerMTok) +
-    written * (pricing.cacheWriteUsdPerMTok ?? pricing.inputUsdPerMTok) +
-    usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
-}
-
-/** The most of an HTTP error body read to find its message, in bytes. */
-export const ERROR_BODY_READ_MAX = 64 * 1024;
-
-/**
- * Where the `fetch` of the SDK clients leaves, per exchange, the message of an error body and the
- * content type of a successful answer (a streamed request answered with JSON is not a stream).
- */
-const errorBodies = new AsyncLocalStorage<{ message?: string; contentType?: string }>();
-
-/**
- * The `fetch` given to the SDK clients: a plain `fetch`, except that the body of an error
- * response is read here (at most {@linkcode ERROR_BODY_READ_MAX} bytes) and its message kept for
- * the failure report — the `openai` client keeps only `body.error` of a body that is not in its
- * API's format, so `{"error":"SyntaxError","message":"…"}` would lose its message. The SDK gets
- * the same status, headers and (bounded) text.
- */
-async function fetchKeepingErrorBodies(
-  input: string | URL | Request,
-  init?: RequestInit,
-): Promise<Response> {
-  const response = await fetch(input, init);
-  const capture = errorBodies.getStore();
-  if (capture !== undefined && response.ok) {
-    capture.contentType = response.headers.get("content-type") ?? "";
-  }
-  if (response.ok || capture === undefined || response.body === null) return response;
-  const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
-  capture.message = describeErrorBody(text);
-  const headers = new Headers(response.headers);
-  headers.delete("content-length");
-  headers.delete("content-encoding");
-  return new Response(text, { status: response.status, statusText: response.statusText, headers });
-}
-
-async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let read = 0;
-  try {
-    while (read < maxBytes) {
-      const { done, value } = await reader.read();
-      if (done) return text + decoder.decode();
-      const chunk = value.subarray(0, maxBytes - read);
-      read += chunk.length;
-      text += decoder.decode(chunk, { stream: true });
-    }
-    await reader.cancel().catch(() => {});
-    return text + decoder.decode();
-  } finally {
-    reader.releaseLock();
-  }
-}
+/** The cost of a call's usage at a model's prices (see `costOf` in src/llm/pricing.ts). */
+export { costOf };
 
 /**
  * The base of the chat-API backends. Subclasses implement {@linkcode ChatApiBackend.exchange}
@@ -242,16 +172,18 @@ export abstract class ChatApiBackend implements LlmBackend {
   readonly retryPolicy: RetryPolicy;
   /** The per-attempt timeout in ms (0: none). */
   readonly timeoutMs: number;
-  /** Conversation history per session id. */
-  protected readonly conversations: ConversationStore;
+  /** The idle timeout of streamed answers in ms (0: none). */
+  readonly idleTimeoutMs: number;
+  /** Conversation history per session id (shared with the other chat backends of a model chain). */
+  protected conversations: ConversationStore;
   /** Options as given. */
   protected readonly options: ChatBackendOptions;
   /** The loaded SDK's error classes, set by the subclass when it loads the SDK. */
   protected sdkErrorClasses: SdkErrorClasses = {};
   #schemaMode: StructuredOutputMode;
   #client?: Promise<unknown>;
-  /** Error-body messages of failed exchanges, by the error the SDK threw. */
-  readonly #bodyMessages = new WeakMap<object, string>();
+  /** Error-body messages (and kinds) of failed exchanges, by the error the SDK threw. */
+  readonly #bodyMessages = new WeakMap<object, { message: string; kind?: ErrorBodyKind }>();
 
   /**
    * Checks the options; nothing is loaded or sent yet.
@@ -265,6 +197,10 @@ export abstract class ChatApiBackend implements LlmBackend {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_CHAT_TIMEOUT_MS;
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 0) {
       throw new UsageError(`timeoutMs must be a number ≥ 0, got ${options.timeoutMs}.`);
+    }
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    if (!Number.isFinite(this.idleTimeoutMs) || this.idleTimeoutMs < 0) {
+      throw new UsageError(`idleTimeoutMs must be a number ≥ 0, got ${options.idleTimeoutMs}.`);
     }
     const mode = options.structuredOutput ?? "auto";
     if (!["auto", "native", "prompt"].includes(mode)) {
@@ -303,6 +239,20 @@ export abstract class ChatApiBackend implements LlmBackend {
     };
   }
 
+  /** The store of this backend's conversations (see {@linkcode ChatApiBackend.useConversationStore}). */
+  get conversationStore(): ConversationStore {
+    return this.conversations;
+  }
+
+  /**
+   * Keeps conversations in `store` from now on, the store of another chat backend: the backends of
+   * a model chain share one, so that a call that falls through to another provider continues the
+   * same conversation (each backend writes it in its own API's format).
+   */
+  useConversationStore(store: ConversationStore): void {
+    this.conversations = store;
+  }
+
   /** Whether answers are asked for as streams (the `stream` option; default true). */
   get streams(): boolean {
     return this.options.stream ?? true;
@@ -320,19 +270,34 @@ export abstract class ChatApiBackend implements LlmBackend {
   protected abstract failureHints(model: string): FailureHints;
 
   /**
+   * What to say when the URL does not answer like this backend's API (a web page, a 501, a path
+   * that does not exist): which URL, and what the API's base URL looks like.
+   */
+  protected abstract notApiHint(): string;
+
+  /**
    * Classifies a failed exchange by the SDK's error classes, the status and the cause (see
    * {@linkcode classifyHttpFailure}), with the message read from the error body.
    */
   protected classify(error: unknown): FailureClass {
-    if (error instanceof StreamInterrupted) {
-      return { retryable: error.retryable, kind: "stream", reason: error.message };
+    if (error instanceof StreamStalled) {
+      return { retryable: true, kind: "timeout", reason: error.message };
     }
-    const bodyMessage = error !== null && typeof error === "object"
+    if (error instanceof StreamInterrupted) {
+      return {
+        retryable: error.retryable,
+        kind: "stream",
+        reason: error.message,
+        ...(error.errorType !== undefined ? { errorType: error.errorType } : {}),
+      };
+    }
+    const body = error !== null && typeof error === "object"
       ? this.#bodyMessages.get(error)
       : undefined;
     return classifyHttpFailure(error, {
       classes: this.sdkErrorClasses,
-      ...(bodyMessage !== undefined ? { bodyMessage } : {}),
+      ...(body !== undefined ? { bodyMessage: body.message } : {}),
+      ...(body?.kind !== undefined ? { bodyKind: body.kind } : {}),
     });
   }
 
@@ -347,6 +312,14 @@ export abstract class ChatApiBackend implements LlmBackend {
     // type, or none, and are read as events.
     if (type === undefined || !/json|html|xml/i.test(type)) return;
     (stream as { controller?: AbortController }).controller?.abort();
+    if (/html/i.test(type)) {
+      // A web page is no API that cannot stream: turning streaming off would not help.
+      throw new BackendError(
+        "BACKEND_BAD_RESPONSE",
+        `${this.name} backend: the server answered with a web page (${type}). ${this.notApiHint()}`,
+        { backend: this.name },
+      );
+    }
     throw new BackendError(
       "BACKEND_BAD_RESPONSE",
       `${this.name} backend: a streamed answer was asked for, but the server answered with ${type} instead of server-sent events. If the server cannot stream, turn streaming off: --no-stream, STEPFLOW_STREAM=0, or stream: false.`,
@@ -354,16 +327,26 @@ export abstract class ChatApiBackend implements LlmBackend {
     );
   }
 
-  /** One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify}. */
+  /**
+   * One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify};
+   * a streamed one is ended when its server goes quiet for the idle timeout (`StreamStalled`).
+   */
   async #exchangeKeepingErrorBody(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
-    const capture: { message?: string } = {};
+    const idle = this.streams && this.idleTimeoutMs > 0
+      ? new IdleWatch(this.idleTimeoutMs)
+      : undefined;
+    const capture: ExchangeCapture = idle ? { idle } : {};
+    const signal = idle ? AbortSignal.any([request.signal, idle.signal]) : request.signal;
     try {
-      return await errorBodies.run(capture, () => this.exchange(request));
+      return await errorBodies.run(capture, () => this.exchange({ ...request, signal }));
     } catch (error) {
+      if (idle?.fired && !request.signal.aborted) throw new StreamStalled(idle.idleMs, error);
       if (capture.message !== undefined && error !== null && typeof error === "object") {
-        this.#bodyMessages.set(error, capture.message);
+        this.#bodyMessages.set(error, { message: capture.message, kind: capture.bodyKind });
       }
       throw error;
+    } finally {
+      idle?.stop();
     }
   }
 
@@ -424,10 +407,10 @@ export abstract class ChatApiBackend implements LlmBackend {
       { role: "assistant", content: result.text },
     ]);
 
-    const response: LlmResponse = { text: result.text, sessionId, ...answerFacts(result) };
+    const response: LlmResponse = { text: result.text, sessionId, model, ...answerFacts(result) };
     if (result.usage) {
       response.usage = result.usage;
-      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      const cost = costOf(result.usage, this.#ownPrice(model));
       if (cost !== undefined) response.costUsd = cost;
     }
     return response;
@@ -451,21 +434,47 @@ export abstract class ChatApiBackend implements LlmBackend {
     build: (native: boolean) => Pick<ChatExchangeRequest, "turns" | "toolMessages" | "tools">,
   ): Promise<ChatExchangeResult> {
     const schema = req.outputSchema;
+    const meter = opts.meter;
     for (;;) {
       const native = schema !== undefined && this.#schemaMode !== "prompt";
       const parts = build(native);
+      // The run's budget may stop an attempt (its error goes through as it is) or lower its limit.
+      let refused: { error: unknown } | undefined;
+      const bound = meter
+        ? attemptBound(model, this.options.maxTokens ?? this.defaultMaxTokens, {
+          ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+          ...parts,
+          ...(native && schema ? { schema } : {}),
+        })
+        : undefined;
       try {
         return await withRetry(
-          (signal) =>
-            this.#exchangeKeepingErrorBody({
-              model,
-              ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
-              ...parts,
-              ...(native ? { schema } : {}),
-              ...(opts.onText ? { onText: opts.onText } : {}),
-              stepId: req.stepId,
-              signal,
-            }),
+          async (signal) => {
+            let maxTokens: number | undefined;
+            if (meter) {
+              try {
+                maxTokens = meter.beforeAttempt(bound!);
+              } catch (error) {
+                refused = { error };
+                throw error;
+              }
+            }
+            try {
+              return await this.#exchangeKeepingErrorBody({
+                model,
+                ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+                ...parts,
+                ...(native ? { schema } : {}),
+                ...(opts.onText ? { onText: opts.onText } : {}),
+                ...(maxTokens !== undefined ? { maxTokens } : {}),
+                stepId: req.stepId,
+                signal,
+              });
+            } catch (error) {
+              meter?.attemptFailed(signal.aborted || this.#maybeCharged(error));
+              throw error;
+            }
+          },
           {
             backend: this.name,
             policy: this.retryPolicy,
@@ -474,9 +483,13 @@ export abstract class ChatApiBackend implements LlmBackend {
             timeoutMs: this.timeoutMs,
             onRetry: [this.options.onRetry, opts.onRetry],
             context: { stepId: req.stepId, iteration: req.iteration },
+            ...(opts.yieldWaitsFromMs !== undefined
+              ? { yieldWaitsFromMs: opts.yieldWaitsFromMs }
+              : {}),
           },
         );
       } catch (error) {
+        if (refused) throw refused.error;
         if (!(error instanceof RetryExhausted)) throw error;
         if (native && this.#schemaMode === "auto" && isSchemaRejection(error.failure)) {
           this.#schemaMode = "prompt";
@@ -489,10 +502,27 @@ export abstract class ChatApiBackend implements LlmBackend {
           this.name,
           error,
           { stepId: req.stepId, timeoutMs: this.timeoutMs },
-          this.failureHints(model),
+          { ...this.failureHints(model), notApi: this.notApiHint() },
         );
       }
     }
+  }
+
+  /**
+   * The most output tokens an attempt asks for when nothing lowers it: the `maxTokens` option, else
+   * the backend's own default (undefined: the request asks for no limit).
+   */
+  protected get defaultMaxTokens(): number | undefined {
+    return undefined;
+  }
+
+  /**
+   * Whether a failed attempt may have been charged: a stream cut off after it began, or anything
+   * but an HTTP error status and a connection that never opened (the server may have worked on it).
+   */
+  #maybeCharged(error: unknown): boolean {
+    const failure = this.classify(error);
+    return failure.kind !== "http" && failure.kind !== "network";
   }
 
   /**
@@ -524,14 +554,20 @@ export abstract class ChatApiBackend implements LlmBackend {
         { role: "assistant", content: result.text },
       ]);
     }
-    const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId };
+    const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId, model };
     Object.assign(response, answerFacts(result));
     if (result.usage) {
       response.usage = result.usage;
-      const cost = costOf(result.usage, this.options.pricing?.[model]);
+      const cost = costOf(result.usage, this.#ownPrice(model));
       if (cost !== undefined) response.costUsd = cost;
     }
     return response;
+  }
+
+  /** The `pricing` option's price of `model` (own keys only: a model named `constructor` has none). */
+  #ownPrice(model: string): ModelPricing | undefined {
+    const prices = this.options.pricing;
+    return prices && Object.hasOwn(prices, model) ? prices[model] : undefined;
   }
 
   #warn(message: string): void {

@@ -203,6 +203,8 @@ export class ClaudeCodeBackend implements LlmBackend {
   readonly name = "claude-code";
   /** Claude Code's tool calls are reported to `onToolCallEvent`. */
   readonly reportsToolCalls = true;
+  /** Claude Code prices its own calls (`total_cost_usd`): a dollar budget needs no price table. */
+  readonly reportsCost = true;
   /** The retry policy in force. */
   readonly retryPolicy: RetryPolicy;
   /** The per-call timeout in ms (0: none). */
@@ -246,6 +248,9 @@ export class ClaudeCodeBackend implements LlmBackend {
           retryTimeouts: false,
           onRetry: listeners,
           context: { stepId: req.stepId, iteration: req.iteration },
+          ...(opts.yieldWaitsFromMs !== undefined
+            ? { yieldWaitsFromMs: opts.yieldWaitsFromMs }
+            : {}),
         },
       );
     } catch (error) {

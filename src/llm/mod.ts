@@ -9,6 +9,8 @@
  * @module
  */
 export type {
+  AttemptBound,
+  AttemptMeter,
   LlmBackend,
   LlmCallOptions,
   LlmRequest,
@@ -85,5 +87,16 @@ export type {
   RetryPolicy,
   SdkErrorClasses,
 } from "./retry.ts";
+export { RateLimitYield } from "./retry.ts";
+export { ModelChainBackend, type ModelChainOptions } from "./model_chain.ts";
+export { modelChainFor } from "./factory.ts";
+export {
+  BUILT_IN_PRICES_DATE,
+  costOf,
+  type FoundPrice,
+  type PriceLayer,
+  PriceTable,
+  readPriceFile,
+} from "./pricing.ts";
 // The base class of this module's errors.
 export { StepflowError } from "../errors.ts";

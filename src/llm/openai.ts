@@ -179,9 +179,10 @@ export class OpenAiBackend extends ChatApiBackend {
         },
       };
     }
-    if (this.#options.maxTokens !== undefined) {
-      if (this.isCompatibleServer) body.max_tokens = this.#options.maxTokens;
-      else body.max_completion_tokens = this.#options.maxTokens;
+    const maxTokens = request.maxTokens ?? this.#options.maxTokens;
+    if (maxTokens !== undefined) {
+      if (this.isCompatibleServer) body.max_tokens = maxTokens;
+      else body.max_completion_tokens = maxTokens;
     }
     const completion = this.streams
       ? await this.#streamed(client, body, request)
@@ -233,6 +234,12 @@ export class OpenAiBackend extends ChatApiBackend {
     this.checkEventStream(chunks);
     if (!isAsyncIterable(chunks)) throw badResponse(this.name, "no chunk stream", chunks);
     return await readOpenAiStream(chunks, request.signal, request.onText);
+  }
+
+  /** Says that the URL is no OpenAI-compatible API, and what its base URL looks like. */
+  protected notApiHint(): string {
+    const server = urlWithoutCredentials(this.#options.baseUrl ?? OPENAI_DEFAULT_BASE_URL);
+    return `The URL ${server} does not answer like an OpenAI-compatible API: check --base-url (OPENAI_BASE_URL) — the API's root, which usually ends in /v1 (Ollama http://127.0.0.1:11434/v1, vLLM http://127.0.0.1:8000/v1, LM Studio http://127.0.0.1:1234/v1) — and that the server there serves the OpenAI chat completions API.`;
   }
 
   /** Says which variable or server option to check. */

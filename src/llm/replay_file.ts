@@ -2,17 +2,20 @@
  * Replay files from run logs. The runner keeps every backend call in the `calls` of its
  * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
- * prompt's fingerprint and text, and tool calls. `run-agent --record FILE` and
+ * prompt's fingerprint and text, and tool calls — and, under `_answers`, the answers the run was
+ * given at its waits (`script_answers.ts`). `run-agent --record FILE` and
  * `run-agent --show RUN_ID --as-script` both go through it.
  *
  * @module
  */
 import { stringify as stringifyYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
 import type { RunLogEntry } from "../store/types.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
 import { REPLAY_HEADER_KEY } from "./replay.ts";
+import { ANSWERS_KEY, answersFromLog, type ScriptAnswer } from "./script_answers.ts";
 
 /** One backend call as the run log keeps it (in the `calls` of its iteration's `step_end`). */
 export interface RecordedCall {
@@ -26,8 +29,12 @@ export interface RecordedCall {
   prompt: string;
   /** The system prompt sent. */
   system?: string;
-  /** The model asked (the request's, else the backend's default). */
+  /** The model that answered (a model chain's choice, else the request's or the backend's default). */
   model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The model chain's fall-throughs before the answer (absent: none). */
+  fallbacks?: ModelFallbackEvent[];
   /** The answer, when the call succeeded. */
   answer?: {
     text: string;
@@ -91,6 +98,12 @@ export interface ReplayFromLogOptions {
   env: Record<string, string | undefined>;
   /** Extra header fields (backend, …). */
   header?: Record<string, unknown>;
+  /**
+   * The logs of the run's child runs (agent steps; `childRunLogs` in `src/flow/child_logs.ts`):
+   * their calls are recorded under `<agent>/<stepId>`, so that one file replays the run and its
+   * children, as one script answers both.
+   */
+  children?: readonly { agent: string; log: readonly RunLogEntry[] }[];
 }
 
 /** A replay document: the header and, per script key, the recorded calls. */
@@ -101,6 +114,11 @@ export interface ReplayDocument {
   calls: Record<string, Record<string, unknown>[]>;
   /** How many calls the document holds. */
   count: number;
+  /**
+   * The answers the run was given at its waits (input steps, permission waits), in order, written
+   * under `_answers` so that a replay answers them again (absent when it was given none).
+   */
+  answers?: ScriptAnswer[];
 }
 
 /**
@@ -124,7 +142,11 @@ export function replayFromLog(
   options: ReplayFromLogOptions,
 ): ReplayDocument {
   const secrets = credentialSecrets(options.env);
-  const kept = recordedCalls(log);
+  const own = recordedCalls(log).map((call) => ({ call, prefix: "" }));
+  const children = (options.children ?? []).flatMap((child) =>
+    recordedCalls(child.log).map((call) => ({ call, prefix: `${child.agent}/` }))
+  );
+  const kept = [...own, ...children];
   const redriven = log.some((e) => e.type === "run_redrive");
   if (kept.length === 0) {
     throw new StepflowError(
@@ -135,8 +157,8 @@ export function replayFromLog(
   }
   const calls: Record<string, Record<string, unknown>[]> = {};
   let entries = 0;
-  for (const entry of kept) {
-    const key = entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId;
+  for (const { call: entry, prefix } of kept) {
+    const key = `${prefix}${entry.kind === "check" ? `${entry.stepId}#check` : entry.stepId}`;
     const list = Object.hasOwn(calls, key) ? calls[key] : (calls[key] = []);
     const written = replayEntries(entry, secrets);
     list.push(...written);
@@ -149,16 +171,20 @@ export function replayFromLog(
     ...options.header,
     calls: kept.length,
     ...(entries !== kept.length ? { turns: entries } : {}),
+    ...(children.length > 0 ? { childCalls: children.length } : {}),
     written: new Date().toISOString(),
   };
   if (redriven) {
     header.note =
       "the run was redriven: replayed from its start, it stops where its first drive failed";
   }
+  const answers = answersFromLog(log);
+  if (answers.length > 0) header.answers = answers.length;
   return {
     header: redactDeep(header, secrets) as Record<string, unknown>,
     calls,
     count: kept.length,
+    ...(answers.length > 0 ? { answers: redactDeep(answers, secrets) as ScriptAnswer[] } : {}),
   };
 }
 
@@ -202,6 +228,11 @@ function replayEntries(
     e.kind = entry.kind;
     e.iteration = entry.iteration;
     if (typeof entry.model === "string") e.model = entry.model;
+    if (typeof entry.backend === "string") e.backend = entry.backend;
+    // The call's fall-throughs, with the answer they led to (its last entry).
+    if (i === out.length - 1 && Array.isArray(entry.fallbacks) && entry.fallbacks.length > 0) {
+      e.fallbacks = entry.fallbacks;
+    }
     if (i > 0) continue;
     e.fingerprint = promptFingerprint(system, entry.prompt, secrets);
     if (system !== undefined) e.system = system;
@@ -223,7 +254,7 @@ function isTurn(turn: unknown): turn is RecordedTurn {
  */
 export function replayText(doc: ReplayDocument, file: string): string {
   if (!file.toLowerCase().endsWith(".json")) return replayYaml(doc);
-  return `${JSON.stringify({ [REPLAY_HEADER_KEY]: doc.header, ...doc.calls }, null, 2)}\n`;
+  return `${JSON.stringify(documentObject(doc), null, 2)}\n`;
 }
 
 /**
@@ -237,9 +268,20 @@ export function replayYaml(doc: ReplayDocument): string {
     `# Replay: deno task run-agent --agent ${h.agent} --script THIS_FILE [the run's parameters]`,
     "# Each entry answers one call; its prompt must still match `fingerprint` (docs/testing.md).",
   ];
-  const body = stringifyYaml(
-    { [REPLAY_HEADER_KEY]: h, ...doc.calls },
-    { lineWidth: 0, aliasDuplicateObjects: false },
-  );
+  if (doc.answers) {
+    comment.push(
+      `# ${ANSWERS_KEY}: the answers the run was given at its waits, in order; the test kit and eval answer with them.`,
+    );
+  }
+  const body = stringifyYaml(documentObject(doc), { lineWidth: 0, aliasDuplicateObjects: false });
   return `${comment.join("\n")}\n${body}`;
+}
+
+/** The file's object: the header, the answers when there are any, then the calls per step. */
+function documentObject(doc: ReplayDocument): Record<string, unknown> {
+  return {
+    [REPLAY_HEADER_KEY]: doc.header,
+    ...(doc.answers ? { [ANSWERS_KEY]: doc.answers } : {}),
+    ...doc.calls,
+  };
 }

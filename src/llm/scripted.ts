@@ -1,5 +1,6 @@
 import { StepflowError } from "../errors.ts";
 import { sleep } from "../backoff.ts";
+import { ANSWERS_KEY, parseScriptAnswers, type ScriptAnswer } from "./script_answers.ts";
 import {
   type ToolTurnBackend,
   type ToolTurnRequest,
@@ -109,6 +110,12 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
   readonly name = "scripted";
   /** Every request received, in order. */
   readonly calls: LlmRequest[] = [];
+  /**
+   * The answers the script gives the run's waits (its `_answers`: input steps, tool calls waiting
+   * for permission), in order — the test kit and `deno task eval` answer with them; the backend
+   * itself never reads them.
+   */
+  readonly answers: readonly ScriptAnswer[] = [];
   readonly #list?: ScriptedEntry[];
   readonly #byStep?: Map<string, ScriptedEntry[]>;
   readonly #responder?: ScriptedResponder;
@@ -128,6 +135,10 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     } else {
       this.#byStep = new Map();
       for (const [key, entries] of Object.entries(source)) {
+        if (key === ANSWERS_KEY) {
+          this.answers = parseScriptAnswers(entries, "Scripted backend");
+          continue;
+        }
         if (!Array.isArray(entries)) {
           throw new StepflowError(
             "SCRIPT_INVALID",

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { ToolCallEvent } from "../events/types.ts";
+import type { ModelChainEntry } from "../definition/schema.ts";
+import type { ModelFallbackEvent, ToolCallEvent } from "../events/types.ts";
 import type { RetryInfo } from "./retry.ts";
 
 /** Why the backend is being called. */
@@ -26,8 +27,15 @@ export interface LlmRequest {
   prompt: string;
   /** JSON Schema the answer must match; backends that support it should request native structured output. */
   outputSchema?: Record<string, unknown>;
-  /** Model override for this call. */
+  /** Model override for this call (with `modelChain`: its first entry's model). */
   model?: string;
+  /**
+   * The call's model chain when the step or agent gives one (agent.json `model` as an array): the
+   * entries tried in order, each on a documented failure of the one before (docs/backends.md,
+   * "Model fallback chains"). The runner walks it through a `ModelChainBackend`; a backend that
+   * gets it directly reads `model` only.
+   */
+  modelChain?: ModelChainEntry[];
   /** Tools the model may use (agentic backends). */
   allowedTools?: string[];
   /** Tool rules that are refused whatever else allows them (`Bash(rm:*)`, `mcp__db`). */
@@ -71,7 +79,10 @@ export interface LlmResponse {
    * zeros: the runner counts a call without usage as unknown (`callsWithoutUsage`), never as 0 tokens.
    */
   usage?: LlmUsage;
-  /** Cost in US dollars, when the backend knows it. */
+  /**
+   * Cost in US dollars, when the backend knows it (`claude-code` reports Claude Code's own figure).
+   * A run prices every other call from its price table (src/llm/pricing.ts).
+   */
   costUsd?: number;
   /**
    * The model the server says answered (OpenAI's `model`, Anthropic's `message.model`: often a
@@ -81,6 +92,62 @@ export interface LlmResponse {
   responseModel?: string;
   /** Why the answer ended, as the server said it (`stop`, `end_turn`, `length`, `tool_calls`, …). */
   finishReason?: string;
+  /**
+   * The model that answered, when the backend knows it — a model chain's entry that answered
+   * (`ModelChainBackend`) included: what the call is priced by. Absent: the request's model (or
+   * the backend's) answered.
+   */
+  model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The fall-throughs of the model chain before this answer, in order (absent: none). */
+  fallbacks?: ModelFallbackEvent[];
+}
+
+/**
+ * What a backend knows of one attempt before it sends it, for the run's budget: the model, an upper
+ * bound of its prompt tokens, and the most output tokens it asks for.
+ */
+export interface AttemptBound {
+  /** The model the attempt is sent to. */
+  model: string;
+  /**
+   * At least as many tokens as the prompt can count: every byte of text the attempt sends (the
+   * history, system prompt, tools and schema included; a token is at least one byte) plus the
+   * API's own framing (see `promptTokenBound`). A function: it reads the whole text, so it is
+   * asked only when the closer figure is needed.
+   */
+  promptTokens(): number;
+  /**
+   * A looser bound than `promptTokens()`, quicker to get (three bytes per character, the text not
+   * read), when the backend has one: the meter uses it while it fits what is left, and asks
+   * `promptTokens()` only when it does not.
+   */
+  promptTokensCeiling?: number;
+  /** The most output tokens the attempt asks for (`max_tokens`), when it asks for a limit. */
+  maxOutputTokens?: number;
+}
+
+/**
+ * The run's spend meter, as a backend that knows the size of its attempts sees it: asked before
+ * each attempt (the first and every retry), told when one failed after it was sent. A backend that
+ * does not use it is metered per call instead (before the call, and with its usage after).
+ */
+export interface AttemptMeter {
+  /**
+   * Before an attempt: returns the most output tokens the attempt may ask for (lower than
+   * `bound.maxOutputTokens`, or a limit where it had none) so it stays within what the budget has
+   * left, or undefined to send it as it is. Throws (a spent budget) to stop the call: the backend
+   * lets that error through as it is, without retrying.
+   */
+  beforeAttempt(bound: AttemptBound): number | undefined;
+  /**
+   * An attempt failed. `maybeCharged`: it may have been charged although it gave no usage (a
+   * stream cut off mid-answer, a timeout after the request was sent) — the meter counts it at its
+   * worst case. A refused request (an HTTP error status) or a connection that never opened costs
+   * nothing.
+   */
+  attemptFailed(maybeCharged: boolean): void;
 }
 
 /** Per-call options. */
@@ -105,6 +172,23 @@ export interface LlmCallOptions {
    * decides and runs them). Calls of stepflow's tool loop are reported by the loop, not here.
    */
   onToolCallEvent?: (event: ToolCallEvent) => void | Promise<void>;
+  /**
+   * Called when the call falls through to the next entry of its model chain (before that entry is
+   * asked). The runner forwards it as an `onModelFallback` event and a `model_fallback` log line.
+   */
+  onFallback?: (fallback: ModelFallbackEvent) => void;
+  /**
+   * A wait the server asks for (its `Retry-After` or rate-limit reset) that is at least this long
+   * (ms) is not slept in the call: the call ends with `RateLimitYield` so that its run can give
+   * its slot back and continue at the reset (a worker's runs). Unset: such waits are slept.
+   */
+  yieldWaitsFromMs?: number;
+  /**
+   * The run's spend meter (set by the runner; see {@linkcode AttemptMeter}): a backend that knows
+   * the size of its attempts asks it before each one. A wrapper that meters calls itself passes
+   * a call through unmetered when this is already set (an outer meter has it).
+   */
+  meter?: AttemptMeter;
 }
 
 /**
@@ -129,4 +213,15 @@ export interface LlmBackend {
    * `LlmCallOptions.onToolCallEvent` (`claude-code`), so a run on it knows which tools ran.
    */
   readonly reportsToolCalls?: boolean;
+  /**
+   * True on a backend that walks `LlmRequest.modelChain` itself (`ModelChainBackend`, and wrappers
+   * that forward to one); the runner wraps any other backend in a `ModelChainBackend` for a call
+   * that has a chain.
+   */
+  readonly walksModelChains?: boolean;
+  /**
+   * True on a backend whose answers carry their own `costUsd` (`claude-code`): a run with a dollar
+   * budget needs no price for its model then.
+   */
+  readonly reportsCost?: boolean;
 }

@@ -1,16 +1,18 @@
 /**
- * The stdio transport of stepflow's MCP client: the server runs as a process in a process group of
- * its own, spoken to in JSON-RPC lines over its standard input and output. Closing ends its input,
- * then signals the whole group (TERM, then KILL after a grace period), so a server started through
- * a wrapper (`npx`, `sh -c`, `uvx`) leaves no process behind. The SDK's own stdio transport signals
- * only its direct child.
+ * The stdio transport of stepflow's MCP client: the server runs contained (`process_containment.ts`:
+ * it and everything it starts die with the run, even when the run is killed with SIGKILL), spoken
+ * to in JSON-RPC lines over its standard input and output. Closing ends its input, then signals the
+ * whole group (TERM, then KILL after a grace period), so a server started through a wrapper (`npx`,
+ * `sh -c`, `uvx`) leaves no process behind. The SDK's own stdio transport signals only its direct
+ * child.
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { LineSplitter, LineTooLongError } from "./line_splitter.ts";
+import { type ContainedProcess, spawnContained } from "../process_containment.ts";
 
 /** How to start the server process. */
 export interface ProcessTransportOptions {
@@ -24,6 +26,8 @@ export interface ProcessTransportOptions {
   cwd?: string;
   /** Milliseconds between TERM and KILL when closing (default 2,000). */
   killGraceMs?: number;
+  /** The run the server works for (its processes carry it as `STEPFLOW_RUN_ID`). */
+  runId?: string;
 }
 
 /** Lines of the server's standard error kept for error messages. */
@@ -39,9 +43,10 @@ export class ProcessTransport implements Transport {
   onmessage?: <T extends JSONRPCMessage>(message: T) => void;
 
   readonly #options: ProcessTransportOptions;
-  #child: Deno.ChildProcess | undefined;
+  #child: ContainedProcess | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  readonly #buffer = new ReadBuffer();
+  readonly #lines = new LineSplitter();
+  #oversized: number | undefined;
   readonly #stderr: string[] = [];
   #exit: Deno.CommandStatus | undefined;
   #closed = false;
@@ -52,7 +57,10 @@ export class ProcessTransport implements Transport {
     this.#options = options;
   }
 
-  /** The server's process id (its process group id too), once started. */
+  /**
+   * The id of the process started for the server (its process group's too: the supervisor that
+   * contains the server, or the server itself), once started.
+   */
   get pid(): number | undefined {
     return this.#child?.pid;
   }
@@ -62,34 +70,42 @@ export class ProcessTransport implements Transport {
     return this.#exit;
   }
 
+  /**
+   * The bound (bytes) a message of the server passed, when that is why the transport stopped it:
+   * nothing after such a message can be read.
+   */
+  get oversized(): number | undefined {
+    return this.#oversized;
+  }
+
   /** The last lines the server wrote to its standard error. */
   stderrTail(): string {
     return this.#stderr.join("\n");
   }
 
   /** Starts the process. Throws when the executable cannot be started. */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     if (this.#child) throw new Error("ProcessTransport already started");
-    const child = new Deno.Command(this.#options.command, {
+    // Contained: closing signals the whole group, and the server dies with the run in any case.
+    const contained = await spawnContained(this.#options.command, {
       args: this.#options.args ?? [],
-      env: this.#options.env,
-      cwd: this.#options.cwd,
+      ...(this.#options.env ? { env: this.#options.env } : {}),
+      ...(this.#options.cwd !== undefined ? { cwd: this.#options.cwd } : {}),
+      ...(this.#options.runId !== undefined ? { runId: this.#options.runId } : {}),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
-      // A session of its own: closing signals the whole group, grandchildren included.
-      detached: true,
-    }).spawn();
-    this.#child = child;
+    });
+    this.#child = contained;
+    const child = contained.child;
     this.#writer = child.stdin.getWriter();
-    this.#exited = child.status.then((status) => {
+    this.#exited = contained.status.then((status) => {
       this.#exit = status;
       return status;
     });
     void this.#readStdout(child.stdout);
     void this.#readStderr(child.stderr);
     void this.#exited.then(() => this.#finish());
-    return Promise.resolve();
   }
 
   /** Sends one message as a line on the server's standard input. */
@@ -110,11 +126,11 @@ export class ProcessTransport implements Transport {
     const grace = this.#options.killGraceMs ?? 2_000;
     if (!this.#exit) await this.#waitExit(grace);
     if (!this.#exit) {
-      signalGroup(child.pid, "SIGTERM");
+      child.signal("SIGTERM");
       await this.#waitExit(grace);
     }
-    // KILL also reaches whatever the server left running in its group.
-    signalGroup(child.pid, "SIGKILL");
+    // Also whatever the server left running.
+    child.kill();
     await this.#exited;
     this.#finish();
   }
@@ -132,31 +148,33 @@ export class ProcessTransport implements Transport {
   #finish(): void {
     if (this.#finished) return;
     this.#finished = true;
-    if (this.#child) signalGroup(this.#child.pid, "SIGKILL");
-    this.#buffer.clear();
+    this.#child?.kill();
+    this.#lines.clear();
     this.onclose?.();
   }
 
   async #readStdout(stream: ReadableStream<Uint8Array>): Promise<void> {
     try {
       for await (const chunk of stream) {
+        let lines: string[];
         try {
-          this.#buffer.append(Buffer.from(chunk));
+          lines = this.#lines.push(chunk);
         } catch (error) {
-          // A message over the buffer's 10 MiB: the server is broken; stop it rather than stall.
-          this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+          if (!(error instanceof LineTooLongError)) throw error;
+          // A message over 10 MiB: nothing after it can be read; stop the server rather than stall.
+          this.#oversized = error.maxBytes;
+          this.onerror?.(error);
           void this.close();
           return;
         }
-        for (;;) {
-          let message: JSONRPCMessage | null;
+        for (const line of lines) {
+          let message: JSONRPCMessage;
           try {
-            message = this.#buffer.readMessage();
+            message = deserializeMessage(line);
           } catch (error) {
             this.onerror?.(error instanceof Error ? error : new Error(String(error)));
             continue;
           }
-          if (message === null) break;
           this.onmessage?.(message);
         }
       }
@@ -184,13 +202,5 @@ export class ProcessTransport implements Transport {
     if (!line.trim()) return;
     this.#stderr.push(line.length > 500 ? `${line.slice(0, 500)}…` : line);
     if (this.#stderr.length > STDERR_TAIL_LINES) this.#stderr.shift();
-  }
-}
-
-function signalGroup(pid: number, signal: Deno.Signal): void {
-  try {
-    Deno.kill(-pid, signal);
-  } catch {
-    // The group is gone already.
   }
 }

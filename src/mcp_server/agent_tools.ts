@@ -16,17 +16,21 @@ import type { AgentDefinition } from "../definition/types.ts";
 import { closestMatch } from "../definition/suggest.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import { StepflowError } from "../errors.ts";
-import { createProgressLines } from "../events/progress_lines.ts";
+import { createProgressLines, formatUsage, noteText } from "../events/progress_lines.ts";
 import type { PendingInput } from "../flow/input_request.ts";
+import { type AnswerGuide, answerGuide, answerHint, waitingView } from "./waiting_answer.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
+import { spendView } from "../store/spend_view.ts";
+import { costOrNull } from "../token_counts.ts";
 import { isValidRunId } from "../store/run_id.ts";
 import { selectRunStore } from "../store/select.ts";
 import type { RunCheckpoint, RunSummary } from "../store/types.ts";
@@ -126,7 +130,7 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
       name: `${RUN_TOOL_PREFIX}${definition.name}`,
       title: `Run agent ${definition.agent.displayName ?? definition.name}`,
       description: `${
-        definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`
+        sentence(definition.agent.description ?? `Runs the stepflow agent "${definition.name}".`)
       } Answers the run's output and its run id; cancelling the call cancels the run.`,
       inputSchema: parametersInputSchema(definition.agent.parameters ?? {}),
     });
@@ -315,10 +319,12 @@ async function drive(
   const name = given.backend ?? (given.script !== undefined ? "scripted" : undefined) ??
     behavior.backend ?? DEFAULT_BACKEND;
   const choice = mergeBackendChoice({ backend: name.toLowerCase() }, given);
-  const model = choice.model ?? behavior.model;
+  const model = choice.model ?? defaultModelOf(behavior.model);
   const backend = await createBackend({
     name: choice.backend,
     ...(model !== undefined ? { model } : {}),
+    // Able to walk the agent's and the steps' model chains with these options.
+    fallbackModels: [...(choice.fallbackModels ?? [])],
     ...(choice.baseUrl !== undefined ? { baseUrl: choice.baseUrl } : {}),
     ...(choice.script !== undefined ? { script: resolve(options.cwd, choice.script) } : {}),
     env: options.env,
@@ -343,19 +349,35 @@ async function drive(
       store,
       ...(options.allowRun ? { allowRun: true } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-      ...(model !== undefined ? { model } : {}),
+      // Only a chosen model overrides the steps' own models (and chains).
+      ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     result = await go(runner, recordableChoice(choice));
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
-  return runAnswer(definition.name, result);
+  return await runAnswer(definition, result);
+}
+
+/**
+ * A description as a sentence of its own, so that the tool's own words after it do not run on
+ * (`…to approve. Answers the run's output…`, not `…to approve Answers…`).
+ */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === "" || /[.!?…。]["')\]]*$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 /** A run's answer: its id and how it ended (or what it waits for), then its output as JSON. */
-function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
+async function runAnswer(definition: AgentDefinition, result: StepFlowResult): Promise<ToolAnswer> {
+  const agent = definition.name;
   if (result.completionReason === "waiting" && result.waiting) {
-    return waitingAnswer(agent, result, result.waiting);
+    return waitingAnswer(
+      agent,
+      result,
+      result.waiting,
+      await answerGuide(definition, result.waiting),
+    );
   }
   const structured: Record<string, unknown> = {
     runId: result.runId,
@@ -364,23 +386,44 @@ function runAnswer(agent: string, result: StepFlowResult): ToolAnswer {
     completionReason: result.completionReason,
     finalStepId: result.finalStepId,
     iterations: result.iterations,
+    // What the run spent; a cost no call could be priced for is null (unknown, never 0).
+    usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(result.declined ? { declined: boundDepth(result.declined, ANSWER_DEPTH) } : {}),
   };
+  const declined = result.completionReason === "declined" ? result.declined : undefined;
   const lines = [
     `Run ${result.runId} of agent "${agent}" ${
-      result.success ? "completed" : `ended: ${result.completionReason}`
-    } at step "${result.finalStepId}" after ${result.iterations} iteration(s).`,
+      result.success
+        ? "completed"
+        : declined
+        ? `was declined by ${declined.by}`
+        : `ended: ${result.completionReason}`
+    } at step "${result.finalStepId}" after ${result.iterations} iteration${
+      result.iterations === 1 ? "" : "s"
+    }.`,
   ];
+  const spent = formatUsage(result.usage);
+  if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
+  const note = noteText(declined?.note);
+  if (note) lines.push(`Note: ${note}`);
   if (result.output !== undefined) {
     lines.push("Output:", JSON.stringify(structured.output, null, 2));
   }
-  return { text: lines.join("\n"), structured, ...(result.success ? {} : { isError: true }) };
+  // A person's "no" is their decision, not a failed run: not a tool error.
+  const failed = !result.success && result.completionReason !== "declined";
+  return { text: lines.join("\n"), structured, ...(failed ? { isError: true } : {}) };
 }
 
 /** A run stopped at an input step: not an error — its question, and how to answer it. */
-function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingInput): ToolAnswer {
+function waitingAnswer(
+  agent: string,
+  result: StepFlowResult,
+  waiting: PendingInput,
+  guide: AnswerGuide | undefined,
+): ToolAnswer {
   const structured: Record<string, unknown> = {
     runId: result.runId,
     agent,
@@ -389,33 +432,14 @@ function waitingAnswer(agent: string, result: StepFlowResult, waiting: PendingIn
     completionReason: "waiting",
     finalStepId: result.finalStepId,
     iterations: result.iterations,
-    waiting: waitingView(waiting),
+    waiting: waitingView(waiting, guide),
   };
   const text = [
     `Run ${result.runId} of agent "${agent}" is waiting for an answer at input step "${waiting.stepId}":`,
     waiting.prompt.trimEnd(),
-    answerHint(agent, result.runId, waiting),
+    answerHint(agent, result.runId, waiting, guide),
   ].join("\n");
   return { text, structured };
-}
-
-/** What a client needs of a waiting run's request (the request id and schema reference stay inside). */
-function waitingView(waiting: PendingInput): Record<string, unknown> {
-  return {
-    stepId: waiting.stepId,
-    question: waiting.prompt,
-    requestedAt: waiting.requestedAt,
-    ...(waiting.expiresAt !== undefined ? { expiresAt: waiting.expiresAt } : {}),
-    ...(waiting.timeoutIntent !== undefined ? { timeoutIntent: waiting.timeoutIntent } : {}),
-  };
-}
-
-function answerHint(agent: string, runId: string, waiting: PendingInput): string {
-  return `Answer it with the answer_run tool: { "agent": ${
-    JSON.stringify(agent)
-  }, "runId": "${runId}", "value": <JSON matching the answer schema of step "${waiting.stepId}"> }${
-    waiting.expiresAt ? ` before ${waiting.expiresAt}` : ""
-  }.`;
 }
 
 /** `list_runs`: one agent's runs, or every served agent's. */
@@ -475,6 +499,8 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
         historyFromLog(log, typeof historyLength === "number" ? historyLength : undefined),
         ANSWER_DEPTH,
       ),
+      // Cost per run, step and call (a cost no call could be priced for is null).
+      cost: spendView(checkpoint, log),
     };
     let text = formatRunHistory(checkpoint, log, {
       runId: runId!,
@@ -485,8 +511,9 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
       | PendingInput
       | undefined;
     if (typeof waiting?.stepId === "string" && typeof waiting.prompt === "string") {
-      structured.waiting = waitingView(waiting);
-      text += `\n${answerHint(definition.name, runId!, waiting)}`;
+      const guide = await answerGuide(definition, waiting);
+      structured.waiting = waitingView(waiting, guide);
+      text += `\n${answerHint(definition.name, runId!, waiting, guide)}`;
     }
     return { text, structured };
   });

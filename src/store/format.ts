@@ -8,11 +8,14 @@
  *
  * @module
  */
+import type { ModelFallbackEvent } from "../events/types.ts";
+import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
-import { cacheShare } from "../token_counts.ts";
+import { cacheShare, formatCost } from "../token_counts.ts";
+import { noteText } from "../events/progress_lines.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -103,6 +106,10 @@ export interface LoggedUsage {
   calls?: number;
   /** Backend calls whose response carried no usage (their tokens are unknown). */
   callsWithoutUsage?: number;
+  /** Backend calls whose cost is unknown (no usage, or no price for the model). */
+  callsWithoutCost?: number;
+  /** Spend counted at its worst case (attempts cut off after they were sent). */
+  estimatedUsd?: number;
 }
 
 /** One history entry as recorded in a `step_end` line (the runner's `HistoryEntry`). */
@@ -131,6 +138,8 @@ export interface LoggedHistoryEntry {
   toolCalls?: LoggedToolCall[];
   /** Tool calls after the listed ones. */
   toolCallsOmitted?: number;
+  /** The model chain's fall-throughs of the iteration's calls. */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -153,6 +162,20 @@ export interface LoggedToolCall {
   durationMs?: number;
 }
 
+/** One model call as the run log's `model_call` line records it. */
+export interface LoggedModelCall {
+  /** `step`, `check`, `reask`. */
+  kind: string;
+  /** The model it was priced by. */
+  model?: string;
+  /** Input plus output tokens, when reported. */
+  tokens?: number;
+  /** Its cost; `null` when unknown. */
+  costUsd: number | null;
+  /** An attempt cut off after it was sent, counted at its worst case (`estimatedUsd`). */
+  estimatedUsd?: number;
+}
+
 /** One row of a run's timeline: a recorded iteration, or a resume/redrive marker. */
 export type TimelineRow =
   | {
@@ -163,7 +186,17 @@ export type TimelineRow =
      * Tokens of this iteration (from the cumulative usage in the log), when recorded; `unknownCalls`
      * counts its calls that reported no usage (their tokens are not in `input`/`output`).
      */
-    tokens?: { input: number; output: number; unknownCalls?: number };
+    tokens?: {
+      input: number;
+      output: number;
+      unknownCalls?: number;
+      /** Known cost of the iteration's calls (its child run's included), in US dollars. */
+      costUsd?: number;
+      /** Calls of the iteration whose cost is unknown. */
+      unknownCostCalls?: number;
+    };
+    /** The iteration's model calls (its `model_call` lines), when it made more than one. */
+    modelCalls?: LoggedModelCall[];
     /** Handoff values the step produced, when recorded. */
     handoff?: Record<string, unknown>;
   }
@@ -202,6 +235,8 @@ export function runTimeline(log: readonly RunLogEntry[], historyLength?: number)
   const rows: TimelineRow[] = [];
   const usages: (LoggedUsage | undefined)[] = [];
   let steps = 0;
+  // The model calls of the iteration in progress (they precede its step_end).
+  let pending: LoggedModelCall[] = [];
   const cutTo = (n: number): number => {
     let dropped = 0;
     for (let i = rows.length - 1; i >= 0 && steps > n; i--) {
@@ -225,13 +260,24 @@ export function runTimeline(log: readonly RunLogEntry[], historyLength?: number)
         };
         const unknown = (usage.callsWithoutUsage ?? 0) - (previous?.callsWithoutUsage ?? 0);
         if (unknown > 0) row.tokens.unknownCalls = unknown;
+        // A cost is shown where one is known, or known to be unknown (never $0 for unpriced calls).
+        const cost = Math.max(0, (usage.costUsd ?? 0) - (previous?.costUsd ?? 0));
+        const unpriced = (usage.callsWithoutCost ?? 0) - (previous?.callsWithoutCost ?? 0);
+        if (cost > 0 || unpriced > 0) {
+          row.tokens.costUsd = cost;
+          if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
+        }
       }
+      if (pending.length > 1) row.modelCalls = pending;
+      pending = [];
       if (line.handoff && typeof line.handoff === "object") {
         row.handoff = line.handoff as Record<string, unknown>;
       }
       rows.push(row);
       usages.push(usage);
       steps++;
+    } else if (line.type === "model_call") {
+      pending.push(loggedModelCall(line));
     } else if (line.type === "run_resume" || line.type === "run_redrive") {
       const n = Number(line.historyLength ?? 0);
       const dropped = cutTo(n);
@@ -286,6 +332,10 @@ export function formatRunList(
   const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
   // Child runs (an agent step of another run started them) name their parent.
   const parents = summaries.some((s) => s.parentRunId !== undefined);
+  // A cost column once a run has a cost, known or known to be unknown.
+  const costs = summaries.some((s) =>
+    s.usage?.costUsd !== undefined || (s.usage?.callsWithoutCost ?? 0) > 0
+  );
   const rows = summaries.map((s) => [
     s.runId,
     time(s.startedAt),
@@ -294,6 +344,7 @@ export function formatRunList(
     s.durationMs === undefined ? "" : duration(s.durationMs),
     s.usage ? tokens(s.usage.inputTokens, s.usage.outputTokens, s.usage.callsWithoutUsage) : "",
     ...(cached ? [cacheColumn(s.usage)] : []),
+    ...(costs ? [costColumn(s.usage)] : []),
     s.stepId ?? "",
     ...(groups ? [s.group ?? ""] : []),
     ...(parents ? [s.parentRunId ?? ""] : []),
@@ -301,13 +352,14 @@ export function formatRunList(
   ]);
   const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"];
   if (cached) headers.push("CACHE READ/WRITE");
+  if (costs) headers.push("COST");
   headers.push("STEP");
   if (groups) headers.push("GROUP");
   if (parents) headers.push("PARENT");
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
-      right: new Set(cached ? [3, 4, 5, 6] : [3, 4, 5]),
+      right: new Set([3, 4, 5, ...(cached ? [6] : []), ...(costs ? [cached ? 7 : 6] : [])]),
       header: c.dim,
     }),
   ];
@@ -321,6 +373,14 @@ export function formatRunList(
   if (interrupted) {
     lines.push(
       `Continue an interrupted run with: ${continueWith(options, "resume", interrupted.runId)}`,
+    );
+  }
+  const stopped = summaries.find((s) => !s.problem && s.status === "budget_exceeded");
+  if (stopped) {
+    lines.push(
+      `Carry on a run its budget stopped with: ${
+        continueWith(options, "resume", stopped.runId)
+      } --budget-usd <USD>`,
     );
   }
   const ended = summaries.find((s) => !s.problem && REDRIVABLE.has(s.status));
@@ -376,37 +436,18 @@ export function formatRunHistory(
     ? "good"
     : isNotEnded(status) || status === "interrupted"
     ? "warn"
+    : status === "declined"
+    ? "plain"
     : "bad";
   lines.push(
     `${c.bold(`Run ${runId}`)} · agent ${checkpoint?.agent ?? "?"} · ${
       c.status(status + reason, tone)
     }`,
   );
-  const facts: string[] = [];
-  if (checkpoint) {
-    facts.push(`started ${time(checkpoint.startedAt)}`);
-    facts.push(`updated ${time(checkpoint.updatedAt)}`);
-    const ms = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
-    if (Number.isFinite(ms) && ms >= 0) facts.push(duration(ms));
-  } else if (log[0]) {
-    facts.push(`started ${time(log[0].ts)}`);
-  }
-  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
-  if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
-  const usage = state.usage;
-  if (isUsage(usage)) {
-    facts.push(
-      `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
-        usage.outputTokens.toLocaleString("en-US")
-      } out`,
-    );
-    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
-    if (cache) facts.push(`of the input: ${cache}`);
-    const unknown = usage.callsWithoutUsage ?? 0;
-    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
-    if (usage.costUsd) facts.push(`$${usage.costUsd.toFixed(4)}`);
-  }
+  const facts = runFacts(checkpoint, state, log);
   if (facts.length) lines.push(facts.join(" · "));
+  const bySteps = spendBySteps(state.spendByStep);
+  if (bySteps) lines.push(`Spent by step: ${bySteps}`);
   const parent = state.parent as { runId?: unknown; stepId?: unknown } | undefined;
   if (typeof parent?.runId === "string") {
     lines.push(`child run of ${parent.runId} (its agent step "${String(parent.stepId)}")`);
@@ -414,9 +455,12 @@ export function formatRunHistory(
   if (end?.error?.message) {
     lines.push(c.status(`Error ${end.error.code ?? ""}: ${oneLine(end.error.message)}`, "bad"));
   }
+  lines.push(...declinedLines(state.end));
   lines.push(...whatNext(checkpoint, status, state, runId, options, c));
   lines.push("");
 
+  // A cost column once an iteration has a cost, known or known to be unknown.
+  const costs = timeline.some((r) => r.kind === "step" && r.tokens?.costUsd !== undefined);
   const rows: string[][] = [];
   const separators = new Map<number, string>();
   const details = new Map<number, string[]>();
@@ -447,24 +491,36 @@ export function formatRunHistory(
       e.stepId,
       String(e.attempt),
       e.intent ?? "",
-      c.status(e.transition, transitionTone(e.transition)),
+      // A person's "no" at an input step is their decision, not a failure.
+      c.status(
+        e.transition,
+        e.input?.answeredBy && e.transition === "abort" ? "plain" : transitionTone(e.transition),
+      ),
       e.nextStepId ?? "",
       duration(e.durationMs),
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
+      ...(costs ? [row.tokens ? rowCost(row.tokens) : ""] : []),
       note,
     ]);
-    if (Array.isArray(e.toolCalls) && e.toolCalls.length > 0) {
-      details.set(rows.length - 1, toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c));
-    }
+    const detail = [
+      ...detailLines(e, c),
+      ...(row.modelCalls ? modelCallLines(row.modelCalls, c) : []),
+    ];
+    if (detail.length > 0) details.set(rows.length - 1, detail);
   }
   if (rows.length === 0 && separators.size === 0) {
     lines.push("No iteration was recorded.");
   } else {
     lines.push(
       table(
-        ["#", "ITER", "STEP", "TRY", "INTENT", "TRANSITION", "NEXT", "DURATION", "TOKENS", "NOTE"],
+        costs ? HISTORY_HEADERS_WITH_COST : HISTORY_HEADERS,
         rows,
-        { right: new Set([0, 1, 3, 7, 8]), header: c.dim, separators, details },
+        {
+          right: new Set([0, 1, 3, 7, 8, ...(costs ? [9] : [])]),
+          header: c.dim,
+          separators,
+          details,
+        },
       ),
     );
   }
@@ -496,6 +552,29 @@ export function formatRunHistory(
     );
   }
   return lines.join("\n");
+}
+
+/** The run's facts under its title: when, how long, iterations, group, spend and budget. */
+function runFacts(
+  checkpoint: RunCheckpoint | undefined,
+  state: Record<string, unknown>,
+  log: readonly RunLogEntry[],
+): string[] {
+  const facts: string[] = [];
+  if (checkpoint) {
+    facts.push(`started ${time(checkpoint.startedAt)}`);
+    facts.push(`updated ${time(checkpoint.updatedAt)}`);
+    const ms = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
+    if (Number.isFinite(ms) && ms >= 0) facts.push(duration(ms));
+  } else if (log[0]) {
+    facts.push(`started ${time(log[0].ts)}`);
+  }
+  if (typeof state.iteration === "number") {
+    facts.push(`${state.iteration} iteration${state.iteration === 1 ? "" : "s"}`);
+  }
+  if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
+  facts.push(...spendFacts(state));
+  return facts;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -539,6 +618,136 @@ function childRunLines(
   ];
 }
 
+/** The lines under a history row: its model chain's fallbacks, then its tool calls. */
+function detailLines(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string[] {
+  const fallbacks = Array.isArray(e.fallbacks) ? e.fallbacks.slice(0, SHOWN_TOOL_CALLS) : [];
+  return [
+    ...fallbacks.map((f) => c.status(`    ⤷ ${oneLine(fallbackText(f))}`, "warn")),
+    ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
+      ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
+      : []),
+  ];
+}
+
+/** The columns of `--show`'s history table, with a cost column once an iteration has a cost. */
+const HISTORY_HEADERS = [
+  "#",
+  "ITER",
+  "STEP",
+  "TRY",
+  "INTENT",
+  "TRANSITION",
+  "NEXT",
+  "DURATION",
+  "TOKENS",
+  "NOTE",
+];
+const HISTORY_HEADERS_WITH_COST = [...HISTORY_HEADERS.slice(0, -1), "COST", "NOTE"];
+
+/** What a run spent, for `--show`'s header: tokens, the prompt cache, cost, the budget. */
+function spendFacts(state: Record<string, unknown>): string[] {
+  const facts: string[] = [];
+  const usage = state.usage;
+  if (isUsage(usage)) {
+    const unknown = usage.callsWithoutUsage ?? 0;
+    // No "0 in / 0 out" for a run none of whose calls reported tokens: they are unknown, not 0.
+    if (unknown === 0 || usage.inputTokens > 0 || usage.outputTokens > 0) {
+      facts.push(
+        `tokens ${usage.inputTokens.toLocaleString("en-US")} in / ${
+          usage.outputTokens.toLocaleString("en-US")
+        } out`,
+      );
+    }
+    const cache = cacheShare(usage, (n) => n.toLocaleString("en-US"));
+    if (cache) facts.push(`of the input: ${cache}`);
+    if (unknown > 0) facts.push(`tokens unknown for ${unknown} call${unknown === 1 ? "" : "s"}`);
+    const cost = formatCost(usage);
+    if (cost) facts.push(cost);
+    if (typeof usage.estimatedUsd === "number" && usage.estimatedUsd > 0) {
+      facts.push(`up to $${usage.estimatedUsd.toFixed(4)} more in calls cut off`);
+    }
+  }
+  const budget = budgetText(state.budget);
+  if (budget) facts.push(`budget ${budget}`);
+  return facts;
+}
+
+/** A `model_call` log line as the call it records. */
+function loggedModelCall(line: RunLogEntry): LoggedModelCall {
+  const usage = isUsage(line.usage) ? line.usage : undefined;
+  const call: LoggedModelCall = {
+    kind: typeof line.kind === "string" ? line.kind : "step",
+    costUsd: typeof line.costUsd === "number" ? line.costUsd : null,
+  };
+  if (typeof line.model === "string") call.model = line.model;
+  if (usage) call.tokens = usage.inputTokens + usage.outputTokens;
+  if (typeof line.estimatedUsd === "number") call.estimatedUsd = line.estimatedUsd;
+  return call;
+}
+
+/** The lines under a history row for its model calls: `· reask gpt-4o 110,000 tokens $0.3500`. */
+function modelCallLines(
+  calls: readonly LoggedModelCall[],
+  c: ReturnType<typeof palette>,
+): string[] {
+  return calls.map((call) => {
+    const parts = [call.kind, ...(call.model ? [oneLine(call.model)] : [])];
+    if (call.tokens !== undefined) parts.push(`${call.tokens.toLocaleString("en-US")} tokens`);
+    else parts.push("tokens unknown");
+    parts.push(
+      call.estimatedUsd !== undefined
+        ? `cut off, up to $${call.estimatedUsd.toFixed(4)}`
+        : call.costUsd === null
+        ? "cost unknown"
+        : `$${call.costUsd.toFixed(4)}`,
+    );
+    return c.dim(`    · ${parts.join(" ")}`);
+  });
+}
+
+/** An iteration's cost: `$0.3500`, `?` when none of its calls could be priced, `$0.35+?` for some. */
+function rowCost(row: NonNullable<Extract<TimelineRow, { kind: "step" }>["tokens"]>): string {
+  if (row.costUsd === undefined) return "";
+  const unknown = row.unknownCostCalls ?? 0;
+  if (unknown > 0 && row.costUsd === 0) return "?";
+  const known = `$${row.costUsd.toFixed(4)}`;
+  return unknown > 0 ? `${known}+?` : known;
+}
+
+/** `$0.1234`, `?` (no call priced), `$0.12+?` (some not), or empty for a run without calls. */
+function costColumn(usage: RunSummary["usage"]): string {
+  if (!usage) return "";
+  if (usage.costUsd === null) return "?";
+  const unknown = usage.callsWithoutCost ?? 0;
+  if (usage.costUsd === undefined) return unknown > 0 ? "?" : usage.calls ? "$0.0000" : "";
+  return `$${usage.costUsd.toFixed(4)}${unknown > 0 ? "+?" : ""}`;
+}
+
+/** A recorded budget as `$5.00, 200,000 tokens`; empty when none was given. */
+function budgetText(budget: unknown): string {
+  if (typeof budget !== "object" || budget === null) return "";
+  const b = budget as Record<string, unknown>;
+  const parts: string[] = [];
+  if (typeof b.usd === "number") parts.push(`$${b.usd.toFixed(2)}`);
+  if (typeof b.tokens === "number") parts.push(`${b.tokens.toLocaleString("en-US")} tokens`);
+  if (typeof b.modelCalls === "number") parts.push(`${b.modelCalls} model calls`);
+  if (typeof b.toolCalls === "number") parts.push(`${b.toolCalls} tool calls`);
+  return parts.join(", ");
+}
+
+/** What each step spent, dearest first: `work.loop $1.0500 (3 calls), plan $0.35 (1 call)`. */
+function spendBySteps(byStep: unknown): string {
+  if (typeof byStep !== "object" || byStep === null) return "";
+  const rows = Object.entries(byStep as Record<string, Record<string, unknown>>).filter(([, s]) =>
+    typeof s?.costUsd === "number" && typeof s.calls === "number"
+  ) as [string, { costUsd: number; calls: number; callsWithoutCost?: number }][];
+  if (rows.length === 0) return "";
+  rows.sort(([, a], [, b]) => b.costUsd - a.costUsd);
+  return rows.slice(0, 10).map(([id, s]) =>
+    `${oneLine(id)} ${formatCost(s)} (${s.calls} call${s.calls === 1 ? "" : "s"})`
+  ).join(", ");
+}
+
 /** Tool calls listed under one history row, at most. */
 const SHOWN_TOOL_CALLS = 10;
 
@@ -575,6 +784,21 @@ function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
   return `answered by ${oneLine(String(input.answeredBy ?? "?"))}${when}`;
 }
 
+/**
+ * Who stopped a declined run, when, at which step, and their note — from the checkpoint's
+ * `end.declined` (read from disk: used only when it has the shape the runner writes).
+ */
+function declinedLines(end: unknown): string[] {
+  const d = (end as { declined?: Record<string, unknown> } | undefined)?.declined;
+  if (!d || typeof d.by !== "string" || typeof d.stepId !== "string") return [];
+  const when = typeof d.at === "string" ? ` at ${time(d.at)}` : "";
+  const child = typeof d.childRunId === "string" ? ` (in its child run ${d.childRunId})` : "";
+  const lines = [`Declined by ${oneLine(d.by)}${when}, at step ${d.stepId}${child}.`];
+  const note = noteText(d.note);
+  if (note) lines.push(`Note: ${note}`);
+  return lines;
+}
+
 /** What a run's history page says comes next: why it cannot go on, or the command that continues it. */
 function whatNext(
   checkpoint: RunCheckpoint | undefined,
@@ -601,6 +825,15 @@ function whatNext(
         c,
       ),
     );
+  } else if (status === "budget_exceeded") {
+    out.push(
+      c.status(
+        `Stopped by its budget: raise it and carry on inside the step with ${
+          continueWith(options, "resume", runId)
+        } --budget-usd <USD> (or --budget-tokens <N>).`,
+        "warn",
+      ),
+    );
   } else if (status === "interrupted" && options.held) {
     out.push(c.status(`Held by the workers: ${options.held}`, "bad"));
   } else if (status === "interrupted") {
@@ -614,7 +847,8 @@ function whatNext(
     out.push(
       c.status(`Not finished: continue it with ${continueWith(options, "resume", runId)}`, "warn"),
     );
-  } else if (status !== "completed") {
+  } else if (status !== "completed" && status !== "declined") {
+    // (A declined run ended as a person decided: nothing is left to do.)
     out.push(`${restartSentence(status)} with ${continueWith(options, "redrive", runId)}`);
   }
   return out;
@@ -680,6 +914,8 @@ function statusTone(s: RunSummary): Tone {
   if (s.problem) return "bad";
   if (s.status === "completed") return "good";
   if (isNotEnded(s.status) || s.status === "queued") return "warn";
+  // A person's decision to stop: neither a success nor a failure.
+  if (s.status === "declined") return "plain";
   return "bad";
 }
 
@@ -732,6 +968,11 @@ function cacheColumn(usage: RunSummary["usage"]): string {
 }
 
 /** `1,200/34`; `?` when no call of the iteration reported usage, `1,200/34+?` when some did not. */
+/**
+ * A run's tokens for `--show`: `tokens 1,200 in / 34 out`, what the cache served, the calls
+ * whose usage is unknown, the cost. Calls without usage are never shown as 0 tokens: when no call
+ * reported any, only `tokens unknown for N calls` is said.
+ */
 function tokens(input: number, output: number, unknownCalls = 0): string {
   const known = `${input.toLocaleString("en-US")}/${output.toLocaleString("en-US")}`;
   if (unknownCalls === 0) return known;

@@ -9,7 +9,8 @@ import type { RunCheckpoint, RunSummary } from "./types.ts";
 /**
  * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
- * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd}`,
+ * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd, calls,
+ * callsWithoutCost}` (a cost no call could be priced for is `null`: unknown, never 0),
  * `currentStepId`, `end.{reason, stepId, error}` and, for a waiting run, `waiting.{stepId,
  * permission.tool}`.
  *
@@ -49,7 +50,12 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
     if (isCount(usage.cacheWriteTokens) && usage.cacheWriteTokens > 0) {
       summary.usage.cacheWriteTokens = usage.cacheWriteTokens;
     }
-    if (typeof usage.costUsd === "number" && usage.costUsd > 0) {
+    const calls = isCount(usage.calls) ? usage.calls : undefined;
+    const unknown = isCount(usage.callsWithoutCost) ? usage.callsWithoutCost : 0;
+    if (calls !== undefined) summary.usage.calls = calls;
+    if (unknown > 0) summary.usage.callsWithoutCost = unknown;
+    if (calls !== undefined && calls > 0 && unknown >= calls) summary.usage.costUsd = null;
+    else if (typeof usage.costUsd === "number" && usage.costUsd > 0) {
       summary.usage.costUsd = usage.costUsd;
     }
     // Calls that reported no usage: their tokens are unknown, not 0 (shown as `?`).

@@ -89,8 +89,16 @@ export interface RunSummary {
     cacheReadTokens?: number;
     /** Of `inputTokens`, those written to the prompt cache (absent when none were). */
     cacheWriteTokens?: number;
-    costUsd?: number;
+    /**
+     * Cost in US dollars of the calls that could be priced; `null` when none could (unknown, never
+     * 0); absent when no call was made.
+     */
+    costUsd?: number | null;
+    /** Model calls made (absent in checkpoints written before it was listed). */
+    calls?: number;
     callsWithoutUsage?: number;
+    /** Calls whose cost is unknown (no usage, or no price for the model): `costUsd` is a lower bound. */
+    callsWithoutCost?: number;
   };
   /** The step the run is at (running, paused) or ended on. */
   stepId?: string;

@@ -37,7 +37,11 @@ export function formatPath(run: TestRun, mark?: number): string {
   const end = `run ${r.completionReason} at ${r.finalStepId ?? "-"}${
     r.error ? ` [${r.error.code}] ${r.error.message.split("\n")[0].slice(0, 160)}` : ""
   }`;
-  return [`Path taken by "${run.agent}" (${entries.length} iterations):`, ...lines, `  ${end}`]
+  return [
+    `Path taken by "${run.agent}" (${entries.length} iteration${entries.length === 1 ? "" : "s"}):`,
+    ...lines,
+    `  ${end}`,
+  ]
     .join("\n");
 }
 
@@ -58,6 +62,17 @@ function fail(run: TestRun, message: string, mark?: number): never {
  * ```
  */
 export function assertCompleted(run: TestRun): void {
+  const waiting = run.result.completionReason === "waiting" ? run.result.waiting : undefined;
+  if (waiting) {
+    fail(
+      run,
+      `Expected the run to complete, but it waits ${
+        waiting.permission
+          ? `for permission to run ${waiting.permission.tool} in step "${waiting.stepId}"`
+          : `for an answer at step "${waiting.stepId}"`
+      } and no answer was left: give it in \`answers\` (an eval case's \`answers\`), or record the run again so that its recording holds the answer.`,
+    );
+  }
   if (run.result.completionReason !== "completed") {
     fail(run, `Expected the run to complete, but it ended ${run.result.completionReason}.`);
   }

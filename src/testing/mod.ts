@@ -29,6 +29,12 @@ export {
   type TestToolCall,
 } from "./run.ts";
 export {
+  type AnsweredRun,
+  answerWaits,
+  type AnswerWaitsOptions,
+  type ScriptAnswer,
+} from "./answers.ts";
+export {
   assertCompleted,
   assertHandoff,
   assertIntents,

@@ -21,6 +21,8 @@ import { supportsToolTurns } from "../llm/tool_turn.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { FileRunStore } from "../store/file.ts";
 import type { RunLogEntry } from "../store/types.ts";
+import { childRunLogs } from "../flow/child_logs.ts";
+import { answersPermissions, answerWaits, type ScriptAnswer, scriptAnswers } from "./answers.ts";
 
 /** One event the run emitted, in order. */
 export interface RecordedEvent {
@@ -99,6 +101,13 @@ export interface TestRunOptions {
   env?: Record<string, string | undefined>;
   /** Write the run's replay file here afterwards (as `run-agent --record FILE`). */
   record?: string | URL;
+  /**
+   * The answers to the run's waits, in the order it waits — an input step's answer, a tool call's
+   * permission (`{ value: { decision: "allow" } }`), a child run's question — each
+   * `{ value, step?, tool?, by? }`. Default: the `_answers` of the script or recording (a recording
+   * holds what the person answered). A wait with no answer left ends the run `waiting`.
+   */
+  answers?: readonly ScriptAnswer[];
   /** More runner options (`allowRun`, `skipValidators`, `maxTotalIterations`, …). */
   runner?: Omit<StepFlowRunnerOptions, "backend" | "store" | "events">;
 }
@@ -126,8 +135,10 @@ export interface TestRun {
   log: RunLogEntry[];
   /** Prompt drifts a lenient replay accepted (a strict replay fails the run instead). */
   drifts: ReplayDrift[];
-  /** Warnings the runner gave. */
+  /** Warnings the runner gave (and one when answers were left unused). */
   warnings: string[];
+  /** How many of the answers ({@linkcode TestRunOptions.answers}, or the script's) were given. */
+  answered: number;
 }
 
 /**
@@ -160,22 +171,42 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
   const storeDir = await Deno.makeTempDir({ prefix: "stepflow-test-run-" });
   try {
     const store = new FileRunStore(storeDir, { durability: "process" });
+    const answers = options.answers ?? scriptAnswers(backend);
     const runner = new StepFlowRunner(definition, {
       onWarning: (m) => warnings.push(m),
+      // A tool call's recorded permission is answered: the call waits for it instead of being refused.
+      ...(answersPermissions(answers) ? { permissionAsks: "wait" as const } : {}),
       ...options.runner,
       backend,
       store,
       events: recorder(events),
     });
-    const result = await runner.run({
+    const first = await runner.run({
       args: options.args ?? {},
       cwd,
       ...(options.stdin !== undefined ? { inputText: options.stdin } : {}),
     });
+    const { result, used } = await answerWaits(runner, first, answers, {
+      by: "test",
+      source: options.answers ? "the test's answers" : scriptSource(options.script),
+    });
+    if (used < answers.length && result.completionReason !== "waiting") {
+      warnings.push(
+        `${
+          answers.length - used
+        } of the ${answers.length} answers were not used: the run ended ${result.completionReason} first.`,
+      );
+    }
     const log = await store.readLog(result.runId);
     const calls = recordedCalls(log).map(testCall);
     if (options.record !== undefined) {
-      const doc = replayFromLog(log, { agent: definition.name, runId: result.runId, env });
+      const children = await childRunLogs(store, definition, log);
+      const doc = replayFromLog(log, {
+        agent: definition.name,
+        runId: result.runId,
+        env,
+        children,
+      });
       const file = pathOf(options.record, cwd);
       await writeFileAtomic(file, replayText(doc, file));
     }
@@ -189,6 +220,7 @@ export async function runAgentForTest(options: TestRunOptions): Promise<TestRun>
       log,
       drifts: backend instanceof ReplayBackend ? backend.drifts : [],
       warnings,
+      answered: used,
     };
   } finally {
     await Deno.remove(storeDir, { recursive: true }).catch(() => {});
@@ -212,6 +244,12 @@ async function backendOf(
   if (Array.isArray(script)) return new ScriptedBackend(script);
   if (typeof (script as LlmBackend).complete === "function") return script as LlmBackend;
   return new ScriptedBackend(script as ScriptedScript);
+}
+
+/** Where a test's script came from, for messages. */
+function scriptSource(script: TestRunOptions["script"]): string {
+  if (script instanceof URL) return fileURLToPath(script);
+  return typeof script === "string" ? script : "the script";
 }
 
 function pathOf(target: string | URL, cwd: string): string {

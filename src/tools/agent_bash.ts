@@ -1,7 +1,8 @@
 /**
  * The `Bash` agent tool, named and shaped as Claude Code's: a shell command run by `bash -c` in the
- * working folder, in a process group of its own, so that a timeout, a cancelled run or the command's
- * own end leaves no process behind — the whole group is killed.
+ * working folder, contained (`process_containment.ts`), so that a timeout, a cancelled run, the
+ * command's own end or the death of the run leaves no process behind — background jobs, `nohup`,
+ * double forks and `setsid` included.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import { AGENT_TOOL_LIMITS, truncationNotice } from "./agent_limits.ts";
 import { captureBounded } from "./builtin_command.ts";
+import { type ContainedProcess, spawnContained } from "../process_containment.ts";
 import type { Tool } from "./types.ts";
 
 const BashArgsSchema = z.object({
@@ -62,17 +64,17 @@ export function createBashTool(): Tool<BashArgs, string> {
       ctx.signal?.throwIfAborted();
       const timeoutMs = args.timeout ?? AGENT_TOOL_LIMITS.bashTimeoutMs;
       const cwd = await Deno.realPath(ctx.workspaceRoot);
-      let child: Deno.ChildProcess;
+      let contained: ContainedProcess;
       try {
-        child = new Deno.Command("bash", {
+        // Contained: the command and everything it starts die with the call and with the run.
+        contained = await spawnContained("bash", {
           args: ["-c", args.command],
           cwd,
           stdin: "null",
           stdout: "piped",
           stderr: "piped",
-          // A session of its own: the child leads a process group we can kill as a whole.
-          detached: true,
-        }).spawn();
+          ...(typeof ctx.runId === "string" ? { runId: ctx.runId } : {}),
+        });
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
           throw new StepflowError(
@@ -82,13 +84,8 @@ export function createBashTool(): Tool<BashArgs, string> {
         }
         throw error;
       }
-      const killGroup = () => {
-        try {
-          Deno.kill(-child.pid, "SIGKILL");
-        } catch {
-          // The group is already gone.
-        }
-      };
+      const child = contained.child;
+      const killGroup = () => contained.kill();
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -99,9 +96,9 @@ export function createBashTool(): Tool<BashArgs, string> {
       const stdout = captureBounded(child.stdout, max);
       const stderr = captureBounded(child.stderr, max);
       try {
-        const status = await child.status;
-        // Background processes the command left would hold the pipes open: they go with it.
-        killGroup();
+        // Resolves once background processes the command left are gone too (they would hold the
+        // pipes open).
+        const status = await contained.status;
         const [out, err] = await Promise.all([stdout, stderr]);
         ctx.signal?.throwIfAborted();
         const text = render(out.text, err.text, timedOut ? undefined : status.code);

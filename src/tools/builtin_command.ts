@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { StepflowError } from "../errors.ts";
+import { type ContainedProcess, spawnContained } from "../process_containment.ts";
 import type { Exactly } from "../type_equality.ts";
 import type { Tool } from "./types.ts";
 import { resolveInWorkspace } from "./workspace.ts";
@@ -117,17 +118,18 @@ export function createRunCommandTool(
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
       ctx.signal?.throwIfAborted();
-      let child: Deno.ChildProcess;
+      let contained: ContainedProcess;
       try {
-        child = new Deno.Command(args.command, {
+        // Contained: the command and whatever it starts die with the call and with the run.
+        contained = await spawnContained(args.command, {
           args: args.args ?? [],
           cwd,
-          env: args.env,
+          ...(args.env ? { env: args.env } : {}),
           stdin: args.stdin === undefined ? "null" : "piped",
           stdout: "piped",
           stderr: "piped",
-          signal,
-        }).spawn();
+          ...(typeof ctx.runId === "string" ? { runId: ctx.runId } : {}),
+        });
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
           throw new StepflowError(
@@ -138,16 +140,27 @@ export function createRunCommandTool(
         }
         throw error;
       }
-      if (args.stdin !== undefined) {
-        const writer = child.stdin.getWriter();
-        await writer.write(new TextEncoder().encode(args.stdin)).catch(() => {});
-        await writer.close().catch(() => {});
+      const child = contained.child;
+      const kill = () => contained.kill();
+      signal.addEventListener("abort", kill, { once: true });
+      let stdout: { text: string; truncated: boolean };
+      let stderr: { text: string; truncated: boolean };
+      let status: Deno.CommandStatus;
+      try {
+        if (args.stdin !== undefined) {
+          const writer = child.stdin.getWriter();
+          await writer.write(new TextEncoder().encode(args.stdin)).catch(() => {});
+          await writer.close().catch(() => {});
+        }
+        [stdout, stderr, status] = await Promise.all([
+          captureBounded(child.stdout, maxBytes),
+          captureBounded(child.stderr, maxBytes),
+          // Resolves once what it left in the background is gone too.
+          contained.status,
+        ]);
+      } finally {
+        signal.removeEventListener("abort", kill);
       }
-      const [stdout, stderr, status] = await Promise.all([
-        captureBounded(child.stdout, maxBytes),
-        captureBounded(child.stderr, maxBytes),
-        child.status,
-      ]);
       ctx.signal?.throwIfAborted();
       if (timeout.aborted) {
         throw new StepflowError(

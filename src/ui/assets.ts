@@ -301,6 +301,13 @@ export const APP_JS = `"use strict";
   source.addEventListener("graph", function (e) { swap("flow-graph", JSON.parse(e.data), "graph-host"); });
   source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
   source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
+  // The run ended: its buttons change (Redrive instead of Cancel) — unless an answered action
+  // reloads the page in a moment anyway (its message stays shown until then).
+  source.addEventListener("actions", function (e) {
+    var box = document.getElementById("run-actions");
+    if (!box || box.getAttribute("data-done") === "ok") return;
+    swap("run-actions", JSON.parse(e.data), "");
+  });
   // The server could not read the log any more (damaged, removed): stop instead of reconnecting.
   source.addEventListener("problem", function (e) {
     source.close();

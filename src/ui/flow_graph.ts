@@ -104,6 +104,7 @@ export function flowGraph(
 const END_LABELS: Readonly<Record<string, string>> = Object.freeze({
   done: "complete",
   aborted: "aborted",
+  declined: "declined",
   failed: "failed",
   cancelled: "cancelled",
   timeout: "timeout",

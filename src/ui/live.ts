@@ -18,7 +18,15 @@ import {
   type RunLogEntry,
   type RunSummary,
 } from "../store/types.ts";
-import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
+import {
+  finalOutput,
+  isFollowed,
+  runActions,
+  runGraph,
+  runMeta,
+  type RunView,
+  timelineRow,
+} from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
 import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
@@ -119,7 +127,8 @@ function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
 
 /**
  * Server-sent events of a running run: the rows, graph, header and output its new log entries
- * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended.
+ * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended,
+ * after the action buttons of the ended run when actions are allowed (`csrf`).
  * The server reads the new entries every `intervalMs` through the store's `readLogFrom`.
  */
 export async function liveEvents(
@@ -128,6 +137,7 @@ export async function liveEvents(
   from: number,
   intervalMs: number,
   closing?: AbortSignal,
+  csrf?: string,
 ): Promise<Response> {
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
@@ -174,6 +184,8 @@ export async function liveEvents(
           events.send("header", runMeta(view).text);
           // The run's output is in its final checkpoint, read just now.
           events.send("output", finalOutput(view).text);
+          // With actions, the buttons of the ended run: no Cancel any more, Redrive if it failed.
+          if (csrf) events.send("actions", runActions(view, csrf).text);
           events.send("end", {});
           break;
         }

@@ -29,6 +29,7 @@ import {
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
+import { budgetStopNote, modelCallsText, spendMeta } from "./spend_meta.ts";
 
 export { formatDuration } from "./display_format.ts";
 
@@ -96,7 +97,7 @@ export function runsListPage(
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
         <td class="num">${tokens(run)}</td>
-        <td class="num">${cost(run.usage?.costUsd)}</td>
+        <td class="num">${cost(run.usage?.costUsd, run.usage?.callsWithoutCost)}</td>
       </tr>
     `
   );
@@ -237,8 +238,12 @@ export function runActions(view: RunView, csrf: string): Html {
     if (view.unfinished) buttons.push(rerunControl(view.unfinished.notice));
     buttons.push(button("resume", "Resume"));
   }
-  // A waiting run has not failed: it is answered (its form), not redriven.
-  if (status && !active && status !== "completed" && status !== "waiting") {
+  // A waiting run has not failed: it is answered (its form), not redriven; nor has a run its
+  // budget stopped: it goes on with a higher budget, from the command line.
+  if (
+    status && !active && status !== "completed" && status !== "waiting" &&
+    status !== "budget_exceeded"
+  ) {
     buttons.push(button("redrive", "Redrive"));
   }
   return h`<div id="run-actions" class="actions" data-csrf="${csrf}"
@@ -259,7 +264,7 @@ export function runMeta(view: RunView): Html {
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}${
     status === "waiting" && s ? waitingForNote(s) : ""
-  }</div>
+  }${status === "budget_exceeded" ? budgetStopNote(cp?.agent ?? s?.agent, view.runId) : ""}</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 ${
     s?.group
@@ -274,7 +279,9 @@ ${
       ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
       : ""
   }
-<div><span>Cost</span>${cost(usage?.costUsd) || "–"}</div>
+<div><span>Cost</span>${cost(usage?.costUsd, usage?.callsWithoutCost) || "–"}</div>${
+    spendMeta(cp?.state)
+  }
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
     parentOf(cp)
       ? h`<div><span>Parent run</span><a href="${runHref(parentOf(cp)!.runId)}">${
@@ -424,9 +431,15 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       ? field(
         "tokens",
         `${row.tokens.input} / ${row.tokens.output}${
-          row.tokens.costUsd ? ` · ${cost(row.tokens.costUsd)}` : ""
+          row.tokens.costUsd || row.tokens.unknownCostCalls
+            ? ` · ${cost(row.tokens.costUsd, row.tokens.unknownCostCalls)}`
+            : ""
         }`,
       )
+      : "",
+    row.models ? field("answered by", modelsText(row.models)) : "",
+    row.modelCalls && row.modelCalls.length > 1
+      ? field("model calls", modelCallsText(row.modelCalls))
       : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
@@ -460,6 +473,14 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       ? part(CHILD_PART, `Child run's timeline (${child})`)
       : ""
   }</div>`;
+}
+
+/** `openai gpt-5.4` for one call, `anthropic a, openai b` for calls answered by different models. */
+function modelsText(models: readonly string[]): string {
+  const distinct = [...new Set(models)];
+  return distinct.length === 1 && models.length > 1
+    ? `${distinct[0]} (${models.length} calls)`
+    : models.join(", ");
 }
 
 /** The row part of an agent step's row that opens its child run's timeline nested under it. */

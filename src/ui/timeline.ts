@@ -8,6 +8,8 @@
  */
 import type { RunLogEntry } from "../store/types.ts";
 import type { LoggedUsage } from "../store/format.ts";
+import type { FallbackReason, ModelRef } from "../events/types.ts";
+import { fallbackText, rateLimitWaitText } from "../events/model_notice_text.ts";
 import {
   addGrant,
   addToolCall,
@@ -38,6 +40,18 @@ export interface Reask {
   answer?: LoggedText;
 }
 
+/** One model call of an iteration, as its `model_call` line records it. */
+export interface RowModelCall {
+  /** `step`, `check`, `reask`. */
+  kind: string;
+  /** The model it was priced by. */
+  model?: string;
+  /** Its cost; `null` when unknown. */
+  costUsd: number | null;
+  /** For an attempt cut off after it was sent: its worst case, counted against the budget. */
+  estimatedUsd?: number;
+}
+
 /** A row of the timeline. */
 export type Row =
   | {
@@ -58,14 +72,24 @@ export type Row =
     answer?: LoggedText;
     /** Re-asks before the accepted answer. */
     reasks: Reask[];
-    /** Backend retries (transport) and step retries (onError retry). */
+    /**
+     * Backend retries (transport), rate-limit waits, model-chain fallbacks and step retries
+     * (onError retry), in order.
+     */
     retries: string[];
+    /**
+     * Which model answered each of the iteration's calls (`backend model`, from its `step_end`),
+     * once it ended.
+     */
+    models?: string[];
     /** Errors recorded for the iteration. */
     errors: string[];
     /** The history entry of `step_end`, once the step ended. */
     end?: Record<string, unknown>;
     /** Tokens of this iteration (difference of the cumulative usage). */
-    tokens?: { input: number; output: number; costUsd?: number };
+    tokens?: { input: number; output: number; costUsd?: number; unknownCostCalls?: number };
+    /** The iteration's model calls (its `model_call` lines): each call's kind, model and cost. */
+    modelCalls?: RowModelCall[];
     /** The handoff the step produced. */
     handoff?: unknown;
     /** An agent step's child run (from its `agent_start` line, before the step ends). */
@@ -180,15 +204,10 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         break;
       }
       case "backend_retry":
-      case "step_retry": {
+      case "step_retry":
+      case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
-        row.retries.push(
-          entry.type === "backend_retry"
-            ? `backend retry ${entry.attempt ?? "?"}: ${entry.reason ?? ""} (waited ${
-              entry.delayMs ?? "?"
-            } ms)`
-            : `step retry ${entry.attempt ?? "?"} (onError retry)`,
-        );
+        row.retries.push(retryText(entry));
         touched.add(row.index);
         break;
       }
@@ -218,9 +237,13 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (usage.costUsd !== undefined) {
             row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
           }
+          const unpriced = (usage.callsWithoutCost ?? 0) - (before?.callsWithoutCost ?? 0);
+          if (unpriced > 0) row.tokens.unknownCostCalls = unpriced;
           timeline.usage = usage;
         }
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
+        const models = answeringModels(entry.calls);
+        if (models.length > 0) row.models = models;
         const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
         timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
         if (typeof end.nextStepId === "string") {
@@ -230,6 +253,9 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         touched.add(row.index);
         break;
       }
+      case "model_call":
+        touched.add(addModelCall(timeline, entry));
+        break;
       default: {
         // A step's tool calls, model turns and permission grants belong to its row.
         if (
@@ -279,14 +305,50 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
   return touched;
 }
 
+/** A row's line for a retry, a rate-limit wait or a model chain's fallback. */
+function retryText(entry: RunLogEntry): string {
+  if (entry.type === "step_retry") return `step retry ${entry.attempt ?? "?"} (onError retry)`;
+  if (entry.type === "model_fallback") {
+    const ref = (value: unknown): ModelRef =>
+      isRecord(value) && typeof value.backend === "string"
+        ? value as unknown as ModelRef
+        : { backend: "?" };
+    return fallbackText({
+      from: ref(entry.from),
+      to: ref(entry.to),
+      reason: String(entry.reason ?? "") as FallbackReason,
+      detail: String(entry.detail ?? ""),
+    });
+  }
+  const reason = String(entry.reason ?? "");
+  if (typeof entry.waitUntil === "string") {
+    const status = Number(/^HTTP (\d{3})/.exec(reason)?.[1] ?? 429);
+    return `${rateLimitWaitText({ until: entry.waitUntil, status })}${
+      entry.yielded === true ? ", the run's slot given back" : ""
+    } (backend retry ${entry.attempt ?? "?"}: ${reason})`;
+  }
+  return `backend retry ${entry.attempt ?? "?"}: ${reason} (waited ${entry.delayMs ?? "?"} ms)`;
+}
+
+/** `backend model` of each recorded call of a `step_end` that names its model (in call order). */
+function answeringModels(calls: unknown): string[] {
+  if (!Array.isArray(calls)) return [];
+  const out: string[] = [];
+  for (const call of calls.slice(0, 100)) {
+    if (!isRecord(call) || typeof call.model !== "string") continue;
+    out.push(typeof call.backend === "string" ? `${call.backend} ${call.model}` : call.model);
+  }
+  return out;
+}
+
 /**
  * The end node a run that ended for `reason` goes to, named like its status: `done` (completed),
- * `aborted`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
+ * `aborted`, `declined`, `cancelled`, `timeout`, else `failed` (max iterations, retries exhausted, a failed
  * step…).
  */
 export function endNode(reason: string): string {
   if (reason === "completed") return "done";
-  if (reason === "aborted" || reason === "cancelled" || reason === "timeout") return reason;
+  if (["aborted", "declined", "cancelled", "timeout"].includes(reason)) return reason;
   return "failed";
 }
 
@@ -306,6 +368,18 @@ function callRow(timeline: Timeline, entry: RunLogEntry): IterationRow {
   const stepId = typeof entry.stepId === "string" ? entry.stepId : undefined;
   if (row && !row.end && (stepId === undefined || stepId === row.stepId)) return row;
   return startedRow(timeline, entry);
+}
+
+/** A `model_call` line: the call, in its iteration's row; returns the row's index. */
+function addModelCall(timeline: Timeline, entry: RunLogEntry): number {
+  const row = callRow(timeline, entry);
+  (row.modelCalls ??= []).push({
+    kind: typeof entry.kind === "string" ? entry.kind : "step",
+    ...(typeof entry.model === "string" ? { model: entry.model } : {}),
+    costUsd: typeof entry.costUsd === "number" ? entry.costUsd : null,
+    ...(typeof entry.estimatedUsd === "number" ? { estimatedUsd: entry.estimatedUsd } : {}),
+  });
+  return row.index;
 }
 
 /**
@@ -368,6 +442,9 @@ function usageOf(value: unknown): Timeline["usage"] {
       ? { cacheWriteTokens: value.cacheWriteTokens }
       : {}),
     ...(typeof value.costUsd === "number" ? { costUsd: value.costUsd } : {}),
+    ...(typeof value.callsWithoutCost === "number"
+      ? { callsWithoutCost: value.callsWithoutCost }
+      : {}),
   };
 }
 

@@ -107,17 +107,30 @@ export async function submissionOf(
 }
 
 /**
- * Marks a queued run as taken from the queue by a worker that has not leased it yet: an expiry
- * without an owner. A worker that dies before it takes the lease (while it loads the agent)
- * leaves that expiry to run out, and the run is re-queued like any orphan.
+ * Marks a run as taken from the queue by a worker that has not leased it yet, so that the orphan
+ * check ({@linkcode claimOrphans}) gives that worker a lease period from now to take the lease:
+ * - a queued run gets an expiry without an owner;
+ * - a started run that nobody holds a live lease of (its worker died, or it was handed back) gets
+ *   the take recorded as its latest claim, so a job that waited long in the queue is not claimed
+ *   again the moment a worker takes it.
+ *
+ * A worker that dies before it takes the lease (while it loads the agent) leaves that time to run
+ * out, and the run is re-queued like any orphan.
  */
 export async function markTaken(store: PostgresRunStore, runId: string): Promise<void> {
   assertRunId(runId);
   const c = await pgConnectionOf(store);
   await c.query(
-    `UPDATE ${c.schema}.runs SET lease_expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-       WHERE run_id = $1 AND lease_owner IS NULL AND status = 'queued'`,
-    [runId, store.leaseMs],
+    `UPDATE ${c.schema}.runs SET
+         lease_expires_at = CASE WHEN status = 'queued'
+           THEN clock_timestamp() + $2 * interval '1 millisecond' ELSE lease_expires_at END,
+         requeued_at = CASE WHEN status = 'queued' THEN requeued_at ELSE clock_timestamp() END
+       WHERE run_id = $1 AND (
+         (lease_owner IS NULL AND status = 'queued')
+         OR (request IS NOT NULL AND status = ANY($3::text[])
+           AND (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp())
+           AND (requeued_at IS NULL OR requeued_at < clock_timestamp())))`,
+    [runId, store.leaseMs, OPEN_RUN_STATUSES],
   );
 }
 
@@ -275,18 +288,65 @@ export async function clearRerunPermission(
 }
 
 /**
+ * Records that a run gave its slot back to wait out a rate limit until `until` (its job is queued
+ * for then): {@linkcode claimOrphans} leaves it alone until a lease period after that time, and a
+ * worker that gets an earlier job for it queues the job again for then ({@linkcode deferredUntil}).
+ * The mark is the claim time of the queue's bookkeeping (`requeued_at`) set in the future.
+ */
+export async function markDeferred(
+  store: PostgresRunStore,
+  runId: string,
+  until: Date,
+): Promise<void> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  await c.query(
+    `UPDATE ${c.schema}.runs SET requeued_at = $2 WHERE run_id = $1 AND request IS NOT NULL`,
+    [runId, until.toISOString()],
+  );
+}
+
+/**
+ * The time a run waits for (see {@linkcode markDeferred}) when it is still ahead by the database's
+ * clock; undefined for a run that waits for nothing.
+ */
+export async function deferredUntil(
+  store: PostgresRunStore,
+  runId: string,
+): Promise<Date | undefined> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const row = (await c.query<{ until: string | Date | null }>(
+    `SELECT requeued_at AS until FROM ${c.schema}.runs
+       WHERE run_id = $1 AND requeued_at > clock_timestamp()`,
+    [runId],
+  )).rows[0];
+  return row?.until ? new Date(row.until) : undefined;
+}
+
+/**
  * Claims submitted runs that nobody drives any more (started, not ended, lease expired) so that
  * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
- * lease of it expired, or when it is still orphaned a lease period later (the worker that took
- * the re-queued job may have died before it took the lease).
+ * lease of it expired, or when it is still orphaned a lease period after it was claimed or taken
+ * ({@linkcode markTaken}: the worker that took the re-queued job may have died before it took the
+ * lease).
  *
  * A run still queued and never marked taken a lease period after it was submitted is claimed
  * too: the worker that fetched its job may have died between the fetch and {@linkcode markTaken},
  * leaving the job active in the queue and the run with no expiry to run out. A run that is only
- * waiting behind others gets a second job that way (once per lease period); the worker that takes
- * the later of the two finds the run driven or ended and drops it.
+ * waiting behind others is claimed that way too (once per lease period): the caller queues a job
+ * only for a claimed run that has none waiting in the queue (`RunQueue.hasWaitingJob`).
+ *
+ * @param store the run store
+ * @param limit the most runs claimed at once
+ * @param driving runs the caller drives right now, never its orphans (its own drive may not have
+ *   taken the lease yet, or just released it to record why the run stops)
  */
-export async function claimOrphans(store: PostgresRunStore, limit = 100): Promise<string[]> {
+export async function claimOrphans(
+  store: PostgresRunStore,
+  limit = 100,
+  driving: readonly string[] = [],
+): Promise<string[]> {
   const c = await pgConnectionOf(store);
   const s = c.schema;
   const rows = (await c.query<{ run_id: string }>(
@@ -294,7 +354,7 @@ export async function claimOrphans(store: PostgresRunStore, limit = 100): Promis
        WHERE run_id IN (
          SELECT run_id FROM ${s}.runs
          WHERE request IS NOT NULL AND status IN (${NOT_ENDED_SQL})
-           AND given_up IS NULL
+           AND given_up IS NULL AND NOT (run_id = ANY($3::text[]))
            AND (lease_expires_at < clock_timestamp()
              OR (status = 'queued' AND lease_expires_at IS NULL
                AND created_at < clock_timestamp() - $2 * interval '1 millisecond'))
@@ -302,7 +362,7 @@ export async function claimOrphans(store: PostgresRunStore, limit = 100): Promis
              OR requeued_at < clock_timestamp() - $2 * interval '1 millisecond')
          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
        ) RETURNING run_id`,
-    [limit, store.leaseMs],
+    [limit, store.leaseMs, driving],
   )).rows;
   return rows.map((r) => r.run_id);
 }

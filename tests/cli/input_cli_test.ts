@@ -118,6 +118,59 @@ Deno.test("run-agent --answer: a bad answer is refused and nothing recorded; a g
   }
 });
 
+Deno.test("run-agent: a person's abort ends the run declined — who and their note shown, no redrive hint, exit 3", async () => {
+  const user = await releaseAgent();
+  try {
+    const id = await startWaiting(user);
+    const no = await runTask(
+      [...ANSWER, "--answer", id, "--value", '{"decision":"abort","note":"not this week"}'],
+      { userDir: user, env: { USER: "erin" } },
+    );
+    assert.equal(no.code, 3, no.stdout + no.stderr);
+    assert.match(
+      no.stdout,
+      /^■ release declined by cli \(erin\) at approve\.release after 2 iterations$/m,
+    );
+    assert.match(no.stdout, /^ {2}note: not this week$/m);
+    assert.doesNotMatch(no.stdout + no.stderr, /ABORT_INTENT|failed|redrive|Restart it/);
+    assert.match(no.stderr, /run declined by cli \(erin\) at approve\.release/);
+
+    const shown = await runTask(["--agent", "release", "--show", id], { userDir: user });
+    assert.match(shown.stdout, new RegExp(`^Run ${id} · agent release · declined$`, "m"));
+    assert.match(shown.stdout, /^Declined by cli \(erin\) at .*, at step approve\.release\.$/m);
+    assert.match(shown.stdout, /^Note: not this week$/m);
+    assert.doesNotMatch(shown.stdout, /redrive|Error /);
+    const listed = await runTask(["--agent", "release", "--runs"], { userDir: user });
+    assert.match(listed.stdout, new RegExp(`^${id} .* declined `, "m"));
+    assert.doesNotMatch(listed.stdout, /Restart a failed/);
+
+    // --json carries who and the note, and no error.
+    const json = await runTask(["--agent", "release", "--show", id, "--json"], { userDir: user });
+    const end = JSON.parse(json.stdout).checkpoint.state.end;
+    assert.equal(end.reason, "declined");
+    assert.equal(end.declined.by, "cli (erin)");
+    assert.deepEqual(end.declined.note, { note: "not this week" });
+    assert.equal(end.error, undefined);
+    const again = await startWaiting(user);
+    const result = await runTask(
+      [...ANSWER, "--answer", again, "--value", '{"decision":"abort"}', "--json"],
+      { userDir: user, env: { USER: "erin" } },
+    );
+    assert.equal(result.code, 3, result.stderr);
+    const parsed = JSON.parse(result.stdout);
+    assert.equal(parsed.completionReason, "declined");
+    assert.equal(parsed.declined.by, "cli (erin)");
+    assert.equal(parsed.error, undefined);
+
+    // A redrive asks the person again.
+    const redriven = await runTask([...ANSWER, "--redrive", id], { userDir: user });
+    assert.equal(redriven.code, 4, redriven.stdout + redriven.stderr);
+    assert.match(redriven.stdout, new RegExp(`^Run ${id} waits for an answer at input step`, "m"));
+  } finally {
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
 Deno.test("run-agent --answer reads the JSON from stdin when --value is not given", async () => {
   const user = await releaseAgent();
   try {
@@ -126,8 +179,8 @@ Deno.test("run-agent --answer reads the JSON from stdin when --value is not give
       userDir: user,
       stdin: '{"decision":"abort"}\n',
     });
-    assert.equal(piped.code, 1, piped.stderr);
-    assert.match(piped.stdout, /aborted/);
+    assert.equal(piped.code, 3, piped.stderr);
+    assert.match(piped.stdout, /declined/);
     const none = await runTask([...ANSWER, "--answer", id], { userDir: user, stdin: "" });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /--answer needs the answer/);
@@ -165,6 +218,10 @@ Deno.test({
   fn: async () => {
     const user = await releaseAgent();
     try {
+      // The plan takes 0.8 s: the clock of the drive after the answer goes on from there.
+      const slow = JSON.parse(SCRIPT);
+      slow["draft.release"][0].delayMs = 800;
+      await Deno.writeTextFile(join(user, "release.script.json"), JSON.stringify(slow));
       const child = spawnAtTerminal(START, { userDir: user, env: { USER: "erin" } });
       const out = { text: "" };
       const reader = child.stdout.getReader();
@@ -185,6 +242,11 @@ Deno.test({
       await child.stderr.cancel();
       assert.equal(status.code, 0, out.text);
       assert.match(out.text, /completed/);
+      // The live view's closing line counts from the run's start in this command, not from the
+      // answer (it said 00:00.0 when the clock started again).
+      const clock = out.text.match(/✓ succeeded: .* in (\d\d):(\d\d\.\d)/);
+      assert.ok(clock, out.text);
+      assert.ok(Number(clock[1]) * 60 + Number(clock[2]) >= 0.8, clock[0]);
       const shown = await runTask(["--agent", "release", "--runs"], { userDir: user });
       assert.match(shown.stdout, /completed/);
       const id = shown.stdout.match(/^(\d{8}T\d{6}Z-\w+)/m)?.[1]!;

@@ -7,11 +7,13 @@ import { join } from "node:path";
 import { CLI_FLAGS } from "../../src/cli/args.ts";
 import {
   copyDir,
+  finish,
   hasStackTrace,
   REPO_ROOT,
   report,
   runCli,
   runTask,
+  spawnCli,
   type Spawned,
   work,
   writeFiles,
@@ -112,13 +114,14 @@ Deno.test("run-agent: a successful run prints the summary, progress lines and --
       ],
     );
     assert.equal(result.output.stepId, "complete.issue");
-    // The scripted backend reports no usage: the tokens are unknown, not 0.
+    // The scripted backend reports no usage: the tokens are unknown, not 0, and so is the cost.
     assert.deepEqual(result.usage, {
       inputTokens: 0,
       outputTokens: 0,
-      costUsd: 0,
+      costUsd: null,
       calls: 4,
       callsWithoutUsage: 4,
+      callsWithoutCost: 4,
     });
     assert.match(json.stderr, /run succeeded/, "progress still goes to stderr with --json");
   });
@@ -204,6 +207,41 @@ Deno.test("run-agent: usage errors exit 2 with a clear message and no stack trac
   });
 });
 
+Deno.test("run-agent: --script is a regular file of at most 16 MiB — a larger one, a device or a pipe is refused at once", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    // 17 MiB without writing them (a sparse file): refused by its size, before reading it.
+    using big = await Deno.open(join(user, "big.yaml"), { write: true, create: true });
+    await big.truncate(17 * 1024 * 1024);
+    const fifo = join(user, "answers.pipe");
+    await new Deno.Command("mkfifo", { args: [fifo] }).output();
+    const run = (script: string) => {
+      const child = spawnCli("run-agent", ["--agent", "tiny", "--topic", "x", "--script", script], {
+        userDir: user,
+      });
+      // Bounded: before the fix /dev/zero was read until memory ran out, and a pipe waited for a
+      // writer forever.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+      return finish(child).finally(() => clearTimeout(timer));
+    };
+    const [tooBig, zero, pipe, folder] = await Promise.all([
+      run("big.yaml"),
+      run("/dev/zero"),
+      run("answers.pipe"),
+      run("."),
+    ]);
+    assertUsageError(
+      tooBig,
+      `Cannot read script file ${
+        join(user, "big.yaml")
+      }: it is 17825792 bytes; a script file is at most 16 MiB.`,
+    );
+    assertUsageError(zero, "Cannot read script file /dev/zero: it is a device, not a file.");
+    assertUsageError(pipe, `Cannot read script file ${fifo}: it is a pipe, not a file.`);
+    assertUsageError(folder, `Cannot read script file ${user}: it is a folder, not a file.`);
+  });
+});
+
 Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
   await withUserDir(async (user) => {
     await writeTinyAgent(user, "tiny");
@@ -253,11 +291,24 @@ Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^Agents in \.agent \(2\):$/m);
     assert.match(list.stdout, /^ {2}broken +Has several problems$/m);
-    assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny$/m);
-    assert.deepEqual(JSON.parse(listJson.stdout).map((a: { name: string }) => a.name), [
-      "broken",
-      "tiny",
-    ]);
+    // An agent that does not load is marked, with its problems' count and the first of them.
+    assert.match(
+      list.stdout,
+      /^ {2}broken +Has several problems\n {10}✗ does not load \(\d+ problems\): \S/m,
+    );
+    assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny\n(?! +✗)/m);
+    assert.match(
+      list.stdout,
+      /^1 agent does not load; see why with: .*run_agent.ts --agent broken --validate$/m,
+    );
+    const listed = JSON.parse(listJson.stdout) as {
+      name: string;
+      loads: boolean;
+      problems?: string[];
+    }[];
+    assert.deepEqual(listed.map((a) => [a.name, a.loads]), [["broken", false], ["tiny", true]]);
+    assert.ok(listed[0].problems!.length >= 3, "every problem in --json");
+    assert.equal(listed[1].problems, undefined);
 
     assert.equal(valid.code, 0, valid.stderr);
     assert.match(valid.stdout, /^OK: agent "tiny" is valid \(2 steps, entry work\.task\)/);

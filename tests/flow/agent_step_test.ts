@@ -82,7 +82,15 @@ Deno.test("an agent step runs the child as its own run; the child's wait is the 
     agent: "release",
     completionReason: "completed",
     // The child's total (draft.release and complete.release), which the parent's usage includes.
-    usage: { inputTokens: 20, outputTokens: 10, costUsd: 0, calls: 2, callsWithoutUsage: 0 },
+    // The scripted backend's model has no price: both calls' cost is unknown, not $0.
+    usage: {
+      inputTokens: 20,
+      outputTokens: 10,
+      costUsd: 0,
+      calls: 2,
+      callsWithoutUsage: 0,
+      callsWithoutCost: 2,
+    },
   });
   assert.deepEqual(done.state.handoff["release.ship"], { summary: "2.0.0 shipped" });
   assert.equal(backend.calls.at(-1)?.prompt.includes("Report: 2.0.0 shipped"), true);
@@ -102,27 +110,62 @@ Deno.test("an agent step runs the child as its own run; the child's wait is the 
 
 Deno.test("a child that does not complete fails the agent step: onError decides (fail, jump)", async () => {
   const { definition, store } = await setup();
-  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
-  const failed = await new StepFlowRunner(definition, { backend: shipBackend(), store }).answer(
+  // The child's closing step fails after the person said yes.
+  const broken = () => shipBackend({ "complete.release": [{ error: "HTTP 400 bad request" }] });
+  const first = await new StepFlowRunner(definition, { backend: broken(), store }).run();
+  const failed = await new StepFlowRunner(definition, { backend: broken(), store }).answer(
     first.runId,
-    { decision: "abort" },
+    { decision: "next" },
   );
   assert.equal(failed.completionReason, "step_failed");
   assert.equal(failed.error?.code, "AGENT_STEP_FAILED");
-  assert.match(failed.error!.message, /child run \S+ of agent "release" ended aborted/);
-  assert.equal(failed.state.history.at(-1)?.child?.completionReason, "aborted");
+  assert.match(failed.error!.message, /child run \S+ of agent "release" ended step_failed/);
+  assert.equal(failed.state.history.at(-1)?.child?.completionReason, "step_failed");
 
   const jumping = await setup({ onError: 'jump="complete.ship"' });
-  const backend = shipBackend();
+  const backend = shipBackend({
+    "complete.release": [{ error: "HTTP 400 bad request" }],
+    "complete.ship": [{ output: { summary: "done", next_action: { action: "complete" } } }],
+  });
   const run = await new StepFlowRunner(jumping.definition, { backend, store: jumping.store }).run();
   const jumped = await new StepFlowRunner(jumping.definition, { backend, store: jumping.store })
-    .answer(run.runId, { decision: "abort" });
+    .answer(run.runId, { decision: "next" });
   assert.equal(jumped.completionReason, "completed", JSON.stringify(jumped.error));
   assert.deepEqual(jumped.state.history.map((h) => [h.stepId, h.transition]), [
     ["plan.ship", "next"],
     ["release.ship", "jump"],
     ["complete.ship", "complete"],
   ]);
+});
+
+Deno.test("a person who declines the child's question ends the child and the parent declined, whatever onError says", async () => {
+  const { definition, store } = await setup({ onError: 'jump="complete.ship"' });
+  const first = await new StepFlowRunner(definition, { backend: shipBackend(), store }).run();
+  assert.equal(first.completionReason, "waiting");
+  const ended = await new StepFlowRunner(definition, { backend: shipBackend(), store }).answer(
+    first.runId,
+    { decision: "abort", note: "freeze week" },
+    { answeredBy: "erin" },
+  );
+  assert.equal(ended.completionReason, "declined", JSON.stringify(ended.error));
+  assert.equal(ended.error, undefined);
+  assert.equal(ended.finalStepId, "release.ship");
+  const childRunId = ended.state.history.at(-1)!.child!.runId;
+  assert.equal(ended.state.history.at(-1)?.child?.completionReason, "declined");
+  assert.deepEqual(
+    { ...ended.declined, at: undefined, requestId: undefined },
+    {
+      stepId: "release.ship",
+      by: "erin",
+      at: undefined,
+      requestId: undefined,
+      intent: "abort",
+      note: { note: "freeze week" },
+      childRunId,
+    },
+  );
+  assert.equal((await store.loadCheckpoint(childRunId))?.status, "declined");
+  assert.equal((await store.loadCheckpoint(first.runId))?.status, "declined");
 });
 
 Deno.test("cancelling the parent cancels its child; redriving the parent redrives that child, never a second one", async () => {

@@ -189,7 +189,7 @@ Deno.test("two answers racing: exactly one is recorded, the other is refused", a
   }
 });
 
-Deno.test("an abort answer ends the run aborted; a memory store holds a wait too", async () => {
+Deno.test("a person's abort ends the run declined, with who and their note; a memory store holds a wait too", async () => {
   const { definition } = await setup();
   const store = new MemoryRunStore();
   const first = await new StepFlowRunner(definition, { backend: releaseBackend(), store }).run({
@@ -198,10 +198,41 @@ Deno.test("an abort answer ends the run aborted; a memory store holds a wait too
   assert.equal(first.completionReason, "waiting");
   const ended = await new StepFlowRunner(definition, { store }).answer(first.runId, {
     decision: "abort",
+    note: "not this week",
+  }, { answeredBy: "erin" });
+  assert.equal(ended.completionReason, "declined");
+  assert.equal(ended.success, false);
+  assert.equal(ended.error, undefined, "a person's no is not an error");
+  assert.equal(ended.finalStepId, "approve.release");
+  const entry = ended.state.history.at(-1)!;
+  assert.equal(entry.input?.answeredBy, "erin");
+  assert.equal(entry.transition, "abort");
+  assert.deepEqual(ended.declined, {
+    stepId: "approve.release",
+    requestId: first.waiting!.requestId,
+    by: "erin",
+    at: entry.input!.answeredAt,
+    intent: "abort",
+    note: { note: "not this week" },
   });
-  assert.equal(ended.completionReason, "aborted");
-  assert.equal(ended.state.history.at(-1)?.input?.answeredBy, "api");
-  assert.equal((await store.loadCheckpoint(first.runId))!.status, "aborted");
+  const checkpoint = (await store.loadCheckpoint(first.runId))!;
+  assert.equal(checkpoint.status, "declined");
+  const end = (checkpoint.state as { end: Record<string, unknown> }).end;
+  assert.equal(end.reason, "declined");
+  assert.deepEqual(end.declined, ended.declined);
+  assert.equal(end.error, undefined);
+  const [summary] = await store.list();
+  assert.equal(summary.status, "declined");
+  // An answer with nothing but the decision has no note.
+  const again = await new StepFlowRunner(definition, { backend: releaseBackend(), store }).run({
+    args: { version: "2" },
+  });
+  const bare = await new StepFlowRunner(definition, { store }).answer(again.runId, {
+    decision: "abort",
+  });
+  assert.equal(bare.completionReason, "declined");
+  assert.equal(bare.declined?.by, "api");
+  assert.equal("note" in bare.declined!, false);
 });
 
 Deno.test("waitTimeout: once it passed, a resume takes its intent and a late answer is refused", async () => {

@@ -7,6 +7,9 @@ import { loadAgentDefinition } from "../../src/definition/load.ts";
 import type { FlowStep } from "../../src/definition/types.ts";
 import { StepflowError } from "../../src/errors.ts";
 import { callBackend, type CallContext, stepRequest } from "../../src/flow/backend_call.ts";
+import { meterBackend } from "../../src/flow/metered_backend.ts";
+import { SpendLedger } from "../../src/flow/spend_ledger.ts";
+import { PriceTable } from "../../src/llm/pricing.ts";
 import { createRunJournal, restoreRun } from "../../src/flow/checkpoint.ts";
 import { flowStep } from "../../src/flow/router.ts";
 import { createRunnerControl, watchStops } from "../../src/flow/run_control.ts";
@@ -113,23 +116,29 @@ function context(signal: AbortSignal, over: Partial<CallContext> = {}): CallCont
   return { signal, timeoutMs: undefined, waitIfPaused: async () => {}, onRetry: () => {}, ...over };
 }
 
-Deno.test("callBackend sums usage, keeps the session and sends it on the next call", async () => {
+Deno.test("callBackend keeps the session and sends it on the next call; the run's meter counts the usage", async () => {
   const state = fresh();
-  const backend = new ScriptedBackend([
+  const scripted = new ScriptedBackend([
     { text: "a", sessionId: "s-1", usage: { inputTokens: 3, outputTokens: 4 }, costUsd: 0.5 },
     { text: "b" },
   ]);
+  const backend = meterBackend(
+    scripted,
+    new SpendLedger({ state, prices: PriceTable.builtIn() }),
+  );
   const request = () => stepRequest(def, initial, state, "Go", undefined, undefined);
   const signal = new AbortController().signal;
   await callBackend(backend, request(), state, initial, context(signal));
   await callBackend(backend, request(), state, initial, context(signal));
-  assert.equal(backend.calls[1].sessionId, "s-1");
+  assert.equal(scripted.calls[1].sessionId, "s-1");
+  // The second answer has no usage and no model to price it by: tokens and cost unknown.
   assert.deepEqual(state.usage, {
     inputTokens: 3,
     outputTokens: 4,
     costUsd: 0.5,
     calls: 2,
     callsWithoutUsage: 1,
+    callsWithoutCost: 1,
   });
 });
 

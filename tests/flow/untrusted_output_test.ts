@@ -362,16 +362,18 @@ Deno.test("a response without usage counts as unknown tokens, never as 0", async
       "complete.issue": [closing],
     }),
   }).run({ args: { topic: "t" } });
+  // No model is named, so no call has a price: the cost is unknown, never $0.
   assert.deepEqual(result.usage, {
     inputTokens: 100,
     outputTokens: 20,
     costUsd: 0,
     calls: 3,
     callsWithoutUsage: 2,
+    callsWithoutCost: 3,
   });
   assert.equal(
     formatUsage(result.usage),
-    "120 tokens (100 in, 20 out), 3 calls, tokens unknown for 2 calls",
+    "120 tokens (100 in, 20 out), 3 calls, tokens unknown for 2 calls, cost unknown",
   );
 });
 

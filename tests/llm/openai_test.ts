@@ -200,7 +200,10 @@ Deno.test("openai: malformed bodies are BACKEND_BAD_RESPONSE", async () => {
     const html = await backend().complete(stepRequest()).then(() => undefined, (e) => e);
     assert.ok(html instanceof BackendError);
     assert.equal(html.code, "BACKEND_BAD_RESPONSE");
-    assert.match(html.message, /text\/html instead of server-sent events.*--no-stream/);
+    assert.match(
+      html.message,
+      /web page \(text\/html\).*does not answer like an OpenAI-compatible API/,
+    );
     server.push({ raw: "<html>Bad gateway</html>", contentType: "text/html" });
     const plain = await backend({ stream: false }).complete(stepRequest())
       .then(() => undefined, (e) => e);

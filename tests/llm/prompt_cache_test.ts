@@ -259,8 +259,8 @@ Deno.test("cli: the result line, --runs and --show report the cache reads and wr
     );
     const runs = await runCli(["--agent", "tiny", "--runs"], { userDir, env });
     assert.equal(runs.code, 0, runs.stderr);
-    assert.match(runs.stdout, /TOKENS IN\/OUT\s+CACHE READ\/WRITE\s+STEP/);
-    assert.match(runs.stdout, /3,180\/30\s+1,500\/1,500\s+complete\.task/);
+    assert.match(runs.stdout, /TOKENS IN\/OUT\s+CACHE READ\/WRITE\s+COST\s+STEP/);
+    assert.match(runs.stdout, /3,180\/30\s+1,500\/1,500\s+\?\s+complete\.task/);
     const runId = runs.stdout.match(/^\d{8}T\d{6}Z-[0-9a-f]+/m)?.[0];
     assert.ok(runId, runs.stdout);
     const show = await runCli(["--agent", "tiny", "--show", runId], { userDir, env });

@@ -82,25 +82,27 @@ async function writeLongPlan(dir: string, steps: number): Promise<void> {
 }
 
 /**
- * Sends Ctrl-C to `child` once its stderr shows `marker` (the call under way), then checks that it
- * exits 130 with server-everything closed by the command — gone when the process has exited, not
- * left to die with it.
+ * Sends Ctrl-C (or `signal`) to `child` once its stderr shows `marker` (the call under way), then
+ * checks that it exits 130 (143 for SIGTERM) with server-everything closed by the command — gone
+ * when the process has exited, not left to die with it.
  */
 async function interruptMidCall(
   dir: string,
   child: Deno.ChildProcess,
   marker: string,
+  signal: "SIGINT" | "SIGTERM" = "SIGINT",
 ): Promise<void> {
   const reader = child.stderr.getReader();
   const sink = { text: "" };
   await readUntil(reader, sink, marker);
   const [pid] = await pidsOf(dir, "everything");
   assert.equal(running(pid), true);
-  child.kill("SIGINT");
+  child.kill(signal);
   await readUntil(reader, sink);
   reader.releaseLock();
   const out = await finish(child);
-  assert.equal(out.code, 130, sink.text);
+  assert.equal(out.code, signal === "SIGTERM" ? 143 : 130, sink.text);
+  if (signal === "SIGTERM") assert.match(sink.text, /SIGTERM: /);
   assert.deepEqual(groupMembers(pid), []);
 }
 
@@ -449,15 +451,34 @@ Deno.test("run-plan: MCP_TOOL_TIMEOUT bounds a call — the step fails with MCP_
   await assertAllClosed(dir, ["everything"]);
 });
 
-Deno.test("Ctrl-C on qplan run during an MCP call aborts the script and closes the servers before the process exits", async () => {
-  const dir = await userFolder();
-  await Deno.writeTextFile(
-    join(dir, "long.qplan"),
-    'step id="a" {\n  mcp__everything__trigger-long-running-operation duration=60 steps=60\n}',
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.test(
+    `${
+      signal === "SIGINT" ? "Ctrl-C" : "SIGTERM"
+    } on qplan run during an MCP call aborts the script and closes the servers before the process exits`,
+    async () => {
+      const dir = await userFolder();
+      await Deno.writeTextFile(
+        join(dir, "long.qplan"),
+        'step id="a" {\n  mcp__everything__trigger-long-running-operation duration=60 steps=60\n}',
+      );
+      await interruptMidCall(
+        dir,
+        spawnCli("qplan", ["run", "long.qplan", "--mcp-config", ".mcp.json"], { userDir: dir }),
+        "step a #1 started",
+        signal,
+      );
+    },
   );
+}
+
+Deno.test("SIGTERM on run-plan during an MCP call cancels the run like Ctrl-C: exit 143, servers closed", async () => {
+  const dir = await userFolder();
+  await writeLongPlan(dir, 60);
   await interruptMidCall(
     dir,
-    spawnCli("qplan", ["run", "long.qplan", "--mcp-config", ".mcp.json"], { userDir: dir }),
-    "step a #1 started",
+    spawnCli("run-plan", ["plan.json", "--mcp-config", ".mcp.json", "--yes"], { userDir: dir }),
+    "step long #1 · ",
+    "SIGTERM",
   );
 });

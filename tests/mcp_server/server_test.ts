@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, JSONRPCMessage, Progress } from "@modelcontextprotocol/sdk/types.js";
 import { pidAlive } from "../../src/pid_alive.ts";
 import { copyDir, REPO_ROOT } from "../cli/helpers.ts";
 import { waitFor } from "../store/helpers.ts";
@@ -41,9 +41,33 @@ async function stdioClient(dir: string, args: string[]) {
     env: { ...Deno.env.toObject(), INIT_CWD: dir, NO_COLOR: "1" },
     stderr: "pipe",
   });
+  // Every message the server sent, in the order read, before the SDK's client dispatches it.
+  const wire: JSONRPCMessage[] = [];
+  transport.onmessage = (message: JSONRPCMessage) => void wire.push(message);
   const client = new Client({ name: "stepflow-test", version: "1.0.0" });
   await client.connect(transport);
-  return { client, transport };
+  return { client, transport, wire };
+}
+
+/**
+ * The progress lines the server sent, in order and before the result, for the tool call whose
+ * result names `runId`, read off the wire (`stdioClient`'s `wire`, from the call on). The SDK's
+ * client dispatches a notification a microtask after reading it and forgets the request's progress
+ * handler when the result is read, so the lines read in one chunk with the result never reach
+ * `onprogress` (on a loaded machine, the last few; modelcontextprotocol/typescript-sdk#2580).
+ */
+function progressSent(messages: JSONRPCMessage[], runId: string): string[] {
+  const sent = messages as Record<string, unknown>[];
+  const resultAt = sent.findIndex((m) =>
+    (m.result as CallToolResult | undefined)?.structuredContent?.runId === runId
+  );
+  assert.ok(resultAt >= 0, `the result of run ${runId} was read`);
+  return sent.slice(0, resultAt).flatMap((m) => {
+    const params = m.params as { progressToken?: unknown; message?: string } | undefined;
+    return m.method === "notifications/progress" && params?.progressToken === sent[resultAt].id
+      ? [params!.message ?? ""]
+      : [];
+  });
 }
 
 /** Waits until `show_run`-free listing says the only run of haiku has `status`. */
@@ -57,7 +81,7 @@ async function runStatus(client: Client, status: string): Promise<Record<string,
 
 Deno.test("mcp over stdio: tools, a scripted run with progress, list and show runs, bad arguments", async () => {
   const dir = await userFolder();
-  const { client } = await stdioClient(dir, ["--script", ".agent/haiku/demo.script.yaml"]);
+  const { client, wire } = await stdioClient(dir, ["--script", ".agent/haiku/demo.script.yaml"]);
   try {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t: { name: string }) => t.name), [
@@ -74,6 +98,7 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     );
 
     const progress: string[] = [];
+    const sentBefore = wire.length;
     const result = await client.callTool(
       { name: "run_haiku", arguments: { topic: "autumn" } },
       undefined,
@@ -84,19 +109,22 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     assert.equal(answer.success, true);
     assert.equal(answer.completionReason, "completed");
     assert.match(String(answer.output), /Red leaves on the path/);
+    // The demo script reports no usage and the haiku names no model: its cost is unknown, never 0.
+    const usage = answer.usage as Record<string, unknown>;
+    assert.equal(usage.costUsd, null);
+    assert.equal(usage.callsWithoutCost, usage.calls);
     const runId = String(answer.runId);
     assert.match(text(result), new RegExp(`Run ${runId} of agent "haiku" completed`));
-    // One notification per step event: the run's start, two step starts, two step ends, the end.
-    // The server sends the end line before the result; the SDK client dispatches notifications a
-    // microtask after reading them and forgets a request's progress handler when its result comes,
-    // so when both arrive in one read (a loaded machine) the client drops the end line. Every step's
-    // line is always there.
-    assert.ok(progress.length === 5 || progress.length === 6, progress.join("\n"));
-    if (progress.length === 6) {
-      assert.match(progress[5], /run succeeded: completed at draft\.haiku/);
-    }
-    assert.match(progress[0], new RegExp(`run ${runId} started`));
-    assert.match(progress[4], /step draft\.haiku #2 → complete check ok/);
+    // One notification per step event, all sent before the result: the run's start, two step
+    // starts, two step ends, the end.
+    const lines = progressSent(wire.slice(sentBefore), runId);
+    assert.equal(lines.length, 6, lines.join("\n"));
+    assert.match(lines[0], new RegExp(`run ${runId} started`));
+    assert.match(lines[4], /step draft\.haiku #2 → complete check ok/);
+    assert.match(lines[5], /run succeeded: completed at draft\.haiku/);
+    // The SDK client hands them to `onprogress` in order, but not those read with the result (see
+    // progressSent): what it got is the first of the lines sent.
+    assert.deepEqual(progress, lines.slice(0, progress.length));
 
     const listed = await client.callTool({ name: "list_runs", arguments: {} });
     assert.match(text(listed), new RegExp(`${runId}\\s+\\S+ \\S+\\s+completed`));
@@ -104,6 +132,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
     assert.equal(shown.isError, undefined, text(shown));
     assert.equal((shown.structuredContent as Record<string, unknown>).shownStatus, "completed");
     assert.match(text(shown), /draft\.haiku/);
+    const cost = (shown.structuredContent as { cost: Record<string, unknown> }).cost;
+    assert.equal(cost.costUsd, null);
+    assert.equal((cost.modelCalls as unknown[]).length, usage.calls);
 
     const missing = await client.callTool({
       name: "show_run",
@@ -140,6 +171,16 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
         { name: "list_runs", arguments: { agent: 3 } },
         /^MCP_ARGUMENTS_INVALID: .*agent: expects a name/,
       ],
+      // `__proto__` as a key of its own (as JSON.parse makes it) is refused like any other
+      // undeclared argument, not dropped on the way in.
+      [
+        { name: "run_haiku", arguments: JSON.parse('{"topic":"x","__proto__":{"topic":"y"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not a parameter of agent "haiku"/,
+      ],
+      [
+        { name: "list_runs", arguments: JSON.parse('{"__proto__":{"agent":"haiku"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not an argument of list_runs/,
+      ],
     ] as const;
     for (const [call, expected] of bad) {
       const answer = await client.callTool(
@@ -149,6 +190,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
       assert.match(text(answer), expected);
     }
     assert.equal((await client.listTools()).tools.length, 4);
+    // None of them started a run: the first run is the only one recorded.
+    const runs = await client.callTool({ name: "list_runs", arguments: { agent: "haiku" } });
+    assert.equal((runs.structuredContent as { runs: unknown[] }).runs.length, 1, text(runs));
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
@@ -159,11 +203,17 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
   const dir = await Deno.makeTempDir({ prefix: "stepflow-mcp-" });
   const agent = "release-approval";
   await copyDir(join(REPO_ROOT, ".agent", agent), join(dir, ".agent", agent));
-  const { client } = await stdioClient(dir, ["--script", `.agent/${agent}/demo.script.yaml`]);
+  const { client, wire } = await stdioClient(dir, [
+    "--script",
+    `.agent/${agent}/demo.script.yaml`,
+  ]);
   try {
     const tools = (await client.listTools()).tools;
     const answerTool = tools.find((t: { name: string }) => t.name === "answer_run")!;
     assert.deepEqual(answerTool.inputSchema.required, ["agent", "runId", "value"]);
+    // The agent's description (no final period) is a sentence of its own before the tool's words.
+    const runTool = tools.find((t: { name: string }) => t.name === `run_${agent}`)!;
+    assert.match(String(runTool.description), /, then reports\. Answers the run's output/);
 
     // The run stops at the input step: not an error, it says what it waits for.
     const first = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.4.0" } });
@@ -176,7 +226,28 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     assert.equal(question.stepId, "approve.release");
     assert.match(String(question.question), /1\.4\.0/);
     assert.match(text(first), /is waiting for an answer at input step "approve\.release"/);
-    assert.match(text(first), new RegExp(`answer_run tool: .*"runId": "${runId}"`));
+    // What the answer must be: the step's schema (without the file's other definitions) and a
+    // value that matches it, ready to send.
+    const schema = question.answerSchema as Record<string, unknown>;
+    assert.equal(schema.type, "object");
+    assert.deepEqual(
+      (schema.properties as Record<string, { enum?: string[] }>).decision.enum,
+      ["next", "abort"],
+    );
+    assert.equal(schema.definitions, undefined);
+    assert.deepEqual(question.exampleValue, { decision: "next" });
+    assert.ok(
+      text(first).includes(`must match this JSON Schema: ${JSON.stringify(schema)}`),
+      text(first),
+    );
+    assert.ok(
+      text(first).includes(
+        `answer_run tool, for example:\n  ${
+          JSON.stringify({ agent, runId, value: { decision: "next" } })
+        }`,
+      ),
+      text(first),
+    );
 
     // show_run asks the same question.
     const shown = await client.callTool({ name: "show_run", arguments: { agent, runId } });
@@ -216,6 +287,7 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
 
     // A good answer is recorded as `mcp` and continues the run, with progress, to its end.
     const progress: string[] = [];
+    const sentBefore = wire.length;
     const done = await client.callTool(
       { name: "answer_run", arguments: { agent, runId, value: { decision: "next", note: "go" } } },
       undefined,
@@ -228,7 +300,9 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     assert.equal(end.completionReason, "completed");
     assert.match(JSON.stringify(end.output), /1\.4\.0 was released/);
     assert.match(text(done), new RegExp(`Run ${runId} of agent "${agent}" completed`));
-    assert.ok(progress.some((line) => /complete\.release/.test(line)), progress.join("\n"));
+    const lines = progressSent(wire.slice(sentBefore), runId);
+    assert.ok(lines.some((line) => /complete\.release/.test(line)), lines.join("\n"));
+    assert.deepEqual(progress, lines.slice(0, progress.length));
     const after = await client.callTool({ name: "show_run", arguments: { agent, runId } });
     const history = (after.structuredContent as Record<string, unknown>).history as {
       stepId: string;
@@ -244,6 +318,20 @@ Deno.test("mcp over stdio: a run that waits for input, answer_run refuses a bad 
     });
     assert.equal(again.isError, true);
     assert.match(text(again), /^INPUT_NOT_WAITING: /);
+
+    // A person's "no" is their decision, not a failed run: no tool error; who and the note said.
+    const other = await client.callTool({ name: `run_${agent}`, arguments: { version: "1.5.0" } });
+    const otherId = String((other.structuredContent as Record<string, unknown>).runId);
+    const declined = await client.callTool({
+      name: "answer_run",
+      arguments: { agent, runId: otherId, value: { decision: "abort", note: "freeze" } },
+    });
+    assert.equal(declined.isError, undefined, text(declined));
+    const no = declined.structuredContent as Record<string, unknown>;
+    assert.equal(no.completionReason, "declined");
+    assert.equal((no.declined as Record<string, unknown>).by, "mcp");
+    assert.equal(no.error, undefined);
+    assert.match(text(declined), /was declined by mcp at step "approve\.release"[^]*Note: freeze/);
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
@@ -425,6 +513,45 @@ Deno.test("mcp process: exits 0 when stdin closes", async () => {
     assert.equal(status.code, 0);
     assert.equal(pidAlive(server.child.pid), false);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp process: a message over 10 MiB closes the connection: stdout ends, exit 1, MCP_MESSAGE_TOO_LARGE", async () => {
+  const dir = await userFolder();
+  const server = rawServer(dir, []);
+  try {
+    await server.send(INITIALIZE);
+    await server.next((m) => m.id === 1);
+    await server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    // 11 MiB in one line, queued without waiting: a server that stops reading past its limit
+    // leaves the pipe full, and a server that ends breaks it.
+    const line = `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"${
+      "x".repeat(11 * 1024 * 1024)
+    }"}}\n`;
+    server.writer.write(new TextEncoder().encode(line)).catch(() => {});
+    // The client sees stdout end (no hang), and the process is gone. (Bounded, so that a server
+    // that keeps the connection open fails the test instead of hanging it.)
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hung = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("stdout still open after 60 s")), 60_000);
+    });
+    await assert.rejects(
+      Promise.race([server.next(() => false), hung]).finally(() => clearTimeout(timer)),
+      /the server closed stdout/,
+    );
+    const stderr = new TextDecoder().decode(
+      await new Response(server.child.stderr).arrayBuffer(),
+    );
+    const status = await server.child.status;
+    assert.equal(status.code, 1, stderr);
+    assert.match(stderr, /MCP_MESSAGE_TOO_LARGE: .*over 10 MiB/);
+    assert.doesNotMatch(stderr, /\n\s+at /); // no stack trace
+  } finally {
+    try {
+      server.child.kill("SIGKILL");
+    } catch { /* it ended */ }
+    await server.writer.close().catch(() => {});
     await Deno.remove(dir, { recursive: true });
   }
 });

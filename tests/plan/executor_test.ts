@@ -382,8 +382,20 @@ Deno.test("cancellation: running tools are aborted, the run ends cancelled, unfi
     work("after", ["h"]),
   ]);
   let aborted = 0;
-  const run = startPlan(plan, { tools, events: { onAbort: () => void aborted++ } });
-  setTimeout(() => run.cancel("user pressed Ctrl-C"), 30);
+  // Cancelled once h runs and quick has completed (events, not a fixed time: on a busy machine
+  // quick may not be done 30 ms after the start).
+  const seen = new Set<string>();
+  const ready = Promise.withResolvers<void>();
+  const run = startPlan(plan, {
+    tools,
+    events: { onAbort: () => void aborted++ },
+    onProgress: (e) => {
+      seen.add(`${e.stepId}:${e.status}`);
+      if (seen.has("h:running") && seen.has("quick:completed")) ready.resolve();
+    },
+  });
+  await ready.promise;
+  run.cancel("user pressed Ctrl-C");
   const summary = await run.summary;
   assert.equal(summary.status, "cancelled");
   assert.equal(summary.error, "Cancelled: user pressed Ctrl-C");

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { planMain } from "../../src/cli/plan.ts";
 import { readHistory } from "../../src/planspec/mod.ts";
-import { runMain, spawnCli } from "../cli/helpers.ts";
+import { finish, readUntil, runMain, spawnCli } from "../cli/helpers.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -362,6 +362,29 @@ planspec.step.3:
     { stepId: "2", result: "missing input raw (step 1 is blocked)" },
     { stepId: "3", result: "missing input raw (step 1 is blocked), check (step 2 is blocked)" },
   ]);
+});
+
+Deno.test("plan run: SIGTERM stops the run like Ctrl-C, exit 143 (the plan file is kept)", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = join(dir, "planspec", "pipeline.md");
+  await write(file, RUN_PLAN);
+  await write(
+    join(dir, "slow.yaml"),
+    `planspec.step.1:
+  - {output: {status: OK, result: never seen, outputs: {raw: [1]}}, delayMs: 60000}
+`,
+  );
+  const child = spawnCli("plan", ["run", "pipeline", "--script", "slow.yaml"], { userDir: dir });
+  const reader = child.stderr.getReader();
+  const sink = { text: "" };
+  await readUntil(reader, sink, "step 1 #1 started");
+  child.kill("SIGTERM");
+  await readUntil(reader, sink);
+  reader.releaseLock();
+  const out = await finish(child);
+  assert.equal(out.code, 143, sink.text);
+  assert.match(sink.text, /SIGTERM: interrupted: stopping after the current call/);
+  assert.match(await Deno.readTextFile(file), /# Plan: Pipeline/);
 });
 
 Deno.test("plan run: a killed run continues where it stopped", async () => {

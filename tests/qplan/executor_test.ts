@@ -210,20 +210,41 @@ Deno.test("scripts that do not parse or validate are reported, not thrown", asyn
   assert.equal(invalid.issues.filter((i) => i.severity === "error").length, 2);
 });
 
-/** A tool that sleeps `ms` and records how many calls overlap. */
+/**
+ * A tool that sleeps `ms` and records how many calls overlap. With `after`, a call waits for the
+ * call of that id to finish instead, `ms` bounding the wait (an event, not a race with the clock).
+ */
 function concurrencyProbe() {
   let running = 0;
   const stats = { max: 0, calls: [] as string[] };
+  const finished = new Map<string, PromiseWithResolvers<void>>();
+  const finishOf = (id: string) => {
+    if (!finished.has(id)) finished.set(id, Promise.withResolvers<void>());
+    return finished.get(id)!;
+  };
   const tool = {
     name: "work",
     description: "test tool",
-    inputSchema: z.strictObject({ id: z.string(), ms: z.number(), fail: z.boolean().optional() }),
-    async execute({ id, ms, fail }: { id: string; ms: number; fail?: boolean }) {
+    inputSchema: z.strictObject({
+      id: z.string(),
+      ms: z.number(),
+      fail: z.boolean().optional(),
+      after: z.string().optional(),
+    }),
+    async execute(
+      { id, ms, fail, after }: { id: string; ms: number; fail?: boolean; after?: string },
+    ) {
       running++;
       stats.max = Math.max(stats.max, running);
-      await new Promise((r) => setTimeout(r, ms));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise((r) => timer = setTimeout(r, ms)),
+        ...(after === undefined ? [] : [finishOf(after).promise]),
+      ]);
+      clearTimeout(timer);
       running--;
       stats.calls.push(id);
+      finishOf(id).resolve();
       if (fail) throw new Error(`work ${id} failed`);
       return id;
     },
@@ -233,9 +254,11 @@ function concurrencyProbe() {
 
 Deno.test("parallel: statements overlap up to concurrency; all outputs are kept", async () => {
   const { tool, stats } = concurrencyProbe();
+  // `a` holds one slot until `d` has finished: the other slot takes b, c and d meanwhile. A pool
+  // run in batches of two would hold d back until a ends (after 10 s), and a would not end last.
   const r = await runScript(
     `parallel concurrency=2 {
-  work id="a" ms=60 -> a
+  work id="a" ms=10000 after="d" -> a
   work id="b" ms=1 -> b
   work id="c" ms=1 -> c
   work id="d" ms=1 -> d

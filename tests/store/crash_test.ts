@@ -104,7 +104,16 @@ async function resumeAndCheck(ws: { root: string; script: string; runDir: string
   const ref = await reference();
   assert.equal(after.checkpoint.status, "completed");
   assert.deepEqual(shape(after.history), shape(ref.history));
-  assert.deepEqual(after.state.usage, ref.state.usage);
+  // The spend is in the log: every call made — the killed drive's included, even one whose
+  // iteration ran again — is a model_call line, and the run's usage counts each exactly once.
+  const calls = after.log.filter((l) => l.type === "model_call");
+  const usage = after.state.usage as Record<string, number>;
+  assert.equal(usage.calls, calls.length);
+  assert.ok(usage.calls >= (ref.state.usage as Record<string, number>).calls);
+  const tokens = (key: "inputTokens" | "outputTokens") =>
+    calls.reduce((sum, l) => sum + ((l.usage as Record<string, number>)[key] ?? 0), 0);
+  assert.equal(usage.inputTokens, tokens("inputTokens"));
+  assert.equal(usage.outputTokens, tokens("outputTokens"));
   assert.deepEqual(after.state.handoff, ref.state.handoff);
 
   // Nothing that finished ran twice: iterations covered by the crash-time checkpoint have exactly
@@ -182,7 +191,7 @@ const CRASH_POINTS = [
   "checkpoint-torn:3",
   "checkpoint-logged:4",
   "checkpoint-logged:3",
-  "append-torn:6",
+  "append-torn:8",
   "append-torn:1",
   "checkpoint-temp:1",
   "checkpoint-logged:2",
@@ -232,10 +241,10 @@ Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) =
       const ws = crashed.get("checkpoint-logged:4")!;
       const runId = await onlyRunId(ws.runDir);
       // The checkpoint file is the cache written at the run's first checkpoint (run_start only); the
-      // log holds three iterations more.
+      // log holds three iterations more (step_start, model_call, step_end each).
       assert.equal(await cachedEntries(ws.runDir, runId), 1);
       const before = await recorded(ws.runDir, runId);
-      assert.equal(before.checkpoint.logEntries, 7);
+      assert.equal(before.checkpoint.logEntries, 10);
       const { committed } = await resumeAndCheck(ws);
       assert.equal(committed, 3);
     },
@@ -255,8 +264,9 @@ Deno.test("SIGKILL at each crash point of the store, then --resume", async (t) =
   await t.step(
     "SIGKILL in the middle of a log append: the torn line is cut off on resume",
     async () => {
-      // Appends: run_start, then step_start/step_end per iteration: the 6th is iteration 3's start.
-      const ws = crashed.get("append-torn:6")!;
+      // Appends: run_start, then step_start, model_call and step_end per iteration: the 8th is
+      // iteration 3's start.
+      const ws = crashed.get("append-torn:8")!;
       const runId = await onlyRunId(ws.runDir);
       const text = await Deno.readTextFile(join(ws.runDir, `${runId}.jsonl`));
       assert.ok(!text.endsWith("\n"), "the log ends in a torn line");

@@ -263,7 +263,7 @@ Deno.test("list() reports status, steps, duration, tokens and whether a running 
     steps: 4,
     iterations: 5,
     durationMs: 60_000,
-    usage: { inputTokens: 1200, outputTokens: 34, costUsd: 0.5 },
+    usage: { inputTokens: 1200, outputTokens: 34, costUsd: 0.5, calls: 5 },
     stepId: "work.test",
     completionReason: "step_failed",
   });
@@ -321,6 +321,8 @@ Deno.test("the runner resumes from a FileRunStore written by another store insta
     costUsd: 0,
     calls: 6,
     callsWithoutUsage: 0,
+    // The test's scripted answers name no model: their cost is unknown, never $0.
+    callsWithoutCost: 6,
   });
   assert.deepEqual(ends[0].handoff, { note: "work.plan done" });
   assert.deepEqual(log.filter((l) => l.type.startsWith("run_")).map((l) => l.type), [

@@ -265,3 +265,29 @@ Deno.test("--show marks iterations whose calls reported no usage: ? and +?, neve
   assert.match(text, /work\.b .* 100\/10\+\?\n/);
   assert.match(text, /work\.c .* 100\/10$/);
 });
+
+Deno.test("--show of a run whose every call had no usage: tokens unknown, no 0 in / 0 out; 1 iteration", () => {
+  const log = [
+    line("run_start", { historyLength: 0 }),
+    stepEnd(1, "work.a", {
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 1, callsWithoutUsage: 1 },
+    }),
+  ];
+  const text = formatRunHistory({
+    version: 1,
+    runId: "r1",
+    agent: "pipeline",
+    status: "completed",
+    startedAt: T0,
+    updatedAt: T0,
+    logEntries: 2,
+    state: {
+      historyLength: 1,
+      iteration: 1,
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 1, callsWithoutUsage: 1 },
+    },
+  }, log);
+  const facts = text.split("\n")[1];
+  assert.match(facts, / · 1 iteration · tokens unknown for 1 call$/);
+  assert.doesNotMatch(text, /0 in \/ 0 out|1 iterations/);
+});

@@ -171,7 +171,7 @@ Deno.test({
       const result = await finish(worker);
       const took = performance.now() - sent;
       cluster!.thaw();
-      assert.equal(result.code, 130, result.stderr);
+      assert.equal(result.code, 143, result.stderr);
       assert.ok(took < 8_000, `quit ${Math.round(took)} ms after SIGTERM`);
       assert.match(result.stderr, /has not answered/);
       assert.ok(!hasStackTrace(result.stderr), result.stderr);

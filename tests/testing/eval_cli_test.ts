@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { copyDir, finish, REPO_ROOT } from "../cli/helpers.ts";
 import { openAiCompletion, startFakeServer } from "../llm/fake_server.ts";
+import { runAgentForTest } from "../../src/testing/mod.ts";
 
 function spawnEval(userDir: string, args: string[]): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
@@ -214,42 +215,90 @@ Deno.test("eval cli: a bad case file names every bad line and exits 2", async ()
   });
 });
 
-Deno.test("eval cli: Ctrl-C prints the runs measured so far and exits 130", async () => {
+Deno.test("eval cli: a workspace outside the project, missing or not a folder is a setup error (exit 2) before any run", async () => {
   await withHaiku(async (dir) => {
+    await Deno.mkdir(join(dir, "evals"));
+    await Deno.writeTextFile(join(dir, "notes.txt"), "a file\n");
+    await Deno.symlink("/etc", join(dir, "etc-link"));
+    const ws = (name: string, workspace: string) => ({
+      name,
+      args: { topic: "autumn" },
+      script: "../.agent/haiku/demo.script.yaml",
+      workspace,
+    });
     await Deno.writeTextFile(
-      join(dir, "slow.yaml"),
-      "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
-    );
-    await Deno.writeTextFile(
-      join(dir, "cases.jsonl"),
+      join(dir, "evals", "cases.jsonl"),
       lines(
-        { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
-        { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
+        ws("root", "/"),
+        ws("up", "../../../../etc"),
+        ws("link", "../etc-link"),
+        ws("missing", "../nope"),
+        ws("file", "../notes.txt"),
+        ws("inside", "../.agent"), // allowed: in the project (a parent of the case file's folder)
       ),
     );
-    const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
-    const stdoutText = new Response(child.stdout).text();
-    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = "";
-    while (!seen.includes("1/2 quick #1 pass")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    child.kill("SIGINT");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += value;
-    }
-    const [status, stdout] = await Promise.all([child.status, stdoutText]);
-    assert.match(seen, /Stopping the eval/);
-    assert.equal(status.code, 130, stdout);
-    assert.match(stdout, /^quick\s+pass\s+1\/1/m);
-    assert.match(stdout, /^slow\s+not run\s+0\/0/m);
-    assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+    const out = await finish(
+      spawnEval(dir, ["--agent", "haiku", "--cases", "evals/cases.jsonl"]),
+    );
+    assert.equal(out.code, 2, `${out.stdout}\n${out.stderr}`);
+    assert.equal(out.stdout, "");
+    const real = await Deno.realPath(dir);
+    assert.match(out.stderr, /The case file has 5 problems:/);
+    assert.match(
+      out.stderr,
+      new RegExp(
+        `evals/cases\\.jsonl:1: workspace /: it is outside the project folder ${real}; a workspace is a folder inside the folder you run deno task eval in`,
+      ),
+    );
+    assert.match(out.stderr, /cases\.jsonl:2: workspace \/etc: it is outside the project folder/);
+    assert.match(
+      out.stderr,
+      /cases\.jsonl:3: workspace \S+\/etc-link: it is outside the project folder \S+ \(it leads to \/etc\)/,
+    );
+    assert.match(out.stderr, /cases\.jsonl:4: workspace \S+\/nope: no such folder/);
+    assert.match(out.stderr, /cases\.jsonl:5: workspace \S+\/notes\.txt: it is not a folder/);
+    assert.doesNotMatch(out.stderr, /cases\.jsonl:6:/);
   });
 });
+
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  Deno.test(`eval cli: ${signal === "SIGINT" ? "Ctrl-C" : "SIGTERM"} prints the runs measured so far and exits ${code}`, async () => {
+    await withHaiku(async (dir) => {
+      await Deno.writeTextFile(
+        join(dir, "slow.yaml"),
+        "draft.haiku: [{ text: 'slow', delayMs: 60000 }]\ndraft.haiku#check: [{ output: { result: ok } }]\n",
+      );
+      await Deno.writeTextFile(
+        join(dir, "cases.jsonl"),
+        lines(
+          { name: "quick", args: { topic: "a" }, script: ".agent/haiku/demo.script.yaml" },
+          { name: "slow", args: { topic: "a" }, script: "slow.yaml" },
+        ),
+      );
+      const child = spawnEval(dir, ["--agent", "haiku", "--cases", "cases.jsonl"]);
+      const stdoutText = new Response(child.stdout).text();
+      const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+      let seen = "";
+      while (!seen.includes("1/2 quick #1 pass")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      child.kill(signal);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += value;
+      }
+      const [status, stdout] = await Promise.all([child.status, stdoutText]);
+      assert.match(seen, /Stopping the eval/);
+      assert.equal(status.code, code, stdout);
+      assert.match(stdout, /^quick\s+pass\s+1\/1/m);
+      assert.match(stdout, /^slow\s+not run\s+0\/0/m);
+      assert.match(stdout, /Interrupted: 1 of 2 runs measured/);
+    });
+  });
+}
 
 Deno.test("eval cli: the case file docs/testing.md shows passes from the checkout", async () => {
   const userDir = await Deno.makeTempDir({ prefix: "stepflow-eval-docs-" });
@@ -296,4 +345,72 @@ Deno.test("eval cli: --max-attempts N sets how often a model call that gets a 50
       await server.close();
     }
   });
+});
+
+Deno.test("eval cli: an agent with an input step is evaluated to its end: a case's answers, a recording's", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-eval-test-" });
+  try {
+    await copyDir(
+      join(REPO_ROOT, ".agent", "release-approval"),
+      join(dir, ".agent", "release-approval"),
+    );
+    const script = ".agent/release-approval/demo.script.yaml";
+    // A recording of a run a person approved: its answer is in it (`_answers`).
+    const recorded = await runAgentForTest({
+      agent: "release-approval",
+      cwd: dir,
+      script: join(dir, script),
+      args: { version: "1.4.0" },
+      answers: [{ value: { decision: "next", note: "ship it" }, by: "erin" }],
+      record: join(dir, "approved.replay.yaml"),
+      env: {},
+    });
+    assert.equal(recorded.result.completionReason, "completed");
+    await Deno.writeTextFile(
+      join(dir, "cases.jsonl"),
+      lines(
+        {
+          name: "approved",
+          args: { version: "1.4.0" },
+          script,
+          answers: [{ step: "approve.release", value: { decision: "next" } }],
+          expect: { path: ["plan.release", "approve.release", "complete.release"] },
+        },
+        {
+          name: "declined",
+          args: { version: "1.4.0" },
+          script,
+          answers: [{ value: { decision: "abort", note: "freeze" } }],
+          expect: { completed: false, path: ["plan.release", "approve.release"] },
+        },
+        { name: "replayed", args: { version: "1.4.0" }, script: "approved.replay.yaml" },
+        { name: "unanswered", args: { version: "1.4.0" }, script },
+      ),
+    );
+    const out = await finish(
+      spawnEval(dir, ["--agent", "release-approval", "--cases", "cases.jsonl"]),
+    );
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(out.stdout, /^approved\s+pass\s+1\/1/m);
+    assert.match(out.stdout, /^declined\s+pass\s+1\/1/m);
+    assert.match(out.stdout, /^replayed\s+pass\s+1\/1/m);
+    assert.match(
+      out.stdout,
+      /^unanswered\s+fail\s+0\/1 .*waits for an answer at step "approve\.release" and no answer was left/m,
+    );
+    assert.match(out.stdout, /^FAIL: 3 of 4 runs passed/m);
+
+    // A case's answers are checked with the rest of the file: a bad one names its line.
+    await Deno.writeTextFile(
+      join(dir, "bad.jsonl"),
+      lines({ args: { version: "1" }, script, answers: [{ decision: "next" }] }),
+    );
+    const bad = await finish(
+      spawnEval(dir, ["--agent", "release-approval", "--cases", "bad.jsonl"]),
+    );
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /bad\.jsonl:1: answers entry 1 has no "value"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

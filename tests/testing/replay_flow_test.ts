@@ -2,14 +2,19 @@
  * Record → replay through the real runner: every example agent under .agent/ and the converted
  * climpt fixture, run on its script in a store, turned into a replay file from the run log, and
  * replayed, take the same path (steps, intents, transitions, next steps) and hand off the same
- * values; a step with tools asks for the same tool calls, which run again. A changed prompt, a call past the end and a step the recording never saw fail clearly.
+ * values; a step with tools asks for the same tool calls, which run again; a run that waits for a
+ * person is recorded with the answer and replayed to its end (a parent whose child asks too, the
+ * child's calls recorded with it). A changed prompt, a call past the end and a step the recording
+ * never saw fail clearly.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { migrateClimpt } from "../../src/migrate/migrate.ts";
-import { runAgentForTest, type TestRun } from "../../src/testing/mod.ts";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import type { AgentDefinition } from "../../src/definition/types.ts";
+import { runAgentForTest, type ScriptAnswer, type TestRun } from "../../src/testing/mod.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLIMPT = fileURLToPath(new URL("../migrate/fixtures/climpt", import.meta.url));
@@ -28,11 +33,12 @@ async function withTemp(fn: (dir: string) => Promise<void>): Promise<void> {
 }
 
 async function recordThenReplay(
-  agentDir: string,
+  agentDir: string | AgentDefinition,
   script: string,
   args: Record<string, unknown>,
   runner = {},
   file = "run.replay.yaml",
+  answers?: ScriptAnswer[],
 ) {
   await withTemp(async (tmp) => {
     const recording = join(tmp, file);
@@ -48,6 +54,7 @@ async function recordThenReplay(
       record: recording,
       runner: { skipValidators: true, ...runner },
       env: {},
+      ...(answers ? { answers } : {}),
     });
     assert.equal(
       recorded.result.completionReason,
@@ -71,6 +78,35 @@ async function recordThenReplay(
     assert.deepEqual(toolCalls(replayed), toolCalls(recorded));
     assert.deepEqual(replayed.drifts, []);
     if (file.endsWith(".json")) JSON.parse(await Deno.readTextFile(recording));
+    if (answers) {
+      // The recording holds the person's answers, and the replay gave them again, as recorded.
+      const doc = parseYaml(await Deno.readTextFile(recording)) as Record<string, unknown>;
+      const recordedAnswers = doc._answers as ScriptAnswer[];
+      assert.deepEqual(recordedAnswers.map((a) => a.value), answers.map((a) => a.value));
+      assert.equal(recorded.answered, answers.length);
+      assert.equal(replayed.answered, answers.length);
+      const inputs = (run: TestRun) =>
+        run.history.flatMap((h) => h.input ? [h.input.answeredBy] : []);
+      assert.deepEqual(inputs(replayed), inputs(recorded));
+      assert.deepEqual(replayed.warnings, []);
+    }
+  });
+}
+
+// The agents with an input step: the person's answer is recorded and replayed (a parent waiting on
+// its child's input step too).
+for (const agent of ["release-approval", "release-train"]) {
+  Deno.test(`replay: example agent ${agent} records the person's answer and replays to the end`, async () => {
+    const dir = join(ROOT, ".agent", agent);
+    // Loaded here: the parent finds its child agent beside it, whatever the run's folder.
+    await recordThenReplay(
+      await loadAgentDefinition(agent, { cwd: ROOT }),
+      join(dir, "demo.script.yaml"),
+      agent === "release-approval" ? { version: "1.4.0" } : { train: "november" },
+      {},
+      "run.replay.yaml",
+      [{ value: { decision: "next", note: "ship it" } }],
+    );
   });
 }
 

@@ -139,3 +139,13 @@ Deno.test("run page: a failed run's graph ends on failed, not aborted; the statu
   assert.match(row, /<span class="status interrupted">interrupted<\/span>/);
   assert.match(row.slice(0, row.indexOf("</tr>")), /<td class="num">\?<\/td>/);
 });
+
+Deno.test("a declined run: its badge is neutral (no failure colour) and its graph ends on declined", async () => {
+  const { APP_CSS } = await import("../../src/ui/assets.ts");
+  const { statusBadge } = await import("../../src/ui/pages.ts");
+  const { endNode } = await import("../../src/ui/timeline.ts");
+  assert.match(String(statusBadge({ status: "declined" })), /class="status declined"/);
+  const coloured = APP_CSS.split("\n").filter((line) => /\.status\.declined\b/.test(line));
+  assert.deepEqual(coloured, [], "a person's decision is not drawn as a failure");
+  assert.equal(endNode("declined"), "declined");
+});

@@ -172,6 +172,34 @@ Deno.test({
         "a worker resumed the answered run",
       );
 
+      // A person's "no" to a run the workers drive: the worker ends it declined, --wait exits 3.
+      const second = await runAgent(root, [
+        "--agent",
+        "release",
+        "--version",
+        "6",
+        "--store",
+        db,
+        "--submit",
+        "--wait",
+      ]);
+      assert.equal(second.code, 4, second.stderr);
+      const secondId = /queued run (\S+)/.exec(second.stderr)?.[1] ?? "";
+      const declined = await runAgent(root, [
+        "--agent",
+        "release",
+        "--store",
+        db,
+        "--answer",
+        secondId,
+        "--value",
+        '{"decision":"abort","note":"freeze"}',
+        "--wait",
+      ]);
+      assert.equal(declined.code, 3, declined.stdout + declined.stderr);
+      assert.match(declined.stdout, /· declined\n[^]*Note: freeze/);
+      assert.equal((await store.loadCheckpoint(secondId))?.status, "declined");
+
       const late = await runAgent(root, [
         "--agent",
         "release",

@@ -51,6 +51,58 @@ Deno.test({
 
 Deno.test({
   name:
+    "queue bookkeeping: a started orphan taken from the queue is claimed again a lease period after the take; a run the caller drives is never its orphan",
+  ignore,
+  async fn() {
+    const store = new PostgresRunStore(url, {
+      schema: freshSchema(),
+      leaseMs: 300,
+      onWarning: () => {}, // the lease of the dead worker taken over below
+    });
+    try {
+      await recordSubmission(store, { runId: "r1", agent: "demo", agentHash: "h", request: {} });
+      // Started by a worker that died: running, its lease expired a second ago.
+      const c = await pgConnectionOf(store);
+      await c.query(
+        `UPDATE ${c.schema}.runs SET status = 'running', lease_owner = 'gone:1',
+           lease_expires_at = clock_timestamp() - interval '1 second' WHERE run_id = 'r1'`,
+      );
+      // The worker driving it (between taking its job and its lease) does not claim it.
+      assert.deepEqual(await claimOrphans(store, 100, ["r1"]), []);
+      assert.deepEqual(await claimOrphans(store), ["r1"]);
+      assert.deepEqual(await claimOrphans(store), [], "claimed once per lease period");
+      // Its job waited in the queue longer than a lease period; a worker takes it now: the take
+      // gives that worker a lease period to take the lease, as a queued run's expiry does.
+      await c.query(
+        `UPDATE ${c.schema}.runs SET requeued_at = clock_timestamp() - interval '1 second'
+           WHERE run_id = 'r1'`,
+      );
+      await markTaken(store, "r1");
+      assert.deepEqual(await claimOrphans(store), [], "not claimed again at the take");
+      const claimed = await waitFor("a lease period after the take", async () => {
+        const runs = await claimOrphans(store);
+        return runs.length > 0 ? runs : undefined;
+      });
+      assert.deepEqual(claimed, ["r1"], "the taker died before its lease: claimed again");
+      // A live lease is left alone: the take of a duplicate job records nothing.
+      const lock = await store.lock("r1");
+      const before = (await c.query<{ at: string }>(
+        `SELECT requeued_at::text AS at FROM ${c.schema}.runs WHERE run_id = 'r1'`,
+      )).rows[0].at;
+      await markTaken(store, "r1");
+      const after = (await c.query<{ at: string }>(
+        `SELECT requeued_at::text AS at FROM ${c.schema}.runs WHERE run_id = 'r1'`,
+      )).rows[0].at;
+      assert.equal(after, before);
+      await lock.release();
+    } finally {
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "queue bookkeeping: a run the queue gave up is failed with its message everywhere and never re-queued",
   ignore,
   async fn() {

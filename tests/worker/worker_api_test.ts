@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
-import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { pgConnectionOf, PostgresRunStore } from "../../src/store/postgres.ts";
 import { submitRun } from "../../src/worker/submit.ts";
 import { claimOrphans } from "../../src/worker/submissions.ts";
 import { startWorker } from "../../src/worker/worker.ts";
@@ -139,6 +139,70 @@ Deno.test({
       assert.deepEqual(lines.filter((l) => l.startsWith("error")), []);
     } finally {
       await worker.stop();
+      await store.close();
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "worker: a run that waited in the queue longer than a lease keeps its one job (the orphan check queues no second)",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const { root } = await pipelineWorkspace(0);
+    const script = pipelineScript() as Record<string, { output: unknown }[]>;
+    const store = new PostgresRunStore(db, { agent: "pipeline", leaseMs: 300 });
+    const lines: string[] = [];
+    let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+    try {
+      // Submitted while no worker runs (all busy, or starting): the job waits in the queue.
+      const runId = await submitRun(
+        store,
+        await loadAgentDefinition("pipeline", { cwd: root }),
+        { args: { topic: "x" } },
+        { url: db },
+      );
+      const c = await pgConnectionOf(store);
+      await waitFor(
+        "a lease period since the submission",
+        async () =>
+          (await c.query<{ old: boolean }>(
+            `SELECT created_at < clock_timestamp() - interval '400 milliseconds' AS old
+             FROM ${c.schema}.runs WHERE run_id = $1`,
+            [runId],
+          )).rows[0].old || undefined,
+      );
+      // The worker's first orphan check (before it takes any job) finds the run queued and never
+      // taken a lease period after its submission; its job still waits, so no second one is sent.
+      worker = await startWorker({
+        store: db,
+        agentRoot: join(root, ".agent"),
+        pollMs: 100,
+        leaseMs: 300,
+        log: (line) => void lines.push(line),
+        backendFor: () =>
+          Promise.resolve(
+            new ScriptedBackend((req) => script[req.stepId][0] as { output: unknown }),
+          ),
+      });
+      await waitFor(
+        "the run",
+        async () => (await store.loadCheckpoint(runId))?.status === "completed" || undefined,
+        20_000,
+      );
+      const jobs = await waitFor("its job completed", async () => {
+        const rows = (await c.query<{ state: string }>(
+          `SELECT state FROM stepflow_queue.job WHERE data->>'runId' = $1`,
+          [runId],
+        )).rows;
+        return rows.some((j) => j.state === "completed") ? rows : undefined;
+      });
+      assert.deepEqual(jobs, [{ state: "completed" }], "one job, the submitted one");
+      assert.deepEqual(lines.filter((l) => l.includes("re-queued")), []);
+    } finally {
+      await worker?.stop();
       await store.close();
       await Deno.remove(root, { recursive: true });
     }

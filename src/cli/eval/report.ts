@@ -6,6 +6,7 @@
  */
 import type { EvalCase } from "./cases.ts";
 import type { EvalRunOutcome } from "./run_eval.ts";
+import { costOrNull } from "../../token_counts.ts";
 
 /** One case's runs, summed up. */
 export interface EvalCaseSummary {
@@ -23,8 +24,15 @@ export interface EvalCaseSummary {
   steps: number;
   /** Tokens summed over the runs; `unknownCalls` counts calls without usage. */
   tokens: { input: number; output: number; unknownCalls: number };
-  /** Cost summed over the runs (US dollars). */
-  costUsd: number;
+  /**
+   * Cost summed over the runs (US dollars) of the calls that could be priced; `null` when none
+   * could (unknown, never 0).
+   */
+  costUsd: number | null;
+  /** Model calls over the runs. */
+  calls: number;
+  /** Calls whose cost is unknown: `costUsd` is a lower bound when this is above 0. */
+  callsWithoutCost: number;
   /** Wall time, averaged over the runs (ms). */
   durationMs: number;
   /** The failures of the first failed run. */
@@ -55,8 +63,15 @@ export interface EvalSummary {
   interrupted: boolean;
   /** Tokens over every run. */
   tokens: { input: number; output: number; unknownCalls: number };
-  /** Cost over every run. */
-  costUsd: number;
+  /**
+   * Cost over every run of the group (US dollars) of the calls that could be priced; `null` when
+   * none could.
+   */
+  costUsd: number | null;
+  /** Model calls over every run. */
+  calls: number;
+  /** Calls whose cost is unknown. */
+  callsWithoutCost: number;
   /** Wall time of the whole eval (ms). */
   durationMs: number;
   /** Per case. */
@@ -83,12 +98,11 @@ export function summarize(
   const passed = measured.filter((o) => o.passed).length;
   const passRate = measured.length === 0 ? 0 : passed / measured.length;
   const tokens = { input: 0, output: 0, unknownCalls: 0 };
-  let costUsd = 0;
+  const cost = costOver(measured);
   for (const o of measured) {
     tokens.input += o.tokens.input;
     tokens.output += o.tokens.output;
     tokens.unknownCalls += o.tokens.unknownCalls;
-    costUsd += o.costUsd;
   }
   return {
     agent,
@@ -101,7 +115,7 @@ export function summarize(
     planned: options.planned,
     interrupted: options.interrupted,
     tokens,
-    costUsd,
+    ...cost,
     durationMs: options.durationMs,
     cases: perCase,
   };
@@ -124,11 +138,32 @@ function caseSummary(name: string, runs: EvalRunOutcome[]): EvalCaseSummary {
     result: n === 0 ? "not run" : passed === n ? "pass" : passed === 0 ? "fail" : "flaky",
     steps: n === 0 ? 0 : runs.reduce((s, r) => s + r.steps, 0) / n,
     tokens,
-    costUsd: runs.reduce((s, r) => s + r.costUsd, 0),
+    ...costOver(runs),
     durationMs: n === 0 ? 0 : runs.reduce((s, r) => s + r.durationMs, 0) / n,
     failures: runs.find((r) => !r.passed)?.failures ?? [],
     runIds: runs.flatMap((r) => (r.runId ? [r.runId] : [])),
   };
+}
+
+/** The cost of `runs`: `null` when none of their calls could be priced. */
+function costOver(
+  runs: readonly EvalRunOutcome[],
+): { costUsd: number | null; calls: number; callsWithoutCost: number } {
+  const known = runs.reduce((s, r) => s + r.costUsd, 0);
+  const calls = runs.reduce((s, r) => s + r.calls, 0);
+  const callsWithoutCost = runs.reduce((s, r) => s + r.unknownCostCalls, 0);
+  return {
+    costUsd: costOrNull({ costUsd: known, calls, callsWithoutCost }),
+    calls,
+    callsWithoutCost,
+  };
+}
+
+/** A cost as the report writes it: `$0.0123`, `unknown`, `$0.0123+?`, `-` with no call. */
+function costText(c: { costUsd: number | null; calls: number; callsWithoutCost: number }): string {
+  if (c.calls === 0) return "-";
+  if (c.costUsd === null) return "unknown";
+  return `$${c.costUsd.toFixed(4)}${c.callsWithoutCost > 0 ? "+?" : ""}`;
 }
 
 /** The table and the summary lines, as printed on stdout. */
@@ -139,7 +174,7 @@ export function formatEvalReport(summary: EvalSummary): string {
     `${c.passed}/${c.runs}`,
     c.runs === 0 ? "-" : trimNumber(c.steps),
     tokenText(c.tokens),
-    c.costUsd > 0 ? `$${c.costUsd.toFixed(4)}` : "-",
+    costText(c),
     c.runs === 0 ? "-" : seconds(c.durationMs),
     c.failures.join("; "),
   ]);
@@ -160,9 +195,7 @@ export function formatEvalReport(summary: EvalSummary): string {
       percent(summary.passRate)
     }; --min-pass ${percent(summary.minPass)}) · ${summary.cases.length} cases · tokens ${
       tokenText(summary.tokens)
-    } · cost ${summary.costUsd > 0 ? `$${summary.costUsd.toFixed(4)}` : "-"} · ${
-      seconds(summary.durationMs)
-    }`,
+    } · cost of group ${summary.group}: ${costText(summary)} · ${seconds(summary.durationMs)}`,
   ];
   if (summary.interrupted) {
     lines.push(

@@ -11,7 +11,10 @@ import type { AgentDefinition } from "../../definition/types.ts";
 import { errorMessage } from "../../errors.ts";
 import { CHECK_RESPONSE_SCHEMA, interpretCheck } from "../../flow/check.ts";
 import { StepFlowRunner } from "../../flow/runner.ts";
-import type { StepFlowResult, StepFlowRunnerOptions } from "../../flow/types.ts";
+import type { RunUsage, StepFlowResult, StepFlowRunnerOptions } from "../../flow/types.ts";
+import { meterBackend } from "../../flow/metered_backend.ts";
+import { runPriceTable } from "../../flow/run_spend.ts";
+import { SpendLedger } from "../../flow/spend_ledger.ts";
 import type { LlmBackend, LlmResponse } from "../../llm/types.ts";
 import type { RunStore } from "../../store/types.ts";
 import {
@@ -22,6 +25,7 @@ import {
   assertPath,
 } from "../../testing/assertions.ts";
 import { runToolCalls, testCall, type TestRun } from "../../testing/run.ts";
+import { answersPermissions, answerWaits, scriptAnswers } from "../../testing/answers.ts";
 import { recordedCalls } from "../../llm/replay_file.ts";
 import { createRunCommandTool } from "../../tools/builtin_command.ts";
 import type { EvalCase } from "./cases.ts";
@@ -52,8 +56,12 @@ export interface EvalRunOutcome {
   steps: number;
   /** Tokens in and out (the judge's included). */
   tokens: { input: number; output: number; unknownCalls: number };
-  /** Cost in US dollars (the judge's included). */
+  /** Cost in US dollars of the calls that could be priced (the judge's included). */
   costUsd: number;
+  /** Model calls (the judge's included). */
+  calls: number;
+  /** Calls whose cost is unknown (no usage, or no price for the model): `costUsd` is a lower bound. */
+  unknownCostCalls: number;
   /** Wall time of the run and its checks. */
   durationMs: number;
 }
@@ -119,6 +127,8 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
     steps: 0,
     tokens: { input: 0, output: 0, unknownCalls: 0 },
     costUsd: 0,
+    calls: 0,
+    unknownCostCalls: 0,
     durationMs: 0,
   };
   const workspace = c.workspace
@@ -128,19 +138,36 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
     if (workspace) await cp(c.workspace!, workspace, { recursive: true });
     const cwd = workspace ?? options.cwd;
     const backend = await options.backendFor(c);
+    const answers = c.answers ?? scriptAnswers(backend);
     const runner = new StepFlowRunner(options.definition, {
       onWarning: () => {},
+      // A tool call's permission among the answers is waited for and answered, not refused.
+      ...(answersPermissions(answers) ? { permissionAsks: "wait" as const } : {}),
       ...options.runner,
       backend,
       store: options.store,
     });
-    const result = await runner.run({
+    const first = await runner.run({
       args: c.params,
       cwd,
       ...(options.group !== undefined ? { group: options.group } : {}),
       ...(c.stdin !== undefined ? { inputText: c.stdin } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    outcome.runId = first.runId;
+    // The run's waits (an input step, a permission) take the case's answers, else its script's.
+    let result = first;
+    let answered = 0;
+    try {
+      ({ result, used: answered } = await answerWaits(runner, first, answers, {
+        by: "eval",
+        source: c.answers ? `case "${c.name}"` : c.script ?? "the script",
+        ...(options.signal ? { signal: options.signal } : {}),
+      }));
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      outcome.failures.push(firstLine(errorMessage(error)));
+    }
     outcome.runId = result.runId;
     outcome.completionReason = result.completionReason;
     outcome.steps = result.iterations;
@@ -161,11 +188,12 @@ async function runCase(c: EvalCase, run: number, options: EvalOptions): Promise<
       log,
       drifts: [],
       warnings: [],
+      answered,
     };
     outcome.failures.push(...structuralFailures(c, testRun));
     if (c.expect.judge !== undefined) {
       outcome.failures.push(
-        ...await judge(c, result, options.definition.name, backend, cwd, outcome, options.signal),
+        ...await judge(c, result, options, backend, cwd, outcome),
       );
     }
     if (c.expect.command !== undefined) {
@@ -212,18 +240,28 @@ function structuralFailures(c: EvalCase, run: TestRun): string[] {
 async function judge(
   c: EvalCase,
   result: StepFlowResult,
-  agent: string,
+  options: EvalOptions,
   backend: LlmBackend,
   cwd: string,
   outcome: EvalRunOutcome,
-  signal?: AbortSignal,
 ): Promise<string[]> {
+  const agent = options.definition.name;
+  const signal = options.signal;
+  // The judge's call is priced like the run's (the same table, the same ledger rules).
+  const spent: RunUsage = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 };
+  const metered = meterBackend(
+    backend,
+    new SpendLedger({
+      state: { runId: "eval-judge", agent, usage: spent },
+      prices: runPriceTable(options.definition, options.runner?.pricing),
+    }),
+  );
   const shown = result.output !== undefined
     ? JSON.stringify(result.output, null, 2)
     : result.state.history.at(-1)?.answer?.text ?? "(no output)";
   let response: LlmResponse;
   try {
-    response = await backend.complete({
+    response = await metered.complete({
       kind: "check",
       agent,
       stepId: JUDGE_STEP_ID,
@@ -236,12 +274,7 @@ async function judge(
   } catch (error) {
     return [`the judge call failed: ${firstLine(errorMessage(error))}`];
   }
-  addUsage(outcome, {
-    inputTokens: response.usage?.inputTokens ?? 0,
-    outputTokens: response.usage?.outputTokens ?? 0,
-    costUsd: response.costUsd ?? 0,
-    callsWithoutUsage: response.usage ? 0 : 1,
-  });
+  addUsage(outcome, spent);
   const verdict = interpretCheck(response);
   return verdict.result === "ok" ? [] : [`judge: ng — ${firstLine(verdict.message)}`];
 }
@@ -266,14 +299,13 @@ async function command(cmd: string, cwd: string, signal?: AbortSignal): Promise<
   }
 }
 
-function addUsage(
-  outcome: EvalRunOutcome,
-  usage: { inputTokens: number; outputTokens: number; costUsd: number; callsWithoutUsage?: number },
-): void {
+function addUsage(outcome: EvalRunOutcome, usage: RunUsage): void {
   outcome.tokens.input += usage.inputTokens;
   outcome.tokens.output += usage.outputTokens;
   outcome.tokens.unknownCalls += usage.callsWithoutUsage ?? 0;
   outcome.costUsd += usage.costUsd;
+  outcome.calls += usage.calls;
+  outcome.unknownCostCalls += usage.callsWithoutCost ?? 0;
 }
 
 function firstLine(text: string): string {

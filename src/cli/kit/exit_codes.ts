@@ -12,9 +12,11 @@ export const EXIT_CODES: Readonly<{
   usage: 2;
   incomplete: 3;
   waiting: 4;
+  budgetExceeded: 5;
   internal: 70;
   locked: 75;
   interrupted: 130;
+  terminated: 143;
 }> = Object.freeze({
   /** The command did what was asked (a run completed). */
   success: 0,
@@ -25,19 +27,33 @@ export const EXIT_CODES: Readonly<{
    * backend that cannot be used at all (missing or refused credentials, SDK not installed).
    */
   usage: 2,
-  /** `run-plan`: every step ended, but some were skipped because approval was not given. */
+  /**
+   * A person said no, so the work was not all done: `run-plan` — every step ended, but some were
+   * skipped because approval was not given; `run-agent` — a person's answer at an input step
+   * stopped the run (it ended `declined`).
+   */
   incomplete: 3,
   /**
    * `run-agent`: the run waits for an answer at an input step and nobody is at a terminal to give
    * it; the run is recorded and is answered with `--answer RUN_ID --value '<json>'`.
    */
   waiting: 4,
+  /**
+   * `run-agent`: the run's budget is spent (`budget_exceeded`); the run is recorded and stays
+   * resumable: `--resume RUN_ID --budget-usd N` raises the budget and carries on inside the step.
+   */
+  budgetExceeded: 5,
   /** An unexpected internal error: a bug in stepflow (EX_SOFTWARE). */
   internal: 70,
   /** Another process holds the lock of the file (EX_TEMPFAIL: try again later). */
   locked: 75,
   /** Cancelled with Ctrl-C (128 + SIGINT). */
   interrupted: 130,
+  /**
+   * Cancelled with SIGTERM (128 + SIGTERM: `timeout`, `kill`, systemd, Docker, CI): the same clean
+   * stop as Ctrl-C.
+   */
+  terminated: 143,
 });
 
 /** One of {@linkcode EXIT_CODES}. */

@@ -1,10 +1,13 @@
 /**
- * Ctrl-C for every stepflow command line: the first one cancels the work cleanly (the run stops at
- * its next safe point, saves what it has and prints its result); a second one quits at once.
+ * Ctrl-C and SIGTERM for every stepflow command line: the first one cancels the work cleanly (the
+ * run stops at its next safe point, kills the processes it started, saves what it has and prints
+ * its result); a second one quits at once. SIGTERM — what `timeout`, `kill`, systemd, Docker and
+ * CI send — is treated exactly as Ctrl-C, with its own exit code (143 instead of 130).
  *
  * @module
  */
 import { pgWaitInFlight } from "../../store/pg_connection.ts";
+import { EXIT_CODES } from "./exit_codes.ts";
 import { exitProcess, QUIT_FLUSH_MS } from "./telemetry_export.ts";
 
 /**
@@ -86,23 +89,31 @@ export interface InterruptOptions {
   message: string;
   /** The abort reason the work sees (default: the standard `AbortError`). */
   reason?: unknown;
-  /** Also stop on these signals (e.g. `SIGTERM` for a worker). */
+  /** Also stop on these signals (SIGINT and SIGTERM always stop). */
   alsoOn?: readonly Deno.Signal[];
-  /** The exit code of a second Ctrl-C (default 130). */
+  /** The exit code of a second signal (default 128 + its number: 130 for SIGINT, 143 for SIGTERM). */
   quitCode?: number;
 }
 
 /** What {@linkcode listenForInterrupt} gives: the signal to pass as `io.signal`, and its removal. */
 export interface InterruptListener {
-  /** Aborted at the first Ctrl-C. */
+  /** Aborted at the first Ctrl-C or SIGTERM. */
   readonly signal: AbortSignal;
+  /** The signal that cancelled the work, once one did. */
+  readonly by: Deno.Signal | undefined;
+  /**
+   * The exit code to end with, from the command's: 130 ("cancelled with Ctrl-C") becomes 143 when
+   * SIGTERM cancelled the work; any other code is kept.
+   */
+  exitCode(code: number): number;
   /** Removes the signal listeners. */
   [Symbol.dispose](): void;
 }
 
 /**
- * Listens for Ctrl-C on the real process with {@linkcode createInterruptHandler}: the first prints
- * `message` and aborts `signal`; a second one (after the grace window) exits with `quitCode`.
+ * Listens for Ctrl-C and SIGTERM on the real process with {@linkcode createInterruptHandler}: the
+ * first prints `message` (after "SIGTERM: " for a SIGTERM) and aborts `signal`; a second one (after
+ * the grace window) exits with `quitCode`.
  * A command that is (or starts) waiting on a PostgreSQL server that does not answer exits with
  * `quitCode` at once after the first: nothing can be saved to a silent server, and whatever it
  * committed before stays (a run resumes from its last committed iteration).
@@ -111,9 +122,16 @@ export interface InterruptListener {
 export function listenForInterrupt(options: InterruptOptions): InterruptListener {
   const controller = new AbortController();
   let unwatch: (() => void) | undefined;
+  let by: Deno.Signal | undefined;
+  let latest: Deno.Signal = "SIGINT";
+  const quitCode = () => options.quitCode ?? signalExitCode(by ?? latest);
   const handler = createInterruptHandler({
     cancel: () => {
-      if (options.message) Deno.stderr.writeSync(new TextEncoder().encode(options.message));
+      by = latest;
+      const message = by === "SIGINT" || !options.message
+        ? options.message
+        : `${options.message.startsWith("\n") ? "\n" : ""}${by}: ${options.message.trimStart()}`;
+      if (message) Deno.stderr.writeSync(new TextEncoder().encode(message));
       controller.abort(options.reason);
       unwatch = quitWhenDatabaseStalls((displayUrl, waitedMs) => {
         Deno.stderr.writeSync(
@@ -123,26 +141,40 @@ export function listenForInterrupt(options: InterruptOptions): InterruptListener
             } s; quitting without waiting for it (what it committed stays).\n`,
           ),
         );
-        void exitProcess(options.quitCode ?? 130, QUIT_FLUSH_MS);
+        void exitProcess(quitCode(), QUIT_FLUSH_MS);
       });
     },
     // Spans already ended still reach the collector (a bounded wait); the run's own are cut short.
-    quit: () => void exitProcess(options.quitCode ?? 130, QUIT_FLUSH_MS),
+    quit: () => void exitProcess(options.quitCode ?? signalExitCode(latest), QUIT_FLUSH_MS),
   });
-  const installed: Deno.Signal[] = [];
-  for (const name of ["SIGINT", ...(options.alsoOn ?? [])] as Deno.Signal[]) {
+  const installed: [Deno.Signal, () => void][] = [];
+  for (const name of new Set<Deno.Signal>(["SIGINT", "SIGTERM", ...(options.alsoOn ?? [])])) {
+    const listener = () => {
+      latest = name;
+      handler();
+    };
     try {
-      Deno.addSignalListener(name, handler);
-      installed.push(name);
+      Deno.addSignalListener(name, listener);
+      installed.push([name, listener]);
     } catch {
       // Not every platform delivers every signal.
     }
   }
   return {
     signal: controller.signal,
+    get by() {
+      return by;
+    },
+    exitCode: (code) =>
+      code === EXIT_CODES.interrupted && by === "SIGTERM" ? EXIT_CODES.terminated : code,
     [Symbol.dispose]() {
       unwatch?.();
-      for (const name of installed) Deno.removeSignalListener(name, handler);
+      for (const [name, listener] of installed) Deno.removeSignalListener(name, listener);
     },
   };
+}
+
+/** The conventional exit code of a process ended by `signal` (128 + its number). */
+function signalExitCode(signal: Deno.Signal): number {
+  return signal === "SIGTERM" ? EXIT_CODES.terminated : EXIT_CODES.interrupted;
 }

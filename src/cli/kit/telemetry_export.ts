@@ -157,11 +157,6 @@ export interface TelemetryExportOptions {
   env?: Record<string, string | undefined>;
   /** Where notes and the SDK's diagnostics go (default: stderr). */
   warn?: (line: string) => void;
-  /**
-   * True for a command that stops gracefully on SIGTERM itself (worker, mcp): its normal exit
-   * flushes. Otherwise SIGTERM ends the open spans, flushes and exits with 143.
-   */
-  handlesSigterm?: boolean;
 }
 
 let active: TelemetryExport | undefined;
@@ -213,7 +208,6 @@ export async function startTelemetryExport(
   exitBoundMs = flushBound(env);
   exitEndpoint = endpoint;
   active = running;
-  if (!options.handlesSigterm) listenForTermination();
   return running;
 }
 
@@ -243,15 +237,6 @@ export async function exitProcess(code: number, boundMs?: number): Promise<never
     }
   }
   Deno.exit(code);
-}
-
-/** SIGTERM on a command that does not stop gracefully on it: flush, then exit 143 (128 + 15). */
-function listenForTermination(): void {
-  try {
-    Deno.addSignalListener("SIGTERM", () => void exitProcess(143, QUIT_FLUSH_MS));
-  } catch {
-    // Not every platform delivers SIGTERM.
-  }
 }
 
 type SdkModules = Record<string, Record<string, unknown>>;
