@@ -42,6 +42,9 @@ import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
 import { openRunQueue, type RunJobInfo, type RunQueue } from "./queue.ts";
 import { RateLimitYield } from "../llm/retry.ts";
+import { FanOutSuspended } from "../flow/child_queue.ts";
+import type { ParentRunLink } from "../flow/types.ts";
+import { FanOutJobs } from "./fan_out_jobs.ts";
 import { defaultModelOf } from "../llm/model_chain.ts";
 import { clockTime } from "../events/model_notice_text.ts";
 import {
@@ -109,6 +112,12 @@ export interface WorkerOptions {
   backendFor?: (definition: AgentDefinition, request: SubmittedRequest) => Promise<LlmBackend>;
   /** One line per run started, suspended or ended, and per problem. */
   log?: (line: string) => void;
+  /**
+   * A run whose fan-out step waits for its children on the workers gives its slot back and is
+   * queued again when they end; without that wake (a worker killed at that moment) it is looked at
+   * again after this long (default 60 000 ms, `DEFAULT_FANOUT_RECHECK_MS`, plus the lease).
+   */
+  fanOutRecheckMs?: number;
 }
 
 /** What `--submit` records for a run (plain JSON). */
@@ -140,6 +149,10 @@ export interface SubmittedRequest {
    * the run's lock ({@linkcode RerunPermission}).
    */
   rerunUnfinishedCall?: RerunPermission;
+  /** A fan-out step's child: the parent it belongs to (`RunOptions.parent`). */
+  parent?: ParentRunLink;
+  /** A fan-out step's child: the parent's backend choice, which the child starts on. */
+  backendChoice?: BackendChoice;
 }
 
 /** A running worker. */
@@ -275,6 +288,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     await store.close();
     throw error;
   }
+  // Fan-out steps queue their children here: any worker takes them (fan_out_jobs.ts).
+  const childJobs = new FanOutJobs(store, queue, (m) => log(`warning: ${m}`));
   const cwd = options.cwd ?? Deno.cwd();
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
@@ -330,7 +345,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     // The backend the run recorded (a worker that died drove it), else the agent's with the
     // submitted model; this worker's backend flags override either, field by field.
     const behavior = definition.agent.behavior;
-    const recorded = checkpoint ? recordedBackendChoice(checkpoint.state) : undefined;
+    const recorded = checkpoint ? recordedBackendChoice(checkpoint.state) : request.backendChoice;
     const choice = mergeBackendChoice(
       recorded ?? {
         backend: behavior.backend ?? DEFAULT_BACKEND,
@@ -366,6 +381,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         : {}),
       ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.pricing !== undefined ? { pricing: request.pricing } : {}),
+      childQueue: childJobs,
     });
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
     // The user's permission to run unfinished calls again is read only by the drive that holds
@@ -390,9 +406,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           ...(request.permissionMode !== undefined
             ? { permissionMode: request.permissionMode }
             : {}),
+          ...(request.parent !== undefined ? { parent: request.parent } : {}),
         },
       );
       log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+      // A fan-out child gives its place to the step's next child, and may wake its parent.
+      await childJobs.childEnded(runId, result.completionReason);
       // Ended or waiting: the calls a permission covered are behind the run.
       if (seen || request.rerunUnfinishedCall !== undefined) {
         await clearRerunPermission(store, runId).catch((error) =>
@@ -401,6 +420,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       }
     } catch (error) {
       const code = error instanceof StepflowError ? error.code : "";
+      if (error instanceof FanOutSuspended) {
+        return await childJobs.parentSuspended(runId, error, options.fanOutRecheckMs, log);
+      }
       if (code === "RUN_SUSPENDED") {
         await queue.send(runId);
         log(`run ${runId}: iteration committed, lease released, back on the queue`);
