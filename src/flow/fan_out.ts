@@ -249,7 +249,7 @@ class FanOut {
       stepId: ctx.step.id,
       concurrency: this.#concurrency,
     };
-    const noticed: string[] = [];
+    const noticed = { ended: [] as string[], waiting: [] as string[] };
     const queued: QueuedChild[] = [];
     let out = 0;
     while (this.#queue.length > 0 && !this.#stopped) {
@@ -271,10 +271,10 @@ class FanOut {
       const checkpoint = await childCheckpoint(linkedStore(ctx, slot), slot.child.runId);
       const ended = checkpoint ? endedResult(checkpoint) : undefined;
       if (ended) {
-        noticed.push(slot.child.runId);
+        noticed.ended.push(slot.child.runId);
         await this.#itemEnded(slot, ended); // a retry puts the item back in the queue
       } else if (checkpoint?.status === "waiting") {
-        noticed.push(slot.child.runId);
+        noticed.waiting.push(slot.child.runId);
         slot.phase = "waiting";
         slot.waits = waitsOf(
           checkpoint.state as { waiting?: PendingInput; waits?: PendingInput[] },
@@ -288,7 +288,7 @@ class FanOut {
     // Every link durable before its child is queued: a resume never queues a second one.
     await this.#write(() => ctx.flush());
     if (queued.length > 0) await queue.enqueue(fanOut, queued);
-    if (noticed.length > 0) await queue.noticed(fanOut.parentRunId, noticed);
+    if (noticed.ended.length + noticed.waiting.length > 0) await queue.noticed(fanOut, noticed);
     await this.#report();
     if (this.#failure) {
       // The first failure stops the rest: none queued starts, the ones out are cancelled.

@@ -478,8 +478,15 @@ export interface ChildQueue {
    * one by one as children end.
    */
   enqueue(fanOut: QueuedFanOut, children: readonly QueuedChild[]): Promise<void>;
-  /** The parent took these children's ends (or waits) up: they wake it no more. */
-  noticed(parentRunId: string, childRunIds: readonly string[]): Promise<void>;
+  /**
+   * The parent took these children's ends (and waits) up: they wake it no more. A child whose end
+   * its worker did not get to count (killed just after) is counted now: its place goes to the
+   * step's next child.
+   */
+  noticed(
+    fanOut: QueuedFanOut,
+    seen: { ended: readonly string[]; waiting: readonly string[] },
+  ): Promise<void>;
   /**
    * Stops the step's children (onItemError `fail`): the ones not sent yet never start, the ones out
    * are asked to cancel. Returns the children asked to cancel.

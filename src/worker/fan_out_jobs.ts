@@ -102,14 +102,27 @@ export class FanOutJobs implements ChildQueue {
     await this.#dispatch(fanOut.parentRunId, fanOut.stepId);
   }
 
-  /** Marks children whose ends (or waits) the parent took up. */
-  async noticed(parentRunId: string, childRunIds: readonly string[]): Promise<void> {
+  /**
+   * Marks children whose ends (or waits) the parent took up; one whose worker did not count its
+   * end (killed just after it) is counted here, and its place given to the step's next child.
+   */
+  async noticed(
+    fanOut: QueuedFanOut,
+    seen: { ended: readonly string[]; waiting: readonly string[] },
+  ): Promise<void> {
     const c = await pgConnectionOf(this.#store);
-    await c.query(
-      `UPDATE ${c.schema}.fanout_children SET noticed = true
-         WHERE parent_run_id = $1 AND child_run_id = ANY($2::text[])`,
-      [parentRunId, [...childRunIds]],
-    );
+    const counted = (await c.query(
+      `UPDATE ${c.schema}.fanout_children SET noticed = true,
+           state = CASE
+             WHEN state <> 'sent' THEN state
+             WHEN child_run_id = ANY($3::text[]) THEN 'waiting'
+             ELSE 'ended' END,
+           ended_at = COALESCE(ended_at, clock_timestamp())
+         WHERE parent_run_id = $1 AND child_run_id = ANY($2::text[])
+         RETURNING child_run_id`,
+      [fanOut.parentRunId, [...seen.ended, ...seen.waiting], [...seen.waiting]],
+    )).rows;
+    if (counted.length > 0) await this.#dispatch(fanOut.parentRunId, fanOut.stepId);
   }
 
   /** The step's pending children never start; the ones out are asked to cancel. */
