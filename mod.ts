@@ -90,10 +90,12 @@ export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./s
 // The runner.
 export {
   type AnswerOptions,
+  type ChildQueue,
   type ChildRunLink,
   type CompletionReason,
   DEFAULT_MAX_AGENT_DEPTH,
   type FanOutMark,
+  FanOutSuspended,
   type HistoryEntry,
   type InStepMarker,
   MAX_HISTORY_TOOL_CALLS,
@@ -105,6 +107,8 @@ export {
   type PermissionGrant,
   type PermissionReply,
   type PermissionRequest,
+  type QueuedChild,
+  type QueuedFanOut,
   type RecordedAnswer,
   type RerunUnfinishedCallCheck,
   type RunHandle,

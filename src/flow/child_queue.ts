@@ -24,6 +24,8 @@ export class FanOutSuspended extends Error {
   readonly open: number;
 
   /**
+   * The stop of a fan-out step's drive while `open` of its children are out.
+   *
    * @param stepId the fan-out step
    * @param open children still out
    */
