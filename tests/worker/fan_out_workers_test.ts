@@ -100,7 +100,7 @@ Deno.test({
             fleetResponder({
               files: paths,
               failing: (p) => p === "src/f1.ts",
-              delayMs: (p) => p === "src/f1.ts" ? 20 : 400,
+              delayMs: (p) => p === "src/f1.ts" ? 20 : 1_000,
             }),
           ),
         ),
@@ -116,12 +116,15 @@ Deno.test({
         "FANOUT_ITEM_FAILED",
       );
       const [fanOut] = fanOutsOf(await store.readLog(runId));
+      assert.equal(fanOut.items.size, 8);
       const reviewer = new PostgresRunStore(db, { agent: "reviewer" });
       try {
         const runs = (await reviewer.list()).filter((r) => r.agent === "reviewer");
-        // Items 0 and 1 went out together; 1 failed; at most one more had been sent in its place.
-        assert.ok(runs.length <= 3, `children that ran: ${runs.length}`);
-        assert.ok(fanOut.items.size === 8);
+        // Items 0 and 1 went out together and 1 failed at once: one more went out in its place
+        // (more only on a machine so busy that the parent's pickup took seconds); the others never
+        // started, and never more than two at once.
+        assert.ok(runs.length >= 3 && runs.length < 8, `children that ran: ${runs.length}`);
+        assert.ok(await mostAtOnce(reviewer, runs.map((r) => r.runId)) <= 2);
       } finally {
         await reviewer.close();
       }
