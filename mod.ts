@@ -90,11 +90,13 @@ export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./s
 // The runner.
 export {
   type AnswerOptions,
+  type ChildQueue,
   type ChildRunLink,
   type CompletionReason,
   type DeclinedAnswer,
   DEFAULT_MAX_AGENT_DEPTH,
   type FanOutMark,
+  FanOutSuspended,
   type HistoryEntry,
   type InStepMarker,
   MAX_HISTORY_TOOL_CALLS,
@@ -106,6 +108,8 @@ export {
   type PermissionGrant,
   type PermissionReply,
   type PermissionRequest,
+  type QueuedChild,
+  type QueuedFanOut,
   type RecordedAnswer,
   type RerunUnfinishedCallCheck,
   type RunHandle,

@@ -28,12 +28,14 @@ import { newRunId } from "../store/run_id.ts";
 import { fanOutAt, type FanOutRecord } from "../store/fan_out_lines.ts";
 import { readLogFrom, type RunStore } from "../store/types.ts";
 import type { ChildLimiter } from "./child_limiter.ts";
+import { type ChildQueue, FanOutSuspended, type QueuedChild } from "./child_queue.ts";
 import {
   accountedRunner,
   childCheckpoint,
   type ChildRunner,
   childStore,
   driveLinkedChild,
+  endedResult,
   zeroUsage,
 } from "./child_run.ts";
 import { addUsageBeyond, BudgetExceeded, type SpendLedger } from "./spend_ledger.ts";
@@ -111,6 +113,8 @@ export interface FanOutContext {
    * child is checked against the run's budget (a spent budget starts no more children).
    */
   spend?: SpendLedger;
+  /** The workers' queue: the children run there, not here (`child_queue.ts`). */
+  childQueue?: ChildQueue;
 }
 
 /** Runs (or continues) a fan-out step's iteration; see the module documentation. */
@@ -210,6 +214,7 @@ class FanOut {
   async run(): Promise<StepResult> {
     await this.#open();
     await this.#report();
+    if (this.#ctx.childQueue) return await this.#runOnWorkers(this.#ctx.childQueue);
     for (;;) {
       await this.#ctx.waitIfPaused();
       if (this.#stopped) break;
@@ -229,6 +234,87 @@ class FanOut {
     await Promise.allSettled(this.#running.values());
     await this.#journal;
     return this.#settle();
+  }
+
+  /**
+   * The iteration when the children run on the workers (`child_queue.ts`): each linked child is
+   * looked at (ended: settled here; waiting: listed; else still out), new children are linked and
+   * queued — the queue sends them to the workers `concurrency` at a time — and while any is out,
+   * the drive stops ({@linkcode FanOutSuspended}) until the workers wake the run again.
+   */
+  async #runOnWorkers(queue: ChildQueue): Promise<StepResult> {
+    const ctx = this.#ctx;
+    const fanOut = {
+      parentRunId: ctx.state.runId,
+      stepId: ctx.step.id,
+      concurrency: this.#concurrency,
+    };
+    const noticed = { ended: [] as string[], waiting: [] as string[] };
+    const queued: QueuedChild[] = [];
+    let out = 0;
+    while (this.#queue.length > 0 && !this.#stopped) {
+      const slot = this.#items[this.#queue.shift()!];
+      if (!slot.child) {
+        let args: Record<string, unknown>;
+        try {
+          args = childArgs(ctx.step, ctx.state, { value: slot.value });
+        } catch (error) {
+          await this.#itemEnded(slot, undefined, error);
+          continue;
+        }
+        await this.#link(slot);
+        queued.push(this.#queuedChild(slot, args));
+        slot.phase = "running";
+        out++;
+        continue;
+      }
+      const checkpoint = await childCheckpoint(linkedStore(ctx, slot), slot.child.runId);
+      const ended = checkpoint ? endedResult(checkpoint) : undefined;
+      if (ended) {
+        noticed.ended.push(slot.child.runId);
+        await this.#itemEnded(slot, ended); // a retry puts the item back in the queue
+      } else if (checkpoint?.status === "waiting") {
+        noticed.waiting.push(slot.child.runId);
+        slot.phase = "waiting";
+        slot.waits = waitsOf(
+          checkpoint.state as { waiting?: PendingInput; waits?: PendingInput[] },
+        );
+      } else {
+        // Queued, or driven by a worker (one killed meanwhile: taken over as any run is).
+        slot.phase = "running";
+        out++;
+      }
+    }
+    // Every link durable before its child is queued: a resume never queues a second one.
+    await this.#write(() => ctx.flush());
+    if (queued.length > 0) await queue.enqueue(fanOut, queued);
+    if (noticed.ended.length + noticed.waiting.length > 0) await queue.noticed(fanOut, noticed);
+    await this.#report();
+    if (this.#failure) {
+      // The first failure stops the rest: none queued starts, the ones out are cancelled.
+      await queue.cancel(fanOut);
+      this.#mark.failed = true;
+      return this.#settle();
+    }
+    if (out > 0) {
+      await this.#noteWaits();
+      throw new FanOutSuspended(ctx.step.id, out);
+    }
+    return this.#settle();
+  }
+
+  /** An item's child as the queue records it. */
+  #queuedChild(slot: ItemSlot, args: Record<string, unknown>): QueuedChild {
+    const { state, step } = this.#ctx;
+    return {
+      runId: slot.child!.runId,
+      agent: step.child!,
+      position: slot.index,
+      args,
+      parent: this.#parentLink(slot),
+      ...(state.backendChoice ? { backendChoice: state.backendChoice } : {}),
+      ...(state.permissionMode ? { permissionMode: state.permissionMode } : {}),
+    };
   }
 
   // -----------------------------------------------------------------------------------------------
@@ -393,28 +479,7 @@ class FanOut {
         continue;
       }
       if (!slot.child) {
-        slot.attempts++;
-        const own = this.#ctx.store?.forAgent?.(this.#ctx.step.child!) ?? this.#ctx.store;
-        slot.child = {
-          runId: newRunId(),
-          attempt: slot.attempts,
-          ...(own !== this.#ctx.store ? { store: "agent" as const } : {}),
-          startedAt: new Date().toISOString(),
-        };
-        // Counted from nothing, in the checkpoint that makes its link durable.
-        this.#countedOf(slot);
-        await this.#write(() =>
-          this.#ctx.log({
-            type: "fanout_child",
-            stepId: this.#ctx.step.id,
-            index: slot.index,
-            childRunId: slot.child!.runId,
-            agent: this.#ctx.step.child!.name,
-            attempt: slot.child!.attempt,
-            item: slot.label,
-            ...(slot.child!.store ? { store: slot.child!.store } : {}),
-          })
-        );
+        await this.#link(slot);
         linked = true;
       }
       starting.push({ slot, args });
@@ -423,6 +488,32 @@ class FanOut {
     if (linked) await this.#write(() => this.#ctx.flush());
     for (const { slot, args } of starting) this.#launch(slot, args);
     if (starting.length > 0) await this.#report();
+  }
+
+  /** Links a new child to the item: its id logged (`fanout_child`), durable at the next flush. */
+  async #link(slot: ItemSlot): Promise<void> {
+    slot.attempts++;
+    const own = this.#ctx.store?.forAgent?.(this.#ctx.step.child!) ?? this.#ctx.store;
+    slot.child = {
+      runId: newRunId(),
+      attempt: slot.attempts,
+      ...(own !== this.#ctx.store ? { store: "agent" as const } : {}),
+      startedAt: new Date().toISOString(),
+    };
+    // Counted from nothing, in the checkpoint that makes its link durable.
+    this.#countedOf(slot);
+    await this.#write(() =>
+      this.#ctx.log({
+        type: "fanout_child",
+        stepId: this.#ctx.step.id,
+        index: slot.index,
+        childRunId: slot.child!.runId,
+        agent: this.#ctx.step.child!.name,
+        attempt: slot.child!.attempt,
+        item: slot.label,
+        ...(slot.child!.store ? { store: slot.child!.store } : {}),
+      })
+    );
   }
 
   /** Drives one item's child (a place is taken); settles the item when the drive ends. */
@@ -450,15 +541,7 @@ class FanOut {
     const state = ctx.state;
     const link = slot.child!;
     const store = linkedStore(ctx, slot);
-    const parent: ParentRunLink = {
-      runId: state.runId,
-      agent: ctx.parentAgent,
-      stepId: ctx.step.id,
-      depth: this.#depth,
-      item: slot.index,
-      agentDir: ctx.parentDir,
-      agentRoot: agentRootOf(ctx.step, ctx.parentDir),
-    };
+    const parent = this.#parentLink(slot);
     const redriveFailed = slot.redrive === true;
     delete slot.redrive;
     const runner = ctx.childRunner(store, (stepId) => {
@@ -479,6 +562,20 @@ class FanOut {
       ...(ctx.rerunUnfinishedCall ? { rerunUnfinishedCall: ctx.rerunUnfinishedCall } : {}),
       ...(redriveFailed ? { redriveFailed } : {}),
     });
+  }
+
+  /** The parent link of an item's child. */
+  #parentLink(slot: ItemSlot): ParentRunLink {
+    const ctx = this.#ctx;
+    return {
+      runId: ctx.state.runId,
+      agent: ctx.parentAgent,
+      stepId: ctx.step.id,
+      depth: this.#depth,
+      item: slot.index,
+      agentDir: ctx.parentDir,
+      agentRoot: agentRootOf(ctx.step, ctx.parentDir),
+    };
   }
 
   // -----------------------------------------------------------------------------------------------

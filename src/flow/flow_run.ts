@@ -39,6 +39,7 @@ import { createRunJournal, restoreUnchanged, type RunJournal } from "./checkpoin
 import { type ChildRunner, DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
 import { ChildLimiter } from "./child_limiter.ts";
 import { FanOutHalted, runFanOut } from "./fan_out.ts";
+import { FanOutSuspended } from "./child_queue.ts";
 import type { RunStore } from "../store/types.ts";
 import {
   completionOutcome,
@@ -430,6 +431,8 @@ export class FlowRun {
       // does a fan-out child that cannot go on by itself (its resume refused a tool call's rerun).
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
       if (result.error instanceof FanOutHalted) throw result.error.cause;
+      // A fan-out whose children run on the workers gives the slot back until they end.
+      if (result.error instanceof FanOutSuspended) throw result.error;
       if (result.error instanceof BudgetExceeded) {
         const stop = budgetStopInStep(this.#spend!, state, step, inStep, result.error);
         this.#end(state, "budget_exceeded", step.id, stop);
@@ -736,6 +739,7 @@ export class FlowRun {
           ? { rerunUnfinishedCall: this.#runOptions.rerunUnfinishedCall }
           : {}),
         ...(this.#spend ? { spend: this.#spend } : {}),
+        ...(options.childQueue ? { childQueue: options.childQueue } : {}),
       });
     } finally {
       if (holds) {

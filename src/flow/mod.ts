@@ -26,6 +26,12 @@ export type {
 export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
 export { type RunHandle, type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink, FanOutMark } from "./run_state.ts";
+export {
+  type ChildQueue,
+  FanOutSuspended,
+  type QueuedChild,
+  type QueuedFanOut,
+} from "./child_queue.ts";
 export type { StepSpend } from "./spend_records.ts";
 export type { InStepMarker } from "./tool_call_resume.ts";
 export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";

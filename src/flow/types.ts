@@ -13,6 +13,7 @@ import type { PermissionAsk, PermissionReply } from "../engine/tool_loop.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
 import type { ModelPricing, RunBudget } from "../definition/schema.ts";
 import type { PriceTable } from "../llm/pricing.ts";
+import type { AgentDefinition } from "../definition/types.ts";
 
 export type { PermissionAsk, PermissionReply };
 
@@ -362,6 +363,12 @@ export interface StepFlowRunnerOptions {
    */
   maxChildren?: number;
   /**
+   * Where fan-out steps queue their children instead of driving them here: a worker gives its
+   * queue, so each child is a run of its own taken by any worker, and the parent gives its slot
+   * back while they run (docs/scaling.md, "Fan-out steps on the workers").
+   */
+  childQueue?: ChildQueue;
+  /**
    * Answers the tool calls that ask for permission (the step's `permissionMode` and `allowedTools`
    * neither allow nor refuse them). Awaited before the call runs; the time it takes counts toward
    * the step's timeout. Without it a call that asks is refused — unless an earlier `"always"` of
@@ -479,4 +486,57 @@ export interface RunOptions {
    * checkpoint and summary). Callers leave it out.
    */
   parent?: ParentRunLink;
+}
+
+/** One child to queue: a run of `agent` under its id, linked to its parent and item. */
+export interface QueuedChild {
+  /** The child run (its link is in the parent's log and checkpoint already). */
+  runId: string;
+  /** The child's agent. */
+  agent: AgentDefinition;
+  /** The item's index: children are sent to the workers in item order. */
+  position: number;
+  /** The child's parameters. */
+  args: Record<string, unknown>;
+  /** The parent it belongs to. */
+  parent: ParentRunLink;
+  /** The parent's backend choice (the child records the same). */
+  backendChoice?: RunOptions["backendChoice"];
+  /** The parent's permission mode. */
+  permissionMode?: RunOptions["permissionMode"];
+}
+
+/** A fan-out step of one parent run, as the queue knows it. */
+export interface QueuedFanOut {
+  /** The parent run. */
+  parentRunId: string;
+  /** The fan-out step. */
+  stepId: string;
+  /** The step's children out at once, over every worker. */
+  concurrency: number;
+}
+
+/** The queue a fan-out step's children go to (a worker's; see the module documentation). */
+export interface ChildQueue {
+  /**
+   * Records each child as a queued run of its agent (idempotent per child: a parent that was
+   * killed after it queued some does no harm queueing them again) and sends the first of the
+   * step's children to the workers, as many as `concurrency` leaves room for; the others are sent
+   * one by one as children end.
+   */
+  enqueue(fanOut: QueuedFanOut, children: readonly QueuedChild[]): Promise<void>;
+  /**
+   * The parent took these children's ends (and waits) up: they wake it no more. A child whose end
+   * its worker did not get to count (killed just after) is counted now: its place goes to the
+   * step's next child.
+   */
+  noticed(
+    fanOut: QueuedFanOut,
+    seen: { ended: readonly string[]; waiting: readonly string[] },
+  ): Promise<void>;
+  /**
+   * Stops the step's children (onItemError `fail`): the ones not sent yet never start, the ones out
+   * are asked to cancel. Returns the children asked to cancel.
+   */
+  cancel(fanOut: QueuedFanOut): Promise<string[]>;
 }

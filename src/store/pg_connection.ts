@@ -342,6 +342,31 @@ const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${s}.runs ADD COLUMN given_up text, ADD COLUMN given_up_at timestamptz`,
     ],
   },
+  {
+    version: 4,
+    name: "fan-out children queued on the workers",
+    // One row per child of a fan-out step run on the workers: `pending` (not sent yet: the
+    // step's concurrency is full; its run row is made when it is sent), `sent` (a job is out or a
+    // worker drives it), `waiting`, `ended`, `cancelled`; `noticed` once the parent took its end up.
+    sql: (s) => [
+      `CREATE TABLE ${s}.fanout_children (
+        child_run_id text PRIMARY KEY,
+        parent_run_id text NOT NULL,
+        step_id text NOT NULL,
+        position integer NOT NULL,
+        concurrency integer NOT NULL,
+        agent text NOT NULL,
+        agent_hash text NOT NULL,
+        request json NOT NULL,
+        state text NOT NULL DEFAULT 'pending',
+        failed boolean NOT NULL DEFAULT false,
+        noticed boolean NOT NULL DEFAULT false,
+        sent_at timestamptz,
+        ended_at timestamptz
+      )`,
+      `CREATE INDEX fanout_children_parent ON ${s}.fanout_children (parent_run_id, step_id, state, position)`,
+    ],
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -1,0 +1,136 @@
+/**
+ * Fan-out steps on the workers: the children are runs of their own, queued as jobs and taken by
+ * every worker; the parent gives its slot back while they run and is queued again when the last
+ * one ends (or one fails under `fail`); the step's `concurrency` holds over all workers, measured
+ * from the children's recorded start and end times.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { loadAgentDefinition } from "../../src/definition/load.ts";
+import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { PostgresRunStore } from "../../src/store/postgres.ts";
+import { fanOutsOf } from "../../src/store/fan_out_lines.ts";
+import { startWorker } from "../../src/worker/worker.ts";
+import { submitRun } from "../../src/worker/submit.ts";
+import { fleetResponder, writeFleetAgents } from "../flow/fan_out_fixtures.ts";
+import { freshDatabase, pg } from "../store/pg_server.ts";
+import { mostAtOnce, untilEnded } from "./fan_out_worker_helpers.ts";
+
+const files = (n: number) => Array.from({ length: n }, (_, i) => `src/f${i}.ts`);
+
+Deno.test({
+  name:
+    "fan-out on two workers: children spread over both, concurrency held across them, the parent holds no slot and is picked up after its last child",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const root = await Deno.makeTempDir({ prefix: "stepflow_fanout_workers_" });
+    await writeFleetAgents(root, { concurrency: 2, onItemError: "fail" });
+    const paths = files(6);
+    const drivenBy = new Map<string, string>();
+    // One slot per worker: with the parent holding one, two children could never run at once.
+    const start = (owner: string) =>
+      startWorker({
+        store: db,
+        agentRoot: join(root, ".agent"),
+        pollMs: 200,
+        owner,
+        log: () => {},
+        backendFor: () =>
+          Promise.resolve(
+            new ScriptedBackend((req) => {
+              if (req.stepId === "complete.review") drivenBy.set(req.prompt, owner);
+              return fleetResponder({ files: paths, delayMs: () => 150 })(req);
+            }),
+          ),
+      });
+    const workers = [await start("wa"), await start("wb")];
+    const store = new PostgresRunStore(db, { agent: "fleet" });
+    try {
+      const definition = await loadAgentDefinition("fleet", { cwd: root });
+      const runId = await submitRun(store, definition, {}, { url: db });
+      const parent = await untilEnded(store, runId, 60_000);
+      assert.equal(parent.status, "completed", JSON.stringify(parent.state.end));
+      const handoff = (parent.state.handoff as Record<string, unknown>)["review.each"] as {
+        results: { item: string; status: string; output: { verdict: string } }[];
+        counts: unknown;
+      };
+      assert.deepEqual(handoff.results.map((r) => r.item), paths);
+      assert.deepEqual(handoff.results.map((r) => r.output.verdict), paths.map((p) => `ok ${p}`));
+      assert.deepEqual(handoff.counts, { total: 6, completed: 6, failed: 0 });
+      // One child per item, each a completed run of the reviewer linked to its parent.
+      const [fanOut] = fanOutsOf(await store.readLog(runId));
+      const children: string[] = [];
+      for (const item of fanOut.items.values()) {
+        assert.equal(item.children.length, 1);
+        const child = (await store.loadCheckpoint(item.children[0].childRunId))!;
+        assert.equal(child.status, "completed");
+        assert.equal(child.agent, "reviewer");
+        assert.equal((child.state.parent as { runId: string }).runId, runId);
+        children.push(child.runId);
+      }
+      assert.deepEqual(new Set(drivenBy.values()), new Set(["wa", "wb"]), "both workers drove");
+      // Two at once (so the parent held no slot of the two), never three.
+      assert.equal(await mostAtOnce(store, children), 2);
+    } finally {
+      for (const w of workers) await w.stop();
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "fan-out on workers under onItemError fail: the first failed child wakes the parent, the queued ones never start, the step fails",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const root = await Deno.makeTempDir({ prefix: "stepflow_fanout_workers_fail_" });
+    await writeFleetAgents(root, { concurrency: 2, onItemError: "fail" });
+    const paths = files(8);
+    const worker = await startWorker({
+      store: db,
+      agentRoot: join(root, ".agent"),
+      concurrency: 3,
+      pollMs: 200,
+      log: () => {},
+      backendFor: () =>
+        Promise.resolve(
+          new ScriptedBackend(
+            fleetResponder({
+              files: paths,
+              failing: (p) => p === "src/f1.ts",
+              delayMs: (p) => p === "src/f1.ts" ? 20 : 1_000,
+            }),
+          ),
+        ),
+    });
+    const store = new PostgresRunStore(db, { agent: "fleet" });
+    try {
+      const definition = await loadAgentDefinition("fleet", { cwd: root });
+      const runId = await submitRun(store, definition, {}, { url: db });
+      const parent = await untilEnded(store, runId, 60_000);
+      assert.equal(parent.status, "failed");
+      assert.equal(
+        (parent.state.end as { error: { code: string } }).error.code,
+        "FANOUT_ITEM_FAILED",
+      );
+      const [fanOut] = fanOutsOf(await store.readLog(runId));
+      assert.equal(fanOut.items.size, 8);
+      const reviewer = new PostgresRunStore(db, { agent: "reviewer" });
+      try {
+        const runs = (await reviewer.list()).filter((r) => r.agent === "reviewer");
+        // Items 0 and 1 went out together and 1 failed at once: one more went out in its place
+        // (more only on a machine so busy that the parent's pickup took seconds); the others never
+        // started, and never more than two at once.
+        assert.ok(runs.length >= 3 && runs.length < 8, `children that ran: ${runs.length}`);
+        assert.ok(await mostAtOnce(reviewer, runs.map((r) => r.runId)) <= 2);
+      } finally {
+        await reviewer.close();
+      }
+    } finally {
+      await worker.stop();
+      await store.close();
+    }
+  },
+});
