@@ -59,6 +59,9 @@ export {
   listAgents,
   loadAgentDefinition,
   type LoadAgentOptions,
+  type ModelChainEntry,
+  type ModelOnBackend,
+  type ModelSetting,
   type OnErrorValue,
   type OnFail,
   type OnPass,
@@ -92,6 +95,7 @@ export {
   type HistoryEntry,
   type InStepMarker,
   MAX_HISTORY_TOOL_CALLS,
+  metricsEnabled,
   type ParentRunLink,
   type PendingInput,
   type PermissionAnswer,
@@ -106,6 +110,7 @@ export {
   type RunOptions,
   type RunPermissionAsk,
   type RunUsage,
+  SEMCONV_VERSION,
   SPAN_ATTRIBUTES,
   type StepFlowResult,
   StepFlowRunner,
@@ -115,6 +120,8 @@ export {
   tracingEnabled,
   type Transition,
 } from "./src/flow/mod.ts";
+// The paths a tool call reaches (in a permission ask).
+export type { ReachedPath } from "./src/flow/mod.ts";
 
 // LLM backends: the contract, the scripted backend, the real backends and the factory.
 export {
@@ -151,9 +158,13 @@ export {
   type LlmResponse,
   type LlmUsage,
   loadScriptFile,
+  ModelChainBackend,
+  modelChainFor,
+  type ModelChainOptions,
   type ModelPricing,
   OpenAiBackend,
   type OpenAiBackendOptions,
+  RateLimitYield,
   recordedBackendChoice,
   ReplayBackend,
   type ReplayCallRecord,
@@ -187,7 +198,11 @@ export {
   EVENT_NAMES,
   type EventName,
   type ExecutorEvents,
+  type FallbackReason,
   type FanOutReport,
+  type ModelFallbackEvent,
+  type ModelRef,
+  type RateLimitWaitEvent,
   type RunContext,
   type RunState,
   type StepInfo,

@@ -9,7 +9,11 @@
  *
  * @module
  */
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { StepflowError } from "./errors.ts";
+import { O_NOFOLLOW, openedPath, pinnedFolderPath } from "./opened_path.ts";
 import { pidAlive } from "./pid_alive.ts";
 
 /** Options of {@linkcode writeFileAtomic}. */
@@ -18,6 +22,16 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
   /** Abandons the write (the target is left untouched) when it fires before the rename. */
   signal?: AbortSignal;
+  /**
+   * The caller resolved the target's folder to its real path and checked it (the workspace, a
+   * permission rule): write into that folder and no other. The folder is opened once and must
+   * really be `dirname(file)`; on Linux the temporary file is created and renamed through the
+   * opened folder, so a folder swapped for a symbolic link after the check cannot redirect the
+   * write (elsewhere the temporary file's identity is checked before the rename). A folder that
+   * moved is `PATH_CHANGED`, and the folder is not created. The final name is never followed: the
+   * rename replaces whatever is there, a symbolic link included.
+   */
+  resolvedFolder?: boolean;
 }
 
 /**
@@ -41,25 +55,103 @@ export async function writeFileAtomic(
   options: AtomicWriteOptions = {},
 ): Promise<void> {
   const dir = dirname(file);
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  if (options.resolvedFolder) return await writeInResolvedFolder(file, bytes, options);
   await Deno.mkdir(dir, { recursive: true });
   await sweepFolderOnce(dir);
-  const temp = join(dir, `.${basename(file)}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const temp = join(dir, tempName(file));
   try {
-    options.signal?.throwIfAborted();
-    const handle = await Deno.open(temp, { write: true, createNew: true, mode: 0o644 });
-    try {
-      let written = 0;
-      while (written < bytes.length) written += await handle.write(bytes.subarray(written));
-      if (options.fsync ?? true) await handle.sync();
-    } finally {
-      handle.close();
-    }
+    await writeTemp(temp, bytes, options);
     options.signal?.throwIfAborted();
     await Deno.rename(temp, file);
   } catch (error) {
     await Deno.remove(temp).catch(() => {});
     throw error;
+  }
+}
+
+/** `writeFileAtomic` with `resolvedFolder`: every step goes through the folder the caller checked. */
+async function writeInResolvedFolder(
+  file: string,
+  bytes: Uint8Array,
+  options: AtomicWriteOptions,
+): Promise<void> {
+  const dir = dirname(file);
+  const folder = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW)
+    .catch(async (error) => {
+      const code = (error as { code?: string }).code;
+      // Gone, or no longer a folder of its own (a link, a file) since it was checked.
+      if (code === "ENOENT") throw folderChanged(file, "nothing (it was removed)");
+      if (code === "ENOTDIR" || code === "ELOOP") {
+        const now = await Deno.realPath(dir).catch(() => undefined);
+        throw folderChanged(file, now ? `"${now}"` : "a link or a file");
+      }
+      throw error;
+    });
+  try {
+    // Through the opened folder where the system names it (Linux), else through its path.
+    const base = pinnedFolderPath(folder.fd) ?? dir;
+    await checkFolder(folder.fd, dir, file);
+    await sweepFolderOnce(dir);
+    const name = tempName(file);
+    const temp = join(base, name);
+    try {
+      const identity = await writeTemp(temp, bytes, options);
+      if (base === dir) {
+        // No descriptor path: the temporary file must be the one in the checked folder.
+        const there = await Deno.lstat(join(dir, name)).catch(() => undefined);
+        if (!there || there.ino !== identity.ino || there.dev !== identity.dev) {
+          const now = await Deno.realPath(dir).catch(() => undefined);
+          throw folderChanged(file, now ? `"${now}"` : "nothing (it was removed)");
+        }
+      }
+      options.signal?.throwIfAborted();
+      await Deno.rename(temp, join(base, basename(file)));
+    } catch (error) {
+      await Deno.remove(temp).catch(() => {});
+      throw error;
+    }
+    // The folder itself moved while it was written to: say so (the write landed in it).
+    await checkFolder(folder.fd, dir, file);
+  } finally {
+    await folder.close();
+  }
+}
+
+/** Refuses (`PATH_CHANGED`) when the folder open as `fd` is not really `dir`. */
+async function checkFolder(fd: number, dir: string, file: string): Promise<void> {
+  const where = await openedPath(fd) ?? await Deno.realPath(dir);
+  if (where !== dir) throw folderChanged(file, `"${where}"`);
+}
+
+function folderChanged(file: string, where: string): StepflowError {
+  return new StepflowError(
+    "PATH_CHANGED",
+    `Refused to write "${file}": its folder changed after the path was checked — it now leads to ${where} (a symbolic link swapped in, or the folder moved). Check the path again, then retry.`,
+    { details: { path: file, folder: dirname(file), now: where } },
+  );
+}
+
+/** A fresh temp file name beside `file` (see the module doc for the convention). */
+function tempName(file: string): string {
+  return `.${basename(file)}.${Deno.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`;
+}
+
+/** Creates `temp` (never an existing entry, never through a link), writes and syncs `bytes`. */
+async function writeTemp(
+  temp: string,
+  bytes: Uint8Array,
+  options: AtomicWriteOptions,
+): Promise<Deno.FileInfo> {
+  options.signal?.throwIfAborted();
+  const handle = await Deno.open(temp, { write: true, createNew: true, mode: 0o644 });
+  try {
+    let written = 0;
+    while (written < bytes.length) written += await handle.write(bytes.subarray(written));
+    if (options.fsync ?? true) await handle.sync();
+    return await handle.stat();
+  } finally {
+    handle.close();
   }
 }
 

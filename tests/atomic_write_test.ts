@@ -97,3 +97,33 @@ Deno.test("writeFileAtomic names its temp file .<name>.<pid>-<id>.tmp", async ()
   const pattern = new RegExp(`/\\.plan\\.json\\.${Deno.pid}-[0-9a-f]{8}\\.tmp$`);
   assert.ok(seen.some((p) => pattern.test(p)), seen.join("\n"));
 });
+
+Deno.test("resolvedFolder: writes only into the folder that was checked — a link swapped in, a removed folder are PATH_CHANGED", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  await Deno.mkdir(join(dir, "checked"));
+  await Deno.mkdir(join(dir, "protected"));
+  await Deno.writeTextFile(join(dir, "protected/config"), "safe");
+  const file = join(dir, "checked/config");
+  // Checked, then replaced by a link to a folder the caller never judged.
+  await writeFileAtomic(file, "one", { resolvedFolder: true });
+  assert.equal(await Deno.readTextFile(file), "one");
+  await Deno.rename(join(dir, "checked"), join(dir, "checked_old"));
+  await Deno.symlink(join(dir, "protected"), join(dir, "checked"));
+  const swapped = await writeFileAtomic(file, "evil", { resolvedFolder: true }).catch((e) => e);
+  assert.equal(swapped?.code, "PATH_CHANGED", String(swapped));
+  assert.match(swapped.message, /its folder changed after the path was checked/);
+  assert.equal(await Deno.readTextFile(join(dir, "protected/config")), "safe");
+  assert.deepEqual([...Deno.readDirSync(join(dir, "protected"))].map((e) => e.name), ["config"]);
+  // A folder that is gone is not created again.
+  await Deno.remove(join(dir, "checked"));
+  const gone = await writeFileAtomic(file, "x", { resolvedFolder: true }).catch((e) => e);
+  assert.equal(gone?.code, "PATH_CHANGED");
+  assert.match(gone.message, /it was removed/);
+  assert.equal(await Deno.lstat(join(dir, "checked")).catch(() => "none"), "none");
+  // The final name is never followed: a link there is replaced, its target left alone.
+  await Deno.mkdir(join(dir, "checked"));
+  await Deno.symlink(join(dir, "protected/config"), file);
+  await writeFileAtomic(file, "two", { resolvedFolder: true });
+  assert.equal((await Deno.lstat(file)).isFile, true);
+  assert.equal(await Deno.readTextFile(join(dir, "protected/config")), "safe");
+});

@@ -27,3 +27,28 @@ Deno.test("readTextFileOr: the text, or the code with what the file was for and 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("readTextFileOr with maxBytes: up to the bound, regular files only, files whose stat says empty read whole", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stepflow-read-" });
+  try {
+    const file = join(dir, "a.yaml");
+    await Deno.writeTextFile(file, "é".repeat(50)); // 100 bytes
+    const read = (path: string, maxBytes: number) =>
+      readTextFileOr(path, "SCRIPT_NOT_FOUND", "script file", ".", { maxBytes });
+    assert.equal(await read(file, 100), "é".repeat(50));
+    await assert.rejects(
+      () => read(file, 99),
+      (error: unknown) =>
+        error instanceof StepflowError && error.code === "SCRIPT_NOT_FOUND" &&
+        error.message ===
+          `Cannot read script file ${file}: it is 100 bytes; a script file is at most 99 bytes.`,
+    );
+    // A /proc file says size 0 and still has text: it is read to its end, within the bound.
+    assert.match(await read("/proc/self/status", 1_000_000), /^Name:/);
+    await assert.rejects(() => read("/proc/self/status", 10), /is over 10 bytes; a script file/);
+    await assert.rejects(() => read("/dev/null", 10), /it is a device, not a file\.$/);
+    await assert.rejects(() => read(join(dir, "none"), 10), /: no such file\.$/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -19,6 +19,7 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
 import { UsageError } from "../errors.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { shellQuote, stepflowCommand } from "../invocation.ts";
@@ -40,6 +41,7 @@ import {
   parsePositiveInt,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
@@ -159,7 +161,12 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
   const userDir = userDirOf(io);
   const definition = await loadAgentDefinition(agent, { cwd: userDir });
   const casesPath = resolve(userDir, casesFile);
-  const cases = await loadEvalCases(casesPath, definition, displayPath(casesPath, userDir));
+  const cases = await loadEvalCases(
+    casesPath,
+    definition,
+    displayPath(casesPath, userDir),
+    userDir,
+  );
   const warn = (m: string) => io.stderr.write(`warning: ${m}\n`);
   const backendFor = async (c: EvalCase): Promise<LlmBackend> => {
     const script = c.script ??
@@ -182,8 +189,8 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
       {
         cwd: userDir,
         fallback: definition.agent.behavior.backend ?? DEFAULT_BACKEND,
-        ...(definition.agent.behavior.model !== undefined
-          ? { fallbackModel: definition.agent.behavior.model }
+        ...(defaultModelOf(definition.agent.behavior.model) !== undefined
+          ? { defaultModel: defaultModelOf(definition.agent.behavior.model) }
           : {}),
         env: io.env,
         onWarning: warn,
@@ -276,8 +283,9 @@ function progressLine(o: EvalRunOutcome, done: number, total: number): string {
 }
 
 if (import.meta.main) {
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
   });
-  Deno.exit(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
+  await exitProcess(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal }));
 }

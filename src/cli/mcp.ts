@@ -6,14 +6,16 @@
  *
  * Over stdio, stdout carries the protocol and stderr the server's notes. The server stops when
  * stdin closes (the client went away), on SIGTERM and on Ctrl-C: runs in flight are cancelled and
- * record their end first; a second signal quits at once. Exit codes: 0 stopped, 2 usage or setup
- * error (a bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit.
+ * record their end first; a second signal quits at once. Exit codes: 0 stopped, 1 the connection
+ * was closed for a stdio message over 10 MiB (MCP_MESSAGE_TOO_LARGE), 2 usage or setup error (a
+ * bad flag, a port that cannot be bound: MCP_BIND_FAILED), 130 quit.
  *
  * @module
  */
 import process from "node:process";
 import { resolve } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import config from "../../deno.json" with { type: "json" };
 import { errorMessage } from "../errors.ts";
 import type { BackendChoice } from "../llm/backend_choice.ts";
@@ -23,6 +25,7 @@ import { BACKEND_FLAGS, backendName } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { declaredHelpLines, defineFlags, parseCommandFlags, portFlag } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `mcp`, in `--help` order. */
@@ -149,10 +152,28 @@ async function serveStdio(server: AgentMcpServer, io: McpCliIo): Promise<number>
     process.stdin.once("close", done);
   });
   const mcp = await server.connect(new StdioServerTransport());
-  await Promise.race([stdinClosed, aborted(io.signal)]);
+  // The transport gives up on its own on a message over its buffer (it stops reading stdin): the
+  // connection is over, and the client must see stdout close, not wait for an answer forever.
+  let lastError: Error | undefined;
+  const transportClosed = Promise.withResolvers<"closed">();
+  mcp.server.onerror = (error: Error) => void (lastError = error);
+  mcp.server.onclose = () => transportClosed.resolve("closed");
+  const ended = await Promise.race([stdinClosed, aborted(io.signal), transportClosed.promise]);
   await server.stop();
   await mcp.close();
-  return EXIT_CODES.success;
+  if (ended !== "closed" || io.signal.aborted) return EXIT_CODES.success;
+  io.log(`error: ${closedWhy(lastError)}`);
+  return EXIT_CODES.failed;
+}
+
+/** Why the stdio transport closed the connection by itself. */
+function closedWhy(error: Error | undefined): string {
+  if (error && /exceeded maximum size/i.test(error.message)) {
+    return `MCP_MESSAGE_TOO_LARGE: the client sent a message over ${
+      STDIO_DEFAULT_MAX_BUFFER_SIZE / 1024 / 1024
+    } MiB, the most one stdio message may hold; the connection is closed. Send less in one call (a large value belongs in a file the agent reads).`;
+  }
+  return `the connection closed${error ? `: ${errorMessage(error)}` : ""}.`;
 }
 
 async function serveHttp(
@@ -180,6 +201,8 @@ function aborted(signal: AbortSignal): Promise<void> {
 }
 
 if (import.meta.main) {
+  // OTLP export when the environment asks for it; stopping the server flushes it.
+  await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
@@ -189,5 +212,5 @@ if (import.meta.main) {
     signal: interrupt.signal,
     log: (line) => console.error(line),
   });
-  Deno.exit(code);
+  await exitProcess(code);
 }

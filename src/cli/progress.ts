@@ -23,6 +23,7 @@ import { ANSWER_EXCERPT_CHARS, excerpt } from "../engine/ask_structured.ts";
 import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
 import { oneLine, toolCallLine, toolCallTarget } from "../events/tool_call_line.ts";
+import { fallbackText, modelRefText, rateLimitWaitText } from "../events/model_notice_text.ts";
 import {
   AttemptCounter,
   createProgressLines,
@@ -32,6 +33,7 @@ import {
   firstLine,
   formatClock,
   formatCount,
+  isServerWait,
   resultLine,
   retryLabel,
   retryReason,
@@ -122,6 +124,7 @@ export function observeBackend(backend: LlmBackend, observer: CallObserver): Llm
     complete: (request, options) =>
       observed(request, () => backend.complete(request, options), (r) => r),
     ...(backend.reportsToolCalls ? { reportsToolCalls: true } : {}),
+    ...(backend.walksModelChains ? { walksModelChains: true } : {}),
   };
   // Each turn of the tool loop is a model call too: observed as one.
   if (supportsToolTurns(backend)) {
@@ -433,8 +436,23 @@ function liveEvents(status: LiveStatus, { draw, print, colors: c }: LiveScreen):
       print(`${c.red("error")} ${info.stepId} #${info.iteration}: ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
+      if (isServerWait(error)) return; // shown by onRateLimitWait
       status.call = `${retryLabel(error)} ${attempt}`;
       print(`${c.yellow(status.call)} ${info.stepId}: ${retryReason(error)}`);
+    },
+    onRateLimitWait(info, wait) {
+      // On the status line until the call goes on (the next attempt's text, its end).
+      status.call = rateLimitWaitText(wait);
+      status.text = undefined;
+      print(
+        `${
+          c.yellow(status.call)
+        } ${info.stepId}: ${wait.reason} (attempt ${wait.attempt}/${wait.maxAttempts})`,
+      );
+    },
+    onModelFallback(info, fallback) {
+      status.call = `on ${modelRefText(fallback.to)}`;
+      print(`${c.yellow("fallback")} ${info.stepId}: ${fallbackText(fallback)}`);
     },
     onToolCall(info, call) {
       if (call.phase === "requested") {

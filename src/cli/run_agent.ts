@@ -27,6 +27,7 @@ import { StepFlowRunner } from "../flow/runner.ts";
 import type { RunPermissionAsk, StepFlowResult } from "../flow/types.ts";
 import { askPermission } from "./permission_prompt.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import {
@@ -91,6 +92,7 @@ import {
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { type CliIo, colorOn, fullIo, processIo, STDIN_WAIT_MS, userDirOf } from "./kit/io.ts";
 import { reportError, SETUP_ERROR_CODES } from "./kit/report_error.ts";
 import { pathVisible } from "../path_exists.ts";
@@ -141,12 +143,14 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
  * run as Ctrl-C does, so its child runs and their processes end with it.
  */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
+  // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
+  await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  Deno.exit(code);
+  return await exitProcess(code);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -1001,6 +1005,7 @@ async function selectBackend(
   if (flags.script !== undefined) given.script = resolve(ctx.userDir, flags.script);
   if (flags.model !== undefined) given.model = flags.model;
   if (flags.baseUrl !== undefined) given.baseUrl = flags.baseUrl;
+  if (flags.fallbackModel.length > 0) given.fallbackModels = flags.fallbackModel;
   const name = backendName(flags, {
     fallback: recorded?.backend ?? behavior.backend ?? DEFAULT_BACKEND,
   })!;
@@ -1008,12 +1013,20 @@ async function selectBackend(
   // How calls are made (not recorded with the run): the retry limit, streaming, the replay mode.
   const how = {
     ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
     ...(flags.noStream ? { noStream: true } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
   };
-  const backend = await backendFromFlags({ ...choice, ...how }, {
+  const defaultModel = defaultModelOf(behavior.model);
+  // Always able to walk model chains (agent.json's, the steps', --fallback-model), with the
+  // options of these flags for the entries on other backends.
+  const { fallbackModels = [], ...chosen } = choice;
+  const backend = await backendFromFlags({ ...chosen, ...how, fallbackModel: fallbackModels }, {
     cwd: ctx.userDir,
-    ...(behavior.model !== undefined ? { fallbackModel: behavior.model } : {}),
+    ...(defaultModel !== undefined ? { defaultModel } : {}),
     env: ctx.io.env,
     // Backend retries reach the progress display as the runner's onStepRetry events.
     onWarning: (message) => progress.warn(message),

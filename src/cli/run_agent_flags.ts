@@ -59,7 +59,10 @@ export const RUN_AGENT_FLAGS = defineFlags({
   },
   baseUrl: BACKEND_FLAGS.baseUrl,
   script: BACKEND_FLAGS.script,
+  fallbackModel: BACKEND_FLAGS.fallbackModel,
   maxAttempts: BACKEND_FLAGS.maxAttempts,
+  maxRateLimitWaitMs: BACKEND_FLAGS.maxRateLimitWaitMs,
+  idleTimeoutMs: BACKEND_FLAGS.idleTimeoutMs,
   noStream: BACKEND_FLAGS.noStream,
   maxIterations: {
     type: "string",
@@ -241,8 +244,14 @@ export interface CliFlags {
   baseUrl?: string;
   /** `--script FILE`. */
   script?: string;
+  /** `--fallback-model NAME` (repeatable): models tried after each call's own model or chain. */
+  fallbackModel: string[];
   /** `--max-attempts N`: attempts per backend call (retry.maxAttempts), a positive integer. */
   maxAttempts?: number;
+  /** `--max-rate-limit-wait-ms MS`: the longest server-asked wait (retry.maxRateLimitWaitMs). */
+  maxRateLimitWaitMs?: number;
+  /** `--idle-timeout-ms MS`: the idle timeout of streamed answers (0: off). */
+  idleTimeoutMs?: number;
   /** `--no-stream`: the chat backends ask for plain answers instead of streams. */
   noStream: boolean;
   /** `--max-iterations N`, checked to be a positive integer. */

@@ -74,6 +74,7 @@ export async function submitAndFollow(
     if (inputText !== undefined) request.inputText = inputText;
     if (flags.maxIterations !== undefined) request.maxIterations = flags.maxIterations;
     if (flags.model !== undefined) request.model = flags.model;
+    if (flags.fallbackModel.length > 0) request.fallbackModels = [...flags.fallbackModel];
     if (flags.group !== undefined) request.group = flags.group;
     if (flags.permissionMode !== undefined) request.permissionMode = flags.permissionMode;
     const runId = await submitRun(store, definition, request, { url: setting.value });

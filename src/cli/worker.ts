@@ -29,6 +29,7 @@ import {
   readDeclaredFlags,
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
+import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `worker`, in `--help` order: its type, parser and help rows follow from it. */
@@ -63,6 +64,18 @@ const FLAGS = defineFlags({
     description: "Model of every run (overrides the agent and the submission)",
   },
   baseUrl: BACKEND_FLAGS.baseUrl,
+  fallbackModel: {
+    ...BACKEND_FLAGS.fallbackModel,
+    description: "A model tried after each call's own when it is rate-limited, overloaded or down",
+  },
+  rateLimitYieldMs: {
+    type: "string",
+    value: "N",
+    description:
+      "A rate-limit wait at least N ms long gives the run's slot back until the reset (default 5000)",
+    parse: positive("--rate-limit-yield-ms"),
+    default: 5_000,
+  },
   leaseMs: {
     type: "string",
     value: "N",
@@ -156,6 +169,7 @@ export async function workerMain(
       concurrency: flags.concurrency,
       leaseMs: flags.leaseMs,
       pollMs: flags.pollMs,
+      rateLimitYieldMs: flags.rateLimitYieldMs,
       log: write,
     };
     // Flags override, field by field, the backend each run recorded (or the agent's, for a new run).
@@ -164,6 +178,7 @@ export async function workerMain(
     if (flags.script !== undefined) backend.script = resolve(userDir, flags.script);
     if (flags.model !== undefined) backend.model = flags.model;
     if (flags.baseUrl !== undefined) backend.baseUrl = flags.baseUrl;
+    if (flags.fallbackModel.length > 0) backend.fallbackModels = flags.fallbackModel;
     backendName(flags); // --script with another --backend is a usage error, at once
     options.backend = backend;
     options.env = env;
@@ -183,11 +198,13 @@ export async function workerMain(
 
 /** Runs `worker` on the real process: SIGINT or SIGTERM stop it gracefully (twice: at once). */
 export async function workerCli(argv: readonly string[] = Deno.args): Promise<never> {
+  // OTLP export when the environment asks for it; the graceful stop flushes it.
+  await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "stopping: committing the iterations in flight (signal again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
-  Deno.exit(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
+  return await exitProcess(await workerMain([...argv], Deno.env.toObject(), interrupt.signal));
 }
 
 if (import.meta.main) await workerCli();

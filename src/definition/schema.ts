@@ -9,6 +9,10 @@
  * The schemas describe the file shapes only; cross-step rules (targets exist, prompts exist, …) are
  * load-time validation in `validate.ts`, so that every problem is reported at once.
  *
+ * Long because: each schema stands beside the interface checked equal to its `z.infer`, so that a
+ * field and its type are edited together; the step's schema needs most of the others (gates,
+ * transitions, errors, models, fan-out fields), so split files would import each other's pieces.
+ *
  * @module
  */
 import { z } from "zod";
@@ -226,6 +230,55 @@ export interface WaitTimeout {
   intent: GateIntent;
 }
 
+/** A model of a chain on another backend or server than the run's. */
+export const ModelOnBackendSchema = z.strictObject({
+  backend: z.enum(["openai", "anthropic"]).describe("The backend that serves this model"),
+  model: z.string().min(1),
+  baseUrl: z.string().min(1).optional().describe(
+    "The server (default: the backend's own: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the API)",
+  ),
+});
+/**
+ * A model of a chain on another backend or server than the run's: `{ "backend": "openai",
+ * "model": "gpt-5.4", "baseUrl": "http://127.0.0.1:8000/v1" }`.
+ */
+export interface ModelOnBackend {
+  /** The backend that serves the model. */
+  backend: "openai" | "anthropic";
+  /** The model. */
+  model: string;
+  /** The server (default: the backend's own, from its environment variables). */
+  baseUrl?: string;
+}
+
+/** One entry of a model chain: a model of the run's backend, or a model on another backend. */
+export const ModelChainEntrySchema = z.union([z.string().min(1), ModelOnBackendSchema]);
+/** One entry of a model chain: a model name (the run's backend) or a {@linkcode ModelOnBackend}. */
+export type ModelChainEntry = string | ModelOnBackend;
+
+/** `model` in agent.json and in a step: one model, or a fallback chain tried in order. */
+export const ModelSettingSchema = z.union([
+  z.string().min(1),
+  z.array(ModelChainEntrySchema).min(1),
+]).describe(
+  'A model name, or a fallback chain: ["claude-sonnet-5-5", { "backend": "openai", "model": "gpt-5.4" }] — a call falls through to the next entry on a rate limit, an overload or a 5xx after the retries, or a context-length refusal',
+);
+/**
+ * `model` in agent.json and in a step: a model name, or a fallback chain of entries tried in
+ * order (docs/backends.md, "Model fallback chains").
+ *
+ * @example
+ * ```ts
+ * import type { ModelSetting } from "./schema.ts";
+ * const chain: ModelSetting = [
+ *   "claude-sonnet-5-5",
+ *   "claude-haiku-4-5",
+ *   { backend: "openai", model: "gpt-5.4", baseUrl: "http://127.0.0.1:8000/v1" },
+ * ];
+ * ```
+ */
+export type ModelSetting = string | ModelChainEntry[];
+
 /** One step of the registry (both shapes; the validator enforces exactly one routing form). */
 export const StepSchema = z.strictObject({
   id: z.string().optional().describe("Must equal the step's key when present"),
@@ -244,7 +297,7 @@ export const StepSchema = z.strictObject({
   transitions: z.record(z.string(), TransitionTargetSchema).optional(),
   outputSchemaRef: OutputSchemaRefSchema.optional(),
   onError: OnErrorSchema.optional(),
-  model: z.string().optional(),
+  model: ModelSettingSchema.optional(),
   allowedTools: z.array(z.string()).optional(),
   disallowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
@@ -317,8 +370,8 @@ export interface StepDefinition {
   outputSchemaRef?: OutputSchemaRef;
   /** Error policy. */
   onError?: OnErrorValue;
-  /** Model override. */
-  model?: string;
+  /** Model override: a model, or a fallback chain. */
+  model?: ModelSetting;
   /** Tools override. */
   allowedTools?: string[];
   /** Refused tool rules (added to the agent's). */
@@ -478,7 +531,7 @@ export const AgentConfigSchema = z.strictObject({
       'MCP servers, as in Claude Code: { name: { command, args?, env? } | { type: "http", url, headers? } }',
     ),
     backend: z.string().min(1).optional().describe("claude-code | anthropic | openai | scripted"),
-    model: z.string().min(1).optional(),
+    model: ModelSettingSchema.optional(),
   }),
   prompts: z.strictObject({
     registry: z.string().min(1).optional().describe(
@@ -534,7 +587,8 @@ export interface AgentConfig {
     permissionAsks?: "refuse" | "wait";
     mcpServers?: Record<string, unknown>;
     backend?: string;
-    model?: string;
+    /** A model, or a fallback chain (docs/backends.md, "Model fallback chains"). */
+    model?: ModelSetting;
   };
   /** Prompt settings. */
   prompts?: { registry?: string; fallbackDir?: string };
@@ -566,4 +620,6 @@ const _schemasMatchInterfaces: [
   Exactly<z.infer<typeof CompletionConditionSchema>, CompletionCondition>,
   Exactly<z.infer<typeof CommandSpecSchema>, CommandSpec>,
   Exactly<z.infer<typeof WaitTimeoutSchema>, WaitTimeout>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Exactly<z.infer<typeof ModelOnBackendSchema>, ModelOnBackend>,
+  Exactly<z.infer<typeof ModelSettingSchema>, ModelSetting>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];

@@ -7,6 +7,7 @@ import type { PromptReference } from "../prompt/c3l_path.ts";
 import type {
   AgentConfig,
   CheckDefinition,
+  ModelSetting,
   OutputSchemaRef,
   StepDefinition,
   StepsRegistry,
@@ -61,8 +62,8 @@ export interface FlowStep {
   outputSchemaRef?: OutputSchemaRef;
   /** Parsed `onError` (default `fail`). */
   onError: ErrorPolicy;
-  /** Per-step model override. */
-  model?: string;
+  /** Per-step model override: a model, or a fallback chain. */
+  model?: ModelSetting;
   /** Per-step tool list (overrides the agent's). */
   allowedTools?: string[];
   /** Per-step refused tool rules (added to the agent's). */

@@ -29,14 +29,17 @@ import { formatIssues, type ToolRegistry } from "../tools/registry.ts";
 import type { PermissionPolicy } from "../tools/permissions.ts";
 import {
   decide,
+  decideResumed,
   type PermissionAsk,
   type PermissionDeciders,
   type PermissionReply,
   refusalText,
 } from "./tool_permission.ts";
+import { pathGuard, reachCallPaths } from "../tools/call_paths.ts";
 import { exceedsDepth, MAX_OUTPUT_DEPTH } from "./ask_structured.ts";
 import type { ToolCallEvent } from "../events/types.ts";
 import { DEFAULT_MAX_TOOL_RESULT_CHARS, ToolResultBudget } from "./tool_result_budget.ts";
+import { boundToolCalls, MAX_ARGUMENT_CHARS } from "./tool_call_bounds.ts";
 
 /** Tool turns one call may take before it fails (`TOOL_TURNS_EXCEEDED`), by default. */
 export const DEFAULT_MAX_TOOL_TURNS = 50;
@@ -44,8 +47,6 @@ export const DEFAULT_MAX_TOOL_TURNS = 50;
 export const DEFAULT_MAX_BAD_TOOL_CALLS = 8;
 /** Calls one turn may ask for; the rest are answered with an error. */
 export const MAX_CALLS_PER_TURN = 32;
-/** Characters of a call's arguments given as text. */
-const MAX_ARGUMENT_CHARS = 1024 * 1024;
 
 // The permission ask and its answer live beside the decision (tool_permission.ts).
 export type {
@@ -251,13 +252,14 @@ export async function runToolLoop(
     options.signal?.throwIfAborted();
     // A resumed call takes its recorded turns first; the model answers the turns after them.
     const recorded = replay?.turns[turn - 1];
-    const answer = recorded ?? await loop.backend.toolTurn({
+    const asked = recorded ?? await loop.backend.toolTurn({
       kind: request.kind,
       agent: request.agent,
       cwd: request.cwd,
       stepId: request.stepId,
       iteration: request.iteration,
       ...(request.model ? { model: request.model } : {}),
+      ...(request.modelChain ? { modelChain: request.modelChain } : {}),
       ...(request.systemPrompt ? { systemPrompt: request.systemPrompt } : {}),
       ...(sessionId ? { sessionId } : {}),
       // A copy: the conversation grows after this turn, and a backend may keep what it was sent.
@@ -265,11 +267,17 @@ export async function runToolLoop(
       tools: specs,
       ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
     }, options);
+    // Bounded before anything keeps it: the log, a recording, the conversation, events.
+    const { turn: answer, oversized } = boundToolCalls(asked, turn);
     await loop.onTurn?.(answer, recorded !== undefined);
     if (answer.sessionId) sessionId = answer.sessionId;
     if (answer.usage) addTokenCounts(usage, answer.usage);
     else usageKnown = false;
     cost += answer.costUsd ?? 0;
+    // The model chain's fall-throughs of every turn, and who answered the last one.
+    if (answer.fallbacks?.length) (response.fallbacks ??= []).push(...answer.fallbacks);
+    if (answer.model !== undefined) response.model = answer.model;
+    if (answer.backend !== undefined) response.backend = answer.backend;
     if (answer.toolCalls.length === 0) {
       response.text = answer.text;
       if (answer.structuredOutput !== undefined) {
@@ -297,16 +305,19 @@ export async function runToolLoop(
         badInARow = done.isError ? badInARow + 1 : 0;
         continue;
       }
-      const record = index < MAX_CALLS_PER_TURN
-        ? await runCall(call, request, loop, offered, options.signal, replay?.started.get(key))
-        : await reportInvalid(
+      const size = oversized.get(index);
+      const record = index >= MAX_CALLS_PER_TURN || size !== undefined
+        ? await reportInvalid(
           loop,
           invalid(
             call,
             request,
-            `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`,
+            size === undefined
+              ? `Too many tool calls in one turn (at most ${MAX_CALLS_PER_TURN}); ask for the rest in the next turn.`
+              : `Arguments of ${call.name}: more than ${MAX_ARGUMENT_CHARS} characters (${size}); send less.`,
           ),
-        );
+        )
+        : await runCall(call, request, loop, offered, options.signal, replay?.started.get(key));
       // A call whose ask waits ends the loop here: it has not run, and neither has any after it.
       if ("waiting" in record) return record;
       await loop.onToolCallEvent?.({ ...callEvent("finished", record), ...finishedFields(record) });
@@ -391,10 +402,12 @@ async function runCall(
     );
   }
   const args = checked.args as Record<string, unknown>;
+  // Its paths, resolved once: what the rules judge is what the tool acts on.
+  const paths = await reachCallPaths(call.name, args, request.cwd);
   // A call started before an interruption keeps the decision it ran under (nobody is asked twice).
   const decision = startedBy !== undefined
-    ? { behavior: "allow" as const, reason: "", by: startedBy, at: new Date().toISOString() }
-    : await decide(call, args, request, loop, signal);
+    ? decideResumed(loop.policy, call, args, request.cwd, startedBy, paths?.judged)
+    : await decide(call, args, request, loop, signal, paths?.judged);
   if (decision.behavior === "wait") return { waiting: decision.ask };
   const decided = {
     decidedBy: decision.by,
@@ -436,6 +449,7 @@ async function runCall(
       workspaceRoot: request.cwd,
       stepId: request.stepId,
       ...(signal ? { signal } : {}),
+      ...(paths ? { paths: pathGuard(loop.policy, request.cwd, call.name, paths) } : {}),
     });
     result = typeof value === "string" ? value : JSON.stringify(value ?? null);
   } catch (error) {

@@ -12,7 +12,9 @@ import {
   decidePermission,
   type PermissionDecision,
   type PermissionPolicy,
+  refusalByRules,
 } from "../tools/permissions.ts";
+import type { ReachedPath } from "../tools/types.ts";
 
 /** A call waiting for someone to allow it (a terminal prompt, the dashboard, code). */
 export interface PermissionAsk {
@@ -28,6 +30,11 @@ export interface PermissionAsk {
   reason: string;
   /** The `allowedTools` rule that would allow it without asking. */
   suggestion?: string;
+  /**
+   * The paths the call reaches, as written and as they really are (through symbolic links): what
+   * the rules judged, and what an "always" grant must cover.
+   */
+  paths?: ReachedPath[];
 }
 
 /**
@@ -96,10 +103,17 @@ export async function decide(
   request: LlmRequest,
   loop: PermissionDeciders,
   signal: AbortSignal | undefined,
+  paths?: readonly ReachedPath[],
 ): Promise<(PermissionDecision & { by: string; at: string }) | PermissionWaits> {
   const tool = call.name;
   const readOnly = loop.tools.descriptor(tool)?.readOnly ?? false;
-  const decision = decidePermission(loop.policy, { tool, args, cwd: request.cwd, readOnly });
+  const decision = decidePermission(loop.policy, {
+    tool,
+    args,
+    cwd: request.cwd,
+    readOnly,
+    ...(paths ? { paths } : {}),
+  });
   const by = decision.rule ? `rule ${decision.rule}` : `${loop.policy.mode} mode`;
   if (decision.behavior !== "ask") return { ...decision, by, at: new Date().toISOString() };
   const ask: PermissionAsk = {
@@ -110,6 +124,7 @@ export async function decide(
     reason: decision.reason,
   };
   if (decision.suggestion) ask.suggestion = decision.suggestion;
+  if (paths?.length) ask.paths = structuredClone([...paths]);
   const answer = await loop.onPermissionRequest?.(ask, signal);
   if (answer === "wait") return { behavior: "wait", ask };
   const at = new Date().toISOString();
@@ -135,6 +150,30 @@ export async function decide(
       reply.message ? `: ${reply.message}` : "."
     }`,
   };
+}
+
+/**
+ * The decision for a call started before an interruption: it keeps the decision it ran under
+ * (nobody is asked twice) — unless `disallowedTools` refuses it now, as a path it reaches may have
+ * changed (a symbolic link) since it was decided.
+ */
+export function decideResumed(
+  policy: PermissionPolicy,
+  call: ToolCallRequest,
+  args: Record<string, unknown>,
+  cwd: string,
+  startedBy: string,
+  paths?: readonly ReachedPath[],
+): PermissionDecision & { by: string; at: string } {
+  const at = new Date().toISOString();
+  const refused = refusalByRules(policy, {
+    tool: call.name,
+    args,
+    cwd,
+    ...(paths ? { paths } : {}),
+  });
+  if (refused) return { ...refused, by: refused.rule ? `rule ${refused.rule}` : "rules", at };
+  return { behavior: "allow", reason: "", by: startedBy, at };
 }
 
 /** What the model is told of a refused call: why, how the user could allow it, what to do. */

@@ -15,9 +15,16 @@
  *
  * @module
  */
-import type { ExecutorEvents, FanOutReport, RunContext, StepInfo } from "./types.ts";
+import type {
+  ExecutorEvents,
+  FanOutReport,
+  RateLimitWaitEvent,
+  RunContext,
+  StepInfo,
+} from "./types.ts";
 import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
 import { StreamedLines } from "./streamed_lines.ts";
+import { fallbackText, rateLimitWaitText } from "./model_notice_text.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
 import { cacheShare } from "../token_counts.ts";
@@ -243,11 +250,15 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       line(`${step(info)} ${c.red("error")} ${errorLabel(error)}`);
     },
     onStepRetry(info, attempt, error) {
+      // A wait the server named has its own line (onRateLimitWait).
+      if (isServerWait(error)) return;
       line(`${step(info)} ${c.yellow(`${retryLabel(error)} ${attempt}`)}: ${retryReason(error)}`);
     },
     onStepJump(info, target) {
       line(`${step(info)} jump → ${target}`);
     },
+    onModelFallback: (info, fallback) => line(`${step(info)} ${c.yellow(fallbackText(fallback))}`),
+    onRateLimitWait: (info, wait) => line(`${step(info)} ${waitLine(wait, c)}`),
     onStepLog(info, message, level) {
       const text = `· ${firstLine(message)}`;
       line(
@@ -481,6 +492,21 @@ function describeStepEnd(r: StepEndReport, c: Palette, errorReported: boolean): 
   // An error reported by onStepError already has its own line; others (cancellation) show here.
   if (r.error && !errorReported) text += ` — ${firstLine(r.error)}`;
   return text;
+}
+
+/**
+ * True for a backend retry that waits for the time the server named: displays show its
+ * `onRateLimitWait` instead.
+ */
+export function isServerWait(error: unknown): boolean {
+  return error instanceof StepflowError && error.code === "BACKEND_RETRY" &&
+    typeof (error.details as { waitUntil?: unknown } | undefined)?.waitUntil === "string";
+}
+
+/** `waiting for the rate limit until 12:03:10 (HTTP 429 …; attempt 1/3)`, in yellow. */
+function waitLine(wait: RateLimitWaitEvent, c: Palette): string {
+  const what = `${rateLimitWaitText(wait)}${wait.yielded ? ", the run's slot given back" : ""}`;
+  return `${c.yellow(what)} (${wait.reason}; attempt ${wait.attempt}/${wait.maxAttempts})`;
 }
 
 /** `re-ask` for an invalid answer asked again (`OUTPUT_REASK`), `retry` for everything else. */

@@ -84,6 +84,17 @@ export interface ExecutorEvents {
    * lists the running ones with the step each is at; `report.change` says what just happened.
    */
   onFanOut?(info: StepInfo, report: FanOutReport): void | Promise<void>;
+  /**
+   * A model call of a step fell through to the next entry of its model chain: the entry it left
+   * failed in a way a fallback is for (rate limit or overload after the retry policy, 5xx after
+   * retries, a context-length refusal).
+   */
+  onModelFallback?(info: StepInfo, fallback: ModelFallbackEvent): void | Promise<void>;
+  /**
+   * A model call of a step waits until the time the server named (its `Retry-After` or rate-limit
+   * reset) before its next attempt — or, on a worker, gives its slot back until then (`yielded`).
+   */
+  onRateLimitWait?(info: StepInfo, wait: RateLimitWaitEvent): void | Promise<void>;
   /** The run was aborted (by `abort()`, a signal, or an abort intent). */
   onAbort?(ctx: RunContext): void | Promise<void>;
   /** The run was paused. */
@@ -189,6 +200,83 @@ export interface FanOutReport {
   };
 }
 
+/** A model of a model chain: the backend that serves it and the model's name. */
+export interface ModelRef {
+  /** The backend (`anthropic`, `openai`, `claude-code`, …). */
+  backend: string;
+  /** The model, when known. */
+  model?: string;
+  /** The server, when the entry names one (without user or password). */
+  baseUrl?: string;
+}
+
+/**
+ * Why a call fell through to the next model of its chain (docs/backends.md, "Model fallback
+ * chains"): `rate_limit` (HTTP 429 after the retry policy, or a reset beyond `maxRateLimitWaitMs`),
+ * `overload` (529, 503 or an `overloaded_error`, after the retry policy), `server_error` (another
+ * 5xx after the retries) or `context_length` (the prompt does not fit the model's context).
+ */
+export type FallbackReason = "rate_limit" | "overload" | "server_error" | "context_length";
+
+/**
+ * One fall-through of a model chain, as {@linkcode ExecutorEvents.onModelFallback} reports it.
+ *
+ * @example
+ * ```ts
+ * import type { ModelFallbackEvent } from "./types.ts";
+ * const fallback: ModelFallbackEvent = {
+ *   from: { backend: "anthropic", model: "claude-sonnet-5-5" },
+ *   to: { backend: "openai", model: "gpt-5.4" },
+ *   reason: "rate_limit",
+ *   detail: "anthropic backend: HTTP 429 rate_limit_error: … (after 3 attempts)",
+ * };
+ * ```
+ */
+export interface ModelFallbackEvent {
+  /** The entry that failed. */
+  from: ModelRef;
+  /** The entry the call goes on with. */
+  to: ModelRef;
+  /** Which documented failure class moved it on. */
+  reason: FallbackReason;
+  /** The failure, in words (the first line of its message). */
+  detail: string;
+}
+
+/**
+ * A wait the server asked for, as {@linkcode ExecutorEvents.onRateLimitWait} reports it.
+ *
+ * @example
+ * ```ts
+ * import type { RateLimitWaitEvent } from "./types.ts";
+ * const wait: RateLimitWaitEvent = {
+ *   backend: "openai", until: "2026-03-01T12:03:10.000Z", delayMs: 30_000, status: 429,
+ *   reason: "HTTP 429 rate_limit_exceeded", attempt: 1, maxAttempts: 3, yielded: false,
+ * };
+ * ```
+ */
+export interface RateLimitWaitEvent {
+  /** The backend that was told to wait. */
+  backend: string;
+  /** When the next attempt may be made (ISO time). */
+  until: string;
+  /** How long that is from when the answer came, in ms. */
+  delayMs: number;
+  /** The HTTP status of the answer that said so (429, 503, 529, …). */
+  status?: number;
+  /** The answer, in words. */
+  reason: string;
+  /** The attempt that was refused (1-based). */
+  attempt: number;
+  /** Attempts the retry policy allows. */
+  maxAttempts: number;
+  /**
+   * True when the run does not wait in place: it stops here and its driver continues it at
+   * `until` (a worker gives its slot back and queues the run for then).
+   */
+  yielded: boolean;
+}
+
 /** How much a {@linkcode ExecutorEvents.onStepLog} message matters. */
 export type StepLogLevel = "info" | "warn" | "error";
 
@@ -213,4 +301,6 @@ export const EVENT_NAMES: readonly EventName[] = [
   "onToolCall",
   "onStepText",
   "onFanOut",
+  "onModelFallback",
+  "onRateLimitWait",
 ];

@@ -6,6 +6,8 @@
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
+import { modelChainFor } from "../llm/factory.ts";
 import type { RetryInfo } from "../llm/retry.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse } from "../llm/types.ts";
 import { addTokenCounts } from "../token_counts.ts";
@@ -19,8 +21,8 @@ import { waitFor, type WaitOutcome } from "./run_wait.ts";
 
 /**
  * The `kind: "step"` request of the current iteration: the prompt, the system prompt when the agent
- * has one, and model, tools and permission mode (the run's `model` and `permissionMode` overrides,
- * else the step's, else agent.json `behavior`).
+ * has one, and model (or model chain), tools and permission mode (the run's `model` and
+ * `permissionMode` overrides, else the step's, else agent.json `behavior`).
  */
 export function stepRequest(
   definition: AgentDefinition,
@@ -41,7 +43,14 @@ export function stepRequest(
   };
   if (systemPrompt !== undefined) request.systemPrompt = systemPrompt;
   const model = modelOverride ?? step.model ?? behavior.model;
-  if (model) request.model = model;
+  if (typeof model === "string") {
+    if (model) request.model = model;
+  } else if (model?.length) {
+    const first = model[0];
+    request.model = typeof first === "string" ? first : first.model;
+    // One model is no chain: the call goes to the backend as before.
+    if (model.length > 1 || typeof first !== "string") request.modelChain = [...model];
+  }
   const tools = step.allowedTools ?? behavior.allowedTools;
   if (tools) request.allowedTools = tools;
   // Refusals add up: a step cannot lift what the agent refuses.
@@ -74,8 +83,12 @@ export interface CallContext {
   timeoutMs: number | undefined;
   /** Resolves when the run is not paused (called before the call is sent). */
   waitIfPaused(): Promise<void>;
-  /** Told before the backend retries a failed call. */
+  /** Told before the backend retries a failed call (a rate-limit wait too: `waitUntil`). */
   onRetry(retry: RetryInfo): void;
+  /** Told when the call falls through to the next entry of its model chain. */
+  onFallback?(fallback: ModelFallbackEvent): void;
+  /** Server-asked waits at least this long end the call with `RateLimitYield` (not slept). */
+  yieldWaitsFromMs?: number;
   /** Told of each piece of the model's text as it streams (when anyone listens). */
   onText?(text: string): void;
   /**
@@ -126,7 +139,8 @@ export async function callBackend(
   let response: Awaited<ReturnType<typeof completeStepCall>>;
   try {
     response = await completeStepCall(
-      backend,
+      // A call with a model chain goes through the one walker of chains.
+      request.modelChain ? modelChainFor(backend) : backend,
       request,
       callOptions(context, signal, request.stepId),
       request.allowedTools?.length
@@ -163,6 +177,8 @@ export async function callBackend(
 function callOptions(context: CallContext, signal: AbortSignal, stepId: string): LlmCallOptions {
   const options: LlmCallOptions = { signal, onRetry: context.onRetry };
   if (context.onText) options.onText = context.onText;
+  if (context.onFallback) options.onFallback = context.onFallback;
+  if (context.yieldWaitsFromMs !== undefined) options.yieldWaitsFromMs = context.yieldWaitsFromMs;
   const onBackendToolCall = context.onBackendToolCall;
   if (onBackendToolCall) {
     options.onToolCallEvent = (call) => onBackendToolCall({ ...call, stepId });
@@ -186,6 +202,13 @@ export function backendRetryError(retry: RetryInfo): StepflowError {
   return new StepflowError(
     "BACKEND_RETRY",
     `${retry.backend} attempt ${retry.attempt}/${retry.maxAttempts} failed (${retry.reason}); retrying in ${retry.delayMs} ms`,
-    { cause: retry.error, details: { status: retry.status, delayMs: retry.delayMs } },
+    {
+      cause: retry.error,
+      details: {
+        status: retry.status,
+        delayMs: retry.delayMs,
+        ...(retry.waitUntil !== undefined ? { waitUntil: retry.waitUntil } : {}),
+      },
+    },
   );
 }

@@ -71,6 +71,7 @@ import { historyEntry, IterationRecorder } from "./iteration_record.ts";
 import type { StepResult } from "./step_handler.ts";
 import { type RunnableStepKind, STEP_HANDLERS } from "./step_handlers.ts";
 import { startFlowTelemetry } from "./telemetry.ts";
+import { RateLimitYield } from "../llm/retry.ts";
 import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resume.ts";
 import type {
   CompletionReason,
@@ -245,7 +246,13 @@ export class FlowRun {
         ),
     });
     // OpenTelemetry spans: undefined, and free, unless a tracer provider is registered.
-    const telemetry = startFlowTelemetry(this.#def.name, mode, this.#events);
+    const telemetry = startFlowTelemetry(
+      this.#def,
+      mode,
+      this.#events,
+      opened.backend,
+      state.parent,
+    );
     try {
       await this.#setState("running");
       await this.#events.emit("onPlanStart", this.#def, startCtx);
@@ -419,6 +426,8 @@ export class FlowRun {
       // does a fan-out child that cannot go on by itself (its resume refused a tool call's rerun).
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
       if (result.error instanceof FanOutHalted) throw result.error.cause;
+      // A wait given back (a worker's): the drive stops where a taken-over run would.
+      if (result.error instanceof RateLimitYield) throw result.error;
       // A wait (an input step's question, a tool call's permission, a child's wait) ends the drive.
       if (result.outcome?.kind === "wait") {
         await this.#wait(state, step, info, result.outcome, inStep);
@@ -428,6 +437,7 @@ export class FlowRun {
       const entry = historyEntry(state, step, startedAt, result.record);
       if (deps.toolCalls.list.length > 0) entry.toolCalls = deps.toolCalls.list;
       if (deps.toolCalls.omitted > 0) entry.toolCallsOmitted = deps.toolCalls.omitted;
+      if (deps.fallbacks.length > 0) entry.fallbacks = deps.fallbacks;
 
       // 4. Its outcome: a failure goes through the step's onError policy; a reported failure is
       // told; completion conditions (agent.json `completion`) end a run that would go on.

@@ -14,7 +14,8 @@ import type { LlmRequest, LlmResponse } from "../llm/types.ts";
 const LOGGED_OUTPUT_DEPTH = 256;
 
 /**
- * The record of one call: the step, kind, iteration, model, the prompt and system prompt as sent,
+ * The record of one call: the step, kind, iteration, the model that answered (and its backend and
+ * the model chain's fall-throughs before it, when a chain chose it), the prompt and system prompt as sent,
  * the model's turns when the call went through the tool loop (`turns`: the tool calls it asked for,
  * then the final answer's turn), and the answer (text, structured output, usage, cost, session) or
  * the error the call failed with.
@@ -31,8 +32,12 @@ export function recordedCall(
     iteration: request.iteration,
     prompt: request.prompt,
   };
-  const usedModel = request.model ?? model;
+  // The model that answered: a model chain's choice, else the one asked for.
+  const answered = "response" in outcome ? outcome.response : undefined;
+  const usedModel = answered?.model ?? request.model ?? model;
   if (usedModel !== undefined) fields.model = usedModel;
+  if (answered?.backend !== undefined) fields.backend = answered.backend;
+  if (answered?.fallbacks?.length) fields.fallbacks = answered.fallbacks;
   if (request.systemPrompt !== undefined) fields.system = request.systemPrompt;
   if (turns.length > 0) fields.turns = turns.map(recordedTurn);
   if ("error" in outcome) {

@@ -33,4 +33,11 @@ export type {
   PermissionRequest,
   RecordedAnswer,
 } from "./input_request.ts";
-export { SPAN_ATTRIBUTES, TRACER_NAME, tracingEnabled } from "./telemetry.ts";
+export {
+  metricsEnabled,
+  SEMCONV_VERSION,
+  SPAN_ATTRIBUTES,
+  TRACER_NAME,
+  tracingEnabled,
+} from "./telemetry.ts";
+export type { ReachedPath } from "../tools/types.ts";

@@ -150,14 +150,15 @@ export function permissionReply(answer: unknown): PermissionReply | undefined {
 /** The grant of `grants` whose rule allows the call `ask` describes, if any. */
 export function coveringGrant(
   grants: readonly PermissionGrant[],
-  ask: Pick<PermissionAsk, "tool" | "args">,
+  ask: Pick<PermissionAsk, "tool" | "args" | "paths">,
   cwd: string,
 ): PermissionGrant | undefined {
   if (grants.length === 0) return undefined;
   const { rules } = parsePermissionRules(grants.map((g) => g.rule));
+  // A grant covers the files the call reaches, judged as the ask was (a link is not its target).
   const decision = decidePermission(
     { mode: "default", allow: rules, deny: [] },
-    { tool: ask.tool, args: ask.args, cwd },
+    { tool: ask.tool, args: ask.args, cwd, ...(ask.paths ? { paths: ask.paths } : {}) },
   );
   if (decision.behavior !== "allow" || !decision.rule) return undefined;
   return grants.find((g) => g.rule === decision.rule);

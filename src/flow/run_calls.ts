@@ -15,7 +15,8 @@ import type { ToolCallEvent } from "../events/types.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
 import type { ToolTurnResponse } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
-import { backendRetryError, callBackend, type CallContext } from "./backend_call.ts";
+import { callBackend, type CallContext } from "./backend_call.ts";
+import { callNotices } from "./call_notices.ts";
 import type { RunJournal } from "./checkpoint.ts";
 import { recordedCall } from "./llm_call_log.ts";
 import { type IterationToolCalls, noteToolCall, runPermissionHook } from "./permission_asks.ts";
@@ -132,21 +133,7 @@ export class RunCalls {
           onText: (text: string) => void run.events.emit("onStepText", stepInfo(state, step), text),
         }
         : {}),
-      onRetry: (retry) => {
-        void run.events.emit(
-          "onStepRetry",
-          stepInfo(state, step),
-          retry.attempt,
-          backendRetryError(retry),
-        );
-        void run.journal.log(state, {
-          type: "backend_retry",
-          stepId: step.id,
-          attempt: retry.attempt,
-          delayMs: retry.delayMs,
-          reason: retry.reason,
-        });
-      },
+      ...callNotices(run.events, run.journal, state, step, run.options),
     });
   }
 

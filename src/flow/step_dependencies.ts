@@ -7,7 +7,7 @@
  */
 import type { AgentDefinition, FlowStep } from "../definition/types.ts";
 import type { EventEmitter } from "../events/emitter.ts";
-import type { StepInfo } from "../events/types.ts";
+import type { ModelFallbackEvent, StepInfo } from "../events/types.ts";
 import type { ReaskInfo } from "../engine/ask_structured.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
 import type { LlmRequest, LlmResponse } from "../llm/types.ts";
@@ -74,6 +74,8 @@ export class IterationDependencies implements StepDependencies {
   readonly calls: RecordedCall[] = [];
   /** The iteration's tool calls, for its history entry. */
   readonly toolCalls: IterationToolCalls = { list: [], omitted: 0 };
+  /** The model chain's fall-throughs of the iteration's answered calls, for its history entry. */
+  readonly fallbacks: ModelFallbackEvent[] = [];
   readonly #run: RunResources;
   readonly #state: RunnerState;
   readonly #step: FlowStep;
@@ -127,8 +129,8 @@ export class IterationDependencies implements StepDependencies {
     return this.#run.logStepStart(this.#state, this.#step, prompt);
   }
   /** See {@linkcode StepDependencies.call}. */
-  call(request: LlmRequest): Promise<LlmResponse | WaitOutcome> {
-    return this.#run.call(
+  async call(request: LlmRequest): Promise<LlmResponse | WaitOutcome> {
+    const response = await this.#run.call(
       request,
       this.#state,
       this.#step,
@@ -136,6 +138,8 @@ export class IterationDependencies implements StepDependencies {
       this.toolCalls,
       this.#inStep,
     );
+    if ("fallbacks" in response && response.fallbacks) this.fallbacks.push(...response.fallbacks);
+    return response;
   }
   /** See {@linkcode StepDependencies.reask}. */
   reask(info: ReaskInfo): Promise<void> {

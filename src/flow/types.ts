@@ -4,7 +4,7 @@
  * @module
  */
 import type { BackendChoice } from "../llm/backend_choice.ts";
-import type { ExecutorEvents } from "../events/types.ts";
+import type { ExecutorEvents, ModelFallbackEvent } from "../events/types.ts";
 import type { RunUsage } from "../events/progress_lines.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { RunStore } from "../store/types.ts";
@@ -92,6 +92,12 @@ export interface HistoryEntry {
   toolCalls?: ToolCallSummary[];
   /** Tool calls of this iteration after the first 50, not listed in `toolCalls`. */
   toolCallsOmitted?: number;
+  /**
+   * The fall-throughs of the model chain in this iteration's answered calls, in order: which
+   * entry failed, why, and which answered instead (the run log's `model_fallback` lines list every
+   * one, those of calls that failed in the end too).
+   */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in milliseconds. */
@@ -251,8 +257,21 @@ export interface StepFlowRunnerOptions {
   stepTimeoutMs?: number;
   /** Backoff of `onError: "retry=N"`: first delay, factor and cap (defaults 500 ms, 2, 30 s). */
   retryBackoff?: { initialMs?: number; factor?: number; maxMs?: number };
-  /** Model override for every call (else step `model`, else agent `behavior.model`). */
+  /**
+   * Model override for every call (else step `model`, else agent `behavior.model`, either of which
+   * may be a fallback chain). Fallbacks after it: `createBackend({ fallbackModels })`
+   * (`--fallback-model`).
+   */
   model?: string;
+  /**
+   * A wait the server asks for (its `Retry-After` or a rate-limit reset) at least this long, in ms,
+   * is not slept in the run: the drive stops where a taken-over run would (the iteration in flight
+   * is made again), `run()` rejects with `RateLimitYield` (code `RATE_LIMIT_YIELD`; `until` says
+   * when to continue) and its caller resumes the run then. Workers set it to give their slot back
+   * (`WorkerOptions.rateLimitYieldMs`). Unset (the default): every wait within the retry policy's
+   * `maxRateLimitWaitMs` is slept in place.
+   */
+  rateLimitYieldMs?: number;
   /** Receives warnings (fallback prompts, …). Default `console.warn`. */
   onWarning?: (message: string) => void;
   /**

@@ -6,7 +6,9 @@
  *
  * @module
  */
+import type { ModelSetting } from "../definition/schema.ts";
 import { type BackendName, createBackend } from "./factory.ts";
+import { defaultModelOf } from "./model_chain.ts";
 import type { LlmBackend } from "./types.ts";
 
 /** The backend used when neither the caller (`backend`, `--backend`) nor agent.json names one. */
@@ -16,8 +18,8 @@ export const DEFAULT_BACKEND: BackendName = "claude-code";
 export interface AgentBehaviorBackend {
   /** Backend name (`claude-code`, `anthropic`, `openai`, `scripted`). */
   backend?: string;
-  /** Default model. */
-  model?: string;
+  /** Default model, or a fallback chain (its first model of this backend is the default). */
+  model?: ModelSetting;
 }
 
 /** Overrides and hooks of {@linkcode agentBackend}. */
@@ -30,7 +32,8 @@ export interface AgentBackendOptions {
 
 /**
  * Creates the agent's own backend: `behavior.backend` (default {@linkcode DEFAULT_BACKEND}) with
- * the model override, else `behavior.model`. Throws what `createBackend` throws for an unknown name
+ * the model override, else `behavior.model` (a chain's first model), able to walk model chains
+ * (a `ModelChainBackend`). Throws what `createBackend` throws for an unknown name
  * or a backend that cannot be set up.
  *
  * @example
@@ -46,10 +49,12 @@ export async function agentBackend(
   behavior: AgentBehaviorBackend,
   options: AgentBackendOptions = {},
 ): Promise<LlmBackend> {
-  const model = options.model ?? behavior.model;
+  const model = options.model ?? defaultModelOf(behavior.model);
   return await createBackend({
     name: behavior.backend ?? DEFAULT_BACKEND,
     ...(model ? { model } : {}),
+    // Walks the agent's and the steps' model chains, its conversation shared along them.
+    fallbackModels: [],
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
   });
 }

@@ -211,6 +211,8 @@ export class AnthropicBackend extends ChatApiBackend {
         (category ? ` (category: ${category})` : "");
     }
     if (message.stop_reason === "max_tokens") result.truncated = true;
+    if (typeof message.stop_reason === "string") result.finishReason = message.stop_reason;
+    if (typeof message.model === "string" && message.model) result.responseModel = message.model;
     return result;
   }
 
@@ -324,7 +326,21 @@ function toAnthropicMessages(messages: ToolTurnMessage[]): AnthropicMessagesBody
   });
 }
 
-/** The API needs an object as a `tool_use` input, even for a call whose arguments were broken. */
+/** Arguments text read back as the object it spells, up to this many characters. */
+const MAX_ARGUMENTS_TEXT = 1024 * 1024;
+
+/**
+ * The API needs an object as a `tool_use` input, even for a call whose arguments were broken. A
+ * call another provider made (a model chain fell through mid-loop) has its arguments as the JSON
+ * text OpenAI sends: read back as the object it spells.
+ */
 function toolInput(args: unknown): unknown {
+  if (typeof args === "string" && args.length <= MAX_ARGUMENTS_TEXT) {
+    try {
+      args = JSON.parse(args);
+    } catch {
+      return {};
+    }
+  }
   return args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
 }

@@ -9,6 +9,8 @@ import { streamFailure, StreamInterrupted } from "./stream_failure.ts";
 
 /** A Messages API answer, as this backend reads it (streamed or not). */
 export interface AnthropicMessage {
+  /** The model that answered, as the server names it. */
+  model?: string;
   /** The content blocks: text and tool calls (a streamed call's `input` is its JSON text). */
   content?: { type: string; text?: string; id?: unknown; name?: unknown; input?: unknown }[];
   /** Why the answer ended (`end_turn`, `tool_use`, `max_tokens`, `refusal`). */
@@ -65,6 +67,7 @@ export async function readAnthropicStream(
         case "message_start": {
           const start = (event.message ?? {}) as AnthropicMessage;
           if (start.usage) message.usage = { ...start.usage };
+          if (typeof start.model === "string" && start.model) message.model = start.model;
           break;
         }
         case "content_block_start": {

@@ -19,6 +19,8 @@ export interface BackendChoice {
   baseUrl?: string;
   /** The scripted answers file, as an absolute path. */
   script?: string;
+  /** `--fallback-model` names: models of this backend tried after each call's own (in order). */
+  fallbackModels?: string[];
 }
 
 /** A recorded choice is read back from a checkpoint (untrusted JSON) through this schema. */
@@ -27,6 +29,7 @@ const BackendChoiceSchema = z.object({
   model: z.string().min(1).optional(),
   baseUrl: z.string().min(1).optional(),
   script: z.string().min(1).optional(),
+  fallbackModels: z.array(z.string().min(1)).optional(),
 }).strict();
 
 // Compile-time: the interface equals the schema's output type.
@@ -54,8 +57,9 @@ export function recordedBackendChoice(state: unknown): BackendChoice | undefined
 
 /**
  * The choice to continue a run with: what the flags name wins, field by field, over the recorded
- * one. Naming another backend (`--backend`, or `--script` for a run that was not scripted) drops
- * the recorded model, URL and script, which belonged to the old backend.
+ * one (`--fallback-model` names, given at all, replace the recorded list). Naming another backend
+ * (`--backend`, or `--script` for a run that was not scripted) drops the recorded model, URL,
+ * script and fallback models, which belonged to the old backend.
  *
  * @example
  * ```ts
@@ -80,6 +84,12 @@ export function mergeBackendChoice(
     const value = pick(key);
     if (value !== undefined) choice[key] = value;
   }
+  const fallbacks = flags.fallbackModels?.length
+    ? flags.fallbackModels
+    : same
+    ? recorded.fallbackModels
+    : undefined;
+  if (fallbacks?.length) choice.fallbackModels = [...fallbacks];
   return choice;
 }
 
@@ -92,6 +102,7 @@ export function recordableChoice(choice: BackendChoice): BackendChoice {
   if (choice.model !== undefined) out.model = choice.model;
   if (choice.script !== undefined) out.script = choice.script;
   if (choice.baseUrl !== undefined) out.baseUrl = urlWithoutCredentials(choice.baseUrl);
+  if (choice.fallbackModels?.length) out.fallbackModels = [...choice.fallbackModels];
   return out;
 }
 

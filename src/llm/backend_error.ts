@@ -6,6 +6,7 @@
 import type { ErrorCodeOf } from "../error_codes.ts";
 import { StepflowError } from "../errors.ts";
 import type { RetryExhausted } from "./retry.ts";
+import { StreamStalled } from "./stream_idle.ts";
 
 /**
  * Stable codes of {@linkcode BackendError}:
@@ -44,6 +45,10 @@ export interface BackendErrorDetails extends Record<string, unknown> {
   status?: number;
   /** The step being executed. */
   stepId?: string;
+  /** The API's own name of the last failure (`rate_limit_error`, `overloaded_error`, …). */
+  errorType?: string;
+  /** The wait the server asked for, in ms, when it asked for one (a `Retry-After`, a reset). */
+  retryAfterMs?: number;
 }
 
 /**
@@ -101,7 +106,7 @@ export function fromRetryExhausted(
   context: { stepId?: string; timeoutMs?: number },
   hints: FailureHints = {},
 ): BackendError {
-  const { status, kind, reason } = failure.failure;
+  const { status, kind, reason, errorType, retryAfterMs } = failure.failure;
   const attempts = failure.attempts;
   const tried = attempts === 1 ? "" : ` (after ${attempts} attempts)`;
   const where = context.stepId ? ` in step "${context.stepId}"` : "";
@@ -110,15 +115,17 @@ export function fromRetryExhausted(
     attempts,
     ...(status !== undefined ? { status } : {}),
     ...(context.stepId !== undefined ? { stepId: context.stepId } : {}),
+    ...(errorType !== undefined ? { errorType } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
   const head = `${backend} backend${where}: ${reason}${tried}.`;
   let code: BackendErrorCode;
   let advice: string;
-  if (failure.stopReason === "retry_after_too_long") {
+  if (failure.stopReason === "wait_too_long") {
     code = "BACKEND_UNAVAILABLE";
     advice = `The server asked to wait ${
-      Math.ceil((failure.failure.retryAfterMs ?? 0) / 1000)
-    } s before retrying, longer than the retry policy allows (maxRetryAfterMs); try again later.`;
+      Math.ceil((retryAfterMs ?? 0) / 1000)
+    } s before retrying, longer than the retry policy allows (maxRateLimitWaitMs; --max-rate-limit-wait-ms on the command line); try again later, or add a fallback model (--fallback-model).`;
   } else if (status === 401 || status === 403) {
     code = "BACKEND_AUTH";
     advice = hints.auth ?? "Check the API key.";
@@ -132,6 +139,10 @@ export function fromRetryExhausted(
     advice = `The server stayed unavailable or rate-limited through ${attempts} attempt${
       attempts === 1 ? "" : "s"
     }; try again later, or allow more attempts per call: --max-attempts N on the command line (retry: { maxAttempts } with createBackend).`;
+  } else if (kind === "timeout" && failure.lastError instanceof StreamStalled) {
+    code = "BACKEND_TIMEOUT";
+    advice =
+      `The server went quiet in the middle of its streamed answer. For a model that thinks long before it writes, raise the idle timeout (now ${failure.lastError.idleTimeoutMs} ms): idleTimeoutMs, --idle-timeout-ms N (0 turns it off); otherwise check the server.`;
   } else if (kind === "timeout") {
     code = "BACKEND_TIMEOUT";
     advice = `Raise the per-call timeout${

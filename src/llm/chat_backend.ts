@@ -5,13 +5,11 @@
  *
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { UsageError } from "../errors.ts";
 import { BackendError, type FailureHints, fromRetryExhausted } from "./backend_error.ts";
 import { type ChatTurn, type ConversationLimits, ConversationStore } from "./conversation.ts";
 import {
   classifyHttpFailure,
-  describeErrorBody,
   type FailureClass,
   resolveRetryPolicy,
   RetryExhausted,
@@ -21,6 +19,8 @@ import {
   withRetry,
 } from "./retry.ts";
 import { StreamInterrupted } from "./stream_failure.ts";
+import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch, StreamStalled } from "./stream_idle.ts";
+import { errorBodies, type ExchangeCapture, fetchKeepingErrorBodies } from "./chat_fetch.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 
@@ -69,6 +69,12 @@ export interface ChatBackendOptions {
   retry?: Partial<RetryPolicy>;
   /** Per-attempt timeout in ms (default 600 000 = 10 min; 0 disables). */
   timeoutMs?: number;
+  /**
+   * Idle timeout of streamed answers in ms (default 300 000 = 5 min; 0 disables): an attempt whose
+   * server sends no byte for this long — before the answer starts or within it — is ended and
+   * retried, beside the whole-attempt `timeoutMs`.
+   */
+  idleTimeoutMs?: number;
   /** Called before every retry (see {@linkcode RetryInfo}). */
   onRetry?: RetryListener;
   /** Receives warnings (schema fallback, truncated answers). Default: `console.warn`. */
@@ -123,6 +129,10 @@ export interface ChatExchangeResult {
   truncated?: boolean;
   /** The tool calls the model asked for (tool turns only). */
   toolCalls?: ToolTurnResponse["toolCalls"];
+  /** The model the server says answered, when it says. */
+  responseModel?: string;
+  /** Why the answer ended, as the server said it. */
+  finishReason?: string;
 }
 
 /** Default per-attempt timeout of the chat backends. */
@@ -171,60 +181,6 @@ export function costOf(
     usage.outputTokens * pricing.outputUsdPerMTok) / 1_000_000;
 }
 
-/** The most of an HTTP error body read to find its message, in bytes. */
-export const ERROR_BODY_READ_MAX = 64 * 1024;
-
-/**
- * Where the `fetch` of the SDK clients leaves, per exchange, the message of an error body and the
- * content type of a successful answer (a streamed request answered with JSON is not a stream).
- */
-const errorBodies = new AsyncLocalStorage<{ message?: string; contentType?: string }>();
-
-/**
- * The `fetch` given to the SDK clients: a plain `fetch`, except that the body of an error
- * response is read here (at most {@linkcode ERROR_BODY_READ_MAX} bytes) and its message kept for
- * the failure report — the `openai` client keeps only `body.error` of a body that is not in its
- * API's format, so `{"error":"SyntaxError","message":"…"}` would lose its message. The SDK gets
- * the same status, headers and (bounded) text.
- */
-async function fetchKeepingErrorBodies(
-  input: string | URL | Request,
-  init?: RequestInit,
-): Promise<Response> {
-  const response = await fetch(input, init);
-  const capture = errorBodies.getStore();
-  if (capture !== undefined && response.ok) {
-    capture.contentType = response.headers.get("content-type") ?? "";
-  }
-  if (response.ok || capture === undefined || response.body === null) return response;
-  const text = await readAtMost(response.body, ERROR_BODY_READ_MAX);
-  capture.message = describeErrorBody(text);
-  const headers = new Headers(response.headers);
-  headers.delete("content-length");
-  headers.delete("content-encoding");
-  return new Response(text, { status: response.status, statusText: response.statusText, headers });
-}
-
-async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let read = 0;
-  try {
-    while (read < maxBytes) {
-      const { done, value } = await reader.read();
-      if (done) return text + decoder.decode();
-      const chunk = value.subarray(0, maxBytes - read);
-      read += chunk.length;
-      text += decoder.decode(chunk, { stream: true });
-    }
-    await reader.cancel().catch(() => {});
-    return text + decoder.decode();
-  } finally {
-    reader.releaseLock();
-  }
-}
-
 /**
  * The base of the chat-API backends. Subclasses implement {@linkcode ChatApiBackend.exchange}
  * (one request to the API) and describe their failures; everything else lives here.
@@ -238,8 +194,10 @@ export abstract class ChatApiBackend implements LlmBackend {
   readonly retryPolicy: RetryPolicy;
   /** The per-attempt timeout in ms (0: none). */
   readonly timeoutMs: number;
-  /** Conversation history per session id. */
-  protected readonly conversations: ConversationStore;
+  /** The idle timeout of streamed answers in ms (0: none). */
+  readonly idleTimeoutMs: number;
+  /** Conversation history per session id (shared with the other chat backends of a model chain). */
+  protected conversations: ConversationStore;
   /** Options as given. */
   protected readonly options: ChatBackendOptions;
   /** The loaded SDK's error classes, set by the subclass when it loads the SDK. */
@@ -261,6 +219,10 @@ export abstract class ChatApiBackend implements LlmBackend {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_CHAT_TIMEOUT_MS;
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 0) {
       throw new UsageError(`timeoutMs must be a number ≥ 0, got ${options.timeoutMs}.`);
+    }
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    if (!Number.isFinite(this.idleTimeoutMs) || this.idleTimeoutMs < 0) {
+      throw new UsageError(`idleTimeoutMs must be a number ≥ 0, got ${options.idleTimeoutMs}.`);
     }
     const mode = options.structuredOutput ?? "auto";
     if (!["auto", "native", "prompt"].includes(mode)) {
@@ -299,6 +261,20 @@ export abstract class ChatApiBackend implements LlmBackend {
     };
   }
 
+  /** The store of this backend's conversations (see {@linkcode ChatApiBackend.useConversationStore}). */
+  get conversationStore(): ConversationStore {
+    return this.conversations;
+  }
+
+  /**
+   * Keeps conversations in `store` from now on, the store of another chat backend: the backends of
+   * a model chain share one, so that a call that falls through to another provider continues the
+   * same conversation (each backend writes it in its own API's format).
+   */
+  useConversationStore(store: ConversationStore): void {
+    this.conversations = store;
+  }
+
   /** Whether answers are asked for as streams (the `stream` option; default true). */
   get streams(): boolean {
     return this.options.stream ?? true;
@@ -320,8 +296,16 @@ export abstract class ChatApiBackend implements LlmBackend {
    * {@linkcode classifyHttpFailure}), with the message read from the error body.
    */
   protected classify(error: unknown): FailureClass {
+    if (error instanceof StreamStalled) {
+      return { retryable: true, kind: "timeout", reason: error.message };
+    }
     if (error instanceof StreamInterrupted) {
-      return { retryable: error.retryable, kind: "stream", reason: error.message };
+      return {
+        retryable: error.retryable,
+        kind: "stream",
+        reason: error.message,
+        ...(error.errorType !== undefined ? { errorType: error.errorType } : {}),
+      };
     }
     const bodyMessage = error !== null && typeof error === "object"
       ? this.#bodyMessages.get(error)
@@ -350,16 +334,26 @@ export abstract class ChatApiBackend implements LlmBackend {
     );
   }
 
-  /** One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify}. */
+  /**
+   * One exchange, keeping the message of an error body for {@linkcode ChatApiBackend.classify};
+   * a streamed one is ended when its server goes quiet for the idle timeout (`StreamStalled`).
+   */
   async #exchangeKeepingErrorBody(request: ChatExchangeRequest): Promise<ChatExchangeResult> {
-    const capture: { message?: string } = {};
+    const idle = this.streams && this.idleTimeoutMs > 0
+      ? new IdleWatch(this.idleTimeoutMs)
+      : undefined;
+    const capture: ExchangeCapture = idle ? { idle } : {};
+    const signal = idle ? AbortSignal.any([request.signal, idle.signal]) : request.signal;
     try {
-      return await errorBodies.run(capture, () => this.exchange(request));
+      return await errorBodies.run(capture, () => this.exchange({ ...request, signal }));
     } catch (error) {
+      if (idle?.fired && !request.signal.aborted) throw new StreamStalled(idle.idleMs, error);
       if (capture.message !== undefined && error !== null && typeof error === "object") {
         this.#bodyMessages.set(error, capture.message);
       }
       throw error;
+    } finally {
+      idle?.stop();
     }
   }
 
@@ -420,7 +414,7 @@ export abstract class ChatApiBackend implements LlmBackend {
       { role: "assistant", content: result.text },
     ]);
 
-    const response: LlmResponse = { text: result.text, sessionId };
+    const response: LlmResponse = { text: result.text, sessionId, ...answerFacts(result) };
     if (result.usage) {
       response.usage = result.usage;
       const cost = costOf(result.usage, this.options.pricing?.[model]);
@@ -470,6 +464,9 @@ export abstract class ChatApiBackend implements LlmBackend {
             timeoutMs: this.timeoutMs,
             onRetry: [this.options.onRetry, opts.onRetry],
             context: { stepId: req.stepId, iteration: req.iteration },
+            ...(opts.yieldWaitsFromMs !== undefined
+              ? { yieldWaitsFromMs: opts.yieldWaitsFromMs }
+              : {}),
           },
         );
       } catch (error) {
@@ -521,6 +518,7 @@ export abstract class ChatApiBackend implements LlmBackend {
       ]);
     }
     const response: ToolTurnResponse = { text: result.text, toolCalls, sessionId };
+    Object.assign(response, answerFacts(result));
     if (result.usage) {
       response.usage = result.usage;
       const cost = costOf(result.usage, this.options.pricing?.[model]);
@@ -532,6 +530,16 @@ export abstract class ChatApiBackend implements LlmBackend {
   #warn(message: string): void {
     (this.options.onWarning ?? console.warn)(message);
   }
+}
+
+/** The answering model and finish reason of an exchange, when the server said them. */
+function answerFacts(
+  result: ChatExchangeResult,
+): Pick<LlmResponse, "responseModel" | "finishReason"> {
+  return {
+    ...(result.responseModel ? { responseModel: result.responseModel } : {}),
+    ...(result.finishReason ? { finishReason: result.finishReason } : {}),
+  };
 }
 
 /** The step's messages with the schema instruction added to its prompt (the first message). */

@@ -246,6 +246,9 @@ export class ClaudeCodeBackend implements LlmBackend {
           retryTimeouts: false,
           onRetry: listeners,
           context: { stepId: req.stepId, iteration: req.iteration },
+          ...(opts.yieldWaitsFromMs !== undefined
+            ? { yieldWaitsFromMs: opts.yieldWaitsFromMs }
+            : {}),
         },
       );
     } catch (error) {

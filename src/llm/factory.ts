@@ -5,8 +5,10 @@
  *
  * @module
  */
+import type { ModelChainEntry, ModelOnBackend } from "../definition/schema.ts";
 import { UsageError } from "../errors.ts";
 import type { ModelPricing, StructuredOutputMode } from "./chat_backend.ts";
+import { ModelChainBackend } from "./model_chain.ts";
 import type { ClaudeCodeBackendOptions } from "./claude_code.ts";
 import type { ReplayMode } from "./replay.ts";
 import type { RetryListener, RetryPolicy } from "./retry.ts";
@@ -71,6 +73,18 @@ export interface BackendSpec {
   /** Per-call timeout in ms (defaults: 10 min for the APIs, 30 min for claude-code; 0 disables). */
   timeoutMs?: number;
   /**
+   * `anthropic` / `openai`: idle timeout of streamed answers in ms (default 5 min; 0 disables) — an
+   * attempt whose server sends nothing for this long is ended and retried (`--idle-timeout-ms`).
+   */
+  idleTimeoutMs?: number;
+  /**
+   * Models tried after each call's own model or chain, in order (`--fallback-model NAME`,
+   * repeatable): a name is a model of this backend, `{ backend, model, baseUrl }` one elsewhere.
+   * When given (even empty), the backend is a `ModelChainBackend` that walks chains with this
+   * spec's options (docs/backends.md, "Model fallback chains").
+   */
+  fallbackModels?: ModelChainEntry[];
+  /**
    * Called before every retry with `{ backend, attempt, maxAttempts, delayMs, status?, reason,
    * error, stepId?, iteration? }` — forward it as the run's retry event.
    */
@@ -120,6 +134,67 @@ export interface BackendSpec {
  * ```
  */
 export async function createBackend(spec: BackendSpec): Promise<LlmBackend> {
+  const backend = await createOne(spec);
+  if (spec.fallbackModels === undefined) return backend;
+  return new ModelChainBackend(backend, {
+    fallbacks: spec.fallbackModels,
+    build: (entry) => createBackend(memberSpec(spec, entry)),
+  });
+}
+
+/**
+ * `backend` able to walk model chains: itself when it walks them already (a `ModelChainBackend`,
+ * or a wrapper of one), else a `ModelChainBackend` over it — the same one for every call with
+ * `backend` — whose entries on other backends are built from the environment with the defaults.
+ * The runner sends a call whose step or agent gives a chain through it.
+ *
+ * @example
+ * ```ts
+ * import { modelChainFor } from "./factory.ts";
+ * import { ScriptedBackend } from "./scripted.ts";
+ * const backend = new ScriptedBackend(["hi"]);
+ * console.log(modelChainFor(backend) === modelChainFor(backend)); // true
+ * ```
+ */
+export function modelChainFor(backend: LlmBackend): LlmBackend {
+  if (backend.walksModelChains) return backend;
+  let chain = chains.get(backend);
+  if (!chain) {
+    chain = new ModelChainBackend(backend, {
+      build: (entry) => createBackend(memberSpec({ name: entry.backend }, entry)),
+    });
+    chains.set(backend, chain);
+  }
+  return chain;
+}
+
+const chains = new WeakMap<LlmBackend, ModelChainBackend>();
+
+/**
+ * The spec of a chain entry on another backend: the run's options (environment, retry policy,
+ * timeouts, streaming, prices, listeners), never its key, server, script or Claude Code options.
+ */
+function memberSpec(spec: BackendSpec, entry: ModelOnBackend): BackendSpec {
+  const {
+    name: _name,
+    model: _model,
+    baseUrl: _baseUrl,
+    apiKey: _apiKey,
+    script: _script,
+    replay: _replay,
+    claudeCode: _claudeCode,
+    fallbackModels: _fallbacks,
+    ...options
+  } = spec;
+  return {
+    ...options,
+    name: entry.backend,
+    model: entry.model,
+    ...(entry.baseUrl !== undefined ? { baseUrl: entry.baseUrl } : {}),
+  };
+}
+
+async function createOne(spec: BackendSpec): Promise<LlmBackend> {
   const name = spec.name?.trim().toLowerCase();
   const env = spec.env ?? processEnv();
   switch (name) {
@@ -231,6 +306,7 @@ function chatOptions(spec: BackendSpec, env: Record<string, string | undefined>)
   const stream = spec.stream ?? streamFromEnv(env.STEPFLOW_STREAM);
   return {
     ...common(spec),
+    ...(spec.idleTimeoutMs !== undefined ? { idleTimeoutMs: spec.idleTimeoutMs } : {}),
     ...(stream !== undefined ? { stream } : {}),
     ...(spec.onWarning ? { onWarning: spec.onWarning } : {}),
     ...(spec.structuredOutput ? { structuredOutput: spec.structuredOutput } : {}),

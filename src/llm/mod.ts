@@ -85,5 +85,8 @@ export type {
   RetryPolicy,
   SdkErrorClasses,
 } from "./retry.ts";
+export { RateLimitYield } from "./retry.ts";
+export { ModelChainBackend, type ModelChainOptions } from "./model_chain.ts";
+export { modelChainFor } from "./factory.ts";
 // The base class of this module's errors.
 export { StepflowError } from "../errors.ts";

@@ -209,6 +209,10 @@ export class OpenAiBackend extends ChatApiBackend {
     }
     if (choice.message.refusal) result.refusal = choice.message.refusal;
     if (choice.finish_reason === "length") result.truncated = true;
+    if (typeof choice.finish_reason === "string") result.finishReason = choice.finish_reason;
+    if (typeof completion.model === "string" && completion.model) {
+      result.responseModel = completion.model;
+    }
     return result;
   }
 

@@ -9,6 +9,8 @@ import { streamFailure, StreamInterrupted } from "./stream_failure.ts";
 
 /** A chat completion, as this backend reads it (streamed or not). */
 export interface ChatCompletion {
+  /** The model that answered, as the server names it. */
+  model?: string;
   /** The answers (this backend reads the first). */
   choices?: {
     message?: { content?: string | null; refusal?: string | null; tool_calls?: unknown };
@@ -54,11 +56,13 @@ export async function readOpenAiStream(
   let refusal = "";
   let finish: string | undefined;
   let usage: ChatCompletion["usage"];
+  let model: string | undefined;
   const calls: OpenCall[] = [];
   const byIndex = new Map<number, OpenCall>();
   try {
     for await (const raw of chunks) {
-      const chunk = (raw ?? {}) as { choices?: unknown; usage?: unknown };
+      const chunk = (raw ?? {}) as { choices?: unknown; usage?: unknown; model?: unknown };
+      if (typeof chunk.model === "string" && chunk.model) model = chunk.model;
       if (chunk.usage && typeof chunk.usage === "object") {
         usage = chunk.usage as ChatCompletion["usage"];
       }
@@ -99,7 +103,11 @@ export async function readOpenAiStream(
       function: { name: c.name, arguments: c.arguments },
     }));
   }
-  return { choices: [{ message, finish_reason: finish }], ...(usage ? { usage } : {}) };
+  return {
+    choices: [{ message, finish_reason: finish }],
+    ...(usage ? { usage } : {}),
+    ...(model ? { model } : {}),
+  };
 }
 
 /** Adds the `delta.tool_calls` pieces of one chunk to the calls being assembled. */

@@ -8,6 +8,7 @@
  * @module
  */
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
 import { shortDiff } from "../text_diff.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactText, type Secret } from "./redact.ts";
@@ -37,6 +38,10 @@ export interface ReplayCallRecord {
   iteration?: number;
   /** The model that answered. */
   model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The model chain's fall-throughs before the answer (replayed as `onFallback` notices). */
+  fallbacks?: ModelFallbackEvent[];
   /** {@linkcode promptFingerprint} of the redacted system prompt and prompt. */
   fingerprint?: string;
   /** The prompt sent (redacted), for the diff shown on drift. */
@@ -50,6 +55,8 @@ export const REPLAY_ENTRY_KEYS: ReadonlySet<string> = new Set([
   "kind",
   "iteration",
   "model",
+  "backend",
+  "fallbacks",
   "fingerprint",
   "prompt",
   "system",
@@ -163,8 +170,8 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
 
   /** Checks the prompt against the recording, then answers with the recorded answer. */
   async complete(req: LlmRequest, opts: LlmCallOptions = {}): Promise<LlmResponse> {
-    this.#take(req, 0);
-    return await this.#scripted.complete(req, opts);
+    const record = this.#take(req, 0);
+    return answeredAsRecorded(await this.#scripted.complete(req, opts), record, opts);
   }
 
   /**
@@ -176,15 +183,15 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
   async toolTurn(req: ToolTurnRequest, opts: LlmCallOptions = {}): Promise<ToolTurnResponse> {
     const asRequest = turnAsRequest(req);
     const turn = req.messages.filter((m) => m.role === "assistant").length;
-    this.#take(asRequest, turn);
-    return await this.#scripted.toolTurn(req, opts);
+    const record = this.#take(asRequest, turn);
+    return answeredAsRecorded(await this.#scripted.toolTurn(req, opts), record, opts);
   }
 
   /**
    * Takes the next recorded entry for `req` after checking it is there and, on a call's first turn
    * (`turnsBefore` 0), that the prompt is the one recorded.
    */
-  #take(req: LlmRequest, turnsBefore: number): void {
+  #take(req: LlmRequest, turnsBefore: number): ReplayCallRecord {
     const key = req.kind === "check" ? `${req.stepId}#check` : req.stepId;
     const records = this.#records.get(key);
     const index = this.#used.get(key) ?? 0;
@@ -215,6 +222,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
     if (turnsBefore === 0 && record.fingerprint !== undefined) {
       this.#checkPrompt(req, key, index + 1, record);
     }
+    return record;
   }
 
   #checkPrompt(req: LlmRequest, key: string, call: number, record: ReplayCallRecord): void {
@@ -256,6 +264,25 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
   }
 }
 
+/**
+ * The answer as the recorded run got it: from the model that answered then (a model chain's
+ * choice), its fall-throughs told again as they were (`onFallback`), so a replayed run records the
+ * same.
+ */
+function answeredAsRecorded<A extends LlmResponse | ToolTurnResponse>(
+  answer: A,
+  record: ReplayCallRecord,
+  opts: LlmCallOptions,
+): A {
+  if (record.model !== undefined) answer.model = record.model;
+  if (record.backend !== undefined) answer.backend = record.backend;
+  if (record.fallbacks?.length) {
+    answer.fallbacks = record.fallbacks;
+    for (const fallback of record.fallbacks) opts.onFallback?.(fallback);
+  }
+  return answer;
+}
+
 /** Splits one replay entry into the scripted answer and the replay record. */
 function splitEntry(
   entry: unknown,
@@ -271,7 +298,13 @@ function splitEntry(
     if (REPLAY_ENTRY_KEYS.has(k)) record[k] = v;
     else answer[k] = v;
   }
-  for (const k of ["fingerprint", "prompt", "system", "model", "kind"]) {
+  if (record.fallbacks !== undefined && !isFallbackList(record.fallbacks)) {
+    throw new StepflowError(
+      "SCRIPT_INVALID",
+      `Replay ${source}: ${where} has "fallbacks" that are not a model chain's fall-throughs ({ from, to, reason, detail }); re-create the file with run-agent --record or --as-script.`,
+    );
+  }
+  for (const k of ["fingerprint", "prompt", "system", "model", "backend", "kind"]) {
     if (record[k] !== undefined && typeof record[k] !== "string") {
       throw new StepflowError(
         "SCRIPT_INVALID",
@@ -289,6 +322,24 @@ function splitEntry(
   }
   return { answer: answer as ScriptedEntry, record: record as ReplayCallRecord };
 }
+
+/** A list of recorded fall-throughs (at most 16, each `{ from, to, reason, detail }`). */
+function isFallbackList(value: unknown): boolean {
+  const ref = (r: unknown) =>
+    r !== null && typeof r === "object" && typeof (r as { backend?: unknown }).backend === "string";
+  return Array.isArray(value) && value.length <= 16 &&
+    value.every((f) =>
+      f !== null && typeof f === "object" && ref(f.from) && ref(f.to) &&
+      FALLBACK_REASONS.has(f.reason) && typeof f.detail === "string"
+    );
+}
+
+const FALLBACK_REASONS: ReadonlySet<unknown> = new Set([
+  "rate_limit",
+  "overload",
+  "server_error",
+  "context_length",
+]);
 
 /** A tool call written the old way: `{ name, input, output? }` without `arguments`. */
 function isOldToolNote(call: unknown): boolean {

@@ -9,6 +9,7 @@
  */
 import { stringify as stringifyYaml } from "yaml";
 import { StepflowError } from "../errors.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
 import type { RunLogEntry } from "../store/types.ts";
 import { promptFingerprint } from "./prompt_fingerprint.ts";
 import { credentialSecrets, redactDeep } from "./redact.ts";
@@ -26,8 +27,12 @@ export interface RecordedCall {
   prompt: string;
   /** The system prompt sent. */
   system?: string;
-  /** The model asked (the request's, else the backend's default). */
+  /** The model that answered (a model chain's choice, else the request's or the backend's default). */
   model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The model chain's fall-throughs before the answer (absent: none). */
+  fallbacks?: ModelFallbackEvent[];
   /** The answer, when the call succeeded. */
   answer?: {
     text: string;
@@ -202,6 +207,11 @@ function replayEntries(
     e.kind = entry.kind;
     e.iteration = entry.iteration;
     if (typeof entry.model === "string") e.model = entry.model;
+    if (typeof entry.backend === "string") e.backend = entry.backend;
+    // The call's fall-throughs, with the answer they led to (its last entry).
+    if (i === out.length - 1 && Array.isArray(entry.fallbacks) && entry.fallbacks.length > 0) {
+      e.fallbacks = entry.fallbacks;
+    }
     if (i > 0) continue;
     e.fingerprint = promptFingerprint(system, entry.prompt, secrets);
     if (system !== undefined) e.system = system;

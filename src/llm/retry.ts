@@ -1,14 +1,16 @@
 /**
- * The retry policy shared by the real backends: exponential backoff with full jitter, `Retry-After`
- * honoured, a per-attempt timeout, cancellation, and one `onRetry` report per retry.
+ * The retry policy shared by the real backends: exponential backoff with full jitter, the server's
+ * `Retry-After` and rate-limit resets honoured up to a bound (`maxRateLimitWaitMs`), a per-attempt
+ * timeout, cancellation, and one `onRetry` report per retry.
  *
  * Which failures are retried is decided by a classifier (see {@linkcode classifyHttpFailure}):
  * HTTP 408, 409, 429 and 5xx and network errors are transient; any other 4xx is not.
  *
  * @module
  */
-import { errorMessage, UsageError } from "../errors.ts";
+import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { backoffDelay, sleep } from "../backoff.ts";
+import { type HeadersLike, headerValue, serverWaitMs } from "./rate_limit_reset.ts";
 
 /** How often and how patiently a failed backend call is retried. */
 export interface RetryPolicy {
@@ -21,19 +23,22 @@ export interface RetryPolicy {
   /** Cap of the backoff bound in ms (default 30 000). */
   maxDelayMs: number;
   /**
-   * The longest `Retry-After` the policy waits for, in ms (default 120 000). A server asking for a
-   * longer wait ends the retries at once instead of blocking the run.
+   * The longest wait the server may ask for, in ms (default 120 000): its `Retry-After`, or on a
+   * 429 the reset of the rate limit it hit (`anthropic-ratelimit-*-reset`,
+   * `x-ratelimit-reset-requests/tokens`). The policy waits until then before the next attempt; a
+   * server asking for a longer wait ends the retries at once (a model chain then falls through to
+   * its next entry) instead of blocking the run.
    */
-  maxRetryAfterMs: number;
+  maxRateLimitWaitMs: number;
 }
 
-/** The defaults: 3 attempts, 500 ms initial, factor 2, 30 s cap, `Retry-After` up to 2 min. */
+/** The defaults: 3 attempts, 500 ms initial, factor 2, 30 s cap, server-asked waits up to 2 min. */
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxAttempts: 3,
   initialDelayMs: 500,
   factor: 2,
   maxDelayMs: 30_000,
-  maxRetryAfterMs: 120_000,
+  maxRateLimitWaitMs: 120_000,
 });
 
 /**
@@ -92,47 +97,7 @@ export function jitteredBackoff(
   return Math.floor(random() * bound);
 }
 
-/** Headers as the SDKs expose them: a `Headers` object or a plain record. */
-export type HeadersLike = Headers | Record<string, string | string[] | null | undefined>;
-
-function header(headers: HeadersLike | undefined, name: string): string | undefined {
-  if (!headers) return undefined;
-  if (typeof (headers as Headers).get === "function") {
-    return (headers as Headers).get(name) ?? undefined;
-  }
-  const record = headers as Record<string, string | string[] | null | undefined>;
-  const key = Object.keys(record).find((k) => k.toLowerCase() === name);
-  const value = key === undefined ? undefined : record[key];
-  return Array.isArray(value) ? value[0] : value ?? undefined;
-}
-
-/**
- * Reads how long the server asks the client to wait, in ms: `retry-after-ms` (milliseconds, sent
- * by the OpenAI and Anthropic APIs), else `Retry-After` as seconds or as an HTTP date.
- * Returns `undefined` when neither header is present or parseable.
- *
- * @example
- * ```ts
- * import { parseRetryAfter } from "./retry.ts";
- * parseRetryAfter(new Headers({ "retry-after": "2" })); // 2000
- * ```
- */
-export function parseRetryAfter(
-  headers: HeadersLike | undefined,
-  now: number = Date.now(),
-): number | undefined {
-  const ms = header(headers, "retry-after-ms");
-  if (ms !== undefined && ms.trim() !== "") {
-    const value = Number(ms);
-    if (Number.isFinite(value) && value >= 0) return value;
-  }
-  const raw = header(headers, "retry-after")?.trim();
-  if (raw === undefined || raw === "") return undefined;
-  if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw) * 1000;
-  const date = Date.parse(raw);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
-}
+export { type HeadersLike, parseRetryAfter } from "./rate_limit_reset.ts";
 
 /** True for the HTTP statuses worth retrying: 408, 409, 429 and every 5xx. */
 export function isRetryableStatus(status: number): boolean {
@@ -150,8 +115,13 @@ export interface FailureClass {
   kind: "http" | "network" | "timeout" | "stream" | "other";
   /** The HTTP status, when the server answered. */
   status?: number;
-  /** The server's `Retry-After`, in ms. */
+  /** The wait the server asked for, in ms: its `Retry-After`, or on a 429 its rate-limit reset. */
   retryAfterMs?: number;
+  /**
+   * The API's own name of the error, when its body or stream event gave one (`rate_limit_error`,
+   * `overloaded_error`, `context_length_exceeded`, `exceed_context_size_error`, …).
+   */
+  errorType?: string;
   /** A short human-readable reason (`HTTP 429 rate_limit_error: …`, `connection refused`, …). */
   reason: string;
 }
@@ -211,18 +181,20 @@ export function classifyHttpFailure(error: unknown, context: ClassifyContext = {
   };
   if (e && typeof e === "object" && typeof e.status === "number") {
     const status = e.status;
-    const shouldRetry = header(e.headers, "x-should-retry");
+    const shouldRetry = headerValue(e.headers, "x-should-retry");
     const retryable = shouldRetry === "true"
       ? true
       : shouldRetry === "false"
       ? false
       : isRetryableStatus(status);
     const text = context.bodyMessage !== undefined ? ` ${context.bodyMessage}` : apiErrorText(e);
+    const errorType = apiErrorType(e);
     return {
       retryable,
       kind: "http",
       status,
-      retryAfterMs: parseRetryAfter(e.headers),
+      retryAfterMs: serverWaitMs(status, e.headers),
+      ...(errorType !== undefined ? { errorType } : {}),
       reason: `HTTP ${status}${text}`,
     };
   }
@@ -260,6 +232,25 @@ function innermost(error: unknown): string {
   const message = messages.at(-1) ?? "no details";
   const fetchShape = /^error sending request for url \(([^()\s]+)\): .*: ([^:]+)$/s.exec(message);
   return clip(fetchShape ? `${fetchShape[2]} (${fetchShape[1]})` : message, 300);
+}
+
+/**
+ * The API's name of an HTTP error from the body the SDK parsed: the OpenAI shape's `code` (which
+ * names `context_length_exceeded`) else its `type`, the Anthropic shape's `error.type`.
+ */
+function apiErrorType(e: { error?: unknown }): string | undefined {
+  const body = e.error as { error?: unknown } | null | undefined;
+  const inner = (body !== null && typeof body === "object" && body.error !== null &&
+      typeof body.error === "object"
+    ? body.error
+    : body) as { type?: unknown; code?: unknown } | null | undefined;
+  if (inner === null || typeof inner !== "object") return undefined;
+  for (const value of [inner.code, inner.type]) {
+    if (typeof value === "string" && value.trim() !== "" && value !== "error") {
+      return value.slice(0, 100);
+    }
+  }
+  return undefined;
 }
 
 function apiErrorText(e: { error?: unknown; message?: string }): string {
@@ -356,6 +347,16 @@ export interface RetryInfo {
   stepId?: string;
   /** The run iteration (from the request), when known. */
   iteration?: number;
+  /**
+   * Set when the wait is the server's (its `Retry-After` or rate-limit reset): when the next
+   * attempt may be made (ISO time). A run shows it as a rate-limit wait.
+   */
+  waitUntil?: string;
+  /**
+   * True when the call does not wait in place: it ends with {@linkcode RateLimitYield} so that the
+   * run's driver continues it at `waitUntil` (see {@linkcode WithRetryOptions.yieldWaitsFromMs}).
+   */
+  yielded?: boolean;
 }
 
 /** Receives every retry; see {@linkcode RetryInfo}. A throwing listener is ignored. */
@@ -381,6 +382,12 @@ export interface WithRetryOptions {
   context?: { stepId?: string; iteration?: number };
   /** Uniform random source for the jitter (tests). */
   random?: () => number;
+  /**
+   * A wait the server asked for that is at least this long (ms) is not slept: the call ends with
+   * {@linkcode RateLimitYield} (after its report) so that the caller can give its slot back and
+   * continue at the reset time. Unset: every wait within the bound is slept.
+   */
+  yieldWaitsFromMs?: number;
 }
 
 /** The final failure of {@linkcode withRetry}: the last error and how it was classified. */
@@ -392,7 +399,7 @@ export class RetryExhausted extends Error {
   /** Attempts made. */
   readonly attempts: number;
   /** Why no further attempt was made. */
-  readonly stopReason: "not_retryable" | "attempts_exhausted" | "retry_after_too_long";
+  readonly stopReason: "not_retryable" | "attempts_exhausted" | "wait_too_long";
 
   /**
    * Creates the failure report.
@@ -417,6 +424,53 @@ export class RetryExhausted extends Error {
   }
 }
 
+/**
+ * Not a failure: a call that stops because the server asked it to wait until `until`, and its
+ * caller asked for such waits to be given back rather than slept
+ * ({@linkcode WithRetryOptions.yieldWaitsFromMs}; a worker's runs). The run stops where a taken-over
+ * run would, and its driver continues it at `until`.
+ *
+ * @example
+ * ```ts
+ * import { RateLimitYield } from "./retry.ts";
+ * const y = new RateLimitYield({ backend: "openai", attempt: 1, maxAttempts: 3, delayMs: 30_000,
+ *   reason: "HTTP 429", error: undefined, waitUntil: "2026-03-01T12:03:10.000Z" });
+ * console.log(y.code, y.until); // RATE_LIMIT_YIELD 2026-03-01T12:03:10.000Z
+ * ```
+ */
+export class RateLimitYield extends StepflowError {
+  /** When the call may be made again (ISO time). */
+  readonly until: string;
+  /** The report of the refused attempt. */
+  readonly retry: RetryInfo;
+
+  /**
+   * Creates the notice.
+   *
+   * @param retry the report of the refused attempt (its `waitUntil` is the time to continue)
+   */
+  constructor(retry: RetryInfo) {
+    const until = retry.waitUntil ?? new Date(Date.now() + retry.delayMs).toISOString();
+    super(
+      "RATE_LIMIT_YIELD",
+      `${retry.backend} backend${
+        retry.stepId ? ` in step "${retry.stepId}"` : ""
+      }: the server asked to wait until ${until} (${retry.reason}); the run gives its slot back and continues then.`,
+      {
+        cause: retry.error,
+        details: {
+          backend: retry.backend,
+          until,
+          delayMs: retry.delayMs,
+          ...(retry.stepId !== undefined ? { stepId: retry.stepId } : {}),
+        },
+      },
+    );
+    this.until = until;
+    this.retry = retry;
+  }
+}
+
 /** The rejection used when the caller's signal aborts: its reason, or a DOMException `AbortError`. */
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
@@ -430,8 +484,11 @@ export function abortReason(signal: AbortSignal): unknown {
  * Otherwise the final failure rejects with {@linkcode RetryExhausted}, for the backend to turn into
  * a user-facing error.
  *
- * The wait before a retry is the server's `Retry-After` when it sent one, else the jittered
- * backoff. Every retry is reported to the listeners first.
+ * The wait before a retry is the one the server asked for (its `Retry-After`, or on a 429 the
+ * reset of its rate limit) when it named one within `maxRateLimitWaitMs`, else the jittered
+ * backoff. Every retry is reported to the listeners first; a server-asked wait carries its end
+ * (`waitUntil`), and with `yieldWaitsFromMs` a long one ends the call with
+ * {@linkcode RateLimitYield} instead of being slept.
  *
  * @example
  * ```ts
@@ -484,10 +541,13 @@ export async function withRetry<T>(
     }
     if (!failure.retryable) throw new RetryExhausted(error, failure, n, "not_retryable");
     if (n >= policy.maxAttempts) throw new RetryExhausted(error, failure, n, "attempts_exhausted");
-    if (failure.retryAfterMs !== undefined && failure.retryAfterMs > policy.maxRetryAfterMs) {
-      throw new RetryExhausted(error, failure, n, "retry_after_too_long");
+    const serverWait = failure.retryAfterMs;
+    if (serverWait !== undefined && serverWait > policy.maxRateLimitWaitMs) {
+      throw new RetryExhausted(error, failure, n, "wait_too_long");
     }
-    const delayMs = failure.retryAfterMs ?? jitteredBackoff(n, policy, options.random);
+    const delayMs = serverWait ?? jitteredBackoff(n, policy, options.random);
+    const yields = serverWait !== undefined && options.yieldWaitsFromMs !== undefined &&
+      delayMs >= options.yieldWaitsFromMs;
     const info: RetryInfo = {
       backend: options.backend,
       attempt: n,
@@ -498,6 +558,10 @@ export async function withRetry<T>(
       ...(failure.status !== undefined ? { status: failure.status } : {}),
       ...(options.context?.stepId !== undefined ? { stepId: options.context.stepId } : {}),
       ...(options.context?.iteration !== undefined ? { iteration: options.context.iteration } : {}),
+      ...(serverWait !== undefined
+        ? { waitUntil: new Date(Date.now() + delayMs).toISOString() }
+        : {}),
+      ...(yields ? { yielded: true } : {}),
     };
     for (const listener of options.onRetry ?? []) {
       try {
@@ -506,6 +570,7 @@ export async function withRetry<T>(
         // A listener must never change the outcome of the call.
       }
     }
+    if (yields) throw new RateLimitYield(info);
     await sleep(delayMs, signal);
   }
 }

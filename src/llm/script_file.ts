@@ -5,6 +5,12 @@ import { readTextFileOr } from "../read_text_file.ts";
 import { ScriptedBackend, type ScriptedScript } from "./scripted.ts";
 import { REPLAY_ENTRY_KEYS, REPLAY_HEADER_KEY, ReplayBackend, type ReplayMode } from "./replay.ts";
 
+/**
+ * The largest script or recording read (16 MiB): far above any recorded run, and a YAML file that
+ * size still parses in seconds (a 60 MB one took a minute and 4 GB before its run started).
+ */
+export const MAX_SCRIPT_FILE_BYTES = 16 * 1024 * 1024;
+
 /** Options of {@linkcode loadScriptFile} for replay files. */
 export interface ScriptFileOptions {
   /** How drift is treated when the file is a recording (default `strict`). */
@@ -19,7 +25,9 @@ export interface ScriptFileOptions {
  * Loads a scripted-backend script: a YAML or JSON map from step id (or `<stepId>#check`) to a list
  * of responses. Used by `--backend scripted --script FILE`. A replay file (a recording: entries
  * with `fingerprint`, `prompt`, `model`, …, or an `_replay` header) gives a {@linkcode ReplayBackend}
- * that checks each prompt against its recording.
+ * that checks each prompt against its recording. Only a regular file of at most
+ * {@linkcode MAX_SCRIPT_FILE_BYTES} is read (`SCRIPT_NOT_FOUND` otherwise: a device or a pipe could
+ * be read forever).
  *
  * @example
  * ```ts ignore
@@ -36,6 +44,7 @@ export async function loadScriptFile(
     "SCRIPT_NOT_FOUND",
     "script file",
     ". Pass --script with a YAML or JSON file mapping step ids to responses.",
+    { maxBytes: MAX_SCRIPT_FILE_BYTES },
   );
   let data: unknown;
   try {

@@ -32,6 +32,8 @@ export class StreamInterrupted extends Error {
   readonly retryable: boolean;
   /** Characters of text received before the stream broke. */
   readonly receivedChars: number;
+  /** The type of the stream's `error` event, when it sent one (`overloaded_error`, …). */
+  readonly errorType?: string;
 
   /**
    * Creates the failure.
@@ -41,7 +43,12 @@ export class StreamInterrupted extends Error {
    */
   constructor(
     reason: string,
-    options: { retryable?: boolean; receivedChars?: number; cause?: unknown } = {},
+    options: {
+      retryable?: boolean;
+      receivedChars?: number;
+      cause?: unknown;
+      errorType?: string;
+    } = {},
   ) {
     const received = options.receivedChars ?? 0;
     super(
@@ -51,6 +58,7 @@ export class StreamInterrupted extends Error {
     this.name = "StreamInterrupted";
     this.retryable = options.retryable ?? true;
     this.receivedChars = received;
+    if (options.errorType !== undefined) this.errorType = options.errorType;
   }
 }
 
@@ -71,6 +79,7 @@ export function streamFailure(error: unknown, receivedChars: number): StreamInte
       retryable: !NOT_RETRYABLE_TYPES.test(apiError.type ?? ""),
       receivedChars,
       cause: error,
+      ...(apiError.type !== undefined ? { errorType: apiError.type.slice(0, 100) } : {}),
     });
   }
   if (error instanceof SyntaxError) {

@@ -6,6 +6,8 @@
  *
  * @module
  */
+import type { ModelChainEntry } from "../definition/schema.ts";
+import type { ModelFallbackEvent } from "../events/types.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmRequestKind, LlmUsage } from "./types.ts";
 
 /** A tool as offered to the model. */
@@ -60,6 +62,8 @@ export interface ToolTurnRequest {
   iteration: number;
   /** Model override. */
   model?: string;
+  /** The call's model chain (see `LlmRequest.modelChain`). */
+  modelChain?: ModelChainEntry[];
   /** System prompt. */
   systemPrompt?: string;
   /** The run's conversation to continue (its earlier steps' turns come first). */
@@ -86,6 +90,16 @@ export interface ToolTurnResponse {
   usage?: LlmUsage;
   /** Cost of this turn, when known. */
   costUsd?: number;
+  /** The model the server says answered (see `LlmResponse.responseModel`). */
+  responseModel?: string;
+  /** Why the turn ended, as the server said it (see `LlmResponse.finishReason`). */
+  finishReason?: string;
+  /** The model that answered, when a model chain chose it. */
+  model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The model chain's fall-throughs before this turn's answer. */
+  fallbacks?: ModelFallbackEvent[];
 }
 
 /** A backend that can run tool turns. */
@@ -133,6 +147,7 @@ export function turnAsRequest(req: ToolTurnRequest): LlmRequest {
   };
   if (req.systemPrompt !== undefined) request.systemPrompt = req.systemPrompt;
   if (req.model !== undefined) request.model = req.model;
+  if (req.modelChain !== undefined) request.modelChain = req.modelChain;
   if (req.sessionId !== undefined) request.sessionId = req.sessionId;
   if (req.outputSchema !== undefined) request.outputSchema = req.outputSchema;
   return request;

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { ToolCallEvent } from "../events/types.ts";
+import type { ModelChainEntry } from "../definition/schema.ts";
+import type { ModelFallbackEvent, ToolCallEvent } from "../events/types.ts";
 import type { RetryInfo } from "./retry.ts";
 
 /** Why the backend is being called. */
@@ -26,8 +27,15 @@ export interface LlmRequest {
   prompt: string;
   /** JSON Schema the answer must match; backends that support it should request native structured output. */
   outputSchema?: Record<string, unknown>;
-  /** Model override for this call. */
+  /** Model override for this call (with `modelChain`: its first entry's model). */
   model?: string;
+  /**
+   * The call's model chain when the step or agent gives one (agent.json `model` as an array): the
+   * entries tried in order, each on a documented failure of the one before (docs/backends.md,
+   * "Model fallback chains"). The runner walks it through a `ModelChainBackend`; a backend that
+   * gets it directly reads `model` only.
+   */
+  modelChain?: ModelChainEntry[];
   /** Tools the model may use (agentic backends). */
   allowedTools?: string[];
   /** Tool rules that are refused whatever else allows them (`Bash(rm:*)`, `mcp__db`). */
@@ -73,6 +81,23 @@ export interface LlmResponse {
   usage?: LlmUsage;
   /** Cost in US dollars, when the backend knows it. */
   costUsd?: number;
+  /**
+   * The model the server says answered (OpenAI's `model`, Anthropic's `message.model`: often a
+   * dated name, `gpt-4o-2024-08-06` for `gpt-4o`), when it says. Telemetry reports it as
+   * `gen_ai.response.model`.
+   */
+  responseModel?: string;
+  /** Why the answer ended, as the server said it (`stop`, `end_turn`, `length`, `tool_calls`, …). */
+  finishReason?: string;
+  /**
+   * The model that answered, when a model chain chose it (`ModelChainBackend`); otherwise the
+   * request's model (or the backend's) answered.
+   */
+  model?: string;
+  /** The backend that answered, when a model chain chose it. */
+  backend?: string;
+  /** The fall-throughs of the model chain before this answer, in order (absent: none). */
+  fallbacks?: ModelFallbackEvent[];
 }
 
 /** Per-call options. */
@@ -97,6 +122,17 @@ export interface LlmCallOptions {
    * decides and runs them). Calls of stepflow's tool loop are reported by the loop, not here.
    */
   onToolCallEvent?: (event: ToolCallEvent) => void | Promise<void>;
+  /**
+   * Called when the call falls through to the next entry of its model chain (before that entry is
+   * asked). The runner forwards it as an `onModelFallback` event and a `model_fallback` log line.
+   */
+  onFallback?: (fallback: ModelFallbackEvent) => void;
+  /**
+   * A wait the server asks for (its `Retry-After` or rate-limit reset) that is at least this long
+   * (ms) is not slept in the call: the call ends with `RateLimitYield` so that its run can give
+   * its slot back and continue at the reset (a worker's runs). Unset: such waits are slept.
+   */
+  yieldWaitsFromMs?: number;
 }
 
 /**
@@ -121,4 +157,10 @@ export interface LlmBackend {
    * `LlmCallOptions.onToolCallEvent` (`claude-code`), so a run on it knows which tools ran.
    */
   readonly reportsToolCalls?: boolean;
+  /**
+   * True on a backend that walks `LlmRequest.modelChain` itself (`ModelChainBackend`, and wrappers
+   * that forward to one); the runner wraps any other backend in a `ModelChainBackend` for a call
+   * that has a chain.
+   */
+  readonly walksModelChains?: boolean;
 }

@@ -11,6 +11,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ListToolsResult } from "@modelcontextprotocol/sdk/types.js";
 import { StepflowError } from "../errors.ts";
 import type { McpServerConfig } from "../definition/mcp_servers.ts";
+import { timeoutSignal } from "../timeout_signal.ts";
 import { ProcessTransport } from "./process_transport.ts";
 import { MCP_TIMEOUT_ENV, MCP_TOOL_TIMEOUT_ENV, timeoutFromEnv } from "./timeouts.ts";
 
@@ -95,6 +96,7 @@ export class McpConnection {
   readonly #transport: Transport;
   readonly #callTimeoutMs: number;
   #closedBy: "us" | "server" | undefined;
+  #oversizedDuring: string | undefined;
 
   private constructor(name: string, client: Client, transport: Transport, callTimeoutMs: number) {
     this.name = name;
@@ -121,13 +123,13 @@ export class McpConnection {
     const transport = createTransport(config, options);
     const client = new Client({ name: "stepflow", version: "1" });
     const connection = new McpConnection(name, client, transport, callTimeoutMs);
-    const timeout = AbortSignal.timeout(connectTimeoutMs);
+    using limit = timeoutSignal(connectTimeoutMs);
     try {
-      await client.connect(transport, { timeout: connectTimeoutMs, signal: timeout });
+      await client.connect(transport, { timeout: connectTimeoutMs, signal: limit.signal });
     } catch (error) {
       const stderr = transport instanceof ProcessTransport ? transport.stderrTail() : "";
       await transport.close().catch(() => {});
-      if (timeout.aborted || isTimeout(error)) {
+      if (limit.timedOut || isTimeout(error)) {
         throw new StepflowError(
           "MCP_CONNECT_TIMEOUT",
           `MCP server "${name}" did not complete the handshake within ${connectTimeoutMs} ms and was stopped. Check that ${
@@ -228,17 +230,18 @@ export class McpConnection {
     signal?: AbortSignal,
   ): Promise<T> {
     if (this.#closedBy) throw this.#gone(what);
-    const timeout = AbortSignal.timeout(this.#callTimeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // Cleared when the call ends: the SDK leaves its listener on the signal, and a timer with a
+    // listener keeps the process alive (the call timeout's two minutes after the run ended).
+    using limit = timeoutSignal(this.#callTimeoutMs, signal);
     try {
-      return await run({ timeout: this.#callTimeoutMs, signal: combined });
+      return await run({ timeout: this.#callTimeoutMs, signal: limit.signal });
     } catch (error) {
       signal?.throwIfAborted();
       if (this.#closedBy === "server" || isConnectionClosed(error)) {
         this.#closedBy ??= "server";
         throw this.#gone(what);
       }
-      if (timeout.aborted || isTimeout(error)) {
+      if (limit.timedOut || isTimeout(error)) {
         throw new StepflowError(
           "MCP_CALL_TIMEOUT",
           `MCP server "${this.name}" did not answer within ${this.#callTimeoutMs} ms while ${what}. Try again, or raise the call timeout (${MCP_TOOL_TIMEOUT_ENV}, in ms).`,
@@ -251,6 +254,17 @@ export class McpConnection {
 
   #gone(what: string): StepflowError {
     const t = this.#transport instanceof ProcessTransport ? this.#transport : undefined;
+    if (t?.oversized !== undefined) {
+      // Later calls say what happened then: their own call never reached the server.
+      const during = this.#oversizedDuring ??= what;
+      return new StepflowError(
+        "MCP_MESSAGE_TOO_LARGE",
+        `MCP server "${this.name}" sent a message over ${
+          t.oversized / 1024 / 1024
+        } MiB while ${during}, more than one stdio message may hold; nothing after it can be read, so the server was stopped and its tools are unavailable for the rest of this run. Ask the tool for less (a part of the file, a page of the results, a narrower query).`,
+        { details: { server: this.name, maxBytes: t.oversized } },
+      );
+    }
     const status = t?.exitStatus;
     const how = status
       ? status.signal ? ` (killed by ${status.signal})` : ` (exit code ${status.code})`

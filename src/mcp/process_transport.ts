@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { LineSplitter, LineTooLongError } from "./line_splitter.ts";
 
 /** How to start the server process. */
 export interface ProcessTransportOptions {
@@ -41,7 +41,8 @@ export class ProcessTransport implements Transport {
   readonly #options: ProcessTransportOptions;
   #child: Deno.ChildProcess | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  readonly #buffer = new ReadBuffer();
+  readonly #lines = new LineSplitter();
+  #oversized: number | undefined;
   readonly #stderr: string[] = [];
   #exit: Deno.CommandStatus | undefined;
   #closed = false;
@@ -60,6 +61,14 @@ export class ProcessTransport implements Transport {
   /** How the process ended, once it has. */
   get exitStatus(): Deno.CommandStatus | undefined {
     return this.#exit;
+  }
+
+  /**
+   * The bound (bytes) a message of the server passed, when that is why the transport stopped it:
+   * nothing after such a message can be read.
+   */
+  get oversized(): number | undefined {
+    return this.#oversized;
   }
 
   /** The last lines the server wrote to its standard error. */
@@ -133,30 +142,32 @@ export class ProcessTransport implements Transport {
     if (this.#finished) return;
     this.#finished = true;
     if (this.#child) signalGroup(this.#child.pid, "SIGKILL");
-    this.#buffer.clear();
+    this.#lines.clear();
     this.onclose?.();
   }
 
   async #readStdout(stream: ReadableStream<Uint8Array>): Promise<void> {
     try {
       for await (const chunk of stream) {
+        let lines: string[];
         try {
-          this.#buffer.append(Buffer.from(chunk));
+          lines = this.#lines.push(chunk);
         } catch (error) {
-          // A message over the buffer's 10 MiB: the server is broken; stop it rather than stall.
-          this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+          if (!(error instanceof LineTooLongError)) throw error;
+          // A message over 10 MiB: nothing after it can be read; stop the server rather than stall.
+          this.#oversized = error.maxBytes;
+          this.onerror?.(error);
           void this.close();
           return;
         }
-        for (;;) {
-          let message: JSONRPCMessage | null;
+        for (const line of lines) {
+          let message: JSONRPCMessage;
           try {
-            message = this.#buffer.readMessage();
+            message = deserializeMessage(line);
           } catch (error) {
             this.onerror?.(error instanceof Error ? error : new Error(String(error)));
             continue;
           }
-          if (message === null) break;
           this.onmessage?.(message);
         }
       }

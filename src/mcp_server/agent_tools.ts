@@ -21,6 +21,7 @@ import type { PendingInput } from "../flow/input_request.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
@@ -315,10 +316,12 @@ async function drive(
   const name = given.backend ?? (given.script !== undefined ? "scripted" : undefined) ??
     behavior.backend ?? DEFAULT_BACKEND;
   const choice = mergeBackendChoice({ backend: name.toLowerCase() }, given);
-  const model = choice.model ?? behavior.model;
+  const model = choice.model ?? defaultModelOf(behavior.model);
   const backend = await createBackend({
     name: choice.backend,
     ...(model !== undefined ? { model } : {}),
+    // Able to walk the agent's and the steps' model chains with these options.
+    fallbackModels: [...(choice.fallbackModels ?? [])],
     ...(choice.baseUrl !== undefined ? { baseUrl: choice.baseUrl } : {}),
     ...(choice.script !== undefined ? { script: resolve(options.cwd, choice.script) } : {}),
     env: options.env,
@@ -343,7 +346,8 @@ async function drive(
       store,
       ...(options.allowRun ? { allowRun: true } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-      ...(model !== undefined ? { model } : {}),
+      // Only a chosen model overrides the steps' own models (and chains).
+      ...(choice.model !== undefined ? { model: choice.model } : {}),
     });
     result = await go(runner, recordableChoice(choice));
   } finally {

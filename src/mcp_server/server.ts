@@ -13,15 +13,24 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  type CallToolRequest,
   CallToolRequestSchema,
   type CallToolResult,
   ListToolsRequestSchema,
   type ServerNotification,
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type AgentToolsOptions, callAgentTool, listAgentTools } from "./agent_tools.ts";
+
+/**
+ * `tools/call` as the SDK reads it, except for the arguments: kept as the client sent them. The
+ * SDK's own schema reads them as a record, which drops a `__proto__` key (JSON.parse makes it an
+ * own key); the argument checks must see it to refuse it like any other undeclared argument.
+ */
+const RawCallToolRequestSchema = CallToolRequestSchema.extend({
+  params: CallToolRequestSchema.shape.params.extend({ arguments: z.unknown().optional() }),
+});
 
 /** The name the server gives itself in the MCP handshake. */
 export const SERVER_NAME = "stepflow";
@@ -98,8 +107,8 @@ export function createAgentMcpServer(options: AgentMcpServerOptions): AgentMcpSe
     mcp.server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: await listAgentTools(options),
     }));
-    mcp.server.setRequestHandler(CallToolRequestSchema, (
-      request: CallToolRequest,
+    mcp.server.setRequestHandler(RawCallToolRequestSchema, (
+      request: z.infer<typeof RawCallToolRequestSchema>,
       extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
     ) => {
       const token = request.params._meta?.progressToken;

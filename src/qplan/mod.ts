@@ -30,7 +30,7 @@
 // The shared contracts that appear in this module's signatures.
 export { StepflowError } from "../errors.ts";
 export type { ToolDescriptor } from "../tools/registry.ts";
-export type { ToolContext } from "../tools/types.ts";
+export type { PathGuard, ReachedPath, ToolContext } from "../tools/types.ts";
 export type { EventName, ExecutorEvents, RunContext, RunState, StepInfo } from "../events/types.ts";
 export type {
   LlmBackend,

@@ -8,8 +8,11 @@
  *
  * @module
  */
+import type { ModelFallbackEvent } from "../events/types.ts";
+import { fallbackText } from "../events/model_notice_text.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "./types.ts";
 import { isValidRunGroup } from "./run_group.ts";
+import { iterationsOf } from "./summary.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare } from "../token_counts.ts";
@@ -134,6 +137,8 @@ export interface LoggedHistoryEntry {
   toolCalls?: LoggedToolCall[];
   /** Tool calls after the listed ones. */
   toolCallsOmitted?: number;
+  /** The model chain's fall-throughs of the iteration's calls. */
+  fallbacks?: ModelFallbackEvent[];
   /** ISO start time. */
   startedAt: string;
   /** Duration in ms. */
@@ -394,7 +399,8 @@ export function formatRunHistory(
   } else if (log[0]) {
     facts.push(`started ${time(log[0].ts)}`);
   }
-  if (typeof state.iteration === "number") facts.push(`${state.iteration} iterations`);
+  const iterations = iterationsOf(state);
+  if (iterations !== undefined) facts.push(`${iterations} iterations`);
   if (isValidRunGroup(state.group)) facts.push(`group ${state.group}`);
   const usage = state.usage;
   if (isUsage(usage)) {
@@ -448,9 +454,8 @@ export function formatRunHistory(
       row.tokens ? tokens(row.tokens.input, row.tokens.output, row.tokens.unknownCalls) : "",
       note,
     ]);
-    if (Array.isArray(e.toolCalls) && e.toolCalls.length > 0) {
-      details.set(rows.length - 1, toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c));
-    }
+    const under = detailLines(e, c);
+    if (under.length > 0) details.set(rows.length - 1, under);
   }
   if (rows.length === 0 && separators.size === 0) {
     lines.push("No iteration was recorded.");
@@ -585,6 +590,17 @@ const FAILED_ITEM: ReadonlySet<string> = new Set(["failed", "aborted", "cancelle
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** The lines under a history row: its model chain's fallbacks, then its tool calls. */
+function detailLines(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string[] {
+  const fallbacks = Array.isArray(e.fallbacks) ? e.fallbacks.slice(0, SHOWN_TOOL_CALLS) : [];
+  return [
+    ...fallbacks.map((f) => c.status(`    ⤷ ${oneLine(fallbackText(f))}`, "warn")),
+    ...(Array.isArray(e.toolCalls) && e.toolCalls.length > 0
+      ? toolCallLines(e.toolCalls, e.toolCallsOmitted ?? 0, c)
+      : []),
+  ];
 }
 
 /** Tool calls listed under one history row, at most. */

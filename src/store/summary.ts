@@ -37,7 +37,8 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   // is left out rather than shown.
   if (isValidRunGroup(state.group)) summary.group = state.group;
   if (isCount(state.historyLength)) summary.steps = state.historyLength;
-  if (isCount(state.iteration)) summary.iterations = state.iteration;
+  const iterations = iterationsOf(state);
+  if (iterations !== undefined) summary.iterations = iterations;
   const duration = Date.parse(checkpoint.updatedAt) - Date.parse(checkpoint.startedAt);
   if (Number.isFinite(duration) && duration >= 0) summary.durationMs = duration;
   const usage = state.usage as Record<string, unknown> | undefined;
@@ -100,6 +101,23 @@ function waitingForOf(waiting: unknown): RunSummary["waitingFor"] {
 function oneLine(text: string, max: number): string {
   const line = text.split("\n", 1)[0].trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/**
+ * How many iterations a run has executed, from its checkpoint's state (the runner's `iteration`):
+ * the one count every view shows — the runs list and `--runs`, `--show`, the dashboard's run page
+ * and its API. An iteration killed before its checkpoint, or one that stopped to wait (an input
+ * step's question), is not counted: it runs again, and is counted once, when the run goes on.
+ * Undefined when the state records none.
+ *
+ * @example
+ * ```ts
+ * import { iterationsOf } from "./summary.ts";
+ * console.log(iterationsOf({ iteration: 3 }), iterationsOf({})); // 3 undefined
+ * ```
+ */
+export function iterationsOf(state: Record<string, unknown>): number | undefined {
+  return isCount(state.iteration) ? state.iteration : undefined;
 }
 
 function isCount(value: unknown): value is number {

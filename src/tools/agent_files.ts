@@ -1,8 +1,10 @@
 /**
  * The agent tools that read and change files — `Read`, `Write`, `Edit` — named and shaped as
  * Claude Code's, so one agent.json means the same on every backend. Every path goes through the
- * workspace rules of the tool plans' file tools ({@linkcode resolveInWorkspace},
- * {@linkcode prepareWriteInWorkspace}); writes go through the one atomic writer.
+ * workspace rules of the tool plans' file tools (`reachPath`,
+ * {@linkcode prepareWriteInWorkspace}) — in a tool loop, the resolution the permission rules judged
+ * — and the tool opens or writes exactly the file that was judged ({@linkcode openResolved}, the
+ * atomic writer's `resolvedFolder`).
  *
  * @module
  */
@@ -12,8 +14,9 @@ import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncationNotice } from "./agent_limits.ts";
-import type { Tool, ToolContext } from "./types.ts";
-import { prepareWriteInWorkspace, resolveInWorkspace } from "./workspace.ts";
+import { type OpenedFile, openResolved, pathChanged } from "./opened_file.ts";
+import type { ReachedPath, Tool, ToolContext } from "./types.ts";
+import { prepareWriteInWorkspace, reachArgument } from "./workspace.ts";
 
 const FilePath = z.string().min(1).max(AGENT_TOOL_LIMITS.argChars).describe(
   "Path of the file: relative to the working folder, or absolute inside it",
@@ -100,7 +103,7 @@ export function createReadTool(): Tool<ReadArgs, string> {
     idempotent: true,
     readOnly: true,
     async execute(args, ctx) {
-      const file = await existingFile(ctx, args.file_path, "Read");
+      const { file } = await existingFile(ctx, args.file_path, "Read");
       const offset = args.offset ?? 1;
       const limit = args.limit ?? AGENT_TOOL_LIMITS.readLines;
       return await readLines(file, args.file_path, offset, limit, ctx.signal);
@@ -139,9 +142,10 @@ export function createWriteTool(): Tool<WriteArgs, string> {
       }
       ctx.signal?.throwIfAborted();
       const root = await Deno.realPath(ctx.workspaceRoot);
-      const file = await prepareWriteInWorkspace(root, args.file_path, "Write");
+      const reached = await reachArgument(ctx, "file_path", args.file_path);
+      const file = await prepareWriteInWorkspace(root, args.file_path, "Write", reached);
       const existed = await Deno.lstat(file).then(() => true, () => false);
-      await writeFileAtomic(file, bytes, { signal: ctx.signal });
+      await writeFileAtomic(file, bytes, { signal: ctx.signal, resolvedFolder: true });
       return `${existed ? "Replaced" : "Created"} ${
         toRelative(root, file)
       } (${bytes.length} bytes).`;
@@ -179,8 +183,8 @@ export function createEditTool(): Tool<EditArgs, string> {
           { details: { path: args.file_path } },
         );
       }
-      const file = await existingFile(ctx, args.file_path, "Edit");
-      const text = await readWholeText(file, args.file_path, "Edit", ctx.signal);
+      const { file, reached } = await existingFile(ctx, args.file_path, "Edit");
+      const text = readWholeText(file, args.file_path, "Edit", ctx.signal);
       const count = countOccurrences(text, args.old_string);
       if (count === 0) {
         throw new StepflowError(
@@ -200,57 +204,99 @@ export function createEditTool(): Tool<EditArgs, string> {
         ? text.split(args.old_string).join(args.new_string)
         : text.replace(args.old_string, () => args.new_string);
       ctx.signal?.throwIfAborted();
-      const target = await prepareWriteInWorkspace(ctx.workspaceRoot, args.file_path, "Edit");
-      await writeFileAtomic(target, edited, { signal: ctx.signal });
+      const target = await prepareWriteInWorkspace(
+        ctx.workspaceRoot,
+        args.file_path,
+        "Edit",
+        reached,
+      );
+      await writeFileAtomic(target, edited, { signal: ctx.signal, resolvedFolder: true });
       return `Edited ${args.file_path}: ${count} replacement${count === 1 ? "" : "s"}.`;
     },
   };
 }
 
-/** The real path of an existing regular file inside the workspace, or a tool error. */
-async function existingFile(ctx: ToolContext, userPath: string, tool: string): Promise<string> {
-  const file = await resolveInWorkspace(ctx.workspaceRoot, userPath);
-  let info: Deno.FileInfo;
+/** An existing file of the workspace, opened: the one the path was resolved (and judged) to. */
+interface ExistingFile {
+  /** The file, open. */
+  file: OpenedFile;
+  /** Where the path leads. */
+  reached: ReachedPath;
+}
+
+/** Opens the existing regular file `userPath` reaches (see `reachPath`), or a tool error. */
+async function existingFile(
+  ctx: ToolContext,
+  userPath: string,
+  tool: string,
+): Promise<ExistingFile> {
+  const reached = await reachArgument(ctx, "file_path", userPath);
+  let opened: OpenedFile;
   try {
-    info = await Deno.stat(file);
+    opened = await openResolved(reached.abs, tool, userPath);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
       throw new StepflowError(
         "FILE_NOT_FOUND",
         `${tool}: "${userPath}" does not exist in the working folder. Check the path (Glob finds files).`,
         { details: { path: userPath } },
       );
     }
+    if (code === "EISDIR") throw isFolder(tool, userPath);
     throw error;
   }
-  if (info.isDirectory) {
-    throw new StepflowError(
-      "FILE_IS_DIRECTORY",
-      `${tool}: "${userPath}" is a folder, not a file. Use Glob to list its files.`,
-      { details: { path: userPath } },
-    );
+  try {
+    if (opened.isDirectory) throw isFolder(tool, userPath);
+    // A name added after the rules judged the file (a hard link) is judged again.
+    if (opened.hardLinks > (reached.hardLinks ?? 1)) {
+      const why = ctx.paths?.hides({ ...reached, hardLinks: opened.hardLinks });
+      if (why) throw pathChanged(tool, userPath, reached.abs, `a file with more names: ${why}`);
+    }
+  } catch (error) {
+    opened.close();
+    throw error;
   }
-  return file;
+  return { file: opened, reached };
 }
 
-/** A whole text file (bounded by `fileBytes`), refusing binary files. */
-async function readWholeText(
-  file: string,
+function isFolder(tool: string, userPath: string): StepflowError {
+  return new StepflowError(
+    "FILE_IS_DIRECTORY",
+    `${tool}: "${userPath}" is a folder, not a file. Use Glob to list its files.`,
+    { details: { path: userPath } },
+  );
+}
+
+/** A whole text file (bounded by `fileBytes`), refusing binary files; closes the file. */
+function readWholeText(
+  file: OpenedFile,
   userPath: string,
   tool: string,
   signal?: AbortSignal,
-): Promise<string> {
-  const size = (await Deno.stat(file)).size;
-  if (size > AGENT_TOOL_LIMITS.fileBytes) {
-    throw new StepflowError(
-      "FILE_TOO_LARGE",
-      `${tool}: "${userPath}" is ${size} bytes, more than the limit of ${AGENT_TOOL_LIMITS.fileBytes}. Change it with Bash instead.`,
-      { details: { path: userPath, size } },
-    );
+): string {
+  try {
+    if (file.size > AGENT_TOOL_LIMITS.fileBytes) {
+      throw new StepflowError(
+        "FILE_TOO_LARGE",
+        `${tool}: "${userPath}" is ${file.size} bytes, more than the limit of ${AGENT_TOOL_LIMITS.fileBytes}. Change it with Bash instead.`,
+        { details: { path: userPath, size: file.size } },
+      );
+    }
+    signal?.throwIfAborted();
+    const bytes = file.readAll(AGENT_TOOL_LIMITS.fileBytes);
+    if (bytes.length > AGENT_TOOL_LIMITS.fileBytes) {
+      throw new StepflowError(
+        "FILE_TOO_LARGE",
+        `${tool}: "${userPath}" grew past the limit of ${AGENT_TOOL_LIMITS.fileBytes} bytes while it was read. Change it with Bash instead.`,
+        { details: { path: userPath, size: bytes.length } },
+      );
+    }
+    if (looksBinary(bytes.subarray(0, 8192))) throw binaryFile(tool, userPath, bytes.length);
+    return new TextDecoder().decode(bytes);
+  } finally {
+    file.close();
   }
-  const bytes = await Deno.readFile(file, { signal });
-  if (looksBinary(bytes.subarray(0, 8192))) throw binaryFile(tool, userPath, bytes.length);
-  return new TextDecoder().decode(bytes);
 }
 
 function binaryFile(tool: string, userPath: string, size: number): StepflowError {
@@ -266,13 +312,12 @@ function binaryFile(tool: string, userPath: string, size: number): StepflowError
  * one line (cut at `lineChars`) is held beyond the result, so a huge file or line costs little.
  */
 async function readLines(
-  file: string,
+  file: OpenedFile,
   userPath: string,
   offset: number,
   limit: number,
   signal?: AbortSignal,
 ): Promise<string> {
-  const handle = await Deno.open(file, { read: true });
   const out: string[] = [];
   let chars = 0;
   let lineNo = 0;
@@ -298,12 +343,12 @@ async function readLines(
     let size = 0;
     while (!full) {
       signal?.throwIfAborted();
-      const n = await handle.read(buffer);
-      if (n === null) break;
+      const n = await file.read(buffer);
+      if (n === 0) break;
       size += n;
       const chunk = buffer.subarray(0, n);
       if (first && looksBinary(chunk.subarray(0, 8192))) {
-        throw binaryFile("Read", userPath, (await handle.stat()).size);
+        throw binaryFile("Read", userPath, file.size);
       }
       first = false;
       const text = decoder.decode(chunk, { stream: true });
@@ -320,7 +365,7 @@ async function readLines(
     if (!full && current !== "") take(current);
     if (size === 0 && lineNo === 0) return `(${userPath} is empty)`;
   } finally {
-    handle.close();
+    file.close();
   }
   if (out.length === 0) {
     return `(${userPath} has ${lineNo} line${

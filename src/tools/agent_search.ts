@@ -1,7 +1,8 @@
 /**
  * The agent tools that find things — `Glob` (files by name) and `Grep` (lines by content) — named and
  * shaped as Claude Code's. Both search below a folder of the workspace, never follow a symbolic link
- * out of it, skip `.git`, and return bounded text.
+ * out of it, skip `.git`, and return bounded text. In a tool loop they hide every file a
+ * `disallowedTools` rule covers — by its path or by the file a link leads to — and say how many.
  *
  * @module
  */
@@ -12,8 +13,9 @@ import type { Exactly } from "../type_equality.ts";
 import { AGENT_TOOL_LIMITS, clipLine, looksBinary, truncateOutput } from "./agent_limits.ts";
 import { type WalkedFile, walkFiles } from "./agent_walk.ts";
 import { globMatches } from "./glob_pattern.ts";
-import type { Tool, ToolContext } from "./types.ts";
-import { resolveInWorkspace } from "./workspace.ts";
+import { openResolved, pathChanged } from "./opened_file.ts";
+import type { PathGuard, ReachedPath, Tool, ToolContext } from "./types.ts";
+import { reachArgument } from "./workspace.ts";
 
 const SearchPath = z.string().min(1).max(AGENT_TOOL_LIMITS.argChars).optional().describe(
   "Folder (or, for Grep, file) to search: relative to the working folder or absolute inside it (default: the working folder)",
@@ -103,16 +105,20 @@ export function createGlobTool(): Tool<GlobArgs, string> {
     readOnly: true,
     async execute(args, ctx) {
       checkPattern(args.pattern, "Glob", "pattern");
-      const { root, target } = await searchRoot(ctx, args.path, "Glob");
-      if (!(await Deno.stat(target)).isDirectory) {
+      const { root, reached } = await searchRoot(ctx, args.path, "Glob");
+      if (!reached.isDirectory) {
         throw new StepflowError(
           "NOT_A_DIRECTORY",
           `Glob: "${args.path}" is a file, not a folder. Give a folder as path.`,
           { details: { path: args.path } },
         );
       }
-      const walk = await walkFiles(root, target, ctx.signal);
-      const matched = walk.files.filter((f) => globMatches(f.rel, args.pattern));
+      const walk = await walkFiles(root, reached.abs, ctx.signal);
+      // A folder swapped for a link while it was walked: the names came from elsewhere.
+      const now = await Deno.realPath(reached.abs).catch(() => "(gone)");
+      if (now !== reached.abs) throw pathChanged("Glob", args.path ?? ".", reached.abs, `"${now}"`);
+      const found = walk.files.filter((f) => globMatches(f.rel, args.pattern));
+      const matched = found.filter((f) => !ctx.paths?.hides(walked(root, reached, f)));
       const timed = await Promise.all(matched.map(async (f) => ({ f, mtime: await mtimeOf(f) })));
       timed.sort((a, b) => b.mtime - a.mtime || (a.f.fromRoot < b.f.fromRoot ? -1 : 1));
       const shown = timed.slice(0, AGENT_TOOL_LIMITS.globFiles).map((t) => t.f.fromRoot);
@@ -122,6 +128,7 @@ export function createGlobTool(): Tool<GlobArgs, string> {
           `(${timed.length} files matched; showing the ${shown.length} most recently modified. Use a narrower pattern or path.)`,
         );
       }
+      if (found.length > matched.length) lines.push(hiddenNote(found.length - matched.length));
       if (walk.stopped) lines.push(stoppedNote());
       return truncateOutput(lines.join("\n"), AGENT_TOOL_LIMITS.resultChars, narrowHint);
     },
@@ -157,11 +164,10 @@ export function createGrepTool(): Tool<GrepArgs, string> {
     async execute(args, ctx) {
       const regex = compile(args.pattern, args["-i"] === true);
       if (args.glob !== undefined) checkPattern(args.glob, "Grep", "glob");
-      const { root, target } = await searchRoot(ctx, args.path, "Grep");
-      const info = await Deno.stat(target);
-      const walk = info.isDirectory
-        ? await walkFiles(root, target, ctx.signal)
-        : { files: [single(root, target)], stopped: false };
+      const { root, reached } = await searchRoot(ctx, args.path, "Grep");
+      const walk = reached.isDirectory
+        ? await walkFiles(root, reached.abs, ctx.signal)
+        : { files: [single(root, reached)], stopped: false };
       const files = args.glob === undefined
         ? walk.files
         : walk.files.filter((f) => fileMatchesGlob(f, args.glob!));
@@ -169,10 +175,20 @@ export function createGrepTool(): Tool<GrepArgs, string> {
       const limit = args.head_limit ?? Infinity;
       const out: string[] = [];
       let skipped = 0;
+      let hidden = 0;
       for (const file of files) {
         if (out.length >= limit) break;
         ctx.signal?.throwIfAborted();
-        const text = await readSearchable(file.abs);
+        const seen = walked(root, reached, file);
+        if (ctx.paths?.hides(seen)) {
+          hidden++;
+          continue;
+        }
+        const text = await readSearchable(file, seen, ctx.paths);
+        if (text === HIDDEN) {
+          hidden++;
+          continue;
+        }
         if (text === undefined) {
           skipped++;
           continue;
@@ -189,6 +205,7 @@ export function createGrepTool(): Tool<GrepArgs, string> {
       const lines = shown.length ? shown : ["No matches found"];
       if (out.length >= limit) lines.push(`(stopped at head_limit ${limit})`);
       if (skipped) lines.push(`(${skipped} binary or oversized files skipped)`);
+      if (hidden) lines.push(hiddenNote(hidden));
       if (walk.stopped) lines.push(stoppedNote());
       return truncateOutput(
         lines.join("\n"),
@@ -205,24 +222,41 @@ function stoppedNote(): string {
   return `(search stopped after ${AGENT_TOOL_LIMITS.walkEntries} entries; use a narrower path)`;
 }
 
+function hiddenNote(count: number): string {
+  const [files, them, links, have] = count === 1
+    ? ["file", "it", "it links", "it has"]
+    : ["files", "them", "they link", "they have"];
+  return `(${count} ${files} hidden: a disallowedTools rule covers ${them} or the file ${links} to, or ${have} several names (hard links) while Read(…) rules refuse paths)`;
+}
+
 async function searchRoot(
   ctx: ToolContext,
   userPath: string | undefined,
   tool: string,
-): Promise<{ root: string; target: string }> {
+): Promise<{ root: string; reached: ReachedPath }> {
   const root = await Deno.realPath(ctx.workspaceRoot);
-  const target = await resolveInWorkspace(root, userPath ?? ".");
-  try {
-    await Deno.stat(target);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  const reached = await reachArgument(ctx, "path", userPath ?? ".");
+  if (!reached.exists) {
     throw new StepflowError(
       "FILE_NOT_FOUND",
       `${tool}: "${userPath}" does not exist in the working folder. Check the path.`,
       { details: { path: userPath } },
     );
   }
-  return { root, target };
+  return { root, reached };
+}
+
+/** A file a search came across, as the rules judge it: below the path as written, and really. */
+function walked(root: string, searched: ReachedPath, file: WalkedFile): ReachedPath {
+  const written = searched.isDirectory
+    ? path.posix.join(searched.written, file.rel)
+    : searched.written;
+  return {
+    written,
+    real: path.relative(root, file.real).split(path.sep).join("/"),
+    abs: file.real,
+    exists: true,
+  };
 }
 
 /** Patterns are relative and stay below their folder: no absolute pattern, no `..` segment. */
@@ -250,9 +284,9 @@ function compile(pattern: string, ignoreCase: boolean): RegExp {
   }
 }
 
-function single(root: string, abs: string): WalkedFile {
-  const fromRoot = path.relative(root, abs).split(path.sep).join("/");
-  return { abs, rel: path.basename(abs), fromRoot };
+function single(root: string, reached: ReachedPath): WalkedFile {
+  const fromRoot = path.relative(root, reached.abs).split(path.sep).join("/");
+  return { abs: reached.abs, rel: path.basename(reached.abs), fromRoot, real: reached.abs };
 }
 
 function fileMatchesGlob(file: WalkedFile, glob: string): boolean {
@@ -269,15 +303,38 @@ async function mtimeOf(file: WalkedFile): Promise<number> {
   }
 }
 
-/** The file's text, or undefined when it is binary, too large or unreadable. */
-async function readSearchable(abs: string): Promise<string | undefined> {
+/** A file a search must not read (see {@linkcode PathGuard}). */
+const HIDDEN = Symbol("hidden");
+
+/**
+ * The file's text — read from the file the walk found, and only that one (`openResolved`) — or
+ * undefined when it is binary, too large, unreadable or no longer there, or {@linkcode HIDDEN}
+ * when it turns out to have several names the rules cannot judge.
+ */
+async function readSearchable(
+  file: WalkedFile,
+  seen: ReachedPath,
+  guard: PathGuard | undefined,
+): Promise<string | typeof HIDDEN | undefined> {
+  let opened;
   try {
-    if ((await Deno.stat(abs)).size > AGENT_TOOL_LIMITS.fileBytes) return undefined;
-    const bytes = await Deno.readFile(abs);
+    opened = await openResolved(file.real, "Grep", file.fromRoot);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!opened.isFile || opened.size > AGENT_TOOL_LIMITS.fileBytes) return undefined;
+    if (opened.hardLinks > 1 && guard?.hides({ ...seen, hardLinks: opened.hardLinks })) {
+      return HIDDEN;
+    }
+    const bytes = opened.readAll(AGENT_TOOL_LIMITS.fileBytes);
+    if (bytes.length > AGENT_TOOL_LIMITS.fileBytes) return undefined;
     if (looksBinary(bytes.subarray(0, 8192))) return undefined;
     return new TextDecoder().decode(bytes);
   } catch {
     return undefined;
+  } finally {
+    opened.close();
   }
 }
 

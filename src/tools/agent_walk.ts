@@ -16,6 +16,8 @@ export interface WalkedFile {
   rel: string;
   /** Path relative to the workspace root, `/`-separated. */
   fromRoot: string;
+  /** Its real path: `abs`, or for a symbolic link the file it leads to. */
+  real: string;
 }
 
 /** What a walk found, and whether it stopped early. */
@@ -57,11 +59,14 @@ export async function walkFiles(
       const abs = join(current, child.name);
       if (child.isDirectory) {
         if (!SKIPPED_DIRS.has(child.name)) queue.push(abs);
-      } else if (child.isFile || (child.isSymlink && await linksToFileInside(root, abs))) {
+      } else if (child.isFile || child.isSymlink) {
+        const real = child.isFile ? abs : await linkedFileInside(root, abs);
+        if (real === undefined) continue;
         files.push({
           abs,
           rel: slashes(relative(dir, abs)),
           fromRoot: slashes(relative(root, abs)),
+          real,
         });
       }
     }
@@ -69,12 +74,13 @@ export async function walkFiles(
   return { files, stopped: false };
 }
 
-async function linksToFileInside(root: string, link: string): Promise<boolean> {
+/** The real path of the file `link` leads to, when it is a file inside the workspace. */
+async function linkedFileInside(root: string, link: string): Promise<string | undefined> {
   try {
     const real = await Deno.realPath(link);
-    return isInside(root, real) && (await Deno.stat(real)).isFile;
+    return isInside(root, real) && (await Deno.stat(real)).isFile ? real : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 

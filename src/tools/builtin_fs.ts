@@ -1,7 +1,9 @@
 /**
  * The file-system tools: `read_file`, `write_file`, `list_dir`. Every path goes through
  * {@linkcode resolveInWorkspace}, so nothing outside the workspace root is read, written or listed —
- * not through `..`, not through absolute paths, not through symbolic links.
+ * not through `..`, not through absolute paths, not through symbolic links — and a file is read or
+ * written only where its path was resolved to (`openResolved`, the atomic writer's
+ * `resolvedFolder`), so a link swapped in after the check cannot redirect it.
  *
  * @module
  */
@@ -11,6 +13,7 @@ import { z } from "zod";
 import { writeFileAtomic } from "../atomic_write.ts";
 import { StepflowError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
+import { openResolved } from "./opened_file.ts";
 import type { Tool, ToolContext } from "./types.ts";
 import { prepareWriteInWorkspace, resolveInWorkspace } from "./workspace.ts";
 import { pathExists } from "../path_exists.ts";
@@ -137,23 +140,33 @@ export function createReadFileTool(options: FsToolOptions = {}): Tool<ReadFileAr
       const root = rootOf(options, ctx);
       const file = await resolveInWorkspace(root, args.path);
       const limit = args.maxBytes ?? DEFAULT_MAX_READ_BYTES;
-      const info = await statOrThrow(file, args.path, "read_file");
-      if (info.isDirectory) {
-        throw new StepflowError(
-          "FILE_IS_DIRECTORY",
-          `read_file: "${args.path}" is a folder, not a file. Use list_dir to see its entries.`,
-          { details: { path: args.path } },
-        );
+      const opened = await openResolved(file, "read_file", args.path).catch((error) => {
+        throw (error as { code?: string }).code === "ENOENT"
+          ? notFound(args.path, "read_file")
+          : error;
+      });
+      try {
+        if (opened.isDirectory) {
+          throw new StepflowError(
+            "FILE_IS_DIRECTORY",
+            `read_file: "${args.path}" is a folder, not a file. Use list_dir to see its entries.`,
+            { details: { path: args.path } },
+          );
+        }
+        const tooLarge = (size: number) =>
+          new StepflowError(
+            "FILE_TOO_LARGE",
+            `read_file: "${args.path}" is ${size} bytes, more than the limit of ${limit}. Pass a larger maxBytes to read it.`,
+            { details: { path: args.path, size, maxBytes: limit } },
+          );
+        if (opened.size > limit) throw tooLarge(opened.size);
+        ctx.signal?.throwIfAborted();
+        const bytes = opened.readAll(limit);
+        if (bytes.length > limit) throw tooLarge(bytes.length);
+        return new TextDecoder().decode(bytes);
+      } finally {
+        opened.close();
       }
-      if (info.size > limit) {
-        throw new StepflowError(
-          "FILE_TOO_LARGE",
-          `read_file: "${args.path}" is ${info.size} bytes, more than the limit of ${limit}. Pass a larger maxBytes to read it.`,
-          { details: { path: args.path, size: info.size, maxBytes: limit } },
-        );
-      }
-      ctx.signal?.throwIfAborted();
-      return await Deno.readTextFile(file, { signal: ctx.signal });
     },
   };
 }
@@ -195,9 +208,14 @@ export function createWriteFileTool(
       const existed = await pathExists(checked);
       const bytes = new TextEncoder().encode(text);
       if (args.append) {
-        await Deno.writeFile(checked, bytes, { append: true });
+        const opened = await openResolved(checked, "write_file", args.path, "append");
+        try {
+          await opened.append(bytes);
+        } finally {
+          opened.close();
+        }
       } else {
-        await writeFileAtomic(checked, bytes);
+        await writeFileAtomic(checked, bytes, { resolvedFolder: true });
       }
       return { path: toRelative(root, checked), bytes: bytes.length, created: !existed };
     },
@@ -296,15 +314,17 @@ async function statOrThrow(file: string, userPath: string, tool: string): Promis
   try {
     return await Deno.stat(file);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new StepflowError(
-        "FILE_NOT_FOUND",
-        `${tool}: "${userPath}" does not exist in the workspace. Check the path (it is relative to the workspace root).`,
-        { details: { path: userPath } },
-      );
-    }
+    if (error instanceof Deno.errors.NotFound) throw notFound(userPath, tool);
     throw error;
   }
+}
+
+function notFound(userPath: string, tool: string): StepflowError {
+  return new StepflowError(
+    "FILE_NOT_FOUND",
+    `${tool}: "${userPath}" does not exist in the workspace. Check the path (it is relative to the workspace root).`,
+    { details: { path: userPath } },
+  );
 }
 
 function toRelative(root: string, abs: string): string {

@@ -4,9 +4,17 @@
  *
  * @module
  */
-export type { AnyTool, ArgIssue, Tool, ToolArgsSchema, ToolContext } from "./types.ts";
+export type {
+  AnyTool,
+  ArgIssue,
+  PathGuard,
+  ReachedPath,
+  Tool,
+  ToolArgsSchema,
+  ToolContext,
+} from "./types.ts";
 export { type ToolDescriptor, ToolRegistry } from "./registry.ts";
-export { resolveInWorkspace } from "./workspace.ts";
+export { reachPath, resolveInWorkspace } from "./workspace.ts";
 export {
   BUILTIN_TOOL_NAMES,
   type BuiltinToolOptions,

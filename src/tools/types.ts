@@ -15,8 +15,74 @@ export interface ToolContext {
   reportProgress?: (percent: number, message?: string) => void;
   /** Adds a log line to the step's progress, when the executor listens. */
   log?: (message: string) => void;
+  /**
+   * Set when permission rules judged the call (the agent tools in a step's tool loop): the tool
+   * acts on the paths that were judged — never on a fresh resolution of its arguments — and a
+   * search hides the files a rule keeps from it. Without it a tool resolves its paths itself.
+   */
+  paths?: PathGuard;
   /** Free-form extras an executor passes to its tools (backend, run id, …). */
   [extra: string]: unknown;
+}
+
+/**
+ * One path a tool call reaches: as written and as it really is, relative to the working folder
+ * (`/`-separated). Made by `reachPath` (src/tools/workspace.ts), the one resolver; judged by
+ * `decidePermission`.
+ *
+ * @example
+ * ```ts
+ * import type { ReachedPath } from "./types.ts";
+ * // `src/link_gitcfg` is a symbolic link to `../.git/config`:
+ * const reached: ReachedPath = {
+ *   written: "src/link_gitcfg",
+ *   real: ".git/config",
+ *   abs: "/repo/.git/config",
+ *   exists: true,
+ *   hardLinks: 1,
+ *   link: { path: "src/link_gitcfg", to: "../.git/config" },
+ * };
+ * ```
+ */
+export interface ReachedPath {
+  /** As written: relative to the working folder, `.` and `..` read as text (`.` the folder). */
+  written: string;
+  /**
+   * The real path: every symbolic link on the way followed, and a `..` after a link read as the
+   * system reads it (the link's parent). For a path that does not exist yet: the real path of its
+   * nearest existing folder, and the missing rest.
+   */
+  real: string;
+  /** `real`, absolute: what the tool opens or writes. */
+  abs: string;
+  /** The path exists. */
+  exists: boolean;
+  /** It is a folder. */
+  isDirectory?: boolean;
+  /** For an existing regular file: how many names (hard links) it has. */
+  hardLinks?: number;
+  /** When `real` differs from `written`: the first symbolic link on the way, and what it says. */
+  link?: { path: string; to: string };
+  /**
+   * When the path does not exist and its first missing entry is a symbolic link to nothing: the
+   * link, what it says, and the path a write through it would create (`target`).
+   */
+  dangling?: { path: string; to: string; target: string };
+}
+
+/** What the tool loop settled about a call's paths (see `ToolContext.paths`). */
+export interface PathGuard {
+  /**
+   * The judged resolution of the path argument `arg` (`file_path`, `path`); throws the error
+   * resolving it gave (`PATH_ESCAPES_WORKSPACE`).
+   */
+  reached(arg: string): ReachedPath;
+  /**
+   * Why a file a search came across must stay hidden — a `disallowedTools` rule matches its path
+   * or the file it links to, or it has several names (hard links) while `Read(…)` rules refuse
+   * paths — or `undefined` when it may be read.
+   */
+  hides(file: ReachedPath): string | undefined;
 }
 
 /**

@@ -33,18 +33,26 @@ th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line);
 th { font-weight:600; color:var(--muted); background:#eef2f6; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .status { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px;
-  font-weight:600; background:#e8ecf0; }
+  font-weight:600; background:#e8ecf0; white-space:nowrap; }
 .status.completed { background:#dcf5e3; color:var(--ok); }
 .status.failed, .status.aborted, .status.timeout { background:#fde2e1; color:var(--bad); }
 .status.running { background:#dbeafe; color:var(--run); }
 .status.paused, .status.cancelled, .status.interrupted, .status.queued { background:#fff3cd; color:var(--warn); }
 .status.waiting { background:#ede9fe; color:#5b21b6; }
-.waiting { border:1px solid #c4b5fd; border-radius:6px; padding:.5rem 1rem; margin:1rem 0; }
-.waiting .prompt { white-space:pre-wrap; }
-.approval dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem; margin:.5rem 0; }
-.approval dt { color:var(--muted); } .approval dd { margin:0; word-break:break-word; }
-.approval button.approve { background:#dcfce7; } .approval button.deny { background:#fee2e2; }
-.waiting-for { font-size:12px; color:#5b21b6; }
+section.waiting { border:1px solid #c4b5fd; border-radius:6px; padding:.5rem 1rem; margin:1rem 0; }
+section.waiting .prompt { white-space:pre-wrap; }
+section.approval dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem;
+  margin:.5rem 0; }
+section.approval dt { color:var(--muted); } section.approval dd { margin:0; word-break:break-word; }
+section.approval button.approve { background:#dcfce7; }
+section.approval button.deny { background:#fee2e2; }
+.waiting-for { font-size:12px; color:#5b21b6; white-space:nowrap; }
+.waiting-for code { display:inline-block; max-width:14em; overflow:hidden; text-overflow:ellipsis;
+  vertical-align:bottom; }
+.table-scroll { overflow-x:auto; }
+#runs td.run a, #runs td.agent a, #runs td.when, #runs td.num { white-space:nowrap; }
+#runs .waiting-for { display:block; margin-top:2px; } #runs .waiting-for .sep { display:none; }
+#runs td.end { min-width:12em; }
 .answer .field { display:flex; gap:.5rem; align-items:baseline; margin:.4rem 0; }
 .answer .field label { min-width:10rem; }
 form.filters { display:flex; gap:10px; align-items:center; margin-bottom:12px; }
@@ -52,7 +60,7 @@ a.group { display:inline-block; margin-left:6px; padding:0 6px; border:1px solid
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .meta { display:grid; grid-template-columns:repeat(auto-fill,minmax(180px,1fr)); gap:8px 18px;
   background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px; }
-.meta div span { display:block; color:var(--muted); font-size:12px; }
+.meta > div > span:first-child { display:block; color:var(--muted); font-size:12px; }
 .graph-box { overflow:auto; background:var(--card); border:1px solid var(--line); border-radius:8px;
   padding:8px; }
 svg.graph .node rect { fill:#fff; stroke:#8896a6; stroke-width:1.4; }
@@ -79,6 +87,23 @@ svg.graph .edge.left text { text-anchor:end; }
 svg.graph .edge.taken path { stroke:var(--accent); stroke-width:3; }
 svg.graph .edge.taken text { fill:var(--accent); font-weight:600; }
 svg.graph marker path { fill:#6b7886; }
+.chart { margin:0; background:var(--card); border:1px solid var(--line); border-radius:8px;
+  padding:8px; overflow-x:auto; }
+svg.timeline-chart { display:block; font:11px system-ui, sans-serif; }
+svg.timeline-chart .axis line { stroke:#e3e8ee; }
+svg.timeline-chart .axis line.base { stroke:#9aa7b5; }
+svg.timeline-chart .axis text { fill:var(--muted); font-size:10px; text-anchor:middle; }
+svg.timeline-chart .labels text { fill:var(--fg); }
+svg.timeline-chart .bar, .chart .swatch { fill:#9aa7b5; background:#9aa7b5; }
+svg.timeline-chart .bar.ok, .chart .swatch.ok { fill:#2da44e; background:#2da44e; }
+svg.timeline-chart .bar.bad, .chart .swatch.bad { fill:var(--bad); background:var(--bad); }
+svg.timeline-chart .bar.warn, .chart .swatch.warn { fill:#d4a72c; background:#d4a72c; }
+svg.timeline-chart .bar.wait, .chart .swatch.wait { fill:#8b5cf6; background:#8b5cf6; }
+svg.timeline-chart .bar.run, .chart .swatch.run { fill:var(--run); background:var(--run); }
+svg.timeline-chart .bar.open { fill-opacity:.55; }
+svg.timeline-chart a:hover .bar, svg.timeline-chart a:focus .bar { stroke:#14202e; stroke-width:1.5; }
+.chart .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 3px 0 8px;
+  vertical-align:middle; }
 .timeline .row { content-visibility:auto; contain-intrinsic-size:auto 64px;
   background:var(--card); border:1px solid var(--line); border-radius:6px;
   margin:6px 0; padding:6px 10px; }
@@ -299,8 +324,16 @@ export const APP_JS = `"use strict";
     body.setAttribute("data-rows", String(document.querySelectorAll("#timeline .row").length));
   });
   source.addEventListener("graph", function (e) { swap("flow-graph", JSON.parse(e.data), "graph-host"); });
+  source.addEventListener("chart", function (e) { swap("run-chart", JSON.parse(e.data), "chart-host"); });
   source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
   source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
+  // The run ended: its buttons change (Redrive instead of Cancel) — unless an answered action
+  // reloads the page in a moment anyway (its message stays shown until then).
+  source.addEventListener("actions", function (e) {
+    var box = document.getElementById("run-actions");
+    if (!box || box.getAttribute("data-done") === "ok") return;
+    swap("run-actions", JSON.parse(e.data), "");
+  });
   // The server could not read the log any more (damaged, removed): stop instead of reconnecting.
   source.addEventListener("problem", function (e) {
     source.close();

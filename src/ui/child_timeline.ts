@@ -1,6 +1,7 @@
 /**
  * An agent step's child run drawn inside its parent's timeline: opened on demand from the agent
- * step's row (`/runs/PARENT/rows/N/child`), read from the child's log in the store that holds it.
+ * step's row (`/runs/PARENT/rows/N/child`), read from the child's log in the store that holds it —
+ * its timing chart (the run page's, its bars linking the child's page) and its first rows.
  * Bounded: the first {@linkcode CHILD_ROWS_SHOWN} rows, then a link to the child's own page; a
  * grandchild shows as a link, never nested further.
  *
@@ -10,7 +11,8 @@ import { errorMessage } from "../errors.ts";
 import type { RunCheckpoint, RunStore } from "../store/types.ts";
 import { type Html, html as h } from "./html.ts";
 import { runHref, statusBadge, timelineRow } from "./pages.ts";
-import { foldLog, newTimeline, type Row } from "./timeline.ts";
+import { foldLog, newTimeline, type Timeline } from "./timeline.ts";
+import { runChart } from "./run_chart.ts";
 
 /** How many of a child run's timeline rows show nested in its parent's timeline. */
 export const CHILD_ROWS_SHOWN = 25;
@@ -33,7 +35,7 @@ export async function childTimeline(store: RunStore, childId: string): Promise<H
     }
     const timeline = newTimeline();
     foldLog(timeline, log);
-    return nestedRows(childId, timeline.rows, checkpoint?.status, link);
+    return nestedRows(childId, timeline, checkpoint?.status, link);
   } catch (error) {
     return h`<div class="errors">Could not read the child run ${link}: ${
       errorMessage(error)
@@ -43,14 +45,20 @@ export async function childTimeline(store: RunStore, childId: string): Promise<H
 
 function nestedRows(
   childId: string,
-  rows: readonly Row[],
+  timeline: Timeline,
   status: RunCheckpoint["status"] | undefined,
   link: Html,
 ): Html {
+  const rows = timeline.rows;
   const shown = rows.slice(0, CHILD_ROWS_SHOWN);
+  const chart = runChart(childId, timeline, {
+    live: status === "running",
+    id: `chart-${childId}`,
+    rowHref: (index) => `${runHref(childId)}#row-${index}`,
+  });
   return h`<div class="child-timeline" data-run="${childId}"><div class="note">Child run ${link}${
     status ? h` ${statusBadge({ status })}` : ""
-  } — ${rows.length} timeline rows.</div>${
+  } — ${rows.length} timeline rows.</div>${chart}${
     shown.map((row) => timelineRow(childId, row, { nested: true, live: status === "running" }))
   }${
     rows.length > shown.length

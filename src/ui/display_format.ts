@@ -46,3 +46,8 @@ export function json(value: unknown): string {
 export function rowPartHref(runId: string, index: number, name: string): string {
   return `/runs/${encodeURIComponent(runId)}/rows/${index}/${name}`;
 }
+
+/** Link of a run page. */
+export function runHref(runId: string): string {
+  return `/runs/${encodeURIComponent(runId)}`;
+}

@@ -18,12 +18,24 @@ import {
   type RunLogEntry,
   type RunSummary,
 } from "../store/types.ts";
-import { finalOutput, isFollowed, runGraph, runMeta, type RunView, timelineRow } from "./pages.ts";
+import {
+  finalOutput,
+  isFollowed,
+  runActions,
+  runGraph,
+  runMeta,
+  type RunView,
+  timelineRow,
+} from "./pages.ts";
 import { toolPlanKey } from "./plans.ts";
+import { runChart } from "./run_chart.ts";
 import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+
+/** Reads of a checkpoint the live view makes waiting for one iteration's (see liveEvents). */
+const COMMIT_READS = 40;
 
 /** What {@linkcode loadRunView} adds to the view. */
 export interface RunViewOptions {
@@ -119,7 +131,8 @@ function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
 
 /**
  * Server-sent events of a running run: the rows, graph, header and output its new log entries
- * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended.
+ * change, rendered here (escaped) and swapped in by the page script; `end` once the run ended,
+ * after the action buttons of the ended run when actions are allowed (`csrf`).
  * The server reads the new entries every `intervalMs` through the store's `readLogFrom`.
  */
 export async function liveEvents(
@@ -128,6 +141,7 @@ export async function liveEvents(
   from: number,
   intervalMs: number,
   closing?: AbortSignal,
+  csrf?: string,
 ): Promise<Response> {
   const store = (await data.storeOf(runId))!;
   const view = await loadRunView(data, runId);
@@ -139,10 +153,36 @@ export async function liveEvents(
   // A call not finished yet is running while a process drives the run — as one does once the log
   // grows under the stream, though nobody did when the page opened (a resume elsewhere).
   let followed = isFollowed(view);
+  // The header counts what the checkpoint records (as --show does): after an iteration's
+  // `step_end` line (the line before its checkpoint), the checkpoint is read again until it covers
+  // that line — a read or two per iteration, not one per tick (and at most COMMIT_READS for one
+  // line: a run killed between the two never writes that checkpoint).
+  let uncommitted: number | undefined;
+  let reads = 0;
+  const commitsIn = (entries: typeof log, first: number) => {
+    entries.forEach((entry, i) => {
+      if (entry.type === "step_end") [uncommitted, reads] = [first + i, 0];
+    });
+  };
+  const readCommitted = async (): Promise<boolean> => {
+    if (uncommitted === undefined) return false;
+    if (++reads >= COMMIT_READS) uncommitted = undefined;
+    const checkpoint = await store.loadCheckpoint(runId).catch(() => undefined);
+    if (!checkpoint) return false;
+    const changed = checkpoint.updatedAt !== view.checkpoint?.updatedAt;
+    view.checkpoint = checkpoint;
+    if (uncommitted !== undefined && checkpoint.logEntries > uncommitted) uncommitted = undefined;
+    return changed;
+  };
   return eventStream(": following the run log", closing, async (events) => {
-    const push = (entries: typeof log, growing: boolean) => {
-      if (entries.length === 0) return;
+    const push = async (entries: typeof log, growing: boolean) => {
+      if (entries.length === 0) {
+        if (await readCommitted()) events.send("header", runMeta(view).text);
+        return;
+      }
       if (growing) followed = true;
+      commitsIn(entries, timeline.entries);
+      await readCommitted();
       const touched = foldLog(timeline, entries);
       events.send(
         "rows",
@@ -152,11 +192,12 @@ export async function liveEvents(
         })),
       );
       events.send("graph", runGraph(view).text);
+      events.send("chart", runChart(runId, timeline, { live: followed && !timeline.runEnd }).text);
       events.send("header", runMeta(view).text);
       events.send("output", finalOutput(view).text);
     };
     try {
-      push(log.slice(from), false);
+      await push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
         if (timeline.waiting) {
@@ -174,11 +215,13 @@ export async function liveEvents(
           events.send("header", runMeta(view).text);
           // The run's output is in its final checkpoint, read just now.
           events.send("output", finalOutput(view).text);
+          // With actions, the buttons of the ended run: no Cancel any more, Redrive if it failed.
+          if (csrf) events.send("actions", runActions(view, csrf).text);
           events.send("end", {});
           break;
         }
         await sleep(intervalMs, events.signal);
-        push(await readLogFrom(store, runId, timeline.entries), true);
+        await push(await readLogFrom(store, runId, timeline.entries), true);
         events.keepAlive();
       }
     } catch (error) {

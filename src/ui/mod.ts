@@ -28,6 +28,20 @@ export {
 export type { RunPageQuery, RunPageResult } from "../store/postgres.ts";
 export { escapeHtml, Html, html, type HtmlValue, raw } from "./html.ts";
 export { type GraphEdge, type GraphNode, graphSvg } from "./graph_svg.ts";
+export {
+  CHART_LIMITS,
+  type ChartBar,
+  type ChartGeometry,
+  chartGeometry,
+  type ChartGroup,
+  type ChartLane,
+  type ChartLimits,
+  type ChartOptions,
+  type ChartRow,
+  type StatusKind,
+  statusKind,
+  timelineChart,
+} from "./timeline_chart.ts";
 export type {
   RunCheckpoint,
   RunLock,

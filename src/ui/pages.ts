@@ -9,7 +9,7 @@ import type { RunCheckpoint, RunSummary } from "../store/types.ts";
 import { MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
 import { SHOWN_STATUSES } from "../run_statuses.ts";
 import { shownStatus } from "../store/run_status.ts";
-import { summarizeCheckpoint } from "../store/summary.ts";
+import { iterationsOf, summarizeCheckpoint } from "../store/summary.ts";
 import { errorMessage } from "../errors.ts";
 import { cacheShare } from "../token_counts.ts";
 import { flowGraph } from "./flow_graph.ts";
@@ -17,7 +17,7 @@ import { graphSvg } from "./graph_svg.ts";
 import { rerunControl, unfinishedCallBlock, type UnfinishedCallNotice } from "./unfinished_call.ts";
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
-import type { LoggedText, Row, Timeline } from "./timeline.ts";
+import { childRunOf, type LoggedText, type Row, type Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import {
@@ -26,11 +26,14 @@ import {
   formatTime,
   json,
   rowPartHref as partHref,
+  runHref,
   usageText,
 } from "./display_format.ts";
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
+import { runChart } from "./run_chart.ts";
 
-export { formatDuration } from "./display_format.ts";
+export { formatDuration, runHref } from "./display_format.ts";
+export { childRunOf } from "./timeline.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
 export const INLINE_TEXT_LIMIT = 20_000;
@@ -84,15 +87,15 @@ export function runsListPage(
   const rows = page.runs.map((run) =>
     h`
       <tr data-run="${run.runId}">
-        <td><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
+        <td class="run"><a href="${runHref(run.runId)}">${run.runId}</a>${groupBadge(run.group)}${
       run.problem ? h`<div class="note warn">${run.problem}</div>` : ""
     }${run.error ? h`<div class="note warn">${run.error}</div>` : ""}</td>
-        <td><a href="${agentHref(run.agent)}">${run.agent}</a></td>
-        <td>${statusBadge(run)}${waitingForNote(run)}</td>
+        <td class="agent"><a href="${agentHref(run.agent)}">${run.agent}</a></td>
+        <td class="state">${statusBadge(run)}${waitingForNote(run)}</td>
         <td class="end">${run.completionReason ?? ""}${
       run.endError ? h`<div class="note warn">${run.endError}</div>` : ""
     }</td>
-        <td>${formatTime(run.startedAt)}</td>
+        <td class="when">${formatTime(run.startedAt)}</td>
         <td class="num">${formatDuration(run.durationMs)}</td>
         <td class="num">${run.iterations ?? run.steps ?? ""}</td>
         <td class="num">${tokens(run)}</td>
@@ -118,7 +121,7 @@ export function runsListPage(
   }<span>page ${page.page} / ${pages}</span>${
     page.page < pages ? h`<a href="${link(page.page + 1)}" rel="next">older →</a>` : ""
   }</div>
-    <table id="runs">
+    <div class="table-scroll"><table id="runs">
       <thead>
         <tr>
           <th>Run</th>
@@ -133,7 +136,7 @@ export function runsListPage(
         </tr>
       </thead>
       <tbody>${rows}</tbody>
-    </table>${
+    </table></div>${
     page.all === 0
       ? h`
         <p
@@ -196,6 +199,8 @@ export function runPage(view: RunView): string {
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
+    <h2>Timing</h2>
+    <div id="chart-host">${runChart(view.runId, view.timeline, { live: isFollowed(view) })}</div>
     <h2>Timeline</h2>
     <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
@@ -268,7 +273,7 @@ ${
       : ""
   }<div><span>Started</span>${formatTime(cp?.startedAt ?? s?.startedAt ?? "")}</div>
 <div><span>Updated</span>${formatTime(cp?.updatedAt ?? s?.updatedAt ?? "")}</div>
-<div><span>Iterations</span>${view.timeline.rows.filter((r) => r.kind === "iteration").length}</div>
+<div><span>Iterations</span>${iterationsShown(view)}</div>
 <div><span>Tokens in / out</span>${usage ? usageText(usage) : "–"}</div>${
     usage && cacheShare(usage, String)
       ? h`<div><span>Prompt cache</span>${cacheShare(usage, String)} (of the input)</div>`
@@ -347,6 +352,17 @@ export function finalOutput(view: RunView): Html {
       : h`<div class="note">The run recorded no output.</div>`
   }</div>
   `;
+}
+
+/**
+ * The run's iterations as every view counts them ({@linkcode iterationsOf}: its checkpoint's, as
+ * `--show`, the runs list and the API say) — not the timeline's iteration rows, which also hold an
+ * iteration killed before its checkpoint and one that stopped to wait (each runs again as a row of
+ * its own).
+ */
+function iterationsShown(view: RunView): number | string {
+  const state = view.checkpoint?.state;
+  return (state ? iterationsOf(state) : undefined) ?? view.summary?.iterations ?? "–";
 }
 
 /** The usage of a checkpoint's state (summarized as the run list does), when recorded. */
@@ -428,6 +444,7 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
         }`,
       )
       : "",
+    row.models ? field("answered by", modelsText(row.models)) : "",
     child !== undefined ? field("child run", h`<a href="${runHref(child)}">${child}</a>`) : "",
     h`<span class="k">${formatTime(row.ts)}</span>`,
   ];
@@ -460,6 +477,14 @@ export function timelineRow(runId: string, row: Row, options: TimelineRowOptions
       ? part(CHILD_PART, `Child run's timeline (${child})`)
       : ""
   }</div>`;
+}
+
+/** `openai gpt-5.4` for one call, `anthropic a, openai b` for calls answered by different models. */
+function modelsText(models: readonly string[]): string {
+  const distinct = [...new Set(models)];
+  return distinct.length === 1 && models.length > 1
+    ? `${distinct[0]} (${models.length} calls)`
+    : models.join(", ");
 }
 
 /** The row part of an agent step's row that opens its child run's timeline nested under it. */
@@ -511,11 +536,6 @@ function textBlock(text: { text: string; length: number }, fullHref?: string): H
   }`;
 }
 
-/** Link of a run page. */
-export function runHref(runId: string): string {
-  return `/runs/${encodeURIComponent(runId)}`;
-}
-
 /** Link of an agent page. */
 export function agentHref(name: string): string {
   return `/agents/${encodeURIComponent(name)}`;
@@ -537,7 +557,9 @@ export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
 
 /**
  * What a waiting run waits for, after its badge: ` · approve Bash` for a tool call waiting for
- * permission, ` · answer STEP` for an input step (nothing for other runs).
+ * permission, ` · answer STEP` for an input step (nothing for other runs). Never broken inside: on
+ * the run page it follows the badge; the runs list puts it on a line of its own under the badge,
+ * without its `·` (the `sep` span).
  */
 export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
   const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
@@ -548,8 +570,8 @@ export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): 
     } answers</span>`;
   }
   return waitingFor.tool !== undefined
-    ? h` <span class="waiting-for approval" title="a tool call of step ${waitingFor.stepId} waits for Approve/Deny">· approve <code>${waitingFor.tool}</code></span>`
-    : h` <span class="waiting-for input" title="an input step waits for an answer">· answer <code>${waitingFor.stepId}</code></span>`;
+    ? h` <span class="waiting-for approval" title="a tool call (${waitingFor.tool}) of step ${waitingFor.stepId} waits for Approve/Deny"><span class="sep">· </span>approve <code>${waitingFor.tool}</code></span>`
+    : h` <span class="waiting-for input" title="the input step ${waitingFor.stepId} waits for an answer"><span class="sep">· </span>answer <code>${waitingFor.stepId}</code></span>`;
 }
 
 function tokens(run: RunSummary): string {
@@ -559,12 +581,6 @@ function tokens(run: RunSummary): string {
 function isCheck(value: unknown): value is { result: string; message: string } {
   return typeof value === "object" && value !== null &&
     typeof (value as Record<string, unknown>).result === "string";
-}
-
-/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
-export function childRunOf(row: Extract<Row, { kind: "iteration" }>): string | undefined {
-  const child = row.end?.child as { runId?: unknown } | undefined;
-  return typeof child?.runId === "string" ? child.runId : row.childRunId;
 }
 
 /** The parent run of a child run (agent steps), from its checkpoint's state. */

@@ -141,9 +141,11 @@ function progressBar(p: PlanProgress): Html {
  */
 export async function toolPlanKey(file: string): Promise<string> {
   const parts: string[] = [];
+  // The inode too: files are replaced by a rename on each write, and two writes of one size in the
+  // same clock tick of the file system have the same time and size.
   const stamp = async (path: string) => {
     const info = await Deno.stat(path).catch(() => undefined);
-    parts.push(`${info?.mtime?.getTime() ?? 0}:${info?.size ?? -1}`);
+    parts.push(`${info?.mtime?.getTime() ?? 0}:${info?.size ?? -1}:${info?.ino ?? 0}`);
   };
   await stamp(file);
   const dir = approvalsDir(file);
@@ -167,7 +169,7 @@ export async function toolPlanFile(
   folders: PlanFolders,
   name: string,
 ): Promise<string | undefined> {
-  return (await listToolPlans(folders.toolPlans)).find((t) => t.name === name)?.file;
+  return (await toolPlanFiles(folders.toolPlans)).find((t) => t.name === name)?.file;
 }
 
 /**
@@ -179,8 +181,18 @@ export async function toolPlanPage(
   name: string,
   csrf?: string,
 ): Promise<string | undefined> {
-  const found = (await listToolPlans(folders.toolPlans)).find((t) => t.name === name);
-  if (!found) return undefined;
+  const file = await toolPlanFile(folders, name);
+  if (file === undefined) return undefined;
+  // The page reloads when the plan or its requests change from what it shows: their state is
+  // taken before they are read, so a change landing while the page is built still reloads it
+  // (taken after, it would look like the page's own state, and the page would wait forever).
+  const since = await toolPlanKey(file);
+  const found: ToolPlanListing = { name, file };
+  try {
+    found.plan = await readToolPlan(file);
+  } catch (error) {
+    found.error = errorMessage(error);
+  }
   if (!found.plan) {
     return layout(
       `Tool plan ${name}`,
@@ -206,10 +218,8 @@ export async function toolPlanPage(
       classes: plan.steps.find((x) => x.id === d)?.status === "completed" ? ["taken"] : [],
     }))
   );
-  // The page reloads when the plan or its requests change (a server-sent event, no polling here).
-  const watch = `/plans/tool/${encodeURIComponent(name)}/events?since=${
-    encodeURIComponent(await toolPlanKey(found.file))
-  }`;
+  // A server-sent event tells the page (no polling here).
+  const watch = `/plans/tool/${encodeURIComponent(name)}/events?since=${encodeURIComponent(since)}`;
   const body =
     h`<h1>Tool plan ${name}</h1><div id="plan-watch" hidden data-watch="${watch}"></div><p class="note">${found.file} · version ${plan.version}</p>${
       plan.task ? h`<p><b>Task:</b> ${plan.task}</p>` : ""
@@ -345,17 +355,24 @@ interface ToolPlanListing {
 
 async function listToolPlans(dir: string): Promise<ToolPlanListing[]> {
   const out: ToolPlanListing[] = [];
+  for (const row of await toolPlanFiles(dir)) {
+    try {
+      row.plan = await readToolPlan(row.file);
+    } catch (error) {
+      row.error = errorMessage(error);
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+/** The tool plans' names and files, by name, none of them read. */
+async function toolPlanFiles(dir: string): Promise<ToolPlanListing[]> {
+  const out: ToolPlanListing[] = [];
   try {
     for await (const entry of Deno.readDir(dir)) {
       if (!entry.isFile || !entry.name.endsWith(".json") || entry.name.startsWith(".")) continue;
-      const file = join(dir, entry.name);
-      const row: ToolPlanListing = { name: basename(entry.name, ".json"), file };
-      try {
-        row.plan = await readToolPlan(file);
-      } catch (error) {
-        row.error = errorMessage(error);
-      }
-      out.push(row);
+      out.push({ name: basename(entry.name, ".json"), file: join(dir, entry.name) });
     }
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;

@@ -360,7 +360,7 @@ async function route(
       );
     }
     if (match[2]) {
-      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs, closing);
+      return liveEvents(data, runId, intParam(url, "from") ?? 0, liveIntervalMs, closing, csrf);
     }
     if (match[3] !== undefined) {
       const timeline = newTimeline();

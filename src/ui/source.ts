@@ -12,27 +12,14 @@ import { AgentDefinitionError } from "../definition/errors.ts";
 import { listAgents, loadAgentDefinition } from "../definition/load.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { FileRunStore } from "../store/file.ts";
-import { DEFAULT_RUN_DIRECTORY, runStoreFor } from "../store/location.ts";
-import { isPostgresUrl, redactUrl } from "../store/pg_connection.ts";
-import { PostgresRunStore, type RunPageQuery, type RunPageResult } from "../store/postgres.ts";
+import { runStoreFor } from "../store/location.ts";
+import type { RunPageQuery, RunPageResult } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
-import { resolveStoreSetting, STORE_ENV } from "../store/select.ts";
 import { compareDesc } from "../store/summary.ts";
 import type { RunStore, RunSummary } from "../store/types.ts";
+import { type NamedStore, refreshStores } from "./store_discovery.ts";
 
-/** A run store and a name for it (shown when runs of several stores are listed). */
-export interface NamedStore {
-  /** Shown in messages (a directory, a URL without credentials). */
-  name: string;
-  /** The store. */
-  store: RunStore;
-  /**
-   * The `STEPFLOW_STORE` value under which `run-agent` records into this store (a PostgreSQL
-   * URL): resumed and redriven runs are started with it. Absent for file stores (run-agent finds
-   * those through agent.json `logging.directory`).
-   */
-  runAgentStore?: string;
-}
+export { discoverStores, type DiscoverStoresOptions, type NamedStore } from "./store_discovery.ts";
 
 /**
  * A store that filters, counts and pages its listing itself (the PostgreSQL store): the runs list
@@ -53,7 +40,11 @@ export function isPagedStore(store: RunStore): store is PagedRunStore {
 
 /** What the dashboard shows. */
 export interface DashboardSource {
-  /** The run stores to list. */
+  /**
+   * The run stores to list. A list {@linkcode discoverStores} returned grows while it is shown:
+   * stores that appear later (an agent added, the first run of an agent that never ran) are
+   * appended when a page is read.
+   */
   stores: NamedStore[];
   /** The user's directory: agents are looked up in `<cwd>/.agent/`, PlanSpec plans in `planspec/`. */
   cwd: string;
@@ -113,107 +104,6 @@ export interface AgentOverview {
   lastRun?: ListedRun;
 }
 
-/** Options of {@linkcode discoverStores}. */
-export interface DiscoverStoresOptions {
-  /** Environment: `STEPFLOW_STORE` names a PostgreSQL store to show too (default: none). */
-  env?: Record<string, string | undefined>;
-}
-
-/**
- * The run stores of a project. With `store` a PostgreSQL URL (`postgres://…`), that database's
- * runs (every agent); with `store` a directory (a run directory, or a folder of run directories
- * such as `tmp/logs/agents`), those. Without `store`: every agent's run directory (agent.json
- * `logging.directory`), the folders under `tmp/logs/agents`, and every PostgreSQL store the agents
- * record into by the run store selection of `run-agent` (`STEPFLOW_STORE` in `env`, else agent.json
- * `logging.store`). Nothing connects until a page is read.
- *
- * @throws {StepflowError} `UI_STORE_UNSUPPORTED` for a URL of another scheme, `UI_STORE_NOT_FOUND`
- * for a directory that does not exist
- */
-export async function discoverStores(
-  cwd: string,
-  store?: string,
-  options: DiscoverStoresOptions = {},
-): Promise<NamedStore[]> {
-  if (store !== undefined && isPostgresUrl(store)) return [postgresStore(store)];
-  if (store !== undefined && /^[a-z][a-z0-9+.-]*:\/\//i.test(store)) {
-    throw new StepflowError(
-      "UI_STORE_UNSUPPORTED",
-      `--store ${
-        redactUrl(store).replace(/\/\/[^@/]*@/, "//…@")
-      }: this stepflow has no run store for that URL scheme (a store URL is postgres://user@host:5432/database). Pass a PostgreSQL URL, a run directory (e.g. --store tmp/logs/agents/NAME), or leave --store out to show every agent's runs.`,
-      { details: { store: redactUrl(store) } },
-    );
-  }
-  const dirs = new Set<string>();
-  const urls = new Set<string>();
-  if (store !== undefined) {
-    const root = resolve(cwd, store);
-    const info = await Deno.stat(root).catch(() => undefined);
-    if (!info?.isDirectory) {
-      throw new StepflowError(
-        "UI_STORE_NOT_FOUND",
-        `--store ${store}: no directory ${root}. Pass the run directory of an agent (agent.json logging.directory, default tmp/logs/agents/NAME), a folder of them, or a postgres:// URL.`,
-        { details: { store: root } },
-      );
-    }
-    await addRunDirs(root, dirs);
-  } else {
-    const env = options.env ?? {};
-    const fromEnv = env[STORE_ENV];
-    if (fromEnv !== undefined && isPostgresUrl(fromEnv)) urls.add(fromEnv);
-    for (const agent of await listAgents({ cwd })) {
-      try {
-        const definition = await loadAgentDefinition(agent.name, { cwd });
-        dirs.add(runStoreFor(definition, { cwd }).dir);
-        const setting = resolveStoreSetting(definition, { env });
-        if (setting.value !== "file") urls.add(setting.value);
-      } catch {
-        // A broken agent still has runs under the default directory, scanned below.
-      }
-    }
-    await addRunDirs(resolve(cwd, DEFAULT_RUN_DIRECTORY), dirs);
-  }
-  return [
-    ...[...dirs].sort().map((dir) => ({
-      name: dir,
-      store: new FileRunStore(dir, { onWarning: () => {}, listSettledFromCache: true }),
-    })),
-    ...[...urls].sort().map(postgresStore),
-  ];
-}
-
-/** A PostgreSQL store over every agent's runs (the dashboard takes no leases, so no warnings). */
-function postgresStore(url: string): NamedStore {
-  return {
-    name: redactUrl(url),
-    store: new PostgresRunStore(url, { onWarning: () => {} }),
-    runAgentStore: url,
-  };
-}
-
-/** Adds `root` when it holds runs, and each sub-folder that does. */
-async function addRunDirs(root: string, out: Set<string>): Promise<void> {
-  let holdsRuns = false;
-  try {
-    for await (const entry of Deno.readDir(root)) {
-      if (entry.isFile && /\.(jsonl|checkpoint\.json)$/.test(entry.name)) holdsRuns = true;
-      else if (entry.isDirectory) {
-        const sub = join(root, entry.name);
-        for await (const inner of Deno.readDir(sub)) {
-          if (inner.isFile && /\.(jsonl|checkpoint\.json)$/.test(inner.name)) {
-            out.add(sub);
-            break;
-          }
-        }
-      }
-    }
-  } catch {
-    return;
-  }
-  if (holdsRuns) out.add(root);
-}
-
 /**
  * Reads runs and agents for the pages. Listings come from the stores' `list()` (checkpoints, which
  * the file store caches by mtime), so a page of 10 000 runs parses no run log.
@@ -234,6 +124,7 @@ export class DashboardData {
 
   /** Every run of every store, newest first (reads whole listings: pages use `runPage`). */
   async allRuns(): Promise<ListedRun[]> {
+    await refreshStores(this.source.stores);
     return this.#merge(await Promise.all(this.source.stores.map((s) => s.store.list())));
   }
 
@@ -250,6 +141,7 @@ export class DashboardData {
    * other stores are listed and filtered here.
    */
   async runPage(query: RunQuery): Promise<RunPage> {
+    await refreshStores(this.source.stores);
     const size = Math.min(500, Math.max(1, query.size ?? 50));
     const wanted = Math.max(1, query.page ?? 1);
     const filter = (r: RunSummary) =>
@@ -308,18 +200,30 @@ export class DashboardData {
     // A store that cannot be read (a database that went down) does not hide the runs of the
     // others; when no store has the run, its error is the answer rather than "no such run".
     let failure: unknown;
-    for (const storeIndex of new Set(order)) {
-      const { store } = this.source.stores[storeIndex];
-      try {
-        const found = isPagedStore(store)
-          ? await store.summary(runId)
-          : (await store.list()).find((r) => r.runId === runId);
-        if (found) return this.#listed(found, storeIndex);
-      } catch (error) {
-        // An id no store could hold is simply not there.
-        if (!(error instanceof StepflowError && error.code === "RUN_ID_INVALID")) failure ??= error;
+    const seek = async (storeIndexes: Iterable<number>) => {
+      for (const storeIndex of storeIndexes) {
+        const { store } = this.source.stores[storeIndex];
+        try {
+          const found = isPagedStore(store)
+            ? await store.summary(runId)
+            : (await store.list()).find((r) => r.runId === runId);
+          if (found) return this.#listed(found, storeIndex);
+        } catch (error) {
+          // An id no store could hold is simply not there.
+          if (!(error instanceof StepflowError && error.code === "RUN_ID_INVALID")) {
+            failure ??= error;
+          }
+        }
       }
-    }
+      return undefined;
+    };
+    const shown = this.source.stores.length;
+    const found = await seek(new Set(order)) ??
+      // A run of a store that appeared since (the first run of a new agent).
+      (await refreshStores(this.source.stores) > 0
+        ? await seek([...this.source.stores.keys()].slice(shown))
+        : undefined);
+    if (found) return found;
     if (failure !== undefined) throw failure;
     return undefined;
   }

@@ -8,6 +8,8 @@
  */
 import type { RunLogEntry } from "../store/types.ts";
 import type { LoggedUsage } from "../store/format.ts";
+import type { FallbackReason, ModelRef } from "../events/types.ts";
+import { fallbackText, rateLimitWaitText } from "../events/model_notice_text.ts";
 import {
   addGrant,
   addToolCall,
@@ -52,14 +54,30 @@ export type Row =
     attempt?: number;
     /** When the step started (ISO). */
     ts: string;
+    /** When the newest line of the iteration was logged (ISO): where a stopped one stopped. */
+    lastTs: string;
+    /** When its `step_end` was logged (ISO), once it ended. */
+    endTs?: string;
+    /** When its agent step's child run started (the `agent_start` line, ISO). */
+    childTs?: string;
+    /** The iteration stopped to wait (an `input_request` while it was open: a child's, a call's). */
+    waited?: boolean;
     /** The prompt sent. */
     prompt?: LoggedText;
     /** The model's raw answer. */
     answer?: LoggedText;
     /** Re-asks before the accepted answer. */
     reasks: Reask[];
-    /** Backend retries (transport) and step retries (onError retry). */
+    /**
+     * Backend retries (transport), rate-limit waits, model-chain fallbacks and step retries
+     * (onError retry), in order.
+     */
     retries: string[];
+    /**
+     * Which model answered each of the iteration's calls (`backend model`, from its `step_end`),
+     * once it ended.
+     */
+    models?: string[];
     /** Errors recorded for the iteration. */
     errors: string[];
     /** The history entry of `step_end`, once the step ended. */
@@ -116,6 +134,12 @@ export interface Timeline {
 /** A row of an iteration. */
 export type IterationRow = Extract<Row, { kind: "iteration" }>;
 
+/** An iteration row's child run (agent steps): from its `agent_start` line or its history entry. */
+export function childRunOf(row: IterationRow): string | undefined {
+  const child = row.end?.child as { runId?: unknown } | undefined;
+  return typeof child?.runId === "string" ? child.runId : row.childRunId;
+}
+
 /** An empty timeline. */
 export function newTimeline(): Timeline {
   return { rows: [], entries: 0, counts: new Map(), taken: new Map() };
@@ -138,6 +162,11 @@ export function newTimeline(): Timeline {
  */
 export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Set<number> {
   const touched = new Set<number>();
+  // An entry of an iteration: its newest time, and its row re-rendered.
+  const touch = (row: IterationRow, entry: RunLogEntry) => {
+    row.lastTs = entry.ts;
+    touched.add(row.index);
+  };
   for (const entry of entries) {
     const at = timeline.entries++;
     const open = openRow(timeline);
@@ -150,6 +179,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           iteration: count(entry.iteration),
           attempt: count(entry.attempt),
           ts: entry.ts,
+          lastTs: entry.ts,
           reasks: [],
           retries: [],
           errors: [],
@@ -165,7 +195,8 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
       case "agent_start": {
         const row = open ?? startedRow(timeline, entry);
         if (typeof entry.childRunId === "string") row.childRunId = entry.childRunId;
-        touched.add(row.index);
+        row.childTs = entry.ts;
+        touch(row, entry);
         break;
       }
       case "step_reask": {
@@ -176,20 +207,15 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           errors: Array.isArray(entry.errors) ? entry.errors.map(String) : [],
           ...(answer ? { answer } : {}),
         });
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "backend_retry":
-      case "step_retry": {
+      case "step_retry":
+      case "model_fallback": {
         const row = open ?? startedRow(timeline, entry);
-        row.retries.push(
-          entry.type === "backend_retry"
-            ? `backend retry ${entry.attempt ?? "?"}: ${entry.reason ?? ""} (waited ${
-              entry.delayMs ?? "?"
-            } ms)`
-            : `step retry ${entry.attempt ?? "?"} (onError retry)`,
-        );
-        touched.add(row.index);
+        row.retries.push(retryText(entry));
+        touch(row, entry);
         break;
       }
       case "step_error": {
@@ -198,7 +224,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         row.errors.push(`${entry.code ?? "ERROR"}: ${entry.message ?? ""}`);
         const answer = loggedText(entry.answer, at, "answer");
         if (answer) row.answer = answer;
-        touched.add(row.index);
+        touch(row, entry);
         break;
       }
       case "step_end": {
@@ -206,21 +232,13 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         stopOpenCalls(row.calls);
         const end = isRecord(entry.entry) ? entry.entry : {};
         row.end = end;
+        row.endTs = row.lastTs = entry.ts;
         const answer = loggedText(entry.answer ?? end.answer, at, "answer");
         if (answer) row.answer = answer;
-        const usage = usageOf(entry.usage);
-        if (usage) {
-          const before = timeline.usage;
-          row.tokens = {
-            input: usage.inputTokens - (before?.inputTokens ?? 0),
-            output: usage.outputTokens - (before?.outputTokens ?? 0),
-          };
-          if (usage.costUsd !== undefined) {
-            row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
-          }
-          timeline.usage = usage;
-        }
+        addTokens(timeline, row, usageOf(entry.usage));
         if (entry.handoff !== undefined) row.handoff = entry.handoff;
+        const models = answeringModels(entry.calls);
+        if (models.length > 0) row.models = models;
         const stepId = typeof end.stepId === "string" ? end.stepId : row.stepId;
         timeline.counts.set(stepId, (timeline.counts.get(stepId) ?? 0) + 1);
         if (typeof end.nextStepId === "string") {
@@ -240,7 +258,7 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
           if (entry.type === "tool_turn") calls.turns++;
           else if (entry.type === "permission_grant") addGrant(calls, entry);
           else addToolCall(calls, entry);
-          touched.add(row.index);
+          touch(row, entry);
           break;
         }
         // A call not finished when the run stops, resumes or is redriven will not finish.
@@ -252,7 +270,14 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
         }
         // A resume or redrive is a new attempt of the run: the end of an earlier one is history.
         if (entry.type === "run_resume" || entry.type === "run_redrive") delete timeline.runEnd;
-        if (entry.type === "input_request") timeline.waiting = true;
+        if (entry.type === "input_request") {
+          timeline.waiting = true;
+          // The iteration that stopped to wait (a tool call's permission) stops here.
+          if (open) {
+            open.waited = true;
+            touch(open, entry);
+          }
+        }
         if (entry.type === "input_answer" || entry.type === "input_timeout") {
           timeline.waiting = false;
         }
@@ -277,6 +302,54 @@ export function foldLog(timeline: Timeline, entries: readonly RunLogEntry[]): Se
     }
   }
   return touched;
+}
+
+/** The iteration's tokens: its `step_end`'s cumulative usage less the one before. */
+function addTokens(timeline: Timeline, row: IterationRow, usage: Timeline["usage"]): void {
+  if (!usage) return;
+  const before = timeline.usage;
+  row.tokens = {
+    input: usage.inputTokens - (before?.inputTokens ?? 0),
+    output: usage.outputTokens - (before?.outputTokens ?? 0),
+  };
+  if (usage.costUsd !== undefined) row.tokens.costUsd = usage.costUsd - (before?.costUsd ?? 0);
+  timeline.usage = usage;
+}
+
+/** A row's line for a retry, a rate-limit wait or a model chain's fallback. */
+function retryText(entry: RunLogEntry): string {
+  if (entry.type === "step_retry") return `step retry ${entry.attempt ?? "?"} (onError retry)`;
+  if (entry.type === "model_fallback") {
+    const ref = (value: unknown): ModelRef =>
+      isRecord(value) && typeof value.backend === "string"
+        ? value as unknown as ModelRef
+        : { backend: "?" };
+    return fallbackText({
+      from: ref(entry.from),
+      to: ref(entry.to),
+      reason: String(entry.reason ?? "") as FallbackReason,
+      detail: String(entry.detail ?? ""),
+    });
+  }
+  const reason = String(entry.reason ?? "");
+  if (typeof entry.waitUntil === "string") {
+    const status = Number(/^HTTP (\d{3})/.exec(reason)?.[1] ?? 429);
+    return `${rateLimitWaitText({ until: entry.waitUntil, status })}${
+      entry.yielded === true ? ", the run's slot given back" : ""
+    } (backend retry ${entry.attempt ?? "?"}: ${reason})`;
+  }
+  return `backend retry ${entry.attempt ?? "?"}: ${reason} (waited ${entry.delayMs ?? "?"} ms)`;
+}
+
+/** `backend model` of each recorded call of a `step_end` that names its model (in call order). */
+function answeringModels(calls: unknown): string[] {
+  if (!Array.isArray(calls)) return [];
+  const out: string[] = [];
+  for (const call of calls.slice(0, 100)) {
+    if (!isRecord(call) || typeof call.model !== "string") continue;
+    out.push(typeof call.backend === "string" ? `${call.backend} ${call.model}` : call.model);
+  }
+  return out;
 }
 
 /**
@@ -333,6 +406,7 @@ function startedRow(timeline: Timeline, entry: RunLogEntry): Extract<Row, { kind
     stepId: String(entry.stepId ?? ""),
     iteration: count(entry.iteration),
     ts: entry.ts,
+    lastTs: entry.ts,
     reasks: [],
     retries: [],
     errors: [],

@@ -34,6 +34,8 @@ export interface ToolCallView {
   durationMs?: number;
   /** When the first line of the call was logged (ISO). */
   ts: string;
+  /** When its finished line was logged (ISO), once finished. */
+  endTs?: string;
   /** True once its finished line was read. */
   finished: boolean;
   /**
@@ -117,6 +119,8 @@ export function addToolCall(calls: RowCalls, entry: RunLogEntry): void {
   if (entry.type === "tool_call_start") call.decision ??= "allow";
   if (finished) {
     call.finished = true;
+    const ts = text(entry.ts);
+    if (ts !== undefined) call.endTs = ts;
     delete call.stopped;
     calls.open.delete(callId);
   }

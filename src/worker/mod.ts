@@ -16,6 +16,8 @@
  * @module
  */
 export {
+  DEFAULT_RATE_LIMIT_YIELD_MS,
+  MAX_RATE_LIMIT_YIELDS,
   type RunWorker,
   startWorker,
   type SubmittedRequest,
@@ -32,13 +34,17 @@ export {
   openRunQueue,
   RUN_QUEUE,
   type RunJobHandler,
+  type RunJobInfo,
   type RunQueue,
   type RunQueueOptions,
+  type SendOptions,
 } from "./queue.ts";
 export { agentContentHash } from "./agent_hash.ts";
 export {
   claimOrphans,
   clearRerunPermission,
+  deferredUntil,
+  markDeferred,
   markGivenUp,
   markHeld,
   markTaken,

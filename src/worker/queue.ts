@@ -22,8 +22,23 @@ import { listenForRuns, runQueueChannel, type RunQueueListener } from "./queue_l
 /** The pg-boss queue that carries runs. */
 export const RUN_QUEUE = "stepflow-runs";
 
+/** What a job says besides its run. */
+export interface RunJobInfo {
+  /**
+   * How many times in a row the run gave its slot back to wait out a rate limit (the worker bounds
+   * it; absent: none).
+   */
+  rateLimitYields?: number;
+}
+
+/** How a run is queued: now, or from a time on. */
+export interface SendOptions extends RunJobInfo {
+  /** No worker takes the job before this time (a rate-limit reset). */
+  startAfter?: Date;
+}
+
 /** What a worker does with a job's run. */
-export type RunJobHandler = (runId: string) => Promise<void>;
+export type RunJobHandler = (runId: string, job: RunJobInfo) => Promise<void>;
 
 /** Options of {@linkcode openRunQueue}. */
 export interface RunQueueOptions {
@@ -56,8 +71,11 @@ export interface RunQueueOptions {
 
 /** A connection to the run queue. */
 export interface RunQueue {
-  /** Queues a run to be driven by a worker. */
-  send(runId: string): Promise<void>;
+  /**
+   * Queues a run to be driven by a worker — from `options.startAfter` on, when given (this
+   * queue's idle slots then wake at that time; other workers find it at their next poll).
+   */
+  send(runId: string, options?: SendOptions): Promise<void>;
   /**
    * Starts taking jobs, at most `concurrency` at a time, each given to `handler`: a job is
    * completed when it resolves and failed (retried by pg-boss) when it rejects.
@@ -85,7 +103,7 @@ interface PgBossInstance {
 /** A fetched job with pg-boss's metadata (`includeMetadata`). */
 interface RunJob {
   id: string;
-  data: { runId?: unknown };
+  data: { runId?: unknown; rateLimitYields?: unknown };
   retryCount?: number;
   retryLimit?: number;
 }
@@ -214,7 +232,13 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
           if (typeof runId !== "string") {
             warn(`run queue: job ${job.id} names no run; dropped.`);
           } else {
-            await handler(runId);
+            const yields = job.data?.rateLimitYields;
+            await handler(
+              runId,
+              typeof yields === "number" && Number.isInteger(yields) && yields > 0
+                ? { rateLimitYields: yields }
+                : {},
+            );
           }
           await boss.complete(RUN_QUEUE, job.id);
         } catch (error) {
@@ -239,12 +263,29 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
       }
     }
   };
+  /** Wakes for jobs queued for later: one idle slot at each job's start (cleared on stop). */
+  const later = new Set<ReturnType<typeof setTimeout>>();
   return {
-    async send(runId) {
+    async send(runId, sendOptions = {}) {
+      const { startAfter, rateLimitYields } = sendOptions;
+      const data = { runId, ...(rateLimitYields ? { rateLimitYields } : {}) };
       try {
-        await trackPgWait(displayUrl, () => boss.send(RUN_QUEUE, { runId }));
+        await trackPgWait(
+          displayUrl,
+          () => boss.send(RUN_QUEUE, data, startAfter ? { startAfter } : {}),
+        );
       } catch (error) {
         throw pgTimeoutError(error, url, timeouts) ?? error;
+      }
+      if (startAfter) {
+        // Nobody is told now (the job cannot be taken yet): an idle slot of this queue wakes at
+        // its time, a little after so that the database clock has passed it too.
+        const timer = setTimeout(() => {
+          later.delete(timer);
+          if (!stopping) wakeOne();
+        }, Math.max(0, startAfter.getTime() - Date.now()) + 50);
+        later.add(timer);
+        return;
       }
       // After the job's insert committed, so the woken worker finds it. Only a hint: a failure
       // leaves the run to the workers' poll.
@@ -277,6 +318,8 @@ export async function openRunQueue(url: string, options: RunQueueOptions = {}): 
     },
     async stop({ graceful = true, timeoutMs = 30_000 } = {}) {
       stopping = true;
+      for (const timer of later) clearTimeout(timer);
+      later.clear();
       for (const wake of [...sleepers]) wake();
       await listener?.close();
       if (graceful && slots.length > 0) {

@@ -275,6 +275,43 @@ export async function clearRerunPermission(
 }
 
 /**
+ * Records that a run gave its slot back to wait out a rate limit until `until` (its job is queued
+ * for then): {@linkcode claimOrphans} leaves it alone until a lease period after that time, and a
+ * worker that gets an earlier job for it queues the job again for then ({@linkcode deferredUntil}).
+ * The mark is the claim time of the queue's bookkeeping (`requeued_at`) set in the future.
+ */
+export async function markDeferred(
+  store: PostgresRunStore,
+  runId: string,
+  until: Date,
+): Promise<void> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  await c.query(
+    `UPDATE ${c.schema}.runs SET requeued_at = $2 WHERE run_id = $1 AND request IS NOT NULL`,
+    [runId, until.toISOString()],
+  );
+}
+
+/**
+ * The time a run waits for (see {@linkcode markDeferred}) when it is still ahead by the database's
+ * clock; undefined for a run that waits for nothing.
+ */
+export async function deferredUntil(
+  store: PostgresRunStore,
+  runId: string,
+): Promise<Date | undefined> {
+  assertRunId(runId);
+  const c = await pgConnectionOf(store);
+  const row = (await c.query<{ until: string | Date | null }>(
+    `SELECT requeued_at AS until FROM ${c.schema}.runs
+       WHERE run_id = $1 AND requeued_at > clock_timestamp()`,
+    [runId],
+  )).rows[0];
+  return row?.until ? new Date(row.until) : undefined;
+}
+
+/**
  * Claims submitted runs that nobody drives any more (started, not ended, lease expired) so that
  * one caller re-queues each: every claim is recorded, and a run is claimed again after a newer
  * lease of it expired, or when it is still orphaned a lease period later (the worker that took

@@ -39,10 +39,15 @@ import type { LlmBackend } from "../llm/types.ts";
 import { isOpenStatus, NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { agentContentHash } from "./agent_hash.ts";
-import { openRunQueue, type RunQueue } from "./queue.ts";
+import { openRunQueue, type RunJobInfo, type RunQueue } from "./queue.ts";
+import { RateLimitYield } from "../llm/retry.ts";
+import { defaultModelOf } from "../llm/model_chain.ts";
+import { clockTime } from "../events/model_notice_text.ts";
 import {
   claimOrphans,
   clearRerunPermission,
+  deferredUntil,
+  markDeferred,
   markGivenUp,
   markHeld,
   markTaken,
@@ -89,6 +94,14 @@ export interface WorkerOptions {
   /** Where backends read their credentials (default: the process environment). */
   env?: Record<string, string | undefined>;
   /**
+   * A wait the model's server asks for (a `Retry-After`, a rate-limit reset) at least this long, in
+   * ms, is not slept in a slot: the run stops where a taken-over run would, its slot takes the next
+   * job, and the run is queued again for the reset time (default 5000; shorter waits are slept).
+   * A run gives its slot back at most {@linkcode MAX_RATE_LIMIT_YIELDS} times in a row; after that
+   * it waits in its slot, as the retry policy bounds (`maxAttempts`, `maxRateLimitWaitMs`).
+   */
+  rateLimitYieldMs?: number;
+  /**
    * The backend of a run, built by the caller instead (tests); `backend` and the recorded choice
    * are then only recorded.
    */
@@ -107,6 +120,8 @@ export interface SubmittedRequest {
   maxIterations?: number;
   /** `--model`. */
   model?: string;
+  /** `--fallback-model` names: models tried after each call's own, in order. */
+  fallbackModels?: string[];
   /** `--group`: the group the run starts in (`RunOptions.group`). */
   group?: string;
   /** `--permission-mode`: the permission mode of every step (`RunOptions.permissionMode`). */
@@ -131,6 +146,15 @@ export interface RunWorker {
 }
 
 const OPEN: ReadonlySet<string> = new Set(NOT_ENDED_STATUSES);
+
+/** The default {@linkcode WorkerOptions.rateLimitYieldMs}. */
+export const DEFAULT_RATE_LIMIT_YIELD_MS = 5_000;
+
+/**
+ * How many times in a row a run gives its slot back for a rate-limit wait; the next wait is slept
+ * in the slot, so a server that keeps refusing ends in the retry policy's error (or a fallback).
+ */
+export const MAX_RATE_LIMIT_YIELDS = 3;
 
 /**
  * Why `agentRoot` cannot be a worker's folder of agents, or undefined when it can: it must be a
@@ -260,9 +284,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     return loaded;
   };
 
-  const drive = async (runId: string): Promise<void> => {
+  const drive = async (runId: string, job: RunJobInfo = {}): Promise<void> => {
     if (stopping) {
-      await queue.send(runId);
+      await queue.send(runId, job);
+      return;
+    }
+    // A job that came early for a run waiting out a rate limit (a duplicate) waits for its time.
+    const deferred = await deferredUntil(store, runId);
+    if (deferred) {
+      await queue.send(runId, { ...job, startAfter: deferred });
       return;
     }
     await markTaken(store, runId);
@@ -297,26 +327,35 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       recorded ?? {
         backend: behavior.backend ?? DEFAULT_BACKEND,
         ...(request.model !== undefined ? { model: request.model } : {}),
+        ...(request.fallbackModels?.length ? { fallbackModels: request.fallbackModels } : {}),
       },
       options.backend ?? {},
     );
+    const model = choice.model ?? defaultModelOf(behavior.model);
     const warn = (m: string) => log(`warning: run ${runId}: ${m}`);
     const backend = options.backendFor
       ? await options.backendFor(definition, request)
       : await createBackend({
         name: choice.backend,
-        ...(choice.model ?? behavior.model ? { model: choice.model ?? behavior.model } : {}),
+        ...(model !== undefined ? { model } : {}),
         ...(choice.baseUrl !== undefined ? { baseUrl: choice.baseUrl } : {}),
         ...(choice.script !== undefined ? { script: choice.script } : {}),
         ...(options.env ? { env: options.env } : {}),
+        // Able to walk model chains with this worker's options.
+        fallbackModels: [...(choice.fallbackModels ?? [])],
         onWarning: warn,
       });
+    const yields = job.rateLimitYields ?? 0;
     const runner = new StepFlowRunner(definition, {
       backend,
       store,
       onWarning: warn,
       ...(request.maxIterations !== undefined ? { maxTotalIterations: request.maxIterations } : {}),
       ...(choice.model !== undefined ? { model: choice.model } : {}),
+      // Long rate-limit waits give the slot back, a few times in a row at most.
+      ...(yields < MAX_RATE_LIMIT_YIELDS
+        ? { rateLimitYieldMs: options.rateLimitYieldMs ?? DEFAULT_RATE_LIMIT_YIELD_MS }
+        : {}),
     });
     log(`run ${runId} (${definition.name}): ${checkpoint ? "resuming" : "starting"}`);
     // The user's permission to run unfinished calls again is read only by the drive that holds
@@ -355,6 +394,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       if (code === "RUN_SUSPENDED") {
         await queue.send(runId);
         log(`run ${runId}: iteration committed, lease released, back on the queue`);
+        return;
+      }
+      if (error instanceof RateLimitYield) {
+        const until = new Date(error.until);
+        await markDeferred(store, runId, until);
+        await queue.send(runId, { startAfter: until, rateLimitYields: yields + 1 });
+        log(
+          `run ${runId}: waiting for the rate limit until ${
+            clockTime(until)
+          } (${error.retry.reason}); slot given back, queued again for then`,
+        );
         return;
       }
       if (code === "RUN_LOCKED" || code === "RUN_CHANGED" || code === "RUN_LOCK_LOST") {
@@ -396,8 +446,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     );
   };
 
-  const track = (runId: string): Promise<void> => {
-    const work = drive(runId);
+  const track = (runId: string, job?: RunJobInfo): Promise<void> => {
+    const work = drive(runId, job);
     const settled = work.catch(() => {}).finally(() => inFlight.delete(settled));
     inFlight.add(settled);
     return work;

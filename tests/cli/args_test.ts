@@ -50,6 +50,7 @@ Deno.test("parseCommandLine: CLI flags", () => {
     script: "s.yaml",
     maxIterations: 7,
     noStream: false,
+    fallbackModel: [],
     allowFallback: true,
     allowRun: false,
     skipValidators: false,

@@ -445,3 +445,50 @@ Deno.test("live progress: tool calls are lines under their step; the streamed te
   assert.match(out.at(-1)!, /iteration 2 · waiting for the model$/);
   p.finish();
 });
+
+Deno.test("live progress: a rate-limit wait is on the status line until when; a fallback is a line", async () => {
+  const t = clock();
+  const out: string[] = [];
+  const p = liveInto(out, t.now);
+  const e = p.events;
+  await e.onStepStart?.(info("work.task", 1));
+  p.onCallStart?.(request("step"));
+  const until = new Date(2026, 2, 1, 12, 3, 10).toISOString();
+  // The retry's own event draws nothing: the wait is told once, by its own event.
+  const before = out.length;
+  await e.onStepRetry?.(
+    info("work.task", 1),
+    1,
+    new StepflowError("BACKEND_RETRY", "openai attempt 1/3 failed (HTTP 429)", {
+      details: { status: 429, delayMs: 30_000, waitUntil: until },
+    }),
+  );
+  assert.equal(out.length, before);
+  await e.onRateLimitWait?.(info("work.task", 1), {
+    backend: "openai",
+    until,
+    delayMs: 30_000,
+    status: 429,
+    reason: "HTTP 429 rate_limit_exceeded",
+    attempt: 1,
+    maxAttempts: 3,
+    yielded: false,
+  });
+  assert.deepEqual(out.slice(-3), [
+    "\r\x1b[2K",
+    "waiting for the rate limit until 12:03:10 work.task: HTTP 429 rate_limit_exceeded (attempt 1/3)\n",
+    "\r\x1b[2K⠋ 00:00.0  work.task · iteration 1 · waiting for the rate limit until 12:03:10",
+  ]);
+  await e.onModelFallback?.(info("work.task", 1), {
+    from: { backend: "openai", model: "gpt-5.4-mini" },
+    to: { backend: "anthropic", model: "claude-haiku-4-5" },
+    reason: "rate_limit",
+    detail: "HTTP 429 (after 3 attempts)",
+  });
+  assert.deepEqual(out.slice(-3), [
+    "\r\x1b[2K",
+    "fallback work.task: fell back from openai gpt-5.4-mini to anthropic claude-haiku-4-5 (rate limit: HTTP 429 (after 3 attempts))\n",
+    "\r\x1b[2K⠋ 00:00.0  work.task · iteration 1 · on anthropic claude-haiku-4-5",
+  ]);
+  p.finish(result());
+});

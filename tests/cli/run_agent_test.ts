@@ -7,11 +7,13 @@ import { join } from "node:path";
 import { CLI_FLAGS } from "../../src/cli/args.ts";
 import {
   copyDir,
+  finish,
   hasStackTrace,
   REPO_ROOT,
   report,
   runCli,
   runTask,
+  spawnCli,
   type Spawned,
   work,
   writeFiles,
@@ -201,6 +203,41 @@ Deno.test("run-agent: usage errors exit 2 with a clear message and no stack trac
     assertUsageError(noScript, "Cannot read script file", join(user, "missing.yaml"));
     assertUsageError(noKey, "OPENAI_API_KEY", "--base-url");
     assertUsageError(badMax, '--max-iterations expects a positive integer, got "many".');
+  });
+});
+
+Deno.test("run-agent: --script is a regular file of at most 16 MiB — a larger one, a device or a pipe is refused at once", async () => {
+  await withUserDir(async (user) => {
+    await writeTinyAgent(user, "tiny");
+    // 17 MiB without writing them (a sparse file): refused by its size, before reading it.
+    using big = await Deno.open(join(user, "big.yaml"), { write: true, create: true });
+    await big.truncate(17 * 1024 * 1024);
+    const fifo = join(user, "answers.pipe");
+    await new Deno.Command("mkfifo", { args: [fifo] }).output();
+    const run = (script: string) => {
+      const child = spawnCli("run-agent", ["--agent", "tiny", "--topic", "x", "--script", script], {
+        userDir: user,
+      });
+      // Bounded: before the fix /dev/zero was read until memory ran out, and a pipe waited for a
+      // writer forever.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+      return finish(child).finally(() => clearTimeout(timer));
+    };
+    const [tooBig, zero, pipe, folder] = await Promise.all([
+      run("big.yaml"),
+      run("/dev/zero"),
+      run("answers.pipe"),
+      run("."),
+    ]);
+    assertUsageError(
+      tooBig,
+      `Cannot read script file ${
+        join(user, "big.yaml")
+      }: it is 17825792 bytes; a script file is at most 16 MiB.`,
+    );
+    assertUsageError(zero, "Cannot read script file /dev/zero: it is a device, not a file.");
+    assertUsageError(pipe, `Cannot read script file ${fifo}: it is a pipe, not a file.`);
+    assertUsageError(folder, `Cannot read script file ${user}: it is a folder, not a file.`);
   });
 });
 

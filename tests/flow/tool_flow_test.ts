@@ -10,6 +10,7 @@ import { StepFlowRunner } from "../../src/flow/runner.ts";
 import { toolCallLine } from "../../src/events/tool_call_line.ts";
 import type { ToolCallEvent } from "../../src/events/types.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
+import { FileRunStore } from "../../src/store/file.ts";
 import { MemoryRunStore } from "../../src/store/memory.ts";
 import { seed001Files, seed001Script, writeAgent } from "./fixtures.ts";
 
@@ -248,4 +249,69 @@ Deno.test("each tool call is three onToolCall events under its step and a tool_c
     String(logged[1].result),
     /^Permission denied: Edit needs permission in default mode/,
   );
+});
+
+Deno.test("refused oversized tool-call data reaches the run log as an excerpt and its size, never whole", async () => {
+  const { root, def } = await setup({
+    allowedTools: ["Read", "Write"],
+    permissionMode: "acceptEdits",
+  });
+  const hugeId = "c".repeat(1_000_000);
+  const backend = new ScriptedBackend(seed001Script({
+    s_a8f3: [
+      // 10 MB as text (as OpenAI sends arguments), then 3 MB as an object: both over 1 MiB.
+      { toolCalls: [{ name: "Read", arguments: `{"file_path":"${"a".repeat(10_000_000)}"}` }] },
+      {
+        toolCalls: [{
+          name: "Write",
+          arguments: { file_path: "big.txt", content: "b".repeat(3e6) },
+        }],
+      },
+      // A 1 MB call id on a call that runs.
+      { toolCalls: [{ id: hugeId, name: "Read", arguments: { file_path: "src/app.ts" } }] },
+      "Done.",
+    ],
+  }));
+  const runs = join(root, "runs");
+  const store = new FileRunStore(runs);
+  const result = await new StepFlowRunner(def, { backend, store }).run({
+    args: { topic: "x" },
+    cwd: root,
+    runId: "huge-1",
+  });
+  assert.equal(result.success, true, JSON.stringify(result.error));
+  assert.equal(await Deno.stat(join(root, "big.txt")).catch(() => null), null, "not written");
+  // What the model was told.
+  const told = backend.toolTurns.slice(1, 4).map((t) => {
+    const last = t.messages.at(-1) as { results: { id: string; content: string }[] };
+    return last.results[0];
+  });
+  assert.match(
+    told[0].content,
+    /^Arguments of Read: more than 1048576 characters \(10000016\); send less\.$/,
+  );
+  assert.match(told[1].content, /^Arguments of Write: more than 1048576 characters \(3000036\);/);
+  assert.match(told[2].content, /export const answer = 41/);
+  // The log holds excerpts: a few kilobytes, not the 20 MB and the five copies of the id.
+  const size = (await Deno.stat(join(runs, "huge-1.jsonl"))).size;
+  assert.ok(size < 100_000, `the run log is ${size} bytes`);
+  const log = await store.readLog("huge-1");
+  const turns = log.filter((e) => e.type === "tool_turn").map((e) =>
+    (e.toolCalls as { id: string; arguments: unknown }[])[0]
+  );
+  assert.match(String(turns[0].arguments), /^\{"file_path":"a{1986}… \(10000016 characters\)$/);
+  assert.match(String(turns[1].arguments), /… \(3000036 characters\)$/);
+  // A long id is shortened to one form, the same in every line (a resume matches them up).
+  const short = "c".repeat(40) + "_t3c1_len1000000";
+  assert.equal(turns[2].id, short);
+  const lines = log.filter((e) => e.type === "tool_call_start" || e.type === "tool_call");
+  assert.deepEqual(
+    lines.filter((e) => e.tool === "Read" && e.decision !== "invalid").map((e) => e.callId),
+    [
+      short,
+      short,
+    ],
+  );
+  assert.equal(told[2].id, short);
+  assert.ok(!JSON.stringify(log).includes("c".repeat(1_000)));
 });

@@ -40,6 +40,8 @@ export interface FakeReply {
    * the server closes).
    */
   sseEnd?: "close" | "cut" | "hang";
+  /** Send the `sse` events one at a time, this many ms apart (a slow model writing). */
+  sseIntervalMs?: number;
 }
 
 /** One server-sent event: `event: <event>` (when given) and `data: <data>`. */
@@ -109,10 +111,13 @@ export function startFakeServer(replies: FakeReply[] = []): FakeServer {
       const sse = reply.sse ?? streamedForm(reply, body, new URL(request.url).pathname);
       if (sse) {
         headers.set("content-type", reply.contentType ?? "text/event-stream");
-        return new Response(sseBody(sse, reply.sseEnd ?? "close", closing.signal), {
-          status: reply.status ?? 200,
-          headers,
-        });
+        return new Response(
+          sseBody(sse, reply.sseEnd ?? "close", closing.signal, reply.sseIntervalMs ?? 0),
+          {
+            status: reply.status ?? 200,
+            headers,
+          },
+        );
       }
       if (reply.raw !== undefined) {
         headers.set("content-type", reply.contentType ?? "application/json");
@@ -159,14 +164,25 @@ function sseBody(
   events: SseEvent[],
   end: "close" | "cut" | "hang",
   closing: AbortSignal,
+  intervalMs: number,
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const text = events.map((e) => `${e.event ? `event: ${e.event}\n` : ""}data: ${e.data}\n\n`);
   let sent = false;
+  let next = 0;
   return new ReadableStream({
     // Pulled when the server wants more: the events first; the end once they were taken, so a
     // cut comes after the events went out, not instead of them.
-    pull(controller) {
+    async pull(controller) {
+      if (intervalMs > 0 && next < text.length) {
+        // One event per pull, after a pause (the first one at once).
+        if (next > 0) await wait(intervalMs, closing);
+        if (closing.aborted) return;
+        controller.enqueue(encoder.encode(text[next++]));
+        if (next === text.length) sent = true;
+        if (sent && end === "close") controller.close();
+        return;
+      }
       if (!sent) {
         sent = true;
         if (text.length) controller.enqueue(encoder.encode(text.join("")));

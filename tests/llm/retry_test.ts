@@ -162,7 +162,7 @@ Deno.test("withRetry: attempts run out; a too-long Retry-After gives up early", 
     () => Promise.reject(httpError(429, { "retry-after": "3600" })),
     { backend: "test", policy: resolveRetryPolicy() },
   ).catch((e) => e);
-  assert.equal(patient.stopReason, "retry_after_too_long");
+  assert.equal(patient.stopReason, "wait_too_long");
   assert.equal(patient.attempts, 1);
 });
 

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { SDK_SPECIFIERS } from "../../src/llm/sdk_loader.ts";
+import { OTEL_SDK_SPECIFIERS } from "../../src/cli/kit/telemetry_export.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 // The MCP SDK too: the MCP client is imported only when an agent has servers.
@@ -13,6 +14,8 @@ const SDK_PACKAGES = [
   "openai",
   "@anthropic-ai/claude-agent-sdk",
   "@modelcontextprotocol/sdk",
+  // The OpenTelemetry SDK and exporters: loaded only when OTEL_* variables ask for an export.
+  ...Object.keys(OTEL_SDK_SPECIFIERS),
 ];
 
 async function moduleGraph(entry: string): Promise<string[]> {
@@ -41,6 +44,8 @@ for (
     "src/qplan/mod.ts",
     "src/cli/run_plan.ts",
     "src/cli/qplan.ts",
+    "src/cli/worker.ts",
+    "src/cli/eval.ts",
   ]
 ) {
   Deno.test(`deno info ${entry} lists no SDK`, async () => {
@@ -59,11 +64,24 @@ Deno.test("the SDK specifiers loaded at run time equal the deno.json aliases", a
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
     imports: Record<string, string>;
   };
-  for (const pkg of SDK_PACKAGES) {
+  for (const pkg of Object.keys(SDK_SPECIFIERS)) {
     assert.equal(
       SDK_SPECIFIERS[pkg as keyof typeof SDK_SPECIFIERS],
       config.imports[pkg],
       `src/llm/sdk_loader.ts and deno.json disagree on ${pkg}`,
+    );
+  }
+});
+
+Deno.test("the OpenTelemetry SDK specifiers loaded at run time equal the deno.json aliases", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    imports: Record<string, string>;
+  };
+  for (const [name, specifier] of Object.entries(OTEL_SDK_SPECIFIERS)) {
+    assert.equal(
+      specifier,
+      config.imports[name],
+      `telemetry_export.ts and deno.json disagree on ${name}`,
     );
   }
 });

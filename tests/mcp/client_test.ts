@@ -151,6 +151,37 @@ Deno.test("stdio: a server that dies mid-call is an error at once, not a hang; l
   assert.deepEqual(await groupGone(pid), []);
 });
 
+Deno.test("stdio: a result over 10 MiB is MCP_MESSAGE_TOO_LARGE saying so, not a server that exited", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "stepflow_mcp_big_" }));
+  try {
+    // A real server answering a real call with 12 MB of text (a file it was asked to read).
+    await Deno.writeTextFile(join(dir, "big.txt"), "x".repeat(12_000_000));
+    const filesystem = await serverCommand("mcp-server-filesystem");
+    const connection = await McpConnection.connect("fs", { command: filesystem, args: [dir] });
+    const pid = connection.pid!;
+    try {
+      const big = await failure(
+        connection.callTool("read_text_file", { path: join(dir, "big.txt") }),
+      );
+      assert.equal(big.code, "MCP_MESSAGE_TOO_LARGE");
+      assert.match(
+        big.message,
+        /^MCP server "fs" sent a message over 10 MiB while calling read_text_file/,
+      );
+      assert.match(big.message, /Ask the tool for less/);
+      assert.equal(connection.alive, false);
+      // Its tools are gone for the run, and say why.
+      const later = await failure(connection.callTool("list_allowed_directories", {}));
+      assert.equal(later.code, "MCP_MESSAGE_TOO_LARGE");
+    } finally {
+      await connection.close();
+    }
+    assert.deepEqual(await groupGone(pid), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("stdio: closing kills the whole process group — a wrapper shell, a child ignoring TERM", async () => {
   const everything = await serverCommand("mcp-server-everything");
   const dir = await Deno.makeTempDir({ prefix: "stepflow_mcp_group_" });

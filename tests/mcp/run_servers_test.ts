@@ -136,3 +136,48 @@ Deno.test("Ctrl-C on run-agent closes the run's MCP servers before the process e
     await server.close();
   }
 });
+
+Deno.test("a program that ran an agent with MCP servers ends as soon as the run has (no timer left behind)", async () => {
+  const { root, pidFile } = await agentWithServer();
+  // A library user's program: the run, then nothing — Deno exits once its event loop is empty.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", join(import.meta.dirname!, "library_run.ts"), root],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let printed = "";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    while (!printed.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) break;
+      printed += value;
+    }
+    // (Its stderr is read only on failure: it closes when the process ends.)
+    if (!printed.startsWith('{"success":true')) assert.fail(`${printed}\n${await stderr}`);
+    assert.deepEqual(JSON.parse(printed), { success: true, error: null });
+    // The bug kept it alive for the MCP call timeout (120 s); any bound well under it tells.
+    const ended = performance.now();
+    const late = new Promise<"late">((done) => timer = setTimeout(() => done("late"), 30_000));
+    const status = await Promise.race([child.status, late]);
+    assert.notEqual(
+      status,
+      "late",
+      `still running ${Math.round(performance.now() - ended)} ms after its run ended`,
+    );
+    assert.equal((status as Deno.CommandStatus).code, 0);
+    const pids = await startedPids(pidFile);
+    assert.deepEqual(groupMembers(pids[0]), [], "its MCP server was closed");
+  } finally {
+    clearTimeout(timer);
+    try {
+      child.kill("SIGKILL");
+    } catch { /* it ended */ }
+    await lines.cancel().catch(() => {});
+    await child.status;
+    await stderr;
+  }
+});

@@ -140,6 +140,16 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
         { name: "list_runs", arguments: { agent: 3 } },
         /^MCP_ARGUMENTS_INVALID: .*agent: expects a name/,
       ],
+      // `__proto__` as a key of its own (as JSON.parse makes it) is refused like any other
+      // undeclared argument, not dropped on the way in.
+      [
+        { name: "run_haiku", arguments: JSON.parse('{"topic":"x","__proto__":{"topic":"y"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not a parameter of agent "haiku"/,
+      ],
+      [
+        { name: "list_runs", arguments: JSON.parse('{"__proto__":{"agent":"haiku"}}') },
+        /^MCP_ARGUMENTS_INVALID: .*"__proto__" is not an argument of list_runs/,
+      ],
     ] as const;
     for (const [call, expected] of bad) {
       const answer = await client.callTool(
@@ -149,6 +159,9 @@ Deno.test("mcp over stdio: tools, a scripted run with progress, list and show ru
       assert.match(text(answer), expected);
     }
     assert.equal((await client.listTools()).tools.length, 4);
+    // None of them started a run: the first run is the only one recorded.
+    const runs = await client.callTool({ name: "list_runs", arguments: { agent: "haiku" } });
+    assert.equal((runs.structuredContent as { runs: unknown[] }).runs.length, 1, text(runs));
   } finally {
     await client.close();
     await Deno.remove(dir, { recursive: true });
@@ -425,6 +438,45 @@ Deno.test("mcp process: exits 0 when stdin closes", async () => {
     assert.equal(status.code, 0);
     assert.equal(pidAlive(server.child.pid), false);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mcp process: a message over 10 MiB closes the connection: stdout ends, exit 1, MCP_MESSAGE_TOO_LARGE", async () => {
+  const dir = await userFolder();
+  const server = rawServer(dir, []);
+  try {
+    await server.send(INITIALIZE);
+    await server.next((m) => m.id === 1);
+    await server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    // 11 MiB in one line, queued without waiting: a server that stops reading past its limit
+    // leaves the pipe full, and a server that ends breaks it.
+    const line = `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"${
+      "x".repeat(11 * 1024 * 1024)
+    }"}}\n`;
+    server.writer.write(new TextEncoder().encode(line)).catch(() => {});
+    // The client sees stdout end (no hang), and the process is gone. (Bounded, so that a server
+    // that keeps the connection open fails the test instead of hanging it.)
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hung = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("stdout still open after 60 s")), 60_000);
+    });
+    await assert.rejects(
+      Promise.race([server.next(() => false), hung]).finally(() => clearTimeout(timer)),
+      /the server closed stdout/,
+    );
+    const stderr = new TextDecoder().decode(
+      await new Response(server.child.stderr).arrayBuffer(),
+    );
+    const status = await server.child.status;
+    assert.equal(status.code, 1, stderr);
+    assert.match(stderr, /MCP_MESSAGE_TOO_LARGE: .*over 10 MiB/);
+    assert.doesNotMatch(stderr, /\n\s+at /); // no stack trace
+  } finally {
+    try {
+      server.child.kill("SIGKILL");
+    } catch { /* it ended */ }
+    await server.writer.close().catch(() => {});
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -214,6 +214,52 @@ Deno.test("eval cli: a bad case file names every bad line and exits 2", async ()
   });
 });
 
+Deno.test("eval cli: a workspace outside the project, missing or not a folder is a setup error (exit 2) before any run", async () => {
+  await withHaiku(async (dir) => {
+    await Deno.mkdir(join(dir, "evals"));
+    await Deno.writeTextFile(join(dir, "notes.txt"), "a file\n");
+    await Deno.symlink("/etc", join(dir, "etc-link"));
+    const ws = (name: string, workspace: string) => ({
+      name,
+      args: { topic: "autumn" },
+      script: "../.agent/haiku/demo.script.yaml",
+      workspace,
+    });
+    await Deno.writeTextFile(
+      join(dir, "evals", "cases.jsonl"),
+      lines(
+        ws("root", "/"),
+        ws("up", "../../../../etc"),
+        ws("link", "../etc-link"),
+        ws("missing", "../nope"),
+        ws("file", "../notes.txt"),
+        ws("inside", "../.agent"), // allowed: in the project (a parent of the case file's folder)
+      ),
+    );
+    const out = await finish(
+      spawnEval(dir, ["--agent", "haiku", "--cases", "evals/cases.jsonl"]),
+    );
+    assert.equal(out.code, 2, `${out.stdout}\n${out.stderr}`);
+    assert.equal(out.stdout, "");
+    const real = await Deno.realPath(dir);
+    assert.match(out.stderr, /The case file has 5 problems:/);
+    assert.match(
+      out.stderr,
+      new RegExp(
+        `evals/cases\\.jsonl:1: workspace /: it is outside the project folder ${real}; a workspace is a folder inside the folder you run deno task eval in`,
+      ),
+    );
+    assert.match(out.stderr, /cases\.jsonl:2: workspace \/etc: it is outside the project folder/);
+    assert.match(
+      out.stderr,
+      /cases\.jsonl:3: workspace \S+\/etc-link: it is outside the project folder \S+ \(it leads to \/etc\)/,
+    );
+    assert.match(out.stderr, /cases\.jsonl:4: workspace \S+\/nope: no such folder/);
+    assert.match(out.stderr, /cases\.jsonl:5: workspace \S+\/notes\.txt: it is not a folder/);
+    assert.doesNotMatch(out.stderr, /cases\.jsonl:6:/);
+  });
+});
+
 Deno.test("eval cli: Ctrl-C prints the runs measured so far and exits 130", async () => {
   await withHaiku(async (dir) => {
     await Deno.writeTextFile(

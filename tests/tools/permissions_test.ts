@@ -12,7 +12,9 @@ import {
   decidePermission,
   offeredTools,
   type PermissionDecision,
+  searchRefusal,
 } from "../../src/tools/permissions.ts";
+import type { ReachedPath } from "../../src/tools/types.ts";
 
 const CWD = "/repo";
 
@@ -291,6 +293,121 @@ Deno.test("path rules: Read covers Read, Glob, Grep; Edit covers Edit and Write;
   );
 });
 
+/** A resolved path: `written` leads to `real` (a link on the way), or a dangling link's target. */
+function reached(written: string, real = written, extra: Partial<ReachedPath> = {}): ReachedPath {
+  return { written, real, abs: `${CWD}/${real}`, exists: true, hardLinks: 1, ...extra };
+}
+
+function decideAt(
+  p: ReturnType<typeof policy>,
+  tool: string,
+  path: ReachedPath,
+  args: Record<string, unknown> = { file_path: path.written },
+): PermissionDecision {
+  return decidePermission(p, { tool, args, cwd: CWD, paths: [path] });
+}
+
+Deno.test("path rules judge every path a call reaches: deny matches either, allow the file reached", () => {
+  const p = policy("default", ["Edit(src/**)", "Read"], ["Read(.env)", "Edit(.git/**)"]);
+  const viaLink = reached("src/link", ".git/config", {
+    link: { path: "src/link", to: "../.git/config" },
+  });
+  // Allow: Edit(src/**) matches what is written, not the file reached — it asks.
+  const edit = decideAt(p, "Edit", reached("src/cfg", "lib/cfg"));
+  assert.equal(edit.behavior, "ask");
+  assert.equal(edit.suggestion, "Edit(lib/cfg)", "the rule that would allow the file reached");
+  assert.match(
+    edit.reason,
+    /"src\/cfg" is "lib\/cfg"\. Rules judge the path as written and the file it reaches\./,
+  );
+  // …and the real path inside src/ is allowed, whatever the path written says.
+  assert.equal(decideAt(p, "Edit", reached("lib/alias", "src/a.ts")).behavior, "allow");
+  // Deny: the file reached…
+  const denied = decideAt(p, "Write", viaLink);
+  assert.equal(denied.behavior, "deny");
+  assert.equal(denied.rule, "Edit(.git/**)");
+  assert.match(
+    denied.reason,
+    /"src\/link" is a symbolic link to "\.\.\/\.git\/config", so the call reaches "\.git\/config"\./,
+  );
+  assert.match(denied.reason, /Only removing the rule from disallowedTools allows it\./);
+  // …or the path as written (a link named like a protected file refuses too).
+  assert.equal(decideAt(p, "Read", reached("pkg/.env", "pkg/env.example")).behavior, "deny");
+  assert.equal(decideAt(p, "Read", reached("src/envlink", ".env")).behavior, "deny");
+  assert.equal(
+    decideAt(p, "Grep", reached("src/envlink", ".env"), { pattern: "x", path: "src/envlink" })
+      .behavior,
+    "deny",
+  );
+  // Deny wins in every mode; acceptEdits judges the file reached.
+  assert.equal(
+    decidePermission({ ...p, mode: "bypassPermissions" }, {
+      tool: "Edit",
+      args: {},
+      cwd: CWD,
+      paths: [viaLink],
+    }).behavior,
+    "deny",
+  );
+  const accept = policy("acceptEdits");
+  assert.equal(decideAt(accept, "Edit", reached("src/a", "src/b")).behavior, "allow");
+  assert.equal(decideAt(accept, "Edit", reached("src/a", "../elsewhere")).behavior, "ask");
+});
+
+Deno.test("a dangling link is judged by the file a write through it would create", () => {
+  const p = policy("default", ["Edit(src/**)"], ["Edit(.git/hooks/**)"]);
+  const hook = reached("src/hook", "src/hook", {
+    exists: false,
+    dangling: {
+      path: "src/hook",
+      to: "../.git/hooks/post-checkout",
+      target: ".git/hooks/post-checkout",
+    },
+  });
+  const decision = decideAt(p, "Write", hook);
+  assert.equal(decision.behavior, "deny");
+  assert.match(
+    decision.reason,
+    /which does not exist: writing "src\/hook" would create "\.git\/hooks\/post-checkout"/,
+  );
+  const open = decideAt(policy("default", ["Edit(src/**)"]), "Write", hook);
+  assert.equal(open.behavior, "ask", "the allow rule must match the file created");
+  assert.equal(open.suggestion, "Edit(.git/hooks/post-checkout)");
+});
+
+Deno.test("hard links: reading a file with several names is refused while Read(…) deny rules exist", () => {
+  const twoNames = reached("src/hl", "src/hl", { hardLinks: 2 });
+  const withRule = policy("default", ["Read"], ["Read(.env)"]);
+  const read = decideAt(withRule, "Read", twoNames);
+  assert.equal(read.behavior, "deny");
+  assert.match(
+    read.reason,
+    /^Read: "src\/hl" is a file with 2 names \(hard links\), and disallowedTools refuses paths \("Read\(\.env\)"\)/,
+  );
+  assert.match(read.reason, /Make it a file of its own .* or remove those rules, to allow it\./);
+  assert.equal(
+    decideAt(policy("bypassPermissions", [], ["Read(.env)"]), "Read", twoNames).behavior,
+    "deny",
+  );
+  // No Read path rule to defeat, or a write (which replaces the name): no refusal.
+  assert.equal(decideAt(policy("default", [], ["Read"]), "Edit", twoNames).behavior, "ask");
+  assert.equal(
+    decideAt(policy("default", ["Read"], ["Edit(.git/**)"]), "Read", twoNames).behavior,
+    "allow",
+  );
+  assert.equal(
+    decideAt(policy("default", ["Edit"], ["Read(.env)"]), "Edit", twoNames).behavior,
+    "allow",
+  );
+  // A search hides such a file, and any file a deny rule covers by either path.
+  assert.match(searchRefusal(withRule, "Grep", CWD, twoNames)!, /2 names/);
+  assert.equal(
+    searchRefusal(withRule, "Glob", CWD, reached("src/envlink", ".env")),
+    'the rule "Read(.env)" in disallowedTools covers it',
+  );
+  assert.equal(searchRefusal(withRule, "Grep", CWD, reached("src/a.ts")), undefined);
+});
+
 Deno.test("MCP rules: a server or one of its tools", () => {
   const p = policy("default", ["mcp__github"], ["mcp__github__delete_repo", "mcp__db"]);
   assert.equal(decide(p, "mcp__github__list_issues").behavior, "allow");
@@ -314,6 +431,20 @@ Deno.test("offered tools: named by allowedTools, minus bare disallowedTools", ()
     "mcp__gh__delete",
     "mcp__db__q",
   ];
-  assert.deepEqual(offeredTools(allow, deny, available), ["Read", "Edit", "Bash", "mcp__gh__list"]);
+  // A path rule offers its family: Edit(src/**) covers Write too (the rules table says so).
+  assert.deepEqual(offeredTools(allow, deny, available), [
+    "Read",
+    "Write",
+    "Edit",
+    "Bash",
+    "mcp__gh__list",
+  ]);
+  const edits = parsePermissionRules(["Edit(src/**)"]).rules;
+  assert.deepEqual(offeredTools(edits, [], available), ["Write", "Edit"]);
+  const reads = parsePermissionRules(["Read(docs/**)"]).rules;
+  assert.deepEqual(offeredTools(reads, [], available), ["Read", "Glob", "Grep"]);
+  // A bare deny still removes one tool of the family.
+  const noWrite = parsePermissionRules(["Write"]).rules;
+  assert.deepEqual(offeredTools(edits, noWrite, available), ["Edit"]);
   assert.deepEqual(offeredTools([], [], available), [], "no allowedTools: no tools");
 });

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { createToolRegistry } from "../../src/tools/builtin.ts";
 import { createQPlanRegistry, runScript } from "../../src/qplan/mod.ts";
 import { StepflowError } from "../../src/errors.ts";
+import { openResolved } from "../../src/tools/opened_file.ts";
+import { resolveInWorkspace } from "../../src/tools/workspace.ts";
 
 async function setup(): Promise<{ root: string; outside: string }> {
   const base = await Deno.makeTempDir({ prefix: "stepflow_write_rule_" });
@@ -80,4 +82,35 @@ Deno.test("writing through a live link inside the workspace and into new folders
   assert.equal(result.status, "completed", result.error?.message);
   assert.equal(await Deno.readTextFile(join(root, "real_dir", "a.txt")), "tool");
   assert.equal(await Deno.readTextFile(join(root, "real_dir", "new", "b.txt")), "script");
+});
+
+Deno.test("files are opened where their path was checked: a link swapped in afterwards is PATH_CHANGED", async () => {
+  const { root, outside } = await setup();
+  const real = await Deno.realPath(root);
+  await Deno.writeTextFile(join(outside, "secret.txt"), "outside");
+  await Deno.writeTextFile(join(real, "real_dir/note.txt"), "inside");
+  const checked = await resolveInWorkspace(real, "real_dir/note.txt");
+  const opened = await openResolved(checked, "read_file", "real_dir/note.txt");
+  assert.equal(new TextDecoder().decode(opened.readAll()), "inside");
+  opened.close();
+  // The file becomes a link out…
+  await Deno.rename(join(real, "real_dir/note.txt"), join(real, "note.bak"));
+  await Deno.symlink(join(outside, "secret.txt"), join(real, "real_dir/note.txt"));
+  for (const how of ["read", "append"] as const) {
+    const error = await openResolved(checked, "read_file", "real_dir/note.txt", how)
+      .catch((e) => e);
+    assert.equal(error?.code, "PATH_CHANGED", `${how}: ${error}`);
+  }
+  // …or its folder does.
+  await Deno.remove(join(real, "real_dir/note.txt"));
+  await Deno.rename(join(real, "real_dir"), join(real, "real_dir_old"));
+  await Deno.symlink(outside, join(real, "real_dir"));
+  await Deno.rename(join(outside, "secret.txt"), join(outside, "note.txt"));
+  const error = await openResolved(checked, "read_file", "real_dir/note.txt").catch((e) => e);
+  assert.equal(error?.code, "PATH_CHANGED");
+  assert.match(
+    error.message,
+    /"real_dir\/note\.txt" changed after it was checked: it was ".*\/real_dir\/note\.txt", and opening it reached ".*\/outside\/note\.txt"/,
+  );
+  assert.equal(await Deno.readTextFile(join(outside, "note.txt")), "outside");
 });

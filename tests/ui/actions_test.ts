@@ -137,6 +137,50 @@ Deno.test("actions: Cancel ends a run driven elsewhere (cancelled); Redrive fini
   }
 });
 
+Deno.test("actions: a live run page whose run ends gets the buttons of the end (Redrive, no Cancel)", async () => {
+  const project = await demoProject();
+  const children: Deno.ChildProcess[] = [];
+  const { ui, csrf, post } = await start(project.root, children);
+  try {
+    const started = reachingCall(1);
+    const running = runFlow(project, {
+      runId: "live-end",
+      continuations: 3,
+      delayMs: 30_000,
+      cancelPollMs: 25,
+      beforeAnswer: started.beforeAnswer,
+    });
+    await started.reached;
+    // The page opened while the run runs: live, with Cancel.
+    const page = await (await fetch(`${ui.url}runs/live-end`)).text();
+    assert.match(page, /data-action="cancel"/);
+    const live = page.match(/data-live="([^"]+)"/)![1].replaceAll("&amp;", "&");
+    const stream = await fetch(new URL(live, ui.url));
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const ok = { "x-stepflow-csrf": (await csrf("live-end"))!, origin: new URL(ui.url).origin };
+    assert.equal((await post("live-end", "cancel", ok)).status, 202);
+    assert.equal((await running).completionReason, "cancelled");
+    // The stream ends with the run; before its end it sends the actions the ended run has, so the
+    // page never keeps a Cancel button for a run that is over (nor misses Redrive).
+    let text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const actions = text.match(/event: actions\ndata: (.*)\n/)?.[1];
+    assert.ok(actions, `no actions event in:\n${text.slice(-2_000)}`);
+    const box = JSON.parse(actions) as string;
+    assert.match(box, /id="run-actions"/);
+    assert.match(box, /data-action="redrive"/);
+    assert.doesNotMatch(box, /data-action="cancel"/);
+    assert.ok(text.indexOf("event: actions") < text.indexOf("event: end"));
+    assert.equal(children.length, 0);
+  } finally {
+    await ui.close();
+  }
+});
+
 Deno.test("actions: Resume continues an interrupted run through run-agent --resume", async () => {
   const project = await demoProject();
   const children: Deno.ChildProcess[] = [];

@@ -61,7 +61,7 @@ Deno.test("dashboard: a run waiting for a tool's permission is listed as such an
     const list = await (await fetch(`${ui.url}?status=waiting`)).text();
     assert.match(
       list,
-      /<span class="status waiting">waiting<\/span> <span class="waiting-for approval"[^>]*>· approve <code>Bash<\/code>/,
+      /<span class="status waiting">waiting<\/span> <span class="waiting-for approval"[^>]*><span class="sep">· <\/span>approve <code>Bash<\/code>/,
     );
     const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
     assert.match(

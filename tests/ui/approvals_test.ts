@@ -11,6 +11,8 @@ import {
   fileApprover,
   listApprovals,
 } from "../../src/plan/file_approver.ts";
+import { writePlanFile } from "../../src/plan/plan_file.ts";
+import type { Plan } from "../../src/plan/types.ts";
 import { serveDashboard } from "../../src/ui/server.ts";
 
 async function planProject() {
@@ -180,6 +182,53 @@ Deno.test("the tool plan page's event stream says when the plan or its requests 
     assert.equal((await fetch(`${ui.url}plans/tool/nope/events`)).status, 404);
   } finally {
     controller.abort();
+    await ui.close();
+  }
+});
+
+Deno.test("the tool plan page's watch is taken before it reads the plan: a plan written meanwhile reloads the page", async () => {
+  const { root, planFile } = await planProject();
+  const ui = serveDashboard({ source: { cwd: root, stores: [] }, port: 0, liveIntervalMs: 20 });
+  // run-plan finishes the step just after the page read the plan (on a busy machine, the moment
+  // between reading the plan and answering the page is long): the read is wrapped to write then.
+  const read = Deno.readTextFile;
+  let written = false;
+  Deno.readTextFile = async (path, options) => {
+    const text = await read(path, options);
+    if (!written && String(path) === planFile) {
+      written = true;
+      const plan = JSON.parse(text) as Plan;
+      plan.steps[0].status = "completed";
+      await writePlanFile(planFile, plan);
+    }
+    return text;
+  };
+  let page: string;
+  try {
+    page = await (await fetch(`${ui.url}plans/tool/deploy`)).text();
+  } finally {
+    Deno.readTextFile = read;
+  }
+  try {
+    assert.ok(written);
+    // The page shows the plan it read, so its watch must tell it that the plan changed since.
+    assert.match(page, /<tr data-step="push" data-status="pending">/);
+    const watch = page.match(/data-watch="([^"]+)"/)![1].replaceAll("&amp;", "&");
+    const stream = await fetch(new URL(watch, ui.url));
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    // The server compares at once: the event is the first thing after the opening comment. (A
+    // stale page's stream would only send keep-alives: bounded, so that fails instead of hanging.)
+    const timer = setTimeout(() => reader.cancel(), 30_000);
+    while (!text.includes("event: changed")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    clearTimeout(timer);
+    await reader.cancel().catch(() => {});
+    assert.match(text, /event: changed/);
+  } finally {
     await ui.close();
   }
 });

@@ -53,7 +53,7 @@ Deno.test("dashboard: a waiting run's answer is refused without the secret, chec
   // Waiting for an answer, not for a tool call's approval.
   assert.match(
     list,
-    /<span class="waiting-for input"[^>]*>· answer <code>approve\.release<\/code>/,
+    /<span class="waiting-for input"[^>]*><span class="sep">· <\/span>answer <code>approve\.release<\/code>/,
   );
 
   const page = await (await fetch(`${ui.url}runs/${runId}`)).text();

@@ -49,3 +49,7 @@ await fix.locator('li.call[data-tool="Edit"] summary').click();
 await fix.locator('li.call[data-tool="Edit"] details[data-loaded="true"]').waitFor();
 await fix.screenshot({ path: OUT + "dashboard-tool-calls.png" });
 console.log("wrote docs/images/dashboard-tool-calls.png");
+
+// The same run's timing chart: its two steps and their calls, one refused.
+await page.locator("#run-chart").screenshot({ path: OUT + "dashboard-timing.png" });
+console.log("wrote docs/images/dashboard-timing.png");

@@ -5,12 +5,14 @@
  *
  * @module
  */
+import { tmpdir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { parseCommandLine } from "../args.ts";
 import type { AgentDefinition } from "../../definition/types.ts";
 import { parameterFlag } from "../../definition/parameters.ts";
 import { errorMessage, StepflowError } from "../../errors.ts";
+import { isInside } from "../../tools/workspace.ts";
 
 /** What a case expects; every field is optional, `completed` defaults to `true`. */
 export const EvalExpectationSchema = z.object({
@@ -43,7 +45,10 @@ export const EvalCaseSchema = z.object({
   stdin: z.string().optional(),
   /** A script or recording answering this case's calls (relative to the case file). */
   script: z.string().min(1).optional(),
-  /** A folder copied into a fresh workspace for each run (relative to the case file). */
+  /**
+   * A folder copied into a fresh workspace for each run (relative to the case file); it must lie
+   * inside the project folder the eval runs in.
+   */
   workspace: z.string().min(1).optional(),
   /** What the case expects. */
   expect: EvalExpectationSchema.optional(),
@@ -76,11 +81,15 @@ export const MAX_CASES = 10_000;
 /**
  * Loads and checks a case file against the agent's parameters: every problem is
  * `EVAL_CASES_INVALID` naming the file and line; an unreadable file is `EVAL_CASES_NOT_FOUND`.
+ * A case's `workspace` must be a folder inside `project` (the folder the eval runs in; by default
+ * the case file's), also once its links are followed, and must not hold the temporary folder its
+ * copies are made in.
  */
 export async function loadEvalCases(
   file: string,
   definition: AgentDefinition,
   shown: string = file,
+  project: string = dirname(file),
 ): Promise<EvalCase[]> {
   let text: string;
   try {
@@ -110,6 +119,11 @@ export async function loadEvalCases(
       problems.push(`${shown}:${line}: ${errorMessage(error)}`);
     }
   });
+  for (const c of cases) {
+    if (c.workspace === undefined) continue;
+    const problem = await workspaceProblem(c.workspace, project);
+    if (problem) problems.push(`${shown}:${c.line}: workspace ${c.workspace}: ${problem}`);
+  }
   if (problems.length === 0 && cases.length === 0) {
     problems.push(`${shown}: no cases (the file is empty)`);
   }
@@ -173,4 +187,31 @@ function caseParams(
     for (const v of Array.isArray(value) ? value : [value]) argv.push(`${flag}=${String(v)}`);
   }
   return parseCommandLine(argv, { parameters: declared, agentName: definition.name }).params;
+}
+
+/**
+ * Why `workspace` cannot be a case's workspace, or undefined when it can: it must be a folder
+ * inside `project` once links are followed (a case file must not copy `/` or `/etc` into a run),
+ * and must not hold the temporary folder, where each run's copy is made (a folder cannot be copied
+ * into itself).
+ */
+async function workspaceProblem(workspace: string, project: string): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await Deno.realPath(workspace);
+    if (!(await Deno.stat(real)).isDirectory) return "it is not a folder";
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound ? "no such folder" : errorMessage(error);
+  }
+  const root = await Deno.realPath(project).catch(() => resolve(project));
+  if (!isInside(root, real)) {
+    return `it is outside the project folder ${root}${
+      real !== workspace ? ` (it leads to ${real})` : ""
+    }; a workspace is a folder inside the folder you run deno task eval in, copied for each run`;
+  }
+  const temp = await Deno.realPath(tmpdir()).catch(() => tmpdir());
+  if (isInside(real, temp)) {
+    return `it holds the temporary folder ${temp}, where each run's copy is made (a folder cannot be copied into itself); name a subfolder`;
+  }
+  return undefined;
 }

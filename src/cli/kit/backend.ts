@@ -10,12 +10,17 @@ import { createBackend } from "../../llm/factory.ts";
 import type { RetryListener } from "../../llm/retry.ts";
 import type { ReplayMode } from "../../llm/replay.ts";
 import type { LlmBackend } from "../../llm/types.ts";
-import { defineFlags, type FlagsOf, parsePositiveInt } from "./flags.ts";
+import { defineFlags, type FlagsOf, parsePositiveInt, parseWholeNumber } from "./flags.ts";
 
 /** The backend flags, parsed (`replay`: run-agent's `--replay strict|lenient`, read with its own flags). */
-export type BackendFlags = Omit<FlagsOf<typeof BACKEND_FLAGS>, "noStream"> & {
+export type BackendFlags = Omit<FlagsOf<typeof BACKEND_FLAGS>, "noStream" | "fallbackModel"> & {
   /** `--no-stream`: plain requests instead of streamed answers (commands that declare it). */
   noStream?: boolean;
+  /**
+   * `--fallback-model NAME` (repeatable, commands that declare it): models tried after each call's
+   * own model or chain. Given (even empty), the backend walks model chains with these flags.
+   */
+  fallbackModel?: string[];
   /** `--replay strict|lenient` (run-agent): how a replay file treats a changed prompt. */
   replay?: ReplayMode;
 };
@@ -26,8 +31,8 @@ export interface BackendFromFlagsOptions {
   cwd: string;
   /** The backend when no flag names one (agent.json `behavior.backend`, a CLI default). */
   fallback?: string;
-  /** The model when `--model` is not given (agent.json `behavior.model`). */
-  fallbackModel?: string;
+  /** The model when `--model` is not given (agent.json `behavior.model`'s first model). */
+  defaultModel?: string;
   /** Where credentials are read (default: the process environment). */
   env?: Record<string, string | undefined>;
   /** Backend warnings (schema fallback, truncated answers). */
@@ -72,13 +77,21 @@ export async function backendFromFlags(
 ): Promise<LlmBackend | undefined> {
   const name = backendName(flags, options);
   if (name === undefined) return undefined;
-  const model = flags.model ?? options.fallbackModel;
+  const model = flags.model ?? options.defaultModel;
+  const retry = {
+    ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+    ...(flags.maxRateLimitWaitMs !== undefined
+      ? { maxRateLimitWaitMs: flags.maxRateLimitWaitMs }
+      : {}),
+  };
   return await createBackend({
     name,
     ...(model !== undefined ? { model } : {}),
     ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
     ...(flags.script !== undefined ? { script: resolve(options.cwd, flags.script) } : {}),
-    ...(flags.maxAttempts !== undefined ? { retry: { maxAttempts: flags.maxAttempts } } : {}),
+    ...(Object.keys(retry).length > 0 ? { retry } : {}),
+    ...(flags.idleTimeoutMs !== undefined ? { idleTimeoutMs: flags.idleTimeoutMs } : {}),
+    ...(flags.fallbackModel !== undefined ? { fallbackModels: [...flags.fallbackModel] } : {}),
     ...(flags.noStream ? { stream: false } : {}),
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(options.env ? { env: options.env } : {}),
@@ -125,4 +138,35 @@ export const BACKEND_FLAGS = defineFlags({
     description:
       "Ask anthropic/openai for plain answers, not streams (servers that cannot stream; STEPFLOW_STREAM=0)",
   },
+  fallbackModel: {
+    type: "string",
+    value: "NAME",
+    multiple: true,
+    description:
+      "A model tried when a call's own model is rate-limited, overloaded, down or too short (repeatable)",
+  },
+  maxRateLimitWaitMs: {
+    type: "string",
+    value: "MS",
+    description:
+      "Longest wait for a rate-limit reset or Retry-After (default 120000; 0: never wait)",
+    parse: wholeMs("--max-rate-limit-wait-ms"),
+  },
+  idleTimeoutMs: {
+    type: "string",
+    value: "MS",
+    description: "End a streamed answer silent for MS ms and retry it (default 300000; 0: off)",
+    parse: wholeMs("--idle-timeout-ms"),
+  },
 });
+
+/** A `parse` for a flag that takes milliseconds, 0 included. */
+function wholeMs(flag: string): (raw: string) => number {
+  return (raw) => {
+    const n = parseWholeNumber(raw);
+    if (n === undefined) {
+      throw new UsageError(`${flag} expects a number of milliseconds (0 or more), got "${raw}".`);
+    }
+    return n;
+  };
+}

@@ -5,6 +5,7 @@
  * @module
  */
 import { pgWaitInFlight } from "../../store/pg_connection.ts";
+import { exitProcess, QUIT_FLUSH_MS } from "./telemetry_export.ts";
 
 /**
  * How long after the first Ctrl-C another SIGINT still counts as the same Ctrl-C. Under
@@ -122,10 +123,11 @@ export function listenForInterrupt(options: InterruptOptions): InterruptListener
             } s; quitting without waiting for it (what it committed stays).\n`,
           ),
         );
-        Deno.exit(options.quitCode ?? 130);
+        void exitProcess(options.quitCode ?? 130, QUIT_FLUSH_MS);
       });
     },
-    quit: () => Deno.exit(options.quitCode ?? 130),
+    // Spans already ended still reach the collector (a bounded wait); the run's own are cut short.
+    quit: () => void exitProcess(options.quitCode ?? 130, QUIT_FLUSH_MS),
   });
   const installed: Deno.Signal[] = [];
   for (const name of ["SIGINT", ...(options.alsoOn ?? [])] as Deno.Signal[]) {

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { readFile } from "node:fs/promises";
 import { z } from "zod";
+import { openResolved } from "../../tools/opened_file.ts";
 import type { Tool } from "../../tools/types.ts";
 import { prepareWriteInWorkspace, resolveInWorkspace } from "../../tools/workspace.ts";
 import { writeFileAtomic } from "../../atomic_write.ts";
@@ -24,7 +24,8 @@ export interface FileArgs {
  * `file read path="./a.txt" -> text`, `file write path="out/b.json" data=obj`.
  * Paths are confined to the workspace root (`..`, absolute paths elsewhere and symlinks out are
  * refused); `write` follows `write_file`'s rule (`prepareWriteInWorkspace`: a dangling symbolic link
- * on the way or an existing folder is refused). `write` creates missing folders, JSON-encodes non-text data and replaces the file
+ * on the way or an existing folder is refused). Both act on the file the path was resolved to, and
+ * no other (a link swapped in meanwhile is `PATH_CHANGED`). `write` creates missing folders, JSON-encodes non-text data and replaces the file
  * atomically; it returns `"ok"`.
  */
 export const fileTool: Tool<FileArgs, string> = {
@@ -39,16 +40,21 @@ export const fileTool: Tool<FileArgs, string> = {
   async execute({ op, path, data }, ctx) {
     if (op === "read") {
       const target = await resolveInWorkspace(ctx.workspaceRoot, path);
-      try {
-        return await readFile(target, { encoding: "utf8", signal: ctx.signal });
-      } catch (error) {
-        if ((error as { code?: string }).code === "ENOENT") {
+      const folder = () =>
+        new ModuleArgumentError("file read", `"${path}" is a folder, not a file`);
+      const opened = await openResolved(target, "file read", path).catch((error) => {
+        const code = (error as { code?: string }).code;
+        if (code === "ENOENT") {
           throw new ModuleArgumentError("file read", `no such file "${path}" in the workspace`);
         }
-        if ((error as { code?: string }).code === "EISDIR") {
-          throw new ModuleArgumentError("file read", `"${path}" is a folder, not a file`);
-        }
-        throw error;
+        throw code === "EISDIR" ? folder() : error;
+      });
+      try {
+        if (opened.isDirectory) throw folder();
+        ctx.signal?.throwIfAborted();
+        return new TextDecoder().decode(opened.readAll());
+      } finally {
+        opened.close();
       }
     }
     if (data === undefined) {
@@ -57,7 +63,7 @@ export const fileTool: Tool<FileArgs, string> = {
     const text = typeof data === "string" ? data : JSON.stringify(data, null, 2) ?? String(data);
     // The same rule and messages as write_file (dangling links, folders, escapes).
     const target = await prepareWriteInWorkspace(ctx.workspaceRoot, path, "file write");
-    await writeFileAtomic(target, text, { signal: ctx.signal });
+    await writeFileAtomic(target, text, { signal: ctx.signal, resolvedFolder: true });
     return "ok";
   },
 };
