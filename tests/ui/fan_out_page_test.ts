@@ -12,7 +12,14 @@ import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import type { LlmRequest } from "../../src/llm/types.ts";
 import { runStoreFor } from "../../src/store/location.ts";
 import { fanOutsOf } from "../../src/store/fan_out_lines.ts";
-import { fleetResponder, reviewedPath, writeFleetAgents } from "../flow/fan_out_fixtures.ts";
+import {
+  fleetFiles,
+  fleetResponder,
+  reviewedPath,
+  reviewerFiles,
+  writeFleetAgents,
+} from "../flow/fan_out_fixtures.ts";
+import { writeAgent } from "../flow/fixtures.ts";
 import { startDashboard } from "./browser.ts";
 import { chartBars } from "./chart_bars.ts";
 
@@ -207,4 +214,64 @@ Deno.test("dashboard fan-out live: a followed run's section and graph are sent a
   await until(/event: end/);
   await reader.cancel();
   assert.equal((await running).completionReason, "completed");
+});
+
+Deno.test("dashboard fan-out: children whose tool calls wait for permission each get an approval card on the parent's page", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-ui-fanout-ask-" });
+  // The reviewer may run `echo` only: its `wc` call asks, and the ask waits for an answer.
+  const reviewer = reviewerFiles("tools");
+  reviewer.agent = {
+    ...reviewer.agent,
+    behavior: {
+      completionType: "review",
+      allowedTools: ["Bash(echo:*)"],
+      permissionMode: "acceptEdits",
+      permissionAsks: "wait",
+    },
+  };
+  const steps = (reviewer.registry as { steps: Record<string, Record<string, unknown>> }).steps;
+  steps["complete.review"].allowedTools = ["Bash(echo:*)"];
+  await writeAgent(root, "reviewer", reviewer);
+  await writeAgent(root, "fleet", fleetFiles({ concurrency: 2 }));
+  const definition = await loadAgentDefinition("fleet", { cwd: root });
+  const store = runStoreFor(definition, { cwd: root });
+  const paths = files(2);
+  const fleetModel = fleetResponder({ files: paths });
+  const backend: ScriptedBackend = new ScriptedBackend((req) => {
+    if (req.stepId !== "complete.review") return fleetModel(req);
+    const path = reviewedPath(req);
+    return {
+      toolCalls: [{
+        name: "Bash",
+        id: `c_${path.slice(4, 6)}`,
+        arguments: { command: `wc -c ${path}` },
+      }],
+    };
+  });
+  const result = await new StepFlowRunner(definition, { backend, store }).run({ cwd: root });
+  assert.equal(result.completionReason, "waiting", JSON.stringify(result.error));
+  assert.equal(result.waits?.length, 2);
+  await using ui = await startDashboard(root, { actions: {} });
+  const page = await (await fetch(`${ui.url}runs/${result.runId}`)).text();
+  assert.match(page, /2 child runs wait for an answer/);
+  for (const wait of result.waits!) {
+    const item = wait.child!.item!;
+    const start = page.indexOf(`id="approval-card-item-${item}"`);
+    assert.ok(start >= 0, `item ${item} has its card`);
+    const card = page.slice(start, page.indexOf("</section>", start));
+    assert.match(card, new RegExp(`data-child="${wait.child!.runId}"`));
+    assert.match(card, /asks to run <code>Bash<\/code>/);
+    assert.match(card, /<dt>Step<\/dt><dd><code>complete\.review<\/code>/);
+    // The arguments come from the child's own log.
+    assert.match(
+      card,
+      new RegExp(`<pre class="args" id="approval-args-item-${item}">[^<]*wc -c src/f${item}\\.ts`),
+    );
+    assert.match(
+      card,
+      new RegExp(`<form id="answer-form-item-${item}"[^>]*data-request="${wait.requestId}"`),
+    );
+  }
+  const ids = [...page.matchAll(/ id="([^"]+)"/g)].map((m) => m[1]);
+  assert.equal(new Set(ids).size, ids.length, "unique ids");
 });
