@@ -123,6 +123,12 @@ Deno.test("dashboard fan-out: three waiting children are offered on the parent's
   const waits = result.waits!;
   assert.equal(waits.length, 3);
   await using ui = await startDashboard(root, { actions: {} });
+  // Listed as waiting on three answers (on a line of its own under the badge, without a stray ·).
+  const list = await (await fetch(`${ui.url}?status=waiting`)).text();
+  assert.match(
+    list,
+    /<span class="status waiting">waiting<\/span> <span class="waiting-for input"[^>]*><span class="sep">· <\/span>3 answers<\/span>/,
+  );
   const page = await (await fetch(`${ui.url}runs/${result.runId}`)).text();
   assert.match(page, /3 child runs wait for an answer/);
   for (const wait of waits) {
