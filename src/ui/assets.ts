@@ -140,16 +140,18 @@ ul.tree { list-style:none; padding-left:18px; } ul.tree li { margin:3px 0; }
 .progress-line progress { width:320px; vertical-align:middle; }
 .progress { height:8px; background:#e3e8ee; border-radius:4px; overflow:hidden; max-width:320px; }
 .progress i { display:block; height:100%; background:var(--ok); }
-.progress-bar .track { fill:#e3e8ee; }
-.progress-bar .seg.ok { fill:#2da44e; } .progress-bar .seg.bad { fill:var(--bad); }
-.progress-bar .seg.run { fill:var(--run); } .progress-bar .seg.wait { fill:#8b5cf6; }
-.progress-bar .seg.warn { fill:#d4a72c; }
+svg .progress-bar rect, svg.graph .node .progress-bar rect { fill:#d5dce4; stroke:none; rx:0; }
+svg .progress-bar rect.seg.ok, svg.graph .node .progress-bar rect.seg.ok { fill:#2da44e; }
+svg .progress-bar rect.seg.bad, svg.graph .node .progress-bar rect.seg.bad { fill:var(--bad); }
+svg .progress-bar rect.seg.run, svg.graph .node .progress-bar rect.seg.run { fill:var(--run); }
+svg .progress-bar rect.seg.wait, svg.graph .node .progress-bar rect.seg.wait { fill:#8b5cf6; }
+svg .progress-bar rect.seg.warn, svg.graph .node .progress-bar rect.seg.warn { fill:#d4a72c; }
 svg.graph .node.fanout rect { stroke-width:2.4; }
 section.fanout { margin:10px 0 18px; }
 section.fanout h3 { font-size:14px; margin:8px 0; }
 .fanout-progress { display:flex; gap:10px; align-items:center; margin:6px 0; }
 .fanout-progress svg { border-radius:4px; }
-table.fanout-items td.item { max-width:28em; overflow-wrap:anywhere; }
+table.fanout-items td.item { min-width:10em; max-width:28em; overflow-wrap:anywhere; }
 table.fanout-items td.run a { white-space:nowrap; }
 table.fanout-items tr.failed td:first-child { border-left:4px solid var(--bad); }
 table.fanout-items tr.waiting td:first-child { border-left:4px solid #8b5cf6; }

@@ -270,7 +270,7 @@ function nodeSvg({ node, x, y }: Placed): Html {
           </g>
         `
       : ""
-  }${node.progress ? progressRects(node.progress, x + 8, y + NODE_H - 7, NODE_W - 16, 4) : ""}
+  }${node.progress ? progressRects(node.progress, x + 16, y + NODE_H - 8, NODE_W - 32, 4) : ""}
     `;
   const inner = h`<title>${node.label}${node.sublabel ? ` (${node.sublabel})` : ""}${
     node.progress ? ` — ${node.progress.text}` : ""
