@@ -7,7 +7,7 @@
  *
  * Exit codes: 0 success; 1 the flow ran and did not succeed; 2 usage, definition or backend setup
  * error; 4 the run waits for an answer and there is no terminal to ask; 130 cancelled with Ctrl-C;
- * 70 an unexpected internal error (a bug).
+ * 143 cancelled by SIGTERM; 70 an unexpected internal error (a bug).
  *
  * Long because: it is the whole dispatch of
  * one command — modes, durable-run commands, a run and its waits — read top to bottom; what each
@@ -140,17 +140,23 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
 
 /**
  * Runs the CLI on the real process (signals, stdio) and exits with its code. SIGTERM cancels the
- * run as Ctrl-C does, so its child runs and their processes end with it.
+ * run as Ctrl-C does, so its child runs and their processes end with it; the process then exits
+ * 143 (128 + SIGTERM) rather than Ctrl-C's 130, so a supervisor sees that it was terminated.
  */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
-  // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
-  await startTelemetryExport();
+  // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit —
+  // also after SIGTERM, which this command handles itself (the run is cancelled, then it exits).
+  await startTelemetryExport({ handlesSigterm: true });
   using interrupt = listenForInterrupt({
     message: "\nCancelling the run… (press Ctrl-C again to quit at once)\n",
     alsoOn: ["SIGTERM"],
   });
+  let terminated = false;
+  try {
+    Deno.addSignalListener("SIGTERM", () => void (terminated = true));
+  } catch { /* a platform without SIGTERM */ }
   const code = await main(argv, { ...processIo(), signal: interrupt.signal });
-  return await exitProcess(code);
+  return await exitProcess(terminated && code === EXIT_CODES.interrupted ? 143 : code);
 }
 
 // -------------------------------------------------------------------------------------------------

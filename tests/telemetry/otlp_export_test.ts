@@ -332,14 +332,14 @@ Deno.test("Ctrl-C and SIGTERM during a model call: the process exits at once and
       const run = await finish(child);
       // At once, not after the model call (ten minutes away): a bound a busy machine keeps.
       assert.ok(performance.now() - signalled < 8_000, "exits promptly");
-      // Ctrl-C cancels the run, which records its end; SIGTERM ends the process (128 + 15).
+      // Both cancel the run, which records its end (its children and their processes end with
+      // it); the exit code says which signal: 130 for Ctrl-C, 143 (128 + 15) for SIGTERM.
       assert.equal(run.code, signal === "SIGINT" ? 130 : 143, run.stderr);
       const spans = receiver.spans;
       const root = assertWholeTree(spans);
       assert.equal(root.name, "invoke_agent issue-solver");
       assert.equal(root.status.code, 2);
-      if (signal === "SIGTERM") assert.match(root.status.message!, /process exited \(code 143\)/);
-      else assert.equal(root.attributes[A.completionReason], "cancelled");
+      assert.equal(root.attributes[A.completionReason], "cancelled");
       const call = one(spans, "chat gpt-5.4-mini");
       assert.equal(call.status.code, 2, "the call cut short is recorded, as failed");
     } finally {

@@ -158,7 +158,7 @@ export interface TelemetryExportOptions {
   /** Where notes and the SDK's diagnostics go (default: stderr). */
   warn?: (line: string) => void;
   /**
-   * True for a command that stops gracefully on SIGTERM itself (worker, mcp): its normal exit
+   * True for a command that stops gracefully on SIGTERM itself (worker, mcp, run-agent): its normal exit
    * flushes. Otherwise SIGTERM ends the open spans, flushes and exits with 143.
    */
   handlesSigterm?: boolean;
