@@ -9,19 +9,17 @@
  *
  * @module
  */
-import { usageText } from "./display_format.ts";
-import { formatDuration, runHref } from "./display_format.ts";
+import { formatDuration, runHref, usageText } from "./display_format.ts";
 import {
   categoryOf,
+  countsText,
   type FanOutCounts,
   type FanOutView,
   isOpen,
   itemAnchor,
   listOrder,
 } from "./fan_out_view.ts";
-import { countsText } from "./fan_out_view.ts";
-import type { NodeProgress } from "./graph_svg.ts";
-import { progressRects } from "./graph_svg.ts";
+import { type NodeProgress, progressRects } from "./graph_svg.ts";
 import { type Html, html as h } from "./html.ts";
 import { type ChartRow, timelineChart } from "./timeline_chart.ts";
 import type { WaitingView } from "./waiting_form.ts";
