@@ -9,6 +9,10 @@
  * The schemas describe the file shapes only; cross-step rules (targets exist, prompts exist, …) are
  * load-time validation in `validate.ts`, so that every problem is reported at once.
  *
+ * Long because: each schema stands beside the interface checked equal to its `z.infer`, so that a
+ * field and its type are edited together; the step's schema needs most of the others (gates,
+ * transitions, errors, models, fan-out fields), so split files would import each other's pieces.
+ *
  * @module
  */
 import { z } from "zod";

@@ -14,12 +14,13 @@ import { errorMessage, StepflowError } from "../errors.ts";
 import { assertContinuable } from "../flow/continue_check.ts";
 import { runStoreFor } from "../store/location.ts";
 import { STORE_ENV } from "../store/select.ts";
-import { readLogFrom } from "../store/types.ts";
+import { readLogFrom, type RunLogEntry, type RunStore } from "../store/types.ts";
+import { type RunnerState, waitsOf } from "../flow/run_state.ts";
 import { decideApproval } from "../plan/file_approver.ts";
 import { type PlanFolders, toolPlanFile } from "./plans.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import type { DashboardData } from "./source.ts";
-import { isOpenStatus } from "../run_statuses.ts";
+import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { unfinishedCallError } from "../flow/tool_call_resume.ts";
 import {
   callLabel,
@@ -291,8 +292,16 @@ export async function answerRun(
   }
   try {
     const checkpoint = await store.loadCheckpoint(runId);
-    const waiting = checkpoint?.state.waiting as { requestId?: string } | undefined;
-    if (checkpoint?.status !== "waiting" || waiting?.requestId !== requestId) {
+    const pending = checkpoint
+      ? waitsOf(checkpoint.state as Pick<RunnerState, "waiting" | "waits">)
+        .find((w) => w?.requestId === requestId)
+      : undefined;
+    // A fan-out child's request is answered through its parent, also while another process drives
+    // the parent (it continues the children answered before): the runner records it in the child.
+    const child = pending?.child?.item !== undefined ? pending.child : undefined;
+    const takes = checkpoint?.status === "waiting" ||
+      (child !== undefined && isNotEnded(checkpoint?.status));
+    if (!pending || !takes) {
       throw new StepflowError(
         "INPUT_NOT_WAITING",
         `Run ${runId} cannot take this answer: it no longer waits for it (${
@@ -300,10 +309,15 @@ export async function answerRun(
         }; it was answered already, or it moved on). Reload the page.`,
       );
     }
-    const agent = checkpoint.agent;
+    const agent = checkpoint!.agent;
     await loadedAgentOf(data, agent, runId, "answered");
     const named = (await data.namedStoreOf(runId))!;
-    return await spawnRunAgent(data, "answer", runId, agent, options, named.runAgentStore, value);
+    const childStore = child ? await data.storeOf(child.runId).catch(() => undefined) : undefined;
+    return await spawnRunAgent(data, "answer", runId, agent, options, named.runAgentStore, {
+      value,
+      requestId,
+      ...(child && childStore ? { child: { store: childStore, runId: child.runId } } : {}),
+    });
   } catch (error) {
     if (error instanceof StepflowError) {
       return { status: 409, message: error.message, code: error.code };
@@ -313,11 +327,23 @@ export async function answerRun(
 }
 
 /**
+ * An answer for {@linkcode spawnRunAgent}: the value (given on stdin), the request it answers
+ * (`--request-id`), and for a fan-out child's request the child run, whose log records the answer
+ * when another process drives the parent.
+ */
+interface GivenAnswer {
+  value: unknown;
+  requestId: string;
+  child?: { store: RunStore; runId: string };
+}
+
+/**
  * Starts `stepflow resume|redrive|answer RUN_ID --agent NAME` (`rerun`: `resume RUN_ID
  * --rerun-unfinished-call`; `handBack`: that with `--submit`, for a run the workers hold) and
  * answers once the run has started (its `run_resume`/`run_redrive` line is in the log; for an
- * answer, its `input_answer` line; a hand-back once the run is queued again: the child exits), or
- * with the child's error when it exits before that.
+ * answer, the `input_answer` line of its request, in the run's log or its fan-out child's; a
+ * hand-back once the run is queued again: the child exits), or with the child's error when it
+ * exits before that.
  */
 async function spawnRunAgent(
   data: DashboardData,
@@ -326,12 +352,16 @@ async function spawnRunAgent(
   agent: string,
   options: DashboardActionOptions,
   runAgentStore: string | undefined,
-  answer?: unknown,
+  answer?: GivenAnswer,
 ): Promise<ActionOutcome> {
   const store = (await data.storeOf(runId))!;
   const before = (await store.readLog(runId)).length;
+  const childLog = answer?.child
+    ? { ...answer.child, before: (await answer.child.store.readLog(answer.child.runId)).length }
+    : undefined;
   const [cmd, ...base] = options.stepflowCommand ?? defaultStepflowCommand();
-  const answering = action === "answer" ? ["--answered-by", "dashboard"] : [];
+  // The request goes with the answer: a run that waits on several (a fan-out's children) needs it.
+  const answering = answer ? ["--request-id", answer.requestId, "--answered-by", "dashboard"] : [];
   const rerun = action === "rerun" || action === "handBack";
   const flags = rerun
     ? ["resume", runId, "--rerun-unfinished-call", ...(action === "handBack" ? ["--submit"] : [])]
@@ -361,7 +391,7 @@ async function spawnRunAgent(
   options.onSpawn?.(child);
   if (action === "answer") {
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(JSON.stringify(answer)));
+    await writer.write(new TextEncoder().encode(JSON.stringify(answer?.value)));
     await writer.close().catch(() => {});
   }
   const command = `stepflow ${flags.join(" ")}`;
@@ -378,13 +408,22 @@ async function spawnRunAgent(
   let exited: Deno.CommandStatus | undefined;
   child.status.then((s) => exited = s);
   const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
+  // An answer's line names its request: in this run's log, or (another process drives the run)
+  // only in its fan-out child's.
+  const marked = (e: RunLogEntry) =>
+    e.type === marker && (!answer || e.requestId === undefined || e.requestId === answer.requestId);
   while (Date.now() < deadline) {
     const added = await readLogFrom(store, runId, before).catch(() => []);
-    if (marker && added.some((e) => e.type === marker)) {
+    const inChild = childLog
+      ? await readLogFrom(childLog.store, childLog.runId, childLog.before).catch(() => [])
+      : [];
+    if (marker && (added.some(marked) || inChild.some(marked))) {
       return {
         status: 202,
         message: action === "answer"
-          ? `Run ${runId}: answer recorded; the run goes on (stepflow answer, pid ${child.pid}).`
+          ? `Run ${runId}: answer recorded${
+            childLog ? ` in its child run ${childLog.runId}` : ""
+          }; the run goes on (stepflow answer, pid ${child.pid}).`
           : action === "rerun"
           ? `Run ${runId}: resume started, re-running the unfinished call (stepflow resume, pid ${child.pid}).`
           : `Run ${runId}: ${action} started (stepflow ${action}, pid ${child.pid}).`,

@@ -76,6 +76,12 @@ export interface ApprovalCardOptions {
   commandFor: CommandRenderer;
   /** The call's arguments, when the log has them. */
   args?: ApprovalArgs;
+  /**
+   * A fan-out child's call, answered through its parent (`runId`): the item, the child run and its
+   * step. The card's ids then end with `-item-N` (one card per waiting child on a page) and the
+   * commands name the request (`--request-id`).
+   */
+  child?: { index: number; item: string; runId: string; stepId: string };
 }
 
 /** The approval card of a run waiting for a tool call's permission. */
@@ -85,9 +91,21 @@ export function approvalCard(
   options: ApprovalCardOptions,
 ): Html {
   const p = request.permission;
+  const child = options.child;
+  const id = (name: string) => child ? `${name}-item-${child.index}` : name;
   const fact = (label: string, value: Html | string) => h`<dt>${label}</dt><dd>${value}</dd>`;
   const facts = [
-    fact("Step", h`<code>${request.stepId}</code>`),
+    ...(child
+      ? [
+        fact(
+          "Child run",
+          h`item ${child.index + 1} (<span class="item">${child.item}</span>): <a href="${`/runs/${
+            encodeURIComponent(child.runId)
+          }`}">${child.runId}</a>`,
+        ),
+      ]
+      : []),
+    fact("Step", h`<code>${child?.stepId ?? request.stepId}</code>`),
     fact("Tool", h`<code>${clip(p.tool)}</code>`),
     p.target ? fact("Acts on", h`<code class="target">${clip(p.target)}</code>`) : "",
     fact("Why it asks", h`<span class="reason">${clip(p.reason)}</span>`),
@@ -103,14 +121,18 @@ export function approvalCard(
   ];
   const args = options.args;
   const argsBlock = args
-    ? h`<pre class="args" id="approval-args">${args.text}</pre>${
+    ? h`<pre class="args" id="${id("approval-args")}">${args.text}</pre>${
       args.length > args.text.length
         ? h`<div class="note">Showing ${args.text.length} of ${args.length} characters.</div>`
         : ""
     }`
     : h`<p class="note">The run log holds no arguments for call <code>${p.callId}</code>.</p>`;
-  return h`<section class="waiting approval" id="approval-card" data-tool="${p.tool}">
-    <h2>Waiting for approval: step <code>${request.stepId}</code> asks to run <code>${p.tool}</code></h2>
+  return h`<section class="waiting approval" id="${id("approval-card")}" data-tool="${p.tool}"${
+    child ? h` data-child="${child.runId}"` : ""
+  }>
+    <h2>Waiting for approval: ${child ? `item ${child.index + 1}'s ` : ""}step <code>${
+    child?.stepId ?? request.stepId
+  }</code> asks to run <code>${p.tool}</code></h2>
     <dl class="facts">${facts}</dl>
     <h3>Arguments</h3>${argsBlock}${
     request.expiresAt
@@ -118,34 +140,57 @@ export function approvalCard(
         request.timeoutIntent ?? ""
       }".</p>`
       : ""
-  }${options.csrf ? buttons(runId, request, options.csrf) : commands(runId, options.commandFor)}
+  }${
+    options.csrf
+      ? buttons(runId, request, options.csrf, id)
+      : commands(runId, options.commandFor, id, child ? request.requestId : undefined)
+  }
   </section>`;
 }
 
 /** Approve and Deny: the page script's answer form, the decision set by the button pressed. */
-function buttons(runId: string, request: PendingInput, csrf: string): Html {
-  return h`<form id="answer-form" class="answer actions approval-actions" data-csrf="${csrf}"
+function buttons(
+  runId: string,
+  request: PendingInput,
+  csrf: string,
+  id: (name: string) => string,
+): Html {
+  return h`<form id="${
+    id("answer-form")
+  }" class="answer actions approval-actions" data-csrf="${csrf}"
       data-run="${`/runs/${encodeURIComponent(runId)}`}" data-request="${request.requestId}">
-      <input type="hidden" id="approval-decision" data-path="${
+      <input type="hidden" id="${id("approval-decision")}" data-path="${
     JSON.stringify(["decision"])
   }" data-kind="choice" data-required="true" value="">
-      <input type="text" id="approval-reason" class="approval-reason" maxlength="500" data-path="${
+      <input type="text" id="${
+    id("approval-reason")
+  }" class="approval-reason" maxlength="500" data-path="${
     JSON.stringify(["reason"])
   }" data-kind="string" placeholder="Reason (optional; told to the model with a denial)" value="">
       <button type="submit" class="approve" data-choice="${
     JSON.stringify("allow")
   }">Approve</button>
       <button type="submit" class="deny" data-choice="${JSON.stringify("deny")}">Deny</button>
-      <span id="answer-result" role="status"></span>
+      <span id="${id("answer-result")}" role="status"></span>
       <p class="note">Approve runs the call; Deny refuses it and the model is told, then the step goes on. The call's record names the dashboard as who decided.</p>
     </form>`;
 }
 
 /** The two commands that answer the run, for a dashboard without `--allow-actions`. */
-function commands(runId: string, commandFor: CommandRenderer): Html {
+function commands(
+  runId: string,
+  commandFor: CommandRenderer,
+  id: (name: string) => string,
+  requestId?: string,
+): Html {
+  const request = requestId === undefined ? [] : ["--request-id", requestId];
   const line = (decision: string) =>
-    commandFor({ action: "answer", runId, args: ["--value", JSON.stringify({ decision })] });
+    commandFor({
+      action: "answer",
+      runId,
+      args: [...request, "--value", JSON.stringify({ decision })],
+    });
   return h`<div class="approval-commands"><p class="note">Answer it from a terminal (or start the dashboard with --allow-actions to answer here):</p>
-    <div>Approve:</div><pre class="command" id="approve-command">${line("allow")}</pre>
-    <div>Deny:</div><pre class="command" id="deny-command">${line("deny")}</pre></div>`;
+    <div>Approve:</div><pre class="command" id="${id("approve-command")}">${line("allow")}</pre>
+    <div>Deny:</div><pre class="command" id="${id("deny-command")}">${line("deny")}</pre></div>`;
 }

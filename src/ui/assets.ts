@@ -140,6 +140,23 @@ ul.tree { list-style:none; padding-left:18px; } ul.tree li { margin:3px 0; }
 .progress-line progress { width:320px; vertical-align:middle; }
 .progress { height:8px; background:#e3e8ee; border-radius:4px; overflow:hidden; max-width:320px; }
 .progress i { display:block; height:100%; background:var(--ok); }
+svg .progress-bar rect, svg.graph .node .progress-bar rect { fill:#d5dce4; stroke:none; rx:0; }
+svg .progress-bar rect.seg.ok, svg.graph .node .progress-bar rect.seg.ok { fill:#2da44e; }
+svg .progress-bar rect.seg.bad, svg.graph .node .progress-bar rect.seg.bad { fill:var(--bad); }
+svg .progress-bar rect.seg.run, svg.graph .node .progress-bar rect.seg.run { fill:var(--run); }
+svg .progress-bar rect.seg.wait, svg.graph .node .progress-bar rect.seg.wait { fill:#8b5cf6; }
+svg .progress-bar rect.seg.warn, svg.graph .node .progress-bar rect.seg.warn { fill:#d4a72c; }
+svg.graph .node.fanout rect { stroke-width:2.4; }
+section.fanout { margin:10px 0 18px; }
+section.fanout h3 { font-size:14px; margin:8px 0; }
+.fanout-progress { display:flex; gap:10px; align-items:center; margin:6px 0; }
+.fanout-progress svg { border-radius:4px; }
+table.fanout-items td.item { min-width:10em; max-width:28em; overflow-wrap:anywhere; }
+table.fanout-items td.run a { white-space:nowrap; }
+table.fanout-items tr.failed td:first-child { border-left:4px solid var(--bad); }
+table.fanout-items tr.waiting td:first-child { border-left:4px solid #8b5cf6; }
+.status.not-started, .status.started { background:#eef2f6; color:var(--muted); }
+section.waits > section.waiting { margin:.6rem 0; }
 `;
 
 /**
@@ -228,7 +245,8 @@ export const APP_JS = `"use strict";
   // A waiting run's answer form: the fields become the answer object, POSTed with the secret.
   document.addEventListener("submit", function (e) {
     var form = e.target;
-    if (!form || form.id !== "answer-form") return;
+    // The run's answer form, or one of its fan-out children's (answer-form-item-N).
+    if (!form || !/^answer-form(-item-\\d+)?$/.test(form.id)) return;
     e.preventDefault();
     var out = form.querySelector("[role=status]");
     var buttons = form.querySelectorAll("button[type=submit]");
@@ -269,16 +287,23 @@ export const APP_JS = `"use strict";
       setBusy
     );
   });
+  // A reload the server asks for waits for the person: an answer that succeeded reloads the page
+  // itself a moment later, one in flight is awaited, and an answer being typed (its form holds the
+  // focus) is not thrown away — the page reloads once the focus leaves the form.
+  var reloadWhenIdle = function () {
+    if (document.querySelector('.actions[data-done="ok"]')) return;
+    if (document.querySelector(".actions button:disabled")) return setTimeout(reloadWhenIdle, 300);
+    var active = document.activeElement;
+    if (active && active.closest && active.closest("form.answer")) {
+      active.addEventListener("blur", function () { setTimeout(reloadWhenIdle, 0); }, { once: true });
+      return;
+    }
+    location.reload();
+  };
   // A tool plan's page reloads when its plan file or approval requests change.
   var watch = document.getElementById("plan-watch");
   if (watch && window.EventSource) {
     var changes = new EventSource(watch.getAttribute("data-watch"));
-    // An answer that succeeded reloads the page itself a moment later; one in flight is awaited.
-    var reloadWhenIdle = function () {
-      if (document.querySelector('.actions[data-done="ok"]')) return;
-      if (document.querySelector(".actions button:disabled")) return setTimeout(reloadWhenIdle, 300);
-      location.reload();
-    };
     changes.addEventListener("changed", function () {
       changes.close();
       reloadWhenIdle();
@@ -327,6 +352,7 @@ export const APP_JS = `"use strict";
   source.addEventListener("chart", function (e) { swap("run-chart", JSON.parse(e.data), "chart-host"); });
   source.addEventListener("header", function (e) { swap("run-meta", JSON.parse(e.data), "meta-host"); });
   source.addEventListener("output", function (e) { swap("final-output", JSON.parse(e.data), "output-host"); });
+  source.addEventListener("fanouts", function (e) { swap("fan-outs", JSON.parse(e.data), "fanout-host"); });
   // The run ended: its buttons change (Redrive instead of Cancel) — unless an answered action
   // reloads the page in a moment anyway (its message stays shown until then).
   source.addEventListener("actions", function (e) {
@@ -340,10 +366,10 @@ export const APP_JS = `"use strict";
     var badge = document.getElementById("live-badge");
     if (badge) badge.textContent = "live view stopped: " + JSON.parse(e.data);
   });
-  // The run reached an input step: reload to show its question (and the form).
+  // The run reached an input step (or its fan-out children wait): reload to show the questions.
   source.addEventListener("waiting", function () {
     source.close();
-    location.reload();
+    reloadWhenIdle();
   });
   source.addEventListener("end", function () {
     source.close();

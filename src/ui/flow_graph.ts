@@ -5,7 +5,7 @@
  */
 import { stepEdges } from "../definition/edges.ts";
 import type { FlowGraphSource } from "../definition/graph.ts";
-import type { GraphEdge, GraphNode } from "./graph_svg.ts";
+import type { GraphEdge, GraphNode, NodeProgress } from "./graph_svg.ts";
 
 /** What of a run is drawn on the graph. */
 export interface RunPath {
@@ -20,6 +20,8 @@ export interface RunPath {
   firstStep?: string;
   /** The step the run is at now (a running run). */
   current?: string;
+  /** A progress bar per step: a fan-out step's children (done, failed, running, waiting of all). */
+  progress?: ReadonlyMap<string, NodeProgress>;
 }
 
 /**
@@ -39,6 +41,8 @@ export function flowGraph(
     const classes: string[] = [step.kind];
     if (n > 0) classes.push("visited");
     if (path?.current === step.id) classes.push("current");
+    const progress = path?.progress?.get(step.id);
+    if (progress) classes.push("fanout");
     nodes.push({
       id: step.id,
       label: step.name,
@@ -46,6 +50,7 @@ export function flowGraph(
       classes,
       ...(n > 0 ? { badge: String(n) } : {}),
       ...(agentHref ? { href: agentHref(step.id) } : {}),
+      ...(progress ? { progress } : {}),
     });
   }
   const edges: GraphEdge[] = [];

@@ -25,6 +25,50 @@ export interface GraphNode {
   badge?: string;
   /** A link target for the box. */
   href?: string;
+  /** A progress bar along the box's bottom edge (a fan-out step's children). */
+  progress?: NodeProgress;
+}
+
+/** A bar of parts of a whole, e.g. a fan-out's items: done, failed, running, waiting of total. */
+export interface NodeProgress {
+  /** The whole (the bar's full width); parts past it are cut. */
+  total: number;
+  /** The parts, left to right: their colour class (`ok`, `bad`, `run`, `wait`, `warn`) and size. */
+  parts: { kind: string; count: number }[];
+  /** The bar in words (its tooltip and accessible name). */
+  text: string;
+}
+
+/**
+ * The parts of `progress` as rectangles within `x, y, width, height` (the rest of the whole is the
+ * track, drawn first) — shared by a graph node's bar and a fan-out section's.
+ */
+export function progressRects(
+  progress: NodeProgress,
+  x: number,
+  y: number,
+  width: number,
+  height: number,
+): Html {
+  const total = Math.max(1, progress.total);
+  let at = 0;
+  const parts = progress.parts.flatMap((part) => {
+    const count = Math.max(0, Math.min(part.count, total - at));
+    if (count === 0) return [];
+    const left = x + (at / total) * width;
+    at += count;
+    const right = x + (at / total) * width;
+    return [
+      h`<rect class="seg ${part.kind}" x="${n2(left)}" y="${y}" width="${
+        n2(right - left)
+      }" height="${height}"/>`,
+    ];
+  });
+  return h`<g class="progress-bar" role="img" aria-label="${progress.text}"><title>${progress.text}</title><rect class="track" x="${x}" y="${y}" width="${width}" height="${height}"/>${parts}</g>`;
+}
+
+function n2(value: number): number {
+  return Math.round(value * 100) / 100;
 }
 
 /** An edge to draw. */
@@ -226,9 +270,11 @@ function nodeSvg({ node, x, y }: Placed): Html {
           </g>
         `
       : ""
-  }
+  }${node.progress ? progressRects(node.progress, x + 16, y + NODE_H - 8, NODE_W - 32, 4) : ""}
     `;
-  const inner = h`<title>${node.label}${node.sublabel ? ` (${node.sublabel})` : ""}</title>${box}`;
+  const inner = h`<title>${node.label}${node.sublabel ? ` (${node.sublabel})` : ""}${
+    node.progress ? ` — ${node.progress.text}` : ""
+  }</title>${box}`;
   return node.href
     ? h`<a href="${node.href}"><g class="${cls}" data-id="${node.id}">${inner}</g></a>`
     : h`<g class="${cls}" data-id="${node.id}">${inner}</g>`;

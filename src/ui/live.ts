@@ -7,10 +7,8 @@
  */
 import { sleep } from "../backoff.ts";
 import { errorMessage } from "../errors.ts";
-import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import { agentOfRun, type CommandRenderer, commandRenderer } from "../invocation.ts";
-import { isPermissionPending, waitingCallArgs } from "./approval_card.ts";
 import {
   readLogFrom,
   type RunCheckpoint,
@@ -32,6 +30,10 @@ import { unfinishedCallNotice } from "./unfinished_call.ts";
 import { securityHeaders } from "./responses.ts";
 import type { DashboardData } from "./source.ts";
 import { foldLog, newTimeline } from "./timeline.ts";
+import { shownStatus } from "../store/run_status.ts";
+import { type ChildStanding, type FanOutView, fanOutViews, openChildren } from "./fan_out_view.ts";
+import { fanOutsOfRun } from "./fan_out_section.ts";
+import { addWaitingForm } from "./waiting_requests.ts";
 
 /** Reads of a checkpoint the live view makes waiting for one iteration's (see liveEvents). */
 const COMMIT_READS = 40;
@@ -78,10 +80,32 @@ export async function loadRunView(
   }
   const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
   if (notice && view.commandFor) view.unfinished = { notice, commandFor: view.commandFor };
+  const fanOuts = await loadFanOuts(data, log);
+  if (fanOuts) view.fanOuts = fanOuts;
+  if (fanOuts && view.commandFor) view.showCommand = view.commandFor({ action: "show", runId });
   if (options.waiting && view.commandFor) {
-    await addWaitingForm(view, { log, commandFor: view.commandFor });
+    await addWaitingForm(view, { log, commandFor: view.commandFor, data });
   }
   return view;
+}
+
+/**
+ * The fan-outs a run log records, each child that has no end line yet looked up in the store that
+ * lists it (running, waiting, interrupted…); undefined when the run has none.
+ */
+export async function loadFanOuts(
+  data: DashboardData,
+  log: readonly RunLogEntry[],
+): Promise<FanOutView[] | undefined> {
+  if (!log.some((e) => e.type === "fanout_start")) return undefined;
+  const standings = new Map<string, ChildStanding>();
+  for (const runId of openChildren(log)) {
+    const summary = await data.summaryOf(runId).catch(() => undefined);
+    if (summary) {
+      standings.set(runId, { status: shownStatus(summary), updatedAt: summary.updatedAt });
+    }
+  }
+  return fanOutViews(log, (runId) => standings.get(runId));
 }
 
 /**
@@ -100,34 +124,6 @@ function runCommands(
   const agent = agentDir === undefined ? undefined : agentOfRun(agentDir, cwd);
   return (next) =>
     render(agent !== undefined && next.runId === runId && !next.agent ? { ...next, agent } : next);
-}
-
-/** What the waiting block of a page is built from, besides the run's checkpoint. */
-export interface WaitingContext {
-  /** The run log (a tool call's arguments are read from its `tool_turn` line). */
-  log?: readonly RunLogEntry[];
-  /** How the commands a card prints are written, as they work where the user stands. */
-  commandFor?: CommandRenderer;
-}
-
-/**
- * For a waiting run: its question and the answer form of its step's schema (read now) — or, for a
- * tool call waiting for permission, what its approval card shows.
- */
-export async function addWaitingForm(view: RunView, context: WaitingContext = {}): Promise<void> {
-  if (view.checkpoint?.status !== "waiting" || !view.definition) return;
-  const waiting = view.checkpoint.state.waiting as PendingInput | undefined;
-  if (!waiting || typeof waiting.stepId !== "string") return;
-  try {
-    view.waiting = { request: waiting, form: await answerFormOf(view.definition, waiting) };
-  } catch (error) {
-    view.waiting = { request: waiting, problem: errorMessage(error) };
-  }
-  if (context.commandFor) view.waiting.commandFor = context.commandFor;
-  if (isPermissionPending(waiting) && context.log) {
-    const args = waitingCallArgs(context.log, waiting);
-    if (args) view.waiting.args = args;
-  }
 }
 
 function isActive(checkpoint?: RunCheckpoint, summary?: RunSummary): boolean {
@@ -150,11 +146,14 @@ export async function liveEvents(
   csrf?: string,
 ): Promise<Response> {
   const store = (await data.storeOf(runId))!;
-  const view = await loadRunView(data, runId);
+  const view = await loadRunView(data, runId, { waiting: true });
   // Rebuild the fold exactly as the page had it, then send what came after.
   const timeline = newTimeline();
   const log = await store.readLog(runId);
   foldLog(timeline, log.slice(0, from));
+  // Fan-outs: their children are redrawn when a child starts or ends (its lines in this log) and,
+  // while some have not ended, as their own runs move on (read every FAN_OUT_TICKS reads).
+  const fanOuts = new FanOutFollower(data, log);
   view.timeline = timeline;
   // A call not finished yet is running while a process drives the run — as one does once the log
   // grows under the stream, though nobody did when the page opened (a resume elsewhere).
@@ -181,15 +180,24 @@ export async function liveEvents(
     return changed;
   };
   return eventStream(": following the run log", closing, async (events) => {
+    const sendFanOuts = async (now: boolean) => {
+      if (!await fanOuts.changed(now)) return;
+      view.fanOuts = fanOuts.views;
+      events.send("fanouts", fanOutsOfRun(view).text);
+      events.send("graph", runGraph(view).text);
+    };
     const push = async (entries: typeof log, growing: boolean) => {
       if (entries.length === 0) {
         if (await readCommitted()) events.send("header", runMeta(view).text);
+        await sendFanOuts(false);
         return;
       }
       if (growing) followed = true;
       commitsIn(entries, timeline.entries);
       await readCommitted();
       const touched = foldLog(timeline, entries);
+      if (growing) fanOuts.add(entries);
+      await sendFanOuts(fanOuts.touches(entries));
       events.send(
         "rows",
         [...touched].map((i) => ({
@@ -203,6 +211,7 @@ export async function liveEvents(
       events.send("output", finalOutput(view).text);
     };
     try {
+      await sendFanOuts(true);
       await push(log.slice(from), false);
       while (events.open) {
         // A run that reached an input step stops being driven: the page reloads for its form.
@@ -234,6 +243,55 @@ export async function liveEvents(
       if (events.open) events.send("problem", errorMessage(error));
     }
   });
+}
+
+/** Reads of a followed run's log between two looks at its fan-out children's own runs. */
+const FAN_OUT_TICKS = 4;
+
+/**
+ * The fan-outs of a run followed live: every line read so far, and what was last sent — so that
+ * the section is sent again only when a child started, ended or its run moved on.
+ */
+class FanOutFollower {
+  readonly #data: DashboardData;
+  readonly #log: RunLogEntry[];
+  #key = "";
+  #ticks = 0;
+  /** The fan-outs as last read. */
+  views: FanOutView[] | undefined;
+
+  constructor(data: DashboardData, log: readonly RunLogEntry[]) {
+    this.#data = data;
+    this.#log = [...log];
+  }
+
+  /** Lines read since. */
+  add(entries: readonly RunLogEntry[]): void {
+    for (const entry of entries) this.#log.push(entry);
+  }
+
+  /** Whether `entries` start or end a fan-out's child (its section is read again at once). */
+  touches(entries: readonly RunLogEntry[]): boolean {
+    return entries.some((e) => e.type.startsWith("fanout_") || e.type.startsWith("input_"));
+  }
+
+  /**
+   * Reads the fan-outs again — `now`, or every {@linkcode FAN_OUT_TICKS} calls while a child has
+   * not ended — and says whether they differ from what was last sent.
+   */
+  async changed(now: boolean): Promise<boolean> {
+    const open = this.views?.some((f) => f.children.some((c) => !c.endedAt)) ?? false;
+    if (!now && !(open && ++this.#ticks % FAN_OUT_TICKS === 0)) return false;
+    const views = await loadFanOuts(this.#data, this.#log);
+    if (!views) return false;
+    const key = JSON.stringify(
+      views.map((f) => [f.stepId, f.items.length, f.children.map((c) => [c.status, c.endedAt])]),
+    );
+    this.views = views;
+    if (key === this.#key) return false;
+    this.#key = key;
+    return true;
+  }
 }
 
 /**

@@ -27,7 +27,7 @@ export {
 } from "./source.ts";
 export type { RunPageQuery, RunPageResult } from "../store/postgres.ts";
 export { escapeHtml, Html, html, type HtmlValue, raw } from "./html.ts";
-export { type GraphEdge, type GraphNode, graphSvg } from "./graph_svg.ts";
+export { type GraphEdge, type GraphNode, graphSvg, type NodeProgress } from "./graph_svg.ts";
 export {
   CHART_LIMITS,
   type ChartBar,

@@ -18,7 +18,10 @@ import { rerunControl, unfinishedCallBlock, type UnfinishedCallNotice } from "./
 import { type Html, html as h, type HtmlValue, raw } from "./html.ts";
 import type { RunPage, RunQuery } from "./source.ts";
 import { childRunOf, type LoggedText, type Row, type Timeline } from "./timeline.ts";
-import { waitingBlock, type WaitingView } from "./waiting_form.ts";
+import { waitingSection, type WaitingView } from "./waiting_form.ts";
+import { fanOutProgress, fanOutsOfRun } from "./fan_out_section.ts";
+import type { FanOutView } from "./fan_out_view.ts";
+import { parentLine, parentOf } from "./parent_link.ts";
 import { isOpenStatus } from "../run_statuses.ts";
 import type { CommandRenderer } from "../invocation.ts";
 import {
@@ -172,8 +175,15 @@ export interface RunView {
   live?: string;
   /** Set when actions are allowed: the secret the page's buttons send. */
   actions?: { csrf: string };
-  /** A waiting run's question and answer form. */
-  waiting?: WaitingView;
+  /**
+   * What the run waits on: its question and answer form (or approval card) — or, when fan-out
+   * children wait, each child's, answered through this run.
+   */
+  waits?: WaitingView[];
+  /** The run's fan-out steps and their children. */
+  fanOuts?: FanOutView[];
+  /** The command that shows the run (`stepflow show RUN_ID`) as it works where the user stands. */
+  showCommand?: string;
   /** A run whose resume would stop at an unfinished tool call; how its hints write commands. */
   unfinished?: { notice: UnfinishedCallNotice; commandFor: CommandRenderer };
   commandFor?: CommandRenderer; // How the page writes a command where the user stands.
@@ -196,13 +206,14 @@ export function runPage(view: RunView): string {
       : ""
   }
     ${view.actions ? runActions(view, view.actions.csrf) : ""}
-    ${view.waiting ? waitingBlock(view.runId, view.waiting, view.actions?.csrf) : ""}
+    ${waitingSection(view.runId, view.waits ?? [], view.actions?.csrf)}
     <h2>Flow of agent <a href="${agentHref(agent)}">${agent}</a></h2>
     <div id="graph-host" class="graph-box">${runGraph(view)}</div>
     <h2>Final output</h2>
     <div id="output-host">${finalOutput(view)}</div>
     <h2>Timing</h2>
     <div id="chart-host">${runChart(view.runId, view.timeline, { live: isFollowed(view) })}</div>
+    <div id="fanout-host">${fanOutsOfRun(view)}</div>
     <h2>Timeline</h2>
     <div id="timeline" class="timeline">${timelineRows(view)}</div>
   `;
@@ -291,11 +302,7 @@ ${
     spendMeta(cp?.state)
   }
 <div><span>End</span>${end ? String(end.reason ?? "") : "–"}</div>${
-    parentOf(cp)
-      ? h`<div><span>Parent run</span><a href="${runHref(parentOf(cp)!.runId)}">${
-        parentOf(cp)!.runId
-      }</a> (agent step <code>${parentOf(cp)!.stepId}</code>)</div>`
-      : ""
+    parentOf(cp) ? parentLine(parentOf(cp)!) : ""
   }
 ${view.problem ? h`<div class="warn wide">${view.problem}</div>` : ""}${
     s?.error ? h`<div class="warn wide">${s.error}</div>` : ""
@@ -323,6 +330,7 @@ export function runGraph(view: RunView): Html {
     taken: t.taken,
     firstStep: t.firstStep,
     current: running && last?.kind === "iteration" ? last.stepId : undefined,
+    ...(view.fanOuts?.length ? { progress: fanOutProgress(view.fanOuts) } : {}),
   });
   return h`<div id="flow-graph">${graphSvg(nodes, edges, `Flow of ${view.definition.name}`)}</div>`;
 }
@@ -576,12 +584,4 @@ function tokens(run: RunSummary): string {
 function isCheck(value: unknown): value is { result: string; message: string } {
   return typeof value === "object" && value !== null &&
     typeof (value as Record<string, unknown>).result === "string";
-}
-
-/** The parent run of a child run (agent steps), from its checkpoint's state. */
-function parentOf(cp: RunCheckpoint | undefined): { runId: string; stepId: string } | undefined {
-  const parent = cp?.state.parent as { runId?: unknown; stepId?: unknown } | undefined;
-  return typeof parent?.runId === "string"
-    ? { runId: parent.runId, stepId: String(parent.stepId ?? "") }
-    : undefined;
 }
