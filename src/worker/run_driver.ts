@@ -98,10 +98,23 @@ export class RunDriver {
     this.#childJobs = new FanOutJobs(store, queue, (m) => log(`warning: ${m}`));
   }
 
+  /**
+   * The runs this worker drives right now, counted (two duplicate jobs of one run may be in
+   * flight): never the orphan reaper's, even between taking a job and its lease (a slow agent load
+   * on a busy machine) or between releasing the lease and recording a hold.
+   */
+  readonly driving: Map<string, number> = new Map();
+
   /** Drives the job's run, tracked in {@linkcode RunDriver.inFlight} until it settles. */
   track(runId: string, job?: RunJobInfo): Promise<void> {
+    this.driving.set(runId, (this.driving.get(runId) ?? 0) + 1);
     const work = this.drive(runId, job);
-    const settled = work.catch(() => {}).finally(() => this.inFlight.delete(settled));
+    const settled = work.catch(() => {}).finally(() => {
+      this.inFlight.delete(settled);
+      const left = (this.driving.get(runId) ?? 1) - 1;
+      if (left > 0) this.driving.set(runId, left);
+      else this.driving.delete(runId);
+    });
     this.inFlight.add(settled);
     return work;
   }
@@ -238,7 +251,11 @@ export class RunDriver {
             ...(request.parent !== undefined ? { parent: request.parent } : {}),
           },
       );
-      this.#log(`run ${runId}: ${result.completionReason} after ${result.iterations} iterations`);
+      this.#log(
+        `run ${runId}: ${result.completionReason} after ${result.iterations} iteration${
+          result.iterations === 1 ? "" : "s"
+        }`,
+      );
       // A fan-out child gives its place to the step's next child, and may wake its parent.
       await this.#childJobs.childEnded(runId, result.completionReason);
       // Ended or waiting: the calls a permission covered are behind the run.
@@ -326,9 +343,14 @@ export async function reapOrphans(
   store: PostgresRunStore,
   queue: RunQueue,
   log: (line: string) => void,
+  driving: readonly string[] = [],
 ): Promise<void> {
   try {
-    for (const runId of await claimOrphans(store)) {
+    // The runs the caller drives are not its orphans.
+    for (const runId of await claimOrphans(store, 100, driving)) {
+      // A job of it still waits (a queued run behind others, a re-queued one no worker took yet):
+      // that one is taken; a second would only be dropped.
+      if (await queue.hasWaitingJob(runId)) continue;
       log(`run ${runId}: its worker is gone (lease expired); re-queued`);
       await queue.send(runId);
     }

@@ -163,8 +163,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   }
   const driver = new RunDriver(options, store, queue, log);
   const reapEveryMs = Math.max(250, Math.floor(store.leaseMs / 2));
-  const reaper = setInterval(() => void reapOrphans(store, queue, log), reapEveryMs);
-  await reapOrphans(store, queue, log);
+  const reap = () => reapOrphans(store, queue, log, [...driver.driving.keys()]);
+  const reaper = setInterval(() => void reap(), reapEveryMs);
+  await reap();
   await queue.work(concurrency, (runId, job) => driver.track(runId, job));
   log(
     `worker ${store.owner}: taking runs (concurrency ${concurrency}, agents in ${options.agentRoot})`,

@@ -1,6 +1,6 @@
 /**
  * A fan-out whose three children wait, answered one by one from the parent's page in Chromium:
- * each answer goes through the dashboard's one answer action (the real `run-agent --answer RUN_ID
+ * each answer goes through the dashboard's one answer action (the real `stepflow answer RUN_ID
  * --request-id …`), is recorded in its own child run, and continues that child while the others
  * wait; the parent completes once the last child did. Checked on disk.
  */

@@ -175,7 +175,7 @@ Deno.test("dashboard fan-out: three waiting children are offered on the parent's
   await using readOnly = await startDashboard(root);
   const plain = await (await fetch(`${readOnly.url}runs/${result.runId}`)).text();
   for (const wait of waits) {
-    assert.match(plain, new RegExp(`--answer ${result.runId} --request-id ${wait.requestId}`));
+    assert.match(plain, new RegExp(` answer ${result.runId} --request-id ${wait.requestId}`));
   }
   assert.doesNotMatch(plain, /answer-form/);
 });
