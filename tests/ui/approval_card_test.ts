@@ -168,7 +168,7 @@ Deno.test({
         );
       }
       // After the page's reload: completed, no card, and the call's record in the step's list.
-      await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 20_000 });
+      await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 60_000 });
       assert.equal(await page.locator("#approval-card").count(), 0);
       const listed = page.locator('#timeline .row[data-step="s_f1e0"] li.call[data-tool="Bash"]');
       assert.match(

@@ -196,7 +196,7 @@ async function runsChecks(
     assert.ok(before < 8, `opened mid-run (${before} iterations)`);
     hold.release();
     await page.locator("#timeline .row.iteration").nth(before).waitFor();
-    await page.waitForSelector("body[data-ended=true]", { timeout: 20_000 });
+    await page.waitForSelector("body[data-ended=true]", { timeout: 60_000 });
     assert.equal((await live).success, true);
     assert.equal(await page.locator("#timeline .row.iteration").count(), 8);
     assert.equal(await page.locator("#live-badge").count(), 0);
@@ -266,12 +266,12 @@ async function cancelThenRedrive(browser: Browser) {
   assert.match(await cancelled(), /Cancel requested/);
   assert.equal((await running).completionReason, "cancelled");
   // The page reloads after an action: the cancelled run now offers Redrive.
-  await page.waitForSelector('button[data-action="redrive"]', { timeout: 10_000 });
+  await page.waitForSelector('button[data-action="redrive"]', { timeout: 60_000 });
   assert.equal(await page.locator("#run-meta").getAttribute("data-status"), "cancelled");
   const redriven = await textOnceShown(page, "#action-result.ok");
   await page.click('button[data-action="redrive"]');
   assert.match(await redriven(), /redrive (started|finished)/);
-  await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 20_000 });
+  await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 60_000 });
   assert.equal((await children[0].status).code, 0);
   // The timeline followed the redriven run live: its redrive row and the closing step.
   const timeline = await page.locator("#timeline").innerText();
@@ -332,7 +332,7 @@ async function approveAndDeny(browser: Browser) {
     // Only until the response arrives: the page reloads itself when run-plan's requests appear,
     // which may be before its load event.
     await page.goto(`${ui.url}plans/tool/release`, { waitUntil: "commit" });
-    await page.locator('#approvals tr[data-state="waiting"]').nth(1).waitFor({ timeout: 20_000 });
+    await page.locator('#approvals tr[data-state="waiting"]').nth(1).waitFor({ timeout: 60_000 });
     // Without the secret an answer is refused.
     const requestId = (await listApprovals(planFile)).records.get("note")!.requestId;
     const forged = await fetch(
@@ -364,10 +364,10 @@ async function approveAndDeny(browser: Browser) {
     // The page reloads after an answer; the other step is still waiting. Once the approved step
     // shows completed, run-plan writes nothing until the next answer: no reload races the click.
     await page.waitForSelector('#approvals tr[data-approval="note"][data-state="approved"]', {
-      timeout: 10_000,
+      timeout: 60_000,
     });
     await page.waitForSelector('#tool-steps tr[data-step="note"][data-status="completed"]', {
-      timeout: 10_000,
+      timeout: 60_000,
     });
     assert.equal(
       await page.locator('#approvals tr[data-approval="constructor"]').getAttribute("data-state"),

@@ -216,7 +216,7 @@ Deno.test({
         assert.equal(await bars.count(), 2);
         assert.equal(await page.locator("#run-chart rect.bar.open.run").count(), 1);
         hold.release();
-        await page.waitForSelector("body[data-ended=true]", { timeout: 20_000 });
+        await page.waitForSelector("body[data-ended=true]", { timeout: 60_000 });
         assert.equal((await live).success, true);
         // 1 + 4 continuations + the closing step, all ended: none open.
         await page.waitForFunction(() =>

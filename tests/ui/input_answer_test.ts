@@ -148,7 +148,7 @@ Deno.test({
     const answer = (await store.readLog(runId)).find((e) => e.type === "input_answer")!;
     assert.deepEqual(answer.value, { decision: "next", note: "clicked in chromium" });
     // After the page's reload the run shows completed, with no form any more.
-    await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 20_000 });
+    await page.waitForSelector('#run-meta[data-status="completed"]', { timeout: 60_000 });
     assert.equal(await page.locator("#answer-form").count(), 0);
     assert.deepEqual(errors, []);
   },

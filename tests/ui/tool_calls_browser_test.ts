@@ -40,7 +40,7 @@ Deno.test({
     assert.match(await opened.innerText(), /Created tmp\/tool-fixer-demo\/greet\.ts/);
 
     hold.release();
-    await row.locator('li.call[data-tool="Grep"][data-state="ok"]').waitFor({ timeout: 20_000 });
+    await row.locator('li.call[data-tool="Grep"][data-state="ok"]').waitFor({ timeout: 60_000 });
     // Redrawn with the new call, the row kept the Write call open with what it had loaded.
     assert.equal(
       await write.locator("details").evaluate((d) => (d as { open: boolean }).open),
@@ -51,7 +51,7 @@ Deno.test({
       /Created tmp\/tool-fixer-demo\/greet\.ts/,
     );
 
-    await page.waitForSelector("body[data-ended=true]", { timeout: 20_000 });
+    await page.waitForSelector("body[data-ended=true]", { timeout: 60_000 });
     assert.equal((await run).completionReason, "completed");
     const fix = page.locator('#timeline .row.iteration[data-step="s_f1e0"]');
     const refused = fix.locator("li.call.denied");
