@@ -51,6 +51,15 @@ export const FLOW_ON_ERROR: OnErrorDialect = Object.freeze({
   relaxed: false,
 });
 
+/**
+ * What a fan-out step does when one of its children fails (`onItemError`): `fail`, `continue`,
+ * `retry=N`, `{ retry }` — a step flow's `onError` without the jump (an item has nowhere to go).
+ */
+export const ITEM_ON_ERROR: OnErrorDialect = Object.freeze({
+  forms: Object.freeze(["fail", "continue", "retry=N", "{ retry }"] as const),
+  relaxed: false,
+});
+
 /** Tool plans: `fail`, `continue`, `recover`, `retry=N`, `{ retry, backoffMs? }`, `{ recover }`. */
 export const PLAN_ON_ERROR: OnErrorDialect = Object.freeze({
   forms: Object.freeze(

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { ExecutorEvents, StepInfo } from "../events/types.ts";
+import type { ExecutorEvents, FanOutReport, StepInfo } from "../events/types.ts";
 import type { StepFlowResult } from "../flow/types.ts";
 import { supportsToolTurns, type ToolTurnBackend, turnAsRequest } from "../llm/tool_turn.ts";
 import type { LlmBackend, LlmRequest, LlmResponse } from "../llm/types.ts";
@@ -28,6 +28,8 @@ import {
   AttemptCounter,
   createProgressLines,
   errorLabel,
+  fanOutCounts,
+  fanOutEndLine,
   firstLine,
   formatClock,
   formatCount,
@@ -332,6 +334,8 @@ interface LiveStatus {
   text?: string;
   /** The step (and iteration) whose tool calls were last printed. */
   callsOf?: string;
+  /** A fan-out step in progress: its counts and running items. */
+  fanOut?: { stepId: string; report: FanOutReport };
 }
 
 /** Characters of the streamed text the status line keeps. */
@@ -347,6 +351,20 @@ function statusLine(
 ): string {
   const parts: string[] = [];
   const s = status.step;
+  const fan = status.fanOut;
+  if (fan && !status.paused && !status.stopping) {
+    // `review.each 12/40 done · 4 running · 1 failed · [13] src/cli.ts: review.file, …`
+    parts.push(`${fan.stepId} ${fanOutCounts(fan.report)}`);
+    if (status.tokens > 0) parts.push(`${formatCount(status.tokens)} tokens`);
+    const running = fan.report.active.map((a) =>
+      `[${a.index + 1}] ${tail(a.item, 28)}${a.stepId ? `: ${a.stepId}` : ""}`
+    );
+    if (running.length > 0) parts.push(running.join(", "));
+    const clock = formatClock(elapsedMs).slice(0, -2);
+    return `${c.cyan(SPINNER[frame % SPINNER.length])} ${
+      truncate(`${clock}  ${parts.join(" · ")}`, columns - 3)
+    }`;
+  }
   if (s) {
     parts.push(s.stepId, `iteration ${s.iteration ?? s.order}`);
     if (status.attempt > 1) parts.push(`attempt ${status.attempt}`);
@@ -407,7 +425,24 @@ function liveEvents(status: LiveStatus, { draw, print, colors: c }: LiveScreen):
       status.call = undefined;
       draw();
     },
+    onFanOut(info, report) {
+      status.fanOut = { stepId: info.stepId, report };
+      const change = report.change;
+      if (change?.kind === "waiting") {
+        print(
+          `${c.yellow("waiting")} ${info.stepId} item ${
+            change.index + 1
+          } (${change.item}): child run ${change.runId ?? "?"} waits for an answer`,
+        );
+      } else if (
+        change?.kind === "ended" && change.status !== "completed" && change.status !== "cancelled"
+      ) {
+        print(c.yellow(`${info.stepId} ${fanOutEndLine(report)}`));
+      }
+      draw();
+    },
     onStepEnd(info, result) {
+      if (status.fanOut?.stepId === info.stepId) delete status.fanOut;
       const r = (result ?? {}) as StepEndReport;
       status.last = `${info.stepId} → ${r.transition ?? "?"}${
         r.nextStepId && r.nextStepId !== info.stepId ? ` (${r.nextStepId})` : ""
@@ -507,6 +542,12 @@ function rawAnswer(text: string): string {
     : "";
   const body = shown.text === "" ? "    (empty)" : shown.text.replace(/^/gm, "    ");
   return `    answer, ${formatCount(shown.length)} chars${cut}:\n${body}\n`;
+}
+
+/** The end of `text` when it is longer than `width` (a path's end says most). */
+function tail(text: string, width: number): string {
+  const chars = Array.from(text);
+  return chars.length <= width ? text : `…${chars.slice(chars.length - width + 1).join("")}`;
 }
 
 function truncate(text: string, width: number): string {

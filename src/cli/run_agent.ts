@@ -62,6 +62,7 @@ import {
   historyFromLog,
 } from "../store/format.ts";
 import { FileRunStore } from "../store/file.ts";
+import { fanOutRows, fanOutsOf } from "../store/fan_out_lines.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { submissionOf } from "../worker/submissions.ts";
 import { resolveStoreSetting, selectRunStore } from "../store/select.ts";
@@ -89,6 +90,7 @@ import {
   parseAnswerValue,
   pendingOf,
   waitingText,
+  waitsText,
 } from "./waiting_run.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { cliPricing } from "./kit/pricing.ts";
@@ -141,7 +143,10 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
 }
 
-/** Runs the CLI on the real process (signals, stdio) and exits with its code. */
+/**
+ * Runs the CLI on the real process (signals, stdio) and exits with its code. SIGTERM cancels the
+ * run as Ctrl-C does, so its child runs and their processes end with it.
+ */
 export async function runCli(argv: readonly string[] = Deno.args): Promise<never> {
   // OTLP export when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), flushed at exit.
   await startTelemetryExport();
@@ -180,7 +185,13 @@ async function dispatch(argv: readonly string[], ctx: Context): Promise<number> 
     scan.redrive !== undefined ? "--redrive" : "",
     scan.answer !== undefined ? "--answer" : "",
   ].filter(Boolean);
-  for (const [flag, given] of [["--value", scan.value], ["--answered-by", scan.answeredBy]]) {
+  for (
+    const [flag, given] of [
+      ["--value", scan.value],
+      ["--answered-by", scan.answeredBy],
+      ["--request-id", scan.requestId],
+    ]
+  ) {
     if (given !== undefined && scan.answer === undefined) {
       throw new UsageError(`${flag} goes with --answer RUN_ID; add --answer.`);
     }
@@ -365,6 +376,7 @@ async function showRuns(
   // Open with an error: the workers hold it (else the error is why the queue gave it up).
   const held = summary?.error !== undefined && isOpenStatus(summary.status);
   const children = await childStatuses(store, definition, log);
+  const fanOuts = await fanOutReport(store, definition, log);
   if (flags.json) {
     const historyLength = checkpoint?.state.historyLength;
     const history = historyFromLog(
@@ -380,6 +392,7 @@ async function showRuns(
           checkpoint: checkpoint ? withKnownCost(checkpoint) : checkpoint,
           history,
           ...(children.length > 0 ? { children } : {}),
+          ...(fanOuts.json.length > 0 ? { fanOuts: fanOuts.json } : {}),
           // Cost per run, step and call; a cost no call could be priced for is null.
           cost: spendView(checkpoint, log),
         })
@@ -394,7 +407,10 @@ async function showRuns(
           command,
           ...(summary?.live !== undefined ? { live: summary.live } : {}),
           ...(held ? { held: summary!.error } : {}),
-          childStatus: new Map(children.map((child) => [child.runId, child.shownStatus ?? ""])),
+          childStatus: new Map([
+            ...children.map((child) => [child.runId, child.shownStatus ?? ""] as const),
+            ...fanOuts.statuses,
+          ]),
         })
       }\n${summary?.error && !held ? `! ${summary.error}\n` : ""}`,
     );
@@ -426,6 +442,45 @@ async function childStatuses(
     );
   }
   return out;
+}
+
+/**
+ * The fan-outs of a run's log for `--show`: the status of each child that has no end line yet
+ * (read from its agent's store: running, waiting, interrupted…), and the items as `--json` lists
+ * them (`fanOuts`: step, agent, total and one row per item).
+ */
+async function fanOutReport(
+  store: FileRunStore | PostgresRunStore,
+  definition: AgentDefinition,
+  log: readonly RunLogEntry[],
+): Promise<{ statuses: Map<string, string>; json: Record<string, unknown>[] }> {
+  const statuses = new Map<string, string>();
+  const json: Record<string, unknown>[] = [];
+  for (const record of fanOutsOf(log)) {
+    const agent = ownValue(definition.steps, record.stepId)?.child;
+    const own: RunStore = agent ? (store as RunStore).forAgent?.(agent) ?? store : store;
+    // One listing per store (liveness included), not one per child.
+    const listings = new Map<RunStore, Map<string, RunSummary>>();
+    for (const item of record.items.values()) {
+      const last = item.children[item.children.length - 1];
+      if (!last || last.end) continue;
+      const where = last.store === "agent" ? own : store;
+      let listing = listings.get(where);
+      if (!listing) {
+        const runs = await where.list().catch(() => []);
+        listings.set(where, listing = new Map(runs.map((r) => [r.runId, r])));
+      }
+      const summary = listing.get(last.childRunId);
+      if (summary) statuses.set(last.childRunId, shownStatus(summary));
+    }
+    json.push({
+      stepId: record.stepId,
+      agent: record.agent,
+      total: record.total,
+      items: fanOutRows(record, (runId) => statuses.get(runId)),
+    });
+  }
+  return { statuses, json };
 }
 
 /** The run's listing line (status, liveness), or undefined when the store does not list it. */
@@ -778,6 +833,7 @@ async function run(
         onWarning: (message) => drive.warn(message),
         store,
         ...(flags.maxIterations !== undefined ? { maxTotalIterations: flags.maxIterations } : {}),
+        ...(flags.maxChildren !== undefined ? { maxChildren: flags.maxChildren } : {}),
         ...(choice.model !== undefined ? { model: choice.model } : {}),
         ...(Object.keys(budget).length ? { budget } : {}),
         ...(pricing ? { pricing } : {}),
@@ -828,13 +884,14 @@ async function run(
     if (flags.answer !== undefined && given) {
       result = await runner(progress).answer(flags.answer, given.value, {
         answeredBy: flags.answeredBy ?? who("cli"),
+        ...(flags.requestId !== undefined ? { requestId: flags.requestId } : {}),
         backendChoice,
         ...permissionMode,
         ...signal,
       });
     } else if (flags.answer !== undefined) {
       // At a terminal without --value: the run's question is asked field by field.
-      const waiting = await pendingOf(store, flags.answer);
+      const waiting = await pendingOf(store, flags.answer, flags.requestId);
       if (!waiting) {
         result = await runner(progress).answer(flags.answer, undefined, signal); // says why
       } else {
@@ -858,6 +915,12 @@ async function run(
     while (ask && result.completionReason === "waiting" && result.waiting) {
       result = await answerAtTerminal(result.runId, result.waiting);
     }
+    if (flags.answer !== undefined && result.runId !== flags.answer) {
+      // Another process drives the run: the answer went to its waiting child, driven here.
+      progress.warn(
+        `run ${flags.answer} is driven by another process; the answer was recorded in its child run ${result.runId}, which went on here (${result.completionReason}); the run takes its result there`,
+      );
+    }
     if (flags.record !== undefined) {
       await writeRecording(flags.record, store, result.runId, definition, ctx);
     }
@@ -869,12 +932,19 @@ async function run(
     // Nobody at a terminal: say what the run asks and how to answer it, and exit with its own code.
     if (flags.json) ctx.io.stdout.write(`${jsonOutput(resultJson(result))}\n`);
     else {
-      const form = await formOf(definition, result.waiting).catch(() => undefined);
       const command = [
         agentRunCommand(ctx.userDir, definition.name, flags.store),
         ...continuationFlags(flags),
       ].join(" ");
-      ctx.io.stdout.write(waitingText(result.waiting, result.runId, command, form));
+      const waits = result.waits ?? [result.waiting];
+      const forms = await Promise.all(
+        waits.map((w) => formOf(definition, w).catch(() => undefined)),
+      );
+      ctx.io.stdout.write(
+        waits.length > 1
+          ? waitsText(waits, result.runId, command, forms)
+          : waitingText(result.waiting, result.runId, command, forms[0]),
+      );
     }
     return EXIT_CODES.waiting;
   }

@@ -9,6 +9,7 @@ import { UsageError } from "../errors.ts";
 import type { Exactly } from "../type_equality.ts";
 import { REPLAY_MODES, type ReplayMode } from "../llm/replay.ts";
 import { BACKEND_FLAGS } from "./kit/backend.ts";
+import { MAX_CHILDREN_LIMIT } from "../definition/fan_out_limits.ts";
 import { parsePermissionMode, type PermissionMode } from "../definition/permission_rule.ts";
 import {
   choiceFlag,
@@ -68,6 +69,13 @@ export const RUN_AGENT_FLAGS = defineFlags({
     value: "N",
     description: "Upper bound on iterations (overrides limits.maxTotalIterations)",
     parse: parsePositiveInt("--max-iterations"),
+  },
+  maxChildren: {
+    type: "string",
+    value: "N",
+    description:
+      "Children of fan-out steps in flight at once, whole run and nested (1-4096, default 64)",
+    parse: parseMaxChildren,
   },
   budgetUsd: {
     type: "string",
@@ -140,6 +148,11 @@ export const RUN_AGENT_FLAGS = defineFlags({
     value: "JSON",
     description: "The answer of --answer, as JSON (checked against the step's schema)",
   },
+  requestId: {
+    type: "string",
+    value: "ID",
+    description: "With --answer: the request it answers (a run that waits on several: --show)",
+  },
   answeredBy: {
     type: "string",
     value: "WHO",
@@ -209,6 +222,17 @@ export const RUN_AGENT_FLAGS = defineFlags({
   },
 });
 
+/** `--max-children N`: a whole number within the runner's bounds. */
+function parseMaxChildren(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > MAX_CHILDREN_LIMIT) {
+    throw new UsageError(
+      `--max-children expects a whole number from 1 to ${MAX_CHILDREN_LIMIT} (children of fan-out steps in flight at once), got "${raw}".`,
+    );
+  }
+  return n;
+}
+
 /** `run-agent`'s flags as rows (name, type, short alias): what an agent parameter may not be named. */
 export const CLI_FLAGS: readonly FlagSpec[] = Object.freeze(declaredTable(RUN_AGENT_FLAGS));
 
@@ -249,6 +273,8 @@ export interface CliFlags {
   noStream: boolean;
   /** `--max-iterations N`, checked to be a positive integer. */
   maxIterations?: number;
+  /** `--max-children N`: children of fan-out steps in flight at once (`maxChildren`). */
+  maxChildren?: number;
   /** `--budget-usd USD`: the run's budget in US dollars, a positive number. */
   budgetUsd?: number;
   /** `--budget-tokens N`: the run's budget in tokens (input plus output), a positive integer. */
@@ -275,6 +301,8 @@ export interface CliFlags {
   answer?: string;
   /** `--value JSON`: the answer of `--answer`. */
   value?: string;
+  /** `--request-id ID`: the request `--answer` answers (a run that waits on several). */
+  requestId?: string;
   /** `--answered-by WHO`: who the history says answered. */
   answeredBy?: string;
   /** `--runs`. */

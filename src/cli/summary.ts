@@ -170,7 +170,15 @@ function featureNote(h: StepFlowResult["state"]["history"][number]): string | un
     }`;
   }
   if (h.child) return `child run ${h.child.runId} (${h.child.agent}): ${h.child.completionReason}`;
+  if (h.fanOut) return fanOutNote(h.fanOut);
   return h.command ? `command ${h.command.name}: exit ${h.command.exitCode}` : undefined;
+}
+
+/** `fan-out file-reviewer: 4 items, 3 completed, 1 failed`. */
+function fanOutNote(f: NonNullable<StepFlowResult["state"]["history"][number]["fanOut"]>): string {
+  return `fan-out ${f.agent}: ${f.total} item${f.total === 1 ? "" : "s"}, ${f.completed} completed${
+    f.failed > 0 ? `, ${f.failed} failed` : ""
+  }`;
 }
 
 function noteOf(

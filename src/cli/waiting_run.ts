@@ -49,6 +49,41 @@ export function waitingText(
   return `${lines.join("\n")}\n`;
 }
 
+/**
+ * The lines printed when a run waits on several requests (a fan-out step's children wait): each
+ * child's question and the command that answers it (`--request-id`); each is answered on its own.
+ */
+export function waitsText(
+  waits: readonly PendingInput[],
+  runId: string,
+  command: string,
+  forms: readonly (AnswerForm | undefined)[],
+): string {
+  const lines = [
+    `Run ${runId} waits for ${waits.length} answers at fan-out step "${
+      waits[0].stepId
+    }" (each child run waits on its own; answer them in any order, from any process):`,
+  ];
+  waits.forEach((wait, i) => {
+    const item = wait.child?.item !== undefined ? `item ${wait.child.item + 1}, ` : "";
+    lines.push(
+      "",
+      `${i + 1}. ${item}child run ${wait.child?.runId ?? "?"} at "${
+        wait.child?.stepId ?? wait.stepId
+      }":`,
+      ...wait.prompt.trimEnd().split("\n").map((line) => `  ${line}`),
+    );
+    const form = forms[i];
+    const example = form ? JSON.stringify(exampleAnswer(form)) : "<json>";
+    lines.push(
+      `  Answer it with: ${command} --answer ${runId} --request-id ${wait.requestId} --value ${
+        shellQuote(example)
+      }`,
+    );
+  });
+  return `${lines.join("\n")}\n`;
+}
+
 /** Where a terminal answer is asked. */
 export interface TerminalAsk {
   /** The terminal's lines. */
@@ -74,11 +109,24 @@ export async function askAtTerminal(
   return await askAnswer(form, ask);
 }
 
-/** The request a run waits on, read from its checkpoint (`undefined` when it does not wait). */
-export async function pendingOf(store: RunStore, runId: string): Promise<PendingInput | undefined> {
+/**
+ * The request a run waits on, read from its checkpoint (`undefined` when it does not wait): the
+ * one named `requestId` of a run that waits on several, else the first.
+ */
+export async function pendingOf(
+  store: RunStore,
+  runId: string,
+  requestId?: string,
+): Promise<PendingInput | undefined> {
   const checkpoint = await store.loadCheckpoint(runId);
   if (checkpoint?.status !== "waiting") return undefined;
-  const waiting = checkpoint.state.waiting as PendingInput | undefined;
+  const waits = (checkpoint.state.waits ?? [checkpoint.state.waiting]) as (
+    | PendingInput
+    | undefined
+  )[];
+  const waiting = requestId === undefined
+    ? waits[0]
+    : waits.find((w) => w?.requestId === requestId);
   return waiting && typeof waiting.stepId === "string" ? waiting : undefined;
 }
 

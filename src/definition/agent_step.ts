@@ -15,11 +15,15 @@ import { AgentNotFoundError } from "./errors.ts";
 import { closestMatch } from "./suggest.ts";
 import type { AgentDefinition, FlowStep } from "./types.ts";
 
-/** A reference an `args` value may be: a handoff value or a parameter of the parent run. */
-export type ArgReference = { handoff: string } | { parameter: string };
+/**
+ * A reference an `args` value may be: a handoff value, a parameter of the parent run, or (in a
+ * fan-out step) the item the child runs for — `item` is the path in it, `""` for the whole item.
+ */
+export type ArgReference = { handoff: string } | { parameter: string } | { item: string };
 
 const HANDOFF_REF = /^\{handoff\.([A-Za-z0-9_][A-Za-z0-9_.-]*)\}$/;
 const PARAMETER_REF = /^\{uv-([A-Za-z][A-Za-z0-9_-]*)\}$/;
+const ITEM_REF = /^\{item(?:\.([A-Za-z0-9_][A-Za-z0-9_.\[\]-]*))?\}$/;
 
 /**
  * What an `args` value refers to: `"{handoff.<key>}"` (the latest handoff value of the key) or
@@ -30,6 +34,7 @@ const PARAMETER_REF = /^\{uv-([A-Za-z][A-Za-z0-9_-]*)\}$/;
  * import { argReference } from "./agent_step.ts";
  * argReference("{handoff.version}"); // { handoff: "version" }
  * argReference("{uv-topic}"); // { parameter: "topic" }
+ * argReference("{item.path}"); // { item: "path" } (a fan-out step's item)
  * argReference("v1.2"); // undefined: a literal
  * ```
  */
@@ -38,7 +43,9 @@ export function argReference(value: unknown): ArgReference | undefined {
   const handoff = HANDOFF_REF.exec(value);
   if (handoff) return { handoff: handoff[1] };
   const parameter = PARAMETER_REF.exec(value);
-  return parameter ? { parameter: parameter[1] } : undefined;
+  if (parameter) return { parameter: parameter[1] };
+  const item = ITEM_REF.exec(value);
+  return item ? { item: item[1] ?? "" } : undefined;
 }
 
 /** `agent`, `args` or `handoffFields` on a step that is not an agent step. */

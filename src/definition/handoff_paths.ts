@@ -219,7 +219,14 @@ export function checkHandoffs(
   return problems;
 }
 
-/** The paths a step hands off: its gate's `handoffFields`, or an agent step's own. */
+/** What a fan-out step hands off, whatever its `handoffFields` pick from each child's output. */
+const FAN_OUT_HANDOFF = ["results", "counts"] as const;
+
+/**
+ * The paths a step hands off: its gate's `handoffFields`, an agent step's own, or a fan-out
+ * step's `results` and `counts`.
+ */
 function handoffFieldsOf(step: FlowStep): readonly string[] {
+  if (step.forEach !== undefined) return FAN_OUT_HANDOFF;
   return step.gate?.handoffFields ?? step.handoffFields ?? [];
 }

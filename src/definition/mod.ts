@@ -50,6 +50,7 @@ export type {
   AgentPricing,
   ErrorPolicy,
   FlowStep,
+  ItemErrorPolicy,
   StepKind,
 } from "./types.ts";
 export {

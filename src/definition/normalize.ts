@@ -3,10 +3,10 @@
  *
  * @module
  */
-import { FLOW_ON_ERROR, parseOnErrorPolicy } from "../on_error.ts";
+import { FLOW_ON_ERROR, ITEM_ON_ERROR, parseOnErrorPolicy } from "../on_error.ts";
 import type { PromptReference } from "../prompt/c3l_path.ts";
 import type { StepDefinition } from "./schema.ts";
-import type { ErrorPolicy, FlowStep, StepKind } from "./types.ts";
+import type { ErrorPolicy, FlowStep, ItemErrorPolicy, StepKind } from "./types.ts";
 
 /** Step ids starting with this are template sections, not flow steps. */
 export const SECTION_PREFIX = "section.";
@@ -83,5 +83,13 @@ export function normalizeStep(id: string, step: StepDefinition): FlowStep {
   if (step.agent !== undefined) out.agent = step.agent;
   if (step.args !== undefined) out.args = step.args;
   if (step.handoffFields !== undefined) out.handoffFields = step.handoffFields;
+  if (step.forEach !== undefined) out.forEach = step.forEach;
+  if (step.concurrency !== undefined) out.concurrency = step.concurrency;
+  if (step.maxItems !== undefined) out.maxItems = step.maxItems;
+  if (step.onItemError !== undefined) {
+    out.onItemError = (parseOnErrorPolicy(step.onItemError, ITEM_ON_ERROR) as
+      | ItemErrorPolicy
+      | undefined) ?? { kind: "fail" };
+  }
   return out;
 }

@@ -28,6 +28,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "idle-timeout-ms",
   "no-stream",
   "max-iterations",
+  "max-children",
   "budget-usd",
   "budget-tokens",
   "pricing",
@@ -41,6 +42,7 @@ export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "wait",
   "answer",
   "value",
+  "request-id",
   "answered-by",
   "resume",
   "rerun-unfinished-call",
@@ -159,13 +161,15 @@ export function checkParameters(
 
 /**
  * Parses the text given for a string, number or array parameter on the command line. An array
- * takes every occurrence of its flag, each split on commas. Returns the value, or a message saying
- * what is wrong (the CLI turns it into a usage error).
+ * takes every occurrence of its flag, each split on commas — or, when it starts with `[`, read as a
+ * JSON array of the parameter's `items` type. Returns the value, or a message saying what is wrong
+ * (the CLI turns it into a usage error).
  *
  * @example
  * ```ts
  * import { parseParameterText } from "./parameters.ts";
  * parseParameterText("labels", { type: "array" }, ["a,b", "c"]); // { value: ["a", "b", "c"] }
+ * parseParameterText("files", { type: "array" }, ['["a, b.ts"]']); // { value: ["a, b.ts"] }
  * parseParameterText("n", { type: "number", enum: [1, 2] }, ["3"]).error; // "--n must be one of 1, 2 (got 3)."
  * ```
  */
@@ -175,10 +179,27 @@ export function parseParameterText(
   raw: readonly string[],
 ): { value: ParameterValue; error?: undefined } | { error: string; value?: undefined } {
   const element = def.type === "array" ? def.items ?? "string" : def.type;
-  const texts = def.type === "array"
-    ? raw.flatMap((r) => r.split(",")).map((t) => t.trim()).filter((t) => t !== "")
-    : raw.slice(-1);
   const values: (string | number)[] = [];
+  const texts: string[] = [];
+  if (def.type === "array") {
+    for (const r of raw) {
+      // A JSON array (`--files '["a, b.ts","c.ts"]'`): its elements as they are, commas and all.
+      if (r.trimStart().startsWith("[")) {
+        const list = jsonList(flag, r, element as "string" | "number");
+        if (typeof list === "string") return { error: list };
+        values.push(...list);
+      } else texts.push(...r.split(",").map((t) => t.trim()).filter((t) => t !== ""));
+    }
+  } else texts.push(...raw.slice(-1));
+  for (const value of values) {
+    if (def.enum && !def.enum.includes(value)) {
+      return {
+        error: `--${flag} must be one of ${def.enum.map((e) => String(e)).join(", ")} (got ${
+          JSON.stringify(value)
+        }).`,
+      };
+    }
+  }
   for (const text of texts) {
     let value: string | number = text;
     if (element === "number") {
@@ -201,4 +222,28 @@ export function parseParameterText(
     values.push(value);
   }
   return { value: def.type === "array" ? values : values[0] };
+}
+
+/** The elements of a JSON array given for an array parameter, or what is wrong with it. */
+function jsonList(
+  flag: string,
+  text: string,
+  element: "string" | "number",
+): (string | number)[] | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return `--${flag} starts with "[" but is not a JSON array (${
+      (error as Error).message
+    }); give a JSON array of ${element}s, or a comma list without the brackets.`;
+  }
+  if (!Array.isArray(parsed)) return `--${flag} is not a JSON array.`;
+  const bad = parsed.find((v) => !typeOk(v, element));
+  if (bad !== undefined || parsed.some((v) => v === undefined)) {
+    return `--${flag}: the JSON array holds ${
+      JSON.stringify(bad)
+    }, which is not a ${element}; each element must be a ${element}.`;
+  }
+  return parsed as (string | number)[];
 }

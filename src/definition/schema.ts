@@ -15,6 +15,7 @@ import { z } from "zod";
 import type { Exactly } from "../type_equality.ts";
 import { STEP_ID_SOURCE } from "./step_id.ts";
 import { FLOW_ON_ERROR, onErrorTextPattern } from "../on_error.ts";
+import { FAN_OUT_FIELDS } from "./fan_out_schema.ts";
 import {
   type ModelPricing,
   PriceListSchema,
@@ -284,8 +285,9 @@ export const StepSchema = z.strictObject({
     'Agent step: the child\'s parameters; "{handoff.<key>}" and "{uv-<name>}" take a value, anything else is literal',
   ),
   handoffFields: z.array(z.string().min(1)).optional().describe(
-    "Agent step: paths in the child's final output handed off under this step",
+    "Agent step: paths in the child's final output handed off under this step (with forEach: picked from each child's output)",
   ),
+  ...FAN_OUT_FIELDS,
   command: z.string().min(1).optional().describe("Command step: a name in agent.json commands"),
   validation: StepValidationSchema.optional(),
   waitTimeout: WaitTimeoutSchema.optional(),
@@ -346,6 +348,17 @@ export interface StepDefinition {
   args?: Record<string, unknown>;
   /** Agent step: paths in the child's final output handed off under the step. */
   handoffFields?: string[];
+  /**
+   * Fan-out step: the array to run the child agent over, one child run per element —
+   * `"{handoff.<key>}"` or `"{uv-<name>}"` (docs/agents.md, "Fan-out steps").
+   */
+  forEach?: string;
+  /** Fan-out step: children in flight at once (default 4). */
+  concurrency?: number;
+  /** Fan-out step: what a failed child does — `fail` (default), `continue`, `retry=N`. */
+  onItemError?: string | { retry: number };
+  /** Fan-out step: the most items it takes (default 1,000). */
+  maxItems?: number;
   /** Command step: the name of the command in agent.json `commands`. */
   command?: string;
   /** Validators run after the step's answer (retry with a pattern prompt on failure). */

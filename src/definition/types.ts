@@ -25,6 +25,12 @@ export type ErrorPolicy =
   | { kind: "retry"; count: number }
   | { kind: "jump"; target: string };
 
+/** What a fan-out step does when one of its children fails (`onItemError`, docs/agents.md). */
+export type ItemErrorPolicy =
+  | { kind: "fail" }
+  | { kind: "continue" }
+  | { kind: "retry"; count: number };
+
 /**
  * How a step routes: `check` (check-gated), `gate` (gate-routed), `closing`
  * (`complete.*`: runs once, then the run ends), `section` (`section.*`: a template, never run) or
@@ -82,6 +88,17 @@ export interface FlowStep {
   handoffFields?: readonly string[];
   /** Agent step: the child agent, loaded with the parent (set by `loadAgentDefinition`). */
   child?: AgentDefinition;
+  /**
+   * Fan-out step (an agent step with `forEach`): the array the child runs over, as written
+   * (`{handoff.<key>}` or `{uv-<name>}`).
+   */
+  forEach?: string;
+  /** Fan-out step: children in flight at once (`concurrency`, default 4). */
+  concurrency?: number;
+  /** Fan-out step: parsed `onItemError` (default `fail`). */
+  onItemError?: ItemErrorPolicy;
+  /** Fan-out step: the most items it takes (`maxItems`, default 1,000). */
+  maxItems?: number;
   /** The step exactly as written. */
   raw: StepDefinition;
 }

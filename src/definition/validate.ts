@@ -22,6 +22,7 @@ import {
 } from "./validate_features.ts";
 import { checkHandoffs } from "./handoff_paths.ts";
 import { checkAgentFieldsPlace, checkAgentStep } from "./agent_step.ts";
+import { checkFanOutFields, checkForEachHandoffs } from "./fan_out.ts";
 import { FALLBACK_KEY_RULE, isValidFallbackKey } from "../prompt/resolver.ts";
 import type { FlowStep } from "./types.ts";
 
@@ -166,6 +167,9 @@ export async function validateFlow(
     const handoffs = checkHandoffs(ordered, entryStepId, handoffUses, F);
     errors.push(...handoffs.errors);
     warnings.push(...handoffs.warnings);
+    const forEach = checkForEachHandoffs(ordered, entryStepId, F);
+    errors.push(...forEach.errors);
+    warnings.push(...forEach.warnings);
   }
   const result: FlowValidationResult = { errors, warnings, steps };
   if (entryStepId !== undefined) result.entryStepId = entryStepId;
@@ -246,6 +250,7 @@ function checkStep(step: FlowStep, fail: (message: string) => void, routing: Ste
   }
   checkWaitTimeoutPlace(step, fail);
   checkAgentFieldsPlace(step, fail);
+  checkFanOutFields(step, routing.agent, fail);
   if (step.kind === "agent") {
     checkAgentStep(step, routing.agent, fail, routing.targetProblem);
     return;

@@ -24,6 +24,7 @@ export {
   type EventName,
   type ExecutorEvents,
   type FallbackReason,
+  type FanOutReport,
   type ModelFallbackEvent,
   type ModelRef,
   type RateLimitWaitEvent,

@@ -18,6 +18,11 @@
 import type { ExecutorEvents, RateLimitWaitEvent, RunContext, StepInfo } from "./types.ts";
 import { toolCallDetails, toolCallLine } from "./tool_call_line.ts";
 import { StreamedLines } from "./streamed_lines.ts";
+import { firstLine, formatCount } from "./line_text.ts";
+import { childEndShown } from "./fan_out_progress.ts";
+
+export { firstLine, formatCount } from "./line_text.ts";
+export { fanOutCounts, fanOutEndLine } from "./fan_out_progress.ts";
 import { fallbackText, rateLimitWaitText } from "./model_notice_text.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
 import { type Palette, palette } from "../palette.ts";
@@ -129,11 +134,6 @@ export function formatClock(ms: number): string {
   return `${String(minutes).padStart(2, "0")}:${String(seconds).padStart(2, "0")}.${
     String(millis).padStart(3, "0")
   }`;
-}
-
-/** `1234567` → `"1,234,567"`. */
-export function formatCount(n: number): string {
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 /**
@@ -318,6 +318,10 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
         }`,
       );
     },
+    onFanOut(info, report) {
+      const shown = childEndShown(report, options.verbose === true);
+      if (shown) line(`${step(info)} ${shown.ok ? shown.text : c.yellow(shown.text)}`);
+    },
     onToolCall(info, call) {
       // The text the model wrote before asking for the call comes first.
       if (call.phase === "requested") flushText(info);
@@ -347,25 +351,7 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
       if (options.verbose) line(`state ${previous} → ${next}`);
     },
     onPlanEnd(_plan, ctx) {
-      const result = resultOf(ctx);
-      if (result) {
-        const text = `run ${resultLine(result)}`;
-        const waiting = result.completionReason === "waiting";
-        const declined = result.completionReason === "declined";
-        line(
-          result.success ? c.green(text) : waiting ? c.yellow(text) : declined ? text : c.red(text),
-        );
-        const note = declined ? noteText(result.declined?.note) : undefined;
-        if (note) line(`  note: ${note}`);
-        if (result.error) line(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
-        return;
-      }
-      const status = typeof ctx.status === "string" ? ctx.status : "ended";
-      const why = ctx.error === undefined || ctx.error === null || ctx.error === ""
-        ? ""
-        : `: ${firstLine(messageOf(ctx.error))}`;
-      const text = `run ${status}${why}`;
-      line(status === "completed" ? c.green(text) : c.red(text));
+      for (const text of planEndLines(ctx, c)) line(text);
     },
   };
   const endText = (stepId: string) => {
@@ -378,6 +364,31 @@ export function createProgressLines(options: ProgressLinesOptions): ProgressLine
 }
 
 // -------------------------------------------------------------------------------------------------
+
+/** The lines of a run's end: its result (and a person's note, an error), or a plan's status. */
+function planEndLines(ctx: RunContext, c: Palette): string[] {
+  const result = resultOf(ctx);
+  if (result) {
+    const text = `run ${resultLine(result)}`;
+    const waiting = result.completionReason === "waiting";
+    const declined = result.completionReason === "declined";
+    const lines = [
+      result.success ? c.green(text) : waiting ? c.yellow(text) : declined ? text : c.red(text),
+    ];
+    const note = declined ? noteText(result.declined?.note) : undefined;
+    if (note) lines.push(`  note: ${note}`);
+    if (result.error) {
+      lines.push(c.red(`  ${result.error.code}: ${firstLine(result.error.message)}`));
+    }
+    return lines;
+  }
+  const status = typeof ctx.status === "string" ? ctx.status : "ended";
+  const why = ctx.error === undefined || ctx.error === null || ctx.error === ""
+    ? ""
+    : `: ${firstLine(messageOf(ctx.error))}`;
+  const text = `run ${status}${why}`;
+  return [status === "completed" ? c.green(text) : c.red(text)];
+}
 
 /** `agent NAME, entry STEP` for a step flow; `"TITLE", N steps` for the other engines. */
 function describeRun(plan: unknown, ctx: RunContext): string {
@@ -546,12 +557,6 @@ function messageOf(error: unknown): string {
 function resultOf(ctx: RunContext): RunOutcome | undefined {
   const result = ctx.result as RunOutcome | undefined;
   return result && typeof result === "object" && "completionReason" in result ? result : undefined;
-}
-
-/** The first line of `text`, with ` …` when more lines follow. */
-export function firstLine(text: string): string {
-  const i = text.indexOf("\n");
-  return i < 0 ? text : `${text.slice(0, i)} …`;
 }
 
 /** Characters of a person's note shown on one line. */

@@ -79,6 +79,12 @@ export interface ExecutorEvents {
   /** The model's text of a step as it is written (a piece at a time, on backends that stream). */
   onStepText?(info: StepInfo, text: string): void | Promise<void>;
   /**
+   * A fan-out step's children move on (the step-flow runner's agent steps with `forEach`): a child
+   * started, ended or waits, or a running one reached another step. `report` counts the items and
+   * lists the running ones with the step each is at; `report.change` says what just happened.
+   */
+  onFanOut?(info: StepInfo, report: FanOutReport): void | Promise<void>;
+  /**
    * A model call of a step fell through to the next entry of its model chain: the entry it left
    * failed in a way a fallback is for (rate limit or overload after the retry policy, 5xx after
    * retries, a context-length refusal).
@@ -137,6 +143,61 @@ export interface ToolCallEvent {
   isError?: boolean;
   /** On `finished`: milliseconds the tool ran (0 when it did not run). */
   durationMs?: number;
+}
+
+/**
+ * Where a fan-out step stands, as {@linkcode ExecutorEvents.onFanOut} reports it.
+ *
+ * @example
+ * ```ts
+ * import type { FanOutReport } from "./types.ts";
+ * const report: FanOutReport = {
+ *   agent: "file-reviewer", total: 40, completed: 12, failed: 1, running: 4, waiting: 0,
+ *   active: [{ index: 13, item: "src/cli.ts", runId: "20261126T210000Z-a1b2c3", stepId: "review.file" }],
+ *   change: { kind: "ended", index: 12, item: "src/app.ts", status: "completed", durationMs: 1840 },
+ * };
+ * ```
+ */
+export interface FanOutReport {
+  /** The child agent. */
+  agent: string;
+  /** Items. */
+  total: number;
+  /** Items whose child completed. */
+  completed: number;
+  /** Items that failed for good. */
+  failed: number;
+  /** Children running in this process. */
+  running: number;
+  /** Children that wait for an answer. */
+  waiting: number;
+  /** The running children: their item (index from 0, as one short line), run and current step. */
+  active: { index: number; item: string; runId: string; stepId?: string }[];
+  /** What just happened, when a child started, ended or began to wait. */
+  change?: {
+    /** `ended` (see `status`), `waiting` (it waits for an answer). */
+    kind: "ended" | "waiting";
+    /** The item's index (from 0). */
+    index: number;
+    /** The item as one short line. */
+    item: string;
+    /** The child run (absent when no child could start). */
+    runId?: string;
+    /** How it ended, as `--runs` spells it. */
+    status?: string;
+    /** From the child's start to its end. */
+    durationMs?: number;
+    /** What the child used in total. */
+    usage?: {
+      inputTokens: number;
+      outputTokens: number;
+      costUsd?: number;
+      calls?: number;
+      callsWithoutUsage?: number;
+    };
+    /** Why it failed. */
+    error?: string;
+  };
 }
 
 /** A model of a model chain: the backend that serves it and the model's name. */
@@ -239,6 +300,7 @@ export const EVENT_NAMES: readonly EventName[] = [
   "onStepLog",
   "onToolCall",
   "onStepText",
+  "onFanOut",
   "onModelFallback",
   "onRateLimitWait",
 ];

@@ -103,7 +103,19 @@ export async function driveChild(ctx: ChildRunContext): Promise<StepFlowResult> 
     depth,
   };
   const store = childStore(ctx.store, link, child, state.runId);
-  const result = await childDrive(ctx, child, store, link, parent, answer);
+  const result = await driveLinkedChild({
+    // Each drive of the child adds its spend to the parent's ledger as it happens.
+    runner: accountedRunner(ctx.runner(child, store), ctx.spend, step.id, link.usage),
+    store,
+    runId: link.runId,
+    args: ctx.args,
+    cwd: state.cwd,
+    signal: ctx.signal,
+    parent,
+    ...(state.backendChoice ? { backendChoice: state.backendChoice } : {}),
+    ...(state.permissionMode ? { permissionMode: state.permissionMode } : {}),
+    ...(answer ? { answer } : {}),
+  });
   // The child's spend reached the parent as it happened (its ledger's account); what is left is
   // what no ledger told the parent (a child run of another process, read from its checkpoint).
   addUsageBeyond(state.usage, result.usage, link.usage);
@@ -147,48 +159,83 @@ export function childStore(
   return own;
 }
 
-async function childDrive(
-  ctx: ChildRunContext,
-  child: AgentDefinition,
-  store: RunStore | undefined,
-  link: ChildRunLink,
-  parent: ParentRunLink,
-  answer: RecordedAnswer | undefined,
-): Promise<StepFlowResult> {
-  const runId = link.runId;
-  const checkpoint = await childCheckpoint(store, runId);
-  const childRunner = ctx.runner(child, store);
-  // Each drive of the child adds its spend to the parent's ledger as it happens.
-  const runner: ChildRunner = {
-    run: (options) =>
-      childRunner.run(
-        ctx.spend
-          ? attachChildAccount(options, ctx.spend.childAccount(ctx.step.id, link.usage))
-          : options,
-      ),
+/**
+ * `runner` whose drives count their spend in the parent's ledger `spend` as it happens (on
+ * `counted`, the parent's record of what it counted of that child), so every call of the child is
+ * checked against the parent's budget too; `runner` itself when the parent keeps no ledger.
+ */
+export function accountedRunner(
+  runner: ChildRunner,
+  spend: SpendLedger | undefined,
+  stepId: string,
+  counted: RunUsage,
+): ChildRunner {
+  if (!spend) return runner;
+  return {
+    run: (options) => runner.run(attachChildAccount(options, spend.childAccount(stepId, counted))),
   };
-  const signal = ctx.signal;
-  const backendChoice = ctx.state.backendChoice;
-  const permissionMode = ctx.state.permissionMode;
+}
+
+/** A linked child run to start or continue: {@linkcode driveLinkedChild}. */
+export interface LinkedChild {
+  /** Runs the child's agent, recorded in `store`. */
+  runner: ChildRunner;
+  /** Where the child is recorded. */
+  store: RunStore | undefined;
+  /** The child's run id (recorded by the parent before the child starts). */
+  runId: string;
+  /** The child's parameters (used when it starts). */
+  args: Record<string, unknown>;
+  /** The child's working folder (the parent's). */
+  cwd: string;
+  /** The parent's signal: a stopped parent stops its child. */
+  signal: AbortSignal;
+  /** The parent the child belongs to. */
+  parent: ParentRunLink;
+  /** How the parent's backend was chosen (the child records the same). */
+  backendChoice?: RunOptions["backendChoice"];
+  /** The parent's permission mode. */
+  permissionMode?: RunOptions["permissionMode"];
+  /** An answer recorded in the parent for the child's wait (agent steps). */
+  answer?: RecordedAnswer;
+  /** Passed to a resume of the child (the parent's `--rerun-unfinished-call`). */
+  rerunUnfinishedCall?: RunOptions["rerunUnfinishedCall"];
+  /** A child that ended failed is redriven (a fan-out's failed item, when its step runs again). */
+  redriveFailed?: boolean;
+}
+
+/**
+ * Starts or continues a linked child run and returns how its drive ended: started under its id
+ * when it has no checkpoint yet; its recorded result when it ended (redriven when it was stopped
+ * with its parent, or failed and `redriveFailed`); resumed with the answer when one was given;
+ * else resumed — and a child that still waits for its answer gives its request without a drive.
+ */
+export async function driveLinkedChild(child: LinkedChild): Promise<StepFlowResult> {
+  const { runner, runId, signal } = child;
+  const checkpoint = await childCheckpoint(child.store, runId);
   if (!checkpoint) {
     return await runner.run({
       runId,
-      args: ctx.args,
-      cwd: ctx.state.cwd,
+      args: child.args,
+      cwd: child.cwd,
       signal,
-      parent,
-      ...(backendChoice ? { backendChoice } : {}),
-      ...(permissionMode ? { permissionMode } : {}),
+      parent: child.parent,
+      ...(child.backendChoice ? { backendChoice: child.backendChoice } : {}),
+      ...(child.permissionMode ? { permissionMode: child.permissionMode } : {}),
     });
   }
   const ended = endedResult(checkpoint);
   // Stopped by a budget (its own or the parent's): it carries on inside its step.
   if (checkpoint.status === "budget_exceeded") return await runner.run({ resume: runId, signal });
-  if (ended && STOPPED.has(ended.completionReason)) {
+  if (
+    ended &&
+    (STOPPED.has(ended.completionReason) || (child.redriveFailed && !ended.success))
+  ) {
     // Stopped with its parent (cancel, Ctrl-C, the run time limit): it goes on where it stopped.
     return await runner.run({ redrive: runId, signal });
   }
   if (ended) return ended;
+  const answer = child.answer;
   if (answer) {
     return await runner.run({
       resume: runId,
@@ -197,7 +244,11 @@ async function childDrive(
     });
   }
   try {
-    return await runner.run({ resume: runId, signal });
+    return await runner.run({
+      resume: runId,
+      signal,
+      ...(child.rerunUnfinishedCall ? { rerunUnfinishedCall: child.rerunUnfinishedCall } : {}),
+    });
   } catch (error) {
     // Still waiting for its answer: the parent waits on the same request.
     if (error instanceof StepflowError && error.code === "INPUT_WAITING") {
@@ -212,7 +263,7 @@ async function childDrive(
  * began but before its first checkpoint (`RUN_CHECKPOINT_MISSING`): it then starts again under the
  * same id, its new lines following the old ones.
  */
-async function childCheckpoint(
+export async function childCheckpoint(
   store: RunStore | undefined,
   runId: string,
 ): Promise<RunCheckpoint | undefined> {
@@ -230,7 +281,7 @@ type CheckpointState = Partial<RunnerState>;
 const STOPPED: ReadonlySet<string> = new Set(["cancelled", "aborted", "timeout"]);
 
 /** The result of a child run that ended, from its checkpoint; undefined while it has not. */
-function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
+export function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   const state = checkpoint.state as CheckpointState;
   const end = state.end;
   if (!end) return undefined;
@@ -242,10 +293,12 @@ function endedResult(checkpoint: RunCheckpoint): StepFlowResult | undefined {
   return result;
 }
 
-function waitingResult(checkpoint: RunCheckpoint): StepFlowResult {
+/** The result of a child run that waits, from its checkpoint (its request, and all of them). */
+export function waitingResult(checkpoint: RunCheckpoint): StepFlowResult {
   const state = checkpoint.state as CheckpointState;
   const result = baseResult(checkpoint, "waiting", state.currentStepId ?? "");
   if (state.waiting) result.waiting = state.waiting;
+  if (state.waits) result.waits = state.waits;
   return result;
 }
 
@@ -266,6 +319,7 @@ function baseResult(
   };
 }
 
-function zeroUsage(): RunUsage {
+/** A usage with every count 0. */
+export function zeroUsage(): RunUsage {
   return { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0, callsWithoutUsage: 0 };
 }

@@ -36,7 +36,10 @@ import { newRunId } from "../store/run_id.ts";
 import { backoffDelay, sleep } from "../backoff.ts";
 import type { AgentCommandContext } from "./agent_command.ts";
 import { createRunJournal, restoreUnchanged, type RunJournal } from "./checkpoint.ts";
-import { DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
+import { type ChildRunner, DEFAULT_MAX_AGENT_DEPTH, driveChild } from "./child_run.ts";
+import { ChildLimiter } from "./child_limiter.ts";
+import { FanOutHalted, runFanOut } from "./fan_out.ts";
+import type { RunStore } from "../store/types.ts";
 import {
   completionOutcome,
   failureOutcome,
@@ -55,10 +58,12 @@ import {
   endRun,
   type RunnerState,
   runResult,
+  setWaits,
   stepInfo,
   storeHandoff,
   TERMINAL_STATUS,
   waitingResult,
+  waitsOf,
 } from "./run_state.ts";
 import { InStepFlushFailed, StepCallJournal } from "./step_call_journal.ts";
 import { IterationDependencies, type RunResources } from "./step_dependencies.ts";
@@ -74,6 +79,7 @@ import { resumedLine, type ResumedStep, resumedSummary } from "./tool_call_resum
 import type {
   CompletionReason,
   HistoryEntry,
+  ParentRunLink,
   RunOptions,
   StepFlowResult,
   StepFlowRunnerOptions,
@@ -87,6 +93,21 @@ export interface RunSetup {
   readonly options: StepFlowRunnerOptions;
   /** The handler sets the run's events go to (the runner's; none for a child run). */
   readonly handlers: readonly (ExecutorEvents | undefined)[];
+  /**
+   * The runner-wide cap of fan-out children in flight, shared by every run of the runner and their
+   * child runs (a new one per run when absent).
+   */
+  readonly limiter?: ChildLimiter;
+  /**
+   * The run is a fan-out step's child and holds a place of `limiter`: a fan-out of its own gives
+   * the place back while its children run, so nested fan-outs cannot starve each other.
+   */
+  readonly holdsPlace?: boolean;
+  /**
+   * Output schemas shared with the other children of one fan-out step (one agent's schemas,
+   * compiled once for all of them); a run of its own otherwise.
+   */
+  readonly schemas?: OutputSchemaCache;
 }
 
 /** One run; see the module documentation. Create it, then `drive()` it once. */
@@ -97,6 +118,8 @@ export class FlowRun {
   readonly #options: StepFlowRunnerOptions;
   readonly #runOptions: RunOptions;
   readonly #events: EventEmitter;
+  readonly #setup: RunSetup;
+  readonly #limiter: ChildLimiter;
   /** Pause and stop of this run. */
   readonly #control = createRunnerControl();
   /** The child runs its agent steps are driving now (pause, resume and stops reach them). */
@@ -114,6 +137,9 @@ export class FlowRun {
   #continuing = false;
   /** The recorded tool calls of the step a resumed run was killed in, until that step runs. */
   #resumedStep?: ResumedStep;
+  /** The backend this drive uses (the caller's, else the one it created): its children use it. */
+  #backend?: LlmBackend;
+  #parent?: ParentRunLink;
   /** The run's spend ledger: every call counted, every budget checked (run_spend.ts). */
   #spend?: SpendLedger;
 
@@ -121,6 +147,8 @@ export class FlowRun {
   constructor(setup: RunSetup, runOptions: RunOptions) {
     this.#def = setup.definition;
     this.#options = setup.options;
+    this.#setup = setup;
+    this.#limiter = setup.limiter ?? new ChildLimiter(setup.options.maxChildren);
     this.#runOptions = runOptions;
     this.runId = runOptions.resume ?? runOptions.redrive ?? runOptions.runId ?? newRunId();
     this.#ctx = { runId: this.runId };
@@ -135,6 +163,26 @@ export class FlowRun {
   /** `idle` until the drive starts, then `running`, `paused`, `waiting`, or how it ended. */
   get state(): RunState {
     return this.#state;
+  }
+
+  /** The agent this run is a run of. */
+  get definition(): AgentDefinition {
+    return this.#def;
+  }
+
+  /** The store the run is recorded in. */
+  get store(): RunStore | undefined {
+    return this.#options.store;
+  }
+
+  /** The caller's signal of this drive (a stop reaches the runs it wakes). */
+  get signal(): AbortSignal | undefined {
+    return this.#runOptions.signal;
+  }
+
+  /** The run this one is a child of (known once its drive opened it). */
+  get parent(): ParentRunLink | undefined {
+    return this.#parent;
   }
 
   /** Pauses the run before its next backend call, and every child run it drives. */
@@ -178,6 +226,7 @@ export class FlowRun {
     const { lock, restored, answer } = opened;
     this.#spend = opened.spend;
     const { state, history } = restored;
+    if (state.parent) this.#parent = state.parent;
     const runOptions = this.#runOptions;
     const store = this.#options.store;
     this.#continuing = restored.before !== undefined;
@@ -221,13 +270,16 @@ export class FlowRun {
         historyLength: state.historyLength,
         ...(restored.inStep ? { inStep: resumedSummary(restored.inStep) } : {}),
       });
-      if (answer) {
+      if (answer?.child) {
+        // Recorded in a fan-out child (run_open.ts): the step continues it; its other waits stay.
+        setWaits(state, waitsOf(state).filter((w) => w.requestId !== answer.requestId));
+      } else if (answer) {
         // The answer and the move out of `waiting` are one checkpoint: both or neither.
-        delete state.waiting;
+        setWaits(state, []);
         state.answer = answer;
-      } else if (state.waiting?.child) {
+      } else if (state.waiting?.child && state.waiting.child.item === undefined) {
         // Resumed without an answer: the agent step drives its child again (and waits again if
-        // the child still does).
+        // the child still does). A fan-out's waits stay listed until its step settles them.
         delete state.waiting;
       }
       await this.#journal.checkpoint(state, "running");
@@ -235,6 +287,9 @@ export class FlowRun {
       // written now when the drive that committed it stopped before writing it.
       if (state.answer && (answer || restored.answerUnlogged)) {
         await this.#journal.log(state, { type: "input_answer", ...state.answer });
+      } else if (answer?.child) {
+        // Recorded in a fan-out child; this run's log says who answered which child.
+        await this.#journal.log(state, { type: "input_answer", ...answer });
       }
       // Every model call of the run passes through its meter (metered_backend.ts).
       const metered = meterBackend(
@@ -313,7 +368,7 @@ export class FlowRun {
         onWarning: (m: string) => this.#warn(m),
       }),
       systemPrompts: new PromptResolver({ agentDir: def.dir, basePath: "." }),
-      schemas: new OutputSchemaCache(def.dir),
+      schemas: this.#setup.schemas ?? new OutputSchemaCache(def.dir),
       logStepStart: (state, step, prompt) => this.#recorder.stepStart(state, step, prompt),
       call: (request, state, step, recorded, toolCalls, inStep) =>
         calls.call(request, state, step, recorded, toolCalls, inStep),
@@ -323,6 +378,7 @@ export class FlowRun {
       log: (state, fields) => this.#journal.log(state, fields),
       warn: (message) => this.#warn(message),
       runChild: (state, step, args) => this.#runChild(backend, state, step, args),
+      fanOut: (state, step, info) => this.#runFanOut(backend, state, step, info),
     };
     while (!state.end) {
       // 1. A stop, a spent budget, the iteration limit, or a current step the agent lacks ends
@@ -370,8 +426,10 @@ export class FlowRun {
         result = { error };
       }
       // (A handler may return a call's error as its result: a check call's, for one.)
-      // A store that failed to record a tool call stops the run, as a failed checkpoint does.
+      // A store that failed to record a tool call stops the run, as a failed checkpoint does; so
+      // does a fan-out child that cannot go on by itself (its resume refused a tool call's rerun).
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
+      if (result.error instanceof FanOutHalted) throw result.error.cause;
       if (result.error instanceof BudgetExceeded) {
         const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
         this.#end(state, "budget_exceeded", step.id, stop);
@@ -492,8 +550,9 @@ export class FlowRun {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * Records that the run waits: the request in the run state (checkpointed `waiting` by
-   * drive()), an `input_request` log line, an `onStepLog` for progress views. A wait is not an
+   * Records that the run waits: the request (or, for a fan-out step's waiting children, every
+   * request) in the run state (checkpointed `waiting` by drive()), an `input_request` log line per
+   * request, an `onStepLog` for progress views. A wait is not an
    * iteration: the counters go back (a tool call's permission puts the state back as the step
    * found it, with the step's marker, so the answer resumes the run inside the step), and the
    * iteration that goes on from the answer is the step's.
@@ -505,33 +564,35 @@ export class FlowRun {
     outcome: WaitOutcome,
     inStep: StepCallJournal | undefined,
   ): Promise<void> {
-    const [wait, ...more] = outcome.waits;
-    if (more.length > 0) {
-      // No step kind waits on several things yet: the run state holds one request.
-      throw new Error(
-        `step "${step.id}" waits on ${outcome.waits.length} things; a run records one`,
-      );
-    }
+    const [wait] = outcome.waits;
     // A permission wait (only in a recorded step with tools) puts back the state the step found.
     const suspended = wait.kind === "permission" ? inStep : undefined;
     if (!suspended) {
       state.iteration--;
       state.order--;
     }
-    const pending = pendingRequest(wait, step, new Date());
-    await this.#journal.log(state, {
-      type: "input_request",
-      stepId: pending.stepId,
-      requestId: pending.requestId,
-      prompt: excerpt(pending.prompt, PROMPT_EXCERPT_CHARS),
-      schema: pending.schemaRef,
-      ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
-      ...(pending.child ? { child: pending.child } : {}),
-      ...(pending.permission ? { permission: pending.permission } : {}),
-    });
+    const now = new Date();
+    const pendings = outcome.waits.map((w) => pendingRequest(w, step, now));
+    for (const pending of pendings) {
+      await this.#journal.log(state, {
+        type: "input_request",
+        stepId: pending.stepId,
+        requestId: pending.requestId,
+        prompt: excerpt(pending.prompt, PROMPT_EXCERPT_CHARS),
+        schema: pending.schemaRef,
+        ...(pending.expiresAt ? { expiresAt: pending.expiresAt } : {}),
+        ...(pending.child ? { child: pending.child } : {}),
+        ...(pending.permission ? { permission: pending.permission } : {}),
+      });
+    }
     suspended?.suspend(state);
-    state.waiting = pending;
-    const what = pending.permission ? `permission to run ${pending.permission.tool}` : "an answer";
+    setWaits(state, pendings);
+    const pending = pendings[0];
+    const what = pendings.length > 1
+      ? `${pendings.length} answers`
+      : pending.permission
+      ? `permission to run ${pending.permission.tool}`
+      : "an answer";
     await this.#events.emit("onStepLog", info, `waiting for ${what} (run ${state.runId})`, "info");
   }
 
@@ -552,6 +613,7 @@ export class FlowRun {
     step: FlowStep,
     args: Record<string, unknown>,
   ): Promise<StepFlowResult> {
+    this.#backend = backend;
     const info = stepInfo(state, step);
     const options = this.#options;
     return driveChild({
@@ -563,30 +625,8 @@ export class FlowRun {
       maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
       parentAgent: this.#def.name,
       spend: this.#spend,
-      runner: (definition, store) => ({
-        run: async (runOptions) => {
-          const child = new FlowRun({
-            definition,
-            options: {
-              ...options,
-              // Recorded as a run of its own agent (child_run.ts says where).
-              store,
-              backend: options.backend ?? backend,
-              events: [],
-              onWarning: (m) => this.#warn(`agent step "${step.id}" (${definition.name}): ${m}`),
-            },
-            handlers: [],
-          }, runOptions);
-          this.#children.add(child);
-          // A parent paused meanwhile holds the child from its start.
-          if (this.#state === "paused") child.pause();
-          try {
-            return await child.drive();
-          } finally {
-            this.#children.delete(child);
-          }
-        },
-      }),
+      runner: (definition, store) =>
+        this.#childRunner(definition, store, `agent step "${step.id}" (${definition.name})`),
       record: async (link) => {
         await this.#journal.log(state, {
           type: "agent_start",
@@ -604,6 +644,104 @@ export class FlowRun {
         );
       },
     });
+  }
+
+  /**
+   * A runner of a child agent's runs, recorded in `store`: each run a {@linkcode FlowRun} of its
+   * own on this run's options and backend, without this run's event handlers (`handlers` instead:
+   * a fan-out's child reports its steps), paused, resumed and stopped with this run. Every child
+   * run is made here.
+   */
+  #childRunner(
+    definition: AgentDefinition,
+    store: RunStore | undefined,
+    label: string,
+    child: {
+      handlers?: readonly ExecutorEvents[];
+      holdsPlace?: boolean;
+      schemas?: OutputSchemaCache;
+    } = {},
+  ): ChildRunner {
+    const options = this.#options;
+    return {
+      run: async (runOptions) => {
+        const run = new FlowRun({
+          definition,
+          options: {
+            ...options,
+            // Recorded as a run of its own agent (child_run.ts says where).
+            store,
+            backend: options.backend ?? this.#backend,
+            events: [],
+            onWarning: (m) => this.#warn(`${label}: ${m}`),
+          },
+          handlers: child.handlers ?? [],
+          limiter: this.#limiter,
+          ...(child.holdsPlace ? { holdsPlace: true } : {}),
+          ...(child.schemas ? { schemas: child.schemas } : {}),
+        }, runOptions);
+        this.#children.add(run);
+        // A parent paused meanwhile holds the child from its start.
+        if (this.#state === "paused") run.pause();
+        try {
+          return await run.drive();
+        } finally {
+          this.#children.delete(run);
+        }
+      },
+    };
+  }
+
+  /**
+   * Runs or continues a fan-out step's iteration (`runFanOut`): its children are runs of the
+   * step's agent made by {@linkcode FlowRun.#childRunner}, each holding a place of the runner's
+   * cap. A run that holds a place itself (a fan-out's child) gives it back meanwhile.
+   */
+  async #runFanOut(
+    backend: LlmBackend,
+    state: RunnerState,
+    step: FlowStep,
+    info: StepInfo,
+  ): Promise<StepResult> {
+    this.#backend = backend;
+    const options = this.#options;
+    const journal = this.#journal;
+    const holds = this.#setup.holdsPlace === true;
+    // The children are runs of one agent: its schemas are compiled once for all of them.
+    const schemas = new OutputSchemaCache(step.child!.dir);
+    if (holds) this.#limiter.release();
+    try {
+      return await runFanOut({
+        state,
+        step,
+        info,
+        store: options.store,
+        signal: this.#control.signal,
+        waitIfPaused: () => this.#control.waitIfPaused(),
+        limiter: this.#limiter,
+        log: (fields) => journal.log(state, fields),
+        lines: () => journal.lines,
+        flush: () => journal.checkpoint(state, "running"),
+        events: this.#events,
+        childRunner: (store, onStep) =>
+          this.#childRunner(step.child!, store, `fan-out step "${step.id}" (${step.child!.name})`, {
+            handlers: [{ onStepStart: (child) => onStep(child.stepId) }],
+            holdsPlace: true,
+            schemas,
+          }),
+        parentAgent: this.#def.name,
+        parentDir: this.#def.dir,
+        maxDepth: options.maxAgentDepth ?? DEFAULT_MAX_AGENT_DEPTH,
+        ...(this.#runOptions.rerunUnfinishedCall
+          ? { rerunUnfinishedCall: this.#runOptions.rerunUnfinishedCall }
+          : {}),
+        ...(this.#spend ? { spend: this.#spend } : {}),
+      });
+    } finally {
+      if (holds) {
+        await this.#limiter.acquire(this.#control.signal).catch(() => this.#limiter.take());
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -74,7 +74,18 @@ export interface PendingInput {
    * child run, its input step, and the agent folder its `schemaRef` is read in. `stepId` is then
    * the parent's agent step; an answer to the parent is recorded in the child and continues both.
    */
-  child?: { runId: string; stepId: string; agentDir: string };
+  child?: {
+    runId: string;
+    stepId: string;
+    agentDir: string;
+    /**
+     * A fan-out step's child: the item's index. An answer is then recorded in the child (under the
+     * child's lock), not in this run, so each waiting child can be answered on its own.
+     */
+    item?: number;
+    /** `agent`: the child is recorded in its own agent's store (as `ChildRunLink.store`). */
+    store?: "agent";
+  };
   /**
    * Set when a tool call waits for permission (`behavior.permissionAsks: "wait"`): the call. The
    * answer's schema is then the built-in {@linkcode PERMISSION_ANSWER_SCHEMA}
@@ -97,6 +108,11 @@ export interface RecordedAnswer {
   answeredAt: string;
   /** For a permission request: the call it allows or refuses. */
   permission?: { tool: string; callId: string };
+  /**
+   * For a fan-out child's request: the answer was recorded in that child run (item `item`), which
+   * the fan-out step continues; this run keeps no answer of its own.
+   */
+  child?: { runId: string; item: number };
 }
 
 /** How an answer is given to {@linkcode StepFlowRunner.answer}. */

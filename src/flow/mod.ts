@@ -40,7 +40,7 @@ export type {
 export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
 export { MAX_OUTPUT_DEPTH } from "../engine/ask_structured.ts";
 export { type RunHandle, type RunnerState, StepFlowRunner } from "./runner.ts";
-export type { ChildRunLink } from "./run_state.ts";
+export type { ChildRunLink, FanOutMark } from "./run_state.ts";
 export type { StepSpend } from "./spend_records.ts";
 export type { InStepMarker } from "./tool_call_resume.ts";
 export { DEFAULT_MAX_AGENT_DEPTH } from "./child_run.ts";

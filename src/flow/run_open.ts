@@ -17,8 +17,9 @@ import { validationProblems } from "../llm/json_schema.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import { assertRunGroup } from "../store/run_group.ts";
 import type { RunLock, RunStore } from "../store/types.ts";
-import { type RestoredRun, restoreRun } from "./checkpoint.ts";
+import { createRunJournal, type RestoredRun, restoreRun } from "./checkpoint.ts";
 import {
+  type AnswerOptions,
   MAX_ANSWERED_BY,
   type PendingInput,
   type RecordedAnswer,
@@ -27,7 +28,13 @@ import {
 import { OutputSchemaCache, permissionAnswerSchema } from "./output_validator.ts";
 import { childStore as childStoreOf } from "./child_run.ts";
 import { flowStep } from "./router.ts";
-import { newRunnerState, type RunnerState } from "./run_state.ts";
+import {
+  type ChildRunLink,
+  newRunnerState,
+  type RunnerState,
+  setWaits,
+  waitsOf,
+} from "./run_state.ts";
 import { type UnfinishedCall, unfinishedCallError } from "./tool_call_resume.ts";
 import { refuseWhileCallsRun } from "./live_call_processes.ts";
 import { startRunSpend } from "./run_spend.ts";
@@ -92,7 +99,7 @@ export async function openRun(
     const link = restored.state.child;
     const childAgent = link ? flowStep(definition, link.stepId)?.child : undefined;
     if (link && childAgent) childStoreOf(store, link, childAgent, runId);
-    const answer = await takeAnswer(definition, restored.state, runOptions.answer, store);
+    const answer = await takeAnswer(definition, restored.state, runOptions.answer, store, warn);
     await refuseWhileCallsRun(runId, definition.name, restored.inStep);
     const unfinished = restored.inStep?.unfinished.filter((c) => !c.idempotent) ?? [];
     if (unfinished.length > 0 && !await rerunAllowed(runOptions.rerunUnfinishedCall, unfinished)) {
@@ -125,9 +132,23 @@ export async function takeAnswer(
   state: RunnerState,
   given: RunOptions["answer"],
   store: RunStore | undefined,
+  warn: (message: string) => void = () => {},
 ): Promise<RecordedAnswer | undefined> {
-  const pending = state.waiting;
   const runId = state.runId;
+  const waits = waitsOf(state);
+  let pending = state.waiting;
+  if (given !== undefined && waits.length > 1) {
+    if (given.requestId === undefined) {
+      throw new StepflowError(
+        "INPUT_REQUEST_AMBIGUOUS",
+        `Run ${runId} waits on ${waits.length} requests (${
+          waits.map((w) => w.requestId).join(", ")
+        }); say which one this answer is for: requestId (run-agent --request-id ID). --show ${runId} lists them.`,
+        { details: { runId, requests: waits.map((w) => w.requestId) } },
+      );
+    }
+    pending = waits.find((w) => w.requestId === given.requestId) ?? pending;
+  }
   const step = pending ? flowStep(definition, pending.stepId) : undefined;
   const expired = pending !== undefined &&
     (step?.waitTimeout !== undefined || pending.child !== undefined) &&
@@ -155,17 +176,22 @@ export async function takeAnswer(
         : "it is not waiting for an answer (it was answered already, or it never reached an input step)",
     );
   }
+  const fanOutItem = pending.child?.item;
   const link = pending.child && state.child?.runId === pending.child.runId
     ? state.child
+    : pending.child && fanOutItem !== undefined
+    ? fanOutLink(pending)
     : undefined;
-  if (pending.child && store) {
+  const childStore = pending.child && store && link && step?.child
+    ? childStoreOf(store, link, step.child, runId) ?? store
+    : store;
+  if (pending.child && childStore && fanOutItem === undefined) {
     // The child may have been answered directly since: then this answer is not its to take.
-    const childStore = link && step?.child
-      ? childStoreOf(store, link, step.child, runId) ?? store
-      : store;
     const child = await childStore.loadCheckpoint(pending.child.runId);
-    const waiting = (child?.state as { waiting?: PendingInput } | undefined)?.waiting;
-    if (child?.status !== "waiting" || waiting?.requestId !== pending.requestId) {
+    const childWaits = waitsOf((child?.state ?? {}) as Pick<RunnerState, "waiting" | "waits">);
+    if (
+      child?.status !== "waiting" || !childWaits.some((w) => w.requestId === pending.requestId)
+    ) {
       throw notWaiting(
         runId,
         `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); continue this run with --resume ${runId}`,
@@ -198,16 +224,115 @@ export async function takeAnswer(
       { details: { runId, stepId: pending.stepId, problems } },
     );
   }
+  const answeredBy = (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY);
+  if (fanOutItem !== undefined && pending.child && step?.child) {
+    // A fan-out's child is answered in the child itself, under its lock (of two answers to it, one
+    // is recorded): the step continues it; this run keeps no answer of its own.
+    let recorded: RecordedAnswer;
+    try {
+      recorded = await recordAnswer(
+        step.child,
+        childStore,
+        pending.child.runId,
+        given.value,
+        { requestId: pending.requestId, answeredBy },
+        warn,
+      );
+    } catch (error) {
+      if (!(error instanceof StepflowError) || error.code !== "INPUT_NOT_WAITING") throw error;
+      // Another answer to the child is being recorded, or was: this one is not its to take.
+      throw notWaiting(
+        runId,
+        `its child run ${pending.child.runId} (item ${
+          fanOutItem + 1
+        }) no longer waits on request ${pending.requestId}: another answer to it was recorded first`,
+      );
+    }
+    return {
+      requestId: pending.requestId,
+      stepId: pending.stepId,
+      value: given.value,
+      answeredBy,
+      answeredAt: recorded.answeredAt,
+      child: { runId: pending.child.runId, item: fanOutItem },
+    };
+  }
   return {
     requestId: pending.requestId,
     stepId: pending.stepId,
     value: given.value,
-    answeredBy: (given.answeredBy ?? "api").slice(0, MAX_ANSWERED_BY),
+    answeredBy,
     answeredAt: new Date().toISOString(),
     ...(pending.permission
       ? { permission: { tool: pending.permission.tool, callId: pending.permission.callId } }
       : {}),
   };
+}
+
+/** The link of a fan-out child a request comes from (where it is recorded). */
+export function fanOutLink(pending: PendingInput): ChildRunLink {
+  return {
+    stepId: pending.stepId,
+    runId: pending.child!.runId,
+    agent: "",
+    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 },
+    ...(pending.child!.store ? { store: pending.child!.store } : {}),
+  };
+}
+
+/**
+ * Records the answer to a run that waits, without continuing it (`StepFlowRunner.recordAnswer`):
+ * under the run's lock, the answer is checked ({@linkcode takeAnswer}) and written into the one
+ * checkpoint that moves the run from `waiting` to `running`, then as an `input_answer` line; the
+ * lock is released and the run is left for a drive to continue. An answer to a fan-out child's
+ * request is recorded in that child (and the run's list of waits loses it).
+ *
+ * @throws {StepflowError} what {@linkcode takeAnswer} throws, `INPUT_NOT_WAITING` for a run that
+ *   ended or that another process holds
+ */
+export async function recordAnswer(
+  definition: AgentDefinition,
+  store: RunStore | undefined,
+  runId: string,
+  value: unknown,
+  options: AnswerOptions,
+  warn: (message: string) => void,
+): Promise<RecordedAnswer> {
+  if (!store) {
+    throw new StepflowError(
+      "NO_RUN_STORE",
+      `Cannot answer run ${runId}: the runner has no store. Pass options.store (the store that recorded the run).`,
+    );
+  }
+  const lock = await lockRun(store, runId, true);
+  try {
+    let restored: RestoredRun;
+    try {
+      restored = await restoreRun(store, definition, runId, false, warn);
+    } catch (error) {
+      if (error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE") {
+        throw notWaiting(runId, "it already ended; nothing waits for an answer");
+      }
+      throw error;
+    }
+    const { state } = restored;
+    const answer = (await takeAnswer(definition, state, { ...options, value }, store, warn))!;
+    const journal = createRunJournal(store, restored.logEntries, restored.logged);
+    // The answer and the move out of `waiting` are one checkpoint: both or neither. Its log line
+    // follows the commit, so a process killed in between never leaves an answer line for a run
+    // that still waits (the next drive writes a missing line: `answerUnlogged`).
+    if (answer.child) {
+      setWaits(state, waitsOf(state).filter((w) => w.requestId !== answer.requestId));
+    } else {
+      setWaits(state, []);
+      state.answer = answer;
+    }
+    await journal.checkpoint(state, "running");
+    await journal.log(state, { type: "input_answer", ...answer });
+    return answer;
+  } finally {
+    await lock?.release();
+  }
 }
 
 /**
@@ -227,6 +352,7 @@ export async function lockRun(
       throw notWaiting(
         runId,
         "another process drives it right now (it runs, or another answer was recorded first and continues it)",
+        true,
       );
     }
     // Between reading the waiting run and locking it, another answer was recorded and drove it on:
@@ -238,12 +364,15 @@ export async function lockRun(
   }
 }
 
-/** `INPUT_NOT_WAITING`: the run cannot take an answer, and why. */
-export function notWaiting(runId: string, why: string): StepflowError {
+/**
+ * `INPUT_NOT_WAITING`: the run cannot take an answer, and why (`locked`: another process drives
+ * it — its details say so, for an answer that can go to a fan-out child instead).
+ */
+export function notWaiting(runId: string, why: string, locked = false): StepflowError {
   return new StepflowError(
     "INPUT_NOT_WAITING",
     `Run ${runId} cannot take this answer: ${why}. See its state with --show ${runId}.`,
-    { details: { runId } },
+    { details: { runId, ...(locked ? { locked: true } : {}) } },
   );
 }
 

@@ -100,6 +100,12 @@ export interface RunnerState {
   permissionGrants?: PermissionGrant[];
   /** Set while the run waits for an answer at an input step (status `waiting`). */
   waiting?: PendingInput;
+  /**
+   * Every request the run waits on, when it waits on more than one (a fan-out step whose children
+   * wait); `waiting` is the first of them. A fan-out's waits outlive an answer to one of them: the
+   * others stay listed (also while the run is `running`) until the step settles them.
+   */
+  waits?: PendingInput[];
   /** An answer recorded for the current input step; its next iteration routes on it. */
   answer?: RecordedAnswer;
   /** A child run: the parent it belongs to (an agent step of another run started it). */
@@ -109,6 +115,11 @@ export interface RunnerState {
    * starts, so a resume continues that child instead of starting another.
    */
   child?: ChildRunLink;
+  /**
+   * The fan-out step in progress (an agent step with `forEach`): its items' children are recorded
+   * as log lines from `startLine` on (`fan_out_log.ts`), so a resume continues them.
+   */
+  fanOut?: FanOutMark;
   /**
    * Only in a checkpoint saved in the middle of a step with tools (the state the step started
    * from, saved again so that a tool call's start is durable before it acts): where the step's
@@ -143,6 +154,26 @@ export interface ChildRunLink {
    * before children were recorded with their own agent (such a run is continued where it is).
    */
   store?: "agent";
+}
+
+/**
+ * A fan-out step in progress, as the run state keeps it (small: the items are in the run log).
+ */
+export interface FanOutMark {
+  /** The fan-out step. */
+  stepId: string;
+  /** The position (among `readLog`'s entries) of its `fanout_start` line. */
+  startLine: number;
+  /** How many items it runs over. */
+  total: number;
+  /**
+   * What the run counted in its `usage` of each child that has not ended, by child run id: a
+   * child's spend reaches the run's usage (and budget) as it happens, and this is the record of how
+   * much did, kept in the same checkpoint, so a resume adds only what is new.
+   */
+  counted: Record<string, RunUsage>;
+  /** The step failed (an item failed under `onItemError: "fail"`): its next run redrives failures. */
+  failed?: true;
 }
 
 /** The store status a run that ended for each reason is recorded with (`waiting`: not ended). */
@@ -203,6 +234,9 @@ export function newRunnerState(
  * retries and failures, `onError` retries, validation retries) start again.
  */
 export function enterStep(state: RunnerState, stepId: string): void {
+  // A fan-out left behind (its step failed and the run went on elsewhere) is over: a later visit
+  // of its step is a new fan-out.
+  if (state.fanOut && state.fanOut.stepId !== stepId) delete state.fanOut;
   state.currentStepId = stepId;
   state.attempt = 1;
   state.checkRuns = 0;
@@ -305,7 +339,21 @@ export function waitingResult(state: RunnerState, history: HistoryEntry[]): Step
     state: { history, handoff: state.handoff },
     usage: state.usage,
     waiting: state.waiting,
+    ...(state.waits ? { waits: state.waits } : {}),
   };
+}
+
+/** Every request the run waits on (`waits`, else `waiting` alone). */
+export function waitsOf(state: Pick<RunnerState, "waiting" | "waits">): PendingInput[] {
+  return state.waits ?? (state.waiting ? [state.waiting] : []);
+}
+
+/** Records `waits` as what the run waits on: `waiting` the first, `waits` all when several. */
+export function setWaits(state: RunnerState, waits: readonly PendingInput[]): void {
+  if (waits.length === 0) delete state.waiting;
+  else state.waiting = waits[0];
+  if (waits.length > 1) state.waits = [...waits];
+  else delete state.waits;
 }
 
 /** The `stepInfo` of events about the current iteration of `step`. */

@@ -19,14 +19,17 @@ export type WaitFor =
   | { kind: "input"; prompt: string }
   /** A tool call whose permission ask waits (`permissionAsks: "wait"`). */
   | { kind: "permission"; ask: PermissionAsk }
-  /** An agent step's child run, which waits on `request`. */
-  | { kind: "child"; runId: string; request: PendingInput };
+  /**
+   * An agent step's child run, which waits on `request`; for a fan-out step's child, `item` (its
+   * index) and `store` (`agent`: recorded in its agent's own store).
+   */
+  | { kind: "child"; runId: string; request: PendingInput; item?: number; store?: "agent" };
 
 /**
  * The run waits: the drive stops, and the run is `waiting` until what it waits for is answered.
  * A wait is not an iteration (it adds no history entry; the iteration that goes on from the
- * answer is the step's). `waits` lists what it waits for; a run records one wait today (a step
- * waits on one thing), the list leaves room for a step that waits on several (children).
+ * answer is the step's). `waits` lists what it waits for: one thing, or several children of a
+ * fan-out step (each answered on its own).
  */
 export interface WaitOutcome {
   /** Tells a wait from the outcomes that move the run. */
@@ -63,6 +66,8 @@ export function pendingRequest(wait: WaitFor, step: FlowStep, now: Date): Pendin
         runId: wait.runId,
         stepId: request.child?.stepId ?? request.stepId,
         agentDir: request.child?.agentDir ?? step.child!.dir,
+        ...(wait.item !== undefined ? { item: wait.item } : {}),
+        ...(wait.store ? { store: wait.store } : {}),
       },
     };
   }

@@ -12,10 +12,17 @@
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import type { ExecutorEvents, RunState } from "../events/types.ts";
-import { createRunJournal, type RestoredRun, restoreRun } from "./checkpoint.ts";
 import type { AnswerOptions, RecordedAnswer } from "./input_request.ts";
 import { FlowRun, type RunSetup } from "./flow_run.ts";
-import { lockRun, notWaiting, takeAnswer } from "./run_open.ts";
+import { recordAnswer } from "./run_open.ts";
+import { ChildLimiter } from "./child_limiter.ts";
+import {
+  answerWhileDriven,
+  type DriveRun,
+  takenElsewhere,
+  waitsMoved,
+  wakeParent,
+} from "./fan_out_answers.ts";
 import type { RunOptions, StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 export type { RunnerState } from "./run_state.ts";
@@ -78,6 +85,8 @@ export class StepFlowRunner {
   readonly #runs = new Set<FlowRun>();
   /** How the run that ended last ended (`idle` before any). */
   #last: RunState = "idle";
+  /** The cap of fan-out children in flight, shared by every run this runner drives. */
+  readonly #limiter: ChildLimiter;
 
   /**
    * Creates a runner for one agent definition.
@@ -89,6 +98,7 @@ export class StepFlowRunner {
     this.#def = definition;
     this.#options = options;
     this.#handlers = Array.isArray(options.events) ? options.events : [options.events];
+    this.#limiter = new ChildLimiter(options.maxChildren);
   }
 
   /**
@@ -195,6 +205,22 @@ export class StepFlowRunner {
       ...(signal ? { signal } : {}),
       ...(backendChoice ? { backendChoice } : {}),
       ...(permissionMode ? { permissionMode } : {}),
+    }).catch(async (error) => {
+      // A fan-out's child is answered on its own even while another process drives the run.
+      const locked = error instanceof StepflowError && error.code === "INPUT_NOT_WAITING" &&
+        error.details?.locked === true;
+      if (!locked) throw error;
+      const child = await answerWhileDriven(
+        this.#def,
+        this.#options.store,
+        runId,
+        value,
+        { ...answer, ...(signal ? { signal } : {}) },
+        this.#driveOf(signal),
+        (m) => this.#warn(m),
+      );
+      if (!child) throw error;
+      return child;
     });
   }
 
@@ -220,43 +246,40 @@ export class StepFlowRunner {
     value: unknown,
     options: AnswerOptions = {},
   ): Promise<RecordedAnswer> {
-    const store = this.#options.store;
-    if (!store) {
-      throw new StepflowError(
-        "NO_RUN_STORE",
-        `Cannot answer run ${runId}: the runner has no store. Pass options.store (the store that recorded the run).`,
-      );
-    }
-    const lock = await lockRun(store, runId, true);
-    try {
-      let restored: RestoredRun;
-      try {
-        restored = await restoreRun(store, this.#def, runId, false, (m) => this.#warn(m));
-      } catch (error) {
-        if (error instanceof StepflowError && error.code === "RUN_NOT_RESUMABLE") {
-          throw notWaiting(runId, "it already ended; nothing waits for an answer");
-        }
-        throw error;
-      }
-      const { state } = restored;
-      const answer = (await takeAnswer(this.#def, state, { ...options, value }, store))!;
-      const journal = createRunJournal(store, restored.logEntries, restored.logged);
-      // The answer and the move out of `waiting` are one checkpoint: both or neither. Its log line
-      // follows the commit, so a process killed in between never leaves an answer line for a run
-      // that still waits (the next drive writes a missing line: `answerUnlogged`).
-      delete state.waiting;
-      state.answer = answer;
-      await journal.checkpoint(state, "running");
-      await journal.log(state, { type: "input_answer", ...answer });
-      return answer;
-    } finally {
-      await lock?.release();
-    }
+    return await recordAnswer(
+      this.#def,
+      this.#options.store,
+      runId,
+      value,
+      options,
+      (m) => this.#warn(m),
+    );
   }
 
   /** What each run of this runner is made with. */
   #setup(): RunSetup {
-    return { definition: this.#def, options: this.#options, handlers: this.#handlers };
+    return {
+      definition: this.#def,
+      options: this.#options,
+      handlers: this.#handlers,
+      limiter: this.#limiter,
+    };
+  }
+
+  /**
+   * Drives a run of another agent with this runner's options (its store `store`), events and cap:
+   * a fan-out child answered here, the parent a child wakes.
+   */
+  #driveOf(signal: AbortSignal | undefined): DriveRun {
+    return (definition, store, runOptions) =>
+      this.#drive(
+        new FlowRun({
+          definition,
+          options: { ...this.#options, store },
+          handlers: this.#handlers,
+          limiter: this.#limiter,
+        }, { ...runOptions, ...(signal && !runOptions.signal ? { signal } : {}) }),
+      );
   }
 
   /** Drives `run` as one of this runner's runs (at most one drive per run id at a time). */
@@ -271,12 +294,47 @@ export class StepFlowRunner {
       }
     }
     this.#runs.add(run);
+    let result: StepFlowResult;
     try {
-      return await run.drive();
+      result = await run.drive();
     } finally {
       this.#runs.delete(run);
       if (run.state !== "idle") this.#last = run.state;
     }
+    return await this.#afterDrive(run, result);
+  }
+
+  /**
+   * What follows a drive of a run with a fan-out (fan_out_answers.ts): a run that waits on fan-out
+   * children looks at them again once its lock is released (one answered meanwhile is driven on
+   * at once); a fan-out child that ended on its own wakes its waiting parent.
+   */
+  async #afterDrive(run: FlowRun, result: StepFlowResult): Promise<StepFlowResult> {
+    const definition = run.definition;
+    const store = run.store;
+    if (
+      result.completionReason === "waiting" && await waitsMoved(definition, store, result)
+    ) {
+      try {
+        return await this.#driveOf(run.signal)(definition, store, { resume: result.runId });
+      } catch (error) {
+        // Another process took the run up (it continues the answered child): this drive is done.
+        if (!takenElsewhere(error)) throw error;
+        return result;
+      }
+    }
+    // (A runner drives top runs only: a child its parent drives is not driven here.)
+    if (result.completionReason !== "waiting") {
+      await wakeParent(
+        run.parent,
+        definition,
+        store,
+        this.#driveOf(run.signal),
+        run.signal,
+        (m) => this.#warn(m),
+      );
+    }
+    return result;
   }
 
   #warn(message: string): void {

@@ -23,13 +23,18 @@ import { BudgetExceeded } from "./spend_ledger.ts";
 
 /**
  * The child's parameters from the step's `args`: `{handoff.<key>}` takes the latest handoff value
- * of the key, `{uv-<name>}` the parent's parameter, anything else is passed as written. A reference
+ * of the key, `{uv-<name>}` the parent's parameter, `{item}` / `{item.<path>}` the fan-out item
+ * (`item`) or a path in it, anything else is passed as written. A reference
  * with no value leaves the parameter out, and its `default` applies as on the command line; the
  * child's declared parameters then check what is left (required ones present, types right).
  *
  * @throws {StepflowError} `AGENT_STEP_ARGS` naming the parameter, its value and the fix
  */
-export function childArgs(step: FlowStep, state: RunnerState): Record<string, unknown> {
+export function childArgs(
+  step: FlowStep,
+  state: RunnerState,
+  item?: { value: unknown },
+): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   for (const [name, written] of Object.entries(step.args ?? {})) {
     const ref = argReference(written);
@@ -37,7 +42,13 @@ export function childArgs(step: FlowStep, state: RunnerState): Record<string, un
       ? written
       : "handoff" in ref
       ? ownValue(state.latestHandoff, ref.handoff)
-      : ownValue(state.args, ref.parameter);
+      : "parameter" in ref
+      ? ownValue(state.args, ref.parameter)
+      : item === undefined
+      ? undefined
+      : ref.item === ""
+      ? item.value
+      : readPath(item.value, ref.item);
     if (value !== undefined) setOwn(args, name, value);
   }
   const params = step.child?.agent.parameters ?? {};
@@ -78,10 +89,14 @@ function argsError(step: FlowStep, name: string, problem: string): StepflowError
   );
 }
 
-/** Runs one iteration of an agent step: the child run, its handoff, the route of how it ended. */
+/**
+ * Runs one iteration of an agent step: the child run, its handoff, the route of how it ended — or,
+ * for a fan-out step (`forEach`), one child per item (`fan_out.ts`).
+ */
 export const runAgentStep: StepHandler = async (step, state, deps) => {
   await deps.started();
   await deps.waitIfPaused();
+  if (step.forEach !== undefined) return await deps.fanOut();
   const args = childArgs(step, state);
   const child = await deps.runChild(args);
   const record = {

@@ -18,7 +18,7 @@ import type { RunnerState } from "./run_state.ts";
 import type { IterationToolCalls } from "./permission_asks.ts";
 import type { StepCallJournal } from "./step_call_journal.ts";
 import type { WaitOutcome } from "./run_wait.ts";
-import type { StepDependencies } from "./step_handler.ts";
+import type { StepDependencies, StepResult } from "./step_handler.ts";
 import type { StepFlowResult, StepFlowRunnerOptions } from "./types.ts";
 
 /** What the runner lends every iteration of a run: its resources and its effects. */
@@ -62,6 +62,8 @@ export interface RunResources {
     step: FlowStep,
     args: Record<string, unknown>,
   ): Promise<StepFlowResult>;
+  /** Runs or continues a fan-out step's iteration. */
+  fanOut(state: RunnerState, step: FlowStep, info: StepInfo): Promise<StepResult>;
 }
 
 /** The dependencies of one iteration; `wasStarted` tells the loop whether `step_start` is logged. */
@@ -162,5 +164,9 @@ export class IterationDependencies implements StepDependencies {
   /** See {@linkcode StepDependencies.runChild}. */
   runChild(args: Record<string, unknown>): Promise<StepFlowResult> {
     return this.#run.runChild(this.#state, this.#step, args);
+  }
+  /** See {@linkcode StepDependencies.fanOut}. */
+  fanOut(): Promise<StepResult> {
+    return this.#run.fanOut(this.#state, this.#step, this.info);
   }
 }

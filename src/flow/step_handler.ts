@@ -30,7 +30,7 @@ import type { HistoryEntry, StepFlowResult, StepFlowRunnerOptions } from "./type
 /** The fields of its history entry a step fills in (the loop adds id, iteration, timing, route). */
 export type StepRecord = Pick<
   HistoryEntry,
-  "answer" | "checkResult" | "intent" | "command" | "input" | "child"
+  "answer" | "checkResult" | "intent" | "command" | "input" | "child" | "fanOut"
 >;
 
 /** A failure a step reports while still deciding its own outcome (a schema strike). */
@@ -110,6 +110,11 @@ export interface StepDependencies {
    * returns how the child's drive ended (agent steps).
    */
   runChild(args: Record<string, unknown>): Promise<StepFlowResult>;
+  /**
+   * Runs (or continues) a fan-out step's iteration: one child run of `step.child` per item of its
+   * `forEach`, as `fan_out.ts` says (fan-out steps).
+   */
+  fanOut(): Promise<StepResult>;
 }
 
 /**

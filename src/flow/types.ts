@@ -122,6 +122,11 @@ export interface HistoryEntry {
    */
   child?: { runId: string; agent: string; completionReason: CompletionReason; usage?: RunUsage };
   /**
+   * A fan-out step's children (an agent step with `forEach`): its agent, how many items, how many
+   * completed and failed, and what the children used in total (the run's `usage` includes it).
+   */
+  fanOut?: { agent: string; total: number; completed: number; failed: number; usage: RunUsage };
+  /**
    * The tool calls of a step with tools, in order: who decided each, when, and how it ended — the
    * first 50 (`MAX_HISTORY_TOOL_CALLS`; the run log's `tool_call` lines hold every call).
    */
@@ -252,6 +257,12 @@ export interface StepFlowResult {
    * at which step, and their note. Such a run has no `error`: it did not fail.
    */
   declined?: DeclinedAnswer;
+  /**
+   * Every request the run waits on, when it waits on more than one (a fan-out step whose children
+   * wait at input steps or for permissions); `waiting` is the first. Answer each with
+   * `StepFlowRunner.answer(runId, value, { requestId })`.
+   */
+  waits?: PendingInput[];
 }
 
 /** Options of a runner. */
@@ -341,6 +352,12 @@ export interface StepFlowRunnerOptions {
    */
   maxAgentDepth?: number;
   /**
+   * The most children of fan-out steps in flight at once over every run this runner drives (their
+   * own nested fan-outs included): 1-4,096, default 64 (`DEFAULT_MAX_CHILDREN`). Each step's
+   * `concurrency` applies within it. CLI: `--max-children`.
+   */
+  maxChildren?: number;
+  /**
    * Answers the tool calls that ask for permission (the step's `permissionMode` and `allowedTools`
    * neither allow nor refuse them). Awaited before the call runs; the time it takes counts toward
    * the step's timeout. Without it a call that asks is refused — unless an earlier `"always"` of
@@ -371,6 +388,15 @@ export interface ParentRunLink {
   stepId: string;
   /** How many agent steps lie between the top run and this one (a top run's child: 1). */
   depth: number;
+  /** A fan-out step's child: the index of its item in the step's `forEach` array. */
+  item?: number;
+  /**
+   * The parent agent's folder (absolute), so a fan-out child answered on its own can wake its
+   * waiting parent.
+   */
+  agentDir?: string;
+  /** The agent root the parent's agent steps name their agents under (with `agentDir`). */
+  agentRoot?: string;
 }
 
 /**

@@ -41,6 +41,12 @@ export interface ScriptedEntryObject {
    * entry of the step answers after the results, with more calls or the final answer.
    */
   toolCalls?: ScriptedToolCall[];
+  /**
+   * Only a call whose prompt contains this text takes this answer; other calls pass it over (it
+   * stays for the call it is meant for). For runs that go on at once — a fan-out step's children
+   * each ask the same step — so each child gets its own answers, whatever the order they ask in.
+   */
+  promptIncludes?: string;
 }
 
 /** A scripted tool call: `arguments` may be an object or a (possibly broken) JSON string. */
@@ -74,6 +80,7 @@ const ENTRY_KEYS = new Set([
   "error",
   "delayMs",
   "toolCalls",
+  "promptIncludes",
 ]);
 
 /**
@@ -85,10 +92,14 @@ const ENTRY_KEYS = new Set([
  *   parent agent and the child its agent step runs may have steps of the same id);
  * - a function answers every call.
  *
+ * An entry with `promptIncludes` is taken only by a call whose prompt contains its text; a call
+ * takes the first unused entry it may take, so concurrent runs asking the same step (a fan-out's
+ * children) each take their own.
+ *
  * In a step with tools, the answer to a turn is the one at the conversation's turn count: a
  * conversation that arrives with earlier turns already in it (a run resumed inside a step, its
  * turns replayed from the run log) skips the answers those turns used, as a model would go on
- * from the conversation it is sent.
+ * from the conversation it is sent (each conversation — a step's prompt — counted apart).
  *
  * Every request is recorded in {@linkcode ScriptedBackend.calls}. Running out of answers is an error
  * that names the call, never a silent default. An answer's text is also given to the call's
@@ -119,8 +130,8 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
   readonly #list?: ScriptedEntry[];
   readonly #byStep?: Map<string, ScriptedEntry[]>;
   readonly #responder?: ScriptedResponder;
-  #listIndex = 0;
-  readonly #stepIndex = new Map<string, number>();
+  /** Per script key (`""` for the list form): which entries were used, and the first unused. */
+  readonly #used = new Map<string, { used: boolean[]; first: number }>();
 
   /**
    * Creates the backend from its script.
@@ -210,10 +221,12 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
 
   /** How many scripted answers are still unused (list and map forms). */
   remaining(): number {
-    if (this.#list) return this.#list.length - this.#listIndex;
+    const unused = (key: string, list: readonly ScriptedEntry[]) =>
+      list.length - (this.#used.get(key)?.used.filter(Boolean).length ?? 0);
+    if (this.#list) return unused("", this.#list);
     if (!this.#byStep) return 0;
     let n = 0;
-    for (const [key, list] of this.#byStep) n += list.length - (this.#stepIndex.get(key) ?? 0);
+    for (const [key, list] of this.#byStep) n += unused(key, list);
     return n;
   }
 
@@ -224,14 +237,13 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
   #skipAnswered(asRequest: LlmRequest, req: ToolTurnRequest): void {
     const answered = req.messages.filter((m) => m.role === "assistant").length;
     const key = this.#list ? "" : this.#key(asRequest);
-    const given = answered === 0 ? 0 : this.#turnsGiven.get(key) ?? 0;
-    const skip = Math.max(0, answered - given);
-    if (this.#list) this.#listIndex += skip;
-    else this.#stepIndex.set(key, (this.#stepIndex.get(key) ?? 0) + skip);
-    this.#turnsGiven.set(key, answered + 1);
+    const conversation = `${key}\n${asRequest.prompt}`;
+    const given = answered === 0 ? 0 : this.#turnsGiven.get(conversation) ?? 0;
+    for (let skip = Math.max(0, answered - given); skip > 0; skip--) this.#take(key, asRequest);
+    this.#turnsGiven.set(conversation, answered + 1);
   }
 
-  /** Per script key: the model turns the current tool conversation holds after this backend's answer. */
+  /** Per conversation (script key and prompt): the model turns it holds after this backend's answer. */
   readonly #turnsGiven = new Map<string, number>();
 
   /** The script key of a request (map form). */
@@ -242,9 +254,27 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
     return scoped !== undefined && this.#byStep!.has(scoped) ? scoped : base;
   }
 
+  /** Takes the first unused entry of `key` that `req` may take (`promptIncludes`). */
+  #take(key: string, req: LlmRequest): ScriptedEntry | undefined {
+    const list = this.#list ?? this.#byStep!.get(key);
+    if (!list) return undefined;
+    let state = this.#used.get(key);
+    if (!state) this.#used.set(key, state = { used: [], first: 0 });
+    for (let i = state.first; i < list.length; i++) {
+      if (state.used[i]) continue;
+      const entry = list[i];
+      const wants = typeof entry === "object" ? entry.promptIncludes : undefined;
+      if (wants !== undefined && !req.prompt.includes(wants)) continue;
+      state.used[i] = true;
+      while (state.first < list.length && state.used[state.first]) state.first++;
+      return entry;
+    }
+    return undefined;
+  }
+
   #next(req: LlmRequest): ScriptedEntry {
     if (this.#list) {
-      const entry = this.#list[this.#listIndex];
+      const entry = this.#take("", req);
       if (entry === undefined) {
         throw new StepflowError(
           "SCRIPT_EXHAUSTED",
@@ -252,15 +282,14 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
           { details: { stepId: req.stepId } },
         );
       }
-      this.#listIndex++;
       return entry;
     }
     const key = this.#key(req);
     const list = this.#byStep!.get(key);
-    const index = this.#stepIndex.get(key) ?? 0;
-    if (!list || index >= list.length) {
+    const entry = this.#take(key, req);
+    if (entry === undefined) {
       const have = list
-        ? `all ${list.length} responses under "${key}" are used`
+        ? `all ${list.length} responses under "${key}" are used (or meant for other prompts: promptIncludes)`
         : `the script has no "${key}" key`;
       throw new StepflowError(
         "SCRIPT_EXHAUSTED",
@@ -268,8 +297,7 @@ export class ScriptedBackend implements LlmBackend, ToolTurnBackend {
         { details: { stepId: req.stepId } },
       );
     }
-    this.#stepIndex.set(key, index + 1);
-    return list[index];
+    return entry;
   }
 }
 

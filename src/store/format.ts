@@ -17,6 +17,7 @@ import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare, formatCost } from "../token_counts.ts";
 import { noteText } from "../events/progress_lines.ts";
+import { fanOutRows, fanOutsOf } from "./fan_out_lines.ts";
 
 /** Options of the formatters. */
 export interface FormatOptions {
@@ -135,6 +136,8 @@ export interface LoggedHistoryEntry {
   input?: { answeredBy?: string; answeredAt?: string; timedOut?: boolean };
   /** An agent step's child run. */
   child?: { runId: string; agent: string; completionReason: string };
+  /** A fan-out step's children: its agent, items, how many completed and failed. */
+  fanOut?: { agent: string; total: number; completed: number; failed: number };
   /** The iteration's tool calls (the first 50) and how many more it made. */
   toolCalls?: LoggedToolCall[];
   /** Tool calls after the listed ones. */
@@ -477,15 +480,7 @@ export function formatRunHistory(
     }
     const e = row.entry;
     n++;
-    const note = e.error
-      ? c.status(`error: ${oneLine(e.error)}`, "bad")
-      : e.checkResult
-      ? `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`
-      : e.input
-      ? inputNote(e.input)
-      : e.child
-      ? `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`
-      : "";
+    const note = historyNote(e, c);
     rows.push([
       String(n),
       String(e.iteration),
@@ -526,6 +521,7 @@ export function formatRunHistory(
     );
   }
   lines.push(...childRunLines(log, options, c));
+  lines.push(...fanOutSections(log, options, c));
   const lastStart = [...log].reverse().find((l) => l.type === "step_start");
   const lastKept = rows.length ? Number(rows[rows.length - 1][1]) : 0;
   if (
@@ -617,6 +613,58 @@ function childRunLines(
     `Child runs (${children.length}):`,
     table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], rows, { header: c.dim }),
   ];
+}
+
+/**
+ * The items of each fan-out step the run ran (`fan_out_lines.ts`): one row per item in item order
+ * — the item, how its child ended (or stands), its time, its tokens and its child run.
+ */
+function fanOutSections(
+  log: readonly RunLogEntry[],
+  options: HistoryFormatOptions,
+  c: ReturnType<typeof palette>,
+): string[] {
+  const out: string[] = [];
+  for (const record of fanOutsOf(log)) {
+    const rows = fanOutRows(record, (runId) => options.childStatus?.get(runId) || undefined);
+    const count = (status: string) => rows.filter((r) => r.status === status).length;
+    const failed = rows.filter((r) => FAILED_ITEM.has(r.status)).length;
+    const open = rows.length - count("completed") - failed;
+    out.push(
+      "",
+      `Fan-out ${record.stepId} (agent ${record.agent}): ${rows.length} item${
+        rows.length === 1 ? "" : "s"
+      } · ${count("completed")} completed · ${failed} failed${
+        open > 0 ? ` · ${open} not done` : ""
+      }`,
+      table(
+        ["#", "ITEM", "STATUS", "DURATION", "TOKENS", "CHILD RUN"],
+        rows.map((row) => [
+          String(row.index + 1),
+          clip(oneLine(row.item), 48),
+          c.status(
+            `${row.status}${row.children > 1 ? ` (${row.children} children)` : ""}`,
+            row.status === "completed" ? "good" : FAILED_ITEM.has(row.status) ? "bad" : "warn",
+          ),
+          row.durationMs !== undefined ? duration(row.durationMs) : "",
+          row.usage
+            ? tokens(row.usage.inputTokens, row.usage.outputTokens, row.usage.callsWithoutUsage)
+            : "",
+          row.runId ?? "",
+        ]),
+        { right: new Set([0, 3, 4]), header: c.dim },
+      ),
+      c.dim(`Show an item's child with: --agent ${record.agent} --show CHILD_RUN`),
+    );
+  }
+  return out;
+}
+
+/** Item statuses that count as failed. */
+const FAILED_ITEM: ReadonlySet<string> = new Set(["failed", "aborted", "cancelled", "timeout"]);
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** The lines under a history row: its model chain's fallbacks, then its tool calls. */
@@ -778,6 +826,17 @@ function toolCallLines(
   return lines;
 }
 
+/** The NOTE column of a history row: its error, check verdict, answer, child run or fan-out. */
+function historyNote(e: LoggedHistoryEntry, c: ReturnType<typeof palette>): string {
+  if (e.error) return c.status(`error: ${oneLine(e.error)}`, "bad");
+  if (e.checkResult) return `check ${e.checkResult.result}: ${oneLine(e.checkResult.message)}`;
+  if (e.input) return inputNote(e.input);
+  if (e.child) return `child run ${e.child.runId} (${e.child.agent}): ${e.child.completionReason}`;
+  if (!e.fanOut) return "";
+  const failed = e.fanOut.failed > 0 ? `, ${e.fanOut.failed} failed` : "";
+  return `fan-out ${e.fanOut.agent}: ${e.fanOut.total} items, ${e.fanOut.completed} completed${failed}`;
+}
+
 /** The note of an input step's history row: who answered and when, or the timeout. */
 function inputNote(input: NonNullable<LoggedHistoryEntry["input"]>): string {
   if (input.timedOut) return "no answer: the wait timed out";
@@ -818,14 +877,15 @@ function whatNext(
       ),
     );
   } else if (status === "waiting") {
-    out.push(
-      ...waitingLines(
-        state.waiting,
-        options.command ?? `run-agent --agent ${checkpoint.agent}`,
-        runId,
-        c,
-      ),
-    );
+    const command = options.command ?? `run-agent --agent ${checkpoint.agent}`;
+    const waits = Array.isArray(state.waits) && state.waits.length > 1 ? state.waits : undefined;
+    if (waits) {
+      // A fan-out's waiting children: each answered on its own, named by its request id.
+      out.push(
+        c.status(`Waiting for ${waits.length} answers (each child run on its own):`, "warn"),
+      );
+      for (const wait of waits) out.push(...waitingLines(wait, command, runId, c, true));
+    } else out.push(...waitingLines(state.waiting, command, runId, c));
   } else if (status === "budget_exceeded") {
     out.push(
       c.status(
@@ -861,12 +921,18 @@ function waitingLines(
   command: string,
   runId: string,
   c: ReturnType<typeof palette>,
+  byRequest = false,
 ): string[] {
   const w = (typeof waiting === "object" && waiting !== null ? waiting : {}) as Record<
     string,
     unknown
   >;
-  const step = typeof w.stepId === "string" ? ` at input step "${w.stepId}"` : "";
+  const child = w.child as { runId?: unknown; stepId?: unknown; item?: unknown } | undefined;
+  const step = byRequest && typeof child?.runId === "string"
+    ? ` (item ${Number(child.item) + 1}, child run ${child.runId}, at "${String(child.stepId)}")`
+    : typeof w.stepId === "string"
+    ? ` at input step "${w.stepId}"`
+    : "";
   const since = typeof w.requestedAt === "string" ? ` since ${time(w.requestedAt)}` : "";
   const lines = [c.status(`Waiting for an answer${step}${since}.`, "warn")];
   if (typeof w.prompt === "string") {
@@ -879,7 +945,10 @@ function waitingLines(
       }".`,
     );
   }
-  lines.push(`Answer it with: ${command} --answer ${runId} --value '<json>'`);
+  const request = byRequest && typeof w.requestId === "string"
+    ? ` --request-id ${w.requestId}`
+    : "";
+  lines.push(`Answer it with: ${command} --answer ${runId}${request} --value '<json>'`);
   return lines;
 }
 
@@ -901,9 +970,10 @@ function statusText(s: RunSummary): string {
 
 /**
  * What a waiting run waits for, as the dashboard says it: `approve TOOL` for a tool call waiting
- * for permission, `answer STEP` for an input step. Names come from the checkpoint: one line.
+ * for permission, `answer STEP` for an input step, `N answers` for a fan-out's waiting children. Names come from the checkpoint: one line.
  */
 function waitingForText(waitingFor: NonNullable<RunSummary["waitingFor"]>): string {
+  if ((waitingFor.answers ?? 1) > 1) return `${waitingFor.answers} answers`;
   return waitingFor.tool !== undefined
     ? `approve ${oneLine(waitingFor.tool)}`
     : `answer ${oneLine(waitingFor.stepId)}`;

@@ -12,7 +12,7 @@ import type { RunCheckpoint, RunSummary } from "./types.ts";
  * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd, calls,
  * callsWithoutCost}` (a cost no call could be priced for is `null`: unknown, never 0),
  * `currentStepId`, `end.{reason, stepId, error}` and, for a waiting run, `waiting.{stepId,
- * permission.tool}`.
+ * permission.tool}` and how many requests `waits` lists.
  *
  * @example
  * ```ts
@@ -79,6 +79,10 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
   if (typeof parent?.runId === "string") summary.parentRunId = parent.runId;
   if (checkpoint.status === "waiting") {
     const waitingFor = waitingForOf(state.waiting);
+    // A fan-out step whose children wait: as many answers as requests.
+    if (waitingFor && Array.isArray(state.waits) && state.waits.length > 1) {
+      waitingFor.answers = state.waits.length;
+    }
     if (waitingFor) summary.waitingFor = waitingFor;
   }
   return summary;

@@ -128,9 +128,9 @@ export interface RunSummary {
   /**
    * For a `waiting` run: what it waits for — the step, and `tool` when a tool call of that step
    * waits for permission (Approve/Deny) rather than an input step for an answer. Read from the
-   * state's `waiting` request.
+   * state's `waiting` request; `answers` when it waits on several (a fan-out's waiting children).
    */
-  waitingFor?: { stepId: string; tool?: string };
+  waitingFor?: { stepId: string; tool?: string; answers?: number };
 }
 
 /**

@@ -32,8 +32,10 @@ import {
 import { rowsWithCallsOpen, toolCallsBlock } from "./tool_calls_view.ts";
 import { budgetStopNote, modelCallsText, spendMeta } from "./spend_meta.ts";
 import { runChart } from "./run_chart.ts";
+import { waitingForNote } from "./waiting_note.ts";
 
 export { formatDuration, runHref } from "./display_format.ts";
+export { waitingForNote } from "./waiting_note.ts";
 export { childRunOf } from "./timeline.ts";
 
 /** Characters of a prompt, answer or handoff shown inline; the rest is behind a link. */
@@ -560,25 +562,10 @@ function groupBadge(group: string | undefined): Html | string {
   return h` <a class="group" href="${href}" title="runs of this group">${group}</a>`;
 }
 
-/** The run's status in the vocabulary every view shares (`interrupted` when nobody drives it). */
 /** A run's status as a badge, in the words every view uses. */
 export function statusBadge(run: Pick<RunSummary, "status" | "live">): Html {
   const status = shownStatus(run);
   return h`<span class="status ${status}">${status}</span>`;
-}
-
-/**
- * What a waiting run waits for, after its badge: ` · approve Bash` for a tool call waiting for
- * permission, ` · answer STEP` for an input step (nothing for other runs). Never broken inside: on
- * the run page it follows the badge; the runs list puts it on a line of its own under the badge,
- * without its `·` (the `sep` span).
- */
-export function waitingForNote(run: Pick<RunSummary, "status" | "waitingFor">): Html | string {
-  const waitingFor = run.status === "waiting" ? run.waitingFor : undefined;
-  if (!waitingFor) return "";
-  return waitingFor.tool !== undefined
-    ? h` <span class="waiting-for approval" title="a tool call (${waitingFor.tool}) of step ${waitingFor.stepId} waits for Approve/Deny"><span class="sep">· </span>approve <code>${waitingFor.tool}</code></span>`
-    : h` <span class="waiting-for input" title="the input step ${waitingFor.stepId} waits for an answer"><span class="sep">· </span>answer <code>${waitingFor.stepId}</code></span>`;
 }
 
 function tokens(run: RunSummary): string {

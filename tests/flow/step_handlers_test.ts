@@ -57,6 +57,7 @@ function harness(def: AgentDefinition, backend: LlmBackend) {
     log: () => Promise.resolve(),
     warn: (message) => void warnings.push(message),
     runChild: () => Promise.reject(new Error("this agent has no agent step")),
+    fanOut: () => Promise.reject(new Error("this agent has no fan-out step")),
   });
   return { state, deps, started, warnings };
 }
