@@ -231,6 +231,37 @@ Deno.test("run-agent (http/json): an agent step's child run nests under that ste
   }
 });
 
+Deno.test("run-agent: each child of a fan-out step is a span of its own under the step's span", async () => {
+  const receiver = startOtlpReceiver();
+  const user = await userWith(["review-files", "file-reviewer"]);
+  try {
+    const run = await finish(spawnCli("run-agent", [
+      "--agent",
+      "review-files",
+      "--script",
+      ".agent/review-files/demo.script.yaml",
+    ], { userDir: user, env: otelEnv(receiver) }));
+    assert.equal(run.code, 0, run.stderr);
+    const spans = receiver.spans;
+    const root = assertWholeTree(spans);
+    assert.equal(root.name, "invoke_agent review-files");
+    const fanOut = one(spans, "stepflow.step review.each");
+    assert.equal(fanOut.parentSpanId, root.spanId);
+    const children = byName(spans, "invoke_agent file-reviewer");
+    assert.equal(children.length, 4, "one span per item");
+    for (const child of children) {
+      assert.equal(child.parentSpanId, fanOut.spanId, "a child's span is under the fan-out step");
+      assert.equal(child.attributes[A.parentRunId], root.attributes[A.runId]);
+      const steps = spans.filter((s) => s.parentSpanId === child.spanId);
+      assert.ok(steps.length > 0, "the child's steps are under the child");
+    }
+    assert.equal(new Set(children.map((c) => c.attributes[A.runId])).size, 4, "four child runs");
+  } finally {
+    await receiver.close();
+    await Deno.remove(user, { recursive: true });
+  }
+});
+
 /** Four answers of the issue-solver demo as a chat-completions server would send them. */
 async function issueSolverAnswers(options: Parameters<typeof openAiCompletion>[1]) {
   const { parse } = await import("yaml");
