@@ -9,6 +9,7 @@ import { StepflowError } from "../errors.ts";
 import { boundDepth } from "../engine/ask_structured.ts";
 import type { RunCheckpoint, RunStatus, RunStore } from "../store/types.ts";
 import { assertContinuable } from "./continue_check.ts";
+import { isoTime } from "../iso_time.ts";
 import { setOwn } from "../own_record.ts";
 import { flowStep } from "./router.ts";
 import { restoreGrants } from "./permission_asks.ts";
@@ -144,7 +145,7 @@ export function createRunJournal(
       if (!store) return;
       const line = logEntries++;
       await store.append(state.runId, {
-        ts: new Date().toISOString(),
+        ts: isoTime(),
         runId: state.runId,
         iteration: state.iteration,
         ...fields,
@@ -164,7 +165,7 @@ export function createRunJournal(
         agent: state.agent,
         status,
         startedAt: state.startedAt,
-        updatedAt: new Date().toISOString(),
+        updatedAt: isoTime(),
         logEntries,
         state: referenced ?? state as unknown as Record<string, unknown>,
       };

@@ -10,6 +10,7 @@
 import type { FlowStep } from "../definition/types.ts";
 import { excerpt, PROMPT_EXCERPT_CHARS, type ReaskInfo } from "../engine/ask_structured.ts";
 import { errorMessage, StepflowError } from "../errors.ts";
+import { isoTime } from "../iso_time.ts";
 import type { EventEmitter } from "../events/emitter.ts";
 import type { StepInfo } from "../events/types.ts";
 import type { RecordedCall } from "../llm/replay_file.ts";
@@ -96,9 +97,10 @@ export class IterationRecorder {
         type: "step_end",
         stepId: entry.stepId,
         entry,
-        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts).
+        // The iteration's backend calls (replay files: src/flow/llm_call_log.ts). The answer's
+        // excerpt is the entry's own (`entry.answer`); logs of earlier versions repeated it beside
+        // the entry as `answer`, where readers still find it.
         ...(calls.length > 0 ? { calls } : {}),
-        ...(entry.answer ? { answer: entry.answer } : {}),
         usage: { ...state.usage },
         ...(Object.hasOwn(state.handoff, entry.stepId)
           ? { handoff: state.handoff[entry.stepId] }
@@ -158,7 +160,7 @@ export function historyEntry(
     iteration: state.iteration,
     attempt: state.attempt,
     transition: "next",
-    startedAt: startedAt.toISOString(),
+    startedAt: isoTime(startedAt.getTime()),
     durationMs: 0,
     ...record,
   };

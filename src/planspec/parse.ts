@@ -1,5 +1,6 @@
 import { MAX_PLAN_DEPTH, PlanTooDeepError } from "./depth.ts";
 import { PlanParseError } from "./errors.ts";
+import { ForwardSearch } from "./forward_search.ts";
 import { isIdAt, isWhitespace, readResultSegments } from "./syntax.ts";
 import { createPlanSpec, type PlanSpec, PlanStatus, type PlanStep } from "./types.ts";
 
@@ -13,17 +14,26 @@ function trimmedSlice(text: string, start: number, end: number): string {
   return start === end ? "" : text.slice(start, end);
 }
 
+/**
+ * Names are gathered here, then copied into an array of their exact size: an array grown by `push`
+ * from empty reserves 17 slots, which the plan would carry (and the garbage collector copy) for
+ * every step's outputs and inputs — most of a parse's time went to collecting.
+ */
+const gathered: string[] = [];
+
 /** Comma-separated names in `text[start, end)`, trimmed, empty ones dropped. */
-function namesIn(text: string, start: number, end: number, into: string[]): string[] {
+function namesIn(text: string, start: number, end: number): string[] {
   let from = start;
   for (let i = start; i <= end; i++) {
     if (i === end || text.charCodeAt(i) === 44) {
       const name = trimmedSlice(text, from, i);
-      if (name !== "") into.push(name);
+      if (name !== "") gathered.push(name);
       from = i + 1;
     }
   }
-  return into;
+  const names = gathered.slice();
+  gathered.length = 0;
+  return names;
 }
 
 function skipBlanks(text: string, pos: number, end: number): number {
@@ -56,11 +66,34 @@ function statusOfCode(c: number): PlanStatus | undefined {
 const BAD_NUMBER = "a step line must start with a step number like 1. or 2.1.";
 
 /**
+ * The searches a parse makes for the characters that end a step's description (`|`) and start its
+ * outputs (`→`, `->`): native, and each character scanned once (see {@linkcode ForwardSearch}).
+ * Descriptions are most of a plan's text; a `charCodeAt` loop over them was half of reading a step.
+ */
+class TailSearches {
+  readonly pipe: ForwardSearch;
+  readonly arrow: ForwardSearch;
+  readonly asciiArrow: ForwardSearch;
+
+  constructor(text: string) {
+    this.pipe = new ForwardSearch(text, "|");
+    this.arrow = new ForwardSearch(text, "→");
+    this.asciiArrow = new ForwardSearch(text, "->");
+  }
+}
+
+/**
  * Reads the summary line `text[start, end)` (start is its first non-blank character, a digit):
  * `N. [status] step_name [type] description → outputs | result | Progress: N/M`. Returns the step
- * (without tree placement) or the reason it is malformed.
+ * (without tree placement) or the reason it is malformed. `search` serves the lines of `text` in
+ * order.
  */
-function readStep(text: string, start: number, end: number): PlanStep | string {
+function readStep(
+  text: string,
+  start: number,
+  end: number,
+  search: TailSearches,
+): PlanStep | string {
   let pos = start;
   while (pos < end) {
     const c = text.charCodeAt(pos);
@@ -108,33 +141,29 @@ function readStep(text: string, start: number, end: number): PlanStep | string {
   while (close < end && text.charCodeAt(close) !== 93) close++;
   if (close >= end) return `step ${stepId} has an unclosed [type] bracket`;
   const stepType = typeName(text, pos + 1, close);
-  // One scan of the rest: the first `|` ends the description; the last arrow before it starts
-  // the outputs.
-  let pipe = -1;
+  // The first `|` ends the description; the last arrow before it (`→`, or `->` whose `-` follows
+  // the `]`) starts the outputs.
+  const from = close + 1;
+  const pipe = search.pipe.at(from);
+  const headEnd = pipe < end ? pipe : end;
   let arrow = -1;
-  let arrowLength = 0;
-  for (let i = close + 1; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 124) {
-      pipe = i;
-      break;
-    }
-    if (c === 0x2192) {
-      arrow = i;
-      arrowLength = 1;
-    } else if (c === 62 && i > close + 1 && text.charCodeAt(i - 1) === 45) {
-      arrow = i - 1;
-      arrowLength = 2;
-    }
+  for (let i = search.arrow.at(from); i < headEnd; i = search.arrow.at(i + 1)) arrow = i;
+  let asciiArrow = -1;
+  for (let i = search.asciiArrow.at(from); i + 1 < headEnd; i = search.asciiArrow.at(i + 1)) {
+    asciiArrow = i;
   }
-  const headEnd = pipe < 0 ? end : pipe;
+  let arrowLength = 1;
+  if (asciiArrow > arrow) {
+    arrow = asciiArrow;
+    arrowLength = 2;
+  }
   const step: PlanStep = {
     stepId,
     stepName,
     stepType,
     description: trimmedSlice(text, close + 1, arrow < 0 ? headEnd : arrow),
     inputs: [],
-    outputs: arrow < 0 ? [] : namesIn(text, arrow + arrowLength, headEnd, []),
+    outputs: arrow < 0 ? [] : namesIn(text, arrow + arrowLength, headEnd),
     detail: [],
     result: "",
     status,
@@ -142,7 +171,7 @@ function readStep(text: string, start: number, end: number): PlanStep | string {
     totalCount: null,
     children: [],
   };
-  if (pipe >= 0) readResultSegments(trimmedSlice(text, pipe + 1, end), step);
+  if (pipe < end) readResultSegments(trimmedSlice(text, pipe + 1, end), step);
   return step;
 }
 
@@ -172,6 +201,7 @@ function isChildId(id: string, parent: string): boolean {
 class TreeBuilder {
   readonly steps: PlanStep[] = [];
   readonly #rootId: string;
+  readonly #search: TailSearches;
   /** The path from the top-level step to the last step read. */
   readonly #stack: PlanStep[] = [];
   #last: PlanStep | undefined;
@@ -179,8 +209,10 @@ class TreeBuilder {
   /** How deep `rootId` is itself (0 for the plan's top level). */
   readonly #rootDepth: number;
 
-  constructor(rootId = "") {
+  /** A builder for the step lines of `text`, read in order. */
+  constructor(text: string, rootId = "") {
     this.#rootId = rootId;
+    this.#search = new TailSearches(text);
     this.#rootDepth = rootId === "" ? 0 : rootId.split(".").length;
   }
 
@@ -189,7 +221,7 @@ class TreeBuilder {
   }
 
   addStep(text: string, start: number, end: number, lineNo: number): void {
-    const step = readStep(text, start, end);
+    const step = readStep(text, start, end, this.#search);
     if (typeof step === "string") throw lineError(text, start, end, lineNo, step);
     const id = step.stepId;
     const stack = this.#stack;
@@ -243,8 +275,13 @@ class TreeBuilder {
     if (!step) return false;
     const content = contentStart(text, start, end);
     const inputs = inputsStart(text, content, end);
-    if (inputs < 0) step.detail.push(text.slice(content, end));
-    else namesIn(text, inputs, end, step.inputs);
+    // Assigned rather than pushed while empty: arrays of their exact size (see `gathered`).
+    if (inputs >= 0) {
+      const names = namesIn(text, inputs, end);
+      if (step.inputs.length === 0) step.inputs = names;
+      else step.inputs.push(...names);
+    } else if (step.detail.length === 0) step.detail = [text.slice(content, end)];
+    else step.detail.push(text.slice(content, end));
     return true;
   }
 }
@@ -340,7 +377,7 @@ function isDigit(c: number): boolean {
  */
 export function parsePlan(text: string): PlanSpec {
   const plan = createPlanSpec();
-  const builder = new TreeBuilder();
+  const builder = new TreeBuilder(text);
   plan.steps = builder.steps;
   let section: Section = "header";
   let titleSeen = false;
@@ -433,7 +470,7 @@ function expectNoTrailer(
  * ```
  */
 export function parseStepLines(text: string, rootId = ""): PlanStep[] {
-  const builder = new TreeBuilder(rootId);
+  const builder = new TreeBuilder(text, rootId);
   forEachLine(text, (start, end, lineNo) => {
     const first = text.charCodeAt(start);
     if (isDigit(first) && looksLikeStepLine(text, start, end)) {

@@ -2,9 +2,11 @@ import { join, resolve } from "node:path";
 import { realpath } from "node:fs/promises";
 import { StepflowError } from "../errors.ts";
 import {
+  type C3lRef,
   c3lRelativePath,
   isPathRef,
   isWithin,
+  type PathRef,
   PromptPathError,
   type PromptReference,
   promptRoot,
@@ -110,6 +112,8 @@ export class PromptResolver {
   readonly #basePath: string;
   readonly #options: PromptResolverOptions;
   readonly #cache = new Map<string, Promise<PromptTemplate>>();
+  /** Resolved paths by reference object, with the fields they were resolved from. */
+  readonly #paths = new WeakMap<PromptReference, { ref: PromptReference; file: string }>();
   #realRoot?: Promise<string>;
 
   /**
@@ -125,7 +129,14 @@ export class PromptResolver {
 
   /** The absolute file a reference points at (no I/O). */
   pathOf(ref: PromptReference): string {
-    return resolvePromptPath(this.#agentDir, this.#basePath, ref);
+    // A step's reference is the same object every iteration: its path is resolved once (the
+    // resolution and its checks were ~8 % of a fast loop's iteration). The fields are compared
+    // too, so a reference changed in place is resolved again.
+    const known = this.#paths.get(ref);
+    if (known !== undefined && sameReference(known.ref, ref)) return known.file;
+    const file = resolvePromptPath(this.#agentDir, this.#basePath, ref);
+    this.#paths.set(ref, { ref: { ...ref }, file });
+    return file;
   }
 
   /** Reads (once) and splits the prompt file of `ref`. */
@@ -277,4 +288,12 @@ async function readUrl(url: URL): Promise<string | undefined> {
 /** Joins a built-in prompt path (under this package's `prompts/`) into a URL. */
 export function builtinPromptUrl(relativePath: string): URL {
   return new URL(join("../../prompts/", relativePath), import.meta.url);
+}
+
+/** True when two references name the same prompt, field by field. */
+function sameReference(a: PromptReference, b: PromptReference): boolean {
+  const x = a as Partial<C3lRef & PathRef>;
+  const y = b as Partial<C3lRef & PathRef>;
+  return x.path === y.path && x.c1 === y.c1 && x.c2 === y.c2 && x.c3 === y.c3 &&
+    x.edition === y.edition && x.adaptation === y.adaptation;
 }

@@ -85,7 +85,8 @@ Deno.test("run-agent killed (SIGKILL) while its agent step starts and runs the c
       await fresh();
       await killAtMoment({
         describe: moment,
-        tries: 3,
+        // A loaded machine may deliver the watcher's event after the run's 300 ms call: try again.
+        tries: 6,
         watch: agents,
         spawn: () => spawnCli("run-agent", ARGS, { userDir: user, stdout: "null" }),
         arm: (watcher) => () => childMoment(watcher!, moment),

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type SpendHolder, SpendLedger } from "../../src/flow/spend_ledger.ts";
+import { copySpendByStep, stepSpendOf } from "../../src/flow/spend_records.ts";
 import type { RunUsage } from "../../src/flow/types.ts";
 import { PriceTable } from "../../src/llm/pricing.ts";
 import type { AttemptBound } from "../../src/llm/types.ts";
@@ -110,4 +111,25 @@ Deno.test("the model_call lines a killed drive wrote are added back once", () =>
   assert.equal(l.restoreFrom(log), 0, "counted lines are not added again");
   assert.equal(l.restoreFrom([...log, line(1)]), 1);
   assert.equal(state.usage.costUsd, 1.75);
+});
+
+Deno.test("steps named __proto__ and constructor have spend entries of their own", () => {
+  const state: SpendHolder = {
+    runId: "r",
+    agent: "a",
+    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 },
+  };
+  for (const id of ["__proto__", "constructor", "toString", "__proto__"]) {
+    stepSpendOf(state, id).calls++;
+  }
+  const byStep = state.spendByStep!;
+  assert.deepEqual(Object.keys(byStep), ["__proto__", "constructor", "toString"]);
+  assert.equal(byStep["__proto__"].calls, 2);
+  assert.equal(Object.getPrototypeOf(byStep), Object.prototype);
+  assert.equal(({} as Record<string, unknown>).calls, undefined);
+  const copy = copySpendByStep(byStep);
+  assert.equal(Object.hasOwn(copy, "__proto__"), true);
+  assert.notEqual(copy["constructor"], byStep["constructor"]);
+  assert.deepEqual(JSON.parse(JSON.stringify(copy)), JSON.parse(JSON.stringify(byStep)));
+  assert.equal(JSON.parse(JSON.stringify(copy))["__proto__"].calls, 2);
 });

@@ -178,3 +178,22 @@ Deno.test("a folder in place of a prompt file is a clear error", async () => {
     /Prompt path .*f_default\.md is not a file\./,
   );
 });
+
+Deno.test("pathOf: a reference resolved before and changed in place is resolved again, checks included", async () => {
+  const dir = await agentDir({});
+  const resolver = new PromptResolver({ agentDir: dir });
+  const ref: { c1: string; c2: string; c3: string; edition?: string } = { ...ANALYZE };
+  const first = resolver.pathOf(ref);
+  assert.equal(first, join(dir, "prompts/steps/phase/analyze/f_default.md"));
+  assert.equal(resolver.pathOf(ref), first);
+  ref.edition = "review";
+  assert.equal(resolver.pathOf(ref), join(dir, "prompts/steps/phase/analyze/f_review.md"));
+  ref.c3 = "..";
+  assert.throws(() => resolver.pathOf(ref), PromptPathError);
+  assert.throws(() => resolver.pathOf(ref), PromptPathError);
+  const path = { path: "system.md" };
+  assert.equal(resolver.pathOf(path), join(dir, "prompts/system.md"));
+  path.path = "../../escape.md";
+  assert.throws(() => resolver.pathOf(path), PromptPathError);
+  await Deno.remove(dir, { recursive: true });
+});

@@ -105,7 +105,7 @@ Deno.test({
       const held = await waitFor(
         "the held run",
         async () => (await store.summary(runId))?.error,
-        20_000,
+        60_000, // a failure cap: a new worker's start and the lease's expiry on a loaded machine
       );
       assert.match(held, /was stopped \(killed or crashed\) in step "s_b2c1"/);
       assert.match(held, /Bash \(echo done >> out\.txt && sleep 1\)/);

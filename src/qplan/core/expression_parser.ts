@@ -198,11 +198,15 @@ export class ExpressionParser extends TokenCursor {
     const open = this.next();
     this.enter(open);
     const items: Expr[] = [];
+    const literal = (value: number, line: number, column: number) =>
+      void items.push({ kind: "literal", value, line, column });
     while (!this.isOp("]")) {
       if (this.peek().type === "eof") {
         this.expected(`"]" to close the list opened at line ${open.line}, column ${open.column}`);
       }
-      items.push(this.expression());
+      // A run of plain numbers is read at once; the cursor is then at `]` or after a `,`.
+      if (this.numberRun(literal)) continue;
+      items.push(this.#listItem());
       if (this.isOp(",")) {
         this.next();
         continue;
@@ -214,6 +218,24 @@ export class ExpressionParser extends TokenCursor {
     this.next();
     this.leave();
     return { kind: "array", items, line: open.line, column: open.column };
+  }
+
+  /**
+   * One item of a list. A number or string followed by `,` or `]` is its literal at once: the
+   * precedence levels would return the same node after eight calls, and a literal list (`var [1,
+   * 2, …] -> xs`) is all such items.
+   */
+  #listItem(): Expr {
+    const t = this.peek();
+    if (t.type === "number" || t.type === "string") {
+      const after = this.peek(1);
+      if (after.type === "op" && (after.value === "," || after.value === "]")) {
+        this.next();
+        const value = t.type === "number" ? Number(t.value) : t.value;
+        return { kind: "literal", value, line: t.line, column: t.column };
+      }
+    }
+    return this.expression();
   }
 
   #object(): Expr {

@@ -27,7 +27,7 @@ import type {
 import { ActionParser } from "./action_parser.ts";
 import { pathOf } from "./expression_parser.ts";
 import { describe } from "./token_cursor.ts";
-import { type Token, tokenize } from "./tokenizer.ts";
+import type { Token } from "./tokenizer.ts";
 import { parseStepStatement, type StepParserHost } from "../step/step_parser.ts";
 
 export { MAX_NESTING } from "./token_cursor.ts";
@@ -50,15 +50,18 @@ export { MAX_OPERATORS } from "./expression_parser.ts";
  * ```
  */
 export function parseScript(source: string): Script {
-  return new Parser(source, tokenize(source)).parseScript();
+  const parser = new Parser(source);
+  return parser.parseAll(() => parser.parseScript());
 }
 
 /** Parses a single expression (as used in `if`, `set`, `var`, `return`). */
 export function parseExpression(source: string): Expr {
-  const parser = new Parser(source, tokenize(source));
-  const expr = parser.expression();
-  parser.expectEnd();
-  return expr;
+  const parser = new Parser(source);
+  return parser.parseAll(() => {
+    const expr = parser.expression();
+    parser.expectEnd();
+    return expr;
+  });
 }
 
 class Parser extends ActionParser implements StepParserHost {

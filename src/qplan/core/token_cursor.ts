@@ -5,38 +5,86 @@
  * @module
  */
 import { QPlanSyntaxError } from "./errors.ts";
-import type { Token } from "./tokenizer.ts";
+import { type Token, Tokenizer } from "./tokenizer.ts";
 
 /** Blocks and parentheses may nest this deep; deeper input is a syntax error, never a stack overflow. */
 export const MAX_NESTING = 200;
 
-/** Reads a token list; the parsers build on it. */
+/**
+ * Reads a script's tokens as the parsers ask for them, a few ahead at most (the tokenizer makes
+ * them on demand; see {@linkcode Tokenizer}).
+ */
 export class TokenCursor {
-  #pos = 0;
   #depth = 0;
-  readonly #tokens: Token[];
+  readonly #tokenizer: Tokenizer;
+  /** The token at the cursor (what `peek()` returns; most looks are at it). */
+  #current: Token;
+  /** Tokens read after `#current`, for looks further ahead. */
+  readonly #ahead: Token[] = [];
+  /** The token consumed last. */
+  #prev: Token | undefined;
   /** The script's text (for error excerpts and the text of paths). */
   protected readonly source: string;
 
-  /** A cursor at the first of `tokens` (which end with an `eof` token) of `source`. */
-  constructor(source: string, tokens: Token[]) {
+  /** A cursor at the first token of `source`. */
+  constructor(source: string) {
     this.source = source;
-    this.#tokens = tokens;
+    this.#tokenizer = new Tokenizer(source);
+    this.#current = this.#tokenizer.next();
   }
 
   peek(k = 0): Token {
-    const i = this.#pos + k;
-    return this.#tokens[i < this.#tokens.length ? i : this.#tokens.length - 1];
+    if (k === 0) return this.#current;
+    const ahead = this.#ahead;
+    while (ahead.length < k) {
+      // Past the end every look is the `eof` token.
+      const last = ahead.length > 0 ? ahead[ahead.length - 1] : this.#current;
+      if (last.type === "eof") return last;
+      ahead.push(this.#tokenizer.next());
+    }
+    return ahead[k - 1];
   }
 
   next(): Token {
-    const t = this.#tokens[this.#pos];
-    if (this.#pos < this.#tokens.length - 1) this.#pos++;
+    const t = this.#current;
+    if (t.type !== "eof") {
+      this.#prev = t;
+      this.#current = this.#ahead.length > 0 ? this.#ahead.shift()! : this.#tokenizer.next();
+    }
     return t;
   }
 
+  /**
+   * At a number in a list, reads the plain numbers that follow it at once (see
+   * {@linkcode Tokenizer.numberRun}), calling `item` for each; the cursor is then at the `]` or at
+   * the token after the last `,` read. Returns false when there was no such run (nothing read).
+   */
+  protected numberRun(item: (value: number, line: number, column: number) => void): boolean {
+    const first = this.#current;
+    if (first.type !== "number" || this.#ahead.length > 0) return false;
+    const last = this.#tokenizer.numberRun(first, item);
+    if (last === undefined) return false;
+    this.#prev = last;
+    this.#current = this.#tokenizer.next();
+    return true;
+  }
+
   protected prev(): Token {
-    return this.#tokens[Math.max(0, this.#pos - 1)];
+    return this.#prev ?? this.#current;
+  }
+
+  /**
+   * Runs `parse`; when it fails, reads the rest of the script first, so that a lexical error
+   * anywhere in it (an unterminated string, a character QPlan does not use) is reported before a
+   * syntax error, as when the whole script was split into tokens before parsing.
+   */
+  parseAll<T>(parse: () => T): T {
+    try {
+      return parse();
+    } catch (error) {
+      this.#tokenizer.drain();
+      throw error;
+    }
   }
 
   fail(problem: string, token: Token, expected: string): never {
