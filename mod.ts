@@ -107,3 +107,6 @@ export {
 } from "./src/definition/mod.ts";
 export { BackendError } from "./src/llm/mod.ts";
 export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./src/prompt/mod.ts";
+// A library error's next step as data (`details.next`: `{ action: "resume", runId }`), and the
+// renderer a formatter takes to print one (`commandLine` of `@stepflow/core/cli` is the CLI's).
+export type { CommandRenderer, NextStep, StepflowAction } from "./src/invocation.ts";

@@ -39,7 +39,7 @@ Deno.test("every mod.ts names its exports", async () => {
 
 /**
  * The root entry point's names, agreed: loading, the runner with its options and result, the common
- * events, the errors, the backend contract. A name added to mod.ts must be added here on purpose
+ * events, the errors and their next steps as data, the backend contract. A name added to mod.ts must be added here on purpose
  * (and most belong in a subpath entry point instead: `./llm`, `./store`, `./definition`, `./runner`,
  * `./events`, `./ui`).
  */
@@ -91,6 +91,7 @@ const ROOT_NAMES = {
     "StepflowErrorCode",
     "UsageError",
   ],
+  nextStep: ["CommandRenderer", "NextStep", "StepflowAction"],
 };
 
 /** The names a re-export file exports, read from its `export { … } from` statements. */

@@ -59,7 +59,7 @@ async function askField(field: AnswerField, io: AnswerPromptIo): Promise<unknown
   });
   if (!answered) {
     throw new UsageError(
-      `The terminal's input ended before "${field.name}" was answered; nothing was recorded. Answer with --answer RUN_ID --value '<json>'.`,
+      `The terminal's input ended before "${field.name}" was answered; nothing was recorded. The run still waits: answer it with its answer subcommand and --value.`,
     );
   }
   return answered.value;

@@ -7,6 +7,8 @@
  *
  * @module
  */
+import { commandRenderer } from "../invocation.ts";
+import { userDirOf } from "./kit/io.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError } from "../errors.ts";
 import type { RecordedAnswer } from "../flow/input_request.ts";
@@ -17,7 +19,7 @@ import { followQueuedRun } from "./submit.ts";
 import type { CliIo } from "./kit/io.ts";
 import { askAtTerminal, formOf, pendingOf, type TerminalAsk } from "./waiting_run.ts";
 
-/** What answering a submitted run needs from `run-agent`. */
+/** What answering a submitted run needs from `stepflow answer`. */
 export interface QueuedAnswerContext {
   /** Streams and cancellation. */
   io: CliIo;
@@ -99,7 +101,9 @@ export async function answerQueuedRun(
     ctx.io.stdout.write(`${JSON.stringify({ runId, status: "queued", answer: recorded })}\n`);
   } else {
     ctx.io.stdout.write(
-      `Run ${runId}: answer recorded (step ${recorded.stepId}); the run is back on the queue and a worker continues it (--show ${runId} shows where it is).\n`,
+      `Run ${runId}: answer recorded (step ${recorded.stepId}); the run is back on the queue and a worker continues it. Where it is:\n  ${
+        commandRenderer({ cwd: userDirOf(ctx.io) }, flags.store)({ action: "show", runId })
+      }\n`,
     );
   }
   return 0;

@@ -22,8 +22,11 @@ import { parameterList } from "./parameter_list.ts";
 import { ownValue, setOwn } from "../own_record.ts";
 import {
   cleanParseMessage,
+  declaredTable,
+  type FlagDecls,
   flagHelpLines,
   flagLabel,
+  type FlagsOf,
   type OptionTable,
   optionTable,
   readDeclaredFlags,
@@ -101,6 +104,24 @@ export function parseCommandLine(
   argv: readonly string[],
   options: ParseOptions = {},
 ): CommandLine {
+  return parseWithParameters(argv, RUN_AGENT_FLAGS, options);
+}
+
+/** What {@linkcode parseWithParameters} adds to {@linkcode ParseOptions}. */
+export interface ParameterParseOptions extends ParseOptions {
+  /** Appended to an unknown flag's error (default: `Run with --help for every CLI flag.`). */
+  flagsHint?: string;
+}
+
+/**
+ * {@linkcode parseCommandLine} against a subcommand's own flags (`decls`): the agent's parameters
+ * as `--<key> value`, every other flag one of `decls`.
+ */
+export function parseWithParameters<D extends FlagDecls>(
+  argv: readonly string[],
+  decls: D,
+  options: ParameterParseOptions = {},
+): { flags: FlagsOf<D>; params: Record<string, ParameterValue> } {
   // Parameters are parsed by their flag (`flag`, else the key) and stored under their key. The
   // loader rejects a flag that clashes with the CLI's own; this guard covers callers that pass
   // parameters which never went through the loader.
@@ -120,7 +141,7 @@ export function parseCommandLine(
     keyOfFlag.set(flag, key);
   }
   const args = normalizeArgv(argv, parameters);
-  const known: OptionTable = cliOptions();
+  const known: OptionTable = optionTable(declaredTable(decls));
   for (const [flag, def] of Object.entries(parameters)) {
     known[flag] = def.type === "boolean"
       ? { type: "boolean" }
@@ -128,7 +149,7 @@ export function parseCommandLine(
       ? { type: "string", multiple: true }
       : { type: "string" };
   }
-  rejectUnknownFlags(args, known, parameterHelp(options, true));
+  rejectUnknownFlags(args, known, parameterHelp(options, options.flagsHint ?? FLAGS_HINT));
 
   let parsed;
   try {
@@ -212,8 +233,8 @@ export function parseCommandLine(
   for (const [flag, value] of Object.entries(byFlag)) {
     setOwn(params, keyOfFlag.get(flag) ?? flag, value);
   }
-  const flags = readDeclaredFlags(RUN_AGENT_FLAGS, values);
-  if (missing.length > 0 && !flags.help) {
+  const flags = readDeclaredFlags(decls, values);
+  if (missing.length > 0 && !(flags as { help?: boolean }).help) {
     const list = missing.map((k) => `--${k}`).join(", ");
     throw new UsageError(
       `Missing required parameter${missing.length === 1 ? "" : "s"} ${list}${
@@ -232,14 +253,15 @@ export function usageText(options: ParseOptions = {}): string {
   const parameterLabel = "--<parameter> value";
   const width = Math.max(parameterLabel.length, ...CLI_FLAGS.map((f) => flagLabel(f).length)) + 2;
   const lines = [
-    "Usage: deno task run-agent --agent NAME [--<parameter> value ...] [options]",
-    "       deno task run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
-    "       deno task run-agent --agent NAME --runs | --show RUN_ID | --resume RUN_ID | --redrive RUN_ID",
-    "       deno task run-agent --agent NAME --answer RUN_ID --value '<json>'",
+    "Usage: run-agent --agent NAME [--<parameter> value ...] [options]",
+    "       run-agent --list | --init NAME | --agent NAME --validate | --agent NAME --graph",
+    "       run-agent --agent NAME --runs | --show RUN_ID | --resume RUN_ID | --redrive RUN_ID",
+    "       run-agent --agent NAME --answer RUN_ID --value '<json>'",
     "",
-    "Runs an agent's step flow (.agent/NAME: agent.json + steps_registry.json + prompts/).",
-    "Relative paths (.agent, --script, --agent DIR) resolve against the directory you ran the task",
-    "from (INIT_CWD). Text piped on stdin becomes {input_text}.",
+    "The old form of the agent subcommands, kept for a release: each mode flag is now a",
+    "subcommand (stepflow run AGENT, stepflow validate AGENT, stepflow show RUN_ID, …; see",
+    "stepflow --help). Relative paths (.agent, --script, --agent DIR) resolve against the",
+    "directory you ran the task from (INIT_CWD). Text piped on stdin becomes {input_text}.",
     "",
     "Options:",
     ...flagHelpLines(CLI_FLAGS, { width }),
@@ -261,11 +283,9 @@ export function usageText(options: ParseOptions = {}): string {
   lines.push(
     "",
     "Examples:",
-    '  deno task run-agent --agent issue-solver --topic "Fix the flaky login test"',
-    "  deno task run-agent --agent issue-solver --script demo.script.yaml --topic x --json",
-    "  git diff | deno task run-agent --agent reviewer --backend anthropic",
-    "  deno task run-agent --agent haiku --topic autumn --record tests/haiku.replay.yaml",
-    "  deno task run-agent --init my-agent",
+    '  stepflow run issue-solver --topic "Fix the flaky login test"',
+    "  stepflow run haiku --script .agent/haiku/demo.script.yaml --topic autumn --json",
+    "  stepflow init my-agent",
   );
   return lines.join("\n");
 }
@@ -325,6 +345,21 @@ export function rejectMistypedCliFlags(argv: readonly string[]): void {
   }
 }
 
+/**
+ * Throws the unknown-flag error (ending with `hint`) for the first flag of `argv` that `decls` does
+ * not declare but that looks like a typo of one of them; any other flag may be a parameter of an
+ * agent not named yet.
+ */
+export function rejectMistypedFlags(argv: readonly string[], decls: FlagDecls, hint: string): void {
+  const table = optionTable(declaredTable(decls));
+  const known = Object.keys(table);
+  for (const rawName of unknownFlags(argv, table)) {
+    if (closestMatch(rawName.replace(/^-+/, ""), known)) {
+      throw new UsageError(`${unknownFlagMessage(rawName, known)}\n${hint}`);
+    }
+  }
+}
+
 /** The declared parameter `name` (own keys only: `--constructor` is not Object's). */
 function parameterOf(parameters: ParameterTable, name: string): ParameterDefinition | undefined {
   return ownValue(parameters, name);
@@ -345,9 +380,11 @@ function agentLabel(options: ParseOptions): string {
   return options.agentName ? `"${options.agentName}" ` : "";
 }
 
+const FLAGS_HINT = "Run with --help for every CLI flag.";
+
 /** The parameter list appended to usage errors, so the fix is on screen. */
-function parameterHelp(options: ParseOptions, withFlagsHint = false): string {
-  const hint = withFlagsHint ? "\nRun with --help for every CLI flag." : "";
+function parameterHelp(options: ParseOptions, flagsHint?: string): string {
+  const hint = flagsHint ? `\n${flagsHint}` : "";
   if (!options.parameters) return hint;
   return `\n\n${parameterList(options.parameters, options.agentName)}${hint}`;
 }

@@ -22,8 +22,8 @@ import { DEFAULT_BACKEND } from "../llm/agent_backend.ts";
 import { defaultModelOf } from "../llm/model_chain.ts";
 import { loadScriptFile } from "../llm/script_file.ts";
 import type { LlmBackend } from "../llm/types.ts";
-import { shellQuote, stepflowCommand } from "../invocation.ts";
-import { redactUrl } from "../store/pg_connection.ts";
+import { commandRenderer } from "../invocation.ts";
+import { agentOperand } from "./agent_context.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { assertRunGroup, newRunGroup } from "../store/run_group.ts";
 import { cliPricing } from "./kit/pricing.ts";
@@ -43,12 +43,11 @@ import {
 } from "./kit/flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
-import { agentRunCommand } from "./run_hint.ts";
 import { type CliIo, colorOn, fullIo, processIo, userDirOf } from "./kit/io.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `eval`, in `--help` order: its type, parser and help rows follow from it. */
-const EVAL_FLAGS = defineFlags({
+export const EVAL_FLAGS = defineFlags({
   agent: { type: "string", value: "NAME", description: "Agent to evaluate" },
   cases: {
     type: "string",
@@ -98,7 +97,7 @@ const EVAL_FLAGS = defineFlags({
   help: { type: "boolean", short: "h", description: "Show this help" },
 });
 
-const USAGE = `Usage: deno task eval --agent NAME --cases FILE.jsonl [options]
+const USAGE = `Usage: stepflow eval --agent NAME --cases FILE.jsonl [options]
 
 Runs the agent on every case, checks what each case expects, prints a table and a summary.
 
@@ -107,7 +106,11 @@ ${declaredHelpLines(EVAL_FLAGS).join("\n")}
 
 Exit codes: 0 the pass rate reached --min-pass, 1 it did not, 2 usage or setup error,
             130 interrupted with Ctrl-C, 143 with SIGTERM (the runs measured so far are reported
-            first).`;
+            first).
+
+Examples:
+  stepflow eval --agent haiku --cases tests/haiku.cases.jsonl --min-pass 90%
+  stepflow eval --agent haiku --cases tests/haiku.cases.jsonl --script tests/haiku.replay.yaml`;
 
 /** A parsed `--min-pass`: `0.8`, `80%`. */
 export function parseMinPass(raw: string): number {
@@ -250,7 +253,9 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
     durationMs: performance.now() - started,
   });
   io.stdout.write(`${formatEvalReport(summary)}\n`);
-  io.stdout.write(`${whereToSee(definition.name, group, flags.store, userDir)}\n`);
+  io.stdout.write(
+    `${whereToSee(agentOperand(definition, userDir), group, flags.store, userDir)}\n`,
+  );
   if (jsonFile !== undefined) {
     const path = resolve(userDir, jsonFile);
     await writeFileAtomic(path, `${JSON.stringify({ ...summary, outcomes }, null, 2)}\n`);
@@ -261,17 +266,17 @@ async function evaluate(argv: readonly string[], io: CliIo): Promise<number> {
 }
 
 /**
- * Where the eval's runs are seen together: the dashboard filtered to the group, and `--runs`, as
- * hints print commands (a `--store` given is repeated, a PostgreSQL password shown as `***`).
+ * Where the eval's runs are seen together: `stepflow runs` of the group, and the dashboard filtered
+ * to it — as commands that work where the user stands (a `--store` given is repeated, a PostgreSQL
+ * password shown as `***`).
  */
 function whereToSee(agent: string, group: string, store: string | undefined, userDir: string) {
-  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
+  const render = commandRenderer({ cwd: userDir }, store);
   return [
-    `Runs recorded in group ${group}. See them together:`,
-    `  ${
-      stepflowCommand("ui", userDir)
-    }${storeFlag}   then open http://127.0.0.1:8420/?group=${group}`,
-    `  ${agentRunCommand(userDir, agent, store)} --runs --run-group ${group}`,
+    `Runs recorded in group ${group}. List them with:`,
+    `  ${render({ action: "runs", agent, args: ["--run-group", group] })}`,
+    `or see them at http://127.0.0.1:8420/?group=${group} in the dashboard, started with:`,
+    `  ${render({ action: "ui" })}`,
   ].join("\n");
 }
 
@@ -287,12 +292,18 @@ function progressLine(o: EvalRunOutcome, done: number, total: number): string {
   }, ${(o.durationMs / 1000).toFixed(1)}s)${why}`;
 }
 
-if (import.meta.main) {
+/**
+ * Runs `eval` on the real process: Ctrl-C or SIGTERM cancel the runs in flight and still report;
+ * OTLP export when the environment asks for it, flushed at exit.
+ */
+export async function evalCli(argv: readonly string[] = Deno.args): Promise<never> {
   await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "\nStopping the eval: cancelling the runs in flight… (press Ctrl-C again to quit)\n",
   });
-  await exitProcess(
-    interrupt.exitCode(await evalMain(Deno.args, { ...processIo(), signal: interrupt.signal })),
+  return await exitProcess(
+    interrupt.exitCode(await evalMain(argv, { ...processIo(), signal: interrupt.signal })),
   );
 }
+
+if (import.meta.main) await evalCli();

@@ -1,9 +1,9 @@
 /**
- * `run-agent --init NAME`: scaffolds a new agent from a template in `agents/templates/`.
+ * `stepflow init NAME`: scaffolds a new agent from a template in `agents/templates/`.
  *
  * @module
  */
-import { runAgentCommand } from "../invocation.ts";
+import { stepflowPrefix } from "../invocation.ts";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { errorMessage, StepflowError, UsageError } from "../errors.ts";
@@ -16,13 +16,13 @@ export { displayPath } from "./kit/display_path.ts";
 export const AGENT_NAME_PLACEHOLDER = "__AGENT_NAME__";
 
 /**
- * The placeholder replaced, in template file contents, by the command that starts `run-agent` from
- * the folder the agent was created in (`deno task run-agent` in the checkout, `stepflow` once
- * installed, …): a command written into a file must work where the user stands too.
+ * The placeholder replaced, in template file contents, by the command that starts `stepflow` from
+ * the folder the agent was created in (`stepflow` once installed, `deno task stepflow` in the
+ * checkout, …): a command written into a file must work where the user stands too.
  */
-export const RUN_AGENT_PLACEHOLDER = "__RUN_AGENT__";
+export const STEPFLOW_PLACEHOLDER = "__STEPFLOW__";
 
-/** The template `--init` uses. */
+/** The template `stepflow init` uses. */
 export const DEFAULT_TEMPLATE = "gate-routed";
 
 /** The folder holding this package's agent templates. */
@@ -70,7 +70,7 @@ export interface InitAgentResult {
 export async function initAgent(name: string, options: InitAgentOptions): Promise<InitAgentResult> {
   if (!AGENT_NAME.test(name)) {
     throw new UsageError(
-      `Invalid agent name "${name}" for --init: use letters, digits, "_" and "-", starting with a letter or digit (e.g. --init my-agent).`,
+      `Invalid agent name "${name}": use letters, digits, "_" and "-", starting with a letter or digit (e.g. my-agent).`,
     );
   }
   const template = options.template ?? DEFAULT_TEMPLATE;
@@ -80,7 +80,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
   const target = join(root, name);
   if (await pathExists(target)) {
     throw new UsageError(
-      `Cannot create agent "${name}": ${target} already exists. --init never overwrites; choose another name or remove that folder first.`,
+      `Cannot create agent "${name}": ${target} already exists. init never overwrites; choose another name or remove that folder first.`,
     );
   }
   await Deno.mkdir(root, { recursive: true });
@@ -91,7 +91,7 @@ export async function initAgent(name: string, options: InitAgentOptions): Promis
     await writeTemplate(
       source,
       staging,
-      { name, finalDir: target, runAgent: runAgentCommand(options.cwd) },
+      { name, finalDir: target, stepflow: stepflowPrefix(options.cwd) },
       files,
     );
     if (await pathExists(target)) {
@@ -185,7 +185,7 @@ async function readTemplate(templates: string | URL, template: string): Promise<
 async function writeTemplate(
   source: TemplateSource,
   to: string,
-  { name, finalDir, runAgent }: { name: string; finalDir: string; runAgent: string },
+  { name, finalDir, stepflow }: { name: string; finalDir: string; stepflow: string },
   files: string[],
 ): Promise<void> {
   for (const file of source.files) {
@@ -197,7 +197,7 @@ async function writeTemplate(
       await Deno.writeFile(targetPath, file.bytes);
     } else {
       let content = text.replaceAll(AGENT_NAME_PLACEHOLDER, name)
-        .replaceAll(RUN_AGENT_PLACEHOLDER, runAgent);
+        .replaceAll(STEPFLOW_PLACEHOLDER, stepflow);
       if (/\.jsonc?$/.test(relPath)) {
         content = await repointSchema(content, file.path, dirname(join(finalDir, relPath)), source);
       }

@@ -29,7 +29,7 @@ import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `mcp`, in `--help` order. */
-const FLAGS = defineFlags({
+export const MCP_FLAGS = defineFlags({
   port: {
     type: "string",
     value: "N",
@@ -67,17 +67,20 @@ const FLAGS = defineFlags({
   help: { type: "boolean", short: "h", description: "Show this help" },
 });
 
-const USAGE = `Usage: deno task mcp [options]
+const USAGE = `Usage: stepflow mcp [options]
 
 Serves the agents under .agent/ to MCP clients as tools: run_<agent> (its parameters as the
 input schema), answer_run (answers a run waiting at an input step), list_runs and show_run.
 Over stdio unless --port is given.
 
 Options:
-${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}
+${declaredHelpLines(MCP_FLAGS, { width: 20 }).join("\n")}
 
-Claude Code: claude mcp add stepflow -- deno run -A /path/to/stepflow/src/cli/mcp.ts
-Stops when stdin closes, on SIGTERM or Ctrl-C, cancelling the runs in flight.`;
+Stops when stdin closes, on SIGTERM or Ctrl-C, cancelling the runs in flight.
+
+Examples:
+  claude mcp add stepflow -- stepflow mcp
+  stepflow mcp --port 8765 --allow-run`;
 
 /** Where the CLI reads and writes (tests pass their own). */
 export interface McpCliIo {
@@ -98,7 +101,7 @@ export interface McpCliIo {
 export async function mcpMain(argv: readonly string[], io: McpCliIo): Promise<number> {
   let values;
   try {
-    values = parseCommandFlags(argv, FLAGS, {
+    values = parseCommandFlags(argv, MCP_FLAGS, {
       positionals: false,
       hint: "\nRun with --help for usage.",
     }).flags;
@@ -200,16 +203,22 @@ function aborted(signal: AbortSignal): Promise<void> {
   });
 }
 
-if (import.meta.main) {
-  // OTLP export when the environment asks for it; stopping the server flushes it.
+/**
+ * Runs `mcp` on the real process: stdin closing, SIGTERM or Ctrl-C stop it (the exit codes are in
+ * the module's header). OTLP export when the environment asks for it; stopping the server flushes
+ * it.
+ */
+export async function mcpCli(argv: readonly string[] = Deno.args): Promise<never> {
   await startTelemetryExport();
   using interrupt = listenForInterrupt({
     message: "stopping: cancelling the runs in flight (signal again to quit at once)\n",
   });
-  const code = await mcpMain(Deno.args, {
+  const code = await mcpMain(argv, {
     env: Deno.env.toObject(),
     signal: interrupt.signal,
     log: (line) => console.error(line),
   });
-  await exitProcess(code);
+  return await exitProcess(code);
 }
+
+if (import.meta.main) await mcpCli();

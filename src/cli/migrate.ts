@@ -16,7 +16,7 @@ import { EXIT_CODES } from "./kit/exit_codes.ts";
 import { declaredHelpLines, defineFlags, parseCommandFlags } from "./kit/flags.ts";
 
 /** Every flag of `migrate`, in `--help` order: its type, parser and help rows follow from it. */
-const FLAGS = defineFlags({
+export const MIGRATE_FLAGS = defineFlags({
   out: {
     type: "string",
     value: "DIR",
@@ -28,19 +28,23 @@ const FLAGS = defineFlags({
   help: { type: "boolean", short: "h", description: "show this help" },
 });
 
-/** The usage text of `deno task migrate`. */
+/** The usage text of `stepflow migrate`. */
 export const MIGRATE_USAGE =
-  `Usage: deno task migrate climpt <path> [--out DIR] [--dry-run] [--force] [--json]
+  `Usage: stepflow migrate climpt <path> [--out DIR] [--dry-run] [--force] [--json]
 
 Converts climpt agents (github.com/tettuan/climpt, v1.13 format) into stepflow agents.
 <path> is a climpt repository (agents in .agent/), its .agent folder, or one agent folder.
 
 Options:
-${declaredHelpLines(FLAGS, { width: 12 }).join("\n")}
+${declaredHelpLines(MIGRATE_FLAGS, { width: 12 }).join("\n")}
 
 Each agent gets agent.json, steps_registry.json, prompts/, schemas/, smoke.script.yaml and
 MIGRATION.md (field by field: mapped, dropped, needs a person, source defects).
-Exit codes: 0 all agents load, 1 some converted agent does not load, 2 usage or source error.`;
+Exit codes: 0 all agents load, 1 some converted agent does not load, 2 usage or source error.
+
+Examples:
+  stepflow migrate climpt ../climpt --out .agent
+  stepflow migrate climpt ../climpt/.agent/iterator --dry-run`;
 
 /** What {@linkcode runMigrateCli} returns: the exit code and the text written. */
 export interface MigrateCliResult {
@@ -67,7 +71,7 @@ export async function runMigrateCli(
 ): Promise<MigrateCliResult> {
   let parsed;
   try {
-    parsed = parseCommandFlags(argv, FLAGS);
+    parsed = parseCommandFlags(argv, MIGRATE_FLAGS);
   } catch (error) {
     return {
       code: EXIT_CODES.usage,

@@ -1,24 +1,26 @@
 /**
- * The command lines of stepflow, as a library: run `run-agent` in-process with {@linkcode main}
- * (injectable stdio, environment and working directory), parse a command line against an agent's
- * declared parameters, or scaffold a new agent with {@linkcode initAgent}. The other commands are
- * here too: {@linkcode planMain} (`plan`, PlanSpec), {@linkcode runPlanMain} (`run-plan`, tool plans)
+ * The command line of stepflow, as a library. `stepflow <subcommand>` runs in-process with
+ * {@linkcode stepflowMain} (injectable stdio, environment and working directory); the commands it
+ * prints come from one function, {@linkcode commandLine}, which turns a next step
+ * (`{ action: "resume", runId }`) into a command that works where the user stands. Also here: parse
+ * a command line against an agent's declared parameters, scaffold a new agent with
+ * {@linkcode initAgent}, and the older entries — {@linkcode main} (the old `run-agent` form),
+ * {@linkcode planMain} (`plan`, PlanSpec), {@linkcode runPlanMain} (`run-plan`, tool plans),
  * {@linkcode qplanMain} (`qplan`, QPlan scripts), {@linkcode evalMain} (`eval`, an agent over a
  * file of cases) and {@linkcode uiMain} (`ui`, the local web dashboard over recorded runs, with
  * {@linkcode serveDashboard} to embed it).
  *
- * From a checkout: `deno task run-agent --agent NAME [--<parameter> value …]`. Anywhere else, the
- * one `stepflow` command: `deno task install` in the checkout, or
+ * Installed as the one `stepflow` command: `deno task install` in the checkout, or
  * `deno install -g -A -n stepflow jsr:@stepflow/core/cli` (this module runs it when executed):
- * `stepflow --agent NAME …`, `stepflow run-plan plan.json`, `stepflow qplan run FILE`, …
+ * `stepflow run AGENT …`, `stepflow show RUN_ID`, `stepflow qplan run FILE`, …
  *
  * @example Run the CLI in-process and capture its output
  * ```ts ignore
- * import { main } from "jsr:@stepflow/core/cli";
+ * import { stepflowMain } from "jsr:@stepflow/core/cli";
  *
  * let stdout = "";
- * const code = await main(
- *   ["--agent", "issue-solver", "--script", "answers.yaml", "--topic", "Fix it", "--json"],
+ * const code = await stepflowMain(
+ *   ["run", "issue-solver", "--script", "answers.yaml", "--topic", "Fix it", "--json"],
  *   { stdout: { write: (text) => void (stdout += text) }, cwd: "/path/to/project" },
  * );
  * console.log(code, JSON.parse(stdout).completionReason); // 0 "completed"
@@ -81,7 +83,14 @@ export {
 /** A declared agent parameter (agent.json `parameters.<key>`), as {@linkcode parseCommandLine} reads it. */
 export type { ParameterDefinition } from "../definition/schema.ts";
 
-export { STEPFLOW_COMMANDS, stepflowCli, stepflowHelp } from "./stepflow.ts";
+export { STEPFLOW_COMMANDS, stepflowCli, stepflowHelp, stepflowMain } from "./stepflow.ts";
+export {
+  commandLine,
+  type CommandPlace,
+  type InvocationOptions,
+  type NextStep,
+  type StepflowAction,
+} from "../invocation.ts";
 import { stepflowCli } from "./stepflow.ts";
 
 // Executed (`stepflow …` once installed, or `deno run -A jsr:@stepflow/core/cli …`): every command.

@@ -1,5 +1,5 @@
 /**
- * `deno task plan`: the PlanSpec command line (docs/planspec.md, "CLI: `deno task plan`").
+ * `stepflow plan` (`deno task plan`): the PlanSpec command line (docs/planspec.md).
  *
  * ```
  * deno task plan new "<description>"   generate a plan with an LLM → planspec/<snake_name>.md
@@ -11,8 +11,7 @@
  * ```
  *
  * Names resolve as `planspec/<name>.md`, then `Tasks/<name>/plan.md`, then as a path. Relative
- * paths and the `planspec/` folder are taken from `INIT_CWD` (set by `deno task` to the folder the
- * task was started from), else the current directory.
+ * paths and `planspec/` are from `INIT_CWD` (set by `deno task`), else the current directory.
  *
  * @module
  */
@@ -95,7 +94,7 @@ const PLAN_BACKEND_FLAGS = defineFlags({
 const HELP_FLAG = defineFlags({ help: { type: "boolean", short: "h", description: "Show help" } });
 
 /** Each subcommand's flags (type and parser follow; HELP above groups them by subcommand). */
-const SUBCOMMAND_FLAGS = {
+export const PLAN_SUBCOMMAND_FLAGS = {
   new: defineFlags({
     ...PLAN_BACKEND_FLAGS,
     name: { type: "string", value: "NAME", description: "File name of the plan" },
@@ -139,7 +138,7 @@ const SUBCOMMAND_FLAGS = {
   }),
 } as const;
 
-const HELP = `Usage: deno task plan <command> [options]
+const HELP = `Usage: stepflow plan <command> [options]
 
 Commands:
   new "<description>"      Generate a plan with an LLM and write planspec/<snake_name>.md
@@ -152,8 +151,7 @@ Commands:
 Backend options (new, run):
 ${declaredHelpLines(PLAN_BACKEND_FLAGS, { width: 25 }).join("\n")}
 
-new:       --name NAME (file name; default: the plan title in snake_case), --print (show the plan),
-           --yes (no confirmation question on a terminal)
+new:       --name NAME (default: the title in snake_case), --print (show it), --yes (no question)
 show:      --full (no folding), --expand IDS, --collapse IDS (comma-separated), --color, --no-color
 list:      --archive (list planspec/archive/ instead)
 archive:   --force (archive a plan that is not complete)
@@ -162,15 +160,17 @@ run:       --max-rounds N (3), --max-attempts N (3), --interactive (ask question
 
 Names resolve as planspec/<name>.md, then Tasks/<name>/plan.md, then as a file path; relative paths
 resolve against the folder the task was started from. A killed 'plan run' continues where it
-stopped when run again.
-
-Scripted step ids: planspec.generate, planspec.step.<id>, planspec.reflect.<id>, planspec.replan,
-planspec.children.<id>, planspec.regenerate.
+stopped when run again. Scripted step ids: planspec.generate, planspec.step.<id>,
+planspec.reflect.<id>, planspec.replan, planspec.children.<id>, planspec.regenerate.
 
 Exit codes: 0 success, 1 the command ran and did not succeed (invalid plan, blocked or failed run),
 2 usage error, missing plan, or a plan beyond the limits (nested more than 100 levels),
 75 another process is running the plan (try again later), 130 interrupted (Ctrl-C), 143 interrupted
-(SIGTERM).`;
+(SIGTERM).
+
+Examples:
+  stepflow plan new "Add rate limiting to the public API"
+  stepflow plan run rate_limiting --backend anthropic`;
 
 /**
  * Runs the `plan` command line and returns the exit code.
@@ -231,11 +231,11 @@ function report(error: unknown, cli: PlanCliIo): number {
  * Parses the arguments of `plan <command>`: a usage error names the subcommand; a value a flag's
  * `parse` refuses is reported as it is (read after the usage check).
  */
-function parse<C extends keyof typeof SUBCOMMAND_FLAGS>(
+function parse<C extends keyof typeof PLAN_SUBCOMMAND_FLAGS>(
   command: C,
   args: string[],
-): { flags: FlagsOf<typeof SUBCOMMAND_FLAGS[C]>; positionals: string[] } {
-  const decls: FlagDecls = SUBCOMMAND_FLAGS[command];
+): { flags: FlagsOf<typeof PLAN_SUBCOMMAND_FLAGS[C]>; positionals: string[] } {
+  const decls: FlagDecls = PLAN_SUBCOMMAND_FLAGS[command];
   let parsed;
   try {
     parsed = parseFlags(args, declaredTable(decls), { hint: " (see plan --help)" });
@@ -243,7 +243,7 @@ function parse<C extends keyof typeof SUBCOMMAND_FLAGS>(
     throw new UsageError(`plan ${command}: ${errorMessage(error)}`);
   }
   return {
-    flags: readDeclaredFlags(SUBCOMMAND_FLAGS[command], parsed.values),
+    flags: readDeclaredFlags(PLAN_SUBCOMMAND_FLAGS[command], parsed.values),
     positionals: parsed.positionals,
   };
 }

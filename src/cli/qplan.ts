@@ -46,7 +46,7 @@ import { ToolRegistry } from "../tools/registry.ts";
 export type QPlanCliIo = CliIo;
 
 /** Every flag of `qplan`, in `--help` order: its type, parser and help rows follow from it. */
-const FLAGS = defineFlags({
+export const QPLAN_FLAGS = defineFlags({
   params: {
     name: "param",
     type: "string",
@@ -106,16 +106,20 @@ const FLAGS = defineFlags({
 const HELP = `qplan — run, validate and write QPlan scripts
 
 Usage:
-  deno task qplan run FILE [options]        run a script; live step progress on stderr
-  deno task qplan validate FILE [options]   check a script without running it
-  deno task qplan prompt "<task>" [options] print the prompt that asks an LLM to write a script
+  stepflow qplan run FILE [options]        run a script; live step progress on stderr
+  stepflow qplan validate FILE [options]   check a script without running it
+  stepflow qplan prompt "<task>" [options] print the prompt that asks an LLM to write a script
 
 Options:
-${declaredHelpLines(FLAGS, { width: 21 }).join("\n")}
+${declaredHelpLines(QPLAN_FLAGS, { width: 21 }).join("\n")}
 
 Exit codes: 0 completed or stopped, 1 the script failed / was aborted / timed out,
             2 usage error or a script that cannot run (syntax, validation, params, backend),
-            130 interrupted with Ctrl-C, 143 with SIGTERM.`;
+            130 interrupted with Ctrl-C, 143 with SIGTERM.
+
+Examples:
+  stepflow qplan validate stats.qplan
+  stepflow qplan run stats.qplan --param repo=stepflow`;
 
 /**
  * Runs the `qplan` command line and returns the exit code. Never throws, never exits.
@@ -169,10 +173,10 @@ export async function qplanMain(
 }
 
 /** The parsed command line after the command name: its flags and the file or task. */
-type Options = FlagsOf<typeof FLAGS> & { positionals: string[] };
+type Options = FlagsOf<typeof QPLAN_FLAGS> & { positionals: string[] };
 
 function parseOptions(args: string[]): Options {
-  const { flags, positionals } = parseCommandFlags(args, FLAGS, { hint: " (see --help)" });
+  const { flags, positionals } = parseCommandFlags(args, QPLAN_FLAGS, { hint: " (see --help)" });
   const enable = flags.enable.flatMap((e) => e.split(",")).map((e) => e.trim().toLowerCase())
     .filter(Boolean);
   const approve = flags.approve.flatMap((a) => a.split(",")).map((a) => a.trim()).filter(Boolean);

@@ -38,6 +38,15 @@ export function rejectMisplacedReplayFlags(scan: CliFlags): void {
   }
 }
 
+/** `--replay` says how a replay `--script` is checked: without `--script` it means nothing. */
+export function checkReplayFlags(flags: { replay?: unknown; script?: string }): void {
+  if (flags.replay !== undefined && flags.script === undefined) {
+    throw new UsageError(
+      "--replay says how a replay file is checked: add --script FILE (a file written by --record, or by show --as-script).",
+    );
+  }
+}
+
 /**
  * `--show RUN_ID --as-script`: the YAML replay file of a recorded run, redacted with `env`, with
  * its child runs' calls when their logs are given (`childRunLogs`).

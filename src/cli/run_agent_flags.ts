@@ -1,7 +1,9 @@
 /**
- * The flags of `run-agent`, declared once: their help rows, the parser's table and the type of the
- * parsed flags ({@linkcode CliFlags}) follow from {@linkcode RUN_AGENT_FLAGS}. Parsing is in
- * `args.ts`.
+ * The flags of the agent subcommands of `stepflow` (`run`, `validate`, `runs`, `show`, `resume`,
+ * `redrive`, `answer`, `submit`, …), declared once in groups: each subcommand's file
+ * (`src/cli/commands/`) takes the groups it needs, and its help rows, parser and parsed type follow
+ * from them. The old `run-agent` form takes every group ({@linkcode RUN_AGENT_FLAGS}, parsed as
+ * {@linkcode CliFlags}). Parsing is in `args.ts`.
  *
  * @module
  */
@@ -18,41 +20,32 @@ import {
   type FlagsOf,
   type FlagSpec,
   parsePositiveInt,
+  readDeclaredFlags,
 } from "./kit/flags.ts";
 
-/**
- * Every flag of `run-agent`, in `--help` order: the type of its parsed flags ({@linkcode CliFlags}),
- * its parser and its help rows follow from it. Any other `--<key>` is one of the agent's declared
- * parameters.
- */
-export const RUN_AGENT_FLAGS = defineFlags({
+// -- The flag groups: each flag is declared once, here; every agent subcommand takes the groups it
+// needs (src/cli/commands/*.ts), and the old `run-agent` form takes them all (RUN_AGENT_FLAGS).
+// A new flag of runs (`stepflow run`, `resume`, `redrive`, `answer`): add it to RUN_OPTION_FLAGS,
+// to CliFlags below, and to RESERVED_PARAMETER_FLAGS (src/definition/parameters.ts; a drift test
+// keeps them equal); read it in src/cli/agent_run.ts.
+
+/** `--agent NAME`: the agent of a run subcommand (`show`, `resume`, …) when its id alone is not enough. */
+export const AGENT_FLAG = defineFlags({
   agent: {
     type: "string",
     value: "NAME",
-    description: "Agent to run: a name under .agent/ or a folder path",
+    description: "The agent that recorded the run: a name under .agent/ or a folder path\n" +
+      "(needed only when the run id alone does not find it)",
+    complete: "agent",
   },
-  list: {
-    type: "boolean",
-    description: "List the agents under .agent/ with their descriptions",
+});
+
+/** The backend of a run: `--backend`, `--model`, `--base-url`, `--script`, `--max-attempts`, `--no-stream`. */
+export const RUN_BACKEND_FLAGS = defineFlags({
+  backend: {
+    ...BACKEND_FLAGS.backend,
+    complete: ["claude-code", "anthropic", "openai", "scripted"],
   },
-  validate: {
-    type: "boolean",
-    description: "Check the agent's definition; print every problem and warning",
-  },
-  connect: {
-    type: "boolean",
-    description: "With --validate: start each MCP server (behavior.mcpServers), list its tools",
-  },
-  init: {
-    type: "string",
-    value: "NAME",
-    description: "Scaffold a working gate-routed agent in .agent/NAME",
-  },
-  graph: {
-    type: "boolean",
-    description: "Print the agent's flow as a Mermaid flowchart",
-  },
-  backend: BACKEND_FLAGS.backend,
   model: {
     ...BACKEND_FLAGS.model,
     description: "Model for every call (overrides the agent and its steps)",
@@ -64,6 +57,10 @@ export const RUN_AGENT_FLAGS = defineFlags({
   maxRateLimitWaitMs: BACKEND_FLAGS.maxRateLimitWaitMs,
   idleTimeoutMs: BACKEND_FLAGS.idleTimeoutMs,
   noStream: BACKEND_FLAGS.noStream,
+});
+
+/** How a run may proceed: limits, fallbacks, commands, validators, permissions. */
+export const RUN_OPTION_FLAGS = defineFlags({
   maxIterations: {
     type: "string",
     value: "N",
@@ -80,13 +77,13 @@ export const RUN_AGENT_FLAGS = defineFlags({
   budgetUsd: {
     type: "string",
     value: "USD",
-    description: "Hard budget in US dollars, child runs included (with --resume: raises it)",
+    description: "Hard budget in US dollars, child runs included (on resume: raises it)",
     parse: parsePositiveAmount("--budget-usd"),
   },
   budgetTokens: {
     type: "string",
     value: "N",
-    description: "Hard budget in tokens, input plus output (with --resume: raises it)",
+    description: "Hard budget in tokens, input plus output (on resume: raises it)",
     parse: parsePositiveInt("--budget-tokens"),
   },
   pricing: {
@@ -109,8 +106,9 @@ export const RUN_AGENT_FLAGS = defineFlags({
   permissionAsks: {
     type: "string",
     value: "MODE",
-    description: "An ask with nobody to ask: refuse (default) or wait (for --answer)",
+    description: "An ask with nobody to ask: refuse (default) or wait (for stepflow answer)",
     parse: choiceFlag("--permission-asks", ["refuse", "wait"] as const),
+    complete: ["refuse", "wait"],
   },
   permissionMode: {
     type: "string",
@@ -122,59 +120,49 @@ export const RUN_AGENT_FLAGS = defineFlags({
       if (parsed.ok) return parsed.mode;
       throw new UsageError(`--permission-mode: ${parsed.problem}.`);
     },
+    complete: ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"],
   },
-  // -- durable-run flags: --resume RUN_ID, --redrive RUN_ID, --runs, --show RUN_ID --
-  resume: {
-    type: "string",
-    value: "RUN_ID",
-    description: "Continue an interrupted run (from its step in flight, or inside it: tools)",
-  },
+});
+
+/** `--resume`'s own: re-run the tool call an interrupted run was killed in. */
+export const RERUN_FLAG = defineFlags({
   rerunUnfinishedCall: {
     type: "boolean",
-    description: "With --resume: re-run the non-idempotent tool call the run was killed in",
+    description: "Re-run the non-idempotent tool call the run was killed in",
   },
-  redrive: {
-    type: "string",
-    value: "RUN_ID",
-    description: "Restart a failed run from its failed step",
-  },
-  answer: {
-    type: "string",
-    value: "RUN_ID",
-    description: "Answer the run waiting at an input step (with --value, or JSON on stdin)",
-  },
+});
+
+/** The answer of `stepflow answer RUN_ID`. */
+export const ANSWER_FLAGS = defineFlags({
   value: {
     type: "string",
     value: "JSON",
-    description: "The answer of --answer, as JSON (checked against the step's schema)",
+    description: "The answer, as JSON (checked against the step's schema); else JSON on stdin",
   },
   requestId: {
     type: "string",
     value: "ID",
-    description: "With --answer: the request it answers (a run that waits on several: --show)",
+    description: "The request it answers, of a run that waits on several (show RUN_ID lists them)",
   },
   answeredBy: {
     type: "string",
     value: "WHO",
-    description: "Who gives the answer of --answer, as the history records it (default: cli)",
+    description: "Who gives the answer, as the history records it (default: cli)",
   },
-  runs: {
-    type: "boolean",
-    description: "List the agent's recorded runs (id, start, status, steps, duration, tokens)",
-  },
-  show: {
-    type: "string",
-    value: "RUN_ID",
-    description: "Print one recorded run's history as a table",
-  },
+});
+
+/** `--run-group NAME`: the group of a new run, or the group `runs` lists. */
+export const GROUP_FLAG = defineFlags({
   group: {
     name: "run-group",
     type: "string",
     value: "NAME",
-    description: "Start the run in this group; with --runs, list only the group's runs",
+    description: "Start the run in this group (with runs: list only the group's runs)",
   },
-  // -- end of durable-run flags --
-  // -- replay flags: --record FILE, --replay MODE, --as-script (docs/testing.md) --
+});
+
+/** The replay flags of a run (docs/testing.md): `--record FILE`, `--replay MODE`. */
+export const RECORD_FLAGS = defineFlags({
   record: {
     type: "string",
     value: "FILE",
@@ -186,40 +174,143 @@ export const RUN_AGENT_FLAGS = defineFlags({
     description:
       "With a replay --script: strict (default) fails on a changed prompt, lenient warns",
     parse: choiceFlag<ReplayMode>("--replay", REPLAY_MODES),
+    complete: REPLAY_MODES,
   },
+});
+
+/** `--as-script` of `stepflow show`: a recorded run as a replay file. */
+export const AS_SCRIPT_FLAG = defineFlags({
   asScript: {
     type: "boolean",
-    description: "With --show RUN_ID: print the run as a replay file instead of a table",
+    description: "Print the run as a replay file (YAML) instead of a table",
   },
-  // -- end of replay flags --
-  // -- scale-out flags: --store URL, --submit, --wait --
+});
+
+/** `--store URL`: where runs are recorded. */
+export const STORE_FLAG = defineFlags({
   store: {
     type: "string",
     value: "URL",
     description: "Run store: file (default) or postgres://… (else STEPFLOW_STORE, logging.store)",
   },
+});
+
+/** `--submit`: queue the run for the workers. */
+export const SUBMIT_FLAG = defineFlags({
   submit: {
     type: "boolean",
     description: "Queue the run for the workers (PostgreSQL store) and print its id",
   },
+});
+
+/** `--wait`: follow a run the workers drive. */
+export const WAIT_FLAG = defineFlags({
   wait: {
     type: "boolean",
-    description: "With --submit: follow the queued run live until it ends",
+    description: "Follow the run live on the workers until it ends (or waits)",
   },
-  // -- end of scale-out flags --
+});
+
+/** `--json`: one JSON object on stdout. */
+export const JSON_FLAG = defineFlags({
   json: {
     type: "boolean",
     description: "Print exactly one JSON object (the result) on stdout",
   },
+});
+
+/** `--verbose`: every event as a line. */
+export const VERBOSE_FLAG = defineFlags({
   verbose: {
     type: "boolean",
     description: "One line per event even on a terminal, plus answers, tool details, streamed text",
   },
+});
+
+/** `--help`, `-h`. */
+export const HELP_FLAG = defineFlags({
   help: {
     type: "boolean",
     short: "h",
-    description: "Show this help (with --agent: also its parameters)",
+    description: "Show this help (with an agent: also its parameters)",
   },
+});
+
+/** The mode flags of the old `run-agent` form, each now a subcommand of `stepflow`. */
+export const MODE_FLAGS = defineFlags({
+  list: {
+    type: "boolean",
+    description: "List the agents under .agent/ with their descriptions (now: stepflow list)",
+  },
+  validate: {
+    type: "boolean",
+    description: "Check the agent's definition (now: stepflow validate AGENT)",
+  },
+  connect: {
+    type: "boolean",
+    description: "With validate: start each MCP server (behavior.mcpServers), list its tools",
+  },
+  init: {
+    type: "string",
+    value: "NAME",
+    description: "Scaffold a working gate-routed agent in .agent/NAME (now: stepflow init NAME)",
+  },
+  graph: {
+    type: "boolean",
+    description: "Print the agent's flow as a Mermaid flowchart (now: stepflow graph AGENT)",
+  },
+  resume: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Continue an interrupted run (now: stepflow resume RUN_ID)",
+  },
+  redrive: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Restart a failed run from its failed step (now: stepflow redrive RUN_ID)",
+  },
+  answer: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Answer a run waiting at an input step (now: stepflow answer RUN_ID)",
+  },
+  runs: {
+    type: "boolean",
+    description: "List the agent's recorded runs (now: stepflow runs AGENT)",
+  },
+  show: {
+    type: "string",
+    value: "RUN_ID",
+    description: "Print one recorded run's history (now: stepflow show RUN_ID)",
+  },
+});
+
+/**
+ * Every flag of the old `run-agent` form (`deno task run-agent --agent NAME …`), in `--help` order:
+ * every group above. The type of its parsed flags ({@linkcode CliFlags}) follows from it. Any other
+ * `--<key>` is one of the agent's declared parameters.
+ */
+export const RUN_AGENT_FLAGS = defineFlags({
+  agent: {
+    type: "string",
+    value: "NAME",
+    description: "Agent to run: a name under .agent/ or a folder path",
+    complete: "agent",
+  },
+  ...MODE_FLAGS,
+  ...RUN_BACKEND_FLAGS,
+  ...RUN_OPTION_FLAGS,
+  ...RERUN_FLAG,
+  ...ANSWER_FLAGS,
+  ...GROUP_FLAG,
+  ...RECORD_FLAGS,
+  ...AS_SCRIPT_FLAG,
+  ...STORE_FLAG,
+  ...SUBMIT_FLAG,
+  ...WAIT_FLAG,
+  ...JSON_FLAG,
+  ...VERBOSE_FLAG,
+  ...HELP_FLAG,
 });
 
 /** `--max-children N`: a whole number within the runner's bounds. */
@@ -333,6 +424,18 @@ export interface CliFlags {
 
 // Compile-time proof that CliFlags is exactly what the declaration parses to.
 const _cliFlagsMatchDeclaration: Exactly<FlagsOf<typeof RUN_AGENT_FLAGS>, CliFlags> = true;
+
+/**
+ * The whole {@linkcode CliFlags} of a subcommand's parsed flags: every flag it does not declare
+ * takes its default (a switch off, a value absent), so the run engine reads one shape.
+ */
+export function toCliFlags(given: Partial<CliFlags>): CliFlags {
+  const flags = readDeclaredFlags(RUN_AGENT_FLAGS, {});
+  for (const [key, value] of Object.entries(given)) {
+    if (value !== undefined) (flags as unknown as Record<string, unknown>)[key] = value;
+  }
+  return flags;
+}
 
 /** Parses a positive amount of dollars (`5`, `0.25`, `12.5`). */
 function parsePositiveAmount(flag: string): (raw: string) => number {

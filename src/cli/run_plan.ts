@@ -74,7 +74,7 @@ export type RunPlanWriter = CliWriter;
 export type RunPlanIo = CliIo;
 
 /** Every flag of `run-plan`, in `--help` order: its type, parser and help rows follow from it. */
-const FLAGS = defineFlags({
+export const RUN_PLAN_FLAGS = defineFlags({
   generate: {
     type: "string",
     value: "TASK",
@@ -116,7 +116,7 @@ const FLAGS = defineFlags({
     type: "string",
     value: "MODE",
     description: [
-      '"dashboard": also let the dashboard (deno task ui --allow-actions) approve or deny',
+      '"dashboard": also let the dashboard (stepflow ui --allow-actions) approve or deny',
       "waiting steps: requests are written to <plan.json>.approvals/; the first answer",
       "(dashboard or terminal) wins. Without a terminal this starts the run, and steps",
       'wait for the dashboard instead of being denied (default: "terminal")',
@@ -124,7 +124,7 @@ const FLAGS = defineFlags({
     parse: (raw): "terminal" | "dashboard" => {
       if (raw === "terminal" || raw === "dashboard") return raw;
       throw new UsageError(
-        `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from deno task ui --allow-actions), got "${raw}".`,
+        `--approvals is "terminal" (ask here, the default) or "dashboard" (also answerable from stepflow ui --allow-actions), got "${raw}".`,
       );
     },
     default: "terminal",
@@ -195,26 +195,30 @@ function nonBlank(message: string): (raw: string) => string {
 }
 
 const HELP = `Usage:
-  deno task run-plan <plan.json> [options]
-  deno task run-plan --generate "<task>" [<plan.json>] [options]
+  stepflow run-plan <plan.json> [options]
+  stepflow run-plan --generate "<task>" [<plan.json>] [options]
 
 Shows the plan for review, asks to start, runs it and saves statuses and results back to the plan
 file after every step. Running the same command again continues where the plan stopped.
 
 Options:
-${declaredHelpLines(FLAGS, { width: 20 }).join("\n")}
+${declaredHelpLines(RUN_PLAN_FLAGS, { width: 20 }).join("\n")}
 
 Exit codes: 0 completed, 1 the plan did not complete, 2 usage or invalid plan, 3 incomplete (steps
 skipped because approval was not given; see --allow-skipped), 75 another process is running this
 plan file, 130 cancelled (Ctrl-C), 143 cancelled (SIGTERM).
+
+Examples:
+  stepflow run-plan release.plan.json --yes
+  stepflow run-plan --generate "Tag and publish 1.2.0" release.plan.json --approvals dashboard
 `;
 
 /** The parsed command line of `run-plan`: its flags and the plan file (the one positional). */
-type Flags = FlagsOf<typeof FLAGS> & { planFile?: string };
+type Flags = FlagsOf<typeof RUN_PLAN_FLAGS> & { planFile?: string };
 
 /** Parses the command line of `run-plan`; bad input is a {@linkcode UsageError}. */
 export function parseRunPlanArgs(argv: readonly string[]): Flags {
-  const { flags, positionals } = parseCommandFlags(argv, FLAGS, {
+  const { flags, positionals } = parseCommandFlags(argv, RUN_PLAN_FLAGS, {
     hint: " Run with --help to see every option.",
   });
   if (positionals.length > 1) {

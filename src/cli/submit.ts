@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { stepflowCommand } from "../invocation.ts";
+import { type CommandRenderer, commandRenderer, stepflowCommand } from "../invocation.ts";
 import type { AgentDefinition } from "../definition/types.ts";
 import { StepflowError, UsageError } from "../errors.ts";
 import { formatRunHistory } from "../store/format.ts";
@@ -56,7 +56,7 @@ export async function submitAndFollow(
         conflicting.join(", ")
       } (pass --backend/--script to \`${
         stepflowCommand("worker", userDirOf(ctx.io))
-      }\`; a run the workers hold goes back to them with --resume RUN_ID --rerun-unfinished-call --submit).`,
+      }\`; a run the workers hold goes back to them with resume --rerun-unfinished-call --submit).`,
     );
   }
   const setting = resolveStoreSetting(definition, {
@@ -142,6 +142,7 @@ export async function followQueuedRun(
   skipEntries = 0,
 ): Promise<number> {
   let seen = 0;
+  const render = commandRenderer({ cwd: userDirOf(ctx.io) }, flags.store);
   let checkpoint: RunCheckpoint;
   try {
     checkpoint = await followRun(store, runId, {
@@ -150,7 +151,7 @@ export async function followQueuedRun(
       },
       onEntry: (entry) => {
         if (seen++ < skipEntries) return;
-        const line = describe(entry);
+        const line = describe(entry, render);
         if (line) ctx.io.stderr.write(`  ${line}\n`);
       },
     }, ctx.io.signal ? { signal: ctx.io.signal } : {});
@@ -172,7 +173,9 @@ export async function followQueuedRun(
   } else {
     const log = await store.readLog(runId);
     ctx.io.stdout.write(
-      `${formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId })}\n`,
+      `${
+        formatRunHistory(checkpoint, log, { color: ctx.stdoutColor, runId, commandFor: render })
+      }\n`,
     );
   }
   // A run that waits for an answer has not failed: it has its own exit code, as without workers.
@@ -185,7 +188,7 @@ export async function followQueuedRun(
 }
 
 /** One progress line per committed step (and the run's start, resume and end). */
-function describe(entry: RunLogEntry): string | undefined {
+function describe(entry: RunLogEntry, render: CommandRenderer): string | undefined {
   if (entry.type === "step_end") {
     const e = entry.entry as
       | { stepId?: string; transition?: string; nextStepId?: string }
@@ -194,7 +197,9 @@ function describe(entry: RunLogEntry): string | undefined {
     return `#${entry.iteration} ${e?.stepId ?? entry.stepId} ${e?.transition ?? ""}${next}`;
   }
   if (entry.type === "input_request") {
-    return `#${entry.iteration} ${entry.stepId} waits for an answer (--answer ${entry.runId})`;
+    return `#${entry.iteration} ${entry.stepId} waits for an answer; answer it with: ${
+      render({ action: "answer", runId: entry.runId, args: ["--value", "<json>"] })
+    }`;
   }
   if (entry.type === "run_start" || entry.type === "run_resume") {
     return `${entry.type === "run_start" ? "started" : "resumed"} at ${entry.stepId}`;

@@ -21,13 +21,12 @@ import { errorMessage, StepflowError, UsageError } from "../errors.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { discoverStores, isPagedStore } from "../ui/source.ts";
 import { isLoopback, serveDashboard } from "../ui/server.ts";
-import { BACKEND_FLAGS } from "./kit/backend.ts";
 import { EXIT_CODES } from "./kit/exit_codes.ts";
-import { defineFlags, parseCommandFlags, portFlag } from "./kit/flags.ts";
+import { parseCommandFlags } from "./kit/flags.ts";
+import { UI_FLAGS } from "./ui_flags.ts";
 import { listenForInterrupt } from "./kit/interrupt.ts";
 
 /** The dashboard's port when `--port` is not given. */
-const DEFAULT_PORT = 8420;
 
 /** Where `uiMain` writes and what it reads. */
 export interface UiCliIo {
@@ -45,7 +44,7 @@ export interface UiCliIo {
   onListen?: (url: string) => void;
 }
 
-const USAGE = `Usage: deno task ui [--store DIR|URL] [--plans DIR] [--port 8420] [--open] [--host H]
+const USAGE = `Usage: stepflow ui [--store DIR|URL] [--plans DIR] [--port 8420] [--open] [--host H]
                    [--allow-actions [--backend NAME] [--model M] [--script FILE]]
 
   --store DIR|URL
@@ -62,12 +61,16 @@ const USAGE = `Usage: deno task ui [--store DIR|URL] [--plans DIR] [--port 8420]
                 let run pages cancel, resume and redrive runs (off by default; every action
                 carries this server's secret; with --host the token is still required)
   --backend NAME, --model M, --script FILE
-                with --allow-actions: the backend of resumed and redriven runs, passed to
-                run-agent (default: the backend each run recorded)
+                with --allow-actions: the backend of resumed and redriven runs (default:
+                the backend each run recorded)
+
+Examples:
+  stepflow ui --open
+  stepflow ui --store postgres://localhost/runs --allow-actions
 `;
 
 /**
- * Runs `deno task ui`; resolves with the exit code once the server stops.
+ * Runs `stepflow ui`; resolves with the exit code once the server stops.
  *
  * @example
  * ```ts ignore
@@ -85,7 +88,7 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
     { write: (t: string) => void Deno.stderr.writeSync(new TextEncoder().encode(t)) };
   const cwd = io.cwd ?? resolve(Deno.cwd(), Deno.env.get("INIT_CWD") || ".");
   try {
-    const { flags: values } = parseCommandFlags(args, FLAGS, {
+    const { flags: values } = parseCommandFlags(args, UI_FLAGS, {
       positionals: false,
       // A usage error shows the help as the command is typed from the user's folder.
       hint: `\n\n${localizeCommands(USAGE, cwd)}`,
@@ -148,30 +151,6 @@ export async function uiMain(args: string[], io: UiCliIo = {}): Promise<number> 
   }
 }
 
-/**
- * Every flag of `ui`: the type and parser of its flags follow from it. Its help ({@linkcode USAGE})
- * groups the backend flags on one line, so it is written out rather than generated.
- */
-const FLAGS = defineFlags({
-  store: { type: "string", value: "STORE", description: "run store to show" },
-  plans: { type: "string", value: "DIR", description: "folder of tool plans" },
-  port: {
-    type: "string",
-    value: "N",
-    description: "port",
-    parse: (raw) => portFlag({ port: raw }, DEFAULT_PORT),
-    default: DEFAULT_PORT,
-  },
-  host: { type: "string", value: "H", description: "interface to bind", default: "127.0.0.1" },
-  open: { type: "boolean", description: "open the dashboard in the browser" },
-  allowActions: { type: "boolean", description: "let run pages act on runs" },
-  // The dashboard's buttons pass these to run-agent; how often a call is retried is not one of them.
-  backend: BACKEND_FLAGS.backend,
-  model: BACKEND_FLAGS.model,
-  script: BACKEND_FLAGS.script,
-  help: { type: "boolean", short: "h", description: "show this help" },
-});
-
 /** Closes the stores that hold connections (database pools). */
 async function closeStores(stores: { store: unknown }[]): Promise<void> {
   for (const { store } of stores) {
@@ -196,4 +175,9 @@ function openBrowser(url: string, err: { write(text: string): void }): void {
   }
 }
 
-if (import.meta.main) Deno.exit(await uiMain(Deno.args));
+/** Runs `ui` on the real process until it is stopped (Ctrl-C), and exits with its code. */
+export async function uiCli(argv: readonly string[] = Deno.args): Promise<never> {
+  Deno.exit(await uiMain([...argv]));
+}
+
+if (import.meta.main) await uiCli();

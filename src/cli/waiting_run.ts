@@ -16,7 +16,6 @@ import type { RunStore } from "../store/types.ts";
 import type { CliFlags } from "./args.ts";
 import { askAnswer } from "./answer_prompt.ts";
 import type { LineReader } from "./kit/line_reader.ts";
-import { shellQuote } from "../invocation.ts";
 
 /**
  * The lines printed when a run waits and nobody is at a terminal: the question, the run id, when
@@ -25,7 +24,7 @@ import { shellQuote } from "../invocation.ts";
 export function waitingText(
   waiting: PendingInput,
   runId: string,
-  command: string,
+  answerCommand: (value: string) => string,
   form: AnswerForm | undefined,
 ): string {
   const lines = [
@@ -38,14 +37,16 @@ export function waitingText(
   ];
   if (waiting.expiresAt) {
     lines.push(
-      `The wait passes at ${waiting.expiresAt}; after that, --resume ${runId} takes the intent "${waiting.timeoutIntent}".`,
+      `The wait passes at ${waiting.expiresAt}; after that, resuming the run takes the intent "${waiting.timeoutIntent}".`,
     );
   }
-  const example = form ? JSON.stringify(exampleAnswer(form)) : "<json>";
-  lines.push(
-    "Answer it with:",
-    `  ${command} --answer ${runId} --value ${shellQuote(example)}`,
-  );
+  // Without a readable schema only a permission's answer is known; else the JSON is to be filled.
+  const example = form
+    ? JSON.stringify(exampleAnswer(form))
+    : waiting.permission
+    ? JSON.stringify({ decision: "allow" })
+    : "<json>";
+  lines.push("Answer it with:", `  ${answerCommand(example)}`);
   return `${lines.join("\n")}\n`;
 }
 
@@ -56,7 +57,7 @@ export function waitingText(
 export function waitsText(
   waits: readonly PendingInput[],
   runId: string,
-  command: string,
+  answerCommand: (value: string, requestId: string) => string,
   forms: readonly (AnswerForm | undefined)[],
 ): string {
   const lines = [
@@ -75,11 +76,7 @@ export function waitsText(
     );
     const form = forms[i];
     const example = form ? JSON.stringify(exampleAnswer(form)) : "<json>";
-    lines.push(
-      `  Answer it with: ${command} --answer ${runId} --request-id ${wait.requestId} --value ${
-        shellQuote(example)
-      }`,
-    );
+    lines.push(`  Answer it with: ${answerCommand(example, wait.requestId ?? "")}`);
   });
   return `${lines.join("\n")}\n`;
 }
@@ -151,7 +148,7 @@ export function parseAnswerValue(text: string | undefined, source: string): unkn
 /**
  * The flags a continuation of this run needs again — what may run — so the printed `--answer`
  * command continues the run the way it started. The backend needs none: the run recorded how it
- * was chosen; the store is part of the command (`agentRunCommand`, its password hidden).
+ * was chosen; the store is part of the command (`commandLine`, its password hidden).
  */
 export function continuationFlags(flags: CliFlags): string[] {
   const out: string[] = [];

@@ -34,7 +34,7 @@ import { exitProcess, startTelemetryExport } from "./kit/telemetry_export.ts";
 import { reportError } from "./kit/report_error.ts";
 
 /** Every flag of `worker`, in `--help` order: its type, parser and help rows follow from it. */
-const FLAGS = defineFlags({
+export const WORKER_FLAGS = defineFlags({
   store: {
     type: "string",
     value: "URL",
@@ -103,14 +103,18 @@ function positive(flag: string): (raw: string) => number {
   );
 }
 
-const USAGE = `Usage: deno task worker --store postgres://… [options]
+const USAGE = `Usage: stepflow worker --store postgres://… [options]
 
-Takes runs submitted with \`run-agent … --submit\` from the queue and drives them.
+Takes runs queued with \`stepflow submit\` from the queue and drives them.
 
 Options:
-${declaredHelpLines(FLAGS, { width: 21 }).join("\n")}
+${declaredHelpLines(WORKER_FLAGS, { width: 21 }).join("\n")}
 
-SIGTERM / Ctrl-C: commit the iterations in flight, hand the runs back to the queue, exit 0.`;
+SIGTERM / Ctrl-C: commit the iterations in flight, hand the runs back to the queue, exit 0.
+
+Examples:
+  stepflow worker --store postgres://localhost/runs --concurrency 4
+  STEPFLOW_STORE=postgres://localhost/runs stepflow worker --backend anthropic`;
 
 /**
  * Runs the worker CLI until it is stopped; returns the exit code.
@@ -128,7 +132,7 @@ export async function workerMain(
   const usage = localizeCommands(USAGE, resolve(Deno.cwd(), env.INIT_CWD || "."));
   let values: Record<string, FlagValue>;
   try {
-    values = parseFlags(argv, declaredTable(FLAGS), { positionals: false }).values;
+    values = parseFlags(argv, declaredTable(WORKER_FLAGS), { positionals: false }).values;
   } catch (error) {
     write(`error: ${errorMessage(error)}\n\n${usage}`);
     return EXIT_CODES.usage;
@@ -140,7 +144,7 @@ export async function workerMain(
   try {
     const userDir = resolve(Deno.cwd(), env.INIT_CWD || ".");
     // Read after the usage check: a bad value is reported as a run error, without the usage text.
-    const flags = readDeclaredFlags(FLAGS, values);
+    const flags = readDeclaredFlags(WORKER_FLAGS, values);
     const store = flags.store ?? env[STORE_ENV];
     if (!store || !isPostgresUrl(store)) {
       throw new UsageError(

@@ -4,7 +4,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { runAgentCommand } from "../invocation.ts";
+import { commandLine } from "../invocation.ts";
 import { StepflowError } from "../errors.ts";
 import { closestMatch } from "./suggest.ts";
 
@@ -76,9 +76,16 @@ export class AgentNotFoundError extends StepflowError {
     super(
       "AGENT_NOT_FOUND",
       `${what}: ${path}. ${list} Create one with \`${
-        runAgentCommand(dirname(agentRoot))
-      } --init NAME\`, or pass --agent with an existing name or folder.`,
-      { details: { path, agentRoot, available: [...available], ...(guess ? { guess } : {}) } },
+        commandLine({ action: "init", agent: requested ?? "my-agent" }, { cwd: dirname(agentRoot) })
+      }\`, or name an existing agent or folder.`,
+      {
+        details: {
+          path,
+          agentRoot,
+          available: [...available],
+          ...(guess ? { guess } : {}),
+        },
+      },
     );
     this.available = Object.freeze([...available]);
   }

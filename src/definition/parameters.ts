@@ -8,8 +8,9 @@
 import type { ParameterDefinition } from "./schema.ts";
 
 /**
- * The flags `run-agent` owns; a parameter's flag (its `flag`, else its key) must be none of these.
- * A drift test keeps this list equal to the CLI's own flag table.
+ * The flags `stepflow run` and the other agent subcommands own (every flag of the old `run-agent`
+ * form); a parameter's flag (its `flag`, else its key) must be none of these. A drift test keeps
+ * this list equal to the CLI's own flag table.
  */
 export const RESERVED_PARAMETER_FLAGS: ReadonlySet<string> = new Set([
   "agent",
@@ -84,7 +85,7 @@ function typeOk(value: unknown, type: "string" | "number"): boolean {
 
 /**
  * Load-time checks of the declared parameters (all problems, each naming the parameter): a flag
- * that is one of `run-agent`'s own flags, two parameters on one flag, a `default` or `enum` value
+ * that is one of the CLI's own flags, two parameters on one flag, a `default` or `enum` value
  * of the wrong type, a default outside the enum, `items`/`enum` where they mean nothing.
  */
 export function checkParameters(
@@ -98,7 +99,7 @@ export function checkParameters(
     const flag = parameterFlag(key, def);
     if (RESERVED_PARAMETER_FLAGS.has(flag)) {
       problems.push(
-        `${where}: its CLI flag --${flag} clashes with run-agent's own --${flag}. Set "flag" to another name (e.g. "flag": "${key}-value"), or rename the parameter.`,
+        `${where}: its CLI flag --${flag} clashes with the CLI's own --${flag}. Set "flag" to another name (e.g. "flag": "${key}-value"), or rename the parameter.`,
       );
     }
     const other = byFlag.get(flag);

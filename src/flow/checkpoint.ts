@@ -223,10 +223,8 @@ export async function restoreRun(
   if (!checkpoint) {
     throw new StepflowError(
       "RUN_NOT_FOUND",
-      `No run ${runId} was found to ${verb}. List runs with --runs.`,
-      {
-        details: { runId },
-      },
+      `No run ${runId} was found to ${verb}; the recorded runs are listed by the next command.`,
+      { details: { runId, next: { action: "runs" } } },
     );
   }
   if (checkpoint.agent !== definition.name) {
@@ -236,7 +234,7 @@ export async function restoreRun(
     );
   }
   const state = copyState(checkpoint.state as unknown as RunnerState, warn);
-  assertContinuable(runId, checkpoint.status, verb);
+  assertContinuable(runId, checkpoint.status, verb, checkpoint.state);
   // A run its budget stopped goes on from where it stopped (its end is not one).
   if (checkpoint.status === "budget_exceeded") delete state.end;
   if (redrive) {

@@ -9,7 +9,7 @@
  *
  * The child is recorded as a run of its own agent: in the store its parent's store gives for that
  * agent (`RunStore.forAgent`; the file store of an agent gives the child agent's own folder), so
- * `--agent CHILD --runs` lists it and `--agent CHILD --show ID` shows it. The link says where
+ * `stepflow runs CHILD` lists it and `stepflow show ID` shows it. The link says where
  * (`store: "agent"`); a link without it — a child started before this, or one whose agent shares
  * the parent's store — is continued in the parent's store, where it is.
  *
@@ -152,7 +152,7 @@ export function childStore(
   if (own === undefined || own === store) {
     throw new StepflowError(
       "AGENT_STEP_CHILD_STORE",
-      `Run ${parentRunId}: its agent step "${link.stepId}" started child run ${link.runId} as a run of agent "${child.name}", recorded in that agent's own store, but this runner's store cannot say where that is (a store made for one folder). Continue the run with the store of its agent (runStoreFor(definition) or selectRunStore(definition), as run-agent does).`,
+      `Run ${parentRunId}: its agent step "${link.stepId}" started child run ${link.runId} as a run of agent "${child.name}", recorded in that agent's own store, but this runner's store cannot say where that is (a store made for one folder). Continue the run with the store of its agent (runStoreFor(definition) or selectRunStore(definition), as the stepflow command does).`,
       { details: { runId: parentRunId, stepId: link.stepId, childRunId: link.runId } },
     );
   }

@@ -7,10 +7,12 @@
  */
 import { StepflowError } from "../errors.ts";
 import type { RunStatus } from "../store/types.ts";
+import { recordedNextStep } from "../invocation.ts";
 
 /**
  * Throws `RUN_NOT_RESUMABLE` (resume of a run that ended) or `RUN_NOT_REDRIVABLE` (redrive of a
- * completed or still running run).
+ * completed or still running run, or of one its budget stopped: its next step is the resume with
+ * the raised budget its end recorded, read from `state`, the run's recorded state).
  *
  * @example
  * ```ts
@@ -23,12 +25,14 @@ export function assertContinuable(
   runId: string,
   status: RunStatus,
   mode: "resume" | "redrive",
+  state?: unknown,
 ): void {
   const active = status === "running" || status === "paused";
   if (mode === "redrive" && status === "waiting") {
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",
-      `Run ${runId} is waiting for an answer at an input step; it has not failed. Answer it (run-agent --answer ${runId} --value '<json>'), or resume it once its waitTimeout passed.`,
+      `Run ${runId} is waiting for an answer at an input step; it has not failed. Answer it, or resume it once its waitTimeout passed.`,
+      { details: { runId, next: { action: "answer", runId, args: ["--value", "<json>"] } } },
     );
   }
   if (mode === "resume" && status === "waiting") return; // the runner checks the answer or the timeout
@@ -36,7 +40,8 @@ export function assertContinuable(
     if (mode === "resume") return; // it carries on inside the step its budget stopped it in
     throw new StepflowError(
       "RUN_NOT_REDRIVABLE",
-      `Run ${runId} was stopped by its budget; it has not failed. Continue it inside its step with a higher budget: --resume ${runId} --budget-usd N (or --budget-tokens N).`,
+      `Run ${runId} was stopped by its budget; it has not failed. Resume it with a higher budget to carry on inside its step.`,
+      { details: { runId, next: recordedNextStep(state) ?? { action: "resume", runId } } },
     );
   }
   if (mode === "redrive" && (status === "completed" || active)) {
@@ -51,8 +56,11 @@ export function assertContinuable(
     throw new StepflowError(
       "RUN_NOT_RESUMABLE",
       `Run ${runId} already ended (${status}); nothing to resume.${
-        status === "completed" ? "" : ` Use --redrive ${runId} to restart it from its failed step.`
+        status === "completed" ? "" : " Redrive it to restart it from its failed step."
       }`,
+      status === "completed"
+        ? { details: { runId } }
+        : { details: { runId, next: { action: "redrive", runId } } },
     );
   }
 }

@@ -26,6 +26,12 @@ export interface StepError {
   message: string;
   /** The step it happened at. */
   stepId?: string;
+  /**
+   * Facts about it as data; `next` is the step that carries the run on (a `NextStep`:
+   * `{ action: "resume", runId, args }` for a run its budget stopped), which the CLI prints as a
+   * command line and the dashboard as a command.
+   */
+  details?: Record<string, unknown>;
 }
 
 /**

@@ -526,13 +526,22 @@ class FanOut {
   #halted(slot: ItemSlot, error: unknown): unknown {
     if (!(error instanceof StepflowError)) return error;
     const { state, step, parentAgent } = this.#ctx;
-    const rerun = error.code === "TOOL_CALL_UNFINISHED" ? " --rerun-unfinished-call" : "";
+    const rerun = error.code === "TOOL_CALL_UNFINISHED";
+    // The next step is the parent's resume (which continues its children), as data.
+    const next = {
+      action: "resume",
+      runId: state.runId,
+      agent: parentAgent,
+      ...(rerun ? { args: ["--rerun-unfinished-call"] } : {}),
+    };
     return new StepflowError(
       error.code,
       `${error.message}\nThat child run is item ${
         slot.index + 1
-      } (${slot.label}) of fan-out step "${step.id}" of run ${state.runId}; its other children went on. Continue the run and its children with: run-agent --agent ${parentAgent} --resume ${state.runId}${rerun}.`,
-      { cause: error, ...(error.details ? { details: error.details } : {}) },
+      } (${slot.label}) of fan-out step "${step.id}" of run ${state.runId}; its other children went on. Resume run ${state.runId}${
+        rerun ? " with the unfinished call re-run" : ""
+      } to continue it and its children.`,
+      { cause: error, details: { ...error.details, next } },
     );
   }
 

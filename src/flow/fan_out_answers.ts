@@ -172,7 +172,7 @@ export async function wakeParent(
       warn(
         `child run of ${parent.runId} ended, but its parent's agent in ${parent.agentDir} does not load (${
           errorMessage(error)
-        }); continue the parent with --resume ${parent.runId}`,
+        }); resume the parent run ${parent.runId} to continue it`,
       );
       return undefined;
     });

@@ -431,7 +431,7 @@ export class FlowRun {
       if (result.error instanceof InStepFlushFailed) throw result.error.cause;
       if (result.error instanceof FanOutHalted) throw result.error.cause;
       if (result.error instanceof BudgetExceeded) {
-        const stop = budgetStopInStep(this.#spend!, state, def, step, inStep, result.error);
+        const stop = budgetStopInStep(this.#spend!, state, step, inStep, result.error);
         this.#end(state, "budget_exceeded", step.id, stop);
         break;
       }
@@ -761,7 +761,7 @@ export class FlowRun {
       this.#end(state, stopCause, at);
       return true;
     }
-    const spent = budgetSpentBeforeStep(this.#spend!, state, this.#def);
+    const spent = budgetSpentBeforeStep(this.#spend!, state);
     if (spent) {
       this.#end(state, "budget_exceeded", at, spent);
       return true;

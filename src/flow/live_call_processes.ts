@@ -70,13 +70,15 @@ function stillRunningError(
       one ? "it" : "them"
     } to end, or stop ${one ? "it" : "them"} (kill ${
       live.map((p) => p.pid).join(" ")
-    }), then resume again: run-agent --agent ${agent} --resume ${runId}. Nothing was changed.`,
+    }), then resume the run again. Nothing was changed.`,
     {
       details: {
         runId,
         stepId: resumed.marker.stepId,
         pids: live.map((p) => p.pid),
         calls: resumed.unfinished.map((c) => ({ tool: c.tool, callId: c.callId })),
+        agent,
+        next: { action: "resume", runId },
       },
     },
   );

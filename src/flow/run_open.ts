@@ -139,13 +139,7 @@ export async function takeAnswer(
   let pending = state.waiting;
   if (given !== undefined && waits.length > 1) {
     if (given.requestId === undefined) {
-      throw new StepflowError(
-        "INPUT_REQUEST_AMBIGUOUS",
-        `Run ${runId} waits on ${waits.length} requests (${
-          waits.map((w) => w.requestId).join(", ")
-        }); say which one this answer is for: requestId (run-agent --request-id ID). --show ${runId} lists them.`,
-        { details: { runId, requests: waits.map((w) => w.requestId) } },
-      );
+      throw ambiguousRequest(runId, waits);
     }
     pending = waits.find((w) => w.requestId === given.requestId) ?? pending;
   }
@@ -159,11 +153,18 @@ export async function takeAnswer(
     const what = pending.permission
       ? `for permission to run ${pending.permission.tool} in step "${pending.stepId}"`
       : `for an answer at input step "${pending.stepId}"`;
-    const value = pending.permission ? `'{"decision":"allow"}' (or "deny")` : "'<json>'";
+    const value = pending.permission ? '{"decision":"allow"}' : "<json>";
     throw new StepflowError(
       "INPUT_WAITING",
-      `Run ${runId} waits ${what}; resuming it needs the answer. Answer it with: run-agent --agent ${definition.name} --answer ${runId} --value ${value}.`,
-      { details: { runId, stepId: pending.stepId, requestId: pending.requestId } },
+      `Run ${runId} waits ${what}; resuming it needs the answer: answer the run instead.`,
+      {
+        details: {
+          runId,
+          stepId: pending.stepId,
+          requestId: pending.requestId,
+          next: { action: "answer", runId, args: ["--value", value] },
+        },
+      },
     );
   }
   if (!pending || (given.requestId !== undefined && given.requestId !== pending.requestId)) {
@@ -194,15 +195,23 @@ export async function takeAnswer(
     ) {
       throw notWaiting(
         runId,
-        `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); continue this run with --resume ${runId}`,
+        `its child run ${pending.child.runId} no longer waits on this request (it was answered directly); resume this run to go on`,
+        "resume",
       );
     }
   }
   if (expired) {
     throw new StepflowError(
       "INPUT_WAIT_EXPIRED",
-      `Run ${runId}: the wait at input step "${pending.stepId}" passed at ${pending.expiresAt} (waitTimeout); the answer was not recorded. Resume the run (--resume ${runId}) to take the timeout's intent "${pending.timeoutIntent}".`,
-      { details: { runId, stepId: pending.stepId, expiresAt: pending.expiresAt } },
+      `Run ${runId}: the wait at input step "${pending.stepId}" passed at ${pending.expiresAt} (waitTimeout); the answer was not recorded. Resume the run to take the timeout's intent "${pending.timeoutIntent}".`,
+      {
+        details: {
+          runId,
+          stepId: pending.stepId,
+          expiresAt: pending.expiresAt,
+          next: { action: "resume", runId },
+        },
+      },
     );
   }
   const schema = pending.permission
@@ -352,6 +361,7 @@ export async function lockRun(
       throw notWaiting(
         runId,
         "another process drives it right now (it runs, or another answer was recorded first and continues it)",
+        "show",
         true,
       );
     }
@@ -364,15 +374,35 @@ export async function lockRun(
   }
 }
 
+/** `INPUT_REQUEST_AMBIGUOUS`: an answer to a run that waits on several requests names none. */
+function ambiguousRequest(runId: string, waits: readonly PendingInput[]): StepflowError {
+  const requests = waits.map((w) => w.requestId);
+  return new StepflowError(
+    "INPUT_REQUEST_AMBIGUOUS",
+    `Run ${runId} waits on ${waits.length} requests (${
+      requests.join(", ")
+    }); say which one this answer is for (its requestId). The run's history lists them.`,
+    { details: { runId, requests, next: { action: "show", runId } } },
+  );
+}
+
 /**
- * `INPUT_NOT_WAITING`: the run cannot take an answer, and why (`locked`: another process drives
- * it — its details say so, for an answer that can go to a fan-out child instead).
+ * `INPUT_NOT_WAITING`: the run cannot take an answer, and why; its next step (`next`: show the
+ * run, or resume it) as data. `locked`: another process drives it — its details say so, for an
+ * answer that can go to a fan-out child instead.
  */
-export function notWaiting(runId: string, why: string, locked = false): StepflowError {
+export function notWaiting(
+  runId: string,
+  why: string,
+  next: "show" | "resume" = "show",
+  locked = false,
+): StepflowError {
   return new StepflowError(
     "INPUT_NOT_WAITING",
-    `Run ${runId} cannot take this answer: ${why}. See its state with --show ${runId}.`,
-    { details: { runId, ...(locked ? { locked: true } : {}) } },
+    `Run ${runId} cannot take this answer: ${why}.${
+      next === "show" ? " Its history shows where it is." : ""
+    }`,
+    { details: { runId, next: { action: next, runId }, ...(locked ? { locked: true } : {}) } },
   );
 }
 

@@ -14,6 +14,8 @@ import { StepflowError } from "../errors.ts";
 import { parsePrices, PriceTable } from "../llm/pricing.ts";
 import type { LlmBackend } from "../llm/types.ts";
 import type { StepError } from "./decisions.ts";
+import type { NextStep } from "../invocation.ts";
+import type { BudgetDimension } from "./budget_exceeded.ts";
 import type { RunnerState } from "./run_state.ts";
 import {
   BudgetExceeded,
@@ -189,11 +191,10 @@ function priceMissing(
 export function budgetSpentBeforeStep(
   ledger: SpendLedger,
   state: RunnerState,
-  definition: AgentDefinition,
 ): StepError | undefined {
   const hit = ledger.exhausted();
   if (!hit) return undefined;
-  return stopError(ledger, state, definition, state.currentStepId, hit, "");
+  return stopError(ledger, state, state.currentStepId, hit, "");
 }
 
 /**
@@ -204,7 +205,6 @@ export function budgetSpentBeforeStep(
 export function budgetStopInStep(
   ledger: SpendLedger,
   state: RunnerState,
-  definition: AgentDefinition,
   step: FlowStep,
   inStep: StepCallJournal | undefined,
   error: BudgetExceeded,
@@ -225,14 +225,13 @@ export function budgetStopInStep(
     }
   }
   const hit = ledger.exhausted() ?? error.hit;
-  return stopError(ledger, state, definition, step.id, hit, error.message);
+  return stopError(ledger, state, step.id, hit, error.message);
 }
 
 /** The message of a budget stop: what was refused, what was spent on what, how to go on. */
 function stopError(
   ledger: SpendLedger,
   state: RunnerState,
-  definition: AgentDefinition,
   stepId: string,
   hit: LimitHit | undefined,
   refused: string,
@@ -253,8 +252,17 @@ function stopError(
   parts.push(`Spent: ${spentSummary(state)}.`);
   const top = topSteps(state.spendByStep);
   if (top) parts.push(`Top steps: ${top}.`);
-  parts.push(howToContinue(ledger, state, definition, hit));
-  return { code: "BUDGET_EXCEEDED", message: parts.join(" "), stepId };
+  const how = howToContinue(ledger, state, hit);
+  parts.push(how.text);
+  return {
+    code: "BUDGET_EXCEEDED",
+    message: parts.join(" "),
+    stepId,
+    details: {
+      ...(hit ? { dimension: hit.dimension, limit: hit.limit, spent: hit.spent } : {}),
+      next: how.next,
+    },
+  };
 }
 
 /** `$4.9873 (12 model calls, 35,012 tokens, 8 tool calls)`. */
@@ -291,28 +299,64 @@ export function topSteps(byStep: Readonly<Record<string, StepSpend>> | undefined
   }).join(", ");
 }
 
-/** How to go on: the flag that raises the limit that was reached, and the resume. */
+/**
+ * How to go on: in words, and as the next step (data: the resume with the raised limit as its
+ * arguments, which the CLI prints as a command line). The words name no command-line flag; the
+ * budget option of a resume (`budget`, the CLI's budget flags) raises a dollar or token budget,
+ * agent.json raises the others.
+ */
 function howToContinue(
   ledger: SpendLedger,
   state: RunnerState,
-  definition: AgentDefinition,
   hit: LimitHit | undefined,
-): string {
-  const resume = `run-agent --agent ${definition.name} --resume ${state.runId}`;
-  if (hit && !hit.own) {
-    return `The run stays resumable: continue the top run ${hit.runId} with a higher budget (it resumes this run inside its step).`;
-  }
+): { text: string; next: NextStep } {
   if (!hit) {
-    return `The run stays resumable: raise the budget that stopped it (limits.budget in the child agent's agent.json), then ${resume}.`;
+    return {
+      text:
+        "The run stays resumable: raise the budget that stopped it (limits.budget in the child agent's agent.json), then resume the run.",
+      next: { action: "resume", runId: state.runId },
+    };
   }
-  const raised = suggestedLimit(hit, ledger.budget?.[hit.dimension]);
-  if (hit.dimension === "usd") {
-    return `The run stays resumable: ${resume} --budget-usd ${raised} raises the budget and carries on inside the step.`;
+  const raised = suggestedLimit(hit, hit.own ? ledger.budget?.[hit.dimension] : hit.limit);
+  const args = raisedBudgetArgs(hit.dimension, raised);
+  if (!hit.own) {
+    return {
+      text: `The run stays resumable: continue the top run ${hit.runId} with a higher budget (${
+        limitText(hit.dimension, raised)
+      }, say; it resumes this run inside its step).`,
+      next: { action: "resume", runId: hit.runId, ...(args ? { args } : {}) },
+    };
   }
-  if (hit.dimension === "tokens") {
-    return `The run stays resumable: ${resume} --budget-tokens ${raised} raises the budget and carries on inside the step.`;
+  if (args) {
+    return {
+      text: `The run stays resumable: resume it with a higher budget (${
+        limitText(hit.dimension, raised)
+      }, say) to carry on inside the step.`,
+      next: { action: "resume", runId: state.runId, args },
+    };
   }
-  return `The run stays resumable: raise limits.budget.${hit.dimension} in agent.json (or the runner's budget option) to ${raised}, then ${resume}.`;
+  return {
+    text:
+      `The run stays resumable: raise limits.budget.${hit.dimension} in agent.json (or the runner's budget option) to ${raised}, then resume the run.`,
+    next: { action: "resume", runId: state.runId },
+  };
+}
+
+/**
+ * The arguments of a resume that raise a dollar or token budget to `limit` (`--budget-usd 0.04`);
+ * undefined for a limit only agent.json sets (model calls, tool calls).
+ *
+ * @example
+ * ```ts
+ * import { raisedBudgetArgs } from "./run_spend.ts";
+ * raisedBudgetArgs("usd", 0.04); // ["--budget-usd", "0.04"]
+ * raisedBudgetArgs("modelCalls", 40); // undefined
+ * ```
+ */
+export function raisedBudgetArgs(dimension: BudgetDimension, limit: number): string[] | undefined {
+  if (dimension === "usd") return ["--budget-usd", String(limit)];
+  if (dimension === "tokens") return ["--budget-tokens", String(limit)];
+  return undefined;
 }
 
 /** Twice the limit (at least what was spent plus half again), rounded to something readable. */

@@ -131,7 +131,7 @@ export interface RunnerState {
     reason: CompletionReason;
     stepId: string;
     output?: unknown;
-    error?: { code: string; message: string; stepId?: string };
+    error?: { code: string; message: string; stepId?: string; details?: Record<string, unknown> };
     /** A person's decision that ended the run (reason `declined`). */
     declined?: DeclinedAnswer;
   };

@@ -160,11 +160,12 @@ function childFailed(step: FlowStep, child: StepFlowResult): StepflowError {
   const why = child.error ? `${child.error.code}: ${child.error.message}` : child.completionReason;
   return new StepflowError(
     "AGENT_STEP_FAILED",
-    `Agent step "${step.id}": the child run ${child.runId} of agent "${step.child?.name}" ended ${child.completionReason} (${why}). See it with --agent ${step.child?.name} --show ${child.runId}; the step's onError decides what the parent does.`,
+    `Agent step "${step.id}": the child run ${child.runId} of agent "${step.child?.name}" ended ${child.completionReason} (${why}); the child run's history shows why, and the step's onError decides what the parent does.`,
     {
       details: {
         stepId: step.id,
         childRunId: child.runId,
+        next: { action: "show", runId: child.runId },
         completionReason: child.completionReason,
       },
     },

@@ -259,8 +259,16 @@ export function unfinishedCallError(
       one ? "its" : "their"
     } result was saved: the tool may have done its work already, and ${
       one ? `${calls[0].tool} is` : "these tools are"
-    } not idempotent, so running it again could repeat the effect. Check the effect, then re-run it anyway: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call (API: run({ resume, rerunUnfinishedCall: true })). Nothing was changed.`,
-    { details: { runId, stepId, calls: calls.map((c) => ({ tool: c.tool, callId: c.callId })) } },
+    } not idempotent, so running it again could repeat the effect. Check the effect, then resume the run with the unfinished call re-run anyway (API: run({ resume, rerunUnfinishedCall: true })). Nothing was changed.`,
+    {
+      details: {
+        runId,
+        stepId,
+        calls: calls.map((c) => ({ tool: c.tool, callId: c.callId })),
+        next: { action: "resume", runId, args: ["--rerun-unfinished-call"] },
+        agent,
+      },
+    },
   );
 }
 

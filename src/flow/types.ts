@@ -237,8 +237,12 @@ export interface StepFlowResult {
   iterations: number;
   /** The closing step's structured output, if any. */
   output?: unknown;
-  /** Set when the run did not succeed. */
-  error?: { code: string; message: string; stepId?: string };
+  /**
+   * Set when the run did not succeed. `details.next`, when present, is the step that carries the
+   * run on as data (`{ action: "resume", runId, args: ["--budget-usd", "0.04"] }` for a run its
+   * budget stopped); the CLI prints it as a command line.
+   */
+  error?: { code: string; message: string; stepId?: string; details?: Record<string, unknown> };
   /** History and handoff. */
   state: {
     history: HistoryEntry[];

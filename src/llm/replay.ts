@@ -218,7 +218,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
         "REPLAY_STEP_UNKNOWN",
         `${
           capitalize(where)
-        } is not in ${this.#source}: the recorded run never made it (it recorded ${seen}). The flow took another path than the recorded run; record the run again (run-agent --record FILE).`,
+        } is not in ${this.#source}: the recorded run never made it (it recorded ${seen}). The flow took another path than the recorded run; record the run again (run it with --record FILE).`,
         { details: { stepId: req.stepId, key, source: this.#source } },
       );
     }
@@ -227,7 +227,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
         "REPLAY_EXHAUSTED",
         `The run went past the end of ${this.#source}: ${where} needs entry ${
           index + 1
-        } of "${key}", but the recording holds ${records.length}. The flow took another path than the recorded run; record the run again (run-agent --record FILE).`,
+        } of "${key}", but the recording holds ${records.length}. The flow took another path than the recorded run; record the run again (run it with --record FILE).`,
         { details: { stepId: req.stepId, key, call: index + 1, source: this.#source } },
       );
     }
@@ -255,7 +255,7 @@ export class ReplayBackend implements LlmBackend, ToolTurnBackend {
     }
     throw new StepflowError(
       "REPLAY_PROMPT_CHANGED",
-      `${message}\nRecord the run again (run-agent --record FILE) to accept the new prompt, or replay with --replay lenient.`,
+      `${message}\nRecord the run again (run it with --record FILE) to accept the new prompt, or replay with --replay lenient.`,
       { details: { stepId: req.stepId, key, call, source: this.#source } },
     );
   }
@@ -315,14 +315,14 @@ function splitEntry(
   if (record.fallbacks !== undefined && !isFallbackList(record.fallbacks)) {
     throw new StepflowError(
       "SCRIPT_INVALID",
-      `Replay ${source}: ${where} has "fallbacks" that are not a model chain's fall-throughs ({ from, to, reason, detail }); re-create the file with run-agent --record or --as-script.`,
+      `Replay ${source}: ${where} has "fallbacks" that are not a model chain's fall-throughs ({ from, to, reason, detail }); re-create the file (a run with --record FILE, or show --as-script).`,
     );
   }
   for (const k of ["fingerprint", "prompt", "system", "model", "backend", "kind"]) {
     if (record[k] !== undefined && typeof record[k] !== "string") {
       throw new StepflowError(
         "SCRIPT_INVALID",
-        `Replay ${source}: ${where} has a non-text "${k}"; re-create the file with run-agent --record or --as-script.`,
+        `Replay ${source}: ${where} has a non-text "${k}"; re-create the file (a run with --record FILE, or show --as-script).`,
       );
     }
   }
@@ -330,7 +330,7 @@ function splitEntry(
   if (Array.isArray(calls) && calls.some(isOldToolNote)) {
     throw new StepflowError(
       "REPLAY_FILE_OUTDATED",
-      `Replay ${source}: ${where} lists "toolCalls" as { name, input } notes of an answer, the meaning an older stepflow gave the key. "toolCalls" now says what the model asks for in that turn, as in a script: [{ name, arguments, id? }], followed by the entry that answers after the results. Record the run again (run-agent --record FILE), or rewrite the entry as a tool-call turn.`,
+      `Replay ${source}: ${where} lists "toolCalls" as { name, input } notes of an answer, the meaning an older stepflow gave the key. "toolCalls" now says what the model asks for in that turn, as in a script: [{ name, arguments, id? }], followed by the entry that answers after the results. Record the run again (run it with --record FILE), or rewrite the entry as a tool-call turn.`,
       { details: { source } },
     );
   }

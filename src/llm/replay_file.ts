@@ -3,8 +3,8 @@
  * iteration's `step_end` log entry (src/flow/llm_call_log.ts); {@linkcode replayFromLog} turns a run's log into a replay file —
  * the scripted backend's format (step id → answers) whose entries also carry the model, the
  * prompt's fingerprint and text, and tool calls — and, under `_answers`, the answers the run was
- * given at its waits (`script_answers.ts`). `run-agent --record FILE` and
- * `run-agent --show RUN_ID --as-script` both go through it.
+ * given at its waits (`script_answers.ts`). `stepflow run AGENT --record FILE` and
+ * `stepflow show RUN_ID --as-script` both go through it.
  *
  * @module
  */
@@ -265,7 +265,7 @@ export function replayYaml(doc: ReplayDocument): string {
   const h = doc.header;
   const comment = [
     `# stepflow replay of run ${h.runId} of agent "${h.agent}" (${doc.count} backend calls).`,
-    `# Replay: deno task run-agent --agent ${h.agent} --script THIS_FILE [the run's parameters]`,
+    `# Replay: stepflow run ${h.agent} --script THIS_FILE [the run's parameters]`,
     "# Each entry answers one call; its prompt must still match `fingerprint` (docs/testing.md).",
   ];
   if (doc.answers) {

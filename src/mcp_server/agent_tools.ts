@@ -26,6 +26,7 @@ import { defaultModelOf } from "../llm/model_chain.ts";
 import { type BackendChoice, mergeBackendChoice, recordableChoice } from "../llm/backend_choice.ts";
 import { createBackend } from "../llm/factory.ts";
 import { formatRunHistory, formatRunList, historyFromLog } from "../store/format.ts";
+import { asNextStep, commandLine, type CommandRenderer, commandRenderer } from "../invocation.ts";
 import { FileRunStore } from "../store/file.ts";
 import { PostgresRunStore } from "../store/postgres.ts";
 import { shownStatus } from "../store/run_status.ts";
@@ -121,7 +122,9 @@ export async function listAgentTools(options: AgentToolsOptions): Promise<AgentT
       options.onWarning?.(
         `Agent "${summary.name}" is not served: ${
           error instanceof Error ? error.message.split("\n")[0] : String(error)
-        } (check it with: deno task run-agent --agent ${summary.name} --validate)`,
+        } (check it with: ${
+          commandLine({ action: "validate", agent: summary.name }, { cwd: options.cwd })
+        })`,
       );
       continue;
     }
@@ -356,8 +359,11 @@ async function drive(
   } finally {
     if (store instanceof PostgresRunStore) await store.close();
   }
-  return await runAnswer(definition, result);
+  return await runAnswer(definition, result, commandRenderer({ cwd: options.cwd }, options.store));
 }
+
+/** An error's code and message, as the answer gives them. */
+const errorFields = ({ code, message }: { code: string; message: string }) => ({ code, message });
 
 /**
  * A description as a sentence of its own, so that the tool's own words after it do not run on
@@ -368,9 +374,18 @@ function sentence(text: string): string {
   return trimmed === "" || /[.!?…。]["')\]]*$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
-/** A run's answer: its id and how it ended (or what it waits for), then its output as JSON. */
-async function runAnswer(definition: AgentDefinition, result: StepFlowResult): Promise<ToolAnswer> {
+/**
+ * A run's answer: its id and how it ended (or what it waits for), then its output as JSON. The next
+ * step a run's end names (the resume with a raised budget of a run its budget stopped) is in the
+ * error as data (`next`) and in the text as the command that takes it.
+ */
+async function runAnswer(
+  definition: AgentDefinition,
+  result: StepFlowResult,
+  commandFor: CommandRenderer,
+): Promise<ToolAnswer> {
   const agent = definition.name;
+  const next = asNextStep(result.error?.details?.next);
   if (result.completionReason === "waiting" && result.waiting) {
     return waitingAnswer(
       agent,
@@ -389,7 +404,7 @@ async function runAnswer(definition: AgentDefinition, result: StepFlowResult): P
     // What the run spent; a cost no call could be priced for is null (unknown, never 0).
     usage: { ...result.usage, costUsd: costOrNull(result.usage) },
     ...(result.output !== undefined ? { output: boundDepth(result.output, ANSWER_DEPTH) } : {}),
-    ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(result.error ? { error: { ...errorFields(result.error), ...(next ? { next } : {}) } } : {}),
     ...(result.declined ? { declined: boundDepth(result.declined, ANSWER_DEPTH) } : {}),
   };
   const declined = result.completionReason === "declined" ? result.declined : undefined;
@@ -407,6 +422,7 @@ async function runAnswer(definition: AgentDefinition, result: StepFlowResult): P
   const spent = formatUsage(result.usage);
   if (spent) lines.push(`Spent: ${spent}.`);
   if (result.error) lines.push(`Error ${result.error.code}: ${result.error.message}`);
+  if (next) lines.push(`Next: ${commandFor(next)}`);
   const note = noteText(declined?.note);
   if (note) lines.push(`Note: ${note}`);
   if (result.output !== undefined) {
@@ -464,11 +480,13 @@ async function listRuns(rawArgs: unknown, options: AgentToolsOptions): Promise<T
   runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   const text = runs.length === 0
     ? `No runs recorded${agent !== undefined ? ` for agent "${agent}"` : ""}.`
-    : `${runs.length} run(s), newest first:\n${formatRunList(runs)}`;
+    : `${runs.length} run(s), newest first:\n${
+      formatRunList(runs, { commandFor: commandRenderer({ cwd: options.cwd }, options.store) })
+    }`;
   return { text, structured: { runs } };
 }
 
-/** `show_run`: one run's status, steps and output, as `run-agent --show` prints it. */
+/** `show_run`: one run's status, steps and output, as `stepflow show` prints it. */
 async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<ToolAnswer> {
   const { agent, runId } = checkRunArguments("show_run", rawArgs, { agent: true, runId: true });
   const definition = await loadServedAgent(agent!, options);
@@ -504,6 +522,7 @@ async function showRun(rawArgs: unknown, options: AgentToolsOptions): Promise<To
     };
     let text = formatRunHistory(checkpoint, log, {
       runId: runId!,
+      commandFor: commandRenderer({ cwd: options.cwd }, options.store),
       ...(summary?.live !== undefined ? { live: summary.live } : {}),
     });
     // The checkpoint is read from disk: use its request only when it has the shape one has.

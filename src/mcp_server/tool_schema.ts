@@ -59,7 +59,8 @@ export function parametersInputSchema(
   if (!Object.hasOwn(parameters, INPUT_TEXT_ARGUMENT)) {
     properties[INPUT_TEXT_ARGUMENT] = {
       type: "string",
-      description: "Text the agent's prompts see as {input_text} (what run-agent reads from stdin)",
+      description:
+        "Text the agent's prompts see as {input_text} (what stepflow run reads from stdin)",
       maxLength: MAX_STRING_ARGUMENT,
     };
   }

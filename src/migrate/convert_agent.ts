@@ -108,7 +108,7 @@ export function convertParameters(ctx: ConvertContext): void {
       notes.add(
         "person",
         `parameters.${key}.cli`,
-        `--${flag} is one of run-agent's own flags, which a parameter may not take; the parameter's flag is now --${renamed}. Check scripts that pass --${flag}.`,
+        `the flag name "${flag}" is one of stepflow's own, which a parameter may not take; the parameter's flag is now --${renamed}. Check scripts that pass the old flag.`,
         A.at(`"cli"`, A.line(`"${key}"`)),
       );
       flag = renamed;

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { runAgentCommand } from "../invocation.ts";
+import { agentOperand, commandLine } from "../invocation.ts";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { stringify as stringifyYaml } from "yaml";
 import { writeFileAtomic } from "../atomic_write.ts";
@@ -244,21 +244,20 @@ async function finishAgent(
   ].join("\n");
   agent.files.set("smoke.script.yaml", `${header}${stringifyYaml(script, { lineWidth: 0 })}`);
 
-  const rel = relative(cwd, finalDir) || ".";
   // Commands written into MIGRATION.md must work where the user ran the migration.
-  const runAgent = runAgentCommand(cwd);
-  const smokeCommand = [
-    runAgent,
-    `--agent ${rel.startsWith(".") || rel.includes("/") ? rel : `./${rel}`}`,
-    "--backend scripted",
-    `--script ${join(rel, "smoke.script.yaml")}`,
-    ...(agent.needsAllowRun ? ["--allow-run"] : []),
-    ...(agent.hasValidators ? ["--skip-validators"] : []),
-    ...agent.smokeArgs,
-  ].join(" ");
-  const validateCommand = `${runAgent} --agent ${
-    rel.startsWith(".") || rel.includes("/") ? rel : `./${rel}`
-  } --validate`;
+  const agentArg = agentOperand(finalDir, cwd);
+  const smokeCommand = commandLine({
+    action: "run",
+    agent: agentArg,
+    args: [
+      "--script",
+      join(relative(cwd, finalDir) || ".", "smoke.script.yaml"),
+      ...(agent.needsAllowRun ? ["--allow-run"] : []),
+      ...(agent.hasValidators ? ["--skip-validators"] : []),
+      ...agent.smokeArgs,
+    ],
+  }, { cwd });
+  const validateCommand = commandLine({ action: "validate", agent: agentArg }, { cwd });
 
   // Load the staged agent with stepflow's own loader: its problems go into the report.
   await writeStage(
@@ -304,9 +303,9 @@ async function finishAgent(
         `steps.${unreachable[1]}`,
         `no transition leads to it; climpt's verdict handler may have picked it by name on later iterations — add a transition to it if the agent relied on that (stepflow: ${w})`,
       );
-    } else agent.notes.add("defect", "stepflow --validate warning", w);
+    } else agent.notes.add("defect", "validate: warning", w);
   }
-  for (const e of loadErrors) agent.notes.add("person", "stepflow --validate error", e);
+  for (const e of loadErrors) agent.notes.add("person", "validate: error", e);
 
   const report = renderMigrationReport({
     agent: agent.name,

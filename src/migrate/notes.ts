@@ -73,7 +73,7 @@ export function renderMigrationReport(input: {
   const lines = [
     `# Migration of climpt agent "${input.agent}"`,
     "",
-    `Converted by \`deno task migrate climpt\` from \`${input.source}\`.`,
+    `Converted from \`${input.source}\` by the climpt migration of stepflow.`,
     "",
     "Check and try it:",
     "",

@@ -1,5 +1,6 @@
 /**
- * Terminal renderings of recorded runs: the run list (`--runs`) and one run's history (`--show`).
+ * Terminal renderings of recorded runs: the run list (`stepflow runs`) and one run's history
+ * (`stepflow show`).
  * Pure functions of what a store returns; the CLI only prints them.
  *
  * Long because: the two views share one set of small text helpers (colours, the table, times and
@@ -16,6 +17,12 @@ import { iterationsOf } from "./summary.ts";
 import { shownStatus } from "./run_status.ts";
 import { isNotEnded, isOpenStatus } from "../run_statuses.ts";
 import { cacheShare, formatCost } from "../token_counts.ts";
+import {
+  type CommandRenderer,
+  type NextStep,
+  plainCommandLine,
+  recordedNextStep,
+} from "../invocation.ts";
 import { noteText } from "../events/progress_lines.ts";
 import { fanOutRows, fanOutsOf } from "./fan_out_lines.ts";
 
@@ -24,11 +31,10 @@ export interface FormatOptions {
   /** Use ANSI colours (default false). */
   color?: boolean;
   /**
-   * The command that continues a run, up to the run flag (`deno task run-agent --agent demo`):
-   * hints print it whole, followed by `--resume RUN_ID` or `--redrive RUN_ID`, so they work as
-   * printed. Without it, hints name the flag alone.
+   * How a hint prints its next step (`{ action: "resume", runId }`) as a command: the CLI passes
+   * one that works where the user stands. Default: `stepflow <action> …`.
    */
-  command?: string;
+  commandFor?: CommandRenderer;
 }
 
 /** Options of {@linkcode formatRunHistory}. */
@@ -42,11 +48,22 @@ export interface HistoryFormatOptions extends FormatOptions {
   live?: boolean;
   /**
    * Why the workers hold the interrupted run and how to continue it (its listing's `error`): shown
-   * instead of the plain `--resume` hint, which would stop at the same point.
+   * instead of the plain resume hint, which would stop at the same point.
    */
   held?: string;
+  /**
+   * An answer that fits the waiting run's question, as JSON (the CLI fills one from the step's
+   * schema): the printed answer command carries it. Default: `{"decision":"allow"}` for a tool
+   * call waiting for permission, else `<json>` to be filled in.
+   */
+  answerValue?: string;
   /** The shown status of each child run (by run id), for the list of child runs. */
   childStatus?: ReadonlyMap<string, string>;
+  /**
+   * How a printed command names each child run's agent (by run id), when the run id alone does not
+   * find the run (its agent is not under `.agent/` where the user stands).
+   */
+  childAgent?: ReadonlyMap<string, string>;
 }
 
 /** A child run an agent step of a run started (its `agent_start` log line). */
@@ -334,6 +351,8 @@ export function formatRunList(
   const groups = summaries.some((s) => s.group !== undefined);
   // Runs on a backend with a prompt cache show how much of their input it served.
   const cached = summaries.some((s) => s.usage?.cacheReadTokens || s.usage?.cacheWriteTokens);
+  // A listing of several agents' runs names each run's agent.
+  const agents = new Set(summaries.flatMap((s) => s.agent ? [s.agent] : [])).size > 1;
   // Child runs (an agent step of another run started them) name their parent.
   const parents = summaries.some((s) => s.parentRunId !== undefined);
   // A cost column once a run has a cost, known or known to be unknown.
@@ -342,6 +361,7 @@ export function formatRunList(
   );
   const rows = summaries.map((s) => [
     s.runId,
+    ...(agents ? [s.agent ?? ""] : []),
     time(s.startedAt),
     c.status(statusText(s), statusTone(s)),
     s.steps === undefined ? "" : String(s.steps),
@@ -354,7 +374,11 @@ export function formatRunList(
     ...(parents ? [s.parentRunId ?? ""] : []),
     ...(workers ? [s.worker ?? ""] : []),
   ]);
-  const headers = ["RUN ID", "STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"];
+  const headers = [
+    "RUN ID",
+    ...(agents ? ["AGENT"] : []),
+    ...["STARTED", "STATUS", "STEPS", "DURATION", "TOKENS IN/OUT"],
+  ];
   if (cached) headers.push("CACHE READ/WRITE");
   if (costs) headers.push("COST");
   headers.push("STEP");
@@ -363,7 +387,11 @@ export function formatRunList(
   if (workers) headers.push("WORKER");
   const lines = [
     table(headers, rows, {
-      right: new Set([3, 4, 5, ...(cached ? [6] : []), ...(costs ? [cached ? 7 : 6] : [])]),
+      right: new Set(
+        [3, 4, 5, ...(cached ? [6] : []), ...(costs ? [cached ? 7 : 6] : [])].map((i) =>
+          agents ? i + 1 : i
+        ),
+      ),
       header: c.dim,
     }),
   ];
@@ -372,7 +400,7 @@ export function formatRunList(
     if (s.error) lines.push(c.status(`! ${s.runId}: ${s.error}`, "bad"));
   }
   // One hint per kind of run that can be continued, naming the newest such run.
-  // (A run the workers hold says how to continue it in its `!` line: a plain --resume would stop.)
+  // (A run the workers hold says how to continue it in its `!` line: a plain resume would stop.)
   const interrupted = summaries.find((s) => shownStatus(s) === "interrupted" && !s.error);
   if (interrupted) {
     lines.push(
@@ -382,9 +410,11 @@ export function formatRunList(
   const stopped = summaries.find((s) => !s.problem && s.status === "budget_exceeded");
   if (stopped) {
     lines.push(
-      `Carry on a run its budget stopped with: ${
-        continueWith(options, "resume", stopped.runId)
-      } --budget-usd <USD>`,
+      `Carry on a run its budget stopped with a higher budget: ${
+        (options.commandFor ?? plainCommandLine)(
+          stopped.endNext ?? { action: "resume", runId: stopped.runId },
+        )
+      }`,
     );
   }
   const ended = summaries.find((s) => !s.problem && REDRIVABLE.has(s.status));
@@ -576,15 +606,15 @@ function runFacts(
 
 // -------------------------------------------------------------------------------------------------
 
-/** Statuses of runs that ended without success: `--redrive` restarts them. */
+/** Statuses of runs that ended without success: a redrive restarts them. */
 const REDRIVABLE: ReadonlySet<string> = new Set(["failed", "aborted", "cancelled", "timeout"]);
 
-/** `deno task run-agent --agent demo --resume ID` (or `--resume ID` without a command). */
+/** `stepflow resume ID` (or `redrive`), as {@linkcode FormatOptions.commandFor} writes it. */
 function continueWith(options: FormatOptions, verb: "resume" | "redrive", runId: string): string {
-  return `${options.command ? `${options.command} ` : ""}--${verb} ${runId}`;
+  return (options.commandFor ?? plainCommandLine)({ action: verb, runId });
 }
 
-/** What `--redrive` does for a run that ended with `status`. */
+/** What a redrive does for a run that ended with `status`. */
 function restartSentence(status: string): string {
   return status === "failed"
     ? "Restart it from its failed step"
@@ -606,13 +636,19 @@ function childRunLines(
     child.agent,
     child.stepId,
     options.childStatus?.get(child.runId) ?? "",
-    `--agent ${child.agent} --show ${child.runId}`,
+    (options.commandFor ?? plainCommandLine)(childShowStep(child.runId, options)),
   ]);
   return [
     "",
     `Child runs (${children.length}):`,
     table(["RUN ID", "AGENT", "STEP", "STATUS", "SHOW IT WITH"], rows, { header: c.dim }),
   ];
+}
+
+/** The step that shows a child run: by its id, with its agent when the id alone does not find it. */
+function childShowStep(runId: string, options: HistoryFormatOptions): NextStep {
+  const agent = options.childAgent?.get(runId);
+  return { action: "show", runId, ...(agent !== undefined ? { agent } : {}) };
 }
 
 /**
@@ -654,7 +690,11 @@ function fanOutSections(
         ]),
         { right: new Set([0, 3, 4]), header: c.dim },
       ),
-      c.dim(`Show an item's child with: --agent ${record.agent} --show CHILD_RUN`),
+      c.dim(
+        `Show an item's child with: ${
+          (options.commandFor ?? plainCommandLine)({ action: "show", runId: "CHILD_RUN" })
+        }`,
+      ),
     );
   }
   return out;
@@ -877,21 +917,22 @@ function whatNext(
       ),
     );
   } else if (status === "waiting") {
-    const command = options.command ?? `run-agent --agent ${checkpoint.agent}`;
     const waits = Array.isArray(state.waits) && state.waits.length > 1 ? state.waits : undefined;
     if (waits) {
       // A fan-out's waiting children: each answered on its own, named by its request id.
       out.push(
         c.status(`Waiting for ${waits.length} answers (each child run on its own):`, "warn"),
       );
-      for (const wait of waits) out.push(...waitingLines(wait, command, runId, c, true));
-    } else out.push(...waitingLines(state.waiting, command, runId, c));
+      for (const wait of waits) out.push(...waitingLines(wait, options, runId, c, true));
+    } else out.push(...waitingLines(state.waiting, options, runId, c));
   } else if (status === "budget_exceeded") {
+    // The next step the run's end recorded: the resume with a raised budget.
+    const next = recordedNextStep(state) ?? { action: "resume", runId };
     out.push(
       c.status(
         `Stopped by its budget: raise it and carry on inside the step with ${
-          continueWith(options, "resume", runId)
-        } --budget-usd <USD> (or --budget-tokens <N>).`,
+          (options.commandFor ?? plainCommandLine)(next)
+        }`,
         "warn",
       ),
     );
@@ -918,7 +959,7 @@ function whatNext(
 /** What a waiting run waits for and the command that answers it (`--show`). */
 function waitingLines(
   waiting: unknown,
-  command: string,
+  options: HistoryFormatOptions,
   runId: string,
   c: ReturnType<typeof palette>,
   byRequest = false,
@@ -940,15 +981,25 @@ function waitingLines(
   }
   if (typeof w.expiresAt === "string") {
     lines.push(
-      `The wait passes at ${time(w.expiresAt)}; then --resume takes the intent "${
+      `The wait passes at ${time(w.expiresAt)}; then resuming the run takes the intent "${
         String(w.timeoutIntent)
       }".`,
     );
   }
-  const request = byRequest && typeof w.requestId === "string"
-    ? ` --request-id ${w.requestId}`
-    : "";
-  lines.push(`Answer it with: ${command} --answer ${runId}${request} --value '<json>'`);
+  const value = options.answerValue ??
+    (typeof w.permission === "object" && w.permission !== null
+      ? JSON.stringify({ decision: "allow" })
+      : "<json>");
+  const request = byRequest && typeof w.requestId === "string" ? ["--request-id", w.requestId] : [];
+  lines.push(
+    `Answer it with: ${
+      (options.commandFor ?? plainCommandLine)({
+        action: "answer",
+        runId,
+        args: [...request, "--value", value],
+      })
+    }`,
+  );
   return lines;
 }
 

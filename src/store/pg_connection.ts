@@ -8,6 +8,9 @@
 import { errorMessage, StepflowError } from "../errors.ts";
 import { NOT_ENDED_STATUSES } from "../run_statuses.ts";
 import { loadPgPackage } from "./pg_loader.ts";
+import { redactUrl } from "../redact_url.ts";
+
+export { redactUrl };
 
 /**
  * The statuses of a submitted run that has not ended, as an SQL list (`'queued', 'running', …`).
@@ -506,17 +509,6 @@ async function migrate(connection: PgConnection): Promise<void> {
       ]);
     }
   });
-}
-
-/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
-  }
 }
 
 /** True for a URL the PostgreSQL store accepts (`postgres://` or `postgresql://`). */

@@ -43,7 +43,7 @@ export function assertRunId(runId: string): void {
       "RUN_ID_INVALID",
       `Invalid run id ${
         JSON.stringify(runId)
-      }: run ids are 1-128 letters, digits, "_" or "-", starting with a letter or digit (they name files). Copy the id from --runs.`,
+      }: run ids are 1-128 letters, digits, "_" or "-", starting with a letter or digit (they name files). Copy the id from the list of runs.`,
       { details: { runId } },
     );
   }

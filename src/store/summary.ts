@@ -5,14 +5,15 @@
  */
 import { isValidRunGroup } from "./run_group.ts";
 import type { RunCheckpoint, RunSummary } from "./types.ts";
+import { recordedNextStep } from "../invocation.ts";
 
 /**
  * Builds the listing line of a run from its checkpoint. Stores treat a checkpoint's `state` as
  * opaque, so the well-known fields of the step-flow runner's state are read only when present:
  * `group`, `historyLength` (steps), `iteration`, `usage.{inputTokens, outputTokens, costUsd, calls,
  * callsWithoutCost}` (a cost no call could be priced for is `null`: unknown, never 0),
- * `currentStepId`, `end.{reason, stepId, error}` and, for a waiting run, `waiting.{stepId,
- * permission.tool}` and how many requests `waits` lists.
+ * `currentStepId`, `end.{reason, stepId, error}` (its `details.next` too) and, for a waiting run,
+ * `waiting.{stepId, permission.tool}` and how many requests `waits` lists.
  *
  * @example
  * ```ts
@@ -72,6 +73,8 @@ export function summarizeCheckpoint(checkpoint: RunCheckpoint): RunSummary {
       `${typeof error.code === "string" ? `${error.code}: ` : ""}${error.message}`,
       300,
     );
+    const next = recordedNextStep(state);
+    if (next) summary.endNext = next;
   }
   const stepId = end?.stepId ?? state.currentStepId;
   if (typeof stepId === "string") summary.stepId = stepId;

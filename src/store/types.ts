@@ -22,6 +22,7 @@ export interface RunLogEntry {
 }
 
 import type { RunStatus } from "../run_statuses.ts";
+import type { NextStep } from "../invocation.ts";
 
 // The one list of run states is in ../run_statuses.ts.
 export type { RunStatus };
@@ -111,6 +112,11 @@ export interface RunSummary {
    * 300 characters. Absent for a run that completed.
    */
   endError?: string;
+  /**
+   * The next step the run's end names (its end error's `details.next`, a `NextStep`): for a run
+   * its budget stopped, the resume with a raised budget. The CLI prints it as a command line.
+   */
+  endNext?: NextStep;
   /**
    * For a `running` or `paused` run: true while a live process holds its lock, false when nobody
    * drives it any more (an interrupted run, resumable with `--resume`). Absent when unknown.

@@ -99,7 +99,7 @@ export interface TestRunOptions {
   cwd?: string;
   /** Environment whose credentials are redacted in recordings (default: the process's, if readable). */
   env?: Record<string, string | undefined>;
-  /** Write the run's replay file here afterwards (as `run-agent --record FILE`). */
+  /** Write the run's replay file here afterwards (as `stepflow run AGENT --record FILE`). */
   record?: string | URL;
   /**
    * The answers to the run's waits, in the order it waits — an input step's answer, a tool call's

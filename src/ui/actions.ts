@@ -31,16 +31,17 @@ import {
 /** Options of the dashboard's actions; present = actions allowed. */
 export interface DashboardActionOptions {
   /**
-   * Backend options given to every resumed or redriven run, as `run-agent` flags (e.g.
+   * Backend options given to every resumed or redriven run, as flags of `stepflow resume` (e.g.
    * `["--backend", "scripted", "--script", "demo.script.yaml"]`), overriding the backend the run
-   * recorded. Default: none (`run-agent` continues the run on the backend it recorded).
+   * recorded. Default: none (the run goes on with the backend it recorded).
    */
   runAgentArgs?: readonly string[];
   /**
-   * The command that starts `run-agent` (default: this Deno running the module's
-   * `src/cli/run_agent.ts` with `-A`, as `deno task run-agent` does).
+   * The command that starts `stepflow` (default: this Deno running the module's `src/cli/mod.ts`
+   * with `-A`, as `deno task stepflow` does); the action's subcommand follows it
+   * (`resume RUN_ID --agent NAME …`).
    */
-  runAgentCommand?: readonly string[];
+  stepflowCommand?: readonly string[];
   /** Called with every child process started (tests await them). */
   onSpawn?: (child: Deno.ChildProcess) => void;
   /** How long a Resume/Redrive request waits for the child to start the run (default 20 s). */
@@ -125,7 +126,12 @@ export async function runAction(
           `Cancel requested: the process driving run ${runId} ends it (cancelled) within about a second.`,
       };
     }
-    assertContinuable(runId, checkpoint.status, action === "rerun" ? "resume" : action);
+    assertContinuable(
+      runId,
+      checkpoint.status,
+      action === "rerun" ? "resume" : action,
+      checkpoint.state,
+    );
     if (summary?.live) {
       throw refused(`Run ${runId} is being driven by a live process; wait for it or cancel it.`);
     }
@@ -147,7 +153,7 @@ export async function runAction(
       const storeDir = "dir" in store && typeof store.dir === "string" ? resolve(store.dir) : "";
       if (storeDir !== agentDir) {
         throw refused(
-          `run-agent records runs of agent "${agent}" in ${agentDir}, but run ${runId} is in ${
+          `stepflow records runs of agent "${agent}" in ${agentDir}, but run ${runId} is in ${
             storeDir || "another store"
           }; continue it with StepFlowRunner over that store.`,
         );
@@ -307,7 +313,7 @@ export async function answerRun(
 }
 
 /**
- * Starts `run-agent --agent NAME --resume|--redrive|--answer RUN_ID` (`rerun`: `--resume RUN_ID
+ * Starts `stepflow resume|redrive|answer RUN_ID --agent NAME` (`rerun`: `resume RUN_ID
  * --rerun-unfinished-call`; `handBack`: that with `--submit`, for a run the workers hold) and
  * answers once the run has started (its `run_resume`/`run_redrive` line is in the log; for an
  * answer, its `input_answer` line; a hand-back once the run is queued again: the child exits), or
@@ -324,18 +330,18 @@ async function spawnRunAgent(
 ): Promise<ActionOutcome> {
   const store = (await data.storeOf(runId))!;
   const before = (await store.readLog(runId)).length;
-  const [cmd, ...base] = options.runAgentCommand ?? defaultRunAgentCommand();
+  const [cmd, ...base] = options.stepflowCommand ?? defaultStepflowCommand();
   const answering = action === "answer" ? ["--answered-by", "dashboard"] : [];
   const rerun = action === "rerun" || action === "handBack";
   const flags = rerun
-    ? ["--resume", runId, "--rerun-unfinished-call", ...(action === "handBack" ? ["--submit"] : [])]
-    : [`--${action}`, runId];
+    ? ["resume", runId, "--rerun-unfinished-call", ...(action === "handBack" ? ["--submit"] : [])]
+    : [action, runId];
   const child = new Deno.Command(cmd, {
     args: [
       ...base,
+      ...flags,
       "--agent",
       agent,
-      ...flags,
       ...answering,
       // The workers choose the backend of a run handed back to them (--submit refuses one).
       ...(action === "handBack" ? [] : options.runAgentArgs ?? []),
@@ -358,7 +364,7 @@ async function spawnRunAgent(
     await writer.write(new TextEncoder().encode(JSON.stringify(answer)));
     await writer.close().catch(() => {});
   }
-  const command = `run-agent ${flags.join(" ")}`;
+  const command = `stepflow ${flags.join(" ")}`;
   // A hand-back only queues the run: its child exits once it did.
   const marker = action === "answer"
     ? "input_answer"
@@ -378,16 +384,16 @@ async function spawnRunAgent(
       return {
         status: 202,
         message: action === "answer"
-          ? `Run ${runId}: answer recorded; the run goes on (run-agent, pid ${child.pid}).`
+          ? `Run ${runId}: answer recorded; the run goes on (stepflow answer, pid ${child.pid}).`
           : action === "rerun"
-          ? `Run ${runId}: resume started, re-running the unfinished call (run-agent, pid ${child.pid}).`
-          : `Run ${runId}: ${action} started (run-agent, pid ${child.pid}).`,
+          ? `Run ${runId}: resume started, re-running the unfinished call (stepflow resume, pid ${child.pid}).`
+          : `Run ${runId}: ${action} started (stepflow ${action}, pid ${child.pid}).`,
       };
     }
     if (exited) {
       await drained;
       const why = lastLines(stderr);
-      // run-agent exits 4 when the answered run waits again at its next input step.
+      // stepflow answer exits 4 when the answered run waits again at its next input step.
       if (action === "answer" && exited.code === 4) {
         return { status: 200, message: `Run ${runId}: answered; it waits again at its next step.` };
       }
@@ -408,8 +414,9 @@ async function spawnRunAgent(
   }
   return {
     status: 202,
-    message:
-      `Run ${runId}: run-agent (pid ${child.pid}) started but has not written to the run yet.`,
+    message: `Run ${runId}: stepflow ${
+      flags[0]
+    } (pid ${child.pid}) started but has not written to the run yet.`,
   };
 }
 
@@ -417,8 +424,8 @@ function lastLines(text: string): string {
   return text.trim().split("\n").slice(-3).join(" ");
 }
 
-/** This Deno running the module's own `run_agent.ts` with all permissions (as the task does). */
-function defaultRunAgentCommand(): string[] {
-  const url = new URL("../cli/run_agent.ts", import.meta.url);
+/** This Deno running the module's own `stepflow` (`src/cli/mod.ts`) with all permissions. */
+function defaultStepflowCommand(): string[] {
+  const url = new URL("../cli/mod.ts", import.meta.url);
   return [Deno.execPath(), "run", "-A", url.protocol === "file:" ? fileURLToPath(url) : url.href];
 }

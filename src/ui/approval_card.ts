@@ -10,7 +10,7 @@
  * @module
  */
 import type { PendingInput, PermissionRequest } from "../flow/input_request.ts";
-import { shellQuote } from "../invocation.ts";
+import type { CommandRenderer } from "../invocation.ts";
 import type { RunLogEntry } from "../store/types.ts";
 import { type Html, html as h } from "./html.ts";
 
@@ -72,8 +72,8 @@ export function waitingCallArgs(
 export interface ApprovalCardOptions {
   /** The server's secret: Approve and Deny are shown. */
   csrf?: string;
-  /** `run-agent … --agent NAME` as the user runs it here, for the commands shown without actions. */
-  command: string;
+  /** How the commands shown without actions are written, as they work where the user stands. */
+  commandFor: CommandRenderer;
   /** The call's arguments, when the log has them. */
   args?: ApprovalArgs;
 }
@@ -118,7 +118,7 @@ export function approvalCard(
         request.timeoutIntent ?? ""
       }".</p>`
       : ""
-  }${options.csrf ? buttons(runId, request, options.csrf) : commands(runId, options.command)}
+  }${options.csrf ? buttons(runId, request, options.csrf) : commands(runId, options.commandFor)}
   </section>`;
 }
 
@@ -142,9 +142,9 @@ function buttons(runId: string, request: PendingInput, csrf: string): Html {
 }
 
 /** The two commands that answer the run, for a dashboard without `--allow-actions`. */
-function commands(runId: string, command: string): Html {
+function commands(runId: string, commandFor: CommandRenderer): Html {
   const line = (decision: string) =>
-    `${command} --answer ${shellQuote(runId)} --value ${shellQuote(JSON.stringify({ decision }))}`;
+    commandFor({ action: "answer", runId, args: ["--value", JSON.stringify({ decision })] });
   return h`<div class="approval-commands"><p class="note">Answer it from a terminal (or start the dashboard with --allow-actions to answer here):</p>
     <div>Approve:</div><pre class="command" id="approve-command">${line("allow")}</pre>
     <div>Deny:</div><pre class="command" id="deny-command">${line("deny")}</pre></div>`;

@@ -9,8 +9,7 @@ import { sleep } from "../backoff.ts";
 import { errorMessage } from "../errors.ts";
 import { answerFormOf, type PendingInput } from "../flow/input_request.ts";
 import { isOpenStatus } from "../run_statuses.ts";
-import { runAgentCommand, shellQuote } from "../invocation.ts";
-import { redactUrl } from "../store/pg_connection.ts";
+import { agentOfRun, type CommandRenderer, commandRenderer } from "../invocation.ts";
 import { isPermissionPending, waitingCallArgs } from "./approval_card.ts";
 import {
   readLogFrom,
@@ -68,40 +67,47 @@ export async function loadRunView(
   if (isActive(view.checkpoint, view.summary) && !view.timeline.runEnd) {
     view.live = `/runs/${encodeURIComponent(runId)}/events?from=${view.timeline.entries}`;
   }
-  const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
-  if (notice && agent) {
+  if (agent) {
     const named = await data.namedStoreOf(runId);
-    view.unfinished = {
-      notice,
-      command: answerCommand(data.source.cwd, agent, named?.runAgentStore),
-    };
+    view.commandFor = runCommands(
+      data.source.cwd,
+      runId,
+      view.definition?.dir,
+      named?.runAgentStore,
+    );
   }
-  if (options.waiting && agent) {
-    const named = await data.namedStoreOf(runId);
-    await addWaitingForm(view, {
-      log,
-      command: answerCommand(data.source.cwd, agent, named?.runAgentStore),
-    });
+  const notice = unfinishedCallNotice(view.checkpoint, view.summary, log);
+  if (notice && view.commandFor) view.unfinished = { notice, commandFor: view.commandFor };
+  if (options.waiting && view.commandFor) {
+    await addWaitingForm(view, { log, commandFor: view.commandFor });
   }
   return view;
 }
 
 /**
- * `run-agent … --agent NAME` as the user runs it from `cwd`, with `--store` for a PostgreSQL store
- * (its password shown as `***`: type it, or set `STEPFLOW_STORE`) — what the `run-agent` hints
- * print, up to the run flag.
+ * How the page prints a command on the run `runId` (`stepflow answer RUN_ID …`), as it works from
+ * `cwd`: `--agent` when the agent is not under `.agent/` there, `--store` for a PostgreSQL store
+ * (its password shown as `***`: type it, or set `STEPFLOW_STORE`). A step on another run (the top
+ * run of a child its parent's budget stopped) is found by its id alone.
  */
-function answerCommand(cwd: string, agent: string, store: string | undefined): string {
-  const storeFlag = store === undefined ? "" : ` --store ${shellQuote(redactUrl(store))}`;
-  return `${runAgentCommand(cwd)} --agent ${shellQuote(agent)}${storeFlag}`;
+function runCommands(
+  cwd: string,
+  runId: string,
+  agentDir: string | undefined,
+  store: string | undefined,
+): CommandRenderer {
+  const render = commandRenderer({ cwd }, store);
+  const agent = agentDir === undefined ? undefined : agentOfRun(agentDir, cwd);
+  return (next) =>
+    render(agent !== undefined && next.runId === runId && !next.agent ? { ...next, agent } : next);
 }
 
 /** What the waiting block of a page is built from, besides the run's checkpoint. */
 export interface WaitingContext {
   /** The run log (a tool call's arguments are read from its `tool_turn` line). */
   log?: readonly RunLogEntry[];
-  /** `run-agent … --agent NAME` as the user runs it here (the commands a card prints). */
-  command?: string;
+  /** How the commands a card prints are written, as they work where the user stands. */
+  commandFor?: CommandRenderer;
 }
 
 /**
@@ -117,7 +123,7 @@ export async function addWaitingForm(view: RunView, context: WaitingContext = {}
   } catch (error) {
     view.waiting = { request: waiting, problem: errorMessage(error) };
   }
-  if (context.command) view.waiting.command = context.command;
+  if (context.commandFor) view.waiting.commandFor = context.commandFor;
   if (isPermissionPending(waiting) && context.log) {
     const args = waitingCallArgs(context.log, waiting);
     if (args) view.waiting.args = args;

@@ -20,6 +20,7 @@ import type { RunPage, RunQuery } from "./source.ts";
 import { childRunOf, type LoggedText, type Row, type Timeline } from "./timeline.ts";
 import { waitingBlock, type WaitingView } from "./waiting_form.ts";
 import { isOpenStatus } from "../run_statuses.ts";
+import type { CommandRenderer } from "../invocation.ts";
 import {
   cost,
   formatDuration,
@@ -70,12 +71,12 @@ export function layout(title: string, body: Html, live?: string): string {
 /**
  * The runs list: filters, one page of runs, the pager.
  *
- * @param runAgent the command that starts run-agent where the user stands (for the empty list)
+ * @param listAgents the command that lists the agents where the user stands (for the empty list)
  */
 export function runsListPage(
   page: RunPage,
   query: RunQuery,
-  runAgent = "deno task run-agent",
+  listAgents = "stepflow list",
 ): string {
   const link = (p: number) => {
     const params = new URLSearchParams();
@@ -143,7 +144,7 @@ export function runsListPage(
     page.all === 0
       ? h`
         <p
-          class="note">No runs recorded yet. Run an agent (<code>${runAgent} --agent NAME</code>) and reload.</p>
+          class="note">No runs recorded yet. Run an agent (<code>${listAgents}</code> lists them) and reload.</p>
       `
       : ""
   }
@@ -173,11 +174,9 @@ export interface RunView {
   actions?: { csrf: string };
   /** A waiting run's question and answer form. */
   waiting?: WaitingView;
-  /**
-   * An interrupted run whose resume would stop at an unfinished tool call, and the `run-agent …
-   * --agent NAME` command the page's hints start with.
-   */
-  unfinished?: { notice: UnfinishedCallNotice; command: string };
+  /** A run whose resume would stop at an unfinished tool call; how its hints write commands. */
+  unfinished?: { notice: UnfinishedCallNotice; commandFor: CommandRenderer };
+  commandFor?: CommandRenderer; // How the page writes a command where the user stands.
 }
 
 /** The run page. */
@@ -192,7 +191,7 @@ export function runPage(view: RunView): string {
     view.unfinished
       ? unfinishedCallBlock(view.runId, view.unfinished.notice, {
         actions: view.actions !== undefined,
-        command: view.unfinished.command,
+        commandFor: view.unfinished.commandFor,
       })
       : ""
   }
@@ -271,7 +270,9 @@ export function runMeta(view: RunView): Html {
   return h`<div class="meta" id="run-meta" data-status="${status}">
 <div><span>Status</span>${h`<span class="status ${status}">${status}</span>`}${
     status === "waiting" && s ? waitingForNote(s) : ""
-  }${status === "budget_exceeded" ? budgetStopNote(cp?.agent ?? s?.agent, view.runId) : ""}</div>
+  }${
+    status === "budget_exceeded" ? budgetStopNote(view.runId, cp?.state, view.commandFor) : ""
+  }</div>
 <div><span>Agent</span>${cp?.agent ?? s?.agent ?? ""}</div>
 ${
     s?.group

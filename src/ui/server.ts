@@ -11,7 +11,7 @@
  * @module
  */
 import { isValidRunGroup, MAX_RUN_GROUP_LENGTH } from "../store/run_group.ts";
-import { runAgentCommand } from "../invocation.ts";
+import { commandLine } from "../invocation.ts";
 import { timingSafeEqual } from "node:crypto";
 import { resolve } from "node:path";
 import { errorMessage, StepflowError } from "../errors.ts";
@@ -319,7 +319,10 @@ async function route(
     const result = await data.runPage(query);
     if (path === "/api/runs") return jsonResponse(result);
     // The command to start a run, as it works in the project's folder.
-    return page(200, runsListPage(result, query, runAgentCommand(data.source.cwd)));
+    return page(
+      200,
+      runsListPage(result, query, commandLine({ action: "list" }, { cwd: data.source.cwd })),
+    );
   }
   if (path === "/agents") return page(200, agentsPage(await data.agentOverview()));
   const folders = { cwd: data.source.cwd, toolPlans: toolPlansDir(data) };
@@ -457,7 +460,7 @@ function checkToken(request: Request, url: URL, token: string): Response | undef
   if (cookie && same(cookie.slice(TOKEN_COOKIE.length + 1), token)) return undefined;
   return text(
     401,
-    "This dashboard needs its token: open the URL with ?token=… that `deno task ui` printed.",
+    "This dashboard needs its token: open the URL with ?token=… that `stepflow ui` printed.",
   );
 }
 
@@ -519,7 +522,7 @@ export function serveDashboard(options: ServeDashboardOptions): RunningDashboard
   if (!loopback && !options.token) {
     throw new StepflowError(
       "UI_TOKEN_REQUIRED",
-      `The dashboard refuses to listen on ${hostname} without a token: anyone who can reach that interface could read every prompt and answer. Start it through \`deno task ui --host ${hostname}\` (which generates a token) or pass one.`,
+      `The dashboard refuses to listen on ${hostname} without a token: anyone who can reach that interface could read every prompt and answer. Start it through \`stepflow ui --host ${hostname}\` (which generates a token) or pass one.`,
       { details: { hostname } },
     );
   }

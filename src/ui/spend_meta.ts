@@ -6,6 +6,7 @@
  */
 import { budgetOf, cost, spentBySteps } from "./display_format.ts";
 import { type Html, html as h } from "./html.ts";
+import { type CommandRenderer, plainCommandLine, recordedNextStep } from "../invocation.ts";
 
 /** The run's budget and its spend by step, as header rows (nothing when neither is known). */
 export function spendMeta(state: Record<string, unknown> | undefined): Html {
@@ -18,12 +19,19 @@ export function spendMeta(state: Record<string, unknown> | undefined): Html {
 
 /**
  * A run its budget stopped has not failed (no Redrive): it goes on, inside the step it stopped in,
- * with a higher budget — the command that does it.
+ * with a higher budget — the command that does it (the next step its end recorded: the resume
+ * with a raised budget), written by `commandFor` as it works where the user stands (default:
+ * `stepflow resume …`).
  */
-export function budgetStopNote(agent: string | undefined, runId: string): Html {
-  return h`<span class="note">Stopped by its budget: raise it and carry on inside the step with <code>run-agent --agent ${
-    agent ?? "NAME"
-  } --resume ${runId} --budget-usd USD</code>.</span>`;
+export function budgetStopNote(
+  runId: string,
+  state: Record<string, unknown> | undefined,
+  commandFor: CommandRenderer = plainCommandLine,
+): Html {
+  const next = recordedNextStep(state) ?? { action: "resume", runId };
+  return h`<span class="note">Stopped by its budget: raise it and carry on inside the step with <code>${
+    commandFor(next)
+  }</code>.</span>`;
 }
 
 /** An iteration's model calls: `step gpt-4o $0.0100 · reask gpt-4o cost unknown`. */

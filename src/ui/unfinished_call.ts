@@ -13,6 +13,7 @@
  */
 import { resumedStepOf, type UnfinishedCall } from "../flow/tool_call_resume.ts";
 import { isOpenStatus } from "../run_statuses.ts";
+import type { CommandRenderer } from "../invocation.ts";
 import type { RunCheckpoint, RunLogEntry, RunSummary } from "../store/types.ts";
 import { type Html, html as h } from "./html.ts";
 
@@ -97,16 +98,18 @@ function whatToCheck(call: UnfinishedCall): string {
  * The notice block of the run page: the step, each unfinished call and what to check, how the two
  * ways on behave — and, without actions, the commands that do the same.
  *
- * @param command `run-agent … --agent NAME [--store …]` as the user runs it (the read-only hint)
+ * @param options.commandFor how the read-only hint's command is written where the user stands
  */
 export function unfinishedCallBlock(
   runId: string,
   notice: UnfinishedCallNotice,
-  options: { actions: boolean; command: string },
+  options: { actions: boolean; commandFor: CommandRenderer },
 ): Html {
-  const rerun = `${options.command} --resume ${runId} --rerun-unfinished-call${
-    notice.held !== undefined ? " --submit" : ""
-  }`;
+  const rerun = options.commandFor({
+    action: "resume",
+    runId,
+    args: ["--rerun-unfinished-call", ...(notice.held !== undefined ? ["--submit"] : [])],
+  });
   const calls = notice.calls.map((c) =>
     h`<li data-tool="${c.tool}"><code>${callLabel(c)}</code> — check ${whatToCheck(c)}.</li>`
   );

@@ -9,7 +9,8 @@
  *
  * @module
  */
-import type { AnswerField, AnswerForm } from "../definition/answer_form.ts";
+import { type AnswerField, type AnswerForm, exampleAnswer } from "../definition/answer_form.ts";
+import { type CommandRenderer, plainCommandLine } from "../invocation.ts";
 import type { PendingInput } from "../flow/input_request.ts";
 import { type Html, html as h } from "./html.ts";
 import { type ApprovalArgs, approvalCard, isPermissionPending } from "./approval_card.ts";
@@ -22,8 +23,8 @@ export interface WaitingView {
   form?: AnswerForm;
   /** Why there is no form. */
   problem?: string;
-  /** `run-agent … --agent NAME` as the user runs it here (the commands a page prints). */
-  command?: string;
+  /** How the commands the page prints are written, as they work where the user stands. */
+  commandFor?: CommandRenderer;
   /** A tool call's arguments, for a run waiting for its permission (the approval card). */
   args?: ApprovalArgs;
 }
@@ -33,7 +34,7 @@ export function waitingBlock(runId: string, waiting: WaitingView, csrf?: string)
   const request = waiting.request;
   if (isPermissionPending(request)) {
     return approvalCard(runId, request, {
-      command: waiting.command ?? "run-agent",
+      commandFor: waiting.commandFor ?? plainCommandLine,
       ...(csrf ? { csrf } : {}),
       ...(waiting.args ? { args: waiting.args } : {}),
     });
@@ -48,7 +49,13 @@ export function waitingBlock(runId: string, waiting: WaitingView, csrf?: string)
       : ""
   }</div>`;
   if (!csrf) {
-    return h`<section class="waiting">${question}<p class="note">Answer it with <code>run-agent --answer ${runId} --value '…'</code>, or start the dashboard with --allow-actions to answer here.</p></section>`;
+    const value = waiting.form ? JSON.stringify(exampleAnswer(waiting.form)) : "<json>";
+    const command = (waiting.commandFor ?? plainCommandLine)({
+      action: "answer",
+      runId,
+      args: ["--value", value],
+    });
+    return h`<section class="waiting">${question}<p class="note">Answer it from a terminal (or start the dashboard with --allow-actions to answer here):</p><pre class="command" id="answer-command">${command}</pre></section>`;
   }
   if (!waiting.form) {
     return h`<section class="waiting">${question}<p class="warn">No form: ${

@@ -109,8 +109,8 @@ export async function resubmitWithRerun(
     if (submitted.worker !== undefined) {
       throw new StepflowError(
         "RUN_LOCKED",
-        `Run ${runId} is driven by worker ${submitted.worker} right now; nothing to hand back. Follow it with --show ${runId}.`,
-        { details: { runId, worker: submitted.worker } },
+        `Run ${runId} is driven by worker ${submitted.worker} right now; nothing to hand back. Its history shows where it is.`,
+        { details: { runId, worker: submitted.worker, next: { action: "show", runId } } },
       );
     }
     throw new StepflowError(

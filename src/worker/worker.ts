@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { plainCommandLine } from "../invocation.ts";
 import type { PermissionMode } from "../definition/permission_rule.ts";
 import type { ModelPricing, RunBudget } from "../definition/schema.ts";
 import { loadAgentDefinition } from "../definition/load.ts";
@@ -253,7 +254,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       ...(options.jobRetryLimit !== undefined ? { retryLimit: options.jobRetryLimit } : {}),
       onGiveUp: async (runId, attempts, lastError) => {
         const message =
-          `the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again; fix the cause, then submit the run again (run-agent --submit).`;
+          `the queue gave it up after ${attempts} failed attempts (last: ${lastError}). No worker will take it again; fix the cause, then submit the run again (stepflow submit).`;
         let marked: boolean;
         try {
           marked = await markGivenUp(store, runId, message);
@@ -264,7 +265,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         log(
           `error: run ${runId}: ${message} ${
             marked
-              ? "--runs lists it as failed."
+              ? "The runs list shows it failed."
               : "Not marked failed: another worker holds it, or it ended."
           }`,
         );
@@ -311,7 +312,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     }
     if (!OPEN.has(submitted.status)) return; // ended meanwhile: a duplicate job
     if (submitted.held !== undefined) {
-      log(`run ${runId}: held until someone continues it (--show ${runId}); job dropped.`);
+      const show = plainCommandLine({ action: "show", runId });
+      log(`run ${runId}: held until someone continues it (\`${show}\` says how); job dropped.`);
       return;
     }
     const { definition, hash } = await agentFor(submitted.agent);
@@ -448,7 +450,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     seen: RerunPermission | undefined,
   ): Promise<void> => {
     const message =
-      `${reason} The workers do not retry it (retrying cannot help): it stays interrupted until someone continues it, with that command (add --store with this database's URL, or set STEPFLOW_STORE) or on the workers: run-agent --agent ${agent} --resume ${runId} --rerun-unfinished-call --submit.`;
+      `${reason} The workers do not retry it (retrying cannot help): it stays interrupted until someone continues it, here with \`${
+        plainCommandLine({ action: "resume", runId, args: ["--rerun-unfinished-call"] })
+      }\` (add --store with this database's URL, or set STEPFLOW_STORE), or on the workers with \`${
+        plainCommandLine({
+          action: "resume",
+          runId,
+          args: ["--rerun-unfinished-call", "--submit"],
+        })
+      }\` (agent ${agent}).`;
     const held = await markHeld(store, runId, message, seen).catch((error) => {
       log(`warning: run ${runId}: recording why it is held failed (${errorMessage(error)})`);
       return false;

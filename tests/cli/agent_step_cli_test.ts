@@ -55,9 +55,7 @@ Deno.test("run-agent: --validate names each agent step's child; a waiting child 
     assert.match(parentShown.stdout, /Child runs \(1\):/);
     assert.match(
       parentShown.stdout,
-      new RegExp(
-        `${childId} +release +release\\.ship +completed +--agent release --show ${childId}`,
-      ),
+      new RegExp(`${childId} +release +release\\.ship +completed +\\S.* show ${childId}$`, "m"),
     );
     const parentJson = await runTask(["--agent", "ship", "--show", runId, "--json"], {
       userDir: user,

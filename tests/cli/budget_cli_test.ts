@@ -1,11 +1,11 @@
 /**
- * Budgets and cost through the command lines: `run-agent --budget-usd` spawned — exit code 5, the
- * stop's message and the resume command; `--runs` (a cost column), `--show` (cost per iteration,
- * per step, the budget) and `--show --json` (cost per run, step and call, `null` for an unknown
- * cost); `--resume RUN --budget-usd N` carrying on; a kill in the middle of a budgeted run and its
- * resume, whose spend starts from what the killed process spent; `--pricing FILE` and
- * `STEPFLOW_PRICING`; a dollar budget refused without prices; `deno task eval`'s cost per case and
- * per run group.
+ * Budgets and cost through the command lines: `stepflow run --budget-usd` spawned — exit code 5,
+ * the stop's message and the resume command with a raised budget; `runs` (a cost column), `show`
+ * (cost per iteration, per step, the budget) and `show --json` (cost per run, step and call, `null`
+ * for an unknown cost); `resume RUN --budget-usd N` carrying on; a redrive refused with the same
+ * resume; a kill in the middle of a budgeted run and its resume, whose spend starts from what the
+ * killed process spent; `--pricing FILE` and `STEPFLOW_PRICING`; a dollar budget refused without
+ * prices; `stepflow eval`'s cost per case and per run group.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -46,32 +46,43 @@ async function onlyRun(runDir: string): Promise<string> {
 const near = (actual: number, expected: number) =>
   assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} ≠ ${expected}`);
 
-Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume command; --runs, --show and --json show the cost; --resume --budget-usd carries on", async () => {
+Deno.test("stepflow run --budget-usd: exit 5, what was spent on what, the resume command with a raised budget; runs, show and --json show the cost; resume --budget-usd carries on", async () => {
   const ws = await workspace(5);
-  const base = ["--agent", "looper", "--script", ws.script];
+  const script = ["--script", ws.script];
   const stopped = await finish(
-    spawnCli("run-agent", [...base, "--budget-usd", "1"], { userDir: ws.root }),
+    spawnCli("stepflow", ["run", "looper", ...script, "--budget-usd", "1"], { userDir: ws.root }),
   );
   assert.equal(stopped.code, 5, stopped.stderr);
   const runId = await onlyRun(ws.runDir);
   assert.match(stopped.stdout, /failed: budget_exceeded at work\.loop after 3 iterations/);
   assert.match(stopped.stdout, /\$1\.0500/);
   assert.match(stopped.stdout, /Top steps: "work\.loop" \$1\.05/);
+  assert.match(stopped.stdout, /resume it with a higher budget \(\$2\.00, say\)/);
+  assert.doesNotMatch(stopped.stdout + stopped.stderr, /--resume|run-agent/);
+  // The next step, printed whole: twice the $1.00 limit (more than 1.5 × the $1.05 spent).
   assert.match(
     stopped.stderr,
-    new RegExp(`--resume ${runId} --budget-usd <USD> \\(or --budget-tokens <N>\\)`),
+    new RegExp(`carry on inside the step with: \\S.* resume ${runId} --budget-usd 2\n`),
   );
 
-  const runs = await runCli(["--agent", "looper", "--runs"], { userDir: ws.root });
+  const runs = await runCli(["runs", "looper"], { userDir: ws.root });
   assert.equal(runs.code, 0, runs.stderr);
   assert.match(runs.stdout, /TOKENS IN\/OUT\s+COST\s+STEP/);
   assert.match(runs.stdout, new RegExp(`${runId} .* budget_exceeded .* \\$1\\.0500 +work\\.loop`));
   assert.match(
     runs.stdout,
-    new RegExp(`Carry on a run its budget stopped with: .*--resume ${runId} --budget-usd <USD>`),
+    new RegExp(
+      `Carry on a run its budget stopped with a higher budget: .* resume ${runId} --budget-usd 2$`,
+      "m",
+    ),
   );
+  // A redrive is refused (the run has not failed) with the same resume.
+  const redrive = await runCli(["redrive", runId], { userDir: ws.root });
+  assert.equal(redrive.code, 2, redrive.stderr);
+  assert.match(redrive.stderr, /RUN_NOT_REDRIVABLE|stopped by its budget; it has not failed/);
+  assert.match(redrive.stderr, new RegExp(`^Next: .* resume ${runId} --budget-usd 2$`, "m"));
 
-  const show = await runCli(["--agent", "looper", "--show", runId], { userDir: ws.root });
+  const show = await runCli(["show", runId], { userDir: ws.root });
   assert.equal(show.code, 0, show.stderr);
   assert.match(show.stdout, /budget_exceeded/);
   assert.match(show.stdout, /\$1\.0500 · budget \$1\.00/);
@@ -80,7 +91,10 @@ Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume co
   assert.match(show.stdout, /100,000\/10,000\s+\$0\.3500/);
   assert.match(
     show.stdout,
-    /Stopped by its budget: raise it and carry on inside the step with .*--resume/,
+    new RegExp(
+      `Stopped by its budget: raise it and carry on inside the step with .* resume ${runId} --budget-usd 2$`,
+      "m",
+    ),
   );
 
   // The dashboard: the list's cost, the run page's cost, budget and spend by step, each row's cost,
@@ -95,11 +109,19 @@ Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume co
     assert.match(page, /<span>Spent by step<\/span>work\.loop \$1\.05 \(3 calls\)/);
     assert.match(page, /100000 \/ 10000 · \$0\.35/);
     assert.doesNotMatch(page, /data-action="redrive"/);
-    assert.match(page, new RegExp(`Stopped by its budget: .*--resume ${runId} --budget-usd USD`));
+    assert.match(
+      page,
+      new RegExp(`Stopped by its budget: .*<code>\\S.* resume ${runId} --budget-usd 2</code>`),
+    );
   }
 
-  const json = await runCli(["--agent", "looper", "--show", runId, "--json"], { userDir: ws.root });
+  const json = await runCli(["show", runId, "--json"], { userDir: ws.root });
   const shown = JSON.parse(json.stdout);
+  assert.deepEqual(shown.checkpoint.state.end.error.details.next, {
+    action: "resume",
+    runId,
+    args: ["--budget-usd", "2"],
+  });
   near(shown.cost.costUsd, 3 * CALL_USD);
   assert.equal(shown.cost.calls, 3);
   assert.deepEqual(shown.cost.budget, { usd: 1 });
@@ -109,7 +131,7 @@ Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume co
 
   // The resumed process's script answers from its start: six more work calls, then the closing
   // one — seven calls on top of the three recorded, $3.50 in all, within the raised $4.00.
-  const resumed = await runCli([...base, "--resume", runId, "--budget-usd", "4"], {
+  const resumed = await runCli(["resume", runId, ...script, "--budget-usd", "4"], {
     userDir: ws.root,
   });
   assert.equal(resumed.code, 0, resumed.stderr);
@@ -121,22 +143,22 @@ Deno.test("run-agent --budget-usd: exit 5, what was spent on what, the resume co
 
 Deno.test("a model without a price: cost unknown in --show --json (null, never 0) and --runs; a dollar budget is refused, --pricing and STEPFLOW_PRICING price it", async () => {
   const ws = await workspace(0, { behavior: { completionType: "loop", model: "house-model" } });
-  const base = ["--agent", "looper", "--script", ws.script];
+  const base = ["run", "looper", "--script", ws.script];
   const free = await runCli(base, { userDir: ws.root });
   assert.equal(free.code, 0, free.stderr);
   assert.match(free.stdout, /cost unknown/);
   const runId = await onlyRun(ws.runDir);
   const shown = JSON.parse(
-    (await runCli(["--agent", "looper", "--show", runId, "--json"], { userDir: ws.root })).stdout,
+    (await runCli(["show", runId, "--json"], { userDir: ws.root })).stdout,
   );
   assert.equal(shown.cost.costUsd, null);
   assert.equal(shown.checkpoint.state.usage.costUsd, null);
   assert.equal(shown.cost.callsWithoutCost, 2);
   const listed = JSON.parse(
-    (await runCli(["--agent", "looper", "--runs", "--json"], { userDir: ws.root })).stdout,
+    (await runCli(["runs", "looper", "--json"], { userDir: ws.root })).stdout,
   );
   assert.equal(listed[0].usage.costUsd, null);
-  const runs = await runCli(["--agent", "looper", "--runs"], { userDir: ws.root });
+  const runs = await runCli(["runs", "looper"], { userDir: ws.root });
   assert.match(runs.stdout, new RegExp(`${runId} .* completed .* \\? +complete\\.loop`));
 
   // A dollar budget needs the price: refused before anything runs (exit 2).
@@ -178,12 +200,12 @@ Deno.test("a model without a price: cost unknown in --show --json (null, never 0
   assert.match(invalid.stderr, /house-model\.inputUsdPerMTok/);
 });
 
-Deno.test("SIGKILL in a budgeted run, then --resume: the spend starts from what the killed process spent, and the bound holds", async () => {
+Deno.test("SIGKILL in a budgeted run, then resume: the spend starts from what the killed process spent, and the bound holds", async () => {
   const ws = await workspace(8);
-  const base = ["--agent", "looper", "--script", ws.script, "--budget-usd", "1.2"];
+  const base = ["run", "looper", "--script", ws.script, "--budget-usd", "1.2"];
   // Killed while recording iteration 2: its call was made and logged, its checkpoint not.
   const killed = await finish(
-    spawnCli("run-agent", base, {
+    spawnCli("stepflow", base, {
       userDir: ws.root,
       env: { STEPFLOW_TEST_CRASH_AT: "checkpoint-unlogged:3" },
     }),
@@ -194,7 +216,7 @@ Deno.test("SIGKILL in a budgeted run, then --resume: the spend starts from what 
   const before = (await store.readLog(runId)).filter((l) => l.type === "model_call").length;
   assert.equal(before, 2);
 
-  const resumed = await runCli(["--agent", "looper", "--script", ws.script, "--resume", runId], {
+  const resumed = await runCli(["resume", runId, "--script", ws.script], {
     userDir: ws.root,
   });
   assert.equal(resumed.code, 5, resumed.stderr);
@@ -209,7 +231,7 @@ Deno.test("SIGKILL in a budgeted run, then --resume: the spend starts from what 
   near(state.usage.costUsd, spent);
 });
 
-Deno.test("deno task eval reports the cost of each case and of the run group", async () => {
+Deno.test("stepflow eval reports the cost of each case and of the run group", async () => {
   const ws = await workspace(0);
   const one = join(ws.root, "one.json");
   await Deno.writeTextFile(
@@ -258,7 +280,7 @@ Deno.test("deno task eval reports the cost of each case and of the run group", a
   assert.equal(report.callsWithoutCost, 0);
 });
 
-Deno.test("run-agent on the anthropic backend against a local Messages API server: the last call's max_tokens is lowered to what the budget has left, and the run stops at the budget plus one call", async () => {
+Deno.test("stepflow run on the anthropic backend against a local Messages API server: the last call's max_tokens is lowered to what the budget has left, and the run stops at the budget plus one call", async () => {
   const ws = await workspace(0);
   const answer = (action: string) =>
     anthropicMessage(JSON.stringify({ summary: action, next_action: { action } }), {
@@ -268,7 +290,7 @@ Deno.test("run-agent on the anthropic backend against a local Messages API serve
   const server = startFakeServer(Array.from({ length: 6 }, () => answer("repeat")));
   try {
     const run = await runCli([
-      "--agent",
+      "run",
       "looper",
       "--backend",
       "anthropic",

@@ -116,7 +116,7 @@ Deno.test("run-agent: --max-rate-limit-wait-ms and --idle-timeout-ms take millis
       bad.stderr,
       /--max-rate-limit-wait-ms expects a number of milliseconds \(0 or more\), got "soon"\./,
     );
-    const help = await runCli(["--help"], { userDir: ws.root });
+    const help = await runCli(["run", "--help"], { userDir: ws.root });
     assert.match(help.stdout, /--fallback-model NAME/);
     assert.match(help.stdout, /--idle-timeout-ms MS/);
   } finally {

@@ -39,7 +39,7 @@ Deno.test("run-agent: three children wait; answered from other processes in any 
   const first = await runCli(ARGS, { userDir: dir });
   assert.equal(first.code, 4, first.stderr);
   assert.match(first.stdout, /waits for 3 answers at fan-out step "review\.each"/);
-  const commands = [...first.stdout.matchAll(/--answer (\S+) --request-id (\S+) --value/g)];
+  const commands = [...first.stdout.matchAll(/ answer (\S+) --request-id (\S+) --value/g)];
   assert.equal(commands.length, 3, first.stdout);
   const runId = commands[0][1];
   const requests = commands.map((m) => m[2]);

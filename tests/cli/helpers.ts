@@ -8,7 +8,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CliIo } from "../../src/cli/kit/io.ts";
 import { runMigrateCli } from "../../src/cli/migrate.ts";
-import { main as runAgentMain } from "../../src/cli/run_agent.ts";
+import { stepflowMain } from "../../src/cli/stepflow.ts";
+import { stepflowPrefix } from "../../src/invocation.ts";
 
 /** The repository root (where deno.json and its tasks live). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -57,8 +58,16 @@ export async function runTask(args: string[], options: RunTaskOptions): Promise<
   };
 }
 
-/** A CLI by its `deno task` name. */
-export type CliName = "run-agent" | "run-plan" | "plan" | "qplan" | "worker" | "migrate" | "ui";
+/** A CLI by its `deno task` name (`stepflow`: the one command, `src/cli/mod.ts`). */
+export type CliName =
+  | "stepflow"
+  | "run-agent"
+  | "run-plan"
+  | "plan"
+  | "qplan"
+  | "worker"
+  | "migrate"
+  | "ui";
 
 /** Options of {@linkcode spawnCli}. */
 export interface SpawnCliOptions {
@@ -94,7 +103,7 @@ export function spawnCli(
       ...before,
       "run",
       "-A",
-      join(REPO_ROOT, "src", "cli", `${cli.replace("-", "_")}.ts`),
+      join(REPO_ROOT, "src", "cli", cli === "stepflow" ? "mod.ts" : `${cli.replace("-", "_")}.ts`),
       ...args,
     ],
     cwd: REPO_ROOT,
@@ -165,7 +174,8 @@ export async function runMain(
  */
 export async function runCli(args: string[], options: RunTaskOptions): Promise<Spawned> {
   const task = options.task ?? "run-agent";
-  if (task === "run-agent") return await runMain(runAgentMain, args, options);
+  // `stepflow`: a subcommand (`show RUN_ID`), or the old run-agent form (`--agent NAME …`).
+  if (task === "run-agent") return await runMain(stepflowMain, args, options);
   if (task === "migrate") return await runMigrateCli(args, options.userDir);
   throw new Error(`runCli: no in-process entry for the task "${task}"; use runTask`);
 }
@@ -340,4 +350,82 @@ export function spawnAtTerminal(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+}
+
+/** What a command typed in a shell left behind. */
+export interface ShellResult extends Spawned {
+  /** stdout and stderr together, stdout first. */
+  out: string;
+}
+
+/** A temporary install of the one `stepflow` command, for tests from folders outside the checkout. */
+export interface InstalledStepflow {
+  /** The folder holding the `stepflow` script. */
+  bin: string;
+  /** The environment a shell gets: `PATH` with `bin` and this Deno first, `NO_COLOR`. */
+  env: Record<string, string>;
+  /** Runs `command` with `sh -c` in `cwd`, as typed in a shell there (no `INIT_CWD`). */
+  sh(command: string, cwd: string, options?: { stdin?: string }): Promise<ShellResult>;
+  /** Removes the install. */
+  remove(): Promise<void>;
+}
+
+/**
+ * `deno task install` into a temporary `DENO_INSTALL_ROOT`, so the machine is untouched: the
+ * `stepflow` a user gets, on a `PATH` of its own.
+ */
+export async function installStepflow(): Promise<InstalledStepflow> {
+  const root = await Deno.makeTempDir({ prefix: "stepflow-install-" });
+  const install = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "install"],
+    cwd: REPO_ROOT,
+    env: { DENO_INSTALL_ROOT: root },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!install.success) {
+    throw new Error(`deno task install failed: ${new TextDecoder().decode(install.stderr)}`);
+  }
+  const bin = join(root, "bin");
+  // deno's install script calls `deno`: the one running this test.
+  const path = [bin, dirname(Deno.execPath()), Deno.env.get("PATH") ?? ""].join(":");
+  const env = { PATH: path, NO_COLOR: "1", HOME: Deno.env.get("HOME") ?? root };
+  const sh = async (command: string, cwd: string, options: { stdin?: string } = {}) => {
+    // As typed in a shell: no INIT_CWD from an enclosing `deno task` (the test runner's own).
+    const child = new Deno.Command("env", {
+      args: ["-u", "INIT_CWD", "sh", "-c", command],
+      cwd,
+      env,
+      stdin: options.stdin === undefined ? "null" : "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    if (options.stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(options.stdin));
+      await writer.close();
+    }
+    const result = await child.output();
+    const decoder = new TextDecoder();
+    const stdout = decoder.decode(result.stdout);
+    const stderr = decoder.decode(result.stderr);
+    return { code: result.code, stdout, stderr, out: stdout + stderr };
+  };
+  return { bin, env, sh, remove: () => Deno.remove(root, { recursive: true }) };
+}
+
+/**
+ * The arguments of a command stepflow printed for `userDir` (`<stepflow> resume RUN_ID …`): the
+ * words after the command's start, split as a shell splits them (single quotes kept together), for
+ * {@linkcode runCli}.
+ */
+export function printedArgs(command: string, userDir: string): string[] {
+  const starts = [stepflowPrefix(userDir), "deno task stepflow", "stepflow"];
+  const start = starts.find((s) => command.startsWith(`${s} `));
+  if (start === undefined) throw new Error(`not a stepflow command: ${command}`);
+  const words: string[] = [];
+  for (const m of command.slice(start.length + 1).matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)) {
+    words.push(m[1] !== undefined ? m[1].replaceAll("'\\''", "'") : m[2]);
+  }
+  return words;
 }

@@ -72,7 +72,7 @@ Deno.test("initAgent: refuses bad names, existing folders and missing templates"
     await Deno.writeTextFile(join(cwd, ".agent", "taken", "keep.txt"), "mine");
     await assert.rejects(
       () => initAgent("taken", { cwd }),
-      /already exists\. --init never overwrites/,
+      /already exists\. init never overwrites/,
     );
     assert.equal(await Deno.readTextFile(join(cwd, ".agent", "taken", "keep.txt")), "mine");
     await assert.rejects(

@@ -50,7 +50,7 @@ Deno.test("run-agent without a terminal: the run waits, the CLI prints the quest
       command,
       new RegExp(
         // No --script: the run recorded its backend, and the answer continues on it.
-        ` --agent release --answer ${id} --value '\\{"decision":"next"\\}'$`,
+        ` answer ${id} --value '\\{"decision":"next"\\}'$`,
       ),
     );
     const waiting = await runTask(["--agent", "release", "--runs"], { userDir: user });

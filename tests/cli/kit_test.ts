@@ -267,7 +267,7 @@ Deno.test("reportError: a definition error lists its warnings and how to re-chec
   assert.ok(text.startsWith(`error: ${error.message}\n`));
   assert.ok(
     text.endsWith(
-      "\nWarnings:\n  - w1\nFix the files above; `--validate` re-checks the agent without running it.\n",
+      "\nWarnings:\n  - w1\nFix the files above; `stepflow validate .agent/a` re-checks the agent without running it.\n",
     ),
   );
 });

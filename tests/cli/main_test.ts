@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { EXIT_CODES as EXIT } from "../../src/cli/kit/exit_codes.ts";
 import { type CliIo, main } from "../../src/cli/run_agent.ts";
+import { stepflowMain } from "../../src/cli/stepflow.ts";
 import { report, work, writeFiles, writeTinyAgent } from "./helpers.ts";
 
 interface Captured {
@@ -137,7 +138,7 @@ Deno.test("main: stdin is read only when piped, and never blocks", async () => {
 Deno.test("main: an unexpected error is reported as a bug with exit 70", async () => {
   await withUserDir(async (dir) => {
     let stderr = "";
-    const code = await main(["--list"], {
+    const code = await stepflowMain(["list"], {
       cwd: dir,
       stdout: {
         write: () => {

@@ -2,7 +2,7 @@
  * End-to-end tests of `deno task migrate` and of the migrated agents through `deno task run-agent`:
  * real processes, checked on stdout, stderr and exit code.
  */
-import { runAgentCommand } from "../../src/invocation.ts";
+import { stepflowPrefix } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,13 +20,13 @@ async function withUserDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-/** The smoke command a MIGRATION.md gives, as run-agent arguments. */
+/** The smoke command a MIGRATION.md gives, as `stepflow` arguments. */
 async function smokeArgs(dir: string, agent: string): Promise<string[]> {
   const report = await Deno.readTextFile(join(dir, "agents", agent, "MIGRATION.md"));
-  const line = report.split("\n").find((l) => l.includes("--backend scripted"));
+  const line = report.split("\n").find((l) => l.includes("smoke.script.yaml"));
   assert.ok(line, "MIGRATION.md gives a smoke command");
   // In the form that works in the folder the migration ran in (a temp folder: not `deno task`).
-  const command = `${runAgentCommand(dir)} `;
+  const command = `${stepflowPrefix(dir)} `;
   assert.ok(line.startsWith(command), `${line} does not start with ${command}`);
   return line.slice(command.length).split(" ");
 }
@@ -146,7 +146,7 @@ Deno.test("cli run-agent: a parameter named like a CLI flag loads only with its 
     assert.equal(clash.code, 2);
     assert.match(
       clash.stdout,
-      /parameters\.resume: its CLI flag --resume clashes with run-agent's own --resume/,
+      /parameters\.resume: its CLI flag --resume clashes with the CLI's own --resume/,
     );
     await writeFiles(join(dir, ".agent", "p"), {
       ...agent({ resume: { type: "boolean", flag: "resume-session" } }),

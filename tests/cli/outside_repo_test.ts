@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { JSR_RUN_AGENT, runAgentCommand } from "../../src/invocation.ts";
+import { JSR_RUN_AGENT, stepflowPrefix } from "../../src/invocation.ts";
 import { REPO_ROOT, runCli } from "./helpers.ts";
 
 const MAIN = (specifier: string) =>
@@ -121,7 +121,11 @@ Deno.test("outside the checkout: a usage error of ui shows its help as the comma
     assert.equal(result.code, 2, result.out);
     assert.match(result.out, /Unknown option --prot/);
     assert.ok(
-      result.out.includes(`Usage: deno run -A --config ${config} ${ui} [--store`),
+      result.out.includes(
+        `Usage: deno run -A --config ${config} ${
+          join(REPO_ROOT, "src", "cli", "mod.ts")
+        } ui [--store`,
+      ),
       result.out,
     );
     assert.doesNotMatch(result.out, /deno task/, "deno task only works inside the checkout");
@@ -130,20 +134,24 @@ Deno.test("outside the checkout: a usage error of ui shows its help as the comma
   }
 });
 
-Deno.test("runAgentCommand: deno task inside the checkout, --config outside, JSR when loaded from JSR", () => {
-  assert.equal(runAgentCommand(join(REPO_ROOT, "some", "sub")), "deno task run-agent");
+Deno.test("stepflowPrefix: deno task inside the checkout, --config outside, JSR when loaded from JSR", () => {
+  const none = { path: "" }; // no installed stepflow on this PATH
+  assert.equal(stepflowPrefix(join(REPO_ROOT, "some", "sub"), none), "deno task stepflow");
   assert.equal(
-    runAgentCommand("/elsewhere/project"),
+    stepflowPrefix("/elsewhere/project", none),
     `deno run -A --config ${join(REPO_ROOT, "deno.json")} ${
-      join(REPO_ROOT, "src", "cli", "run_agent.ts")
+      join(REPO_ROOT, "src", "cli", "mod.ts")
     }`,
   );
   assert.equal(
-    runAgentCommand("/x", "https://jsr.io/@stepflow/core/0.1.0/src/invocation.ts"),
+    stepflowPrefix("/x", {
+      ...none,
+      moduleUrl: "https://jsr.io/@stepflow/core/0.1.0/src/invocation.ts",
+    }),
     JSR_RUN_AGENT,
   );
   assert.match(
-    runAgentCommand("/x", "file:///opt/my%20checkout/src/invocation.ts"),
-    /^deno run -A --config '\/opt\/my checkout\/deno\.json' '\/opt\/my checkout\/src\/cli\/run_agent\.ts'$/,
+    stepflowPrefix("/x", { ...none, moduleUrl: "file:///opt/my%20checkout/src/invocation.ts" }),
+    /^deno run -A --config '\/opt\/my checkout\/deno\.json' '\/opt\/my checkout\/src\/cli\/mod\.ts'$/,
   );
 });

@@ -36,7 +36,7 @@ Deno.test("run-agent --permission-asks wait: the run waits for the permission, -
     assert.match(waits.stdout, /waits for permission to run Bash in step "s_b2c1"/);
     assert.match(waits.stdout, /asks to run Bash echo done >> out\.txt/);
     assert.match(waits.stdout, /--value '\{"decision":"allow"\}'/);
-    assert.match(waits.stdout, /--answer \S+/);
+    assert.match(waits.stdout, / answer \S+ --value/);
     assert.match(waits.stdout, /--permission-asks wait/, "the printed command keeps the mode");
     const store = new FileRunStore(join(user, "tmp", "logs", "agents", "code-improver"));
     const [run] = await store.list();

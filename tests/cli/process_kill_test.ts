@@ -80,7 +80,7 @@ async function theRun(user: string): Promise<string> {
 }
 
 const resume = (user: string, runId: string) =>
-  runCli(["--agent", "code-improver", "--resume", runId, "--script", SCRIPT_FILE], {
+  runCli(["resume", runId, "--script", SCRIPT_FILE], {
     userDir: user,
   });
 
@@ -96,9 +96,17 @@ Deno.test({
       run.child.kill("SIGKILL");
       assert.equal((await run.status).signal, "SIGKILL");
       assert.deepEqual(await stillAlive(pids.values()), [], JSON.stringify([...pids]));
-      const resumed = await resume(user, await theRun(user));
+      const runId = await theRun(user);
+      const resumed = await resume(user, runId);
       assert.equal(resumed.code, 2, resumed.stderr);
-      assert.match(resumed.stderr, /TOOL_CALL_UNFINISHED|Check the effect, then re-run it anyway/);
+      assert.match(
+        resumed.stderr,
+        /Check the effect, then resume the run with the unfinished call re-run anyway/,
+      );
+      assert.match(
+        resumed.stderr,
+        new RegExp(`^Next: \\S.* resume ${runId} --rerun-unfinished-call$`, "m"),
+      );
       assert.doesNotMatch(resumed.stderr, /still running/);
     } finally {
       await Deno.remove(user, { recursive: true });
@@ -141,7 +149,10 @@ Deno.test({
       assert.deepEqual(await stillAlive(pids.values()), []);
       const resumed = await resume(user, runId);
       assert.equal(resumed.code, 2, resumed.stderr);
-      assert.match(resumed.stderr, /Check the effect, then re-run it anyway/);
+      assert.match(
+        resumed.stderr,
+        /Check the effect, then resume the run with the unfinished call re-run anyway/,
+      );
     } finally {
       for (const pid of await stillAlive(pids.values(), 0)) Deno.kill(pid, "SIGKILL");
       await Deno.remove(user, { recursive: true });

@@ -82,7 +82,7 @@ Deno.test("run-agent: a run that fails on the agent's own files gets no --redriv
     assert.doesNotMatch(result.stderr, /--redrive/);
     assert.match(
       result.stderr,
-      /problem in the agent's files, not in the run: fix it, check with --validate/,
+      /problem in the agent's files, not in the run: fix it, check it with `\S.* validate tiny`, then start a new run/,
     );
   });
 });

@@ -9,6 +9,7 @@ import {
   copyDir,
   finish,
   hasStackTrace,
+  printedArgs,
   REPO_ROOT,
   report,
   runCli,
@@ -35,7 +36,8 @@ function assertUsageError(result: Spawned, ...expected: (string | RegExp)[]): vo
   const where = `stderr was:\n${result.stderr}`;
   assert.equal(result.code, 2, where);
   assert.equal(result.stdout, "", "usage errors print nothing on stdout");
-  assert.match(result.stderr, /^error: /, where);
+  // (After the old form's one-line hint to its subcommand, when there is one.)
+  assert.match(result.stderr, /^(hint: .*\n)?error: /, where);
   assert.ok(!hasStackTrace(result.stderr), `no stack trace expected; ${where}`);
   for (const e of expected) {
     if (typeof e === "string") assert.ok(result.stderr.includes(e), `missing "${e}"; ${where}`);
@@ -195,7 +197,7 @@ Deno.test("run-agent: usage errors exit 2 with a clear message and no stack trac
       "--topic <string>",
     );
     assertUsageError(badNumber, '--count expects a number, got "abc".');
-    assertUsageError(noSuchAgent, 'Agent "nope" not found', "tiny", "--init NAME");
+    assertUsageError(noSuchAgent, 'Agent "nope" not found', "tiny", " init nope`");
     assertUsageError(
       badBackend,
       'Unknown backend "nonesuch"',
@@ -273,7 +275,7 @@ Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
       },
     });
     const [helpAll, helpAgent, list, listJson, valid, broken, graph] = await Promise.all([
-      runCli(["--help"], { userDir: user }),
+      runCli(["run-agent", "--help"], { userDir: user }), // the old form: every flag
       runCli(["--agent", "tiny", "--help"], { userDir: user }),
       runCli(["--list"], { userDir: user }),
       runCli(["--list", "--json"], { userDir: user }),
@@ -299,7 +301,7 @@ Deno.test("run-agent: --help, --list, --validate and --graph", async () => {
     assert.match(list.stdout, /^ {2}tiny +Tiny test agent tiny\n(?! +✗)/m);
     assert.match(
       list.stdout,
-      /^1 agent does not load; see why with: .*run_agent.ts --agent broken --validate$/m,
+      /^1 agent does not load; see why with: \S.* validate broken$/m,
     );
     const listed = JSON.parse(listJson.stdout) as {
       name: string;
@@ -359,11 +361,11 @@ Deno.test("run-agent: --init scaffolds an agent that loads and runs with its dem
     const agent = JSON.parse(await Deno.readTextFile(join(user, ".agent/my-agent/agent.json")));
     assert.equal(agent.name, "my-agent");
     // From a folder outside the checkout the next steps use `deno run --config …`: the user's own
-    // deno.json has no `run-agent` task.
-    const command = / (--agent my-agent --script \S+ .*)$/m.exec(init.stdout);
+    // deno.json has no `stepflow` task.
+    const command = /^ {2}(\S.* run my-agent --script \S+ .*)$/m.exec(init.stdout);
     assert.ok(command, `the output shows how to run it:\n${init.stdout}`);
 
-    const args = command[1].match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ""));
+    const args = printedArgs(command[1], user);
     const [run, again, badName, validate] = await Promise.all([
       runCli(args, { userDir: user }),
       runCli(["--init", "my-agent"], { userDir: user }),
@@ -466,6 +468,6 @@ Deno.test("run-agent: Ctrl-C cancels the call in flight, prints the result and e
     assert.match(stdout, /^■ tiny cancelled at work\.task after 1 iteration/);
     // Cancelled is not failed: no "Restart it from its failed step", and a command that continues.
     assert.doesNotMatch(stdout + stderr, /failed step|✗/);
-    assert.match(stderr, /Continue it from step "work\.task" with: .* --agent tiny --redrive \S+/);
+    assert.match(stderr, /Continue it from step "work\.task" with: .* redrive \S+$/m);
   });
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runAgentCommand } from "../../src/invocation.ts";
+import { stepflowPrefix } from "../../src/invocation.ts";
 import { cp, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { AgentNotFoundError } from "../../src/definition/errors.ts";
@@ -98,8 +98,8 @@ Deno.test("a missing agent names the path and lists the agents that exist", asyn
         }. Did you mean issue-solver? Agents in ${
           join(agent.root, ".agent")
         }: code-helper, issue-solver. Create one with \`${
-          runAgentCommand(agent.root)
-        } --init NAME\`, or pass --agent with an existing name or folder.`,
+          stepflowPrefix(agent.root)
+        } init issue-solve\`, or name an existing agent or folder.`,
       );
       return true;
     },

@@ -224,12 +224,24 @@ Deno.test("docs: every console example prints what the page says it prints", asy
   // One copy for all: no example reads what another writes (none lists runs), and the copy's
   // compiled modules are cached after the first example instead of compiled again for each.
   const cwd = await copyOfRepo();
+  // The pages show the installed `stepflow` (README: `deno task install`): install the copy's, into
+  // a root of its own, and put it on the examples' PATH.
+  const root = await Deno.makeTempDir({ prefix: "stepflow-docs-install-" });
+  const install = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "install"],
+    cwd,
+    env: { DENO_INSTALL_ROOT: root },
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert.ok(install.success, new TextDecoder().decode(install.stderr));
+  const path = [join(root, "bin"), dirname(Deno.execPath()), Deno.env.get("PATH") ?? ""].join(":");
   const runOne = async (example: ConsoleExample) => {
     // One stream, in the order the command printed it (as a reader's terminal shows it).
     const output = await new Deno.Command("bash", {
       args: ["-c", `(${example.command}) 2>&1`],
       cwd,
-      env: { NO_COLOR: "1", INIT_CWD: cwd },
+      env: { NO_COLOR: "1", INIT_CWD: cwd, PATH: path },
       stdin: "null",
       stdout: "piped",
       stderr: "inherit",
@@ -251,6 +263,7 @@ Deno.test("docs: every console example prints what the page says it prints", asy
     }
   } finally {
     await Deno.remove(cwd, { recursive: true });
+    await Deno.remove(root, { recursive: true });
   }
   assert.deepEqual(failures, [], failures.join("\n\n"));
 });

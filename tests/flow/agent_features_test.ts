@@ -262,7 +262,7 @@ Deno.test("load-time checks of parameters, commands, validators and completion",
     const text = error.problems.join("\n");
     for (
       const expected of [
-        /parameters\.resume: its CLI flag --resume clashes with run-agent's own --resume/,
+        /parameters\.resume: its CLI flag --resume clashes with the CLI's own --resume/,
         /parameters "a" and "b" both use the flag --same/,
         /parameters\.mode\.default "z" is not one of its enum values/,
         /parameters\.list\.default "one" is a string, but the parameter's type is "array"/,

@@ -233,7 +233,7 @@ Deno.test("a child answered directly: the parent's answer is refused (nothing re
     (error: unknown) => {
       assert.ok(error instanceof StepflowError);
       assert.equal(error.code, "INPUT_NOT_WAITING");
-      assert.match(error.message, /\(it was answered directly\); continue this run with --resume/);
+      assert.match(error.message, /\(it was answered directly\); resume this run to go on/);
       return true;
     },
   );

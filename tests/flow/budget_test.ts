@@ -63,7 +63,17 @@ Deno.test("a dollar budget: no call once it is spent, the overrun is at most one
   );
   assert.match(message, /Spent: \$1\.05 \(3 model calls, 330,000 tokens\)/);
   assert.match(message, /Top steps: "work\.loop" \$1\.05 \(3 calls, 330,000 tokens\)/);
-  assert.match(message, new RegExp(`--resume ${first.runId} --budget-usd 2 raises the budget`));
+  // How to go on: in words (no command-line flag in a library message), and as data.
+  assert.match(
+    message,
+    /resume it with a higher budget \(\$2\.00, say\) to carry on inside the step/,
+  );
+  assert.doesNotMatch(message, /--/);
+  assert.deepEqual((first.error!.details as { next?: unknown }).next, {
+    action: "resume",
+    runId: first.runId,
+    args: ["--budget-usd", "2"],
+  });
   // Resumable: its checkpoint says so, and the budget it ran with is recorded.
   const checkpoint = (await store.loadCheckpoint(first.runId))!;
   assert.equal(checkpoint.status, "budget_exceeded");
@@ -102,7 +112,11 @@ Deno.test("agent.json limits.budget: a token budget and a model-call budget stop
   // 110,000 tokens a call: the third takes it to 330,000, past 250,000; no fourth.
   assert.equal(byTokens.usage.calls, 3);
   assert.match(byTokens.error!.message, /330,000 tokens of 250,000 tokens/);
-  assert.match(byTokens.error!.message, /--budget-tokens 500000/);
+  assert.match(byTokens.error!.message, /a higher budget \(500,000 tokens, say\)/);
+  assert.deepEqual((byTokens.error!.details as { next?: { args?: string[] } }).next?.args, [
+    "--budget-tokens",
+    "500000",
+  ]);
 
   const calls = await looper({ limits: { budget: { modelCalls: 2 } } });
   const backend = new ScriptedBackend(loopScript(5));

@@ -38,7 +38,11 @@ Deno.test("a budget on the parent stops a fan-out: no more children start, the r
   assert.equal(first.completionReason, "budget_exceeded", JSON.stringify(first.error));
   assert.equal(first.error?.code, "BUDGET_EXCEEDED");
   assert.match(first.error!.message, /Fan-out step "review\.each" stopped for the budget/);
-  assert.match(first.error!.message, /--resume/);
+  assert.match(first.error!.message, /then resume the run\./);
+  assert.deepEqual((first.error!.details as { next?: unknown }).next, {
+    action: "resume",
+    runId: first.runId,
+  });
   assert.equal(first.usage.calls, 4, "never a call past the budget");
   assert.equal((await store.loadCheckpoint(first.runId))!.status, "budget_exceeded");
 

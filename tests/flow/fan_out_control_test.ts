@@ -74,12 +74,17 @@ function bashResponder(
   backend: () => ScriptedBackend,
   pidDir: string,
   failing: string,
-): (req: LlmRequest) => ScriptedEntry {
+): (req: LlmRequest) => Promise<ScriptedEntry> {
   const fleet = fleetResponder({ files: files(4) });
-  return (req) => {
+  return async (req) => {
     if (req.stepId !== "complete.review") return fleet(req);
     const path = reviewedPath(req);
-    if (path === failing) return { error: `cannot review ${path}`, delayMs: 300 };
+    if (path === failing) {
+      // It fails once the three others run their Bash (their pids written): an order, not a delay
+      // that a loaded machine outlasts (a contained Bash call starts a supervisor first).
+      for (let i = 0; i < 3000 && [...Deno.readDirSync(pidDir)].length < 3; i++) await sleep(10);
+      return { error: `cannot review ${path}` };
+    }
     const turn = backend().toolTurns.at(-1)!;
     if (turn.messages.some((m) => m.role === "assistant")) {
       return {

@@ -148,7 +148,11 @@ Deno.test("an answer naming an old request, or a run that never waited, is refus
     new StepFlowRunner(definition, { store }).run({ resume: first.runId }),
     (error: unknown) => {
       code("INPUT_WAITING")(error);
-      assert.match((error as Error).message, new RegExp(`--answer ${first.runId}`));
+      assert.deepEqual((error as StepflowError).details?.next, {
+        action: "answer",
+        runId: first.runId,
+        args: ["--value", "<json>"],
+      });
       return true;
     },
   );

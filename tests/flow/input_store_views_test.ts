@@ -57,10 +57,10 @@ async function waitingThenAnswered(
   assert.match(shown, /· waiting/);
   assert.match(shown, /Waiting for an answer at input step "approve\.release"/);
   assert.match(shown, /Ship 2\.0\? The plan: tag, build, publish/);
-  assert.match(shown, /then --resume takes the intent "abort"/);
+  assert.match(shown, /then resuming the run takes the intent "abort"/);
   assert.match(
     shown,
-    new RegExp(`Answer it with: run-agent --agent release --answer ${first.runId} --value`),
+    new RegExp(`Answer it with: stepflow answer ${first.runId} --value`),
   );
 
   const done = await new StepFlowRunner(definition, { backend: releaseBackend(), store: other })

@@ -140,8 +140,14 @@ Deno.test("without the opt-in, an ask with nobody to ask is refused (the run doe
         }),
       (e) =>
         e instanceof StepflowError && e.code === "INPUT_WAITING" &&
-        /waits for permission to run Bash in step "s_b2c1".*--value '\{"decision":"allow"\}'/
-          .test(e.message),
+        /waits for permission to run Bash in step "s_b2c1"/.test(e.message) &&
+        // The next step is data: the CLI prints it as a command, the dashboard as a button.
+        JSON.stringify(e.details?.next) ===
+          JSON.stringify({
+            action: "answer",
+            runId: waits.runId,
+            args: ["--value", '{"decision":"allow"}'],
+          }),
     );
   } finally {
     await Deno.remove(root, { recursive: true });

@@ -70,7 +70,7 @@ Deno.test("redrive restarts a failed run from its failed step", async () => {
   assert.equal(failed.completionReason, "step_failed");
   await assert.rejects(
     new StepFlowRunner(def, { backend: first, store }).run({ resume: "run-2" }),
-    /Use --redrive run-2/,
+    /Redrive it to restart it from its failed step/,
   );
   const second = new ScriptedBackend({
     "continuation.issue": [out("continuation.issue", "complete")],

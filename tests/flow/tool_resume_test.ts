@@ -164,7 +164,11 @@ Deno.test("a run stopped at any write of a step with tools resumes inside the st
         assert.ok(error instanceof StepflowError, String(error));
         assert.equal(error.code, "TOOL_CALL_UNFINISHED", `write ${at}: ${error.message}`);
         assert.match(error.message, /Bash \(echo done >> out\.txt\)/);
-        assert.match(error.message, /--rerun-unfinished-call/);
+        assert.deepEqual(error.details?.next, {
+          action: "resume",
+          runId: error.details?.runId,
+          args: ["--rerun-unfinished-call"],
+        });
         assert.equal(await lines(root), ran, `write ${at}: nothing ran on the refused resume`);
         unfinished++;
         // A check function is asked once, under the lock, with the calls and their start lines.

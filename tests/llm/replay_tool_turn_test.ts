@@ -118,7 +118,7 @@ Deno.test("replay tool turns: the old { name, input } notes under toolCalls are 
     (e) => {
       assert.equal(code(e), "REPLAY_FILE_OUTDATED");
       assert.match((e as Error).message, /Replay old\.yaml: "draft" entry 1 lists "toolCalls"/);
-      assert.match((e as Error).message, /Record the run again \(run-agent --record FILE\)/);
+      assert.match((e as Error).message, /Record the run again \(run it with --record FILE\)/);
       return true;
     },
   );

@@ -632,6 +632,6 @@ Deno.test("mcp process: usage errors exit 2 with the fix, --help exits 0", async
   assert.match(both.stderr, /--script is for the scripted backend/);
   const help = await run("--help");
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^Usage: deno task mcp/);
+  assert.match(help.stdout, /^Usage: stepflow mcp/);
   assert.match(help.stdout, /--port N/);
 });

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { FileRunStore } from "../../src/store/file.ts";
-import { finish, runCli, spawnCli } from "../cli/helpers.ts";
+import { finish, printedArgs, runCli, spawnCli } from "../cli/helpers.ts";
 import { openAiError, startFakeServer } from "../llm/fake_server.ts";
 import { onlyRunId, pipelineWorkspace } from "./helpers.ts";
 
@@ -82,7 +82,7 @@ Deno.test("a killed --script run: --runs and --show say interrupted, and the pri
   }
 
   // The hint, as printed (no --script), resumes on the recorded scripted backend.
-  const args = hint.slice(hint.indexOf(" --agent ") + 1).split(" ");
+  const args = printedArgs(hint, ws.root);
   const resumed = await runCli(args, { userDir: ws.root });
   assert.equal(resumed.code, 0, resumed.stderr);
   const done = (await store.loadCheckpoint(runId))!;

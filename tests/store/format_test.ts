@@ -114,15 +114,17 @@ Deno.test("formatRunList: one row per run, interrupted runs and problems called 
       "r-fail  2026-02-01 00:00:00Z  failed (max_iterations)            400ms",
       "r-bad                         unreadable",
       "! r-bad: Checkpoint x is corrupt",
-      "Continue an interrupted run with: --resume r-int",
-      "Restart a failed or stopped run from the step it ended on with: --redrive r-fail",
+      "Continue an interrupted run with: stepflow resume r-int",
+      "Restart a failed or stopped run from the step it ended on with: stepflow redrive r-fail",
     ].join("\n"),
   );
-  // With the command, the hints print a command that works as printed.
-  const hinted = formatRunList(runs, { command: "deno task run-agent --agent a" });
+  // With a renderer, the hints print a command that works where the user stands.
+  const hinted = formatRunList(runs, {
+    commandFor: (next) => `deno task stepflow ${next.action} ${next.runId} --agent a`,
+  });
   assert.match(
     hinted,
-    /\nContinue an interrupted run with: deno task run-agent --agent a --resume r-int\n/,
+    /\nContinue an interrupted run with: deno task stepflow resume r-int --agent a\n/,
   );
   // Calls without usage: their tokens are unknown, not 0/0 (as --show says).
   const unknown = formatRunList([{
@@ -169,7 +171,7 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
     [
       "Run r1 · agent pipeline · running",
       "started 2026-03-01 10:00:00Z · updated 2026-03-01 10:00:12Z · 12.3s · 2 iterations · tokens 300 in / 30 out · $0.0123",
-      "Not finished: continue it with --resume r1",
+      "Not finished: continue it with stepflow resume r1",
       "",
       "#  ITER  STEP    TRY  INTENT  TRANSITION  NEXT       DURATION  TOKENS  NOTE",
       "1     1  work.a    1  next    next        work.next      1.5s  100/10  check ok: fine really",
@@ -182,13 +184,10 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
   // Nobody drives it (its process was killed): interrupted, as --runs says, with a whole command.
   const interrupted = formatRunHistory(checkpoint, log, {
     live: false,
-    command: "deno task run-agent --agent pipeline",
+    commandFor: (next) => `deno task stepflow ${next.action} ${next.runId}`,
   });
   assert.match(interrupted, /^Run r1 · agent pipeline · interrupted\n/);
-  assert.match(
-    interrupted,
-    /\nInterrupted: continue it with deno task run-agent --agent pipeline --resume r1\n/,
-  );
+  assert.match(interrupted, /\nInterrupted: continue it with deno task stepflow resume r1\n/);
   assert.match(interrupted, /was in flight when the run stopped/);
   // Killed inside a step with tools whose calls were recorded: the resume continues inside it.
   const inside = formatRunHistory(
@@ -200,12 +199,12 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
     /Iteration 3 \(step "work.c"\) was in flight when the run stopped; resume continues inside it \(1 recorded tool call\(s\) replayed, not run again\)\./,
   );
   // Driven now: no advice to resume it (that would be refused while its process lives).
-  const live = formatRunHistory(checkpoint, log, { live: true, command: "x" });
+  const live = formatRunHistory(checkpoint, log, { live: true, commandFor: () => "x" });
   assert.match(
     live,
     /^Run r1 · agent pipeline · running\n.*\nNot finished: a live process drives it/,
   );
-  assert.doesNotMatch(live, /--resume/);
+  assert.doesNotMatch(live, /continue it with/);
 
   const failed = formatRunHistory({
     ...checkpoint,
@@ -221,7 +220,7 @@ Deno.test("formatRunHistory: header, table, resume marker, error and the in-flig
   }, log);
   assert.match(failed, /· failed \(step_failed\)\n/);
   assert.match(failed, /\nError STEP_FAILED: Step failed: quota\n/);
-  assert.match(failed, /Restart it from its failed step with --redrive r1\n/);
+  assert.match(failed, /Restart it from its failed step with stepflow redrive r1\n/);
   assert.doesNotMatch(failed, /in flight/);
 
   const orphan = formatRunHistory(undefined, [line("run_start")]);

@@ -247,7 +247,7 @@ Deno.test("eval cli: a workspace outside the project, missing or not a folder is
     assert.match(
       out.stderr,
       new RegExp(
-        `evals/cases\\.jsonl:1: workspace /: it is outside the project folder ${real}; a workspace is a folder inside the folder you run deno task eval in`,
+        `evals/cases\\.jsonl:1: workspace /: it is outside the project folder ${real}; a workspace is a folder inside the folder you run stepflow eval in`,
       ),
     );
     assert.match(out.stderr, /cases\.jsonl:2: workspace \/etc: it is outside the project folder/);

@@ -118,7 +118,7 @@ Deno.test("eval groups: the dashboard filtered to an eval's group shows exactly 
     assert.match(first.stdout, new RegExp(`Runs recorded in group ${first.group}\\.`));
     assert.ok(first.stdout.includes(`/?group=${first.group}`), first.stdout);
     assert.ok(
-      first.stdout.includes(`--agent haiku --runs --run-group ${first.group}`),
+      first.stdout.includes(` runs haiku --run-group ${first.group}\n`),
       first.stdout,
     );
 

@@ -121,7 +121,7 @@ Deno.test("actions: Cancel ends a run driven elsewhere (cancelled); Redrive fini
 
     // Resume is refused with the runner's message; Redrive runs `run-agent --redrive`.
     const resume = await post("long", "resume", ok);
-    assert.match(resume.json.message, /Use --redrive long to restart it from its failed step/);
+    assert.match(resume.json.message, /Redrive it to restart it from its failed step/);
     assert.match(await (await fetch(`${ui.url}runs/long`)).text(), /data-action="redrive"/);
     const redrive = await post("long", "redrive", ok);
     assert.ok(redrive.status === 202 || redrive.status === 200, redrive.body);
@@ -229,7 +229,7 @@ Deno.test("actions: a run-agent that fails to start reports its error", async ()
     const body = await res.json();
     assert.equal(res.status, 409);
     assert.equal(body.code, "UI_ACTION_FAILED");
-    assert.match(body.message, /run-agent --redrive f exited with code 2: .*missing\.json/);
+    assert.match(body.message, /stepflow redrive f exited with code 2: .*missing\.json/);
     await children[0].status;
   } finally {
     await ui.close();

@@ -92,7 +92,7 @@ Deno.test("dashboard: a run waiting for a tool's permission is listed as such an
     const approve = card.match(/id="approve-command">([^<]*)</)![1];
     assert.match(
       approve,
-      /run[-_]agent.* --agent tool-fixer --answer ask-1 --value &#39;\{&quot;decision&quot;:&quot;allow&quot;\}&#39;$/,
+      / answer ask-1 --value &#39;\{&quot;decision&quot;:&quot;allow&quot;\}&#39;$/,
     );
     assert.match(
       card,

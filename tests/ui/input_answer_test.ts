@@ -116,7 +116,10 @@ Deno.test("dashboard without --allow-actions: the question is shown, with the co
   const page = await (await fetch(`${ui.url}runs/${runId}`)).text();
   assert.match(page, /Ship 3\.0\? The plan/);
   assert.doesNotMatch(page, /answer-form|data-csrf/);
-  assert.match(page, new RegExp(`run-agent --answer ${runId}`));
+  assert.match(
+    page,
+    new RegExp(` answer ${runId} --value &#39;\\{&quot;decision&quot;:&quot;next&quot;\\}&#39;<`),
+  );
 });
 
 Deno.test({

@@ -2,7 +2,7 @@
  * The dashboard server over HTTP (no browser): security model, routes, escaping, pagination, and
  * the `deno task ui` command line.
  */
-import { runAgentCommand, stepflowCommand } from "../../src/invocation.ts";
+import { stepflowCommand } from "../../src/invocation.ts";
 import assert from "node:assert/strict";
 import { runTask } from "../cli/helpers.ts";
 import { uiMain } from "../../src/cli/ui.ts";
@@ -417,8 +417,8 @@ Deno.test("dashboard agents index: description, newest run with its status and e
   assert.ok(
     none.includes(
       `No runs recorded yet. Run an agent (<code>${
-        runAgentCommand(empty.root)
-      } --agent NAME</code>)`,
+        stepflowCommand("list", empty.root)
+      }</code> lists them)`,
     ),
     none,
   );

@@ -38,7 +38,7 @@ Deno.test({
       assert.match(notice, /— check whether the command ran already/);
       assert.match(
         notice,
-        new RegExp(`--agent code-improver --resume ${run.runId} --rerun-unfinished-call</code>`),
+        new RegExp(` resume ${run.runId} --rerun-unfinished-call</code>`),
       );
       assert.doesNotMatch(plain, /data-action=/);
 
@@ -70,7 +70,7 @@ Deno.test({
       assert.equal(resume.status, 409);
       assert.equal(resume.json.code, "TOOL_CALL_UNFINISHED");
       assert.match(resume.json.message, /while the tool call Bash \(echo done >> out\.txt/);
-      assert.match(resume.json.message, /--rerun-unfinished-call/);
+      assert.match(resume.json.message, /resume the run with the unfinished call re-run anyway/);
       const stale = await post("rerun", { calls: ["another-call"] });
       assert.equal(stale.json.code, "UI_ACTION_REFUSED");
       assert.match(stale.json.message, /other unfinished calls than the ones confirmed/);

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { startWorker } from "../../src/worker/worker.ts";
-import { finish, runCli, spawnCli } from "../cli/helpers.ts";
+import { finish, printedArgs, runCli, spawnCli } from "../cli/helpers.ts";
 import { pipelineScript, pipelineWorkspace, waitFor } from "../store/helpers.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 
@@ -64,7 +64,7 @@ Deno.test({
 
       // The same file now answers at once; the hint, as printed, resumes on it.
       await Deno.writeTextFile(ws.script, JSON.stringify(pipelineScript()));
-      const resumed = await runCli(hint.slice(hint.indexOf(" --agent ") + 1).split(" "), {
+      const resumed = await runCli(printedArgs(hint, ws.root), {
         userDir: ws.root,
       });
       assert.equal(resumed.code, 0, resumed.stderr);

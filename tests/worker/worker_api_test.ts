@@ -59,7 +59,7 @@ Deno.test({
       assert.match(
         waited.stderr,
         new RegExp(
-          `error: Run ${runId} failed: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(run-agent --submit\\)\\.`,
+          `error: Run ${runId} failed: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(stepflow submit\\)\\.`,
         ),
       );
       const gaveUp = await waitFor(
@@ -70,7 +70,7 @@ Deno.test({
       assert.match(
         gaveUp,
         new RegExp(
-          `^error: run ${runId}: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(run-agent --submit\\)\\. --runs lists it as failed\\.$`,
+          `^error: run ${runId}: the queue gave it up after 2 failed attempts \\(last: Run ${runId} was submitted with agent "pipeline" at sha256:.*\\)\\. No worker will take it again; fix the cause, then submit the run again \\(stepflow submit\\)\\. The runs list shows it failed\\.$`,
         ),
       );
       // With this short lease the run was also re-queued as an orphan while its jobs failed (each

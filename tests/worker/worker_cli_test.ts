@@ -158,7 +158,7 @@ Deno.test({
         db,
       ]);
       assert.equal(failed.code, 1);
-      const failedId = /--redrive (\S+)/.exec(failed.stderr)?.[1];
+      const failedId = / redrive (\S+)/.exec(failed.stderr)?.[1];
       assert.ok(failedId, failed.stderr);
       const redriven = await runAgent(root, [
         "--agent",

@@ -109,7 +109,7 @@ Deno.test({
       );
       assert.match(held, /was stopped \(killed or crashed\) in step "s_b2c1"/);
       assert.match(held, /Bash \(echo done >> out\.txt && sleep 1\)/);
-      assert.match(held, /--resume \S+ --rerun-unfinished-call --submit/);
+      assert.match(held, /`stepflow resume \S+ --rerun-unfinished-call --submit`/);
       await waitFor(
         "the worker's log",
         () => Promise.resolve(/held/.test(secondErr.text()) || undefined),
@@ -195,7 +195,10 @@ Deno.test({
       // --submit --resume without the permission would be held again: refused, with the way on.
       const bare = await cli("--resume", runId, "--submit");
       assert.equal(bare.code, 2, bare.stderr);
-      assert.match(bare.stderr, /--resume RUN_ID --rerun-unfinished-call --submit/);
+      assert.match(
+        bare.stderr,
+        /hands back a run the workers hold .*: add --rerun-unfinished-call/,
+      );
 
       // The documented continuation, raced: the hand-back is queued while another drive holds
       // the run's lease (a duplicate job that won the lock first), and two workers get jobs of

@@ -224,7 +224,7 @@ async function workspaceProblem(workspace: string, project: string): Promise<str
   if (!isInside(root, real)) {
     return `it is outside the project folder ${root}${
       real !== workspace ? ` (it leads to ${real})` : ""
-    }; a workspace is a folder inside the folder you run deno task eval in, copied for each run`;
+    }; a workspace is a folder inside the folder you run stepflow eval in, copied for each run`;
   }
   const temp = await Deno.realPath(tmpdir()).catch(() => tmpdir());
   if (isInside(real, temp)) {

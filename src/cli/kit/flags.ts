@@ -307,6 +307,12 @@ export interface FlagDecl {
   parse?: (raw: string) => unknown;
   /** The value when the flag is absent (without one, an absent `string` flag is an absent key). */
   default?: unknown;
+  /**
+   * What shell completion offers for the value of a `string` flag: the given words, the agents
+   * under `.agent/`, the recorded run ids, files or folders. Without it: files for a `FILE`/`PATH`
+   * placeholder, folders for `DIR`, nothing otherwise.
+   */
+  complete?: readonly string[] | "agent" | "run" | "file" | "dir";
 }
 
 /** A command's flags: key (the property of the parsed flags) → declaration, in `--help` order. */

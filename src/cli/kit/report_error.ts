@@ -12,6 +12,7 @@ import { EXIT_CODES } from "./exit_codes.ts";
 import { BACKEND_SETUP_CODES } from "../../llm/backend_error.ts";
 import type { CliWriter } from "./io.ts";
 import { palette } from "../../palette.ts";
+import { asNextStep, type CommandRenderer, plainCommandLine } from "../../invocation.ts";
 
 /**
  * Backend failures that mean "fix your setup" rather than "the run failed" (missing or refused
@@ -43,6 +44,13 @@ export interface ReportOptions {
    * (`PLAN_LOCKED` → 75, {@linkcode SETUP_ERROR_CODES} → 2). Default: 2 (usage).
    */
   exitCodeOf?: (error: StepflowError) => number;
+  /**
+   * Renders the next step an error names (`details.next`, a `NextStep`): printed under the
+   * message as `Next: <command>`. Without it, the step is not printed.
+   */
+  nextStep?: CommandRenderer;
+  /** A line printed after a usage error's message (where the command's options are listed). */
+  hint?: string;
 }
 
 /**
@@ -72,11 +80,18 @@ export function reportError(error: unknown, stderr: CliWriter, options: ReportOp
     if (error.warnings.length > 0) {
       write(`Warnings:\n${error.warnings.map((w) => `  - ${w}`).join("\n")}`);
     }
-    write(`Fix the files above; \`--validate\` re-checks the agent without running it.`);
+    write(
+      `Fix the files above; \`${
+        (options.nextStep ?? plainCommandLine)({ action: "validate", agent: error.dir })
+      }\` re-checks the agent without running it.`,
+    );
     return EXIT_CODES.usage;
   }
   if (error instanceof StepflowError) {
     write(`${prefix} ${error.message}`);
+    const next = options.nextStep ? asNextStep(error.details?.next) : undefined;
+    if (next) write(`Next: ${options.nextStep!(next)}`);
+    if (options.hint !== undefined && error.code === "USAGE") write(options.hint);
     if (error.code === "PLAN_LOCKED") return EXIT_CODES.locked;
     if (SETUP_ERROR_CODES.has(error.code) || FILE_SYSTEM_ERROR_CODES.has(error.code)) {
       return EXIT_CODES.usage;
