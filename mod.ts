@@ -1,13 +1,23 @@
 /**
  * stepflow — run LLM agents as declarative step flows.
  *
- * This entry point holds what a program that runs agents needs: loading and checking agent
- * definitions, the runner and its options and result, the LLM backends (scripted for tests, the
- * real ones, and the contract to write your own), the event handlers' vocabulary, the run stores,
- * and the error classes. Tool plans, PlanSpec, QPlan, the CLIs and the workers have their own
- * entry points (`@stepflow/core/plan`, `/planspec`, `/qplan`, `/cli`, `/worker`).
+ * This entry point holds what a program that runs agents needs, and nothing more: loading agent
+ * definitions, the runner with its options and result, the events a handler receives, the error
+ * classes, and the contract a backend implements. Everything else has an entry point of its own:
  *
- * @example
+ * | Entry point                 | What it holds                                                       |
+ * | --------------------------- | ------------------------------------------------------------------- |
+ * | `@stepflow/core/llm`        | the backends (scripted, replay, Anthropic, OpenAI, Claude Code), the factory, retries, prices |
+ * | `@stepflow/core/store`      | the run stores (memory, file, PostgreSQL), choosing one, printing recorded runs |
+ * | `@stepflow/core/definition` | the `agent.json` / `steps_registry.json` formats, `validateFlow`, `flowToMermaid`, the JSON Schemas |
+ * | `@stepflow/core/runner`     | the runner's detail types (history, permission asks, child runs) and its OpenTelemetry names |
+ * | `@stepflow/core/events`     | every event payload a handler may receive                           |
+ * | `@stepflow/core/ui`         | the local web dashboard: run it, or serve it from your program      |
+ * | `@stepflow/core/testing`    | agents tested in `deno test`: run on a script, assert on the path   |
+ * | `@stepflow/core/cli`        | the `stepflow` command as a library                                 |
+ * | `@stepflow/core/plan`, `/planspec`, `/qplan`, `/worker` | tool plans, PlanSpec, QPlan, scale-out workers |
+ *
+ * @example Run an agent
  * ```ts ignore
  * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
  *
@@ -17,11 +27,70 @@
  * console.log(result.success, result.finalStepId, result.completionReason);
  * ```
  *
+ * @example Catch what went wrong by its stable code
+ * ```ts
+ * import { loadAgentDefinition, StepflowError } from "jsr:@stepflow/core";
+ *
+ * try {
+ *   await loadAgentDefinition("no-such-agent", { cwd: Deno.cwd() });
+ * } catch (error) {
+ *   if (error instanceof StepflowError) console.error(error.code, error.message);
+ *   else throw error;
+ * }
+ * ```
+ *
  * @module
  */
 
-// Errors: the base class with its stable `code` (one of the listed codes), and the helper that
-// prints any thrown value.
+// Loading: find, list and load agent definitions.
+export {
+  type AgentDefinition,
+  type AgentSummary,
+  listAgents,
+  loadAgentDefinition,
+  type LoadAgentOptions,
+} from "./src/definition/mod.ts";
+
+// The runner, its options and its result.
+export {
+  type AnswerOptions,
+  type CompletionReason,
+  type PendingInput,
+  type RunHandle,
+  type RunOptions,
+  type RunUsage,
+  type StepFlowResult,
+  StepFlowRunner,
+  type StepFlowRunnerOptions,
+} from "./src/flow/mod.ts";
+
+// Events: what a handler passed as `events` receives (every payload: `@stepflow/core/events`).
+export {
+  EVENT_NAMES,
+  type EventName,
+  type ExecutorEvents,
+  type RunContext,
+  type StepInfo,
+  type ToolCallEvent,
+} from "./src/events/mod.ts";
+
+// The backend contract (the backends themselves: `@stepflow/core/llm`), and reading the JSON of an
+// answer the one way the engines read it, for a program that calls a backend itself.
+export type {
+  LlmBackend,
+  LlmCallOptions,
+  LlmRequest,
+  LlmResponse,
+  LlmUsage,
+} from "./src/llm/mod.ts";
+export {
+  type AnswerReading,
+  type AnswerRejection,
+  readJsonAnswer,
+} from "./src/engine/ask_structured.ts";
+
+// Errors: the base class with its stable `code` (one of the listed codes), the helper that prints
+// any thrown value, and the classes a run or a load throws.
 export {
   errorMessage,
   type KnownCode,
@@ -30,234 +99,14 @@ export {
   UsageError,
 } from "./src/errors.ts";
 export { ERROR_CODES, type ErrorCodeOf, type ErrorModule } from "./src/error_codes.ts";
-
-// Agent definitions: load, list, check, draw; the file formats and the loaded form.
 export {
-  type AgentConfig,
-  type AgentDefinition,
   AgentDefinitionError,
-  type AgentLimits,
   AgentNotFoundError,
-  type AgentPricing,
-  type AgentSummary,
-  type C3lPromptRef,
-  type C3lRef,
-  type CheckDefinition,
-  type CommandSpec,
-  type CompletionCondition,
-  type ErrorPolicy,
-  type FlowGraphSource,
-  type FlowStep,
-  flowToMermaid,
-  type FlowValidationInput,
-  type FlowValidationOptions,
-  type FlowValidationResult,
-  GATE_INTENTS,
-  type GateIntent,
-  generateSchemas,
-  type ItemErrorPolicy,
   JsonParseError,
-  listAgents,
-  loadAgentDefinition,
-  type LoadAgentOptions,
-  type ModelChainEntry,
-  type ModelOnBackend,
-  type ModelSetting,
-  type OnErrorValue,
-  type OnFail,
-  type OnPass,
-  type OutputSchemaRef,
-  type ParameterDefinition,
-  type PathPromptRef,
-  type PathRef,
-  type PromptRef,
-  type PromptReference,
-  type RunBudget,
   SchemaResolutionError,
-  type StepDefinition,
-  type StepKind,
-  type StepsRegistry,
-  type StepValidation,
-  type StepValidator,
-  type StructuredGate,
-  validateFlow,
-  type WaitTimeout,
 } from "./src/definition/mod.ts";
-
-// Prompts: the errors a missing or unsafe prompt raises.
+export { BackendError } from "./src/llm/mod.ts";
 export { MissingVariablesError, PromptNotFoundError, PromptPathError } from "./src/prompt/mod.ts";
-
-// The runner.
-export {
-  type AnswerOptions,
-  type ChildQueue,
-  type ChildRunLink,
-  type CompletionReason,
-  type DeclinedAnswer,
-  DEFAULT_MAX_AGENT_DEPTH,
-  type FanOutMark,
-  FanOutSuspended,
-  type HistoryEntry,
-  type InStepMarker,
-  MAX_HISTORY_TOOL_CALLS,
-  metricsEnabled,
-  type ParentRunLink,
-  type PendingInput,
-  type PermissionAnswer,
-  type PermissionAsk,
-  type PermissionGrant,
-  type PermissionReply,
-  type PermissionRequest,
-  type QueuedChild,
-  type QueuedFanOut,
-  type RecordedAnswer,
-  type RerunUnfinishedCallCheck,
-  type RunHandle,
-  type RunnerState,
-  type RunOptions,
-  type RunPermissionAsk,
-  type RunUsage,
-  SEMCONV_VERSION,
-  SPAN_ATTRIBUTES,
-  type StepFlowResult,
-  StepFlowRunner,
-  type StepFlowRunnerOptions,
-  type StepSpend,
-  type ToolCallSummary,
-  TRACER_NAME,
-  tracingEnabled,
-  type Transition,
-} from "./src/flow/mod.ts";
-// The paths a tool call reaches (in a permission ask).
-export type { ReachedPath } from "./src/flow/mod.ts";
-
-// LLM backends: the contract, the scripted backend, the real backends and the factory.
-export {
-  agentBackend,
-  type AgentBackendOptions,
-  type AgentBehaviorBackend,
-  AnthropicBackend,
-  type AnthropicBackendOptions,
-  type AttemptBound,
-  type AttemptMeter,
-  BACKEND_NAMES,
-  type BackendChoice,
-  BackendError,
-  type BackendErrorCode,
-  type BackendErrorDetails,
-  type BackendName,
-  type BackendSpec,
-  BUILT_IN_PRICES_DATE,
-  ChatApiBackend,
-  type ChatBackendOptions,
-  type ChatExchangeRequest,
-  type ChatExchangeResult,
-  type ChatTurn,
-  ClaudeCodeBackend,
-  type ClaudeCodeBackendOptions,
-  type ClaudePermissionMode,
-  type ConversationLimits,
-  ConversationStore,
-  costOf,
-  createBackend,
-  DEFAULT_BACKEND,
-  type FailureClass,
-  type FailureHints,
-  type FoundPrice,
-  type LlmBackend,
-  type LlmCallOptions,
-  type LlmRequest,
-  type LlmRequestKind,
-  type LlmResponse,
-  type LlmUsage,
-  loadScriptFile,
-  ModelChainBackend,
-  modelChainFor,
-  type ModelChainOptions,
-  type ModelPricing,
-  OpenAiBackend,
-  type OpenAiBackendOptions,
-  type PriceLayer,
-  PriceTable,
-  RateLimitYield,
-  readPriceFile,
-  recordedBackendChoice,
-  ReplayBackend,
-  type ReplayCallRecord,
-  type ReplayDrift,
-  type ReplayMode,
-  type ReplayOptions,
-  type RetryInfo,
-  type RetryListener,
-  type RetryPolicy,
-  ScriptedBackend,
-  type ScriptedEntry,
-  type ScriptedEntryObject,
-  type ScriptedResponder,
-  type ScriptedScript,
-  type ScriptFileOptions,
-  type SdkErrorClasses,
-  type StructuredOutputMode,
-} from "./src/llm/mod.ts";
-
-// Reading an answer: backends return text (and an API's native structured output); the engine reads
-// the JSON in it in one place, and so can a program that calls a backend itself.
-export {
-  type AnswerReading,
-  type AnswerRejection,
-  MAX_OUTPUT_DEPTH,
-  readJsonAnswer,
-} from "./src/engine/ask_structured.ts";
-
-// Events: what a handler passed as `events` receives.
-export {
-  EVENT_NAMES,
-  type EventName,
-  type ExecutorEvents,
-  type FallbackReason,
-  type FanOutReport,
-  type ModelFallbackEvent,
-  type ModelRef,
-  type RateLimitWaitEvent,
-  type RunContext,
-  type RunState,
-  type StepInfo,
-  type StepLogLevel,
-  type ToolCallEvent,
-} from "./src/events/mod.ts";
-
-// Run stores: the contract, the three stores, choosing one, and printing recorded runs.
-export {
-  type AgentLoggingSource,
-  type AgentStoreSource,
-  type Durability,
-  FileRunStore,
-  type FileRunStoreOptions,
-  type FormatOptions,
-  formatRunHistory,
-  formatRunList,
-  type HistoryFormatOptions,
-  MemoryRunStore,
-  type PgConnectionOptions,
-  PostgresRunStore,
-  type PostgresRunStoreOptions,
-  readLogFrom,
-  RUN_STATUS_KINDS,
-  RUN_STATUSES,
-  type RunCheckpoint,
-  type RunFiles,
-  type RunLock,
-  type RunLogEntry,
-  type RunStatus,
-  type RunStore,
-  runStoreDirFor,
-  runStoreFor,
-  type RunSummary,
-  selectRunStore,
-  type SelectRunStoreOptions,
-  SHOWN_STATUSES,
-  type ShownStatus,
-  shownStatus,
-} from "./src/store/mod.ts";
-/** A next step as data (`{ action: "resume", runId }`) and how a formatter prints one. */
+// A library error's next step as data (`details.next`: `{ action: "resume", runId }`), and the
+// renderer a formatter takes to print one (`commandLine` of `@stepflow/core/cli` is the CLI's).
 export type { CommandRenderer, NextStep, StepflowAction } from "./src/invocation.ts";

@@ -7,7 +7,7 @@ import { StepStatusSchema } from "../src/plan/schema.ts";
 import { STEP_STATUSES } from "../src/plan/mod.ts";
 import { REFLECTION_DECISIONS, STEP_STATUS_CODES } from "../src/planspec/mod.ts";
 import { ReflectionSchema } from "../src/planspec/runner_schemas.ts";
-import { RUN_STATUS_KINDS, RUN_STATUSES, SHOWN_STATUSES } from "../mod.ts";
+import { RUN_STATUS_KINDS, RUN_STATUSES, SHOWN_STATUSES } from "../src/store/mod.ts";
 
 Deno.test("word lists: each reflection decision is accepted, any other word refused", () => {
   assert.deepEqual(REFLECTION_DECISIONS, ["RETRY", "ACCEPT", "INTERACT", "PLAN_CMD"]);
@@ -24,7 +24,7 @@ Deno.test("word lists: step status codes and plan step statuses are the document
   assert.equal(StepStatusSchema.safeParse("done").success, false);
 });
 
-Deno.test("word lists: the root entry point exports the run-state lists", () => {
+Deno.test("word lists: the store entry point exports the run-state lists", () => {
   assert.deepEqual(RUN_STATUSES, Object.keys(RUN_STATUS_KINDS));
   assert.deepEqual(SHOWN_STATUSES.slice(1, -1), RUN_STATUSES);
 });

@@ -17,7 +17,8 @@ export type FlowGraphSource = Pick<AgentDefinition, "name" | "steps" | "entrySte
  *
  * @example
  * ```ts ignore
- * import { flowToMermaid, loadAgentDefinition } from "@stepflow/core";
+ * import { loadAgentDefinition } from "@stepflow/core";
+ * import { flowToMermaid } from "@stepflow/core/definition";
  * console.log(flowToMermaid(await loadAgentDefinition("code-improver")));
  * // flowchart TD
  * //   start(("start")) --> s_a8f3

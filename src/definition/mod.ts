@@ -1,12 +1,16 @@
 /**
- * Agent definitions: the `agent.json` / `steps_registry.json` file formats, `loadAgentDefinition`
- * and `listAgents`, load-time flow validation, the flow graph (Mermaid) and the generated JSON
- * Schemas. Normalising, step ids, JSON-with-comments parsing and output-schema resolution are the
- * loader's business and stay in their files.
+ * `@stepflow/core/definition`: agent definitions in detail. The `agent.json` /
+ * `steps_registry.json` file formats as types, load-time flow validation
+ * ({@linkcode validateFlow}), the flow graph as Mermaid ({@linkcode flowToMermaid}) and the
+ * generated JSON Schemas. Loading ({@linkcode loadAgentDefinition}, {@linkcode listAgents}) is in
+ * the root entry point too. Normalising, step ids, JSON-with-comments parsing and output-schema
+ * resolution are the loader's business and stay in their files.
  *
- * @example
- * ```ts ignore
- * import { flowToMermaid, loadAgentDefinition } from "./mod.ts";
+ * @example Draw an agent's flow
+ * ```ts
+ * import { loadAgentDefinition } from "jsr:@stepflow/core";
+ * import { flowToMermaid } from "jsr:@stepflow/core/definition";
+ *
  * const definition = await loadAgentDefinition("issue-solver");
  * console.log(definition.entryStepId, definition.warnings);
  * console.log(flowToMermaid(definition));

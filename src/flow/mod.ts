@@ -1,7 +1,21 @@
 /**
- * The step-flow runner: {@linkcode StepFlowRunner}, its options and result, and the names of the
- * OpenTelemetry spans it records. The runner's pure parts (gates, routing, checks) are its own
- * business and stay in their files.
+ * `@stepflow/core/runner`: the step-flow runner in detail. {@linkcode StepFlowRunner} with its
+ * options and result (also in the root entry point), and the types those reach: a run's history
+ * entries and transitions, the permission asks a tool call raises and their replies, child-run
+ * links, the spend per step, and the names of the OpenTelemetry spans and metrics the runner
+ * records. The runner's pure parts (gates, routing, checks) are its own business and stay in their
+ * files.
+ *
+ * @example Walk a finished run's history
+ * ```ts
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import type { HistoryEntry } from "jsr:@stepflow/core/runner";
+ *
+ * const definition = await loadAgentDefinition("haiku");
+ * const result = await new StepFlowRunner(definition).run({ args: { topic: "autumn" } });
+ * const steps = result.state.history.map((entry: HistoryEntry) => entry.stepId);
+ * console.log(steps.join(" → "));
+ * ```
  *
  * @module
  */
@@ -24,6 +38,7 @@ export type {
   Transition,
 } from "./types.ts";
 export { MAX_HISTORY_TOOL_CALLS } from "./permission_asks.ts";
+export { MAX_OUTPUT_DEPTH } from "../engine/ask_structured.ts";
 export { type RunHandle, type RunnerState, StepFlowRunner } from "./runner.ts";
 export type { ChildRunLink, FanOutMark } from "./run_state.ts";
 export {

@@ -65,7 +65,8 @@ export interface RunHandle {
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, ScriptedBackend, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { ScriptedBackend } from "jsr:@stepflow/core/llm";
  *
  * const definition = await loadAgentDefinition("issue-solver");
  * const backend = new ScriptedBackend({

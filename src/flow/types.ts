@@ -417,7 +417,7 @@ export interface ParentRunLink {
  *
  * @example
  * ```ts
- * import type { RerunUnfinishedCallCheck } from "@stepflow/core";
+ * import type { RerunUnfinishedCallCheck } from "@stepflow/core/runner";
  * // Only calls started before log line 42 (the ones the user saw unfinished) may run again.
  * const check: RerunUnfinishedCallCheck = (calls) => calls.every((c) => c.startLine < 42);
  * console.log(check([{ tool: "Bash", callId: "c1", startLine: 40 }])); // true

@@ -38,7 +38,8 @@ export interface AgentBackendOptions {
  *
  * @example
  * ```ts ignore
- * import { agentBackend, loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { agentBackend } from "jsr:@stepflow/core/llm";
  *
  * const definition = await loadAgentDefinition("issue-solver");
  * const backend = await agentBackend(definition.agent.behavior, { model: "claude-sonnet-5-5" });

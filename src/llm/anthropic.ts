@@ -119,7 +119,8 @@ type AnthropicModule = SdkErrorClasses & {
  *
  * @example
  * ```ts ignore
- * import { AnthropicBackend, readJsonAnswer } from "@stepflow/core";
+ * import { readJsonAnswer } from "@stepflow/core";
+ * import { AnthropicBackend } from "@stepflow/core/llm";
  * const backend = new AnthropicBackend({
  *   apiKey: Deno.env.get("ANTHROPIC_API_KEY"),
  *   model: "claude-sonnet-5-5",

@@ -189,7 +189,7 @@ interface Cumulative {
  *
  * @example
  * ```ts ignore
- * import { ClaudeCodeBackend } from "@stepflow/core";
+ * import { ClaudeCodeBackend } from "@stepflow/core/llm";
  * const backend = new ClaudeCodeBackend({ model: "sonnet" });
  * const res = await backend.complete({
  *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: Deno.cwd(),

@@ -1,10 +1,33 @@
 /**
- * LLM backends: the {@linkcode LlmBackend} contract, the scripted backend for tests, the real
- * backends (`claude-code`, `anthropic`, `openai`), the backend factory, and the types their
- * signatures use (retry policy, backend errors, the chat-backend base class's extension points).
- * No SDK is imported here: each real backend loads its SDK on its first call. How an engine asks a
- * backend for structured output, extracts JSON and retries is the engines' business and stays in
- * the files.
+ * `@stepflow/core/llm`: the LLM backends. The {@linkcode LlmBackend} contract (also in the root
+ * entry point), the scripted backend for tests and demos, the replay of a recorded run, the real
+ * backends (`claude-code`, `anthropic`, `openai` and any OpenAI-compatible server), the model
+ * fallback chain, the backend factory the CLI uses, and the types their options use (retry policy,
+ * backend errors, prices, the chat-backend base class's extension points). No SDK is imported here:
+ * each real backend loads its SDK on its first call. How an engine asks a backend for structured
+ * output and retries is the engines' business and stays in the files.
+ *
+ * @example Run an agent on scripted answers (no model, no key)
+ * ```ts
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { ScriptedBackend } from "jsr:@stepflow/core/llm";
+ *
+ * const definition = await loadAgentDefinition("haiku");
+ * const backend = new ScriptedBackend({
+ *   "draft.haiku": ["Red leaves on the path\nthe old gate creaks in the wind\nautumn walks us home"],
+ *   "draft.haiku#check": [{ output: { result: "ok", message: "5-7-5" } }],
+ * });
+ * const result = await new StepFlowRunner(definition, { backend }).run({ args: { topic: "autumn" } });
+ * console.log(result.completionReason);
+ * ```
+ *
+ * @example A local OpenAI-compatible server (Ollama, vLLM, llama.cpp)
+ * ```ts
+ * import { OpenAiBackend } from "jsr:@stepflow/core/llm";
+ *
+ * const backend = new OpenAiBackend({ baseUrl: "http://127.0.0.1:11434/v1" });
+ * console.log(backend.name);
+ * ```
  *
  * @module
  */

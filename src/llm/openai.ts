@@ -112,7 +112,8 @@ type OpenAiModule = SdkErrorClasses & {
  *
  * @example Ollama on this machine (no key needed)
  * ```ts ignore
- * import { OpenAiBackend, readJsonAnswer } from "@stepflow/core";
+ * import { readJsonAnswer } from "@stepflow/core";
+ * import { OpenAiBackend } from "@stepflow/core/llm";
  * const backend = new OpenAiBackend({ baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.2" });
  * const res = await backend.complete({
  *   kind: "step", agent: "demo", stepId: "s1", iteration: 1, cwd: ".", prompt: "Say hi as JSON {\"greeting\": …}",

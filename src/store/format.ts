@@ -438,7 +438,7 @@ export function formatRunList(
  *
  * @example
  * ```ts ignore
- * import { FileRunStore, formatRunHistory } from "jsr:@stepflow/core";
+ * import { FileRunStore, formatRunHistory } from "jsr:@stepflow/core/store";
  * const store = new FileRunStore("tmp/logs/agents/code-improver");
  * const id = "20260101T000000Z-0a1b2c";
  * console.log(formatRunHistory(await store.loadCheckpoint(id), await store.readLog(id)));

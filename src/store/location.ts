@@ -52,7 +52,8 @@ export function runStoreDirFor(
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, runStoreFor, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { runStoreFor } from "jsr:@stepflow/core/store";
  * const definition = await loadAgentDefinition("code-improver");
  * const store = runStoreFor(definition);
  * const result = await new StepFlowRunner(definition, { store }).run({ args: { topic: "x" } });

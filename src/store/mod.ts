@@ -1,8 +1,21 @@
 /**
- * Run stores: the {@linkcode RunStore} contract, the in-memory store, the durable file store (run
- * log, atomic checkpoints, lock), the PostgreSQL store, choosing one for an agent, and the
- * `--runs` / `--show` renderings of recorded runs. The on-disk formats and the lock are the
- * stores' business and stay in their files.
+ * `@stepflow/core/store`: where runs are recorded. The {@linkcode RunStore} contract, the
+ * in-memory store, the durable file store (run log, atomic checkpoints, lock), the PostgreSQL
+ * store, choosing one for an agent as the CLI does, the run statuses, and the `runs` / `show`
+ * renderings of recorded runs. The on-disk formats and the lock are the stores' business and stay
+ * in their files.
+ *
+ * @example Record runs in the agent's own folder, then print the last one
+ * ```ts
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { formatRunHistory, runStoreFor } from "jsr:@stepflow/core/store";
+ *
+ * const definition = await loadAgentDefinition("haiku");
+ * const store = runStoreFor(definition);
+ * const result = await new StepFlowRunner(definition, { store }).run({ args: { topic: "autumn" } });
+ * const checkpoint = await store.loadCheckpoint(result.runId);
+ * console.log(formatRunHistory(checkpoint, await store.readLog(result.runId)));
+ * ```
  *
  * @module
  */

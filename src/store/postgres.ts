@@ -80,7 +80,8 @@ interface HeldLease {
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, PostgresRunStore, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition, StepFlowRunner } from "jsr:@stepflow/core";
+ * import { PostgresRunStore } from "jsr:@stepflow/core/store";
  * const definition = await loadAgentDefinition("code-improver");
  * const store = new PostgresRunStore("postgres://stepflow@db.internal/stepflow", {
  *   agent: definition.name,

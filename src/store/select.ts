@@ -87,7 +87,8 @@ export function resolveStoreSetting(
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, selectRunStore } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition } from "jsr:@stepflow/core";
+ * import { selectRunStore } from "jsr:@stepflow/core/store";
  * const definition = await loadAgentDefinition("code-improver");
  * const store = selectRunStore(definition, { env: Deno.env.toObject() });
  * console.log((await store.list()).length);

@@ -28,7 +28,8 @@ export interface AnswerSubmittedOptions extends AnswerOptions {
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, PostgresRunStore } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition } from "jsr:@stepflow/core";
+ * import { PostgresRunStore } from "jsr:@stepflow/core/store";
  * import { answerSubmittedRun } from "jsr:@stepflow/core/worker";
  * const url = "postgres://stepflow@db.internal/stepflow";
  * const definition = await loadAgentDefinition("release");

@@ -47,7 +47,7 @@ export interface SubmittedRun {
  *
  * @example
  * ```ts ignore
- * import { PostgresRunStore } from "jsr:@stepflow/core";
+ * import { PostgresRunStore } from "jsr:@stepflow/core/store";
  * import { recordSubmission } from "jsr:@stepflow/core/worker";
  * const store = new PostgresRunStore("postgres://stepflow@db.internal/stepflow");
  * await recordSubmission(store, { runId: "r1", agent: "demo", agentHash: "…", request: {} });

@@ -32,7 +32,8 @@ export interface SubmitOptions {
  *
  * @example
  * ```ts ignore
- * import { loadAgentDefinition, PostgresRunStore } from "jsr:@stepflow/core";
+ * import { loadAgentDefinition } from "jsr:@stepflow/core";
+ * import { PostgresRunStore } from "jsr:@stepflow/core/store";
  * import { submitRun } from "jsr:@stepflow/core/worker";
  * const url = "postgres://stepflow@db.internal/stepflow";
  * const definition = await loadAgentDefinition("issue-solver");
@@ -82,7 +83,7 @@ async function sendToQueue(runId: string, options: SubmitOptions): Promise<void>
  *
  * @example
  * ```ts ignore
- * import { PostgresRunStore } from "jsr:@stepflow/core";
+ * import { PostgresRunStore } from "jsr:@stepflow/core/store";
  * import { resubmitWithRerun } from "jsr:@stepflow/core/worker";
  * const url = "postgres://stepflow@db.internal/stepflow";
  * await resubmitWithRerun(new PostgresRunStore(url), "20260101-000000-abcd", { url });

@@ -87,13 +87,23 @@ Deno.test("outside the checkout: importing it through the project's own import m
     await Deno.writeTextFile(
       join(dir, "deno.json"),
       JSON.stringify({
-        imports: { ...checkout.imports, "@stepflow/core": join(REPO_ROOT, "mod.ts") },
+        imports: {
+          ...checkout.imports,
+          "@stepflow/core": join(REPO_ROOT, "mod.ts"),
+          "@stepflow/core/llm": join(REPO_ROOT, checkout.exports["./llm"]),
+        },
       }),
     );
-    await Deno.writeTextFile(join(dir, "main.ts"), MAIN("@stepflow/core"));
+    await Deno.writeTextFile(
+      join(dir, "main.ts"),
+      MAIN("@stepflow/core") +
+        `import { ScriptedBackend } from "@stepflow/core/llm";\n` +
+        `console.log("backend", new ScriptedBackend({}).name);\n`,
+    );
     const result = await run([Deno.execPath(), "run", "-A", "main.ts"], dir);
     assert.equal(result.code, 0, result.out);
     assert.match(result.out, /^loaded my-agent initial\.task$/m);
+    assert.match(result.out, /^backend scripted$/m, "a subpath entry point maps the same way");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

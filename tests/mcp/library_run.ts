@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { loadAgentDefinition, ScriptedBackend, StepFlowRunner } from "../../mod.ts";
+import { loadAgentDefinition, StepFlowRunner } from "../../mod.ts";
+import { ScriptedBackend } from "../../src/llm/mod.ts";
 import { seed001Script } from "../flow/fixtures.ts";
 
 const [root] = Deno.args;
