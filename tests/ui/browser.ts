@@ -104,7 +104,7 @@ let watchers = 0;
 export async function textOnceShown(
   page: Page,
   selector: string,
-  timeout = 20_000,
+  timeout = 60_000, // a failure cap: an action starts a CLI process, slow to start on a loaded machine
 ): Promise<() => Promise<string>> {
   const name = `__stepflowShown${++watchers}`;
   const shown = Promise.withResolvers<string>();
