@@ -85,7 +85,9 @@ export class FanOutJobs implements ChildQueue {
         await tx.query(
           `INSERT INTO ${c.schema}.fanout_children (child_run_id, parent_run_id, step_id, position,
              concurrency, agent, agent_hash, request)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json) ON CONFLICT (child_run_id) DO NOTHING`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json)
+           ON CONFLICT (child_run_id) DO UPDATE SET state = 'pending', noticed = false
+             WHERE ${c.schema}.fanout_children.state = 'cancelled'`,
           [
             child.runId,
             fanOut.parentRunId,

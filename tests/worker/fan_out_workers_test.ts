@@ -12,7 +12,7 @@ import { PostgresRunStore } from "../../src/store/postgres.ts";
 import { fanOutsOf } from "../../src/store/fan_out_lines.ts";
 import { startWorker } from "../../src/worker/worker.ts";
 import { submitRun } from "../../src/worker/submit.ts";
-import { fleetResponder, writeFleetAgents } from "../flow/fan_out_fixtures.ts";
+import { fleetResponder, reviewedPath, writeFleetAgents } from "../flow/fan_out_fixtures.ts";
 import { freshDatabase, pg } from "../store/pg_server.ts";
 import { mostAtOnce, untilEnded } from "./fan_out_worker_helpers.ts";
 
@@ -125,6 +125,66 @@ Deno.test({
         // started, and never more than two at once.
         assert.ok(runs.length >= 3 && runs.length < 8, `children that ran: ${runs.length}`);
         assert.ok(await mostAtOnce(reviewer, runs.map((r) => r.runId)) <= 2);
+      } finally {
+        await reviewer.close();
+      }
+    } finally {
+      await worker.stop();
+      await store.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "fan-out on workers run again after it failed (onError retry): a new child for the failed item only, on the workers; the completed items keep theirs",
+  ignore: pg === undefined,
+  async fn() {
+    const db = await freshDatabase(pg!);
+    const root = await Deno.makeTempDir({ prefix: "stepflow_fanout_workers_redrive_" });
+    await writeFleetAgents(root, { concurrency: 1, onItemError: "fail", onError: "retry=1" });
+    const paths = files(3);
+    const failedOnce = new Set<string>();
+    const model = fleetResponder({ files: paths });
+    const worker = await startWorker({
+      store: db,
+      agentRoot: join(root, ".agent"),
+      concurrency: 2,
+      pollMs: 200,
+      log: () => {},
+      backendFor: () =>
+        Promise.resolve(
+          new ScriptedBackend((req) => {
+            const path = reviewedPath(req);
+            // The second item's first review fails; its next child's review succeeds.
+            if (req.stepId === "complete.review" && path === "src/f1.ts" && !failedOnce.has(path)) {
+              failedOnce.add(path);
+              return { error: `cannot review ${path}` };
+            }
+            return model(req);
+          }),
+        ),
+    });
+    const store = new PostgresRunStore(db, { agent: "fleet" });
+    try {
+      const definition = await loadAgentDefinition("fleet", { cwd: root });
+      const runId = await submitRun(store, definition, {}, { url: db });
+      const parent = await untilEnded(store, runId, 60_000);
+      assert.equal(parent.status, "completed", JSON.stringify(parent.state.end));
+      const handoff = (parent.state.handoff as Record<string, unknown>)["review.each"] as {
+        results: { item: string; status: string; output: { verdict: string } }[];
+        counts: unknown;
+      };
+      assert.deepEqual(handoff.results.map((r) => r.output.verdict), paths.map((p) => `ok ${p}`));
+      assert.deepEqual(handoff.counts, { total: 3, completed: 3, failed: 0 });
+      const [fanOut] = fanOutsOf(await store.readLog(runId));
+      const attempts = [...fanOut.items.values()].map((i) => i.children.length);
+      assert.deepEqual(attempts, [1, 2, 1], "a second child for the failed item only");
+      const reviewer = new PostgresRunStore(db, { agent: "reviewer" });
+      try {
+        const failed = fanOut.items.get(1)!.children;
+        assert.equal((await reviewer.loadCheckpoint(failed[0].childRunId))?.status, "failed");
+        assert.equal((await reviewer.loadCheckpoint(failed[1].childRunId))?.status, "completed");
       } finally {
         await reviewer.close();
       }
