@@ -179,6 +179,25 @@ export class FanOutJobs implements ChildQueue {
   }
 
   /**
+   * A waiting fan-out child `runId` was answered: it goes back to `pending` and is sent when the
+   * step's `concurrency` leaves room — an answered child counts against the step's places like
+   * one never started, so answers never put more children of one step out than `concurrency`.
+   * False when `runId` is no fan-out child waiting on the workers (the caller queues it itself).
+   */
+  async childAnswered(runId: string): Promise<boolean> {
+    const c = await pgConnectionOf(this.#store);
+    const row = (await c.query<{ parent_run_id: string; step_id: string }>(
+      `UPDATE ${c.schema}.fanout_children SET state = 'pending', noticed = true
+         WHERE child_run_id = $1 AND state = 'waiting'
+         RETURNING parent_run_id, step_id`,
+      [runId],
+    )).rows[0];
+    if (!row) return false;
+    await this.#dispatch(row.parent_run_id, row.step_id);
+    return true;
+  }
+
+  /**
    * After a parent's drive stopped for its children ({@linkcode FanOutSuspended}) and let go of the
    * run: it stays out of the orphan reaper's reach for `recheckMs`, and is queued again at once
    * when its children already ended meanwhile (their wake may have come while it still held the
