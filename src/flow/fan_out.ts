@@ -254,6 +254,12 @@ class FanOut {
     let out = 0;
     while (this.#queue.length > 0 && !this.#stopped) {
       const slot = this.#items[this.#queue.shift()!];
+      // A failed item of a step run again (a redrive, an onError retry): a new child, on the
+      // workers — its failed child stays as it ended.
+      if (slot.redrive) {
+        delete slot.redrive;
+        delete slot.child;
+      }
       if (!slot.child) {
         let args: Record<string, unknown>;
         try {
@@ -280,7 +286,14 @@ class FanOut {
           checkpoint.state as { waiting?: PendingInput; waits?: PendingInput[] },
         );
       } else {
-        // Queued, or driven by a worker (one killed meanwhile: taken over as any run is).
+        // Queued, or driven by a worker (one killed meanwhile: taken over as any run is). One never
+        // started is queued again: when the step failed before its turn, its job was cancelled
+        // (the queue takes it up again; one still pending or out stays as it is).
+        if (!checkpoint) {
+          queued.push(
+            this.#queuedChild(slot, childArgs(ctx.step, ctx.state, { value: slot.value })),
+          );
+        }
         slot.phase = "running";
         out++;
       }

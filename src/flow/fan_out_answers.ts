@@ -28,6 +28,8 @@ import type { AnswerOptions, PendingInput } from "./input_request.ts";
 import { flowStep } from "./router.ts";
 import { fanOutLink, recordAnswer } from "./run_open.ts";
 import { type RunnerState, waitsOf } from "./run_state.ts";
+import { pendingRequest } from "./run_wait.ts";
+import { fanOutsOf } from "../store/fan_out_lines.ts";
 import type { ParentRunLink, RunOptions, StepFlowResult } from "./types.ts";
 
 /** Drives a run of `definition` recorded in `store` (a runner's drive, events and cap included). */
@@ -105,7 +107,8 @@ export async function answerWhileDriven(
   if (!checkpoint) return undefined;
   const waits = waitsOf(checkpoint.state as Pick<RunnerState, "waiting" | "waits">);
   const pending = options.requestId !== undefined
-    ? waits.find((w) => w.requestId === options.requestId)
+    ? waits.find((w) => w.requestId === options.requestId) ??
+      await childRequest(definition, store!, runId, options.requestId)
     : waits.length === 1
     ? waits[0]
     : undefined;
@@ -130,6 +133,49 @@ export async function answerWhileDriven(
     return await followChild(child.store!, child.runId, options.signal);
   }
 }
+
+/**
+ * The request `requestId` of a fan-out child of run `runId` that waits on it, found through the
+ * run's log (its children) and the children's own checkpoints: a drive of the run lists its waiting
+ * children in its checkpoint only between its looks at them (while it takes one up again, the list
+ * lacks it), so the run's checkpoint alone cannot say whether a child waits on a request.
+ */
+async function childRequest(
+  definition: AgentDefinition,
+  store: RunStore,
+  runId: string,
+  requestId: string,
+): Promise<PendingInput | undefined> {
+  const fanOut = fanOutsOf(await store.readLog(runId).catch(() => [])).at(-1);
+  const step = fanOut ? flowStep(definition, fanOut.stepId) : undefined;
+  if (!fanOut || !step?.child) return undefined;
+  for (const item of fanOut.items.values()) {
+    const last = item.children.at(-1);
+    if (!last || last.end) continue;
+    const link = { stepId: step.id, runId: last.childRunId, store: last.store };
+    const own = childStore(store, { ...link, agent: "", usage: NO_USAGE }, step.child, runId);
+    const checkpoint = await own?.loadCheckpoint(last.childRunId).catch(() => undefined);
+    if (checkpoint?.status !== "waiting") continue;
+    const request = waitsOf(checkpoint.state as Pick<RunnerState, "waiting" | "waits">)
+      .find((w) => w.requestId === requestId);
+    if (!request) continue;
+    return pendingRequest(
+      {
+        kind: "child",
+        runId: last.childRunId,
+        request,
+        item: item.index,
+        ...(last.store ? { store: last.store } : {}),
+      },
+      step,
+      new Date(),
+    );
+  }
+  return undefined;
+}
+
+/** A child's usage before it is read (the link's shape asks for one). */
+const NO_USAGE = { inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 };
 
 /** Follows a child another process drives until it ends or waits; its result then. */
 async function followChild(

@@ -10,6 +10,7 @@ import type { AnswerOptions, RecordedAnswer } from "../flow/input_request.ts";
 import { StepFlowRunner } from "../flow/runner.ts";
 import type { PostgresRunStore } from "../store/postgres.ts";
 import { openRunQueue, type RunQueue } from "./queue.ts";
+import { FanOutJobs } from "./fan_out_jobs.ts";
 
 /** Options of {@linkcode answerSubmittedRun}. */
 export interface AnswerSubmittedOptions extends AnswerOptions {
@@ -55,7 +56,11 @@ export async function answerSubmittedRun(
   );
   const queue = given ?? await openRunQueue(url, schema !== undefined ? { schema } : {});
   try {
-    await queue.send(runId);
+    // An answered fan-out child waits for a place among its step's `concurrency`; the parent
+    // (answered through it) goes back to the queue as any answered run.
+    const child = recorded.child?.runId ?? runId;
+    const placed = await new FanOutJobs(store, queue, () => {}).childAnswered(child);
+    if (!placed || child !== runId) await queue.send(runId);
   } finally {
     if (!given) await queue.stop({ graceful: false });
   }

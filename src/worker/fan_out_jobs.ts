@@ -85,7 +85,9 @@ export class FanOutJobs implements ChildQueue {
         await tx.query(
           `INSERT INTO ${c.schema}.fanout_children (child_run_id, parent_run_id, step_id, position,
              concurrency, agent, agent_hash, request)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json) ON CONFLICT (child_run_id) DO NOTHING`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json)
+           ON CONFLICT (child_run_id) DO UPDATE SET state = 'pending', noticed = false
+             WHERE ${c.schema}.fanout_children.state = 'cancelled'`,
           [
             child.runId,
             fanOut.parentRunId,
@@ -174,6 +176,25 @@ export class FanOutJobs implements ChildQueue {
     const woke = failed || open === 0;
     if (woke) await this.wake(row.parent_run_id);
     return { parentRunId: row.parent_run_id, sent, woke };
+  }
+
+  /**
+   * A waiting fan-out child `runId` was answered: it goes back to `pending` and is sent when the
+   * step's `concurrency` leaves room — an answered child counts against the step's places like
+   * one never started, so answers never put more children of one step out than `concurrency`.
+   * False when `runId` is no fan-out child waiting on the workers (the caller queues it itself).
+   */
+  async childAnswered(runId: string): Promise<boolean> {
+    const c = await pgConnectionOf(this.#store);
+    const row = (await c.query<{ parent_run_id: string; step_id: string }>(
+      `UPDATE ${c.schema}.fanout_children SET state = 'pending', noticed = true
+         WHERE child_run_id = $1 AND state = 'waiting'
+         RETURNING parent_run_id, step_id`,
+      [runId],
+    )).rows[0];
+    if (!row) return false;
+    await this.#dispatch(row.parent_run_id, row.step_id);
+    return true;
   }
 
   /**
