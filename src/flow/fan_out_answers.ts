@@ -114,14 +114,25 @@ export async function answerWhileDriven(
     : undefined;
   const child = pending ? waitingChild(definition, store, runId, pending) : undefined;
   if (!child) return undefined;
-  await recordAnswer(
-    child.definition,
-    child.store,
-    child.runId,
-    value,
-    { requestId: child.pending.requestId, answeredBy: options.answeredBy },
-    warn,
-  );
+  // The parent's drive may hold the child a moment to look at it (it takes its waiting children
+  // up again, then lets a still-waiting one go): the answer waits for that, not refused.
+  for (let tries = 0;; tries++) {
+    try {
+      await recordAnswer(
+        child.definition,
+        child.store,
+        child.runId,
+        value,
+        { requestId: child.pending.requestId, answeredBy: options.answeredBy },
+        warn,
+      );
+      break;
+    } catch (error) {
+      const held = error instanceof StepflowError && error.details?.locked === true;
+      if (!held || tries >= HELD_TRIES) throw error;
+      await sleep(FOLLOW_MS, options.signal);
+    }
+  }
   try {
     return await drive(child.definition, child.store, {
       resume: child.runId,
@@ -191,6 +202,9 @@ async function followChild(
     await sleep(FOLLOW_MS, signal);
   }
 }
+
+/** How often an answer retries a child the parent's drive holds a moment (50 × 200 ms). */
+const HELD_TRIES = 50;
 
 /** How often {@linkcode answerWhileDriven} looks at a child another process drives. */
 const FOLLOW_MS = 200;
