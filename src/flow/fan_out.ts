@@ -900,6 +900,9 @@ class FanOut {
   }
 
   async #report(change?: FanOutReport["change"]): Promise<void> {
+    // A report walks every item: only when someone listens (a library run of 10,000 items that
+    // nobody watches does not pay it per child).
+    if (!this.#ctx.events.has("onFanOut")) return;
     let completed = 0, failed = 0, waiting = 0;
     const active: FanOutReport["active"] = [];
     for (const s of this.#items) {
