@@ -189,9 +189,14 @@ async function makeFolders(dir: string, tool: string, userPath: string): Promise
     try {
       await Deno.mkdir(folder);
     } catch (error) {
+      // A folder above it removed meanwhile (another process swapping the path): changed.
+      if (isMissing(error)) throw folderChanged(tool, userPath, folder);
       if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
-      const now = await Deno.lstat(folder);
-      if (!now.isDirectory) {
+      const now = await Deno.lstat(folder).catch((error) => {
+        if (isMissing(error)) return undefined; // made, then removed again before the look
+        throw error;
+      });
+      if (!now?.isDirectory) {
         throw folderChanged(tool, userPath, folder);
       }
     }
@@ -344,7 +349,7 @@ const SEPARATORS = sep === "\\" ? /[\\/]/ : /\//;
 function folderChanged(tool: string, userPath: string, folder: string): StepflowError {
   return new StepflowError(
     "PATH_CHANGED",
-    `${tool}: "${userPath}" changed after it was checked: its folder "${folder}" is now a symbolic link or a file. Nothing was written. Call again to have the path checked anew.`,
+    `${tool}: "${userPath}" changed after it was checked: its folder "${folder}" is now a symbolic link or a file, or is gone. Nothing was written. Call again to have the path checked anew.`,
     { details: { path: userPath, folder } },
   );
 }
