@@ -5,9 +5,10 @@
  * - one round trip to server-everything's `echo` over stdio (a real MCP server from npm): stepflow's
  *   client (`McpConnection`) against the official SDK's `Client` with its own stdio transport
  *   (the baseline), and that SDK client with its server started in a session of its own
- *   (`setsid`, as stepflow's transport starts every server so that closing it can end its whole
- *   process group) — on a loaded Linux machine the kernel schedules each session as a group of
- *   its own, which alone makes a round trip up to twice as long.
+ *   (`setsid`, as stepflow's transport started every server before its supervisor made a process
+ *   group of its own in the run's session instead) — on a loaded Linux machine the kernel schedules
+ *   each session as a group of its own, which alone moves a round trip by up to 2×, one way or
+ *   the other depending on where the load is.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";

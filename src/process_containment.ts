@@ -140,7 +140,7 @@ export interface ContainedSpawnOptions {
 export interface ContainedProcess {
   /** The process started: the supervisor (its pipes are the command's), or the command itself. */
   readonly child: Deno.ChildProcess;
-  /** Its id, which is its process group's too. */
+  /** Its id, which is its process group's too (once a supervisor made its group, at its start). */
   readonly pid: number;
   /** The containment it runs under. */
   readonly mode: ContainmentMode;
@@ -202,8 +202,9 @@ export async function spawnContained(
     stdin: options.stdin,
     stdout: options.stdout,
     stderr: options.stderr,
-    // A session of its own: its process group is signalled as a whole.
-    detached: true,
+    // Its process group is signalled as a whole. The supervisor makes its own group in this
+    // session (see process_supervisor.ts for why not a session); without one, a session of its own.
+    detached: !supervised,
   }).spawn();
   let ended = false;
   const group = (signal: Deno.Signal) => {

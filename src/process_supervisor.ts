@@ -8,6 +8,13 @@
  *   the supervisor when its parent ends, never to init, so it stays findable;
  * - asks the kernel to signal it (SIGUSR2, `prctl(PR_SET_PDEATHSIG)`) when the run's process dies,
  *   however it dies (SIGKILL included);
+ * - leads a process group of its own in the run's session (`setpgid`), so the run signals the
+ *   command's group as a whole and a Ctrl-C at the terminal reaches the run only, and lets go of
+ *   the controlling terminal (`TIOCNOTTY`), so a command that opens `/dev/tty` to ask something
+ *   fails at once instead of stopping in the background. Not a session of its own: Linux
+ *   schedules each session as a group apart (`sched_autogroup`), and a server answering the run
+ *   many small requests (an MCP server) then waits on the scheduler at every turn — twice the
+ *   round trip on a busy machine;
  * - runs the command with its own standard input, output and error, and waits for it.
  *
  * When the command ends, when the run asks (SIGUSR1), or when the run dies (SIGUSR2), it kills
@@ -37,6 +44,10 @@ export async function superviseMain(): Promise<void> {
     getppid: { parameters: [], result: "i32" },
     signal: { parameters: ["i32", "usize"], result: "usize" },
     raise: { parameters: ["i32"], result: "i32" },
+    setpgid: { parameters: ["i32", "i32"], result: "i32" },
+    open: { parameters: ["buffer", "i32"], result: "i32" },
+    ioctl: { parameters: ["i32", "usize"], result: "i32" },
+    close: { parameters: ["i32"], result: "i32" },
   });
   const say = (text: string) => {
     try {
@@ -50,6 +61,22 @@ export async function superviseMain(): Promise<void> {
     Deno.exit(126);
   }
   libc.symbols.prctl(PR_SET_PDEATHSIG, SIGUSR2, 0n, 0n, 0n);
+  // A process group of its own (the run signals it as a whole), in the run's session.
+  if (libc.symbols.setpgid(0, 0) !== 0) {
+    say("this system refused the supervisor a process group of its own (setpgid); nothing was run");
+    Deno.exit(126);
+  }
+  // No controlling terminal: what the command opens as /dev/tty fails instead of stopping the
+  // command (a background group reading the terminal is stopped by SIGTTIN).
+  const O_RDWR = 2, O_NOCTTY = 0o400, O_CLOEXEC = 0o2000000, TIOCNOTTY = 0x5422n;
+  const tty = libc.symbols.open(
+    new TextEncoder().encode("/dev/tty\0"),
+    O_RDWR | O_NOCTTY | O_CLOEXEC,
+  );
+  if (tty >= 0) {
+    libc.symbols.ioctl(tty, TIOCNOTTY);
+    libc.symbols.close(tty);
+  }
 
   /** The live processes below this one (zombies are dead already and are skipped). */
   const below = (): number[] => {

@@ -209,3 +209,50 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a contained process leads a group of its own in the run's session, without the terminal: /dev/tty is refused, Ctrl-C's group is the run's",
+  ignore: !LINUX,
+  fn: async () => {
+    // The run gets a terminal of its own (`script` gives it a pseudo-terminal), so that what the
+    // contained command may do with it is checked, not assumed.
+    const probe = `import { spawnContained } from ${
+      JSON.stringify(new URL("../src/process_containment.ts", import.meta.url).href)
+    };
+      const fields = (stat) => stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const me = fields(Deno.readTextFileSync("/proc/self/stat"));
+      const p = await spawnContained("sh", {
+        args: ["-c", "cat /proc/self/stat; if (exec 3</dev/tty) 2>/dev/null; then echo tty-opened; else echo tty-refused; fi"],
+        stdin: "null", stdout: "piped", stderr: "null",
+      });
+      const out = await new Response(p.child.stdout).text();
+      await p.status;
+      const [stat, tty] = out.trim().split("\\n");
+      const child = fields(stat);
+      console.log(JSON.stringify({
+        runGroup: Number(me[2]), runSession: Number(me[3]), runTty: Number(me[4]),
+        group: Number(child[2]), session: Number(child[3]), tty: Number(child[4]),
+        supervisor: p.pid, ttyOpen: tty,
+      }));`;
+    const { stdout, code } = await new Deno.Command("script", {
+      args: ["-qec", `${Deno.execPath()} eval ${shellQuote(probe)}`, "/dev/null"],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(stdout);
+    assert.equal(code, 0, text);
+    const seen = JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1));
+    assert.notEqual(seen.runTty, 0, "the run has a terminal");
+    assert.equal(seen.session, seen.runSession, "same session as the run");
+    assert.equal(seen.group, seen.supervisor, "the supervisor's group");
+    assert.notEqual(seen.group, seen.runGroup, "not the run's group (Ctrl-C reaches the run only)");
+    assert.equal(seen.tty, 0, "no controlling terminal");
+    assert.equal(seen.ttyOpen, "tty-refused");
+  },
+});
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
