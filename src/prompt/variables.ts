@@ -132,16 +132,63 @@ export function substituteVariables(
   vars: PromptVariables,
   where: { file?: string; stepId?: string } = {},
 ): string {
-  const missing: string[] = [];
-  const out = template.replace(VARIABLE, (whole, name: string, optional?: string) => {
-    const value = lookup(name, vars);
-    if (value !== undefined) return value;
-    if (optional !== undefined) return optional.slice(2); // "?" → "", "?=text" → "text"
-    if (!missing.includes(name)) missing.push(name);
-    return whole;
-  });
-  if (missing.length > 0) throw new MissingVariablesError(missing, where, vars.parameters);
+  const parsed = parsedTemplate(template);
+  const { literals, names, optionals, wholes } = parsed;
+  let missing: string[] | undefined;
+  let out = literals[0];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    let value = lookup(name, vars);
+    if (value === undefined) {
+      const optional = optionals[i];
+      if (optional !== undefined) value = optional.slice(2); // "?" → "", "?=text" → "text"
+      else {
+        missing ??= [];
+        if (!missing.includes(name)) missing.push(name);
+        value = wholes[i];
+      }
+    }
+    out += value + literals[i + 1];
+  }
+  if (missing !== undefined) throw new MissingVariablesError(missing, where, vars.parameters);
   return out;
+}
+
+/** A template split at its variables: `literals[i]`, variable `i`, …, `literals[names.length]`. */
+interface ParsedTemplate {
+  literals: string[];
+  /** Each variable's name (group 1). */
+  names: string[];
+  /** Each variable's `?` / `?=default` (group 2), when written. */
+  optionals: (string | undefined)[];
+  /** Each variable as written (kept when it has no value, for the error's sake). */
+  wholes: string[];
+}
+
+/**
+ * Templates split once: a step's prompt is substituted at every iteration, and scanning it with
+ * the variable pattern each time was most of the substitution's cost. Keyed by the template text
+ * (a prompt file's body, kept by the resolver); bounded, emptied when full.
+ */
+const parsedTemplates = new Map<string, ParsedTemplate>();
+const PARSED_TEMPLATES_MAX = 256;
+
+function parsedTemplate(template: string): ParsedTemplate {
+  let parsed = parsedTemplates.get(template);
+  if (parsed !== undefined) return parsed;
+  parsed = { literals: [], names: [], optionals: [], wholes: [] };
+  let from = 0;
+  for (const m of template.matchAll(VARIABLE)) {
+    parsed.literals.push(template.slice(from, m.index));
+    parsed.names.push(m[1]);
+    parsed.optionals.push(m[2]);
+    parsed.wholes.push(m[0]);
+    from = m.index + m[0].length;
+  }
+  parsed.literals.push(template.slice(from));
+  if (parsedTemplates.size >= PARSED_TEMPLATES_MAX) parsedTemplates.clear();
+  parsedTemplates.set(template, parsed);
+  return parsed;
 }
 
 function lookup(name: string, vars: PromptVariables): string | undefined {
