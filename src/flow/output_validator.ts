@@ -47,6 +47,7 @@ interface CacheEntry {
 export class OutputSchemaCache {
   readonly #agentDir: string;
   readonly #entries = new Map<string, CacheEntry>();
+  readonly #keys = new WeakMap<OutputSchemaRef, { file: string; schema: string; key: string }>();
   // The loader compiles with the same compiler, so a schema that loads is one that runs.
   readonly #compile = createSchemaCompiler();
 
@@ -56,14 +57,28 @@ export class OutputSchemaCache {
   }
 
   /**
+   * The cache key of `ref`: a step's reference is the same object at every iteration, so its key
+   * is made once (the fields are compared too: a reference changed in place gets a new key).
+   */
+  #keyOf(ref: OutputSchemaRef): string {
+    const known = this.#keys.get(ref);
+    if (known !== undefined && known.file === ref.file && known.schema === ref.schema) {
+      return known.key;
+    }
+    const key = `${ref.file}\0${ref.schema}`;
+    this.#keys.set(ref, { file: ref.file, schema: ref.schema, key });
+    return key;
+  }
+
+  /**
    * Resolves `ref` now. Throws {@linkcode SchemaResolutionError} when the file or pointer is missing,
    * the file is not JSON, or the schema does not compile.
    */
   async resolve(ref: OutputSchemaRef, stepId?: string): Promise<CompiledOutputSchema> {
-    const key = `${ref.file}\0${ref.schema}`;
+    const key = this.#keyOf(ref);
     const cached = this.#entries.get(key);
     if (cached) {
-      if (cached.files.every(unchanged)) return cached.compiled;
+      if (allUnchanged(cached.files)) return cached.compiled;
       this.#entries.delete(key);
     }
     const resolved = await resolveOutputSchema(this.#agentDir, ref, stepId);
@@ -101,6 +116,12 @@ export function permissionAnswerSchema(): CompiledOutputSchema {
     pointer: '{ "decision": "allow" | "deny" }',
     validate: createSchemaCompiler()(schema),
   };
+}
+
+/** True when every file still has the mtime and size it had when read. */
+function allUnchanged(files: readonly SchemaFileStamp[]): boolean {
+  for (const stamp of files) if (!unchanged(stamp)) return false;
+  return true;
 }
 
 /** True when `stamp.file` still has the mtime and size it had when read. */

@@ -43,6 +43,16 @@ export interface PromptTemplate {
   fromFallback: boolean;
 }
 
+/** A reference's resolved path, with the fields it was resolved from and its cache key. */
+interface KnownReference {
+  ref: PromptReference;
+  file: string;
+  /** The fallback key `key` was made with. */
+  fallbackKey?: string;
+  /** `file` and `fallbackKey`: the key of the template cache. */
+  key?: string;
+}
+
 /** A prompt ready to send. */
 export interface ResolvedPrompt extends PromptTemplate {
   /** The body with variables substituted. */
@@ -113,7 +123,7 @@ export class PromptResolver {
   readonly #options: PromptResolverOptions;
   readonly #cache = new Map<string, Promise<PromptTemplate>>();
   /** Resolved paths by reference object, with the fields they were resolved from. */
-  readonly #paths = new WeakMap<PromptReference, { ref: PromptReference; file: string }>();
+  readonly #paths = new WeakMap<PromptReference, KnownReference>();
   #realRoot?: Promise<string>;
 
   /**
@@ -129,14 +139,21 @@ export class PromptResolver {
 
   /** The absolute file a reference points at (no I/O). */
   pathOf(ref: PromptReference): string {
-    // A step's reference is the same object every iteration: its path is resolved once (the
-    // resolution and its checks were ~8 % of a fast loop's iteration). The fields are compared
-    // too, so a reference changed in place is resolved again.
+    return this.#known(ref).file;
+  }
+
+  /**
+   * A step's reference is the same object every iteration: its path is resolved once (the
+   * resolution and its checks were ~8 % of a fast loop's iteration). The fields are compared
+   * too, so a reference changed in place is resolved again.
+   */
+  #known(ref: PromptReference): KnownReference {
     const known = this.#paths.get(ref);
-    if (known !== undefined && sameReference(known.ref, ref)) return known.file;
+    if (known !== undefined && sameReference(known.ref, ref)) return known;
     const file = resolvePromptPath(this.#agentDir, this.#basePath, ref);
-    this.#paths.set(ref, { ref: { ...ref }, file });
-    return file;
+    const entry: KnownReference = { ref: { ...ref }, file };
+    this.#paths.set(ref, entry);
+    return entry;
   }
 
   /** Reads (once) and splits the prompt file of `ref`. */
@@ -144,8 +161,15 @@ export class PromptResolver {
     ref: PromptReference,
     where: { stepId?: string; fallbackKey?: string } = {},
   ): Promise<PromptTemplate> {
-    const file = this.pathOf(ref);
-    const key = `${file}\0${where.fallbackKey ?? ""}`;
+    const known = this.#known(ref);
+    const file = known.file;
+    // The key of the last fallback key asked for is kept (a step asks with the same one each time).
+    const fallbackKey = where.fallbackKey ?? "";
+    if (known.key === undefined || known.fallbackKey !== fallbackKey) {
+      known.fallbackKey = fallbackKey;
+      known.key = `${file}\0${fallbackKey}`;
+    }
+    const key = known.key;
     let cached = this.#cache.get(key);
     if (!cached) {
       cached = this.#load(file, ref, where);
