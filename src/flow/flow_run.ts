@@ -292,11 +292,12 @@ export class FlowRun {
         // Recorded in a fan-out child; this run's log says who answered which child.
         await this.#journal.log(state, { type: "input_answer", ...answer });
       }
-      // Every model call of the run passes through its meter (metered_backend.ts).
+      // Every model call of the run passes through its meter (metered_backend.ts); its
+      // `model_call` lines are built only for a run that is recorded.
       const metered = meterBackend(
         opened.backend,
         opened.spend,
-        (f) => this.#journal.log(state, f),
+        this.#journal.recording ? (f) => this.#journal.log(state, f) : undefined,
       );
       await this.#loop(state, history, telemetry?.backend(metered) ?? metered);
       const end = state.end;
