@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { loadAgentDefinition } from "../../src/definition/load.ts";
 import { StepFlowRunner } from "../../src/flow/runner.ts";
+import { OutputSchemaCache } from "../../src/flow/output_validator.ts";
 import { ScriptedBackend } from "../../src/llm/scripted.ts";
 import { out, seed004Files, writeAgent } from "./fixtures.ts";
 
@@ -269,6 +270,36 @@ Deno.test("two-strike rule: one strike then a fixed schema resets the count and 
   assert.equal(result.success, true, JSON.stringify(result.error));
   assert.equal(result.state.history[0].transition, "retry");
   assert.match(result.state.history[0].error!, /not valid JSON/);
+});
+
+Deno.test("two-strike rule: a schema broken during the run is seen by the very next iteration", async () => {
+  // The stat-based cache must not skip a check: a handler that breaks the file synchronously
+  // between two iterations (microseconds apart, in the same millisecond) makes the next one strike.
+  const { def, root } = await setup();
+  const file = `${root}/.agent/issue-solver/schemas/issue.schema.json`;
+  const doc = JSON.parse(await Deno.readTextFile(file));
+  delete doc.definitions["initial.issue"];
+  const broken = JSON.stringify(doc);
+  const backend = new ScriptedBackend({ "initial.issue": [out("initial.issue", "repeat")] });
+  let ends = 0;
+  const result = await new StepFlowRunner(def, {
+    backend,
+    events: { onStepEnd: () => void (ends++ === 0 && Deno.writeTextFileSync(file, broken)) },
+  }).run({ args: { topic: "t" } });
+  assert.equal(backend.calls.length, 1);
+  assert.equal(result.completionReason, "schema_resolution_failed");
+  assert.deepEqual(result.state.history.map((h) => h.transition), ["repeat", "retry", "fail"]);
+});
+
+Deno.test("output schema cache: a reference changed in place resolves its new pointer", async () => {
+  const { def } = await setup();
+  const cache = new OutputSchemaCache(def.dir);
+  const ref = { file: "issue.schema.json", schema: "#/definitions/initial.issue" };
+  assert.equal((await cache.resolve(ref)).pointer, "#/definitions/initial.issue");
+  ref.schema = "#/definitions/complete.issue";
+  const again = await cache.resolve(ref);
+  assert.equal(again.pointer, "#/definitions/complete.issue");
+  assert.equal(again.validate({ stepId: "complete.issue", summary: "s" }), true);
 });
 
 Deno.test("invalid output is re-asked once with the validation errors, then the step fails", async () => {
