@@ -1,7 +1,7 @@
 /**
  * Writes `parse_outcomes.json`: the fingerprints of the current parser's outcomes over the seeded
  * texts of `plan_mutations.ts`. Run it only when a change of the parser's behaviour is intended
- * (and say so in the commit): `deno run -A tests/planspec/parse_outcomes.ts`.
+ * (and say so in the commit): `deno run -A tests/planspec/parse_outcomes.ts && deno fmt tests/planspec`.
  *
  * @module
  */
