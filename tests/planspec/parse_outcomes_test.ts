@@ -3,7 +3,7 @@ import { fingerprint, mutatedPlans, parseOutcome } from "./plan_mutations.ts";
 import { OUTCOME_COUNT, OUTCOME_SEED } from "./parse_outcomes.ts";
 
 // A differential check of the parser against itself as it was: the fingerprints in
-// parse_outcomes.json were written by the parser before its allocation work (issue 33), over
+// parse_outcomes.json were written by the parser before its allocation work, over
 // seeded plans mutated the way hand edits go wrong. Any change of a parsed plan, of an error's
 // message, line or quoted text shows here with the text that caused it.
 Deno.test("parse: mutated plans give the same plans and errors (lines included) as recorded", async () => {
