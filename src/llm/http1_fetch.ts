@@ -16,9 +16,12 @@
  * decoded anyway; another encoding is an error, never bytes handed on as if plain); `1xx` interim
  * answers skipped; a body framed by `content-length`, by `transfer-encoding: chunked` (extensions
  * and trailers passed over) or by the end of the connection; no body for `HEAD`, 204, 205 and
- * 304. A redirect (301, 302, 303, 307, 308 with a `location`) is handed to the global `fetch` as
- * the request was made, which follows it; a request whose `redirect` is not `follow`, or that
- * carries a Deno `client`, goes to the global `fetch` from the start.
+ * 304. Redirects (301, 302, 303, 307, 308 with a `location`) are followed as `fetch` follows them
+ * — at most 20; a 303, or a 301 or 302 to a POST, turns into a GET without a body; 307 and 308
+ * keep the method and body; `authorization` is not sent to another origin — and a leg to an
+ * `https:` URL, or one a proxy variable applies to, is sent by the global `fetch`. A request whose
+ * `redirect` is not `follow`, or that carries a Deno `client`, goes to the global `fetch` from
+ * the start.
  *
  * Failures are the errors `fetch` gives, so that the retry policy classifies them alike: a
  * refused, reset or closed connection before the answer is a `TypeError("fetch failed")` whose
@@ -41,6 +44,8 @@
  *
  * @module
  */
+
+import { proxyMayApply } from "./proxy_env.ts";
 
 /** The most bytes a response head (status line and headers), or a chunked body's trailers, may take. */
 export const HTTP1_HEAD_MAX_BYTES = 64 * 1024;
@@ -98,15 +103,79 @@ export async function http1Fetch(
   input: string | URL | Request,
   init?: RequestInit,
 ): Promise<Response> {
-  const request = simpleRequest(input, init) ?? await fullRequest(input, init);
-  const { url, signal } = request;
+  let request = simpleRequest(input, init) ?? await fullRequest(input, init);
   if (
-    url.protocol !== "http:" || request.redirect !== "follow" ||
+    request.url.protocol !== "http:" || request.redirect !== "follow" ||
     (init as { client?: unknown } | undefined)?.client !== undefined
   ) {
     return fetch(input, init);
   }
-  signal.throwIfAborted();
+  request.signal.throwIfAborted();
+  for (let redirects = 0;; redirects++) {
+    const response = await send(request);
+    const location = REDIRECT_STATUSES.has(response.status)
+      ? response.headers.get("location")
+      : null;
+    if (location === null) return redirects === 0 ? response : markRedirected(response);
+    // Followed as fetch follows it: the answer to the redirect is not read.
+    await response.body?.cancel().catch(() => {});
+    const from = request.url.href;
+    if (redirects === MAX_REDIRECTS) throw sendError(from, "too many redirects");
+    let next: URL;
+    try {
+      next = new URL(location, from);
+    } catch {
+      throw sendError(from, `invalid redirect location ${JSON.stringify(location.slice(0, 100))}`);
+    }
+    request = redirected(request, next, response.status);
+    if (next.protocol !== "http:" || proxyMayApply(next)) {
+      // TLS or a proxy: the global fetch sends this leg (and follows what comes after).
+      const { method, headers, body, signal } = request;
+      return markRedirected(await fetch(next, { method, headers, body, signal }));
+    }
+  }
+}
+
+/** Redirects followed at most, as `fetch` does. */
+const MAX_REDIRECTS = 20;
+/** Headers that describe a body: dropped with it when a redirect turns the request into a GET. */
+const BODY_HEADERS = ["content-encoding", "content-language", "content-location", "content-type"];
+
+/**
+ * The request to send after a redirect to `next` (the fetch standard's rules): a 303 — or a 301
+ * or 302 answering a POST — turns it into a GET without a body; 307 and 308 keep both. Leaving
+ * the origin drops the credentials (`authorization`).
+ */
+function redirected(request: Outgoing, next: URL, status: number): Outgoing {
+  const headers = new Headers(request.headers);
+  let { method, body } = request;
+  if (
+    ((status === 301 || status === 302) && method === "POST") ||
+    (status === 303 && method !== "GET" && method !== "HEAD")
+  ) {
+    method = "GET";
+    body = null;
+    for (const name of BODY_HEADERS) headers.delete(name);
+  }
+  if (next.origin !== request.url.origin) {
+    headers.delete("authorization");
+    headers.delete("proxy-authorization");
+  }
+  return { ...request, url: next, method, headers, body };
+}
+
+/** Says that a response came after redirects, as `fetch`'s own responses do. */
+function markRedirected(response: Response): Response {
+  Object.defineProperty(response, "redirected", { value: true });
+  return response;
+}
+
+/**
+ * Sends one request over a kept-alive connection to its origin, or a new one; a reused
+ * connection that closes before any byte of the answer arrived is replaced once.
+ */
+async function send(request: Outgoing): Promise<Response> {
+  const { url, signal } = request;
   const message = requestMessage(request);
   const target: Target = {
     url: url.href,
@@ -119,19 +188,7 @@ export async function http1Fetch(
     const reused = connection !== undefined;
     connection ??= await openConnection(target, signal);
     try {
-      const answer = await exchange(connection, message, request.method, target.url, signal);
-      if (REDIRECT_STATUSES.has(answer.status) && answer.headers.has("location")) {
-        // Followed by the global fetch, as the request was made (its rules for 303 and the rest).
-        await answer.body?.cancel().catch(() => {});
-        return await fetch(url, {
-          method: request.method,
-          headers: request.headers,
-          body: request.body,
-          signal,
-          redirect: "follow",
-        });
-      }
-      return answer;
+      return await exchange(connection, message, request.method, target.url, signal);
     } catch (error) {
       if (reused && error instanceof NothingReceived && !signal.aborted) {
         // The server closed the kept-alive connection as it was picked: once more, on a new one.
@@ -419,6 +476,13 @@ function dropIdle(connection: Connection, watch?: Promise<number | null>): void 
   list!.splice(at, 1);
   if (list!.length === 0) idle.delete(connection.origin);
   connection.close();
+}
+
+/** How many kept-alive connections wait idle, all origins together (for tests and diagnostics). */
+export function idleHttp1Connections(): number {
+  let count = 0;
+  for (const list of idle.values()) count += list.length;
+  return count;
 }
 
 /**
@@ -785,7 +849,9 @@ class BodyDecoder {
           if (size === -1) {
             throw bodyError(
               `invalid chunk size line ${
-                JSON.stringify(latin1(buffer.subarray(c.start, Math.min(end, c.start + 40))))
+                JSON.stringify(
+                  latin1(buffer.subarray(c.start, Math.min(end, c.start + 40))).trimEnd(),
+                )
               }`,
             );
           }
