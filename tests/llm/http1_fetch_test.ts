@@ -104,7 +104,7 @@ Deno.test("http1: a chunked body written one byte per write arrives whole (exten
   const readsBefore = http1Counters.bodyReads;
   await withServer(async (connection) => {
     let first = true;
-    for (let request; (request = await connection.next()) !== null;) {
+    while ((await connection.next()) !== null) {
       const head = responseHead("200 OK", SSE);
       if (first) await connection.writeBytewise(head + framed, true);
       else await connection.write(head + framed);
