@@ -76,6 +76,7 @@ const OWN_HEADERS = new Set([
 ]);
 const USER_AGENT = `Deno/${Deno.version.deno}`;
 const encoder = new TextEncoder();
+const asciiDecoder = new TextDecoder();
 
 /**
  * Counts of what the client did, for tests and benches: connections opened, socket reads made
@@ -352,6 +353,14 @@ function byteString(text: string): Uint8Array {
 
 /** Bytes as a byte string (one character a byte). */
 function latin1(bytes: Uint8Array): string {
+  let ascii = true;
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] > 127) {
+      ascii = false;
+      break;
+    }
+  }
+  if (ascii) return asciiDecoder.decode(bytes);
   let text = "";
   for (let at = 0; at < bytes.length; at += 8192) {
     text += String.fromCharCode(...bytes.subarray(at, at + 8192));

@@ -8,7 +8,8 @@
  *
  * The chat backends' own HTTP/1.1 client (src/llm/http1_fetch.ts) serves only requests no proxy
  * applies to; the rest go through `fetch`, which routes them. When in doubt — a variable that
- * cannot be read without asking for a permission — the answer is "through fetch".
+ * cannot be read without asking for a permission — the answer is "through fetch". The variables
+ * are read once per process, as `fetch` reads them.
  *
  * @module
  */
@@ -40,19 +41,33 @@ export function proxyMayApply(url: URL, env: EnvReader | undefined = processEnv(
   return !noProxyMatches(noProxy, url.hostname);
 }
 
+/** The proxy variables as first read (null: they could not be read). */
+let snapshot: Map<string, string> | null | undefined;
+
 /**
- * The process's environment, or undefined when reading a proxy variable would need a permission
- * not granted (reading it would prompt or fail).
+ * The process's proxy variables, read once — as `fetch` reads them once, when it makes its first
+ * request — or undefined when reading them would need a permission not granted (reading it
+ * would prompt or fail).
  */
 function processEnv(): EnvReader | undefined {
+  if (snapshot === undefined) snapshot = readSnapshot();
+  const values = snapshot;
+  return values === null ? undefined : (name) => values.get(name);
+}
+
+function readSnapshot(): Map<string, string> | null {
+  const names = [...PROXY_VARIABLES, ...NO_PROXY_VARIABLES];
   if (Deno.permissions.querySync({ name: "env" }).state !== "granted") {
-    for (const variable of [...PROXY_VARIABLES, ...NO_PROXY_VARIABLES]) {
-      if (Deno.permissions.querySync({ name: "env", variable }).state !== "granted") {
-        return undefined;
-      }
+    for (const variable of names) {
+      if (Deno.permissions.querySync({ name: "env", variable }).state !== "granted") return null;
     }
   }
-  return (name) => Deno.env.get(name);
+  const values = new Map<string, string>();
+  for (const name of names) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) values.set(name, value);
+  }
+  return values;
 }
 
 /** Whether a `NO_PROXY` list names `hostname` (as the URL writes it; IPv6 in brackets). */
