@@ -571,7 +571,7 @@ async function exchange(
     connection.close();
     throw error;
   }
-  const decoding = contentDecoding(head.headers.get("content-encoding"));
+  const decoding = bodyDecoding(head.headers);
   if (typeof decoding === "string") {
     signal.removeEventListener("abort", onAbort);
     connection.close();
@@ -767,20 +767,24 @@ function framingOf(method: string, head: Head, url: string): Framing {
 }
 
 /**
- * The decompression formats a `content-encoding` asks for, in the order to apply them, or what is
- * wrong with it.
+ * The decompression formats the body needs, in the order to apply them — the transfer codings
+ * before `chunked` (`transfer-encoding: gzip, chunked`), then the `content-encoding` — or what is
+ * wrong with them.
  */
-function contentDecoding(header: string | null): CompressionFormat[] | string {
-  if (header === null) return [];
+function bodyDecoding(headers: Headers): CompressionFormat[] | string {
+  const transfer = (headers.get("transfer-encoding") ?? "").split(",").map((c) => c.trim());
+  if (transfer.at(-1)?.toLowerCase() === "chunked") transfer.pop();
   const formats: CompressionFormat[] = [];
-  for (const coding of header.split(",").map((c) => c.trim().toLowerCase()).reverse()) {
-    if (coding === "" || coding === "identity") continue;
-    if (coding === "gzip" || coding === "x-gzip") formats.push("gzip");
-    else if (coding === "deflate") formats.push("deflate");
-    else {
-      return `the answer is compressed as ${
-        JSON.stringify(coding)
-      }, which this client cannot decode (it asked for accept-encoding: identity)`;
+  for (const header of [transfer.join(","), headers.get("content-encoding") ?? ""]) {
+    for (const coding of header.split(",").map((c) => c.trim().toLowerCase()).reverse()) {
+      if (coding === "" || coding === "identity") continue;
+      if (coding === "gzip" || coding === "x-gzip") formats.push("gzip");
+      else if (coding === "deflate") formats.push("deflate");
+      else {
+        return `the answer is compressed as ${
+          JSON.stringify(coding)
+        }, which this client cannot decode (it asked for accept-encoding: identity)`;
+      }
     }
   }
   return formats;

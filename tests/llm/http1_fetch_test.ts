@@ -294,9 +294,16 @@ Deno.test("http1: a gzip or deflate answer is decoded; another encoding is a cle
         );
         continue;
       }
-      const [body, encoding] = request.target === "/gzip" ? [gzip, "gzip"] : [deflate, "deflate"];
+      const [body, encoding] = request.target === "/deflate"
+        ? [deflate, "deflate"]
+        : [gzip, "gzip"];
       await connection.write(
-        responseHead("200 OK", { "content-encoding": encoding, "transfer-encoding": "chunked" }),
+        responseHead(
+          "200 OK",
+          request.target === "/transfer-gzip"
+            ? { "transfer-encoding": "gzip, chunked" }
+            : { "content-encoding": encoding, "transfer-encoding": "chunked" },
+        ),
       );
       await connection.write(`${body.length.toString(16)}\r\n`);
       await connection.write(body);
@@ -305,6 +312,11 @@ Deno.test("http1: a gzip or deflate answer is decoded; another encoding is a cle
   }, async (server) => {
     assert.equal(await (await http1Fetch(`${server.url}/gzip`)).text(), "hello, compressed world");
     assert.equal(await (await http1Fetch(`${server.url}/deflate`)).text(), "deflated");
+    assert.equal(
+      await (await http1Fetch(`${server.url}/transfer-gzip`)).text(),
+      "hello, compressed world",
+      "a transfer coding before chunked is undone too",
+    );
     const error = await http1Fetch(`${server.url}/br`).then(() => undefined, (e) => e);
     assert.ok(error instanceof TypeError, String(error));
     assert.match(String(error.cause), /compressed as "br".*accept-encoding: identity/);
@@ -443,6 +455,28 @@ Deno.test("http1: a body left unread and cancelled closes its connection", async
     await response.body!.cancel();
     await closed.promise;
     assert.equal(idleHttp1Connections(), 0);
+  });
+});
+
+Deno.test("http1: response header bytes beyond ASCII read as fetch reads them", async () => {
+  const head = new Uint8Array([
+    ...new TextEncoder().encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-latin: caf"),
+    0xe9,
+    ...new TextEncoder().encode("\r\nx-utf8: caf"),
+    0xc3,
+    0xa9,
+    ...new TextEncoder().encode("\r\n\r\nok"),
+  ]);
+  await withServer(async (connection) => {
+    while ((await connection.next()) !== null) await connection.write(head);
+  }, async (server) => {
+    const viaFetch = await fetch(server.url);
+    const own = await http1Fetch(server.url);
+    for (const name of ["x-latin", "x-utf8"]) {
+      assert.equal(own.headers.get(name), viaFetch.headers.get(name), name);
+    }
+    await viaFetch.text();
+    assert.equal(await own.text(), "ok");
   });
 });
 
