@@ -257,8 +257,10 @@ function simpleRequest(
   else if (raw instanceof ArrayBuffer) body = new Uint8Array(raw.slice(0));
   else if (raw !== undefined && raw !== null) return undefined;
   if (body !== null && (method === "GET" || method === "HEAD")) return undefined;
-  const headers = new Headers(init?.headers);
+  // A Headers object (what the SDK clients pass) is only read: no copy.
+  let headers = init?.headers instanceof Headers ? init.headers : new Headers(init?.headers);
   if (typeof raw === "string" && !headers.has("content-type")) {
+    if (headers === init?.headers) headers = new Headers(headers);
     headers.set("content-type", "text/plain;charset=UTF-8");
   }
   return {
@@ -538,9 +540,22 @@ type Framing =
 interface Head {
   status: number;
   statusText: string;
-  headers: Headers;
+  /**
+   * The header lines, names in lower case: checked once, when the `Response` is made of them (a
+   * `Headers` built here would be checked and copied a second time by the `Response`).
+   */
+  headers: [string, string][];
   /** The server keeps the connection open after this answer. */
   keepAlive: boolean;
+}
+
+/** A header's value as `Headers.get` gives it (repeated lines joined by `, `), or null. */
+function headerOf(head: Head, name: string): string | null {
+  let value: string | null = null;
+  for (const [key, line] of head.headers) {
+    if (key === name) value = value === null ? line : `${value}, ${line}`;
+  }
+  return value;
 }
 
 /**
@@ -571,7 +586,7 @@ async function exchange(
     connection.close();
     throw error;
   }
-  const decoding = bodyDecoding(head.headers);
+  const decoding = bodyDecoding(head);
   if (typeof decoding === "string") {
     signal.removeEventListener("abort", onAbort);
     connection.close();
@@ -624,14 +639,22 @@ async function exchange(
   }
   let response: Response;
   try {
-    response = new Response(body, {
-      status: head.status,
-      statusText: head.statusText,
-      headers: head.headers,
-    });
+    try {
+      response = new Response(body, {
+        status: head.status,
+        statusText: head.statusText,
+        headers: head.headers,
+      });
+    } catch (error) {
+      // A reason phrase the Response refuses (a control character): the status still counts.
+      if (!/status text/i.test(String(error))) throw error;
+      response = new Response(body, { status: head.status, headers: head.headers });
+    }
   } catch {
-    // A reason phrase the Response refuses (a control character): the status still counts.
-    response = new Response(body, { status: head.status, headers: head.headers });
+    // A header name or value no Headers takes.
+    await body?.cancel().catch(() => {});
+    connection.close();
+    throw sendError(url, "invalid header in the answer");
   }
   Object.defineProperty(response, "url", { value: url });
   return response;
@@ -709,16 +732,11 @@ function parseHead(text: string, url: string): Head {
   }
   const status = Number(match[2]);
   if (status < 100 || status > 599) throw sendError(url, `invalid HTTP status ${status}`);
-  const headers = new Headers();
+  const headers: [string, string][] = [];
   let name = "";
   let value = "";
   const flush = () => {
-    if (name === "") return;
-    try {
-      headers.append(name, value.trim());
-    } catch {
-      throw sendError(url, `invalid header line ${JSON.stringify(name.slice(0, 60))}`);
-    }
+    if (name !== "") headers.push([name.toLowerCase(), value.trim()]);
   };
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
@@ -737,27 +755,28 @@ function parseHead(text: string, url: string): Head {
     value = line.slice(colon + 1);
   }
   flush();
-  const tokens = (headers.get("connection") ?? "").toLowerCase();
-  const keepAlive = match[1] === "1"
+  const head: Head = { status, statusText: match[3] ?? "", headers, keepAlive: true };
+  const tokens = (headerOf(head, "connection") ?? "").toLowerCase();
+  head.keepAlive = match[1] === "1"
     ? !/(^|,)\s*close\s*(,|$)/.test(tokens)
     : /(^|,)\s*keep-alive\s*(,|$)/.test(tokens);
-  return { status, statusText: match[3] ?? "", headers, keepAlive };
+  return head;
 }
 
 /** How the answer's body is delimited (RFC 9112, section 6.3). */
 function framingOf(method: string, head: Head, url: string): Framing {
   if (method === "HEAD" || NULL_BODY_STATUSES.has(head.status)) return { kind: "none" };
-  const transfer = head.headers.get("transfer-encoding");
+  const transfer = headerOf(head, "transfer-encoding");
   if (transfer !== null) {
     const last = transfer.split(",").at(-1)!.trim().toLowerCase();
     // A final coding other than chunked: the body ends with the connection. Chunked with a
     // content-length too (a message smuggled or badly made): chunked wins, the connection closes.
     if (last !== "chunked") return { kind: "close" };
-    return head.headers.has("content-length")
+    return headerOf(head, "content-length") !== null
       ? { kind: "chunked", closeAfter: true }
       : { kind: "chunked" };
   }
-  const length = head.headers.get("content-length");
+  const length = headerOf(head, "content-length");
   if (length === null) return { kind: "close" };
   const values = length.split(",").map((v) => v.trim());
   if (!values.every((v) => /^\d{1,15}$/.test(v) && v === values[0])) {
@@ -771,11 +790,11 @@ function framingOf(method: string, head: Head, url: string): Framing {
  * before `chunked` (`transfer-encoding: gzip, chunked`), then the `content-encoding` — or what is
  * wrong with them.
  */
-function bodyDecoding(headers: Headers): CompressionFormat[] | string {
-  const transfer = (headers.get("transfer-encoding") ?? "").split(",").map((c) => c.trim());
+function bodyDecoding(head: Head): CompressionFormat[] | string {
+  const transfer = (headerOf(head, "transfer-encoding") ?? "").split(",").map((c) => c.trim());
   if (transfer.at(-1)?.toLowerCase() === "chunked") transfer.pop();
   const formats: CompressionFormat[] = [];
-  for (const header of [transfer.join(","), headers.get("content-encoding") ?? ""]) {
+  for (const header of [transfer.join(","), headerOf(head, "content-encoding") ?? ""]) {
     for (const coding of header.split(",").map((c) => c.trim().toLowerCase()).reverse()) {
       if (coding === "" || coding === "identity") continue;
       if (coding === "gzip" || coding === "x-gzip") formats.push("gzip");

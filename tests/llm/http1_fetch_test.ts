@@ -332,6 +332,10 @@ Deno.test("http1: a head over the limit, a bad chunk size and an endless chunk l
       await connection.write(responseHead("200 OK", SSE) + "zz\r\nabc\r\n");
     } else if (request?.target === "/endless-line") {
       await connection.write(responseHead("200 OK", SSE) + chunk("ok") + "1".repeat(20_000));
+    } else if (request?.target === "/bad-header") {
+      await connection.write("HTTP/1.1 200 \x01odd\r\nbad name: x\r\ncontent-length: 0\r\n\r\n");
+    } else if (request?.target === "/odd-reason") {
+      await connection.write("HTTP/1.1 200 \x01odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
     } else if (request?.target === "/not-http") {
       await connection.write("SSH-2.0-OpenSSH_9.6\r\n\r\n");
     }
@@ -343,6 +347,12 @@ Deno.test("http1: a head over the limit, a bad chunk size and an endless chunk l
       String(big.cause),
       new RegExp(`head is larger than ${HTTP1_HEAD_MAX_BYTES} bytes`),
     );
+    const badHeader = await http1Fetch(`${server.url}/bad-header`).then(() => undefined, (e) => e);
+    assert.ok(badHeader instanceof TypeError, String(badHeader));
+    assert.match(String(badHeader.cause), /invalid header in the answer/);
+    const oddReason = await http1Fetch(`${server.url}/odd-reason`);
+    assert.equal(oddReason.status, 200, "a reason phrase the Response refuses is dropped");
+    assert.equal(await oddReason.text(), "ok");
     const notHttp = await http1Fetch(`${server.url}/not-http`).then(() => undefined, (e) => e);
     assert.ok(notHttp instanceof TypeError, String(notHttp));
     assert.match(String(notHttp.cause), /invalid HTTP status line "SSH-2\.0/);
