@@ -335,7 +335,9 @@ Deno.test("http1: a head over the limit, a bad chunk size and an endless chunk l
     } else if (request?.target === "/bad-header") {
       await connection.write("HTTP/1.1 200 \x01odd\r\nbad name: x\r\ncontent-length: 0\r\n\r\n");
     } else if (request?.target === "/odd-reason") {
-      await connection.write("HTTP/1.1 200 \x01odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+      await connection.write(
+        "HTTP/1.1 200 \x01odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+      );
     } else if (request?.target === "/not-http") {
       await connection.write("SSH-2.0-OpenSSH_9.6\r\n\r\n");
     }
