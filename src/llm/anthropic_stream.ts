@@ -32,7 +32,8 @@ const MAX_BLOCKS = 256;
 
 interface OpenBlock {
   type: string;
-  text: string;
+  /** The text's pieces, joined once at the end: a string grown by `+=` is a rope, slower to serialise on every later turn. */
+  text: string[];
   id?: unknown;
   name?: unknown;
   /** A tool call's input as the `input_json_delta` fragments spelled it. */
@@ -138,7 +139,7 @@ class EventAssembler {
         if (!Number.isInteger(index) || this.blocks.size >= MAX_BLOCKS) break;
         const open: OpenBlock = {
           type: String(block.type),
-          text: typeof block.text === "string" ? block.text : "",
+          text: typeof block.text === "string" && block.text ? [block.text] : [],
           json: "",
         };
         if (block.type === "tool_use") {
@@ -147,9 +148,9 @@ class EventAssembler {
           open.input = block.input;
         }
         this.blocks.set(index, open);
-        if (open.text) {
-          this.received += open.text.length;
-          this.#onText?.(open.text);
+        if (open.text.length > 0) {
+          this.received += open.text[0].length;
+          this.#onText?.(open.text[0]);
         }
         break;
       }
@@ -158,7 +159,7 @@ class EventAssembler {
         const delta = (event.delta ?? {}) as Record<string, unknown>;
         if (!open) break;
         if (delta.type === "text_delta" && typeof delta.text === "string") {
-          open.text += delta.text;
+          open.text.push(delta.text);
           this.received += delta.text.length;
           if (delta.text) this.#onText?.(delta.text);
         } else if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
@@ -194,7 +195,7 @@ class EventAssembler {
 
 /** A finished block as the API would have sent it without streaming. */
 function blockOf(open: OpenBlock): NonNullable<AnthropicMessage["content"]>[number] {
-  if (open.type !== "tool_use") return { type: open.type, text: open.text };
+  if (open.type !== "tool_use") return { type: open.type, text: open.text.join("") };
   return { type: "tool_use", id: open.id, name: open.name, input: toolInput(open) };
 }
 

@@ -31,8 +31,12 @@ const MAX_CALLS = 128;
 interface OpenCall {
   id?: string;
   name: string;
-  /** The arguments as their fragments spelled them, or an object a server sent whole. */
-  arguments: string | Record<string, unknown>;
+  /**
+   * The arguments' fragments as they came (joined once at the end: a string grown by `+=` is a
+   * rope, and every later turn's `JSON.stringify` of the conversation is twice as slow over
+   * ropes), or an object a server sent whole.
+   */
+  arguments: string[] | Record<string, unknown>;
 }
 
 /**
@@ -62,17 +66,17 @@ export async function readOpenAiStream(
   try {
     await readSseEvents(body, (event, data) => {
       if (data === "[DONE]") return true;
-      if (event === "error") throw streamErrorEvent(errorOf(data), answer.content.length);
+      if (event === "error") throw streamErrorEvent(errorOf(data), answer.contentChars);
       // An event without data (a bare `event:` line some servers send to keep alive) says nothing.
       if (data === "") return;
       const chunk = parseEventJson(data);
-      if (chunk?.error) throw streamErrorEvent(chunk.error, answer.content.length);
+      if (chunk?.error) throw streamErrorEvent(chunk.error, answer.contentChars);
       answer.add(chunk);
     }, idle);
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     // Cut after the finish: the answer is whole, only the usage chunk may be lost.
-    if (answer.finish === undefined) throw streamFailure(error, answer.content.length);
+    if (answer.finish === undefined) throw streamFailure(error, answer.contentChars);
   }
   if (signal.aborted) throw signal.reason;
   return answer.completion();
@@ -101,7 +105,10 @@ function parseEventJson(data: string): Record<string, unknown> | undefined {
 
 /** The completion being assembled from the chunks of one streamed answer. */
 class ChunkAssembler {
-  content = "";
+  /** The text's pieces, joined once at the end (see {@linkcode OpenCall}'s arguments). */
+  readonly content: string[] = [];
+  /** Characters of text received. */
+  contentChars = 0;
   refusal = "";
   finish: string | undefined;
   usage: ChatCompletion["usage"];
@@ -129,7 +136,8 @@ class ChunkAssembler {
     if (!choice) return;
     const delta = choice.delta ?? {};
     if (typeof delta.content === "string" && delta.content) {
-      this.content += delta.content;
+      this.content.push(delta.content);
+      this.contentChars += delta.content.length;
       this.#onText?.(delta.content);
     }
     if (typeof delta.refusal === "string") this.refusal += delta.refusal;
@@ -143,18 +151,21 @@ class ChunkAssembler {
   completion(): ChatCompletion {
     if (this.finish === undefined) {
       throw new StreamInterrupted("the stream ended before a finish_reason", {
-        receivedChars: this.content.length,
+        receivedChars: this.contentChars,
       });
     }
     const message: NonNullable<ChatCompletion["choices"]>[number]["message"] = {
-      content: this.content,
+      content: this.content.join(""),
     };
     if (this.refusal) message.refusal = this.refusal;
     if (this.calls.length) {
       message.tool_calls = this.calls.map((c) => ({
         ...(c.id ? { id: c.id } : {}),
         type: "function",
-        function: { name: c.name, arguments: c.arguments },
+        function: {
+          name: c.name,
+          arguments: Array.isArray(c.arguments) ? c.arguments.join("") : c.arguments,
+        },
       }));
     }
     return {
@@ -179,7 +190,7 @@ function addCallPieces(pieces: unknown[], calls: OpenCall[], byIndex: Map<number
     if (typeof piece.index === "number" && Number.isInteger(piece.index)) {
       call = byIndex.get(piece.index);
       if (!call && calls.length < MAX_CALLS) {
-        call = { name: "", arguments: "" };
+        call = { name: "", arguments: [] };
         byIndex.set(piece.index, call);
         calls.push(call);
       }
@@ -188,7 +199,7 @@ function addCallPieces(pieces: unknown[], calls: OpenCall[], byIndex: Map<number
       const continues = last && !name && (id === undefined || id === last.id);
       if (continues) call = last;
       else if (calls.length < MAX_CALLS) {
-        call = { name: "", arguments: "" };
+        call = { name: "", arguments: [] };
         calls.push(call);
       }
     }
@@ -198,7 +209,7 @@ function addCallPieces(pieces: unknown[], calls: OpenCall[], byIndex: Map<number
     if (name && !call.name.endsWith(name)) call.name += name;
     const args = piece.function?.arguments;
     if (typeof args === "string") {
-      if (typeof call.arguments === "string") call.arguments += args;
+      if (Array.isArray(call.arguments)) call.arguments.push(args);
     } else if (args !== null && typeof args === "object" && !Array.isArray(args)) {
       call.arguments = args as Record<string, unknown>;
     }
