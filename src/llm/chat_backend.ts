@@ -25,7 +25,13 @@ import {
 } from "./retry.ts";
 import { StreamInterrupted } from "./stream_failure.ts";
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch, StreamStalled } from "./stream_idle.ts";
-import { errorBodies, type ExchangeCapture, fetchKeepingErrorBodies } from "./chat_fetch.ts";
+import {
+  type ChatHttpClient,
+  errorBodies,
+  type ExchangeCapture,
+  fetchKeepingErrorBodies,
+  fetchOnlyKeepingErrorBodies,
+} from "./chat_fetch.ts";
 import type { ToolSpec, ToolTurnMessage, ToolTurnRequest, ToolTurnResponse } from "./tool_turn.ts";
 import type { LlmBackend, LlmCallOptions, LlmRequest, LlmResponse, LlmUsage } from "./types.ts";
 import { attemptBound } from "./prompt_bound.ts";
@@ -89,6 +95,12 @@ export interface ChatBackendOptions {
    * sends plain requests, for servers that cannot stream (`--no-stream`, `STEPFLOW_STREAM=0`).
    */
   stream?: boolean;
+  /**
+   * Which HTTP client sends the requests (default `stepflow`: its own HTTP/1.1 client for a plain
+   * `http:` server, `fetch` for the rest); `fetch` sends everything through Deno's `fetch`
+   * (`STEPFLOW_HTTP_CLIENT=fetch`).
+   */
+  httpClient?: ChatHttpClient;
 }
 
 /** One exchange as a chat backend sends it. */
@@ -237,7 +249,9 @@ export abstract class ChatApiBackend implements LlmBackend {
       ...(baseURL ? { baseURL } : {}),
       maxRetries: 0,
       ...(this.timeoutMs > 0 ? { timeout: this.timeoutMs + 1_000 } : {}),
-      fetch: fetchKeepingErrorBodies,
+      fetch: this.options.httpClient === "fetch"
+        ? fetchOnlyKeepingErrorBodies
+        : fetchKeepingErrorBodies,
     };
   }
 

@@ -30,17 +30,43 @@ export const errorBodies: AsyncLocalStorage<ExchangeCapture> = new AsyncLocalSto
 >();
 
 /**
- * The `fetch` given to the SDK clients: a plain `fetch`, except that the body of an error
- * response is read here (at most {@linkcode ERROR_BODY_READ_MAX} bytes) and its message kept for
- * the failure report — the `openai` client keeps only `body.error` of a body that is not in its
- * API's format, so `{"error":"SyntaxError","message":"…"}` would lose its message. The SDK gets
- * the same status, headers and (bounded) text.
+ * Which HTTP client sends a chat backend's requests: `stepflow` (the default) sends those to a
+ * plain `http:` server that no proxy variable routes elsewhere through stepflow's own HTTP/1.1
+ * client (src/llm/http1_fetch.ts) and the rest through `fetch`; `fetch` sends everything through
+ * Deno's `fetch` (`STEPFLOW_HTTP_CLIENT=fetch`), for a server that the own client does not get on
+ * with.
  */
-export async function fetchKeepingErrorBodies(
+export type ChatHttpClient = "stepflow" | "fetch";
+
+/**
+ * The `fetch` given to the SDK clients: a plain `fetch` (see {@linkcode ChatHttpClient} for which
+ * one), except that the body of an error response is read here (at most
+ * {@linkcode ERROR_BODY_READ_MAX} bytes) and its message kept for the failure report — the `openai`
+ * client keeps only `body.error` of a body that is not in its API's format, so
+ * `{"error":"SyntaxError","message":"…"}` would lose its message. The SDK gets the same status,
+ * headers and (bounded) text.
+ */
+export function fetchKeepingErrorBodies(
   input: string | URL | Request,
   init?: RequestInit,
 ): Promise<Response> {
-  const response = await (socketServes(input, init) ? http1Fetch : fetch)(input, init);
+  return sendKeepingErrorBodies(socketServes(input, init) ? http1Fetch : fetch, input, init);
+}
+
+/** {@linkcode fetchKeepingErrorBodies} through Deno's `fetch` only (`STEPFLOW_HTTP_CLIENT=fetch`). */
+export function fetchOnlyKeepingErrorBodies(
+  input: string | URL | Request,
+  init?: RequestInit,
+): Promise<Response> {
+  return sendKeepingErrorBodies(fetch, input, init);
+}
+
+async function sendKeepingErrorBodies(
+  send: typeof fetch,
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+): Promise<Response> {
+  const response = await send(input, init);
   const capture = errorBodies.getStore();
   capture?.idle?.touch();
   if (response.ok || capture === undefined || response.body === null) return response;

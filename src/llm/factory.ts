@@ -8,6 +8,7 @@
 import type { ModelChainEntry, ModelOnBackend } from "../definition/schema.ts";
 import { UsageError } from "../errors.ts";
 import type { ModelPricing, StructuredOutputMode } from "./chat_backend.ts";
+import type { ChatHttpClient } from "./chat_fetch.ts";
 import { ModelChainBackend } from "./model_chain.ts";
 import type { ClaudeCodeBackendOptions } from "./claude_code.ts";
 import type { ReplayMode } from "./replay.ts";
@@ -42,6 +43,7 @@ export const BACKEND_ENV_VARS: readonly string[] = Object.freeze([
   "OPENAI_API_KEY",
   "OPENAI_BASE_URL",
   "STEPFLOW_STREAM",
+  "STEPFLOW_HTTP_CLIENT",
 ]);
 
 /** What to build; see {@linkcode createBackend}. */
@@ -100,6 +102,12 @@ export interface BackendSpec {
    * `false`, `off`, `no` turn it off); `false` for servers that cannot stream (`--no-stream`).
    */
   stream?: boolean;
+  /**
+   * `anthropic` / `openai`: which HTTP client sends the requests — `stepflow` (default: its own
+   * HTTP/1.1 client for a plain `http:` server, Deno's `fetch` for the rest) or `fetch` (Deno's
+   * `fetch` for everything); default from `STEPFLOW_HTTP_CLIENT`.
+   */
+  httpClient?: ChatHttpClient;
   /** `anthropic` / `openai`: prices per model, to report `costUsd`. */
   pricing?: Record<string, ModelPricing>;
   /** `claude-code`: further options (executable path, allowed tools, permission mode, …). */
@@ -304,10 +312,12 @@ function common(spec: BackendSpec) {
 
 function chatOptions(spec: BackendSpec, env: Record<string, string | undefined>) {
   const stream = spec.stream ?? streamFromEnv(env.STEPFLOW_STREAM);
+  const httpClient = spec.httpClient ?? httpClientFromEnv(env.STEPFLOW_HTTP_CLIENT);
   return {
     ...common(spec),
     ...(spec.idleTimeoutMs !== undefined ? { idleTimeoutMs: spec.idleTimeoutMs } : {}),
     ...(stream !== undefined ? { stream } : {}),
+    ...(httpClient !== undefined ? { httpClient } : {}),
     ...(spec.onWarning ? { onWarning: spec.onWarning } : {}),
     ...(spec.structuredOutput ? { structuredOutput: spec.structuredOutput } : {}),
     ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
@@ -324,6 +334,17 @@ function streamFromEnv(value: string | undefined): boolean | undefined {
   throw new UsageError(
     `STEPFLOW_STREAM must be 1/true/on or 0/false/off (streamed answers from the anthropic and openai backends), got "${value}".`,
     { variable: "STEPFLOW_STREAM" },
+  );
+}
+
+/** `STEPFLOW_HTTP_CLIENT`: unset or empty is the default; anything but stepflow/fetch is refused. */
+function httpClientFromEnv(value: string | undefined): ChatHttpClient | undefined {
+  const v = value?.trim().toLowerCase();
+  if (!v) return undefined;
+  if (v === "stepflow" || v === "fetch") return v;
+  throw new UsageError(
+    `STEPFLOW_HTTP_CLIENT must be stepflow (its own HTTP/1.1 client for plain-http servers, the default) or fetch (Deno's fetch for every request), got "${value}".`,
+    { variable: "STEPFLOW_HTTP_CLIENT" },
   );
 }
 

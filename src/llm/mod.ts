@@ -96,6 +96,7 @@ export {
   type ModelPricing,
   type StructuredOutputMode,
 } from "./chat_backend.ts";
+export type { ChatHttpClient } from "./chat_fetch.ts";
 export {
   BackendError,
   type BackendErrorCode,

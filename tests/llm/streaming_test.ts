@@ -10,6 +10,7 @@ import { completeStepCall } from "../../src/flow/step_tools.ts";
 import { AnthropicBackend } from "../../src/llm/anthropic.ts";
 import { BackendError } from "../../src/llm/backend_error.ts";
 import { createBackend } from "../../src/llm/factory.ts";
+import { http1Counters } from "../../src/llm/http1_fetch.ts";
 import { OpenAiBackend } from "../../src/llm/openai.ts";
 import type { RetryInfo } from "../../src/llm/retry.ts";
 import { UsageError } from "../../src/errors.ts";
@@ -437,6 +438,41 @@ Deno.test("STEPFLOW_STREAM turns streaming off or on; anything else is a usage e
     () => build("maybe"),
     (e) => e instanceof UsageError && /STEPFLOW_STREAM/.test(e.message),
   );
+});
+
+Deno.test("STEPFLOW_HTTP_CLIENT=fetch sends a plain-http server's requests through fetch; the own client is the default; anything else is a usage error", async () => {
+  await withServer(async (server) => {
+    const build = (value: string | undefined, httpClient?: "stepflow" | "fetch") =>
+      createBackend({
+        name: "openai",
+        baseUrl: `${server.url}/v1`,
+        model: "m",
+        env: { STEPFLOW_HTTP_CLIENT: value },
+        ...(httpClient !== undefined ? { httpClient } : {}),
+      });
+    const chunks = openAiChunks(openAiCompletion("through"), { includeUsage: true });
+    // The own client asks for no compression; Deno's fetch asks for gzip and br.
+    const clientOf = async (backend: Promise<unknown>) => {
+      server.push({ sse: chunks });
+      const res = await (await backend as OpenAiBackend).complete(stepRequest());
+      assert.equal(res.text, "through");
+      return server.requests.at(-1)!.headers["accept-encoding"] === "identity"
+        ? "stepflow"
+        : "fetch";
+    };
+    const connections = http1Counters.connections;
+    assert.equal(await clientOf(build("fetch")), "fetch");
+    assert.equal(await clientOf(build(undefined, "fetch")), "fetch", "the option");
+    assert.equal(http1Counters.connections, connections, "the own client made no connection");
+    assert.equal(await clientOf(build(undefined)), "stepflow", "the default");
+    assert.equal(await clientOf(build(" FETCH ", "stepflow")), "stepflow", "the option wins");
+    await assert.rejects(
+      () => build("curl"),
+      (e) =>
+        e instanceof UsageError &&
+        /STEPFLOW_HTTP_CLIENT must be stepflow .* or fetch/.test(e.message),
+    );
+  });
 });
 
 Deno.test("openai: a bare event: line is passed over; an error event whose data is no JSON is still the server's error, retried", async () => {
