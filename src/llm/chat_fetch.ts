@@ -8,7 +8,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { describeErrorBody, type ErrorBodyKind, errorBodyKind } from "./error_body.ts";
 import { http1Fetch } from "./http1_fetch.ts";
-import { proxyMayApply } from "./proxy_env.ts";
 import type { IdleWatch } from "./stream_idle.ts";
 
 /** What one exchange's `fetch` leaves for the backend (see the module documentation). */
@@ -50,7 +49,7 @@ export function fetchKeepingErrorBodies(
   input: string | URL | Request,
   init?: RequestInit,
 ): Promise<Response> {
-  return sendKeepingErrorBodies(socketServes(input, init) ? http1Fetch : fetch, input, init);
+  return sendKeepingErrorBodies(http1Fetch, input, init);
 }
 
 /** {@linkcode fetchKeepingErrorBodies} through Deno's `fetch` only (`STEPFLOW_HTTP_CLIENT=fetch`). */
@@ -77,25 +76,6 @@ async function sendKeepingErrorBodies(
   headers.delete("content-length");
   headers.delete("content-encoding");
   return new Response(text, { status: response.status, statusText: response.statusText, headers });
-}
-
-/**
- * Whether the request goes over this module's own HTTP/1.1 client (src/llm/http1_fetch.ts): a
- * plain `http:` URL that no proxy variable routes elsewhere. Everything else — `https:` (TLS,
- * HTTP/2), proxies, a Deno `client` — goes through the global `fetch`.
- */
-function socketServes(input: string | URL | Request, init: RequestInit | undefined): boolean {
-  const href = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  if (!/^http:/i.test(href) || (init as { client?: unknown } | undefined)?.client !== undefined) {
-    return false;
-  }
-  let url: URL;
-  try {
-    url = new URL(href);
-  } catch {
-    return false;
-  }
-  return !proxyMayApply(url);
 }
 
 async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {

@@ -90,8 +90,8 @@ export const http1Counters: { connections: number; bodyReads: number; resent: nu
 
 /**
  * `fetch` for `http:` URLs over a connection of this client's own (see the module documentation
- * for what it does and why). Other URLs, a `redirect` other than `follow` and a Deno `client` go
- * to the global `fetch`.
+ * for what it does and why). Other URLs, a URL a proxy variable applies to, a `redirect` other
+ * than `follow` and a Deno `client` go to the global `fetch`.
  *
  * @example
  * ```ts ignore
@@ -104,13 +104,11 @@ export async function http1Fetch(
   input: string | URL | Request,
   init?: RequestInit,
 ): Promise<Response> {
-  let request = simpleRequest(input, init) ?? await fullRequest(input, init);
-  if (
-    request.url.protocol !== "http:" || request.redirect !== "follow" ||
-    (init as { client?: unknown } | undefined)?.client !== undefined
-  ) {
-    return fetch(input, init);
-  }
+  const url = servedUrl(input, init);
+  if (url === undefined) return fetch(input, init);
+  let request = (input instanceof Request ? undefined : simpleRequest(url, init)) ??
+    await fullRequest(input, init);
+  if (request.redirect !== "follow") return fetch(input, init);
   request.signal.throwIfAborted();
   for (let redirects = 0;; redirects++) {
     const response = await send(request);
@@ -135,6 +133,25 @@ export async function http1Fetch(
       return markRedirected(await fetch(next, { method, headers, body, signal }));
     }
   }
+}
+
+/**
+ * The URL of a request this client sends — a plain `http:` URL that no proxy variable routes
+ * elsewhere, without a Deno `client` — or undefined for one the global `fetch` sends. Decided
+ * before anything of the request is read or copied.
+ */
+function servedUrl(input: string | URL | Request, init: RequestInit | undefined): URL | undefined {
+  const href = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  if (!/^http:/i.test(href) || (init as { client?: unknown } | undefined)?.client !== undefined) {
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(href);
+  } catch {
+    return undefined; // fetch says what is wrong with it
+  }
+  return proxyMayApply(url) ? undefined : url;
 }
 
 /** Redirects followed at most, as `fetch` does. */
@@ -234,17 +251,7 @@ const NORMALIZED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", 
  * read without building a `Request` (its copies and its following signal cost more than the
  * rest of a local exchange); undefined for anything else, which goes through `new Request`.
  */
-function simpleRequest(
-  input: string | URL | Request,
-  init: RequestInit | undefined,
-): Outgoing | undefined {
-  if (typeof input !== "string" && !(input instanceof URL)) return undefined;
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    return undefined;
-  }
+function simpleRequest(url: URL, init: RequestInit | undefined): Outgoing | undefined {
   if (url.username !== "" || url.password !== "") return undefined;
   let method = init?.method ?? "GET";
   const upper = method.toUpperCase();
@@ -280,7 +287,8 @@ async function fullRequest(
 ): Promise<Outgoing> {
   const request = new Request(input, init);
   const url = new URL(request.url);
-  if (url.protocol !== "http:" || request.redirect !== "follow") {
+  // Not followed here: it goes to the global fetch, its body unread.
+  if (request.redirect !== "follow") {
     return {
       url,
       method: request.method,
