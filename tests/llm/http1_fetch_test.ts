@@ -22,13 +22,8 @@ import { OpenAiBackend } from "../../src/llm/openai.ts";
 import { classifyHttpFailure } from "../../src/llm/retry.ts";
 import { streamFailure } from "../../src/llm/stream_failure.ts";
 import { stepRequest } from "./fake_server.ts";
-import {
-  chunk,
-  type RawConnection,
-  responseHead,
-  startRawServer,
-  until,
-} from "./raw_http_server.ts";
+import { chunk, type RawConnection, responseHead, startRawServer } from "./raw_http_server.ts";
+import { waitFor } from "../store/helpers.ts";
 
 const decoder = new TextDecoder();
 const SSE = { "content-type": "text/event-stream", "transfer-encoding": "chunked" };
@@ -191,7 +186,10 @@ Deno.test("http1: an idle connection the server closes is dropped; the next requ
   }, async (server) => {
     assert.equal(await (await http1Fetch(`${server.url}/`)).text(), "once");
     // The idle watch sees the server's close and drops the connection.
-    await until(() => idleHttp1Connections() === 0);
+    await waitFor(
+      "the closed connection to leave the pool",
+      () => Promise.resolve(idleHttp1Connections() === 0 || undefined),
+    );
     assert.equal(await (await http1Fetch(`${server.url}/`)).text(), "once");
     assert.equal(server.accepts, 2);
   });
@@ -643,7 +641,7 @@ Deno.test("http1: the openai backend — a stream reset mid-way on every attempt
     await connection.next(true);
     const attempt = pieces;
     await connection.write(responseHead("200 OK", SSE) + chunk(text));
-    await until(() => pieces > attempt);
+    await waitFor("a piece of the answer", () => Promise.resolve(pieces > attempt || undefined));
     connection.close();
   }, async (server) => {
     const backend = new OpenAiBackend({
@@ -758,4 +756,28 @@ Deno.test("http1: the chat backends' fetch keeps error bodies' messages over thi
       assert.equal(await direct.text(), '{"message":"model not loaded"}');
     },
   );
+});
+
+Deno.test("http1: a Request object is sent as it says — its method, headers and body — over the own client", async () => {
+  const seen: { method: string; type?: string; body: string }[] = [];
+  await withServer(async (connection) => {
+    for (let request; (request = await connection.next()) !== null;) {
+      seen.push({
+        method: request.method,
+        type: request.headers["content-type"],
+        body: decoder.decode(request.body),
+      });
+      await connection.write(OK("fine"));
+    }
+  }, async (server) => {
+    const request = new Request(`${server.url}/r`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: '{"a":1}',
+    });
+    const response = await http1Fetch(request);
+    assert.equal(await response.text(), "fine");
+    assert.equal(server.accepts, 1, "sent by the own client");
+    assert.deepEqual(seen, [{ method: "PUT", type: "application/json", body: '{"a":1}' }]);
+  });
 });

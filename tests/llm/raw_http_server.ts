@@ -158,15 +158,6 @@ export function chunk(text: string): string {
   return `${encoder.encode(text).length.toString(16)}\r\n${text}\r\n`;
 }
 
-/** Resolves once `predicate` holds, checking on every event-loop turn (at most `ms`). */
-export async function until(predicate: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!predicate()) {
-    if (performance.now() > deadline) throw new Error("until: the condition never held");
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
-
 function headEnd(bytes: Uint8Array): number {
   for (let i = 0; i + 3 < bytes.length; i++) {
     if (bytes[i] === 13 && bytes[i + 1] === 10 && bytes[i + 2] === 13 && bytes[i + 3] === 10) {
