@@ -134,6 +134,13 @@ export interface ContainedSpawnOptions {
   stderr: "null" | "piped";
   /** The run it works for (`STEPFLOW_RUN_ID`). */
   runId?: string;
+  /**
+   * The call's abort (a cancel, a timeout): when it fires the process is killed as
+   * {@linkcode ContainedProcess.kill} kills it — also when it fired while the process was being
+   * started, so no abort falls between the start and a listener added after it. Already aborted
+   * before the start: nothing is started, and the start throws its reason.
+   */
+  signal?: AbortSignal;
 }
 
 /** A started contained process (see {@linkcode spawnContained}). */
@@ -193,6 +200,8 @@ export async function spawnContained(
       tags,
     )
     : [command, ...args];
+  // The last moment before the start: from here to the listener below nothing awaits.
+  options.signal?.throwIfAborted();
   const child = new Deno.Command(argv[0], {
     args: argv.slice(1),
     // The supervisor carries no tag (the command gets the tags from it, by its command line: they
@@ -229,6 +238,21 @@ export async function spawnContained(
       ? { success: false, code: 128 + 9, signal: "SIGKILL" }
       : status;
   });
+  const kill = () => {
+    if (ended) return;
+    if (mode === "session") return group("SIGKILL");
+    // A KILL to the group would take the supervisor before it cleaned up: it is asked instead.
+    try {
+      Deno.kill(child.pid, "SIGUSR1");
+    } catch {
+      group("SIGKILL");
+    }
+  };
+  const abort = options.signal;
+  if (abort !== undefined) {
+    abort.addEventListener("abort", kill, { once: true });
+    void status.finally(() => abort.removeEventListener("abort", kill));
+  }
   return {
     child,
     pid: child.pid,
@@ -238,16 +262,7 @@ export async function spawnContained(
     signal: (signal) => {
       if (!ended) group(signal);
     },
-    kill: () => {
-      if (ended) return;
-      if (mode === "session") return group("SIGKILL");
-      // A KILL to the group would take the supervisor before it cleaned up: it is asked instead.
-      try {
-        Deno.kill(child.pid, "SIGUSR1");
-      } catch {
-        group("SIGKILL");
-      }
-    },
+    kill,
   };
 }
 

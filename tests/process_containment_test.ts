@@ -256,3 +256,62 @@ Deno.test({
 function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
+
+Deno.test({
+  name:
+    "a call cancelled while its process is being started (the first start of a process probes the supervisor) is killed, not left to run",
+  ignore: !LINUX,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "stepflow-contain-" });
+    const runId = `contain-start-${crypto.randomUUID()}`;
+    // A process of its own, so that its first contained start probes the supervisor (a Deno
+    // start): the cancel lands while that start is under way.
+    const tool = (name: string) =>
+      JSON.stringify(new URL(`../src/tools/${name}`, import.meta.url).href);
+    const program = `import { createRunCommandTool } from ${tool("builtin_command.ts")};
+      import { createBashTool } from ${tool("agent_bash.ts")};
+      import { ToolRegistry } from ${tool("registry.ts")};
+      const tools = new ToolRegistry().register(createRunCommandTool()).register(createBashTool());
+      const calls = [
+        ["run_command", { command: "sleep", args: ["4707"] }],
+        ["Bash", { command: "sleep 4707" }],
+      ];
+      const ended = await Promise.all(calls.map(async ([name, args]) => {
+        const cancel = new AbortController();
+        setTimeout(() => cancel.abort(new Error("cancelled")), 1);
+        try {
+          await tools.invoke(name, args, {
+            workspaceRoot: ${JSON.stringify(dir)}, signal: cancel.signal, runId: ${
+      JSON.stringify(runId)
+    },
+          });
+          return name + ": ran to its end";
+        } catch (error) {
+          return name + ": " + error.message;
+        }
+      }));
+      console.log(JSON.stringify(ended));`;
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["eval", program],
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const output = child.output();
+      const verdict = await Promise.race([
+        output.then((out) => new TextDecoder().decode(out.stdout)),
+        new Promise<string>((resolve) => setTimeout(() => resolve("still running"), 60_000)),
+      ]);
+      if (verdict === "still running") child.kill("SIGKILL");
+      await output;
+      assert.deepEqual(JSON.parse(verdict.trim()), [
+        "run_command: cancelled",
+        "Bash: cancelled",
+      ]);
+      assert.deepEqual(await liveRunProcesses(runId), []);
+    } finally {
+      for (const { pid } of await liveRunProcesses(runId)) Deno.kill(pid, "SIGKILL");
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

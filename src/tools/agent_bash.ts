@@ -74,6 +74,8 @@ export function createBashTool(): Tool<BashArgs, string> {
           stdout: "piped",
           stderr: "piped",
           ...(typeof ctx.runId === "string" ? { runId: ctx.runId } : {}),
+          // Killed when the run cancels the call (also while it starts).
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
         });
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
@@ -85,13 +87,11 @@ export function createBashTool(): Tool<BashArgs, string> {
         throw error;
       }
       const child = contained.child;
-      const killGroup = () => contained.kill();
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        killGroup();
+        contained.kill();
       }, timeoutMs);
-      ctx.signal?.addEventListener("abort", killGroup, { once: true });
       const max = AGENT_TOOL_LIMITS.resultChars;
       const stdout = captureBounded(child.stdout, max);
       const stderr = captureBounded(child.stderr, max);
@@ -116,7 +116,6 @@ export function createBashTool(): Tool<BashArgs, string> {
         return bounded;
       } finally {
         clearTimeout(timer);
-        ctx.signal?.removeEventListener("abort", killGroup);
       }
     },
   };

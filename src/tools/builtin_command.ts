@@ -117,7 +117,12 @@ export function createRunCommandTool(
       const maxBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
-      ctx.signal?.throwIfAborted();
+      const timedOut = () =>
+        new StepflowError(
+          "COMMAND_TIMEOUT",
+          `run_command: "${args.command}" did not finish within ${timeoutMs} ms and was stopped. Pass a larger timeoutMs.`,
+          { details: { command: args.command, timeoutMs } },
+        );
       let contained: ContainedProcess;
       try {
         // Contained: the command and whatever it starts die with the call and with the run.
@@ -129,6 +134,8 @@ export function createRunCommandTool(
           stdout: "piped",
           stderr: "piped",
           ...(typeof ctx.runId === "string" ? { runId: ctx.runId } : {}),
+          // Killed when the run cancels the call or its time is up (also while it starts).
+          signal,
         });
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
@@ -138,37 +145,24 @@ export function createRunCommandTool(
             { details: { command: args.command } },
           );
         }
+        // Its time was up before it started (a cancel throws the cancel's reason).
+        if (timeout.aborted && !ctx.signal?.aborted) throw timedOut();
         throw error;
       }
       const child = contained.child;
-      const kill = () => contained.kill();
-      signal.addEventListener("abort", kill, { once: true });
-      let stdout: { text: string; truncated: boolean };
-      let stderr: { text: string; truncated: boolean };
-      let status: Deno.CommandStatus;
-      try {
-        if (args.stdin !== undefined) {
-          const writer = child.stdin.getWriter();
-          await writer.write(new TextEncoder().encode(args.stdin)).catch(() => {});
-          await writer.close().catch(() => {});
-        }
-        [stdout, stderr, status] = await Promise.all([
-          captureBounded(child.stdout, maxBytes),
-          captureBounded(child.stderr, maxBytes),
-          // Resolves once what it left in the background is gone too.
-          contained.status,
-        ]);
-      } finally {
-        signal.removeEventListener("abort", kill);
+      if (args.stdin !== undefined) {
+        const writer = child.stdin.getWriter();
+        await writer.write(new TextEncoder().encode(args.stdin)).catch(() => {});
+        await writer.close().catch(() => {});
       }
+      const [stdout, stderr, status] = await Promise.all([
+        captureBounded(child.stdout, maxBytes),
+        captureBounded(child.stderr, maxBytes),
+        // Resolves once what it left in the background is gone too.
+        contained.status,
+      ]);
       ctx.signal?.throwIfAborted();
-      if (timeout.aborted) {
-        throw new StepflowError(
-          "COMMAND_TIMEOUT",
-          `run_command: "${args.command}" did not finish within ${timeoutMs} ms and was stopped. Pass a larger timeoutMs.`,
-          { details: { command: args.command, timeoutMs } },
-        );
-      }
+      if (timeout.aborted) throw timedOut();
       const result: RunCommandResult = {
         command: args.command,
         args: args.args ?? [],
